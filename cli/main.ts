@@ -1,0 +1,44 @@
+/**
+ * @module The one bin, `skill-mcp`. Dispatches to the front (stdio or HTTP), the runner daemon or
+ * the audit tool. Each part is loaded only when asked for, so the stdio front starts without
+ * parsing the runner's or the HTTP server's code.
+ */
+import { fileURLToPath } from 'node:url';
+
+/** The package's own skills/, served when nothing is configured. */
+const BUNDLED_SKILLS = fileURLToPath(new URL('../skills', import.meta.url));
+
+const USAGE = `usage:
+  skill-mcp                         serve skills over stdio (SKILLS_DIR or MCP_SKILLS_PATH; default: bundled skills)
+  skill-mcp runner --socket PATH --state-dir DIR
+                                    run the privileged runner daemon on its own (hosted mode)
+  skill-mcp audit verify [FILE]     check the audit log's hash chain
+  skill-mcp audit tail [FILE]       print recent audit decisions
+  skill-mcp --help | --version`;
+
+async function main(argv: string[]): Promise<void> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case undefined:
+      return (await import('../server/stdio.js')).serveOverStdio({ bundledSkills: BUNDLED_SKILLS, env: process.env });
+    case 'runner':
+      return (await import('../runner/main.js')).runnerMain(rest, { bundledSkills: BUNDLED_SKILLS });
+    case 'audit':
+      return (await import('../runner/audit-cli.js')).auditMain(rest);
+    case '--help':
+    case '-h':
+      process.stderr.write(`${USAGE}\n`);
+      return;
+    case '--version':
+      process.stderr.write('skill-mcp 0.1.0\n');
+      return;
+    default:
+      process.stderr.write(`skill-mcp: unknown command ${JSON.stringify(command)}\n${USAGE}\n`);
+      process.exitCode = 2;
+  }
+}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  process.stderr.write(`skill-mcp: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exitCode = 1;
+});

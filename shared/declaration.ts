@@ -1,0 +1,143 @@
+/**
+ * @module The `mcp-host:` declaration (SPEC §4): which scripts a skill says are entry points, with
+ * which interpreter, and which variables each asks for. It only ever narrows — nothing in it is an
+ * authorization (the skill's author wrote it). Parsed strictly: an unknown MAJOR version or a
+ * malformed shape rejects the whole block; unknown keys are ignored but named.
+ */
+import { checkPathString } from './paths.js';
+import { DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS } from './limits.js';
+import type { JsonValue } from './frontmatter.js';
+
+/** The fixed interpreter set. The declaration names one; never inferred from extension or shebang. */
+export const INTERPRETERS = ['node', 'python3'] as const;
+export type Interpreter = (typeof INTERPRETERS)[number];
+
+export interface DeclaredScript {
+  /** Path inside the skill, as declared (passed the string path check). */
+  script: string;
+  /** As declared; may be outside {@link INTERPRETERS} (then the script is unavailable, with why). */
+  interpreter: string;
+  /** Variables this script asks for (names only). */
+  env: string[];
+  /** Wall-clock budget after the 300 s clamp. */
+  timeoutMs: number;
+}
+
+export interface Declaration {
+  version: number;
+  run: DeclaredScript[];
+  /** Variables proposed for the server's environment. */
+  env: { name: string; secret: boolean }[];
+  /** Hosts the skill says it reaches (a proposal, shown to people, enforced elsewhere). */
+  egress: string[];
+}
+
+export interface DeclarationResult {
+  declaration?: Declaration;
+  /** Problems for a `declaration` entry; when `declaration` is absent the block was rejected. */
+  problems: string[];
+}
+
+const SUPPORTED_MAJOR = 1;
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
+
+/**
+ * Variables that can never be granted to a script, whatever any declaration or grant says.
+ * Security: loader and runtime variables turn "run this declared file" into "run anything";
+ * our own configuration would let a script learn or steer the server.
+ */
+export function isNeverGrantable(name: string): boolean {
+  if (/^(LD_|DYLD_)/.test(name)) return true;
+  if (/^(NODE_OPTIONS|NODE_PATH|NODE_REPL_EXTERNAL_MODULE|NODE_EXTRA_CA_CERTS|NODE_V8_COVERAGE|NODE_USE_ENV_PROXY|NODE_TLS_REJECT_UNAUTHORIZED)$/.test(name)) return true;
+  if (/^PYTHON/.test(name)) return true;
+  if (/^(BASH_ENV|ENV|SHELLOPTS|PS4|IFS|PATH|HOME|TMPDIR|LANG|TZ|PERL5LIB|PERL5OPT|RUBYOPT|RUBYLIB)$/.test(name)) return true;
+  if (/^(SKILL_MCP_|MCP_)/.test(name) || name === 'SKILLS_DIR') return true;
+  return false;
+}
+
+const RUN_KEYS = new Set(['script', 'interpreter', 'env', 'timeout']);
+const ENV_KEYS = new Set(['name', 'secret']);
+const TOP_KEYS = new Set(['version', 'run', 'env', 'egress']);
+
+function isRecord(value: unknown): value is Record<string, JsonValue> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+class Rejected extends Error {}
+
+/** Parses the block's JSON value (from the strictly parsed frontmatter). */
+export function parseDeclaration(block: JsonValue | undefined): DeclarationResult {
+  if (block === undefined || block === null) return { problems: [] };
+  const unknown: string[] = [];
+  try {
+    if (!isRecord(block)) throw new Rejected('mcp-host must be a mapping');
+    for (const key of Object.keys(block)) if (!TOP_KEYS.has(key)) unknown.push(`mcp-host.${key}`);
+    const version = block['version'];
+    const major = typeof version === 'number' ? Math.floor(version) : typeof version === 'string' ? Number.parseInt(version, 10) : NaN;
+    if (version === undefined) throw new Rejected('mcp-host.version is required (version: 1)');
+    if (major !== SUPPORTED_MAJOR) throw new Rejected(`mcp-host.version ${JSON.stringify(version)} is not supported (this server reads major version ${SUPPORTED_MAJOR})`);
+
+    const run = block['run'] ?? [];
+    if (!Array.isArray(run)) throw new Rejected('mcp-host.run must be a list');
+    const scripts: DeclaredScript[] = [];
+    const seen = new Set<string>();
+    const dropped: string[] = [];
+    run.forEach((row, i) => {
+      const at = `mcp-host.run[${i}]`;
+      if (!isRecord(row)) throw new Rejected(`${at} must be a mapping`);
+      for (const key of Object.keys(row)) if (!RUN_KEYS.has(key)) unknown.push(`${at}.${key}`);
+      const script = row['script'];
+      if (typeof script !== 'string') throw new Rejected(`${at}.script must be a string`);
+      const check = checkPathString(script);
+      if (!check.ok) throw new Rejected(`${at}.script ${JSON.stringify(script)}: ${check.why}`);
+      if (seen.has(script)) throw new Rejected(`${at}.script ${JSON.stringify(script)} is declared twice`);
+      seen.add(script);
+      const interpreter = row['interpreter'];
+      if (typeof interpreter !== 'string' || interpreter === '') throw new Rejected(`${at}.interpreter must name one of: ${INTERPRETERS.join(', ')}`);
+      const env = row['env'] ?? [];
+      if (!Array.isArray(env) || !env.every((n): n is string => typeof n === 'string' && ENV_NAME.test(n))) {
+        throw new Rejected(`${at}.env must be a list of variable names`);
+      }
+      const kept = env.filter((name) => {
+        if (!isNeverGrantable(name)) return true;
+        dropped.push(`${at}.env ${name}`);
+        return false;
+      });
+      const timeout = row['timeout'];
+      let timeoutMs = DEFAULT_TIMEOUT_MS;
+      if (timeout !== undefined) {
+        if (typeof timeout !== 'number' || !(timeout > 0)) throw new Rejected(`${at}.timeout must be a positive number of seconds`);
+        timeoutMs = Math.min(Math.round(timeout * 1000), MAX_TIMEOUT_MS);
+      }
+      scripts.push({ script, interpreter, env: [...new Set(kept)], timeoutMs });
+    });
+
+    const envBlock = block['env'] ?? [];
+    if (!Array.isArray(envBlock)) throw new Rejected('mcp-host.env must be a list');
+    const envProposals = envBlock.map((row, i) => {
+      const at = `mcp-host.env[${i}]`;
+      if (!isRecord(row)) throw new Rejected(`${at} must be a mapping with a name`);
+      for (const key of Object.keys(row)) if (!ENV_KEYS.has(key)) unknown.push(`${at}.${key}`);
+      const name = row['name'];
+      if (typeof name !== 'string' || !ENV_NAME.test(name)) throw new Rejected(`${at}.name must be a variable name`);
+      const secret = row['secret'] ?? false;
+      if (typeof secret !== 'boolean') throw new Rejected(`${at}.secret must be true or false`);
+      return { name, secret };
+    });
+
+    const egress = block['egress'] ?? [];
+    if (!Array.isArray(egress) || !egress.every((h): h is string => typeof h === 'string')) {
+      throw new Rejected('mcp-host.egress must be a list of host names');
+    }
+
+    const problems: string[] = [];
+    if (unknown.length > 0) problems.push(`unknown keys ignored: ${unknown.join(', ')}`);
+    if (dropped.length > 0) problems.push(`variables that can never be granted were dropped: ${dropped.join(', ')}`);
+    return { declaration: { version: typeof version === 'number' ? version : major, run: scripts, env: envProposals, egress }, problems };
+  } catch (error) {
+    if (!(error instanceof Rejected)) throw error;
+    const problems = [`the mcp-host block was rejected: ${error.message}; the skill's scripts are not runnable, its instructions are still served`];
+    if (unknown.length > 0) problems.push(`unknown keys: ${unknown.join(', ')}`);
+    return { problems };
+  }
+}

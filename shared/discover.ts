@@ -1,0 +1,174 @@
+/**
+ * @module Finds the skill directories under the configured roots (SPEC §3) — the part of the
+ * catalog both processes need: the front to list skills, the runner to find a skill by name again
+ * before every run instead of trusting a path the front sent. It does not walk skill contents.
+ *
+ * Rules: three layouts per root; identity is the directory name (of the symlink's *target* for a
+ * linked skill); a name claimed by two directories is refused on both sides; links leaving the
+ * root are refused; the same real directory counts once; hidden entries are never candidates.
+ */
+import { lstat, readdir, realpath, stat } from 'node:fs/promises';
+import { basename, join } from 'node:path';
+import { isInside, usableSkillName } from './paths.js';
+import type { Problem } from './problems.js';
+
+export interface DiscoveredSkill {
+  /** Identity: the real directory's name. */
+  name: string;
+  /** Real (symlink-free) absolute path of the skill directory. Never shown to the model. */
+  realDir: string;
+  /** Where it was found, relative to its root's folder name (safe to show). */
+  displayPath: string;
+  /** Index into the roots list. */
+  root: number;
+}
+
+export interface Discovery {
+  skills: DiscoveredSkill[];
+  problems: Problem[];
+}
+
+/** Label of a root in what the model sees: its folder name, never its absolute path. */
+export function rootLabel(root: string): string {
+  return basename(root) || 'root';
+}
+
+interface Candidate {
+  entryPath: string;
+  display: string;
+  root: number;
+  realRoot: string;
+  /** Name of the entry that led here (differs from the real name for a symlink). */
+  entryName: string;
+}
+
+async function isFile(path: string): Promise<boolean> {
+  try {
+    return (await lstat(path)).isFile();
+  } catch {
+    return false;
+  }
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await lstat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Lists one root's candidate directories (its three layouts), reporting what it cannot use. */
+async function candidatesOf(root: string, index: number, problems: Problem[]): Promise<Candidate[]> {
+  const label = rootLabel(root);
+  let realRoot: string;
+  try {
+    realRoot = await realpath(root);
+    if (!(await stat(realRoot)).isDirectory()) throw new Error('not a directory');
+  } catch (error) {
+    problems.push({ path: label, reason: 'root-unreadable', detail: `the configured root "${label}" cannot be read (${(error as NodeJS.ErrnoException).code ?? 'not a directory'})` });
+    return [];
+  }
+  if (await exists(join(realRoot, 'SKILL.md'))) {
+    return [{ entryPath: realRoot, display: label, root: index, realRoot: join(realRoot, '..'), entryName: basename(realRoot) }];
+  }
+  const list = async (dir: string, display: string): Promise<{ name: string; path: string; display: string }[]> => {
+    try {
+      const entries = await readdir(dir, { withFileTypes: true });
+      return entries
+        .filter((e) => !e.name.startsWith('.') && (e.isDirectory() || e.isSymbolicLink()))
+        .map((e) => ({ name: e.name, path: join(dir, e.name), display: `${display}/${e.name}` }));
+    } catch (error) {
+      problems.push({ path: display, reason: 'root-unreadable', detail: `"${display}" cannot be listed (${(error as NodeJS.ErrnoException).code ?? 'error'})` });
+      return [];
+    }
+  };
+  const top = await list(realRoot, label);
+  const out: Candidate[] = [];
+  const nested: Promise<{ name: string; path: string; display: string }[]>[] = [];
+  for (const entry of top) {
+    // `<root>/skills/` without its own SKILL.md is the third layout's container, not a candidate.
+    if (entry.name === 'skills' && !(await exists(join(entry.path, 'SKILL.md')))) {
+      nested.push(list(entry.path, entry.display));
+      continue;
+    }
+    out.push({ entryPath: entry.path, display: entry.display, root: index, realRoot, entryName: entry.name });
+  }
+  for (const group of await Promise.all(nested)) {
+    for (const entry of group) out.push({ entryPath: entry.path, display: entry.display, root: index, realRoot, entryName: entry.name });
+  }
+  return out;
+}
+
+/** Resolves one candidate to a skill, or a problem. */
+async function resolveCandidate(c: Candidate, problems: Problem[]): Promise<DiscoveredSkill | undefined> {
+  let realDir: string;
+  try {
+    realDir = await realpath(c.entryPath);
+    if (!(await stat(realDir)).isDirectory()) return undefined; // a link to a file is not a candidate
+  } catch {
+    problems.push({ path: c.display, reason: 'symlink-escape', detail: `"${c.display}" is a link whose target does not exist` });
+    return undefined;
+  }
+  // Security: a linked skill pointing outside its root would serve arbitrary host directories.
+  if (!isInside(c.realRoot, realDir) || realDir === c.realRoot) {
+    problems.push({ path: c.display, reason: 'symlink-escape', detail: `"${c.display}" links outside its root; it is not served` });
+    return undefined;
+  }
+  const skillMd = join(realDir, 'SKILL.md');
+  if (!(await exists(skillMd))) {
+    problems.push({ path: c.display, reason: 'no-skill-md', detail: `"${c.display}" has no SKILL.md, so it is not a skill` });
+    return undefined;
+  }
+  if (!(await isFile(skillMd))) {
+    problems.push({ path: `${c.display}/SKILL.md`, reason: 'unreadable-skill-md', detail: 'SKILL.md is not a regular file (a directory, link or special file)' });
+    return undefined;
+  }
+  const name = basename(realDir);
+  const unusable = usableSkillName(name);
+  if (unusable) {
+    problems.push({ path: c.display, reason: 'unusable-name', detail: `the directory name cannot be served: ${unusable}` });
+    return undefined;
+  }
+  if (name !== c.entryName) {
+    problems.push({ path: c.display, reason: 'name-mismatch', detail: `"${c.entryName}" links to the directory "${name}"; it is served as "${name}" (identity is the real directory's name)` });
+  }
+  return { name, realDir, displayPath: c.display, root: c.root };
+}
+
+/**
+ * Discovers the skills under `roots`, sorted by name, at most `maxSkills` of them (the rest are
+ * reported as `skill-limit`, never dropped silently).
+ */
+export async function discoverSkills(roots: readonly string[], maxSkills: number): Promise<Discovery> {
+  const problems: Problem[] = [];
+  const candidates = (await Promise.all(roots.map((root, i) => candidatesOf(root, i, problems)))).flat();
+  const resolved = (await Promise.all(candidates.map((c) => resolveCandidate(c, problems)))).filter((s): s is DiscoveredSkill => s !== undefined);
+
+  // The same real directory reached twice (a link beside the linked directory) is one skill.
+  const byReal = new Map<string, DiscoveredSkill>();
+  for (const skill of resolved) {
+    const seen = byReal.get(skill.realDir);
+    if (!seen || skill.displayPath.length < seen.displayPath.length) byReal.set(skill.realDir, skill);
+  }
+  // Two different directories serving one name: both refused, never first-wins.
+  const byName = new Map<string, DiscoveredSkill[]>();
+  for (const skill of byReal.values()) byName.set(skill.name, [...(byName.get(skill.name) ?? []), skill]);
+  const skills: DiscoveredSkill[] = [];
+  for (const [name, group] of byName) {
+    if (group.length === 1) skills.push(group[0]!);
+    else {
+      const where = group.map((s) => s.displayPath).join(', ');
+      for (const s of group) {
+        problems.push({ path: s.displayPath, reason: 'duplicate-name', detail: `"${name}" is served by ${group.length} directories (${where}); all are refused until one is renamed` });
+      }
+    }
+  }
+  skills.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  for (const dropped of skills.splice(maxSkills)) {
+    problems.push({ path: dropped.displayPath, reason: 'skill-limit', detail: `more than ${maxSkills} skills; "${dropped.name}" is not served (raise SKILL_MCP_MAX_SKILLS)` });
+  }
+  problems.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  return { skills, problems };
+}

@@ -1,0 +1,44 @@
+/**
+ * @module The script environment allowlist (SPEC §6). A script gets the fixed set, the host's data
+ * directory and egress proxy variables when set, and the variables granted to it — never the
+ * server's own environment. The same function computes the preview's `envNames` and the run's
+ * real environment, so what a person approves is what the script receives.
+ */
+
+/** Always passed when set (HOME and TMPDIR are replaced by the sandbox's private ones). */
+export const FIXED_ENV = ['PATH', 'HOME', 'LANG', 'TZ', 'TMPDIR'] as const;
+/** Passed when the host set them: a hosted script needs them to reach allowlisted hosts. */
+export const HOST_ENV = ['MCP_DATA_DIR', 'HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy', 'NO_PROXY', 'no_proxy', 'NODE_USE_ENV_PROXY'] as const;
+
+export interface ScriptEnv {
+  env: Record<string, string>;
+  /** Sorted names of `env`: exactly what the script receives. */
+  names: string[];
+  /** Granted variables not set in the source environment (so the script will not get them). */
+  notSet: string[];
+}
+
+/**
+ * Builds a script's environment from `source` (the runner's own, pre-scrub copy).
+ * `overrides` supplies the sandbox's private HOME/TMPDIR; they win over `source`.
+ */
+export function buildScriptEnv(
+  source: Readonly<Record<string, string | undefined>>,
+  granted: readonly string[],
+  overrides: Readonly<Record<string, string>> = {},
+): ScriptEnv {
+  const env: Record<string, string> = {};
+  for (const name of [...FIXED_ENV, ...HOST_ENV]) {
+    const value = overrides[name] ?? source[name];
+    if (value !== undefined && value !== '') env[name] = value;
+  }
+  const notSet: string[] = [];
+  for (const name of granted) {
+    // Security: a grant can never reach a name of the fixed part (e.g. a granted "PATH").
+    if (name in env || (FIXED_ENV as readonly string[]).includes(name) || (HOST_ENV as readonly string[]).includes(name)) continue;
+    const value = source[name];
+    if (value === undefined) notSet.push(name);
+    else env[name] = value;
+  }
+  return { env, names: Object.keys(env).sort(), notSet: notSet.sort() };
+}

@@ -1,0 +1,50 @@
+/**
+ * @module The one error type both processes use. `code` is stable for code to branch on;
+ * `message` is safe for the model to read (no host paths, no secrets) and says what to do next.
+ * Anything else belongs in `cause`, which never crosses to the client.
+ */
+
+export type ErrorCode =
+  // path and read errors
+  | 'INVALID_PATH'
+  | 'NOT_FOUND'
+  | 'NOT_A_FILE'
+  | 'OUTSIDE_SKILL'
+  | 'TOO_LARGE'
+  | 'READ_FAILED'
+  | 'UNKNOWN_SKILL'
+  | 'BATCH_LIMIT'
+  // run refusals
+  | 'NOT_DECLARED'
+  | 'NOT_GRANTED'
+  | 'INTERPRETER_UNAVAILABLE'
+  | 'ENVIRON_UNSCRUBBED'
+  | 'RUNNER_UNAVAILABLE'
+  | 'BUSY'
+  | 'CONFIRM_REFUSED'
+  // tokens (SPEC §7)
+  | 'TOKEN_INVALID'
+  | 'TOKEN_EXPIRED'
+  | 'TOKEN_REUSED'
+  | 'DRAFT_CHANGED'
+  // runner protocol
+  | 'BAD_FRAME'
+  | 'FRAME_TOO_LARGE'
+  | 'BAD_REQUEST'
+  | 'PEER_REFUSED'
+  | 'INTERNAL';
+
+export class SkillMcpError extends Error {
+  override readonly name = 'SkillMcpError';
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+export function isSkillMcpError(value: unknown): value is SkillMcpError {
+  return value instanceof SkillMcpError;
+}

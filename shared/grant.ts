@@ -1,0 +1,108 @@
+/**
+ * @module Who may run what (SPEC §6): what the skill declares ∩ what the owner grants.
+ * `MCP_SKILL_RUN` (the owner's grant) only narrows; hosted mode without it grants nothing;
+ * standalone without it takes the skill's own declaration (and the preview warns about the
+ * variables that brings). Pure: the front uses it to list, the runner to re-check every run.
+ */
+import type { Declaration, DeclaredScript } from './declaration.js';
+import { isNeverGrantable } from './declaration.js';
+import { isHosted } from './mode.js';
+
+export interface GrantRow {
+  skill: string;
+  script: string;
+  env: string[];
+}
+
+export type GrantSource =
+  | { kind: 'owner'; rows: GrantRow[]; error?: string }
+  | { kind: 'hosted-default' }
+  | { kind: 'declaration' };
+
+/** `grantFrom` as `skill_list` reports it. */
+export function grantFrom(source: GrantSource): 'MCP_SKILL_RUN' | 'none (hosted default)' | 'skill declarations (standalone)' {
+  if (source.kind === 'owner') return 'MCP_SKILL_RUN';
+  if (source.kind === 'hosted-default') return 'none (hosted default)';
+  return 'skill declarations (standalone)';
+}
+
+export const HOSTED_GRANT_NOTE =
+  'Hosted mode grants nothing by default: instructions and files are served, but no script runs until the owner lists it in MCP_SKILL_RUN as JSON [{"skill","script","env":[...]}].';
+
+/** Reads the grant from the environment. A malformed MCP_SKILL_RUN grants nothing (and says why). */
+export function readGrantSource(env: NodeJS.ProcessEnv): GrantSource {
+  const raw = env['MCP_SKILL_RUN'];
+  if (raw === undefined || raw === '') return isHosted(env) ? { kind: 'hosted-default' } : { kind: 'declaration' };
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    return { kind: 'owner', rows: [], error: 'MCP_SKILL_RUN is not valid JSON; it grants nothing' };
+  }
+  if (!Array.isArray(value)) return { kind: 'owner', rows: [], error: 'MCP_SKILL_RUN must be a JSON array of {skill, script, env?}; it grants nothing' };
+  const rows: GrantRow[] = [];
+  const bad: number[] = [];
+  value.forEach((row: unknown, i) => {
+    const r = row as Record<string, unknown> | null;
+    const env = r?.['env'] ?? [];
+    if (
+      r === null || typeof r !== 'object' || typeof r['skill'] !== 'string' || typeof r['script'] !== 'string' ||
+      !Array.isArray(env) || !env.every((n) => typeof n === 'string')
+    ) {
+      bad.push(i);
+      return;
+    }
+    rows.push({ skill: r['skill'], script: r['script'], env: env as string[] });
+  });
+  const error = bad.length > 0 ? `MCP_SKILL_RUN rows ${bad.join(', ')} are not {skill, script, env?}; they grant nothing` : undefined;
+  return error ? { kind: 'owner', rows, error } : { kind: 'owner', rows };
+}
+
+export interface ScriptGrant {
+  declared: DeclaredScript;
+  granted: boolean;
+  /** Variables this script will be given (names), sorted. */
+  env: string[];
+  /** Standalone self-grant: the declared variables a third-party script gets without an owner grant. */
+  selfGranted: boolean;
+}
+
+/** The effective grant for each script the skill declares. */
+export function grantScripts(skill: string, declaration: Declaration | undefined, source: GrantSource): ScriptGrant[] {
+  if (!declaration) return [];
+  return declaration.run.map((declared) => {
+    if (source.kind === 'hosted-default') return { declared, granted: false, env: [], selfGranted: false };
+    if (source.kind === 'declaration') {
+      return { declared, granted: true, env: [...declared.env].sort(), selfGranted: declared.env.length > 0 };
+    }
+    const rows = source.rows.filter((row) => row.skill === skill && row.script === declared.script);
+    if (rows.length === 0) return { declared, granted: false, env: [], selfGranted: false };
+    // A granted variable must also be asked for by the script; never a variable nobody may grant.
+    const asked = new Set(declared.env);
+    const env = [...new Set(rows.flatMap((row) => row.env))].filter((name) => asked.has(name) && !isNeverGrantable(name));
+    return { declared, granted: true, env: env.sort(), selfGranted: false };
+  });
+}
+
+/**
+ * Grant rows (or parts of rows) that grant nothing, with why: a skill not served, a script the
+ * skill does not declare, or a variable the script does not ask for. `declared(skill)` returns the
+ * skill's declared scripts, or undefined for a skill that is not served.
+ */
+export function deadGrantRows(source: GrantSource, declared: (skill: string) => readonly DeclaredScript[] | undefined): { row: GrantRow; why: string }[] {
+  if (source.kind !== 'owner') return [];
+  const dead: { row: GrantRow; why: string }[] = [];
+  for (const row of source.rows) {
+    const scripts = declared(row.skill);
+    const script = scripts?.find((s) => s.script === row.script);
+    if (scripts === undefined) dead.push({ row, why: `MCP_SKILL_RUN names skill "${row.skill}", which is not served; that row grants nothing` });
+    else if (!script) dead.push({ row, why: `MCP_SKILL_RUN names script "${row.script}", which skill "${row.skill}" does not declare; that row grants nothing` });
+    else {
+      const unasked = row.env.filter((name) => !script.env.includes(name) || isNeverGrantable(name));
+      if (unasked.length > 0) {
+        dead.push({ row, why: `MCP_SKILL_RUN grants ${unasked.join(', ')} to ${row.skill}/${row.script}, which does not ask for ${unasked.length > 1 ? 'them' : 'it'} (or may never receive ${unasked.length > 1 ? 'them' : 'it'}); nothing is granted for ${unasked.length > 1 ? 'those variables' : 'that variable'}` });
+      }
+    }
+  }
+  return dead;
+}

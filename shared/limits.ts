@@ -1,0 +1,63 @@
+/**
+ * @module Limits both processes agree on, with their units in their names. Owner-tunable ones are
+ * read from `SKILL_MCP_*` variables by {@link readCatalogLimits}; the rest are fixed by the spec.
+ */
+
+/** Per-call and per-entry caps of `skill_file` (SPEC §1): bound the front's heap, not just the reply. */
+export const MAX_PATHS_PER_CALL = 8;
+export const MAX_ENTRY_BYTES = 1024 * 1024;
+export const MAX_CALL_BYTES = 4 * 1024 * 1024;
+
+/** A client-named path longer than this is refused before touching the disk. */
+export const MAX_PATH_CHARS = 1024;
+export const MAX_SEGMENT_BYTES = 255;
+
+/** The extension's publication limits (SEP-2640): a skill above them is served by the tools only. */
+export const PUBLISH_MAX_FILES = 512;
+export const PUBLISH_MAX_BYTES = 16 * 1024 * 1024;
+export const MAX_DESCRIPTION_CHARS = 1024;
+export const MAX_SKILL_NAME_CHARS = 64;
+
+/** Script time budget (SPEC §8). */
+export const DEFAULT_TIMEOUT_MS = 60_000;
+export const MAX_TIMEOUT_MS = 300_000;
+/** Captured bytes per output stream before `truncated: true`. */
+export const MAX_STREAM_BYTES = 1024 * 1024;
+
+export interface CatalogLimits {
+  maxSkills: number;
+  maxFilesPerSkill: number;
+  maxDirsPerSkill: number;
+  maxFrontmatterBytes: number;
+}
+
+export const DEFAULT_CATALOG_LIMITS: Readonly<CatalogLimits> = Object.freeze({
+  maxSkills: 32,
+  maxFilesPerSkill: 2000,
+  maxDirsPerSkill: 2000,
+  maxFrontmatterBytes: 64 * 1024,
+});
+
+const LIMIT_VARIABLES: Record<keyof CatalogLimits, string> = {
+  maxSkills: 'SKILL_MCP_MAX_SKILLS',
+  maxFilesPerSkill: 'SKILL_MCP_MAX_FILES',
+  maxDirsPerSkill: 'SKILL_MCP_MAX_DIRS',
+  maxFrontmatterBytes: 'SKILL_MCP_MAX_FRONTMATTER_BYTES',
+};
+
+/**
+ * The owner's limits. A value that is not a positive integer is rejected loudly (returned in
+ * `errors`) and the default kept: a typo must not silently lift or zero a limit.
+ */
+export function readCatalogLimits(env: NodeJS.ProcessEnv): { limits: CatalogLimits; errors: string[] } {
+  const limits: CatalogLimits = { ...DEFAULT_CATALOG_LIMITS };
+  const errors: string[] = [];
+  for (const [key, variable] of Object.entries(LIMIT_VARIABLES) as [keyof CatalogLimits, string][]) {
+    const raw = env[variable];
+    if (raw === undefined || raw === '') continue;
+    const value = Number(raw);
+    if (Number.isSafeInteger(value) && value > 0) limits[key] = value;
+    else errors.push(`${variable}=${JSON.stringify(raw)} is not a positive integer; using ${limits[key]}`);
+  }
+  return { limits, errors };
+}
