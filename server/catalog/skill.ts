@@ -1,0 +1,147 @@
+/**
+ * @module Builds one skill's record: its SKILL.md read and parsed, its declaration, its manifest,
+ * and whether a strict SEP-2640 host could load it (publication in `skill://`). One broken skill
+ * produces problems for itself only.
+ */
+import { open } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseDeclaration, type Declaration } from '../../shared/declaration.js';
+import type { DiscoveredSkill } from '../../shared/discover.js';
+import { FrontmatterError, parseSkillMd, type Frontmatter } from '../../shared/frontmatter.js';
+import type { CatalogLimits } from '../../shared/limits.js';
+import { MAX_DESCRIPTION_CHARS, MAX_SKILL_NAME_CHARS, PUBLISH_MAX_BYTES, PUBLISH_MAX_FILES } from '../../shared/limits.js';
+import { PUBLISHABLE_NAME } from '../../shared/paths.js';
+import type { Problem } from '../../shared/problems.js';
+import { walkSkill, type FileRecord } from './walk.js';
+
+export interface SkillRecord {
+  name: string;
+  realDir: string;
+  displayPath: string;
+  frontmatter: Frontmatter;
+  description: string;
+  whenToUse?: string;
+  declaration?: Declaration;
+  files: FileRecord[];
+  /** In the `skill://` namespace (skills/list, skills/get, resources). */
+  published: boolean;
+  /** Size and mtime of SKILL.md when scanned: a cheap staleness check for reads of the body. */
+  skillMdSize: number;
+  skillMdMtimeMs: number;
+}
+
+export type ScanResult = { record?: SkillRecord; problems: Problem[] };
+
+function charCount(text: string): number {
+  return [...text].length;
+}
+
+/** Reads SKILL.md by opening it and checking what was opened (no check-then-use gap). */
+async function readSkillMd(realDir: string): Promise<{ text: string; size: number; mtimeMs: number } | { error: string }> {
+  let handle;
+  try {
+    handle = await open(join(realDir, 'SKILL.md'), 'r');
+  } catch (error) {
+    return { error: `SKILL.md cannot be opened (${(error as NodeJS.ErrnoException).code ?? 'error'})` };
+  }
+  try {
+    const info = await handle.stat();
+    if (!info.isFile()) return { error: 'SKILL.md is not a regular file' };
+    const bytes = await handle.readFile();
+    return { text: bytes.toString('utf8'), size: bytes.length, mtimeMs: info.mtimeMs };
+  } catch (error) {
+    return { error: `SKILL.md cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})` };
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Why a strict host could not load this skill; empty when it can be published. */
+function unpublishable(name: string, fm: Frontmatter, bom: boolean, files: FileRecord[], limited: boolean, validUtf8: boolean): string[] {
+  const why: string[] = [];
+  if (name.length > MAX_SKILL_NAME_CHARS || !PUBLISHABLE_NAME.test(name)) {
+    why.push(`the directory name "${name}" is not a valid skill name (lowercase letters, digits and single hyphens, at most ${MAX_SKILL_NAME_CHARS})`);
+  } else if (fm['name'] !== name) why.push(`the frontmatter name ${JSON.stringify(fm['name'] ?? null)} differs from the directory name "${name}"`);
+  const description = fm['description'];
+  if (typeof description !== 'string' || description === '' || charCount(description) > MAX_DESCRIPTION_CHARS) {
+    why.push(`the description must be a string of 1-${MAX_DESCRIPTION_CHARS} characters`);
+  }
+  const compatibility = fm['compatibility'];
+  if (compatibility !== undefined && (typeof compatibility !== 'string' || compatibility === '' || charCount(compatibility) > 500)) {
+    why.push('frontmatter compatibility must be a string of 1-500 characters');
+  }
+  const metadata = fm['metadata'];
+  if (metadata !== undefined && (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata) || !Object.values(metadata).every((v) => typeof v === 'string'))) {
+    why.push('frontmatter metadata must map strings to strings');
+  }
+  if (bom) why.push('SKILL.md starts with a byte-order mark, which strict hosts refuse');
+  if (!validUtf8) why.push('SKILL.md is not valid UTF-8');
+  if (limited) why.push('its manifest is incomplete (file-limit)');
+  if (files.length > PUBLISH_MAX_FILES) why.push(`it has ${files.length} files, over the extension's ${PUBLISH_MAX_FILES}`);
+  const bytes = files.reduce((sum, f) => sum + f.size, 0);
+  if (bytes > PUBLISH_MAX_BYTES) why.push(`it holds ${bytes} bytes, over the extension's 16 MiB`);
+  return why;
+}
+
+export async function scanSkill(found: DiscoveredSkill, limits: CatalogLimits): Promise<ScanResult> {
+  const problems: Problem[] = [];
+  const at = found.displayPath;
+  const [md, walk] = await Promise.all([
+    readSkillMd(found.realDir),
+    walkSkill(found.name, found.realDir, at, { maxFiles: limits.maxFilesPerSkill, maxDirs: limits.maxDirsPerSkill }),
+  ]);
+  if ('error' in md) return { problems: [{ path: `${at}/SKILL.md`, reason: 'unreadable-skill-md', detail: md.error }] };
+  let parsed;
+  try {
+    parsed = parseSkillMd(md.text, limits.maxFrontmatterBytes);
+  } catch (error) {
+    if (!(error instanceof FrontmatterError)) throw error;
+    return { problems: [{ path: `${at}/SKILL.md`, reason: 'malformed-frontmatter', detail: `${error.message}; the skill is not served` }] };
+  }
+  problems.push(...walk.problems);
+  const fm = parsed.frontmatter;
+  if (typeof fm['name'] === 'string' && fm['name'] !== found.name) {
+    problems.push({ path: at, reason: 'name-mismatch', detail: `the frontmatter name "${fm['name']}" differs from the directory name; it is served as "${found.name}"` });
+  }
+
+  let declaration: Declaration | undefined;
+  if (parsed.declarationError) {
+    problems.push({ path: `${at}/SKILL.md`, reason: 'declaration', detail: `the mcp-host block does not parse: ${parsed.declarationError}; the skill's scripts are not runnable, its instructions are still served` });
+  } else {
+    const result = parseDeclaration(fm['mcp-host']);
+    declaration = result.declaration;
+    for (const detail of result.problems) problems.push({ path: `${at}/SKILL.md`, reason: 'declaration', detail });
+  }
+  if (declaration) {
+    const present = new Set(walk.files.map((f) => f.path));
+    const missing = declaration.run.filter((s) => !present.has(s.script));
+    for (const s of missing) {
+      problems.push({ path: `${at}/${s.script}`, reason: 'declared-script-missing', detail: `the declared script "${s.script}" is not a served regular file in the skill; it is not runnable` });
+    }
+    declaration = { ...declaration, run: declaration.run.filter((s) => present.has(s.script)) };
+  }
+
+  const validUtf8 = !md.text.includes('\uFFFD') || Buffer.from(md.text, 'utf8').length === md.size;
+  const why = unpublishable(found.name, fm, parsed.bom, walk.files, walk.limited, validUtf8);
+  if (why.length > 0) {
+    problems.push({ path: at, reason: 'not-published', detail: `served by the tools and prompts, but not in the skill:// namespace: ${why.join('; ')}` });
+  }
+  const description = typeof fm['description'] === 'string' ? fm['description'] : '';
+  const whenRaw = fm['when_to_use'] ?? fm['when-to-use'] ?? fm['whenToUse'];
+  return {
+    record: {
+      name: found.name,
+      realDir: found.realDir,
+      displayPath: at,
+      frontmatter: fm,
+      description,
+      ...(typeof whenRaw === 'string' ? { whenToUse: whenRaw } : {}),
+      ...(declaration ? { declaration } : {}),
+      files: walk.files,
+      published: why.length === 0,
+      skillMdSize: md.size,
+      skillMdMtimeMs: md.mtimeMs,
+    },
+    problems,
+  };
+}

@@ -1,0 +1,124 @@
+/**
+ * @module Walks one skill directory into its manifest: every regular file a client may read, with
+ * its size. Directories are read in parallel (no per-file sequential round trips). Hidden entries
+ * are never listed; links are followed only while they stay inside the skill; anything else that
+ * cannot be served becomes a problem, never a silent gap.
+ */
+import { lstat, readdir, realpath, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { checkPathString, isInside } from '../../shared/paths.js';
+import type { Problem } from '../../shared/problems.js';
+import { uriFor } from './uri.js';
+
+export interface FileRecord {
+  /** `/`-separated path inside the skill, as clients name it. */
+  path: string;
+  size: number;
+}
+
+export interface WalkResult {
+  files: FileRecord[];
+  problems: Problem[];
+  /** The walk stopped at a limit. */
+  limited: boolean;
+}
+
+interface WalkLimits {
+  maxFiles: number;
+  maxDirs: number;
+}
+
+export async function walkSkill(name: string, realDir: string, display: string, limits: WalkLimits): Promise<WalkResult> {
+  const files: FileRecord[] = [];
+  const problems: Problem[] = [];
+  const visited = new Set<string>([realDir]);
+  let dirs = 0;
+  let limited = false;
+
+  const report = (rel: string, reason: Problem['reason'], detail: string): void => {
+    problems.push({ path: `${display}/${rel}`, reason, detail });
+  };
+
+  const addFile = (rel: string, size: number): void => {
+    if (files.length >= limits.maxFiles) {
+      limited = true;
+      return;
+    }
+    files.push({ path: rel, size });
+  };
+
+  const visit = async (dirReal: string, rel: string): Promise<void> => {
+    if (limited) return;
+    if (++dirs > limits.maxDirs) {
+      limited = true;
+      return;
+    }
+    let entries;
+    try {
+      entries = await readdir(dirReal, { withFileTypes: true });
+    } catch (error) {
+      report(rel || '.', 'unusable-path', `the folder cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'}); its files are not served`);
+      return;
+    }
+    const subdirs: Promise<void>[] = [];
+    await Promise.all(
+      entries.map(async (entry) => {
+        // Hidden entries (.git, .env, ...) are never served or listed: they leak tokens.
+        if (entry.name.startsWith('.')) return;
+        const childRel = rel ? `${rel}/${entry.name}` : entry.name;
+        const check = checkPathString(childRel);
+        if (!check.ok || uriFor(name, childRel) === undefined) {
+          report(childRel, 'unusable-path', `this name cannot be served by the read tools (${check.ok ? 'no exact URI form' : check.why}); left out of the manifest`);
+          return;
+        }
+        const full = join(dirReal, entry.name);
+        if (entry.isSymbolicLink()) {
+          let target: string;
+          try {
+            target = await realpath(full);
+          } catch {
+            report(childRel, 'symlink-escape', 'a link whose target does not exist; not served');
+            return;
+          }
+          // Security: a link planted inside a skill pointing at /etc/passwd or another skill.
+          if (!isInside(realDir, target) || target === realDir) {
+            report(childRel, 'symlink-escape', 'a link pointing outside the skill; not served');
+            return;
+          }
+          const info = await stat(target).catch(() => undefined);
+          if (info?.isFile()) addFile(childRel, info.size);
+          else if (info?.isDirectory()) {
+            // A link back to an ancestor would loop forever; each real folder is walked once.
+            if (visited.has(target)) return;
+            visited.add(target);
+            subdirs.push(visit(target, childRel));
+          } else report(childRel, 'unusable-path', 'a link to something that is not a regular file; not served');
+          return;
+        }
+        if (entry.isDirectory()) {
+          visited.add(full);
+          subdirs.push(visit(full, childRel));
+          return;
+        }
+        if (!entry.isFile()) {
+          report(childRel, 'unusable-path', 'not a regular file (a FIFO, socket or device); not served');
+          return;
+        }
+        const info = await lstat(full).catch(() => undefined);
+        if (info?.isFile()) addFile(childRel, info.size);
+      }),
+    );
+    await Promise.all(subdirs);
+  };
+
+  await visit(realDir, '');
+  files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  if (limited) {
+    problems.push({
+      path: display,
+      reason: 'file-limit',
+      detail: `more than ${limits.maxFiles} files or ${limits.maxDirs} folders; the walk stopped and the manifest lists the ${files.length} files walked (raise SKILL_MCP_MAX_FILES / SKILL_MCP_MAX_DIRS)`,
+    });
+  }
+  return { files, problems, limited };
+}

@@ -1,0 +1,22 @@
+/**
+ * @module How tools answer: the JSON value as text (what every model reads) and as
+ * `structuredContent` (what programs read). A refusal is an `isError` result whose message says
+ * what was refused and what would make it work — never an exception with a host path in it.
+ */
+import type { CallToolResult } from '@modelcontextprotocol/server';
+import { isSkillMcpError } from '../../shared/errors.js';
+
+export function ok(value: Record<string, unknown>): CallToolResult {
+  return { content: [{ type: 'text', text: JSON.stringify(value, null, 2) }], structuredContent: value };
+}
+
+export function refuse(code: string, message: string, extra: Record<string, unknown> = {}): CallToolResult {
+  const value = { error: { code, message }, ...extra };
+  return { content: [{ type: 'text', text: JSON.stringify(value, null, 2) }], structuredContent: value, isError: true };
+}
+
+/** Turns our errors into refusals; anything else is an internal error with no details leaked. */
+export function fromError(error: unknown): CallToolResult {
+  if (isSkillMcpError(error)) return refuse(error.code, error.message);
+  return refuse('INTERNAL', 'internal error; the server log on stderr has the details');
+}
