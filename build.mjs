@@ -18,6 +18,8 @@ await build({
   banner: {
     js: "#!/usr/bin/env node\nimport { createRequire as __skillMcpCreateRequire } from 'node:module'; const require = __skillMcpCreateRequire(import.meta.url);",
   },
+  // koffi loads a prebuilt native addon from its own package at run time; it cannot be bundled.
+  external: ['koffi'],
   logLevel: 'warning',
 });
 await chmod('dist/skill-mcp.js', 0o755);

@@ -1,4 +1,83 @@
-/** @module Placeholder until the runner lands (issue 3). */
-export async function runnerMain(_argv: string[], _options: { bundledSkills: string }): Promise<void> {
-  throw new Error('the runner is not built yet');
+/**
+ * @module `skill-mcp runner`: the privileged daemon (SPEC §8). Start-up order matters and is:
+ * close inherited fds → keep a private copy of the environment → scrub /proc/self/environ →
+ * state dir, token key, ledger, audit log → probe interpreters and sandbox tools → listen.
+ * SIGTERM/SIGINT kill any current run, close the socket and exit.
+ */
+import { readCatalogLimits } from '../shared/limits.js';
+import { isHosted } from '../shared/mode.js';
+import { readGrantSource, grantFrom } from '../shared/grant.js';
+import type { ErrorCode } from '../shared/errors.js';
+import { AuditLog } from './audit-log.js';
+import { closeInheritedFds, scrubEnviron } from './hygiene.js';
+import { SpentLedger } from './ledger.js';
+import { parseRunnerOptions } from './options.js';
+import { loadPeerCredReader } from './peer-cred.js';
+import { probePlatform } from './platform.js';
+import { listen } from './server.js';
+import { RunnerService } from './service.js';
+import { ensurePrivateDir, loadTokenKey } from './state.js';
+import { UidPool } from './uids.js';
+
+function log(message: string): void {
+  process.stderr.write(`skill-mcp runner: ${message}\n`);
+}
+
+export async function runnerMain(argv: string[], options: { bundledSkills: string }): Promise<void> {
+  const fdsClosed = closeInheritedFds();
+  // Security: files the runner creates (state, scratch) are private unless made otherwise.
+  process.umask(0o077);
+  // The private copy: granted values are read from here; process.env is what gets scrubbed.
+  const env: Record<string, string | undefined> = { ...process.env };
+  const opts = parseRunnerOptions(argv, env);
+  const environ = scrubEnviron(process.env);
+  const hosted = isHosted(env);
+
+  ensurePrivateDir(opts.stateDir);
+  const asRoot = process.getuid?.() === 0;
+  // Root: the scratch parent must be traversable by run uids (each run's own dir is 0700, theirs).
+  ensurePrivateDir(opts.scratchDir, asRoot ? 0o711 : 0o700);
+  const { key, source: keySource } = loadTokenKey(opts.stateDir, env['MCP_CONFIRM_SECRET']);
+  const ledger = new SpentLedger(opts.stateDir, Date.now());
+  const audit = new AuditLog(opts.auditPath);
+  const platform = probePlatform(env['PATH']);
+  const { limits, errors } = readCatalogLimits(env);
+  for (const error of errors) log(error);
+
+  let refusedWhy: { code: ErrorCode; message: string } | undefined;
+  if (platform.refuseWhy) refusedWhy = { code: 'SANDBOX_UNAVAILABLE', message: platform.refuseWhy };
+  else if (!environ.scrubbed && hosted && env['MCP_SKILL_ALLOW_UNSCRUBBED'] !== '1') {
+    refusedWhy = { code: 'ENVIRON_UNSCRUBBED', message: 'hosted runner could not clear its environ, so no script runs (environ-unscrubbed); the owner may set MCP_SKILL_ALLOW_UNSCRUBBED=1' };
+  }
+  if (!environ.scrubbed) log(`warning: ${environ.detail ?? 'environ not scrubbed'}`);
+
+  const peer = loadPeerCredReader();
+  if ('why' in peer) log(`warning: no peer-credential check (${peer.why}); relying on socket directory modes`);
+  const uidPool = asRoot ? new UidPool(opts.uidRange, [0, process.getuid!(), ...(opts.frontUid !== undefined ? [opts.frontUid] : [])]) : undefined;
+  const service = new RunnerService({
+    ctx: { env, bundledSkills: options.bundledSkills, limits, platform },
+    key, ledger, audit, environ, refusedWhy, ttlMs: opts.ttlMs, scratchDir: opts.scratchDir, uidPool,
+    limits: opts.limits, killGraceMs: opts.killGraceMs, drainMs: opts.drainMs,
+  });
+  const server = await listen({ socketPath: opts.socketPath, frontUid: opts.frontUid, frontGid: opts.frontGid, peerCred: 'read' in peer ? peer.read : undefined, service, audit });
+  audit.append({
+    event: 'runner.start', pid: process.pid, uid: process.getuid?.(), isolation: platform.isolation, environ_scrubbed: environ.scrubbed,
+    hosted, runs_refused: refusedWhy?.code ?? null, grant_from: grantFrom(readGrantSource(env)), key_source: keySource,
+    interpreters: Object.fromEntries([...platform.interpreters].map(([name, r]) => [name, 'path' in r])),
+    peer_check: 'read' in peer, inherited_fds_closed: fdsClosed,
+  });
+  log(`ready on ${opts.socketPath} (isolation ${platform.isolation}${refusedWhy ? `; runs refused: ${refusedWhy.code}` : ''})`);
+
+  let stopping = false;
+  const stop = (): void => {
+    if (stopping) return;
+    stopping = true;
+    server.close();
+    void service.stop().finally(() => {
+      audit.close();
+      process.exit(0);
+    });
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
 }

@@ -21,6 +21,8 @@ export type ErrorCode =
   | 'ENVIRON_UNSCRUBBED'
   | 'RUNNER_UNAVAILABLE'
   | 'BUSY'
+  | 'CANCELLED'
+  | 'SANDBOX_UNAVAILABLE'
   | 'CONFIRM_REFUSED'
   // tokens (SPEC §7)
   | 'TOKEN_INVALID'

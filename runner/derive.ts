@@ -1,0 +1,146 @@
+/**
+ * @module Re-derivation (SPEC §8): for every prepare and every run the runner works out from
+ * scratch what would run — it finds the skill by name again, re-reads its SKILL.md, re-parses the
+ * declaration, re-applies the owner's grant, re-checks the script path as a string and after
+ * resolution, opens it and checks it is a regular file — and only then computes `willRun`. Nothing
+ * the front sent is trusted beyond the skill name, script name and args it asked for.
+ */
+import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
+import { relative } from 'node:path';
+import { skillRoots } from '../shared/config.js';
+import { parseDeclaration } from '../shared/declaration.js';
+import type { DeclaredScript } from '../shared/declaration.js';
+import { discoverSkills } from '../shared/discover.js';
+import type { DiscoveredSkill } from '../shared/discover.js';
+import { buildScriptEnv } from '../shared/env.js';
+import type { ErrorCode } from '../shared/errors.js';
+import { parseSkillMd } from '../shared/frontmatter.js';
+import { grantScripts, HOSTED_GRANT_NOTE, readGrantSource } from '../shared/grant.js';
+import type { CatalogLimits } from '../shared/limits.js';
+import { checkPathString, isHiddenPath, resolveInside } from '../shared/paths.js';
+import type { WillRun } from '../shared/protocol.js';
+import type { RejectReason } from './audit-log.js';
+import type { Platform } from './platform.js';
+
+const MAX_SKILL_MD_BYTES = 8 * 1024 * 1024;
+/** Stand-ins for the sandbox's private HOME/TMPDIR, so previews name them as the run will. */
+export const SANDBOX_PLACEHOLDERS = { HOME: '(private)', TMPDIR: '(private)' } as const;
+
+export interface DeriveContext {
+  /** The runner's private copy of its environment (grant source and secret values). */
+  env: Readonly<Record<string, string | undefined>>;
+  bundledSkills: string;
+  limits: CatalogLimits;
+  platform: Platform;
+}
+
+export interface RunPlan {
+  willRun: WillRun;
+  interpreterPath: string;
+  /** Real path of the skill directory (cwd) and the script's real path relative to it. */
+  realDir: string;
+  scriptRelative: string;
+  args: string[];
+  /** Names of the granted variables (values are read from the private env at spawn time). */
+  grantedEnv: string[];
+}
+
+export type Derived = { ok: true; plan: RunPlan } | { ok: false; code: ErrorCode; reason: RejectReason; message: string };
+
+function refuse(code: ErrorCode, reason: RejectReason, message: string): Derived {
+  return { ok: false, code, reason, message };
+}
+
+/** Reads a SKILL.md by its real directory, refusing anything but a regular file. */
+function readSkillMd(realDir: string): string | undefined {
+  let fd: number;
+  try {
+    fd = openSync(`${realDir}/SKILL.md`, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch {
+    return undefined;
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile() || st.size > MAX_SKILL_MD_BYTES) return undefined;
+    const buf = Buffer.alloc(st.size);
+    const read = readSync(fd, buf, 0, st.size, 0);
+    return buf.subarray(0, read).toString('utf8');
+  } finally {
+    closeSync(fd);
+  }
+}
+
+export async function findSkill(ctx: DeriveContext, name: string): Promise<DiscoveredSkill | undefined> {
+  const discovery = await discoverSkills(skillRoots(ctx.env as NodeJS.ProcessEnv, ctx.bundledSkills), ctx.limits.maxSkills);
+  return discovery.skills.find((s) => s.name === name);
+}
+
+/** The skill's declared scripts, or why it has none runnable. */
+export function declaredScripts(ctx: DeriveContext, skill: DiscoveredSkill): { scripts: DeclaredScript[]; problems: string[] } {
+  const text = readSkillMd(skill.realDir);
+  if (text === undefined) return { scripts: [], problems: ['SKILL.md cannot be read as a regular file'] };
+  try {
+    const parsed = parseSkillMd(text, ctx.limits.maxFrontmatterBytes);
+    if (parsed.declarationError) return { scripts: [], problems: [`the mcp-host block was rejected: ${parsed.declarationError}`] };
+    const result = parseDeclaration(parsed.frontmatter['mcp-host']);
+    return { scripts: result.declaration?.run ?? [], problems: result.problems };
+  } catch (error) {
+    return { scripts: [], problems: [`the frontmatter cannot be read: ${(error as Error).message}`] };
+  }
+}
+
+/** Works out, from the disk and the owner's grant as they are now, what `skill/script args` would run. */
+export async function deriveRun(ctx: DeriveContext, skillName: string, script: string, args: string[], knownSkill?: DiscoveredSkill): Promise<Derived> {
+  const skill = knownSkill ?? (await findSkill(ctx, skillName));
+  if (!skill) return refuse('UNKNOWN_SKILL', 'unknown-skill', `no skill named ${JSON.stringify(skillName)} is served; skill_list shows the names`);
+  const { scripts } = declaredScripts(ctx, skill);
+  const declared = scripts.find((s) => s.script === script);
+  // Security: only what the skill declares can run — never an arbitrary file of the bundle.
+  if (!declared) return refuse('NOT_DECLARED', 'not-declared', `skill ${JSON.stringify(skill.name)} does not declare a runnable script ${JSON.stringify(script)}; skill_list shows its declared scripts`);
+  const source = readGrantSource(ctx.env as NodeJS.ProcessEnv);
+  const grant = grantScripts(skill.name, { version: 1, run: scripts, env: [], egress: [] }, source).find((g) => g.declared.script === script)!;
+  // Security: declared ∩ granted (SPEC §6); the front's view of the grant is not trusted.
+  if (!grant.granted) {
+    const note = source.kind === 'hosted-default' ? HOSTED_GRANT_NOTE : 'The owner\'s MCP_SKILL_RUN does not list it; add {"skill","script"} to grant it.';
+    return refuse('NOT_GRANTED', 'not-granted', `${skill.name}/${script} is declared but not granted. ${note}`);
+  }
+  const interpreter = ctx.platform.interpreters.get(declared.interpreter);
+  if (!interpreter || !('path' in interpreter)) {
+    const why = interpreter && 'why' in interpreter ? interpreter.why : `"${declared.interpreter}" is not one of the supported interpreters (node, python3)`;
+    return refuse('INTERPRETER_UNAVAILABLE', 'interpreter-unavailable', `${skill.name}/${script} cannot run here: ${why}`);
+  }
+  const check = checkPathString(script);
+  if (!check.ok) return refuse('INVALID_PATH', 'invalid-path', `the script path is refused: ${check.why}`);
+  if (isHiddenPath(check.segments)) return refuse('INVALID_PATH', 'invalid-path', 'hidden files are never served or run');
+  const resolved = await resolveInside(skill.realDir, check.segments);
+  // Security: a declared script swapped for a symlink leaving the skill is refused here.
+  if (!resolved.ok) return refuse(resolved.code, resolved.code === 'NOT_FOUND' ? 'not-found' : 'outside-skill', `${skill.name}/${script}: ${resolved.why}`);
+  let fd: number | undefined;
+  try {
+    fd = openSync(resolved.real, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    // Security: what was opened must be a regular file (not a FIFO or device planted in the skill).
+    if (!fstatSync(fd).isFile()) return refuse('NOT_A_FILE', 'not-a-file', `${skill.name}/${script} is not a regular file`);
+  } catch {
+    return refuse('NOT_A_FILE', 'not-a-file', `${skill.name}/${script} cannot be opened as a regular file`);
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+  const built = buildScriptEnv(ctx.env, grant.env, SANDBOX_PLACEHOLDERS);
+  const willRun: WillRun = {
+    skill: skill.name,
+    interpreter: declared.interpreter,
+    argv: [script, ...args],
+    cwd: skill.displayPath,
+    timeoutMs: declared.timeoutMs,
+    envNames: built.names,
+    isolation: ctx.platform.isolation,
+  };
+  if (built.notSet.length > 0) willRun.envNotSet = built.notSet;
+  if (grant.selfGranted) {
+    willRun.envWarning = `No owner grant (standalone): this third-party script asks for and will receive your values of ${grant.env.join(', ')}.`;
+  }
+  return {
+    ok: true,
+    plan: { willRun, interpreterPath: interpreter.path, realDir: skill.realDir, scriptRelative: relative(skill.realDir, resolved.real), args, grantedEnv: grant.env },
+  };
+}

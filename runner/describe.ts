@@ -1,0 +1,49 @@
+/**
+ * @module The `describe` answer: what this runner can run, re-derived now, with names only — the
+ * isolation level a person should know about, which interpreters exist (and why not), whether the
+ * environ was scrubbed, and per declared script whether it is granted and which variable names it
+ * would get. Never values, never absolute host paths.
+ */
+import type { DescribeResult, ScriptInfo } from '../shared/protocol.js';
+import { PROTOCOL_VERSION } from '../shared/protocol.js';
+import { discoverSkills } from '../shared/discover.js';
+import { skillRoots } from '../shared/config.js';
+import { grantFrom, readGrantSource } from '../shared/grant.js';
+import { declaredScripts, deriveRun } from './derive.js';
+import type { DeriveContext } from './derive.js';
+import type { ScrubResult } from './hygiene.js';
+
+export async function describeRunner(ctx: DeriveContext, environ: ScrubResult, refusedWhy: string | undefined): Promise<DescribeResult> {
+  const { platform } = ctx;
+  const discovery = await discoverSkills(skillRoots(ctx.env as NodeJS.ProcessEnv, ctx.bundledSkills), ctx.limits.maxSkills);
+  const skills: DescribeResult['skills'] = [];
+  for (const skill of discovery.skills) {
+    const { scripts, problems } = declaredScripts(ctx, skill);
+    const infos: ScriptInfo[] = [];
+    for (const declared of scripts) {
+      const derived = await deriveRun(ctx, skill.name, declared.script, [], skill);
+      const base = { script: declared.script, interpreter: declared.interpreter, timeoutMs: declared.timeoutMs };
+      if (derived.ok) {
+        const { willRun } = derived.plan;
+        const info: ScriptInfo = { ...base, granted: true, runnable: refusedWhy === undefined, envNames: willRun.envNames, envNotSet: willRun.envNotSet ?? [] };
+        if (refusedWhy !== undefined) info.why = refusedWhy;
+        if (willRun.envWarning !== undefined) info.envWarning = willRun.envWarning;
+        infos.push(info);
+      } else {
+        infos.push({ ...base, granted: derived.code !== 'NOT_GRANTED', runnable: false, why: derived.message, envNames: [], envNotSet: [] });
+      }
+    }
+    skills.push({ name: skill.name, scripts: infos, declarationProblems: problems });
+  }
+  const result: DescribeResult = {
+    protocol: PROTOCOL_VERSION,
+    isolation: { level: platform.isolation, detail: platform.isolationDetail },
+    interpreters: [...platform.interpreters].map(([name, resolved]) => ('path' in resolved ? { name, available: true } : { name, available: false, why: resolved.why })),
+    environ: environ.detail === undefined ? { scrubbed: environ.scrubbed } : { scrubbed: environ.scrubbed, detail: environ.detail },
+    runsAllowed: refusedWhy === undefined,
+    grantFrom: grantFrom(readGrantSource(ctx.env as NodeJS.ProcessEnv)),
+    skills,
+  };
+  if (refusedWhy !== undefined) result.runsRefusedWhy = refusedWhy;
+  return result;
+}

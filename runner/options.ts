@@ -1,0 +1,108 @@
+/**
+ * @module The runner's command line and `SKILL_MCP_*` variables (documented in SECURITY.md).
+ * Flags win over variables. A malformed value stops the runner with a message: a typo must never
+ * silently widen who may connect or what a script may use.
+ */
+import { readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { SkillMcpError } from '../shared/errors.js';
+import type { SandboxLimits } from './sandbox.js';
+import { DEFAULT_UID_RANGE, parseUidRange } from './uids.js';
+
+export interface RunnerOptions {
+  socketPath: string;
+  stateDir: string;
+  scratchDir: string;
+  auditPath: string;
+  frontUid: number | undefined;
+  frontGid: number | undefined;
+  uidRange: { first: number; last: number };
+  ttlMs: number;
+  limits: SandboxLimits;
+  killGraceMs: number;
+  drainMs: number;
+}
+
+export const RUNNER_USAGE = `usage: skill-mcp runner --socket PATH --state-dir DIR [options]
+  --socket PATH         unix socket to listen on (SKILL_MCP_RUNNER_SOCKET); its directory is created 0750/0700
+  --state-dir DIR       token key, spent-token ledger, audit log (SKILL_MCP_STATE_DIR); created 0700
+  --front-uid UID       uid of the front allowed to connect (SKILL_MCP_FRONT_UID)
+  --front-gid GID       group owning the socket directory and socket (SKILL_MCP_FRONT_GID)
+  --uid-range A-B       run uids when root (SKILL_MCP_UID_RANGE, default ${DEFAULT_UID_RANGE})
+  --scratch-dir DIR     parent of each run's private HOME/TMPDIR (SKILL_MCP_SCRATCH_DIR)
+  --audit-log FILE      audit log path (SKILL_MCP_AUDIT_LOG, default STATE_DIR/audit.log)`;
+
+const FLAGS: Record<string, string> = {
+  '--socket': 'SKILL_MCP_RUNNER_SOCKET',
+  '--state-dir': 'SKILL_MCP_STATE_DIR',
+  '--front-uid': 'SKILL_MCP_FRONT_UID',
+  '--front-gid': 'SKILL_MCP_FRONT_GID',
+  '--uid-range': 'SKILL_MCP_UID_RANGE',
+  '--scratch-dir': 'SKILL_MCP_SCRATCH_DIR',
+  '--audit-log': 'SKILL_MCP_AUDIT_LOG',
+};
+
+function bad(message: string): never {
+  throw new SkillMcpError('BAD_REQUEST', message);
+}
+
+function int(name: string, raw: string | undefined, fallback: number, min: number, max: number): number {
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isSafeInteger(value) || value < min || value > max) bad(`${name}=${JSON.stringify(raw)} must be an integer from ${min} to ${max}`);
+  return value;
+}
+
+/** The primary gid of `uid` from /etc/passwd, so `--front-uid` alone can own the socket directory. */
+function primaryGid(uid: number): number | undefined {
+  try {
+    for (const line of readFileSync('/etc/passwd', 'utf8').split('\n')) {
+      const f = line.split(':');
+      if (Number(f[2]) === uid && f[3] !== undefined) return Number(f[3]);
+    }
+  } catch {
+    return undefined;
+  }
+  return undefined;
+}
+
+export function parseRunnerOptions(argv: string[], env: Readonly<Record<string, string | undefined>>): RunnerOptions {
+  const values: Record<string, string | undefined> = {};
+  for (const variable of Object.values(FLAGS)) values[variable] = env[variable];
+  for (let i = 0; i < argv.length; i++) {
+    const [flag, inline] = argv[i]!.split(/=(.*)/s, 2) as [string, string | undefined];
+    const variable = FLAGS[flag];
+    if (!variable) bad(`unknown option ${JSON.stringify(flag)}\n${RUNNER_USAGE}`);
+    const value = inline ?? argv[++i];
+    if (value === undefined) bad(`${flag} needs a value`);
+    values[variable] = value;
+  }
+  const socket = values['SKILL_MCP_RUNNER_SOCKET'];
+  const state = values['SKILL_MCP_STATE_DIR'];
+  if (!socket || !state) bad(`--socket and --state-dir are required\n${RUNNER_USAGE}`);
+  const stateDir = resolve(state);
+  const frontUid = values['SKILL_MCP_FRONT_UID'] ? int('SKILL_MCP_FRONT_UID', values['SKILL_MCP_FRONT_UID'], 0, 1, 2 ** 31 - 1) : undefined;
+  let frontGid = values['SKILL_MCP_FRONT_GID'] ? int('SKILL_MCP_FRONT_GID', values['SKILL_MCP_FRONT_GID'], 0, 1, 2 ** 31 - 1) : undefined;
+  if (frontUid !== undefined && frontGid === undefined) {
+    frontGid = primaryGid(frontUid) ?? bad(`--front-uid ${frontUid} has no passwd entry; pass --front-gid too`);
+  }
+  const ttlSeconds = int('MCP_CONFIRM_TTL_SECONDS', env['MCP_CONFIRM_TTL_SECONDS'], 600, 1, 7 * 24 * 3600);
+  return {
+    socketPath: resolve(socket),
+    stateDir,
+    scratchDir: resolve(values['SKILL_MCP_SCRATCH_DIR'] || join(tmpdir(), `skill-mcp-scratch-${process.getuid?.() ?? 0}`)),
+    auditPath: resolve(values['SKILL_MCP_AUDIT_LOG'] || join(stateDir, 'audit.log')),
+    frontUid,
+    frontGid,
+    uidRange: parseUidRange(values['SKILL_MCP_UID_RANGE'] || DEFAULT_UID_RANGE),
+    ttlMs: ttlSeconds * 1000,
+    limits: {
+      nproc: int('SKILL_MCP_RUN_NPROC', env['SKILL_MCP_RUN_NPROC'], 64, 8, 4096),
+      fsizeBytes: int('SKILL_MCP_RUN_FSIZE_BYTES', env['SKILL_MCP_RUN_FSIZE_BYTES'], 64 * 1024 * 1024, 1024, 2 ** 40),
+      nofile: int('SKILL_MCP_RUN_NOFILE', env['SKILL_MCP_RUN_NOFILE'], 256, 16, 65536),
+    },
+    killGraceMs: int('SKILL_MCP_KILL_GRACE_MS', env['SKILL_MCP_KILL_GRACE_MS'], 2000, 0, 60_000),
+    drainMs: int('SKILL_MCP_DRAIN_MS', env['SKILL_MCP_DRAIN_MS'], 500, 0, 60_000),
+  };
+}

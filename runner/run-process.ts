@@ -1,0 +1,135 @@
+/**
+ * @module Runs one spawned script to its end (SPEC §8): wall-clock timeout → SIGTERM to the whole
+ * process group, SIGKILL after a grace; after the process exits, a hook (kill the run uid's
+ * leftovers), a short drain window, then the pipes are destroyed — so the call always returns,
+ * even when a detached grandchild holds stdout. Each stream is kept up to a cap (`truncated`),
+ * while bytes are still counted and hashed to the end.
+ */
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import type { SpawnSpec } from './sandbox.js';
+
+/** Past timeout + grace, how long to wait for 'exit' before returning anyway. */
+const HARD_DEADLINE_SLACK_MS = 5000;
+
+export interface RunTimes {
+  timeoutMs: number;
+  killGraceMs: number;
+  drainMs: number;
+}
+
+export type Ending = 'exit' | 'timeout' | 'cancelled' | 'spawn-failed';
+
+export interface ProcessOutcome {
+  exitCode: number | null;
+  signal: string | null;
+  ending: Ending;
+  stdout: Buffer;
+  stderr: Buffer;
+  stdoutBytes: number;
+  stderrBytes: number;
+  stdoutSha256: string;
+  stderrSha256: string;
+  truncated: boolean;
+  durationMs: number;
+}
+
+class Capture {
+  readonly chunks: Buffer[] = [];
+  kept = 0;
+  total = 0;
+  readonly hash = createHash('sha256');
+  ended: Promise<void>;
+
+  constructor(stream: Readable, private readonly cap: number) {
+    this.ended = new Promise((resolve) => {
+      stream.on('end', resolve);
+      stream.on('close', resolve);
+      stream.on('error', () => resolve());
+    });
+    stream.on('data', (chunk: Buffer) => {
+      this.total += chunk.length;
+      this.hash.update(chunk);
+      if (this.kept < this.cap) {
+        const part = chunk.subarray(0, this.cap - this.kept);
+        this.chunks.push(part);
+        this.kept += part.length;
+      }
+    });
+  }
+}
+
+export interface RunningProcess {
+  pid: number | undefined;
+  outcome: Promise<ProcessOutcome>;
+  /** Kills the whole group now; the outcome then reports `cancelled`. */
+  cancel(): void;
+}
+
+/** Starts `spec` and supervises it. `afterExit` runs once the main process has exited. */
+export function runProcess(spec: SpawnSpec, times: RunTimes, maxStreamBytes: number, afterExit: () => Promise<void>): RunningProcess {
+  const started = performance.now();
+  // Security: no shell, argv array, stdin /dev/null, own session and group (detached), env given
+  // whole (never merged with ours); fds above 2 are not passed (Node sets CLOEXEC on its own).
+  const child = spawn(spec.command, spec.args, { cwd: spec.cwd, env: spec.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true, shell: false });
+  const out = new Capture(child.stdout!, maxStreamBytes);
+  const err = new Capture(child.stderr!, maxStreamBytes);
+  let ending: Ending = 'exit';
+  const killGroup = (signal: NodeJS.Signals): void => {
+    if (child.pid === undefined) return;
+    try {
+      process.kill(-child.pid, signal);
+    } catch {
+      // the group is gone already
+    }
+  };
+  const timers: NodeJS.Timeout[] = [];
+  timers.push(setTimeout(() => {
+    ending = 'timeout';
+    killGroup('SIGTERM');
+    timers.push(setTimeout(() => killGroup('SIGKILL'), times.killGraceMs));
+  }, times.timeoutMs));
+
+  const outcome = new Promise<ProcessOutcome>((resolve) => {
+    let settled = false;
+    const finish = async (exitCode: number | null, signal: string | null): Promise<void> => {
+      if (settled) return;
+      settled = true;
+      for (const timer of timers) clearTimeout(timer);
+      killGroup('SIGKILL'); // the rest of the group is a leftover of a finished run
+      await afterExit().catch(() => undefined);
+      // The drain window: output still in flight is kept; a pipe held open by an escapee is not waited on.
+      await Promise.race([Promise.all([out.ended, err.ended]), new Promise((r) => setTimeout(r, times.drainMs))]);
+      child.stdout?.destroy();
+      child.stderr?.destroy();
+      resolve({
+        exitCode, signal, ending,
+        stdout: Buffer.concat(out.chunks), stderr: Buffer.concat(err.chunks),
+        stdoutBytes: out.total, stderrBytes: err.total,
+        stdoutSha256: out.hash.digest('hex'), stderrSha256: err.hash.digest('hex'),
+        truncated: out.total > out.kept || err.total > err.kept,
+        durationMs: Math.round(performance.now() - started),
+      });
+    };
+    // The hard deadline: whatever happens to 'exit', the call returns and releases the slot.
+    timers.push(setTimeout(() => {
+      ending = 'timeout';
+      killGroup('SIGKILL');
+      void finish(null, 'SIGKILL');
+    }, times.timeoutMs + times.killGraceMs + HARD_DEADLINE_SLACK_MS));
+    child.on('exit', (code, signal) => void finish(code, signal));
+    child.on('error', () => {
+      ending = 'spawn-failed';
+      void finish(null, null);
+    });
+  });
+  return {
+    pid: child.pid,
+    outcome,
+    cancel(): void {
+      if (ending === 'exit') ending = 'cancelled';
+      killGroup('SIGKILL');
+    },
+  };
+}

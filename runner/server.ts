@@ -1,0 +1,138 @@
+/**
+ * @module The runner's socket (SPEC §8). The socket sits in a directory only the runner and the
+ * front's group can enter (0750, socket 0660; 0700/0600 when no front group is configured); each
+ * connection's peer credentials are checked where the platform allows. Frames are decoded with a
+ * hard cap, each request is validated against the closed table, and every failure becomes a
+ * refusal frame with a stable code: input never crashes the daemon.
+ */
+import { chmodSync, chownSync, lstatSync, unlinkSync } from 'node:fs';
+import { createConnection, createServer } from 'node:net';
+import type { Server, Socket } from 'node:net';
+import { dirname } from 'node:path';
+import { isSkillMcpError, SkillMcpError } from '../shared/errors.js';
+import { FrameCodec, MAX_REQUEST_FRAME_BYTES, MAX_RESPONSE_FRAME_BYTES } from '../shared/frame.js';
+import { requestSchema } from '../shared/protocol.js';
+import type { RunnerRequest } from '../shared/protocol.js';
+import type { AuditLog } from './audit-log.js';
+import type { PeerCredReader } from './peer-cred.js';
+import type { RunnerService } from './service.js';
+import { ensurePrivateDir } from './state.js';
+
+/** A connection that sends nothing for this long (and has no run pending) is closed. */
+const IDLE_MS = 30_000;
+const MAX_CONNECTIONS = 16;
+
+export interface ListenOptions {
+  socketPath: string;
+  frontUid: number | undefined;
+  frontGid: number | undefined;
+  peerCred: PeerCredReader | undefined;
+  service: RunnerService;
+  audit: AuditLog;
+}
+
+/** Whether a peer may talk to the runner: root, the runner's own uid, or the configured front. */
+function peerAllowed(uid: number, gid: number, opts: ListenOptions): boolean {
+  if (uid === 0 || uid === process.getuid!()) return true;
+  if (opts.frontUid !== undefined && uid === opts.frontUid) return true;
+  return opts.frontUid === undefined && opts.frontGid !== undefined && gid === opts.frontGid;
+}
+
+async function removeStaleSocket(path: string): Promise<void> {
+  let isSocket = false;
+  try {
+    isSocket = lstatSync(path).isSocket();
+  } catch {
+    return;
+  }
+  if (!isSocket) throw new SkillMcpError('INTERNAL', `${path} exists and is not a socket; refusing to replace it`);
+  const alive = await new Promise<boolean>((resolve) => {
+    const probe = createConnection(path);
+    probe.once('connect', () => { probe.destroy(); resolve(true); });
+    probe.once('error', () => resolve(false));
+  });
+  if (alive) throw new SkillMcpError('INTERNAL', `another runner is already listening on ${path}`);
+  unlinkSync(path);
+}
+
+function handleConnection(socket: Socket, opts: ListenOptions): void {
+  const codec = new FrameCodec(MAX_REQUEST_FRAME_BYTES);
+  const out = new FrameCodec(MAX_RESPONSE_FRAME_BYTES);
+  const gone = new AbortController();
+  let pending = 0;
+  const send = (value: unknown): void => {
+    if (socket.destroyed) return;
+    try {
+      socket.write(out.encode(value));
+    } catch (error) {
+      socket.write(out.encode({ ok: false, error: { code: isSkillMcpError(error) ? error.code : 'INTERNAL', message: 'the answer could not be encoded' } }));
+    }
+  };
+  socket.setTimeout(IDLE_MS, () => {
+    if (pending === 0) socket.destroy();
+  });
+  socket.on('error', () => undefined);
+  // A run whose asker went away is killed: nobody is left to read its result.
+  socket.on('close', () => gone.abort());
+
+  const cred = opts.peerCred?.(socket);
+  // Security: a process that reached the socket despite the directory modes (a mis-set group, a
+  // passed fd) is still refused by uid.
+  if (opts.peerCred && (!cred || !peerAllowed(cred.uid, cred.gid, opts))) {
+    if (cred) opts.audit.append({ event: 'peer.refuse', uid: cred.uid, gid: cred.gid, pid: cred.pid });
+    send({ ok: false, error: { code: 'PEER_REFUSED', message: 'this process may not talk to the runner' } });
+    socket.end();
+    return;
+  }
+
+  socket.on('data', (chunk: Buffer) => {
+    for (const event of codec.push(chunk)) {
+      if (!event.ok) {
+        send({ ok: false, error: { code: event.error.code, message: event.error.message } });
+        if (event.fatal) socket.end();
+        continue;
+      }
+      const parsed = requestSchema.safeParse(event.value);
+      if (!parsed.success) {
+        const issue = parsed.error.issues[0];
+        send({ ok: false, error: { code: 'BAD_REQUEST', message: `the request does not match the protocol${issue ? ` (${issue.path.join('.') || 'message'}: ${issue.message})` : ''}` } });
+        continue;
+      }
+      pending++;
+      void dispatch(parsed.data, opts.service, gone.signal)
+        .then(send, (error: unknown) => send({ ok: false, error: { code: isSkillMcpError(error) ? error.code : 'INTERNAL', message: isSkillMcpError(error) ? error.message : 'the runner failed to handle the request; see its log' } }))
+        .finally(() => pending--);
+    }
+  });
+}
+
+async function dispatch(req: RunnerRequest, service: RunnerService, gone: AbortSignal): Promise<unknown> {
+  switch (req.type) {
+    case 'describe':
+      return { ok: true, result: await service.describe() };
+    case 'prepare':
+      return service.prepare(req);
+    case 'run':
+      return service.run(req, gone);
+    case 'cancel':
+      return { ok: true, result: service.cancel(req.runId) };
+  }
+}
+
+/** Creates the socket directory and socket with the right owners and modes, then listens. */
+export async function listen(opts: ListenOptions): Promise<Server> {
+  const dir = dirname(opts.socketPath);
+  const shared = opts.frontGid !== undefined;
+  ensurePrivateDir(dir, shared ? 0o750 : 0o700);
+  if (shared) chownSync(dir, process.getuid!(), opts.frontGid!);
+  await removeStaleSocket(opts.socketPath);
+  const server = createServer((socket) => handleConnection(socket, opts));
+  server.maxConnections = MAX_CONNECTIONS;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.socketPath, () => resolve());
+  });
+  chmodSync(opts.socketPath, shared ? 0o660 : 0o600);
+  if (shared) chownSync(opts.socketPath, process.getuid!(), opts.frontGid!);
+  return server;
+}

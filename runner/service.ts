@@ -1,0 +1,185 @@
+/**
+ * @module The runner's request handlers — the monitor of OpenSSH's privilege separation: a closed
+ * set of requests, each re-checked from scratch. `prepare` re-derives a run and mints its token;
+ * `run` verifies the token (MAC, ledger, expiry), re-derives again, refuses unless the recomputed
+ * `willRun` hashes to what the token was minted for, spends the token durably, then runs the
+ * script in the sandbox; `cancel` kills the current run at once. One run at a time.
+ */
+import { randomBytes } from 'node:crypto';
+import { chownSync, mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import type { ErrorCode } from '../shared/errors.js';
+import { MAX_STREAM_BYTES } from '../shared/limits.js';
+import type { DescribeResult, Minted, Refusal, ResultOf, RunnerRequest, WillRun } from '../shared/protocol.js';
+import { mintToken, tokenLogId, verifyToken, willRunHash } from '../shared/token.js';
+import type { AuditLog, RejectReason } from './audit-log.js';
+import { deriveRun } from './derive.js';
+import type { DeriveContext } from './derive.js';
+import { describeRunner } from './describe.js';
+import type { ScrubResult } from './hygiene.js';
+import type { SpentLedger } from './ledger.js';
+import { runProcess } from './run-process.js';
+import type { RunningProcess } from './run-process.js';
+import { buildSpawn } from './sandbox.js';
+import type { SandboxLimits } from './sandbox.js';
+import { reapUid } from './uids.js';
+import type { UidPool } from './uids.js';
+
+export interface ServiceDeps {
+  ctx: DeriveContext;
+  key: Buffer;
+  ledger: SpentLedger;
+  audit: AuditLog;
+  environ: ScrubResult;
+  /** Why every run is refused (unscrubbed hosted environ, missing sandbox tools), if so. */
+  refusedWhy: { code: ErrorCode; message: string } | undefined;
+  ttlMs: number;
+  scratchDir: string;
+  uidPool: UidPool | undefined;
+  limits: SandboxLimits;
+  killGraceMs: number;
+  drainMs: number;
+}
+
+export type Answer<T> = { ok: true; result: T } | { ok: false; error: Refusal };
+
+type RunRequest = Extract<RunnerRequest, { type: 'run' }>;
+type PrepareRequest = Extract<RunnerRequest, { type: 'prepare' }>;
+
+interface Slot {
+  runId: string;
+  cancelled: boolean;
+  proc?: RunningProcess;
+}
+
+function refusal(code: ErrorCode, message: string): { ok: false; error: Refusal } {
+  return { ok: false, error: { code, message } };
+}
+
+export class RunnerService {
+  private slot: Slot | undefined;
+
+  constructor(private readonly deps: ServiceDeps) {}
+
+  describe(): Promise<DescribeResult> {
+    return describeRunner(this.deps.ctx, this.deps.environ, this.deps.refusedWhy?.message);
+  }
+
+  private mint(willRun: WillRun): Minted {
+    const now = Date.now();
+    const { token, claims } = mintToken(this.deps.key, willRun, now, this.deps.ttlMs);
+    return { willRun, confirmToken: token, expiresAt: new Date(claims.exp).toISOString() };
+  }
+
+  async prepare(req: PrepareRequest): Promise<Answer<Minted>> {
+    if (this.deps.refusedWhy) return refusal(this.deps.refusedWhy.code, this.deps.refusedWhy.message);
+    const derived = await deriveRun(this.deps.ctx, req.skill, req.script, req.args);
+    if (!derived.ok) {
+      this.deps.audit.append({ event: 'run.prepare', skill: req.skill, script: req.script, refused: derived.reason });
+      return refusal(derived.code, derived.message);
+    }
+    const minted = this.mint(derived.plan.willRun);
+    const claims = verifyToken(this.deps.key, minted.confirmToken, Date.now());
+    this.deps.audit.append({ event: 'run.prepare', skill: req.skill, script: req.script, ...(claims.ok ? { token_id: tokenLogId(claims.claims) } : {}) });
+    return { ok: true, result: minted };
+  }
+
+  cancel(runId: string | undefined): ResultOf<'cancel'> {
+    const slot = this.slot;
+    if (!slot || (runId !== undefined && runId !== slot.runId)) return { cancelled: false };
+    slot.cancelled = true;
+    slot.proc?.cancel();
+    return { cancelled: true, runId: slot.runId };
+  }
+
+  /** Runs with a token. `abandoned` fires when the asker went away: the run is then killed. */
+  async run(req: RunRequest, abandoned?: AbortSignal): Promise<Answer<ResultOf<'run'>>> {
+    const reject = (reason: RejectReason, code: ErrorCode, message: string, extra: { token_id?: string } = {}): { ok: false; error: Refusal } => {
+      this.deps.audit.append({ event: 'run.reject', reason, skill: req.skill, script: req.script, ...extra });
+      return refusal(code, message);
+    };
+    // Security: one run at a time; a second is refused at once, never queued behind a hostile one.
+    if (this.slot) return reject('busy', 'BUSY', 'another script is running; wait for it to finish (or cancel it) and try again');
+    const slot: Slot = { runId: randomBytes(8).toString('hex'), cancelled: false };
+    this.slot = slot;
+    const onAbandon = (): void => {
+      slot.cancelled = true;
+      slot.proc?.cancel();
+    };
+    abandoned?.addEventListener('abort', onAbandon);
+    if (abandoned?.aborted) onAbandon();
+    try {
+      return await this.runInSlot(req, slot, reject);
+    } finally {
+      abandoned?.removeEventListener('abort', onAbandon);
+      this.slot = undefined;
+    }
+  }
+
+  private async runInSlot(req: RunRequest, slot: Slot, reject: (r: RejectReason, c: ErrorCode, m: string, e?: { token_id?: string }) => { ok: false; error: Refusal }): Promise<Answer<ResultOf<'run'>>> {
+    const { deps } = this;
+    if (deps.refusedWhy) return reject(deps.refusedWhy.code === 'ENVIRON_UNSCRUBBED' ? 'environ-unscrubbed' : 'sandbox-failed', deps.refusedWhy.code, deps.refusedWhy.message);
+    // Security: MAC first (constant time), then the ledger, then expiry; nothing else is believed before.
+    const verified = verifyToken(deps.key, req.confirmToken, Date.now());
+    if (!verified.ok && verified.code === 'TOKEN_INVALID') return reject('token-invalid', 'TOKEN_INVALID', 'the confirmation token is not one this runner issued; ask again without a token to get a fresh preview');
+    const claims = verified.claims!;
+    const tokenId = tokenLogId(claims);
+    if (deps.ledger.has(claims.jti)) return reject('token-reused', 'TOKEN_REUSED', 'this confirmation token was already used; each token runs once — ask again without a token', { token_id: tokenId });
+    if (!verified.ok) return reject('token-expired', 'TOKEN_EXPIRED', 'the confirmation token has expired; ask again without a token for a fresh preview', { token_id: tokenId });
+    const derived = await deriveRun(deps.ctx, req.skill, req.script, req.args);
+    if (!derived.ok) return reject(derived.reason, derived.code, derived.message, { token_id: tokenId });
+    const { plan } = derived;
+    // Security: the token is bound to what was approved; a different skill, script, argv, env set
+    // or isolation now means the person has not approved this run.
+    if (willRunHash(plan.willRun) !== claims.wr) {
+      this.deps.audit.append({ event: 'run.reject', reason: 'draft-changed', skill: req.skill, script: req.script, token_id: tokenId });
+      return { ok: false, error: { code: 'DRAFT_CHANGED', message: 'what would run differs from what this token was approved for; show the fresh preview and confirm again', fresh: this.mint(plan.willRun) } };
+    }
+    if (slot.cancelled) return reject('busy', 'CANCELLED', 'the run was cancelled before it started', { token_id: tokenId });
+    // Security: spent durably before the script starts, so no crash or restart can replay it.
+    deps.ledger.spend(claims.jti, claims.exp);
+    const uid = deps.uidPool?.take();
+    const scratch = join(deps.scratchDir, slot.runId);
+    mkdirSync(scratch, { mode: 0o700 });
+    try {
+      if (uid !== undefined) chownSync(scratch, uid, uid);
+      const spec = buildSpawn(plan, deps.ctx.platform, deps.ctx.env, scratch, uid, deps.limits);
+      if (spec.envNames.join('\0') !== plan.willRun.envNames.join('\0')) return reject('sandbox-failed', 'INTERNAL', 'the run environment differs from the preview; nothing was run');
+      deps.audit.append({
+        event: 'run.accept', run_id: slot.runId, token_id: tokenId, skill: plan.willRun.skill, script: req.script, interpreter: plan.willRun.interpreter,
+        argv: plan.willRun.argv, env_names: spec.envNames, timeout_ms: plan.willRun.timeoutMs, isolation: plan.willRun.isolation, uid: uid ?? process.getuid!(),
+      });
+      const { setpriv, kill } = deps.ctx.platform.tools;
+      let leftovers = { killed: 0, remaining: 0 };
+      const afterExit = async (): Promise<void> => {
+        if (uid !== undefined && setpriv && kill) leftovers = await reapUid(uid, setpriv, kill);
+      };
+      const proc = runProcess(spec, { timeoutMs: plan.willRun.timeoutMs, killGraceMs: deps.killGraceMs, drainMs: deps.drainMs }, MAX_STREAM_BYTES, afterExit);
+      slot.proc = proc;
+      if (slot.cancelled) proc.cancel();
+      const o = await proc.outcome;
+      deps.audit.append({
+        event: 'run.exit', run_id: slot.runId, exit_code: o.exitCode, signal: o.signal, ended: o.ending, duration_ms: o.durationMs,
+        stdout_bytes: o.stdoutBytes, stderr_bytes: o.stderrBytes, stdout_sha256: o.stdoutSha256, stderr_sha256: o.stderrSha256,
+        truncated: o.truncated, leftovers_killed: leftovers.killed, leftovers_remaining: leftovers.remaining,
+      });
+      return {
+        ok: true,
+        result: {
+          runId: slot.runId, exitCode: o.exitCode, signal: o.signal, stdout: o.stdout.toString('utf8'), stderr: o.stderr.toString('utf8'),
+          truncated: o.truncated, timedOut: o.ending === 'timeout', cancelled: o.ending === 'cancelled', durationMs: o.durationMs,
+          stdoutBytes: o.stdoutBytes, stderrBytes: o.stderrBytes,
+        },
+      };
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
+  }
+
+  /** Kills the current run and waits for it to wind down (shutdown). */
+  async stop(): Promise<void> {
+    const proc = this.slot?.proc;
+    this.cancel(undefined);
+    await proc?.outcome;
+  }
+}

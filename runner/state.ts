@@ -1,0 +1,73 @@
+/**
+ * @module The runner's state directory: created 0700 and owned by the runner, it holds the token
+ * key (`token.key`, 0600) and the spent-token ledger. The key is random and kept so tokens survive
+ * a restart (SPEC §7), or derived from `MCP_CONFIRM_SECRET` when the owner sets one (replicas).
+ */
+import { createHmac, randomBytes } from 'node:crypto';
+import { closeSync, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, readSync, writeSync, constants } from 'node:fs';
+import { join } from 'node:path';
+import { SkillMcpError } from '../shared/errors.js';
+import { TOKEN_KEY_BYTES } from '../shared/token.js';
+
+/**
+ * Creates (or checks) a private directory. Security: a directory that is a symlink or belongs to
+ * someone else could be swapped under us to plant a known key or truncate the ledger.
+ */
+export function ensurePrivateDir(dir: string, mode = 0o700): void {
+  mkdirSync(dir, { recursive: true, mode });
+  const st = lstatSync(dir);
+  if (!st.isDirectory()) throw new SkillMcpError('INTERNAL', `${dir} is not a directory (a symlink or file is refused)`);
+  if (st.uid !== process.getuid!()) throw new SkillMcpError('INTERNAL', `${dir} belongs to uid ${st.uid}, not to the runner`);
+  if ((st.mode & 0o777) !== mode) {
+    const fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+    try {
+      fchmodSync(fd, mode);
+    } finally {
+      closeSync(fd);
+    }
+  }
+}
+
+/** Opens a private file (0600, no symlink following) for the runner's own use. */
+export function openPrivateFile(path: string, flags: number): number {
+  // libuv opens every file close-on-exec, so none of these fds reaches a script.
+  const fd = openSync(path, flags | constants.O_NOFOLLOW, 0o600);
+  const st = fstatSync(fd);
+  // Security: a hard link or foreign file in our directory must not become our key or log.
+  if (!st.isFile() || st.uid !== process.getuid!() || st.nlink > 1) {
+    closeSync(fd);
+    throw new SkillMcpError('INTERNAL', `${path} is not a private regular file of the runner`);
+  }
+  if ((st.mode & 0o777) !== 0o600) fchmodSync(fd, 0o600);
+  return fd;
+}
+
+/**
+ * The token key. `secret` (MCP_CONFIRM_SECRET) wins; otherwise a random key is created once and
+ * kept in `<stateDir>/token.key`.
+ */
+export function loadTokenKey(stateDir: string, secret: string | undefined): { key: Buffer; source: 'secret' | 'state-dir' } {
+  if (secret !== undefined && secret !== '') {
+    return { key: createHmac('sha256', 'skill-mcp token key v1').update(secret).digest(), source: 'secret' };
+  }
+  const path = join(stateDir, 'token.key');
+  let fd: number;
+  try {
+    fd = openPrivateFile(path, constants.O_RDWR | constants.O_CREAT | constants.O_EXCL);
+    try {
+      writeSync(fd, randomBytes(TOKEN_KEY_BYTES));
+    } finally {
+      closeSync(fd);
+    }
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  }
+  fd = openPrivateFile(path, constants.O_RDONLY);
+  try {
+    const key = Buffer.alloc(TOKEN_KEY_BYTES);
+    if (readSync(fd, key, 0, TOKEN_KEY_BYTES, 0) !== TOKEN_KEY_BYTES) throw new SkillMcpError('INTERNAL', 'token.key is shorter than a key; delete it to make a new one');
+    return { key, source: 'state-dir' };
+  } finally {
+    closeSync(fd);
+  }
+}

@@ -1,0 +1,103 @@
+/**
+ * @module Run uids (SPEC §8, REFERENCE §4). As root, each run gets a uid/gid of its own from a
+ * configured range — never 0, never the front's, never one in passwd/group or held by a live
+ * process — so RLIMIT_NPROC counts only that run, and everything left of the run afterwards can be
+ * found by uid and killed.
+ */
+import { execFile } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { SkillMcpError } from '../shared/errors.js';
+
+export const DEFAULT_UID_RANGE = '61184-61439';
+
+export function parseUidRange(text: string): { first: number; last: number } {
+  const match = /^(\d{1,10})-(\d{1,10})$/.exec(text.trim());
+  const first = Number(match?.[1]);
+  const last = Number(match?.[2]);
+  // Security: uid 0 and the top of the id space (nobody, -1) must never be handed to a script.
+  if (!match || first < 1000 || last < first || last >= 65534) {
+    throw new SkillMcpError('BAD_REQUEST', `SKILL_MCP_UID_RANGE ${JSON.stringify(text)} must be FIRST-LAST within 1000-65533`);
+  }
+  return { first, last };
+}
+
+/** Ids named in passwd or group: never reuse an id something else on the machine may own. */
+function namedIds(): Set<number> {
+  const ids = new Set<number>();
+  for (const file of ['/etc/passwd', '/etc/group']) {
+    try {
+      for (const line of readFileSync(file, 'utf8').split('\n')) {
+        const id = Number(line.split(':')[2]);
+        if (Number.isInteger(id)) ids.add(id);
+      }
+    } catch {
+      // no such database; nothing named there
+    }
+  }
+  return ids;
+}
+
+/** Live (non-zombie) processes whose real, effective, saved or fs uid is `uid`. */
+export function processesOfUid(uid: number): number[] {
+  const pids: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const status = readFileSync(`/proc/${name}/status`, 'utf8');
+      if (/^State:\s+Z/m.test(status)) continue;
+      const uids = /^Uid:\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)/m.exec(status);
+      if (uids && uids.slice(1).some((u) => Number(u) === uid)) pids.push(Number(name));
+    } catch {
+      // exited while we looked
+    }
+  }
+  return pids;
+}
+
+/** Hands out run uids round-robin, skipping any that are named or busy. */
+export class UidPool {
+  private cursor = 0;
+  constructor(
+    private readonly range: { first: number; last: number },
+    private readonly exclude: readonly number[],
+  ) {}
+
+  take(): number {
+    const size = this.range.last - this.range.first + 1;
+    const named = namedIds();
+    for (let i = 0; i < size; i++) {
+      const uid = this.range.first + ((this.cursor + i) % size);
+      if (named.has(uid) || this.exclude.includes(uid)) continue;
+      if (processesOfUid(uid).length > 0) continue;
+      this.cursor = (this.cursor + i + 1) % size;
+      return uid;
+    }
+    throw new SkillMcpError('BUSY', 'every uid of the run range is in use; try again when running scripts have ended');
+  }
+}
+
+/**
+ * Kills every process of `uid` and waits until none is left (or gives up after ~2 s).
+ * Security: a script that forked, called setsid, or left a daemon behind does not outlive its run;
+ * `kill -KILL -1` sent *as that uid* reaches all of them at once, however fast they fork.
+ */
+export async function reapUid(uid: number, setpriv: string, kill: string): Promise<{ killed: number; remaining: number }> {
+  let killed = 0;
+  for (let round = 0; round < 100; round++) {
+    const pids = processesOfUid(uid);
+    if (pids.length === 0) return { killed, remaining: 0 };
+    killed = Math.max(killed, pids.length);
+    for (const pid of pids) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    await new Promise<void>((resolve) => {
+      execFile(setpriv, [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--', kill, '-KILL', '-1'], { timeout: 2000 }, () => resolve());
+    });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return { killed, remaining: processesOfUid(uid).length };
+}

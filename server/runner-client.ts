@@ -1,0 +1,113 @@
+/**
+ * @module The front's handle on the runner (SPEC §8). One request per connection: connect to the
+ * socket, send one frame, read one frame, close — so a restarted runner is simply reached by the
+ * next call, and a `cancel` can always be sent while a `run` is pending on its own connection.
+ * Every answer is validated against the shared schemas before the front believes it. Failures to
+ * reach the runner are `RUNNER_UNAVAILABLE`; refusals come back as data (`{ok: false, error}`).
+ */
+import { createConnection } from 'node:net';
+import { SkillMcpError } from '../shared/errors.js';
+import { FrameCodec, MAX_REQUEST_FRAME_BYTES, MAX_RESPONSE_FRAME_BYTES } from '../shared/frame.js';
+import { anyFailureSchema, responseSchemas } from '../shared/protocol.js';
+import type { RequestType, Response, RunnerRequest } from '../shared/protocol.js';
+import { MAX_TIMEOUT_MS } from '../shared/limits.js';
+
+export interface RunnerClientOptions {
+  /** Answer deadline for describe/prepare/cancel. */
+  requestTimeoutMs?: number;
+  /** Extra wait past the run's own timeout (kill grace, drain, re-derivation). */
+  runSlackMs?: number;
+}
+
+export interface RunCallOptions {
+  /** Aborting kills the run: a `cancel` is sent and the run's connection closed. */
+  signal?: AbortSignal;
+  /** The approved `willRun.timeoutMs`; bounds how long the client waits. Default: the 300 s clamp. */
+  timeoutMs?: number;
+}
+
+type Args = { skill: string; script: string; args: string[] };
+
+export class RunnerClient {
+  private readonly requestTimeoutMs: number;
+  private readonly runSlackMs: number;
+
+  constructor(
+    private readonly socketPath: string,
+    options: RunnerClientOptions = {},
+  ) {
+    this.requestTimeoutMs = options.requestTimeoutMs ?? 15_000;
+    this.runSlackMs = options.runSlackMs ?? 30_000;
+  }
+
+  /** What the runner can run: isolation, interpreters, environ state, per-script grants and env names. */
+  describe(): Promise<Response<'describe'>> {
+    return this.call('describe', { type: 'describe' }, this.requestTimeoutMs);
+  }
+
+  /** Re-derives a run and mints its token: `{willRun, confirmToken, expiresAt}` or a refusal. */
+  prepare(req: Args): Promise<Response<'prepare'>> {
+    return this.call('prepare', { type: 'prepare', ...req }, this.requestTimeoutMs);
+  }
+
+  /** Runs with a token. A refusal with code DRAFT_CHANGED carries `error.fresh` (new preview + token). */
+  async run(req: Args & { confirmToken: string }, options: RunCallOptions = {}): Promise<Response<'run'>> {
+    const wait = (options.timeoutMs ?? MAX_TIMEOUT_MS) + this.runSlackMs;
+    const local = new AbortController();
+    const onAbort = (): void => {
+      // Best effort: the runner also kills a run whose connection closes.
+      void this.cancel().catch(() => undefined);
+      local.abort();
+    };
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      if (options.signal?.aborted) onAbort();
+      return await this.call('run', { type: 'run', ...req }, wait, local.signal);
+    } finally {
+      options.signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /** Kills the current run (or only `runId`, if given). */
+  cancel(runId?: string): Promise<Response<'cancel'>> {
+    return this.call('cancel', runId === undefined ? { type: 'cancel' } : { type: 'cancel', runId }, this.requestTimeoutMs);
+  }
+
+  private call<T extends RequestType>(type: T, request: RunnerRequest, timeoutMs: number, signal?: AbortSignal): Promise<Response<T>> {
+    return new Promise((resolve, reject) => {
+      const codec = new FrameCodec(MAX_RESPONSE_FRAME_BYTES);
+      const frame = new FrameCodec(MAX_REQUEST_FRAME_BYTES).encode(request);
+      const socket = createConnection(this.socketPath);
+      let done = false;
+      const finish = (error: SkillMcpError | undefined, value?: Response<T>): void => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        socket.destroy();
+        if (error) reject(error);
+        else resolve(value!);
+      };
+      const onAbort = (): void => finish(new SkillMcpError('CANCELLED', 'the run was cancelled'));
+      signal?.addEventListener('abort', onAbort, { once: true });
+      if (signal?.aborted) onAbort();
+      const timer = setTimeout(() => finish(new SkillMcpError('RUNNER_UNAVAILABLE', `the runner did not answer within ${Math.round(timeoutMs / 1000)} s; it may be overloaded or stuck`)), timeoutMs);
+      socket.on('connect', () => socket.write(frame));
+      socket.on('error', (error: NodeJS.ErrnoException) => {
+        finish(new SkillMcpError('RUNNER_UNAVAILABLE', `the runner cannot be reached (${error.code ?? 'error'}); is it running, and may this process use its socket?`, { cause: error }));
+      });
+      socket.on('close', () => finish(new SkillMcpError('RUNNER_UNAVAILABLE', 'the runner closed the connection without answering')));
+      socket.on('data', (chunk: Buffer) => {
+        for (const event of codec.push(chunk)) {
+          if (!event.ok) return finish(new SkillMcpError('RUNNER_UNAVAILABLE', `the runner sent an unreadable answer (${event.error.code})`, { cause: event.error }));
+          const parsed = responseSchemas[type].safeParse(event.value);
+          if (parsed.success) return finish(undefined, parsed.data as Response<T>);
+          // A refusal of the frame itself (BAD_FRAME, PEER_REFUSED, ...) fits the generic failure shape.
+          const failure = anyFailureSchema.safeParse(event.value);
+          if (failure.success) return finish(undefined, failure.data as Response<T>);
+          return finish(new SkillMcpError('RUNNER_UNAVAILABLE', 'the runner answered outside the protocol', { cause: parsed.error }));
+        }
+      });
+    });
+  }
+}

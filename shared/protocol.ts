@@ -1,0 +1,118 @@
+/**
+ * @module The closed request/response table between the front and the runner (SPEC §8). Every
+ * message is validated with a strict schema on arrival: unknown request types and unknown keys are
+ * refused, never ignored. Nothing here carries a secret value, an absolute host path or token key
+ * material; `willRun` is exactly what a person approves and what a token is bound to (SPEC §7).
+ */
+import { z } from 'zod';
+import { MAX_PATH_CHARS } from './limits.js';
+
+export const PROTOCOL_VERSION = 1;
+/** Bounds on what a run request may carry (the runner refuses more before touching the disk). */
+export const MAX_ARGS = 256;
+export const MAX_ARG_CHARS = 4096;
+export const MAX_ARGS_TOTAL_CHARS = 64 * 1024;
+export const MAX_TOKEN_CHARS = 1024;
+
+// Security: NUL cannot be passed in argv and would be truncated by the kernel; refuse, never strip.
+const arg = z.string().max(MAX_ARG_CHARS).refine((s) => !s.includes('\0'), 'an argument holds a NUL byte');
+const args = z
+  .array(arg)
+  .max(MAX_ARGS)
+  .refine((a) => a.reduce((n, s) => n + s.length, 0) <= MAX_ARGS_TOTAL_CHARS, `the arguments are longer than ${MAX_ARGS_TOTAL_CHARS} characters in total`);
+const skill = z.string().min(1).max(255);
+const script = z.string().min(1).max(MAX_PATH_CHARS);
+
+export const requestSchema = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('describe') }),
+  z.strictObject({ type: z.literal('prepare'), skill, script, args }),
+  z.strictObject({ type: z.literal('run'), skill, script, args, confirmToken: z.string().min(1).max(MAX_TOKEN_CHARS) }),
+  z.strictObject({ type: z.literal('cancel'), runId: z.string().max(64).optional() }),
+]);
+export type RunnerRequest = z.infer<typeof requestSchema>;
+export type RequestType = RunnerRequest['type'];
+
+/** How strongly a run is separated from the runner, the front and other runs. */
+export const isolationLevelSchema = z.enum(['uid-sandbox', 'uid', 'same-uid']);
+export type IsolationLevel = z.infer<typeof isolationLevelSchema>;
+
+/** What a person approves; the token is bound to its canonical hash. */
+export const willRunSchema = z.strictObject({
+  skill: z.string(),
+  interpreter: z.string(),
+  /** The script path as declared, then the args exactly as passed. */
+  argv: z.array(z.string()),
+  /** Display form of the working directory (the skill's place under its root's folder name). */
+  cwd: z.string(),
+  timeoutMs: z.number().int(),
+  envNames: z.array(z.string()),
+  envNotSet: z.array(z.string()).optional(),
+  envWarning: z.string().optional(),
+  isolation: isolationLevelSchema,
+});
+export type WillRun = z.infer<typeof willRunSchema>;
+
+export const mintedSchema = z.strictObject({ willRun: willRunSchema, confirmToken: z.string(), expiresAt: z.string() });
+export type Minted = z.infer<typeof mintedSchema>;
+
+export const runResultSchema = z.strictObject({
+  runId: z.string(),
+  exitCode: z.number().int().nullable(),
+  signal: z.string().nullable(),
+  stdout: z.string(),
+  stderr: z.string(),
+  truncated: z.boolean(),
+  timedOut: z.boolean(),
+  cancelled: z.boolean(),
+  durationMs: z.number(),
+  stdoutBytes: z.number(),
+  stderrBytes: z.number(),
+});
+export type RunResult = z.infer<typeof runResultSchema>;
+
+const scriptInfo = z.strictObject({
+  script: z.string(),
+  interpreter: z.string(),
+  granted: z.boolean(),
+  runnable: z.boolean(),
+  why: z.string().optional(),
+  timeoutMs: z.number().int(),
+  envNames: z.array(z.string()),
+  envNotSet: z.array(z.string()),
+  envWarning: z.string().optional(),
+});
+export type ScriptInfo = z.infer<typeof scriptInfo>;
+
+export const describeResultSchema = z.strictObject({
+  protocol: z.number().int(),
+  isolation: z.strictObject({ level: isolationLevelSchema, detail: z.string() }),
+  interpreters: z.array(z.strictObject({ name: z.string(), available: z.boolean(), why: z.string().optional() })),
+  environ: z.strictObject({ scrubbed: z.boolean(), detail: z.string().optional() }),
+  /** False when this runner refuses every run (hosted and its environ could not be scrubbed). */
+  runsAllowed: z.boolean(),
+  runsRefusedWhy: z.string().optional(),
+  grantFrom: z.string(),
+  skills: z.array(z.strictObject({ name: z.string(), scripts: z.array(scriptInfo), declarationProblems: z.array(z.string()) })),
+});
+export type DescribeResult = z.infer<typeof describeResultSchema>;
+
+export const refusalSchema = z.strictObject({
+  code: z.string(),
+  message: z.string(),
+  /** Only with DRAFT_CHANGED: the preview of what would run now, with a fresh token. */
+  fresh: mintedSchema.optional(),
+});
+export type Refusal = z.infer<typeof refusalSchema>;
+
+const fail = z.strictObject({ ok: z.literal(false), error: refusalSchema });
+export const responseSchemas = {
+  describe: z.union([z.strictObject({ ok: z.literal(true), result: describeResultSchema }), fail]),
+  prepare: z.union([z.strictObject({ ok: z.literal(true), result: mintedSchema }), fail]),
+  run: z.union([z.strictObject({ ok: z.literal(true), result: runResultSchema }), fail]),
+  cancel: z.union([z.strictObject({ ok: z.literal(true), result: z.strictObject({ cancelled: z.boolean(), runId: z.string().optional() }) }), fail]),
+} as const;
+
+export type Response<T extends RequestType> = z.infer<(typeof responseSchemas)[T]>;
+export type ResultOf<T extends RequestType> = Extract<Response<T>, { ok: true }>['result'];
+/** Any refusal frame (also sent for requests that could not be read at all). */
+export const anyFailureSchema = fail;
