@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { CatalogSkillSource } from './catalog/source.js';
 import type { FrontContext } from './context.js';
 import { attachPrompts } from './prompts.js';
-import { fromError, ok } from './tools/result.js';
+import { fromError, ok, okTextOnly } from './tools/result.js';
 import { skillFile } from './tools/skill-file.js';
 import { skillList } from './tools/skill-list.js';
 import { skillLoad } from './tools/skill-load.js';
@@ -67,7 +67,7 @@ export function createServerFactory(front: FrontContext, onWarning: (message: st
       },
       async ({ name, paths }) => {
         try {
-          return ok(await skillFile(front, name, paths));
+          return okTextOnly(await skillFile(front, name, paths));
         } catch (error) {
           return fromError(error);
         }

@@ -61,9 +61,7 @@ function parseStrict(yaml: string): { value: Frontmatter; errorOffset?: number }
   const doc = parseDocument(yaml, { schema: 'core', version: '1.2', uniqueKeys: true, strict: true, prettyErrors: false });
   const first = doc.errors[0];
   if (first) {
-    const err = new FrontmatterError(`${first.message.split('\n')[0]}${position(first.pos[0], yaml)}`);
-    (err as FrontmatterError & { offset?: number }).offset = first.pos[0];
-    throw err;
+    throw new FrontmatterError(`${first.message.split('\n')[0]}${position(first.pos[0], yaml)}`);
   }
   let refusal: { why: string; offset?: number } | undefined;
   visit(doc, {
@@ -86,9 +84,7 @@ function parseStrict(yaml: string): { value: Frontmatter; errorOffset?: number }
     },
   });
   if (refusal) {
-    const err = new FrontmatterError(`${refusal.why}${position(refusal.offset, yaml)}`);
-    (err as FrontmatterError & { offset?: number }).offset = refusal.offset;
-    throw err;
+    throw new FrontmatterError(`${refusal.why}${position(refusal.offset, yaml)}`);
   }
   if (doc.contents === null) return { value: {} };
   if (!isMap(doc.contents)) throw new FrontmatterError('the frontmatter must be a mapping of keys to values');
@@ -139,14 +135,18 @@ export function parseSkillMd(text: string, maxFrontmatterBytes: number): ParsedS
   try {
     return { frontmatter: parseStrict(yaml).value, body, bom };
   } catch (error) {
-    const offset = (error as { offset?: number }).offset;
     const block = declarationBlock(yaml);
-    // Only a failure inside the declaration is confined to it; anything else fails the skill.
-    if (!(error instanceof FrontmatterError) || !block || offset === undefined || offset < block.start || offset >= block.end) {
+    if (!(error instanceof FrontmatterError) || !block) throw error;
+    // Only a failure the declaration causes is confined to it: the rest must parse on its own.
+    // (Deciding by the error's offset is not enough: an unclosed `run: [` in a last block is
+    // reported at the end of the document, past the block.) Anything else fails the skill.
+    const without = yaml.slice(0, block.start) + yaml.slice(block.end);
+    let value: Frontmatter;
+    try {
+      ({ value } = parseStrict(without));
+    } catch {
       throw error;
     }
-    const without = yaml.slice(0, block.start) + yaml.slice(block.end);
-    const { value } = parseStrict(without);
     delete value[DECLARATION_KEY];
     return { frontmatter: value, body, bom, declarationError: error.message };
   }

@@ -128,4 +128,12 @@ export class Catalog {
     }
     if (stale && this.#records.get(record.name) === record) await this.refresh(record.name);
   }
+
+  /**
+   * A listed file of `record` could not be served any more (deleted, or swapped for a link or a
+   * FIFO): rescan the skill so the manifest stops promising it.
+   */
+  async confirmGone(record: SkillRecord, path: string): Promise<void> {
+    if (record.files.some((f) => f.path === path) && this.#records.get(record.name) === record) await this.refresh(record.name);
+  }
 }

@@ -71,8 +71,9 @@ export class CatalogSkillSource implements SkillSource {
     try {
       ({ bytes } = await readServedFile(record, parsed.path, PUBLISH_MAX_BYTES));
     } catch (error) {
-      if (isSkillMcpError(error)) return undefined;
-      throw error;
+      if (!isSkillMcpError(error)) throw error;
+      await this.catalog.confirmGone(record, parsed.path);
+      return undefined;
     }
     await this.catalog.confirmFresh(record, parsed.path, bytes);
     const text = exactText(bytes);

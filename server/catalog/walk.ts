@@ -31,7 +31,6 @@ interface WalkLimits {
 export async function walkSkill(name: string, realDir: string, display: string, limits: WalkLimits): Promise<WalkResult> {
   const files: FileRecord[] = [];
   const problems: Problem[] = [];
-  const visited = new Set<string>([realDir]);
   let dirs = 0;
   let limited = false;
 
@@ -47,7 +46,8 @@ export async function walkSkill(name: string, realDir: string, display: string, 
     files.push({ path: rel, size });
   };
 
-  const visit = async (dirReal: string, rel: string): Promise<void> => {
+  // `chain` holds the real folders from the skill down to this one: a link to any of them loops.
+  const visit = async (dirReal: string, rel: string, chain: readonly string[]): Promise<void> => {
     if (limited) return;
     if (++dirs > limits.maxDirs) {
       limited = true;
@@ -81,23 +81,26 @@ export async function walkSkill(name: string, realDir: string, display: string, 
             return;
           }
           // Security: a link planted inside a skill pointing at /etc/passwd or another skill.
-          if (!isInside(realDir, target) || target === realDir) {
+          if (!isInside(realDir, target)) {
             report(childRel, 'symlink-escape', 'a link pointing outside the skill; not served');
             return;
           }
           const info = await stat(target).catch(() => undefined);
           if (info?.isFile()) addFile(childRel, info.size);
           else if (info?.isDirectory()) {
-            // A link back to an ancestor would loop forever; each real folder is walked once.
-            if (visited.has(target)) return;
-            visited.add(target);
-            subdirs.push(visit(target, childRel));
+            // A link back to the skill or to a folder holding the link would loop forever. Other
+            // folder links are aliases, walked under their own path (deterministically, whatever
+            // order the parallel reads finish in; the folder limit bounds the work).
+            if (chain.includes(target)) {
+              report(childRel, 'unusable-path', 'a link back to a folder that contains it (a loop); not followed');
+              return;
+            }
+            subdirs.push(visit(target, childRel, [...chain, target]));
           } else report(childRel, 'unusable-path', 'a link to something that is not a regular file; not served');
           return;
         }
         if (entry.isDirectory()) {
-          visited.add(full);
-          subdirs.push(visit(full, childRel));
+          subdirs.push(visit(full, childRel, [...chain, full]));
           return;
         }
         if (!entry.isFile()) {
@@ -111,7 +114,7 @@ export async function walkSkill(name: string, realDir: string, display: string, 
     await Promise.all(subdirs);
   };
 
-  await visit(realDir, '');
+  await visit(realDir, '', [realDir]);
   files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   if (limited) {
     problems.push({

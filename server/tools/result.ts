@@ -10,6 +10,14 @@ export function ok(value: Record<string, unknown>): CallToolResult {
   return { content: [{ type: 'text', text: JSON.stringify(value, null, 2) }], structuredContent: value };
 }
 
+/**
+ * The JSON value as text only. For answers that carry file bodies: a copy in `structuredContent`
+ * would double a 4 MiB batch past the 10 MiB line limit of the SDK's own stdio client.
+ */
+export function okTextOnly(value: Record<string, unknown>): CallToolResult {
+  return { content: [{ type: 'text', text: JSON.stringify(value, null, 2) }] };
+}
+
 export function refuse(code: string, message: string, extra: Record<string, unknown> = {}): CallToolResult {
   const value = { error: { code, message }, ...extra };
   return { content: [{ type: 'text', text: JSON.stringify(value, null, 2) }], structuredContent: value, isError: true };
