@@ -1,0 +1,116 @@
+/**
+ * @module Test harness for the runner: real `node dist/skill-mcp.js runner` processes on real
+ * sockets, skill roots written to a world-readable temp dir, and the front's own RunnerClient.
+ * Build first (`npm run build`).
+ */
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { RunnerClient } from '../../server/runner-client.js';
+
+export const REPO = resolve(import.meta.dirname, '../..');
+export const BIN = join(REPO, 'dist/skill-mcp.js');
+export const isRoot = process.getuid?.() === 0;
+
+export interface SkillSpec {
+  /** The `run:` rows of the declaration. */
+  run: { script: string; interpreter: string; env?: string[]; timeout?: number }[];
+  files: Record<string, string>;
+}
+
+/** A fresh directory every uid may traverse (run uids must read the skills). */
+export function tempDir(prefix: string): string {
+  if (!existsSync(BIN)) throw new Error('dist/skill-mcp.js is missing: run `npm run build` first');
+  const dir = mkdtempSync(join(tmpdir(), `skill-mcp-${prefix}-`));
+  chmodSync(dir, 0o755);
+  return dir;
+}
+
+/** Writes skills (`<root>/<name>/SKILL.md` + files) and returns the root. */
+export function writeSkills(skills: Record<string, SkillSpec>): string {
+  const root = tempDir('skills');
+  for (const [name, spec] of Object.entries(skills)) {
+    const rows = spec.run.map((r) => `    - script: ${r.script}\n      interpreter: ${r.interpreter}\n      env: [${(r.env ?? []).join(', ')}]\n      timeout: ${r.timeout ?? 10}`).join('\n');
+    const files = { 'SKILL.md': `---\nname: ${name}\ndescription: test skill ${name}\nmcp-host:\n  version: 1\n  run:\n${rows}\n---\nTest skill.\n`, ...spec.files };
+    for (const [path, text] of Object.entries(files)) {
+      const full = join(root, name, path);
+      mkdirSync(dirname(full), { recursive: true, mode: 0o755 });
+      writeFileSync(full, text, { mode: 0o644 });
+    }
+  }
+  return root;
+}
+
+export interface RunnerHandle {
+  proc: ChildProcess;
+  client: RunnerClient;
+  socketPath: string;
+  stateDir: string;
+  stderr: () => string;
+  stop(): Promise<void>;
+}
+
+let rangeCursor = 0;
+/** A distinct run-uid range per runner a test file starts, so parallel files never share a uid. */
+export function uidRange(fileIndex: number): string {
+  const first = 61184 + fileIndex * 32 + (rangeCursor++ % 4) * 8;
+  return `${first}-${first + 7}`;
+}
+
+export async function startRunner(opts: { env: Record<string, string>; stateDir?: string; args?: string[]; spawnPrefix?: string[] }): Promise<RunnerHandle> {
+  const base = tempDir('runner');
+  const socketPath = join(base, 'sock', 'runner.sock');
+  const stateDir = opts.stateDir ?? join(base, 'state');
+  const argv = [BIN, 'runner', '--socket', socketPath, '--state-dir', stateDir, '--scratch-dir', join(base, 'scratch'), ...(opts.args ?? [])];
+  const [command, ...args] = opts.spawnPrefix ? [...opts.spawnPrefix, process.execPath, ...argv] : [process.execPath, ...argv];
+  const env = { PATH: process.env['PATH'] ?? '/usr/bin:/bin', LANG: 'C.UTF-8', SKILL_MCP_KILL_GRACE_MS: '500', SKILL_MCP_DRAIN_MS: '300', ...opts.env };
+  const proc = spawn(command!, args, { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  proc.stderr!.on('data', (c: Buffer) => (err += c.toString()));
+  await new Promise<void>((ok, fail) => {
+    const timer = setTimeout(() => fail(new Error(`runner did not start: ${err}`)), 10_000);
+    proc.stderr!.on('data', () => {
+      if (err.includes('ready on')) {
+        clearTimeout(timer);
+        ok();
+      }
+    });
+    proc.once('exit', (code) => {
+      clearTimeout(timer);
+      fail(new Error(`runner exited ${code}: ${err}`));
+    });
+  });
+  return {
+    proc, socketPath, stateDir, stderr: () => err,
+    client: new RunnerClient(socketPath, { requestTimeoutMs: 10_000, runSlackMs: 10_000 }),
+    async stop() {
+      if (proc.exitCode !== null) return;
+      const exited = new Promise((r) => proc.once('exit', r));
+      proc.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+/** The audit log's lines as objects. */
+export function auditLines(stateDir: string): Record<string, unknown>[] {
+  return readFileSync(join(stateDir, 'audit.log'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+/** The uid the runner gave to `runId` (from its audit log). */
+export function runUid(stateDir: string, runId: string): number {
+  const accept = auditLines(stateDir).find((l) => l['event'] === 'run.accept' && l['run_id'] === runId);
+  if (!accept) throw new Error(`no run.accept for ${runId}`);
+  return accept['uid'] as number;
+}
+
+/** Prepares then runs; fails the test if prepare is refused. */
+export async function prepareAndRun(client: RunnerClient, skill: string, script: string, args: string[] = []) {
+  const prepared = await client.prepare({ skill, script, args });
+  if (!prepared.ok) throw new Error(`prepare refused: ${prepared.error.code} ${prepared.error.message}`);
+  const ran = await client.run({ skill, script, args, confirmToken: prepared.result.confirmToken }, { timeoutMs: prepared.result.willRun.timeoutMs });
+  if (!ran.ok) throw new Error(`run refused: ${ran.error.code} ${ran.error.message}`);
+  return { willRun: prepared.result.willRun, token: prepared.result.confirmToken, result: ran.result };
+}

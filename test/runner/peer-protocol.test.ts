@@ -1,0 +1,217 @@
+/**
+ * A hostile peer on the runner's socket: garbage, oversized and deeply nested frames, requests
+ * outside the table, forged / replayed / expired / re-targeted tokens, and a script swapped for a
+ * symlink after its token was minted. Each ends in a refusal with a stable code, and the runner
+ * keeps serving the next request.
+ */
+import { createConnection } from 'node:net';
+import { rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FrameCodec } from '../../shared/frame.js';
+import { mintToken } from '../../shared/token.js';
+import { randomBytes } from 'node:crypto';
+import { prepareAndRun, startRunner, uidRange, writeSkills } from './harness.js';
+import type { RunnerHandle } from './harness.js';
+
+/** Sends raw bytes, collects answer frames until the runner closes or `wantFrames` arrived. */
+function raw(socketPath: string, bytes: Buffer, wantFrames: number): Promise<{ frames: unknown[]; closed: boolean }> {
+  return new Promise((resolve) => {
+    const codec = new FrameCodec(8 * 1024 * 1024);
+    const frames: unknown[] = [];
+    const socket = createConnection(socketPath, () => socket.write(bytes));
+    const done = (closed: boolean): void => {
+      socket.destroy();
+      resolve({ frames, closed });
+    };
+    socket.on('data', (c: Buffer) => {
+      for (const e of codec.push(c)) if (e.ok) frames.push(e.value);
+      if (frames.length >= wantFrames) setTimeout(() => done(socket.readableEnded), 50);
+    });
+    socket.on('end', () => done(true));
+    socket.on('error', () => done(true));
+  });
+}
+
+function frameOf(body: Buffer): Buffer {
+  const h = Buffer.alloc(4);
+  h.writeUInt32BE(body.length, 0);
+  return Buffer.concat([h, body]);
+}
+
+const skills = writeSkills({
+  echo: {
+    run: [{ script: 'run.js', interpreter: 'node', timeout: 5 }, { script: 'other.js', interpreter: 'node', timeout: 5 }],
+    files: { 'run.js': 'process.stdout.write(JSON.stringify(process.argv.slice(2)))', 'other.js': 'process.stdout.write("other")', 'outside.js': 'process.stdout.write("outside")' },
+  },
+  slow: { run: [{ script: 'sleep.js', interpreter: 'node', timeout: 20 }], files: { 'sleep.js': 'setTimeout(() => {}, 15000)' } },
+});
+const outsideDir = writeSkills({ elsewhere: { run: [], files: { 'evil.js': 'process.stdout.write("EVIL")' } } });
+const env = { SKILLS_DIR: skills, MCP_CONFIRM_TTL_SECONDS: '600' };
+let runner: RunnerHandle;
+
+async function stillServes(): Promise<void> {
+  const answer = await runner.client.describe();
+  expect(answer.ok).toBe(true);
+}
+
+beforeAll(async () => {
+  runner = await startRunner({ env, args: ['--uid-range', uidRange(0)] });
+});
+afterAll(async () => {
+  await runner?.stop();
+});
+
+describe('hostile peer: frames', () => {
+  it('garbage bytes in a frame → BAD_FRAME, connection survives for the next frame', async () => {
+    const good = new FrameCodec(1024).encode({ type: 'cancel' });
+    const { frames } = await raw(runner.socketPath, Buffer.concat([frameOf(randomBytes(64)), good]), 2);
+    expect(frames[0]).toMatchObject({ ok: false, error: { code: 'BAD_FRAME' } });
+    expect(frames[1]).toMatchObject({ ok: true, result: { cancelled: false } });
+    await stillServes();
+  });
+
+  it('a 4 GiB length header → FRAME_TOO_LARGE and the connection is closed', async () => {
+    const h = Buffer.alloc(4);
+    h.writeUInt32BE(0xffffffff, 0);
+    const { frames, closed } = await raw(runner.socketPath, h, 1);
+    expect(frames[0]).toMatchObject({ ok: false, error: { code: 'FRAME_TOO_LARGE' } });
+    expect(closed).toBe(true);
+    await stillServes();
+  });
+
+  it('a 100k-deep msgpack value → BAD_FRAME, the runner does not crash', async () => {
+    const body = Buffer.alloc(100_001, 0x91);
+    body[100_000] = 0xc0;
+    const { frames } = await raw(runner.socketPath, frameOf(body), 1);
+    expect(frames[0]).toMatchObject({ ok: false, error: { code: 'BAD_FRAME' } });
+    expect(runner.proc.exitCode).toBeNull();
+    await stillServes();
+  });
+
+  it('requests outside the closed table, or with extra keys, → BAD_REQUEST', async () => {
+    const codec = new FrameCodec(1024);
+    const bad = [{ type: 'exec', cmd: 'id' }, { type: 'describe', admin: true }, { type: 'prepare', skill: 'echo', script: 'run.js', args: ['a\0b'] }, 'describe', null];
+    const { frames } = await raw(runner.socketPath, Buffer.concat(bad.map((b) => codec.encode(b))), bad.length);
+    expect(frames).toHaveLength(bad.length);
+    for (const f of frames) expect(f).toMatchObject({ ok: false, error: { code: 'BAD_REQUEST' } });
+    await stillServes();
+  });
+});
+
+describe('hostile peer: tokens', () => {
+  it('a forged token (another key) → TOKEN_INVALID, nothing runs', async () => {
+    const prepared = await runner.client.prepare({ skill: 'echo', script: 'run.js', args: [] });
+    expect(prepared.ok).toBe(true);
+    const forged = mintToken(randomBytes(32), prepared.ok ? prepared.result.willRun : ({} as never), Date.now(), 60_000).token;
+    const ran = await runner.client.run({ skill: 'echo', script: 'run.js', args: [], confirmToken: forged });
+    expect(ran).toMatchObject({ ok: false, error: { code: 'TOKEN_INVALID' } });
+    await stillServes();
+  });
+
+  it('a replayed token → TOKEN_REUSED, also after the runner restarts', async () => {
+    const first = await prepareAndRun(runner.client, 'echo', 'run.js', ['once']);
+    expect(first.result.stdout).toBe('["once"]');
+    const again = await runner.client.run({ skill: 'echo', script: 'run.js', args: ['once'], confirmToken: first.token });
+    expect(again).toMatchObject({ ok: false, error: { code: 'TOKEN_REUSED' } });
+    await runner.stop();
+    runner = await startRunner({ env, stateDir: runner.stateDir, args: ['--uid-range', uidRange(0)] });
+    const afterRestart = await runner.client.run({ skill: 'echo', script: 'run.js', args: ['once'], confirmToken: first.token });
+    expect(afterRestart).toMatchObject({ ok: false, error: { code: 'TOKEN_REUSED' } });
+    // A token minted before the restart and never used still works: the key survived.
+    const minted = await runner.client.prepare({ skill: 'echo', script: 'run.js', args: ['kept'] });
+    await runner.stop();
+    runner = await startRunner({ env, stateDir: runner.stateDir, args: ['--uid-range', uidRange(0)] });
+    const kept = await runner.client.run({ skill: 'echo', script: 'run.js', args: ['kept'], confirmToken: minted.ok ? minted.result.confirmToken : '' });
+    expect(kept).toMatchObject({ ok: true, result: { stdout: '["kept"]' } });
+  });
+
+  it('an expired token → TOKEN_EXPIRED', async () => {
+    const short = await startRunner({ env: { ...env, MCP_CONFIRM_TTL_SECONDS: '1' }, args: ['--uid-range', uidRange(0)] });
+    try {
+      const prepared = await short.client.prepare({ skill: 'echo', script: 'run.js', args: [] });
+      await new Promise((r) => setTimeout(r, 1100));
+      const ran = await short.client.run({ skill: 'echo', script: 'run.js', args: [], confirmToken: prepared.ok ? prepared.result.confirmToken : '' });
+      expect(ran).toMatchObject({ ok: false, error: { code: 'TOKEN_EXPIRED' } });
+    } finally {
+      await short.stop();
+    }
+  });
+
+  it('a token re-targeted to other args, another script or another skill → DRAFT_CHANGED with a fresh preview, nothing runs', async () => {
+    const prepared = await runner.client.prepare({ skill: 'echo', script: 'run.js', args: ['approved'] });
+    const token = prepared.ok ? prepared.result.confirmToken : '';
+    const otherArgs = await runner.client.run({ skill: 'echo', script: 'run.js', args: ['rm -rf /'], confirmToken: token });
+    expect(otherArgs).toMatchObject({ ok: false, error: { code: 'DRAFT_CHANGED', fresh: { willRun: { argv: ['run.js', 'rm -rf /'] } } } });
+    const otherScript = await runner.client.run({ skill: 'echo', script: 'other.js', args: ['approved'], confirmToken: token });
+    expect(otherScript).toMatchObject({ ok: false, error: { code: 'DRAFT_CHANGED' } });
+    const otherSkill = await runner.client.run({ skill: 'slow', script: 'sleep.js', args: ['approved'], confirmToken: token });
+    expect(otherSkill).toMatchObject({ ok: false, error: { code: 'DRAFT_CHANGED' } });
+    // The approved run itself still works once.
+    const approved = await runner.client.run({ skill: 'echo', script: 'run.js', args: ['approved'], confirmToken: token });
+    expect(approved).toMatchObject({ ok: true, result: { stdout: '["approved"]' } });
+  });
+
+  it('a script swapped for a symlink leaving the skill after minting → refused (OUTSIDE_SKILL), nothing runs', async () => {
+    const prepared = await runner.client.prepare({ skill: 'echo', script: 'other.js', args: [] });
+    const script = join(skills, 'echo', 'other.js');
+    rmSync(script);
+    symlinkSync(join(outsideDir, 'elsewhere', 'evil.js'), script);
+    try {
+      const ran = await runner.client.run({ skill: 'echo', script: 'other.js', args: [], confirmToken: prepared.ok ? prepared.result.confirmToken : '' });
+      expect(ran).toMatchObject({ ok: false, error: { code: 'OUTSIDE_SKILL' } });
+      expect(JSON.stringify(ran)).not.toContain('EVIL');
+    } finally {
+      rmSync(script);
+      writeFileSync(script, 'process.stdout.write("other")', { mode: 0o644 });
+    }
+    await stillServes();
+  });
+
+  it('an undeclared file of the skill cannot be prepared or run (NOT_DECLARED)', async () => {
+    expect(await runner.client.prepare({ skill: 'echo', script: 'outside.js', args: [] })).toMatchObject({ ok: false, error: { code: 'NOT_DECLARED' } });
+    expect(await runner.client.prepare({ skill: 'nope', script: 'run.js', args: [] })).toMatchObject({ ok: false, error: { code: 'UNKNOWN_SKILL' } });
+  });
+});
+
+describe('one run at a time, cancellation', () => {
+  it('a second run while one is running → BUSY; cancel on another connection kills the first at once', async () => {
+    const a = await runner.client.prepare({ skill: 'slow', script: 'sleep.js', args: [] });
+    const b = await runner.client.prepare({ skill: 'echo', script: 'run.js', args: ['second'] });
+    const started = Date.now();
+    const first = runner.client.run({ skill: 'slow', script: 'sleep.js', args: [], confirmToken: a.ok ? a.result.confirmToken : '' });
+    await new Promise((r) => setTimeout(r, 300));
+    const second = await runner.client.run({ skill: 'echo', script: 'run.js', args: ['second'], confirmToken: b.ok ? b.result.confirmToken : '' });
+    expect(second).toMatchObject({ ok: false, error: { code: 'BUSY' } });
+    expect(await runner.client.cancel()).toMatchObject({ ok: true, result: { cancelled: true } });
+    const result = await first;
+    expect(result).toMatchObject({ ok: true, result: { cancelled: true, signal: 'SIGKILL' } });
+    expect(Date.now() - started).toBeLessThan(5000);
+    // The refused second token was not spent: it runs now.
+    const retry = await runner.client.run({ skill: 'echo', script: 'run.js', args: ['second'], confirmToken: b.ok ? b.result.confirmToken : '' });
+    expect(retry).toMatchObject({ ok: true, result: { stdout: '["second"]' } });
+  });
+
+  it('aborting the client call kills the run (its connection closes)', async () => {
+    const a = await runner.client.prepare({ skill: 'slow', script: 'sleep.js', args: [] });
+    const abort = new AbortController();
+    const started = Date.now();
+    const pending = runner.client.run({ skill: 'slow', script: 'sleep.js', args: [], confirmToken: a.ok ? a.result.confirmToken : '' }, { signal: abort.signal });
+    setTimeout(() => abort.abort(), 300);
+    await expect(pending).rejects.toMatchObject({ code: 'CANCELLED' });
+    // The runner is free again shortly after.
+    for (;;) {
+      const b = await runner.client.prepare({ skill: 'echo', script: 'run.js', args: [] });
+      const r = await runner.client.run({ skill: 'echo', script: 'run.js', args: [], confirmToken: b.ok ? b.result.confirmToken : '' });
+      if (r.ok) break;
+      expect(r.error.code).toBe('BUSY');
+      await new Promise((res) => setTimeout(res, 100));
+    }
+    expect(Date.now() - started).toBeLessThan(5000);
+  });
+
+  it('an unreachable runner is RUNNER_UNAVAILABLE, not a hang', async () => {
+    const { RunnerClient } = await import('../../server/runner-client.js');
+    await expect(new RunnerClient('/nonexistent/runner.sock').describe()).rejects.toMatchObject({ code: 'RUNNER_UNAVAILABLE' });
+  });
+});
