@@ -1,0 +1,164 @@
+/**
+ * @module `npm run bench`: generates the workloads, bundles the reference server, measures ours
+ * and the reference on the same folders, prints the table, writes bench/out/*.json and the
+ * generated part of bench/RESULTS.md. Numbers only: nothing here fails on speed.
+ *
+ *   node bench/run.mjs [--only=small,large,huge] [--quick]
+ */
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { cpus } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+import { WORKLOADS, generate } from './generate.mjs';
+import { coldStart, warmSession } from './measure.mjs';
+import { median, row, toMarkdown, toTerminal } from './report.mjs';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const REPO = join(HERE, '..');
+const OUT = join(HERE, 'out');
+
+const argv = process.argv.slice(2);
+const only = argv.find((a) => a.startsWith('--only='))?.slice(7).split(',');
+const quick = argv.includes('--quick');
+
+/** Fresh processes per cold row, calls per warm row: sized so the whole run stays under ~5 min on 2 cores. */
+const RUNS = { small: { cold: 15, warm: 20 }, large: { cold: 5, warm: 8 }, huge: { cold: 3, warm: 4 } };
+
+/** Issue 6 targets, in each row's unit. */
+const TARGETS = {
+  firstList: { small: 300, huge: 2000 },
+  page: 5,
+  skillFile1MiB: 20,
+  rss: { small: 80, huge: 250 },
+  peak: { small: 130 },
+  skillRunAddedMs: 20,
+};
+
+const log = (message) => process.stderr.write(`${message}\n`);
+
+async function buildRefServer() {
+  const outfile = join(OUT, 'ref-server.mjs');
+  await build({
+    entryPoints: [join(HERE, 'ref-server.ts')],
+    outfile,
+    bundle: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    banner: { js: "import { createRequire as __benchCreateRequire } from 'node:module'; const require = __benchCreateRequire(import.meta.url);" },
+    logLevel: 'warning',
+  });
+  return outfile;
+}
+
+function servers(refBundle, root, workload) {
+  return {
+    ours: {
+      command: process.execPath,
+      args: [join(REPO, 'dist', 'skill-mcp.js')],
+      env: { SKILLS_DIR: root, SKILL_MCP_MAX_SKILLS: String(workload.skills * 2), MCP_CONFIRM_ELICITATION: 'off' },
+    },
+    ref: { command: process.execPath, args: [refBundle], env: { SKILLS_DIR: root } },
+  };
+}
+
+async function measureWorkload(workload, refBundle) {
+  const runs = quick ? { cold: 2, warm: 2 } : RUNS[workload.id];
+  const t = performance.now();
+  const { root, cached } = await generate(workload);
+  log(`${workload.id}: ${workload.skills} skills / ${workload.files} files ${cached ? '(cached)' : `generated in ${Math.round(performance.now() - t)} ms`} at ${root}`);
+  const server = servers(refBundle, root, workload);
+  const cold = { ours: { list: [], tools: [], rss: [] }, ref: { list: [], rss: [] } };
+  let firstPageUndigested = 0;
+  for (let i = 0; i < runs.cold; i++) {
+    // Interleaved, so a noisy moment on the machine hits both servers alike.
+    const ours = await coldStart(server.ours, 'skills/list');
+    cold.ours.list.push(ours.ms);
+    cold.ours.rss.push(ours.memory?.rssMB);
+    firstPageUndigested += ours.undigested;
+    cold.ours.tools.push((await coldStart(server.ours, 'tools/list')).ms);
+    const ref = await coldStart(server.ref, 'skills/list');
+    cold.ref.list.push(ref.ms);
+    cold.ref.rss.push(ref.memory?.rssMB);
+    log(`  cold ${i + 1}/${runs.cold}: ours ${ours.ms.toFixed(0)} ms, ref ${ref.ms.toFixed(0)} ms`);
+  }
+  const warm = { ours: await warmSession(server.ours, 'ours', root, runs.warm), ref: await warmSession(server.ref, 'ref', root, runs.warm) };
+  return { workload, runs, cold, warm, firstPageUndigested };
+}
+
+function rowsOf({ workload, cold, warm, firstPageUndigested }) {
+  const id = workload.id;
+  const w = `${workload.skills} skills`;
+  const { ours, ref } = warm;
+  const one = (v) => (v === undefined ? undefined : [v]);
+  const digestNote = (walk) => `${walk.skills} skills in ${walk.pages} pages, ${walk.undigested === 0 ? 'all with digests' : `${walk.undigested} WITHOUT digests`}`;
+  const rows = [
+    row(w, 'spawn → first skills/list', 'ms', cold.ours.list, cold.ref.list, TARGETS.firstList[id], firstPageUndigested === 0 ? 'first page fully digested' : 'first page NOT digested'),
+    row(w, 'spawn → first tools/list', 'ms', cold.ours.tools, undefined),
+    row(w, 'skills/list full walk, first (right after start)', 'ms', ours.firstWalkMs, ref.firstWalkMs, undefined, `ours: ${digestNote(ours.walk)}; ref: ${ref.walk.skills} skills`),
+    row(w, 'skills/list full walk, warm', 'ms', ours.walkMs, ref.walkMs),
+    row(w, 'skills/list one page, warm', 'ms', ours.pageMs, ref.pageMs, TARGETS.page),
+    row(w, 'skill_list', 'ms', ours.skillListMs, undefined),
+    row(w, 'skill_load', 'ms', ours.skillLoadMs, undefined),
+    row(w, 'skill_file 1 MiB (binary)', 'ms', ours.skillFile1MiBMs, undefined, TARGETS.skillFile1MiB),
+    row(w, 'skill_file 4 × 1 MiB', 'ms', ours.batch4MiBMs, ref.batch4MiBMs, undefined, 'ref: 4 parallel resources/read'),
+    row(w, 'resources/read 1 MiB (binary)', 'ms', ours.resourceRead1MiBMs, ref.resourceRead1MiBMs),
+    row(w, 'resources/read 10 KB', 'ms', ours.resourceRead10KBMs, ref.resourceRead10KBMs),
+    row(w, 'RSS at first skills/list answer', 'MB', cold.ours.rss.filter(Number.isFinite), cold.ref.rss.filter(Number.isFinite)),
+    row(w, 'RSS after startup and a full walk', 'MB', one(ours.startupMemory?.rssMB), one(ref.startupMemory?.rssMB), TARGETS.rss[id]),
+    row(w, 'peak RSS (VmHWM) after the 4 MiB batch', 'MB', one(ours.afterBatchMemory?.peakMB), one(ref.afterBatchMemory?.peakMB), TARGETS.peak[id]),
+  ];
+  if (ours.skillRunMs) {
+    const added = median(ours.skillRunMs) - median(ours.directSpawnMs);
+    rows.push(row(w, 'skill_run, token path (both calls)', 'ms', ours.skillRunMs, ours.directSpawnMs, undefined, 'ref column: node spawned directly'));
+    rows.push(row(w, 'skill_run added over a direct spawn', 'ms', [added], undefined, TARGETS.skillRunAddedMs));
+  } else {
+    rows.push({ workload: w, label: 'skill_run', unit: 'ms', runs: 0, note: 'not measured: skill_run not built yet (fills in once tools/list lists it)' });
+  }
+  return rows;
+}
+
+async function machine() {
+  const cpuinfo = await readFile('/proc/cpuinfo', 'utf8').catch(() => '');
+  return { nproc: cpus().length, cpu: /^model name\s*:\s*(.+)$/m.exec(cpuinfo)?.[1] ?? cpus()[0]?.model ?? 'unknown', node: process.version };
+}
+
+const BEGIN = '<!-- bench:begin (written by npm run bench) -->';
+const END = '<!-- bench:end -->';
+
+/** Replaces the generated block of RESULTS.md, keeping the hand-written notes around it. */
+async function writeResults(markdown) {
+  const path = join(HERE, 'RESULTS.md');
+  const old = await readFile(path, 'utf8').catch(() => `# Benchmark results\n\n${BEGIN}\n${END}\n`);
+  const start = old.indexOf(BEGIN);
+  const end = old.indexOf(END);
+  const next = start >= 0 && end > start ? `${old.slice(0, start)}${BEGIN}\n${markdown}\n${old.slice(end)}` : `${old}\n${BEGIN}\n${markdown}\n${END}\n`;
+  await writeFile(path, next);
+}
+
+const started = performance.now();
+await mkdir(OUT, { recursive: true });
+const refBundle = await buildRefServer();
+const results = [];
+for (const workload of WORKLOADS.filter((w) => !only || only.includes(w.id))) results.push(await measureWorkload(workload, refBundle));
+const rows = results.flatMap(rowsOf);
+const info = await machine();
+const seconds = (performance.now() - started) / 1000;
+process.stdout.write(`${toTerminal(rows)}\n\n${info.nproc} × ${info.cpu}, node ${info.node}; ${seconds.toFixed(0)} s\n`);
+
+const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+const json = JSON.stringify({ date: new Date().toISOString(), machine: info, seconds, argv, rows, raw: results }, null, 2);
+await writeFile(join(OUT, `results-${stamp}.json`), json);
+await writeFile(join(OUT, 'latest.json'), json);
+if (!only && !quick) {
+  const command = 'npm run bench';
+  await writeResults(
+    [
+      `Run ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC with \`${command}\` in ${seconds.toFixed(0)} s on ${info.nproc} × ${info.cpu}, node ${info.node}.`,
+      `Cold rows: a fresh server per sample (${Object.entries(RUNS).map(([k, v]) => `${k}: ${v.cold}`).join(', ')}); warm rows: repeated calls on one running server.`,
+      '',
+      toMarkdown(rows),
+    ].join('\n'),
+  );
+}
