@@ -59,8 +59,8 @@ export function uidRange(fileIndex: number): string {
   return `${first}-${first + 7}`;
 }
 
-export async function startRunner(opts: { env: Record<string, string>; stateDir?: string; args?: string[]; spawnPrefix?: string[] }): Promise<RunnerHandle> {
-  const base = tempDir('runner');
+export async function startRunner(opts: { env: Record<string, string>; stateDir?: string; args?: string[]; spawnPrefix?: string[]; base?: string }): Promise<RunnerHandle> {
+  const base = opts.base ?? tempDir('runner');
   const socketPath = join(base, 'sock', 'runner.sock');
   const stateDir = opts.stateDir ?? join(base, 'state');
   const argv = [BIN, 'runner', '--socket', socketPath, '--state-dir', stateDir, '--scratch-dir', join(base, 'scratch'), ...(opts.args ?? [])];
