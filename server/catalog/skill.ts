@@ -57,7 +57,7 @@ async function readSkillMd(realDir: string): Promise<{ text: string; size: numbe
 }
 
 /** Why a strict host could not load this skill; empty when it can be published. */
-function unpublishable(name: string, fm: Frontmatter, bom: boolean, files: FileRecord[], limited: boolean, validUtf8: boolean): string[] {
+function unpublishable(name: string, fm: Frontmatter, bom: boolean, files: FileRecord[], limited: boolean, validUtf8: boolean, yamlBroken: boolean): string[] {
   const why: string[] = [];
   if (name.length > MAX_SKILL_NAME_CHARS || !PUBLISHABLE_NAME.test(name)) {
     why.push(`the directory name "${name}" is not a valid skill name (lowercase letters, digits and single hyphens, at most ${MAX_SKILL_NAME_CHARS})`);
@@ -75,6 +75,8 @@ function unpublishable(name: string, fm: Frontmatter, bom: boolean, files: FileR
     why.push('frontmatter metadata must map strings to strings');
   }
   if (bom) why.push('SKILL.md starts with a byte-order mark, which strict hosts refuse');
+  // The rest was read without the broken mcp-host block; a strict host parses the whole file.
+  if (yamlBroken) why.push('its frontmatter is not valid YAML as a whole (the mcp-host block does not parse)');
   if (!validUtf8) why.push('SKILL.md is not valid UTF-8');
   if (limited) why.push('its manifest is incomplete (file-limit)');
   if (files.length > PUBLISH_MAX_FILES) why.push(`it has ${files.length} files, over the extension's ${PUBLISH_MAX_FILES}`);
@@ -122,7 +124,7 @@ export async function scanSkill(found: DiscoveredSkill, limits: CatalogLimits): 
   }
 
   const validUtf8 = !md.text.includes('\uFFFD') || Buffer.from(md.text, 'utf8').length === md.size;
-  const why = unpublishable(found.name, fm, parsed.bom, walk.files, walk.limited, validUtf8);
+  const why = unpublishable(found.name, fm, parsed.bom, walk.files, walk.limited, validUtf8, parsed.declarationError !== undefined);
   if (why.length > 0) {
     problems.push({ path: at, reason: 'not-published', detail: `served by the tools and prompts, but not in the skill:// namespace: ${why.join('; ')}` });
   }

@@ -112,6 +112,8 @@ describe.each(ERAS)('hostile folder, $name', (era) => {
   test('declarations: a broken block costs only the scripts, unknown keys are named, an unknown major version is rejected, a missing script is not runnable', async () => {
     const byName = new Map(list.skills.map((s) => [s.name, s]));
     expect(problemsAt(list, 'main-root/broken-decl/SKILL.md')).toMatchObject([{ reason: 'declaration', detail: expect.stringContaining('line') }]);
+    // Served by the tools, but a strict host parses the whole frontmatter: not published.
+    expect(problemsAt(list, 'main-root/broken-decl')).toMatchObject([{ reason: 'not-published', detail: expect.stringContaining('mcp-host') }]);
     expect(byName.get('broken-decl')).toMatchObject({ scripts: [], runnable: false });
     expect((await callTool(served.client, 'skill_load', { name: 'broken-decl' })).isError).toBe(false);
     expect(problemsAt(list, 'main-root/unknown-keys/SKILL.md')).toMatchObject([{ reason: 'declaration', detail: expect.stringMatching(/mcp-host\.sandbox.*mcp-host\.run\[0\]\.sudo/) }]);
