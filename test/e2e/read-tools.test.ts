@@ -303,6 +303,19 @@ describe.each(ERAS)('bundled skills, $name', (era) => {
     }
   });
 
+  test('a root that is itself a skill (<root>/SKILL.md) is served under its folder name, with its subfolders', async () => {
+    const served = await serve({ SKILLS_DIR: `${VARIED_SKILLS}/api-docs` }, era);
+    try {
+      const list = await skillList(served.client);
+      expect(list.problems).toEqual([]);
+      expect(list.skills.map((s) => [s.name, s.fileCount, s.published])).toEqual([['api-docs', 4, true]]);
+      const dir = await served.skills.readDirectory('skill://api-docs/references');
+      expect(dir.resources).toHaveLength(2);
+    } finally {
+      await served.close();
+    }
+  });
+
   test('hosted without MCP_SKILL_RUN grants nothing and says so, while still serving instructions', async () => {
     const served = await serve({ MCP_SKILLS_PATH: BUNDLED_SKILLS }, era);
     try {
