@@ -3,7 +3,7 @@
  * and whether a strict SEP-2640 host could load it (publication in `skill://`). One broken skill
  * produces problems for itself only.
  */
-import { open } from 'node:fs/promises';
+import { closeSync, constants, fstatSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseDeclaration, type Declaration } from '../../shared/declaration.js';
 import type { DiscoveredSkill } from '../../shared/discover.js';
@@ -36,23 +36,28 @@ function charCount(text: string): number {
   return [...text].length;
 }
 
-/** Reads SKILL.md by opening it and checking what was opened (no check-then-use gap). */
-async function readSkillMd(realDir: string): Promise<{ text: string; size: number; mtimeMs: number } | { error: string }> {
-  let handle;
+/**
+ * Reads SKILL.md by opening it and checking what was opened (no check-then-use gap). Synchronous
+ * like the walk (walk.ts says why): four promise round trips per skill were ~0.7 s of the start on
+ * 5,000 skills.
+ */
+function readSkillMd(realDir: string): { text: string; size: number; mtimeMs: number } | { error: string } {
+  let fd;
   try {
-    handle = await open(join(realDir, 'SKILL.md'), 'r');
+    // Security: O_NONBLOCK so a FIFO swapped in after discovery cannot hang the (synchronous) open.
+    fd = openSync(join(realDir, 'SKILL.md'), constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
   } catch (error) {
     return { error: `SKILL.md cannot be opened (${(error as NodeJS.ErrnoException).code ?? 'error'})` };
   }
   try {
-    const info = await handle.stat();
+    const info = fstatSync(fd);
     if (!info.isFile()) return { error: 'SKILL.md is not a regular file' };
-    const bytes = await handle.readFile();
+    const bytes = readFileSync(fd);
     return { text: bytes.toString('utf8'), size: bytes.length, mtimeMs: info.mtimeMs };
   } catch (error) {
     return { error: `SKILL.md cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})` };
   } finally {
-    await handle.close();
+    closeSync(fd);
   }
 }
 
