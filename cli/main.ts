@@ -20,9 +20,11 @@ async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   switch (command) {
     case undefined:
-      return (await import('../server/stdio.js')).serveOverStdio({ bundledSkills: BUNDLED_SKILLS, env: process.env });
+      return (await import('./standalone.js')).serveStandalone({ bundledSkills: BUNDLED_SKILLS, entry: process.argv[1]! });
     case 'runner':
       return (await import('../runner/main.js')).runnerMain(rest, { bundledSkills: BUNDLED_SKILLS });
+    case 'runner-guard':
+      return (await import('../runner/guard.js')).guardMain(rest, { entry: process.argv[1]! });
     case 'audit':
       return (await import('../runner/audit-cli.js')).auditMain(rest);
     case '--help':

@@ -80,4 +80,10 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
+  // Standalone: the guard's pipe closing means the front is gone; nothing may outlive it.
+  if (env['SKILL_MCP_RUNNER_EXIT_WITH_STDIN'] === '1') {
+    process.stdin.on('end', stop);
+    process.stdin.on('close', stop);
+    process.stdin.resume();
+  }
 }

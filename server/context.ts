@@ -1,37 +1,30 @@
 /**
- * @module What every request handler of the front shares: the catalog and what is known about
- * running scripts. Created once at start and passed in (no module-level state).
+ * @module What every request handler of the front shares: the catalog, the runner link and the
+ * confirmation settings. Created once at start and passed in (no module-level state).
  */
-import { INTERPRETERS } from '../shared/declaration.js';
+import type { RequestStateCodec } from '@modelcontextprotocol/server';
 import { SkillMcpError } from '../shared/errors.js';
 import type { Catalog } from './catalog/catalog.js';
 import type { SkillRecord } from './catalog/skill.js';
-
-export interface Isolation {
-  level: string;
-  detail: string;
-}
+import type { ApprovalState } from './confirm/request-state.js';
+import type { ConfirmSettings } from './confirm/settings.js';
+import type { RunnerLink } from './runner-link.js';
 
 export interface FrontContext {
   catalog: Catalog;
   /** Entries per skills/list, prompts/list and directory page. */
   pageSize: number;
-  isolation(): Isolation;
-  /** Why scripts of this interpreter cannot run here, or undefined when they can. */
-  interpreterUnavailable(interpreter: string): string | undefined;
+  runner: RunnerLink;
+  confirm: ConfirmSettings;
+  /** Seals the state of an elicitation round (2026-07-28). */
+  approvalCodec: RequestStateCodec<ApprovalState>;
   requireSkill(name: string): SkillRecord;
 }
 
-export function createFrontContext(catalog: Catalog, pageSize: number): FrontContext {
+export function createFrontContext(fields: Omit<FrontContext, 'requireSkill'>): FrontContext {
+  const { catalog } = fields;
   return {
-    catalog,
-    pageSize,
-    isolation: () => ({
-      level: 'unavailable',
-      detail: 'this build serves instructions and files only; skill_run is not offered, so no script runs',
-    }),
-    interpreterUnavailable: (interpreter) =>
-      (INTERPRETERS as readonly string[]).includes(interpreter) ? undefined : `interpreter "${interpreter}" is not in the fixed set (${INTERPRETERS.join(', ')})`,
+    ...fields,
     requireSkill(name) {
       const record = catalog.get(name);
       if (!record) {

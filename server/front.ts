@@ -2,7 +2,7 @@
  * @module The MCP front: builds one `McpServer` per connection (stdio) or request (HTTP) from
  * the shared context. Tools, prompts, and the SEP-2640 skills extension over our catalog.
  */
-import { McpServer } from '@modelcontextprotocol/server';
+import { CLIENT_CAPABILITIES_META_KEY, McpServer, type ClientCapabilities, type ServerContext } from '@modelcontextprotocol/server';
 import { SkillsExtension } from '@modelcontextprotocol/server/ext/skills';
 import { z } from 'zod';
 import { CatalogSkillSource } from './catalog/source.js';
@@ -12,10 +12,22 @@ import { fromError, ok, okTextOnly } from './tools/result.js';
 import { skillFile } from './tools/skill-file.js';
 import { skillList } from './tools/skill-list.js';
 import { skillLoad } from './tools/skill-load.js';
+import { skillRun } from './tools/skill-run.js';
 
 export const SERVER_INFO = { name: 'skill-mcp', version: '0.1.0' };
 
 const READ_ONLY = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false } as const;
+/** The truth about skill_run: it runs third-party code that may change anything and reach anywhere. */
+const RUNS_CODE = { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true } as const;
+
+/** Whether the client declared form elicitation (2026: per request; 2025: at initialize). */
+function canElicitForm(mcp: McpServer, ctx: ServerContext): boolean {
+  const fromEnvelope = (ctx.mcpReq.envelope as Record<string, unknown> | undefined)?.[CLIENT_CAPABILITIES_META_KEY] as ClientCapabilities | undefined;
+  const elicitation = (fromEnvelope ?? mcp.server.getClientCapabilities())?.elicitation as Record<string, unknown> | undefined;
+  if (elicitation === undefined) return false;
+  // An empty object is the 2025-06 spelling of "form elicitation".
+  return elicitation['form'] !== undefined || Object.keys(elicitation).length === 0;
+}
 
 export function createServerFactory(front: FrontContext, onWarning: (message: string) => void): () => McpServer {
   const extension = new SkillsExtension({
@@ -25,6 +37,7 @@ export function createServerFactory(front: FrontContext, onWarning: (message: st
   return () => {
     const mcp = new McpServer(SERVER_INFO, {
       capabilities: { tools: {}, resources: {} },
+      requestState: { verify: (state, ctx) => front.approvalCodec.verify(state, ctx) },
       instructions:
         'Agent Skills served over MCP. Call skill_list to see the skills (and any problems), skill_load to read one, and skill_file to fetch the files its instructions reference.',
     });
@@ -35,7 +48,7 @@ export function createServerFactory(front: FrontContext, onWarning: (message: st
         description: 'Lists every served skill (name, description, when to use it, file count, runnable scripts) and every problem found while scanning.',
         annotations: READ_ONLY,
       },
-      async () => ok(skillList(front)),
+      async () => ok(await skillList(front)),
     );
     mcp.registerTool(
       'skill_load',
@@ -68,6 +81,28 @@ export function createServerFactory(front: FrontContext, onWarning: (message: st
       async ({ name, paths }) => {
         try {
           return okTextOnly(await skillFile(front, name, paths));
+        } catch (error) {
+          return fromError(error);
+        }
+      },
+    );
+    mcp.registerTool(
+      'skill_run',
+      {
+        title: 'Run a skill script',
+        description:
+          "Runs a script the skill declares (and the owner granted), in the runner's sandbox, after a person approves that exact run. Without an in-client prompt the first call runs nothing and returns a preview and a confirmToken; call again with the same arguments and the token to run it once. Returns {exitCode, signal, stdout, stderr, truncated, timedOut, durationMs}; a non-zero exit is a normal result.",
+        inputSchema: z.object({
+          name: z.string().describe('The skill name'),
+          script: z.string().describe('The script path exactly as the skill declares it (skill_list shows them)'),
+          args: z.array(z.string()).default([]).describe('Arguments, passed exactly as given (no shell)'),
+          confirmToken: z.string().optional().describe('The token from the preview, after the person approved it'),
+        }),
+        annotations: RUNS_CODE,
+      },
+      async ({ name, script, args, confirmToken }, ctx) => {
+        try {
+          return await skillRun(front, { name, script, args, confirmToken }, ctx, canElicitForm(mcp, ctx));
         } catch (error) {
           return fromError(error);
         }

@@ -6,11 +6,23 @@ import { skillRoots } from '../shared/config.js';
 import { readCatalogLimits } from '../shared/limits.js';
 import type { Problem } from '../shared/problems.js';
 import { Catalog } from './catalog/catalog.js';
+import { createApprovalCodec } from './confirm/request-state.js';
+import { readConfirmSettings } from './confirm/settings.js';
 import { createFrontContext, type FrontContext } from './context.js';
+import { RunnerLink, type RunnerLinkOptions } from './runner-link.js';
 
 const DEFAULT_PAGE_SIZE = 100;
 
-export async function startFront(env: NodeJS.ProcessEnv, bundledSkills: string): Promise<FrontContext> {
+/**
+ * A runner someone else started (hosted, or an explicit socket): `SKILL_MCP_RUNNER_SOCKET`.
+ * Without it there is no runner, and only `skill_run` says so.
+ */
+export function externalRunner(env: NodeJS.ProcessEnv): RunnerLinkOptions {
+  const socketPath = env['SKILL_MCP_RUNNER_SOCKET'];
+  return socketPath ? { socketPath } : { missingWhy: 'no runner socket is configured (set SKILL_MCP_RUNNER_SOCKET to the socket of a runner started with `skill-mcp runner`)' };
+}
+
+export async function startFront(env: NodeJS.ProcessEnv, bundledSkills: string, runner: RunnerLinkOptions = externalRunner(env), warn: (message: string) => void = () => undefined): Promise<FrontContext> {
   const { limits, errors } = readCatalogLimits(env);
   const configProblems: Problem[] = errors.map((detail) => ({ path: 'configuration', reason: 'config', detail }));
   let pageSize = DEFAULT_PAGE_SIZE;
@@ -20,6 +32,14 @@ export async function startFront(env: NodeJS.ProcessEnv, bundledSkills: string):
     if (Number.isSafeInteger(value) && value > 0) pageSize = value;
     else configProblems.push({ path: 'configuration', reason: 'config', detail: `SKILL_MCP_PAGE_SIZE=${JSON.stringify(rawPage)} is not a positive integer; using ${DEFAULT_PAGE_SIZE}` });
   }
+  const confirm = readConfirmSettings(env);
+  for (const warning of confirm.warnings) warn(warning);
   const catalog = await Catalog.load({ roots: skillRoots(env, bundledSkills), limits, env, configProblems });
-  return createFrontContext(catalog, pageSize);
+  return createFrontContext({
+    catalog,
+    pageSize,
+    runner: new RunnerLink(runner),
+    confirm,
+    approvalCodec: createApprovalCodec(env['MCP_CONFIRM_SECRET'], confirm.ttlSeconds),
+  });
 }

@@ -1,26 +1,47 @@
 /**
  * @module `skill_list`: every served skill with what it declares and what may run here, plus
  * `problems`, so an empty or short list is never a mystery, and "nothing runs" is never confused
- * with "nothing declared".
+ * with "nothing declared". What may run comes from the runner (which re-derives it); when the
+ * runner cannot be reached, the scripts are listed as unavailable with that reason.
  */
-import { INTERPRETERS } from '../../shared/declaration.js';
 import { grantFrom, grantScripts, HOSTED_GRANT_NOTE } from '../../shared/grant.js';
+import type { Problem } from '../../shared/problems.js';
+import type { DescribeResult } from '../../shared/protocol.js';
 import type { FrontContext } from '../context.js';
 import { uriFor } from '../catalog/uri.js';
 
-export function skillList(front: FrontContext): Record<string, unknown> {
+export async function skillList(front: FrontContext): Promise<Record<string, unknown>> {
   const { catalog } = front;
-  const isolation = front.isolation();
+  let described: DescribeResult | undefined;
+  let runnerWhy: string | undefined;
+  try {
+    described = await front.runner.describe();
+  } catch (error) {
+    runnerWhy = error instanceof Error ? error.message : String(error);
+  }
+  const problems: Problem[] = catalog.problems;
+  if (described && !described.environ.scrubbed && !described.runsAllowed) {
+    problems.push({ path: 'runner', reason: 'environ-unscrubbed', detail: described.runsRefusedWhy ?? 'the runner could not clear its environ; no script runs' });
+  }
   const skills = catalog.skills().map((record) => {
     const scripts: unknown[] = [];
     const ungrantedScripts: unknown[] = [];
     const unavailableScripts: unknown[] = [];
+    const runnerSkill = described?.skills.find((s) => s.name === record.name);
     for (const grant of grantScripts(record.name, record.declaration, catalog.grant)) {
       const { script, interpreter, timeoutMs } = grant.declared;
-      const unavailable = front.interpreterUnavailable(interpreter);
-      if (unavailable) unavailableScripts.push({ script, interpreter, why: unavailable });
-      else if (!grant.granted) ungrantedScripts.push({ script, interpreter, why: catalog.grant.kind === 'hosted-default' ? 'hosted mode grants nothing without MCP_SKILL_RUN' : 'not granted by MCP_SKILL_RUN' });
-      else scripts.push({ script, interpreter, timeoutMs, env: grant.env });
+      const info = runnerSkill?.scripts.find((s) => s.script === script);
+      if (!grant.granted || info?.granted === false) {
+        ungrantedScripts.push({ script, interpreter, why: catalog.grant.kind === 'hosted-default' ? 'hosted mode grants nothing without MCP_SKILL_RUN' : 'not granted by MCP_SKILL_RUN' });
+      } else if (!described) unavailableScripts.push({ script, interpreter, why: runnerWhy });
+      else if (!info || !info.runnable) unavailableScripts.push({ script, interpreter, why: info?.why ?? 'the runner does not find this script' });
+      else {
+        scripts.push({
+          script, interpreter, timeoutMs, envNames: info.envNames,
+          ...(info.envNotSet.length > 0 ? { envNotSet: info.envNotSet } : {}),
+          ...(info.envWarning !== undefined ? { envWarning: info.envWarning } : {}),
+        });
+      }
     }
     return {
       name: record.name,
@@ -37,10 +58,11 @@ export function skillList(front: FrontContext): Record<string, unknown> {
   });
   return {
     skills,
-    problems: catalog.problems,
+    problems,
     grantFrom: grantFrom(catalog.grant),
     ...(catalog.grant.kind === 'hosted-default' ? { grantNote: HOSTED_GRANT_NOTE } : {}),
-    isolation,
-    interpreters: [...INTERPRETERS],
+    isolation: described
+      ? { ...described.isolation, interpreters: described.interpreters, ...(front.runner.restarts() > 0 ? { runnerRestarts: front.runner.restarts() } : {}) }
+      : { level: 'unavailable', detail: `no script can run: ${runnerWhy}` },
   };
 }

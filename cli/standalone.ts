@@ -1,0 +1,128 @@
+/**
+ * @module `skill-mcp` with no arguments: the front on stdio, plus its own runner (SPEC §0, one bin,
+ * two processes). The runner is started through a small guard process, on a private socket, when
+ * first needed; it restarts if it dies and goes when the front goes. Started as root, the guard
+ * and the runner keep root (to sandbox scripts under fresh uids) while the front drops to an
+ * unprivileged uid before it reads a single request. The front then keeps only the variables it
+ * reads and clears its environ block, so granted secret values live in the runner alone.
+ *
+ * With `SKILL_MCP_RUNNER_SOCKET` set, or in hosted mode, no runner is started: the front uses the
+ * configured one (or says there is none).
+ */
+import { spawn } from 'node:child_process';
+import { chmodSync, mkdtempSync } from 'node:fs';
+import { createConnection } from 'node:net';
+import { homedir, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { isHosted } from '../shared/mode.js';
+import { scrubEnviron } from '../runner/hygiene.js';
+import type { RunnerLinkOptions } from '../server/runner-link.js';
+import { externalRunner } from '../server/start.js';
+
+/** Default unprivileged uid/gid for the front when started as root (outside the run-uid range). */
+const DEFAULT_FRONT_UID = 61183;
+const READY_TIMEOUT_MS = 15_000;
+const READY_POLL_MS = 20;
+
+/** Only what the front reads survives in its memory (MCP_*, SKILL_MCP_*, SKILLS_DIR). */
+function frontVariables(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const kept: NodeJS.ProcessEnv = {};
+  for (const [name, value] of Object.entries(env)) {
+    if (/^(MCP_|SKILL_MCP_)/.test(name) || name === 'SKILLS_DIR') kept[name] = value;
+  }
+  return kept;
+}
+
+function canConnect(path: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection(path);
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+function defaultStateDir(env: NodeJS.ProcessEnv): string {
+  const base = env['XDG_STATE_HOME'] || join(env['HOME'] || homedir(), '.local', 'state');
+  return join(base, 'skill-mcp');
+}
+
+/** Starts the guard and returns how the front reaches the runner (and, as root, whom to become). */
+function launchOwnRunner(env: NodeJS.ProcessEnv, entry: string): RunnerLinkOptions & { dropTo: { uid: number; gid: number } | undefined } {
+  const asRoot = process.getuid?.() === 0;
+  const frontUid = Number(env['SKILL_MCP_FRONT_UID'] || DEFAULT_FRONT_UID);
+  const frontGid = Number(env['SKILL_MCP_FRONT_GID'] || frontUid);
+  const tmp = mkdtempSync(join(tmpdir(), 'skill-mcp-'));
+  // The front (another uid when root) must traverse to the runner's own 0750 socket folder.
+  if (asRoot) chmodSync(tmp, 0o711);
+  const socketPath = join(tmp, 'run', 'runner.sock');
+  const stateDir = env['SKILL_MCP_STATE_DIR'] || defaultStateDir(env);
+  const runnerArgs = ['--socket', socketPath, '--state-dir', stateDir, ...(asRoot ? ['--front-uid', String(frontUid), '--front-gid', String(frontGid)] : [])];
+  const guard = spawn(process.execPath, [entry, 'runner-guard', '--tmp-dir', tmp, '--', ...runnerArgs], { stdio: ['pipe', 'pipe', 'inherit'], env });
+  guard.stdin.on('error', () => undefined);
+
+  let restarts = 0;
+  let gone: string | undefined;
+  createInterface({ input: guard.stdout }).on('line', (line) => {
+    const match = /^restarted (\d+)$/.exec(line);
+    if (match) restarts = Number(match[1]);
+    if (line === 'gave-up') gone = 'the runner keeps dying and was not restarted again; restart skill-mcp';
+  });
+  guard.on('exit', () => {
+    gone = 'the runner supervisor exited; restart skill-mcp';
+  });
+
+  let woken = false;
+  return {
+    socketPath,
+    dropTo: asRoot ? { uid: frontUid, gid: frontGid } : undefined,
+    restarts: () => restarts,
+    async wake() {
+      if (gone) throw new Error(gone);
+      if (!woken) {
+        woken = true;
+        guard.stdin.write('start\n');
+      }
+      const deadline = Date.now() + READY_TIMEOUT_MS;
+      while (!(await canConnect(socketPath))) {
+        if (gone) throw new Error(gone);
+        if (Date.now() > deadline) throw new Error(`the runner did not start listening within ${READY_TIMEOUT_MS / 1000} s (see stderr)`);
+        await new Promise((resolve) => setTimeout(resolve, READY_POLL_MS));
+      }
+    },
+  };
+}
+
+export async function serveStandalone(options: { bundledSkills: string; entry: string }): Promise<void> {
+  const env = process.env;
+  const own = env['SKILL_MCP_RUNNER_SOCKET'] || isHosted(env) ? undefined : launchOwnRunner(env, options.entry);
+  const runner: RunnerLinkOptions = own ?? externalRunner(env);
+  const wake = runner.wake;
+  if (wake) {
+    // RunnerLink expects RUNNER_UNAVAILABLE-shaped failures; keep the message, lose nothing.
+    runner.wake = async () => {
+      try {
+        await wake();
+      } catch (error) {
+        const { SkillMcpError } = await import('../shared/errors.js');
+        throw new SkillMcpError('RUNNER_UNAVAILABLE', `the runner is not available: ${(error as Error).message}`);
+      }
+    };
+  }
+  const kept = frontVariables(env);
+  for (const name of Object.keys(process.env)) if (!(name in kept) && !['PATH', 'HOME', 'LANG', 'TZ', 'TMPDIR'].includes(name)) delete process.env[name];
+  // Scrub while still allowed to write our own /proc/self/mem (a uid change makes us undumpable).
+  const scrub = scrubEnviron(process.env);
+  if (!scrub.scrubbed) process.stderr.write(`skill-mcp: warning: the front could not clear its environ block (${scrub.detail ?? 'unknown'})\n`);
+  if (own?.dropTo) {
+    // Security: the MCP-facing process gives up root before it reads any request.
+    process.setgroups?.([]);
+    process.setgid?.(own.dropTo.gid);
+    process.setuid?.(own.dropTo.uid);
+  }
+  const { serveOverStdio } = await import('../server/stdio.js');
+  await serveOverStdio({ bundledSkills: options.bundledSkills, env: kept, runner });
+}

@@ -1,0 +1,63 @@
+/**
+ * @module The front's view of its runner: where it is, how to wake it, and a short-lived cache of
+ * its `describe` answer (which `skill_list` shows). The front never spawns anything: in standalone
+ * mode the launcher hands it a `wake` function that asks the supervisor to start the runner; in
+ * hosted mode the runner is someone else's and may simply be absent, which only `skill_run` feels.
+ */
+import { SkillMcpError } from '../shared/errors.js';
+import type { DescribeResult } from '../shared/protocol.js';
+import { RunnerClient } from './runner-client.js';
+
+export interface RunnerLinkOptions {
+  /** Absent: no runner is configured (hosted without SKILL_MCP_RUNNER_SOCKET). */
+  socketPath?: string;
+  /** Why there is no runner, for refusals. */
+  missingWhy?: string;
+  /** Standalone: asks the supervisor to start the runner; resolves when it is listening. */
+  wake?: () => Promise<void>;
+  /** Standalone: how many times the runner died and was restarted (reported, never hidden). */
+  restarts?: () => number;
+}
+
+const DESCRIBE_TTL_MS = 2_000;
+
+export class RunnerLink {
+  readonly client: RunnerClient | undefined;
+  #options: RunnerLinkOptions;
+  #described: { at: number; value: Promise<DescribeResult> } | undefined;
+
+  constructor(options: RunnerLinkOptions) {
+    this.#options = options;
+    this.client = options.socketPath ? new RunnerClient(options.socketPath) : undefined;
+  }
+
+  /** The client, after making sure the runner was asked to start; throws RUNNER_UNAVAILABLE. */
+  async ready(): Promise<RunnerClient> {
+    if (!this.client) {
+      throw new SkillMcpError('RUNNER_UNAVAILABLE', `no runner is configured, so no script can run: ${this.#options.missingWhy ?? 'set SKILL_MCP_RUNNER_SOCKET to the runner socket'}. Reading skills still works.`);
+    }
+    await this.#options.wake?.();
+    return this.client;
+  }
+
+  restarts(): number {
+    return this.#options.restarts?.() ?? 0;
+  }
+
+  /** The runner's self-description, cached briefly; rejects with RUNNER_UNAVAILABLE. */
+  describe(): Promise<DescribeResult> {
+    const now = Date.now();
+    if (this.#described && now - this.#described.at < DESCRIBE_TTL_MS) return this.#described.value;
+    const value = (async () => {
+      const client = await this.ready();
+      const answer = await client.describe();
+      if (!answer.ok) throw new SkillMcpError('RUNNER_UNAVAILABLE', `the runner refused to describe itself: ${answer.error.message}`);
+      return answer.result;
+    })();
+    this.#described = { at: now, value };
+    value.catch(() => {
+      if (this.#described?.value === value) this.#described = undefined;
+    });
+    return value;
+  }
+}

@@ -1,0 +1,137 @@
+/**
+ * @module `skill_run` (SPEC §1, §7): runs a declared, granted script through the runner after a
+ * person approved that exact run. Every refusal that needs no person is applied first; then the
+ * client is asked (form elicitation — a 2025 `elicitation/create` or a 2026 input-required round)
+ * or handed a preview and a one-time token. The front never spawns anything: the runner re-derives
+ * the run, checks the token and runs it.
+ */
+import { inputRequired, inputResponse, type CallToolResult, type ServerContext } from '@modelcontextprotocol/server';
+import { SkillMcpError } from '../../shared/errors.js';
+import { grantScripts } from '../../shared/grant.js';
+import type { Minted, RunResult, WillRun } from '../../shared/protocol.js';
+import { willRunHash } from '../../shared/token.js';
+import { confirmPath, tokenInstructions } from '../confirm/settings.js';
+import type { ApprovalState } from '../confirm/request-state.js';
+import type { FrontContext } from '../context.js';
+import { ok, refuse } from './result.js';
+import { withProgress } from './progress.js';
+
+export interface RunInput {
+  name: string;
+  script: string;
+  args: string[];
+  confirmToken?: string | undefined;
+}
+
+const CONFIRM_KEY = 'confirm-run';
+
+/** Refusals that need no person and no runner: the catalog already knows. */
+function localRefusal(front: FrontContext, input: RunInput): CallToolResult | undefined {
+  const record = front.requireSkill(input.name);
+  const declared = record.declaration?.run ?? [];
+  const script = declared.find((s) => s.script === input.script);
+  if (!script) {
+    const list = declared.length > 0 ? `It declares: ${declared.map((s) => s.script).join(', ')}.` : 'It declares no runnable scripts (an mcp-host: run block in SKILL.md would).';
+    return refuse('NOT_DECLARED', `skill "${record.name}" does not declare "${input.script}" as a script, so it cannot run. ${list}`);
+  }
+  const grant = grantScripts(record.name, record.declaration, front.catalog.grant).find((g) => g.declared.script === input.script);
+  if (!grant?.granted) {
+    const how = front.catalog.grant.kind === 'hosted-default'
+      ? 'Hosted mode grants nothing by default; the owner must list it in MCP_SKILL_RUN'
+      : 'MCP_SKILL_RUN does not grant it; the owner must add';
+    return refuse('NOT_GRANTED', `"${record.name}/${input.script}" is declared but not granted. ${how} {"skill":"${record.name}","script":"${input.script}"}.`);
+  }
+  return undefined;
+}
+
+function describeRun(willRun: WillRun): string {
+  const lines = [
+    `Run ${willRun.skill}/${willRun.argv[0]}?`,
+    `interpreter: ${willRun.interpreter}`,
+    `argv: ${JSON.stringify(willRun.argv)}`,
+    `cwd: ${willRun.cwd}`,
+    `timeout: ${Math.round(willRun.timeoutMs / 1000)} s`,
+    `variables the script receives: ${willRun.envNames.join(', ') || '(none)'}`,
+    `isolation: ${willRun.isolation}`,
+  ];
+  if (willRun.envNotSet?.length) lines.push(`granted but not set here: ${willRun.envNotSet.join(', ')}`);
+  if (willRun.envWarning) lines.push(`WARNING: ${willRun.envWarning}`);
+  return lines.join('\n');
+}
+
+function runResult(result: RunResult, front: FrontContext): CallToolResult {
+  const { runId, exitCode, signal, stdout, stderr, truncated, timedOut, cancelled, durationMs, stdoutBytes, stderrBytes } = result;
+  void front;
+  return ok({ status: cancelled ? 'cancelled' : 'completed', exitCode, signal, stdout, stderr, truncated, timedOut, durationMs, stdoutBytes, stderrBytes, runId });
+}
+
+function preview(minted: Minted, extra: Record<string, unknown>): CallToolResult {
+  return ok({ ...extra, preview: { willRun: minted.willRun }, confirmToken: minted.confirmToken, expiresAt: minted.expiresAt });
+}
+
+/** Sends the run to the runner, with progress while it lasts and the client's cancel wired in. */
+async function execute(front: FrontContext, input: RunInput, token: string, ctx: ServerContext): Promise<CallToolResult> {
+  const client = await front.runner.ready();
+  const restartsBefore = front.runner.restarts();
+  let answer;
+  try {
+    answer = await withProgress(ctx, `${input.name}/${input.script}`, () =>
+      client.run({ skill: input.name, script: input.script, args: input.args, confirmToken: token }, { signal: ctx.mcpReq.signal }),
+    );
+  } catch (error) {
+    if (error instanceof SkillMcpError && error.code === 'CANCELLED') return ok({ status: 'cancelled', detail: 'the client cancelled the call; the run was killed' });
+    if (error instanceof SkillMcpError && error.code === 'RUNNER_UNAVAILABLE') {
+      throw new SkillMcpError('RUNNER_UNAVAILABLE', `${error.message}. ${front.runner.restarts() > restartsBefore ? 'The runner died during the run and has been restarted; the run did not finish and was not retried.' : 'The run may not have finished; it was not retried.'}`);
+    }
+    throw error;
+  }
+  if (answer.ok) return runResult(answer.result, front);
+  const { code, message, fresh } = answer.error;
+  if (code === 'DRAFT_CHANGED' && fresh) {
+    return { ...preview(fresh, { status: 'draft-changed', error: { code, message }, instructions: 'The token was minted for a different run. This is the preview of what would run now, with a fresh token; it needs the same approval.' }), isError: true };
+  }
+  return refuse(code, message);
+}
+
+async function prepare(front: FrontContext, input: RunInput): Promise<Minted> {
+  const client = await front.runner.ready();
+  const answer = await client.prepare({ skill: input.name, script: input.script, args: input.args });
+  if (!answer.ok) throw new SkillMcpError(answer.error.code as never, answer.error.message);
+  return answer.result;
+}
+
+export async function skillRun(front: FrontContext, input: RunInput, ctx: ServerContext, canElicit: boolean): Promise<CallToolResult> {
+  const local = localRefusal(front, input);
+  if (local) return local;
+  if (input.confirmToken !== undefined) return execute(front, input, input.confirmToken, ctx);
+
+  const path = confirmPath(front.confirm, canElicit);
+  if (path.kind === 'refuse') {
+    return refuse('CONFIRM_REFUSED', 'this client cannot show a confirmation prompt and the owner set MCP_CONFIRM_MODE=refuse (or an unknown value), so no script runs from it. Use a client that supports form elicitation, or ask the owner for MCP_CONFIRM_MODE=ask-user.');
+  }
+  if (path.kind === 'token') {
+    return preview(await prepare(front, input), { status: 'confirmation-required', mode: path.mode, instructions: tokenInstructions(path.mode) });
+  }
+
+  // Elicitation. A retried round carries the person's answer and our sealed state.
+  const answer = inputResponse(ctx.mcpReq.inputResponses, CONFIRM_KEY);
+  const state = ctx.mcpReq.requestState<ApprovalState>();
+  const sameRequest = state !== undefined && typeof state === 'object' && state.skill === input.name && state.script === input.script && JSON.stringify(state.args) === JSON.stringify(input.args);
+  if (answer.kind === 'elicit' && sameRequest) {
+    if (answer.action !== 'accept') return ok({ status: 'cancelled', detail: `the person ${answer.action === 'decline' ? 'declined' : 'dismissed'} the run; nothing ran` });
+    const minted = await prepare(front, input);
+    // The approval is bound to the exact willRun shown; if anything changed since, ask again.
+    if (willRunHash(minted.willRun) === state.h) return execute(front, input, minted.confirmToken, ctx);
+  }
+  const minted = await prepare(front, input);
+  const requestState = await front.approvalCodec.mint({ skill: input.name, script: input.script, args: input.args, h: willRunHash(minted.willRun) });
+  return inputRequired({
+    inputRequests: {
+      [CONFIRM_KEY]: inputRequired.elicit({
+        message: describeRun(minted.willRun),
+        requestedSchema: { type: 'object', properties: {} },
+      }),
+    },
+    requestState,
+  }) as unknown as CallToolResult;
+}
