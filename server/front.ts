@@ -39,7 +39,7 @@ export function createServerFactory(front: FrontContext, onWarning: (message: st
       capabilities: { tools: {}, resources: {} },
       requestState: { verify: (state, ctx) => front.approvalCodec.verify(state, ctx) },
       instructions:
-        'Agent Skills served over MCP. Call skill_list to see the skills (and any problems), skill_load to read one, and skill_file to fetch the files its instructions reference.',
+        'Agent Skills served over MCP. Call skill_list to see the skills (and any problems), skill_load to read one, skill_file to fetch the files its instructions reference, and skill_run to run a script a skill declares (always after the person approves that exact run).',
     });
     mcp.registerTool(
       'skill_list',
@@ -60,7 +60,8 @@ export function createServerFactory(front: FrontContext, onWarning: (message: st
       },
       async ({ name }) => {
         try {
-          return ok(await skillLoad(front, name));
+          // Text only: a copy of a long body in structuredContent would double the message.
+          return okTextOnly(await skillLoad(front, name));
         } catch (error) {
           return fromError(error);
         }

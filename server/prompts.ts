@@ -6,6 +6,7 @@
  */
 import { ProtocolError, ProtocolErrorCode, type McpServer } from '@modelcontextprotocol/server';
 import { isSkillMcpError } from '../shared/errors.js';
+import { MAX_BODY_BYTES } from '../shared/limits.js';
 import type { FrontContext } from './context.js';
 import { loadBody } from './tools/skill-load.js';
 
@@ -37,6 +38,9 @@ export function attachPrompts(mcp: McpServer, front: FrontContext): void {
     try {
       const { body } = await loadBody(front, name);
       const record = front.requireSkill(name);
+      if (Buffer.byteLength(body) > MAX_BODY_BYTES) {
+        throw new ProtocolError(ProtocolErrorCode.InvalidParams, `the body of "${name}" is over ${MAX_BODY_BYTES} bytes, too large for one prompt message; use the skill_load tool`);
+      }
       return { description: record.description, messages: [{ role: 'user', content: { type: 'text', text: body } }] };
     } catch (error) {
       if (isSkillMcpError(error)) throw new ProtocolError(ProtocolErrorCode.InvalidParams, error.message);

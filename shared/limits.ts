@@ -15,6 +15,14 @@ export const MAX_SEGMENT_BYTES = 255;
 /** The extension's publication limits (SEP-2640): a skill above them is served by the tools only. */
 export const PUBLISH_MAX_FILES = 512;
 export const PUBLISH_MAX_BYTES = 16 * 1024 * 1024;
+/**
+ * Largest single file a published skill may hold. One `resources/read` carries a whole file in one
+ * JSON-RPC message; base64 of 7 MiB stays under the 10 MiB message cap common stdio clients (the
+ * SDK's own among them) enforce, so every published file can actually be read.
+ */
+export const PUBLISH_MAX_FILE_BYTES = 7 * 1024 * 1024;
+/** `skill_load` and prompts carry at most this much of a SKILL.md body (beyond: `truncated`, or refused). */
+export const MAX_BODY_BYTES = 4 * 1024 * 1024;
 export const MAX_DESCRIPTION_CHARS = 1024;
 export const MAX_SKILL_NAME_CHARS = 64;
 

@@ -9,7 +9,7 @@ import { parseDeclaration, type Declaration } from '../../shared/declaration.js'
 import type { DiscoveredSkill } from '../../shared/discover.js';
 import { FrontmatterError, parseSkillMd, type Frontmatter } from '../../shared/frontmatter.js';
 import type { CatalogLimits } from '../../shared/limits.js';
-import { MAX_DESCRIPTION_CHARS, MAX_SKILL_NAME_CHARS, PUBLISH_MAX_BYTES, PUBLISH_MAX_FILES } from '../../shared/limits.js';
+import { MAX_DESCRIPTION_CHARS, MAX_SKILL_NAME_CHARS, PUBLISH_MAX_BYTES, PUBLISH_MAX_FILE_BYTES, PUBLISH_MAX_FILES } from '../../shared/limits.js';
 import { PUBLISHABLE_NAME } from '../../shared/paths.js';
 import type { Problem } from '../../shared/problems.js';
 import { walkSkill, type FileRecord } from './walk.js';
@@ -87,6 +87,8 @@ function unpublishable(name: string, fm: Frontmatter, bom: boolean, files: FileR
   if (files.length > PUBLISH_MAX_FILES) why.push(`it has ${files.length} files, over the extension's ${PUBLISH_MAX_FILES}`);
   const bytes = files.reduce((sum, f) => sum + f.size, 0);
   if (bytes > PUBLISH_MAX_BYTES) why.push(`it holds ${bytes} bytes, over the extension's 16 MiB`);
+  const big = files.find((f) => f.size > PUBLISH_MAX_FILE_BYTES);
+  if (big) why.push(`"${big.path}" is ${big.size} bytes; a single published file is capped at ${PUBLISH_MAX_FILE_BYTES} so one resources/read message stays under common clients' 10 MiB limit`);
   return why;
 }
 
