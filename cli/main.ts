@@ -10,6 +10,9 @@ const BUNDLED_SKILLS = fileURLToPath(new URL('../skills', import.meta.url));
 
 const USAGE = `usage:
   skill-mcp                         serve skills over stdio (SKILLS_DIR or MCP_SKILLS_PATH; default: bundled skills)
+  skill-mcp --http [--host H] [--port P]
+                                    serve the same skills over Streamable HTTP at http://H:P/mcp
+                                    (default 127.0.0.1:3000; SKILL_MCP_HTTP_* variables: docs/http.md)
   skill-mcp runner --socket PATH --state-dir DIR
                                     run the privileged runner daemon on its own (hosted mode)
   skill-mcp audit verify [FILE]     check the audit log's hash chain
@@ -21,6 +24,9 @@ async function main(argv: string[]): Promise<void> {
   switch (command) {
     case undefined:
       return (await import('./standalone.js')).serveStandalone({ bundledSkills: BUNDLED_SKILLS, entry: process.argv[1]! });
+    case '--http':
+      await (await import('../server/http/serve.js')).serveOverHttp({ args: rest, bundledSkills: BUNDLED_SKILLS, env: process.env });
+      return;
     case 'runner':
       return (await import('../runner/main.js')).runnerMain(rest, { bundledSkills: BUNDLED_SKILLS });
     case 'runner-guard':

@@ -1,0 +1,84 @@
+/**
+ * @module Bridges `node:http` to the SDK's web-standard `fetch(Request) -> Response` handler.
+ * The body is read here under a hard cap before any `Request` exists, and the response is
+ * streamed with backpressure so one slow reader holds one socket, not the server's memory.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { jsonRpcError } from './guard.js';
+
+/** Headers that describe the Node connection, not the message; `Request` must not carry them. */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection', 'te', 'trailer']);
+
+function tooLarge(maxBytes: number): Response {
+  return jsonRpcError(413, -32600, `Request body too large: at most ${maxBytes} bytes`, { connection: 'close' });
+}
+
+/** Collects the body, refusing as soon as it is known to exceed `maxBytes`. */
+async function readCapped(req: IncomingMessage, maxBytes: number): Promise<Buffer | 'too-large'> {
+  // Security: a declared length over the cap is refused before one byte is buffered.
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > maxBytes) return 'too-large';
+  const chunks: Buffer[] = [];
+  let total = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    total += chunk.length;
+    // Security: a chunked body has no declared length; count as it arrives and stop at the cap.
+    if (total > maxBytes) return 'too-large';
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks, total);
+}
+
+/** The web `Request` for `req`, or the 413 to answer instead. `signal` aborts on client disconnect. */
+export async function toWebRequest(req: IncomingMessage, maxBytes: number, signal: AbortSignal): Promise<Request | Response> {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined || HOP_BY_HOP.has(name)) continue;
+    for (const item of Array.isArray(value) ? value : [value]) headers.append(name, item);
+  }
+  const method = req.method ?? 'GET';
+  const hasBody = method !== 'GET' && method !== 'HEAD';
+  const body = hasBody ? await readCapped(req, maxBytes) : undefined;
+  if (body === 'too-large') return tooLarge(maxBytes);
+  if (body !== undefined) headers.set('content-length', String(body.length));
+  // The URL's authority is fixed: the client's Host header is checked by the guard, not trusted here.
+  const url = new URL(req.url ?? '/', 'http://skill-mcp.invalid');
+  return new Request(new URL(`${url.pathname}${url.search}`, 'http://skill-mcp.invalid'), {
+    method,
+    headers,
+    ...(body !== undefined ? { body } : {}),
+    signal,
+  });
+}
+
+/** Writes `response` to `res`, streaming the body (SSE included) and honouring backpressure. */
+export async function sendWebResponse(res: ServerResponse, response: Response): Promise<void> {
+  const headers: Record<string, string | string[]> = {};
+  response.headers.forEach((value, name) => {
+    headers[name] = name === 'set-cookie' ? response.headers.getSetCookie() : value;
+  });
+  res.writeHead(response.status, response.statusText, headers);
+  if (!response.body) {
+    res.end();
+    return;
+  }
+  const reader = response.body.getReader();
+  const stop = (): void => void reader.cancel().catch(() => undefined);
+  res.once('close', stop);
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      if (!res.write(value) && !res.destroyed) {
+        await new Promise<void>((resolve) => {
+          res.once('drain', resolve);
+          res.once('close', resolve);
+        });
+      }
+      if (res.destroyed) break;
+    }
+  } finally {
+    res.off('close', stop);
+    res.end();
+  }
+}

@@ -1,0 +1,150 @@
+/**
+ * @module The HTTP front's settings: `--host`/`--port` flags, then `SKILL_MCP_HTTP_*` variables,
+ * then defaults. Read once at start; a bad value stops the server with a message naming the
+ * setting (a security setting is never silently replaced by a default).
+ */
+import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
+import { DEFAULT_MAX_REQUEST_BODY_SIZE, localhostAllowedHostnames, localhostAllowedOrigins } from '@modelcontextprotocol/server';
+
+export const DEFAULT_HOST = '127.0.0.1';
+export const DEFAULT_PORT = 3000;
+export const MCP_PATH = '/mcp';
+
+export interface HttpOptions {
+  host: string;
+  /** 0 picks a free port; the real one is printed on stderr. */
+  port: number;
+  /** Host header values accepted (hostnames, port-agnostic), or undefined to accept any. */
+  allowedHosts: string[] | undefined;
+  /** Origin hostnames accepted from browsers; a request without Origin always passes. */
+  allowedOrigins: string[];
+  /** The bearer token clients must send, or undefined when authentication is off. */
+  token: string | undefined;
+  maxBodyBytes: number;
+  maxConnections: number;
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  keepAliveTimeoutMs: number;
+  /** After SIGTERM, how long in-flight requests may take before their connections are cut. */
+  shutdownGraceMs: number;
+}
+
+/** Every variable the HTTP front reads, with what it means (printed by `--help`, listed in docs/http.md). */
+export const HTTP_VARIABLES = {
+  SKILL_MCP_HTTP_HOST: `address to bind (default ${DEFAULT_HOST}; --host wins)`,
+  SKILL_MCP_HTTP_PORT: `port (default ${DEFAULT_PORT}; 0 = any free port; --port wins)`,
+  SKILL_MCP_HTTP_TOKEN: 'bearer token clients must send (Authorization: Bearer ...); unset = no authentication',
+  SKILL_MCP_HTTP_TOKEN_FILE: 'file holding the bearer token (one line), instead of SKILL_MCP_HTTP_TOKEN',
+  SKILL_MCP_HTTP_ALLOWED_HOSTS: 'comma-separated Host names accepted (default: localhost names, plus --host when it is a name or a specific address); * accepts any',
+  SKILL_MCP_HTTP_ALLOWED_ORIGINS: 'comma-separated browser Origin hostnames accepted besides localhost ones',
+  SKILL_MCP_HTTP_MAX_BODY_BYTES: `largest request body (default ${DEFAULT_MAX_REQUEST_BODY_SIZE}; larger = 413)`,
+  SKILL_MCP_HTTP_MAX_CONNECTIONS: 'open connections at most (default 512; more are refused)',
+  SKILL_MCP_HTTP_HEADERS_TIMEOUT_MS: 'time a client has to send its request headers (default 10000)',
+  SKILL_MCP_HTTP_REQUEST_TIMEOUT_MS: 'time a client has to send its whole request (default 30000)',
+  SKILL_MCP_HTTP_KEEP_ALIVE_TIMEOUT_MS: 'idle keep-alive connections are closed after this (default 5000)',
+  SKILL_MCP_HTTP_SHUTDOWN_GRACE_MS: 'on SIGTERM, time in-flight requests get before connections are cut (default 30000)',
+} as const;
+
+/** A setting the HTTP front cannot start with; the message names it and says what to set. */
+export class HttpConfigError extends Error {
+  override readonly name = 'HttpConfigError';
+  readonly code = 'HTTP_CONFIG';
+}
+
+const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', '']);
+
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
+function list(raw: string | undefined): string[] {
+  return (raw ?? '')
+    .split(',')
+    .map((item) => item.trim().toLowerCase())
+    .filter((item) => item !== '');
+}
+
+function integer(name: string, raw: string | undefined, fallback: number, min: number): number {
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isSafeInteger(value) || value < min) throw new HttpConfigError(`${name}=${JSON.stringify(raw)} is not an integer >= ${min}`);
+  return value;
+}
+
+/** Host header form of a bind address: IPv6 literals are bracketed, as in `Host: [::1]:3000`. */
+function hostHeaderName(host: string): string {
+  return isIP(host) === 6 ? `[${host}]` : host.toLowerCase();
+}
+
+function readToken(env: NodeJS.ProcessEnv): string | undefined {
+  const inline = env['SKILL_MCP_HTTP_TOKEN'];
+  const file = env['SKILL_MCP_HTTP_TOKEN_FILE'];
+  if (inline && file) throw new HttpConfigError('both SKILL_MCP_HTTP_TOKEN and SKILL_MCP_HTTP_TOKEN_FILE are set; set one');
+  let token = inline || undefined;
+  if (file) {
+    try {
+      token = readFileSync(file, 'utf8').replace(/\r?\n$/, '');
+    } catch (error) {
+      // Security: the error names the variable, never the file's content.
+      throw new HttpConfigError(`SKILL_MCP_HTTP_TOKEN_FILE cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+    }
+  }
+  if (token === undefined) return undefined;
+  // Security: a short or blank token would be guessable; refuse rather than serve "protected".
+  if (token.trim().length < 16 || /\s/.test(token)) throw new HttpConfigError('the HTTP token must be at least 16 characters with no whitespace (generate one with: openssl rand -hex 32)');
+  return token;
+}
+
+/** Parses `--host H --port P` and the environment. Unknown flags are an error. */
+export function readHttpOptions(args: string[], env: NodeJS.ProcessEnv): HttpOptions {
+  let host = env['SKILL_MCP_HTTP_HOST'] || DEFAULT_HOST;
+  let rawPort = env['SKILL_MCP_HTTP_PORT'];
+  let portName = 'SKILL_MCP_HTTP_PORT';
+  for (let i = 0; i < args.length; i += 1) {
+    const flag = args[i];
+    const value = args[i + 1];
+    if ((flag === '--host' || flag === '--port') && value !== undefined) {
+      if (flag === '--host') host = value;
+      else [rawPort, portName] = [value, '--port'];
+      i += 1;
+    } else {
+      throw new HttpConfigError(`unknown or incomplete option ${JSON.stringify(flag)}; use --host H --port P`);
+    }
+  }
+  const port = integer(portName, rawPort, DEFAULT_PORT, 0);
+  if (port > 65535) throw new HttpConfigError(`${portName}=${port} is not a port (0-65535)`);
+
+  // Security: DNS rebinding — a browser page on evil.example resolving to 127.0.0.1 still sends
+  // `Host: evil.example`, so only names we were told about are answered.
+  const rawHosts = list(env['SKILL_MCP_HTTP_ALLOWED_HOSTS']);
+  let allowedHosts: string[] | undefined;
+  if (rawHosts.includes('*')) allowedHosts = undefined;
+  else if (rawHosts.length > 0) allowedHosts = [...new Set([...localhostAllowedHostnames(), ...rawHosts])];
+  else if (WILDCARD_HOSTS.has(host)) {
+    throw new HttpConfigError(`binding ${JSON.stringify(host)} accepts connections on every address: set SKILL_MCP_HTTP_ALLOWED_HOSTS to the names clients use (or * behind a proxy that checks Host)`);
+  } else allowedHosts = [...new Set([...localhostAllowedHostnames(), hostHeaderName(host)])];
+
+  const headersTimeoutMs = integer('SKILL_MCP_HTTP_HEADERS_TIMEOUT_MS', env['SKILL_MCP_HTTP_HEADERS_TIMEOUT_MS'], 10_000, 100);
+  const requestTimeoutMs = integer('SKILL_MCP_HTTP_REQUEST_TIMEOUT_MS', env['SKILL_MCP_HTTP_REQUEST_TIMEOUT_MS'], 30_000, 100);
+  if (headersTimeoutMs > requestTimeoutMs) throw new HttpConfigError('SKILL_MCP_HTTP_HEADERS_TIMEOUT_MS must not exceed SKILL_MCP_HTTP_REQUEST_TIMEOUT_MS');
+
+  return {
+    host,
+    port,
+    allowedHosts,
+    allowedOrigins: [...new Set([...localhostAllowedOrigins(), ...list(env['SKILL_MCP_HTTP_ALLOWED_ORIGINS'])])],
+    token: readToken(env),
+    maxBodyBytes: integer('SKILL_MCP_HTTP_MAX_BODY_BYTES', env['SKILL_MCP_HTTP_MAX_BODY_BYTES'], DEFAULT_MAX_REQUEST_BODY_SIZE, 1024),
+    maxConnections: integer('SKILL_MCP_HTTP_MAX_CONNECTIONS', env['SKILL_MCP_HTTP_MAX_CONNECTIONS'], 512, 1),
+    headersTimeoutMs,
+    requestTimeoutMs,
+    keepAliveTimeoutMs: integer('SKILL_MCP_HTTP_KEEP_ALIVE_TIMEOUT_MS', env['SKILL_MCP_HTTP_KEEP_ALIVE_TIMEOUT_MS'], 5_000, 100),
+    shutdownGraceMs: integer('SKILL_MCP_HTTP_SHUTDOWN_GRACE_MS', env['SKILL_MCP_HTTP_SHUTDOWN_GRACE_MS'], 30_000, 0),
+  };
+}
+
+/** True when the bind address is reachable only from this machine (used to warn about no token). */
+export function bindsLoopbackOnly(host: string): boolean {
+  return isLoopback(host);
+}

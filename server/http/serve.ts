@@ -1,0 +1,106 @@
+/**
+ * @module The front over Streamable HTTP at `/mcp`: both protocol eras from one endpoint via the
+ * SDK's `createMcpHandler` (2026-07-28 per-request, 2025-era stateless fallback). Stateless: a
+ * fresh `McpServer` per request from the same factory as stdio, so any replica answers any
+ * request and every tool the factory registers is served here too.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createMcpHandler, type McpHttpHandler } from '@modelcontextprotocol/server';
+import { createServerFactory } from '../front.js';
+import { startFront } from '../start.js';
+import { bearerTokenCheck } from './auth.js';
+import { guardRequest, jsonRpcError, type GuardOptions } from './guard.js';
+import { sendWebResponse, toWebRequest } from './node-adapter.js';
+import { bindsLoopbackOnly, MCP_PATH, readHttpOptions, type HttpOptions } from './options.js';
+import { createInFlight, shutdownGracefully, type InFlight } from './shutdown.js';
+
+type Warn = (message: string) => void;
+
+/** The request listener: guards, capped body, the SDK handler, streamed response. */
+function createListener(handler: McpHttpHandler, options: HttpOptions, inFlight: InFlight, state: { stopping: boolean }, warn: Warn) {
+  const guard: GuardOptions = {
+    allowedHosts: options.allowedHosts,
+    allowedOrigins: options.allowedOrigins,
+    tokenCheck: options.token === undefined ? undefined : bearerTokenCheck(options.token),
+  };
+  return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    inFlight.track(res);
+    if (state.stopping) res.setHeader('connection', 'close');
+    const aborter = new AbortController();
+    res.once('close', () => {
+      if (!res.writableFinished) aborter.abort();
+    });
+    try {
+      const request = await toWebRequest(req, options.maxBodyBytes, aborter.signal);
+      const response = request instanceof Response ? request : (guardRequest(request, guard) ?? (await handler.fetch(request)));
+      await sendWebResponse(res, response);
+    } catch (error) {
+      // A client that went away mid-request is normal; anything else is ours and logged without detail leaking out.
+      if (!aborter.signal.aborted) warn(`http: ${error instanceof Error ? error.message : String(error)}`);
+      if (!res.headersSent) await sendWebResponse(res, jsonRpcError(500, -32603, 'Internal error'));
+      else res.destroy();
+    }
+  };
+}
+
+function configure(server: Server, options: HttpOptions): void {
+  // Security: slow clients (slowloris) cannot hold a socket forever while sending headers or body,
+  // and the number of open sockets is bounded.
+  server.headersTimeout = options.headersTimeoutMs;
+  server.requestTimeout = options.requestTimeoutMs;
+  server.keepAliveTimeout = options.keepAliveTimeoutMs;
+  server.maxConnections = options.maxConnections;
+  server.maxHeadersCount = 100;
+}
+
+export interface RunningHttpFront {
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Starts the HTTP front and resolves once it is listening. SIGTERM/SIGINT stop it gracefully. */
+export async function serveOverHttp(options: { args: string[]; bundledSkills: string; env: NodeJS.ProcessEnv }): Promise<RunningHttpFront> {
+  const warn: Warn = (message) => void process.stderr.write(`skill-mcp: ${message}\n`);
+  const http = readHttpOptions(options.args, options.env);
+  const front = await startFront(options.env, options.bundledSkills);
+  const handler = createMcpHandler(createServerFactory(front, warn), {
+    legacy: 'stateless',
+    maxRequestBodySize: http.maxBodyBytes,
+    onerror: (error) => warn(`http: ${error.message}`),
+  });
+  const inFlight = createInFlight();
+  const state = { stopping: false };
+  const server = createServer(createListener(handler, http, inFlight, state, warn));
+  configure(server, http);
+  server.on('clientError', (_error, socket) => {
+    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');
+    else socket.destroy();
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(http.port, http.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const url = `http://${host}:${address.port}${MCP_PATH}`;
+  warn(`listening on ${url}${http.token === undefined ? '' : ' (bearer token required)'}`);
+  if (http.token === undefined && !bindsLoopbackOnly(http.host)) {
+    warn(`warning: ${http.host} is reachable from other machines and no SKILL_MCP_HTTP_TOKEN is set: anyone who can reach it can read the skills`);
+  }
+
+  let stopped: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    stopped ??= (async () => {
+      state.stopping = true;
+      const { cut } = await shutdownGracefully(server, inFlight, http.shutdownGraceMs, () => handler.close());
+      warn(cut === 0 ? 'stopped' : `stopped; ${cut} request(s) did not finish within SKILL_MCP_HTTP_SHUTDOWN_GRACE_MS and were cut`);
+    })();
+    return stopped;
+  };
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => void close());
+  return { url, close };
+}
