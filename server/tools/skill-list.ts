@@ -4,6 +4,7 @@
  * with "nothing declared". What may run comes from the runner (which re-derives it); when the
  * runner cannot be reached, the scripts are listed as unavailable with that reason.
  */
+import { INTERPRETERS } from '../../shared/declaration.js';
 import { grantFrom, grantScripts, HOSTED_GRANT_NOTE } from '../../shared/grant.js';
 import type { Problem } from '../../shared/problems.js';
 import type { DescribeResult } from '../../shared/protocol.js';
@@ -31,7 +32,10 @@ export async function skillList(front: FrontContext): Promise<Record<string, unk
     for (const grant of grantScripts(record.name, record.declaration, catalog.grant)) {
       const { script, interpreter, timeoutMs } = grant.declared;
       const info = runnerSkill?.scripts.find((s) => s.script === script);
-      if (!grant.granted || info?.granted === false) {
+      // An interpreter outside the fixed set can never run, whatever is granted: say so first.
+      if (!(INTERPRETERS as readonly string[]).includes(interpreter)) {
+        unavailableScripts.push({ script, interpreter, why: `interpreter "${interpreter}" is not one of ${INTERPRETERS.join(', ')}; this script never runs` });
+      } else if (!grant.granted || info?.granted === false) {
         ungrantedScripts.push({ script, interpreter, why: catalog.grant.kind === 'hosted-default' ? 'hosted mode grants nothing without MCP_SKILL_RUN' : 'not granted by MCP_SKILL_RUN' });
       } else if (!described) unavailableScripts.push({ script, interpreter, why: runnerWhy });
       else if (!info || !info.runnable) unavailableScripts.push({ script, interpreter, why: info?.why ?? 'the runner does not find this script' });

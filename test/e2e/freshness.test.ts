@@ -6,11 +6,12 @@
  */
 import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { ERAS, callTool, rpc, rpcErrorCode, serve, type Served } from './harness.js';
+import { ERAS, callTool, expectNoLeftovers, rpc, rpcErrorCode, serve, tempDir, type Served } from './harness.js';
+
+afterAll(expectNoLeftovers);
 
 const sha256 = (bytes: Uint8Array): string => `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
 const PASSWD_LINE = readFileSync('/etc/passwd', 'utf8').split('\n')[0]!;
@@ -39,7 +40,7 @@ describe.each(ERAS)('files changing under a running server, $name', (era) => {
   };
 
   beforeAll(async () => {
-    base = mkdtempSync(join(tmpdir(), 'skill-mcp-fresh-'));
+    base = tempDir('fresh');
     skill = join(base, 'root', 'moving');
     mkdirSync(join(skill, 'data'), { recursive: true });
     writeFileSync(join(skill, 'SKILL.md'), '---\nname: moving\ndescription: Files that change while served.\n---\nversion one\n');

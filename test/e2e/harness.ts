@@ -2,7 +2,9 @@
  * @module What every e2e suite shares: the built server spawned over a real stdio transport and
  * driven by the SDK's own `Client`, in either protocol era. Nothing here calls a handler directly.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, ProtocolError } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
@@ -13,6 +15,81 @@ export const REPO = fileURLToPath(new URL('../..', import.meta.url));
 export const SERVER_JS = `${REPO}dist/skill-mcp.js`;
 export const VARIED_SKILLS = `${REPO}test/fixtures/varied-skills`;
 export const BUNDLED_SKILLS = `${REPO}skills`;
+
+/**
+ * This test file's own temp tree (vitest gives every file its own module graph). Every server it
+ * starts gets it as TMPDIR (so the runner guard's private socket folder and the runner's scratch
+ * land here) and a state dir inside it, so any process a test left behind names this path in its
+ * command line and {@link leftoverProcesses} finds it.
+ *
+ * Mode 0755, like every folder a test serves from: started as root, the standalone front drops
+ * to uid 61183 and must be able to read the skill roots and reach its runner's socket folder.
+ */
+export const SUITE_TMP = mkdtempSync(join(tmpdir(), 'skill-mcp-e2e-'));
+chmodSync(SUITE_TMP, 0o755);
+
+/** A fresh folder inside {@link SUITE_TMP} that the unprivileged front and the run uids can read. */
+export function tempDir(prefix: string): string {
+  const dir = mkdtempSync(join(SUITE_TMP, `${prefix}-`));
+  chmodSync(dir, 0o755);
+  return dir;
+}
+
+/**
+ * Run uids for this file's runners, apart from the runner unit tests' ranges (61184-61279) and
+ * from the other worker's e2e files, so a runner reaping "its" uid never touches another suite's
+ * script.
+ */
+function uidRangeForWorker(): string {
+  const pool = Number(process.env['VITEST_POOL_ID'] ?? '1') % 8;
+  const first = 61600 + pool * 32;
+  return `${first}-${first + 31}`;
+}
+
+/** Pids (not this process) whose command line names `needle`: runner guards, runners, scripts. */
+export function processesNaming(needle: string): { pid: number; cmdline: string }[] {
+  const found: { pid: number; cmdline: string }[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
+    let cmdline: string;
+    try {
+      cmdline = readFileSync(`/proc/${name}/cmdline`, 'utf8').replaceAll('\0', ' ');
+      if (/^State:\s+Z/m.test(readFileSync(`/proc/${name}/status`, 'utf8'))) continue;
+    } catch {
+      continue; // exited while we looked
+    }
+    if (cmdline.includes(needle)) found.push({ pid: Number(name), cmdline });
+  }
+  return found;
+}
+
+/**
+ * What this file left running after its servers closed. A closed front's guard stops the runner
+ * asynchronously (stdin EOF, then SIGTERM, then exit), so this waits for that to settle, up to
+ * `withinMs`, and returns whatever is still there.
+ */
+export async function leftoverProcesses(withinMs = 8_000): Promise<{ pid: number; cmdline: string }[]> {
+  const deadline = Date.now() + withinMs;
+  for (;;) {
+    const left = processesNaming(SUITE_TMP);
+    if (left.length === 0 || Date.now() > deadline) return left;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** The afterAll of every e2e file: nothing left behind, then the temp tree goes. */
+export async function expectNoLeftovers(): Promise<void> {
+  const left = await leftoverProcesses();
+  for (const { pid } of left) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  rmSync(SUITE_TMP, { recursive: true, force: true });
+  if (left.length > 0) throw new Error(`processes left behind:\n${left.map((p) => `${p.pid} ${p.cmdline}`).join('\n')}`);
+}
 
 export interface Era {
   name: string;
@@ -35,21 +112,46 @@ export interface Served {
   close(): Promise<void>;
 }
 
-/** Spawns `node dist/skill-mcp.js` with exactly `env` (plus PATH) and connects in `era`. */
-export async function serve(env: Record<string, string>, era: Era): Promise<Served> {
+/** The environment every e2e server starts from: PATH, this file's TMPDIR, state dir and run uids. */
+export function baseEnv(): Record<string, string> {
+  return {
+    PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+    TMPDIR: SUITE_TMP,
+    SKILL_MCP_STATE_DIR: join(SUITE_TMP, 'state'),
+    SKILL_MCP_UID_RANGE: uidRangeForWorker(),
+  };
+}
+
+export interface ServeOptions {
+  /** Client capabilities to declare (e.g. `{elicitation: {form: {}}}`). */
+  capabilities?: Record<string, unknown>;
+  /**
+   * Answers `elicitation/create`: the 2025 server request, and (through the SDK's input-required
+   * driver) the 2026-07-28 embedded request. Giving one declares form elicitation.
+   */
+  onElicit?: (params: { message: string; requestedSchema?: unknown }) => { action: 'accept' | 'decline' | 'cancel'; content?: Record<string, unknown> };
+}
+
+/** Spawns `node dist/skill-mcp.js` with {@link baseEnv} plus `env` and connects in `era`. */
+export async function serve(env: Record<string, string>, era: Era, options: ServeOptions = {}): Promise<Served> {
   if (!existsSync(SERVER_JS)) throw new Error('dist/skill-mcp.js is missing: run `npm run build` first');
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [SERVER_JS],
-    env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', ...env },
+    env: { ...baseEnv(), ...env },
     stderr: 'pipe',
   });
   let stderr = '';
   transport.stderr?.on('data', (chunk: Buffer) => void (stderr += chunk.toString('utf8')));
   const client = new Client(
     { name: 'skill-mcp-e2e', version: '0.0.0' },
-    era.versionNegotiation ? { versionNegotiation: era.versionNegotiation } : {},
+    {
+      ...(era.versionNegotiation ? { versionNegotiation: era.versionNegotiation } : {}),
+      ...(options.capabilities || options.onElicit ? { capabilities: (options.capabilities ?? { elicitation: { form: {} } }) as never } : {}),
+    },
   );
+  const onElicit = options.onElicit;
+  if (onElicit) client.setRequestHandler('elicitation/create', async (request) => onElicit(request.params as never) as never);
   await client.connect(transport);
   return {
     client,
@@ -111,7 +213,7 @@ export interface SkillListEntry {
   published: boolean;
   uri?: string;
   runnable: boolean;
-  scripts: { script: string; interpreter: string; timeoutMs: number; env: string[] }[];
+  scripts: { script: string; interpreter: string; timeoutMs: number; envNames: string[]; envNotSet?: string[]; envWarning?: string }[];
   ungrantedScripts?: { script: string; interpreter: string; why: string }[];
   unavailableScripts?: { script: string; interpreter: string; why: string }[];
 }
@@ -127,6 +229,7 @@ export interface SkillListValue {
   problems: ProblemEntry[];
   grantFrom: string;
   grantNote?: string;
+  isolation: { level: string; detail?: string; runnerRestarts?: number; interpreters?: { name: string; available: boolean }[] };
 }
 
 export async function skillList(client: Client): Promise<SkillListValue> {

@@ -6,7 +6,7 @@
 import { readFileSync, rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { PROBLEM_REASONS } from '../../shared/problems.js';
-import { ERAS, callTool, rpc, rpcErrorCode, rssKiB, serve, skillList, type ProblemEntry, type Served, type SkillListValue } from './harness.js';
+import { ERAS, callTool, expectNoLeftovers, rpc, rpcErrorCode, rssKiB, serve, skillList, type ProblemEntry, type Served, type SkillListValue } from './harness.js';
 import { buildHostileTree, type HostileTree } from './hostile-tree.js';
 
 /** Reasons only the runner can produce (a later issue): not reachable from the catalog. */
@@ -27,6 +27,7 @@ beforeAll(() => {
 afterAll(() => {
   rmSync(tree.base, { recursive: true, force: true });
 });
+afterAll(expectNoLeftovers);
 
 function problemsAt(list: SkillListValue, path: string): ProblemEntry[] {
   return list.problems.filter((p) => p.path === path);
@@ -129,8 +130,10 @@ describe.each(ERAS)('hostile folder, $name', (era) => {
     expect(problemsAt(list, 'MCP_SKILL_RUN/good/scripts/undeclared.js')).toMatchObject([{ reason: 'grant' }]);
     expect(problemsAt(list, 'MCP_SKILL_RUN/ghost/x.js')).toMatchObject([{ reason: 'grant' }]);
     expect(problemsAt(list, 'MCP_SKILL_RUN/good/scripts/run.js')).toMatchObject([{ reason: 'grant', detail: expect.stringContaining('NOT_ASKED_FOR') }]);
+    // Granted, but this hosted server has no runner (no SKILL_MCP_RUNNER_SOCKET): unavailable, and why.
     const good = list.skills.find((s) => s.name === 'good')!;
-    expect(good.scripts).toEqual([{ script: 'scripts/run.js', interpreter: 'node', timeoutMs: 60_000, env: [] }]);
+    expect(good.scripts).toEqual([]);
+    expect(good.unavailableScripts).toEqual([{ script: 'scripts/run.js', interpreter: 'node', why: expect.stringContaining('SKILL_MCP_RUNNER_SOCKET') }]);
   });
 
   test('2,100 files in one skill: file-limit, the manifest lists the 2,000 walked, and the skill is served but unpublished', async () => {

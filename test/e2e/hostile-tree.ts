@@ -9,9 +9,9 @@
  * does not exist, and a root that is a regular file.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { tempDir } from './harness.js';
 
 export interface HostileTree {
   /** The temp dir holding everything (must never appear in what the model sees). */
@@ -42,8 +42,9 @@ function skillMd(name: string, description: string, extra = '', body = `\n# ${na
   return `---\nname: ${name}\ndescription: ${description}\n${extra}---\n${body}`;
 }
 
+/** Built inside the suite's temp tree, readable by the front's unprivileged uid (see harness.ts). */
 export function buildHostileTree(): HostileTree {
-  const base = mkdtempSync(join(tmpdir(), 'skill-mcp-hostile-'));
+  const base = tempDir('hostile');
   const main = join(base, 'main-root');
   const second = join(base, 'second-root');
   const outside = join(base, 'outside-skill');

@@ -6,7 +6,7 @@
 import { execFile } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { BUNDLED_SKILLS, REPO, SERVER_JS, VARIED_SKILLS } from './harness.js';
+import { BUNDLED_SKILLS, REPO, SERVER_JS, SUITE_TMP, VARIED_SKILLS, expectNoLeftovers } from './harness.js';
 import { buildHostileTree, type HostileTree } from './hostile-tree.js';
 
 const INSPECTOR = `${REPO}node_modules/.bin/inspector`;
@@ -19,7 +19,8 @@ interface Run {
 }
 
 function inspect(serverJs: string, skillsDir: string, era: string): Promise<Run> {
-  const args = ['--cli', '-e', `SKILLS_DIR=${skillsDir}`, process.execPath, serverJs, '--protocol-era', era, '--method', 'skills/list', '--verify', '--require-digests'];
+  // TMPDIR and the state dir in the suite's tree: whatever the server starts is found by the leftover check.
+  const args = ['--cli', '-e', `SKILLS_DIR=${skillsDir}`, '-e', `TMPDIR=${SUITE_TMP}`, '-e', `SKILL_MCP_STATE_DIR=${SUITE_TMP}/state`, process.execPath, serverJs, '--protocol-era', era, '--method', 'skills/list', '--verify', '--require-digests'];
   return new Promise((resolve) => {
     execFile(INSPECTOR, args, { cwd: REPO, timeout: 60_000, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
       const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
@@ -40,6 +41,7 @@ beforeAll(() => {
 afterAll(() => {
   rmSync(hostile.base, { recursive: true, force: true });
 });
+afterAll(expectNoLeftovers);
 
 describe.each(['legacy', 'modern'])('Inspector --verify --require-digests, --protocol-era %s', (era) => {
   test('the bundled skills verify (exit 0)', async () => {

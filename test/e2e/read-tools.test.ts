@@ -8,7 +8,9 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { BUNDLED_SKILLS, ERAS, REPO, VARIED_SKILLS, callTool, rpc, rpcErrorCode, serve, skillList, type Served } from './harness.js';
+import { BUNDLED_SKILLS, ERAS, REPO, VARIED_SKILLS, callTool, expectNoLeftovers, rpc, rpcErrorCode, serve, skillList, type Served } from './harness.js';
+
+afterAll(expectNoLeftovers);
 
 const PAGE_SIZE = 5;
 
@@ -48,10 +50,11 @@ describe.each(ERAS)('read path on varied skills, $name', (era) => {
     expect(served.client.getProtocolEra()).toBe(era.versionNegotiation ? 'modern' : 'legacy');
   });
 
-  test('offers exactly the three read-only, closed-world readers (skill_run is not registered yet)', async () => {
+  test('offers three read-only, closed-world readers and skill_run, annotated as the destructive, open-world tool it is', async () => {
     const { tools } = await served.client.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(['skill_file', 'skill_list', 'skill_load']);
-    for (const tool of tools) expect(tool.annotations).toMatchObject({ readOnlyHint: true, destructiveHint: false, openWorldHint: false });
+    expect(tools.map((t) => t.name).sort()).toEqual(['skill_file', 'skill_list', 'skill_load', 'skill_run']);
+    for (const tool of tools.filter((t) => t.name !== 'skill_run')) expect(tool.annotations).toMatchObject({ readOnlyHint: true, destructiveHint: false, openWorldHint: false });
+    expect(tools.find((t) => t.name === 'skill_run')!.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true });
   });
 
   test('skill_list lists every skill of all layouts, sorted, with no problems', async () => {
@@ -66,8 +69,12 @@ describe.each(ERAS)('read path on varied skills, $name', (era) => {
       expect(skill.fileCount).toBe(filesOnDisk(dirs.get(skill.name)!).length);
     }
     const byName = new Map(list.skills.map((s) => [s.name, s]));
-    expect(byName.get('python-tool')!.scripts).toEqual([{ script: 'scripts/csv_to_json.py', interpreter: 'python3', timeoutMs: 30_000, env: ['CSV_DELIMITER'] }]);
-    expect(byName.get('declared-env')!.scripts[0]!.env).toEqual(['WEATHER_API_KEY', 'WEATHER_UNITS']);
+    // Standalone self-grant: the declared variable is granted (named in envWarning) but unset here,
+    // so the script gets only the allowlist (the runner's private HOME and TMPDIR, our PATH).
+    expect(byName.get('python-tool')!.scripts).toEqual([
+      { script: 'scripts/csv_to_json.py', interpreter: 'python3', timeoutMs: 30_000, envNames: ['HOME', 'PATH', 'TMPDIR'], envNotSet: ['CSV_DELIMITER'], envWarning: expect.stringContaining('CSV_DELIMITER') },
+    ]);
+    expect(byName.get('declared-env')!.scripts[0]!.envNotSet).toEqual(['WEATHER_API_KEY', 'WEATHER_UNITS']);
     expect(byName.get('nested-refs')!.scripts.map((s) => s.interpreter)).toEqual(['node', 'python3']);
     expect(byName.get('folded-description')!.description).toBe(
       'A description written as a folded block scalar, spread over several lines in the source, which YAML joins into one line. It keeps going for a while so that it is long-ish.\n',
@@ -289,7 +296,7 @@ describe.each(ERAS)('bundled skills, $name', (era) => {
       const list = await skillList(served.client);
       expect(list.problems).toEqual([]);
       expect(list.skills.map((s) => s.name)).toEqual(['commit-message']);
-      expect(list.skills[0]!.scripts).toEqual([{ script: 'scripts/check-message.js', interpreter: 'node', timeoutMs: 10_000, env: [] }]);
+      expect(list.skills[0]!.scripts).toEqual([{ script: 'scripts/check-message.js', interpreter: 'node', timeoutMs: 10_000, envNames: ['HOME', 'PATH', 'TMPDIR'] }]);
       const { skills } = await served.skills.list();
       for (const skill of skills) {
         if (skill.resources === 'dynamic') throw new Error('not dynamic');
