@@ -57,7 +57,9 @@ export async function sendWebResponse(res: ServerResponse, response: Response): 
   response.headers.forEach((value, name) => {
     headers[name] = name === 'set-cookie' ? response.headers.getSetCookie() : value;
   });
-  res.writeHead(response.status, response.statusText, headers);
+  // An empty statusText would send a blank reason phrase; let Node use the standard one.
+  if (response.statusText) res.writeHead(response.status, response.statusText, headers);
+  else res.writeHead(response.status, headers);
   if (!response.body) {
     res.end();
     return;

@@ -63,7 +63,9 @@ export interface RunningHttpFront {
 export async function serveOverHttp(options: { args: string[]; bundledSkills: string; env: NodeJS.ProcessEnv }): Promise<RunningHttpFront> {
   const warn: Warn = (message) => void process.stderr.write(`skill-mcp: ${message}\n`);
   const http = readHttpOptions(options.args, options.env);
-  const front = await startFront(options.env, options.bundledSkills);
+  // The runner is the one `SKILL_MCP_RUNNER_SOCKET` names (started on its own, per host); without
+  // it the skills are still served and only skill_run says why nothing runs.
+  const front = await startFront(options.env, options.bundledSkills, undefined, warn);
   const handler = createMcpHandler(createServerFactory(front, warn), {
     legacy: 'stateless',
     maxRequestBodySize: http.maxBodyBytes,
@@ -96,11 +98,12 @@ export async function serveOverHttp(options: { args: string[]; bundledSkills: st
   const close = (): Promise<void> => {
     stopped ??= (async () => {
       state.stopping = true;
+      warn(`stopping: ${inFlight.count} request(s) in flight`);
       const { cut } = await shutdownGracefully(server, inFlight, http.shutdownGraceMs, () => handler.close());
       warn(cut === 0 ? 'stopped' : `stopped; ${cut} request(s) did not finish within SKILL_MCP_HTTP_SHUTDOWN_GRACE_MS and were cut`);
     })();
     return stopped;
   };
-  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => void close());
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => void close().then(() => process.exit(0)));
   return { url, close };
 }
