@@ -28,6 +28,7 @@ async function oneClient(index: number): Promise<number> {
     let read = 0;
     for (const skill of skills) {
       for (const file of skill.resources) {
+        if (typeof file === 'string') throw new Error(`${skill.uri}: a "dynamic" entry; the bundled skills publish digests`);
         const result = await client.readResource({ uri: file.uri });
         const bytes = bytesOf(result.contents[0] as { text?: string; blob?: string });
         expect(bytes.length, file.uri).toBe(file.size);
