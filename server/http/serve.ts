@@ -79,6 +79,18 @@ export async function serveOverHttp(options: { args: string[]; bundledSkills: st
     if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');
     else socket.destroy();
   });
+  let stopped: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    stopped ??= (async () => {
+      state.stopping = true;
+      const { cut } = await shutdownGracefully(server, inFlight, http.shutdownGraceMs, () => handler.close(), (count) => warn(`stopping: ${count} request(s) in flight`));
+      warn(cut === 0 ? 'stopped' : `stopped; ${cut} request(s) did not finish within SKILL_MCP_HTTP_SHUTDOWN_GRACE_MS and were cut`);
+    })();
+    return stopped;
+  };
+  // Installed before the port is announced: a SIGTERM sent right after must not hit the default action.
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => void close().then(() => process.exit(0)));
+
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(http.port, http.host, () => {
@@ -93,17 +105,5 @@ export async function serveOverHttp(options: { args: string[]; bundledSkills: st
   if (http.token === undefined && !bindsLoopbackOnly(http.host)) {
     warn(`warning: ${http.host} is reachable from other machines and no SKILL_MCP_HTTP_TOKEN is set: anyone who can reach it can read the skills`);
   }
-
-  let stopped: Promise<void> | undefined;
-  const close = (): Promise<void> => {
-    stopped ??= (async () => {
-      state.stopping = true;
-      warn(`stopping: ${inFlight.count} request(s) in flight`);
-      const { cut } = await shutdownGracefully(server, inFlight, http.shutdownGraceMs, () => handler.close());
-      warn(cut === 0 ? 'stopped' : `stopped; ${cut} request(s) did not finish within SKILL_MCP_HTTP_SHUTDOWN_GRACE_MS and were cut`);
-    })();
-    return stopped;
-  };
-  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => void close().then(() => process.exit(0)));
   return { url, close };
 }

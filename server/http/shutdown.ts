@@ -40,12 +40,20 @@ export function createInFlight(): InFlight {
 }
 
 /**
- * Stops `server`: no new connections; in-flight requests get `graceMs` to finish; then every
- * remaining connection is closed and `closeHandler` tears down the MCP handler. Resolves when done.
+ * Stops `server`: no new connections (then `onListenerClosed` is told how many requests are in
+ * flight); in-flight requests get `graceMs` to finish; then every remaining connection is closed
+ * and `closeHandler` tears down the MCP handler. Resolves when done.
  */
-export async function shutdownGracefully(server: Server, inFlight: InFlight, graceMs: number, closeHandler: () => Promise<void>): Promise<{ cut: number }> {
+export async function shutdownGracefully(
+  server: Server,
+  inFlight: InFlight,
+  graceMs: number,
+  closeHandler: () => Promise<void>,
+  onListenerClosed: (inFlight: number) => void = () => undefined,
+): Promise<{ cut: number }> {
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   server.closeIdleConnections();
+  onListenerClosed(inFlight.count);
   let timer: NodeJS.Timeout | undefined;
   const graceOver = new Promise<'timeout'>((resolve) => {
     timer = setTimeout(() => resolve('timeout'), graceMs);
