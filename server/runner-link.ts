@@ -21,6 +21,18 @@ export interface RunnerLinkOptions {
 
 const DESCRIBE_TTL_MS = 2_000;
 
+/** Connection failures where the request never reached a runner: safe to send again. */
+const NEVER_REACHED = new Set(['ECONNREFUSED', 'ENOENT']);
+/** Failures where a runner may have read the request and died: safe to resend only if idempotent. */
+const LOST = new Set(['ECONNRESET', 'EPIPE']);
+
+function unreached(error: unknown, idempotent: boolean): boolean {
+  if (!(error instanceof SkillMcpError) || error.code !== 'RUNNER_UNAVAILABLE') return false;
+  const code = (error.cause as NodeJS.ErrnoException | undefined)?.code ?? '';
+  if (NEVER_REACHED.has(code)) return true;
+  return idempotent && (LOST.has(code) || /closed the connection without answering/.test(error.message));
+}
+
 export class RunnerLink {
   readonly client: RunnerClient | undefined;
   #options: RunnerLinkOptions;
@@ -40,6 +52,23 @@ export class RunnerLink {
     return this.client;
   }
 
+  /**
+   * Sends one request. In standalone mode a runner that just died is being restarted by the
+   * guard, and the first request after its death can still race the dying socket (it connects,
+   * then is reset): then this waits for the new runner and sends once more. Only a request that
+   * never reached a runner, or an idempotent one (describe, prepare, cancel), is sent again — never
+   * a `run` the old runner may have started.
+   */
+  async send<T>(request: (client: RunnerClient) => Promise<T>, options: { idempotent: boolean }): Promise<T> {
+    const client = await this.ready();
+    try {
+      return await request(client);
+    } catch (error) {
+      if (!this.#options.wake || !unreached(error, options.idempotent)) throw error;
+      return request(await this.ready());
+    }
+  }
+
   restarts(): number {
     return this.#options.restarts?.() ?? 0;
   }
@@ -49,8 +78,7 @@ export class RunnerLink {
     const now = Date.now();
     if (this.#described && now - this.#described.at < DESCRIBE_TTL_MS) return this.#described.value;
     const value = (async () => {
-      const client = await this.ready();
-      const answer = await client.describe();
+      const answer = await this.send((client) => client.describe(), { idempotent: true });
       if (!answer.ok) throw new SkillMcpError('RUNNER_UNAVAILABLE', `the runner refused to describe itself: ${answer.error.message}`);
       return answer.result;
     })();

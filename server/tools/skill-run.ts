@@ -71,12 +71,11 @@ function preview(minted: Minted, extra: Record<string, unknown>): CallToolResult
 
 /** Sends the run to the runner, with progress while it lasts and the client's cancel wired in. */
 async function execute(front: FrontContext, input: RunInput, token: string, ctx: ServerContext): Promise<CallToolResult> {
-  const client = await front.runner.ready();
   const restartsBefore = front.runner.restarts();
   let answer;
   try {
     answer = await withProgress(ctx, `${input.name}/${input.script}`, () =>
-      client.run({ skill: input.name, script: input.script, args: input.args, confirmToken: token }, { signal: ctx.mcpReq.signal }),
+      front.runner.send((client) => client.run({ skill: input.name, script: input.script, args: input.args, confirmToken: token }, { signal: ctx.mcpReq.signal }), { idempotent: false }),
     );
   } catch (error) {
     if (error instanceof SkillMcpError && error.code === 'CANCELLED') return ok({ status: 'cancelled', detail: 'the client cancelled the call; the run was killed' });
@@ -94,8 +93,7 @@ async function execute(front: FrontContext, input: RunInput, token: string, ctx:
 }
 
 async function prepare(front: FrontContext, input: RunInput): Promise<Minted> {
-  const client = await front.runner.ready();
-  const answer = await client.prepare({ skill: input.name, script: input.script, args: input.args });
+  const answer = await front.runner.send((client) => client.prepare({ skill: input.name, script: input.script, args: input.args }), { idempotent: true });
   if (!answer.ok) throw new SkillMcpError(answer.error.code as never, answer.error.message);
   return answer.result;
 }

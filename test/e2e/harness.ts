@@ -2,7 +2,7 @@
  * @module What every e2e suite shares: the built server spawned over a real stdio transport and
  * driven by the SDK's own `Client`, in either protocol era. Nothing here calls a handler directly.
  */
-import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -46,19 +46,26 @@ function uidRangeForWorker(): string {
   return `${first}-${first + 31}`;
 }
 
-/** Pids (not this process) whose command line names `needle`: runner guards, runners, scripts. */
+/**
+ * Live pids (not this process) whose command line names `needle` (runner guards, runners: their
+ * socket is under it) or whose working directory is under it (scripts: the runner starts them in
+ * their skill folder, with a relative argv).
+ */
 export function processesNaming(needle: string): { pid: number; cmdline: string }[] {
   const found: { pid: number; cmdline: string }[] = [];
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
-    let cmdline: string;
-    try {
-      cmdline = readFileSync(`/proc/${name}/cmdline`, 'utf8').replaceAll('\0', ' ');
-      if (/^State:\s+Z/m.test(readFileSync(`/proc/${name}/status`, 'utf8'))) continue;
-    } catch {
-      continue; // exited while we looked
-    }
-    if (cmdline.includes(needle)) found.push({ pid: Number(name), cmdline });
+    const read = (path: string, how: (p: string) => string): string => {
+      try {
+        return how(path);
+      } catch {
+        return ''; // exited while we looked, or a kernel thread
+      }
+    };
+    const cmdline = read(`/proc/${name}/cmdline`, (p) => readFileSync(p, 'utf8').replaceAll('\0', ' '));
+    if (cmdline === '' || /^State:\s+Z/m.test(read(`/proc/${name}/status`, (p) => readFileSync(p, 'utf8')))) continue;
+    const cwd = read(`/proc/${name}/cwd`, readlinkSync);
+    if (cmdline.includes(needle) || cwd.startsWith(needle)) found.push({ pid: Number(name), cmdline: `${cmdline} (cwd ${cwd})` });
   }
   return found;
 }

@@ -6,7 +6,7 @@
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { ERAS, callTool, expectNoLeftovers, serve, tempDir, type Era, type Served } from './harness.js';
+import { ERAS, callTool, expectNoLeftovers, serve, tempDir, type Era, type ServeOptions, type Served } from './harness.js';
 import { askToken, audit, refusal, reported, runsStarted, writeRunSkills } from './run-skills.js';
 
 let root: string;
@@ -16,7 +16,7 @@ beforeAll(() => {
 afterAll(expectNoLeftovers);
 
 /** A standalone server on the run skills with its own state dir (so its audit log is its own). */
-async function start(era: Era, env: Record<string, string> = {}, onElicit?: Parameters<typeof serve>[2]['onElicit']): Promise<{ served: Served; stateDir: string }> {
+async function start(era: Era, env: Record<string, string> = {}, onElicit?: ServeOptions['onElicit']): Promise<{ served: Served; stateDir: string }> {
   const stateDir = join(tempDir('state'), 'state');
   const served = await serve({ SKILLS_DIR: root, SKILL_MCP_STATE_DIR: stateDir, ...env }, era, onElicit ? { onElicit } : {});
   return { served, stateDir };

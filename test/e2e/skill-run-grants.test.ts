@@ -42,7 +42,7 @@ describe.each(ERAS)('hosted default: nothing is granted, reads keep working, $na
     }
   });
 
-  test.each([
+  test.each<[string, Record<string, string>]>([
     ['no SKILL_MCP_RUNNER_SOCKET', {}],
     ['a socket nobody listens on', { SKILL_MCP_RUNNER_SOCKET: '/nonexistent/runner.sock' }],
   ])('granted, but %s: RUNNER_UNAVAILABLE with the reason, and reads keep working', async (_label, extra) => {
@@ -51,7 +51,7 @@ describe.each(ERAS)('hosted default: nothing is granted, reads keep working, $na
     try {
       const { code, message } = refusal(await callTool(served.client, 'skill_run', { name: 'reporter', script: 'scripts/report.js', args: [] }));
       expect(code).toBe('RUNNER_UNAVAILABLE');
-      expect(message).toMatch(extra.SKILL_MCP_RUNNER_SOCKET ? /cannot be reached/ : /SKILL_MCP_RUNNER_SOCKET/);
+      expect(message).toMatch(extra['SKILL_MCP_RUNNER_SOCKET'] ? /cannot be reached/ : /SKILL_MCP_RUNNER_SOCKET/);
       const list = await skillList(served.client);
       expect(list.isolation.level).toBe('unavailable');
       expect(list.skills.find((s) => s.name === 'reporter')!.unavailableScripts).toMatchObject([{ script: 'scripts/report.js' }]);

@@ -1,0 +1,107 @@
+/**
+ * The one-bin, two-process launch under stress, as a client sees it (both eras): the runner killed
+ * between runs and during one, a client cancelling a long run, progress while a run lasts. The
+ * front must survive all of it, the guard must bring the runner back and say so, and no script
+ * process may outlive its run.
+ */
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { ERAS, callTool, expectNoLeftovers, processesNaming, serve, skillList, tempDir, type Served } from './harness.js';
+import { askToken, awaitAudit, childrenOf, cmdline, refusal, reported, writeRunSkills } from './run-skills.js';
+
+let root: string;
+beforeAll(() => {
+  root = writeRunSkills();
+});
+afterAll(expectNoLeftovers);
+
+/** The front's runner, found as the front's guard's child (the runner starts when first needed). */
+function runnerPid(frontPid: number): number {
+  const guard = childrenOf(frontPid).find((pid) => cmdline(pid).includes('runner-guard'));
+  if (guard === undefined) throw new Error('the front has no runner-guard child');
+  const runner = childrenOf(guard).find((pid) => / runner --socket /.test(cmdline(pid)));
+  if (runner === undefined) throw new Error('the guard has no runner child');
+  return runner;
+}
+
+/** Waits until no process of the sleep script remains (scripts run in their skill folder). */
+async function sleepersGone(withinMs = 5_000): Promise<{ pid: number; cmdline: string }[]> {
+  const deadline = Date.now() + withinMs;
+  for (;;) {
+    const left = processesNaming(join(root, 'reporter')).filter((p) => p.cmdline.includes('sleep.js'));
+    if (left.length === 0 || Date.now() > deadline) return left;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+describe.each(ERAS)('runner and run lifecycle, $name', (era) => {
+  let served: Served;
+  let stateDir: string;
+
+  /** Phase 1 for `script` with `args`; returns the arguments of phase 2. */
+  const approved = async (script: string, args: string[]) => {
+    const preview = await askToken(served.client, { name: 'reporter', script, args });
+    return { name: 'reporter', script, args, confirmToken: preview.confirmToken };
+  };
+
+  beforeAll(async () => {
+    stateDir = join(tempDir('state'), 'state');
+    served = await serve({ SKILLS_DIR: root, SKILL_MCP_STATE_DIR: stateDir, SKILL_MCP_KILL_GRACE_MS: '500', SKILL_MCP_DRAIN_MS: '300' }, era);
+  });
+  afterAll(async () => {
+    await served?.close();
+  });
+
+  test('progress: a run lasting ~2.5 s sends progress notifications with the elapsed time', async () => {
+    const progress: { progress: number; message?: string }[] = [];
+    const result = await served.client.callTool(
+      { name: 'skill_run', arguments: await approved('scripts/sleep.js', ['2500']) },
+      { onprogress: (p) => void progress.push(p as never) },
+    );
+    expect(result.isError, JSON.stringify(result)).not.toBe(true);
+    expect((result.structuredContent as { stdout: string }).stdout).toBe('started\nslept 2500\n');
+    expect(progress.length).toBeGreaterThanOrEqual(1);
+    expect(progress[0]!.message).toMatch(/reporter\/scripts\/sleep\.js running for \d+ s/);
+    expect(progress.map((p) => p.progress)).toEqual([...progress.map((p) => p.progress)].sort((a, b) => a - b));
+  });
+
+  test('a client cancel kills the run: its processes are gone, the audit shows it, the server keeps serving', async () => {
+    const controller = new AbortController();
+    const call = served.client.callTool({ name: 'skill_run', arguments: await approved('scripts/sleep.js', ['60000']) }, { signal: controller.signal });
+    const accepted = await awaitAudit(stateDir, (l) => l.event === 'run.accept' && l.argv?.[1] === '60000');
+    expect(processesNaming(join(root, 'reporter')).some((p) => p.cmdline.includes('sleep.js'))).toBe(true);
+    controller.abort();
+    await expect(call).rejects.toThrow();
+    const exit = await awaitAudit(stateDir, (l) => l.event === 'run.exit' && l.run_id === accepted.run_id);
+    expect(JSON.stringify(exit)).toMatch(/cancel/);
+    expect(await sleepersGone()).toEqual([]);
+    // The slot was released (a second run is not BUSY) and the front still answers.
+    const next = await callTool(served.client, 'skill_run', await approved('scripts/report.js', ['after-cancel']));
+    expect(reported(next).args).toEqual(['after-cancel']);
+  });
+
+  test('runner killed between runs: the front survives, the guard restarts it, the next run works, skill_list reports the restart', async () => {
+    expect((await skillList(served.client)).isolation.level).not.toBe('unavailable');
+    const before = runnerPid(served.pid);
+    const restartsBefore = (await skillList(served.client)).isolation.runnerRestarts ?? 0;
+    process.kill(before, 'SIGKILL');
+    // Phase 1 already needs the runner: it waits for the restarted one.
+    const ran = await callTool(served.client, 'skill_run', await approved('scripts/report.js', ['after-restart']));
+    expect(reported(ran).args).toEqual(['after-restart']);
+    expect(runnerPid(served.pid)).not.toBe(before);
+    expect((await skillList(served.client)).isolation.runnerRestarts).toBe(restartsBefore + 1);
+    expect(served.stderr()).toMatch(/the runner exited \(SIGKILL\); restarting it/);
+  });
+
+  test('runner killed during a run: that call is RUNNER_UNAVAILABLE saying it was not retried, the script does not outlive it, the next run works', async () => {
+    const call = callTool(served.client, 'skill_run', await approved('scripts/sleep.js', ['59000']));
+    await awaitAudit(stateDir, (l) => l.event === 'run.accept' && l.argv?.[1] === '59000');
+    process.kill(runnerPid(served.pid), 'SIGKILL');
+    const { code, message } = refusal(await call);
+    expect(code).toBe('RUNNER_UNAVAILABLE');
+    expect(message).toMatch(/not retried/);
+    expect(await sleepersGone()).toEqual([]);
+    const next = await callTool(served.client, 'skill_run', await approved('scripts/report.js', ['after-crash']));
+    expect(reported(next).args).toEqual(['after-crash']);
+  });
+});
