@@ -2,6 +2,7 @@
  * @module Start-up shared by every transport: read the configuration, scan the catalog once,
  * build the context. Configuration mistakes become `config` problems, never silent defaults.
  */
+import { setFlagsFromString } from 'node:v8';
 import { skillRoots } from '../shared/config.js';
 import { readCatalogLimits } from '../shared/limits.js';
 import type { Problem } from '../shared/problems.js';
@@ -14,6 +15,15 @@ import { RunnerLink, type RunnerLinkOptions } from './runner-link.js';
 const DEFAULT_PAGE_SIZE = 100;
 
 /**
+ * V8 lets the heap grow by up to 4× between full collections; a 4 MiB skill_file batch makes
+ * ~35 MB of short-lived strings (file text, base64, the JSON answer, its UTF-8 copy), so garbage of
+ * several batches piled up: peak RSS 175-230 MB on 30 skills (bench/). Growing by at most 20%
+ * collects it sooner: peak 134-143 MB, and 144 instead of 178 MB after a 5,000-skill start, at a
+ * few ms per batch. The flag is read at each collection, so setting it at run time takes effect.
+ */
+const HEAP_GROWING_FLAG = '--heap-growing-percent=20';
+
+/**
  * A runner someone else started (hosted, or an explicit socket): `SKILL_MCP_RUNNER_SOCKET`.
  * Without it there is no runner, and only `skill_run` says so.
  */
@@ -23,6 +33,7 @@ export function externalRunner(env: NodeJS.ProcessEnv): RunnerLinkOptions {
 }
 
 export async function startFront(env: NodeJS.ProcessEnv, bundledSkills: string, runner: RunnerLinkOptions = externalRunner(env), warn: (message: string) => void = () => undefined): Promise<FrontContext> {
+  setFlagsFromString(HEAP_GROWING_FLAG);
   const { limits, errors } = readCatalogLimits(env);
   const configProblems: Problem[] = errors.map((detail) => ({ path: 'configuration', reason: 'config', detail }));
   let pageSize = DEFAULT_PAGE_SIZE;
