@@ -30,7 +30,7 @@ export interface HttpOptions {
   shutdownGraceMs: number;
 }
 
-/** Every variable the HTTP front reads, with what it means (printed by `--help`, listed in docs/http.md). */
+/** Every variable the HTTP front reads, with what it means (printed by `--http --help`, listed in docs/http.md). */
 export const HTTP_VARIABLES = {
   SKILL_MCP_HTTP_HOST: `address to bind (default ${DEFAULT_HOST}; --host wins)`,
   SKILL_MCP_HTTP_PORT: `port (default ${DEFAULT_PORT}; 0 = any free port; --port wins)`,
@@ -45,6 +45,13 @@ export const HTTP_VARIABLES = {
   SKILL_MCP_HTTP_KEEP_ALIVE_TIMEOUT_MS: 'idle keep-alive connections are closed after this (default 5000)',
   SKILL_MCP_HTTP_SHUTDOWN_GRACE_MS: 'on SIGTERM, time in-flight requests get before connections are cut (default 30000)',
 } as const;
+
+export const HTTP_USAGE = `usage: skill-mcp --http [--host H] [--port P]
+  serves the skills over Streamable HTTP at http://H:P${MCP_PATH} (both protocol eras)
+variables:
+${Object.entries(HTTP_VARIABLES)
+  .map(([name, meaning]) => `  ${name.padEnd(38)}${meaning}`)
+  .join('\n')}`;
 
 /** A setting the HTTP front cannot start with; the message names it and says what to set. */
 export class HttpConfigError extends Error {

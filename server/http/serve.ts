@@ -12,7 +12,7 @@ import { startFront } from '../start.js';
 import { bearerTokenCheck } from './auth.js';
 import { guardRequest, jsonRpcError, type GuardOptions } from './guard.js';
 import { sendWebResponse, toWebRequest } from './node-adapter.js';
-import { bindsLoopbackOnly, MCP_PATH, readHttpOptions, type HttpOptions } from './options.js';
+import { bindsLoopbackOnly, HTTP_USAGE, MCP_PATH, readHttpOptions, type HttpOptions } from './options.js';
 import { createInFlight, shutdownGracefully, type InFlight } from './shutdown.js';
 
 type Warn = (message: string) => void;
@@ -60,7 +60,11 @@ export interface RunningHttpFront {
 }
 
 /** Starts the HTTP front and resolves once it is listening. SIGTERM/SIGINT stop it gracefully. */
-export async function serveOverHttp(options: { args: string[]; bundledSkills: string; env: NodeJS.ProcessEnv }): Promise<RunningHttpFront> {
+export async function serveOverHttp(options: { args: string[]; bundledSkills: string; env: NodeJS.ProcessEnv }): Promise<RunningHttpFront | undefined> {
+  if (options.args.includes('--help') || options.args.includes('-h')) {
+    process.stderr.write(`${HTTP_USAGE}\n`);
+    return undefined;
+  }
   const warn: Warn = (message) => void process.stderr.write(`skill-mcp: ${message}\n`);
   const http = readHttpOptions(options.args, options.env);
   // The runner is the one `SKILL_MCP_RUNNER_SOCKET` names (started on its own, per host); without
