@@ -4,6 +4,7 @@
  * front must survive all of it, the guard must bring the runner back and say so, and no script
  * process may outlive its run.
  */
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { ERAS, callTool, expectNoLeftovers, processesNaming, serve, skillList, tempDir, type Served } from './harness.js';
@@ -33,6 +34,44 @@ async function sleepersGone(withinMs = 5_000): Promise<{ pid: number; cmdline: s
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
 }
+
+const isRoot = process.getuid?.() === 0;
+
+describe('the one-bin launch started as root', () => {
+  // Needs root: the privilege split only happens when the launcher starts as root (CI does).
+  test.skipIf(!isRoot)('the front serves as uid 61183 with a cleared environ; the guard and the runner keep root; the runner clears its environ too', async () => {
+    const secret = 'e2e-secret-value-only-for-the-runner';
+    const served = await serve({ SKILLS_DIR: root, E2E_SECRET: secret, SKILL_MCP_STATE_DIR: join(tempDir('state'), 'state') }, ERAS[0]!);
+    try {
+      await skillList(served.client); // wakes the runner
+      const uids = (pid: number): string => /^Uid:\s+(.*)$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]!.split(/\s+/).join(' ');
+      const runner = runnerPid(served.pid);
+      const guard = childrenOf(served.pid).find((pid) => cmdline(pid).includes('runner-guard'))!;
+      expect(uids(served.pid)).toBe('61183 61183 61183 61183');
+      expect(uids(guard)).toBe('0 0 0 0');
+      expect(uids(runner)).toBe('0 0 0 0');
+      expect(readFileSync(`/proc/${served.pid}/environ`, 'latin1')).not.toContain(secret);
+      expect(readFileSync(`/proc/${runner}/environ`, 'latin1')).not.toContain(secret);
+    } finally {
+      await served.close();
+    }
+  });
+});
+
+describe('no orphans', () => {
+  test('a front killed with SIGKILL takes its guard and runner with it (the guard sees its pipe close)', async () => {
+    const served = await serve({ SKILLS_DIR: root, SKILL_MCP_STATE_DIR: join(tempDir('state'), 'state') }, ERAS[0]!);
+    await skillList(served.client); // wakes the runner
+    const runner = runnerPid(served.pid);
+    const guard = childrenOf(served.pid).find((pid) => cmdline(pid).includes('runner-guard'))!;
+    process.kill(served.pid, 'SIGKILL');
+    const deadline = Date.now() + 8_000;
+    while ((cmdline(guard) !== '' || cmdline(runner) !== '') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25));
+    expect(cmdline(guard)).toBe('');
+    expect(cmdline(runner)).toBe('');
+    await served.close().catch(() => undefined);
+  });
+});
 
 describe.each(ERAS)('runner and run lifecycle, $name', (era) => {
   let served: Served;
