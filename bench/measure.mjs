@@ -6,6 +6,7 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { PROBE } from './generate.mjs';
+import { RawClient } from './raw-client.mjs';
 import { Session, now } from './session.mjs';
 
 /** spawn → answer of the first `method` request, in a fresh process. */
@@ -65,12 +66,15 @@ export async function warmSession(server, kind, root, times) {
     out.firstWalkMs = [firstWalk.ms];
     out.startupMemory = session.memory();
     out.walk = { skills: firstWalk.skills, undigested: firstWalk.undigested, pages: firstWalk.pages.length };
+    // Untimed passes first, so warm rows measure steady state rather than V8 still compiling.
+    for (let i = 0; i < times; i++) await session.walkSkills();
     const walks = [];
     for (let i = 0; i < times; i++) walks.push(await session.walkSkills());
     out.walkMs = walks.map((w) => w.ms);
     out.pageMs = walks.flatMap((w) => w.pages);
     const uri = (path) => `skill://${PROBE.name}/${path}`;
     out.resourceRead10KBMs = await repeat(times, () => session.request('resources/read', { uri: uri(PROBE.tenKB) }));
+    await repeat(times, () => session.request('resources/read', { uri: uri(PROBE.oneMiB) }));
     out.resourceRead1MiBMs = await repeat(times, () => session.request('resources/read', { uri: uri(PROBE.oneMiB) }));
     if (kind === 'ref') {
       out.batch4MiBMs = await repeat(times, () => Promise.all(PROBE.fourMiB.map((p) => session.request('resources/read', { uri: uri(p) }))));
@@ -80,6 +84,7 @@ export async function warmSession(server, kind, root, times) {
     const tools = (await session.request('tools/list')).tools.map((t) => t.name);
     out.skillListMs = await repeat(times, () => session.callTool('skill_list', {}));
     out.skillLoadMs = await repeat(times, () => session.callTool('skill_load', { name: PROBE.name }));
+    await repeat(times, () => session.callTool('skill_file', { name: PROBE.name, paths: [PROBE.oneMiB] }));
     out.skillFile1MiBMs = await repeat(times, () => session.callTool('skill_file', { name: PROBE.name, paths: [PROBE.oneMiB] }));
     out.batch4MiBMs = await repeat(times, () => session.callTool('skill_file', { name: PROBE.name, paths: PROBE.fourMiB }));
     out.afterBatchMemory = session.memory();
@@ -92,5 +97,31 @@ export async function warmSession(server, kind, root, times) {
     return out;
   } finally {
     await session.close();
+  }
+}
+
+/**
+ * The same reads through a bare JSON-RPC client (raw-client.mjs): what the server costs without
+ * the SDK client's own parsing and buffering. Both servers answer resources/read; ours also skill_file.
+ */
+export async function rawSession(server, kind, times) {
+  const client = await RawClient.open(server);
+  try {
+    const uri = `skill://${PROBE.name}/${PROBE.oneMiB}`;
+    const out = {};
+    const page = () => client.request('skills/list', {});
+    const read = () => client.request('resources/read', { uri });
+    await repeat(times * 2, page);
+    out.pageMs = await repeat(times * 2, page);
+    await repeat(times, read);
+    out.resourceRead1MiBMs = await repeat(times, read);
+    if (kind === 'ours') {
+      const file = () => client.request('tools/call', { name: 'skill_file', arguments: { name: PROBE.name, paths: [PROBE.oneMiB] } });
+      await repeat(times, file);
+      out.skillFile1MiBMs = await repeat(times, file);
+    }
+    return out;
+  } finally {
+    await client.close();
   }
 }

@@ -5,13 +5,13 @@
  *
  *   node bench/run.mjs [--only=small,large,huge] [--quick]
  */
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { cpus } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { WORKLOADS, generate } from './generate.mjs';
-import { coldStart, warmSession } from './measure.mjs';
+import { coldStart, rawSession, warmSession } from './measure.mjs';
 import { median, row, toMarkdown, toTerminal } from './report.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -52,23 +52,31 @@ async function buildRefServer() {
   return outfile;
 }
 
-function servers(refBundle, root, workload) {
+/** A private copy of dist/: a rebuild in the same checkout during the run must not pull the rug. */
+async function snapshotOurs() {
+  const dir = join(OUT, 'dist');
+  await rm(dir, { recursive: true, force: true });
+  await cp(join(REPO, 'dist'), dir, { recursive: true });
+  return join(dir, 'skill-mcp.js');
+}
+
+function servers(ourBin, refBundle, root, workload) {
   return {
     ours: {
       command: process.execPath,
-      args: [join(REPO, 'dist', 'skill-mcp.js')],
+      args: [ourBin],
       env: { SKILLS_DIR: root, SKILL_MCP_MAX_SKILLS: String(workload.skills * 2), MCP_CONFIRM_ELICITATION: 'off' },
     },
     ref: { command: process.execPath, args: [refBundle], env: { SKILLS_DIR: root } },
   };
 }
 
-async function measureWorkload(workload, refBundle) {
+async function measureWorkload(workload, ourBin, refBundle) {
   const runs = quick ? { cold: 2, warm: 2 } : RUNS[workload.id];
   const t = performance.now();
   const { root, cached } = await generate(workload);
   log(`${workload.id}: ${workload.skills} skills / ${workload.files} files ${cached ? '(cached)' : `generated in ${Math.round(performance.now() - t)} ms`} at ${root}`);
-  const server = servers(refBundle, root, workload);
+  const server = servers(ourBin, refBundle, root, workload);
   const cold = { ours: { list: [], tools: [], rss: [] }, ref: { list: [], rss: [] } };
   let firstPageUndigested = 0;
   for (let i = 0; i < runs.cold; i++) {
@@ -84,10 +92,11 @@ async function measureWorkload(workload, refBundle) {
     log(`  cold ${i + 1}/${runs.cold}: ours ${ours.ms.toFixed(0)} ms, ref ${ref.ms.toFixed(0)} ms`);
   }
   const warm = { ours: await warmSession(server.ours, 'ours', root, runs.warm), ref: await warmSession(server.ref, 'ref', root, runs.warm) };
-  return { workload, runs, cold, warm, firstPageUndigested };
+  const raw = { ours: await rawSession(server.ours, 'ours', runs.warm), ref: await rawSession(server.ref, 'ref', runs.warm) };
+  return { workload, runs, cold, warm, raw, firstPageUndigested };
 }
 
-function rowsOf({ workload, cold, warm, firstPageUndigested }) {
+function rowsOf({ workload, cold, warm, raw, firstPageUndigested }) {
   const id = workload.id;
   const w = `${workload.skills} skills`;
   const { ours, ref } = warm;
@@ -99,11 +108,14 @@ function rowsOf({ workload, cold, warm, firstPageUndigested }) {
     row(w, 'skills/list full walk, first (right after start)', 'ms', ours.firstWalkMs, ref.firstWalkMs, undefined, `ours: ${digestNote(ours.walk)}; ref: ${ref.walk.skills} skills`),
     row(w, 'skills/list full walk, warm', 'ms', ours.walkMs, ref.walkMs),
     row(w, 'skills/list one page, warm', 'ms', ours.pageMs, ref.pageMs, TARGETS.page),
+    row(w, 'skills/list first page, bare JSON-RPC client', 'ms', raw.ours.pageMs, raw.ref.pageMs, undefined, 'no SDK client parsing'),
     row(w, 'skill_list', 'ms', ours.skillListMs, undefined),
     row(w, 'skill_load', 'ms', ours.skillLoadMs, undefined),
     row(w, 'skill_file 1 MiB (binary)', 'ms', ours.skillFile1MiBMs, undefined, TARGETS.skillFile1MiB),
+    row(w, 'skill_file 1 MiB (binary), bare JSON-RPC client', 'ms', raw.ours.skillFile1MiBMs, undefined, undefined, 'no SDK client parsing'),
     row(w, 'skill_file 4 × 1 MiB', 'ms', ours.batch4MiBMs, ref.batch4MiBMs, undefined, 'ref: 4 parallel resources/read'),
     row(w, 'resources/read 1 MiB (binary)', 'ms', ours.resourceRead1MiBMs, ref.resourceRead1MiBMs),
+    row(w, 'resources/read 1 MiB (binary), bare JSON-RPC client', 'ms', raw.ours.resourceRead1MiBMs, raw.ref.resourceRead1MiBMs, undefined, 'no SDK client parsing'),
     row(w, 'resources/read 10 KB', 'ms', ours.resourceRead10KBMs, ref.resourceRead10KBMs),
     row(w, 'RSS at first skills/list answer', 'MB', cold.ours.rss.filter(Number.isFinite), cold.ref.rss.filter(Number.isFinite)),
     row(w, 'RSS after startup and a full walk', 'MB', one(ours.startupMemory?.rssMB), one(ref.startupMemory?.rssMB), TARGETS.rss[id]),
@@ -140,8 +152,9 @@ async function writeResults(markdown) {
 const started = performance.now();
 await mkdir(OUT, { recursive: true });
 const refBundle = await buildRefServer();
+const ourBin = await snapshotOurs();
 const results = [];
-for (const workload of WORKLOADS.filter((w) => !only || only.includes(w.id))) results.push(await measureWorkload(workload, refBundle));
+for (const workload of WORKLOADS.filter((w) => !only || only.includes(w.id))) results.push(await measureWorkload(workload, ourBin, refBundle));
 const rows = results.flatMap(rowsOf);
 const info = await machine();
 const seconds = (performance.now() - started) / 1000;
