@@ -6,8 +6,12 @@
  * Rules: three layouts per root; identity is the directory name (of the symlink's *target* for a
  * linked skill); a name claimed by two directories is refused on both sides; links leaving the
  * root are refused; the same real directory counts once; hidden entries are never candidates.
+ *
+ * Metadata calls are synchronous on purpose: a promise round trip costs ~30 µs of main-thread
+ * time against a few µs for the syscall itself, and discovery is ~4 calls per skill (measured on
+ * 5,000 skills in bench/: ~0.4 s as promises; the runner repeats discovery before every run).
  */
-import { lstat, readdir, realpath, stat } from 'node:fs/promises';
+import { lstatSync, readdirSync, realpathSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { isInside, usableSkillName } from './paths.js';
 import type { Problem } from './problems.js';
@@ -44,7 +48,7 @@ interface Candidate {
 
 async function isFile(path: string): Promise<boolean> {
   try {
-    return (await lstat(path)).isFile();
+    return lstatSync(path).isFile();
   } catch {
     return false;
   }
@@ -52,8 +56,7 @@ async function isFile(path: string): Promise<boolean> {
 
 async function exists(path: string): Promise<boolean> {
   try {
-    await lstat(path);
-    return true;
+    return lstatSync(path, { throwIfNoEntry: false }) !== undefined;
   } catch {
     return false;
   }
@@ -64,8 +67,8 @@ async function candidatesOf(root: string, index: number, problems: Problem[]): P
   const label = rootLabel(root);
   let realRoot: string;
   try {
-    realRoot = await realpath(root);
-    if (!(await stat(realRoot)).isDirectory()) throw new Error('not a directory');
+    realRoot = realpathSync.native(root);
+    if (!statSync(realRoot).isDirectory()) throw new Error('not a directory');
   } catch (error) {
     problems.push({ path: label, reason: 'root-unreadable', detail: `the configured root "${label}" cannot be read (${(error as NodeJS.ErrnoException).code ?? 'not a directory'})` });
     return [];
@@ -75,7 +78,7 @@ async function candidatesOf(root: string, index: number, problems: Problem[]): P
   }
   const list = async (dir: string, display: string): Promise<{ name: string; path: string; display: string }[]> => {
     try {
-      const entries = await readdir(dir, { withFileTypes: true });
+      const entries = readdirSync(dir, { withFileTypes: true });
       return entries
         .filter((e) => !e.name.startsWith('.') && (e.isDirectory() || e.isSymbolicLink()))
         .map((e) => ({ name: e.name, path: join(dir, e.name), display: `${display}/${e.name}` }));
@@ -105,8 +108,8 @@ async function candidatesOf(root: string, index: number, problems: Problem[]): P
 async function resolveCandidate(c: Candidate, problems: Problem[]): Promise<DiscoveredSkill | undefined> {
   let realDir: string;
   try {
-    realDir = await realpath(c.entryPath);
-    if (!(await stat(realDir)).isDirectory()) return undefined; // a link to a file is not a candidate
+    realDir = realpathSync.native(c.entryPath);
+    if (!statSync(realDir).isDirectory()) return undefined; // a link to a file is not a candidate
   } catch {
     problems.push({ path: c.display, reason: 'symlink-escape', detail: `"${c.display}" is a link whose target does not exist` });
     return undefined;
