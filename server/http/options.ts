@@ -61,10 +61,6 @@ export class HttpConfigError extends Error {
 
 const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', '']);
 
-function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
-}
-
 function list(raw: string | undefined): string[] {
   return (raw ?? '')
     .split(',')
@@ -153,5 +149,5 @@ export function readHttpOptions(args: string[], env: NodeJS.ProcessEnv): HttpOpt
 
 /** True when the bind address is reachable only from this machine (used to warn about no token). */
 export function bindsLoopbackOnly(host: string): boolean {
-  return isLoopback(host);
+  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
 }

@@ -77,10 +77,12 @@ export async function serveOverHttp(options: { args: string[]; bundledSkills: st
   });
   const inFlight = createInFlight();
   const state = { stopping: false };
-  const server = createServer(createListener(handler, http, inFlight, state, warn));
+  // Node checks the header/request deadlines on this interval (default 30 s); check every second.
+  const server = createServer({ connectionsCheckingInterval: 1_000 }, createListener(handler, http, inFlight, state, warn));
   configure(server, http);
-  server.on('clientError', (_error, socket) => {
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');
+  server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
+    const status = error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? '408 Request Timeout' : error.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request';
+    if (socket.writable) socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
     else socket.destroy();
   });
   let stopped: Promise<void> | undefined;
