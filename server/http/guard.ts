@@ -1,8 +1,9 @@
 /**
- * @module The gates every HTTP request passes before the MCP handler sees it: path, Host,
- * Origin, then the bearer token. Each returns the refusal to send, or undefined to go on.
- * Protocol-level checks (MCP-Protocol-Version and Mcp-Method against the body, unknown methods)
- * are the SDK handler's; these are the transport's.
+ * @module The gates every HTTP request passes before its body is read and before the MCP handler
+ * sees it: path, Host, Origin, then the bearer token. They look at the request line and headers
+ * only, so a refused client cannot make the server buffer a body. Each returns the refusal to
+ * send, or undefined to go on. Protocol-level checks (MCP-Protocol-Version and Mcp-Method against
+ * the body, unknown methods) are the SDK handler's; these are the transport's.
  */
 import { hostHeaderValidationResponse, originValidationResponse } from '@modelcontextprotocol/server';
 import type { TokenCheck } from './auth.js';
@@ -22,19 +23,20 @@ export function jsonRpcError(status: number, code: number, message: string, head
   });
 }
 
-export function guardRequest(request: Request, options: GuardOptions): Response | undefined {
-  const { pathname } = new URL(request.url);
+export function guardRequest(pathname: string, headers: Headers, options: GuardOptions): Response | undefined {
   if (pathname !== MCP_PATH) return jsonRpcError(404, -32000, `Not found: the MCP endpoint is ${MCP_PATH}`);
+  // The SDK's validators read only the headers of the Request they are given.
+  const probe = new Request('http://skill-mcp.invalid/', { headers });
   // Security: DNS rebinding — a name we were not configured for means a browser was pointed at us.
   if (options.allowedHosts !== undefined) {
-    const refused = hostHeaderValidationResponse(request, options.allowedHosts);
+    const refused = hostHeaderValidationResponse(probe, options.allowedHosts);
     if (refused) return refused;
   }
   // Security: cross-site requests from a browser page; clients without Origin (non-browser) pass.
-  const refused = originValidationResponse(request, options.allowedOrigins);
+  const refused = originValidationResponse(probe, options.allowedOrigins);
   if (refused) return refused;
   // Security: with a token configured, nothing below this line runs for an unauthenticated request.
-  if (options.tokenCheck && !options.tokenCheck(request.headers.get('authorization'))) {
+  if (options.tokenCheck && !options.tokenCheck(headers.get('authorization'))) {
     return jsonRpcError(401, -32001, 'Unauthorized: send Authorization: Bearer <token> with the token the server operator configured', {
       'www-authenticate': 'Bearer realm="skill-mcp"',
     });

@@ -29,21 +29,35 @@ async function readCapped(req: IncomingMessage, maxBytes: number): Promise<Buffe
   return Buffer.concat(chunks, total);
 }
 
-/** The web `Request` for `req`, or the 413 to answer instead. `signal` aborts on client disconnect. */
-export async function toWebRequest(req: IncomingMessage, maxBytes: number, signal: AbortSignal): Promise<Request | Response> {
+/** The request's headers as web `Headers`, without the hop-by-hop ones. */
+export function webHeaders(req: IncomingMessage): Headers {
   const headers = new Headers();
   for (const [name, value] of Object.entries(req.headers)) {
     if (value === undefined || HOP_BY_HOP.has(name)) continue;
     for (const item of Array.isArray(value) ? value : [value]) headers.append(name, item);
   }
+  return headers;
+}
+
+/** The path of the request target (origin-form or absolute-form); the authority is never trusted here. */
+export function requestPath(req: IncomingMessage): { pathname: string; search: string } {
+  const url = new URL(req.url ?? '/', 'http://skill-mcp.invalid');
+  return { pathname: url.pathname, search: url.search };
+}
+
+/**
+ * The web `Request` for `req` (headers already guarded), or the 413 to answer instead. The body
+ * is read here, under the cap. `signal` aborts on client disconnect.
+ */
+export async function toWebRequest(req: IncomingMessage, headers: Headers, maxBytes: number, signal: AbortSignal): Promise<Request | Response> {
   const method = req.method ?? 'GET';
   const hasBody = method !== 'GET' && method !== 'HEAD';
   const body = hasBody ? await readCapped(req, maxBytes) : undefined;
   if (body === 'too-large') return tooLarge(maxBytes);
   if (body !== undefined) headers.set('content-length', String(body.length));
-  // The URL's authority is fixed: the client's Host header is checked by the guard, not trusted here.
-  const url = new URL(req.url ?? '/', 'http://skill-mcp.invalid');
-  return new Request(new URL(`${url.pathname}${url.search}`, 'http://skill-mcp.invalid'), {
+  const { pathname, search } = requestPath(req);
+  // The URL's authority is fixed: the client's Host header was checked by the guard, not used here.
+  return new Request(new URL(`${pathname}${search}`, 'http://skill-mcp.invalid'), {
     method,
     headers,
     ...(body !== undefined ? { body } : {}),

@@ -11,13 +11,13 @@ import { createServerFactory } from '../front.js';
 import { startFront } from '../start.js';
 import { bearerTokenCheck } from './auth.js';
 import { guardRequest, jsonRpcError, type GuardOptions } from './guard.js';
-import { sendWebResponse, toWebRequest } from './node-adapter.js';
+import { requestPath, sendWebResponse, toWebRequest, webHeaders } from './node-adapter.js';
 import { bindsLoopbackOnly, HTTP_USAGE, MCP_PATH, readHttpOptions, type HttpOptions } from './options.js';
 import { createInFlight, shutdownGracefully, type InFlight } from './shutdown.js';
 
 type Warn = (message: string) => void;
 
-/** The request listener: guards, capped body, the SDK handler, streamed response. */
+/** The request listener: guards on the headers, then the capped body, the SDK handler, a streamed response. */
 function createListener(handler: McpHttpHandler, options: HttpOptions, inFlight: InFlight, state: { stopping: boolean }, warn: Warn) {
   const guard: GuardOptions = {
     allowedHosts: options.allowedHosts,
@@ -32,9 +32,13 @@ function createListener(handler: McpHttpHandler, options: HttpOptions, inFlight:
       if (!res.writableFinished) aborter.abort();
     });
     try {
-      const request = await toWebRequest(req, options.maxBodyBytes, aborter.signal);
-      const response = request instanceof Response ? request : (guardRequest(request, guard) ?? (await handler.fetch(request)));
-      await sendWebResponse(res, response);
+      const headers = webHeaders(req);
+      const refused = guardRequest(requestPath(req).pathname, headers, guard);
+      // Refused on its headers: the body is never buffered (Node discards it after the answer, under
+      // the request deadline, so the client still reads the refusal instead of a broken pipe).
+      if (refused) return await sendWebResponse(res, refused);
+      const request = await toWebRequest(req, headers, options.maxBodyBytes, aborter.signal);
+      await sendWebResponse(res, request instanceof Response ? request : await handler.fetch(request));
     } catch (error) {
       // A client that went away mid-request is normal; anything else is ours and logged without detail leaking out.
       if (!aborter.signal.aborted) warn(`http: ${error instanceof Error ? error.message : String(error)}`);

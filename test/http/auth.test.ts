@@ -65,6 +65,11 @@ describe.each([
     }
   });
 
+  test('the token is checked before the body is read: 401 (not 413) for an unauthenticated body over the cap', async () => {
+    const answer = await modernPost(server.url, 'skills/list', { padding: 'x'.repeat(5 * 1024 * 1024) });
+    expect(answer.status).toBe(401);
+  });
+
   test('the SDK client without the token cannot connect', async () => {
     await expect(connectClient(server.url, 'modern')).rejects.toThrow();
   });
