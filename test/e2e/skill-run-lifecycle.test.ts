@@ -108,6 +108,9 @@ describe.each(ERAS)('runner and run lifecycle, $name', (era) => {
     const controller = new AbortController();
     const call = served.client.callTool({ name: 'skill_run', arguments: await approved('scripts/sleep.js', ['60000']) }, { signal: controller.signal });
     const accepted = await awaitAudit(stateDir, (l) => l.event === 'run.accept' && l.argv?.[1] === '60000');
+    // run.accept is logged just before the spawn: wait for the script to really be running.
+    const deadline = Date.now() + 5_000;
+    while (!processesNaming(join(root, 'reporter')).some((p) => p.cmdline.includes('sleep.js')) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25));
     expect(processesNaming(join(root, 'reporter')).some((p) => p.cmdline.includes('sleep.js'))).toBe(true);
     controller.abort();
     await expect(call).rejects.toThrow();
