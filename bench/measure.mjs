@@ -32,9 +32,9 @@ async function repeat(times, fn) {
 }
 
 /** Runs the declared probe script directly, as the baseline for skill_run. */
-function spawnDirect(script) {
+function spawnDirect(node, script) {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(node, [script], { stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout.resume();
     child.stderr.resume();
     child.on('error', reject);
@@ -92,7 +92,7 @@ export async function warmSession(server, kind, root, times) {
       const direct = join(root, PROBE.name, PROBE.script);
       await skillRunOnce(session); // the runner's first spawn pays for its own warm-up
       out.skillRunMs = await repeat(times, () => skillRunOnce(session));
-      out.directSpawnMs = await repeat(times, () => spawnDirect(direct));
+      out.directSpawnMs = await repeat(times, () => spawnDirect(server.command, direct));
     }
     return out;
   } finally {

@@ -6,6 +6,8 @@
  *   node bench/run.mjs [--only=small,large,huge] [--quick]
  */
 import { cp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -52,6 +54,20 @@ async function buildRefServer() {
   return outfile;
 }
 
+/**
+ * The node that serves: BENCH_NODE, else the first on PATH outside node_modules (npm puts
+ * node_modules/.bin first, and a devDependency may ship another node there), else this one.
+ */
+function serverNode() {
+  if (process.env.BENCH_NODE) return process.env.BENCH_NODE;
+  for (const dir of (process.env.PATH ?? '').split(':')) {
+    if (dir.includes('node_modules') || dir === '') continue;
+    if (existsSync(join(dir, 'node'))) return join(dir, 'node');
+  }
+  return process.execPath;
+}
+const NODE = serverNode();
+
 /** A private copy of dist/: a rebuild in the same checkout during the run must not pull the rug. */
 async function snapshotOurs() {
   const dir = join(OUT, 'dist');
@@ -63,11 +79,11 @@ async function snapshotOurs() {
 function servers(ourBin, refBundle, root, workload) {
   return {
     ours: {
-      command: process.execPath,
+      command: NODE,
       args: [ourBin],
       env: { SKILLS_DIR: root, SKILL_MCP_MAX_SKILLS: String(workload.skills * 2), MCP_CONFIRM_ELICITATION: 'off' },
     },
-    ref: { command: process.execPath, args: [refBundle], env: { SKILLS_DIR: root } },
+    ref: { command: NODE, args: [refBundle], env: { SKILLS_DIR: root } },
   };
 }
 
@@ -133,7 +149,8 @@ function rowsOf({ workload, cold, warm, raw, firstPageUndigested }) {
 
 async function machine() {
   const cpuinfo = await readFile('/proc/cpuinfo', 'utf8').catch(() => '');
-  return { nproc: cpus().length, cpu: /^model name\s*:\s*(.+)$/m.exec(cpuinfo)?.[1] ?? cpus()[0]?.model ?? 'unknown', node: process.version };
+  const node = execFileSync(NODE, ['--version'], { encoding: 'utf8' }).trim();
+  return { nproc: cpus().length, cpu: /^model name\s*:\s*(.+)$/m.exec(cpuinfo)?.[1] ?? cpus()[0]?.model ?? 'unknown', node };
 }
 
 const BEGIN = '<!-- bench:begin (written by npm run bench) -->';
