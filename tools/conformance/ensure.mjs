@@ -1,0 +1,12 @@
+// Installs the conformance suite and its Node 22 into tools/conformance/node_modules when they are
+// missing or older than the lockfile (npm ci, from the npm registry). Run by `npm test` (pretest).
+import { execFileSync } from 'node:child_process';
+import { existsSync, statSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+const dir = fileURLToPath(new URL('.', import.meta.url));
+const installed = `${dir}node_modules/.package-lock.json`;
+const lock = `${dir}package-lock.json`;
+if (!existsSync(installed) || !existsSync(lock) || statSync(installed).mtimeMs < statSync(lock).mtimeMs) {
+  execFileSync('npm', [existsSync(lock) ? 'ci' : 'install', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: dir, stdio: 'inherit' });
+}
