@@ -25,8 +25,7 @@ async function main(argv: string[]): Promise<void> {
     case undefined:
       return (await import('./standalone.js')).serveStandalone({ bundledSkills: BUNDLED_SKILLS, entry: process.argv[1]! });
     case '--http':
-      await (await import('../server/http/serve.js')).serveOverHttp({ args: rest, bundledSkills: BUNDLED_SKILLS, env: process.env });
-      return;
+      return (await import('./standalone.js')).serveStandaloneHttp({ bundledSkills: BUNDLED_SKILLS, entry: process.argv[1]!, args: rest });
     case 'runner':
       return (await import('../runner/main.js')).runnerMain(rest, { bundledSkills: BUNDLED_SKILLS });
     case 'runner-guard':

@@ -15,6 +15,7 @@ import { createConnection } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { SkillMcpError } from '../shared/errors.js';
 import { isHosted } from '../shared/mode.js';
 import { scrubEnviron } from '../runner/hygiene.js';
 import type { RunnerLinkOptions } from '../server/runner-link.js';
@@ -96,9 +97,14 @@ function launchOwnRunner(env: NodeJS.ProcessEnv, entry: string): RunnerLinkOptio
   };
 }
 
-export async function serveStandalone(options: { bundledSkills: string; entry: string }): Promise<void> {
+/**
+ * Everything a front needs before it serves a request, for stdio and HTTP alike: its runner (its
+ * own, through the guard, unless one is configured or the mode is hosted), its trimmed variables,
+ * a cleared environ, and — started as root — its unprivileged uid.
+ */
+export async function prepareFront(entry: string): Promise<{ env: NodeJS.ProcessEnv; runner: RunnerLinkOptions }> {
   const env = process.env;
-  const own = env['SKILL_MCP_RUNNER_SOCKET'] || isHosted(env) ? undefined : launchOwnRunner(env, options.entry);
+  const own = env['SKILL_MCP_RUNNER_SOCKET'] || isHosted(env) ? undefined : launchOwnRunner(env, entry);
   const runner: RunnerLinkOptions = own ?? externalRunner(env);
   const wake = runner.wake;
   if (wake) {
@@ -107,7 +113,6 @@ export async function serveStandalone(options: { bundledSkills: string; entry: s
       try {
         await wake();
       } catch (error) {
-        const { SkillMcpError } = await import('../shared/errors.js');
         throw new SkillMcpError('RUNNER_UNAVAILABLE', `the runner is not available: ${(error as Error).message}`);
       }
     };
@@ -123,6 +128,24 @@ export async function serveStandalone(options: { bundledSkills: string; entry: s
     process.setgid?.(own.dropTo.gid);
     process.setuid?.(own.dropTo.uid);
   }
+  return { env: kept, runner };
+}
+
+export async function serveStandalone(options: { bundledSkills: string; entry: string }): Promise<void> {
+  const { env, runner } = await prepareFront(options.entry);
   const { serveOverStdio } = await import('../server/stdio.js');
-  await serveOverStdio({ bundledSkills: options.bundledSkills, env: kept, runner });
+  await serveOverStdio({ bundledSkills: options.bundledSkills, env, runner });
+}
+
+export async function serveStandaloneHttp(options: { bundledSkills: string; entry: string; args: string[] }): Promise<void> {
+  const { serveOverHttp, wantsHelp } = await import('../server/http/serve.js');
+  if (wantsHelp(options.args)) {
+    await serveOverHttp({ args: options.args, bundledSkills: options.bundledSkills, env: process.env });
+    return;
+  }
+  // Flags, variables and the token file are read first, with the launcher's own rights.
+  const { readHttpOptions } = await import('../server/http/options.js');
+  const http = readHttpOptions(options.args, process.env);
+  const { env, runner } = await prepareFront(options.entry);
+  await serveOverHttp({ args: options.args, bundledSkills: options.bundledSkills, env, runner, http });
 }

@@ -8,6 +8,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { createMcpHandler, type McpHttpHandler } from '@modelcontextprotocol/server';
 import { createServerFactory } from '../front.js';
+import type { RunnerLinkOptions } from '../runner-link.js';
 import { startFront } from '../start.js';
 import { bearerTokenCheck } from './auth.js';
 import { guardRequest, jsonRpcError, type GuardOptions } from './guard.js';
@@ -64,16 +65,21 @@ export interface RunningHttpFront {
 }
 
 /** Starts the HTTP front and resolves once it is listening. SIGTERM/SIGINT stop it gracefully. */
-export async function serveOverHttp(options: { args: string[]; bundledSkills: string; env: NodeJS.ProcessEnv }): Promise<RunningHttpFront | undefined> {
-  if (options.args.includes('--help') || options.args.includes('-h')) {
+export function wantsHelp(args: string[]): boolean {
+  return args.includes('--help') || args.includes('-h');
+}
+
+export async function serveOverHttp(options: { args: string[]; bundledSkills: string; env: NodeJS.ProcessEnv; runner?: RunnerLinkOptions; http?: HttpOptions }): Promise<RunningHttpFront | undefined> {
+  if (wantsHelp(options.args)) {
     process.stderr.write(`${HTTP_USAGE}\n`);
     return undefined;
   }
   const warn: Warn = (message) => void process.stderr.write(`skill-mcp: ${message}\n`);
-  const http = readHttpOptions(options.args, options.env);
-  // The runner is the one `SKILL_MCP_RUNNER_SOCKET` names (started on its own, per host); without
-  // it the skills are still served and only skill_run says why nothing runs.
-  const front = await startFront(options.env, options.bundledSkills, undefined, warn);
+  // Read before a root launcher drops privileges (the token file may be readable by root only).
+  const http = options.http ?? readHttpOptions(options.args, options.env);
+  // The runner: the launcher's own (standalone), or the one `SKILL_MCP_RUNNER_SOCKET` names
+  // (hosted, per host); without one the skills are still served and only skill_run says why.
+  const front = await startFront(options.env, options.bundledSkills, options.runner, warn);
   const handler = createMcpHandler(createServerFactory(front, warn), {
     legacy: 'stateless',
     maxRequestBodySize: http.maxBodyBytes,
