@@ -1,6 +1,6 @@
 /**
- * @module The catalog: every served skill's record and every problem, scanned once at start (all
- * skills in parallel), plus the published SEP-2640 entries. Entry digests are computed once per
+ * @module The catalog: every served skill's record and every problem, scanned once at start (with
+ * synchronous file-system calls: walk.ts says why), plus the published SEP-2640 entries. Entry digests are computed once per
  * skill from the bytes that will be served: on first use, and ahead of use in the background
  * after the start (a few ms at a time, so requests interleave), so that later skills/list pages
  * are ready when a client walks them. A read that finds different bytes rescans that skill, so new
