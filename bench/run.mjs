@@ -142,7 +142,8 @@ function rowsOf({ workload, cold, warm, raw, firstPageUndigested }) {
     rows.push(row(w, 'skill_run, token path (both calls)', 'ms', ours.skillRunMs, ours.directSpawnMs, undefined, 'ref column: node spawned directly'));
     rows.push(row(w, 'skill_run added over a direct spawn', 'ms', [added], undefined, TARGETS.skillRunAddedMs));
   } else {
-    rows.push({ workload: w, label: 'skill_run', unit: 'ms', runs: 0, note: 'not measured: skill_run not built yet (fills in once tools/list lists it)' });
+    const why = ours.skillRunError ? `not measured: skill_run failed: ${ours.skillRunError}` : 'not measured: skill_run not built yet (fills in once tools/list lists it)';
+    rows.push({ workload: w, label: 'skill_run', unit: 'ms', runs: 0, note: why });
   }
   return rows;
 }
