@@ -28,14 +28,36 @@ function decodeCursor(cursor: string | undefined): string | undefined {
   return text.slice(3);
 }
 
-/** One page of `items` (sorted by `key`) after the cursor's key. */
-function page<T>(items: T[], key: (item: T) => string, cursor: string | undefined, size: number): { items: T[]; next?: string } {
+/**
+ * A skills/list page also ends once its entries list this many files (never inside an entry, and
+ * never before the first). It bounds what one answer weighs: the SDK validates every resource of an
+ * entry from a custom source on every page (~4 µs each, bench/RESULTS.md) and its stdio client
+ * refuses lines over 10 MiB, which 100 skills of 512 files each would come near.
+ */
+const MAX_PAGE_FILES = 1000;
+
+/**
+ * One page of `items` (sorted by `key`) after the cursor's key: at most `size` items, and, with
+ * `weigh`, items up to a total weight of `budget` (at least one).
+ */
+function page<T>(items: T[], key: (item: T) => string, cursor: string | undefined, size: number, weigh?: (item: T) => number, budget = Infinity): { items: T[]; next?: string } {
   const after = decodeCursor(cursor);
   const start = after === undefined ? 0 : items.findIndex((item) => key(item) > after);
-  const slice = start < 0 ? [] : items.slice(start, start + size);
+  if (start < 0) return { items: [] };
+  let end = Math.min(start + size, items.length);
+  if (weigh) {
+    let used = 0;
+    for (let i = start; i < end; i++) {
+      used += weigh(items[i]!);
+      if (used > budget && i > start) {
+        end = i;
+        break;
+      }
+    }
+  }
+  const slice = items.slice(start, end);
   const last = slice.at(-1);
-  const more = start >= 0 && start + size < items.length;
-  return more && last !== undefined ? { items: slice, next: encodeCursor(key(last)) } : { items: slice };
+  return end < items.length && last !== undefined ? { items: slice, next: encodeCursor(key(last)) } : { items: slice };
 }
 
 export class CatalogSkillSource implements SkillSource {
@@ -50,7 +72,7 @@ export class CatalogSkillSource implements SkillSource {
   }
 
   async list(params: { cursor?: string }): Promise<{ skills: Awaited<ReturnType<Catalog['entry']>>[]; nextCursor?: string }> {
-    const { items, next } = page(this.catalog.published(), (r) => r.name, params.cursor, this.pageSize);
+    const { items, next } = page(this.catalog.published(), (r) => r.name, params.cursor, this.pageSize, (r) => r.files.length, MAX_PAGE_FILES);
     const skills = await Promise.all(items.map((record) => this.catalog.entry(record)));
     return next === undefined ? { skills } : { skills, nextCursor: next };
   }
