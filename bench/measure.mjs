@@ -116,6 +116,11 @@ export async function rawSession(server, kind, times) {
     const out = {};
     const page = () => client.request('skills/list', {});
     const read = () => client.request('resources/read', { uri });
+    // A full walk first, so the timed calls do not overlap the server's background digest pass.
+    for (let cursor; ; ) {
+      cursor = (await client.request('skills/list', cursor === undefined ? {} : { cursor })).nextCursor;
+      if (cursor === undefined) break;
+    }
     await repeat(times * 2, page);
     out.pageMs = await repeat(times * 2, page);
     await repeat(times, read);
