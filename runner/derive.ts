@@ -12,7 +12,7 @@ import { parseDeclaration } from '../shared/declaration.js';
 import type { DeclaredScript } from '../shared/declaration.js';
 import { discoverSkills } from '../shared/discover.js';
 import type { DiscoveredSkill } from '../shared/discover.js';
-import { buildScriptEnv } from '../shared/env.js';
+import { buildScriptEnv, selfGrantWarning } from '../shared/env.js';
 import type { ErrorCode } from '../shared/errors.js';
 import { parseSkillMd } from '../shared/frontmatter.js';
 import { grantScripts, HOSTED_GRANT_NOTE, readGrantSource } from '../shared/grant.js';
@@ -136,9 +136,8 @@ export async function deriveRun(ctx: DeriveContext, skillName: string, script: s
     isolation: ctx.platform.isolation,
   };
   if (built.notSet.length > 0) willRun.envNotSet = built.notSet;
-  if (grant.selfGranted) {
-    willRun.envWarning = `No owner grant (standalone): this third-party script asks for and will receive your values of ${grant.env.join(', ')}.`;
-  }
+  const warning = grant.selfGranted ? selfGrantWarning(built.passed) : undefined;
+  if (warning !== undefined) willRun.envWarning = warning;
   return {
     ok: true,
     plan: { willRun, interpreterPath: interpreter.path, realDir: skill.realDir, scriptRelative: relative(skill.realDir, resolved.real), args, grantedEnv: grant.env },

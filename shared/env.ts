@@ -16,6 +16,8 @@ export interface ScriptEnv {
   names: string[];
   /** Granted variables not set in the source environment (so the script will not get them). */
   notSet: string[];
+  /** Sorted granted variables that are set, so the script really receives their values. */
+  passed: string[];
 }
 
 /**
@@ -33,12 +35,26 @@ export function buildScriptEnv(
     if (value !== undefined && value !== '') env[name] = value;
   }
   const notSet: string[] = [];
+  const passed: string[] = [];
   for (const name of granted) {
     // Security: a grant can never reach a name of the fixed part (e.g. a granted "PATH").
     if (name in env || (FIXED_ENV as readonly string[]).includes(name) || (HOST_ENV as readonly string[]).includes(name)) continue;
     const value = source[name];
     if (value === undefined) notSet.push(name);
-    else env[name] = value;
+    else {
+      env[name] = value;
+      passed.push(name);
+    }
   }
-  return { env, names: Object.keys(env).sort(), notSet: notSet.sort() };
+  return { env, names: Object.keys(env).sort(), notSet: notSet.sort(), passed: passed.sort() };
+}
+
+/**
+ * The standalone self-grant warning of a preview, or undefined when no granted value is passed.
+ * Names only the variables whose values the script will really receive (`ScriptEnv.passed`):
+ * an unset one is in `envNotSet` instead, and naming it here would overstate what leaves.
+ */
+export function selfGrantWarning(passed: readonly string[]): string | undefined {
+  if (passed.length === 0) return undefined;
+  return `No owner grant (standalone): this third-party script asks for and will receive your values of ${passed.join(', ')}.`;
 }

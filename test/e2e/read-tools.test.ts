@@ -69,10 +69,10 @@ describe.each(ERAS)('read path on varied skills, $name', (era) => {
       expect(skill.fileCount).toBe(filesOnDisk(dirs.get(skill.name)!).length);
     }
     const byName = new Map(list.skills.map((s) => [s.name, s]));
-    // Standalone self-grant: the declared variable is granted (named in envWarning) but unset here,
-    // so the script gets only the allowlist (the runner's private HOME and TMPDIR, our PATH).
+    // Standalone self-grant: the declared variable is granted but unset here, so the script gets only
+    // the allowlist (the runner's private HOME and TMPDIR, our PATH) and no envWarning names it.
     expect(byName.get('python-tool')!.scripts).toEqual([
-      { script: 'scripts/csv_to_json.py', interpreter: 'python3', timeoutMs: 30_000, envNames: ['HOME', 'PATH', 'TMPDIR'], envNotSet: ['CSV_DELIMITER'], envWarning: expect.stringContaining('CSV_DELIMITER') },
+      { script: 'scripts/csv_to_json.py', interpreter: 'python3', timeoutMs: 30_000, envNames: ['HOME', 'PATH', 'TMPDIR'], envNotSet: ['CSV_DELIMITER'] },
     ]);
     expect(byName.get('declared-env')!.scripts[0]!.envNotSet).toEqual(['WEATHER_API_KEY', 'WEATHER_UNITS']);
     expect(byName.get('nested-refs')!.scripts.map((s) => s.interpreter)).toEqual(['node', 'python3']);

@@ -115,11 +115,12 @@ describe('standalone self-grant: envNames are what the script really gets', () =
     await served?.close();
   });
 
-  test('a declared variable set in the server env is passed and named in envWarning; an unset one is envNotSet', async () => {
+  test('a declared variable set in the server env is passed and named in envWarning; an unset one is only in envNotSet', async () => {
     const { willRun, ran } = await runWithToken(served.client, 'reporter', 'scripts/env.js');
     expect(willRun.envNames).toEqual([SET_VAR, 'HOME', 'PATH', 'TMPDIR']); // sorted
     expect(willRun.envNotSet).toEqual([UNSET_VAR]);
     expect(willRun.envWarning).toContain(SET_VAR);
+    expect(willRun.envWarning).not.toContain(UNSET_VAR);
     expect(reported(ran).env).toEqual(willRun.envNames);
     // Names only, anywhere the model looks.
     expect(JSON.stringify(willRun)).not.toContain(SET_VALUE);
