@@ -15,6 +15,7 @@ import { parseRunnerOptions } from './options.js';
 import { loadPeerCredReader } from './peer-cred.js';
 import { probePlatform } from './platform.js';
 import { listen } from './server.js';
+import { removeStaleRunFolders } from './scratch.js';
 import { RunnerService } from './service.js';
 import { ensurePrivateDir, loadTokenKey } from './state.js';
 import { UidPool } from './uids.js';
@@ -37,6 +38,9 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
   const asRoot = process.getuid?.() === 0;
   // Root: the scratch parent must be traversable by run uids (each run's own dir is 0700, theirs).
   ensurePrivateDir(opts.scratchDir, asRoot ? 0o711 : 0o700);
+  // A crashed predecessor's run folders (a script's HOME, maybe secrets it wrote) go before any run.
+  const stale = removeStaleRunFolders(opts.scratchDir);
+  if (stale.failed > 0) log(`warning: ${stale.failed} stale run folder(s) under the scratch directory could not be removed`);
   const { key, source: keySource } = loadTokenKey(opts.stateDir, env['MCP_CONFIRM_SECRET']);
   const ledger = new SpentLedger(opts.stateDir, Date.now());
   const audit = new AuditLog(opts.auditPath);
@@ -64,7 +68,7 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
     event: 'runner.start', pid: process.pid, uid: process.getuid?.(), isolation: platform.isolation, environ_scrubbed: environ.scrubbed,
     hosted, runs_refused: refusedWhy?.code ?? null, grant_from: grantFrom(readGrantSource(env)), key_source: keySource,
     interpreters: Object.fromEntries([...platform.interpreters].map(([name, r]) => [name, 'path' in r])),
-    peer_check: 'read' in peer, inherited_fds_closed: fdsClosed,
+    peer_check: 'read' in peer, inherited_fds_closed: fdsClosed, scratch_stale_removed: stale.removed, scratch_stale_failed: stale.failed,
   });
   log(`ready on ${opts.socketPath} (isolation ${platform.isolation}${refusedWhy ? `; runs refused: ${refusedWhy.code}` : ''})`);
 

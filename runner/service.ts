@@ -19,6 +19,7 @@ import { describeRunner } from './describe.js';
 import type { ScrubResult } from './hygiene.js';
 import type { SpentLedger } from './ledger.js';
 import { runProcess } from './run-process.js';
+import { runFolderName } from './scratch.js';
 import type { RunningProcess } from './run-process.js';
 import { buildSpawn } from './sandbox.js';
 import type { SandboxLimits } from './sandbox.js';
@@ -139,7 +140,7 @@ export class RunnerService {
     // Security: spent durably before the script starts, so no crash or restart can replay it.
     deps.ledger.spend(claims.jti, claims.exp);
     const uid = deps.uidPool?.take();
-    const scratch = join(deps.scratchDir, slot.runId);
+    const scratch = join(deps.scratchDir, runFolderName(slot.runId));
     mkdirSync(scratch, { mode: 0o700 });
     try {
       if (uid !== undefined) chownSync(scratch, uid, uid);
