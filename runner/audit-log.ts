@@ -1,11 +1,14 @@
 /**
  * @module The audit log (SPEC §8): JSON lines, mode 0600, opened append-only, one line per decision.
  * Each line carries `seq` and `prev`, the sha256 of the previous line's bytes, so an edited,
- * inserted or deleted line breaks the chain at a place `skill-mcp audit verify` can name.
+ * inserted or deleted line breaks the chain at a place `skill-mcp audit verify` can name; after
+ * every append the anchor (audit-anchor.ts) records the last line, so a cut-off end shows too.
  * Callers pass names, counts and hashes only: never token material or secret values.
  */
 import { createHash } from 'node:crypto';
 import { closeSync, constants, fstatSync, fsyncSync, readSync, writeSync } from 'node:fs';
+import { checkAnchor, readAnchor, writeAnchor } from './audit-anchor.js';
+import type { AnchorCheck, TailEntry } from './audit-anchor.js';
 import { openPrivateFile } from './state.js';
 
 export const GENESIS_PREV = '0'.repeat(64);
@@ -29,35 +32,71 @@ export function lineHash(line: string): string {
   return createHash('sha256').update(line).digest('hex');
 }
 
-/** Reads the last complete line of the file (to continue the chain after a restart). */
-function lastLine(fd: number): string | undefined {
+/** The complete lines at the end of the file, at most TAIL_BYTES of them (to continue the chain). */
+function tailLines(fd: number): string[] {
   const size = fstatSync(fd).size;
-  if (size === 0) return undefined;
+  if (size === 0) return [];
   const length = Math.min(size, TAIL_BYTES);
   const buf = Buffer.alloc(length);
   readSync(fd, buf, 0, length, size - length);
-  const text = buf.toString('utf8').replace(/\n$/, '');
-  return text.slice(text.lastIndexOf('\n') + 1);
+  const lines = buf.toString('utf8').replace(/\n$/, '').split('\n');
+  if (length < size) lines.shift(); // the window may start mid-line
+  return lines;
+}
+
+function seqOf(line: string): number | undefined {
+  try {
+    const seq = (JSON.parse(line) as { seq?: unknown }).seq;
+    return typeof seq === 'number' && Number.isSafeInteger(seq) ? seq : undefined;
+  } catch {
+    return undefined; // a broken line: verify reports it
+  }
+}
+
+/** What the runner found when it compared the log it opened with the anchor (for `runner.start`). */
+export interface AnchorFinding {
+  audit_anchor: AnchorCheck['state'] | 'none' | 'other-log' | 'unreadable';
+  audit_anchor_seq?: number;
+  audit_log_last_seq?: number;
 }
 
 export class AuditLog {
   private readonly fd: number;
   private seq = 0;
   private prev = GENESIS_PREV;
+  /** How the log's tail compared with its anchor when it was opened. */
+  readonly anchorFinding: AnchorFinding;
 
-  constructor(path: string) {
+  /** `path` must be absolute (the anchor names it); `anchorPath` is `audit.head` in the state dir. */
+  constructor(private readonly path: string, private readonly anchorPath: string) {
     // Security: O_APPEND means every write lands at the end, even if someone seeks the fd.
     this.fd = openPrivateFile(path, constants.O_RDWR | constants.O_APPEND | constants.O_CREAT);
-    const last = lastLine(this.fd);
+    const lines = tailLines(this.fd);
+    const last = lines[lines.length - 1];
     if (last !== undefined) {
       this.prev = lineHash(last);
-      try {
-        const seq = (JSON.parse(last) as { seq?: unknown }).seq;
-        this.seq = typeof seq === 'number' && Number.isSafeInteger(seq) ? seq : 0;
-      } catch {
-        this.seq = 0; // a broken last line: continue, verify will report the break
-      }
+      this.seq = seqOf(last) ?? 0; // a broken last line: continue, verify will report the break
     }
+    this.anchorFinding = this.compareAnchor(lines);
+  }
+
+  /**
+   * Security: checked before the first append rewrites the anchor — otherwise a log truncated while
+   * the runner was stopped would be re-anchored at its new end and the deletion would leave no trace.
+   * The finding goes into `runner.start`, inside the chain, where `audit verify` reports it.
+   */
+  private compareAnchor(lines: string[]): AnchorFinding {
+    const anchor = readAnchor(this.anchorPath);
+    if (anchor === undefined) return { audit_anchor: 'none' };
+    if ('unreadable' in anchor) return { audit_anchor: 'unreadable' };
+    if (anchor.log !== this.path) return { audit_anchor: 'other-log' };
+    const entries: TailEntry[] = [];
+    lines.forEach((line, i) => {
+      const seq = seqOf(line);
+      if (seq !== undefined) entries.push({ line: i + 1, seq, sha256: lineHash(line) });
+    });
+    const check = checkAnchor(entries, anchor);
+    return { audit_anchor: check.state, audit_anchor_seq: anchor.seq, audit_log_last_seq: entries[entries.length - 1]?.seq ?? 0 };
   }
 
   /** Appends one decision and fsyncs it. */
@@ -67,6 +106,7 @@ export class AuditLog {
     writeSync(this.fd, `${line}\n`);
     fsyncSync(this.fd);
     this.prev = lineHash(line);
+    writeAnchor(this.anchorPath, { v: 1, log: this.path, seq: this.seq, sha256: this.prev });
   }
 
   close(): void {

@@ -8,6 +8,7 @@ import { readCatalogLimits } from '../shared/limits.js';
 import { isHosted } from '../shared/mode.js';
 import { readGrantSource, grantFrom } from '../shared/grant.js';
 import type { ErrorCode } from '../shared/errors.js';
+import { anchorPathIn } from './audit-anchor.js';
 import { AuditLog } from './audit-log.js';
 import { closeInheritedFds, scrubEnviron } from './hygiene.js';
 import { SpentLedger } from './ledger.js';
@@ -43,7 +44,11 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
   if (stale.failed > 0) log(`warning: ${stale.failed} stale run folder(s) under the scratch directory could not be removed`);
   const { key, source: keySource } = loadTokenKey(opts.stateDir, env['MCP_CONFIRM_SECRET']);
   const ledger = new SpentLedger(opts.stateDir, Date.now());
-  const audit = new AuditLog(opts.auditPath);
+  const audit = new AuditLog(opts.auditPath, anchorPathIn(opts.stateDir));
+  const anchor = audit.anchorFinding;
+  if (anchor.audit_anchor === 'truncated' || anchor.audit_anchor === 'replaced') {
+    log(`warning: the audit log does not match its anchor (${anchor.audit_anchor}: the log ends at seq ${anchor.audit_log_last_seq}, the runner last wrote seq ${anchor.audit_anchor_seq}); recorded in runner.start`);
+  }
   const platform = probePlatform(env['PATH']);
   const { limits, errors } = readCatalogLimits(env);
   for (const error of errors) log(error);
@@ -69,6 +74,7 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
     hosted, runs_refused: refusedWhy?.code ?? null, grant_from: grantFrom(readGrantSource(env)), key_source: keySource,
     interpreters: Object.fromEntries([...platform.interpreters].map(([name, r]) => [name, 'path' in r])),
     peer_check: 'read' in peer, inherited_fds_closed: fdsClosed, scratch_stale_removed: stale.removed, scratch_stale_failed: stale.failed,
+    ...anchor,
   });
   log(`ready on ${opts.socketPath} (isolation ${platform.isolation}${refusedWhy ? `; runs refused: ${refusedWhy.code}` : ''})`);
 

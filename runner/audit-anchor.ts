@@ -1,0 +1,113 @@
+/**
+ * @module The audit log's anchor, `audit.head` in the state directory: the `seq` and sha256 of the
+ * last line the runner wrote, and which log it belongs to. The hash chain shows an edited, inserted
+ * or deleted line *between* two lines, but not lines deleted from the end or a log rolled back to an
+ * older copy; comparing the log's tail with the anchor does. The anchor is rewritten atomically
+ * (temp file, fsync, rename, fsync of the directory) after every append, so it never holds a
+ * half-written value. Someone who can write the state directory can rewrite the anchor too: it
+ * catches tampering with the log alone, and rollbacks; it is not a signature.
+ */
+import { closeSync, constants, fsyncSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { openPrivateFile } from './state.js';
+
+export const ANCHOR_FILE = 'audit.head';
+
+export interface AuditAnchor {
+  v: 1;
+  /** Absolute path of the log this anchor belongs to (so a copy elsewhere is not judged by it). */
+  log: string;
+  seq: number;
+  /** sha256 (hex) of the last line written, without its newline. */
+  sha256: string;
+}
+
+/** One line of a log as the anchor check needs it (line numbers 1-based). */
+export interface TailEntry {
+  line: number;
+  seq: number;
+  sha256: string;
+}
+
+export type AnchorCheck =
+  | { state: 'matched' }
+  /** The anchored line is intact and followed by `extra` lines (a stop between log and anchor write). */
+  | { state: 'ahead'; extra: number }
+  /** The log ends before the anchored seq: lines were deleted from its end (or an older copy restored). */
+  | { state: 'truncated'; lastLine: number; lastSeq: number; anchorSeq: number }
+  /** The line carrying the anchored seq is not the line the runner wrote: a rewritten or older log. */
+  | { state: 'replaced'; line: number; anchorSeq: number }
+  /** The anchored seq is outside the lines given (the runner reads only the log's tail). */
+  | { state: 'unknown' };
+
+/** Compares a log's last lines with its anchor. `entries` are in file order, ending with the last line. */
+export function checkAnchor(entries: readonly TailEntry[], anchor: AuditAnchor): AnchorCheck {
+  const last = entries[entries.length - 1];
+  if (last === undefined || last.seq < anchor.seq) {
+    return { state: 'truncated', lastLine: last?.line ?? 0, lastSeq: last?.seq ?? 0, anchorSeq: anchor.seq };
+  }
+  const anchored = entries.find((e) => e.seq === anchor.seq);
+  if (anchored === undefined) return { state: 'unknown' };
+  if (anchored.sha256 !== anchor.sha256) return { state: 'replaced', line: anchored.line, anchorSeq: anchor.seq };
+  return last.seq === anchor.seq ? { state: 'matched' } : { state: 'ahead', extra: last.seq - anchor.seq };
+}
+
+/** Says in one line what a failed check means, naming the place (for the CLI and the start line). */
+export function describeMismatch(check: AnchorCheck): string | undefined {
+  if (check.state === 'truncated') {
+    return check.lastLine === 0
+      ? `the log is empty but the runner last wrote seq ${check.anchorSeq}: it was truncated or replaced`
+      : `the log ends at line ${check.lastLine} (seq ${check.lastSeq}) but the runner last wrote seq ${check.anchorSeq}: lines after line ${check.lastLine} were deleted or the log was rolled back`;
+  }
+  if (check.state === 'replaced') return `line ${check.line} (seq ${check.anchorSeq}) is not the line the runner wrote there: the log was rolled back to another copy or rewritten`;
+  return undefined;
+}
+
+/** Reads an anchor; undefined when there is none, an error string when it cannot be believed. */
+export function readAnchor(path: string): AuditAnchor | undefined | { unreadable: string } {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    return { unreadable: (error as NodeJS.ErrnoException).code ?? 'read failed' };
+  }
+  try {
+    const a = JSON.parse(text) as Partial<AuditAnchor>;
+    if (a.v === 1 && typeof a.log === 'string' && Number.isSafeInteger(a.seq) && typeof a.sha256 === 'string' && /^[0-9a-f]{64}$/.test(a.sha256)) return a as AuditAnchor;
+  } catch {
+    // fall through
+  }
+  return { unreadable: 'not an anchor' };
+}
+
+/**
+ * Replaces the anchor atomically. Security: the temp file is created O_EXCL|O_NOFOLLOW in the
+ * runner's own 0700 directory, so a planted link cannot redirect the write.
+ */
+export function writeAnchor(path: string, anchor: AuditAnchor): void {
+  const tmp = `${path}.tmp`;
+  try {
+    unlinkSync(tmp); // left by a crash between create and rename
+  } catch {
+    // none: the usual case
+  }
+  const fd = openPrivateFile(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL);
+  try {
+    writeSync(fd, `${JSON.stringify(anchor)}\n`);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, path);
+  const dir = openSync(dirname(path), constants.O_RDONLY | constants.O_DIRECTORY);
+  try {
+    fsyncSync(dir); // the rename itself survives a power cut
+  } finally {
+    closeSync(dir);
+  }
+}
+
+export function anchorPathIn(stateDir: string): string {
+  return join(stateDir, ANCHOR_FILE);
+}

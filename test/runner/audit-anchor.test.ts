@@ -1,0 +1,117 @@
+/**
+ * The audit log's anchor (`audit.head`): lines deleted from the end of the log, or a log rolled
+ * back to an older copy, are invisible to the hash chain alone; `skill-mcp audit verify` finds them
+ * by comparing the tail with the anchor the runner rewrites after every append — also when the log
+ * was cut while the runner was stopped and the runner has started again since.
+ */
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { checkAnchor } from '../../runner/audit-anchor.js';
+import type { AuditAnchor, TailEntry } from '../../runner/audit-anchor.js';
+import { lineHash } from '../../runner/audit-log.js';
+import { BIN, prepareAndRun, startRunner, tempDir, uidRange, writeSkills } from './harness.js';
+import type { RunnerHandle } from './harness.js';
+
+const skills = writeSkills({
+  s: { run: [{ script: 'a.js', interpreter: 'node', timeout: 5 }], files: { 'a.js': 'process.stdout.write("ok")' } },
+});
+const started: RunnerHandle[] = [];
+afterEach(async () => {
+  for (const r of started.splice(0)) await r.stop();
+});
+
+function verify(args: string[]): { status: number | null; stdout: string } {
+  const env = { PATH: process.env['PATH'] ?? '/usr/bin:/bin' }; // no SKILL_MCP_STATE_DIR: the anchor is looked for beside FILE
+  const r = spawnSync(process.execPath, [BIN, 'audit', 'verify', ...args], { encoding: 'utf8', env });
+  return { status: r.status, stdout: r.stdout };
+}
+
+/** A runner that has written a few lines (start, prepare, accept, exit), and its log's path. */
+async function busyRunner(base = tempDir('anchor')): Promise<{ runner: RunnerHandle; log: string; base: string }> {
+  const runner = await startRunner({ env: { SKILLS_DIR: skills }, base, args: ['--uid-range', uidRange(6)] });
+  started.push(runner);
+  await prepareAndRun(runner.client, 's', 'a.js');
+  return { runner, log: join(runner.stateDir, 'audit.log'), base };
+}
+
+const lines = (file: string): string[] => readFileSync(file, 'utf8').split('\n').filter(Boolean);
+
+describe('audit.head', () => {
+  it('is 0600 in the state dir and names the last line the runner wrote (seq and sha256)', async () => {
+    const { runner, log } = await busyRunner();
+    const head = join(runner.stateDir, 'audit.head');
+    expect(statSync(head).mode & 0o777).toBe(0o600);
+    const anchor = JSON.parse(readFileSync(head, 'utf8')) as AuditAnchor;
+    const last = lines(log).at(-1)!;
+    expect(anchor).toEqual({ v: 1, log, seq: (JSON.parse(last) as { seq: number }).seq, sha256: lineHash(last) });
+    expect(verify([log])).toMatchObject({ status: 0, stdout: expect.stringContaining('tail matches the anchor') });
+  });
+
+  it('detects lines deleted from the end of the log (truncation) and names the last line left', async () => {
+    const { log } = await busyRunner();
+    const kept = lines(log).slice(0, 2);
+    writeFileSync(log, `${kept.join('\n')}\n`);
+    const out = verify([log]);
+    expect(out.status).toBe(1);
+    expect(out.stdout).toMatch(/^TRUNCATED: the log ends at line 2 \(seq 2\) but the runner last wrote seq 4: lines after line 2 were deleted/);
+  });
+
+  it('detects a log emptied in place', async () => {
+    const { log } = await busyRunner();
+    writeFileSync(log, '');
+    expect(verify([log])).toMatchObject({ status: 1, stdout: expect.stringContaining('the log is empty but the runner last wrote seq 4') });
+  });
+
+  it('detects a rollback that forges a correctly chained line with the anchored seq', async () => {
+    const { log } = await busyRunner();
+    const kept = lines(log).slice(0, 3);
+    const forged = JSON.stringify({ seq: 4, ts: new Date().toISOString(), prev: lineHash(kept[2]!), event: 'run.exit', run_id: 'forged' });
+    writeFileSync(log, `${[...kept, forged].join('\n')}\n`);
+    expect(verify([log])).toMatchObject({ status: 1, stdout: expect.stringMatching(/^ROLLED BACK: line 4 \(seq 4\) is not the line the runner wrote/) });
+  });
+
+  it('a log cut while the runner was stopped stays detectable after the runner restarts and re-anchors', async () => {
+    const { runner, log, base } = await busyRunner();
+    await runner.stop();
+    writeFileSync(log, `${lines(log).slice(0, 2).join('\n')}\n`);
+    const again = await startRunner({ env: { SKILLS_DIR: skills }, base, args: ['--uid-range', uidRange(6)] });
+    started.push(again);
+    const start = JSON.parse(lines(log).at(-1)!) as Record<string, unknown>;
+    expect(start).toMatchObject({ event: 'runner.start', audit_anchor: 'truncated', audit_anchor_seq: 4, audit_log_last_seq: 2 });
+    expect(again.stderr()).toContain('the audit log does not match its anchor');
+    const out = verify([log]);
+    expect(out.status).toBe(1);
+    expect(out.stdout).toMatch(/^TRUNCATED before line 3: the runner found at its start \(line 3\) that the log had been cut off/);
+  });
+
+  it('a copied log without an anchor still verifies, and says its tail is unanchored', async () => {
+    const { log } = await busyRunner();
+    const copy = join(tempDir('anchor-copy'), 'audit.log');
+    copyFileSync(log, copy);
+    expect(verify([copy])).toMatchObject({ status: 0, stdout: expect.stringContaining('tail unanchored') });
+    // Judged against the live anchor, the copy is not mistaken for a truncated live log.
+    expect(verify(['--head', join(dirname(log), 'audit.head'), copy])).toMatchObject({ status: 0, stdout: expect.stringContaining('is for') });
+    // An anchor the operator names must exist: its absence may be the tampering.
+    expect(verify(['--head', join(dirname(copy), 'missing.head'), copy])).toMatchObject({ status: 1, stdout: expect.stringContaining('UNVERIFIED tail') });
+  });
+});
+
+describe('checkAnchor', () => {
+  const entries: TailEntry[] = [1, 2, 3].map((seq) => ({ line: seq, seq, sha256: `h${seq}` }));
+  const anchor = (seq: number, sha256: string): AuditAnchor => ({ v: 1, log: '/l', seq, sha256 });
+
+  it('matches when the last line is the anchored one', () => {
+    expect(checkAnchor(entries, anchor(3, 'h3'))).toEqual({ state: 'matched' });
+  });
+  it('accepts lines after an intact anchored line (a stop between the log write and the anchor rename)', () => {
+    expect(checkAnchor(entries, anchor(2, 'h2'))).toEqual({ state: 'ahead', extra: 1 });
+  });
+  it('reports a log ending before the anchored seq as truncated', () => {
+    expect(checkAnchor(entries, anchor(5, 'h5'))).toEqual({ state: 'truncated', lastLine: 3, lastSeq: 3, anchorSeq: 5 });
+  });
+  it('reports a different line at the anchored seq as replaced', () => {
+    expect(checkAnchor(entries, anchor(3, 'other'))).toEqual({ state: 'replaced', line: 3, anchorSeq: 3 });
+  });
+});
