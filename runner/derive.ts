@@ -10,7 +10,7 @@ import { relative } from 'node:path';
 import { skillRoots } from '../shared/config.js';
 import { parseDeclaration } from '../shared/declaration.js';
 import type { DeclaredScript } from '../shared/declaration.js';
-import { discoverSkills } from '../shared/discover.js';
+import { findSkillByName } from '../shared/discover.js';
 import type { DiscoveredSkill } from '../shared/discover.js';
 import { buildScriptEnv, selfGrantWarning } from '../shared/env.js';
 import type { ErrorCode } from '../shared/errors.js';
@@ -71,8 +71,7 @@ function readSkillMd(realDir: string): string | undefined {
 }
 
 export async function findSkill(ctx: DeriveContext, name: string): Promise<DiscoveredSkill | undefined> {
-  const discovery = await discoverSkills(skillRoots(ctx.env as NodeJS.ProcessEnv, ctx.bundledSkills), ctx.limits.maxSkills);
-  return discovery.skills.find((s) => s.name === name);
+  return findSkillByName(skillRoots(ctx.env as NodeJS.ProcessEnv, ctx.bundledSkills), name, ctx.limits.maxSkills);
 }
 
 /** The skill's declared scripts, or why it has none runnable. */

@@ -44,6 +44,8 @@ interface Candidate {
   realRoot: string;
   /** Name of the entry that led here (differs from the real name for a symlink). */
   entryName: string;
+  /** The entry is a symbolic link (its target's name decides the skill's name). */
+  link: boolean;
 }
 
 async function isFile(path: string): Promise<boolean> {
@@ -74,14 +76,14 @@ async function candidatesOf(root: string, index: number, problems: Problem[]): P
     return [];
   }
   if (await exists(join(realRoot, 'SKILL.md'))) {
-    return [{ entryPath: realRoot, display: label, root: index, realRoot: join(realRoot, '..'), entryName: basename(realRoot) }];
+    return [{ entryPath: realRoot, display: label, root: index, realRoot: join(realRoot, '..'), entryName: basename(realRoot), link: false }];
   }
-  const list = async (dir: string, display: string): Promise<{ name: string; path: string; display: string }[]> => {
+  const list = async (dir: string, display: string): Promise<{ name: string; path: string; display: string; link: boolean }[]> => {
     try {
       const entries = readdirSync(dir, { withFileTypes: true });
       return entries
         .filter((e) => !e.name.startsWith('.') && (e.isDirectory() || e.isSymbolicLink()))
-        .map((e) => ({ name: e.name, path: join(dir, e.name), display: `${display}/${e.name}` }));
+        .map((e) => ({ name: e.name, path: join(dir, e.name), display: `${display}/${e.name}`, link: e.isSymbolicLink() }));
     } catch (error) {
       problems.push({ path: display, reason: 'root-unreadable', detail: `"${display}" cannot be listed (${(error as NodeJS.ErrnoException).code ?? 'error'})` });
       return [];
@@ -89,17 +91,17 @@ async function candidatesOf(root: string, index: number, problems: Problem[]): P
   };
   const top = await list(realRoot, label);
   const out: Candidate[] = [];
-  const nested: Promise<{ name: string; path: string; display: string }[]>[] = [];
+  const nested: Promise<{ name: string; path: string; display: string; link: boolean }[]>[] = [];
   for (const entry of top) {
     // `<root>/skills/` without its own SKILL.md is the third layout's container, not a candidate.
     if (entry.name === 'skills' && !(await exists(join(entry.path, 'SKILL.md')))) {
       nested.push(list(entry.path, entry.display));
       continue;
     }
-    out.push({ entryPath: entry.path, display: entry.display, root: index, realRoot, entryName: entry.name });
+    out.push({ entryPath: entry.path, display: entry.display, root: index, realRoot, entryName: entry.name, link: entry.link });
   }
   for (const group of await Promise.all(nested)) {
-    for (const entry of group) out.push({ entryPath: entry.path, display: entry.display, root: index, realRoot, entryName: entry.name });
+    for (const entry of group) out.push({ entryPath: entry.path, display: entry.display, root: index, realRoot, entryName: entry.name, link: entry.link });
   }
   return out;
 }
@@ -174,4 +176,23 @@ export async function discoverSkills(roots: readonly string[], maxSkills: number
   }
   problems.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   return { skills, problems };
+}
+
+/**
+ * The one skill served as `name`, or undefined — exactly what {@link discoverSkills} would say,
+ * without resolving every candidate. Only entries called `name` and links (whose target's name
+ * decides) can be that skill, and a duplicate among them refuses it as discovery does; when the
+ * candidates outnumber `maxSkills`, the limit depends on every other skill, so it falls back to a
+ * full discovery. The runner calls this before every prepare and run, on catalogs of thousands.
+ */
+export async function findSkillByName(roots: readonly string[], name: string, maxSkills: number): Promise<DiscoveredSkill | undefined> {
+  const ignored: Problem[] = [];
+  const candidates = (await Promise.all(roots.map((root, i) => candidatesOf(root, i, ignored)))).flat();
+  if (candidates.length > maxSkills) return (await discoverSkills(roots, maxSkills)).skills.find((s) => s.name === name);
+  const possible = candidates.filter((c) => c.link || c.entryName === name);
+  const resolved = (await Promise.all(possible.map((c) => resolveCandidate(c, ignored)))).filter((s): s is DiscoveredSkill => s?.name === name);
+  const realDirs = new Set(resolved.map((s) => s.realDir));
+  // Security: two directories claiming one name are both refused, here as in the catalog.
+  if (realDirs.size !== 1) return undefined;
+  return resolved.reduce((best, s) => (s.displayPath.length < best.displayPath.length ? s : best));
 }
