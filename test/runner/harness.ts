@@ -5,10 +5,11 @@
  */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { RunnerClient } from '../../server/runner-client.js';
+import { afterAll } from 'vitest';
 
 export const REPO = resolve(import.meta.dirname, '../..');
 export const BIN = join(REPO, 'dist/skill-mcp.js');
@@ -20,11 +21,19 @@ export interface SkillSpec {
   files: Record<string, string>;
 }
 
-/** A fresh directory every uid may traverse (run uids must read the skills). */
+const made: string[] = [];
+// Every folder a test file made is removed when that file's tests are done (runners stopped first
+// by their own afterAll hooks, which run before this one registered at import time).
+afterAll(() => {
+  for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+/** A fresh directory every uid may traverse (run uids must read the skills); removed after the file. */
 export function tempDir(prefix: string): string {
   if (!existsSync(BIN)) throw new Error('dist/skill-mcp.js is missing: run `npm run build` first');
   const dir = mkdtempSync(join(tmpdir(), `skill-mcp-${prefix}-`));
   chmodSync(dir, 0o755);
+  made.push(dir);
   return dir;
 }
 
