@@ -31,10 +31,11 @@ function decodeCursor(cursor: string | undefined): string | undefined {
 /**
  * A skills/list page also ends once its entries list this many files (never inside an entry, and
  * never before the first). It bounds what one answer weighs: the SDK validates every resource of an
- * entry from a custom source on every page (~4 µs each, bench/RESULTS.md) and its stdio client
- * refuses lines over 10 MiB, which 100 skills of 512 files each would come near.
+ * entry from a custom source on every page (~4 µs each, bench/RESULTS.md), so 500 keeps a page
+ * near 3 ms; and its stdio client refuses lines over 10 MiB, which 100 skills of 512 files each
+ * would come near.
  */
-const MAX_PAGE_FILES = 1000;
+const MAX_PAGE_FILES = 500;
 
 /**
  * One page of `items` (sorted by `key`) after the cursor's key: at most `size` items, and, with
