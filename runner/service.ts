@@ -167,7 +167,7 @@ export class RunnerService {
       return {
         ok: true,
         result: {
-          runId: slot.runId, exitCode: o.exitCode, signal: o.signal, stdout: o.stdout.toString('utf8'), stderr: o.stderr.toString('utf8'),
+          runId: slot.runId, exitCode: o.exitCode, signal: o.signal, stdout: o.stdout, stderr: o.stderr,
           truncated: o.truncated, timedOut: o.ending === 'timeout', cancelled: o.ending === 'cancelled', durationMs: o.durationMs,
           stdoutBytes: o.stdoutBytes, stderrBytes: o.stderrBytes,
         },

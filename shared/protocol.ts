@@ -59,8 +59,9 @@ export const runResultSchema = z.strictObject({
   runId: z.string(),
   exitCode: z.number().int().nullable(),
   signal: z.string().nullable(),
-  stdout: z.string(),
-  stderr: z.string(),
+  /** The captured bytes as the script wrote them (up to the cap); the front decides how to show them. */
+  stdout: z.custom<Uint8Array>((value) => value instanceof Uint8Array, 'expected bytes'),
+  stderr: z.custom<Uint8Array>((value) => value instanceof Uint8Array, 'expected bytes'),
   truncated: z.boolean(),
   timedOut: z.boolean(),
   cancelled: z.boolean(),

@@ -7,35 +7,9 @@
 import { SkillMcpError, isSkillMcpError } from '../../shared/errors.js';
 import { MAX_CALL_BYTES, MAX_ENTRY_BYTES, MAX_PATHS_PER_CALL } from '../../shared/limits.js';
 import { checkPathString } from '../../shared/paths.js';
-import { exactText, mediaTypeFor, readServedFile } from '../catalog/read.js';
+import { mediaTypeFor, readServedFile } from '../catalog/read.js';
+import { readablePrefix, readableText } from './encoding.js';
 import type { FrontContext } from '../context.js';
-
-/**
- * The bytes as text when a model can read them and the answer stays bounded: exact UTF-8 with no
- * control bytes but tab, newline, CR and form feed, whose escaping (JSON text inside a JSON-RPC
- * string: a quote costs 4 bytes on the wire) costs at most twice its size. Otherwise base64,
- * which costs 4/3 and is never escaped. Security: without this, 1 MiB of NULs or quotes became
- * 7 or 4 MiB on the wire and a batch of them cut the client's connection.
- */
-export function readableText(bytes: Buffer): string | undefined {
-  let wire = 0;
-  for (const byte of bytes) {
-    if (byte === 0x22 || byte === 0x5c) wire += 4;
-    else if (byte === 0x09 || byte === 0x0a || byte === 0x0d || byte === 0x0c) wire += 3;
-    else if (byte < 0x20 || byte === 0x7f) return undefined;
-    else wire += 1;
-  }
-  return wire > 2 * bytes.length ? undefined : exactText(bytes);
-}
-
-/** Cuts `bytes` (a prefix of a longer file) back to a whole UTF-8 character, if it is text. */
-function textPrefix(bytes: Buffer): string | undefined {
-  for (let cut = 0; cut <= 3 && cut < bytes.length; cut++) {
-    const text = readableText(bytes.subarray(0, bytes.length - cut));
-    if (text !== undefined) return text;
-  }
-  return undefined;
-}
 
 export async function skillFile(front: FrontContext, name: string, paths: string[]): Promise<Record<string, unknown>> {
   const record = front.requireSkill(name);
@@ -58,7 +32,7 @@ export async function skillFile(front: FrontContext, name: string, paths: string
       try {
         const { bytes, size, truncated } = await readServedFile(record, path, MAX_ENTRY_BYTES);
         if (!truncated) await front.catalog.confirmFresh(record, path, bytes);
-        const text = truncated ? textPrefix(bytes) : readableText(bytes);
+        const text = truncated ? readablePrefix(bytes) : readableText(bytes);
         const mediaType = mediaTypeFor(path, text !== undefined);
         const body = text !== undefined ? { text } : { base64: bytes.toString('base64') };
         return { path, mediaType, size, truncated, ...(truncated ? { returnedBytes: text !== undefined ? Buffer.byteLength(text) : bytes.length } : {}), ...body };

@@ -13,6 +13,7 @@ import { willRunHash } from '../../shared/token.js';
 import { confirmPath, tokenInstructions } from '../confirm/settings.js';
 import type { ApprovalState } from '../confirm/request-state.js';
 import type { FrontContext } from '../context.js';
+import { readablePrefix, readableText } from './encoding.js';
 import { ok, refuse } from './result.js';
 import { withProgress } from './progress.js';
 
@@ -59,10 +60,23 @@ function describeRun(willRun: WillRun): string {
   return lines.join('\n');
 }
 
-function runResult(result: RunResult, front: FrontContext): CallToolResult {
-  const { runId, exitCode, signal, stdout, stderr, truncated, timedOut, cancelled, durationMs, stdoutBytes, stderrBytes } = result;
-  void front;
-  return ok({ status: cancelled ? 'cancelled' : 'completed', exitCode, signal, stdout, stderr, truncated, timedOut, durationMs, stdoutBytes, stderrBytes, runId });
+/**
+ * One output stream as the answer carries it: `stdout` text when readable, else `stdoutBase64`
+ * (binary output, or text whose escaping would blow up the message), so a hostile script cannot
+ * make the answer too large for the client to read.
+ */
+function stream(name: 'stdout' | 'stderr', bytes: Uint8Array, total: number): Record<string, string> {
+  const text = total > bytes.length ? readablePrefix(bytes) : readableText(bytes);
+  return text !== undefined ? { [name]: text } : { [`${name}Base64`]: Buffer.from(bytes).toString('base64') };
+}
+
+function runResult(result: RunResult): CallToolResult {
+  const { runId, exitCode, signal, truncated, timedOut, cancelled, durationMs, stdoutBytes, stderrBytes } = result;
+  return ok({
+    status: cancelled ? 'cancelled' : 'completed', exitCode, signal,
+    ...stream('stdout', result.stdout, stdoutBytes), ...stream('stderr', result.stderr, stderrBytes),
+    truncated, timedOut, durationMs, stdoutBytes, stderrBytes, runId,
+  });
 }
 
 function preview(minted: Minted, extra: Record<string, unknown>): CallToolResult {
@@ -84,7 +98,7 @@ async function execute(front: FrontContext, input: RunInput, token: string, ctx:
     }
     throw error;
   }
-  if (answer.ok) return runResult(answer.result, front);
+  if (answer.ok) return runResult(answer.result);
   const { code, message, fresh } = answer.error;
   if (code === 'DRAFT_CHANGED' && fresh) {
     return { ...preview(fresh, { status: 'draft-changed', error: { code, message }, instructions: 'The token was minted for a different run. This is the preview of what would run now, with a fresh token; it needs the same approval.' }), isError: true };

@@ -7,7 +7,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BIN, isRoot, prepareAndRun, startRunner, tempDir, uidRange, writeSkills } from './harness.js';
+import { BIN, isRoot, prepareAndRun, startRunner, tempDir, text, uidRange, writeSkills } from './harness.js';
 import type { RunnerHandle } from './harness.js';
 
 const SECRET = `audit-secret-${Date.now()}`;
@@ -26,7 +26,7 @@ beforeAll(async () => {
   runner = await startRunner({ env: { SKILLS_DIR: skills, S_KEY: SECRET }, args: ['--uid-range', uidRange(2)] });
   const ran = await prepareAndRun(runner.client, 's', 'a.js', ['arg1']);
   token = ran.token;
-  expect(ran.result.stdout).toBe('out:set');
+  expect(text(ran.result.stdout)).toBe('out:set');
   await runner.client.run({ skill: 's', script: 'a.js', args: ['arg1'], confirmToken: token });
 });
 afterAll(async () => {

@@ -21,6 +21,11 @@ export interface SkillSpec {
   files: Record<string, string>;
 }
 
+/** A run's captured bytes as text (the protocol carries output as bytes, exactly as written). */
+export function text(bytes: Uint8Array): string {
+  return Buffer.from(bytes).toString('utf8');
+}
+
 const made: string[] = [];
 // Every folder a test file made is removed when that file's tests are done (runners stopped first
 // by their own afterAll hooks, which run before this one registered at import time).

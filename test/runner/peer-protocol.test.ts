@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FrameCodec } from '../../shared/frame.js';
 import { mintToken } from '../../shared/token.js';
 import { randomBytes } from 'node:crypto';
-import { prepareAndRun, startRunner, uidRange, writeSkills } from './harness.js';
+import { prepareAndRun, startRunner, uidRange, writeSkills, text } from './harness.js';
 import type { RunnerHandle } from './harness.js';
 
 /** Sends raw bytes, collects answer frames until the runner closes or `wantFrames` arrived. */
@@ -111,7 +111,7 @@ describe('hostile peer: tokens', () => {
 
   it('a replayed token → TOKEN_REUSED, also after the runner restarts', async () => {
     const first = await prepareAndRun(runner.client, 'echo', 'run.js', ['once']);
-    expect(first.result.stdout).toBe('["once"]');
+    expect(text(first.result.stdout)).toBe('["once"]');
     const again = await runner.client.run({ skill: 'echo', script: 'run.js', args: ['once'], confirmToken: first.token });
     expect(again).toMatchObject({ ok: false, error: { code: 'TOKEN_REUSED' } });
     await runner.stop();
@@ -123,7 +123,7 @@ describe('hostile peer: tokens', () => {
     await runner.stop();
     runner = await startRunner({ env, stateDir: runner.stateDir, args: ['--uid-range', uidRange(0)] });
     const kept = await runner.client.run({ skill: 'echo', script: 'run.js', args: ['kept'], confirmToken: minted.ok ? minted.result.confirmToken : '' });
-    expect(kept).toMatchObject({ ok: true, result: { stdout: '["kept"]' } });
+    expect(kept).toMatchObject({ ok: true, result: { stdout: Buffer.from('["kept"]') } });
   });
 
   it('an expired token → TOKEN_EXPIRED', async () => {
@@ -149,7 +149,7 @@ describe('hostile peer: tokens', () => {
     expect(otherSkill).toMatchObject({ ok: false, error: { code: 'DRAFT_CHANGED' } });
     // The approved run itself still works once.
     const approved = await runner.client.run({ skill: 'echo', script: 'run.js', args: ['approved'], confirmToken: token });
-    expect(approved).toMatchObject({ ok: true, result: { stdout: '["approved"]' } });
+    expect(approved).toMatchObject({ ok: true, result: { stdout: Buffer.from('["approved"]') } });
   });
 
   it('a script swapped for a symlink leaving the skill after minting → refused (OUTSIDE_SKILL), nothing runs', async () => {
@@ -189,7 +189,7 @@ describe('one run at a time, cancellation', () => {
     expect(Date.now() - started).toBeLessThan(5000);
     // The refused second token was not spent: it runs now.
     const retry = await runner.client.run({ skill: 'echo', script: 'run.js', args: ['second'], confirmToken: b.ok ? b.result.confirmToken : '' });
-    expect(retry).toMatchObject({ ok: true, result: { stdout: '["second"]' } });
+    expect(retry).toMatchObject({ ok: true, result: { stdout: Buffer.from('["second"]') } });
   });
 
   it('aborting the client call kills the run (its connection closes)', async () => {

@@ -11,7 +11,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { processesOfUid } from '../../runner/uids.js';
-import { isRoot, prepareAndRun, runUid, startRunner, uidRange, writeSkills } from './harness.js';
+import { isRoot, prepareAndRun, runUid, startRunner, text, uidRange, writeSkills } from './harness.js';
 import type { RunnerHandle } from './harness.js';
 
 const CANARY = `canary-${process.pid}-${Date.now()}-zq`;
@@ -141,7 +141,7 @@ describe.skipIf(!isRoot)('hostile script in the uid sandbox (root only: needs se
 
   it('cannot read the canary from /proc/<pid>/environ or /mem of the runner or the front', async () => {
     const result = await attack('peek.py', [String(runner.proc.pid), String(front.pid)]);
-    const out = JSON.parse(result.stdout) as { found: string[]; errors: Record<string, string>; mine: string[] };
+    const out = JSON.parse(text(result.stdout)) as { found: string[]; errors: Record<string, string>; mine: string[] };
     expect(out.found).toEqual([]);
     for (const pid of [runner.proc.pid, front.pid]) {
       expect(out.errors[`${pid}/environ`]).toBe('PermissionError');
@@ -154,10 +154,10 @@ describe.skipIf(!isRoot)('hostile script in the uid sandbox (root only: needs se
 
   it('cannot get a secret granted only to another skill', async () => {
     const result = await attack('want-other.js');
-    expect(JSON.parse(result.stdout)).toMatchObject({ leaked: false });
-    expect(JSON.parse(result.stdout).names).not.toContain('OTHER_SECRET');
+    expect(JSON.parse(text(result.stdout))).toMatchObject({ leaked: false });
+    expect(JSON.parse(text(result.stdout)).names).not.toContain('OTHER_SECRET');
     const other = await prepareAndRun(runner.client, 'other', 'use.js');
-    expect(other.result.stdout).toBe('got it');
+    expect(text(other.result.stdout)).toBe('got it');
   });
 
   it('a fork bomb is held by RLIMIT_NPROC and killed at the deadline', async () => {
@@ -169,28 +169,28 @@ describe.skipIf(!isRoot)('hostile script in the uid sandbox (root only: needs se
   it('a setsid grandchild holding stdout neither hangs the call nor survives it', async () => {
     const result = await attack('setsid.py');
     expect(result.exitCode).toBe(0);
-    expect(result.stdout).toContain('parent done');
+    expect(text(result.stdout)).toContain('parent done');
     expect(result.durationMs).toBeLessThan(3000);
   });
 
   it('a script ignoring SIGTERM is SIGKILLed after the grace', async () => {
     const result = await attack('ignore-term.js');
     expect(result).toMatchObject({ timedOut: true, signal: 'SIGKILL' });
-    expect(result.stdout).toContain('ignored SIGTERM');
+    expect(text(result.stdout)).toContain('ignored SIGTERM');
     expect(result.durationMs).toBeLessThan(4000);
   });
 
   it('a 100 MB stdout flood is cut at 1 MiB, counted to the end, and flagged truncated', async () => {
     const result = await attack('flood.js');
     expect(result.truncated).toBe(true);
-    expect(Buffer.byteLength(result.stdout)).toBe(1024 * 1024);
+    expect(result.stdout.length).toBe(1024 * 1024);
     expect(result.stdoutBytes).toBe(100 * 1024 * 1024);
     expect(result.exitCode).toBe(0);
   });
 
   it('cannot write outside its scratch space (skill folder, /tmp, /var/tmp, /dev/shm, /etc)', async () => {
     const result = await attack('write-out.py');
-    const out = JSON.parse(result.stdout) as Record<string, string>;
+    const out = JSON.parse(text(result.stdout)) as Record<string, string>;
     expect(out['scratch-ok']).toBe('written');
     expect(out['home-ok']).toBe('written');
     for (const [path, outcome] of Object.entries(out)) if (!path.endsWith('-ok')) expect(outcome, path).not.toBe('written');
@@ -199,7 +199,7 @@ describe.skipIf(!isRoot)('hostile script in the uid sandbox (root only: needs se
 
   it('cannot regain privileges (no groups, no capabilities, NoNewPrivs, setuid/su/sudo/mount fail)', async () => {
     const result = await attack('regain.py');
-    const out = JSON.parse(result.stdout) as Record<string, unknown>;
+    const out = JSON.parse(text(result.stdout)) as Record<string, unknown>;
     expect(out['uid']).toBeGreaterThanOrEqual(61184);
     expect(out['gid']).toBe(out['uid']);
     expect(out['groups']).toEqual([]);

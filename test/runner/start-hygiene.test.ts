@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { auditLines, isRoot, prepareAndRun, startRunner, tempDir, uidRange, writeSkills } from './harness.js';
+import { auditLines, isRoot, prepareAndRun, startRunner, tempDir, uidRange, writeSkills, text } from './harness.js';
 
 const skills = writeSkills({
   s: { run: [{ script: 'a.js', interpreter: 'node', timeout: 5 }], files: { 'a.js': 'process.stdout.write("ran")' } },
@@ -88,7 +88,7 @@ describe.skipIf(!isRoot)('an environ the runner could not scrub (root only: need
     const runner = await startRunner({ env: { MCP_DATA_DIR: tempDir('data'), SKILLS_DIR: skills, MCP_SKILL_RUN: GRANT, MCP_SKILL_ALLOW_UNSCRUBBED: '1' }, spawnPrefix: READ_ONLY_PROC, args: ['--uid-range', uidRange(5)] });
     try {
       expect(await runner.client.describe()).toMatchObject({ ok: true, result: { runsAllowed: true, environ: { scrubbed: false } } });
-      expect((await prepareAndRun(runner.client, 's', 'a.js')).result.stdout).toBe('ran');
+      expect(text((await prepareAndRun(runner.client, 's', 'a.js')).result.stdout)).toBe('ran');
       expect(auditLines(runner.stateDir).find((l) => l['event'] === 'runner.start')).toMatchObject({ environ_scrubbed: false, hosted: true, runs_refused: null });
     } finally {
       await runner.stop();
@@ -99,7 +99,7 @@ describe.skipIf(!isRoot)('an environ the runner could not scrub (root only: need
     const runner = await startRunner({ env: { SKILLS_DIR: skills }, spawnPrefix: READ_ONLY_PROC, args: ['--uid-range', uidRange(5)] });
     try {
       expect(await runner.client.describe()).toMatchObject({ ok: true, result: { runsAllowed: true, environ: { scrubbed: false } } });
-      expect((await prepareAndRun(runner.client, 's', 'a.js')).result.stdout).toBe('ran');
+      expect(text((await prepareAndRun(runner.client, 's', 'a.js')).result.stdout)).toBe('ran');
       expect(runner.stderr()).toMatch(/warning: could not zero the environ block/);
       expect(auditLines(runner.stateDir).find((l) => l['event'] === 'runner.start')).toMatchObject({ environ_scrubbed: false, hosted: false, runs_refused: null });
     } finally {
