@@ -18,6 +18,8 @@ export interface FrontContext {
   confirm: ConfirmSettings;
   /** Seals the state of an elicitation round (2026-07-28). */
   approvalCodec: RequestStateCodec<ApprovalState>;
+  /** A full garbage collection (before multi-MiB answers; see tools/collect.ts). */
+  collectGarbage: () => void;
   requireSkill(name: string): SkillRecord;
 }
 

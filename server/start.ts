@@ -11,6 +11,7 @@ import { createApprovalCodec } from './confirm/request-state.js';
 import { readConfirmSettings } from './confirm/settings.js';
 import { createFrontContext, type FrontContext } from './context.js';
 import { RunnerLink, type RunnerLinkOptions } from './runner-link.js';
+import { fullCollector } from './tools/collect.js';
 
 const DEFAULT_PAGE_SIZE = 100;
 
@@ -52,5 +53,6 @@ export async function startFront(env: NodeJS.ProcessEnv, bundledSkills: string, 
     runner: new RunnerLink(runner),
     confirm,
     approvalCodec: createApprovalCodec(env['MCP_CONFIRM_SECRET'], confirm.ttlSeconds),
+    collectGarbage: fullCollector(),
   });
 }

@@ -27,6 +27,8 @@ export async function skillFile(front: FrontContext, name: string, paths: string
     const list = paths.map((p, i) => `${p} (${sizes[i]} bytes)`).join(', ');
     throw new SkillMcpError('BATCH_LIMIT', `these files add up to ${charged} bytes, over the ${MAX_CALL_BYTES}-byte limit per call (each counts at most ${MAX_ENTRY_BYTES}): ${list}. Request fewer files per call.`);
   }
+  // Clear the garbage of earlier batches before making this one's (peak RSS stays flat).
+  if (charged > MAX_ENTRY_BYTES) front.collectGarbage();
   const files = await Promise.all(
     paths.map(async (path) => {
       try {
