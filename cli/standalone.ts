@@ -35,6 +35,16 @@ function frontVariables(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   return kept;
 }
 
+/** A uid/gid the front may drop to. Security: never 0, so a typo cannot leave the front root. */
+function unprivilegedId(name: string, raw: string | undefined, fallback: number): number {
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isSafeInteger(value) || value < 1 || value > 2 ** 31 - 1) {
+    throw new Error(`${name}=${JSON.stringify(raw)} must be an unprivileged id (1 to ${2 ** 31 - 1})`);
+  }
+  return value;
+}
+
 function canConnect(path: string): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = createConnection(path);
@@ -54,8 +64,8 @@ function defaultStateDir(env: NodeJS.ProcessEnv): string {
 /** Starts the guard and returns how the front reaches the runner (and, as root, whom to become). */
 function launchOwnRunner(env: NodeJS.ProcessEnv, entry: string): RunnerLinkOptions & { dropTo: { uid: number; gid: number } | undefined } {
   const asRoot = process.getuid?.() === 0;
-  const frontUid = Number(env['SKILL_MCP_FRONT_UID'] || DEFAULT_FRONT_UID);
-  const frontGid = Number(env['SKILL_MCP_FRONT_GID'] || frontUid);
+  const frontUid = unprivilegedId('SKILL_MCP_FRONT_UID', env['SKILL_MCP_FRONT_UID'], DEFAULT_FRONT_UID);
+  const frontGid = unprivilegedId('SKILL_MCP_FRONT_GID', env['SKILL_MCP_FRONT_GID'], frontUid);
   const tmp = mkdtempSync(join(tmpdir(), 'skill-mcp-'));
   // The front (another uid when root) must traverse to the runner's own 0750 socket folder.
   if (asRoot) chmodSync(tmp, 0o711);
