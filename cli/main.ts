@@ -13,10 +13,13 @@ const USAGE = `usage:
   skill-mcp --http [--host H] [--port P]
                                     serve the same skills over Streamable HTTP at http://H:P/mcp
                                     (default 127.0.0.1:3000; SKILL_MCP_HTTP_* variables: docs/http.md)
-  skill-mcp runner --socket PATH --state-dir DIR
-                                    run the privileged runner daemon on its own (hosted mode)
-  skill-mcp audit verify [FILE]     check the audit log's hash chain
-  skill-mcp audit tail [FILE]       print recent audit decisions
+  skill-mcp runner --socket PATH --state-dir DIR [options]
+                                    run the privileged runner daemon on its own (hosted mode;
+                                    skill-mcp runner --help lists the options)
+  skill-mcp audit verify [--head ANCHOR] [FILE]
+                                    check the audit log's hash chain and its anchor
+  skill-mcp audit tail [-n N] [FILE]
+                                    print recent audit decisions
   skill-mcp --help | --version`;
 
 async function main(argv: string[]): Promise<void> {

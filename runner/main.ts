@@ -13,7 +13,7 @@ import { anchorPathIn } from './audit-anchor.js';
 import { AuditLog } from './audit-log.js';
 import { closeInheritedFds, scrubEnviron } from './hygiene.js';
 import { SpentLedger } from './ledger.js';
-import { parseRunnerOptions } from './options.js';
+import { parseRunnerOptions, RUNNER_USAGE } from './options.js';
 import { loadPeerCredReader } from './peer-cred.js';
 import { probePlatform } from './platform.js';
 import { listen } from './server.js';
@@ -27,6 +27,10 @@ function log(message: string): void {
 }
 
 export async function runnerMain(argv: string[], options: { bundledSkills: string }): Promise<void> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stderr.write(`${RUNNER_USAGE}\n`);
+    return;
+  }
   const fdsClosed = closeInheritedFds();
   // Security: files the runner creates (state, scratch) are private unless made otherwise.
   process.umask(0o077);
