@@ -46,7 +46,7 @@ function realOrResolved(path: string): string {
  * Security: a `runner.start` line recording a mismatch stays a failure forever — the runner found
  * the log cut (or rolled back) before it re-anchored it, and that line is the only trace left.
  */
-function verifyTail(file: string, text: string, headFlag: string | undefined): { message: string; failed: boolean } {
+function verifyTail(file: string, text: string, headFlag: string | undefined, anchorPath: string, anchor: ReturnType<typeof readAnchor>): { message: string; failed: boolean } {
   const entries: TailEntry[] = [];
   const lines = text === '' ? [] : text.slice(0, -1).split('\n');
   for (const [i, line] of lines.entries()) {
@@ -57,9 +57,6 @@ function verifyTail(file: string, text: string, headFlag: string | undefined): {
       return { message: `${label} before line ${i + 1}: the runner found at its start (line ${i + 1}) that the log had been ${what} — it ended at seq ${String(entry.audit_log_last_seq)}, the runner had last written seq ${String(entry.audit_anchor_seq)}`, failed: true };
     }
   }
-  const stateDir = process.env['SKILL_MCP_STATE_DIR'];
-  const anchorPath = headFlag ?? (stateDir ? join(stateDir, ANCHOR_FILE) : join(dirname(file), ANCHOR_FILE));
-  const anchor = readAnchor(anchorPath);
   if (anchor === undefined || 'unreadable' in anchor) {
     const why = anchor === undefined ? `no anchor at ${anchorPath}` : `the anchor at ${anchorPath} is unreadable (${anchor.unreadable})`;
     // An anchor the operator named must be there: its absence may be the tampering.
@@ -72,7 +69,7 @@ function verifyTail(file: string, text: string, headFlag: string | undefined): {
   const check = checkAnchor(entries, anchor);
   const mismatch = describeMismatch(check);
   if (mismatch !== undefined) return { message: `${check.state === 'truncated' ? 'TRUNCATED' : 'ROLLED BACK'}: ${mismatch} (anchor ${anchorPath})`, failed: true };
-  if (check.state === 'ahead') return { message: `tail anchored: ${check.extra} line(s) after the anchored seq ${anchor.seq} (the runner stopped between writing the log and its anchor)`, failed: false };
+  if (check.state === 'ahead') return { message: `tail anchored: ${check.extra} line(s) after the anchored seq ${anchor.seq} (appended by a live runner since the anchor was read, or a runner stopped between writing the log and its anchor)`, failed: false };
   return { message: `tail matches the anchor (seq ${anchor.seq})`, failed: false };
 }
 
@@ -95,11 +92,16 @@ export async function auditMain(argv: string[]): Promise<void> {
     process.exitCode = 2;
     return;
   }
+  const stateDir = process.env['SKILL_MCP_STATE_DIR'];
+  const anchorPath = head ?? (stateDir ? join(stateDir, ANCHOR_FILE) : join(dirname(file), ANCHOR_FILE));
+  // The anchor before the log: runners keep appending (and re-anchoring) while this reads, and a
+  // log read first could end before an anchor read after it — a live log mistaken for a cut one.
+  const anchor = command === 'verify' ? readAnchor(anchorPath) : undefined;
   const text = readFileSync(file, 'utf8');
   if (command === 'verify') {
     const outcome = verifyAuditText(text);
     if (outcome.ok) {
-      const tail = verifyTail(file, text, head);
+      const tail = verifyTail(file, text, head, anchorPath, anchor);
       process.stdout.write(tail.failed ? `${tail.message}\n` : `intact: ${outcome.lines} lines, chain unbroken; ${tail.message}\n`);
       if (tail.failed) process.exitCode = 1;
     } else {

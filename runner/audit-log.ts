@@ -3,16 +3,24 @@
  * Each line carries `seq` and `prev`, the sha256 of the previous line's bytes, so an edited,
  * inserted or deleted line breaks the chain at a place `skill-mcp audit verify` can name; after
  * every append the anchor (audit-anchor.ts) records the last line, so a cut-off end shows too.
- * Callers pass names, counts and hashes only: never token material or secret values.
+ * Several runners may share one log (standalone: one runner per `skill-mcp`, one state directory),
+ * so nothing about the chain is kept in memory: each append takes the state directory's audit lock
+ * (file-lock.ts), reads the log's last line for `seq` and `prev`, appends, fsyncs, re-anchors and
+ * releases. Callers pass names, counts and hashes only: never token material or secret values.
  */
 import { createHash } from 'node:crypto';
 import { closeSync, constants, fstatSync, fsyncSync, readSync, writeSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { checkAnchor, readAnchor, writeAnchor } from './audit-anchor.js';
 import type { AnchorCheck, TailEntry } from './audit-anchor.js';
+import { removeLockLeftovers, withLock } from './file-lock.js';
 import { openPrivateFile } from './state.js';
 
 export const GENESIS_PREV = '0'.repeat(64);
+export const AUDIT_LOCK_FILE = 'audit.lock';
 const TAIL_BYTES = 256 * 1024;
+/** First window read back from the end for the last line (grown until it holds one whole line). */
+const LAST_LINE_BYTES = 4096;
 
 /** The enumerated reasons of `run.reject` (stable for people and tools reading the log). */
 export type RejectReason =
@@ -44,6 +52,20 @@ function tailLines(fd: number): string[] {
   return lines;
 }
 
+/** The log's last line (without its newline), and whether the file ends mid-line (a torn write). */
+function lastLine(fd: number): { line: string | undefined; torn: boolean } {
+  const size = fstatSync(fd).size;
+  if (size === 0) return { line: undefined, torn: false };
+  for (let length = Math.min(size, LAST_LINE_BYTES); ; length = Math.min(size, length * 4)) {
+    const buf = Buffer.alloc(length);
+    readSync(fd, buf, 0, length, size - length);
+    const torn = buf[length - 1] !== 0x0a;
+    const end = torn ? length : length - 1;
+    const start = buf.lastIndexOf(0x0a, end - 1) + 1;
+    if (start > 0 || length === size) return { line: buf.subarray(start, end).toString('utf8'), torn };
+  }
+}
+
 function seqOf(line: string): number | undefined {
   try {
     const seq = (JSON.parse(line) as { seq?: unknown }).seq;
@@ -62,8 +84,7 @@ export interface AnchorFinding {
 
 export class AuditLog {
   private readonly fd: number;
-  private seq = 0;
-  private prev = GENESIS_PREV;
+  private readonly lockPath: string;
   /** How the log's tail compared with its anchor when it was opened. */
   readonly anchorFinding: AnchorFinding;
 
@@ -71,13 +92,12 @@ export class AuditLog {
   constructor(private readonly path: string, private readonly anchorPath: string) {
     // Security: O_APPEND means every write lands at the end, even if someone seeks the fd.
     this.fd = openPrivateFile(path, constants.O_RDWR | constants.O_APPEND | constants.O_CREAT);
-    const lines = tailLines(this.fd);
-    const last = lines[lines.length - 1];
-    if (last !== undefined) {
-      this.prev = lineHash(last);
-      this.seq = seqOf(last) ?? 0; // a broken last line: continue, verify will report the break
-    }
-    this.anchorFinding = this.compareAnchor(lines);
+    this.lockPath = join(dirname(anchorPath), AUDIT_LOCK_FILE);
+    removeLockLeftovers(this.lockPath);
+    // Security: under the lock, so the tail and the anchor are read as the last appender left
+    // them: lines another live runner appended come with their anchor and are not mistaken for a
+    // rollback, while a log cut while no runner held the lock still shows.
+    this.anchorFinding = withLock(this.lockPath, () => this.compareAnchor(tailLines(this.fd)));
   }
 
   /**
@@ -99,19 +119,34 @@ export class AuditLog {
     return { audit_anchor: check.state, audit_anchor_seq: anchor.seq, audit_log_last_seq: entries[entries.length - 1]?.seq ?? 0 };
   }
 
-  /** Appends one decision and fsyncs it. */
+  /**
+   * Appends one decision and fsyncs it. Security: seq and prev come from the file, read under the
+   * lock — kept in memory, two runners on one log would write duplicate seqs and break the chain.
+   */
   append(entry: AuditEvent): void {
-    this.seq += 1;
-    const line = JSON.stringify({ seq: this.seq, ts: new Date().toISOString(), prev: this.prev, ...entry });
-    writeSync(this.fd, `${line}\n`);
-    fsyncSync(this.fd);
-    this.prev = lineHash(line);
-    writeAnchor(this.anchorPath, { v: 1, log: this.path, seq: this.seq, sha256: this.prev });
+    withLock(this.lockPath, () => {
+      const { line: last, torn } = lastLine(this.fd);
+      // A broken last line (verify reports it) continues after the last line that has a seq.
+      const seq = (last === undefined ? 0 : seqOf(last) ?? lastSeq(tailLines(this.fd))) + 1;
+      const line = JSON.stringify({ seq, ts: new Date().toISOString(), prev: last === undefined ? GENESIS_PREV : lineHash(last), ...entry });
+      // A line torn by a crash stays a line of its own (verify names it) instead of swallowing this one.
+      writeSync(this.fd, `${torn ? '\n' : ''}${line}\n`);
+      fsyncSync(this.fd);
+      writeAnchor(this.anchorPath, { v: 1, log: this.path, seq, sha256: lineHash(line) });
+    });
   }
 
   close(): void {
     closeSync(this.fd);
   }
+}
+
+function lastSeq(lines: string[]): number {
+  for (let i = lines.length - 1; i >= 0; i--) {
+    const seq = seqOf(lines[i]!);
+    if (seq !== undefined) return seq;
+  }
+  return 0;
 }
 
 export type VerifyOutcome = { ok: true; lines: number } | { ok: false; line: number; why: string };

@@ -53,6 +53,9 @@ interface Slot {
   proc?: RunningProcess;
 }
 
+const REUSED = 'this confirmation token was already used; each token runs once — ask again without a token';
+const EXPIRED = 'the confirmation token has expired; ask again without a token for a fresh preview';
+
 function refusal(code: ErrorCode, message: string): { ok: false; error: Refusal } {
   return { ok: false, error: { code, message } };
 }
@@ -125,8 +128,8 @@ export class RunnerService {
     if (!verified.ok && verified.code === 'TOKEN_INVALID') return reject('token-invalid', 'TOKEN_INVALID', 'the confirmation token is not one this runner issued; ask again without a token to get a fresh preview');
     const claims = verified.claims!;
     const tokenId = tokenLogId(claims);
-    if (deps.ledger.has(claims.jti)) return reject('token-reused', 'TOKEN_REUSED', 'this confirmation token was already used; each token runs once — ask again without a token', { token_id: tokenId });
-    if (!verified.ok) return reject('token-expired', 'TOKEN_EXPIRED', 'the confirmation token has expired; ask again without a token for a fresh preview', { token_id: tokenId });
+    if (deps.ledger.has(claims.jti)) return reject('token-reused', 'TOKEN_REUSED', REUSED, { token_id: tokenId });
+    if (!verified.ok) return reject('token-expired', 'TOKEN_EXPIRED', EXPIRED, { token_id: tokenId });
     const derived = await deriveRun(deps.ctx, req.skill, req.script, req.args);
     if (!derived.ok) return reject(derived.reason, derived.code, derived.message, { token_id: tokenId });
     const { plan } = derived;
@@ -137,8 +140,11 @@ export class RunnerService {
       return { ok: false, error: { code: 'DRAFT_CHANGED', message: 'what would run differs from what this token was approved for; show the fresh preview and confirm again', fresh: this.mint(plan.willRun) } };
     }
     if (slot.cancelled) return reject('busy', 'CANCELLED', 'the run was cancelled before it started', { token_id: tokenId });
-    // Security: spent durably before the script starts, so no crash or restart can replay it.
-    deps.ledger.spend(claims.jti, claims.exp);
+    // Security: spent durably before the script starts, so no crash or restart can replay it; and
+    // atomically, so of two runners on one state dir racing with the same token only one gets past.
+    const spent = deps.ledger.spend(claims.jti, claims.exp, Date.now());
+    if (spent === 'reused') return reject('token-reused', 'TOKEN_REUSED', REUSED, { token_id: tokenId });
+    if (spent === 'expired') return reject('token-expired', 'TOKEN_EXPIRED', EXPIRED, { token_id: tokenId });
     const uid = deps.uidPool?.take();
     const scratch = join(deps.scratchDir, runFolderName(slot.runId));
     mkdirSync(scratch, { mode: 0o700 });

@@ -1,13 +1,18 @@
 /**
  * @module The runner's state directory: created 0700 and owned by the runner, it holds the token
- * key (`token.key`, 0600) and the spent-token ledger. The key is random and kept so tokens survive
- * a restart (SPEC §7), or derived from `MCP_CONFIRM_SECRET` when the owner sets one (replicas).
+ * key (`token.key`, 0600), the spent-token markers (`spent/`), the audit anchor and lock. The key is
+ * random and kept so tokens survive a restart (SPEC §7), or derived from `MCP_CONFIRM_SECRET` when
+ * the owner sets one (replicas). Several runners may use one state directory at once (standalone
+ * starts one per `skill-mcp`): every file here is created so that a concurrent runner sees it whole.
  */
 import { createHmac, randomBytes } from 'node:crypto';
-import { closeSync, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, readSync, writeSync, constants } from 'node:fs';
+import { closeSync, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, readSync, writeSync, constants } from 'node:fs';
 import { join } from 'node:path';
 import { SkillMcpError } from '../shared/errors.js';
 import { TOKEN_KEY_BYTES } from '../shared/token.js';
+
+/** 10 ms apart: how long a key another runner is writing is waited for. */
+const KEY_WAIT_TRIES = 100;
 
 /**
  * Creates (or checks) a private directory. Security: a directory that is a symlink or belongs to
@@ -42,6 +47,16 @@ export function openPrivateFile(path: string, flags: number): number {
   return fd;
 }
 
+/** Reads a file of the state directory as text, never through a symlink. */
+export function readNoFollow(path: string): string {
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+  try {
+    return readFileSync(fd, 'utf8');
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /**
  * The token key. `secret` (MCP_CONFIRM_SECRET) wins; otherwise a random key is created once and
  * kept in `<stateDir>/token.key`.
@@ -62,12 +77,17 @@ export function loadTokenKey(stateDir: string, secret: string | undefined): { ke
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
   }
-  fd = openPrivateFile(path, constants.O_RDONLY);
-  try {
-    const key = Buffer.alloc(TOKEN_KEY_BYTES);
-    if (readSync(fd, key, 0, TOKEN_KEY_BYTES, 0) !== TOKEN_KEY_BYTES) throw new SkillMcpError('INTERNAL', 'token.key is shorter than a key; delete it to make a new one');
-    return { key, source: 'state-dir' };
-  } finally {
-    closeSync(fd);
+  // A runner starting at the same moment may be between creating the key and writing it: wait a
+  // little for the whole key rather than fail (or, worse, make another and split the runners).
+  for (let attempt = 0; ; attempt++) {
+    fd = openPrivateFile(path, constants.O_RDONLY);
+    try {
+      const key = Buffer.alloc(TOKEN_KEY_BYTES);
+      if (readSync(fd, key, 0, TOKEN_KEY_BYTES, 0) === TOKEN_KEY_BYTES) return { key, source: 'state-dir' };
+    } finally {
+      closeSync(fd);
+    }
+    if (attempt >= KEY_WAIT_TRIES) throw new SkillMcpError('INTERNAL', 'token.key is shorter than a key; delete it to make a new one');
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
   }
 }
