@@ -1,8 +1,9 @@
 /**
  * @module `skill-mcp runner`: the privileged daemon (SPEC §8). Start-up order matters and is:
  * close inherited fds → keep a private copy of the environment → scrub /proc/self/environ →
- * state dir, scratch dir (removing crashed runs' folders), token key, ledger, audit log (checked
- * against its anchor before anything is appended) → probe interpreters and sandbox tools → listen.
+ * state dir, scratch dir (removing crashed runs' folders), token key, ledger (spent-token markers,
+ * an old single-file ledger migrated), audit log (checked against its anchor, under the audit lock
+ * other runners on this state dir share, before anything is appended) → probe interpreters and sandbox tools → listen.
  * SIGTERM/SIGINT kill any current run, close the socket and exit.
  */
 import { readCatalogLimits } from '../shared/limits.js';
