@@ -24,7 +24,7 @@ function sleepMs(ms: number): void {
   Atomics.wait(sleeper, 0, 0, ms);
 }
 
-function pidAlive(pid: number): boolean {
+export function pidAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
@@ -34,7 +34,7 @@ function pidAlive(pid: number): boolean {
 }
 
 /** The lock as found: its exact content (the identity compared before breaking it) and age. */
-function readHeld(path: string): { content: string; pid: number; ageMs: number } | undefined {
+export function readHeld(path: string): { content: string; pid: number; ageMs: number } | undefined {
   try {
     const ageMs = Date.now() - lstatSync(path).mtimeMs;
     const content = readNoFollow(path);
@@ -55,7 +55,7 @@ function isStale(held: { pid: number; ageMs: number }): boolean {
  * waiter may have broken the same stale lock and taken the lock anew since we read it (its
  * content has a fresh nonce), and a live lock must not be deleted; such a one is put back.
  */
-function breakLock(path: string, observed: string, aside: string): void {
+export function breakLock(path: string, observed: string, aside: string): void {
   try {
     renameSync(path, aside);
   } catch (error) {

@@ -21,6 +21,7 @@ import { listen } from './server.js';
 import { removeStaleRunFolders } from './scratch.js';
 import { RunnerService } from './service.js';
 import { ensurePrivateDir, loadTokenKey } from './state.js';
+import { DEFAULT_CLAIM_DIR, UidClaims } from './uid-claims.js';
 import { UidPool } from './uids.js';
 
 function log(message: string): void {
@@ -68,7 +69,9 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
 
   const peer = loadPeerCredReader();
   if ('why' in peer) log(`warning: no peer-credential check (${peer.why}); relying on socket directory modes`);
-  const uidPool = asRoot ? new UidPool(opts.uidRange, [0, process.getuid!(), ...(opts.frontUid !== undefined ? [opts.frontUid] : [])]) : undefined;
+  const uidPool = asRoot
+    ? new UidPool(opts.uidRange, [0, process.getuid!(), ...(opts.frontUid !== undefined ? [opts.frontUid] : [])], new UidClaims(env['SKILL_MCP_UID_CLAIM_DIR'] || DEFAULT_CLAIM_DIR))
+    : undefined;
   const service = new RunnerService({
     ctx: { env, bundledSkills: options.bundledSkills, limits, platform },
     key, ledger, audit, environ, refusedWhy, ttlMs: opts.ttlMs, scratchDir: opts.scratchDir, uidPool,

@@ -142,13 +142,15 @@ export class RunnerService {
     if (slot.cancelled) return reject('busy', 'CANCELLED', 'the run was cancelled before it started', { token_id: tokenId });
     // Security: spent durably before the script starts, so no crash or restart can replay it; and
     // atomically, so of two runners on one state dir racing with the same token only one gets past.
+    // A uid first (BUSY when none is free), so a refused run never burns the person's approval.
+    const uid = deps.uidPool?.take();
     const spent = deps.ledger.spend(claims.jti, claims.exp, Date.now());
+    if (spent !== 'spent' && uid !== undefined) deps.uidPool?.release(uid);
     if (spent === 'reused') return reject('token-reused', 'TOKEN_REUSED', REUSED, { token_id: tokenId });
     if (spent === 'expired') return reject('token-expired', 'TOKEN_EXPIRED', EXPIRED, { token_id: tokenId });
-    const uid = deps.uidPool?.take();
     const scratch = join(deps.scratchDir, runFolderName(slot.runId));
-    mkdirSync(scratch, { mode: 0o700 });
     try {
+      mkdirSync(scratch, { mode: 0o700 });
       if (uid !== undefined) chownSync(scratch, uid, uid);
       const spec = buildSpawn(plan, deps.ctx.platform, deps.ctx.env, scratch, uid, deps.limits);
       if (spec.envNames.join('\0') !== plan.willRun.envNames.join('\0')) return reject('sandbox-failed', 'INTERNAL', 'the run environment differs from the preview; nothing was run');
@@ -180,6 +182,7 @@ export class RunnerService {
       };
     } finally {
       rmSync(scratch, { recursive: true, force: true });
+      if (uid !== undefined) deps.uidPool?.release(uid);
     }
   }
 

@@ -7,6 +7,7 @@
 import { execFile } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { SkillMcpError } from '../shared/errors.js';
+import type { UidClaims } from './uid-claims.js';
 
 export const DEFAULT_UID_RANGE = '61184-61439';
 
@@ -60,6 +61,7 @@ export class UidPool {
   constructor(
     private readonly range: { first: number; last: number },
     private readonly exclude: readonly number[],
+    private readonly claims?: UidClaims,
   ) {}
 
   take(): number {
@@ -69,10 +71,17 @@ export class UidPool {
       const uid = this.range.first + ((this.cursor + i) % size);
       if (named.has(uid) || this.exclude.includes(uid)) continue;
       if (processesOfUid(uid).length > 0) continue;
+      // Security: another root runner on this machine may be about to use the same free uid.
+      if (this.claims && !this.claims.tryClaim(uid)) continue;
       this.cursor = (this.cursor + i + 1) % size;
       return uid;
     }
     throw new SkillMcpError('BUSY', 'every uid of the run range is in use; try again when running scripts have ended');
+  }
+
+  /** Gives `uid` back once nothing of its run is left. */
+  release(uid: number): void {
+    this.claims?.release(uid);
   }
 }
 
