@@ -4,10 +4,10 @@
  * for a link or a FIFO between the check and the read is refused, not followed. Reads at most
  * `maxBytes`, so a 256 MiB file costs 1 MiB of heap, never the whole file.
  */
-import { constants } from 'node:fs';
-import { open, readlink } from 'node:fs/promises';
+import { closeSync, readSync } from 'node:fs';
 import { SkillMcpError } from '../../shared/errors.js';
-import { checkPathString, isHiddenPath, isInside, resolveInside } from '../../shared/paths.js';
+import { checkPathString, isHiddenPath } from '../../shared/paths.js';
+import { openInsideSkill } from './open-checked.js';
 import type { SkillRecord } from './skill.js';
 
 export interface ReadResult {
@@ -26,34 +26,19 @@ export async function readServedFile(skill: SkillRecord, path: unknown, maxBytes
   if (!skill.files.some((f) => f.path === rel)) {
     throw new SkillMcpError('NOT_FOUND', `"${rel}" is not a file of skill "${skill.name}"; skill_load lists its files.`);
   }
-  const resolved = await resolveInside(skill.realDir, check.segments);
-  if (!resolved.ok) throw new SkillMcpError(resolved.code, `"${rel}": ${resolved.why}.`);
-  let handle;
+  const { fd, size } = openInsideSkill(skill.realDir, rel);
   try {
-    // Security: O_NONBLOCK so a FIFO swapped in after the scan cannot hang the open.
-    handle = await open(resolved.real, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
-  } catch (error) {
-    throw new SkillMcpError('READ_FAILED', `"${rel}" cannot be opened.`, { cause: error });
-  }
-  try {
-    const info = await handle.stat();
-    // Security: check what was opened, not what was checked: a swap between the two is caught here.
-    if (!info.isFile()) throw new SkillMcpError('NOT_A_FILE', `"${rel}" is not a regular file.`);
-    const opened = await readlink(`/proc/self/fd/${handle.fd}`).catch(() => undefined);
-    if (opened !== undefined && !isInside(skill.realDir, opened)) {
-      throw new SkillMcpError('OUTSIDE_SKILL', `"${rel}" resolves outside the skill (symlink escape).`);
-    }
-    const want = Math.min(info.size, maxBytes);
+    const want = Math.min(size, maxBytes);
     const bytes = Buffer.allocUnsafe(want);
     let got = 0;
     while (got < want) {
-      const { bytesRead } = await handle.read(bytes, got, want - got, got);
-      if (bytesRead === 0) break;
-      got += bytesRead;
+      const read = readSync(fd, bytes, got, want - got, got);
+      if (read === 0) break;
+      got += read;
     }
-    return { bytes: got === want ? bytes : bytes.subarray(0, got), size: info.size, truncated: info.size > maxBytes };
+    return { bytes: got === want ? bytes : bytes.subarray(0, got), size, truncated: size > maxBytes };
   } finally {
-    await handle.close();
+    closeSync(fd);
   }
 }
 
