@@ -56,9 +56,22 @@ function canConnect(path: string): Promise<boolean> {
   });
 }
 
+/**
+ * `$XDG_STATE_HOME/skill-mcp`, else `~/.local/state/skill-mcp`. A uid with neither HOME nor a
+ * passwd entry (a bare container uid) gets a per-uid folder in the temp dir instead of a crash;
+ * tokens then survive restarts only as long as that folder does.
+ */
 function defaultStateDir(env: NodeJS.ProcessEnv): string {
-  const base = env['XDG_STATE_HOME'] || join(env['HOME'] || homedir(), '.local', 'state');
-  return join(base, 'skill-mcp');
+  if (env['XDG_STATE_HOME']) return join(env['XDG_STATE_HOME'], 'skill-mcp');
+  let home = env['HOME'];
+  if (!home) {
+    try {
+      home = homedir();
+    } catch {
+      return join(tmpdir(), `skill-mcp-state-${process.getuid?.() ?? 'user'}`);
+    }
+  }
+  return join(home, '.local', 'state', 'skill-mcp');
 }
 
 /** Starts the guard and returns how the front reaches the runner (and, as root, whom to become). */

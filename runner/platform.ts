@@ -72,7 +72,7 @@ export function probePlatform(searchPath: string | undefined): Platform {
   if (!asRoot) {
     return {
       asRoot, interpreters, tools, isolation: 'same-uid',
-      isolationDetail: 'the runner is not root: scripts run as the runner\'s own uid; they can read what that uid can read (including the runner\'s and the front\'s memory if they share it) and write where it can write. Rlimits and a private HOME/TMPDIR still apply.',
+      isolationDetail: 'the runner is not root: scripts run as the runner\'s own uid; they can read what that uid can read (including the runner\'s and the front\'s memory if they share it) and write where it can write. Rlimits, no_new_privs, death with the runner and a private HOME/TMPDIR still apply.',
     };
   }
   if (!tools.setpriv || !tools.prlimit || !tools.kill) {

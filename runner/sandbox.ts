@@ -60,7 +60,10 @@ export function buildSpawn(plan: RunPlan, platform: Platform, sourceEnv: Readonl
   ];
   if (uid === undefined) {
     // Same uid: RLIMIT_NPROC would count the runner's own processes too, so it is left out.
-    const chain = prlimit ? [prlimit, ...rlimits(false), ...target] : target;
+    // Security: no_new_privs and death with the runner need no privilege, so they apply here too
+    // (a runner killed mid-run must not leave its script running).
+    const keep = setpriv ? [setpriv, '--no-new-privs', '--pdeathsig=KILL', '--'] : [];
+    const chain = prlimit ? [prlimit, ...rlimits(false), ...keep, ...target] : [...keep, ...target];
     return { command: chain[0]!, args: chain.slice(1), env, cwd: plan.realDir, envNames: names };
   }
   const drop = [
