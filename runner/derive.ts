@@ -15,6 +15,7 @@ import type { DiscoveredSkill } from '../shared/discover.js';
 import { buildScriptEnv, selfGrantWarning } from '../shared/env.js';
 import type { ErrorCode } from '../shared/errors.js';
 import { parseSkillMd } from '../shared/frontmatter.js';
+import { readSkillMdFile } from '../shared/skill-md.js';
 import { grantScripts, HOSTED_GRANT_NOTE, readGrantSource } from '../shared/grant.js';
 import type { CatalogLimits } from '../shared/limits.js';
 import { checkPathString, isHiddenPath, resolveInside } from '../shared/paths.js';
@@ -22,7 +23,6 @@ import type { WillRun } from '../shared/protocol.js';
 import type { RejectReason } from './audit-log.js';
 import type { Platform } from './platform.js';
 
-const MAX_SKILL_MD_BYTES = 8 * 1024 * 1024;
 /** Stand-ins for the sandbox's private HOME/TMPDIR, so previews name them as the run will. */
 export const SANDBOX_PLACEHOLDERS = { HOME: '(private)', TMPDIR: '(private)' } as const;
 
@@ -51,33 +51,15 @@ function refuse(code: ErrorCode, reason: RejectReason, message: string): Derived
   return { ok: false, code, reason, message };
 }
 
-/** Reads a SKILL.md by its real directory, refusing anything but a regular file. */
-function readSkillMd(realDir: string): string | undefined {
-  let fd: number;
-  try {
-    fd = openSync(`${realDir}/SKILL.md`, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  } catch {
-    return undefined;
-  }
-  try {
-    const st = fstatSync(fd);
-    if (!st.isFile() || st.size > MAX_SKILL_MD_BYTES) return undefined;
-    const buf = Buffer.alloc(st.size);
-    const read = readSync(fd, buf, 0, st.size, 0);
-    return buf.subarray(0, read).toString('utf8');
-  } finally {
-    closeSync(fd);
-  }
-}
-
 export async function findSkill(ctx: DeriveContext, name: string): Promise<DiscoveredSkill | undefined> {
   return findSkillByName(skillRoots(ctx.env as NodeJS.ProcessEnv, ctx.bundledSkills), name, ctx.limits.maxSkills);
 }
 
 /** The skill's declared scripts, or why it has none runnable. */
 export function declaredScripts(ctx: DeriveContext, skill: DiscoveredSkill): { scripts: DeclaredScript[]; problems: string[] } {
-  const text = readSkillMd(skill.realDir);
-  if (text === undefined) return { scripts: [], problems: ['SKILL.md cannot be read as a regular file'] };
+  const read = readSkillMdFile(skill.realDir);
+  if (!read.ok) return { scripts: [], problems: [read.why] };
+  const text = read.text;
   try {
     const parsed = parseSkillMd(text, ctx.limits.maxFrontmatterBytes);
     if (parsed.declarationError) return { scripts: [], problems: [`the mcp-host block was rejected: ${parsed.declarationError}`] };

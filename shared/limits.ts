@@ -21,6 +21,8 @@ export const PUBLISH_MAX_BYTES = 16 * 1024 * 1024;
  * SDK's own among them) enforce, so every published file can actually be read.
  */
 export const PUBLISH_MAX_FILE_BYTES = 7 * 1024 * 1024;
+/** A SKILL.md larger than this is not read at all (`unreadable-skill-md`), by either process. */
+export const MAX_SKILL_MD_BYTES = 8 * 1024 * 1024;
 /** `skill_load` and prompts carry at most this much of a SKILL.md body (beyond: `truncated`, or refused). */
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
 export const MAX_DESCRIPTION_CHARS = 1024;

@@ -3,14 +3,13 @@
  * and whether a strict SEP-2640 host could load it (publication in `skill://`). One broken skill
  * produces problems for itself only.
  */
-import { closeSync, constants, fstatSync, openSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { parseDeclaration, type Declaration } from '../../shared/declaration.js';
 import type { DiscoveredSkill } from '../../shared/discover.js';
 import { FrontmatterError, parseSkillMd, type Frontmatter } from '../../shared/frontmatter.js';
 import type { CatalogLimits } from '../../shared/limits.js';
 import { MAX_DESCRIPTION_CHARS, MAX_SKILL_NAME_CHARS, PUBLISH_MAX_BYTES, PUBLISH_MAX_FILE_BYTES, PUBLISH_MAX_FILES } from '../../shared/limits.js';
 import { PUBLISHABLE_NAME } from '../../shared/paths.js';
+import { readSkillMdFile } from '../../shared/skill-md.js';
 import type { Problem } from '../../shared/problems.js';
 import { walkSkill, type FileRecord } from './walk.js';
 
@@ -34,31 +33,6 @@ export type ScanResult = { record?: SkillRecord; problems: Problem[] };
 
 function charCount(text: string): number {
   return [...text].length;
-}
-
-/**
- * Reads SKILL.md by opening it and checking what was opened (no check-then-use gap). Synchronous
- * like the walk (walk.ts says why): four promise round trips per skill were ~0.7 s of the start on
- * 5,000 skills.
- */
-function readSkillMd(realDir: string): { text: string; size: number; mtimeMs: number } | { error: string } {
-  let fd;
-  try {
-    // Security: O_NONBLOCK so a FIFO swapped in after discovery cannot hang the (synchronous) open.
-    fd = openSync(join(realDir, 'SKILL.md'), constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
-  } catch (error) {
-    return { error: `SKILL.md cannot be opened (${(error as NodeJS.ErrnoException).code ?? 'error'})` };
-  }
-  try {
-    const info = fstatSync(fd);
-    if (!info.isFile()) return { error: 'SKILL.md is not a regular file' };
-    const bytes = readFileSync(fd);
-    return { text: bytes.toString('utf8'), size: bytes.length, mtimeMs: info.mtimeMs };
-  } catch (error) {
-    return { error: `SKILL.md cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})` };
-  } finally {
-    closeSync(fd);
-  }
 }
 
 /** Why a strict host could not load this skill; empty when it can be published. */
@@ -96,10 +70,10 @@ export async function scanSkill(found: DiscoveredSkill, limits: CatalogLimits): 
   const problems: Problem[] = [];
   const at = found.displayPath;
   const [md, walk] = await Promise.all([
-    readSkillMd(found.realDir),
+    readSkillMdFile(found.realDir),
     walkSkill(found.name, found.realDir, at, { maxFiles: limits.maxFilesPerSkill, maxDirs: limits.maxDirsPerSkill }),
   ]);
-  if ('error' in md) return { problems: [{ path: `${at}/SKILL.md`, reason: 'unreadable-skill-md', detail: md.error }] };
+  if (!md.ok) return { problems: [{ path: `${at}/SKILL.md`, reason: 'unreadable-skill-md', detail: `${md.why}; the skill is not served` }] };
   let parsed;
   try {
     parsed = parseSkillMd(md.text, limits.maxFrontmatterBytes);

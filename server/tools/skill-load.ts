@@ -5,15 +5,15 @@
  */
 import { SkillMcpError } from '../../shared/errors.js';
 import { parseSkillMd } from '../../shared/frontmatter.js';
-import { MAX_BODY_BYTES, PUBLISH_MAX_BYTES } from '../../shared/limits.js';
+import { MAX_BODY_BYTES, MAX_SKILL_MD_BYTES } from '../../shared/limits.js';
 import { readServedFile } from '../catalog/read.js';
 import type { FrontContext } from '../context.js';
 
 /** Reads a skill's current SKILL.md, refreshing the catalog if it changed since the scan. */
 export async function loadBody(front: FrontContext, name: string): Promise<{ body: string; frontmatter: Record<string, unknown> }> {
   const record = front.requireSkill(name);
-  const { bytes, truncated } = await readServedFile(record, 'SKILL.md', PUBLISH_MAX_BYTES);
-  if (truncated) throw new SkillMcpError('TOO_LARGE', `SKILL.md of "${name}" is larger than 16 MiB and is not served.`);
+  const { bytes, truncated } = await readServedFile(record, 'SKILL.md', MAX_SKILL_MD_BYTES);
+  if (truncated) throw new SkillMcpError('TOO_LARGE', `SKILL.md of "${name}" grew over ${MAX_SKILL_MD_BYTES} bytes and is not served.`);
   await front.catalog.confirmFresh(record, 'SKILL.md', bytes);
   const parsed = parseSkillMd(bytes.toString('utf8'), Number.POSITIVE_INFINITY);
   return { body: parsed.body, frontmatter: parsed.frontmatter };
