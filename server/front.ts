@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { CatalogSkillSource } from './catalog/source.js';
 import type { FrontContext } from './context.js';
 import { attachPrompts } from './prompts.js';
-import { fromError, ok, okTextOnly } from './tools/result.js';
+import { guarded, ok, okTextOnly } from './tools/result.js';
 import { skillFile } from './tools/skill-file.js';
 import { skillList } from './tools/skill-list.js';
 import { skillLoad } from './tools/skill-load.js';
@@ -48,7 +48,7 @@ export function createServerFactory(front: FrontContext, onWarning: (message: st
         description: 'Lists every served skill (name, description, when to use it, file count, runnable scripts) and every problem found while scanning.',
         annotations: READ_ONLY,
       },
-      async () => ok(await skillList(front)),
+      () => guarded(async () => ok(await skillList(front))),
     );
     mcp.registerTool(
       'skill_load',
@@ -58,14 +58,8 @@ export function createServerFactory(front: FrontContext, onWarning: (message: st
         inputSchema: z.object({ name: z.string().describe('The skill name as skill_list shows it') }),
         annotations: READ_ONLY,
       },
-      async ({ name }) => {
-        try {
-          // Text only: a copy of a long body in structuredContent would double the message.
-          return okTextOnly(await skillLoad(front, name));
-        } catch (error) {
-          return fromError(error);
-        }
-      },
+      // Text only: a copy of a long body in structuredContent would double the message.
+      ({ name }) => guarded(async () => okTextOnly(await skillLoad(front, name))),
     );
     mcp.registerTool(
       'skill_file',
@@ -79,13 +73,7 @@ export function createServerFactory(front: FrontContext, onWarning: (message: st
         }),
         annotations: READ_ONLY,
       },
-      async ({ name, paths }) => {
-        try {
-          return okTextOnly(await skillFile(front, name, paths));
-        } catch (error) {
-          return fromError(error);
-        }
-      },
+      ({ name, paths }) => guarded(async () => okTextOnly(await skillFile(front, name, paths))),
     );
     mcp.registerTool(
       'skill_run',
@@ -101,13 +89,7 @@ export function createServerFactory(front: FrontContext, onWarning: (message: st
         }),
         annotations: RUNS_CODE,
       },
-      async ({ name, script, args, confirmToken }, ctx) => {
-        try {
-          return await skillRun(front, { name, script, args, confirmToken }, ctx, canElicitForm(mcp, ctx));
-        } catch (error) {
-          return fromError(error);
-        }
-      },
+      ({ name, script, args, confirmToken }, ctx) => guarded(() => skillRun(front, { name, script, args, confirmToken }, ctx, canElicitForm(mcp, ctx))),
     );
     attachPrompts(mcp, front);
     extension.attach(mcp);

@@ -23,8 +23,21 @@ export function refuse(code: string, message: string, extra: Record<string, unkn
   return { content: [{ type: 'text', text: JSON.stringify(value, null, 2) }], structuredContent: value, isError: true };
 }
 
-/** Turns our errors into refusals; anything else is an internal error with no details leaked. */
+/**
+ * Turns our errors into refusals; anything else is an internal error: the details go to stderr
+ * (the operator's side), never to the model.
+ */
 export function fromError(error: unknown): CallToolResult {
   if (isSkillMcpError(error)) return refuse(error.code, error.message);
+  process.stderr.write(`skill-mcp: internal error in a tool call: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   return refuse('INTERNAL', 'internal error; the server log on stderr has the details');
+}
+
+/** Runs a tool body; anything it throws becomes a refusal (ours) or a safe internal error. */
+export async function guarded(work: () => Promise<CallToolResult>): Promise<CallToolResult> {
+  try {
+    return await work();
+  } catch (error) {
+    return fromError(error);
+  }
 }
