@@ -1,15 +1,18 @@
 /**
  * @module `skill-mcp` with no arguments: the front on stdio, plus its own runner (SPEC §0, one bin,
  * two processes). The runner is started through a small guard process, on a private socket, when
- * first needed; it restarts if it dies and goes when the front goes. Started as root, the guard
- * and the runner keep root (to sandbox scripts under fresh uids) while the front drops to an
- * unprivileged uid before it reads a single request. The front then keeps only the variables it
- * reads and clears its environ block, so granted secret values live in the runner alone.
+ * first needed; it restarts if it dies and goes when the front goes, and it serves only this front:
+ * the launcher makes a per-instance secret, hands it to the guard over its stdin pipe and keeps it
+ * in the front's memory (runner/front-auth.ts). Started as root, the guard and the runner keep root
+ * (to sandbox scripts under fresh uids). The front keeps only the variables it reads, clears its
+ * environ block (so granted secret values live in the runner alone) and — started as root, in every
+ * mode — drops to an unprivileged uid before it reads a single request.
  *
  * With `SKILL_MCP_RUNNER_SOCKET` set, or in hosted mode, no runner is started: the front uses the
  * configured one (or says there is none).
  */
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
@@ -45,6 +48,12 @@ function unprivilegedId(name: string, raw: string | undefined, fallback: number)
   return value;
 }
 
+/** The uid/gid a root-started front becomes: SKILL_MCP_FRONT_UID / _GID, default 61183. */
+function frontIds(env: NodeJS.ProcessEnv): Ids {
+  const uid = unprivilegedId('SKILL_MCP_FRONT_UID', env['SKILL_MCP_FRONT_UID'], DEFAULT_FRONT_UID);
+  return { uid, gid: unprivilegedId('SKILL_MCP_FRONT_GID', env['SKILL_MCP_FRONT_GID'], uid) };
+}
+
 function canConnect(path: string): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = createConnection(path);
@@ -74,19 +83,29 @@ function defaultStateDir(env: NodeJS.ProcessEnv): string {
   return join(home, '.local', 'state', 'skill-mcp');
 }
 
-/** Starts the guard and returns how the front reaches the runner (and, as root, whom to become). */
-function launchOwnRunner(env: NodeJS.ProcessEnv, entry: string): RunnerLinkOptions & { dropTo: { uid: number; gid: number } | undefined } {
-  const asRoot = process.getuid?.() === 0;
-  const frontUid = unprivilegedId('SKILL_MCP_FRONT_UID', env['SKILL_MCP_FRONT_UID'], DEFAULT_FRONT_UID);
-  const frontGid = unprivilegedId('SKILL_MCP_FRONT_GID', env['SKILL_MCP_FRONT_GID'], frontUid);
+interface Ids {
+  uid: number;
+  gid: number;
+}
+
+/** Starts the guard and returns how the front reaches the runner. `front`: whom the front becomes (root only). */
+function launchOwnRunner(env: NodeJS.ProcessEnv, entry: string, front: Ids | undefined): RunnerLinkOptions {
+  const asRoot = front !== undefined;
   const tmp = mkdtempSync(join(tmpdir(), 'skill-mcp-'));
   // The front (another uid when root) must traverse to the runner's own 0750 socket folder.
   if (asRoot) chmodSync(tmp, 0o711);
   const socketPath = join(tmp, 'run', 'runner.sock');
   const stateDir = env['SKILL_MCP_STATE_DIR'] || defaultStateDir(env);
-  const runnerArgs = ['--socket', socketPath, '--state-dir', stateDir, ...(asRoot ? ['--front-uid', String(frontUid), '--front-gid', String(frontGid)] : [])];
-  const guard = spawn(process.execPath, [entry, 'runner-guard', '--tmp-dir', tmp, '--', ...runnerArgs], { stdio: ['pipe', 'pipe', 'inherit'], env });
+  const runnerArgs = ['--socket', socketPath, '--state-dir', stateDir, '--front-secret-stdin', ...(front ? ['--front-uid', String(front.uid), '--front-gid', String(front.gid)] : [])];
+  // The runner's secret comes from the guard's pipe, not from an operator's file.
+  const guardEnv = { ...env };
+  delete guardEnv['SKILL_MCP_FRONT_SECRET_FILE'];
+  const guard = spawn(process.execPath, [entry, 'runner-guard', '--tmp-dir', tmp, '--', ...runnerArgs], { stdio: ['pipe', 'pipe', 'inherit'], env: guardEnv });
   guard.stdin.on('error', () => undefined);
+  // Security: every front started as root has the same uid, so only this secret tells this
+  // instance's front from another's; a pipe, because argv and environ are readable by others.
+  const frontSecret = randomBytes(32).toString('hex');
+  guard.stdin.write(`secret ${frontSecret}\n`);
 
   let restarts = 0;
   let gone: string | undefined;
@@ -102,7 +121,7 @@ function launchOwnRunner(env: NodeJS.ProcessEnv, entry: string): RunnerLinkOptio
   let woken = false;
   return {
     socketPath,
-    dropTo: asRoot ? { uid: frontUid, gid: frontGid } : undefined,
+    frontSecret,
     restarts: () => restarts,
     async wake() {
       if (gone) throw new Error(gone);
@@ -127,7 +146,9 @@ function launchOwnRunner(env: NodeJS.ProcessEnv, entry: string): RunnerLinkOptio
  */
 export async function prepareFront(entry: string): Promise<{ env: NodeJS.ProcessEnv; runner: RunnerLinkOptions }> {
   const env = process.env;
-  const own = env['SKILL_MCP_RUNNER_SOCKET'] || isHosted(env) ? undefined : launchOwnRunner(env, entry);
+  const dropTo = process.getuid?.() === 0 ? frontIds(env) : undefined;
+  const own = env['SKILL_MCP_RUNNER_SOCKET'] || isHosted(env) ? undefined : launchOwnRunner(env, entry, dropTo);
+  // Read now: an operator's secret file may be readable by root only.
   const runner: RunnerLinkOptions = own ?? externalRunner(env);
   const wake = runner.wake;
   if (wake) {
@@ -145,11 +166,12 @@ export async function prepareFront(entry: string): Promise<{ env: NodeJS.Process
   // Scrub while still allowed to write our own /proc/self/mem (a uid change makes us undumpable).
   const scrub = scrubEnviron(process.env);
   if (!scrub.scrubbed) process.stderr.write(`skill-mcp: warning: the front could not clear its environ block (${scrub.detail ?? 'unknown'})\n`);
-  if (own?.dropTo) {
-    // Security: the MCP-facing process gives up root before it reads any request.
+  if (dropTo) {
+    // Security: the MCP-facing process gives up root before it reads any request, whatever the
+    // mode — a root front would serve a hard link to /etc/shadow planted in a skill.
     process.setgroups?.([]);
-    process.setgid?.(own.dropTo.gid);
-    process.setuid?.(own.dropTo.uid);
+    process.setgid?.(dropTo.gid);
+    process.setuid?.(dropTo.uid);
   }
   return { env: kept, runner };
 }

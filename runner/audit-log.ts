@@ -30,7 +30,7 @@ export type RejectReason =
 
 export type AuditEvent =
   | { event: 'runner.start'; [key: string]: unknown }
-  | { event: 'peer.refuse'; uid: number; gid: number; pid: number }
+  | { event: 'peer.refuse'; uid: number; gid: number; pid: number; reason?: 'front-secret' }
   | { event: 'run.prepare'; skill: string; script: string; token_id?: string; refused?: string }
   | { event: 'run.reject'; reason: RejectReason; skill?: string; script?: string; token_id?: string }
   | { event: 'run.accept'; run_id: string; token_id: string; skill: string; script: string; interpreter: string; argv: string[]; env_names: string[]; timeout_ms: number; isolation: string; uid: number }

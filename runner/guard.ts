@@ -4,7 +4,9 @@
  * the front first asks (`start` line), restarts it if it dies (reporting each restart on stdout as
  * `restarted N`), and when the front goes away (stdin closes) it stops the runner and removes the
  * private socket folder. The runner in turn exits when the guard's pipe closes, so no process
- * outlives the front.
+ * outlives the front. The front's first line (`secret ...`) is the per-instance front secret; the
+ * guard keeps it in memory and writes it as the first line of each runner's stdin (started with
+ * `--front-secret-stdin`), so it never appears in an argv or an environment.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { rmSync } from 'node:fs';
@@ -28,6 +30,7 @@ export async function guardMain(argv: string[], options: { entry: string }): Pro
   let wanted = false;
   let stopping = false;
   let restarts = 0;
+  let secret: string | undefined;
   const recent: number[] = [];
 
   const start = (): void => {
@@ -37,6 +40,8 @@ export async function guardMain(argv: string[], options: { entry: string }): Pro
       env: { ...process.env, SKILL_MCP_RUNNER_EXIT_WITH_STDIN: '1' },
     });
     child = spawned;
+    spawned.stdin!.on('error', () => undefined);
+    if (secret !== undefined) spawned.stdin!.write(`${secret}\n`);
     spawned.on('exit', (code, signal) => {
       if (child === spawned) child = undefined;
       if (stopping) return;
@@ -70,7 +75,8 @@ export async function guardMain(argv: string[], options: { entry: string }): Pro
   };
 
   createInterface({ input: process.stdin }).on('line', (line) => {
-    if (line.trim() === 'start' && !wanted) {
+    if (line.startsWith('secret ') && secret === undefined) secret = line.slice('secret '.length);
+    else if (line.trim() === 'start' && !wanted) {
       wanted = true;
       start();
     }

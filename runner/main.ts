@@ -10,8 +10,11 @@ import { readCatalogLimits } from '../shared/limits.js';
 import { isHosted } from '../shared/mode.js';
 import { readGrantSource, grantFrom } from '../shared/grant.js';
 import type { ErrorCode } from '../shared/errors.js';
+import { configView, realRoots } from '../shared/config-view.js';
+import { readFrontSecretFile } from '../shared/front-secret.js';
 import { anchorPathIn } from './audit-anchor.js';
 import { AuditLog } from './audit-log.js';
+import { readFrontSecretLine } from './front-auth.js';
 import { closeInheritedFds, scrubEnviron } from './hygiene.js';
 import { SpentLedger } from './ledger.js';
 import { parseRunnerOptions, RUNNER_USAGE } from './options.js';
@@ -41,6 +44,8 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
   const opts = parseRunnerOptions(argv, env);
   const environ = scrubEnviron(process.env);
   const hosted = isHosted(env);
+  // Read before listening: no connection is served by a runner that does not know its front yet.
+  const frontSecret = opts.frontSecret?.from === 'stdin' ? await readFrontSecretLine(process.stdin) : opts.frontSecret ? readFrontSecretFile(opts.frontSecret.path) : undefined;
 
   ensurePrivateDir(opts.stateDir);
   const asRoot = process.getuid?.() === 0;
@@ -77,12 +82,22 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
     key, ledger, audit, environ, refusedWhy, ttlMs: opts.ttlMs, scratchDir: opts.scratchDir, uidPool,
     limits: opts.limits, killGraceMs: opts.killGraceMs, drainMs: opts.drainMs,
   });
-  const server = await listen({ socketPath: opts.socketPath, frontUid: opts.frontUid, frontGid: opts.frontGid, peerCred: 'read' in peer ? peer.read : undefined, service, audit });
+  const mismatchesLogged = new Set<string>();
+  const server = await listen({
+    socketPath: opts.socketPath, frontUid: opts.frontUid, frontGid: opts.frontGid, peerCred: 'read' in peer ? peer.read : undefined, service, audit,
+    frontSecret, view: () => configView(env, options.bundledSkills),
+    onMismatch: (differs) => {
+      const key = differs.join(',');
+      if (mismatchesLogged.has(key)) return;
+      mismatchesLogged.add(key);
+      log(`a front's configuration differs from this runner's (${differs.join(', ')}); its prepare/run requests are refused CONFIG_MISMATCH. This runner serves ${hosted ? 'hosted' : 'standalone'}, skill folders ${realRoots(env, options.bundledSkills).join(':')}, grant from ${grantFrom(readGrantSource(env))}: give it the same MCP_SKILLS_PATH (or SKILLS_DIR) and MCP_SKILL_RUN as the front`);
+    },
+  });
   audit.append({
     event: 'runner.start', pid: process.pid, uid: process.getuid?.(), isolation: platform.isolation, environ_scrubbed: environ.scrubbed,
     hosted, runs_refused: refusedWhy?.code ?? null, grant_from: grantFrom(readGrantSource(env)), key_source: keySource,
     interpreters: Object.fromEntries([...platform.interpreters].map(([name, r]) => [name, 'path' in r])),
-    peer_check: 'read' in peer, inherited_fds_closed: fdsClosed, scratch_stale_removed: stale.removed, scratch_stale_failed: stale.failed,
+    peer_check: 'read' in peer, front_secret: opts.frontSecret?.from ?? 'none', inherited_fds_closed: fdsClosed, scratch_stale_removed: stale.removed, scratch_stale_failed: stale.failed,
     ...anchor,
   });
   log(`ready on ${opts.socketPath} (isolation ${platform.isolation}${refusedWhy ? `; runs refused: ${refusedWhy.code}` : ''})`);
@@ -104,5 +119,6 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
     process.stdin.on('end', stop);
     process.stdin.on('close', stop);
     process.stdin.resume();
+    if (process.stdin.readableEnded) stop();
   }
 }

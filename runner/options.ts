@@ -22,6 +22,8 @@ export interface RunnerOptions {
   limits: SandboxLimits;
   killGraceMs: number;
   drainMs: number;
+  /** Where the front secret comes from: the guard's pipe (standalone), an operator's file, or nowhere. */
+  frontSecret: { from: 'stdin' } | { from: 'file'; path: string } | undefined;
 }
 
 export const RUNNER_USAGE = `usage: skill-mcp runner --socket PATH --state-dir DIR [options]
@@ -31,7 +33,19 @@ export const RUNNER_USAGE = `usage: skill-mcp runner --socket PATH --state-dir D
   --front-gid GID       group owning the socket directory and socket (SKILL_MCP_FRONT_GID)
   --uid-range A-B       run uids when root (SKILL_MCP_UID_RANGE, default ${DEFAULT_UID_RANGE})
   --scratch-dir DIR     parent of each run's private HOME/TMPDIR (SKILL_MCP_SCRATCH_DIR)
-  --audit-log FILE      audit log path (SKILL_MCP_AUDIT_LOG, default STATE_DIR/audit.log)`;
+  --audit-log FILE      audit log path (SKILL_MCP_AUDIT_LOG, default STATE_DIR/audit.log)
+  --front-secret-file FILE
+                        a secret (one line, 32+ characters, not world-readable) every front
+                        connection must present; give the front the same file as
+                        SKILL_MCP_FRONT_SECRET_FILE (SKILL_MCP_FRONT_SECRET_FILE)
+  --front-secret-stdin  read that secret as the first line of stdin (how a standalone launcher
+                        hands its runner a per-instance secret)
+
+The runner reads the skills and the grant itself: give it the same MCP_SKILLS_PATH (or
+SKILLS_DIR) and MCP_SKILL_RUN as the front, or every run is refused CONFIG_MISMATCH.
+Example (hosted, as root):
+  MCP_SKILLS_PATH=/srv/skills MCP_SKILL_RUN='[...]' skill-mcp runner \\
+    --socket /run/skill-mcp/runner.sock --state-dir /var/lib/skill-mcp --front-uid 990 --front-gid 990`;
 
 const FLAGS: Record<string, string> = {
   '--socket': 'SKILL_MCP_RUNNER_SOCKET',
@@ -41,6 +55,7 @@ const FLAGS: Record<string, string> = {
   '--uid-range': 'SKILL_MCP_UID_RANGE',
   '--scratch-dir': 'SKILL_MCP_SCRATCH_DIR',
   '--audit-log': 'SKILL_MCP_AUDIT_LOG',
+  '--front-secret-file': 'SKILL_MCP_FRONT_SECRET_FILE',
 };
 
 function bad(message: string): never {
@@ -70,7 +85,12 @@ function primaryGid(uid: number): number | undefined {
 export function parseRunnerOptions(argv: string[], env: Readonly<Record<string, string | undefined>>): RunnerOptions {
   const values: Record<string, string | undefined> = {};
   for (const variable of Object.values(FLAGS)) values[variable] = env[variable];
+  let secretOnStdin = false;
   for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === '--front-secret-stdin') {
+      secretOnStdin = true;
+      continue;
+    }
     const [flag, inline] = argv[i]!.split(/=(.*)/s, 2) as [string, string | undefined];
     const variable = FLAGS[flag];
     if (!variable) bad(`unknown option ${JSON.stringify(flag)}\n${RUNNER_USAGE}`);
@@ -87,6 +107,8 @@ export function parseRunnerOptions(argv: string[], env: Readonly<Record<string, 
   if (frontUid !== undefined && frontGid === undefined) {
     frontGid = primaryGid(frontUid) ?? bad(`--front-uid ${frontUid} has no passwd entry; pass --front-gid too`);
   }
+  const secretFile = values['SKILL_MCP_FRONT_SECRET_FILE'];
+  if (secretOnStdin && secretFile) bad('--front-secret-stdin and --front-secret-file (SKILL_MCP_FRONT_SECRET_FILE) exclude each other');
   const ttlSeconds = int('MCP_CONFIRM_TTL_SECONDS', env['MCP_CONFIRM_TTL_SECONDS'], 600, 1, 7 * 24 * 3600);
   return {
     socketPath: resolve(socket),
@@ -104,5 +126,6 @@ export function parseRunnerOptions(argv: string[], env: Readonly<Record<string, 
     },
     killGraceMs: int('SKILL_MCP_KILL_GRACE_MS', env['SKILL_MCP_KILL_GRACE_MS'], 2000, 0, 60_000),
     drainMs: int('SKILL_MCP_DRAIN_MS', env['SKILL_MCP_DRAIN_MS'], 500, 0, 60_000),
+    frontSecret: secretOnStdin ? { from: 'stdin' } : secretFile ? { from: 'file', path: resolve(secretFile) } : undefined,
   };
 }

@@ -3,7 +3,9 @@
  * front's group can enter (0750, socket 0660; 0700/0600 when no front group is configured); each
  * connection's peer credentials are checked where the platform allows. Frames are decoded with a
  * hard cap, each request is validated against the closed table, and every failure becomes a
- * refusal frame with a stable code: input never crashes the daemon.
+ * refusal frame with a stable code: input never crashes the daemon. The first request of every
+ * connection must be `hello`: it carries the front's secret (when the runner has one) and the
+ * front's configuration view; prepare and run are refused while the two configurations differ.
  */
 import { chmodSync, chownSync, lstatSync, unlinkSync } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
@@ -11,9 +13,12 @@ import type { Server, Socket } from 'node:net';
 import { dirname } from 'node:path';
 import { isSkillMcpError, SkillMcpError } from '../shared/errors.js';
 import { FrameCodec, MAX_REQUEST_FRAME_BYTES, MAX_RESPONSE_FRAME_BYTES } from '../shared/frame.js';
-import { requestSchema } from '../shared/protocol.js';
+import { mismatchMessage, viewDifferences } from '../shared/config-view.js';
+import type { ConfigView, ViewPart } from '../shared/config-view.js';
+import { PROTOCOL_VERSION, requestSchema } from '../shared/protocol.js';
 import type { RunnerRequest } from '../shared/protocol.js';
 import type { AuditLog } from './audit-log.js';
+import { frontSecretMatches } from './front-auth.js';
 import type { PeerCredReader } from './peer-cred.js';
 import type { RunnerService } from './service.js';
 import { ensurePrivateDir } from './state.js';
@@ -29,6 +34,17 @@ export interface ListenOptions {
   peerCred: PeerCredReader | undefined;
   service: RunnerService;
   audit: AuditLog;
+  /** The per-instance (or operator's) front secret; absent: the peer check alone decides. */
+  frontSecret: string | undefined;
+  /** The runner's own configuration view, recomputed for each hello. */
+  view: () => ConfigView;
+  /** Tells the operator (stderr) how a front's configuration differs; never sent to the front. */
+  onMismatch: (differs: ViewPart[]) => void;
+}
+
+/** What a connection established in its hello. */
+interface Session {
+  differs: ViewPart[];
 }
 
 /** Whether a peer may talk to the runner: root, the runner's own uid, or the configured front. */
@@ -85,8 +101,16 @@ function handleConnection(socket: Socket, opts: ListenOptions): void {
     return;
   }
 
+  let session: Session | undefined;
+  let refused = false;
+  const refusePeer = (message: string): void => {
+    refused = true;
+    send({ ok: false, error: { code: 'PEER_REFUSED', message } });
+    socket.end();
+  };
   socket.on('data', (chunk: Buffer) => {
     for (const event of codec.push(chunk)) {
+      if (refused) return;
       if (!event.ok) {
         send({ ok: false, error: { code: event.error.code, message: event.error.message } });
         if (event.fatal) socket.end();
@@ -98,24 +122,45 @@ function handleConnection(socket: Socket, opts: ListenOptions): void {
         send({ ok: false, error: { code: 'BAD_REQUEST', message: `the request does not match the protocol${issue ? ` (${issue.path.join('.') || 'message'}: ${issue.message})` : ''}` } });
         continue;
       }
+      const req = parsed.data;
+      if (!session) {
+        // Security: nothing is served before the connection said who it is (OpenSSH's monitor: a
+        // request outside the state's table ends the conversation).
+        if (req.type !== 'hello') return refusePeer('the connection did not start with hello; this runner serves only its own front');
+        // Security: another instance's front has the same uid (and so reaches the socket) but not
+        // this instance's secret; refused before it can read this runner's skills or run them.
+        if (!frontSecretMatches(opts.frontSecret, req.frontSecret)) {
+          opts.audit.append({ event: 'peer.refuse', uid: cred?.uid ?? -1, gid: cred?.gid ?? -1, pid: cred?.pid ?? -1, reason: 'front-secret' });
+          return refusePeer('this runner serves another front: the front secret does not match (each skill-mcp instance has its own runner)');
+        }
+        session = { differs: viewDifferences(opts.view(), req.view) };
+        if (session.differs.length > 0) opts.onMismatch(session.differs);
+        send({ ok: true, result: { protocol: PROTOCOL_VERSION } });
+        continue;
+      }
       pending++;
-      void dispatch(parsed.data, opts.service, gone.signal)
+      void dispatch(req, opts.service, session, gone.signal)
         .then(send, (error: unknown) => send({ ok: false, error: { code: isSkillMcpError(error) ? error.code : 'INTERNAL', message: isSkillMcpError(error) ? error.message : 'the runner failed to handle the request; see its log' } }))
         .finally(() => pending--);
     }
   });
 }
 
-async function dispatch(req: RunnerRequest, service: RunnerService, gone: AbortSignal): Promise<unknown> {
+async function dispatch(req: RunnerRequest, service: RunnerService, session: Session, gone: AbortSignal): Promise<unknown> {
+  const mismatch = session.differs.length > 0 ? { differs: session.differs, message: mismatchMessage(session.differs) } : undefined;
   switch (req.type) {
+    case 'hello':
+      return { ok: false, error: { code: 'BAD_REQUEST', message: 'hello is only the first request of a connection' } };
     case 'describe':
-      return { ok: true, result: await service.describe() };
+      return { ok: true, result: { ...(await service.describe()), ...(mismatch ? { configMismatch: mismatch } : {}) } };
     case 'prepare':
-      return service.prepare(req);
     case 'run':
-      return service.run(req, gone);
+      // Security: the person approved what the front showed; a runner reading other folders, another
+      // mode or another grant would run something else under the same name.
+      if (mismatch) return { ok: false, error: { code: 'CONFIG_MISMATCH', message: mismatch.message } };
+      return req.type === 'prepare' ? service.prepare(req) : service.run(req, gone);
     case 'cancel':
-      return { ok: true, result: service.cancel(req.runId) };
+      return { ok: true, result: service.cancel(req.cancelId) };
   }
 }
 

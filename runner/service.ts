@@ -3,9 +3,10 @@
  * set of requests, each re-checked from scratch. `prepare` re-derives a run and mints its token;
  * `run` verifies the token (MAC, ledger, expiry), re-derives again, refuses unless the recomputed
  * `willRun` hashes to what the token was minted for, spends the token durably, then runs the
- * script in the sandbox; `cancel` kills the current run at once. One run at a time.
+ * script in the sandbox; `cancel` kills the current run at once, only when it names the run's
+ * cancel id (which the front that asked for the run chose). One run at a time.
  */
-import { randomBytes } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { chownSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ErrorCode } from '../shared/errors.js';
@@ -49,6 +50,8 @@ type PrepareRequest = Extract<RunnerRequest, { type: 'prepare' }>;
 
 interface Slot {
   runId: string;
+  /** The front's name for this run: the only thing a cancel may name. */
+  cancelId: string;
   cancelled: boolean;
   proc?: RunningProcess;
 }
@@ -88,12 +91,19 @@ export class RunnerService {
     return { ok: true, result: minted };
   }
 
-  cancel(runId: string | undefined): ResultOf<'cancel'> {
+  /** Kills the current run if `cancelId` is the one its front chose; anything else kills nothing. */
+  cancel(cancelId: string): ResultOf<'cancel'> {
     const slot = this.slot;
-    if (!slot || (runId !== undefined && runId !== slot.runId)) return { cancelled: false };
+    // Security: several fronts may share a runner; one that never saw a run's cancel id (the
+    // schema makes it 32 hex digits on both sides) cannot stop it. Constant time: no guessing by timing.
+    if (!slot || !timingSafeEqual(Buffer.from(slot.cancelId), Buffer.from(cancelId))) return { cancelled: false };
+    this.kill(slot);
+    return { cancelled: true, runId: slot.runId };
+  }
+
+  private kill(slot: Slot): void {
     slot.cancelled = true;
     slot.proc?.cancel();
-    return { cancelled: true, runId: slot.runId };
   }
 
   /** Runs with a token. `abandoned` fires when the asker went away: the run is then killed. */
@@ -104,12 +114,9 @@ export class RunnerService {
     };
     // Security: one run at a time; a second is refused at once, never queued behind a hostile one.
     if (this.slot) return reject('busy', 'BUSY', 'another script is running; wait for it to finish (or cancel it) and try again');
-    const slot: Slot = { runId: randomBytes(8).toString('hex'), cancelled: false };
+    const slot: Slot = { runId: randomBytes(8).toString('hex'), cancelId: req.cancelId, cancelled: false };
     this.slot = slot;
-    const onAbandon = (): void => {
-      slot.cancelled = true;
-      slot.proc?.cancel();
-    };
+    const onAbandon = (): void => this.kill(slot);
     abandoned?.addEventListener('abort', onAbandon);
     if (abandoned?.aborted) onAbandon();
     try {
@@ -188,8 +195,9 @@ export class RunnerService {
 
   /** Kills the current run and waits for it to wind down (shutdown). */
   async stop(): Promise<void> {
-    const proc = this.slot?.proc;
-    this.cancel(undefined);
-    await proc?.outcome;
+    const slot = this.slot;
+    if (!slot) return;
+    this.kill(slot);
+    await slot.proc?.outcome;
   }
 }

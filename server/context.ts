@@ -4,6 +4,7 @@
  */
 import type { RequestStateCodec } from '@modelcontextprotocol/server';
 import { SkillMcpError } from '../shared/errors.js';
+import type { ErrorCode } from '../shared/errors.js';
 import type { Catalog } from './catalog/catalog.js';
 import type { SkillRecord } from './catalog/skill.js';
 import type { ApprovalState } from './confirm/request-state.js';
@@ -18,6 +19,8 @@ export interface FrontContext {
   confirm: ConfirmSettings;
   /** Seals the state of an elicitation round (2026-07-28). */
   approvalCodec: RequestStateCodec<ApprovalState>;
+  /** Why this transport runs nothing at all (HTTP without a bearer token), checked before anything else. */
+  runRefusal?: { code: ErrorCode; message: string } | undefined;
   /** A full garbage collection (before multi-MiB answers; see tools/collect.ts). */
   collectGarbage: () => void;
   requireSkill(name: string): SkillRecord;

@@ -1,18 +1,25 @@
 /**
- * @module The front's handle on the runner (SPEC §8). One request per connection: connect to the
- * socket, send one frame, read one frame, close — so a restarted runner is simply reached by the
- * next call, and a `cancel` can always be sent while a `run` is pending on its own connection.
+ * @module The front's handle on the runner. One request per connection: connect to the socket, send
+ * `hello` (the front secret, if any, and this front's configuration view) and the request, read
+ * the two answers, close — so a restarted runner is simply reached by the next call, and a
+ * `cancel` can always be sent while a `run` is pending on its own connection.
  * Every answer is validated against the shared schemas before the front believes it. Failures to
  * reach the runner are `RUNNER_UNAVAILABLE`; refusals come back as data (`{ok: false, error}`).
  */
+import { randomBytes } from 'node:crypto';
 import { createConnection } from 'node:net';
+import type { ConfigView } from '../shared/config-view.js';
 import { SkillMcpError } from '../shared/errors.js';
 import { FrameCodec, MAX_REQUEST_FRAME_BYTES, MAX_RESPONSE_FRAME_BYTES } from '../shared/frame.js';
-import { anyFailureSchema, responseSchemas } from '../shared/protocol.js';
+import { anyFailureSchema, PROTOCOL_VERSION, responseSchemas } from '../shared/protocol.js';
 import type { RequestType, Response, RunnerRequest } from '../shared/protocol.js';
 import { MAX_TIMEOUT_MS } from '../shared/limits.js';
 
 export interface RunnerClientOptions {
+  /** This front's configuration (skill roots, mode, grant), sent in every hello. */
+  view: () => ConfigView;
+  /** The secret this runner expects (standalone: the launcher's per-instance one). Kept in memory only. */
+  frontSecret?: string | undefined;
   /** Answer deadline for describe/prepare/cancel. */
   requestTimeoutMs?: number;
   /** Extra wait past the run's own timeout (kill grace, drain, re-derivation). */
@@ -24,6 +31,8 @@ export interface RunCallOptions {
   signal?: AbortSignal;
   /** The approved `willRun.timeoutMs`; bounds how long the client waits. Default: the 300 s clamp. */
   timeoutMs?: number;
+  /** The id a `cancel` of this run must name (32 hex digits). Default: 128 fresh random bits. */
+  cancelId?: string;
 }
 
 type Args = { skill: string; script: string; args: string[] };
@@ -31,11 +40,15 @@ type Args = { skill: string; script: string; args: string[] };
 export class RunnerClient {
   private readonly requestTimeoutMs: number;
   private readonly runSlackMs: number;
+  private readonly view: () => ConfigView;
+  private readonly frontSecret: string | undefined;
 
   constructor(
     private readonly socketPath: string,
-    options: RunnerClientOptions = {},
+    options: RunnerClientOptions,
   ) {
+    this.view = options.view;
+    this.frontSecret = options.frontSecret;
     this.requestTimeoutMs = options.requestTimeoutMs ?? 15_000;
     this.runSlackMs = options.runSlackMs ?? 30_000;
   }
@@ -53,30 +66,36 @@ export class RunnerClient {
   /** Runs with a token. A refusal with code DRAFT_CHANGED carries `error.fresh` (new preview + token). */
   async run(req: Args & { confirmToken: string }, options: RunCallOptions = {}): Promise<Response<'run'>> {
     const wait = (options.timeoutMs ?? MAX_TIMEOUT_MS) + this.runSlackMs;
+    // Only this front knows the id, so only it can cancel the run (other fronts may share the runner).
+    const cancelId = options.cancelId ?? randomBytes(16).toString('hex');
     const local = new AbortController();
     const onAbort = (): void => {
       // Best effort: the runner also kills a run whose connection closes.
-      void this.cancel().catch(() => undefined);
+      void this.cancel(cancelId).catch(() => undefined);
       local.abort();
     };
     options.signal?.addEventListener('abort', onAbort, { once: true });
     try {
       if (options.signal?.aborted) onAbort();
-      return await this.call('run', { type: 'run', ...req }, wait, local.signal);
+      return await this.call('run', { type: 'run', ...req, cancelId }, wait, local.signal);
     } finally {
       options.signal?.removeEventListener('abort', onAbort);
     }
   }
 
-  /** Kills the current run (or only `runId`, if given). */
-  cancel(runId?: string): Promise<Response<'cancel'>> {
-    return this.call('cancel', runId === undefined ? { type: 'cancel' } : { type: 'cancel', runId }, this.requestTimeoutMs);
+  /** Kills the run this front started with `cancelId`; any other run is left alone. */
+  cancel(cancelId: string): Promise<Response<'cancel'>> {
+    return this.call('cancel', { type: 'cancel', cancelId }, this.requestTimeoutMs);
   }
 
   private call<T extends RequestType>(type: T, request: RunnerRequest, timeoutMs: number, signal?: AbortSignal): Promise<Response<T>> {
     return new Promise((resolve, reject) => {
       const codec = new FrameCodec(MAX_RESPONSE_FRAME_BYTES);
-      const frame = new FrameCodec(MAX_REQUEST_FRAME_BYTES).encode(request);
+      const encoder = new FrameCodec(MAX_REQUEST_FRAME_BYTES);
+      const hello: RunnerRequest = { type: 'hello', view: this.view(), ...(this.frontSecret !== undefined ? { frontSecret: this.frontSecret } : {}) };
+      // Pipelined: the runner answers the hello first and serves the request only if it accepted it.
+      const frame = Buffer.concat([encoder.encode(hello), encoder.encode(request)]);
+      let greeted = false;
       const socket = createConnection(this.socketPath);
       let done = false;
       const finish = (error: SkillMcpError | undefined, value?: Response<T>): void => {
@@ -100,6 +119,15 @@ export class RunnerClient {
       socket.on('data', (chunk: Buffer) => {
         for (const event of codec.push(chunk)) {
           if (!event.ok) return finish(new SkillMcpError('RUNNER_UNAVAILABLE', `the runner sent an unreadable answer (${event.error.code})`, { cause: event.error }));
+          if (!greeted) {
+            const hi = responseSchemas.hello.safeParse(event.value);
+            if (!hi.success) return finish(new SkillMcpError('RUNNER_UNAVAILABLE', 'the runner answered outside the protocol', { cause: hi.error }));
+            // A refused hello (PEER_REFUSED: another instance's runner) is the answer to the request too.
+            if (!hi.data.ok) return finish(undefined, hi.data as Response<T>);
+            if (hi.data.result.protocol !== PROTOCOL_VERSION) return finish(new SkillMcpError('RUNNER_UNAVAILABLE', `the runner speaks protocol ${hi.data.result.protocol}, this server ${PROTOCOL_VERSION}; run one version of skill-mcp for both`));
+            greeted = true;
+            continue;
+          }
           const parsed = responseSchemas[type].safeParse(event.value);
           if (parsed.success) return finish(undefined, parsed.data as Response<T>);
           // A refusal of the frame itself (BAD_FRAME, PEER_REFUSED, ...) fits the generic failure shape.

@@ -5,6 +5,7 @@
  * hosted mode the runner is someone else's and may simply be absent, which only `skill_run` feels.
  */
 import { SkillMcpError } from '../shared/errors.js';
+import type { ConfigView } from '../shared/config-view.js';
 import type { DescribeResult } from '../shared/protocol.js';
 import { RunnerClient } from './runner-client.js';
 
@@ -17,6 +18,8 @@ export interface RunnerLinkOptions {
   wake?: () => Promise<void>;
   /** Standalone: how many times the runner died and was restarted (reported, never hidden). */
   restarts?: () => number;
+  /** The secret the runner expects in each hello: the launcher's per-instance one, or the operator's file. */
+  frontSecret?: string;
 }
 
 const DESCRIBE_TTL_MS = 2_000;
@@ -38,9 +41,9 @@ export class RunnerLink {
   #options: RunnerLinkOptions;
   #described: { at: number; value: Promise<DescribeResult> } | undefined;
 
-  constructor(options: RunnerLinkOptions) {
+  constructor(options: RunnerLinkOptions, view: () => ConfigView) {
     this.#options = options;
-    this.client = options.socketPath ? new RunnerClient(options.socketPath) : undefined;
+    this.client = options.socketPath ? new RunnerClient(options.socketPath, { view, frontSecret: options.frontSecret }) : undefined;
   }
 
   /** The client, after making sure the runner was asked to start; throws RUNNER_UNAVAILABLE. */

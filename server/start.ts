@@ -4,6 +4,8 @@
  */
 import { setFlagsFromString } from 'node:v8';
 import { skillRoots } from '../shared/config.js';
+import { configView } from '../shared/config-view.js';
+import { readFrontSecretFile } from '../shared/front-secret.js';
 import { readCatalogLimits } from '../shared/limits.js';
 import type { Problem } from '../shared/problems.js';
 import { Catalog } from './catalog/catalog.js';
@@ -25,15 +27,24 @@ const DEFAULT_PAGE_SIZE = 100;
 const HEAP_GROWING_FLAG = '--heap-growing-percent=20';
 
 /**
- * A runner someone else started (hosted, or an explicit socket): `SKILL_MCP_RUNNER_SOCKET`.
- * Without it there is no runner, and only `skill_run` says so.
+ * A runner someone else started (hosted, or an explicit socket): `SKILL_MCP_RUNNER_SOCKET`, and the
+ * operator's front secret (`SKILL_MCP_FRONT_SECRET_FILE`, read now: a root launcher still may).
+ * Without a socket there is no runner, and only `skill_run` says so.
  */
 export function externalRunner(env: NodeJS.ProcessEnv): RunnerLinkOptions {
   const socketPath = env['SKILL_MCP_RUNNER_SOCKET'];
-  return socketPath ? { socketPath } : { missingWhy: 'no runner socket is configured (set SKILL_MCP_RUNNER_SOCKET to the socket of a runner started with `skill-mcp runner`)' };
+  if (!socketPath) return { missingWhy: 'no runner socket is configured (set SKILL_MCP_RUNNER_SOCKET to the socket of a runner started with `skill-mcp runner`)' };
+  const secretFile = env['SKILL_MCP_FRONT_SECRET_FILE'];
+  return secretFile ? { socketPath, frontSecret: readFrontSecretFile(secretFile) } : { socketPath };
 }
 
-export async function startFront(env: NodeJS.ProcessEnv, bundledSkills: string, runner: RunnerLinkOptions = externalRunner(env), warn: (message: string) => void = () => undefined): Promise<FrontContext> {
+export async function startFront(
+  env: NodeJS.ProcessEnv,
+  bundledSkills: string,
+  runner: RunnerLinkOptions = externalRunner(env),
+  warn: (message: string) => void = () => undefined,
+  runRefusal?: FrontContext['runRefusal'],
+): Promise<FrontContext> {
   setFlagsFromString(HEAP_GROWING_FLAG);
   const { limits, errors } = readCatalogLimits(env);
   const configProblems: Problem[] = errors.map((detail) => ({ path: 'configuration', reason: 'config', detail }));
@@ -50,9 +61,10 @@ export async function startFront(env: NodeJS.ProcessEnv, bundledSkills: string, 
   return createFrontContext({
     catalog,
     pageSize,
-    runner: new RunnerLink(runner),
+    runner: new RunnerLink(runner, () => configView(env, bundledSkills)),
     confirm,
     approvalCodec: createApprovalCodec(env['MCP_CONFIRM_SECRET'], confirm.ttlSeconds),
+    runRefusal,
     collectGarbage: fullCollector(),
   });
 }

@@ -24,6 +24,8 @@ export type ErrorCode =
   | 'CANCELLED'
   | 'SANDBOX_UNAVAILABLE'
   | 'CONFIRM_REFUSED'
+  | 'CONFIG_MISMATCH'
+  | 'AUTH_REQUIRED'
   // tokens (SPEC §7)
   | 'TOKEN_INVALID'
   | 'TOKEN_EXPIRED'

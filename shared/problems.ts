@@ -20,6 +20,7 @@ export const PROBLEM_REASONS = [
   'skill-limit',
   'grant',
   'environ-unscrubbed',
+  'config-mismatch',
   'not-published',
   'config',
 ] as const;

@@ -22,12 +22,24 @@ const args = z
   .refine((a) => a.reduce((n, s) => n + s.length, 0) <= MAX_ARGS_TOTAL_CHARS, `the arguments are longer than ${MAX_ARGS_TOTAL_CHARS} characters in total`);
 const skill = z.string().min(1).max(255);
 const script = z.string().min(1).max(MAX_PATH_CHARS);
+const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/);
+/** A front secret (standalone: 64 hex digits; an operator's file: 32 to 1024 visible characters). */
+export const MAX_FRONT_SECRET_CHARS = 1024;
+/**
+ * Chosen by the front for each run (128 random bits): the one name a cancel may use. Security: a
+ * capability — another front on the same runner cannot cancel a run whose id it never saw.
+ */
+export const cancelIdSchema = z.string().regex(/^[0-9a-f]{32}$/, 'a cancel id is 32 hex digits');
+/** The front's configuration, as digests (shared/config-view.ts). */
+export const configViewSchema = z.strictObject({ roots: sha256Hex, mode: z.enum(['hosted', 'standalone']), grant: sha256Hex });
 
 export const requestSchema = z.discriminatedUnion('type', [
+  /** The first request of every connection, and only the first: who the front is and what it serves. */
+  z.strictObject({ type: z.literal('hello'), frontSecret: z.string().min(1).max(MAX_FRONT_SECRET_CHARS).optional(), view: configViewSchema }),
   z.strictObject({ type: z.literal('describe') }),
   z.strictObject({ type: z.literal('prepare'), skill, script, args }),
-  z.strictObject({ type: z.literal('run'), skill, script, args, confirmToken: z.string().min(1).max(MAX_TOKEN_CHARS) }),
-  z.strictObject({ type: z.literal('cancel'), runId: z.string().max(64).optional() }),
+  z.strictObject({ type: z.literal('run'), skill, script, args, confirmToken: z.string().min(1).max(MAX_TOKEN_CHARS), cancelId: cancelIdSchema }),
+  z.strictObject({ type: z.literal('cancel'), cancelId: cancelIdSchema }),
 ]);
 export type RunnerRequest = z.infer<typeof requestSchema>;
 export type RequestType = RunnerRequest['type'];
@@ -93,6 +105,8 @@ export const describeResultSchema = z.strictObject({
   runsAllowed: z.boolean(),
   runsRefusedWhy: z.string().optional(),
   grantFrom: z.string(),
+  /** Set when the asking front's configuration differs from the runner's: prepare and run are refused. */
+  configMismatch: z.strictObject({ differs: z.array(z.enum(['roots', 'mode', 'grant'])), message: z.string() }).optional(),
   skills: z.array(z.strictObject({ name: z.string(), scripts: z.array(scriptInfo), declarationProblems: z.array(z.string()) })),
 });
 export type DescribeResult = z.infer<typeof describeResultSchema>;
@@ -107,6 +121,7 @@ export type Refusal = z.infer<typeof refusalSchema>;
 
 const fail = z.strictObject({ ok: z.literal(false), error: refusalSchema });
 export const responseSchemas = {
+  hello: z.union([z.strictObject({ ok: z.literal(true), result: z.strictObject({ protocol: z.number().int() }) }), fail]),
   describe: z.union([z.strictObject({ ok: z.literal(true), result: describeResultSchema }), fail]),
   prepare: z.union([z.strictObject({ ok: z.literal(true), result: mintedSchema }), fail]),
   run: z.union([z.strictObject({ ok: z.literal(true), result: runResultSchema }), fail]),

@@ -18,6 +18,10 @@ import { createInFlight, shutdownGracefully, type InFlight } from './shutdown.js
 
 type Warn = (message: string) => void;
 
+const AUTH_REQUIRED_MESSAGE =
+  'skill_run over HTTP needs an authenticated client, and this server has no bearer token configured: whoever reaches its port could ask for a run and approve it too. ' +
+  'The owner must set SKILL_MCP_HTTP_TOKEN_FILE (or SKILL_MCP_HTTP_TOKEN) and restart; clients then send "Authorization: Bearer <token>" (docs/http.md). Reading skills still works.';
+
 /** The request listener: guards on the headers, then the capped body, the SDK handler, a streamed response. */
 function createListener(handler: McpHttpHandler, options: HttpOptions, inFlight: InFlight, state: { stopping: boolean }, warn: Warn) {
   const guard: GuardOptions = {
@@ -79,7 +83,9 @@ export async function serveOverHttp(options: { args: string[]; bundledSkills: st
   const http = options.http ?? readHttpOptions(options.args, options.env);
   // The runner: the launcher's own (standalone), or the one `SKILL_MCP_RUNNER_SOCKET` names
   // (hosted, per host); without one the skills are still served and only skill_run says why.
-  const front = await startFront(options.env, options.bundledSkills, options.runner, warn);
+  // Security: without a bearer token anyone who reaches the port (any local user, a page doing DNS
+  // rebinding past a lax proxy) is "the client": it would both ask for a run and approve it.
+  const front = await startFront(options.env, options.bundledSkills, options.runner, warn, http.token === undefined ? { code: 'AUTH_REQUIRED', message: AUTH_REQUIRED_MESSAGE } : undefined);
   const handler = createMcpHandler(createServerFactory(front, warn), {
     legacy: 'stateless',
     maxRequestBodySize: http.maxBodyBytes,

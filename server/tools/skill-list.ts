@@ -20,10 +20,15 @@ export async function skillList(front: FrontContext): Promise<Record<string, unk
   } catch (error) {
     runnerWhy = error instanceof Error ? error.message : String(error);
   }
-  const problems: Problem[] = catalog.problems;
+  // A copy: the catalog's own list must not grow with every call.
+  const problems: Problem[] = [...catalog.problems];
   if (described && !described.environ.scrubbed && !described.runsAllowed) {
     problems.push({ path: 'runner', reason: 'environ-unscrubbed', detail: described.runsRefusedWhy ?? 'the runner could not clear its environ; no script runs' });
   }
+  const mismatch = described?.configMismatch;
+  if (mismatch) problems.push({ path: 'runner', reason: 'config-mismatch', detail: mismatch.message });
+  // Nothing runs through this front at all (HTTP without a token, a runner configured otherwise): say why per script.
+  const refusedWhy = front.runRefusal?.message ?? mismatch?.message;
   const skills = catalog.skills().map((record) => {
     const scripts: unknown[] = [];
     const ungrantedScripts: unknown[] = [];
@@ -35,7 +40,8 @@ export async function skillList(front: FrontContext): Promise<Record<string, unk
       // An interpreter outside the fixed set can never run, whatever is granted: say so first.
       if (!(INTERPRETERS as readonly string[]).includes(interpreter)) {
         unavailableScripts.push({ script, interpreter, why: `interpreter "${interpreter}" is not one of ${INTERPRETERS.join(', ')}; this script never runs` });
-      } else if (!grant.granted || info?.granted === false) {
+      } else if (grant.granted && refusedWhy !== undefined) unavailableScripts.push({ script, interpreter, why: refusedWhy });
+      else if (!grant.granted || info?.granted === false) {
         ungrantedScripts.push({ script, interpreter, why: catalog.grant.kind === 'hosted-default' ? 'hosted mode grants nothing without MCP_SKILL_RUN' : 'not granted by MCP_SKILL_RUN' });
       } else if (!described) unavailableScripts.push({ script, interpreter, why: runnerWhy });
       else if (!info || !info.runnable) unavailableScripts.push({ script, interpreter, why: info?.why ?? 'the runner does not find this script' });
@@ -66,7 +72,11 @@ export async function skillList(front: FrontContext): Promise<Record<string, unk
     grantFrom: grantFrom(catalog.grant),
     ...(catalog.grant.kind === 'hosted-default' ? { grantNote: HOSTED_GRANT_NOTE } : {}),
     isolation: described
-      ? { ...described.isolation, interpreters: described.interpreters, ...(front.runner.restarts() > 0 ? { runnerRestarts: front.runner.restarts() } : {}) }
+      ? {
+          ...described.isolation, interpreters: described.interpreters,
+          ...(front.runner.restarts() > 0 ? { runnerRestarts: front.runner.restarts() } : {}),
+          ...(mismatch ? { configMismatch: mismatch } : {}),
+        }
       : { level: 'unavailable', detail: `no script can run: ${runnerWhy}` },
   };
 }

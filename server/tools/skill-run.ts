@@ -113,6 +113,7 @@ async function prepare(front: FrontContext, input: RunInput): Promise<Minted> {
 }
 
 export async function skillRun(front: FrontContext, input: RunInput, ctx: ServerContext, canElicit: boolean): Promise<CallToolResult> {
+  if (front.runRefusal) return refuse(front.runRefusal.code, front.runRefusal.message);
   const local = localRefusal(front, input);
   if (local) return local;
   if (input.confirmToken !== undefined) return execute(front, input, input.confirmToken, ctx);

@@ -9,6 +9,8 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, wr
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { RunnerClient } from '../../server/runner-client.js';
+import { configView } from '../../shared/config-view.js';
+import type { RunnerRequest } from '../../shared/protocol.js';
 import { afterAll } from 'vitest';
 
 export const REPO = resolve(import.meta.dirname, '../..');
@@ -73,7 +75,19 @@ export function uidRange(fileIndex: number): string {
   return `${first}-${first + 7}`;
 }
 
-export async function startRunner(opts: { env: Record<string, string>; stateDir?: string; args?: string[]; spawnPrefix?: string[]; base?: string }): Promise<RunnerHandle> {
+/** The bundled skills, which a runner given neither MCP_SKILLS_PATH nor SKILLS_DIR serves. */
+export const BUNDLED = join(REPO, 'skills');
+
+/** The hello a front configured like `env` sends (its view of roots, mode and grant). */
+export function helloFor(env: Record<string, string>, frontSecret?: string): Extract<RunnerRequest, { type: 'hello' }> {
+  return { type: 'hello', view: configView(env, BUNDLED), ...(frontSecret !== undefined ? { frontSecret } : {}) };
+}
+
+/**
+ * Starts a runner. Its `client` is a front configured like the runner (`env`), holding
+ * `frontSecret` when given (the runner then needs `--front-secret-file` in `args`).
+ */
+export async function startRunner(opts: { env: Record<string, string>; stateDir?: string; args?: string[]; spawnPrefix?: string[]; base?: string; frontSecret?: string }): Promise<RunnerHandle> {
   const base = opts.base ?? tempDir('runner');
   const socketPath = join(base, 'sock', 'runner.sock');
   const stateDir = opts.stateDir ?? join(base, 'state');
@@ -98,7 +112,7 @@ export async function startRunner(opts: { env: Record<string, string>; stateDir?
   });
   return {
     proc, socketPath, stateDir, stderr: () => err,
-    client: new RunnerClient(socketPath, { requestTimeoutMs: 10_000, runSlackMs: 10_000 }),
+    client: new RunnerClient(socketPath, { view: () => configView(opts.env, BUNDLED), frontSecret: opts.frontSecret, requestTimeoutMs: 10_000, runSlackMs: 10_000 }),
     async stop() {
       if (proc.exitCode !== null) return;
       const exited = new Promise((r) => proc.once('exit', r));

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FrameCodec } from '../../shared/frame.js';
 import { mintToken } from '../../shared/token.js';
 import { randomBytes } from 'node:crypto';
-import { prepareAndRun, startRunner, uidRange, writeSkills, text } from './harness.js';
+import { helloFor, prepareAndRun, startRunner, uidRange, writeSkills, text } from './harness.js';
 import type { RunnerHandle } from './harness.js';
 
 /** Sends raw bytes, collects answer frames until the runner closes or `wantFrames` arrived. */
@@ -64,10 +64,10 @@ afterAll(async () => {
 
 describe('hostile peer: frames', () => {
   it('garbage bytes in a frame → BAD_FRAME, connection survives for the next frame', async () => {
-    const good = new FrameCodec(1024).encode({ type: 'cancel' });
-    const { frames } = await raw(runner.socketPath, Buffer.concat([frameOf(randomBytes(64)), good]), 2);
-    expect(frames[0]).toMatchObject({ ok: false, error: { code: 'BAD_FRAME' } });
-    expect(frames[1]).toMatchObject({ ok: true, result: { cancelled: false } });
+    const codec = new FrameCodec(1024);
+    const { frames } = await raw(runner.socketPath, Buffer.concat([codec.encode(helloFor(env)), frameOf(randomBytes(64)), codec.encode({ type: 'cancel', cancelId: '0'.repeat(32) })]), 3);
+    expect(frames[1]).toMatchObject({ ok: false, error: { code: 'BAD_FRAME' } });
+    expect(frames[2]).toMatchObject({ ok: true, result: { cancelled: false } });
     await stillServes();
   });
 
@@ -91,10 +91,11 @@ describe('hostile peer: frames', () => {
 
   it('requests outside the closed table, or with extra keys, → BAD_REQUEST', async () => {
     const codec = new FrameCodec(1024);
-    const bad = [{ type: 'exec', cmd: 'id' }, { type: 'describe', admin: true }, { type: 'prepare', skill: 'echo', script: 'run.js', args: ['a\0b'] }, 'describe', null];
-    const { frames } = await raw(runner.socketPath, Buffer.concat(bad.map((b) => codec.encode(b))), bad.length);
-    expect(frames).toHaveLength(bad.length);
-    for (const f of frames) expect(f).toMatchObject({ ok: false, error: { code: 'BAD_REQUEST' } });
+    const bad = [{ type: 'exec', cmd: 'id' }, { type: 'describe', admin: true }, { type: 'prepare', skill: 'echo', script: 'run.js', args: ['a\0b'] }, 'describe', null, { type: 'cancel' }, { type: 'hello', view: helloFor(env).view }];
+    const { frames } = await raw(runner.socketPath, Buffer.concat([helloFor(env), ...bad].map((b) => codec.encode(b))), bad.length + 1);
+    expect(frames).toHaveLength(bad.length + 1);
+    expect(frames[0]).toMatchObject({ ok: true });
+    for (const f of frames.slice(1)) expect(f).toMatchObject({ ok: false, error: { code: 'BAD_REQUEST' } });
     await stillServes();
   });
 });
@@ -175,15 +176,16 @@ describe('hostile peer: tokens', () => {
 });
 
 describe('one run at a time, cancellation', () => {
-  it('a second run while one is running → BUSY; cancel on another connection kills the first at once', async () => {
+  it('a second run while one is running → BUSY; a cancel naming its cancel id, on another connection, kills the first at once', async () => {
     const a = await runner.client.prepare({ skill: 'slow', script: 'sleep.js', args: [] });
     const b = await runner.client.prepare({ skill: 'echo', script: 'run.js', args: ['second'] });
     const started = Date.now();
-    const first = runner.client.run({ skill: 'slow', script: 'sleep.js', args: [], confirmToken: a.ok ? a.result.confirmToken : '' });
+    const cancelId = randomBytes(16).toString('hex');
+    const first = runner.client.run({ skill: 'slow', script: 'sleep.js', args: [], confirmToken: a.ok ? a.result.confirmToken : '' }, { cancelId });
     await new Promise((r) => setTimeout(r, 300));
     const second = await runner.client.run({ skill: 'echo', script: 'run.js', args: ['second'], confirmToken: b.ok ? b.result.confirmToken : '' });
     expect(second).toMatchObject({ ok: false, error: { code: 'BUSY' } });
-    expect(await runner.client.cancel()).toMatchObject({ ok: true, result: { cancelled: true } });
+    expect(await runner.client.cancel(cancelId)).toMatchObject({ ok: true, result: { cancelled: true } });
     const result = await first;
     expect(result).toMatchObject({ ok: true, result: { cancelled: true, signal: 'SIGKILL' } });
     expect(Date.now() - started).toBeLessThan(5000);
@@ -212,6 +214,6 @@ describe('one run at a time, cancellation', () => {
 
   it('an unreachable runner is RUNNER_UNAVAILABLE, not a hang', async () => {
     const { RunnerClient } = await import('../../server/runner-client.js');
-    await expect(new RunnerClient('/nonexistent/runner.sock').describe()).rejects.toMatchObject({ code: 'RUNNER_UNAVAILABLE' });
+    await expect(new RunnerClient('/nonexistent/runner.sock', { view: () => helloFor(env).view }).describe()).rejects.toMatchObject({ code: 'RUNNER_UNAVAILABLE' });
   });
 });
