@@ -28,6 +28,17 @@ export const BUNDLED_SKILLS = `${REPO}skills`;
 export const SUITE_TMP = mkdtempSync(join(tmpdir(), 'skill-mcp-e2e-'));
 chmodSync(SUITE_TMP, 0o755);
 
+/** Whom a front started as root becomes (SKILL_MCP_FRONT_UID's default), and so whom a runner must admit. */
+export const FRONT_UID = 61183;
+
+/**
+ * The runner flags of the hosted recipe for a front these tests start: as root the front drops to
+ * {@link FRONT_UID}, so the runner must admit that uid; otherwise both share the caller's uid.
+ */
+export function hostedRunnerArgs(): string[] {
+  return process.getuid?.() === 0 ? ['--front-uid', String(FRONT_UID), '--front-gid', String(FRONT_UID)] : [];
+}
+
 /** A fresh folder inside {@link SUITE_TMP} that the unprivileged front and the run uids can read. */
 export function tempDir(prefix: string): string {
   const dir = mkdtempSync(join(SUITE_TMP, `${prefix}-`));

@@ -12,12 +12,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { configView } from '../../shared/config-view.js';
 import { FrameCodec } from '../../shared/frame.js';
-import { BUNDLED_SKILLS, callTool, ERAS, expectNoLeftovers, serve, skillList, tempDir, type Served } from './harness.js';
+import { BUNDLED_SKILLS, callTool, ERAS, expectNoLeftovers, FRONT_UID, serve, skillList, tempDir, type Served } from './harness.js';
 import { askToken, childrenOf, cmdline, reported, writeRunSkills } from './run-skills.js';
 
 const isRoot = process.getuid?.() === 0;
-/** Whom every front of a root-started instance becomes (and so the uid B's front has). */
-const FRONT_UID = 61183;
 
 let root: string;
 let a: Served;

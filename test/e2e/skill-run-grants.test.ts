@@ -6,7 +6,7 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startRunner, type RunnerHandle } from '../runner/harness.js';
-import { ERAS, baseEnv, callTool, expectNoLeftovers, serve, skillList, tempDir, type Served } from './harness.js';
+import { ERAS, baseEnv, callTool, expectNoLeftovers, hostedRunnerArgs, serve, skillList, tempDir, type Served } from './harness.js';
 import { SET_VALUE, SET_VAR, UNSET_VAR, askToken, refusal, reported, runsStarted, writeRunSkills } from './run-skills.js';
 
 let root: string;
@@ -70,7 +70,7 @@ describe('hosted with its own runner (started on its own) and MCP_SKILL_RUN narr
 
   beforeAll(async () => {
     const hostEnv = { MCP_SKILLS_PATH: root, MCP_SKILL_RUN: grant, [SET_VAR]: SET_VALUE, [NOT_ASKED]: 'must-not-reach-the-script' };
-    runner = await startRunner({ env: { ...baseEnv(), ...hostEnv }, base: tempDir('runner') });
+    runner = await startRunner({ env: { ...baseEnv(), ...hostEnv }, base: tempDir('runner'), args: hostedRunnerArgs() });
     served = await serve({ MCP_SKILLS_PATH: root, MCP_SKILL_RUN: grant, SKILL_MCP_RUNNER_SOCKET: runner.socketPath }, ERAS[0]!);
   });
   afterAll(async () => {
