@@ -2,8 +2,12 @@
  * `skill_run` over HTTP: the stateless front (a fresh server per request) reaches a runner
  * started on its own (`SKILL_MCP_RUNNER_SOCKET`, as in hosted or multi-replica setups), and the
  * one-time token path works across requests in both eras: preview + token, run once, reuse refused.
+ * Runs need an authenticated client: without a configured bearer token, whoever reaches the port
+ * could ask for a run and approve it as well, so `skill_run` is refused `AUTH_REQUIRED` there.
  */
-import { rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { startRunner, tempDir, type RunnerHandle } from '../runner/harness.js';
@@ -11,15 +15,19 @@ import { connectClient, REPO, startHttp, type HttpServer } from './harness.js';
 
 let runner: RunnerHandle;
 let server: HttpServer;
+let open: HttpServer;
 let base: string;
+const TOKEN = randomBytes(24).toString('hex');
 beforeAll(async () => {
   base = tempDir('http-runner');
-  // Run uids apart from the runner (61184-61279) and e2e (61600-61855) suites' ranges.
-  runner = await startRunner({ env: { SKILL_MCP_UID_RANGE: '61900-61907' }, base });
-  server = await startHttp({ SKILLS_DIR: `${REPO}skills`, SKILL_MCP_RUNNER_SOCKET: runner.socketPath, MCP_CONFIRM_MODE: 'auto' });
+  // Run uids apart from the runner (61184-61279) and e2e (61600-61855) suites' ranges. As root the
+  // front drops to uid 61183: the runner admits it (the hosted recipe).
+  runner = await startRunner({ env: { SKILL_MCP_UID_RANGE: '61900-61907' }, base, args: process.getuid?.() === 0 ? ['--front-uid', '61183', '--front-gid', '61183'] : [] });
+  const env = { SKILLS_DIR: `${REPO}skills`, SKILL_MCP_RUNNER_SOCKET: runner.socketPath, MCP_CONFIRM_MODE: 'auto' };
+  [server, open] = await Promise.all([startHttp({ ...env, SKILL_MCP_HTTP_TOKEN: TOKEN }), startHttp(env)]);
 }, 30_000);
 afterAll(async () => {
-  await server?.stop();
+  await Promise.all([server?.stop(), open?.stop()]);
   await runner?.stop();
   rmSync(base, { recursive: true, force: true });
 });
@@ -32,7 +40,7 @@ async function run(client: Client, args: Record<string, unknown>): Promise<{ isE
 
 describe.each(['legacy', 'modern'] as const)('skill_run over HTTP, %s era, token path', (era) => {
   test('first call previews and mints a token; the second runs once; a third use is TOKEN_REUSED', async () => {
-    const client = await connectClient(server.url, era);
+    const client = await connectClient(server.url, era, TOKEN);
     try {
       const args = ['feat(http): serve skills over streamable http'];
       const first = await run(client, { args });
@@ -57,7 +65,7 @@ async function elicitingClient(era: 'legacy' | 'modern', action: 'accept' | 'dec
     asked.push(request.params.message);
     return { action, content: {} };
   });
-  await client.connect(new StreamableHTTPClientTransport(new URL(server.url)));
+  await client.connect(new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers: { authorization: `Bearer ${TOKEN}` } } }));
   return client;
 }
 
@@ -97,3 +105,40 @@ describe('skill_run over HTTP with a client that can show a prompt', () => {
     }
   });
 });
+
+describe.each(['legacy', 'modern'] as const)('skill_run over HTTP without a configured bearer token (the default), %s era', (era) => {
+  test('an unauthenticated POST cannot preview and then run a script: AUTH_REQUIRED says how to configure the token; nothing is prepared', async () => {
+    const client = await connectClient(open.url, era);
+    try {
+      const before = auditCount('run.prepare');
+      const first = await run(client, { args: ['feat: nobody was asked'] });
+      expect(first.isError).toBe(true);
+      expect(first.value).toMatchObject({ error: { code: 'AUTH_REQUIRED', message: expect.stringMatching(/SKILL_MCP_HTTP_TOKEN_FILE/) } });
+      expect(first.value['confirmToken']).toBeUndefined();
+      // A token minted elsewhere does not help either.
+      const second = await run(client, { args: ['feat: nobody was asked'], confirmToken: 'smt1.forged' });
+      expect(second.value).toMatchObject({ error: { code: 'AUTH_REQUIRED' } });
+      expect(auditCount('run.prepare')).toBe(before);
+    } finally {
+      await client.close();
+    }
+  });
+
+  test('reads go on, and skill_list says why no script runs here', async () => {
+    const client = await connectClient(open.url, era);
+    try {
+      const loaded = await client.callTool({ name: 'skill_load', arguments: { name: 'commit-message' } });
+      expect(loaded.isError).not.toBe(true);
+      const listed = await client.callTool({ name: 'skill_list', arguments: {} });
+      const skill = (listed.structuredContent as { skills: { name: string; runnable: boolean; unavailableScripts?: { why: string }[] }[] }).skills.find((s) => s.name === 'commit-message')!;
+      expect(skill.runnable).toBe(false);
+      expect(skill.unavailableScripts?.[0]?.why).toMatch(/bearer token/);
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+function auditCount(event: string): number {
+  return readFileSync(join(runner.stateDir, 'audit.log'), 'utf8').split('\n').filter((l) => l.includes(`"event":"${event}"`)).length;
+}
