@@ -9,8 +9,8 @@ import { PROBLEM_REASONS } from '../../shared/problems.js';
 import { ERAS, callTool, expectNoLeftovers, rpc, rpcErrorCode, rssKiB, serve, skillList, type ProblemEntry, type Served, type SkillListValue } from './harness.js';
 import { buildHostileTree, type HostileTree } from './hostile-tree.js';
 
-/** Reasons only the runner can produce (a later issue): not reachable from the catalog. */
-const RUNNER_ONLY_REASONS = ['environ-unscrubbed'];
+// Reported from the runner's describe (start-hygiene and hosted-recipe tests), not by the catalog.
+const RUNNER_ONLY_REASONS = ['environ-unscrubbed', 'config-mismatch'];
 
 const PASSWD_LINE = readFileSync('/etc/passwd', 'utf8').split('\n')[0]!;
 

@@ -7,7 +7,8 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BIN, isRoot, prepareAndRun, startRunner, tempDir, text, uidRange, writeSkills } from './harness.js';
+import { FrameCodec } from '../../shared/frame.js';
+import { BIN, helloFor, isRoot, prepareAndRun, startRunner, tempDir, text, uidRange, writeSkills } from './harness.js';
 import type { RunnerHandle } from './harness.js';
 
 const SECRET = `audit-secret-${Date.now()}`;
@@ -72,10 +73,13 @@ describe('who may connect', () => {
     try {
       expect(statSync(dirname(front.socketPath)).mode & 0o777).toBe(0o750);
       expect(statSync(front.socketPath)).toMatchObject({ gid: 40001 });
+      // A hello (a front configured like the runner, no secret: none is set) and a describe.
+      const codec = new FrameCodec(1024 * 1024);
+      const frames = Buffer.concat([codec.encode(helloFor({ SKILLS_DIR: skills })), codec.encode({ type: 'describe' })]).toString('base64');
       const probe = (uid: number): string => execFileSync('setpriv', [`--reuid=${uid}`, '--regid=40001', '--clear-groups', process.execPath, '-e', `
         const net = require('net'); const s = net.createConnection(${JSON.stringify(front.socketPath)});
-        s.on('connect', () => { const b = Buffer.from([0x81, 0xa4, 0x74, 0x79, 0x70, 0x65, 0xa8, ...Buffer.from('describe')]); const h = Buffer.alloc(4); h.writeUInt32BE(b.length); s.write(Buffer.concat([h, b])); });
-        let got = Buffer.alloc(0); s.on('data', (c) => { got = Buffer.concat([got, c]); s.destroy(); });
+        s.on('connect', () => s.write(Buffer.from(${JSON.stringify(frames)}, 'base64')));
+        let got = Buffer.alloc(0); s.on('data', (c) => { got = Buffer.concat([got, c]); if (got.includes('PEER_REFUSED') || got.includes('isolation')) s.destroy(); });
         s.on('close', () => { process.stdout.write(got.includes('PEER_REFUSED') ? 'refused' : got.includes('isolation') ? 'served' : 'other'); });
         s.on('error', (e) => process.stdout.write(e.code));
         setTimeout(() => s.destroy(), 1500).unref();`], { encoding: 'utf8' });
