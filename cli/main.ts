@@ -15,6 +15,7 @@ const USAGE = `usage:
                                     (default 127.0.0.1:3000; SKILL_MCP_HTTP_* variables: docs/http.md)
   skill-mcp runner --socket PATH --state-dir DIR [options]
                                     run the privileged runner daemon on its own (hosted mode;
+                                    give it the front's MCP_SKILLS_PATH and MCP_SKILL_RUN;
                                     skill-mcp runner --help lists the options)
   skill-mcp audit verify [--head ANCHOR] [FILE]
                                     check the audit log's hash chain and its anchor
