@@ -131,7 +131,7 @@ function handleConnection(socket: Socket, opts: ListenOptions): void {
         // this instance's secret; refused before it can read this runner's skills or run them.
         if (!frontSecretMatches(opts.frontSecret, req.frontSecret)) {
           opts.audit.append({ event: 'peer.refuse', uid: cred?.uid ?? -1, gid: cred?.gid ?? -1, pid: cred?.pid ?? -1, reason: 'front-secret' });
-          return refusePeer('this runner serves another front: the front secret does not match (each skill-mcp instance has its own runner)');
+          return refusePeer('this runner serves another front: the front secret does not match (each standalone skill-mcp has its own runner; a hosted pair needs the same secret file on both sides: --front-secret-file and SKILL_MCP_FRONT_SECRET_FILE)');
         }
         session = { differs: viewDifferences(opts.view(), req.view) };
         if (session.differs.length > 0) opts.onMismatch(session.differs);
