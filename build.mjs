@@ -1,5 +1,5 @@
 // Bundles the one bin, dist/skill-mcp.js. A bundle starts far faster than loading the SDK from
-// node_modules (REFERENCE §1); code splitting keeps the runner and HTTP code out of the stdio
+// node_modules (docs/platform-notes.md §1); code splitting keeps the runner and HTTP code out of the stdio
 // front's start-up path (they are loaded with dynamic import only when asked for).
 import { build } from 'esbuild';
 import { chmod, rm } from 'node:fs/promises';

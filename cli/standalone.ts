@@ -1,5 +1,5 @@
 /**
- * @module `skill-mcp` with no arguments: the front on stdio, plus its own runner (SPEC §0, one bin,
+ * @module `skill-mcp` with no arguments: the front on stdio, plus its own runner (docs/architecture.md §0, one bin,
  * two processes). The runner is started through a small guard process, on a private socket, when
  * first needed; it restarts if it dies and goes when the front goes. Started as root, the guard
  * and the runner keep root (to sandbox scripts under fresh uids) while the front drops to an

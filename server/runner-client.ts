@@ -1,5 +1,5 @@
 /**
- * @module The front's handle on the runner (SPEC §8). One request per connection: connect to the
+ * @module The front's handle on the runner (docs/architecture.md §8). One request per connection: connect to the
  * socket, send one frame, read one frame, close — so a restarted runner is simply reached by the
  * next call, and a `cancel` can always be sent while a `run` is pending on its own connection.
  * Every answer is validated against the shared schemas before the front believes it. Failures to

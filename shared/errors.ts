@@ -24,7 +24,7 @@ export type ErrorCode =
   | 'CANCELLED'
   | 'SANDBOX_UNAVAILABLE'
   | 'CONFIRM_REFUSED'
-  // tokens (SPEC §7)
+  // tokens (docs/architecture.md §7)
   | 'TOKEN_INVALID'
   | 'TOKEN_EXPIRED'
   | 'TOKEN_REUSED'
