@@ -1,6 +1,6 @@
 /**
  * @module Deterministic skill folders for the benchmark. Same seed, same bytes: runs on different
- * days and machines measure the same work. The size mix follows public collections (REFERENCE §6):
+ * days and machines measure the same work. The size mix follows public collections (docs/platform-notes.md §6):
  * mostly small markdown and Python, some JavaScript and JSON, some binary images and fonts, a few
  * 1 MiB files. One extra skill, `bench-probe`, holds what the harness reads by name: four 1 MiB
  * files, a 10 KB reference and a declared node script.

@@ -1,5 +1,5 @@
 /**
- * @module `skill-mcp` with no arguments: the front on stdio, plus its own runner (SPEC §0, one bin,
+ * @module `skill-mcp` with no arguments: the front on stdio, plus its own runner (docs/architecture.md §0, one bin,
  * two processes). The runner is started through a small guard process, on a private socket, when
  * first needed; it restarts if it dies and goes when the front goes, and it serves only this front:
  * the launcher makes a per-instance secret, hands it to the guard over its stdin pipe and keeps it

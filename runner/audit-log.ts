@@ -1,5 +1,5 @@
 /**
- * @module The audit log (SPEC §8): JSON lines, mode 0600, opened append-only, one line per decision.
+ * @module The audit log (docs/architecture.md §8): JSON lines, mode 0600, opened append-only, one line per decision.
  * Each line carries `seq` and `prev`, the sha256 of the previous line's bytes, so an edited,
  * inserted or deleted line breaks the chain at a place `skill-mcp audit verify` can name; after
  * every append the anchor (audit-anchor.ts) records the last line, so a cut-off end shows too.

@@ -1,5 +1,5 @@
 /**
- * @module Re-derivation (SPEC §8): for every prepare and every run the runner works out from
+ * @module Re-derivation (docs/architecture.md §8): for every prepare and every run the runner works out from
  * scratch what would run — it finds the skill by name again, re-reads its SKILL.md, re-parses the
  * declaration, re-applies the owner's grant, re-checks the script path as a string and after
  * resolution, opens it and checks it is a regular file — and only then computes `willRun`. Nothing
@@ -80,7 +80,7 @@ export async function deriveRun(ctx: DeriveContext, skillName: string, script: s
   if (!declared) return refuse('NOT_DECLARED', 'not-declared', `skill ${JSON.stringify(skill.name)} does not declare a runnable script ${JSON.stringify(script)}; skill_list shows its declared scripts`);
   const source = readGrantSource(ctx.env as NodeJS.ProcessEnv);
   const grant = grantScripts(skill.name, { version: 1, run: scripts, env: [], egress: [] }, source).find((g) => g.declared.script === script)!;
-  // Security: declared ∩ granted (SPEC §6); the front's view of the grant is not trusted.
+  // Security: declared ∩ granted (docs/architecture.md §6); the front's view of the grant is not trusted.
   if (!grant.granted) {
     const note = source.kind === 'hosted-default' ? HOSTED_GRANT_NOTE : 'The owner\'s MCP_SKILL_RUN does not list it; add {"skill","script"} to grant it.';
     return refuse('NOT_GRANTED', 'not-granted', `${skill.name}/${script} is declared but not granted. ${note}`);

@@ -1,5 +1,5 @@
 /**
- * @module Start-up hygiene for the privileged runner (SPEC §8, REFERENCE §4): close inherited file
+ * @module Start-up hygiene for the privileged runner (docs/architecture.md §8, docs/platform-notes.md §4): close inherited file
  * descriptors that would leak into every script, and scrub the runner's own `/proc/self/environ`
  * so secret values are not readable there (they live on in a private copy for granted runs).
  */

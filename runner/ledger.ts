@@ -1,5 +1,5 @@
 /**
- * @module The durable spent-token ledger (SPEC §7), shared by every runner on one state directory
+ * @module The durable spent-token ledger (docs/architecture.md §7), shared by every runner on one state directory
  * (standalone: one runner per `skill-mcp`, and the same `token.key`, so a token minted by one is
  * valid in all). One marker file per spent token, `spent/<jti>`, holding the token's expiry. Spending
  * is one atomic step across processes: the marker is written to a temp file, fsynced, then

@@ -1,5 +1,5 @@
 /**
- * @module `skill-mcp runner`: the privileged daemon (SPEC §8). Start-up order matters and is:
+ * @module `skill-mcp runner`: the privileged daemon (docs/architecture.md §8). Start-up order matters and is:
  * close inherited fds → keep a private copy of the environment → scrub /proc/self/environ →
  * state dir, scratch dir (removing crashed runs' folders), token key, ledger (spent-token markers,
  * an old single-file ledger migrated), audit log (checked against its anchor, under the audit lock

@@ -1,7 +1,7 @@
 /**
  * @module What this machine lets the runner do, decided once at start: the interpreters (resolved to
- * absolute paths, SPEC §4), the helper tools of the sandbox (util-linux `prlimit`, `setpriv`,
- * `unshare`), and from those the isolation level every preview reports (SPEC §8).
+ * absolute paths, docs/architecture.md §4), the helper tools of the sandbox (util-linux `prlimit`, `setpriv`,
+ * `unshare`), and from those the isolation level every preview reports (docs/architecture.md §8).
  */
 import { spawnSync } from 'node:child_process';
 import { accessSync, constants, realpathSync, statSync } from 'node:fs';

@@ -1,5 +1,5 @@
 /**
- * @module Runs one spawned script to its end (SPEC §8): wall-clock timeout → SIGTERM to the whole
+ * @module Runs one spawned script to its end (docs/architecture.md §8): wall-clock timeout → SIGTERM to the whole
  * process group, SIGKILL after a grace; after the process exits, a hook (kill the run uid's
  * leftovers), a short drain window, then the pipes are destroyed — so the call always returns,
  * even when a detached grandchild holds stdout. Each stream is kept up to a cap (`truncated`),

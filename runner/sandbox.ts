@@ -1,5 +1,5 @@
 /**
- * @module How one run is started (SPEC §8), in the order Postfix's pipe_command does it: build the
+ * @module How one run is started (docs/architecture.md §8), in the order Postfix's pipe_command does it: build the
  * environment from the allowlist, then the command line that drops everything a script must not
  * have, then exec the declared interpreter by absolute path with an argv array — never a shell
  * around the script. The chain (each step execs the next, one process):

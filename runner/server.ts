@@ -1,5 +1,5 @@
 /**
- * @module The runner's socket (SPEC §8). The socket sits in a directory only the runner and the
+ * @module The runner's socket (docs/architecture.md §8). The socket sits in a directory only the runner and the
  * front's group can enter (0750, socket 0660; 0700/0600 when no front group is configured); each
  * connection's peer credentials are checked where the platform allows. Frames are decoded with a
  * hard cap, each request is validated against the closed table, and every failure becomes a

@@ -1,7 +1,7 @@
 /**
  * @module The runner's state directory: created 0700 and owned by the runner, it holds the token
  * key (`token.key`, 0600), the spent-token markers (`spent/`), the audit anchor and lock. The key is
- * random and kept so tokens survive a restart (SPEC §7), or derived from `MCP_CONFIRM_SECRET` when
+ * random and kept so tokens survive a restart (docs/architecture.md §7), or derived from `MCP_CONFIRM_SECRET` when
  * the owner sets one (replicas). Several runners may use one state directory at once (standalone
  * starts one per `skill-mcp`): every file here is created so that a concurrent runner sees it whole.
  */

@@ -1,5 +1,5 @@
 /**
- * @module Run uids (SPEC §8, REFERENCE §4). As root, each run gets a uid/gid of its own from a
+ * @module Run uids (docs/architecture.md §8, docs/platform-notes.md §4). As root, each run gets a uid/gid of its own from a
  * configured range — never 0, never the front's, never one in passwd/group or held by a live
  * process — so RLIMIT_NPROC counts only that run, and everything left of the run afterwards can be
  * found by uid and killed.

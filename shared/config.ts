@@ -1,5 +1,5 @@
 /**
- * @module Where the skills are (SPEC §2): `MCP_SKILLS_PATH` (host-injected) wins, then
+ * @module Where the skills are (docs/architecture.md §2): `MCP_SKILLS_PATH` (host-injected) wins, then
  * `SKILLS_DIR`, then the package's bundled `skills/`. Both processes read it the same way.
  */
 import { resolve } from 'node:path';

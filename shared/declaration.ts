@@ -1,5 +1,5 @@
 /**
- * @module The `mcp-host:` declaration (SPEC §4): which scripts a skill says are entry points, with
+ * @module The `mcp-host:` declaration (docs/architecture.md §4): which scripts a skill says are entry points, with
  * which interpreter, and which variables each asks for. It only ever narrows — nothing in it is an
  * authorization (the skill's author wrote it). Parsed strictly: an unknown MAJOR version or a
  * malformed shape rejects the whole block; unknown keys are ignored but named.

@@ -1,5 +1,5 @@
 /**
- * @module Finds the skill directories under the configured roots (SPEC §3) — the part of the
+ * @module Finds the skill directories under the configured roots (docs/architecture.md §3) — the part of the
  * catalog both processes need: the front to list skills, the runner to find a skill by name again
  * before every run instead of trusting a path the front sent. It does not walk skill contents.
  *

@@ -1,5 +1,5 @@
 /**
- * @module The script environment allowlist (SPEC §6). A script gets the fixed set, the host's data
+ * @module The script environment allowlist (docs/architecture.md §6). A script gets the fixed set, the host's data
  * directory and egress proxy variables when set, and the variables granted to it — never the
  * server's own environment. The same function computes the preview's `envNames` and the run's
  * real environment, so what a person approves is what the script receives.

@@ -26,7 +26,7 @@ export type ErrorCode =
   | 'CONFIRM_REFUSED'
   | 'CONFIG_MISMATCH'
   | 'AUTH_REQUIRED'
-  // tokens (SPEC §7)
+  // tokens (docs/architecture.md §7)
   | 'TOKEN_INVALID'
   | 'TOKEN_EXPIRED'
   | 'TOKEN_REUSED'

@@ -1,5 +1,5 @@
 /**
- * @module The runner's wire format (SPEC §8): each frame is a 4-byte big-endian length followed by
+ * @module The runner's wire format (docs/architecture.md §8): each frame is a 4-byte big-endian length followed by
  * exactly one msgpack value (msgpackr, records off). The length is checked against the cap before
  * a single body byte is buffered, so a hostile header (say 4 GiB) costs nothing. A frame whose body
  * does not decode is refused on its own; the stream stays in step because its length was honest.

@@ -6,7 +6,7 @@
  *
  * When the document fails only inside its `mcp-host:` block, the rest is still read and the
  * failure is returned as `declarationError`: a broken declaration costs a skill its scripts, not
- * its instructions (SPEC §4).
+ * its instructions (docs/architecture.md §4).
  */
 import { isMap, isScalar, parseDocument, visit } from 'yaml';
 

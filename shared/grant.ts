@@ -1,5 +1,5 @@
 /**
- * @module Who may run what (SPEC §6): what the skill declares ∩ what the owner grants.
+ * @module Who may run what (docs/architecture.md §6): what the skill declares ∩ what the owner grants.
  * `MCP_SKILL_RUN` (the owner's grant) only narrows; hosted mode without it grants nothing;
  * standalone without it takes the skill's own declaration (and the preview warns about the
  * variables that brings). Pure: the front uses it to list, the runner to re-check every run.

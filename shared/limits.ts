@@ -3,7 +3,7 @@
  * read from `SKILL_MCP_*` variables by {@link readCatalogLimits}; the rest are fixed by the spec.
  */
 
-/** Per-call and per-entry caps of `skill_file` (SPEC §1): bound the front's heap, not just the reply. */
+/** Per-call and per-entry caps of `skill_file` (docs/architecture.md §1): bound the front's heap, not just the reply. */
 export const MAX_PATHS_PER_CALL = 8;
 export const MAX_ENTRY_BYTES = 1024 * 1024;
 export const MAX_CALL_BYTES = 4 * 1024 * 1024;
@@ -28,7 +28,7 @@ export const MAX_BODY_BYTES = 4 * 1024 * 1024;
 export const MAX_DESCRIPTION_CHARS = 1024;
 export const MAX_SKILL_NAME_CHARS = 64;
 
-/** Script time budget (SPEC §8). */
+/** Script time budget (docs/architecture.md §8). */
 export const DEFAULT_TIMEOUT_MS = 60_000;
 export const MAX_TIMEOUT_MS = 300_000;
 /** Captured bytes per output stream before `truncated: true`. */

@@ -1,5 +1,5 @@
 /**
- * @module Hosted or standalone (SPEC §2). Hosted when any host-injected marker is present and not
+ * @module Hosted or standalone (docs/architecture.md §2). Hosted when any host-injected marker is present and not
  * empty. This check may only ever push the default toward granting less: a missing marker can
  * never be forged into "hosted" by a skill, and "hosted" only removes grants.
  */

@@ -1,5 +1,5 @@
 /**
- * @module Path rules (SPEC §5). Every path a client names is checked twice: first as a string,
+ * @module Path rules (docs/architecture.md §5). Every path a client names is checked twice: first as a string,
  * then after resolution against the skill's real directory. Each check catches what the other
  * misses: the string check cannot see a symlink planted inside a skill, and the resolved check
  * would accept spellings (`a/../b`, `%2e%2e`) that should never be joined in the first place.

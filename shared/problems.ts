@@ -1,5 +1,5 @@
 /**
- * @module Catalog problems (SPEC §3): anything that keeps a directory, file or script from being
+ * @module Catalog problems (docs/architecture.md §3): anything that keeps a directory, file or script from being
  * served is reported as `{path, reason, detail}`. `reason` is stable for code; `detail` is for
  * people. The set grows without a major version: clients treat unknown reasons as generic.
  */

@@ -1,8 +1,8 @@
 /**
- * @module The closed request/response table between the front and the runner (SPEC §8). Every
+ * @module The closed request/response table between the front and the runner (docs/architecture.md §8). Every
  * message is validated with a strict schema on arrival: unknown request types and unknown keys are
  * refused, never ignored. Nothing here carries a secret value, an absolute host path or token key
- * material; `willRun` is exactly what a person approves and what a token is bound to (SPEC §7).
+ * material; `willRun` is exactly what a person approves and what a token is bound to (docs/architecture.md §7).
  */
 import { z } from 'zod';
 import { MAX_PATH_CHARS } from './limits.js';

@@ -1,5 +1,5 @@
 /**
- * @module Confirmation tokens (SPEC §7). A token is `smt1.<claims>.<mac>` (base64url), where the
+ * @module Confirmation tokens (docs/architecture.md §7). A token is `smt1.<claims>.<mac>` (base64url), where the
  * claims name a random id, issue and expiry times and the sha256 of the canonical `willRun` it
  * was minted for, and the MAC is HMAC-SHA256 under a key only the runner holds. Pure: the key and
  * the clock are passed in; the spent-token ledger lives in the runner.
@@ -73,7 +73,7 @@ export function verifyToken(key: Buffer, token: string, nowMs: number): VerifyRe
   } catch {
     return { ok: false, code: 'TOKEN_INVALID' };
   }
-  // Security: an expired token is refused even though its MAC is good (SPEC §7 TTL).
+  // Security: an expired token is refused even though its MAC is good (docs/architecture.md §7 TTL).
   if (nowMs >= claims.exp) return { ok: false, code: 'TOKEN_EXPIRED', claims };
   return { ok: true, claims };
 }

@@ -1,5 +1,5 @@
 /**
- * @module The resolution half of the path rules (SPEC §5) for the front, in one place: every byte
+ * @module The resolution half of the path rules (docs/architecture.md §5) for the front, in one place: every byte
  * the front serves or hashes is read through a descriptor this opened. The string half (and the
  * manifest check) happen before, in read.ts; the walk already string-checked what digest.ts hashes.
  * Synchronous on purpose: one native realpath(3) and a few syscalls, where the promise versions

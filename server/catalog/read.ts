@@ -1,5 +1,5 @@
 /**
- * @module Reads one served file of a skill: both path checks (SPEC §5), then open and check what
+ * @module Reads one served file of a skill: both path checks (docs/architecture.md §5), then open and check what
  * was opened — a regular file whose real location is still inside the skill — so a file swapped
  * for a link or a FIFO between the check and the read is refused, not followed. Reads at most
  * `maxBytes`, so a 256 MiB file costs 1 MiB of heap, never the whole file.

@@ -42,8 +42,10 @@ function unpublishable(name: string, fm: Frontmatter, bom: boolean, files: FileR
     why.push(`the directory name "${name}" is not a valid skill name (lowercase letters, digits and single hyphens, at most ${MAX_SKILL_NAME_CHARS})`);
   } else if (fm['name'] !== name) why.push(`the frontmatter name ${JSON.stringify(fm['name'] ?? null)} differs from the directory name "${name}"`);
   const description = fm['description'];
-  if (typeof description !== 'string' || description === '' || charCount(description) > MAX_DESCRIPTION_CHARS) {
-    why.push(`the description must be a string of 1-${MAX_DESCRIPTION_CHARS} characters`);
+  if (typeof description !== 'string' || description === '') {
+    why.push(`the description must be a string of 1-${MAX_DESCRIPTION_CHARS} characters (it is ${description === undefined ? 'missing' : description === '' ? 'empty' : `a ${description === null ? 'null' : Array.isArray(description) ? 'list' : typeof description}`})`);
+  } else if (charCount(description) > MAX_DESCRIPTION_CHARS) {
+    why.push(`the description is ${charCount(description)} characters long; strict hosts accept at most ${MAX_DESCRIPTION_CHARS}`);
   }
   const compatibility = fm['compatibility'];
   if (compatibility !== undefined && (typeof compatibility !== 'string' || compatibility === '' || charCount(compatibility) > 500)) {

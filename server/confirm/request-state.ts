@@ -1,5 +1,5 @@
 /**
- * @module The sealed state of a 2026-07-28 elicitation round (SPEC §7): what the person is being
+ * @module The sealed state of a 2026-07-28 elicitation round (docs/architecture.md §7): what the person is being
  * asked to approve travels with the client, HMAC-sealed and expiring, so nothing is kept in the
  * front between the two rounds. It carries the request and the hash of the exact `willRun` shown,
  * never a confirm token (the codec signs but does not encrypt; a token in it would let a client

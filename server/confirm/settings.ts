@@ -1,5 +1,5 @@
 /**
- * @module How a run gets confirmed (SPEC §7). A client that can show a prompt (it declares form
+ * @module How a run gets confirmed (docs/architecture.md §7). A client that can show a prompt (it declares form
  * elicitation) is asked in the client, unless the owner turned that off; every other client takes
  * the two-call token path, which `MCP_CONFIRM_MODE` shapes. Unknown values never loosen anything:
  * an unknown mode is `refuse`, an unknown elicitation setting is `on` (with a warning).

@@ -1,6 +1,6 @@
 /**
  * @module `skill_file`: a batch of a skill's files, one result per path in request order. Limits
- * bound the front's heap (SPEC §1): 8 paths, 1 MiB per entry (then `truncated: true`), 4 MiB per
+ * bound the front's heap (docs/architecture.md §1): 8 paths, 1 MiB per entry (then `truncated: true`), 4 MiB per
  * call summed from file sizes before any byte is read, so the answer never depends on path order.
  * One bad path fails only its own entry.
  */

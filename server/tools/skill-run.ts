@@ -1,5 +1,5 @@
 /**
- * @module `skill_run` (SPEC §1, §7): runs a declared, granted script through the runner after a
+ * @module `skill_run` (docs/architecture.md §1, §7): runs a declared, granted script through the runner after a
  * person approved that exact run. Every refusal that needs no person is applied first; then the
  * client is asked (form elicitation — a 2025 `elicitation/create` or a 2026 input-required round)
  * or handed a preview and a one-time token. The front never spawns anything: the runner re-derives

@@ -115,7 +115,7 @@ export interface Era {
   versionNegotiation?: { mode: { pin: string } };
 }
 
-/** Both eras one stdio server must serve (SPEC §1). 2026-07-28 is pinned: no probe spawn, no fallback. */
+/** Both eras one stdio server must serve (docs/architecture.md §1). 2026-07-28 is pinned: no probe spawn, no fallback. */
 export const ERAS: Era[] = [
   { name: '2025 (initialize)' },
   { name: '2026-07-28 (server/discover)', versionNegotiation: { mode: { pin: '2026-07-28' } } },

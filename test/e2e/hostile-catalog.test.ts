@@ -160,6 +160,8 @@ describe.each(ERAS)('hostile folder, $name', (era) => {
     }
     expect(problemsAt(list, 'main-root/mismatch').map((p) => p.reason).sort()).toEqual(['name-mismatch', 'not-published']);
     expect(problemsAt(list, 'main-root/bom-skill')[0]!.detail).toContain('byte-order mark');
+    // The refusal gives the actual length, so the author knows how much to cut.
+    expect(problemsAt(list, 'main-root/long-desc')[0]!.detail).toContain('the description is 1100 characters long; strict hosts accept at most 1024');
     expect(published).toContain('skill://good/SKILL.md');
   });
 

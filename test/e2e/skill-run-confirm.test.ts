@@ -1,5 +1,5 @@
 /**
- * skill_run's confirmation (SPEC §7) through the SDK's own Client over real stdio, in both eras,
+ * skill_run's confirmation (docs/architecture.md §7) through the SDK's own Client over real stdio, in both eras,
  * against the standalone launcher (front + runner guard + runner): a client that can show a prompt
  * is asked, showing the exact run; one that cannot gets a preview and a one-time token. What ran
  * and what did not is proven from the runner's audit log, never from the front's word.

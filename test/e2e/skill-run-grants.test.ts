@@ -1,5 +1,5 @@
 /**
- * Who may run what (SPEC §6) as a client sees it: hosted grants nothing by default and needs a
+ * Who may run what (docs/architecture.md §6) as a client sees it: hosted grants nothing by default and needs a
  * runner someone else started; `MCP_SKILL_RUN` only narrows; standalone takes the declaration and
  * warns. And the preview's `envNames` are exactly the variables the script really received.
  */

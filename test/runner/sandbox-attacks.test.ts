@@ -1,5 +1,5 @@
 /**
- * A hostile skill script against the sandbox (SPEC §8), as root: each run gets its own uid. The
+ * A hostile skill script against the sandbox (docs/architecture.md §8), as root: each run gets its own uid. The
  * canary secret sits in the runner's environment and in a simulated front process; a second skill
  * is granted a secret the hostile one asks for but is not granted. Every attack ends in a refusal
  * or a contained run, the canary appears nowhere, nothing of the run outlives it, and the runner
