@@ -22,6 +22,7 @@ import { checkPathString, isHiddenPath, resolveInside } from '../shared/paths.js
 import type { WillRun } from '../shared/protocol.js';
 import type { RejectReason } from './audit-log.js';
 import type { Platform } from './platform.js';
+import { usesBwrap } from './sandbox.js';
 
 /** Stand-ins for the sandbox's private HOME/TMPDIR, so previews name them as the run will. */
 export const SANDBOX_PLACEHOLDERS = { HOME: '(private)', TMPDIR: '(private)' } as const;
@@ -32,6 +33,8 @@ export interface DeriveContext {
   bundledSkills: string;
   limits: CatalogLimits;
   platform: Platform;
+  /** The runner's memory cap per run; a script's declared `memory` may only lower it. */
+  memoryBytes: number;
 }
 
 export interface RunPlan {
@@ -106,7 +109,8 @@ export async function deriveRun(ctx: DeriveContext, skillName: string, script: s
   } finally {
     if (fd !== undefined) closeSync(fd);
   }
-  const built = buildScriptEnv(ctx.env, grant.env, SANDBOX_PLACEHOLDERS);
+  // Inside bubblewrap PATH is the sandbox's own (buildSpawn): a placeholder keeps the names equal.
+  const built = buildScriptEnv(ctx.env, grant.env, usesBwrap(ctx.platform) ? { ...SANDBOX_PLACEHOLDERS, PATH: '(sandbox)' } : SANDBOX_PLACEHOLDERS);
   const willRun: WillRun = {
     skill: skill.name,
     interpreter: declared.interpreter,
@@ -115,6 +119,8 @@ export async function deriveRun(ctx: DeriveContext, skillName: string, script: s
     timeoutMs: declared.timeoutMs,
     envNames: built.names,
     isolation: ctx.platform.isolation,
+    sandbox: ctx.platform.mechanisms,
+    memoryBytes: Math.min(ctx.memoryBytes, declared.memoryBytes ?? ctx.memoryBytes),
   };
   if (built.notSet.length > 0) willRun.envNotSet = built.notSet;
   const warning = grant.selfGranted ? selfGrantWarning(built.passed) : undefined;

@@ -37,7 +37,7 @@ export async function describeRunner(ctx: DeriveContext, environ: ScrubResult, r
   }
   const result: DescribeResult = {
     protocol: PROTOCOL_VERSION,
-    isolation: { level: platform.isolation, detail: platform.isolationDetail },
+    isolation: { level: platform.isolation, detail: platform.isolationDetail, mechanisms: platform.mechanisms, memoryBytes: ctx.memoryBytes },
     interpreters: [...platform.interpreters].map(([name, resolved]) => ('path' in resolved ? { name, available: true } : { name, available: false, why: resolved.why })),
     environ: environ.detail === undefined ? { scrubbed: environ.scrubbed } : { scrubbed: environ.scrubbed, detail: environ.detail },
     runsAllowed: refusedWhy === undefined,

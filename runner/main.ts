@@ -61,7 +61,14 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
   if (anchor.audit_anchor === 'truncated' || anchor.audit_anchor === 'replaced') {
     log(`warning: the audit log does not match its anchor (${anchor.audit_anchor}: the log ends at seq ${anchor.audit_log_last_seq}, the runner last wrote seq ${anchor.audit_anchor_seq}); recorded in runner.start`);
   }
-  const platform = probePlatform(env['PATH']);
+  const uidPool = asRoot
+    ? new UidPool(opts.uidRange, [0, process.getuid!(), ...(opts.frontUid !== undefined ? [opts.frontUid] : [])], new UidClaims(env['SKILL_MCP_UID_CLAIM_DIR'] || DEFAULT_CLAIM_DIR))
+    : undefined;
+  // Root tries the sandbox as a real run uid: what must work is bubblewrap as that uid.
+  const probeUid = uidPool?.takeOrUndefined();
+  const platform = probePlatform({ searchPath: env['PATH'], bwrapSetting: opts.bwrap, probeUid, tmpBytes: opts.limits.tmpBytes });
+  if (probeUid !== undefined) uidPool?.release(probeUid);
+  if (platform.missing.length > 0 && platform.isolation !== 'namespace') log(`isolation ${platform.isolation}: ${platform.missing.join('; ')} (skill-mcp doctor says more)`);
   const { limits, errors } = readCatalogLimits(env);
   for (const error of errors) log(error);
 
@@ -74,11 +81,8 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
 
   const peer = loadPeerCredReader();
   if ('why' in peer) log(`warning: no peer-credential check (${peer.why}); relying on socket directory modes`);
-  const uidPool = asRoot
-    ? new UidPool(opts.uidRange, [0, process.getuid!(), ...(opts.frontUid !== undefined ? [opts.frontUid] : [])], new UidClaims(env['SKILL_MCP_UID_CLAIM_DIR'] || DEFAULT_CLAIM_DIR))
-    : undefined;
   const service = new RunnerService({
-    ctx: { env, bundledSkills: options.bundledSkills, limits, platform },
+    ctx: { env, bundledSkills: options.bundledSkills, limits, platform, memoryBytes: opts.limits.memoryBytes },
     key, ledger, audit, environ, refusedWhy, ttlMs: opts.ttlMs, scratchDir: opts.scratchDir, uidPool,
     limits: opts.limits, killGraceMs: opts.killGraceMs, drainMs: opts.drainMs,
   });
@@ -94,7 +98,7 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
     },
   });
   audit.append({
-    event: 'runner.start', pid: process.pid, uid: process.getuid?.(), isolation: platform.isolation, environ_scrubbed: environ.scrubbed,
+    event: 'runner.start', pid: process.pid, uid: process.getuid?.(), isolation: platform.isolation, sandbox: platform.mechanisms, environ_scrubbed: environ.scrubbed,
     hosted, runs_refused: refusedWhy?.code ?? null, grant_from: grantFrom(readGrantSource(env)), key_source: keySource,
     interpreters: Object.fromEntries([...platform.interpreters].map(([name, r]) => [name, 'path' in r])),
     peer_check: 'read' in peer, front_secret: opts.frontSecret?.from ?? 'none', inherited_fds_closed: fdsClosed, scratch_stale_removed: stale.removed, scratch_stale_failed: stale.failed,

@@ -9,6 +9,7 @@ import { join, resolve } from 'node:path';
 import { SkillMcpError } from '../shared/errors.js';
 import type { SandboxLimits } from './sandbox.js';
 import { DEFAULT_UID_RANGE, parseUidRange } from './uids.js';
+import { MIN_MEMORY_BYTES } from '../shared/declaration.js';
 
 export interface RunnerOptions {
   socketPath: string;
@@ -20,6 +21,8 @@ export interface RunnerOptions {
   uidRange: { first: number; last: number };
   ttlMs: number;
   limits: SandboxLimits;
+  /** `SKILL_MCP_BWRAP`: bubblewrap's path, or `off`; unset looks in the system folders. */
+  bwrap: string | undefined;
   killGraceMs: number;
   drainMs: number;
   /** Where the front secret comes from: the guard's pipe (standalone), an operator's file, or nowhere. */
@@ -40,6 +43,10 @@ export const RUNNER_USAGE = `usage: skill-mcp runner --socket PATH --state-dir D
                         SKILL_MCP_FRONT_SECRET_FILE (SKILL_MCP_FRONT_SECRET_FILE)
   --front-secret-stdin  read that secret as the first line of stdin (how a standalone launcher
                         hands its runner a per-instance secret)
+
+Sandbox variables (docs/isolation.md): SKILL_MCP_BWRAP (bubblewrap's path, or "off"),
+SKILL_MCP_RUN_MEMORY_BYTES (default 1 GiB per run), SKILL_MCP_RUN_TMP_BYTES (private /tmp, default
+256 MiB), SKILL_MCP_RUN_NPROC, SKILL_MCP_RUN_FSIZE_BYTES, SKILL_MCP_RUN_NOFILE.
 
 The runner reads the skills and the grant itself: give it the same MCP_SKILLS_PATH (or
 SKILLS_DIR) and MCP_SKILL_RUN as the front, or every run is refused CONFIG_MISMATCH.
@@ -123,7 +130,10 @@ export function parseRunnerOptions(argv: string[], env: Readonly<Record<string, 
       nproc: int('SKILL_MCP_RUN_NPROC', env['SKILL_MCP_RUN_NPROC'], 64, 8, 4096),
       fsizeBytes: int('SKILL_MCP_RUN_FSIZE_BYTES', env['SKILL_MCP_RUN_FSIZE_BYTES'], 64 * 1024 * 1024, 1024, 2 ** 40),
       nofile: int('SKILL_MCP_RUN_NOFILE', env['SKILL_MCP_RUN_NOFILE'], 256, 16, 65536),
+      memoryBytes: int('SKILL_MCP_RUN_MEMORY_BYTES', env['SKILL_MCP_RUN_MEMORY_BYTES'], 1024 ** 3, MIN_MEMORY_BYTES, 2 ** 44),
+      tmpBytes: int('SKILL_MCP_RUN_TMP_BYTES', env['SKILL_MCP_RUN_TMP_BYTES'], 256 * 1024 * 1024, 1024 * 1024, 2 ** 40),
     },
+    bwrap: env['SKILL_MCP_BWRAP'] || undefined,
     killGraceMs: int('SKILL_MCP_KILL_GRACE_MS', env['SKILL_MCP_KILL_GRACE_MS'], 2000, 0, 60_000),
     drainMs: int('SKILL_MCP_DRAIN_MS', env['SKILL_MCP_DRAIN_MS'], 500, 0, 60_000),
     frontSecret: secretOnStdin ? { from: 'stdin' } : secretFile ? { from: 'file', path: resolve(secretFile) } : undefined,

@@ -1,13 +1,17 @@
 /**
  * @module What this machine lets the runner do, decided once at start: the interpreters (resolved to
- * absolute paths, docs/architecture.md §4), the helper tools of the sandbox (util-linux `prlimit`, `setpriv`,
- * `unshare`), and from those the isolation level every preview reports (docs/architecture.md §8).
+ * absolute paths, docs/architecture.md §4), the helper tools of the sandbox (bubblewrap, util-linux
+ * `prlimit`, `setpriv`, `unshare`), and from those the isolation level every preview reports
+ * (docs/isolation.md). Each level is chosen by running the very sandbox it names once, not by
+ * looking for binaries: user namespaces can be switched off by sysctl, AppArmor or a container.
  */
 import { spawnSync } from 'node:child_process';
-import { accessSync, constants, realpathSync, statSync } from 'node:fs';
-import { dirname, isAbsolute, join } from 'node:path';
+import { accessSync, constants, lstatSync, readlinkSync, realpathSync, statSync } from 'node:fs';
+import { basename, dirname, isAbsolute, join } from 'node:path';
 import { INTERPRETERS } from '../shared/declaration.js';
 import type { IsolationLevel } from '../shared/protocol.js';
+import { bwrapArgs, SYSTEM_TOP } from './bwrap.js';
+import type { HostLayout } from './bwrap.js';
 
 const SYSTEM_DIRS = ['/usr/local/bin', '/usr/bin', '/bin', '/usr/sbin', '/sbin'];
 
@@ -16,9 +20,15 @@ export type Resolved = { path: string } | { why: string };
 export interface Platform {
   asRoot: boolean;
   interpreters: Map<string, Resolved>;
-  tools: { prlimit?: string; setpriv?: string; unshare?: string; sh?: string; kill?: string; mount?: string };
+  tools: { prlimit?: string; setpriv?: string; unshare?: string; sh?: string; kill?: string; mount?: string; bwrap?: string; ipcrm?: string };
   isolation: IsolationLevel;
   isolationDetail: string;
+  /** The mechanisms behind the level, as short names (docs/isolation.md lists them). */
+  mechanisms: string[];
+  /** Set for the namespace levels: how to lay out the sandbox's file system on this host. */
+  layout?: HostLayout;
+  /** What would give a stronger level here, when something is missing (doctor prints it). */
+  missing: string[];
   /** Set when this runner must refuse every run (root without the tools to drop privileges). */
   refuseWhy?: string;
 }
@@ -61,36 +71,124 @@ function pathOf(resolved: Resolved): string | undefined {
   return 'path' in resolved ? resolved.path : undefined;
 }
 
-/** Probes the machine once. `searchPath` is the runner's own PATH (from its private env copy). */
-export function probePlatform(searchPath: string | undefined): Platform {
+
+/** Where an interpreter installed outside /usr lives (`/opt/node/bin/node` → `/opt/node`). */
+function installPrefix(path: string): string {
+  const dir = dirname(path);
+  return basename(dir) === 'bin' ? dirname(dir) : dir;
+}
+
+/** How /bin, /lib and friends look here, plus the folders outside /usr the run needs to see. */
+export function readHostLayout(binaries: readonly string[]): HostLayout {
+  const layout: HostLayout = { links: [], dirs: [], extra: [] };
+  for (const path of SYSTEM_TOP) {
+    try {
+      const st = lstatSync(path);
+      if (st.isSymbolicLink()) layout.links.push({ path, target: readlinkSync(path) });
+      else if (st.isDirectory()) layout.dirs.push(path);
+    } catch {
+      // not on this host
+    }
+  }
+  const covered = (p: string): boolean => p.startsWith('/usr/') || layout.dirs.some((d) => p.startsWith(`${d}/`));
+  for (const binary of binaries) {
+    const prefix = installPrefix(binary);
+    if (!covered(binary) && !layout.extra.includes(prefix)) layout.extra.push(prefix);
+  }
+  return layout;
+}
+
+export interface ProbeOptions {
+  /** The runner's own PATH (from its private env copy). */
+  searchPath: string | undefined;
+  /** `SKILL_MCP_BWRAP`: a path to bubblewrap, `off`, or unset (look in the system folders). */
+  bwrapSetting: string | undefined;
+  /** Root only: an unused run uid to try the sandbox as (a run's uid is what must work). */
+  probeUid: number | undefined;
+  /** The /tmp size the runs will get, so the probe uses the very same command line. */
+  tmpBytes: number;
+}
+
+const ROOT_DROP = (uid: number): string[] => [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--no-new-privs', '--inh-caps=-all', '--bounding-set=-all', '--'];
+
+/** Runs `argv` once; the first line of its stderr when it fails. */
+function tryRun(argv: string[]): { ok: true } | { ok: false; why: string } {
+  const result = spawnSync(argv[0]!, argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'], timeout: 10_000, cwd: '/', env: { PATH: '/usr/bin:/bin' } });
+  if (result.status === 0) return { ok: true };
+  const why = (result.stderr?.toString() ?? '').trim().split('\n')[0] || (result.error ? result.error.message : `exit ${result.status ?? result.signal}`);
+  return { ok: false, why };
+}
+
+/** Whether bubblewrap can build a run's sandbox here (as `uid`, when root), and why not. */
+function probeBwrap(tools: Platform['tools'], layout: HostLayout, opts: ProbeOptions): { ok: true } | { ok: false; why: string } {
+  if (opts.bwrapSetting === 'off') return { ok: false, why: 'bubblewrap is switched off (SKILL_MCP_BWRAP=off)' };
+  if (!tools.bwrap) return { ok: false, why: 'bubblewrap (bwrap) is not installed' };
+  if (!tools.prlimit) return { ok: false, why: 'util-linux prlimit is not installed' };
+  const sandbox = [tools.bwrap, ...bwrapArgs(layout, { skillDir: '/usr', tmpBytes: opts.tmpBytes }), '--', tools.prlimit, '--nproc=64', '--', '/usr/bin/true'];
+  const argv = opts.probeUid !== undefined && tools.setpriv ? [tools.setpriv, ...ROOT_DROP(opts.probeUid), ...sandbox] : sandbox;
+  const tried = tryRun(argv);
+  return tried.ok ? tried : { ok: false, why: `bubblewrap could not build the sandbox here (${tried.why}); unprivileged user namespaces may be disabled (sysctl kernel.unprivileged_userns_clone, user.max_user_namespaces, AppArmor, or a container)` };
+}
+
+const NAMESPACE_MECHANISMS = ['bwrap', 'userns', 'mountns', 'pidns', 'netns', 'ipcns', 'utsns', 'no-nested-userns', 'no-capabilities', 'no-new-privs', 'rlimits', 'memory-rlimit', 'private-tmpfs'];
+
+/** Probes the machine once. */
+export function probePlatform(opts: ProbeOptions): Platform {
   const asRoot = process.getuid?.() === 0;
   const interpreters = new Map<string, Resolved>();
-  for (const name of INTERPRETERS) interpreters.set(name, resolveBinary(name, searchPath, asRoot));
+  for (const name of INTERPRETERS) interpreters.set(name, resolveBinary(name, opts.searchPath, asRoot));
   const tool = (name: string): string | undefined => pathOf(resolveBinary(name, undefined, false));
-  const tools = { prlimit: tool('prlimit'), setpriv: tool('setpriv'), unshare: tool('unshare'), sh: tool('sh'), kill: tool('kill'), mount: tool('mount') };
+  const bwrap = opts.bwrapSetting && opts.bwrapSetting !== 'off' ? pathOf(resolveBinary(basename(opts.bwrapSetting), dirname(opts.bwrapSetting), false)) : tool('bwrap');
+  const tools = { prlimit: tool('prlimit'), setpriv: tool('setpriv'), unshare: tool('unshare'), sh: tool('sh'), kill: tool('kill'), mount: tool('mount'), ipcrm: tool('ipcrm'), bwrap };
+  const binaries = [...[...interpreters.values()].flatMap((r) => ('path' in r ? [r.path] : [])), ...(tools.prlimit ? [tools.prlimit] : [])];
+  const layout = readHostLayout(binaries);
+  const base = { asRoot, interpreters, tools };
+  const bw = process.platform === 'linux' ? probeBwrap(tools, layout, opts) : { ok: false as const, why: 'this is not Linux' };
+  const outside = layout.extra.length > 0 ? ` Interpreters installed outside /usr are visible read-only: ${layout.extra.length} folder(s).` : '';
 
   if (!asRoot) {
-    return {
-      asRoot, interpreters, tools, isolation: 'same-uid',
-      isolationDetail: 'the runner is not root: scripts run as the runner\'s own uid; they can read what that uid can read (including the runner\'s and the front\'s memory if they share it) and write where it can write. Rlimits, no_new_privs, death with the runner and a private HOME/TMPDIR still apply.',
-    };
+    if (bw.ok) {
+      return {
+        ...base, isolation: 'namespace', layout, mechanisms: NAMESPACE_MECHANISMS, missing: ['a root runner would also give each run a uid of its own'],
+        isolationDetail: `each run is sandboxed by bubblewrap in its own user, mount, pid, network, ipc and uts namespaces: it sees the system folders and its own skill folder read-only, a private size-capped /tmp as HOME and TMPDIR, and nothing else of this machine — not your home, not other skills, not the runner; it has no network (a private loopback only), cannot see or signal other processes, cannot make nested user namespaces, and everything it starts dies with it. Memory, processes, file size, open files and CPU time are capped. It still runs under your uid outside the sandbox.${outside}`,
+      };
+    }
+    const plain = process.platform !== 'linux'
+      ? 'scripts run as your own user, with your files and your network: no sandbox is available on this operating system. Grant only skills you trust, or turn skill_run off (MCP_CONFIRM_MODE=refuse).'
+      : `scripts run as your own user: they can read and write what you can, reach the network, and see your processes. ${bw.why}. Install bubblewrap (e.g. apt-get install bubblewrap) for the namespace sandbox.`;
+    const mechanisms = [...(tools.setpriv ? ['no-new-privs'] : []), ...(tools.prlimit ? ['rlimits', 'memory-rlimit'] : [])];
+    return { ...base, isolation: 'same-uid', mechanisms, missing: [bw.why], isolationDetail: plain };
   }
   if (!tools.setpriv || !tools.prlimit || !tools.kill) {
     return {
-      asRoot, interpreters, tools, isolation: 'same-uid', isolationDetail: 'root without util-linux setpriv/prlimit',
+      ...base, isolation: 'same-uid', isolationDetail: 'root without util-linux setpriv/prlimit', mechanisms: [], missing: ['util-linux setpriv, prlimit and kill'],
       refuseWhy: 'the runner is root but util-linux setpriv, prlimit or kill is missing, so it cannot drop privileges; install util-linux',
     };
   }
-  const mountNs = tools.unshare !== undefined && tools.sh !== undefined && tools.mount !== undefined &&
-    spawnSync(tools.unshare, ['--mount', '--propagation', 'private', '--', tools.sh, '-c', '"$0" --bind /tmp /tmp && "$0" -o remount,bind,ro /tmp', tools.mount], { stdio: 'ignore', timeout: 5000 }).status === 0;
-  if (mountNs) {
+  if (bw.ok) {
     return {
-      asRoot, interpreters, tools, isolation: 'uid-sandbox',
-      isolationDetail: 'each run gets its own unprivileged uid/gid, no groups, no capabilities, no_new_privs, rlimits (processes, file size, open files, CPU, no core), a private HOME/TMPDIR, and a mount namespace where the shared /tmp, /var/tmp, /dev/shm and /run/lock are read-only. The network is not isolated.',
+      ...base, isolation: 'namespace-uid', layout, mechanisms: ['run-uid', ...NAMESPACE_MECHANISMS], missing: [],
+      isolationDetail: `each run gets its own unprivileged uid/gid (no groups, no capabilities, no_new_privs) and, inside that, a bubblewrap sandbox with its own user, mount, pid, network, ipc and uts namespaces: the system folders and its skill folder read-only, a private size-capped /tmp as HOME and TMPDIR, nothing else of this machine, no network, no view of other processes, no nested user namespaces; memory, processes, file size, open files and CPU time are capped, and every process of the run uid is killed afterwards.${outside}`,
+    };
+  }
+  const namespaces = tools.unshare !== undefined && tools.sh !== undefined && tools.mount !== undefined &&
+    tryRun([tools.unshare, ...UNSHARE_FLAGS, '--', tools.sh, '-c', '"$0" --bind /tmp /tmp && "$0" -o remount,bind,ro /tmp', tools.mount]).ok;
+  if (namespaces) {
+    return {
+      ...base, isolation: 'uid-sandbox', mechanisms: ['run-uid', 'mountns', 'pidns', 'netns', 'ipcns', 'utsns', 'no-capabilities', 'no-new-privs', 'rlimits', 'memory-rlimit', 'read-only-shared-tmp'], missing: [bw.why],
+      isolationDetail: `each run gets its own unprivileged uid/gid (no groups, no capabilities, no_new_privs), rlimits including memory, a private HOME/TMPDIR, and its own mount, pid, network, ipc and uts namespaces (util-linux unshare): no network, no view of other processes, the shared /tmp, /var/tmp, /dev/shm and /run/lock read-only. World-readable host files stay readable (${bw.why}; bubblewrap would hide them).`,
     };
   }
   return {
-    asRoot, interpreters, tools, isolation: 'uid',
-    isolationDetail: 'each run gets its own unprivileged uid/gid, no groups, no capabilities, no_new_privs, rlimits and a private HOME/TMPDIR; mount namespaces are unavailable, so world-writable places like /tmp stay writable. The network is not isolated.',
+    ...base, isolation: 'uid', mechanisms: ['run-uid', 'no-capabilities', 'no-new-privs', 'rlimits', 'memory-rlimit', 'ipc-cleanup'], missing: [bw.why, 'mount/pid/net namespaces (util-linux unshare failed)'],
+    isolationDetail: 'each run gets its own unprivileged uid/gid, no groups, no capabilities, no_new_privs, rlimits including memory and a private HOME/TMPDIR; its SysV IPC objects are removed afterwards. Namespaces are unavailable, so world-writable places like /tmp stay writable, other processes are visible, and the network is not isolated.',
   };
 }
+
+/**
+ * The util-linux namespaces of a root run without bubblewrap: a mount namespace for the read-only
+ * shared temp folders, and pid (with its own /proc), network, ipc and uts namespaces. `--fork`
+ * makes the script's chain pid 1 of its namespace, so everything it starts dies when it ends;
+ * `--kill-child` ends that chain when the runner's spawn is killed.
+ */
+export const UNSHARE_FLAGS = ['--mount', '--ipc', '--net', '--uts', '--pid', '--fork', '--kill-child', '--mount-proc', '--propagation', 'private'];

@@ -15,6 +15,7 @@ const HARD_DEADLINE_SLACK_MS = 5000;
 
 export interface RunTimes {
   timeoutMs: number;
+  /** SIGTERM → SIGKILL grace at the timeout; 0 sends SIGKILL at once. */
   killGraceMs: number;
   drainMs: number;
 }
@@ -87,6 +88,7 @@ export function runProcess(spec: SpawnSpec, times: RunTimes, maxStreamBytes: num
   const timers: NodeJS.Timeout[] = [];
   timers.push(setTimeout(() => {
     ending = 'timeout';
+    if (times.killGraceMs === 0) return killGroup('SIGKILL');
     killGroup('SIGTERM');
     timers.push(setTimeout(() => killGroup('SIGKILL'), times.killGraceMs));
   }, times.timeoutMs));

@@ -1,24 +1,37 @@
 /**
- * @module How one run is started (docs/architecture.md §8), in the order Postfix's pipe_command does it: build the
- * environment from the allowlist, then the command line that drops everything a script must not
- * have, then exec the declared interpreter by absolute path with an argv array — never a shell
- * around the script. The chain (each step execs the next, one process):
+ * @module How one run is started (docs/isolation.md), in the order Postfix's pipe_command does it:
+ * build the environment from the allowlist, then the command line that drops everything a script
+ * must not have, then exec the declared interpreter by absolute path with an argv array — never a
+ * shell around the script. The chains by level (each step execs or supervises the next):
  *
- *   unshare --mount → sh (fixed text: read-only binds over shared writable dirs) → prlimit
- *     → setpriv (run uid/gid, no groups, no caps, no_new_privs, die with the runner) → interpreter
+ *   namespace-uid: setpriv (run uid/gid, no groups, no caps, no_new_privs, die with the runner)
+ *                    → bwrap (namespaces, file-system view) → prlimit → interpreter
+ *   namespace:     setpriv (no_new_privs, die with the runner) → bwrap → prlimit → interpreter
+ *   uid-sandbox:   unshare (mount/pid/net/ipc/uts) → sh (fixed text: read-only binds over shared
+ *                    writable dirs) → prlimit → setpriv (run uid …) → interpreter
+ *   uid:           prlimit → setpriv (run uid …) → interpreter
+ *   same-uid:      prlimit → setpriv (no_new_privs, die with the runner) → interpreter
  *
+ * prlimit runs inside bubblewrap's user namespace, where RLIMIT_NPROC counts only the run's own
+ * processes (outside it would count every process of the person's uid and stop bubblewrap itself).
  * The `sh` step runs a constant script whose only inputs are the scratch path the runner made and
  * the mount binary; the script's own argv goes through `exec "$@"` untouched.
  */
 import { buildScriptEnv } from '../shared/env.js';
+import { bwrapArgs, SANDBOX_HOME, SKILL_MOUNT } from './bwrap.js';
 import type { RunPlan } from './derive.js';
 import type { Platform } from './platform.js';
+import { UNSHARE_FLAGS } from './platform.js';
 
 export interface SandboxLimits {
   /** RLIMIT_NPROC for the run uid: Node alone needs ~12 threads, each counts. */
   nproc: number;
   fsizeBytes: number;
   nofile: number;
+  /** The runner's memory cap per run (RLIMIT_DATA); a declaration may only lower it. */
+  memoryBytes: number;
+  /** Size of the run's private /tmp (HOME, TMPDIR) in the namespace sandbox. */
+  tmpBytes: number;
 }
 
 export interface SpawnSpec {
@@ -44,35 +57,56 @@ const MOUNT_SCRIPT = [
   'exec "$@"',
 ].join('\n');
 
-/** Builds the spawn of one run. `uid` is the run's own id (root) or undefined (same uid). */
+/** Whether a level runs the script inside bubblewrap. */
+export function usesBwrap(platform: Platform): boolean {
+  return (platform.isolation === 'namespace' || platform.isolation === 'namespace-uid') && platform.layout !== undefined;
+}
+
+/** The PATH a sandboxed script gets: only folders that exist inside (host PATHs name places it cannot see). */
+function sandboxPath(platform: Platform): string {
+  return [...(platform.layout?.extra ?? []).map((dir) => `${dir}/bin`), '/usr/local/bin', '/usr/bin', '/bin'].join(':');
+}
+
+/**
+ * Builds the spawn of one run. `uid` is the run's own id (root) or undefined (the runner's uid).
+ * The script path handed to the interpreter is absolute (bubblewrap) or `./`-prefixed, so no
+ * declared name can ever read as an interpreter option.
+ */
 export function buildSpawn(plan: RunPlan, platform: Platform, sourceEnv: Readonly<Record<string, string | undefined>>, scratch: string, uid: number | undefined, limits: SandboxLimits): SpawnSpec {
-  const { env, names } = buildScriptEnv(sourceEnv, plan.grantedEnv, { HOME: scratch, TMPDIR: scratch });
+  const sandboxed = usesBwrap(platform);
+  const overrides: Record<string, string> = sandboxed ? { HOME: SANDBOX_HOME, TMPDIR: SANDBOX_HOME, PATH: sandboxPath(platform) } : { HOME: scratch, TMPDIR: scratch };
+  const { env, names } = buildScriptEnv(sourceEnv, plan.grantedEnv, overrides);
   const cpuSeconds = Math.ceil(plan.willRun.timeoutMs / 1000) + 1;
-  const target = [plan.interpreterPath, plan.scriptRelative, ...plan.args];
-  const { prlimit, setpriv, unshare, sh, mount } = platform.tools;
+  const { prlimit, setpriv, unshare, sh, mount, bwrap } = platform.tools;
   const rlimits = (withNproc: boolean): string[] => [
     ...(withNproc ? [`--nproc=${limits.nproc}`] : []),
     `--fsize=${limits.fsizeBytes}`,
     `--nofile=${limits.nofile}`,
     `--cpu=${cpuSeconds}`,
+    `--data=${plan.willRun.memoryBytes}`,
     '--core=0',
     '--',
   ];
+  // Security: no_new_privs, no capabilities and death with the runner; as root also the run's own uid/gid.
+  const drop = uid === undefined
+    ? (setpriv ? [setpriv, '--no-new-privs', '--pdeathsig=KILL', '--'] : [])
+    : [setpriv!, `--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--no-new-privs', '--inh-caps=-all', '--bounding-set=-all', '--pdeathsig=KILL', '--'];
+  let chain: string[];
+  if (sandboxed) {
+    const target = [plan.interpreterPath, `${SKILL_MOUNT}/${plan.scriptRelative}`, ...plan.args];
+    const inside = [prlimit!, ...rlimits(true), ...target];
+    chain = [...drop, bwrap!, ...bwrapArgs(platform.layout!, { skillDir: plan.realDir, tmpBytes: limits.tmpBytes }), '--', ...inside];
+    return { command: chain[0]!, args: chain.slice(1), env, cwd: '/', envNames: names };
+  }
+  const target = [plan.interpreterPath, `./${plan.scriptRelative}`, ...plan.args];
   if (uid === undefined) {
     // Same uid: RLIMIT_NPROC would count the runner's own processes too, so it is left out.
-    // Security: no_new_privs and death with the runner need no privilege, so they apply here too
-    // (a runner killed mid-run must not leave its script running).
-    const keep = setpriv ? [setpriv, '--no-new-privs', '--pdeathsig=KILL', '--'] : [];
-    const chain = prlimit ? [prlimit, ...rlimits(false), ...keep, ...target] : [...keep, ...target];
-    return { command: chain[0]!, args: chain.slice(1), env, cwd: plan.realDir, envNames: names };
-  }
-  const drop = [
-    setpriv!, `--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--no-new-privs',
-    '--inh-caps=-all', '--bounding-set=-all', '--pdeathsig=KILL', '--',
-  ];
-  let chain = [prlimit!, ...rlimits(true), ...drop, ...target];
-  if (platform.isolation === 'uid-sandbox' && unshare && sh && mount) {
-    chain = [unshare, '--mount', '--propagation', 'private', '--', sh, '-c', MOUNT_SCRIPT, 'skill-mcp-sandbox', scratch, mount, ...chain];
+    chain = prlimit ? [prlimit, ...rlimits(false), ...drop, ...target] : [...drop, ...target];
+  } else {
+    chain = [prlimit!, ...rlimits(true), ...drop, ...target];
+    if (platform.isolation === 'uid-sandbox' && unshare && sh && mount) {
+      chain = [unshare, ...UNSHARE_FLAGS, '--', sh, '-c', MOUNT_SCRIPT, 'skill-mcp-sandbox', scratch, mount, ...chain];
+    }
   }
   return { command: chain[0]!, args: chain.slice(1), env, cwd: plan.realDir, envNames: names };
 }

@@ -19,10 +19,12 @@ import type { DeriveContext } from './derive.js';
 import { describeRunner } from './describe.js';
 import type { ScrubResult } from './hygiene.js';
 import type { SpentLedger } from './ledger.js';
+import { hitMemoryLimit } from './memory-limit.js';
 import { runProcess } from './run-process.js';
 import { runFolderName } from './scratch.js';
 import type { RunningProcess } from './run-process.js';
-import { buildSpawn } from './sandbox.js';
+import { buildSpawn, usesBwrap } from './sandbox.js';
+import { removeIpcOf } from './ipc.js';
 import type { SandboxLimits } from './sandbox.js';
 import { reapUid } from './uids.js';
 import type { UidPool } from './uids.js';
@@ -157,20 +159,30 @@ export class RunnerService {
     if (spent === 'expired') return reject('token-expired', 'TOKEN_EXPIRED', EXPIRED, { token_id: tokenId });
     const scratch = join(deps.scratchDir, runFolderName(slot.runId));
     try {
-      mkdirSync(scratch, { mode: 0o700 });
-      if (uid !== undefined) chownSync(scratch, uid, uid);
+      // The namespace levels give the run a RAM-backed /tmp of their own; the others a folder on disk.
+      if (!usesBwrap(deps.ctx.platform)) {
+        mkdirSync(scratch, { mode: 0o700 });
+        if (uid !== undefined) chownSync(scratch, uid, uid);
+      }
       const spec = buildSpawn(plan, deps.ctx.platform, deps.ctx.env, scratch, uid, deps.limits);
       if (spec.envNames.join('\0') !== plan.willRun.envNames.join('\0')) return reject('sandbox-failed', 'INTERNAL', 'the run environment differs from the preview; nothing was run');
       deps.audit.append({
         event: 'run.accept', run_id: slot.runId, token_id: tokenId, skill: plan.willRun.skill, script: req.script, interpreter: plan.willRun.interpreter,
-        argv: plan.willRun.argv, env_names: spec.envNames, timeout_ms: plan.willRun.timeoutMs, isolation: plan.willRun.isolation, uid: uid ?? process.getuid!(),
+        argv: plan.willRun.argv, env_names: spec.envNames, timeout_ms: plan.willRun.timeoutMs, isolation: plan.willRun.isolation, sandbox: plan.willRun.sandbox,
+        memory_bytes: plan.willRun.memoryBytes, uid: uid ?? process.getuid!(),
       });
-      const { setpriv, kill } = deps.ctx.platform.tools;
+      const { setpriv, kill, ipcrm } = deps.ctx.platform.tools;
       let leftovers = { killed: 0, remaining: 0 };
+      let ipcRemoved = 0;
       const afterExit = async (): Promise<void> => {
         if (uid !== undefined && setpriv && kill) leftovers = await reapUid(uid, setpriv, kill);
+        // Security: without an ipc namespace, SysV objects of the uid would wait for its next run.
+        if (uid !== undefined && ipcrm && deps.ctx.platform.isolation === 'uid') ipcRemoved = await removeIpcOf(uid, ipcrm);
       };
-      const proc = runProcess(spec, { timeoutMs: plan.willRun.timeoutMs, killGraceMs: deps.killGraceMs, drainMs: deps.drainMs }, MAX_STREAM_BYTES, afterExit);
+      // In bubblewrap a SIGTERM would only reach bubblewrap, whose death kills the script at once:
+      // the namespace levels end a timed-out run with SIGKILL straight away (its /tmp goes with it).
+      const killGraceMs = usesBwrap(deps.ctx.platform) ? 0 : deps.killGraceMs;
+      const proc = runProcess(spec, { timeoutMs: plan.willRun.timeoutMs, killGraceMs, drainMs: deps.drainMs }, MAX_STREAM_BYTES, afterExit);
       slot.proc = proc;
       if (slot.cancelled) proc.cancel();
       const o = await proc.outcome;
@@ -178,6 +190,7 @@ export class RunnerService {
         event: 'run.exit', run_id: slot.runId, exit_code: o.exitCode, signal: o.signal, ended: o.ending, duration_ms: o.durationMs,
         stdout_bytes: o.stdoutBytes, stderr_bytes: o.stderrBytes, stdout_sha256: o.stdoutSha256, stderr_sha256: o.stderrSha256,
         truncated: o.truncated, leftovers_killed: leftovers.killed, leftovers_remaining: leftovers.remaining,
+        ...(ipcRemoved > 0 ? { ipc_removed: ipcRemoved } : {}),
       });
       return {
         ok: true,
@@ -185,6 +198,7 @@ export class RunnerService {
           runId: slot.runId, exitCode: o.exitCode, signal: o.signal, stdout: o.stdout, stderr: o.stderr,
           truncated: o.truncated, timedOut: o.ending === 'timeout', cancelled: o.ending === 'cancelled', durationMs: o.durationMs,
           stdoutBytes: o.stdoutBytes, stderrBytes: o.stderrBytes,
+          memoryLimited: hitMemoryLimit(o.exitCode, o.signal, o.stderr),
         },
       };
     } finally {

@@ -5,6 +5,7 @@
  * found by uid and killed.
  */
 import { execFile } from 'node:child_process';
+import { randomInt } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { SkillMcpError } from '../shared/errors.js';
 import type { UidClaims } from './uid-claims.js';
@@ -55,14 +56,30 @@ export function processesOfUid(uid: number): number[] {
   return pids;
 }
 
-/** Hands out run uids round-robin, skipping any that are named or busy. */
+/**
+ * Hands out run uids round-robin, skipping any that are named or busy.
+ * Security: the cursor starts at a random place, so runners (and restarts of one) do not all hand
+ * out the same first uids — anything a run's uid could leave behind outside its namespaces is not
+ * found by the next run's uid.
+ */
 export class UidPool {
-  private cursor = 0;
+  private cursor: number;
   constructor(
     private readonly range: { first: number; last: number },
     private readonly exclude: readonly number[],
     private readonly claims?: UidClaims,
-  ) {}
+  ) {
+    this.cursor = randomInt(range.last - range.first + 1);
+  }
+
+  /** A uid, or undefined when every one is in use (for the start-up probe, which may do without). */
+  takeOrUndefined(): number | undefined {
+    try {
+      return this.take();
+    } catch {
+      return undefined;
+    }
+  }
 
   take(): number {
     const size = this.range.last - this.range.first + 1;

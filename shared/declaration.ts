@@ -21,6 +21,8 @@ export interface DeclaredScript {
   env: string[];
   /** Wall-clock budget after the 300 s clamp. */
   timeoutMs: number;
+  /** A memory cap the script asks for (bytes); it can only lower the runner's cap. */
+  memoryBytes?: number;
 }
 
 export interface Declaration {
@@ -55,7 +57,7 @@ export function isNeverGrantable(name: string): boolean {
   return false;
 }
 
-const RUN_KEYS = new Set(['script', 'interpreter', 'env', 'timeout']);
+const RUN_KEYS = new Set(['script', 'interpreter', 'env', 'timeout', 'memory']);
 const ENV_KEYS = new Set(['name', 'secret']);
 const TOP_KEYS = new Set(['version', 'run', 'env', 'egress']);
 
@@ -64,6 +66,23 @@ function isRecord(value: unknown): value is Record<string, JsonValue> {
 }
 
 class Rejected extends Error {}
+
+const SIZE_UNITS: Record<string, number> = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 };
+/**
+ * Smaller caps stop the interpreters themselves (measured on Node 20: under RLIMIT_DATA of 32 MiB
+ * `node -e 0` hangs at start, at 48 MiB it runs; python3 starts at 24 MiB). 64 MiB leaves headroom.
+ */
+export const MIN_MEMORY_BYTES = 64 * 1024 * 1024;
+
+/** `512M`, `1G`, `1.5GiB` or a whole number of bytes; null when malformed or below {@link MIN_MEMORY_BYTES}. */
+export function parseByteSize(value: JsonValue): number | null {
+  if (typeof value === 'number') return Number.isSafeInteger(value) && value >= MIN_MEMORY_BYTES ? value : null;
+  if (typeof value !== 'string') return null;
+  const match = /^(\d+(?:\.\d+)?)\s*([kmg]?)(?:i?b)?$/i.exec(value.trim());
+  if (!match) return null;
+  const bytes = Math.floor(Number(match[1]) * SIZE_UNITS[match[2]!.toLowerCase()]!);
+  return Number.isSafeInteger(bytes) && bytes >= MIN_MEMORY_BYTES ? bytes : null;
+}
 
 /** Parses the block's JSON value (from the strictly parsed frontmatter). */
 export function parseDeclaration(block: JsonValue | undefined): DeclarationResult {
@@ -90,6 +109,10 @@ export function parseDeclaration(block: JsonValue | undefined): DeclarationResul
       if (typeof script !== 'string') throw new Rejected(`${at}.script must be a string`);
       const check = checkPathString(script);
       if (!check.ok) throw new Rejected(`${at}.script ${JSON.stringify(script)}: ${check.why}`);
+      // Security: an interpreter reads a leading "-" as its own option (`python3 -c`, `node --inspect=`):
+      // a script "named" like that would run its arguments as code. Runs also pass a path that cannot
+      // start with "-"; this refusal says so to the author instead of failing at run time.
+      if (check.segments.some((segment) => segment.startsWith('-'))) throw new Rejected(`${at}.script ${JSON.stringify(script)}: a path segment starts with "-" and would read as an interpreter option`);
       if (seen.has(script)) throw new Rejected(`${at}.script ${JSON.stringify(script)} is declared twice`);
       seen.add(script);
       const interpreter = row['interpreter'];
@@ -109,7 +132,10 @@ export function parseDeclaration(block: JsonValue | undefined): DeclarationResul
         if (typeof timeout !== 'number' || !(timeout > 0)) throw new Rejected(`${at}.timeout must be a positive number of seconds`);
         timeoutMs = Math.min(Math.round(timeout * 1000), MAX_TIMEOUT_MS);
       }
-      scripts.push({ script, interpreter, env: [...new Set(kept)], timeoutMs });
+      const memory = row['memory'];
+      const memoryBytes = memory === undefined ? undefined : parseByteSize(memory);
+      if (memoryBytes === null) throw new Rejected(`${at}.memory must be a size like 256M, 1G or a number of bytes (at least 64M)`);
+      scripts.push({ script, interpreter, env: [...new Set(kept)], timeoutMs, ...(memoryBytes !== undefined ? { memoryBytes } : {}) });
     });
 
     const envBlock = block['env'] ?? [];

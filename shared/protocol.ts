@@ -44,8 +44,13 @@ export const requestSchema = z.discriminatedUnion('type', [
 export type RunnerRequest = z.infer<typeof requestSchema>;
 export type RequestType = RunnerRequest['type'];
 
-/** How strongly a run is separated from the runner, the front and other runs. */
-export const isolationLevelSchema = z.enum(['uid-sandbox', 'uid', 'same-uid']);
+/**
+ * How strongly a run is separated from the runner, the front and other runs, strongest first
+ * (docs/isolation.md): `namespace-uid` (root runner: own uid + bubblewrap namespaces),
+ * `namespace` (any runner: bubblewrap namespaces), `uid-sandbox` (root runner without bubblewrap:
+ * own uid + util-linux namespaces), `uid` (root, no namespaces), `same-uid` (the runner's own uid).
+ */
+export const isolationLevelSchema = z.enum(['namespace-uid', 'namespace', 'uid-sandbox', 'uid', 'same-uid']);
 export type IsolationLevel = z.infer<typeof isolationLevelSchema>;
 
 /** What a person approves; the token is bound to its canonical hash. */
@@ -61,6 +66,10 @@ export const willRunSchema = z.strictObject({
   envNotSet: z.array(z.string()).optional(),
   envWarning: z.string().optional(),
   isolation: isolationLevelSchema,
+  /** The mechanisms behind `isolation` on this machine, in words a person can check (doctor lists them too). */
+  sandbox: z.array(z.string()),
+  /** The run's memory cap in bytes (the runner's cap, or lower when the declaration asks). */
+  memoryBytes: z.number().int(),
 });
 export type WillRun = z.infer<typeof willRunSchema>;
 
@@ -80,6 +89,8 @@ export const runResultSchema = z.strictObject({
   durationMs: z.number(),
   stdoutBytes: z.number(),
   stderrBytes: z.number(),
+  /** The run failed to allocate memory under its cap (`memoryBytes`), as its stderr reports. */
+  memoryLimited: z.boolean(),
 });
 export type RunResult = z.infer<typeof runResultSchema>;
 
@@ -98,7 +109,7 @@ export type ScriptInfo = z.infer<typeof scriptInfo>;
 
 export const describeResultSchema = z.strictObject({
   protocol: z.number().int(),
-  isolation: z.strictObject({ level: isolationLevelSchema, detail: z.string() }),
+  isolation: z.strictObject({ level: isolationLevelSchema, detail: z.string(), mechanisms: z.array(z.string()), memoryBytes: z.number().int() }),
   interpreters: z.array(z.strictObject({ name: z.string(), available: z.boolean(), why: z.string().optional() })),
   environ: z.strictObject({ scrubbed: z.boolean(), detail: z.string().optional() }),
   /** False when this runner refuses every run (hosted and its environ could not be scrubbed). */

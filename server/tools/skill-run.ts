@@ -45,6 +45,10 @@ function localRefusal(front: FrontContext, input: RunInput): CallToolResult | un
   return undefined;
 }
 
+function formatBytes(bytes: number): string {
+  return bytes % 1024 ** 3 === 0 ? `${bytes / 1024 ** 3} GiB` : `${Math.round(bytes / 1024 ** 2)} MiB`;
+}
+
 function describeRun(willRun: WillRun): string {
   const lines = [
     `Run ${willRun.skill}/${willRun.argv[0]}?`,
@@ -53,8 +57,10 @@ function describeRun(willRun: WillRun): string {
     `cwd: ${willRun.cwd}`,
     `timeout: ${Math.round(willRun.timeoutMs / 1000)} s`,
     `variables the script receives: ${willRun.envNames.join(', ') || '(none)'}`,
-    `isolation: ${willRun.isolation}`,
+    `isolation: ${willRun.isolation} (${willRun.sandbox.join(', ') || 'none'})`,
+    `memory cap: ${formatBytes(willRun.memoryBytes)}`,
   ];
+  if (willRun.isolation === 'same-uid') lines.push('WARNING: no sandbox here — the script runs as the server\'s own user, with its files and its network.');
   if (willRun.envNotSet?.length) lines.push(`granted but not set here: ${willRun.envNotSet.join(', ')}`);
   if (willRun.envWarning) lines.push(`WARNING: ${willRun.envWarning}`);
   return lines.join('\n');
@@ -71,11 +77,12 @@ function stream(name: 'stdout' | 'stderr', bytes: Uint8Array, total: number): Re
 }
 
 function runResult(result: RunResult): CallToolResult {
-  const { runId, exitCode, signal, truncated, timedOut, cancelled, durationMs, stdoutBytes, stderrBytes } = result;
+  const { runId, exitCode, signal, truncated, timedOut, cancelled, durationMs, stdoutBytes, stderrBytes, memoryLimited } = result;
   return ok({
     status: cancelled ? 'cancelled' : 'completed', exitCode, signal,
     ...stream('stdout', result.stdout, stdoutBytes), ...stream('stderr', result.stderr, stderrBytes),
     truncated, timedOut, durationMs, stdoutBytes, stderrBytes, runId,
+    ...(memoryLimited ? { memoryLimited, note: 'the script ran out of memory under its cap (willRun.memoryBytes); it may declare a lower need or the owner may raise SKILL_MCP_RUN_MEMORY_BYTES' } : {}),
   });
 }
 

@@ -1,0 +1,88 @@
+/**
+ * @module The bubblewrap command line of one run (docs/isolation.md): the namespaces and the file
+ * system a script sees. Pure: it only turns a description of the host and of the run into argv,
+ * so every mount can be read (and tested) in one place. bubblewrap itself does the work, as an
+ * unprivileged process inside a new user namespace — the same tool OpenAI Codex and Anthropic's
+ * sandbox-runtime build their Linux sandboxes on.
+ *
+ * What a script sees: the system directories read-only, a short list of /etc files programs need,
+ * its own skill folder read-only at {@link SKILL_MOUNT}, a fresh /proc of its own pid namespace, a
+ * minimal /dev, and size-capped tmpfs folders at /tmp (its HOME and TMPDIR) and /dev/shm. Nothing
+ * else: not the person's home, not other skills, not the runner's state or sockets.
+ */
+
+/** Where the run's own skill folder appears inside the sandbox (read-only; the script's cwd). */
+export const SKILL_MOUNT = '/skill';
+/** The run's private, size-capped writable folder: HOME, TMPDIR and /tmp at once. */
+export const SANDBOX_HOME = '/tmp';
+/** /dev/shm is tiny: python's multiprocessing needs it for semaphores, nothing needs more. */
+export const SHM_BYTES = 16 * 1024 * 1024;
+
+/**
+ * /etc entries programs need to start and to speak TLS (dynamic loader, certificates, time zone,
+ * name-service switch, interpreter configuration). Absent ones are skipped. Not /etc/passwd,
+ * /etc/shadow, /etc/ssh or anything else that describes the host or its users.
+ */
+export const ETC_ALLOWLIST = [
+  '/etc/ld.so.cache', '/etc/ld.so.conf', '/etc/ld.so.conf.d', '/etc/alternatives',
+  '/etc/ssl', '/etc/ca-certificates', '/etc/pki', '/etc/crypto-policies',
+  '/etc/localtime', '/etc/timezone', '/etc/nsswitch.conf', '/etc/host.conf', '/etc/gai.conf',
+  '/etc/mime.types', '/etc/python3', '/etc/python3.11', '/etc/python3.12', '/etc/python3.13',
+] as const;
+
+/** Top-level system entries: on merged-/usr hosts they are symlinks into /usr, elsewhere real folders. */
+export const SYSTEM_TOP = ['/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'] as const;
+
+/** How this host lays out its system folders, read once at runner start. */
+export interface HostLayout {
+  /** `/bin` → `usr/bin` and the like: recreated as the same symlink inside. */
+  links: { path: string; target: string }[];
+  /** Real top-level system folders (not merged-/usr): bound read-only. */
+  dirs: string[];
+  /** Read-only binds outside /usr that the interpreters or prlimit live in (e.g. /opt/node). */
+  extra: string[];
+}
+
+export interface RunView {
+  /** Real path of the skill folder on the host. */
+  skillDir: string;
+  /** Size cap of the /tmp tmpfs (HOME, TMPDIR). */
+  tmpBytes: number;
+}
+
+/**
+ * The bubblewrap options (everything before `--`). Order matters to bubblewrap: mounts are made
+ * in the order given, so later ones sit on top of earlier ones.
+ */
+export function bwrapArgs(layout: HostLayout, view: RunView): string[] {
+  const args = [
+    // Security: a user namespace makes bubblewrap work without privileges and strips every
+    // capability the script could have on the host; pid, ipc, net and uts namespaces hide the
+    // runner, the front and other runs, their SysV/POSIX IPC, every network but a private loopback,
+    // and the host name. cgroup only where the kernel allows it.
+    '--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-net', '--unshare-uts', '--unshare-cgroup-try',
+    // Security: no nested user namespace — `unshare -Urnm` inside would hand the script a full set
+    // of capabilities over a namespace of its own (new mounts, raw sockets on its own net ns).
+    '--disable-userns',
+    // Security: the script dies with bubblewrap (bubblewrap with the runner, through setpriv), and
+    // a new session keeps it from reaching any terminal (TIOCSTI).
+    '--die-with-parent', '--new-session',
+    '--hostname', 'skill-sandbox',
+    '--ro-bind', '/usr', '/usr',
+  ];
+  for (const link of layout.links) args.push('--symlink', link.target, link.path);
+  for (const dir of layout.dirs) args.push('--ro-bind', dir, dir);
+  for (const dir of layout.extra) args.push('--ro-bind', dir, dir);
+  for (const path of ETC_ALLOWLIST) args.push('--ro-bind-try', path, path);
+  args.push(
+    '--proc', '/proc',
+    '--dev', '/dev',
+    // Security: the writable places are RAM-backed and capped, so a script filling them cannot
+    // fill the host's disk (and lose the run's result or the audit log with it).
+    '--size', String(SHM_BYTES), '--tmpfs', '/dev/shm',
+    '--size', String(view.tmpBytes), '--tmpfs', SANDBOX_HOME,
+    '--ro-bind', view.skillDir, SKILL_MOUNT,
+    '--chdir', SKILL_MOUNT,
+  );
+  return args;
+}
