@@ -82,6 +82,11 @@ export function bwrapArgs(layout: HostLayout, view: RunView): string[] {
     '--size', String(SHM_BYTES), '--tmpfs', '/dev/shm',
     '--size', String(view.tmpBytes), '--tmpfs', SANDBOX_HOME,
     '--ro-bind', view.skillDir, SKILL_MOUNT,
+    // Security: bubblewrap builds the sandbox's root and /dev on unbounded tmpfs mounts owned by the
+    // script's uid; left writable, `/etc/x` or `/dev/x` would be a RAM sink with no size cap. Both
+    // are remounted read-only (not recursively: /tmp and /dev/shm stay writable, with their caps).
+    '--remount-ro', '/dev',
+    '--remount-ro', '/',
     '--chdir', SKILL_MOUNT,
   );
   return args;

@@ -137,6 +137,8 @@ export function baseEnv(): Record<string, string> {
     TMPDIR: SUITE_TMP,
     SKILL_MCP_STATE_DIR: join(SUITE_TMP, 'state'),
     SKILL_MCP_UID_RANGE: uidRangeForWorker(),
+    // CI's fallback pass (SKILL_MCP_BWRAP=off) reaches the runner each server starts.
+    ...(process.env['SKILL_MCP_BWRAP'] ? { SKILL_MCP_BWRAP: process.env['SKILL_MCP_BWRAP'] } : {}),
   };
 }
 

@@ -93,7 +93,9 @@ export async function startRunner(opts: { env: Record<string, string>; stateDir?
   const stateDir = opts.stateDir ?? join(base, 'state');
   const argv = [BIN, 'runner', '--socket', socketPath, '--state-dir', stateDir, '--scratch-dir', join(base, 'scratch'), ...(opts.args ?? [])];
   const [command, ...args] = opts.spawnPrefix ? [...opts.spawnPrefix, process.execPath, ...argv] : [process.execPath, ...argv];
-  const env = { PATH: process.env['PATH'] ?? '/usr/bin:/bin', LANG: 'C.UTF-8', SKILL_MCP_KILL_GRACE_MS: '500', SKILL_MCP_DRAIN_MS: '300', ...opts.env };
+  // SKILL_MCP_BWRAP passes through, so CI's fallback pass reaches every runner the tests start.
+  const bwrap = process.env['SKILL_MCP_BWRAP'] ? { SKILL_MCP_BWRAP: process.env['SKILL_MCP_BWRAP'] } : {};
+  const env = { PATH: process.env['PATH'] ?? '/usr/bin:/bin', LANG: 'C.UTF-8', SKILL_MCP_KILL_GRACE_MS: '500', SKILL_MCP_DRAIN_MS: '300', ...bwrap, ...opts.env };
   const proc = spawn(command!, args, { env, stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
   proc.stderr!.on('data', (c: Buffer) => (err += c.toString()));

@@ -1,0 +1,31 @@
+/**
+ * @module Which isolation level a runner started by the tests should report on this machine, so
+ * tests assert the level the machine really gives instead of skipping. CI runs the suite with
+ * bubblewrap and again with `SKILL_MCP_BWRAP=off` (the fallback levels), as root and not.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import type { IsolationLevel } from '../shared/protocol.js';
+
+export const isRoot = process.getuid?.() === 0;
+export const bwrapOff = process.env['SKILL_MCP_BWRAP'] === 'off';
+
+/** Whether bubblewrap can make a user namespace here (installed, and not switched off by the kernel). */
+export const bwrapWorks: boolean = !bwrapOff && process.platform === 'linux' && ['/usr/bin/bwrap', '/bin/bwrap', '/usr/local/bin/bwrap'].some(existsSync) &&
+  spawnSync('bwrap', ['--unshare-user', '--unshare-pid', '--ro-bind', '/', '/', '--', 'true'], { stdio: 'ignore', timeout: 10_000, env: { PATH: '/usr/bin:/bin:/usr/local/bin' } }).status === 0;
+
+/** The level a runner of this uid reports here (util-linux present, Linux). */
+export function expectedLevel(runnerIsRoot: boolean): IsolationLevel {
+  if (runnerIsRoot) return bwrapWorks ? 'namespace-uid' : 'uid-sandbox';
+  return bwrapWorks ? 'namespace' : 'same-uid';
+}
+
+/** Whether a level gives the run pid and network namespaces of its own. */
+export function hasNamespaces(level: IsolationLevel): boolean {
+  return level === 'namespace' || level === 'namespace-uid' || level === 'uid-sandbox';
+}
+
+/** The bubblewrap levels: private /tmp, nothing of the host but system folders and the skill. */
+export function hasBwrap(level: IsolationLevel): boolean {
+  return level === 'namespace' || level === 'namespace-uid';
+}
