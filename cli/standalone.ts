@@ -12,11 +12,12 @@
 import { spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync } from 'node:fs';
 import { createConnection } from 'node:net';
-import { homedir, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { SkillMcpError } from '../shared/errors.js';
 import { isHosted } from '../shared/mode.js';
+import { stateDirOf } from '../shared/state-dir.js';
 import { scrubEnviron } from '../runner/hygiene.js';
 import type { RunnerLinkOptions } from '../server/runner-link.js';
 import { externalRunner } from '../server/start.js';
@@ -56,24 +57,6 @@ function canConnect(path: string): Promise<boolean> {
   });
 }
 
-/**
- * `$XDG_STATE_HOME/skill-mcp`, else `~/.local/state/skill-mcp`. A uid with neither HOME nor a
- * passwd entry (a bare container uid) gets a per-uid folder in the temp dir instead of a crash;
- * tokens then survive restarts only as long as that folder does.
- */
-function defaultStateDir(env: NodeJS.ProcessEnv): string {
-  if (env['XDG_STATE_HOME']) return join(env['XDG_STATE_HOME'], 'skill-mcp');
-  let home = env['HOME'];
-  if (!home) {
-    try {
-      home = homedir();
-    } catch {
-      return join(tmpdir(), `skill-mcp-state-${process.getuid?.() ?? 'user'}`);
-    }
-  }
-  return join(home, '.local', 'state', 'skill-mcp');
-}
-
 /** Starts the guard and returns how the front reaches the runner (and, as root, whom to become). */
 function launchOwnRunner(env: NodeJS.ProcessEnv, entry: string): RunnerLinkOptions & { dropTo: { uid: number; gid: number } | undefined } {
   const asRoot = process.getuid?.() === 0;
@@ -83,7 +66,7 @@ function launchOwnRunner(env: NodeJS.ProcessEnv, entry: string): RunnerLinkOptio
   // The front (another uid when root) must traverse to the runner's own 0750 socket folder.
   if (asRoot) chmodSync(tmp, 0o711);
   const socketPath = join(tmp, 'run', 'runner.sock');
-  const stateDir = env['SKILL_MCP_STATE_DIR'] || defaultStateDir(env);
+  const stateDir = stateDirOf(env);
   const runnerArgs = ['--socket', socketPath, '--state-dir', stateDir, ...(asRoot ? ['--front-uid', String(frontUid), '--front-gid', String(frontGid)] : [])];
   const guard = spawn(process.execPath, [entry, 'runner-guard', '--tmp-dir', tmp, '--', ...runnerArgs], { stdio: ['pipe', 'pipe', 'inherit'], env });
   guard.stdin.on('error', () => undefined);
@@ -125,7 +108,7 @@ function launchOwnRunner(env: NodeJS.ProcessEnv, entry: string): RunnerLinkOptio
  * own, through the guard, unless one is configured or the mode is hosted), its trimmed variables,
  * a cleared environ, and — started as root — its unprivileged uid.
  */
-export async function prepareFront(entry: string): Promise<{ env: NodeJS.ProcessEnv; runner: RunnerLinkOptions }> {
+export async function prepareFront(entry: string): Promise<{ env: NodeJS.ProcessEnv; runner: RunnerLinkOptions; droppedToUid?: number }> {
   const env = process.env;
   const own = env['SKILL_MCP_RUNNER_SOCKET'] || isHosted(env) ? undefined : launchOwnRunner(env, entry);
   const runner: RunnerLinkOptions = own ?? externalRunner(env);
@@ -151,7 +134,7 @@ export async function prepareFront(entry: string): Promise<{ env: NodeJS.Process
     process.setgid?.(own.dropTo.gid);
     process.setuid?.(own.dropTo.uid);
   }
-  return { env: kept, runner };
+  return { env: kept, runner, droppedToUid: own?.dropTo?.uid };
 }
 
 export async function serveStandalone(options: { bundledSkills: string; entry: string }): Promise<void> {
@@ -169,6 +152,6 @@ export async function serveStandaloneHttp(options: { bundledSkills: string; entr
   // Flags, variables and the token file are read first, with the launcher's own rights.
   const { readHttpOptions } = await import('../server/http/options.js');
   const http = readHttpOptions(options.args, process.env);
-  const { env, runner } = await prepareFront(options.entry);
-  await serveOverHttp({ args: options.args, bundledSkills: options.bundledSkills, env, runner, http });
+  const { env, runner, droppedToUid } = await prepareFront(options.entry);
+  await serveOverHttp({ args: options.args, bundledSkills: options.bundledSkills, env, runner, http, droppedToUid });
 }
