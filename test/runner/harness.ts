@@ -100,7 +100,7 @@ export async function startRunner(opts: { env: Record<string, string>; stateDir?
     proc, socketPath, stateDir, stderr: () => err,
     client: new RunnerClient(socketPath, { requestTimeoutMs: 10_000, runSlackMs: 10_000 }),
     async stop() {
-      if (proc.exitCode !== null) return;
+      if (proc.exitCode !== null || proc.signalCode !== null) return;
       const exited = new Promise((r) => proc.once('exit', r));
       proc.kill('SIGTERM');
       await exited;
