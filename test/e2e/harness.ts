@@ -119,10 +119,15 @@ export interface Served {
   close(): Promise<void>;
 }
 
-/** The environment every e2e server starts from: PATH, this file's TMPDIR, state dir and run uids. */
+/**
+ * The environment every e2e and HTTP server starts from: PATH, this file's TMPDIR, state dir and
+ * run uids, and HOME there too — never the real `~/.local/state/skill-mcp` (test/global-setup.ts
+ * fails the run if a test writes it).
+ */
 export function baseEnv(): Record<string, string> {
   return {
     PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+    HOME: SUITE_TMP,
     TMPDIR: SUITE_TMP,
     SKILL_MCP_STATE_DIR: join(SUITE_TMP, 'state'),
     SKILL_MCP_UID_RANGE: uidRangeForWorker(),
