@@ -75,7 +75,7 @@ export function processesNaming(needle: string): { pid: number; cmdline: string 
  * asynchronously (stdin EOF, then SIGTERM, then exit), so this waits for that to settle, up to
  * `withinMs`, and returns whatever is still there.
  */
-export async function leftoverProcesses(withinMs = 8_000): Promise<{ pid: number; cmdline: string }[]> {
+export async function leftoverProcesses(withinMs = 20_000): Promise<{ pid: number; cmdline: string }[]> {
   const deadline = Date.now() + withinMs;
   for (;;) {
     const left = processesNaming(SUITE_TMP);

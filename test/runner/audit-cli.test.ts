@@ -7,7 +7,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { BIN, REPO, prepareAndRun, startRunner, tempDir, uidRange, writeSkills } from './harness.js';
+import { BIN, REPO, awaitAuditLine, prepareAndRun, startRunner, tempDir, uidRange, writeSkills } from './harness.js';
 import type { RunnerHandle } from './harness.js';
 
 const started: RunnerHandle[] = [];
@@ -18,16 +18,6 @@ afterEach(async () => {
 function cli(args: string[], env: Record<string, string> = {}): { status: number | null; stdout: string; stderr: string } {
   const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', ...env } });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
-}
-
-/** Resolves once the runner's log holds a line matching `test` (the runner appends and fsyncs it before it goes on). */
-async function logLine(file: string, test: (entry: Record<string, unknown>) => boolean): Promise<Record<string, unknown>> {
-  for (;;) {
-    const text = existsSync(file) ? readFileSync(file, 'utf8') : '';
-    const found = text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>).find(test);
-    if (found) return found;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 describe('help and usage', () => {
@@ -121,7 +111,7 @@ describe('audit verify and runs without an exit', () => {
     if (!prepared.ok) throw new Error(prepared.error.message);
     const finished = runner.client.run({ skill: 'slow', script: 'wait.js', args: [], confirmToken: prepared.result.confirmToken }, { timeoutMs: 60_000 }).catch((error: unknown) => error);
     const log = join(runner.stateDir, 'audit.log');
-    const accept = await logLine(log, (e) => e['event'] === 'run.accept');
+    const accept = await awaitAuditLine(runner.stateDir, (e) => e['event'] === 'run.accept');
     return { runner, log, runId: accept['run_id'] as string, finished };
   }
 

@@ -163,21 +163,24 @@ describe.skipIf(!isRoot)('hostile script in the uid sandbox (root only: needs se
   it('a fork bomb is held by RLIMIT_NPROC and killed at the deadline', async () => {
     const result = await attack('fork-bomb.py');
     expect(result.timedOut).toBe(true);
-    expect(result.durationMs).toBeLessThan(6000);
+    // Killed at its 2 s deadline; the bound only says "not left running" (tight ones failed under load).
+    expect(result.durationMs).toBeLessThan(15_000);
   });
 
   it('a setsid grandchild holding stdout neither hangs the call nor survives it', async () => {
     const result = await attack('setsid.py');
     expect(result.exitCode).toBe(0);
     expect(text(result.stdout)).toContain('parent done');
-    expect(result.durationMs).toBeLessThan(3000);
+    // Not held until the 5 s timeout by the grandchild's copy of stdout.
+    expect(result.timedOut).toBe(false);
   });
 
   it('a script ignoring SIGTERM is SIGKILLed after the grace', async () => {
     const result = await attack('ignore-term.js');
     expect(result).toMatchObject({ timedOut: true, signal: 'SIGKILL' });
     expect(text(result.stdout)).toContain('ignored SIGTERM');
-    expect(result.durationMs).toBeLessThan(4000);
+    // The SIGKILL above is the behaviour; this only says it came, not how fast on a loaded machine.
+    expect(result.durationMs).toBeLessThan(10_000);
   });
 
   it('a 100 MB stdout flood is cut at 1 MiB, counted to the end, and flagged truncated', async () => {
