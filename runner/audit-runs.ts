@@ -56,8 +56,10 @@ export function unfinishedRuns(lines: string[], now: number, runnerAlive: (pid: 
 
 /**
  * Whether `pid` is a live skill-mcp runner on this machine. Security: a bare `kill(pid, 0)` would
- * call a recycled pid alive, so on Linux the command line must be a `runner` one too. Assumes one
- * pid namespace, like the audit lock: verify a copied log where it was written.
+ * call a recycled pid alive, so on Linux the command line must be a `runner` one too. When that
+ * cannot be read (another user's process under `hidepid`, no /proc) the pid counts as alive and the
+ * run's time limit decides. Assumes one pid namespace, like the audit lock: verify a live log on
+ * the machine that writes it.
  */
 export function isLiveRunner(pid: number): boolean {
   try {
@@ -67,7 +69,7 @@ export function isLiveRunner(pid: number): boolean {
   }
   try {
     return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes('runner');
-  } catch {
-    return process.platform !== 'linux';
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code !== 'ENOENT' || process.platform !== 'linux';
   }
 }
