@@ -83,8 +83,7 @@ export class TopLevelIdScanner {
       if (byte === QUOTE) {
         this.inString = true;
         this.key = [];
-      } else if (byte === 0x7d) this.phase = 'done';
-      else this.phase = 'done'; // not JSON: give up
+      } else this.phase = 'done'; // `}` ends the object; anything else is not JSON
       return;
     }
     if (this.phase === 'colon' && byte === 0x3a) {
