@@ -36,12 +36,13 @@ async function main(argv: string[]): Promise<void> {
       return (await import('../runner/guard.js')).guardMain(rest, { entry: process.argv[1]! });
     case 'audit':
       return (await import('../runner/audit-cli.js')).auditMain(rest);
+    // Asked-for help and the version are the answer, so they go to stdout (and exit 0).
     case '--help':
     case '-h':
-      process.stderr.write(`${USAGE}\n`);
+      process.stdout.write(`${USAGE}\n`);
       return;
     case '--version':
-      process.stderr.write('skill-mcp 0.1.0\n');
+      process.stdout.write('skill-mcp 0.1.0\n');
       return;
     default:
       process.stderr.write(`skill-mcp: unknown command ${JSON.stringify(command)}\n${USAGE}\n`);
@@ -51,5 +52,7 @@ async function main(argv: string[]): Promise<void> {
 
 main(process.argv.slice(2)).catch((error: unknown) => {
   process.stderr.write(`skill-mcp: ${error instanceof Error ? error.message : String(error)}\n`);
-  process.exitCode = 1;
+  // A failed start ends the process now: an HTTP front that could not listen would otherwise live
+  // on, serving nothing, and keep its runner guard (which goes when our end of its pipe closes).
+  process.exit(1);
 });

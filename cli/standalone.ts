@@ -15,11 +15,12 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync } from 'node:fs';
 import { createConnection } from 'node:net';
-import { homedir, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { SkillMcpError } from '../shared/errors.js';
 import { isHosted } from '../shared/mode.js';
+import { stateDirOf } from '../shared/state-dir.js';
 import { scrubEnviron } from '../runner/hygiene.js';
 import type { RunnerLinkOptions } from '../server/runner-link.js';
 import { externalRunner } from '../server/start.js';
@@ -65,24 +66,6 @@ function canConnect(path: string): Promise<boolean> {
   });
 }
 
-/**
- * `$XDG_STATE_HOME/skill-mcp`, else `~/.local/state/skill-mcp`. A uid with neither HOME nor a
- * passwd entry (a bare container uid) gets a per-uid folder in the temp dir instead of a crash;
- * tokens then survive restarts only as long as that folder does.
- */
-function defaultStateDir(env: NodeJS.ProcessEnv): string {
-  if (env['XDG_STATE_HOME']) return join(env['XDG_STATE_HOME'], 'skill-mcp');
-  let home = env['HOME'];
-  if (!home) {
-    try {
-      home = homedir();
-    } catch {
-      return join(tmpdir(), `skill-mcp-state-${process.getuid?.() ?? 'user'}`);
-    }
-  }
-  return join(home, '.local', 'state', 'skill-mcp');
-}
-
 interface Ids {
   uid: number;
   gid: number;
@@ -95,7 +78,7 @@ function launchOwnRunner(env: NodeJS.ProcessEnv, entry: string, front: Ids | und
   // The front (another uid when root) must traverse to the runner's own 0750 socket folder.
   if (asRoot) chmodSync(tmp, 0o711);
   const socketPath = join(tmp, 'run', 'runner.sock');
-  const stateDir = env['SKILL_MCP_STATE_DIR'] || defaultStateDir(env);
+  const stateDir = stateDirOf(env);
   const runnerArgs = ['--socket', socketPath, '--state-dir', stateDir, '--front-secret-stdin', ...(front ? ['--front-uid', String(front.uid), '--front-gid', String(front.gid)] : [])];
   // The runner's secret comes from the guard's pipe, not from an operator's file.
   const guardEnv = { ...env };
@@ -144,7 +127,7 @@ function launchOwnRunner(env: NodeJS.ProcessEnv, entry: string, front: Ids | und
  * own, through the guard, unless one is configured or the mode is hosted), its trimmed variables,
  * a cleared environ, and — started as root — its unprivileged uid.
  */
-export async function prepareFront(entry: string): Promise<{ env: NodeJS.ProcessEnv; runner: RunnerLinkOptions }> {
+export async function prepareFront(entry: string): Promise<{ env: NodeJS.ProcessEnv; runner: RunnerLinkOptions; droppedToUid?: number }> {
   const env = process.env;
   const dropTo = process.getuid?.() === 0 ? frontIds(env) : undefined;
   const own = env['SKILL_MCP_RUNNER_SOCKET'] || isHosted(env) ? undefined : launchOwnRunner(env, entry, dropTo);
@@ -173,7 +156,7 @@ export async function prepareFront(entry: string): Promise<{ env: NodeJS.Process
     process.setgid?.(dropTo.gid);
     process.setuid?.(dropTo.uid);
   }
-  return { env: kept, runner };
+  return { env: kept, runner, ...(dropTo ? { droppedToUid: dropTo.uid } : {}) };
 }
 
 export async function serveStandalone(options: { bundledSkills: string; entry: string }): Promise<void> {
@@ -191,6 +174,6 @@ export async function serveStandaloneHttp(options: { bundledSkills: string; entr
   // Flags, variables and the token file are read first, with the launcher's own rights.
   const { readHttpOptions } = await import('../server/http/options.js');
   const http = readHttpOptions(options.args, process.env);
-  const { env, runner } = await prepareFront(options.entry);
-  await serveOverHttp({ args: options.args, bundledSkills: options.bundledSkills, env, runner, http });
+  const { env, runner, droppedToUid } = await prepareFront(options.entry);
+  await serveOverHttp({ args: options.args, bundledSkills: options.bundledSkills, env, runner, http, droppedToUid });
 }

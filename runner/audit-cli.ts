@@ -1,37 +1,37 @@
 /**
  * @module `skill-mcp audit verify [--head ANCHOR] [FILE]` and `skill-mcp audit tail [-n N] [FILE]`:
- * an operator's view of the runner's audit log. FILE defaults to `$SKILL_MCP_AUDIT_LOG`, then
- * `$SKILL_MCP_STATE_DIR/audit.log`; ANCHOR to `$SKILL_MCP_STATE_DIR/audit.head`, then `audit.head`
- * beside FILE. Verify exits 0 when the chain is intact and the tail matches the anchor (or there is
- * no anchor for this log: a copy — it then says the tail is unanchored), and 1 naming the place when
- * a line was edited, inserted or deleted, the end was cut off or the log was rolled back; 2 on
- * usage errors.
+ * an operator's view of the runner's audit log. FILE defaults to the log a standalone runner
+ * started here writes (`$SKILL_MCP_AUDIT_LOG`, else `audit.log` in `$SKILL_MCP_STATE_DIR`, else in
+ * `$XDG_STATE_HOME/skill-mcp` or `~/.local/state/skill-mcp`); ANCHOR to `audit.head` in
+ * `$SKILL_MCP_STATE_DIR`, else beside FILE.
+ *
+ * Verify exits 0 when the chain is intact, the tail matches the anchor (or there is no anchor for
+ * this log: a copy — it then says the tail is unanchored) and every accepted run has its exit; 1
+ * naming the place when a line was edited, inserted or deleted, the end was cut off, the log was
+ * rolled back, or a run's result was lost; 3 when all that holds but runs are still in progress on
+ * a live runner; 2 on usage errors.
  */
 import { readFileSync, realpathSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
+import { auditLogOf } from '../shared/state-dir.js';
 import { ANCHOR_FILE, checkAnchor, describeMismatch, readAnchor } from './audit-anchor.js';
 import type { TailEntry } from './audit-anchor.js';
 import { lineHash, verifyAuditText } from './audit-log.js';
+import { escapeControls, renderAuditLine } from './audit-render.js';
+import { isLiveRunner, unfinishedRuns } from './audit-runs.js';
 
-const USAGE = 'usage: skill-mcp audit verify [--head ANCHOR] [FILE] | skill-mcp audit tail [-n N] [FILE]';
+export const AUDIT_USAGE = `usage: skill-mcp audit verify [--head ANCHOR] [FILE]
+       skill-mcp audit tail [-n N] [FILE]
+  verify   check the hash chain, the anchor, and that every accepted run has its exit
+           (exit 0 intact; 1 tampered, cut, rolled back or a run's result lost; 3 intact with runs
+           still in progress; 2 usage)
+  tail     print the last N decisions (default 20), control characters escaped
+  FILE     default: $SKILL_MCP_AUDIT_LOG, else audit.log in $SKILL_MCP_STATE_DIR, else in
+           $XDG_STATE_HOME/skill-mcp or ~/.local/state/skill-mcp (the standalone runner's log)
+  ANCHOR   default: audit.head in $SKILL_MCP_STATE_DIR, else beside FILE`;
 
-function defaultFile(): string | undefined {
-  const env = process.env;
-  if (env['SKILL_MCP_AUDIT_LOG']) return env['SKILL_MCP_AUDIT_LOG'];
-  if (env['SKILL_MCP_STATE_DIR']) return join(env['SKILL_MCP_STATE_DIR'], 'audit.log');
-  return undefined;
-}
-
-/** One decision as a readable line: time, seq, event, then the interesting fields. */
-function render(line: string): string {
-  try {
-    const { seq, ts, prev: _prev, event, ...rest } = JSON.parse(line) as Record<string, unknown>;
-    const fields = Object.entries(rest).map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`);
-    return `${String(ts)} #${String(seq)} ${String(event)} ${fields.join(' ')}`;
-  } catch {
-    return `(unreadable line) ${line.slice(0, 200)}`;
-  }
-}
+/** Exit status of `verify` when the log is intact but runs are still in progress. */
+export const EXIT_RUNS_OPEN = 3;
 
 function realOrResolved(path: string): string {
   try {
@@ -73,43 +73,68 @@ function verifyTail(file: string, text: string, headFlag: string | undefined, an
   return { message: `tail matches the anchor (seq ${anchor.seq})`, failed: false };
 }
 
+function usageError(message: string): void {
+  process.stderr.write(`skill-mcp audit: ${message}\n${AUDIT_USAGE}\n`);
+  process.exitCode = 2;
+}
+
 export async function auditMain(argv: string[]): Promise<void> {
-  const [command, ...rest] = argv;
-  let count = 20;
-  let head: string | undefined;
-  let bad = false;
-  const files: string[] = [];
-  for (let i = 0; i < rest.length; i++) {
-    if (rest[i] === '-n' && command === 'tail') count = Number(rest[++i]);
-    else if (rest[i] === '--head' && command === 'verify') {
-      head = rest[++i];
-      bad ||= head === undefined;
-    } else files.push(rest[i]!);
-  }
-  const file = files[0] ?? defaultFile();
-  if ((command !== 'verify' && command !== 'tail') || file === undefined || files.length > 1 || !(count > 0) || bad) {
-    process.stderr.write(`${USAGE}\n(FILE defaults to $SKILL_MCP_AUDIT_LOG or $SKILL_MCP_STATE_DIR/audit.log)\n`);
-    process.exitCode = 2;
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(`${AUDIT_USAGE}\n`);
     return;
   }
+  const [command, ...rest] = argv;
+  if (command !== 'verify' && command !== 'tail') return usageError(command === undefined ? 'say verify or tail' : `unknown command ${JSON.stringify(command)}`);
+  let count = 20;
+  let head: string | undefined;
+  const files: string[] = [];
+  for (let i = 0; i < rest.length; i++) {
+    const arg = rest[i]!;
+    if (arg === '-n' && command === 'tail') count = Number(rest[++i]);
+    else if (arg === '--head' && command === 'verify') {
+      head = rest[++i];
+      if (head === undefined) return usageError('--head needs a file');
+    } else if (arg.startsWith('-') && arg !== '-') return usageError(`unknown option ${JSON.stringify(arg)}`);
+    else files.push(arg);
+  }
+  if (files.length > 1) return usageError('one FILE at most');
+  if (!(Number.isSafeInteger(count) && count > 0)) return usageError('-n needs a positive whole number');
+  const file = files[0] ?? auditLogOf(process.env);
   const stateDir = process.env['SKILL_MCP_STATE_DIR'];
   const anchorPath = head ?? (stateDir ? join(stateDir, ANCHOR_FILE) : join(dirname(file), ANCHOR_FILE));
   // The anchor before the log: runners keep appending (and re-anchoring) while this reads, and a
   // log read first could end before an anchor read after it — a live log mistaken for a cut one.
   const anchor = command === 'verify' ? readAnchor(anchorPath) : undefined;
-  const text = readFileSync(file, 'utf8');
-  if (command === 'verify') {
-    const outcome = verifyAuditText(text);
-    if (outcome.ok) {
-      const tail = verifyTail(file, text, head, anchorPath, anchor);
-      process.stdout.write(tail.failed ? `${tail.message}\n` : `intact: ${outcome.lines} lines, chain unbroken; ${tail.message}\n`);
-      if (tail.failed) process.exitCode = 1;
-    } else {
-      process.stdout.write(`BROKEN at line ${outcome.line}: ${outcome.why}\n`);
-      process.exitCode = 1;
-    }
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    process.stderr.write(`skill-mcp audit: cannot read ${file} (${code ?? String(error)})${files.length === 0 ? '; name the log as FILE, or set SKILL_MCP_AUDIT_LOG or SKILL_MCP_STATE_DIR' : ''}\n`);
+    process.exitCode = 1;
     return;
   }
-  const lines = text.split('\n').filter((l) => l !== '');
-  for (const line of lines.slice(-count)) process.stdout.write(`${render(line)}\n`);
+  if (command === 'tail') {
+    const lines = text.split('\n').filter((l) => l !== '');
+    for (const line of lines.slice(-count)) process.stdout.write(`${renderAuditLine(line)}\n`);
+    return;
+  }
+  const outcome = verifyAuditText(text);
+  if (!outcome.ok) {
+    process.stdout.write(`BROKEN at line ${outcome.line}: ${outcome.why}\n`);
+    process.exitCode = 1;
+    return;
+  }
+  const tail = verifyTail(file, text, head, anchorPath, anchor);
+  process.stdout.write(tail.failed ? `${tail.message}\n` : `intact: ${outcome.lines} lines, chain unbroken; ${tail.message}\n`);
+  if (tail.failed) process.exitCode = 1;
+  // Security: an intact chain with a run accepted and never closed means a script ran and what it
+  // did is not on record; a verify that called that log clean would hide it.
+  const runs = unfinishedRuns(text === '' ? [] : text.slice(0, -1).split('\n'), Date.now(), isLiveRunner);
+  for (const run of runs) {
+    const what = `run ${run.runId} (line ${run.line}, ${run.ts}, skill ${escapeControls(JSON.stringify(run.skill))}, script ${escapeControls(JSON.stringify(run.script))})`;
+    process.stdout.write(run.state === 'lost' ? `LOST ${what}: accepted, no run.exit, and ${run.why} — its result is not on record\n` : `OPEN ${what}: accepted, no run.exit yet; ${run.why}\n`);
+  }
+  if (runs.some((r) => r.state === 'lost')) process.exitCode = 1;
+  else if (runs.length > 0 && process.exitCode === undefined) process.exitCode = EXIT_RUNS_OPEN;
 }

@@ -33,7 +33,7 @@ function log(message: string): void {
 
 export async function runnerMain(argv: string[], options: { bundledSkills: string }): Promise<void> {
   if (argv.includes('--help') || argv.includes('-h')) {
-    process.stderr.write(`${RUNNER_USAGE}\n`);
+    process.stdout.write(`${RUNNER_USAGE}\n`);
     return;
   }
   const fdsClosed = closeInheritedFds();

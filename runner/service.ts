@@ -167,7 +167,7 @@ export class RunnerService {
       const spec = buildSpawn(plan, deps.ctx.platform, deps.ctx.env, scratch, uid, deps.limits);
       if (spec.envNames.join('\0') !== plan.willRun.envNames.join('\0')) return reject('sandbox-failed', 'INTERNAL', 'the run environment differs from the preview; nothing was run');
       deps.audit.append({
-        event: 'run.accept', run_id: slot.runId, token_id: tokenId, skill: plan.willRun.skill, script: req.script, interpreter: plan.willRun.interpreter,
+        event: 'run.accept', run_id: slot.runId, runner_pid: process.pid, token_id: tokenId, skill: plan.willRun.skill, script: req.script, interpreter: plan.willRun.interpreter,
         argv: plan.willRun.argv, env_names: spec.envNames, timeout_ms: plan.willRun.timeoutMs, isolation: plan.willRun.isolation, sandbox: plan.willRun.sandbox,
         memory_bytes: plan.willRun.memoryBytes, uid: uid ?? process.getuid!(),
       });

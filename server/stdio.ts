@@ -6,12 +6,17 @@ import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { createServerFactory } from './front.js';
 import type { RunnerLinkOptions } from './runner-link.js';
 import { startFront } from './start.js';
+import { LineTransport } from './stdio/transport.js';
 
 export async function serveOverStdio(options: { bundledSkills: string; env: NodeJS.ProcessEnv; runner?: RunnerLinkOptions }): Promise<void> {
   const warn = (message: string): void => void process.stderr.write(`skill-mcp: ${message}\n`);
   const front = await startFront(options.env, options.bundledSkills, options.runner, warn);
-  const handle = serveStdio(createServerFactory(front, warn), { legacy: 'serve', onerror: (error) => warn(error.message) });
-  // stdin EOF ends the session: close, then exit even if a runner guard's pipes are still open
-  // (the guard sees our end of its pipe close and takes the runner down with it).
-  process.stdin.once('end', () => void handle.close().finally(() => process.exit(0)));
+  // The session ends when input has ended and every request read was answered (or stdout broke):
+  // close, then exit even if a runner guard's pipes are still open (the guard sees our end of
+  // its pipe close and takes the runner down with it).
+  const transport = new LineTransport({
+    warn,
+    onFinished: (reason) => void handle.close().finally(() => process.exit(reason === 'end' ? 0 : 1)),
+  });
+  const handle = serveStdio(createServerFactory(front, warn), { legacy: 'serve', transport, onerror: (error) => warn(error.message) });
 }

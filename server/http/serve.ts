@@ -11,6 +11,7 @@ import { createServerFactory } from '../front.js';
 import type { RunnerLinkOptions } from '../runner-link.js';
 import { startFront } from '../start.js';
 import { bearerTokenCheck } from './auth.js';
+import { describeListenError } from './listen-error.js';
 import { guardRequest, jsonRpcError, type GuardOptions } from './guard.js';
 import { requestPath, sendWebResponse, toWebRequest, webHeaders } from './node-adapter.js';
 import { bindsLoopbackOnly, HTTP_USAGE, MCP_PATH, readHttpOptions, type HttpOptions } from './options.js';
@@ -68,14 +69,20 @@ export interface RunningHttpFront {
   close(): Promise<void>;
 }
 
-/** Starts the HTTP front and resolves once it is listening. SIGTERM/SIGINT stop it gracefully. */
+/** True when the arguments ask for the HTTP usage. */
 export function wantsHelp(args: string[]): boolean {
   return args.includes('--help') || args.includes('-h');
 }
 
-export async function serveOverHttp(options: { args: string[]; bundledSkills: string; env: NodeJS.ProcessEnv; runner?: RunnerLinkOptions; http?: HttpOptions }): Promise<RunningHttpFront | undefined> {
+/**
+ * Starts the HTTP front and resolves once it is listening; SIGTERM/SIGINT stop it gracefully.
+ * `droppedToUid` is the unprivileged uid a root launcher already switched
+ * to (it explains a refused low port). Rejects, with a message saying why and what to do, when the
+ * port cannot be listened on.
+ */
+export async function serveOverHttp(options: { args: string[]; bundledSkills: string; env: NodeJS.ProcessEnv; runner?: RunnerLinkOptions; http?: HttpOptions; droppedToUid?: number }): Promise<RunningHttpFront | undefined> {
   if (wantsHelp(options.args)) {
-    process.stderr.write(`${HTTP_USAGE}\n`);
+    process.stdout.write(`${HTTP_USAGE}\n`);
     return undefined;
   }
   const warn: Warn = (message) => void process.stderr.write(`skill-mcp: ${message}\n`);
@@ -114,9 +121,10 @@ export async function serveOverHttp(options: { args: string[]; bundledSkills: st
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => void close().then(() => process.exit(0)));
 
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    const refused = (error: unknown): void => reject(new Error(describeListenError(error, { host: http.host, port: http.port, droppedToUid: options.droppedToUid })));
+    server.once('error', refused);
     server.listen(http.port, http.host, () => {
-      server.off('error', reject);
+      server.off('error', refused);
       resolve();
     });
   });

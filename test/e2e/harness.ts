@@ -86,7 +86,7 @@ export function processesNaming(needle: string): { pid: number; cmdline: string 
  * asynchronously (stdin EOF, then SIGTERM, then exit), so this waits for that to settle, up to
  * `withinMs`, and returns whatever is still there.
  */
-export async function leftoverProcesses(withinMs = 8_000): Promise<{ pid: number; cmdline: string }[]> {
+export async function leftoverProcesses(withinMs = 20_000): Promise<{ pid: number; cmdline: string }[]> {
   const deadline = Date.now() + withinMs;
   for (;;) {
     const left = processesNaming(SUITE_TMP);
@@ -130,10 +130,15 @@ export interface Served {
   close(): Promise<void>;
 }
 
-/** The environment every e2e server starts from: PATH, this file's TMPDIR, state dir and run uids. */
+/**
+ * The environment every e2e and HTTP server starts from: PATH, this file's TMPDIR, state dir and
+ * run uids, and HOME there too — never the real `~/.local/state/skill-mcp` (test/global-setup.ts
+ * fails the run if a test writes it).
+ */
 export function baseEnv(): Record<string, string> {
   return {
     PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+    HOME: SUITE_TMP,
     TMPDIR: SUITE_TMP,
     SKILL_MCP_STATE_DIR: join(SUITE_TMP, 'state'),
     SKILL_MCP_UID_RANGE: uidRangeForWorker(),

@@ -80,7 +80,7 @@ export function runsStarted(stateDir: string): number {
 }
 
 /** Polls the audit log (a file another process appends to) until `match` appears. */
-export async function awaitAudit(stateDir: string, match: (line: AuditLine) => boolean, withinMs = 10_000): Promise<AuditLine> {
+export async function awaitAudit(stateDir: string, match: (line: AuditLine) => boolean, withinMs = 25_000): Promise<AuditLine> {
   const deadline = Date.now() + withinMs;
   for (;;) {
     const found = audit(stateDir).find(match);

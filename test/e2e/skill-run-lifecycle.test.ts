@@ -26,7 +26,7 @@ function runnerPid(frontPid: number): number {
 }
 
 /** Waits until no process of the sleep script remains (scripts run in their skill folder). */
-async function sleepersGone(withinMs = 5_000): Promise<{ pid: number; cmdline: string }[]> {
+async function sleepersGone(withinMs = 20_000): Promise<{ pid: number; cmdline: string }[]> {
   const deadline = Date.now() + withinMs;
   for (;;) {
     const left = processesNaming(join(root, 'reporter')).filter((p) => p.cmdline.includes('sleep.js'));
@@ -65,7 +65,7 @@ describe('no orphans', () => {
     const runner = runnerPid(served.pid);
     const guard = childrenOf(served.pid).find((pid) => cmdline(pid).includes('runner-guard'))!;
     process.kill(served.pid, 'SIGKILL');
-    const deadline = Date.now() + 8_000;
+    const deadline = Date.now() + 20_000;
     while ((cmdline(guard) !== '' || cmdline(runner) !== '') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25));
     expect(cmdline(guard)).toBe('');
     expect(cmdline(runner)).toBe('');
@@ -109,7 +109,7 @@ describe.each(ERAS)('runner and run lifecycle, $name', (era) => {
     const call = served.client.callTool({ name: 'skill_run', arguments: await approved('scripts/sleep.js', ['60000']) }, { signal: controller.signal });
     const accepted = await awaitAudit(stateDir, (l) => l.event === 'run.accept' && l.argv?.[1] === '60000');
     // run.accept is logged just before the spawn: wait for the script to really be running.
-    const deadline = Date.now() + 5_000;
+    const deadline = Date.now() + 20_000;
     while (!processesNaming(join(root, 'reporter')).some((p) => p.cmdline.includes('sleep.js')) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25));
     expect(processesNaming(join(root, 'reporter')).some((p) => p.cmdline.includes('sleep.js'))).toBe(true);
     controller.abort();

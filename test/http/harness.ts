@@ -1,13 +1,19 @@
 /**
  * @module What the HTTP suites share: the built bin started as `skill-mcp --http --port 0` (a
  * real process on a real loopback socket), the URL it prints, raw requests in either era, and
- * the SDK's own `Client` over its Streamable HTTP transport.
+ * the SDK's own `Client` over its Streamable HTTP transport. Servers start from the e2e base
+ * environment (private HOME, TMPDIR and state dir in the file's own temp tree), and the file's
+ * afterAll fails if any of their processes (a runner guard, a runner) is left running.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { afterAll } from 'vitest';
 import { Client } from '@modelcontextprotocol/client';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { baseEnv, expectNoLeftovers } from '../e2e/harness.js';
+
+afterAll(expectNoLeftovers);
 
 export const REPO = fileURLToPath(new URL('../..', import.meta.url));
 export const SERVER_JS = `${REPO}dist/skill-mcp.js`;
@@ -26,7 +32,7 @@ export interface HttpServer {
 export async function startHttp(env: Record<string, string> = {}, args: string[] = []): Promise<HttpServer> {
   if (!existsSync(SERVER_JS)) throw new Error('dist/skill-mcp.js is missing: run `npm run build` first');
   const child = spawn(process.execPath, [SERVER_JS, '--http', '--port', '0', ...args], {
-    env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', ...env },
+    env: { ...baseEnv(), ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';

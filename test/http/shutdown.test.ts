@@ -101,5 +101,6 @@ test('SIGTERM with nothing in flight exits promptly', async () => {
   const started = Date.now();
   server.process.kill('SIGTERM');
   expect(await server.exited).toBe(0);
-  expect(Date.now() - started).toBeLessThan(5_000);
+  // Promptly = without waiting out the 30 s default grace; loose enough for a loaded machine.
+  expect(Date.now() - started).toBeLessThan(15_000);
 });

@@ -100,7 +100,8 @@ export async function startRunner(opts: { env: Record<string, string>; stateDir?
   let err = '';
   proc.stderr!.on('data', (c: Buffer) => (err += c.toString()));
   await new Promise<void>((ok, fail) => {
-    const timer = setTimeout(() => fail(new Error(`runner did not start: ${err}`)), 10_000);
+    // Generous: a runner starting on a loaded 2-core machine is slow, not broken (its exit is caught below).
+    const timer = setTimeout(() => fail(new Error(`runner did not start: ${err}`)), 25_000);
     proc.stderr!.on('data', () => {
       if (err.includes('ready on')) {
         clearTimeout(timer);
@@ -116,7 +117,7 @@ export async function startRunner(opts: { env: Record<string, string>; stateDir?
     proc, socketPath, stateDir, stderr: () => err,
     client: new RunnerClient(socketPath, { view: () => configView(opts.env, BUNDLED), frontSecret: opts.frontSecret, requestTimeoutMs: 10_000, runSlackMs: 10_000 }),
     async stop() {
-      if (proc.exitCode !== null) return;
+      if (proc.exitCode !== null || proc.signalCode !== null) return;
       const exited = new Promise((r) => proc.once('exit', r));
       proc.kill('SIGTERM');
       await exited;
@@ -127,6 +128,18 @@ export async function startRunner(opts: { env: Record<string, string>; stateDir?
 /** The audit log's lines as objects. */
 export function auditLines(stateDir: string): Record<string, unknown>[] {
   return readFileSync(join(stateDir, 'audit.log'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+/**
+ * Resolves with the first line of `stateDir`'s audit log that `match`es, once the runner has
+ * written it (it appends and fsyncs before going on). Polls the file: another process writes it.
+ */
+export async function awaitAuditLine(stateDir: string, match: (line: Record<string, unknown>) => boolean): Promise<Record<string, unknown>> {
+  for (;;) {
+    const found = existsSync(join(stateDir, 'audit.log')) ? auditLines(stateDir).find(match) : undefined;
+    if (found) return found;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
 }
 
 /** The uid the runner gave to `runId` (from its audit log). */

@@ -133,7 +133,8 @@ describe('two runners on one state dir: the audit chain', () => {
     expect(existsSync(lock)).toBe(true);
     const t0 = Date.now();
     expect(await runner.client.prepare({ skill: 's', script: 'a.js', args: [] })).toMatchObject({ ok: true });
-    expect(Date.now() - t0).toBeLessThan(2_000);
+    // Not made to wait out the 10 s a live holder's lock is trusted for (2 s was too tight on a loaded machine).
+    expect(Date.now() - t0).toBeLessThan(8_000);
     expect(existsSync(lock)).toBe(false);
     // A live pid cannot keep a lock forever either (a reused pid, or a holder frozen far longer than an append takes).
     writeFileSync(lock, `${process.pid} fedcba9876543210\n`);
