@@ -20,7 +20,7 @@ export type Resolved = { path: string } | { why: string };
 export interface Platform {
   asRoot: boolean;
   interpreters: Map<string, Resolved>;
-  tools: { prlimit?: string; setpriv?: string; unshare?: string; sh?: string; kill?: string; mount?: string; bwrap?: string; ipcrm?: string };
+  tools: { prlimit?: string; setpriv?: string; unshare?: string; sh?: string; kill?: string; mount?: string; bwrap?: string; ipcrm?: string; env?: string };
   isolation: IsolationLevel;
   isolationDetail: string;
   /** The mechanisms behind the level, as short names (docs/isolation.md lists them). */
@@ -123,8 +123,8 @@ function tryRun(argv: string[]): { ok: true } | { ok: false; why: string } {
 function probeBwrap(tools: Platform['tools'], layout: HostLayout, opts: ProbeOptions): { ok: true } | { ok: false; why: string } {
   if (opts.bwrapSetting === 'off') return { ok: false, why: 'bubblewrap is switched off (SKILL_MCP_BWRAP=off)' };
   if (!tools.bwrap) return { ok: false, why: 'bubblewrap (bwrap) is not installed' };
-  if (!tools.prlimit) return { ok: false, why: 'util-linux prlimit is not installed' };
-  const sandbox = [tools.bwrap, ...bwrapArgs(layout, { skillDir: '/usr', tmpBytes: opts.tmpBytes }), '--', tools.prlimit, '--nproc=64', '--', '/usr/bin/true'];
+  if (!tools.prlimit || !tools.env) return { ok: false, why: 'util-linux prlimit or coreutils env is not installed' };
+  const sandbox = [tools.bwrap, ...bwrapArgs(layout, { skillDir: '/usr', tmpBytes: opts.tmpBytes }), '--', tools.env, '-u', 'PWD', tools.prlimit, '--nproc=64', '--', '/usr/bin/true'];
   const argv = opts.probeUid !== undefined && tools.setpriv ? [tools.setpriv, ...ROOT_DROP(opts.probeUid), ...sandbox] : sandbox;
   const tried = tryRun(argv);
   return tried.ok ? tried : { ok: false, why: `bubblewrap could not build the sandbox here (${tried.why}); unprivileged user namespaces may be disabled (sysctl kernel.unprivileged_userns_clone, user.max_user_namespaces, AppArmor, or a container)` };
@@ -139,8 +139,8 @@ export function probePlatform(opts: ProbeOptions): Platform {
   for (const name of INTERPRETERS) interpreters.set(name, resolveBinary(name, opts.searchPath, asRoot));
   const tool = (name: string): string | undefined => pathOf(resolveBinary(name, undefined, false));
   const bwrap = opts.bwrapSetting && opts.bwrapSetting !== 'off' ? pathOf(resolveBinary(basename(opts.bwrapSetting), dirname(opts.bwrapSetting), false)) : tool('bwrap');
-  const tools = { prlimit: tool('prlimit'), setpriv: tool('setpriv'), unshare: tool('unshare'), sh: tool('sh'), kill: tool('kill'), mount: tool('mount'), ipcrm: tool('ipcrm'), bwrap };
-  const binaries = [...[...interpreters.values()].flatMap((r) => ('path' in r ? [r.path] : [])), ...(tools.prlimit ? [tools.prlimit] : [])];
+  const tools = { prlimit: tool('prlimit'), setpriv: tool('setpriv'), unshare: tool('unshare'), sh: tool('sh'), kill: tool('kill'), mount: tool('mount'), ipcrm: tool('ipcrm'), env: tool('env'), bwrap };
+  const binaries = [...[...interpreters.values()].flatMap((r) => ('path' in r ? [r.path] : [])), ...(tools.prlimit ? [tools.prlimit] : []), ...(tools.env ? [tools.env] : [])];
   const layout = readHostLayout(binaries);
   const base = { asRoot, interpreters, tools };
   const bw = process.platform === 'linux' ? probeBwrap(tools, layout, opts) : { ok: false as const, why: 'this is not Linux' };

@@ -5,8 +5,9 @@
  * shell around the script. The chains by level (each step execs or supervises the next):
  *
  *   namespace-uid: setpriv (run uid/gid, no groups, no caps, no_new_privs, die with the runner)
- *                    → bwrap (namespaces, file-system view) → prlimit → interpreter
- *   namespace:     setpriv (no_new_privs, die with the runner) → bwrap → prlimit → interpreter
+ *                    → bwrap (namespaces, file-system view) → env -u PWD → prlimit → interpreter
+ *   namespace:     setpriv (no_new_privs, die with the runner) → bwrap → env -u PWD → prlimit
+ *                    → interpreter
  *   uid-sandbox:   unshare (mount/pid/net/ipc/uts) → sh (fixed text: read-only binds over shared
  *                    writable dirs) → prlimit → setpriv (run uid …) → interpreter
  *   uid:           prlimit → setpriv (run uid …) → interpreter
@@ -94,7 +95,8 @@ export function buildSpawn(plan: RunPlan, platform: Platform, sourceEnv: Readonl
   let chain: string[];
   if (sandboxed) {
     const target = [plan.interpreterPath, `${SKILL_MOUNT}/${plan.scriptRelative}`, ...plan.args];
-    const inside = [prlimit!, ...rlimits(true), ...target];
+    // bubblewrap always exports PWD; the script must get exactly the approved variables.
+    const inside = [platform.tools.env!, '-u', 'PWD', prlimit!, ...rlimits(true), ...target];
     chain = [...drop, bwrap!, ...bwrapArgs(platform.layout!, { skillDir: plan.realDir, tmpBytes: limits.tmpBytes }), '--', ...inside];
     return { command: chain[0]!, args: chain.slice(1), env, cwd: '/', envNames: names };
   }

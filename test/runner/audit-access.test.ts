@@ -3,6 +3,7 @@
  * verify/tail`, who may connect (socket modes, SO_PEERCRED), hosted defaults (nothing granted,
  * unscrubbed environ refuses runs) and the honest isolation level of a non-root runner.
  */
+import { expectedLevel } from '../levels.js';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -107,7 +108,7 @@ describe('hosted defaults and honesty', () => {
     }
   });
 
-  it.skipIf(!isRoot)('a non-root runner reports same-uid isolation in describe and in every preview (root only: drops to uid 40003 to show it)', async () => {
+  it.skipIf(!isRoot)(`a non-root runner reports its level (${expectedLevel(false)} here) in describe and in every preview (root only: drops to uid 40003 to show it)`, async () => {
     const base = tempDir('nonroot');
     execFileSync('chown', ['40003:40003', base]);
     const weak = await startRunner({
@@ -117,9 +118,10 @@ describe('hosted defaults and honesty', () => {
     });
     try {
       const d = await weak.client.describe();
-      expect(d).toMatchObject({ ok: true, result: { isolation: { level: 'same-uid' } } });
+      expect(d).toMatchObject({ ok: true, result: { isolation: { level: expectedLevel(false) } } });
       const ran = await prepareAndRun(weak.client, 's', 'a.js');
-      expect(ran.willRun.isolation).toBe('same-uid');
+      expect(ran.willRun.isolation).toBe(expectedLevel(false));
+      expect(ran.willRun.sandbox).toEqual(d.ok ? d.result.isolation.mechanisms : []);
     } finally {
       await weak.stop();
     }

@@ -3,6 +3,7 @@
  * writes, help is an answer (stdout, exit 0), `tail` cannot be made to forge lines by the names a
  * peer sends, and `verify` reports a run whose result was lost (and, apart, one still running).
  */
+import { randomBytes } from 'node:crypto';
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -104,15 +105,16 @@ describe('audit tail against forged lines', () => {
 describe('audit verify and runs without an exit', () => {
   const skills = writeSkills({ slow: { run: [{ script: 'wait.js', interpreter: 'node', timeout: 60 }], files: { 'wait.js': 'setInterval(() => {}, 1000);' } } });
 
-  async function runInFlight(): Promise<{ runner: RunnerHandle; log: string; runId: string; finished: Promise<unknown> }> {
+  async function runInFlight(): Promise<{ runner: RunnerHandle; log: string; runId: string; cancelId: string; finished: Promise<unknown> }> {
     const runner = await startRunner({ env: { SKILLS_DIR: skills }, args: ['--uid-range', uidRange(9)] });
     started.push(runner);
     const prepared = await runner.client.prepare({ skill: 'slow', script: 'wait.js', args: [] });
     if (!prepared.ok) throw new Error(prepared.error.message);
-    const finished = runner.client.run({ skill: 'slow', script: 'wait.js', args: [], confirmToken: prepared.result.confirmToken }, { timeoutMs: 60_000 }).catch((error: unknown) => error);
+    const cancelId = randomBytes(16).toString('hex');
+    const finished = runner.client.run({ skill: 'slow', script: 'wait.js', args: [], confirmToken: prepared.result.confirmToken }, { timeoutMs: 60_000, cancelId }).catch((error: unknown) => error);
     const log = join(runner.stateDir, 'audit.log');
     const accept = await awaitAuditLine(runner.stateDir, (e) => e['event'] === 'run.accept');
-    return { runner, log, runId: accept['run_id'] as string, finished };
+    return { runner, log, runId: accept['run_id'] as string, cancelId, finished };
   }
 
   it('a runner SIGKILLed mid-run: the chain is intact, and the run whose result was lost is named (exit 1)', async () => {
@@ -130,12 +132,12 @@ describe('audit verify and runs without an exit', () => {
   });
 
   it('a run still in progress on a live runner is reported open (exit 3), and the log is clean (exit 0) once it ended', async () => {
-    const { runner, log, runId, finished } = await runInFlight();
+    const { runner, log, runId, cancelId, finished } = await runInFlight();
     const open = cli(['audit', 'verify', log], { SKILL_MCP_STATE_DIR: runner.stateDir });
     expect(open.status).toBe(3);
     expect(open.stdout).toContain(`OPEN run ${runId}`);
     expect(open.stdout).not.toContain('LOST');
-    await runner.client.cancel(runId);
+    expect(await runner.client.cancel(cancelId)).toMatchObject({ ok: true, result: { cancelled: true } });
     await finished;
     expect(cli(['audit', 'verify', log], { SKILL_MCP_STATE_DIR: runner.stateDir })).toMatchObject({ status: 0, stdout: expect.stringContaining('intact') });
   });

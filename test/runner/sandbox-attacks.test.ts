@@ -90,6 +90,7 @@ for cmd in (["su", "-c", "id -u", "root"], ["sudo", "-n", "id", "-u"], ["mount",
         out[cmd[0]] = type(e).__name__
 print(json.dumps(out))
 `,
+  'alloc.py': 'b = bytearray(4 * 1024 * 1024 * 1024)\nprint("allocated 4 GiB")\n',
   'want-other.js': 'process.stdout.write(JSON.stringify({ names: Object.keys(process.env).sort(), leaked: Object.values(process.env).some((v) => v.includes("other-secret")) }))',
 };
 
@@ -102,6 +103,7 @@ const declared = [
   { script: 'write-out.py', interpreter: 'python3', timeout: 5 },
   { script: 'regain.py', interpreter: 'python3', timeout: 10 },
   { script: 'want-other.js', interpreter: 'node', env: ['OTHER_SECRET'], timeout: 5 },
+  { script: 'alloc.py', interpreter: 'python3', timeout: 10 },
 ];
 const skills = writeSkills({
   hostile: { run: declared, files: hostile },
@@ -186,6 +188,13 @@ describe.skipIf(!isRoot)(`hostile script in the root runner's sandbox, level ${l
     expect(text(result.stdout)).toContain('started');
     if (!hasBwrap(level)) expect(text(result.stdout)).toContain('ignored SIGTERM');
     expect(result.durationMs).toBeLessThan(10_000);
+  });
+
+  it('a 4 GiB allocation stops at the memory cap (default 1 GiB) and the result says so', async () => {
+    const result = await attack('alloc.py');
+    expect(result.exitCode).not.toBe(0);
+    expect(text(result.stderr)).toContain('MemoryError');
+    expect(result.memoryLimited).toBe(true);
   });
 
   it('a 100 MB stdout flood is cut at 1 MiB, counted to the end, and flagged truncated', async () => {

@@ -1,0 +1,39 @@
+/**
+ * The bubblewrap command line, read as a whole: what the sandbox binds, in which order, and what
+ * it never binds. The behaviour itself is tested through the real runner (namespace-sandbox.test.ts);
+ * this pins the mounts that stop specific escapes.
+ */
+import { describe, expect, it } from 'vitest';
+import { bwrapArgs, SKILL_MOUNT } from '../../runner/bwrap.js';
+
+const layout = { links: [{ path: '/bin', target: 'usr/bin' }], dirs: [], extra: ['/opt/node'] };
+const args = bwrapArgs(layout, { skillDir: '/home/alice/skills/pdf', tmpBytes: 1024 });
+const pairs = (flag: string): string[][] => args.flatMap((a, i) => (a === flag ? [[args[i + 1]!, args[i + 2]!]] : []));
+
+describe('the sandbox command line', () => {
+  it('every namespace is new, nested user namespaces are off, and the script dies with bubblewrap', () => {
+    for (const flag of ['--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-net', '--unshare-uts', '--disable-userns', '--die-with-parent', '--new-session']) expect(args).toContain(flag);
+    expect(args).not.toContain('--share-net');
+  });
+
+  it('binds only system folders, the /etc allowlist, the interpreter prefix and the skill; the home folder holding the skill is never bound', () => {
+    const sources = [...pairs('--ro-bind'), ...pairs('--ro-bind-try'), ...pairs('--bind')].map(([src]) => src!);
+    for (const src of sources) expect(src === '/usr' || src === '/opt/node' || src === '/home/alice/skills/pdf' || src.startsWith('/etc/')).toBe(true);
+    expect(pairs('--bind')).toEqual([]);
+    expect(pairs('--ro-bind')).toContainEqual(['/home/alice/skills/pdf', SKILL_MOUNT]);
+    expect(sources).not.toContain('/etc/shadow');
+    expect(sources).not.toContain('/etc/passwd');
+  });
+
+  it('the root and /dev are remounted read-only after every mount is made (no unbounded tmpfs to fill)', () => {
+    const remountRoot = args.findIndex((a, i) => a === '--remount-ro' && args[i + 1] === '/');
+    expect(remountRoot).toBeGreaterThan(args.indexOf(SKILL_MOUNT));
+    expect(args.indexOf('--remount-ro')).toBeGreaterThan(args.lastIndexOf('--tmpfs'));
+    expect(pairs('--remount-ro').map(([p]) => p)).toEqual(['/dev', '/']);
+  });
+
+  it('the writable places are size-capped tmpfs', () => {
+    const tmpfs = args.flatMap((a, i) => (a === '--tmpfs' ? [[args[i - 2], args[i - 1], args[i + 1]]] : []));
+    expect(tmpfs).toEqual([['--size', String(16 * 1024 * 1024), '/dev/shm'], ['--size', '1024', '/tmp']]);
+  });
+});
