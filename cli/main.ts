@@ -21,6 +21,8 @@ const USAGE = `usage:
                                     check the audit log's hash chain and its anchor
   skill-mcp audit tail [-n N] [FILE]
                                     print recent audit decisions
+  skill-mcp doctor [--json]         the isolation this machine gives scripts, what is missing and how
+                                    to get it (exit 1 when skill_run would be refused here)
   skill-mcp --help | --version`;
 
 async function main(argv: string[]): Promise<void> {
@@ -36,6 +38,8 @@ async function main(argv: string[]): Promise<void> {
       return (await import('../runner/guard.js')).guardMain(rest, { entry: process.argv[1]! });
     case 'audit':
       return (await import('../runner/audit-cli.js')).auditMain(rest);
+    case 'doctor':
+      return (await import('../runner/doctor.js')).doctorMain(rest);
     // Asked-for help and the version are the answer, so they go to stdout (and exit 0).
     case '--help':
     case '-h':

@@ -67,6 +67,18 @@ export function resolveBinary(name: string, searchPath: string | undefined, forO
   return { why: rejected ?? `${name} is not installed on the runner's machine` };
 }
 
+/** An owner-named binary, used exactly as named (no search): its real path, if it is an executable file. */
+function exactBinary(path: string): string | undefined {
+  if (!isAbsolute(path)) return undefined;
+  try {
+    accessSync(path, constants.X_OK);
+    const real = realpathSync(path);
+    return statSync(real).isFile() ? real : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 function pathOf(resolved: Resolved): string | undefined {
   return 'path' in resolved ? resolved.path : undefined;
 }
@@ -122,7 +134,7 @@ function tryRun(argv: string[]): { ok: true } | { ok: false; why: string } {
 /** Whether bubblewrap can build a run's sandbox here (as `uid`, when root), and why not. */
 function probeBwrap(tools: Platform['tools'], layout: HostLayout, opts: ProbeOptions): { ok: true } | { ok: false; why: string } {
   if (opts.bwrapSetting === 'off') return { ok: false, why: 'bubblewrap is switched off (SKILL_MCP_BWRAP=off)' };
-  if (!tools.bwrap) return { ok: false, why: 'bubblewrap (bwrap) is not installed' };
+  if (!tools.bwrap) return { ok: false, why: opts.bwrapSetting ? 'SKILL_MCP_BWRAP does not name an executable file (an absolute path, or "off")' : 'bubblewrap (bwrap) is not installed' };
   if (!tools.prlimit || !tools.env) return { ok: false, why: 'util-linux prlimit or coreutils env is not installed' };
   const sandbox = [tools.bwrap, ...bwrapArgs(layout, { skillDir: '/usr', tmpBytes: opts.tmpBytes }), '--', tools.env, '-u', 'PWD', tools.prlimit, '--nproc=64', '--', '/usr/bin/true'];
   const argv = opts.probeUid !== undefined && tools.setpriv ? [tools.setpriv, ...ROOT_DROP(opts.probeUid), ...sandbox] : sandbox;
@@ -138,7 +150,7 @@ export function probePlatform(opts: ProbeOptions): Platform {
   const interpreters = new Map<string, Resolved>();
   for (const name of INTERPRETERS) interpreters.set(name, resolveBinary(name, opts.searchPath, asRoot));
   const tool = (name: string): string | undefined => pathOf(resolveBinary(name, undefined, false));
-  const bwrap = opts.bwrapSetting && opts.bwrapSetting !== 'off' ? pathOf(resolveBinary(basename(opts.bwrapSetting), dirname(opts.bwrapSetting), false)) : tool('bwrap');
+  const bwrap = opts.bwrapSetting && opts.bwrapSetting !== 'off' ? exactBinary(opts.bwrapSetting) : tool('bwrap');
   const tools = { prlimit: tool('prlimit'), setpriv: tool('setpriv'), unshare: tool('unshare'), sh: tool('sh'), kill: tool('kill'), mount: tool('mount'), ipcrm: tool('ipcrm'), env: tool('env'), bwrap };
   const binaries = [...[...interpreters.values()].flatMap((r) => ('path' in r ? [r.path] : [])), ...(tools.prlimit ? [tools.prlimit] : []), ...(tools.env ? [tools.env] : [])];
   const layout = readHostLayout(binaries);

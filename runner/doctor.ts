@@ -1,0 +1,126 @@
+/**
+ * @module `skill-mcp doctor`: what isolation this machine gives a script, found the way the runner
+ * finds it at start (it runs the same probe), which mechanisms are there, what each missing one
+ * would add and how to get it. Exit 1 when `skill_run` would be refused here (no interpreter, or a
+ * root runner without the tools to drop privileges), else 0. `--json` prints the same as JSON.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { loadPeerCredReader } from './peer-cred.js';
+import { probePlatform } from './platform.js';
+import type { Platform } from './platform.js';
+import { DEFAULT_UID_RANGE, parseUidRange, processesOfUid } from './uids.js';
+
+export const DOCTOR_USAGE = `usage: skill-mcp doctor [--json]
+  Prints the isolation a runner started here gives each script (as root and as an ordinary user),
+  the mechanisms found (bubblewrap, user namespaces, cgroup v2, setpriv/prlimit, SO_PEERCRED), and
+  what is missing with how to get it. Exit 1 when skill_run would be refused on this machine.
+  Reads SKILL_MCP_BWRAP (a path to bubblewrap, or "off") and PATH like the runner.`;
+
+interface Check {
+  name: string;
+  found: boolean;
+  detail: string;
+  /** What it adds, and how to get it, when not found. */
+  fix?: string;
+}
+
+function readText(path: string): string | undefined {
+  try {
+    return readFileSync(path, 'utf8').trim();
+  } catch {
+    return undefined;
+  }
+}
+
+/** A uid of the default run range that no process uses, for the root probe (doctor takes no claim). */
+function idleRunUid(): number | undefined {
+  const { first, last } = parseUidRange(process.env['SKILL_MCP_UID_RANGE'] || DEFAULT_UID_RANGE);
+  for (let uid = last; uid >= first; uid--) if (processesOfUid(uid).length === 0) return uid;
+  return undefined;
+}
+
+function mechanisms(platform: Platform): Check[] {
+  const { tools } = platform;
+  const maxUserNs = readText('/proc/sys/user/max_user_namespaces');
+  const cloneSysctl = readText('/proc/sys/kernel/unprivileged_userns_clone');
+  const apparmor = readText('/proc/sys/kernel/apparmor_restrict_unprivileged_userns');
+  const usernsBlocked = maxUserNs === '0' || cloneSysctl === '0' || apparmor === '1';
+  const cgroup2 = existsSync('/sys/fs/cgroup/cgroup.controllers');
+  const peer = loadPeerCredReader();
+  const bwrapOk = platform.isolation === 'namespace' || platform.isolation === 'namespace-uid';
+  return [
+    {
+      name: 'bubblewrap', found: tools.bwrap !== undefined, detail: tools.bwrap ?? 'not installed',
+      fix: 'the namespace sandbox (own user/mount/pid/net/ipc/uts namespaces, nothing of the host but system folders and the skill): apt-get install bubblewrap (dnf install bubblewrap, pacman -S bubblewrap)',
+    },
+    {
+      name: 'unprivileged user namespaces', found: !usernsBlocked && (tools.bwrap === undefined || bwrapOk),
+      detail: [`user.max_user_namespaces=${maxUserNs ?? '?'}`, ...(cloneSysctl !== undefined ? [`kernel.unprivileged_userns_clone=${cloneSysctl}`] : []), ...(apparmor !== undefined ? [`kernel.apparmor_restrict_unprivileged_userns=${apparmor}`] : [])].join(', '),
+      fix: 'bubblewrap needs them: sysctl user.max_user_namespaces=15000 (and kernel.unprivileged_userns_clone=1 on Debian kernels that have it); on Ubuntu 24.04+ give bwrap an AppArmor profile allowing userns; in a container, allow user namespaces (e.g. seccomp/--security-opt)',
+    },
+    {
+      name: 'util-linux setpriv and prlimit', found: tools.setpriv !== undefined && tools.prlimit !== undefined, detail: [tools.setpriv ?? 'setpriv missing', tools.prlimit ?? 'prlimit missing'].join(', '),
+      fix: 'rlimits (memory, processes, file size, CPU), no_new_privs, death with the runner, and for a root runner the drop to per-run uids: install util-linux',
+    },
+    {
+      name: 'cgroup v2', found: cgroup2, detail: cgroup2 ? 'mounted at /sys/fs/cgroup (not used yet: memory is capped by RLIMIT_DATA per process)' : 'not mounted (cgroup v1 or none)',
+      fix: 'not needed today; a memory cap over a whole process tree would use it (docs/isolation.md)',
+    },
+    {
+      name: 'SO_PEERCRED', found: 'read' in peer, detail: 'read' in peer ? 'koffi loads: the runner checks each peer\'s uid' : peer.why,
+      fix: 'a second check of who connects to the runner socket besides its folder modes: install the optional koffi package',
+    },
+  ];
+}
+
+export function doctorMain(argv: string[]): void {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(`${DOCTOR_USAGE}\n`);
+    return;
+  }
+  const unknown = argv.filter((a) => a !== '--json');
+  if (unknown.length > 0) {
+    process.stderr.write(`skill-mcp doctor: unknown option ${JSON.stringify(unknown[0])}\n${DOCTOR_USAGE}\n`);
+    process.exitCode = 2;
+    return;
+  }
+  const asRoot = process.getuid?.() === 0;
+  const platform = probePlatform({ searchPath: process.env['PATH'], bwrapSetting: process.env['SKILL_MCP_BWRAP'] || undefined, probeUid: asRoot ? idleRunUid() : undefined, tmpBytes: 256 * 1024 * 1024 });
+  const bwrapOk = platform.isolation === 'namespace' || platform.isolation === 'namespace-uid';
+  const interpreters = [...platform.interpreters].map(([name, r]) => ({ name, available: 'path' in r, ...('why' in r ? { why: r.why } : {}) }));
+  const refused = platform.refuseWhy ?? (interpreters.some((i) => i.available) ? undefined : 'no interpreter (node, python3) is available to the runner');
+  // The non-root answer follows from the same probe: a root runner tries bubblewrap as an unprivileged uid.
+  const nonRoot = asRoot ? (bwrapOk ? 'namespace' : 'same-uid') : platform.isolation;
+  const report = {
+    uid: process.getuid?.(),
+    platform: process.platform,
+    thisRunner: { asRoot, level: platform.isolation, mechanisms: platform.mechanisms, detail: platform.isolationDetail },
+    levels: asRoot ? { root: platform.isolation, nonRoot } : { nonRoot, root: 'not checked (run skill-mcp doctor as root to see what a root runner gives)' },
+    interpreters,
+    mechanisms: mechanisms(platform),
+    missing: platform.missing,
+    skillRun: refused ? { allowed: false, why: refused } : { allowed: true },
+  };
+  if (argv.includes('--json')) {
+    process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  } else {
+    const lines = [
+      `skill-mcp doctor (${asRoot ? 'root' : `uid ${report.uid}`}, ${process.platform})`,
+      '',
+      `A runner started here (${asRoot ? 'as root' : 'as this user'}): ${platform.isolation}`,
+      `  ${platform.isolationDetail}`,
+      `  mechanisms: ${platform.mechanisms.join(', ') || 'none'}`,
+      asRoot ? `A runner started as an ordinary user: ${nonRoot}` : 'A runner started as root: not checked from here (run skill-mcp doctor as root)',
+      '',
+      'Interpreters:',
+      ...interpreters.map((i) => `  ${i.available ? 'ok     ' : 'missing'} ${i.name}${i.why ? ` — ${i.why}` : ''}`),
+      '',
+      'Mechanisms:',
+      ...report.mechanisms.flatMap((c) => [`  ${c.found ? 'ok     ' : 'missing'} ${c.name}: ${c.detail}`, ...(!c.found && c.fix ? [`          adds: ${c.fix}`] : [])]),
+      '',
+      refused ? `skill_run would be REFUSED here: ${refused}` : `skill_run works here, at level ${platform.isolation}.`,
+    ];
+    process.stdout.write(`${lines.join('\n')}\n`);
+  }
+  if (refused) process.exitCode = 1;
+}

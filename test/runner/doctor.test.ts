@@ -1,0 +1,52 @@
+/**
+ * `skill-mcp doctor` through the real bin: it reports the level a runner started here gives (the
+ * same probe the runner runs), names what is missing and how to get it, and exits 1 when skill_run
+ * would be refused.
+ */
+import { spawnSync } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import { expectedLevel, isRoot } from '../levels.js';
+import { BIN } from './harness.js';
+
+function doctor(args: string[], env: Record<string, string> = {}, prefix: string[] = []) {
+  const [command, ...rest] = [...prefix, process.execPath, BIN, 'doctor', ...args];
+  const r = spawnSync(command!, rest, { encoding: 'utf8', env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', ...env }, timeout: 30_000 });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+describe('skill-mcp doctor', () => {
+  it('reports the level a runner of this uid gets here, with its mechanisms, and exits 0', () => {
+    const r = doctor(['--json'], process.env['SKILL_MCP_BWRAP'] ? { SKILL_MCP_BWRAP: process.env['SKILL_MCP_BWRAP'] } : {});
+    expect(r.status, r.stderr).toBe(0);
+    const report = JSON.parse(r.stdout) as { thisRunner: { level: string; mechanisms: string[] }; skillRun: { allowed: boolean }; mechanisms: { name: string; found: boolean }[] };
+    expect(report.thisRunner.level).toBe(expectedLevel(isRoot));
+    expect(report.skillRun.allowed).toBe(true);
+    expect(report.mechanisms.map((m) => m.name)).toEqual(['bubblewrap', 'unprivileged user namespaces', 'util-linux setpriv and prlimit', 'cgroup v2', 'SO_PEERCRED']);
+  });
+
+  it('with bubblewrap switched off it names the fallback level, why, and what bubblewrap would add', () => {
+    const r = doctor([], { SKILL_MCP_BWRAP: 'off' });
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain(`A runner started here (${isRoot ? 'as root' : 'as this user'}): ${isRoot ? 'uid-sandbox' : 'same-uid'}`);
+    expect(r.stdout).toContain('SKILL_MCP_BWRAP=off');
+  });
+
+  it('an SKILL_MCP_BWRAP that names no executable is said, not silently replaced by the installed bwrap', () => {
+    const r = doctor(['--json'], { SKILL_MCP_BWRAP: '/nonexistent/bwrap' });
+    const report = JSON.parse(r.stdout) as { thisRunner: { level: string }; missing: string[] };
+    expect(report.thisRunner.level).toBe(isRoot ? 'uid-sandbox' : 'same-uid');
+    expect(report.missing.join(' ')).toContain('SKILL_MCP_BWRAP does not name an executable file');
+  });
+
+  it.skipIf(!isRoot)('a root runner without util-linux setpriv would refuse every run: doctor says so and exits 1 (root only: hides setpriv in a mount namespace)', () => {
+    const r = doctor([], {}, ['unshare', '--mount', '--', 'sh', '-c', 'mount --bind /dev/null /usr/bin/setpriv && exec "$@"', 'hide-setpriv']);
+    expect(r.status, r.stderr).toBe(1);
+    expect(r.stdout).toContain('skill_run would be REFUSED here');
+    expect(r.stdout).toContain('install util-linux');
+  });
+
+  it('--help goes to stdout and exits 0; an unknown option exits 2', () => {
+    expect(doctor(['--help'])).toMatchObject({ status: 0, stdout: expect.stringContaining('usage: skill-mcp doctor') });
+    expect(doctor(['--frobnicate']).status).toBe(2);
+  });
+});
