@@ -30,8 +30,17 @@ function listing(dir: string): string[] {
   return out;
 }
 
+/** The passwd home, when this uid has one (CI's unprivileged pass runs as a uid without a passwd entry). */
+function passwdHome(): string[] {
+  try {
+    return [join(userInfo().homedir, '.local', 'state', 'skill-mcp')];
+  } catch {
+    return [];
+  }
+}
+
 export default function setup(): () => void {
-  const watched = [...new Set([defaultStateDir({ ...process.env, SKILL_MCP_STATE_DIR: undefined }), join(userInfo().homedir, '.local', 'state', 'skill-mcp')])];
+  const watched = [...new Set([defaultStateDir({ ...process.env, SKILL_MCP_STATE_DIR: undefined }), ...passwdHome()])];
   const before = new Map(watched.map((dir) => [dir, listing(dir)]));
   return () => {
     const changed: string[] = [];
