@@ -26,7 +26,7 @@ export const SHM_BYTES = 16 * 1024 * 1024;
 export const ETC_ALLOWLIST = [
   '/etc/ld.so.cache', '/etc/ld.so.conf', '/etc/ld.so.conf.d', '/etc/alternatives',
   '/etc/ssl', '/etc/ca-certificates', '/etc/pki', '/etc/crypto-policies',
-  '/etc/localtime', '/etc/timezone', '/etc/nsswitch.conf', '/etc/host.conf', '/etc/gai.conf',
+  '/etc/localtime', '/etc/timezone', '/etc/nsswitch.conf', '/etc/hosts', '/etc/host.conf', '/etc/gai.conf',
   '/etc/mime.types', '/etc/python3', '/etc/python3.11', '/etc/python3.12', '/etc/python3.13',
 ] as const;
 
