@@ -21,6 +21,8 @@ const USAGE = `usage:
                                     check the audit log's hash chain and its anchor
   skill-mcp audit tail [-n N] [FILE]
                                     print recent audit decisions
+  skill-mcp check [--format text|json|sarif] [--strict] PATH...
+                                    check skill folders before serving them (--help: the rules)
   skill-mcp --help | --version`;
 
 async function main(argv: string[]): Promise<void> {
@@ -36,6 +38,8 @@ async function main(argv: string[]): Promise<void> {
       return (await import('../runner/guard.js')).guardMain(rest, { entry: process.argv[1]! });
     case 'audit':
       return (await import('../runner/audit-cli.js')).auditMain(rest);
+    case 'check':
+      return (await import('./check/main.js')).checkMain(rest);
     case '--help':
     case '-h':
       process.stderr.write(`${USAGE}\n`);
