@@ -7,13 +7,16 @@
 import type { Hit } from './finding.js';
 import { LineIndex, maskMarkdownCode, quote } from './text.js';
 
+/**
+ * Verbs that act for or on the person (run, send, tell, reveal...). Maintenance verbs (add, fix,
+ * update, keep, make) are left out: "<!-- add more examples -->" is a note to an author, not a model.
+ */
 const VERBS = new Set([
   'ignore', 'disregard', 'forget', 'override', 'bypass', 'always', 'never', 'do', "don't", 'dont', 'run', 'execute',
   'send', 'post', 'upload', 'download', 'delete', 'remove', 'call', 'invoke', 'fetch', 'read', 'open', 'write',
-  'include', 'insert', 'append', 'output', 'print', 'reply', 'respond', 'answer', 'say', 'tell', 'use', 'copy',
-  'install', 'curl', 'wget', 'visit', 'navigate', 'email', 'share', 'reveal', 'exfiltrate', 'pretend', 'act', 'treat',
-  'set', 'add', 'change', 'modify', 'save', 'store', 'collect', 'forward', 'transmit', 'leak', 'encode', 'hide', 'skip',
-  'grant', 'approve', 'confirm', 'disable', 'enable', 'load', 'export', 'paste', 'type', 'make', 'ensure', 'instead',
+  'output', 'print', 'reply', 'respond', 'answer', 'say', 'tell', 'use', 'copy', 'install', 'curl', 'wget', 'visit',
+  'navigate', 'email', 'share', 'reveal', 'exfiltrate', 'pretend', 'act', 'forward', 'transmit', 'leak', 'collect',
+  'grant', 'approve', 'confirm', 'paste', 'instead',
 ]);
 
 const PHRASES = [
