@@ -23,6 +23,8 @@ const USAGE = `usage:
                                     print recent audit decisions
   skill-mcp doctor [--json]         the isolation this machine gives scripts, what is missing and how
                                     to get it (exit 1 when skill_run would be refused here)
+  skill-mcp check [--format text|json|sarif] [--strict] PATH...
+                                    check skill folders before serving them (--help: the rules)
   skill-mcp --help | --version`;
 
 async function main(argv: string[]): Promise<void> {
@@ -41,6 +43,8 @@ async function main(argv: string[]): Promise<void> {
     case 'doctor':
       return (await import('../runner/doctor.js')).doctorMain(rest);
     // Asked-for help and the version are the answer, so they go to stdout (and exit 0).
+    case 'check':
+      return (await import('./check/main.js')).checkMain(rest);
     case '--help':
     case '-h':
       process.stdout.write(`${USAGE}\n`);

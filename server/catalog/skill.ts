@@ -29,7 +29,12 @@ export interface SkillRecord {
   skillMdMtimeMs: number;
 }
 
-export type ScanResult = { record?: SkillRecord; problems: Problem[] };
+export type ScanResult = {
+  record?: SkillRecord;
+  problems: Problem[];
+  /** Each reason the skill is kept out of `skill://` (joined into its `not-published` problem). */
+  unpublished?: string[];
+};
 
 function charCount(text: string): number {
   return [...text].length;
@@ -49,7 +54,8 @@ function unpublishable(name: string, fm: Frontmatter, bom: boolean, files: FileR
   }
   const compatibility = fm['compatibility'];
   if (compatibility !== undefined && (typeof compatibility !== 'string' || compatibility === '' || charCount(compatibility) > 500)) {
-    why.push('frontmatter compatibility must be a string of 1-500 characters');
+    const is = typeof compatibility === 'string' ? (compatibility === '' ? 'empty' : `${charCount(compatibility)} characters long`) : `a ${compatibility === null ? 'null' : Array.isArray(compatibility) ? 'list' : typeof compatibility}`;
+    why.push(`frontmatter compatibility must be a string of 1-500 characters (it is ${is})`);
   }
   const metadata = fm['metadata'];
   if (metadata !== undefined && (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata) || !Object.values(metadata).every((v) => typeof v === 'string'))) {
@@ -128,5 +134,6 @@ export async function scanSkill(found: DiscoveredSkill, limits: CatalogLimits): 
       skillMdMtimeMs: md.mtimeMs,
     },
     problems,
+    ...(why.length > 0 ? { unpublished: why } : {}),
   };
 }
