@@ -35,7 +35,7 @@ async function npm(args: string[], cwd: string): Promise<string> {
 
 /** The checkout's own files (tracked, plus new ones not yet committed), without build output. */
 async function checkoutFiles(): Promise<string[]> {
-  const { stdout } = await run('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: REPO, maxBuffer: 16 * 1024 * 1024 });
+  const { stdout } = await run('git', ['-c', 'safe.directory=*', 'ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: REPO, maxBuffer: 16 * 1024 * 1024 });
   return stdout
     .split('\0')
     .filter((path) => path !== '' && !/(^|\/)node_modules(\/|$)/.test(path) && !path.startsWith('dist/') && existsSync(join(REPO, path)));
