@@ -31,14 +31,36 @@ function makeSkill() {
   return root;
 }
 
-function spawnDirect(command, args, script) {
-  return new Promise((done, fail) => {
-    const child = spawn(command, [...args, process.execPath, script], { stdio: ['ignore', 'pipe', 'pipe'] });
-    child.stdout.resume();
-    child.stderr.resume();
-    child.on('error', fail);
-    child.on('close', () => done());
+/**
+ * Times `node script` spawned from a small, fresh node process (as the same uid the server runs as,
+ * through the same setpriv prefix, if any): spawning from the bench's own large process costs more
+ * than from the runner, which would flatter the runner.
+ */
+const SPAWNER = `const { spawn } = require('node:child_process');
+const [command, ...args] = JSON.parse(process.argv[1]);
+require('node:readline').createInterface({ input: process.stdin }).on('line', () => {
+  const t0 = performance.now();
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  child.stdout.resume(); child.stderr.resume();
+  child.on('close', () => process.stdout.write((performance.now() - t0) + '\\n'));
+});`;
+
+function directSpawner(prefix, script) {
+  const child = spawn(process.execPath, ['-e', SPAWNER, JSON.stringify([...prefix, process.execPath, script])], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const waiting = [];
+  let buffered = '';
+  child.stdout.on('data', (chunk) => {
+    buffered += chunk;
+    let at;
+    while ((at = buffered.indexOf('\n')) >= 0) {
+      waiting.shift()?.(Number(buffered.slice(0, at)));
+      buffered = buffered.slice(at + 1);
+    }
   });
+  return {
+    time: () => new Promise((done) => { waiting.push(done); child.stdin.write('go\n'); }),
+    close: () => child.kill(),
+  };
 }
 
 async function measure(label, skills, env, prefix) {
@@ -55,6 +77,7 @@ async function measure(label, skills, env, prefix) {
   let level;
   const run = [];
   const direct = [];
+  const spawner = directSpawner(prefix, join(skills, 'probe', 'run.js'));
   try {
     for (let i = 0; i <= RUNS; i++) {
       const first = await call({});
@@ -64,15 +87,14 @@ async function measure(label, skills, env, prefix) {
       const second = await call({ confirmToken: first.confirmToken });
       const ms = performance.now() - t0;
       if (second?.exitCode !== 0) throw new Error(`run failed: ${JSON.stringify(second).slice(0, 300)}`);
-      const d0 = performance.now();
-      await spawnDirect(command, prefix.length > 0 ? pre : [], join(skills, 'probe', 'run.js'));
-      const dms = performance.now() - d0;
+      const dms = await spawner.time();
       if (i > 0) { // the first pair warms the runner and the page cache
         run.push(ms);
         direct.push(dms);
       }
     }
   } finally {
+    spawner.close();
     await client.close();
     rmSync(home, { recursive: true, force: true });
   }
