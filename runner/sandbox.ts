@@ -48,8 +48,10 @@ export interface SpawnSpec {
 // mount namespace they become read-only, and only the run's own scratch directory stays writable.
 const MOUNT_SCRIPT = [
   'set -e',
-  'scratch=$1; mount=$2; shift 2',
-  '"$mount" --bind "$scratch" "$scratch"',
+  'scratch=$1; mount=$2; size=$3; owner=$4; shift 4',
+  // Security: the run's HOME/TMPDIR becomes a size-capped RAM disk owned by the run uid, so a run
+  // filling it cannot fill the disk the runner's state and audit log live on.
+  '"$mount" -t tmpfs -o "size=$size,mode=0700,uid=$owner,gid=$owner,nosuid,nodev" skill-mcp-tmp "$scratch"',
   'for d in /tmp /var/tmp /dev/shm /run/lock; do',
   '  if [ -d "$d" ] && [ ! -L "$d" ]; then "$mount" --rbind "$d" "$d"; "$mount" -o remount,bind,ro "$d"; fi',
   'done',
@@ -107,7 +109,7 @@ export function buildSpawn(plan: RunPlan, platform: Platform, sourceEnv: Readonl
   } else {
     chain = [prlimit!, ...rlimits(true), ...drop, ...target];
     if (platform.isolation === 'uid-sandbox' && unshare && sh && mount) {
-      chain = [unshare, ...UNSHARE_FLAGS, '--', sh, '-c', MOUNT_SCRIPT, 'skill-mcp-sandbox', scratch, mount, ...chain];
+      chain = [unshare, ...UNSHARE_FLAGS, '--', sh, '-c', MOUNT_SCRIPT, 'skill-mcp-sandbox', scratch, mount, String(limits.tmpBytes), String(uid), ...chain];
     }
   }
   return { command: chain[0]!, args: chain.slice(1), env, cwd: plan.realDir, envNames: names };

@@ -91,6 +91,17 @@ for cmd in (["su", "-c", "id -u", "root"], ["sudo", "-n", "id", "-u"], ["mount",
 print(json.dumps(out))
 `,
   'alloc.py': 'b = bytearray(4 * 1024 * 1024 * 1024)\nprint("allocated 4 GiB")\n',
+  // Fills its own HOME/TMPDIR with 4 MiB files until the file system says no.
+  'fill.py': `import os
+n = 0
+try:
+    while True:
+        with open(os.path.join(os.environ["TMPDIR"], f"f{n}"), "wb") as f:
+            f.write(b"x" * (4 << 20))
+        n += 1
+except OSError as e:
+    print("stopped", n * 4, e.errno)
+`,
   'want-other.js': 'process.stdout.write(JSON.stringify({ names: Object.keys(process.env).sort(), leaked: Object.values(process.env).some((v) => v.includes("other-secret")) }))',
 };
 
@@ -104,6 +115,7 @@ const declared = [
   { script: 'regain.py', interpreter: 'python3', timeout: 10 },
   { script: 'want-other.js', interpreter: 'node', env: ['OTHER_SECRET'], timeout: 5 },
   { script: 'alloc.py', interpreter: 'python3', timeout: 10 },
+  { script: 'fill.py', interpreter: 'python3', timeout: 20 },
 ];
 const skills = writeSkills({
   hostile: { run: declared, files: hostile },
@@ -129,7 +141,7 @@ async function attack(script: string, args: string[] = []) {
 
 describe.skipIf(!isRoot)(`hostile script in the root runner's sandbox, level ${level} (root only: needs setuid to per-run uids)`, () => {
   beforeAll(async () => {
-    runner = await startRunner({ env: { SKILLS_DIR: skills, CANARY_SECRET: CANARY, OTHER_SECRET, MCP_SKILL_RUN: JSON.stringify(grant) }, args: ['--uid-range', uidRange(1)] });
+    runner = await startRunner({ env: { SKILLS_DIR: skills, CANARY_SECRET: CANARY, OTHER_SECRET, MCP_SKILL_RUN: JSON.stringify(grant), SKILL_MCP_RUN_TMP_BYTES: String(32 * 1024 * 1024) }, args: ['--uid-range', uidRange(1)] });
     // A simulated front holding the canary in its environment (root-owned, like the runner).
     front = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { env: { CANARY_SECRET: CANARY, PATH: '/usr/bin:/bin' }, stdio: 'ignore' });
   });
@@ -195,6 +207,16 @@ describe.skipIf(!isRoot)(`hostile script in the root runner's sandbox, level ${l
     expect(result.exitCode).not.toBe(0);
     expect(text(result.stderr)).toContain('MemoryError');
     expect(result.memoryLimited).toBe(true);
+  });
+
+  it('filling its HOME/TMPDIR stops at the 32 MiB cap (ENOSPC), not at the disk the audit log lives on; the run returns and is audited', async () => {
+    const result = await attack('fill.py');
+    const [word, mib, errno] = text(result.stdout).trim().split(' ');
+    expect(word).toBe('stopped');
+    expect(Number(mib)).toBeLessThanOrEqual(32);
+    expect(errno).toBe('28');
+    const exits = readFileSync(join(runner.stateDir, 'audit.log'), 'utf8').split('\n').filter((l) => l.includes('"run.exit"') && l.includes(result.runId));
+    expect(exits).toHaveLength(1);
   });
 
   it('a 100 MB stdout flood is cut at 1 MiB, counted to the end, and flagged truncated', async () => {
