@@ -10,8 +10,11 @@ import { startFront } from './start.js';
 export async function serveOverStdio(options: { bundledSkills: string; env: NodeJS.ProcessEnv; runner?: RunnerLinkOptions }): Promise<void> {
   const warn = (message: string): void => void process.stderr.write(`skill-mcp: ${message}\n`);
   const front = await startFront(options.env, options.bundledSkills, options.runner, warn);
-  const handle = serveStdio(createServerFactory(front, warn), { legacy: 'serve', onerror: (error) => warn(error.message) });
+  const handle = serveStdio(createServerFactory(front, warn, (mcp) => front.announcer.track(mcp)), { legacy: 'serve', onerror: (error) => warn(error.message) });
   // stdin EOF ends the session: close, then exit even if a runner guard's pipes are still open
   // (the guard sees our end of its pipe close and takes the runner down with it).
-  process.stdin.once('end', () => void handle.close().finally(() => process.exit(0)));
+  process.stdin.once('end', () => {
+    front.live.close();
+    void handle.close().finally(() => process.exit(0));
+  });
 }
