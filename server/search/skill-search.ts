@@ -36,8 +36,8 @@ interface IndexedSkill {
   id: string;
   nameWords: string;
   description: string;
-  whenToUse: string;
-  headings: string;
+  /** `when_to_use` and the headings: one field, since every field costs a lookup per query word. */
+  details: string;
 }
 
 function processTerm(term: string): string | null {
@@ -58,8 +58,7 @@ function documentOf(record: SkillRecord): IndexedSkill {
     // "pdf-forms" is found as "pdf" and "forms".
     nameWords: record.name.replace(/[-_.]+/g, ' '),
     description: record.description,
-    whenToUse: record.whenToUse ?? '',
-    headings: record.headings.join('\n'),
+    details: [record.whenToUse ?? '', ...record.headings].join('\n'),
   };
 }
 
@@ -79,11 +78,11 @@ export function checkQuery(query: string): string {
 
 export class SkillSearch {
   #index = new MiniSearch<IndexedSkill>({
-    fields: ['nameWords', 'description', 'whenToUse', 'headings'],
+    fields: ['nameWords', 'description', 'details'],
     storeFields: [],
     processTerm,
     searchOptions: {
-      boost: { nameWords: 3, description: 2, whenToUse: 1.5, headings: 1 },
+      boost: { nameWords: 3, description: 2, details: 1.5 },
       // Prefixes from 3 characters ("kube" finds kubernetes); typos from 5 (one edit per 5 characters).
       prefix: (term) => term.length >= 3,
       fuzzy: (term) => (term.length >= 5 ? 0.2 : false),
