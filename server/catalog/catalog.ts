@@ -112,11 +112,6 @@ export class Catalog {
     return this.#realRoots;
   }
 
-  /** The real folders of the served skills, each with its root: where changes can touch them. */
-  skillFolders(): { realDir: string; root: number }[] {
-    return [...this.#found.values()].map((f) => ({ realDir: f.realDir, root: f.root }));
-  }
-
   /** Calls `listener` after every update that changed what clients see. Returns the unsubscribe. */
   onChange(listener: (change: CatalogChange) => void): () => void {
     this.#listeners.add(listener);
