@@ -3,7 +3,10 @@
  * and the reference on the same folders, prints the table, writes bench/out/*.json and the
  * generated part of bench/RESULTS.md. Numbers only: nothing here fails on speed.
  *
- *   node bench/run.mjs [--only=small,large,huge] [--quick]
+ *   node bench/run.mjs [--only=small,large,huge,live] [--quick]
+ *
+ * `live` (bench/live.mjs: watch cost, write → notification, skill_search, skill_list size) runs on
+ * the large and huge workloads; `--only=live` runs it alone and rewrites only its block of RESULTS.md.
  */
 import { cp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { execFileSync } from 'node:child_process';
@@ -13,6 +16,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { WORKLOADS, generate } from './generate.mjs';
+import { liveRows } from './live.mjs';
 import { coldStart, rawSession, warmSession } from './measure.mjs';
 import { median, row, toMarkdown, toTerminal } from './report.mjs';
 
@@ -156,9 +160,13 @@ async function machine() {
 
 const BEGIN = '<!-- bench:begin (written by npm run bench) -->';
 const END = '<!-- bench:end -->';
+const LIVE_BEGIN = '<!-- bench:live:begin (written by npm run bench and node bench/run.mjs --only=live) -->';
+const LIVE_END = '<!-- bench:live:end -->';
 
-/** Replaces the generated block of RESULTS.md, keeping the hand-written notes around it. */
-async function writeResults(markdown) {
+/** Replaces a generated block of RESULTS.md, keeping the hand-written notes around it. */
+async function writeResults(markdown, BEGIN_MARK = BEGIN, END_MARK = END) {
+  const BEGIN = BEGIN_MARK;
+  const END = END_MARK;
   const path = join(HERE, 'RESULTS.md');
   const old = await readFile(path, 'utf8').catch(() => `# Benchmark results\n\n${BEGIN}\n${END}\n`);
   const start = old.indexOf(BEGIN);
@@ -174,6 +182,15 @@ const ourBin = await snapshotOurs();
 const results = [];
 for (const workload of WORKLOADS.filter((w) => !only || only.includes(w.id))) results.push(await measureWorkload(workload, ourBin, refBundle));
 const rows = results.flatMap(rowsOf);
+const live = [];
+if (!only || only.includes('live')) {
+  for (const workload of WORKLOADS.filter((w) => w.id !== 'small')) {
+    const { root } = await generate(workload);
+    log(`live ${workload.id}:`);
+    live.push(...(await liveRows(workload, servers(ourBin, refBundle, root, workload).ours, root, log, quick)));
+  }
+  rows.push(...live);
+}
 const info = await machine();
 const seconds = (performance.now() - started) / 1000;
 process.stdout.write(`${toTerminal(rows)}\n\n${info.nproc} × ${info.cpu}, node ${info.node}; ${seconds.toFixed(0)} s\n`);
@@ -182,6 +199,13 @@ const stamp = new Date().toISOString().replace(/[:.]/g, '-');
 const json = JSON.stringify({ date: new Date().toISOString(), machine: info, seconds, argv, rows, raw: results }, null, 2);
 await writeFile(join(OUT, `results-${stamp}.json`), json);
 await writeFile(join(OUT, 'latest.json'), json);
+if (live.length > 0 && !quick) {
+  await writeResults(
+    [`Run ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC with \`${only ? 'node bench/run.mjs --only=live' : 'npm run bench'}\` on ${info.nproc} × ${info.cpu}, node ${info.node}.`, '', toMarkdown(live)].join('\n'),
+    LIVE_BEGIN,
+    LIVE_END,
+  );
+}
 if (!only && !quick) {
   const command = 'npm run bench';
   await writeResults(

@@ -5,7 +5,9 @@
 import type { RequestStateCodec } from '@modelcontextprotocol/server';
 import { SkillMcpError } from '../shared/errors.js';
 import type { ErrorCode } from '../shared/errors.js';
+import type { Announcer } from './announce.js';
 import type { Catalog } from './catalog/catalog.js';
+import type { LiveCatalog } from './catalog/live.js';
 import type { SkillRecord } from './catalog/skill.js';
 import type { ApprovalState } from './confirm/request-state.js';
 import type { ConfirmSettings } from './confirm/settings.js';
@@ -15,6 +17,11 @@ export interface FrontContext {
   catalog: Catalog;
   /** Entries per skills/list, prompts/list and directory page. */
   pageSize: number;
+  /** Tells connected clients when the catalog changed. */
+  announcer: Announcer;
+  /** The folders' watch (or poll); `listChanged` is advertised only while it runs. */
+  live: LiveCatalog;
+  watching: boolean;
   runner: RunnerLink;
   confirm: ConfirmSettings;
   /** Seals the state of an elicitation round (2026-07-28). */

@@ -10,9 +10,11 @@ import type { FrontContext } from './context.js';
 import { attachPrompts } from './prompts.js';
 import { guarded, ok, okTextOnly } from './tools/result.js';
 import { skillFile } from './tools/skill-file.js';
-import { skillList } from './tools/skill-list.js';
+import { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, skillList } from './tools/skill-list.js';
 import { skillLoad } from './tools/skill-load.js';
 import { skillRun } from './tools/skill-run.js';
+import { DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, skillSearch } from './tools/skill-search.js';
+import { MAX_QUERY_CHARS } from './search/skill-search.js';
 
 export const SERVER_INFO = { name: 'skill-mcp', version: '0.1.0' };
 
@@ -29,26 +31,51 @@ function canElicitForm(mcp: McpServer, ctx: ServerContext): boolean {
   return elicitation['form'] !== undefined || Object.keys(elicitation).length === 0;
 }
 
-export function createServerFactory(front: FrontContext, onWarning: (message: string) => void): () => McpServer {
+/**
+ * @param onServer told of every server built (stdio tracks its connection's server to announce
+ * catalog changes on it; HTTP servers live for one request and are not tracked)
+ */
+export function createServerFactory(front: FrontContext, onWarning: (message: string) => void, onServer: (mcp: McpServer) => void = () => undefined): () => McpServer {
   const extension = new SkillsExtension({
     source: new CatalogSkillSource(front.catalog, front.pageSize),
     onWarning: (w) => onWarning(`skills extension: ${w.path}: ${w.message}`),
   });
   return () => {
     const mcp = new McpServer(SERVER_INFO, {
-      capabilities: { tools: {}, resources: {} },
+      // listChanged: the catalog follows its folders (catalog/live.ts) and says when it changed.
+      capabilities: { tools: {}, resources: { listChanged: front.watching } },
       requestState: { verify: (state, ctx) => front.approvalCodec.verify(state, ctx) },
       instructions:
-        'Agent Skills served over MCP. Call skill_list to see the skills (and any problems), skill_load to read one, skill_file to fetch the files its instructions reference, and skill_run to run a script a skill declares (always after the person approves that exact run).',
+        'Agent Skills served over MCP. Call skill_list to see the skills (and any problems) a page at a time, skill_search to find the skills that fit a task in a large catalog, skill_load to read one, skill_file to fetch the files its instructions reference, and skill_run to run a script a skill declares (always after the person approves that exact run).',
     });
     mcp.registerTool(
       'skill_list',
       {
         title: 'List skills',
-        description: 'Lists every served skill (name, description, when to use it, file count, runnable scripts) and every problem found while scanning.',
+        description:
+          `Lists the served skills a page at a time (name, description, when to use it, file count, runnable scripts), with total, nextCursor and the problems found while scanning. For a large catalog, find skills with skill_search instead of paging through all of them.`,
+        inputSchema: z.object({
+          cursor: z.string().optional().describe('nextCursor from the previous page; omit for the first page'),
+          limit: z.number().int().min(1).max(MAX_LIST_LIMIT).optional().describe(`Skills per page (default ${DEFAULT_LIST_LIMIT}, at most ${MAX_LIST_LIMIT}; a page also ends at about 24,000 characters)`),
+          problems: z.boolean().optional().describe('true: page through every scanning problem instead of the skills'),
+        }),
         annotations: READ_ONLY,
       },
-      () => guarded(async () => ok(await skillList(front))),
+      ({ cursor, limit, problems }) => guarded(async () => ok(await skillList(front, { cursor, limit, problems }))),
+    );
+    mcp.registerTool(
+      'skill_search',
+      {
+        title: 'Search skills',
+        description:
+          'Finds the skills that fit a task, ranked: searches names, descriptions, when-to-use notes and SKILL.md headings, matching word stems, prefixes and small typos. Describe the task in plain words, e.g. "fill in a form inside a PDF". Returns {name, description, whenToUse, score}; load the best with skill_load.',
+        inputSchema: z.object({
+          query: z.string().describe(`What the task is about, in plain words (at most ${MAX_QUERY_CHARS} characters)`),
+          limit: z.number().int().min(1).max(MAX_SEARCH_LIMIT).optional().describe(`How many skills to return (default ${DEFAULT_SEARCH_LIMIT}, at most ${MAX_SEARCH_LIMIT})`),
+        }),
+        annotations: READ_ONLY,
+      },
+      ({ query, limit }) => guarded(async () => ok(skillSearch(front, query, limit))),
     );
     mcp.registerTool(
       'skill_load',
@@ -93,6 +120,7 @@ export function createServerFactory(front: FrontContext, onWarning: (message: st
     );
     attachPrompts(mcp, front);
     extension.attach(mcp);
+    onServer(mcp);
     return mcp;
   };
 }

@@ -10,27 +10,32 @@ import { MAX_BODY_BYTES } from '../shared/limits.js';
 import type { FrontContext } from './context.js';
 import { loadBody } from './tools/skill-load.js';
 
-function cursorOf(name: string): string {
-  return Buffer.from(`p1:${name}`).toString('base64url');
+/** Like skills/list cursors (catalog/source.ts): the last name, and the list it was cut from. */
+function cursorOf(list: string, name: string): string {
+  return Buffer.from(`p2:${list}:${name}`).toString('base64url');
 }
 
 export function attachPrompts(mcp: McpServer, front: FrontContext): void {
-  mcp.server.registerCapabilities({ prompts: { listChanged: false } });
+  mcp.server.registerCapabilities({ prompts: { listChanged: front.watching } });
   mcp.server.setRequestHandler('prompts/list', (request) => {
+    const list = front.catalog.servedFingerprint;
     const skills = front.catalog.skills();
     let start = 0;
     const cursor = request.params?.cursor;
     if (cursor !== undefined) {
       const text = Buffer.from(cursor, 'base64url').toString('utf8');
-      if (!text.startsWith('p1:') || cursorOf(text.slice(3)) !== cursor) throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'Invalid cursor');
-      start = skills.findIndex((s) => s.name > text.slice(3));
+      const match = /^p2:([A-Za-z0-9_-]+):/.exec(text);
+      if (!match || Buffer.from(text).toString('base64url') !== cursor) throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'Invalid cursor');
+      if (match[1] !== list) throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'The skills changed since this cursor was issued; list again from the start, without a cursor');
+      const after = text.slice(match[0].length);
+      start = skills.findIndex((s) => s.name > after);
       if (start < 0) start = skills.length;
     }
     const slice = skills.slice(start, start + front.pageSize);
     const last = slice.at(-1);
     return {
       prompts: slice.map((s) => ({ name: s.name, description: s.description })),
-      ...(start + front.pageSize < skills.length && last ? { nextCursor: cursorOf(last.name) } : {}),
+      ...(start + front.pageSize < skills.length && last ? { nextCursor: cursorOf(list, last.name) } : {}),
     };
   });
   mcp.server.setRequestHandler('prompts/get', async (request) => {

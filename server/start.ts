@@ -8,7 +8,9 @@ import { configView } from '../shared/config-view.js';
 import { readFrontSecretFile } from '../shared/front-secret.js';
 import { readCatalogLimits } from '../shared/limits.js';
 import type { Problem } from '../shared/problems.js';
+import { Announcer } from './announce.js';
 import { Catalog } from './catalog/catalog.js';
+import { readWatchSettings, startLiveCatalog } from './catalog/live.js';
 import { createApprovalCodec } from './confirm/request-state.js';
 import { readConfirmSettings } from './confirm/settings.js';
 import { createFrontContext, type FrontContext } from './context.js';
@@ -55,12 +57,21 @@ export async function startFront(
     if (Number.isSafeInteger(value) && value > 0) pageSize = value;
     else configProblems.push({ path: 'configuration', reason: 'config', detail: `SKILL_MCP_PAGE_SIZE=${JSON.stringify(rawPage)} is not a positive integer; using ${DEFAULT_PAGE_SIZE}` });
   }
+  const watch = readWatchSettings(env);
+  for (const detail of watch.errors) configProblems.push({ path: 'configuration', reason: 'config', detail });
   const confirm = readConfirmSettings(env);
   for (const warning of confirm.warnings) warn(warning);
   const catalog = await Catalog.load({ roots: skillRoots(env, bundledSkills), limits, env, configProblems });
+  const notice = catalog.limitNotice();
+  if (notice !== undefined) warn(notice);
+  const announcer = new Announcer(catalog, warn);
+  const live = startLiveCatalog(catalog, watch.settings, warn);
   return createFrontContext({
     catalog,
     pageSize,
+    announcer,
+    live,
+    watching: watch.settings.mode !== 'off',
     runner: new RunnerLink(runner, () => configView(env, bundledSkills)),
     confirm,
     approvalCodec: createApprovalCodec(env['MCP_CONFIRM_SECRET'], confirm.ttlSeconds),

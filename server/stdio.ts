@@ -12,11 +12,14 @@ export async function serveOverStdio(options: { bundledSkills: string; env: Node
   const warn = (message: string): void => void process.stderr.write(`skill-mcp: ${message}\n`);
   const front = await startFront(options.env, options.bundledSkills, options.runner, warn);
   // The session ends when input has ended and every request read was answered (or stdout broke):
-  // close, then exit even if a runner guard's pipes are still open (the guard sees our end of
-  // its pipe close and takes the runner down with it).
+  // stop watching, close, then exit even if a runner guard's pipes are still open (the guard sees
+  // our end of its pipe close and takes the runner down with it).
   const transport = new LineTransport({
     warn,
-    onFinished: (reason) => void handle.close().finally(() => process.exit(reason === 'end' ? 0 : 1)),
+    onFinished: (reason) => {
+      front.live.close();
+      void handle.close().finally(() => process.exit(reason === 'end' ? 0 : 1));
+    },
   });
-  const handle = serveStdio(createServerFactory(front, warn), { legacy: 'serve', transport, onerror: (error) => warn(error.message) });
+  const handle = serveStdio(createServerFactory(front, warn, (mcp) => front.announcer.track(mcp)), { legacy: 'serve', transport, onerror: (error) => warn(error.message) });
 }

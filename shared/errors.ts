@@ -14,6 +14,9 @@ export type ErrorCode =
   | 'READ_FAILED'
   | 'UNKNOWN_SKILL'
   | 'BATCH_LIMIT'
+  // catalog browsing (skill_list pages, skill_search)
+  | 'INVALID_CURSOR'
+  | 'INVALID_QUERY'
   // run refusals
   | 'NOT_DECLARED'
   | 'NOT_GRANTED'

@@ -42,7 +42,12 @@ export interface CatalogLimits {
 }
 
 export const DEFAULT_CATALOG_LIMITS: Readonly<CatalogLimits> = Object.freeze({
-  maxSkills: 32,
+  /**
+   * What the benchmark shows one front serves well (bench/RESULTS.md, 5,000 skills / 50,000 files):
+   * first skills/list in ~1.1 s, ~140 MB RSS, skill_search under 1 ms at the median, a watch of
+   * ~24,000 folders. Beyond it start-up and memory grow linearly; raise it knowingly.
+   */
+  maxSkills: 5000,
   maxFilesPerSkill: 2000,
   maxDirsPerSkill: 2000,
   maxFrontmatterBytes: 64 * 1024,

@@ -1,22 +1,28 @@
 /**
- * @module The catalog: every served skill's record and every problem, scanned once at start (with
- * synchronous file-system calls: walk.ts says why), plus the published SEP-2640 entries. Entry digests are computed once per
- * skill from the bytes that will be served: on first use, and ahead of use in the background
- * after the start (a few ms at a time, so requests interleave), so that later skills/list pages
- * are ready when a client walks them. A read that finds different bytes rescans that skill, so new
- * bytes are never published under an old digest.
+ * @module The catalog: every served skill's record and every problem, scanned at start (with
+ * synchronous file-system calls: walk.ts says why), plus the published SEP-2640 entries and the
+ * search index. Entry digests are computed once per skill from the bytes that will be served: on
+ * first use, and ahead of use in the background after the start (a few ms at a time, so requests
+ * interleave), so that later skills/list pages are ready when a client walks them.
+ *
+ * It stays live: {@link Catalog.update} rescans the skills that changed paths touch (and re-runs
+ * discovery only when the set of skill folders may have changed), one update at a time, and tells
+ * its listeners when something a client sees changed. A read that finds different bytes rescans
+ * that skill the same way, so new bytes are never published under an old digest.
  */
 import { createHash } from 'node:crypto';
+import { realpathSync } from 'node:fs';
 import type { Skill } from '@modelcontextprotocol/server/ext/skills';
-import { discoverSkills } from '../../shared/discover.js';
+import { discoverSkills, type DiscoveredSkill } from '../../shared/discover.js';
 import { deadGrantRows, readGrantSource, type GrantSource } from '../../shared/grant.js';
 import type { CatalogLimits } from '../../shared/limits.js';
 import { PUBLISH_MAX_BYTES } from '../../shared/limits.js';
 import type { Problem } from '../../shared/problems.js';
+import { SkillSearch } from '../search/skill-search.js';
+import { affectedBy } from './affected.js';
 import { digestServedFile } from './digest.js';
 import { scanSkill, type SkillRecord } from './skill.js';
 import { uriFor } from './uri.js';
-import type { DiscoveredSkill } from '../../shared/discover.js';
 
 export interface CatalogOptions {
   roots: string[];
@@ -26,8 +32,20 @@ export interface CatalogOptions {
   configProblems?: Problem[];
 }
 
-/** How long one background slice of entry building may hold the event loop. */
-const WARM_SLICE_MS = 4;
+/** What changed for clients in one update: the skills whose listing, entry or prompt differs. */
+export interface CatalogChange {
+  names: string[];
+}
+
+/** What to look at again: changed real paths, named skills, or every skill of some roots (polling). */
+export interface UpdateRequest {
+  paths?: Iterable<string>;
+  names?: Iterable<string>;
+  roots?: Iterable<number>;
+}
+
+/** How long one background slice of entry building (or of a long rescan) may hold the event loop. */
+const SLICE_MS = 4;
 /** Scratch buffer for hashing: files are streamed through it, never held whole. */
 const DIGEST_CHUNK_BYTES = 64 * 1024;
 
@@ -35,38 +53,146 @@ export function sha256Hex(bytes: Uint8Array): string {
   return createHash('sha256').update(bytes).digest('hex');
 }
 
+/** A short fingerprint of a sorted name list: cursors carry it, so a page is never cut from another list. */
+function fingerprintOf(names: readonly string[]): string {
+  return createHash('sha256').update(names.join('\n')).digest('base64url').slice(0, 12);
+}
+
+const yieldToRequests = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
 export class Catalog {
   readonly grant: GrantSource;
+  /** Full-text index over the served skills, kept in step with every (re)scan. */
+  readonly search = new SkillSearch();
+  #roots: readonly string[];
+  #realRoots: string[];
   #records = new Map<string, SkillRecord>();
   #found = new Map<string, DiscoveredSkill>();
   #scanProblems = new Map<string, Problem[]>();
-  #fixedProblems: Problem[];
+  #configProblems: Problem[];
+  #discoveryProblems: Problem[] = [];
+  #grantProblems: Problem[] = [];
   #entries = new WeakMap<SkillRecord, Skill>();
   #limits: CatalogLimits;
   /** Sorted by name; rebuilt after a (re)scan changed the records. */
   #sorted: SkillRecord[] | undefined;
+  #published: { records: SkillRecord[]; fingerprint: string } | undefined;
+  #servedFingerprint: string | undefined;
   #scratch = Buffer.allocUnsafe(DIGEST_CHUNK_BYTES);
+  #queue: Promise<unknown> = Promise.resolve();
+  #listeners = new Set<(change: CatalogChange) => void>();
 
-  private constructor(grant: GrantSource, fixed: Problem[], limits: CatalogLimits) {
-    this.grant = grant;
-    this.#fixedProblems = fixed;
-    this.#limits = limits;
+  private constructor(options: CatalogOptions) {
+    this.grant = readGrantSource(options.env);
+    this.#roots = options.roots;
+    this.#realRoots = options.roots.flatMap((root) => {
+      try {
+        return [realpathSync.native(root)];
+      } catch {
+        return [];
+      }
+    });
+    this.#limits = options.limits;
+    this.#configProblems = [...(options.configProblems ?? [])];
+    if (this.grant.kind === 'owner' && this.grant.error) this.#configProblems.push({ path: 'MCP_SKILL_RUN', reason: 'grant', detail: this.grant.error });
   }
 
   static async load(options: CatalogOptions): Promise<Catalog> {
+    const catalog = new Catalog(options);
     const discovery = await discoverSkills(options.roots, options.limits.maxSkills);
-    const catalog = new Catalog(readGrantSource(options.env), [...(options.configProblems ?? []), ...discovery.problems], options.limits);
+    catalog.#discoveryProblems = discovery.problems;
     await Promise.all(discovery.skills.map((found) => catalog.#scan(found)));
-    const grant = catalog.grant;
-    if (grant.kind === 'owner' && grant.error) catalog.#fixedProblems.push({ path: 'MCP_SKILL_RUN', reason: 'grant', detail: grant.error });
-    for (const dead of deadGrantRows(grant, (name) => {
-      const record = catalog.#records.get(name);
-      return record ? (record.declaration?.run ?? []) : undefined;
-    })) {
-      catalog.#fixedProblems.push({ path: `MCP_SKILL_RUN/${dead.row.skill}/${dead.row.script}`, reason: 'grant', detail: dead.why });
-    }
-    catalog.#warmEntries();
+    catalog.#checkGrant();
+    catalog.#warmEntries(catalog.published());
     return catalog;
+  }
+
+  /** The configured roots as real paths (what a watcher watches). */
+  get realRoots(): readonly string[] {
+    return this.#realRoots;
+  }
+
+  /** Calls `listener` after every update that changed what clients see. Returns the unsubscribe. */
+  onChange(listener: (change: CatalogChange) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /**
+   * Rescans what `request` names, one update at a time, and resolves with what clients see
+   * differently (also told to the listeners when not empty).
+   */
+  update(request: UpdateRequest): Promise<CatalogChange> {
+    const run = this.#queue.then(() => this.#updateNow(request));
+    this.#queue = run.catch(() => undefined);
+    return run;
+  }
+
+  async #updateNow(request: UpdateRequest): Promise<CatalogChange> {
+    const before = new Map(this.#records);
+    const byRealDir = new Map([...this.#found.values()].map((f) => [f.realDir, f.name]));
+    const { names, rediscover } = affectedBy(request.paths ?? [], this.#realRoots, byRealDir);
+    for (const name of request.names ?? []) names.add(name);
+    const roots = new Set(request.roots ?? []);
+    const gone = new Set<string>();
+    if (rediscover || roots.size > 0) {
+      const discovery = await discoverSkills(this.#roots, this.#limits.maxSkills);
+      this.#discoveryProblems = discovery.problems;
+      const next = new Map(discovery.skills.map((s) => [s.name, s]));
+      for (const name of this.#found.keys()) if (!next.has(name)) gone.add(name);
+      for (const [name, found] of next) {
+        const old = this.#found.get(name);
+        if (!old || old.realDir !== found.realDir || old.displayPath !== found.displayPath || roots.has(found.root)) {
+          names.add(name);
+          this.#found.set(name, found);
+        }
+      }
+    }
+    for (const name of gone) this.#drop(name);
+    let until = performance.now() + SLICE_MS;
+    for (const name of names) {
+      const found = this.#found.get(name);
+      if (!found || gone.has(name)) continue;
+      await this.#scan(found);
+      // A poll rescans a whole root: let requests in between skills.
+      if (performance.now() > until) {
+        await yieldToRequests();
+        until = performance.now() + SLICE_MS;
+      }
+    }
+    this.#checkGrant();
+    const changed = [...new Set([...names, ...gone])].filter((name) => this.#differs(before.get(name), this.#records.get(name))).sort();
+    const change = { names: changed };
+    // Digests follow the files without anyone reading them first: the next skills/list is ready.
+    this.#warmEntries(changed.map((name) => this.#records.get(name)).filter((r): r is SkillRecord => r?.published === true));
+    if (changed.length > 0) for (const listener of this.#listeners) listener(change);
+    return change;
+  }
+
+  /** Whether a client would see `now` differently from `old` (listing, prompt, entry digests). */
+  #differs(old: SkillRecord | undefined, now: SkillRecord | undefined): boolean {
+    if (old === now) return false;
+    if (!old || !now) return true;
+    const view = (r: SkillRecord): string =>
+      JSON.stringify([r.realDir, r.displayPath, r.frontmatter, r.description, r.whenToUse, r.published, r.files, r.skillMdDigest, r.declaration, r.headings]);
+    if (view(old) !== view(now)) return true;
+    if (!now.published) return false;
+    // Same listing: the entry's digests decide. An entry never built before cannot be compared.
+    const oldEntry = this.#entries.get(old);
+    if (!oldEntry) return true;
+    try {
+      return JSON.stringify(oldEntry) !== JSON.stringify(this.#entryNow(now));
+    } catch {
+      return true;
+    }
+  }
+
+  /** Grant problems follow the records: a grant row for a skill that just appeared comes alive. */
+  #checkGrant(): void {
+    this.#grantProblems = deadGrantRows(this.grant, (name) => {
+      const record = this.#records.get(name);
+      return record ? (record.declaration?.run ?? []) : undefined;
+    }).map((dead) => ({ path: `MCP_SKILL_RUN/${dead.row.skill}/${dead.row.script}`, reason: 'grant' as const, detail: dead.why }));
   }
 
   /**
@@ -74,11 +200,10 @@ export class Catalog {
    * Measured on 5,000 skills / 50,000 files: ~1.5 s of hashing that would otherwise land on the
    * skills/list pages a client walks (~100 ms each instead of a few ms).
    */
-  #warmEntries(): void {
-    const queue = this.published();
+  #warmEntries(queue: SkillRecord[]): void {
     let next = 0;
     const slice = (): void => {
-      const until = performance.now() + WARM_SLICE_MS;
+      const until = performance.now() + SLICE_MS;
       while (next < queue.length && performance.now() < until) {
         const record = queue[next++]!;
         if (this.#records.get(record.name) !== record) continue;
@@ -97,21 +222,43 @@ export class Catalog {
     const { record, problems } = await scanSkill(found, this.#limits);
     this.#found.set(found.name, found);
     this.#scanProblems.set(found.name, problems);
-    if (record) this.#records.set(found.name, record);
-    else this.#records.delete(found.name);
+    if (record) {
+      this.#records.set(found.name, record);
+      this.search.put(record);
+    } else if (this.#records.delete(found.name)) this.search.remove(found.name);
+    this.#invalidate();
+  }
+
+  #drop(name: string): void {
+    this.#found.delete(name);
+    this.#scanProblems.delete(name);
+    if (this.#records.delete(name)) this.search.remove(name);
+    this.#invalidate();
+  }
+
+  #invalidate(): void {
     this.#sorted = undefined;
+    this.#published = undefined;
+    this.#servedFingerprint = undefined;
   }
 
   /** Rescans one skill (its bytes changed on disk) and swaps its record in. */
   async refresh(name: string): Promise<void> {
-    const found = this.#found.get(name);
-    if (found) await this.#scan(found);
+    await this.update({ names: [name] });
   }
 
   get problems(): Problem[] {
-    const all = [...this.#fixedProblems];
+    const all = [...this.#configProblems, ...this.#discoveryProblems, ...this.#grantProblems];
     for (const problems of this.#scanProblems.values()) all.push(...problems);
     return all.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  }
+
+  /** What crossing the skill limit means, when it is crossed: said on stderr at start and by skill_list. */
+  limitNotice(): string | undefined {
+    const over = this.#discoveryProblems.filter((p) => p.reason === 'skill-limit').length;
+    if (over === 0) return undefined;
+    const max = this.#limits.maxSkills;
+    return `${max + over} skill folders found, over the limit of ${max} (SKILL_MCP_MAX_SKILLS): the first ${max} by name are served, the other ${over} are not (each is a skill-limit problem). Raise SKILL_MCP_MAX_SKILLS to serve them all.`;
   }
 
   /** Every served skill, sorted by name. */
@@ -120,13 +267,32 @@ export class Catalog {
     return [...this.#sorted];
   }
 
+  /** Fingerprint of the served names: a skill_list or prompts/list cursor is valid while it holds. */
+  get servedFingerprint(): string {
+    this.#servedFingerprint ??= fingerprintOf(this.skills().map((s) => s.name));
+    return this.#servedFingerprint;
+  }
+
   get(name: string): SkillRecord | undefined {
     return this.#records.get(name);
   }
 
   /** Skills in the `skill://` namespace, sorted by name (= URI order). */
   published(): SkillRecord[] {
-    return this.skills().filter((s) => s.published);
+    return [...this.#publishedView().records];
+  }
+
+  /** Fingerprint of the published names: a skills/list cursor is valid while it holds. */
+  get publishedFingerprint(): string {
+    return this.#publishedView().fingerprint;
+  }
+
+  #publishedView(): { records: SkillRecord[]; fingerprint: string } {
+    if (!this.#published) {
+      const records = this.skills().filter((s) => s.published);
+      this.#published = { records, fingerprint: fingerprintOf(records.map((r) => r.name)) };
+    }
+    return this.#published;
   }
 
   /** The SEP-2640 entry of a published skill: digests and sizes of the bytes served now. */

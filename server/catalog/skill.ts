@@ -3,6 +3,7 @@
  * and whether a strict SEP-2640 host could load it (publication in `skill://`). One broken skill
  * produces problems for itself only.
  */
+import { createHash } from 'node:crypto';
 import { parseDeclaration, type Declaration } from '../../shared/declaration.js';
 import type { DiscoveredSkill } from '../../shared/discover.js';
 import { FrontmatterError, parseSkillMd, type Frontmatter } from '../../shared/frontmatter.js';
@@ -27,6 +28,28 @@ export interface SkillRecord {
   /** Size and mtime of SKILL.md when scanned: a cheap staleness check for reads of the body. */
   skillMdSize: number;
   skillMdMtimeMs: number;
+  /** sha256 of the SKILL.md text scanned: tells a real edit from a rewrite of the same bytes. */
+  skillMdDigest: string;
+  /** The Markdown headings of the body (`#` to `######`), in order: what skill_search indexes besides the frontmatter. */
+  headings: string[];
+}
+
+/** Headings kept per skill for search: a 600-line SKILL.md has a few dozen; this bounds a hostile one. */
+const MAX_HEADINGS = 200;
+const MAX_HEADING_CHARS = 200;
+
+/** ATX headings outside fenced code blocks, without their `#` marks; at most {@link MAX_HEADINGS}. */
+export function headingsOf(body: string): string[] {
+  const out: string[] = [];
+  let fenced = false;
+  for (const line of body.split('\n')) {
+    if (/^\s{0,3}(```|~~~)/.test(line)) fenced = !fenced;
+    if (fenced) continue;
+    const match = /^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$/.exec(line);
+    if (match?.[1]) out.push(match[1].slice(0, MAX_HEADING_CHARS));
+    if (out.length >= MAX_HEADINGS) break;
+  }
+  return out;
 }
 
 export type ScanResult = {
@@ -132,6 +155,8 @@ export async function scanSkill(found: DiscoveredSkill, limits: CatalogLimits): 
       published: why.length === 0,
       skillMdSize: md.size,
       skillMdMtimeMs: md.mtimeMs,
+      skillMdDigest: createHash('sha256').update(md.text).digest('hex'),
+      headings: headingsOf(parsed.body),
     },
     problems,
     ...(why.length > 0 ? { unpublished: why } : {}),

@@ -3,6 +3,7 @@
  * catalog rules are ours. Only published skills are in `skill://`; every read is checked against
  * the catalog and re-confirmed fresh.
  */
+import { createHash } from 'node:crypto';
 import { ProtocolError, ProtocolErrorCode, type Resource } from '@modelcontextprotocol/server';
 import type { SkillReadResult, SkillSource } from '@modelcontextprotocol/server/ext/skills';
 import { isSkillMcpError } from '../../shared/errors.js';
@@ -14,18 +15,25 @@ import { parseSkillUri, uriFor } from './uri.js';
 
 const DIRECTORY_MIME = 'inode/directory';
 
-function encodeCursor(key: string): string {
-  return Buffer.from(`c1:${key}`).toString('base64url');
+/**
+ * A cursor names the last key of its page and the list it was cut from (a fingerprint of its
+ * names). Keys alone never repeat an entry, but a skill added before the key after the page was
+ * cut would be skipped silently; so once the list's names changed, the cursor is refused.
+ */
+function encodeCursor(list: string, key: string): string {
+  return Buffer.from(`c2:${list}:${key}`).toString('base64url');
 }
 
-/** Decodes a cursor; an unknown one is -32602 (never "start over" silently). */
-function decodeCursor(cursor: string | undefined): string | undefined {
+/** Decodes a cursor of `list`; an unknown or outdated one is -32602 (never "start over" silently). */
+function decodeCursor(cursor: string | undefined, list: string): string | undefined {
   if (cursor === undefined) return undefined;
   const text = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (!text.startsWith('c1:') || encodeCursor(text.slice(3)) !== cursor) {
+  const match = /^c2:([A-Za-z0-9_-]+):/.exec(text);
+  if (!match || Buffer.from(text).toString('base64url') !== cursor) {
     throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'Invalid cursor: pass back a nextCursor exactly as received');
   }
-  return text.slice(3);
+  if (match[1] !== list) throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'The catalog changed since this cursor was issued (skills were added, removed or renamed); list again from the start, without a cursor');
+  return text.slice(match[0].length);
 }
 
 /**
@@ -41,8 +49,8 @@ const MAX_PAGE_FILES = 500;
  * One page of `items` (sorted by `key`) after the cursor's key: at most `size` items, and, with
  * `weigh`, items up to a total weight of `budget` (at least one).
  */
-function page<T>(items: T[], key: (item: T) => string, cursor: string | undefined, size: number, weigh?: (item: T) => number, budget = Infinity): { items: T[]; next?: string } {
-  const after = decodeCursor(cursor);
+function page<T>(items: T[], list: string, key: (item: T) => string, cursor: string | undefined, size: number, weigh?: (item: T) => number, budget = Infinity): { items: T[]; next?: string } {
+  const after = decodeCursor(cursor, list);
   const start = after === undefined ? 0 : items.findIndex((item) => key(item) > after);
   if (start < 0) return { items: [] };
   let end = Math.min(start + size, items.length);
@@ -58,7 +66,7 @@ function page<T>(items: T[], key: (item: T) => string, cursor: string | undefine
   }
   const slice = items.slice(start, end);
   const last = slice.at(-1);
-  return end < items.length && last !== undefined ? { items: slice, next: encodeCursor(key(last)) } : { items: slice };
+  return end < items.length && last !== undefined ? { items: slice, next: encodeCursor(list, key(last)) } : { items: slice };
 }
 
 export class CatalogSkillSource implements SkillSource {
@@ -73,7 +81,9 @@ export class CatalogSkillSource implements SkillSource {
   }
 
   async list(params: { cursor?: string }): Promise<{ skills: Awaited<ReturnType<Catalog['entry']>>[]; nextCursor?: string }> {
-    const { items, next } = page(this.catalog.published(), (r) => r.name, params.cursor, this.pageSize, (r) => r.files.length, MAX_PAGE_FILES);
+    // Fingerprint first: an update between the two calls can only make the cursor stricter.
+    const list = this.catalog.publishedFingerprint;
+    const { items, next } = page(this.catalog.published(), list, (r) => r.name, params.cursor, this.pageSize, (r) => r.files.length, MAX_PAGE_FILES);
     const skills = await Promise.all(items.map((record) => this.catalog.entry(record)));
     return next === undefined ? { skills } : { skills, nextCursor: next };
   }
@@ -126,7 +136,9 @@ export class CatalogSkillSource implements SkillSource {
     // A path that is a file, or a folder with nothing served in it, is not a directory resource.
     if (children.size === 0) return undefined;
     const sorted = [...children.values()].sort((a, b) => (a.uri < b.uri ? -1 : a.uri > b.uri ? 1 : 0));
-    const { items, next } = page(sorted, (r) => r.uri, params.cursor, this.pageSize);
+    // A directory's listing is keyed by the skill's manifest: a changed skill refuses old cursors.
+    const list = createHash('sha256').update(sorted.map((r) => r.uri).join('\n')).digest('base64url').slice(0, 12);
+    const { items, next } = page(sorted, list, (r) => r.uri, params.cursor, this.pageSize);
     return next === undefined ? { resources: items } : { resources: items, nextCursor: next };
   }
 

@@ -31,7 +31,8 @@ function createListener(handler: McpHttpHandler, options: HttpOptions, inFlight:
     tokenCheck: options.token === undefined ? undefined : bearerTokenCheck(options.token),
   };
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    inFlight.track(res);
+    // An open subscriptions/listen stream lasts as long as the client wants: not a request to wait for at shutdown.
+    if (req.headers['mcp-method'] !== 'subscriptions/listen') inFlight.track(res);
     if (state.stopping) res.setHeader('connection', 'close');
     const aborter = new AbortController();
     res.once('close', () => {
@@ -98,6 +99,8 @@ export async function serveOverHttp(options: { args: string[]; bundledSkills: st
     maxRequestBodySize: http.maxBodyBytes,
     onerror: (error) => warn(`http: ${error.message}`),
   });
+  // Catalog changes go to the open subscriptions/listen streams (2026-07-28).
+  front.announcer.addSink(handler.notify);
   const inFlight = createInFlight();
   const state = { stopping: false };
   // Node checks the header/request deadlines on this interval (default 30 s); check every second.
@@ -112,6 +115,7 @@ export async function serveOverHttp(options: { args: string[]; bundledSkills: st
   const close = (): Promise<void> => {
     stopped ??= (async () => {
       state.stopping = true;
+      front.live.close();
       const { cut } = await shutdownGracefully(server, inFlight, http.shutdownGraceMs, () => handler.close(), (count) => warn(`stopping: ${count} request(s) in flight`));
       warn(cut === 0 ? 'stopped' : `stopped; ${cut} request(s) did not finish within SKILL_MCP_HTTP_SHUTDOWN_GRACE_MS and were cut`);
     })();

@@ -3,16 +3,77 @@
  * `problems`, so an empty or short list is never a mystery, and "nothing runs" is never confused
  * with "nothing declared". What may run comes from the runner (which re-derives it); when the
  * runner cannot be reached, the scripts are listed as unavailable with that reason.
+ *
+ * Paged, so one answer never floods a model's context on a catalog of thousands: at most `limit`
+ * skills (default {@link DEFAULT_LIST_LIMIT}) and about {@link PAGE_BUDGET_CHARS} characters of
+ * them, then a `nextCursor`; the first page carries the first {@link FIRST_PAGE_PROBLEMS} problems
+ * and `problemCount`, and `problems: true` pages through all of them the same way.
  */
+import { createHash } from 'node:crypto';
 import { INTERPRETERS } from '../../shared/declaration.js';
+import { SkillMcpError } from '../../shared/errors.js';
 import { grantFrom, grantScripts, HOSTED_GRANT_NOTE } from '../../shared/grant.js';
 import type { Problem } from '../../shared/problems.js';
 import type { DescribeResult } from '../../shared/protocol.js';
 import type { FrontContext } from '../context.js';
 import { uriFor } from '../catalog/uri.js';
 
-export async function skillList(front: FrontContext): Promise<Record<string, unknown>> {
+export const DEFAULT_LIST_LIMIT = 25;
+export const MAX_LIST_LIMIT = 200;
+/** A page ends once its entries (as compact JSON) reach this many characters; never inside an entry. */
+const PAGE_BUDGET_CHARS = 24_000;
+/** Problems shown with the first page; `problems: true` pages through the rest. */
+const FIRST_PAGE_PROBLEMS = 50;
+/** From this many skills on, the answer points at skill_search. */
+const SEARCH_HINT_FROM = 50;
+
+export interface ListRequest {
+  cursor?: string | undefined;
+  limit?: number | undefined;
+  problems?: boolean | undefined;
+}
+
+/** Cursors name the list they were cut from (catalog/source.ts says why) and the last key given. */
+function encodeCursor(kind: string, list: string, key: string): string {
+  return Buffer.from(`${kind}:${list}:${key}`).toString('base64url');
+}
+
+function decodeCursor(kind: string, cursor: string | undefined, list: string): string | undefined {
+  if (cursor === undefined) return undefined;
+  const text = Buffer.from(cursor, 'base64url').toString('utf8');
+  const match = new RegExp(`^${kind}:([A-Za-z0-9_-]+):`).exec(text);
+  if (!match || Buffer.from(text).toString('base64url') !== cursor) {
+    throw new SkillMcpError('INVALID_CURSOR', 'this cursor was not issued by skill_list for this list: pass back nextCursor exactly as received, or call skill_list without a cursor to start over.');
+  }
+  if (match[1] !== list) throw new SkillMcpError('INVALID_CURSOR', 'the catalog changed since this cursor was issued (skills or problems were added, removed or renamed): call skill_list again without a cursor.');
+  return text.slice(match[0].length);
+}
+
+/** Items after the cursor's key: at most `limit`, and entries up to the character budget (at least one). */
+function pageOf<T>(items: T[], key: (item: T, index: number) => string, after: string | undefined, limit: number, shape: (item: T) => unknown): { page: unknown[]; lastKey?: string; more: boolean } {
+  let start = 0;
+  if (after !== undefined) {
+    start = items.findIndex((item, i) => key(item, i) > after);
+    if (start < 0) start = items.length;
+  }
+  const page: unknown[] = [];
+  let used = 0;
+  let i = start;
+  for (; i < items.length && page.length < limit; i++) {
+    const shaped = shape(items[i]!);
+    used += JSON.stringify(shaped).length;
+    if (used > PAGE_BUDGET_CHARS && page.length > 0) break;
+    page.push(shaped);
+  }
+  return i > start ? { page, lastKey: key(items[i - 1]!, i - 1), more: i < items.length } : { page, more: false };
+}
+
+export async function skillList(front: FrontContext, request: ListRequest = {}): Promise<Record<string, unknown>> {
   const { catalog } = front;
+  const limit = request.limit ?? DEFAULT_LIST_LIMIT;
+  if (request.problems) return problemPage(front, request.cursor, limit);
+  const list = catalog.servedFingerprint;
+  const after = decodeCursor('l1', request.cursor, list);
   let described: DescribeResult | undefined;
   let runnerWhy: string | undefined;
   try {
@@ -20,16 +81,18 @@ export async function skillList(front: FrontContext): Promise<Record<string, unk
   } catch (error) {
     runnerWhy = error instanceof Error ? error.message : String(error);
   }
-  // A copy: the catalog's own list must not grow with every call.
-  const problems: Problem[] = [...catalog.problems];
+  // The runner's problems first: they concern every skill, and the first page shows only the first problems.
+  const problems: Problem[] = [];
   if (described && !described.environ.scrubbed && !described.runsAllowed) {
     problems.push({ path: 'runner', reason: 'environ-unscrubbed', detail: described.runsRefusedWhy ?? 'the runner could not clear its environ; no script runs' });
   }
   const mismatch = described?.configMismatch;
   if (mismatch) problems.push({ path: 'runner', reason: 'config-mismatch', detail: mismatch.message });
+  problems.push(...catalog.problems);
   // Nothing runs through this front at all (HTTP without a token, a runner configured otherwise): say why per script.
   const refusedWhy = front.runRefusal?.message ?? mismatch?.message;
-  const skills = catalog.skills().map((record) => {
+  const records = catalog.skills();
+  const shape = (record: (typeof records)[number]): Record<string, unknown> => {
     const scripts: unknown[] = [];
     const ungrantedScripts: unknown[] = [];
     const unavailableScripts: unknown[] = [];
@@ -65,10 +128,18 @@ export async function skillList(front: FrontContext): Promise<Record<string, unk
       ...(ungrantedScripts.length > 0 ? { ungrantedScripts } : {}),
       ...(unavailableScripts.length > 0 ? { unavailableScripts } : {}),
     };
-  });
+  };
+  const { page, lastKey, more } = pageOf(records, (r) => r.name, after, limit, shape);
+  const firstPage = request.cursor === undefined;
   return {
-    skills,
-    problems,
+    skills: page,
+    total: records.length,
+    ...(more && lastKey !== undefined ? { nextCursor: encodeCursor('l1', list, lastKey) } : {}),
+    ...(catalog.limitNotice() !== undefined ? { limitNotice: catalog.limitNotice() } : {}),
+    ...(records.length >= SEARCH_HINT_FROM ? { hint: `${records.length} skills: find one by what it does with skill_search {"query": "..."}; page through all with nextCursor.` } : {}),
+    ...(firstPage ? { problems: problems.slice(0, FIRST_PAGE_PROBLEMS) } : {}),
+    problemCount: problems.length,
+    ...(firstPage && problems.length > FIRST_PAGE_PROBLEMS ? { problemsNote: `the first ${FIRST_PAGE_PROBLEMS} of ${problems.length} problems; call skill_list with {"problems": true} to page through all` } : {}),
     grantFrom: grantFrom(catalog.grant),
     ...(catalog.grant.kind === 'hosted-default' ? { grantNote: HOSTED_GRANT_NOTE } : {}),
     isolation: described
@@ -78,5 +149,19 @@ export async function skillList(front: FrontContext): Promise<Record<string, unk
           ...(mismatch ? { configMismatch: mismatch } : {}),
         }
       : { level: 'unavailable', detail: `no script can run: ${runnerWhy}` },
+  };
+}
+
+/** Every catalog problem, a page at a time (the runner's, if any, lead the first skills page). */
+function problemPage(front: FrontContext, cursor: string | undefined, limit: number): Record<string, unknown> {
+  const problems = front.catalog.problems;
+  const keyOf = (_problem: Problem, i: number): string => String(i).padStart(9, '0');
+  const list = createHash('sha256').update(JSON.stringify(problems)).digest('base64url').slice(0, 12);
+  const after = decodeCursor('q1', cursor, list);
+  const { page, lastKey, more } = pageOf(problems, keyOf, after, limit, (p) => p);
+  return {
+    problems: page,
+    problemCount: problems.length,
+    ...(more && lastKey !== undefined ? { nextCursor: encodeCursor('q1', list, lastKey) } : {}),
   };
 }

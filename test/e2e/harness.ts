@@ -127,6 +127,8 @@ export interface Served {
   pid: number;
   /** Everything the server wrote to stderr so far. */
   stderr(): string;
+  /** Resolves once stderr matches `pattern` (rejects after `withinMs`: a generous deadline, not a sleep). */
+  waitForStderr(pattern: RegExp, withinMs?: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -167,7 +169,26 @@ export async function serve(env: Record<string, string>, era: Era, options: Serv
     stderr: 'pipe',
   });
   let stderr = '';
-  transport.stderr?.on('data', (chunk: Buffer) => void (stderr += chunk.toString('utf8')));
+  const stderrWaiters = new Set<() => void>();
+  transport.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString('utf8');
+    for (const check of stderrWaiters) check();
+  });
+  const waitForStderr = (pattern: RegExp, withinMs = 30_000): Promise<void> =>
+    new Promise((resolve, reject) => {
+      const check = (): void => {
+        if (!pattern.test(stderr)) return;
+        stderrWaiters.delete(check);
+        clearTimeout(timer);
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        stderrWaiters.delete(check);
+        reject(new Error(`stderr never matched ${pattern} within ${withinMs} ms:\n${stderr}`));
+      }, withinMs);
+      stderrWaiters.add(check);
+      check();
+    });
   const client = new Client(
     { name: 'skill-mcp-e2e', version: '0.0.0' },
     {
@@ -183,6 +204,7 @@ export async function serve(env: Record<string, string>, era: Era, options: Serv
     skills: new SkillsClient(client),
     pid: transport.pid ?? -1,
     stderr: () => stderr,
+    waitForStderr,
     close: () => client.close(),
   };
 }
@@ -257,8 +279,34 @@ export interface SkillListValue {
   isolation: { level: string; detail?: string; runnerRestarts?: number; interpreters?: { name: string; available: boolean }[] };
 }
 
+/**
+ * The whole of skill_list: every page of skills (at most 200 a page) and, when the first page shows
+ * only the first problems, every page of problems.
+ */
 export async function skillList(client: Client): Promise<SkillListValue> {
-  const answer = await callTool(client, 'skill_list');
-  if (answer.isError) throw new Error(`skill_list failed: ${answer.text}`);
-  return answer.value as unknown as SkillListValue;
+  const call = async (args: Record<string, unknown>): Promise<Record<string, unknown>> => {
+    const answer = await callTool(client, 'skill_list', args);
+    if (answer.isError) throw new Error(`skill_list failed: ${answer.text}`);
+    return answer.value;
+  };
+  const first = await call({ limit: 200 });
+  const skills = [...(first['skills'] as SkillListEntry[])];
+  for (let cursor = first['nextCursor'] as string | undefined; cursor !== undefined; ) {
+    const page = await call({ limit: 200, cursor });
+    skills.push(...(page['skills'] as SkillListEntry[]));
+    cursor = page['nextCursor'] as string | undefined;
+  }
+  let problems = first['problems'] as ProblemEntry[];
+  if ((first['problemCount'] as number) > problems.length) {
+    // The runner's problems lead the first page; the problem pages hold the catalog's.
+    const runner = problems.filter((p) => p.path === 'runner');
+    problems = [...runner];
+    for (let cursor: string | undefined, more = true; more; ) {
+      const page = await call({ problems: true, limit: 200, ...(cursor ? { cursor } : {}) });
+      problems.push(...(page['problems'] as ProblemEntry[]));
+      cursor = page['nextCursor'] as string | undefined;
+      more = cursor !== undefined;
+    }
+  }
+  return { ...(first as unknown as SkillListValue), skills, problems };
 }

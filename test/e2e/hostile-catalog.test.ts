@@ -283,8 +283,8 @@ describe.each(ERAS)('hostile folder, $name', (era) => {
 });
 
 describe.each(ERAS)('limits and configuration, $name', (era) => {
-  test('40 skills with the default limit of 32: 32 served, each of the rest a skill-limit problem', async () => {
-    const served = await serve({ SKILLS_DIR: tree.crowded }, era);
+  test('40 skills over a limit of 32: 32 served, each of the rest a skill-limit problem, and the crossing said on stderr at start and by skill_list', async () => {
+    const served = await serve({ SKILLS_DIR: tree.crowded, SKILL_MCP_MAX_SKILLS: '32' }, era);
     try {
       const list = await skillList(served.client);
       expect(list.skills).toHaveLength(32);
@@ -292,6 +292,21 @@ describe.each(ERAS)('limits and configuration, $name', (era) => {
         Array.from({ length: 8 }, (_, i) => `crowded-root/crowd-${32 + i}`),
       );
       expect((await served.skills.list()).skills).toHaveLength(32);
+      const notice = /40 skill folders found, over the limit of 32 \(SKILL_MCP_MAX_SKILLS\): the first 32 by name are served, the other 8 are not/;
+      expect((list as unknown as { limitNotice: string }).limitNotice).toMatch(notice);
+      await served.waitForStderr(notice);
+    } finally {
+      await served.close();
+    }
+  });
+
+  test('the default limit (5,000) serves all 40 and says nothing about a limit', async () => {
+    const served = await serve({ SKILLS_DIR: tree.crowded }, era);
+    try {
+      const list = await skillList(served.client);
+      expect(list.skills).toHaveLength(40);
+      expect(list).not.toHaveProperty('limitNotice');
+      expect(served.stderr()).not.toMatch(/SKILL_MCP_MAX_SKILLS/);
     } finally {
       await served.close();
     }
@@ -305,15 +320,15 @@ describe.each(ERAS)('limits and configuration, $name', (era) => {
         expect.stringContaining('SKILL_MCP_MAX_SKILLS'),
         expect.stringContaining('SKILL_MCP_MAX_FILES'),
       ]);
-      expect(list.skills).toHaveLength(32);
+      expect(list.skills).toHaveLength(40);
     } finally {
       await served.close();
     }
-    const raised = await serve({ SKILLS_DIR: tree.crowded, SKILL_MCP_MAX_SKILLS: '40' }, era);
+    const lowered = await serve({ SKILLS_DIR: tree.crowded, SKILL_MCP_MAX_SKILLS: '35' }, era);
     try {
-      expect((await skillList(raised.client)).skills).toHaveLength(40);
+      expect((await skillList(lowered.client)).skills).toHaveLength(35);
     } finally {
-      await raised.close();
+      await lowered.close();
     }
   });
 });

@@ -1,0 +1,156 @@
+/**
+ * @module Keeps the catalog in step with its folders: watches each root (tree-watch.ts), gathers
+ * changed paths until they settle (quiet for {@link QUIET_MS}, at most {@link MAX_WAIT_MS} after the
+ * first), then asks the catalog to rescan what they touch. A root whose file system raises no
+ * change events for changes made elsewhere (NFS, SMB, FUSE, 9p, virtiofs), or that cannot be
+ * watched (the user's inotify watches used up), is rescanned every `SKILL_MCP_WATCH_POLL_SECONDS`
+ * instead, and stderr says so. `SKILL_MCP_WATCH=off` scans once at start, as before.
+ */
+import { statfsSync } from 'node:fs';
+import { rootLabel } from '../../shared/discover.js';
+import type { Catalog } from './catalog.js';
+import { TreeWatcher } from './tree-watch.js';
+
+/** A change is handled once nothing more happened for this long... */
+export const QUIET_MS = 250;
+/** ...or this long after its first event, whichever comes first (a long burst is still seen). */
+export const MAX_WAIT_MS = 1000;
+export const DEFAULT_POLL_SECONDS = 30;
+
+export interface WatchSettings {
+  mode: 'on' | 'off' | 'poll';
+  pollSeconds: number;
+}
+
+/** `SKILL_MCP_WATCH` (`on`, `off`, `poll`) and `SKILL_MCP_WATCH_POLL_SECONDS`; a bad value keeps the default and is reported. */
+export function readWatchSettings(env: NodeJS.ProcessEnv): { settings: WatchSettings; errors: string[] } {
+  const errors: string[] = [];
+  let mode: WatchSettings['mode'] = 'on';
+  const rawMode = env['SKILL_MCP_WATCH'];
+  if (rawMode !== undefined && rawMode !== '') {
+    if (rawMode === 'on' || rawMode === 'off' || rawMode === 'poll') mode = rawMode;
+    else errors.push(`SKILL_MCP_WATCH=${JSON.stringify(rawMode)} is not one of on, off, poll; using on`);
+  }
+  let pollSeconds = DEFAULT_POLL_SECONDS;
+  const rawPoll = env['SKILL_MCP_WATCH_POLL_SECONDS'];
+  if (rawPoll !== undefined && rawPoll !== '') {
+    const value = Number(rawPoll);
+    if (Number.isSafeInteger(value) && value > 0) pollSeconds = value;
+    else errors.push(`SKILL_MCP_WATCH_POLL_SECONDS=${JSON.stringify(rawPoll)} is not a positive integer; using ${DEFAULT_POLL_SECONDS}`);
+  }
+  return { settings: { mode, pollSeconds }, errors };
+}
+
+/**
+ * `statfs` magic numbers of file systems where inotify sees only this machine's own writes (or
+ * none): a change made on the server or host behind them raises no event here.
+ */
+const REMOTE_FILE_SYSTEMS = new Map<number, string>([
+  [0x6969, 'NFS'],
+  [0x517b, 'SMB'],
+  [0xff534d42, 'CIFS'],
+  [0xfe534d42, 'SMB2'],
+  [0x65735546, 'FUSE'],
+  [0x01021997, '9p'],
+  [0x6a656a63, 'virtiofs'],
+  [0x00c36400, 'Ceph'],
+  [0x5346414f, 'AFS'],
+]);
+
+/** Why `root` must be polled, or undefined when its change events can be trusted. */
+function remoteFileSystem(root: string): string | undefined {
+  try {
+    return REMOTE_FILE_SYSTEMS.get(statfsSync(root).type);
+  } catch {
+    return undefined;
+  }
+}
+
+export interface LiveCatalog {
+  /** Resolves once every root is watched or polled (stderr has said which). */
+  ready: Promise<void>;
+  close(): void;
+}
+
+export function startLiveCatalog(catalog: Catalog, settings: WatchSettings, warn: (message: string) => void): LiveCatalog {
+  const roots = catalog.realRoots;
+  if (settings.mode === 'off' || roots.length === 0) {
+    if (settings.mode === 'off') warn('SKILL_MCP_WATCH=off: the skill folders were scanned once; restart the server to see changes');
+    return { ready: Promise.resolve(), close: () => undefined };
+  }
+  const pending = new Set<string>();
+  let quiet: NodeJS.Timeout | undefined;
+  let latest: NodeJS.Timeout | undefined;
+  let closed = false;
+  const flush = (): void => {
+    clearTimeout(quiet);
+    clearTimeout(latest);
+    quiet = latest = undefined;
+    const paths = [...pending];
+    pending.clear();
+    if (paths.length > 0 && !closed) void catalog.update({ paths }).catch((error: unknown) => warn(`catalog update failed: ${error instanceof Error ? error.message : String(error)}`));
+  };
+  const onPath = (path: string): void => {
+    pending.add(path);
+    clearTimeout(quiet);
+    quiet = setTimeout(flush, QUIET_MS);
+    latest ??= setTimeout(flush, MAX_WAIT_MS);
+  };
+
+  const watchers: TreeWatcher[] = [];
+  const polled = new Set<number>();
+  let timer: NodeJS.Timeout | undefined;
+  const poll = (index: number, why: string): void => {
+    polled.add(index);
+    warn(`${rootLabel(roots[index]!)}: ${why}; rescanning it every ${settings.pollSeconds} s (SKILL_MCP_WATCH_POLL_SECONDS)`);
+    if (timer !== undefined) return;
+    let busy = false;
+    timer = setInterval(() => {
+      if (busy || closed) return;
+      busy = true;
+      void catalog
+        .update({ roots: polled })
+        .catch((error: unknown) => warn(`catalog rescan failed: ${error instanceof Error ? error.message : String(error)}`))
+        .finally(() => (busy = false));
+    }, settings.pollSeconds * 1000);
+    timer.unref();
+  };
+
+  const ready = (async () => {
+    let folders = 0;
+    for (const [index, root] of roots.entries()) {
+      if (settings.mode === 'poll') {
+        poll(index, 'SKILL_MCP_WATCH=poll');
+        continue;
+      }
+      const remote = remoteFileSystem(root);
+      if (remote) {
+        poll(index, `on ${remote}, where changes made on other machines raise no change events`);
+        continue;
+      }
+      const watcher = new TreeWatcher(root, onPath);
+      try {
+        await watcher.start();
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        poll(index, code === 'ENOSPC' ? 'cannot be watched: the inotify watches of this user are used up (raise fs.inotify.max_user_watches)' : `cannot be watched (${code ?? 'error'})`);
+        continue;
+      }
+      if (closed) return watcher.close();
+      watchers.push(watcher);
+      folders += watcher.size;
+    }
+    if (watchers.length > 0) warn(`watching ${watchers.length === roots.length ? 'the skill folders' : `${watchers.length} of ${roots.length} skill roots`} for changes (${folders} folders)`);
+  })();
+
+  return {
+    ready,
+    close() {
+      closed = true;
+      clearTimeout(quiet);
+      clearTimeout(latest);
+      clearInterval(timer);
+      for (const watcher of watchers) watcher.close();
+    },
+  };
+}
