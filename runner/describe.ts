@@ -9,15 +9,21 @@ import { PROTOCOL_VERSION } from '../shared/protocol.js';
 import { discoverSkills } from '../shared/discover.js';
 import { skillRoots } from '../shared/config.js';
 import { grantFrom, readGrantSource } from '../shared/grant.js';
-import { declaredScripts, deriveRun } from './derive.js';
+import { declaredScripts, deriveRun, findSkill } from './derive.js';
 import type { DeriveContext } from './derive.js';
 import type { ScrubResult } from './hygiene.js';
 
-export async function describeRunner(ctx: DeriveContext, environ: ScrubResult, refusedWhy: string | undefined): Promise<DescribeResult> {
+/**
+ * `names`: only these skills (found one by one, like a run finds its skill), so a skill_list page
+ * costs the runner its own size, not the catalog's; absent: every skill the runner serves.
+ */
+export async function describeRunner(ctx: DeriveContext, environ: ScrubResult, refusedWhy: string | undefined, names?: readonly string[]): Promise<DescribeResult> {
   const { platform } = ctx;
-  const discovery = await discoverSkills(skillRoots(ctx.env as NodeJS.ProcessEnv, ctx.bundledSkills), ctx.limits.maxSkills);
+  const found = names === undefined
+    ? (await discoverSkills(skillRoots(ctx.env as NodeJS.ProcessEnv, ctx.bundledSkills), ctx.limits.maxSkills)).skills
+    : (await Promise.all([...new Set(names)].map((name) => findSkill(ctx, name)))).filter((skill) => skill !== undefined);
   const skills: DescribeResult['skills'] = [];
-  for (const skill of discovery.skills) {
+  for (const skill of found) {
     const { scripts, problems } = declaredScripts(ctx, skill);
     const infos: ScriptInfo[] = [];
     for (const declared of scripts) {

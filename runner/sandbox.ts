@@ -8,7 +8,7 @@
  *                    → bwrap (namespaces, file-system view) → env -u PWD → prlimit → interpreter
  *   namespace:     setpriv (no_new_privs, die with the runner) → bwrap → env -u PWD → prlimit
  *                    → interpreter
- *   uid-sandbox:   unshare (mount/pid/net/ipc/uts) → sh (fixed text: read-only binds over shared
+ *   uid-sandbox:   setpriv (die with the runner) → unshare (mount/pid/net/ipc/uts) → sh (fixed text: a capped tmpfs HOME, read-only binds over shared
  *                    writable dirs) → prlimit → setpriv (run uid …) → interpreter
  *   uid:           prlimit → setpriv (run uid …) → interpreter
  *   same-uid:      prlimit → setpriv (no_new_privs, die with the runner) → interpreter
@@ -109,7 +109,9 @@ export function buildSpawn(plan: RunPlan, platform: Platform, sourceEnv: Readonl
   } else {
     chain = [prlimit!, ...rlimits(true), ...drop, ...target];
     if (platform.isolation === 'uid-sandbox' && unshare && sh && mount) {
-      chain = [unshare, ...UNSHARE_FLAGS, '--', sh, '-c', MOUNT_SCRIPT, 'skill-mcp-sandbox', scratch, mount, String(limits.tmpBytes), String(uid), ...chain];
+      // Security: `unshare --fork` stays behind as the namespace's parent; it must die with the runner
+      // (its --kill-child then takes the namespace down), or a SIGKILLed runner leaves the run alive.
+      chain = [setpriv!, '--pdeathsig=KILL', '--', unshare, ...UNSHARE_FLAGS, '--', sh, '-c', MOUNT_SCRIPT, 'skill-mcp-sandbox', scratch, mount, String(limits.tmpBytes), String(uid), ...chain];
     }
   }
   return { command: chain[0]!, args: chain.slice(1), env, cwd: plan.realDir, envNames: names };

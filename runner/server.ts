@@ -152,7 +152,7 @@ async function dispatch(req: RunnerRequest, service: RunnerService, session: Ses
     case 'hello':
       return { ok: false, error: { code: 'BAD_REQUEST', message: 'hello is only the first request of a connection' } };
     case 'describe':
-      return { ok: true, result: { ...(await service.describe()), ...(mismatch ? { configMismatch: mismatch } : {}) } };
+      return { ok: true, result: { ...(await service.describe(req.skills)), ...(mismatch ? { configMismatch: mismatch } : {}) } };
     case 'prepare':
     case 'run':
       // Security: the person approved what the front showed; a runner reading other folders, another

@@ -70,8 +70,8 @@ export class RunnerService {
 
   constructor(private readonly deps: ServiceDeps) {}
 
-  describe(): Promise<DescribeResult> {
-    return describeRunner(this.deps.ctx, this.deps.environ, this.deps.refusedWhy?.message);
+  describe(skills?: readonly string[]): Promise<DescribeResult> {
+    return describeRunner(this.deps.ctx, this.deps.environ, this.deps.refusedWhy?.message, skills);
   }
 
   private mint(willRun: WillRun): Minted {

@@ -54,8 +54,8 @@ export class RunnerClient {
   }
 
   /** What the runner can run: isolation, interpreters, environ state, per-script grants and env names. */
-  describe(): Promise<Response<'describe'>> {
-    return this.call('describe', { type: 'describe' }, this.requestTimeoutMs);
+  describe(skills?: string[]): Promise<Response<'describe'>> {
+    return this.call('describe', { type: 'describe', ...(skills ? { skills } : {}) }, this.requestTimeoutMs);
   }
 
   /** Re-derives a run and mints its token: `{willRun, confirmToken, expiresAt}` or a refusal. */

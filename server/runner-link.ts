@@ -39,7 +39,7 @@ function unreached(error: unknown, idempotent: boolean): boolean {
 export class RunnerLink {
   readonly client: RunnerClient | undefined;
   #options: RunnerLinkOptions;
-  #described: { at: number; value: Promise<DescribeResult> } | undefined;
+  #described: { at: number; key: string; value: Promise<DescribeResult> } | undefined;
 
   constructor(options: RunnerLinkOptions, view: () => ConfigView) {
     this.#options = options;
@@ -76,16 +76,20 @@ export class RunnerLink {
     return this.#options.restarts?.() ?? 0;
   }
 
-  /** The runner's self-description, cached briefly; rejects with RUNNER_UNAVAILABLE. */
-  describe(): Promise<DescribeResult> {
+  /**
+   * The runner's self-description (of `skills` only, when given), cached briefly for the same
+   * question; rejects with RUNNER_UNAVAILABLE.
+   */
+  describe(skills?: string[]): Promise<DescribeResult> {
     const now = Date.now();
-    if (this.#described && now - this.#described.at < DESCRIBE_TTL_MS) return this.#described.value;
+    const key = skills ? skills.join('\0') : '*';
+    if (this.#described && this.#described.key === key && now - this.#described.at < DESCRIBE_TTL_MS) return this.#described.value;
     const value = (async () => {
-      const answer = await this.send((client) => client.describe(), { idempotent: true });
+      const answer = await this.send((client) => client.describe(skills), { idempotent: true });
       if (!answer.ok) throw new SkillMcpError('RUNNER_UNAVAILABLE', `the runner refused to describe itself: ${answer.error.message}`);
       return answer.result;
     })();
-    this.#described = { at: now, value };
+    this.#described = { at: now, key, value };
     value.catch(() => {
       if (this.#described?.value === value) this.#described = undefined;
     });

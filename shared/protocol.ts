@@ -13,6 +13,8 @@ export const MAX_ARGS = 256;
 export const MAX_ARG_CHARS = 4096;
 export const MAX_ARGS_TOTAL_CHARS = 64 * 1024;
 export const MAX_TOKEN_CHARS = 1024;
+/** Names one describe may ask about (a skill_list page holds at most 100). */
+export const MAX_DESCRIBE_SKILLS = 200;
 
 // Security: NUL cannot be passed in argv and would be truncated by the kernel; refuse, never strip.
 const arg = z.string().max(MAX_ARG_CHARS).refine((s) => !s.includes('\0'), 'an argument holds a NUL byte');
@@ -36,7 +38,8 @@ export const configViewSchema = z.strictObject({ roots: sha256Hex, mode: z.enum(
 export const requestSchema = z.discriminatedUnion('type', [
   /** The first request of every connection, and only the first: who the front is and what it serves. */
   z.strictObject({ type: z.literal('hello'), frontSecret: z.string().min(1).max(MAX_FRONT_SECRET_CHARS).optional(), view: configViewSchema }),
-  z.strictObject({ type: z.literal('describe') }),
+  // `skills`: describe only these (a skill_list page); absent: every skill the runner serves.
+  z.strictObject({ type: z.literal('describe'), skills: z.array(skill).max(MAX_DESCRIBE_SKILLS).optional() }),
   z.strictObject({ type: z.literal('prepare'), skill, script, args }),
   z.strictObject({ type: z.literal('run'), skill, script, args, confirmToken: z.string().min(1).max(MAX_TOKEN_CHARS), cancelId: cancelIdSchema }),
   z.strictObject({ type: z.literal('cancel'), cancelId: cancelIdSchema }),

@@ -76,8 +76,12 @@ export async function skillList(front: FrontContext, request: ListRequest = {}):
   const after = decodeCursor('l1', request.cursor, list);
   let described: DescribeResult | undefined;
   let runnerWhy: string | undefined;
+  const records = catalog.skills();
+  // Only the skills this page can hold are described: the runner's cost follows the page, not the catalog.
+  const from = after === undefined ? 0 : records.findIndex((r) => r.name > after);
+  const candidates = from < 0 ? [] : records.slice(from, from + limit).map((r) => r.name);
   try {
-    described = await front.runner.describe();
+    described = await front.runner.describe(candidates);
   } catch (error) {
     runnerWhy = error instanceof Error ? error.message : String(error);
   }
@@ -91,7 +95,6 @@ export async function skillList(front: FrontContext, request: ListRequest = {}):
   problems.push(...catalog.problems);
   // Nothing runs through this front at all (HTTP without a token, a runner configured otherwise): say why per script.
   const refusedWhy = front.runRefusal?.message ?? mismatch?.message;
-  const records = catalog.skills();
   const shape = (record: (typeof records)[number]): Record<string, unknown> => {
     const scripts: unknown[] = [];
     const ungrantedScripts: unknown[] = [];

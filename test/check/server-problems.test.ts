@@ -7,6 +7,7 @@
 import { chmodSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_CATALOG_LIMITS } from '../../shared/limits.js';
 import { ERAS, serve, skillList, type ProblemEntry, type Served } from '../e2e/harness.js';
 import { checkJson, ofRule, skillMd, workspace, write, type JsonReport } from './harness.js';
 
@@ -137,7 +138,7 @@ describe('server/* findings that need two roots or the SKILL_MCP_* limits', () =
   it('server/config: a SKILL_MCP_* limit that is not a positive integer', () => {
     const dir = workspace();
     write(dir, { 'one/SKILL.md': skillMd({ name: 'one' }) });
-    expect(ofRule(checkJson(dir, ['one'], { SKILL_MCP_MAX_SKILLS: 'lots' }), 'server/config')).toMatchObject([{ path: '.', message: 'SKILL_MCP_MAX_SKILLS="lots" is not a positive integer; using 32' }]);
+    expect(ofRule(checkJson(dir, ['one'], { SKILL_MCP_MAX_SKILLS: 'lots' }), 'server/config')).toMatchObject([{ path: '.', message: `SKILL_MCP_MAX_SKILLS="lots" is not a positive integer; using ${DEFAULT_CATALOG_LIMITS.maxSkills}` }]);
   });
 });
 
