@@ -5,7 +5,7 @@
  * runner cannot be reached, the scripts are listed as unavailable with that reason.
  */
 import { INTERPRETERS } from '../../shared/declaration.js';
-import { grantFrom, grantScripts, HOSTED_GRANT_NOTE } from '../../shared/grant.js';
+import { grantFrom, grantNote, grantScripts } from '../../shared/grant.js';
 import type { Problem } from '../../shared/problems.js';
 import type { DescribeResult } from '../../shared/protocol.js';
 import type { FrontContext } from '../context.js';
@@ -70,7 +70,7 @@ export async function skillList(front: FrontContext): Promise<Record<string, unk
     skills,
     problems,
     grantFrom: grantFrom(catalog.grant),
-    ...(catalog.grant.kind === 'hosted-default' ? { grantNote: HOSTED_GRANT_NOTE } : {}),
+    ...(grantNote(catalog.grant) !== undefined ? { grantNote: grantNote(catalog.grant) } : {}),
     isolation: described
       ? {
           ...described.isolation, interpreters: described.interpreters,
