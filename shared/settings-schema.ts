@@ -32,6 +32,8 @@ export interface VariableSpec<T> {
   policy: BadValuePolicy;
   /** Security: the value is key material; a message shows its length, never the value. */
   secret?: boolean;
+  /** How the fallback reads in "using ..." when `String(fallback)` would not say it. */
+  fallbackText?: string;
 }
 
 /** A whole number in decimal digits (no sign, exponent or hex), from `min` to `max`. */
@@ -48,7 +50,7 @@ export const text: z.ZodType<string, string> = z.string();
 
 function badValueMessage(spec: VariableSpec<unknown>, shownAs: string, raw: string): string {
   const value = spec.secret ? ` (a value of ${raw.length} characters)` : `=${JSON.stringify(raw)}`;
-  const consequence = spec.policy === 'stop' ? 'skill-mcp does not start with it: fix or unset it' : `using ${String(spec.fallback)}`;
+  const consequence = spec.policy === 'stop' ? 'skill-mcp does not start with it: fix or unset it' : `using ${spec.fallbackText ?? String(spec.fallback)}`;
   return `${shownAs}${value} is not ${spec.expected}; ${consequence}`;
 }
 

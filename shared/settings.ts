@@ -48,6 +48,7 @@ export const ALLOW_UNSCRUBBED: VariableSpec<boolean> = {
   schema: z.enum(['1', '0']).transform((value) => value === '1'),
   expected: '1 or 0',
   fallback: false,
+  fallbackText: '0 (a hosted runner that cannot clear its environ runs nothing)',
   policy: 'default',
 };
 
