@@ -45,9 +45,6 @@ export function wholeNumber(min: number, max: number = Number.MAX_SAFE_INTEGER):
     .pipe(z.number().int().min(min).max(max));
 }
 
-/** Any non-empty text (a path, a name): only "unset" is possible, never a bad value. */
-export const text: z.ZodType<string, string> = z.string();
-
 function badValueMessage(spec: VariableSpec<unknown>, shownAs: string, raw: string): string {
   const value = spec.secret ? ` (a value of ${raw.length} characters)` : `=${JSON.stringify(raw)}`;
   const consequence = spec.policy === 'stop' ? 'skill-mcp does not start with it: fix or unset it' : `using ${spec.fallbackText ?? String(spec.fallback)}`;

@@ -16,8 +16,8 @@ import { skillRoots } from './config.js';
 import { readGrantSource, type GrantSource } from './grant.js';
 import { readLimitSettings, type CatalogLimits } from './limits.js';
 import { isHosted } from './mode.js';
-import { readVariable, text, wholeNumber, type SettingIssue, type VariableSpec } from './settings-schema.js';
-import { defaultStateDir } from './state-dir.js';
+import { readVariable, wholeNumber, type SettingIssue, type VariableSpec } from './settings-schema.js';
+import { stateDirOf } from './state-dir.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -81,7 +81,7 @@ export function readSharedSettings(env: Env, bundledSkills: string): SharedSetti
     confirmSecret: readVariable(env, CONFIRM_SECRET, issues),
     allowUnscrubbed: readVariable(env, ALLOW_UNSCRUBBED, issues),
     limits: readLimitSettings(env, issues),
-    stateDir: readVariable(env, { name: 'SKILL_MCP_STATE_DIR', schema: text, expected: 'a folder', fallback: '', policy: 'default' }, issues) || defaultStateDir(env as NodeJS.ProcessEnv),
+    stateDir: stateDirOf(env as NodeJS.ProcessEnv),
     issues,
   };
 }
