@@ -4,6 +4,7 @@
  * parsing the runner's or the HTTP server's code.
  */
 import { fileURLToPath } from 'node:url';
+import { UsageError } from '../shared/cli-args.js';
 
 /** The package's own skills/, served when nothing is configured. */
 const BUNDLED_SKILLS = fileURLToPath(new URL('../skills', import.meta.url));
@@ -59,6 +60,11 @@ async function main(argv: string[]): Promise<void> {
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {
+  // A command line the command does not accept: the message, its usage, exit 2 (shared/cli-args.ts).
+  if (error instanceof UsageError) {
+    process.stderr.write(`skill-mcp: ${error.message}\n${error.usage ?? USAGE}\n`);
+    process.exit(UsageError.EXIT);
+  }
   process.stderr.write(`skill-mcp: ${error instanceof Error ? error.message : String(error)}\n`);
   // A failed start ends the process now: an HTTP front that could not listen would otherwise live
   // on, serving nothing, and keep its runner guard (which goes when our end of its pipe closes).

@@ -21,7 +21,10 @@ import { createInterface } from 'node:readline';
 import { SkillMcpError } from '../shared/errors.js';
 import { isHosted } from '../shared/mode.js';
 import { stateDirOf } from '../shared/state-dir.js';
+import { refuseToStart } from '../shared/settings-schema.js';
+import { sharedSettingIssues } from '../shared/settings.js';
 import { scrubEnviron } from '../runner/hygiene.js';
+import { runnerVariableIssues } from '../runner/options.js';
 import type { RunnerLinkOptions } from '../server/runner-link.js';
 import { externalRunner } from '../server/start.js';
 
@@ -129,6 +132,8 @@ function launchOwnRunner(env: NodeJS.ProcessEnv, entry: string, front: Ids | und
  */
 export async function prepareFront(entry: string): Promise<{ env: NodeJS.ProcessEnv; runner: RunnerLinkOptions; droppedToUid?: number }> {
   const env = process.env;
+  // A value the runner would refuse stops the launcher now, before anything starts, with the runner's message.
+  refuseToStart([...sharedSettingIssues(env), ...(env['SKILL_MCP_RUNNER_SOCKET'] || isHosted(env) ? [] : runnerVariableIssues(env))]);
   const dropTo = process.getuid?.() === 0 ? frontIds(env) : undefined;
   const own = env['SKILL_MCP_RUNNER_SOCKET'] || isHosted(env) ? undefined : launchOwnRunner(env, entry, dropTo);
   // Read now: an operator's secret file may be readable by root only.

@@ -13,6 +13,7 @@
  */
 import { readFileSync, realpathSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
+import { parseFlags, stringFlag, UsageError, wantsHelp, type FlagSpec } from '../shared/cli-args.js';
 import { auditLogOf } from '../shared/state-dir.js';
 import { ANCHOR_FILE, checkAnchor, describeMismatch, readAnchor } from './audit-anchor.js';
 import type { TailEntry } from './audit-anchor.js';
@@ -29,6 +30,9 @@ export const AUDIT_USAGE = `usage: skill-mcp audit verify [--head ANCHOR] [FILE]
   FILE     default: $SKILL_MCP_AUDIT_LOG, else audit.log in $SKILL_MCP_STATE_DIR, else in
            $XDG_STATE_HOME/skill-mcp or ~/.local/state/skill-mcp (the standalone runner's log)
   ANCHOR   default: audit.head in $SKILL_MCP_STATE_DIR, else beside FILE`;
+
+const VERIFY_FLAGS: Record<string, FlagSpec> = { head: { type: 'string' } };
+const TAIL_FLAGS: Record<string, FlagSpec> = { n: { type: 'string', short: 'n', shortOnly: true } };
 
 /** Exit status of `verify` when the log is intact but runs are still in progress. */
 export const EXIT_RUNS_OPEN = 3;
@@ -75,28 +79,26 @@ function verifyTail(file: string, text: string, headFlag: string | undefined, an
 
 function usageError(message: string): void {
   process.stderr.write(`skill-mcp audit: ${message}\n${AUDIT_USAGE}\n`);
-  process.exitCode = 2;
+  process.exitCode = UsageError.EXIT;
 }
 
 export async function auditMain(argv: string[]): Promise<void> {
-  if (argv.includes('--help') || argv.includes('-h')) {
+  if (wantsHelp(argv)) {
     process.stdout.write(`${AUDIT_USAGE}\n`);
     return;
   }
   const [command, ...rest] = argv;
   if (command !== 'verify' && command !== 'tail') return usageError(command === undefined ? 'say verify or tail' : `unknown command ${JSON.stringify(command)}`);
-  let count = 20;
-  let head: string | undefined;
-  const files: string[] = [];
-  for (let i = 0; i < rest.length; i++) {
-    const arg = rest[i]!;
-    if (arg === '-n' && command === 'tail') count = Number(rest[++i]);
-    else if (arg === '--head' && command === 'verify') {
-      head = rest[++i];
-      if (head === undefined) return usageError('--head needs a file');
-    } else if (arg.startsWith('-') && arg !== '-') return usageError(`unknown option ${JSON.stringify(arg)}`);
-    else files.push(arg);
+  let parsed;
+  try {
+    parsed = parseFlags(rest, command === 'verify' ? VERIFY_FLAGS : TAIL_FLAGS, { positionals: true });
+  } catch (error) {
+    if (error instanceof UsageError) return usageError(error.message);
+    throw error;
   }
+  const files = parsed.positionals;
+  const head = stringFlag(parsed.values, 'head');
+  const count = Number(stringFlag(parsed.values, 'n') ?? 20);
   if (files.length > 1) return usageError('one FILE at most');
   if (!(Number.isSafeInteger(count) && count > 0)) return usageError('-n needs a positive whole number');
   const file = files[0] ?? auditLogOf(process.env);

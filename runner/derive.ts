@@ -16,7 +16,7 @@ import { buildScriptEnv, selfGrantWarning } from '../shared/env.js';
 import type { ErrorCode } from '../shared/errors.js';
 import { parseSkillMd } from '../shared/frontmatter.js';
 import { readSkillMdFile } from '../shared/skill-md.js';
-import { grantScripts, HOSTED_GRANT_NOTE, readGrantSource } from '../shared/grant.js';
+import { grantScripts, notGrantedMessage, readGrantSource } from '../shared/grant.js';
 import type { CatalogLimits } from '../shared/limits.js';
 import { checkPathString, isHiddenPath, resolveInside } from '../shared/paths.js';
 import type { WillRun } from '../shared/protocol.js';
@@ -84,10 +84,7 @@ export async function deriveRun(ctx: DeriveContext, skillName: string, script: s
   const source = readGrantSource(ctx.env as NodeJS.ProcessEnv);
   const grant = grantScripts(skill.name, { version: 1, run: scripts, env: [], egress: [] }, source).find((g) => g.declared.script === script)!;
   // Security: declared ∩ granted (docs/architecture.md §6); the front's view of the grant is not trusted.
-  if (!grant.granted) {
-    const note = source.kind === 'hosted-default' ? HOSTED_GRANT_NOTE : 'The owner\'s MCP_SKILL_RUN does not list it; add {"skill","script"} to grant it.';
-    return refuse('NOT_GRANTED', 'not-granted', `${skill.name}/${script} is declared but not granted. ${note}`);
-  }
+  if (!grant.granted) return refuse('NOT_GRANTED', 'not-granted', notGrantedMessage(source, skill.name, script));
   const interpreter = ctx.platform.interpreters.get(declared.interpreter);
   if (!interpreter || !('path' in interpreter)) {
     const why = interpreter && 'why' in interpreter ? interpreter.why : `"${declared.interpreter}" is not one of the supported interpreters (node, python3)`;

@@ -5,6 +5,7 @@
  * root runner without the tools to drop privileges), else 0. `--json` prints the same as JSON.
  */
 import { existsSync, readFileSync } from 'node:fs';
+import { parseFlags, UsageError, wantsHelp } from '../shared/cli-args.js';
 import { loadPeerCredReader } from './peer-cred.js';
 import { probePlatform } from './platform.js';
 import type { Platform } from './platform.js';
@@ -74,14 +75,17 @@ function mechanisms(platform: Platform): Check[] {
 }
 
 export function doctorMain(argv: string[]): void {
-  if (argv.includes('--help') || argv.includes('-h')) {
+  if (wantsHelp(argv)) {
     process.stdout.write(`${DOCTOR_USAGE}\n`);
     return;
   }
-  const unknown = argv.filter((a) => a !== '--json');
-  if (unknown.length > 0) {
-    process.stderr.write(`skill-mcp doctor: unknown option ${JSON.stringify(unknown[0])}\n${DOCTOR_USAGE}\n`);
-    process.exitCode = 2;
+  let json: boolean;
+  try {
+    json = parseFlags(argv, { json: { type: 'boolean' } }).values['json'] === true;
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    process.stderr.write(`skill-mcp doctor: ${error.message}\n${DOCTOR_USAGE}\n`);
+    process.exitCode = UsageError.EXIT;
     return;
   }
   const asRoot = process.getuid?.() === 0;
@@ -101,7 +105,7 @@ export function doctorMain(argv: string[]): void {
     missing: platform.missing,
     skillRun: refused ? { allowed: false, why: refused } : { allowed: true },
   };
-  if (argv.includes('--json')) {
+  if (json) {
     process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   } else {
     const lines = [

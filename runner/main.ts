@@ -6,9 +6,10 @@
  * other runners on this state dir share, before anything is appended) → probe interpreters and sandbox tools → listen.
  * SIGTERM/SIGINT kill any current run, close the socket and exit.
  */
-import { readCatalogLimits } from '../shared/limits.js';
-import { isHosted } from '../shared/mode.js';
-import { readGrantSource, grantFrom } from '../shared/grant.js';
+import { grantFrom } from '../shared/grant.js';
+import { wantsHelp } from '../shared/cli-args.js';
+import { readSharedSettings, startupReport } from '../shared/settings.js';
+import { refuseToStart } from '../shared/settings-schema.js';
 import type { ErrorCode } from '../shared/errors.js';
 import { configView, realRoots } from '../shared/config-view.js';
 import { readFrontSecretFile } from '../shared/front-secret.js';
@@ -32,7 +33,7 @@ function log(message: string): void {
 }
 
 export async function runnerMain(argv: string[], options: { bundledSkills: string }): Promise<void> {
-  if (argv.includes('--help') || argv.includes('-h')) {
+  if (wantsHelp(argv)) {
     process.stdout.write(`${RUNNER_USAGE}\n`);
     return;
   }
@@ -41,9 +42,14 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
   process.umask(0o077);
   // The private copy: granted values are read from here; process.env is what gets scrubbed.
   const env: Record<string, string | undefined> = { ...process.env };
+  // A command line it does not accept is a UsageError (exit 2, cli/main.ts); a bad value a ConfigError (exit 1).
   const opts = parseRunnerOptions(argv, env);
+  // The front reads the same settings the same way (server/start.ts): it refuses what we refuse.
+  const settings = readSharedSettings(env, options.bundledSkills);
+  refuseToStart(settings.issues);
+  for (const line of startupReport(settings)) log(line);
   const environ = scrubEnviron(process.env);
-  const hosted = isHosted(env);
+  const hosted = settings.hosted;
   // Read before listening: no connection is served by a runner that does not know its front yet.
   const frontSecret = opts.frontSecret?.from === 'stdin' ? await readFrontSecretLine(process.stdin) : opts.frontSecret ? readFrontSecretFile(opts.frontSecret.path) : undefined;
 
@@ -54,7 +60,7 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
   // A crashed predecessor's run folders (a script's HOME, maybe secrets it wrote) go before any run.
   const stale = removeStaleRunFolders(opts.scratchDir);
   if (stale.failed > 0) log(`warning: ${stale.failed} stale run folder(s) under the scratch directory could not be removed`);
-  const { key, source: keySource } = loadTokenKey(opts.stateDir, env['MCP_CONFIRM_SECRET']);
+  const { key, source: keySource } = loadTokenKey(opts.stateDir, settings.confirmSecret);
   const ledger = new SpentLedger(opts.stateDir, Date.now());
   const audit = new AuditLog(opts.auditPath, anchorPathIn(opts.stateDir));
   const anchor = audit.anchorFinding;
@@ -69,12 +75,11 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
   const platform = probePlatform({ searchPath: env['PATH'], bwrapSetting: opts.bwrap, probeUid, tmpBytes: opts.limits.tmpBytes });
   if (probeUid !== undefined) uidPool?.release(probeUid);
   if (platform.missing.length > 0 && platform.isolation !== 'namespace') log(`isolation ${platform.isolation}: ${platform.missing.join('; ')} (skill-mcp doctor says more)`);
-  const { limits, errors } = readCatalogLimits(env);
-  for (const error of errors) log(error);
+  const { limits } = settings;
 
   let refusedWhy: { code: ErrorCode; message: string } | undefined;
   if (platform.refuseWhy) refusedWhy = { code: 'SANDBOX_UNAVAILABLE', message: platform.refuseWhy };
-  else if (!environ.scrubbed && hosted && env['MCP_SKILL_ALLOW_UNSCRUBBED'] !== '1') {
+  else if (!environ.scrubbed && hosted && !settings.allowUnscrubbed) {
     refusedWhy = { code: 'ENVIRON_UNSCRUBBED', message: 'hosted runner could not clear its environ, so no script runs (environ-unscrubbed); the owner may set MCP_SKILL_ALLOW_UNSCRUBBED=1' };
   }
   if (!environ.scrubbed) log(`warning: ${environ.detail ?? 'environ not scrubbed'}`);
@@ -83,7 +88,7 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
   if ('why' in peer) log(`warning: no peer-credential check (${peer.why}); relying on socket directory modes`);
   const service = new RunnerService({
     ctx: { env, bundledSkills: options.bundledSkills, limits, platform, memoryBytes: opts.limits.memoryBytes },
-    key, ledger, audit, environ, refusedWhy, ttlMs: opts.ttlMs, scratchDir: opts.scratchDir, uidPool,
+    key, ledger, audit, environ, refusedWhy, ttlMs: settings.confirmTtlSeconds * 1000, scratchDir: opts.scratchDir, uidPool,
     limits: opts.limits, killGraceMs: opts.killGraceMs, drainMs: opts.drainMs,
   });
   const mismatchesLogged = new Set<string>();
@@ -94,12 +99,12 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
       const key = differs.join(',');
       if (mismatchesLogged.has(key)) return;
       mismatchesLogged.add(key);
-      log(`a front's configuration differs from this runner's (${differs.join(', ')}); its prepare/run requests are refused CONFIG_MISMATCH. This runner serves ${hosted ? 'hosted' : 'standalone'}, skill folders ${realRoots(env, options.bundledSkills).join(':')}, grant from ${grantFrom(readGrantSource(env))}: give it the same MCP_SKILLS_PATH (or SKILLS_DIR) and MCP_SKILL_RUN as the front`);
+      log(`a front's configuration differs from this runner's (${differs.join(', ')}); its prepare/run requests are refused CONFIG_MISMATCH. This runner serves ${hosted ? 'hosted' : 'standalone'}, skill folders ${realRoots(env, options.bundledSkills).join(':')}, grant from ${grantFrom(settings.grant)}: give it the same MCP_SKILLS_PATH (or SKILLS_DIR) and MCP_SKILL_RUN as the front`);
     },
   });
   audit.append({
     event: 'runner.start', pid: process.pid, uid: process.getuid?.(), isolation: platform.isolation, sandbox: platform.mechanisms, environ_scrubbed: environ.scrubbed,
-    hosted, runs_refused: refusedWhy?.code ?? null, grant_from: grantFrom(readGrantSource(env)), key_source: keySource,
+    hosted, runs_refused: refusedWhy?.code ?? null, grant_from: grantFrom(settings.grant), key_source: keySource,
     interpreters: Object.fromEntries([...platform.interpreters].map(([name, r]) => [name, 'path' in r])),
     peer_check: 'read' in peer, front_secret: opts.frontSecret?.from ?? 'none', inherited_fds_closed: fdsClosed, scratch_stale_removed: stale.removed, scratch_stale_failed: stale.failed,
     ...anchor,

@@ -1,15 +1,18 @@
 /**
- * @module The runner's command line and `SKILL_MCP_*` variables (documented in SECURITY.md).
- * Flags win over variables. A malformed value stops the runner with a message: a typo must never
- * silently widen who may connect or what a script may use.
+ * @module The runner's command line (`parseArgs`, shared/cli-args.ts) and its own `SKILL_MCP_*`
+ * variables (documented in SECURITY.md), read through the same schema machinery as the settings
+ * both processes share (shared/settings.ts). Flags win over variables. A malformed value stops the
+ * runner with a message: a typo must never silently widen who may connect or what a script may use.
  */
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { SkillMcpError } from '../shared/errors.js';
+import { z } from 'zod';
+import { parseFlags, stringFlag, UsageError, type FlagSpec } from '../shared/cli-args.js';
+import { MIN_MEMORY_BYTES } from '../shared/declaration.js';
+import { ConfigError, readValue, readVariable, refuseToStart, wholeNumber, type SettingIssue, type VariableSpec } from '../shared/settings-schema.js';
 import type { SandboxLimits } from './sandbox.js';
 import { DEFAULT_UID_RANGE, parseUidRange } from './uids.js';
-import { MIN_MEMORY_BYTES } from '../shared/declaration.js';
 
 export interface RunnerOptions {
   socketPath: string;
@@ -19,7 +22,6 @@ export interface RunnerOptions {
   frontUid: number | undefined;
   frontGid: number | undefined;
   uidRange: { first: number; last: number };
-  ttlMs: number;
   limits: SandboxLimits;
   /** `SKILL_MCP_BWRAP`: bubblewrap's path, or `off`; unset looks in the system folders. */
   bwrap: string | undefined;
@@ -54,26 +56,63 @@ Example (hosted, as root):
   MCP_SKILLS_PATH=/srv/skills MCP_SKILL_RUN='[...]' skill-mcp runner \\
     --socket /run/skill-mcp/runner.sock --state-dir /var/lib/skill-mcp --front-uid 990 --front-gid 990`;
 
-const FLAGS: Record<string, string> = {
-  '--socket': 'SKILL_MCP_RUNNER_SOCKET',
-  '--state-dir': 'SKILL_MCP_STATE_DIR',
-  '--front-uid': 'SKILL_MCP_FRONT_UID',
-  '--front-gid': 'SKILL_MCP_FRONT_GID',
-  '--uid-range': 'SKILL_MCP_UID_RANGE',
-  '--scratch-dir': 'SKILL_MCP_SCRATCH_DIR',
-  '--audit-log': 'SKILL_MCP_AUDIT_LOG',
-  '--front-secret-file': 'SKILL_MCP_FRONT_SECRET_FILE',
+/** The flags that stand in for a variable (flags win), and the switches; `--help` is answered before parsing. */
+const FLAGS: Record<string, FlagSpec & { variable?: string }> = {
+  socket: { type: 'string', variable: 'SKILL_MCP_RUNNER_SOCKET' },
+  'state-dir': { type: 'string', variable: 'SKILL_MCP_STATE_DIR' },
+  'front-uid': { type: 'string', variable: 'SKILL_MCP_FRONT_UID' },
+  'front-gid': { type: 'string', variable: 'SKILL_MCP_FRONT_GID' },
+  'uid-range': { type: 'string', variable: 'SKILL_MCP_UID_RANGE' },
+  'scratch-dir': { type: 'string', variable: 'SKILL_MCP_SCRATCH_DIR' },
+  'audit-log': { type: 'string', variable: 'SKILL_MCP_AUDIT_LOG' },
+  'front-secret-file': { type: 'string', variable: 'SKILL_MCP_FRONT_SECRET_FILE' },
+  'front-secret-stdin': { type: 'boolean' },
 };
 
-function bad(message: string): never {
-  throw new SkillMcpError('BAD_REQUEST', message);
+/** A runner-only whole-number setting: malformed stops the runner (and a standalone launcher, before it starts one). */
+function count(name: string, fallback: number, min: number, max: number): VariableSpec<number> {
+  return { name, schema: wholeNumber(min, max), expected: `an integer from ${min} to ${max}`, fallback, policy: 'stop' };
 }
 
-function int(name: string, raw: string | undefined, fallback: number, min: number, max: number): number {
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isSafeInteger(value) || value < min || value > max) bad(`${name}=${JSON.stringify(raw)} must be an integer from ${min} to ${max}`);
-  return value;
+/** Security: never 0, so a typo cannot admit (or leave) root as "the front". */
+const unprivilegedId = (name: string): VariableSpec<number | undefined> => ({ name, schema: wholeNumber(1, 2 ** 31 - 1), expected: `an unprivileged id (1 to ${2 ** 31 - 1})`, fallback: undefined, policy: 'stop' });
+
+const UID_RANGE: VariableSpec<{ first: number; last: number }> = {
+  name: 'SKILL_MCP_UID_RANGE',
+  schema: z.string().transform((raw, ctx) => {
+    try {
+      return parseUidRange(raw);
+    } catch {
+      ctx.addIssue({ code: 'custom', message: 'bad uid range' });
+      return z.NEVER;
+    }
+  }),
+  expected: 'FIRST-LAST within 1000-65533',
+  fallback: parseUidRange(DEFAULT_UID_RANGE),
+  policy: 'stop',
+};
+
+/** The variables only the runner reads (SECURITY.md, "Runner options and variables"). */
+const RUNNER_VARIABLES = {
+  nproc: count('SKILL_MCP_RUN_NPROC', 64, 8, 4096),
+  fsizeBytes: count('SKILL_MCP_RUN_FSIZE_BYTES', 64 * 1024 * 1024, 1024, 2 ** 40),
+  nofile: count('SKILL_MCP_RUN_NOFILE', 256, 16, 65536),
+  memoryBytes: count('SKILL_MCP_RUN_MEMORY_BYTES', 1024 ** 3, MIN_MEMORY_BYTES, 2 ** 44),
+  tmpBytes: count('SKILL_MCP_RUN_TMP_BYTES', 256 * 1024 * 1024, 1024 * 1024, 2 ** 40),
+  killGraceMs: count('SKILL_MCP_KILL_GRACE_MS', 2000, 0, 60_000),
+  drainMs: count('SKILL_MCP_DRAIN_MS', 500, 0, 60_000),
+} as const;
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** The runner-only variables (no flags), with every refused value: what a standalone launcher checks before it starts its runner. */
+export function runnerVariableIssues(env: Env): SettingIssue[] {
+  const issues: SettingIssue[] = [];
+  for (const spec of Object.values(RUNNER_VARIABLES)) readVariable(env, spec, issues);
+  readVariable(env, UID_RANGE, issues);
+  readVariable(env, unprivilegedId('SKILL_MCP_FRONT_UID'), issues);
+  readVariable(env, unprivilegedId('SKILL_MCP_FRONT_GID'), issues);
+  return issues;
 }
 
 /** The primary gid of `uid` from /etc/passwd, so `--front-uid` alone can own the socket directory. */
@@ -89,53 +128,54 @@ function primaryGid(uid: number): number | undefined {
   return undefined;
 }
 
-export function parseRunnerOptions(argv: string[], env: Readonly<Record<string, string | undefined>>): RunnerOptions {
-  const values: Record<string, string | undefined> = {};
-  for (const variable of Object.values(FLAGS)) values[variable] = env[variable];
-  let secretOnStdin = false;
-  for (let i = 0; i < argv.length; i++) {
-    if (argv[i] === '--front-secret-stdin') {
-      secretOnStdin = true;
-      continue;
-    }
-    const [flag, inline] = argv[i]!.split(/=(.*)/s, 2) as [string, string | undefined];
-    const variable = FLAGS[flag];
-    if (!variable) bad(`unknown option ${JSON.stringify(flag)}\n${RUNNER_USAGE}`);
-    const value = inline ?? argv[++i];
-    if (value === undefined) bad(`${flag} needs a value`);
-    values[variable] = value;
-  }
-  const socket = values['SKILL_MCP_RUNNER_SOCKET'];
-  const state = values['SKILL_MCP_STATE_DIR'];
-  if (!socket || !state) bad(`--socket and --state-dir are required\n${RUNNER_USAGE}`);
-  const stateDir = resolve(state);
-  const frontUid = values['SKILL_MCP_FRONT_UID'] ? int('SKILL_MCP_FRONT_UID', values['SKILL_MCP_FRONT_UID'], 0, 1, 2 ** 31 - 1) : undefined;
-  let frontGid = values['SKILL_MCP_FRONT_GID'] ? int('SKILL_MCP_FRONT_GID', values['SKILL_MCP_FRONT_GID'], 0, 1, 2 ** 31 - 1) : undefined;
+/**
+ * The runner's options from its flags and variables. Throws {@link UsageError} for a command line
+ * it does not accept (exit 2, with the usage) and ConfigError for a malformed value (exit 1).
+ */
+export function parseRunnerOptions(argv: string[], env: Env): RunnerOptions {
+  const { values: flags } = parseFlags(argv, FLAGS, { usage: RUNNER_USAGE });
+  const issues: SettingIssue[] = [];
+  /** A flag's value, else its variable's, read through `spec`; a message names what was given. */
+  const setting = <T>(flag: string, spec: VariableSpec<T>): T => {
+    const given = stringFlag(flags, flag);
+    return given !== undefined ? readValue(given, spec, issues, `--${flag}`) : readVariable(env, spec, issues);
+  };
+  const path = (flag: string): string | undefined => stringFlag(flags, flag) ?? (env[FLAGS[flag]!.variable!] || undefined);
+  const socket = path('socket');
+  const state = path('state-dir');
+  if (!socket || !state) throw new UsageError('--socket and --state-dir are required', RUNNER_USAGE);
+  const secretFile = path('front-secret-file');
+  if (flags['front-secret-stdin'] === true && secretFile) throw new UsageError('--front-secret-stdin and --front-secret-file (SKILL_MCP_FRONT_SECRET_FILE) exclude each other', RUNNER_USAGE);
+  const frontUid = setting('front-uid', unprivilegedId('SKILL_MCP_FRONT_UID'));
+  let frontGid = setting('front-gid', unprivilegedId('SKILL_MCP_FRONT_GID'));
+  const uidRange = setting('uid-range', UID_RANGE);
+  const limits = {
+    nproc: readVariable(env, RUNNER_VARIABLES.nproc, issues),
+    fsizeBytes: readVariable(env, RUNNER_VARIABLES.fsizeBytes, issues),
+    nofile: readVariable(env, RUNNER_VARIABLES.nofile, issues),
+    memoryBytes: readVariable(env, RUNNER_VARIABLES.memoryBytes, issues),
+    tmpBytes: readVariable(env, RUNNER_VARIABLES.tmpBytes, issues),
+  };
+  const killGraceMs = readVariable(env, RUNNER_VARIABLES.killGraceMs, issues);
+  const drainMs = readVariable(env, RUNNER_VARIABLES.drainMs, issues);
+  refuseToStart(issues);
   if (frontUid !== undefined && frontGid === undefined) {
-    frontGid = primaryGid(frontUid) ?? bad(`--front-uid ${frontUid} has no passwd entry; pass --front-gid too`);
+    frontGid = primaryGid(frontUid);
+    if (frontGid === undefined) throw new ConfigError([{ variable: '--front-uid', policy: 'stop', message: `--front-uid ${frontUid} has no passwd entry; pass --front-gid too` }]);
   }
-  const secretFile = values['SKILL_MCP_FRONT_SECRET_FILE'];
-  if (secretOnStdin && secretFile) bad('--front-secret-stdin and --front-secret-file (SKILL_MCP_FRONT_SECRET_FILE) exclude each other');
-  const ttlSeconds = int('MCP_CONFIRM_TTL_SECONDS', env['MCP_CONFIRM_TTL_SECONDS'], 600, 1, 7 * 24 * 3600);
+  const stateDir = resolve(state);
   return {
     socketPath: resolve(socket),
     stateDir,
-    scratchDir: resolve(values['SKILL_MCP_SCRATCH_DIR'] || join(tmpdir(), `skill-mcp-scratch-${process.getuid?.() ?? 0}`)),
-    auditPath: resolve(values['SKILL_MCP_AUDIT_LOG'] || join(stateDir, 'audit.log')),
+    scratchDir: resolve(path('scratch-dir') || join(tmpdir(), `skill-mcp-scratch-${process.getuid?.() ?? 0}`)),
+    auditPath: resolve(path('audit-log') || join(stateDir, 'audit.log')),
     frontUid,
     frontGid,
-    uidRange: parseUidRange(values['SKILL_MCP_UID_RANGE'] || DEFAULT_UID_RANGE),
-    ttlMs: ttlSeconds * 1000,
-    limits: {
-      nproc: int('SKILL_MCP_RUN_NPROC', env['SKILL_MCP_RUN_NPROC'], 64, 8, 4096),
-      fsizeBytes: int('SKILL_MCP_RUN_FSIZE_BYTES', env['SKILL_MCP_RUN_FSIZE_BYTES'], 64 * 1024 * 1024, 1024, 2 ** 40),
-      nofile: int('SKILL_MCP_RUN_NOFILE', env['SKILL_MCP_RUN_NOFILE'], 256, 16, 65536),
-      memoryBytes: int('SKILL_MCP_RUN_MEMORY_BYTES', env['SKILL_MCP_RUN_MEMORY_BYTES'], 1024 ** 3, MIN_MEMORY_BYTES, 2 ** 44),
-      tmpBytes: int('SKILL_MCP_RUN_TMP_BYTES', env['SKILL_MCP_RUN_TMP_BYTES'], 256 * 1024 * 1024, 1024 * 1024, 2 ** 40),
-    },
+    uidRange,
+    limits,
     bwrap: env['SKILL_MCP_BWRAP'] || undefined,
-    killGraceMs: int('SKILL_MCP_KILL_GRACE_MS', env['SKILL_MCP_KILL_GRACE_MS'], 2000, 0, 60_000),
-    drainMs: int('SKILL_MCP_DRAIN_MS', env['SKILL_MCP_DRAIN_MS'], 500, 0, 60_000),
-    frontSecret: secretOnStdin ? { from: 'stdin' } : secretFile ? { from: 'file', path: resolve(secretFile) } : undefined,
+    killGraceMs,
+    drainMs,
+    frontSecret: flags['front-secret-stdin'] === true ? { from: 'stdin' } : secretFile ? { from: 'file', path: resolve(secretFile) } : undefined,
   };
 }

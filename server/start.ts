@@ -1,14 +1,15 @@
 /**
- * @module Start-up shared by every transport: read the configuration, scan the catalog once,
- * build the context. Configuration mistakes become `config` problems, never silent defaults.
+ * @module Start-up shared by every transport: read the configuration (shared/settings.ts, as the
+ * runner does), scan the catalog once, build the context. A value that stops the runner stops the
+ * front too; tuning mistakes become `config` problems and lines on stderr, never silent defaults.
  */
 import { setFlagsFromString } from 'node:v8';
-import { skillRoots } from '../shared/config.js';
 import { configView } from '../shared/config-view.js';
 import { readFrontSecretFile } from '../shared/front-secret.js';
-import { readCatalogLimits } from '../shared/limits.js';
 import type { Problem } from '../shared/problems.js';
 import { Announcer } from './announce.js';
+import { readSharedSettings, startupReport } from '../shared/settings.js';
+import { readVariable, refuseToStart, wholeNumber, type SettingIssue, type VariableSpec } from '../shared/settings-schema.js';
 import { Catalog } from './catalog/catalog.js';
 import { readWatchSettings, startLiveCatalog } from './catalog/live.js';
 import { createApprovalCodec } from './confirm/request-state.js';
@@ -17,7 +18,8 @@ import { createFrontContext, type FrontContext } from './context.js';
 import { RunnerLink, type RunnerLinkOptions } from './runner-link.js';
 import { fullCollector } from './tools/collect.js';
 
-const DEFAULT_PAGE_SIZE = 100;
+/** Front-only: entries per skills/list, prompts/list and directory page. */
+const PAGE_SIZE: VariableSpec<number> = { name: 'SKILL_MCP_PAGE_SIZE', schema: wholeNumber(1), expected: 'a positive integer', fallback: 100, policy: 'default' };
 
 /**
  * V8 lets the heap grow by up to 4× between full collections; a 4 MiB skill_file batch makes
@@ -48,20 +50,18 @@ export async function startFront(
   runRefusal?: FrontContext['runRefusal'],
 ): Promise<FrontContext> {
   setFlagsFromString(HEAP_GROWING_FLAG);
-  const { limits, errors } = readCatalogLimits(env);
-  const configProblems: Problem[] = errors.map((detail) => ({ path: 'configuration', reason: 'config', detail }));
-  let pageSize = DEFAULT_PAGE_SIZE;
-  const rawPage = env['SKILL_MCP_PAGE_SIZE'];
-  if (rawPage !== undefined && rawPage !== '') {
-    const value = Number(rawPage);
-    if (Number.isSafeInteger(value) && value > 0) pageSize = value;
-    else configProblems.push({ path: 'configuration', reason: 'config', detail: `SKILL_MCP_PAGE_SIZE=${JSON.stringify(rawPage)} is not a positive integer; using ${DEFAULT_PAGE_SIZE}` });
-  }
+  const settings = readSharedSettings(env, bundledSkills);
+  // Throws ConfigError, with the runner's own message, before anything is served.
+  const reported = refuseToStart(settings.issues);
+  const frontIssues: SettingIssue[] = [];
+  const pageSize = readVariable(env, PAGE_SIZE, frontIssues);
+  const configProblems: Problem[] = [...reported, ...frontIssues].map((issue) => ({ path: 'configuration', reason: 'config', detail: issue.message }));
   const watch = readWatchSettings(env);
   for (const detail of watch.errors) configProblems.push({ path: 'configuration', reason: 'config', detail });
-  const confirm = readConfirmSettings(env);
-  for (const warning of confirm.warnings) warn(warning);
-  const catalog = await Catalog.load({ roots: skillRoots(env, bundledSkills), limits, env, configProblems });
+  const confirm = readConfirmSettings(env, settings.confirmTtlSeconds);
+  // Where operators look: every refused value and every root problem, not only skill_list.
+  for (const line of [...startupReport(settings), ...frontIssues.map((issue) => issue.message), ...watch.errors, ...confirm.warnings]) warn(line);
+  const catalog = await Catalog.load({ roots: settings.roots, limits: settings.limits, env, configProblems });
   const notice = catalog.limitNotice();
   if (notice !== undefined) warn(notice);
   const announcer = new Announcer(catalog, warn);
@@ -74,7 +74,7 @@ export async function startFront(
     watching: watch.settings.mode !== 'off',
     runner: new RunnerLink(runner, () => configView(env, bundledSkills)),
     confirm,
-    approvalCodec: createApprovalCodec(env['MCP_CONFIRM_SECRET'], confirm.ttlSeconds),
+    approvalCodec: createApprovalCodec(settings.confirmSecret, confirm.ttlSeconds),
     runRefusal,
     collectGarbage: fullCollector(),
   });

@@ -4,7 +4,7 @@
  */
 import { resolve } from 'node:path';
 
-export function skillRoots(env: NodeJS.ProcessEnv, bundledDir: string): string[] {
+export function skillRoots(env: Readonly<Record<string, string | undefined>>, bundledDir: string): string[] {
   const raw = (env['MCP_SKILLS_PATH'] ?? '') !== '' ? env['MCP_SKILLS_PATH']! : (env['SKILLS_DIR'] ?? '');
   const roots = raw.split(':').filter((part) => part !== '');
   return roots.length > 0 ? roots.map((root) => resolve(root)) : [bundledDir];

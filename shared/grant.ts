@@ -6,6 +6,7 @@
  */
 import type { Declaration, DeclaredScript } from './declaration.js';
 import { isNeverGrantable } from './declaration.js';
+import { z } from 'zod';
 import { isHosted } from './mode.js';
 
 export interface GrantRow {
@@ -29,8 +30,14 @@ export function grantFrom(source: GrantSource): 'MCP_SKILL_RUN' | 'none (hosted 
 export const HOSTED_GRANT_NOTE =
   'Hosted mode grants nothing by default: instructions and files are served, but no script runs until the owner lists it in MCP_SKILL_RUN as JSON [{"skill","script","env":[...]}].';
 
-/** Reads the grant from the environment. A malformed MCP_SKILL_RUN grants nothing (and says why). */
-export function readGrantSource(env: NodeJS.ProcessEnv): GrantSource {
+const GrantRowSchema = z.object({ skill: z.string(), script: z.string(), env: z.array(z.string()).default([]) });
+
+/**
+ * Reads the grant from the environment, the same way in both processes. Security: a malformed
+ * MCP_SKILL_RUN fails closed — it (or its bad rows) grants nothing, and `error` says why, for the
+ * start-up log, `skill_list` and every NOT_GRANTED it causes.
+ */
+export function readGrantSource(env: Readonly<Record<string, string | undefined>>): GrantSource {
   const raw = env['MCP_SKILL_RUN'];
   if (raw === undefined || raw === '') return isHosted(env) ? { kind: 'hosted-default' } : { kind: 'declaration' };
   let value: unknown;
@@ -43,19 +50,34 @@ export function readGrantSource(env: NodeJS.ProcessEnv): GrantSource {
   const rows: GrantRow[] = [];
   const bad: number[] = [];
   value.forEach((row: unknown, i) => {
-    const r = row as Record<string, unknown> | null;
-    const env = r?.['env'] ?? [];
-    if (
-      r === null || typeof r !== 'object' || typeof r['skill'] !== 'string' || typeof r['script'] !== 'string' ||
-      !Array.isArray(env) || !env.every((n) => typeof n === 'string')
-    ) {
-      bad.push(i);
-      return;
-    }
-    rows.push({ skill: r['skill'], script: r['script'], env: env as string[] });
+    const parsed = GrantRowSchema.safeParse(row);
+    if (parsed.success) rows.push(parsed.data);
+    else bad.push(i);
   });
   const error = bad.length > 0 ? `MCP_SKILL_RUN rows ${bad.join(', ')} are not {skill, script, env?}; they grant nothing` : undefined;
   return error ? { kind: 'owner', rows, error } : { kind: 'owner', rows };
+}
+
+/** What `skill_list` says about the grant as a whole, when there is something to say. */
+export function grantNote(source: GrantSource): string | undefined {
+  if (source.kind === 'hosted-default') return HOSTED_GRANT_NOTE;
+  if (source.kind === 'owner' && source.error) return `The owner's grant could not be read: ${source.error}. The owner must fix MCP_SKILL_RUN (JSON [{"skill","script","env":[...]}]) and restart.`;
+  return undefined;
+}
+
+/**
+ * Why a declared script is not granted, for the model: the same text from the front and the
+ * runner. A grant that failed to parse says so, instead of implying the owner left the script out.
+ */
+export function notGrantedMessage(source: GrantSource, skill: string, script: string): string {
+  const row = `{"skill":"${skill}","script":"${script}"}`;
+  const how =
+    source.kind === 'hosted-default'
+      ? `Hosted mode grants nothing by default; the owner must list it in MCP_SKILL_RUN as ${row}.`
+      : source.kind === 'owner' && source.error
+        ? `The owner's MCP_SKILL_RUN could not be read (${source.error}); the owner must fix it, with ${row} among its rows, and restart.`
+        : `MCP_SKILL_RUN does not grant it; the owner must add ${row}.`;
+  return `"${skill}/${script}" is declared but not granted. ${how}`;
 }
 
 export interface ScriptGrant {

@@ -1,7 +1,8 @@
 /**
  * @module Limits both processes agree on, with their units in their names. Owner-tunable ones are
- * read from `SKILL_MCP_*` variables by {@link readCatalogLimits}; the rest are fixed by the spec.
+ * read from `SKILL_MCP_*` variables by {@link readLimitSettings}; the rest are fixed by the spec.
  */
+import { readVariable, wholeNumber, type SettingIssue } from './settings-schema.js';
 
 /** Per-call and per-entry caps of `skill_file` (docs/architecture.md §1): bound the front's heap, not just the reply. */
 export const MAX_PATHS_PER_CALL = 8;
@@ -61,18 +62,21 @@ const LIMIT_VARIABLES: Record<keyof CatalogLimits, string> = {
 };
 
 /**
- * The owner's limits. A value that is not a positive integer is rejected loudly (returned in
- * `errors`) and the default kept: a typo must not silently lift or zero a limit.
+ * The owner's limits, read the same way by both processes (and `skill-mcp check`). A value that is
+ * not a positive integer is a `default`-policy issue: reported loudly, the default kept — a typo
+ * must not silently lift or zero a limit, nor stop a server over a tuning knob.
  */
-export function readCatalogLimits(env: NodeJS.ProcessEnv): { limits: CatalogLimits; errors: string[] } {
+export function readLimitSettings(env: Readonly<Record<string, string | undefined>>, issues: SettingIssue[]): CatalogLimits {
   const limits: CatalogLimits = { ...DEFAULT_CATALOG_LIMITS };
-  const errors: string[] = [];
-  for (const [key, variable] of Object.entries(LIMIT_VARIABLES) as [keyof CatalogLimits, string][]) {
-    const raw = env[variable];
-    if (raw === undefined || raw === '') continue;
-    const value = Number(raw);
-    if (Number.isSafeInteger(value) && value > 0) limits[key] = value;
-    else errors.push(`${variable}=${JSON.stringify(raw)} is not a positive integer; using ${limits[key]}`);
+  for (const [key, name] of Object.entries(LIMIT_VARIABLES) as [keyof CatalogLimits, string][]) {
+    limits[key] = readVariable(env, { name, schema: wholeNumber(1), expected: 'a positive integer', fallback: limits[key], policy: 'default' }, issues);
   }
-  return { limits, errors };
+  return limits;
+}
+
+/** {@link readLimitSettings}, with the issues as messages. */
+export function readCatalogLimits(env: NodeJS.ProcessEnv): { limits: CatalogLimits; errors: string[] } {
+  const issues: SettingIssue[] = [];
+  const limits = readLimitSettings(env, issues);
+  return { limits, errors: issues.map((issue) => issue.message) };
 }

@@ -6,6 +6,6 @@
 
 export const HOSTED_MARKERS = ['MCP_SKILLS_PATH', 'MCP_HOST_METER_FILE', 'MCP_DATA_DIR', 'MCP_BLOB_BASE_URL'] as const;
 
-export function isHosted(env: NodeJS.ProcessEnv): boolean {
+export function isHosted(env: Readonly<Record<string, string | undefined>>): boolean {
   return HOSTED_MARKERS.some((name) => (env[name] ?? '') !== '');
 }

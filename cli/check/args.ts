@@ -1,6 +1,8 @@
 /**
- * @module The command line of `skill-mcp check`. Pure: argv in, options or a usage error out.
+ * @module The command line of `skill-mcp check` (`parseArgs`, shared/cli-args.ts). Pure: argv in,
+ * options or a usage error out.
  */
+import { parseFlags, stringFlag, UsageError, wantsHelp, type FlagSpec } from '../../shared/cli-args.js';
 
 export const FORMATS = ['text', 'json', 'sarif'] as const;
 export type Format = (typeof FORMATS)[number];
@@ -16,31 +18,24 @@ function isFormat(value: string): value is Format {
   return (FORMATS as readonly string[]).includes(value);
 }
 
+const FLAGS: Record<string, FlagSpec> = {
+  format: { type: 'string' },
+  strict: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+};
+
 export function parseCheckArgs(argv: readonly string[]): CheckArgs {
-  let format: Format = 'text';
-  let strict = false;
-  const paths: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg === '--') {
-      paths.push(...argv.slice(i + 1));
-      break;
-    }
-    if (arg === '--help' || arg === '-h') return { kind: 'help' };
-    if (arg === '--strict') {
-      strict = true;
-      continue;
-    }
-    if (arg === '--format' || arg.startsWith('--format=')) {
-      const value = arg === '--format' ? argv[++i] : arg.slice('--format='.length);
-      if (value === undefined) return { kind: 'usage', error: '--format needs a value: text, json or sarif' };
-      if (!isFormat(value)) return { kind: 'usage', error: `unknown format ${JSON.stringify(value)}; use text, json or sarif` };
-      format = value;
-      continue;
-    }
-    if (arg.startsWith('-') && arg !== '-') return { kind: 'usage', error: `unknown option ${JSON.stringify(arg)}` };
-    paths.push(arg);
+  if (wantsHelp(argv)) return { kind: 'help' };
+  let parsed;
+  try {
+    parsed = parseFlags(argv, FLAGS, { positionals: true });
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    // Kept from before parseArgs: the message lists the formats a bare --format may take.
+    return { kind: 'usage', error: error.message === '--format needs a value' ? '--format needs a value: text, json or sarif' : error.message };
   }
-  if (paths.length === 0) return { kind: 'usage', error: 'name at least one skill folder or folder of skills' };
-  return { kind: 'run', format, strict, paths };
+  const format = stringFlag(parsed.values, 'format') ?? 'text';
+  if (!isFormat(format)) return { kind: 'usage', error: `unknown format ${JSON.stringify(format)}; use text, json or sarif` };
+  if (parsed.positionals.length === 0) return { kind: 'usage', error: 'name at least one skill folder or folder of skills' };
+  return { kind: 'run', format, strict: parsed.values['strict'] === true, paths: parsed.positionals };
 }

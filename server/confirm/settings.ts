@@ -15,9 +15,11 @@ export interface ConfirmSettings {
   warnings: string[];
 }
 
-const DEFAULT_TTL_SECONDS = 600;
-
-export function readConfirmSettings(env: NodeJS.ProcessEnv): ConfirmSettings {
+/**
+ * The front-only confirmation settings. `ttlSeconds` is read by shared/settings.ts, because the
+ * runner enforces the same lifetime on the tokens it mints.
+ */
+export function readConfirmSettings(env: NodeJS.ProcessEnv, ttlSeconds: number): ConfirmSettings {
   const warnings: string[] = [];
   const rawMode = env['MCP_CONFIRM_MODE'];
   let mode: ConfirmMode = 'ask-user';
@@ -33,13 +35,6 @@ export function readConfirmSettings(env: NodeJS.ProcessEnv): ConfirmSettings {
   if (rawElicit === 'off') elicitation = false;
   else if (rawElicit !== undefined && rawElicit !== '' && rawElicit !== 'on') {
     warnings.push(`MCP_CONFIRM_ELICITATION=${JSON.stringify(rawElicit)} is not on or off; treating it as on`);
-  }
-  let ttlSeconds = DEFAULT_TTL_SECONDS;
-  const rawTtl = env['MCP_CONFIRM_TTL_SECONDS'];
-  if (rawTtl !== undefined && rawTtl !== '') {
-    const value = Number(rawTtl);
-    if (Number.isSafeInteger(value) && value > 0) ttlSeconds = value;
-    else warnings.push(`MCP_CONFIRM_TTL_SECONDS=${JSON.stringify(rawTtl)} is not a positive integer; using ${DEFAULT_TTL_SECONDS}`);
   }
   return { mode, elicitation, ttlSeconds, warnings };
 }

@@ -6,6 +6,8 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { DEFAULT_MAX_REQUEST_BODY_SIZE, localhostAllowedHostnames, localhostAllowedOrigins } from '@modelcontextprotocol/server';
+import { parseFlags, stringFlag, type FlagSpec } from '../../shared/cli-args.js';
+import { readValue, wholeNumber, type SettingIssue } from '../../shared/settings-schema.js';
 
 export const DEFAULT_HOST = '127.0.0.1';
 export const DEFAULT_PORT = 3000;
@@ -68,10 +70,11 @@ function list(raw: string | undefined): string[] {
     .filter((item) => item !== '');
 }
 
+/** A whole-number setting through the shared schema machinery; malformed stops the HTTP front. */
 function integer(name: string, raw: string | undefined, fallback: number, min: number): number {
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isSafeInteger(value) || value < min) throw new HttpConfigError(`${name}=${JSON.stringify(raw)} is not an integer >= ${min}`);
+  const issues: SettingIssue[] = [];
+  const value = readValue(raw, { name, schema: wholeNumber(min), expected: `an integer >= ${min}`, fallback, policy: 'stop' }, issues);
+  if (issues[0]) throw new HttpConfigError(issues[0].message);
   return value;
 }
 
@@ -99,22 +102,14 @@ function readToken(env: NodeJS.ProcessEnv): string | undefined {
   return token;
 }
 
-/** Parses `--host H --port P` and the environment. Unknown flags are an error. */
+const HTTP_FLAGS: Record<string, FlagSpec> = { host: { type: 'string' }, port: { type: 'string' } };
+
+/** Parses `--host H --port P` and the environment. A flag it does not know is a UsageError (exit 2). */
 export function readHttpOptions(args: string[], env: NodeJS.ProcessEnv): HttpOptions {
-  let host = env['SKILL_MCP_HTTP_HOST'] || DEFAULT_HOST;
-  let rawPort = env['SKILL_MCP_HTTP_PORT'];
-  let portName = 'SKILL_MCP_HTTP_PORT';
-  for (let i = 0; i < args.length; i += 1) {
-    const flag = args[i];
-    const value = args[i + 1];
-    if ((flag === '--host' || flag === '--port') && value !== undefined) {
-      if (flag === '--host') host = value;
-      else [rawPort, portName] = [value, '--port'];
-      i += 1;
-    } else {
-      throw new HttpConfigError(`unknown or incomplete option ${JSON.stringify(flag)}; use --host H --port P`);
-    }
-  }
+  const { values } = parseFlags(args, HTTP_FLAGS, { usage: HTTP_USAGE });
+  const host = stringFlag(values, 'host') ?? (env['SKILL_MCP_HTTP_HOST'] || DEFAULT_HOST);
+  const portFlag = stringFlag(values, 'port');
+  const [rawPort, portName] = portFlag !== undefined ? [portFlag, '--port'] : [env['SKILL_MCP_HTTP_PORT'], 'SKILL_MCP_HTTP_PORT'];
   const port = integer(portName, rawPort, DEFAULT_PORT, 0);
   if (port > 65535) throw new HttpConfigError(`${portName}=${port} is not a port (0-65535)`);
 

@@ -12,7 +12,7 @@
 import { createHash } from 'node:crypto';
 import { INTERPRETERS } from '../../shared/declaration.js';
 import { SkillMcpError } from '../../shared/errors.js';
-import { grantFrom, grantScripts, HOSTED_GRANT_NOTE } from '../../shared/grant.js';
+import { grantFrom, grantNote, grantScripts } from '../../shared/grant.js';
 import type { Problem } from '../../shared/problems.js';
 import type { DescribeResult } from '../../shared/protocol.js';
 import type { FrontContext } from '../context.js';
@@ -144,7 +144,7 @@ export async function skillList(front: FrontContext, request: ListRequest = {}):
     problemCount: problems.length,
     ...(firstPage && problems.length > FIRST_PAGE_PROBLEMS ? { problemsNote: `the first ${FIRST_PAGE_PROBLEMS} of ${problems.length} problems; call skill_list with {"problems": true} to page through all` } : {}),
     grantFrom: grantFrom(catalog.grant),
-    ...(catalog.grant.kind === 'hosted-default' ? { grantNote: HOSTED_GRANT_NOTE } : {}),
+    ...(grantNote(catalog.grant) !== undefined ? { grantNote: grantNote(catalog.grant) } : {}),
     isolation: described
       ? {
           ...described.isolation, interpreters: described.interpreters,

@@ -7,7 +7,7 @@
  */
 import { inputRequired, inputResponse, type CallToolResult, type ServerContext } from '@modelcontextprotocol/server';
 import { SkillMcpError } from '../../shared/errors.js';
-import { grantScripts } from '../../shared/grant.js';
+import { grantScripts, notGrantedMessage } from '../../shared/grant.js';
 import type { Minted, RunResult, WillRun } from '../../shared/protocol.js';
 import { willRunHash } from '../../shared/token.js';
 import { confirmPath, tokenInstructions } from '../confirm/settings.js';
@@ -36,12 +36,7 @@ function localRefusal(front: FrontContext, input: RunInput): CallToolResult | un
     return refuse('NOT_DECLARED', `skill "${record.name}" does not declare "${input.script}" as a script, so it cannot run. ${list}`);
   }
   const grant = grantScripts(record.name, record.declaration, front.catalog.grant).find((g) => g.declared.script === input.script);
-  if (!grant?.granted) {
-    const how = front.catalog.grant.kind === 'hosted-default'
-      ? 'Hosted mode grants nothing by default; the owner must list it in MCP_SKILL_RUN'
-      : 'MCP_SKILL_RUN does not grant it; the owner must add';
-    return refuse('NOT_GRANTED', `"${record.name}/${input.script}" is declared but not granted. ${how} {"skill":"${record.name}","script":"${input.script}"}.`);
-  }
+  if (!grant?.granted) return refuse('NOT_GRANTED', notGrantedMessage(front.catalog.grant, record.name, input.script));
   return undefined;
 }
 
