@@ -44,6 +44,8 @@ export async function startFront(
   runner: RunnerLinkOptions = externalRunner(env),
   warn: (message: string) => void = () => undefined,
   runRefusal?: FrontContext['runRefusal'],
+  /** The requestState key (server/confirm/request-state.ts frontStateKey); random when absent. */
+  requestStateKey?: Buffer,
 ): Promise<FrontContext> {
   setFlagsFromString(HEAP_GROWING_FLAG);
   const { limits, errors } = readCatalogLimits(env);
@@ -60,10 +62,11 @@ export async function startFront(
   const catalog = await Catalog.load({ roots: skillRoots(env, bundledSkills), limits, env, configProblems });
   return createFrontContext({
     catalog,
+    catalogLimits: limits,
     pageSize,
     runner: new RunnerLink(runner, () => configView(env, bundledSkills)),
     confirm,
-    approvalCodec: createApprovalCodec(env['MCP_CONFIRM_SECRET'], confirm.ttlSeconds),
+    approvalCodec: createApprovalCodec(requestStateKey, confirm.ttlSeconds),
     runRefusal,
     collectGarbage: fullCollector(),
   });
