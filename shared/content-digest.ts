@@ -4,7 +4,7 @@
  * Both processes compute it with these functions, so the front can tell when its runner serves
  * other bytes than it shows, and a person can recompute it with coreutils:
  *
- *   cd <skill> && sha256sum <every served file, paths sorted bytewise> | sha256sum
+ *   cd <skill> && printf '%s\n' <served paths> | LC_ALL=C sort | xargs -d '\n' sha256sum -- | sha256sum
  *
  * i.e. sha256 over the lines `<hex digest>  <path>\n`, one per served file, sorted by the UTF-8
  * bytes of the path (`LC_ALL=C sort`). Paths are the manifest's `/`-separated relative paths; the
