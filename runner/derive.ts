@@ -2,7 +2,9 @@
  * @module Re-derivation (docs/architecture.md §8): for every prepare and every run the runner works out from
  * scratch what would run — it finds the skill by name again, re-reads its SKILL.md, re-parses the
  * declaration, re-applies the owner's grant, re-checks the script path as a string and after
- * resolution, opens it and checks it is a regular file — and only then computes `willRun`. Nothing
+ * resolution, opens it and checks it is a regular file, reads and hashes every served file of the
+ * skill (at a run: as it copies them into the run's private folder) — and only then computes
+ * `willRun`, whose `content` binds those bytes (docs/architecture.md §7). Nothing
  * the front sent is trusted beyond the skill name, script name and args it asked for.
  */
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
@@ -42,7 +44,10 @@ export interface DeriveContext {
 export interface RunPlan {
   willRun: WillRun;
   interpreterPath: string;
-  /** Real path of the skill directory (cwd) and the script's real path relative to it. */
+  /**
+   * The folder the run uses (cwd, or /skill inside bubblewrap) — at a run the runner's private copy
+   * of the skill (runner/run-copy.ts), else the skill's real directory — and the script's path in it.
+   */
   realDir: string;
   scriptRelative: string;
   args: string[];
