@@ -26,6 +26,7 @@ import { sharedSettingIssues } from '../shared/settings.js';
 import { scrubEnviron } from '../runner/hygiene.js';
 import { runnerVariableIssues } from '../runner/options.js';
 import type { RunnerLinkOptions } from '../server/runner-link.js';
+import { frontStateKey } from '../server/confirm/request-state.js';
 import { externalRunner } from '../server/start.js';
 
 /** Default unprivileged uid/gid for the front when started as root (outside the run-uid range). */
@@ -130,7 +131,7 @@ function launchOwnRunner(env: NodeJS.ProcessEnv, entry: string, front: Ids | und
  * own, through the guard, unless one is configured or the mode is hosted), its trimmed variables,
  * a cleared environ, and — started as root — its unprivileged uid.
  */
-export async function prepareFront(entry: string): Promise<{ env: NodeJS.ProcessEnv; runner: RunnerLinkOptions; droppedToUid?: number }> {
+export async function prepareFront(entry: string): Promise<{ env: NodeJS.ProcessEnv; runner: RunnerLinkOptions; droppedToUid?: number; requestStateKey?: Buffer | undefined }> {
   const env = process.env;
   // A value the runner would refuse stops the launcher now, before anything starts, with the runner's message.
   refuseToStart([...sharedSettingIssues(env), ...(env['SKILL_MCP_RUNNER_SOCKET'] || isHosted(env) ? [] : runnerVariableIssues(env))]);
@@ -149,7 +150,13 @@ export async function prepareFront(entry: string): Promise<{ env: NodeJS.Process
       }
     };
   }
+  // Security: the front keeps only its requestState key, derived now (as root, a secret file only
+  // root reads is still readable); the secret itself — from which a runner's token key derives —
+  // is not kept, so nothing the front holds can mint a token (shared/keys.ts).
+  const requestStateKey = frontStateKey(env);
   const kept = frontVariables(env);
+  delete kept['MCP_CONFIRM_SECRET'];
+  delete kept['MCP_CONFIRM_SECRET_FILE'];
   for (const name of Object.keys(process.env)) if (!(name in kept) && !['PATH', 'HOME', 'LANG', 'TZ', 'TMPDIR'].includes(name)) delete process.env[name];
   // Scrub while still allowed to write our own /proc/self/mem (a uid change makes us undumpable).
   const scrub = scrubEnviron(process.env);
@@ -161,13 +168,13 @@ export async function prepareFront(entry: string): Promise<{ env: NodeJS.Process
     process.setgid?.(dropTo.gid);
     process.setuid?.(dropTo.uid);
   }
-  return { env: kept, runner, ...(dropTo ? { droppedToUid: dropTo.uid } : {}) };
+  return { env: kept, runner, requestStateKey, ...(dropTo ? { droppedToUid: dropTo.uid } : {}) };
 }
 
 export async function serveStandalone(options: { bundledSkills: string; entry: string }): Promise<void> {
-  const { env, runner } = await prepareFront(options.entry);
+  const { env, runner, requestStateKey } = await prepareFront(options.entry);
   const { serveOverStdio } = await import('../server/stdio.js');
-  await serveOverStdio({ bundledSkills: options.bundledSkills, env, runner });
+  await serveOverStdio({ bundledSkills: options.bundledSkills, env, runner, requestStateKey });
 }
 
 export async function serveStandaloneHttp(options: { bundledSkills: string; entry: string; args: string[] }): Promise<void> {
@@ -179,6 +186,6 @@ export async function serveStandaloneHttp(options: { bundledSkills: string; entr
   // Flags, variables and the token file are read first, with the launcher's own rights.
   const { readHttpOptions } = await import('../server/http/options.js');
   const http = readHttpOptions(options.args, process.env);
-  const { env, runner, droppedToUid } = await prepareFront(options.entry);
-  await serveOverHttp({ args: options.args, bundledSkills: options.bundledSkills, env, runner, http, droppedToUid });
+  const { env, runner, droppedToUid, requestStateKey } = await prepareFront(options.entry);
+  await serveOverHttp({ args: options.args, bundledSkills: options.bundledSkills, env, runner, http, droppedToUid, requestStateKey });
 }

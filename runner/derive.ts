@@ -2,7 +2,9 @@
  * @module Re-derivation (docs/architecture.md §8): for every prepare and every run the runner works out from
  * scratch what would run — it finds the skill by name again, re-reads its SKILL.md, re-parses the
  * declaration, re-applies the owner's grant, re-checks the script path as a string and after
- * resolution, opens it and checks it is a regular file — and only then computes `willRun`. Nothing
+ * resolution, opens it and checks it is a regular file, reads and hashes every served file of the
+ * skill (at a run: as it copies them into the run's private folder) — and only then computes
+ * `willRun`, whose `content` binds those bytes (docs/architecture.md §7). Nothing
  * the front sent is trusted beyond the skill name, script name and args it asked for.
  */
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
@@ -20,6 +22,8 @@ import { grantScripts, notGrantedMessage, readGrantSource } from '../shared/gran
 import type { CatalogLimits } from '../shared/limits.js';
 import { checkPathString, isHiddenPath, resolveInside } from '../shared/paths.js';
 import type { WillRun } from '../shared/protocol.js';
+import { MAX_RUN_CONTENT_BYTES, readSkillContent } from '../shared/skill-content.js';
+import type { ContentResult } from '../shared/skill-content.js';
 import type { RejectReason } from './audit-log.js';
 import type { Platform } from './platform.js';
 import { usesBwrap } from './sandbox.js';
@@ -40,12 +44,34 @@ export interface DeriveContext {
 export interface RunPlan {
   willRun: WillRun;
   interpreterPath: string;
-  /** Real path of the skill directory (cwd) and the script's real path relative to it. */
+  /**
+   * The folder the run uses (cwd, or /skill inside bubblewrap) — at a run the runner's private copy
+   * of the skill (runner/run-copy.ts), else the skill's real directory — and the script's path in it.
+   */
   realDir: string;
   scriptRelative: string;
   args: string[];
   /** Names of the granted variables (values are read from the private env at spawn time). */
   grantedEnv: string[];
+}
+
+/**
+ * Where the approved bytes come from: prepare and describe read the skill in place; a run copies
+ * it into a private folder (runner/run-copy.ts) and runs that copy, so what was hashed is what runs.
+ */
+export interface ContentSource {
+  read(skill: DiscoveredSkill): Promise<ContentResult>;
+  /** The folder the run uses instead of the skill's own (the private copy), when there is one. */
+  runDir?: string;
+}
+
+/** Reads the skill's served files where they are (prepare, describe). */
+export function contentInPlace(ctx: DeriveContext): ContentSource {
+  return { read: (skill) => readSkillContent(skill.name, skill.realDir, contentLimits(ctx)) };
+}
+
+export function contentLimits(ctx: DeriveContext): { maxFiles: number; maxDirs: number; maxBytes: number } {
+  return { maxFiles: ctx.limits.maxFilesPerSkill, maxDirs: ctx.limits.maxDirsPerSkill, maxBytes: MAX_RUN_CONTENT_BYTES };
 }
 
 export type Derived = { ok: true; plan: RunPlan } | { ok: false; code: ErrorCode; reason: RejectReason; message: string };
@@ -74,7 +100,7 @@ export function declaredScripts(ctx: DeriveContext, skill: DiscoveredSkill): { s
 }
 
 /** Works out, from the disk and the owner's grant as they are now, what `skill/script args` would run. */
-export async function deriveRun(ctx: DeriveContext, skillName: string, script: string, args: string[], knownSkill?: DiscoveredSkill): Promise<Derived> {
+export async function deriveRun(ctx: DeriveContext, skillName: string, script: string, args: string[], knownSkill?: DiscoveredSkill, content: ContentSource = contentInPlace(ctx)): Promise<Derived> {
   const skill = knownSkill ?? (await findSkill(ctx, skillName));
   if (!skill) return refuse('UNKNOWN_SKILL', 'unknown-skill', `no skill named ${JSON.stringify(skillName)} is served; skill_list shows the names`);
   const { scripts } = declaredScripts(ctx, skill);
@@ -106,6 +132,12 @@ export async function deriveRun(ctx: DeriveContext, skillName: string, script: s
   } finally {
     if (fd !== undefined) closeSync(fd);
   }
+  const read = await content.read(skill);
+  if (!read.ok) return refuse(read.code, read.code === 'TOO_LARGE' ? 'too-large' : 'content-unreadable', `${skill.name}: ${read.why}`);
+  const served = check.segments.join('/');
+  const scriptFile = read.content.files.find((f) => f.path === served);
+  // Security: the script must be one of the files the approval binds (and the copy holds).
+  if (!scriptFile) return refuse('NOT_FOUND', 'not-found', `${skill.name}/${script} is not a served file of the skill`);
   // Inside bubblewrap PATH is the sandbox's own (buildSpawn): a placeholder keeps the names equal.
   const built = buildScriptEnv(ctx.env, grant.env, usesBwrap(ctx.platform) ? { ...SANDBOX_PLACEHOLDERS, PATH: '(sandbox)' } : SANDBOX_PLACEHOLDERS);
   const willRun: WillRun = {
@@ -118,12 +150,16 @@ export async function deriveRun(ctx: DeriveContext, skillName: string, script: s
     isolation: ctx.platform.isolation,
     sandbox: ctx.platform.mechanisms,
     memoryBytes: Math.min(ctx.memoryBytes, declared.memoryBytes ?? ctx.memoryBytes),
+    content: { script: scriptFile.sha256, files: read.content.digest, fileCount: read.content.files.length, bytes: read.content.bytes },
   };
   if (built.notSet.length > 0) willRun.envNotSet = built.notSet;
   const warning = grant.selfGranted ? selfGrantWarning(built.passed) : undefined;
   if (warning !== undefined) willRun.envWarning = warning;
   return {
     ok: true,
-    plan: { willRun, interpreterPath: interpreter.path, realDir: skill.realDir, scriptRelative: relative(skill.realDir, resolved.real), args, grantedEnv: grant.env },
+    // A copy holds every served path as a regular file: the script runs under its declared path there.
+    plan: content.runDir !== undefined
+      ? { willRun, interpreterPath: interpreter.path, realDir: content.runDir, scriptRelative: served, args, grantedEnv: grant.env }
+      : { willRun, interpreterPath: interpreter.path, realDir: skill.realDir, scriptRelative: relative(skill.realDir, resolved.real), args, grantedEnv: grant.env },
   };
 }

@@ -9,8 +9,8 @@ import { PROTOCOL_VERSION } from '../shared/protocol.js';
 import { discoverSkills } from '../shared/discover.js';
 import { skillRoots } from '../shared/config.js';
 import { grantFrom, readGrantSource } from '../shared/grant.js';
-import { declaredScripts, deriveRun, findSkill } from './derive.js';
-import type { DeriveContext } from './derive.js';
+import { contentInPlace, declaredScripts, deriveRun, findSkill } from './derive.js';
+import type { ContentSource, DeriveContext } from './derive.js';
 import type { ScrubResult } from './hygiene.js';
 
 /**
@@ -26,8 +26,11 @@ export async function describeRunner(ctx: DeriveContext, environ: ScrubResult, r
   for (const skill of found) {
     const { scripts, problems } = declaredScripts(ctx, skill);
     const infos: ScriptInfo[] = [];
+    // Read once per skill (every script of it binds the same files); a front compares the digest.
+    const read = scripts.length > 0 ? await contentInPlace(ctx).read(skill) : undefined;
+    const once: ContentSource = { read: async () => read! };
     for (const declared of scripts) {
-      const derived = await deriveRun(ctx, skill.name, declared.script, [], skill);
+      const derived = await deriveRun(ctx, skill.name, declared.script, [], skill, once);
       const base = { script: declared.script, interpreter: declared.interpreter, timeoutMs: declared.timeoutMs };
       if (derived.ok) {
         const { willRun } = derived.plan;
@@ -39,7 +42,8 @@ export async function describeRunner(ctx: DeriveContext, environ: ScrubResult, r
         infos.push({ ...base, granted: derived.code !== 'NOT_GRANTED', runnable: false, why: derived.message, envNames: [], envNotSet: [] });
       }
     }
-    skills.push({ name: skill.name, scripts: infos, declarationProblems: problems });
+    const content = read === undefined ? undefined : read.ok ? { digest: read.content.digest, fileCount: read.content.files.length } : { why: read.why };
+    skills.push({ name: skill.name, scripts: infos, declarationProblems: problems, ...(content ? { content } : {}) });
   }
   const result: DescribeResult = {
     protocol: PROTOCOL_VERSION,

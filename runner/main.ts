@@ -13,6 +13,7 @@ import { refuseToStart } from '../shared/settings-schema.js';
 import type { ErrorCode } from '../shared/errors.js';
 import { configView, realRoots } from '../shared/config-view.js';
 import { readFrontSecretFile } from '../shared/front-secret.js';
+import { readConfirmSecret } from '../shared/keys.js';
 import { anchorPathIn } from './audit-anchor.js';
 import { AuditLog } from './audit-log.js';
 import { readFrontSecretLine } from './front-auth.js';
@@ -60,7 +61,8 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
   // A crashed predecessor's run folders (a script's HOME, maybe secrets it wrote) go before any run.
   const stale = removeStaleRunFolders(opts.scratchDir);
   if (stale.failed > 0) log(`warning: ${stale.failed} stale run folder(s) under the scratch directory could not be removed`);
-  const { key, source: keySource } = loadTokenKey(opts.stateDir, settings.confirmSecret);
+  const confirmSecret = readConfirmSecret(env);
+  const { key, source: keySource } = loadTokenKey(opts.stateDir, 'secret' in confirmSecret ? confirmSecret.secret : undefined);
   const ledger = new SpentLedger(opts.stateDir, Date.now());
   const audit = new AuditLog(opts.auditPath, anchorPathIn(opts.stateDir));
   const anchor = audit.anchorFinding;
@@ -104,7 +106,7 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
   });
   audit.append({
     event: 'runner.start', pid: process.pid, uid: process.getuid?.(), isolation: platform.isolation, sandbox: platform.mechanisms, environ_scrubbed: environ.scrubbed,
-    hosted, runs_refused: refusedWhy?.code ?? null, grant_from: grantFrom(settings.grant), key_source: keySource,
+    hosted, runs_refused: refusedWhy?.code ?? null, grant_from: grantFrom(settings.grant), key_source: keySource === 'secret' ? `secret-${confirmSecret.from}` : keySource,
     interpreters: Object.fromEntries([...platform.interpreters].map(([name, r]) => [name, 'path' in r])),
     peer_check: 'read' in peer, front_secret: opts.frontSecret?.from ?? 'none', inherited_fds_closed: fdsClosed, scratch_stale_removed: stale.removed, scratch_stale_failed: stale.failed,
     ...anchor,

@@ -21,6 +21,7 @@ import type { ScrubResult } from './hygiene.js';
 import type { SpentLedger } from './ledger.js';
 import { hitMemoryLimit } from './memory-limit.js';
 import { runProcess } from './run-process.js';
+import { RunCopy } from './run-copy.js';
 import { runFolderName } from './scratch.js';
 import type { RunningProcess } from './run-process.js';
 import { buildSpawn, usesBwrap } from './sandbox.js';
@@ -88,7 +89,7 @@ export class RunnerService {
       return refusal(derived.code, derived.message);
     }
     const minted = this.mint(derived.plan.willRun);
-    const claims = verifyToken(this.deps.key, minted.confirmToken, Date.now());
+    const claims = verifyToken(this.deps.key, minted.confirmToken, Date.now(), this.deps.ttlMs);
     this.deps.audit.append({ event: 'run.prepare', skill: req.skill, script: req.script, ...(claims.ok ? { token_id: tokenLogId(claims.claims) } : {}) });
     return { ok: true, result: minted };
   }
@@ -130,20 +131,32 @@ export class RunnerService {
   }
 
   private async runInSlot(req: RunRequest, slot: Slot, reject: (r: RejectReason, c: ErrorCode, m: string, e?: { token_id?: string }) => { ok: false; error: Refusal }): Promise<Answer<ResultOf<'run'>>> {
+    const copy = new RunCopy(this.deps.scratchDir, slot.runId);
+    try {
+      return await this.checkAndSpawn(req, slot, reject, copy);
+    } finally {
+      copy.remove();
+    }
+  }
+
+  private async checkAndSpawn(req: RunRequest, slot: Slot, reject: (r: RejectReason, c: ErrorCode, m: string, e?: { token_id?: string }) => { ok: false; error: Refusal }, copy: RunCopy): Promise<Answer<ResultOf<'run'>>> {
     const { deps } = this;
     if (deps.refusedWhy) return reject(deps.refusedWhy.code === 'ENVIRON_UNSCRUBBED' ? 'environ-unscrubbed' : 'sandbox-failed', deps.refusedWhy.code, deps.refusedWhy.message);
     // Security: MAC first (constant time), then the ledger, then expiry; nothing else is believed before.
-    const verified = verifyToken(deps.key, req.confirmToken, Date.now());
+    const verified = verifyToken(deps.key, req.confirmToken, Date.now(), deps.ttlMs);
     if (!verified.ok && verified.code === 'TOKEN_INVALID') return reject('token-invalid', 'TOKEN_INVALID', 'the confirmation token is not one this runner issued; ask again without a token to get a fresh preview');
     const claims = verified.claims!;
     const tokenId = tokenLogId(claims);
     if (deps.ledger.has(claims.jti)) return reject('token-reused', 'TOKEN_REUSED', REUSED, { token_id: tokenId });
     if (!verified.ok) return reject('token-expired', 'TOKEN_EXPIRED', EXPIRED, { token_id: tokenId });
-    const derived = await deriveRun(deps.ctx, req.skill, req.script, req.args);
+    // Security: derived from the runner's private copy of the skill, hashed as it was written; the
+    // plan runs that copy, so nothing edited in the skill folder from here on reaches the run.
+    const derived = await deriveRun(deps.ctx, req.skill, req.script, req.args, undefined, copy.source(deps.ctx));
     if (!derived.ok) return reject(derived.reason, derived.code, derived.message, { token_id: tokenId });
     const { plan } = derived;
-    // Security: the token is bound to what was approved; a different skill, script, argv, env set
-    // or isolation now means the person has not approved this run.
+    // Security: the token is bound to what was approved; a different skill, script, argv, env set,
+    // isolation or content (script, module, data file, link, added file) now means the person has
+    // not approved this run.
     if (willRunHash(plan.willRun) !== claims.wr) {
       this.deps.audit.append({ event: 'run.reject', reason: 'draft-changed', skill: req.skill, script: req.script, token_id: tokenId });
       return { ok: false, error: { code: 'DRAFT_CHANGED', message: 'what would run differs from what this token was approved for; show the fresh preview and confirm again', fresh: this.mint(plan.willRun) } };
@@ -169,7 +182,7 @@ export class RunnerService {
       deps.audit.append({
         event: 'run.accept', run_id: slot.runId, runner_pid: process.pid, token_id: tokenId, skill: plan.willRun.skill, script: req.script, interpreter: plan.willRun.interpreter,
         argv: plan.willRun.argv, env_names: spec.envNames, timeout_ms: plan.willRun.timeoutMs, isolation: plan.willRun.isolation, sandbox: plan.willRun.sandbox,
-        memory_bytes: plan.willRun.memoryBytes, uid: uid ?? process.getuid!(),
+        memory_bytes: plan.willRun.memoryBytes, uid: uid ?? process.getuid!(), script_sha256: plan.willRun.content.script, files_sha256: plan.willRun.content.files,
       });
       const { setpriv, kill, ipcrm } = deps.ctx.platform.tools;
       let leftovers = { killed: 0, remaining: 0 };

@@ -5,10 +5,11 @@
  * the owner sets one (replicas). Several runners may use one state directory at once (standalone
  * starts one per `skill-mcp`): every file here is created so that a concurrent runner sees it whole.
  */
-import { createHmac, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { closeSync, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, readSync, writeSync, constants } from 'node:fs';
 import { join } from 'node:path';
 import { SkillMcpError } from '../shared/errors.js';
+import { deriveKey } from '../shared/keys.js';
 import { TOKEN_KEY_BYTES } from '../shared/token.js';
 
 /** 10 ms apart: how long a key another runner is writing is waited for. */
@@ -58,13 +59,13 @@ export function readNoFollow(path: string): string {
 }
 
 /**
- * The token key. `secret` (MCP_CONFIRM_SECRET) wins; otherwise a random key is created once and
- * kept in `<stateDir>/token.key`.
+ * The token key. The owner's secret (MCP_CONFIRM_SECRET_FILE or MCP_CONFIRM_SECRET, shared/keys.ts)
+ * wins, through its token-only derivation; otherwise a random key is created once and kept in
+ * `<stateDir>/token.key`. Security: the token key is the runner's alone — never the key a front
+ * holds — so nothing a front has can mint a token.
  */
 export function loadTokenKey(stateDir: string, secret: string | undefined): { key: Buffer; source: 'secret' | 'state-dir' } {
-  if (secret !== undefined && secret !== '') {
-    return { key: createHmac('sha256', 'skill-mcp token key v1').update(secret).digest(), source: 'secret' };
-  }
+  if (secret !== undefined && secret !== '') return { key: deriveKey(secret, 'confirm-token'), source: 'secret' };
   const path = join(stateDir, 'token.key');
   let fd: number;
   try {

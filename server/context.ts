@@ -6,6 +6,7 @@ import type { RequestStateCodec } from '@modelcontextprotocol/server';
 import { SkillMcpError } from '../shared/errors.js';
 import type { ErrorCode } from '../shared/errors.js';
 import type { Announcer } from './announce.js';
+import type { CatalogLimits } from '../shared/limits.js';
 import type { Catalog } from './catalog/catalog.js';
 import type { LiveCatalog } from './catalog/live.js';
 import type { SkillRecord } from './catalog/skill.js';
@@ -15,6 +16,8 @@ import type { RunnerLink } from './runner-link.js';
 
 export interface FrontContext {
   catalog: Catalog;
+  /** The walk limits the catalog was scanned with (the content check walks a skill again with them). */
+  catalogLimits: CatalogLimits;
   /** Entries per skills/list, prompts/list and directory page. */
   pageSize: number;
   /** Tells connected clients when the catalog changed. */

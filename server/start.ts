@@ -48,6 +48,8 @@ export async function startFront(
   runner: RunnerLinkOptions = externalRunner(env),
   warn: (message: string) => void = () => undefined,
   runRefusal?: FrontContext['runRefusal'],
+  /** The requestState key (server/confirm/request-state.ts frontStateKey); random when absent. */
+  requestStateKey?: Buffer,
 ): Promise<FrontContext> {
   setFlagsFromString(HEAP_GROWING_FLAG);
   const settings = readSharedSettings(env, bundledSkills);
@@ -68,13 +70,14 @@ export async function startFront(
   const live = startLiveCatalog(catalog, watch.settings, warn);
   return createFrontContext({
     catalog,
+    catalogLimits: settings.limits,
     pageSize,
     announcer,
     live,
     watching: watch.settings.mode !== 'off',
     runner: new RunnerLink(runner, () => configView(env, bundledSkills)),
     confirm,
-    approvalCodec: createApprovalCodec(settings.confirmSecret, confirm.ttlSeconds),
+    approvalCodec: createApprovalCodec(requestStateKey, confirm.ttlSeconds),
     runRefusal,
     collectGarbage: fullCollector(),
   });

@@ -28,6 +28,7 @@ export type ErrorCode =
   | 'SANDBOX_UNAVAILABLE'
   | 'CONFIRM_REFUSED'
   | 'CONFIG_MISMATCH'
+  | 'CONTENT_MISMATCH'
   | 'AUTH_REQUIRED'
   // tokens (docs/architecture.md §7)
   | 'TOKEN_INVALID'

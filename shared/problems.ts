@@ -21,6 +21,7 @@ export const PROBLEM_REASONS = [
   'grant',
   'environ-unscrubbed',
   'config-mismatch',
+  'content-mismatch',
   'not-published',
   'config',
 ] as const;

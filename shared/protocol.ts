@@ -73,6 +73,12 @@ export const willRunSchema = z.strictObject({
   sandbox: z.array(z.string()),
   /** The run's memory cap in bytes (the runner's cap, or lower when the declaration asks). */
   memoryBytes: z.number().int(),
+  /**
+   * The code approved (shared/content-digest.ts): the sha256 of the script, and the digest over
+   * every served file of the skill (`files` of them, `bytes` in all) — what runs is a copy of
+   * exactly those bytes (docs/architecture.md §7).
+   */
+  content: z.strictObject({ script: sha256Hex, files: sha256Hex, fileCount: z.number().int().nonnegative(), bytes: z.number().int().nonnegative() }),
 });
 export type WillRun = z.infer<typeof willRunSchema>;
 
@@ -121,7 +127,13 @@ export const describeResultSchema = z.strictObject({
   grantFrom: z.string(),
   /** Set when the asking front's configuration differs from the runner's: prepare and run are refused. */
   configMismatch: z.strictObject({ differs: z.array(z.enum(['roots', 'mode', 'grant'])), message: z.string() }).optional(),
-  skills: z.array(z.strictObject({ name: z.string(), scripts: z.array(scriptInfo), declarationProblems: z.array(z.string()) })),
+  skills: z.array(z.strictObject({
+    name: z.string(),
+    scripts: z.array(scriptInfo),
+    declarationProblems: z.array(z.string()),
+    /** For skills with declared scripts: the runner's content digest of the skill (or why it has none), so a front can tell it serves other bytes. */
+    content: z.union([z.strictObject({ digest: sha256Hex, fileCount: z.number().int().nonnegative() }), z.strictObject({ why: z.string() })]).optional(),
+  })),
 });
 export type DescribeResult = z.infer<typeof describeResultSchema>;
 

@@ -54,9 +54,10 @@ export function mintToken(key: Buffer, willRun: WillRun, nowMs: number, ttlMs: n
 
 /**
  * Verifies a token's MAC, then its claims. Whether it is bound to the run now asked for, and whether
- * it was spent, are the caller's checks (it knows the recomputed `willRun` and the ledger).
+ * it was spent, are the caller's checks (it knows the recomputed `willRun` and the ledger). `ttlMs`
+ * is the verifier's own token lifetime: no token it takes may outlive it.
  */
-export function verifyToken(key: Buffer, token: string, nowMs: number): VerifyResult {
+export function verifyToken(key: Buffer, token: string, nowMs: number, ttlMs: number): VerifyResult {
   const parts = token.split('.');
   if (parts.length !== 3 || parts[0] !== PREFIX) return { ok: false, code: 'TOKEN_INVALID' };
   const [, claimsPart, macPart] = parts as [string, string, string];
@@ -73,6 +74,10 @@ export function verifyToken(key: Buffer, token: string, nowMs: number): VerifyRe
   } catch {
     return { ok: false, code: 'TOKEN_INVALID' };
   }
+  // Security: this runner never mints a token that lives longer than its TTL, so one that does was
+  // made by someone else holding (or having held) key material — or by a runner configured with a
+  // longer TTL: either way not an approval this runner gave. Its expiry is never believed.
+  if (claims.exp - claims.iat > ttlMs || claims.exp < claims.iat) return { ok: false, code: 'TOKEN_INVALID' };
   // Security: an expired token is refused even though its MAC is good (docs/architecture.md §7 TTL).
   if (nowMs >= claims.exp) return { ok: false, code: 'TOKEN_EXPIRED', claims };
   return { ok: true, claims };

@@ -39,6 +39,7 @@ const SERVER: Record<ProblemReason, Omit<Rule, 'id'>> = {
   grant: { level: 'error', short: 'The owner grant (MCP_SKILL_RUN) is malformed or names nothing', help: 'Reported by a running server only; check does not read MCP_SKILL_RUN.' },
   'environ-unscrubbed': { level: 'error', short: 'The runner could not clear its environment', help: 'Reported by a running server only.' },
   'config-mismatch': { level: 'error', short: 'The runner was configured otherwise than the front', help: 'Reported by a running server only.' },
+  'content-mismatch': { level: 'error', short: 'The runner serves other bytes of a skill than the front', help: 'Reported by a running server only: the two processes see different copies of the skill folder.' },
   'not-published': { level: 'error', short: 'The skill is kept out of the skill:// namespace', help: 'Strict SEP-2640 hosts could not load the skill, so it is served by the tools only. Each finding names one reason, with its figure; fix each.' },
   config: { level: 'error', short: 'A SKILL_MCP_* setting is not valid', help: 'A limit that is not a positive integer is ignored and the default kept.' },
 };

@@ -4,21 +4,7 @@
  * `new URL(...)` unchanged. Parsing decodes segments once and hands them to the path rules.
  */
 
-const KEEP = /[^\w!$&'()*+,.:;=@[\]|~-]/gu;
-
-function encodeSegment(segment: string): string {
-  return segment.replace(KEEP, (char) => encodeURIComponent(char));
-}
-
-/** The URI of `path` in skill `name`, or undefined when no exact canonical form exists. */
-export function uriFor(name: string, path?: string): string | undefined {
-  try {
-    const uri = path === undefined ? `skill://${name}` : `skill://${name}/${path.split('/').map(encodeSegment).join('/')}`;
-    return new URL(uri).href === uri ? uri : undefined;
-  } catch {
-    return undefined;
-  }
-}
+export { uriFor } from '../../shared/skill-uri.js';
 
 /** Splits a `skill://name/a/b` URI into the skill name and the decoded relative path ('' = root). */
 export function parseSkillUri(uri: string): { name: string; path: string } | undefined {

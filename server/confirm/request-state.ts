@@ -5,8 +5,9 @@
  * never a confirm token (the codec signs but does not encrypt; a token in it would let a client
  * skip the person).
  */
-import { createHmac, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { createRequestStateCodec, type RequestStateCodec } from '@modelcontextprotocol/server';
+import { deriveKey, readConfirmSecret } from '../../shared/keys.js';
 
 export interface ApprovalState {
   skill: string;
@@ -17,10 +18,18 @@ export interface ApprovalState {
 }
 
 /**
- * The codec key: derived from MCP_CONFIRM_SECRET when set (so replicas agree), else random per
- * process (stdio: one process serves both rounds).
+ * The front's only key: the `request-state` derivation of the owner's confirmation secret (so
+ * replicas agree), or undefined — then {@link createApprovalCodec} makes a random one per process
+ * (stdio: one process serves both rounds). Read by the launcher before it drops root and trims
+ * its variables: the secret itself is not kept (shared/keys.ts). A secret file the front may not
+ * read (0600, the runner's) is no secret for it: random key.
  */
-export function createApprovalCodec(secret: string | undefined, ttlSeconds: number): RequestStateCodec<ApprovalState> {
-  const key = secret ? createHmac('sha256', secret).update('skill-mcp requestState v1').digest() : randomBytes(32);
-  return createRequestStateCodec<ApprovalState>({ key, ttlSeconds });
+export function frontStateKey(env: NodeJS.ProcessEnv): Buffer | undefined {
+  const found = readConfirmSecret(env, true);
+  return 'secret' in found ? deriveKey(found.secret, 'request-state') : undefined;
+}
+
+/** Security: the key seals requestState only; it can mint no confirm token (shared/keys.ts). */
+export function createApprovalCodec(key: Buffer | undefined, ttlSeconds: number): RequestStateCodec<ApprovalState> {
+  return createRequestStateCodec<ApprovalState>({ key: key ?? randomBytes(32), ttlSeconds });
 }

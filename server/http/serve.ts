@@ -81,7 +81,7 @@ export function wantsHelp(args: string[]): boolean {
  * to (it explains a refused low port). Rejects, with a message saying why and what to do, when the
  * port cannot be listened on.
  */
-export async function serveOverHttp(options: { args: string[]; bundledSkills: string; env: NodeJS.ProcessEnv; runner?: RunnerLinkOptions; http?: HttpOptions; droppedToUid?: number }): Promise<RunningHttpFront | undefined> {
+export async function serveOverHttp(options: { args: string[]; bundledSkills: string; env: NodeJS.ProcessEnv; runner?: RunnerLinkOptions; http?: HttpOptions; droppedToUid?: number; requestStateKey?: Buffer | undefined }): Promise<RunningHttpFront | undefined> {
   if (wantsHelp(options.args)) {
     process.stdout.write(`${HTTP_USAGE}\n`);
     return undefined;
@@ -93,7 +93,7 @@ export async function serveOverHttp(options: { args: string[]; bundledSkills: st
   // (hosted, per host); without one the skills are still served and only skill_run says why.
   // Security: without a bearer token anyone who reaches the port (any local user, a page doing DNS
   // rebinding past a lax proxy) is "the client": it would both ask for a run and approve it.
-  const front = await startFront(options.env, options.bundledSkills, options.runner, warn, http.token === undefined ? { code: 'AUTH_REQUIRED', message: AUTH_REQUIRED_MESSAGE } : undefined);
+  const front = await startFront(options.env, options.bundledSkills, options.runner, warn, http.token === undefined ? { code: 'AUTH_REQUIRED', message: AUTH_REQUIRED_MESSAGE } : undefined, options.requestStateKey);
   const handler = createMcpHandler(createServerFactory(front, warn), {
     legacy: 'stateless',
     maxRequestBodySize: http.maxBodyBytes,

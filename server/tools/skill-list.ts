@@ -17,6 +17,7 @@ import type { Problem } from '../../shared/problems.js';
 import type { DescribeResult } from '../../shared/protocol.js';
 import type { FrontContext } from '../context.js';
 import { uriFor } from '../catalog/uri.js';
+import { contentMismatch, frontContent } from './content-check.js';
 
 export const DEFAULT_LIST_LIMIT = 25;
 export const MAX_LIST_LIMIT = 200;
@@ -95,11 +96,23 @@ export async function skillList(front: FrontContext, request: ListRequest = {}):
   problems.push(...catalog.problems);
   // Nothing runs through this front at all (HTTP without a token, a runner configured otherwise): say why per script.
   const refusedWhy = front.runRefusal?.message ?? mismatch?.message;
+  // Security: a skill whose bytes the runner sees otherwise than this front runs nothing here
+  // (tools/content-check.ts); say so per skill rather than let a preview be refused unexplained.
+  const contentDiffers = new Map<string, string>();
+  for (const runnerSkill of described?.skills ?? []) {
+    const record = catalog.get(runnerSkill.name);
+    if (!record || !runnerSkill.content || !('digest' in runnerSkill.content)) continue;
+    const why = contentMismatch(record.name, await frontContent(front, record), runnerSkill.content.digest, runnerSkill.content.fileCount);
+    if (why === undefined) continue;
+    contentDiffers.set(record.name, why);
+    problems.push({ path: record.displayPath, reason: 'content-mismatch', detail: why });
+  }
   const shape = (record: (typeof records)[number]): Record<string, unknown> => {
     const scripts: unknown[] = [];
     const ungrantedScripts: unknown[] = [];
     const unavailableScripts: unknown[] = [];
     const runnerSkill = described?.skills.find((s) => s.name === record.name);
+    const differs = contentDiffers.get(record.name);
     for (const grant of grantScripts(record.name, record.declaration, catalog.grant)) {
       const { script, interpreter, timeoutMs } = grant.declared;
       const info = runnerSkill?.scripts.find((s) => s.script === script);
@@ -111,6 +124,7 @@ export async function skillList(front: FrontContext, request: ListRequest = {}):
         ungrantedScripts.push({ script, interpreter, why: catalog.grant.kind === 'hosted-default' ? 'hosted mode grants nothing without MCP_SKILL_RUN' : 'not granted by MCP_SKILL_RUN' });
       } else if (!described) unavailableScripts.push({ script, interpreter, why: runnerWhy });
       else if (!info || !info.runnable) unavailableScripts.push({ script, interpreter, why: info?.why ?? 'the runner does not find this script' });
+      else if (differs !== undefined) unavailableScripts.push({ script, interpreter, why: differs });
       else {
         scripts.push({
           script, interpreter, timeoutMs, envNames: info.envNames,

@@ -9,6 +9,7 @@ import { inputRequired, inputResponse, type CallToolResult, type ServerContext }
 import { SkillMcpError } from '../../shared/errors.js';
 import { grantScripts, notGrantedMessage } from '../../shared/grant.js';
 import type { Minted, RunResult, WillRun } from '../../shared/protocol.js';
+import { shortDigest } from '../../shared/content-digest.js';
 import { willRunHash } from '../../shared/token.js';
 import { confirmPath, tokenInstructions } from '../confirm/settings.js';
 import type { ApprovalState } from '../confirm/request-state.js';
@@ -16,6 +17,7 @@ import type { FrontContext } from '../context.js';
 import { readablePrefix, readableText } from './encoding.js';
 import { ok, refuse } from './result.js';
 import { withProgress } from './progress.js';
+import { contentMismatch, frontContent } from './content-check.js';
 
 export interface RunInput {
   name: string;
@@ -54,6 +56,7 @@ function describeRun(willRun: WillRun): string {
     `variables the script receives: ${willRun.envNames.join(', ') || '(none)'}`,
     `isolation: ${willRun.isolation} (${willRun.sandbox.join(', ') || 'none'})`,
     `memory cap: ${formatBytes(willRun.memoryBytes)}`,
+    `code: script ${shortDigest(willRun.content.script)}, skill files ${shortDigest(willRun.content.files)} (${willRun.content.fileCount} files, ${willRun.content.bytes} bytes) — the run is a copy of exactly these bytes`,
   ];
   if (willRun.isolation === 'same-uid') lines.push('WARNING: no sandbox here — the script runs as the server\'s own user, with its files and its network.');
   if (willRun.envNotSet?.length) lines.push(`granted but not set here: ${willRun.envNotSet.join(', ')}`);
@@ -103,14 +106,27 @@ async function execute(front: FrontContext, input: RunInput, token: string, ctx:
   if (answer.ok) return runResult(answer.result);
   const { code, message, fresh } = answer.error;
   if (code === 'DRAFT_CHANGED' && fresh) {
+    const differs = await runnerServesOther(front, input.name, fresh);
+    if (differs !== undefined) return refuse('CONTENT_MISMATCH', differs);
     return { ...preview(fresh, { status: 'draft-changed', error: { code, message }, instructions: 'The token was minted for a different run. This is the preview of what would run now, with a fresh token; it needs the same approval.' }), isError: true };
   }
   return refuse(code, message);
 }
 
+/**
+ * Security: a preview binds the runner's bytes; the person and the model know the front's. When
+ * they differ (the processes see different copies of the skill), no preview is shown and nothing
+ * runs under it.
+ */
+async function runnerServesOther(front: FrontContext, name: string, minted: Minted): Promise<string | undefined> {
+  return contentMismatch(name, await frontContent(front, front.requireSkill(name)), minted.willRun.content.files, minted.willRun.content.fileCount);
+}
+
 async function prepare(front: FrontContext, input: RunInput): Promise<Minted> {
   const answer = await front.runner.send((client) => client.prepare({ skill: input.name, script: input.script, args: input.args }), { idempotent: true });
   if (!answer.ok) throw new SkillMcpError(answer.error.code as never, answer.error.message);
+  const differs = await runnerServesOther(front, input.name, answer.result);
+  if (differs !== undefined) throw new SkillMcpError('CONTENT_MISMATCH', differs);
   return answer.result;
 }
 

@@ -10,7 +10,7 @@ import { ERAS, callTool, expectNoLeftovers, rpc, rpcErrorCode, rssKiB, serve, sk
 import { buildHostileTree, type HostileTree } from './hostile-tree.js';
 
 // Reported from the runner's describe (start-hygiene and hosted-recipe tests), not by the catalog.
-const RUNNER_ONLY_REASONS = ['environ-unscrubbed', 'config-mismatch'];
+const RUNNER_ONLY_REASONS = ['environ-unscrubbed', 'config-mismatch', 'content-mismatch'];
 
 const PASSWD_LINE = readFileSync('/etc/passwd', 'utf8').split('\n')[0]!;
 

@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { ERAS, callTool, expectNoLeftovers, processesNaming, serve, skillList, tempDir, type Served } from './harness.js';
+import { ERAS, SUITE_TMP, callTool, expectNoLeftovers, processesNaming, serve, skillList, tempDir, type Served } from './harness.js';
 import { askToken, awaitAudit, childrenOf, cmdline, refusal, reported, writeRunSkills } from './run-skills.js';
 
 let root: string;
@@ -25,11 +25,16 @@ function runnerPid(frontPid: number): number {
   return runner;
 }
 
-/** Waits until no process of the sleep script remains (scripts run in their skill folder). */
+/** Processes of the sleep script: scripts run in the runner's copy of their skill, under this file's TMPDIR (its scratch). */
+function sleepers(): { pid: number; cmdline: string }[] {
+  return processesNaming(SUITE_TMP).filter((p) => p.cmdline.includes('sleep.js'));
+}
+
+/** Waits until no process of the sleep script remains. */
 async function sleepersGone(withinMs = 20_000): Promise<{ pid: number; cmdline: string }[]> {
   const deadline = Date.now() + withinMs;
   for (;;) {
-    const left = processesNaming(join(root, 'reporter')).filter((p) => p.cmdline.includes('sleep.js'));
+    const left = sleepers();
     if (left.length === 0 || Date.now() > deadline) return left;
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
@@ -110,8 +115,8 @@ describe.each(ERAS)('runner and run lifecycle, $name', (era) => {
     const accepted = await awaitAudit(stateDir, (l) => l.event === 'run.accept' && l.argv?.[1] === '60000');
     // run.accept is logged just before the spawn: wait for the script to really be running.
     const deadline = Date.now() + 20_000;
-    while (!processesNaming(join(root, 'reporter')).some((p) => p.cmdline.includes('sleep.js')) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25));
-    expect(processesNaming(join(root, 'reporter')).some((p) => p.cmdline.includes('sleep.js'))).toBe(true);
+    while (sleepers().length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25));
+    expect(sleepers().length).toBeGreaterThan(0);
     controller.abort();
     await expect(call).rejects.toThrow();
     const exit = await awaitAudit(stateDir, (l) => l.event === 'run.exit' && l.run_id === accepted.run_id);

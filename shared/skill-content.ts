@@ -1,0 +1,89 @@
+/**
+ * @module A skill's content as an approval binds it: the files the front serves (the shared walk:
+ * no hidden entries, links only while they stay inside, no special files), each read through the
+ * checked open and hashed, and their combined digest (shared/content-digest.ts). The runner also
+ * hands a `copy` sink here so the bytes it writes into a run's private folder are the very bytes it
+ * hashed; the front calls it without one to compare its view with its runner's.
+ */
+import { closeSync, fstatSync } from 'node:fs';
+import type { ErrorCode } from './errors.js';
+import { isSkillMcpError } from './errors.js';
+import { combineFileDigests, hashOpenFile } from './content-digest.js';
+import { openInsideSkill } from './open-inside.js';
+import { walkSkill } from './skill-walk.js';
+
+/**
+ * The most a run's copy of a skill may hold. Security: a run copies the skill, so a skill (or a
+ * file growing while it is read) must not be able to fill the runner's disk or stall it hashing.
+ */
+export const MAX_RUN_CONTENT_BYTES = 64 * 1024 * 1024;
+const CHUNK_BYTES = 64 * 1024;
+
+export interface ContentFile {
+  path: string;
+  sha256: string;
+  size: number;
+}
+
+export interface SkillContent {
+  /** Sorted by path as the walk sorts them. */
+  files: ContentFile[];
+  /** {@link combineFileDigests} of `files`. */
+  digest: string;
+  bytes: number;
+}
+
+export type ContentResult = { ok: true; content: SkillContent } | { ok: false; code: ErrorCode; why: string };
+
+/** Where a copy of each file goes: `open` before its bytes (with its mode), then chunks, then `close`. */
+export interface ContentSink {
+  open(path: string, mode: number): { write(chunk: Buffer): void; close(): void };
+}
+
+export interface ContentLimits {
+  maxFiles: number;
+  maxDirs: number;
+  maxBytes: number;
+}
+
+function tooLarge(holds: string, max: number): ContentResult {
+  return { ok: false, code: 'TOO_LARGE', why: `the skill holds ${holds} bytes of served files; a run copies and hashes all of them, and takes at most ${max} (move large data out of the skill)` };
+}
+
+/** Walks, reads and hashes every served file of the skill at `realDir`, copying each into `sink` when given. */
+export async function readSkillContent(name: string, realDir: string, limits: ContentLimits, sink?: ContentSink): Promise<ContentResult> {
+  const walk = await walkSkill(name, realDir, name, limits);
+  // Security: a walk that stopped at a limit would approve (and run) part of the skill only.
+  if (walk.limited) return { ok: false, code: 'TOO_LARGE', why: `the skill has more than ${limits.maxFiles} files or ${limits.maxDirs} folders; a run needs all of its files (raise SKILL_MCP_MAX_FILES / SKILL_MCP_MAX_DIRS on both processes)` };
+  const listed = walk.files.reduce((sum, f) => sum + f.size, 0);
+  if (listed > limits.maxBytes) return tooLarge(String(listed), limits.maxBytes);
+  const scratch = Buffer.allocUnsafe(CHUNK_BYTES);
+  const files: ContentFile[] = [];
+  let bytes = 0;
+  for (const file of walk.files) {
+    let opened: { fd: number };
+    try {
+      // Security: the same checked open as every read — a link swapped in after the walk, leaving
+      // the skill, or a FIFO, is refused rather than copied or followed.
+      opened = openInsideSkill(realDir, file.path);
+    } catch (error) {
+      if (!isSkillMcpError(error)) throw error;
+      return { ok: false, code: error.code, why: `${file.path}: ${error.message}` };
+    }
+    try {
+      const out = sink?.open(file.path, fstatSync(opened.fd).mode);
+      try {
+        const hashed = hashOpenFile(opened.fd, scratch, limits.maxBytes - bytes, out ? (chunk) => out.write(chunk) : undefined);
+        // Security: files that grew after the walk still cannot take the copy past its cap.
+        if ('over' in hashed) return tooLarge(`more than ${limits.maxBytes}`, limits.maxBytes);
+        files.push({ path: file.path, sha256: hashed.sha256, size: hashed.size });
+        bytes += hashed.size;
+      } finally {
+        out?.close();
+      }
+    } finally {
+      closeSync(opened.fd);
+    }
+  }
+  return { ok: true, content: { files, digest: combineFileDigests(files), bytes } };
+}
