@@ -10,6 +10,7 @@
  * minimal /dev, and size-capped tmpfs folders at /tmp (its HOME and TMPDIR) and /dev/shm. Nothing
  * else: not the person's home, not other skills, not the runner's state or sockets.
  */
+import { EGRESS_SOCKET_MOUNT } from './egress/bridge.js';
 
 /** Where the run's own skill folder appears inside the sandbox (read-only; the script's cwd). */
 export const SKILL_MOUNT = '/skill';
@@ -48,6 +49,8 @@ export interface RunView {
   skillDir: string;
   /** Size cap of the /tmp tmpfs (HOME, TMPDIR). */
   tmpBytes: number;
+  /** Host path of the run's egress proxy socket, when the run may reach any destination. */
+  egressSocket?: string;
 }
 
 /**
@@ -82,6 +85,11 @@ export function bwrapArgs(layout: HostLayout, view: RunView): string[] {
     '--size', String(SHM_BYTES), '--tmpfs', '/dev/shm',
     '--size', String(view.tmpBytes), '--tmpfs', SANDBOX_HOME,
     '--ro-bind', view.skillDir, SKILL_MOUNT,
+  );
+  // Security: the network namespace stays empty; the one way out is this socket to the run's own
+  // proxy, which decides every destination. Runs without egress get no socket at all.
+  if (view.egressSocket !== undefined) args.push('--ro-bind', view.egressSocket, EGRESS_SOCKET_MOUNT);
+  args.push(
     // Security: bubblewrap builds the sandbox's root and /dev on unbounded tmpfs mounts owned by the
     // script's uid; left writable, `/etc/x` or `/dev/x` would be a RAM sink with no size cap. Both
     // are remounted read-only (not recursively: /tmp and /dev/shm stay writable, with their caps).

@@ -70,6 +70,12 @@ export const willRunSchema = z.strictObject({
   sandbox: z.array(z.string()),
   /** The run's memory cap in bytes (the runner's cap, or lower when the declaration asks). */
   memoryBytes: z.number().int(),
+  /** Destinations the run may connect to (declared ∩ granted egress entries, sorted); absent: none, no network. */
+  egress: z.array(z.string()).optional(),
+  /** Standalone: destinations a third-party script reaches only because its own SKILL.md asks. */
+  egressWarning: z.string().optional(),
+  /** When this isolation level does not enforce `egress` (or cannot reach it), in words. */
+  egressNote: z.string().optional(),
 });
 export type WillRun = z.infer<typeof willRunSchema>;
 

@@ -62,7 +62,7 @@ export class Catalog {
     for (const dead of deadGrantRows(grant, (name) => {
       const record = catalog.#records.get(name);
       return record ? (record.declaration?.run ?? []) : undefined;
-    })) {
+    }, (name) => catalog.#records.get(name)?.declaration?.egress ?? [])) {
       catalog.#fixedProblems.push({ path: `MCP_SKILL_RUN/${dead.row.skill}/${dead.row.script}`, reason: 'grant', detail: dead.why });
     }
     catalog.#warmEntries();
