@@ -230,3 +230,50 @@ describe.each(variants)('declared egress, $name', (variant) => {
     expect(noLines[2]).toMatchObject({ egress_allowed: 0, egress_refused: 1 });
   });
 });
+
+describe('egress at the levels without the bubblewrap sandbox (SKILL_MCP_BWRAP=off)', () => {
+  let server: Served;
+  let skills: string;
+  const runners: RunnerHandle[] = [];
+
+  beforeAll(async () => {
+    server = await serveOnLoopback('host');
+    skills = writeSkills({ reach: { run: scripts, files: probe, egress: [`127.0.0.1:${server.port}`] } });
+  });
+  afterAll(async () => {
+    for (const runner of runners) await runner.stop();
+    server?.server.close();
+  });
+
+  async function runnerAs(uid: number | undefined): Promise<RunnerHandle> {
+    const base = tempDir('egress-off');
+    if (uid !== undefined) execFileSync('chown', ['-R', `${uid}:${uid}`, base]);
+    chmodSync(base, 0o755);
+    const runner = await startRunner({
+      env: { SKILLS_DIR: skills, SKILL_MCP_BWRAP: 'off' }, base, args: ['--uid-range', uidRange(8)],
+      ...(uid !== undefined ? { spawnPrefix: ['setpriv', `--reuid=${uid}`, `--regid=${uid}`, '--clear-groups'] } : {}),
+    });
+    runners.push(runner);
+    return runner;
+  }
+
+  it.skipIf(!isRoot)('uid-sandbox (root, own network namespace, no bridge): fails closed — the preview says the run reaches none of its destinations, and it does not', async () => {
+    const runner = await runnerAs(undefined);
+    const { willRun, result } = await prepareAndRun(runner.client, 'reach', 'fetch.py', [`http://127.0.0.1:${server.port}/uid-sandbox`]);
+    expect(willRun.isolation).toBe('uid-sandbox');
+    expect(willRun.egress).toEqual([`127.0.0.1:${server.port}`]);
+    expect(willRun.egressNote).toContain('reaches none of these destinations');
+    expect(willRun.envNames.filter((n) => /proxy/i.test(n))).toEqual([]);
+    // Its namespace's loopback is not even up: nothing is reachable at all.
+    expect((JSON.parse(text(result.stdout)) as { error: string }).error).toMatch(/Network is unreachable|Connection refused/);
+    expect(server.hits).not.toContain('/uid-sandbox');
+  });
+
+  it('same-uid (no network namespace): the preview says honestly that nothing enforces the list — the script reaches undeclared places too', async () => {
+    const runner = await runnerAs(isRoot ? 40211 : undefined);
+    const { willRun, result } = await prepareAndRun(runner.client, 'reach', 'raw.py', [String(server.port)]);
+    expect(willRun.isolation).toBe('same-uid');
+    expect(willRun.egressNote).toContain('can reach any host, not only these');
+    expect(text(result.stdout).trim()).toBe('connected');
+  });
+});
