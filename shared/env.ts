@@ -1,7 +1,7 @@
 /**
  * @module The script environment allowlist (docs/architecture.md §6). A script gets the fixed set, the host's data
- * directory and egress proxy variables when set, and the variables granted to it — never the
- * server's own environment. The same function computes the preview's `envNames` and the run's
+ * directory when set, the proxy variables (the host's, or its run's own proxy), and the variables
+ * granted to it — never the server's own environment. The same function computes the preview's `envNames` and the run's
  * real environment, so what a person approves is what the script receives.
  */
 
