@@ -110,6 +110,10 @@ const scriptInfo = z.strictObject({
   envNames: z.array(z.string()),
   envNotSet: z.array(z.string()),
   envWarning: z.string().optional(),
+  /** As in `willRun`: the destinations a run may reach, and the warnings about them. */
+  egress: z.array(z.string()).optional(),
+  egressWarning: z.string().optional(),
+  egressNote: z.string().optional(),
 });
 export type ScriptInfo = z.infer<typeof scriptInfo>;
 

@@ -98,6 +98,8 @@ describe.skipIf(!bwrapWorks)('standalone: the declaration is the grant, and the 
     expect(willRun.egressWarning).toContain('No owner grant (standalone)');
     expect(willRun.envNames).toEqual(expect.arrayContaining(['HTTP_PROXY', 'HTTPS_PROXY', 'NO_PROXY']));
     expect(out).toEqual({ status: 200, body: 'hello /python' });
+    const listed = ((await callTool(served.client, 'skill_list')).value['skills'] as { name: string; scripts: Record<string, unknown>[] }[]).find((s) => s.name === 'fetcher')!;
+    expect(listed.scripts.find((s) => s['script'] === 'fetch.py')).toMatchObject({ egress: willRun.egress, egressWarning: willRun.egressWarning });
   });
 
   test('a node script reaches it by sending its request to HTTP_PROXY', async () => {
