@@ -33,8 +33,9 @@ const server = net.createServer({ allowHalfOpen: true }, (inside) => {
   proxy.pipe(inside);
   inside.on('error', () => proxy.destroy());
   proxy.on('error', () => inside.destroy());
-  inside.on('close', () => proxy.destroy());
-  proxy.on('close', () => inside.destroy());
+  // A clean close ends the other side (its buffered bytes still go out); an error cuts it.
+  inside.on('close', (failed) => (failed ? proxy.destroy() : proxy.end()));
+  proxy.on('close', (failed) => (failed ? inside.destroy() : inside.end()));
 });
 server.on('error', (error) => { say(error.message); process.exit(125); });
 server.listen({ host: '127.0.0.1', port: Number(port) }, () => {

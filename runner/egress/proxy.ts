@@ -65,7 +65,8 @@ interface Flow {
 function refusalText(status: number, message: string): string {
   const body = `${message}\n`;
   const title = status === 403 ? 'Forbidden' : status === 400 ? 'Bad Request' : status === 504 ? 'Gateway Timeout' : 'Bad Gateway';
-  return `HTTP/1.1 ${status} ${title}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Skill-Mcp-Egress: refused\r\nConnection: close\r\n\r\n${body}`;
+  const kind = status < 500 ? 'refused' : 'upstream-failed';
+  return `HTTP/1.1 ${status} ${title}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Skill-Mcp-Egress: ${kind}\r\nConnection: close\r\n\r\n${body}`;
 }
 
 /** Headers of a message minus hop-by-hop ones and those its Connection header names. */
@@ -153,11 +154,10 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       };
       upstream.once('timeout', () => fail(504, 'did not answer in time'));
       upstream.once('error', (error: NodeJS.ErrnoException) => fail(502, `cannot be reached (${error.code ?? error.message})`));
-      upstream.once('close', () => {
-        client.destroy();
-        flow.finish();
-      });
-      client.once('close', () => upstream.destroy());
+      // A clean end reaches the other side through pipe, after what is buffered; an error cuts it
+      // (fail() above for the destination's side).
+      upstream.once('close', () => flow.finish());
+      client.once('close', (failed: boolean) => (failed ? upstream.destroy() : upstream.end()));
     });
   });
 
