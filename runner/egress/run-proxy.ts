@@ -32,7 +32,8 @@ export function socketPathProblem(path: string): string | undefined {
   return `the run's egress socket path would be ${Buffer.byteLength(path)} bytes, over the ${MAX_SOCKET_PATH_BYTES} a unix socket allows; set a shorter SKILL_MCP_SCRATCH_DIR`;
 }
 
-export async function openRunProxy(opts: { socketPath: string; uid: number | undefined; entries: readonly string[]; audit: AuditLog; runId: string; lookup?: Lookup }): Promise<RunProxy> {
+export async function openRunProxy(opts: { socketPath: string; uid: number | undefined; entries: readonly string[]; audit: AuditLog; runId: string; lookup?: Lookup; maxAuditLines?: number }): Promise<RunProxy> {
+  const maxLines = opts.maxAuditLines ?? MAX_EGRESS_AUDIT_LINES;
   const totals: RunProxyTotals = { egress_allowed: 0, egress_refused: 0, egress_unlogged: 0 };
   let lines = 0;
   const proxy = await startEgressProxy({
@@ -43,7 +44,7 @@ export async function openRunProxy(opts: { socketPath: string; uid: number | und
       if (record.decision === 'allowed') totals.egress_allowed += 1;
       else totals.egress_refused += 1;
       // Security: a script looping on refused connections cannot grow the log without bound.
-      if (lines >= MAX_EGRESS_AUDIT_LINES) {
+      if (lines >= maxLines) {
         totals.egress_unlogged += 1;
         return;
       }

@@ -5,7 +5,7 @@
  * address classifier itself. Also the plain-HTTP and CONNECT paths, hop-by-hop headers, and one
  * record per connection. Network: only this machine's loopback.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { IncomingHttpHeaders, Server } from 'node:http';
 import { connect } from 'node:net';
@@ -13,12 +13,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseEgressList } from '../../shared/egress.js';
+import { AuditLog } from '../../runner/audit-log.js';
 import { classifyAddress } from '../../runner/egress/address.js';
 import { decide } from '../../runner/egress/policy.js';
 import type { Lookup } from '../../runner/egress/policy.js';
 import { startEgressProxy } from '../../runner/egress/proxy.js';
 import type { EgressProxy, EgressRecord } from '../../runner/egress/proxy.js';
 import { planEgress } from '../../runner/egress/plan.js';
+import { openRunProxy } from '../../runner/egress/run-proxy.js';
 
 describe('the address classifier', () => {
   it.each([
@@ -221,5 +223,63 @@ describe('the proxy on its unix socket', () => {
     expect(records.length).toBe(before + 1);
     expect(records[before]).toMatchObject({ method: 'CONNECT', decision: 'allowed' });
     await ended;
+  });
+});
+
+describe('what a run can make the runner hold', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'skill-mcp-proxy-limits-'));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  /** Sends one request on a new connection and returns what comes back before the close. */
+  function once(socketPath: string, request: string): Promise<string> {
+    return new Promise((resolve) => {
+      const socket = connect(socketPath);
+      let answer = '';
+      socket.on('data', (c) => (answer += c.toString()));
+      socket.on('close', () => resolve(answer));
+      socket.on('error', () => undefined);
+      socket.write(request);
+    });
+  }
+
+  it('connections beyond the cap are closed at accept, while those already open stay served', async () => {
+    const socketPath = join(dir, 'cap.sock');
+    const proxy = await startEgressProxy({ socketPath, entries: [], maxOpen: 2, onRecord: () => undefined });
+    try {
+      const held = [connect(socketPath), connect(socketPath)];
+      await Promise.all(held.map((s) => new Promise((r) => s.once('connect', r))));
+      // The third is accepted by the kernel and closed by the proxy without an answer.
+      expect(await once(socketPath, 'CONNECT a.example:443 HTTP/1.1\r\n\r\n')).toBe('');
+      const answer = new Promise<string>((resolve) => {
+        let text = '';
+        held[0]!.on('data', (c) => {
+          text += c.toString();
+          if (text.includes('\r\n\r\n')) resolve(text);
+        });
+      });
+      held[0]!.write('CONNECT a.example:443 HTTP/1.1\r\n\r\n');
+      expect(await answer).toMatch(/^HTTP\/1\.1 403/);
+      for (const s of held) s.destroy();
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('a script looping on refused connections writes at most the cap of audit lines; the rest are counted', async () => {
+    const audit = new AuditLog(join(dir, 'audit.log'), join(dir, 'audit.head'));
+    const socketPath = join(dir, 'loop.sock');
+    const proxy = await openRunProxy({ socketPath, uid: undefined, entries: ['a.example'], audit, runId: 'r1', maxAuditLines: 3 });
+    try {
+      for (let i = 0; i < 5; i++) expect(await once(socketPath, `CONNECT b.example:443 HTTP/1.1\r\n\r\n`)).toMatch(/^HTTP\/1\.1 403/);
+    } finally {
+      const totals = await proxy.close();
+      audit.close();
+      expect(totals).toEqual({ egress_allowed: 0, egress_refused: 5, egress_unlogged: 2 });
+    }
+    const lines = readFileSync(join(dir, 'audit.log'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines.map((l) => [l['event'], l['decision'], l['destination']])).toEqual(Array(3).fill(['egress', 'refused', 'b.example:443']));
   });
 });
