@@ -10,7 +10,8 @@
  * Network: only this machine's loopback (test servers on 127.0.0.1 that the test starts).
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync } from 'node:fs';
+import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -105,6 +106,7 @@ describe.each(variants)('declared egress, $name', (variant) => {
   let undeclared: Served;
   let standalone: RunnerHandle;
   let hosted: RunnerHandle;
+  let skillsRoot: string;
 
   beforeAll(async () => {
     if (skip) return;
@@ -113,7 +115,9 @@ describe.each(variants)('declared egress, $name', (variant) => {
     const skills = writeSkills({
       reach: { run: scripts, files: probe, egress: [`127.0.0.1:${allowed.port}`, `localhost:${allowed.port}`, '127.0.0.1:1'] },
       offline: { run: scripts, files: probe },
+      drift: { run: scripts, files: probe, egress: ['api.example.com'] },
     });
+    skillsRoot = skills;
     const base = tempDir('egress');
     if (variant.uid !== undefined) execFileSync('chown', ['-R', `${variant.uid}:${variant.uid}`, base]);
     chmodSync(base, 0o755);
@@ -211,6 +215,16 @@ describe.each(variants)('declared egress, $name', (variant) => {
     expect(JSON.parse(ok.out)).toEqual({ status: 200, body: 'allowed /granted' });
     const refused = await run(hosted, 'reach', 'fetch.py', [`http://127.0.0.1:1/declared-not-granted`]);
     expect(JSON.parse(refused.out)).toMatchObject({ status: 403 });
+  });
+
+  it.skipIf(skip)('the token is bound to the destinations: an egress list changed after the approval is DRAFT_CHANGED, with a fresh preview', async () => {
+    const prepared = await standalone.client.prepare({ skill: 'drift', script: 'env.py', args: [] });
+    if (!prepared.ok) throw new Error(prepared.error.message);
+    expect(prepared.result.willRun.egress).toEqual(['api.example.com']);
+    const file = join(skillsRoot, 'drift', 'SKILL.md');
+    writeFileSync(file, readFileSync(file, 'utf8').replace('egress: [api.example.com]', 'egress: [api.example.com, evil.example.org]'));
+    const ran = await standalone.client.run({ skill: 'drift', script: 'env.py', args: [], confirmToken: prepared.result.confirmToken }, { timeoutMs: 30_000 });
+    expect(ran).toMatchObject({ ok: false, error: { code: 'DRAFT_CHANGED', fresh: { willRun: { egress: ['api.example.com', 'evil.example.org'] } } } });
   });
 
   it.skipIf(skip)('the audit log has one egress line per connection (destination, decision, bytes each way), before the run.exit', async () => {
