@@ -13,6 +13,7 @@ import { closeSync, constants, fstatSync, fsyncSync, readSync, writeSync } from 
 import { dirname, join } from 'node:path';
 import { checkAnchor, readAnchor, writeAnchor } from './audit-anchor.js';
 import type { AnchorCheck, TailEntry } from './audit-anchor.js';
+import type { EgressRecord } from './egress/proxy.js';
 import { removeLockLeftovers, withLock } from './file-lock.js';
 import { openPrivateFile } from './state.js';
 
@@ -33,8 +34,9 @@ export type AuditEvent =
   | { event: 'peer.refuse'; uid: number; gid: number; pid: number; reason?: 'front-secret' }
   | { event: 'run.prepare'; skill: string; script: string; token_id?: string; refused?: string }
   | { event: 'run.reject'; reason: RejectReason; skill?: string; script?: string; token_id?: string }
-  | { event: 'run.accept'; run_id: string; runner_pid: number; token_id: string; skill: string; script: string; interpreter: string; argv: string[]; env_names: string[]; timeout_ms: number; isolation: string; sandbox: string[]; memory_bytes: number; uid: number; script_sha256?: string; files_sha256?: string }
-  | { event: 'run.exit'; run_id: string; [key: string]: unknown };
+  | { event: 'run.accept'; run_id: string; runner_pid: number; token_id: string; skill: string; script: string; interpreter: string; argv: string[]; env_names: string[]; timeout_ms: number; isolation: string; sandbox: string[]; memory_bytes: number; uid: number; script_sha256?: string; files_sha256?: string; egress?: string[]; egress_mode?: string }
+  | { event: 'run.exit'; run_id: string; [key: string]: unknown }
+  | ({ event: 'egress'; run_id: string } & EgressRecord);
 
 export function lineHash(line: string): string {
   return createHash('sha256').update(line).digest('hex');

@@ -10,6 +10,7 @@
  * minimal /dev, and size-capped tmpfs folders at /tmp (its HOME and TMPDIR) and /dev/shm. Nothing
  * else: not the person's home, not other skills, not the runner's state or sockets.
  */
+import { EGRESS_SOCKET_MOUNT } from './egress/bridge.js';
 
 /** Where the run's own skill folder appears inside the sandbox (read-only; the script's cwd). */
 export const SKILL_MOUNT = '/skill';
@@ -48,6 +49,8 @@ export interface RunView {
   skillDir: string;
   /** Size cap of the /tmp tmpfs (HOME, TMPDIR). */
   tmpBytes: number;
+  /** Host path of the run's egress proxy socket, when the run may reach any destination. */
+  egressSocket?: string;
 }
 
 /**
@@ -65,8 +68,11 @@ export function bwrapArgs(layout: HostLayout, view: RunView): string[] {
     // of capabilities over a namespace of its own (new mounts, raw sockets on its own net ns).
     '--disable-userns',
     // Security: the script dies with bubblewrap (bubblewrap with the runner, through setpriv), and
-    // a new session keeps it from reaching any terminal (TIOCSTI).
-    '--die-with-parent', '--new-session',
+    // a new session keeps it from reaching any terminal (TIOCSTI). The script's chain is pid 1 of
+    // its namespace (no bubblewrap reaper in between), so when it ends, or dies with bubblewrap,
+    // the kernel kills everything else in the namespace. bubblewrap's own pid 1 did not reliably
+    // die with the outer bubblewrap (seen: one SIGKILLed runner in three left its run alive).
+    '--die-with-parent', '--new-session', '--as-pid-1',
     '--hostname', 'skill-sandbox',
     '--ro-bind', '/usr', '/usr',
   ];
@@ -82,6 +88,11 @@ export function bwrapArgs(layout: HostLayout, view: RunView): string[] {
     '--size', String(SHM_BYTES), '--tmpfs', '/dev/shm',
     '--size', String(view.tmpBytes), '--tmpfs', SANDBOX_HOME,
     '--ro-bind', view.skillDir, SKILL_MOUNT,
+  );
+  // Security: the network namespace stays empty; the one way out is this socket to the run's own
+  // proxy, which decides every destination. Runs without egress get no socket at all.
+  if (view.egressSocket !== undefined) args.push('--ro-bind', view.egressSocket, EGRESS_SOCKET_MOUNT);
+  args.push(
     // Security: bubblewrap builds the sandbox's root and /dev on unbounded tmpfs mounts owned by the
     // script's uid; left writable, `/etc/x` or `/dev/x` would be a RAM sink with no size cap. Both
     // are remounted read-only (not recursively: /tmp and /dev/shm stay writable, with their caps).

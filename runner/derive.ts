@@ -25,6 +25,8 @@ import type { WillRun } from '../shared/protocol.js';
 import { MAX_RUN_CONTENT_BYTES, readSkillContent } from '../shared/skill-content.js';
 import type { ContentResult } from '../shared/skill-content.js';
 import type { RejectReason } from './audit-log.js';
+import { bridgeNode, egressSelfGrantWarning, planEgress } from './egress/plan.js';
+import type { EgressPlan } from './egress/plan.js';
 import type { Platform } from './platform.js';
 import { usesBwrap } from './sandbox.js';
 
@@ -53,6 +55,8 @@ export interface RunPlan {
   args: string[];
   /** Names of the granted variables (values are read from the private env at spawn time). */
   grantedEnv: string[];
+  /** The run's destinations and what they become at this level (proxy, or why not). */
+  egress: EgressPlan;
 }
 
 /**
@@ -84,18 +88,18 @@ export async function findSkill(ctx: DeriveContext, name: string): Promise<Disco
   return findSkillByName(skillRoots(ctx.env as NodeJS.ProcessEnv, ctx.bundledSkills), name, ctx.limits.maxSkills);
 }
 
-/** The skill's declared scripts, or why it has none runnable. */
-export function declaredScripts(ctx: DeriveContext, skill: DiscoveredSkill): { scripts: DeclaredScript[]; problems: string[] } {
+/** The skill's declared scripts and egress, or why it has none runnable. */
+export function declaredScripts(ctx: DeriveContext, skill: DiscoveredSkill): { scripts: DeclaredScript[]; egress: string[]; problems: string[] } {
   const read = readSkillMdFile(skill.realDir);
-  if (!read.ok) return { scripts: [], problems: [read.why] };
+  if (!read.ok) return { scripts: [], egress: [], problems: [read.why] };
   const text = read.text;
   try {
     const parsed = parseSkillMd(text, ctx.limits.maxFrontmatterBytes);
-    if (parsed.declarationError) return { scripts: [], problems: [`the mcp-host block was rejected: ${parsed.declarationError}`] };
+    if (parsed.declarationError) return { scripts: [], egress: [], problems: [`the mcp-host block was rejected: ${parsed.declarationError}`] };
     const result = parseDeclaration(parsed.frontmatter['mcp-host']);
-    return { scripts: result.declaration?.run ?? [], problems: result.problems };
+    return { scripts: result.declaration?.run ?? [], egress: result.declaration?.egress ?? [], problems: result.problems };
   } catch (error) {
-    return { scripts: [], problems: [`the frontmatter cannot be read: ${(error as Error).message}`] };
+    return { scripts: [], egress: [], problems: [`the frontmatter cannot be read: ${(error as Error).message}`] };
   }
 }
 
@@ -103,12 +107,12 @@ export function declaredScripts(ctx: DeriveContext, skill: DiscoveredSkill): { s
 export async function deriveRun(ctx: DeriveContext, skillName: string, script: string, args: string[], knownSkill?: DiscoveredSkill, content: ContentSource = contentInPlace(ctx)): Promise<Derived> {
   const skill = knownSkill ?? (await findSkill(ctx, skillName));
   if (!skill) return refuse('UNKNOWN_SKILL', 'unknown-skill', `no skill named ${JSON.stringify(skillName)} is served; skill_list shows the names`);
-  const { scripts } = declaredScripts(ctx, skill);
+  const { scripts, egress: declaredEgress } = declaredScripts(ctx, skill);
   const declared = scripts.find((s) => s.script === script);
   // Security: only what the skill declares can run — never an arbitrary file of the bundle.
   if (!declared) return refuse('NOT_DECLARED', 'not-declared', `skill ${JSON.stringify(skill.name)} does not declare a runnable script ${JSON.stringify(script)}; skill_list shows its declared scripts`);
   const source = readGrantSource(ctx.env as NodeJS.ProcessEnv);
-  const grant = grantScripts(skill.name, { version: 1, run: scripts, env: [], egress: [] }, source).find((g) => g.declared.script === script)!;
+  const grant = grantScripts(skill.name, { version: 1, run: scripts, env: [], egress: declaredEgress }, source).find((g) => g.declared.script === script)!;
   // Security: declared ∩ granted (docs/architecture.md §6); the front's view of the grant is not trusted.
   if (!grant.granted) return refuse('NOT_GRANTED', 'not-granted', notGrantedMessage(source, skill.name, script));
   const interpreter = ctx.platform.interpreters.get(declared.interpreter);
@@ -138,8 +142,9 @@ export async function deriveRun(ctx: DeriveContext, skillName: string, script: s
   const scriptFile = read.content.files.find((f) => f.path === served);
   // Security: the script must be one of the files the approval binds (and the copy holds).
   if (!scriptFile) return refuse('NOT_FOUND', 'not-found', `${skill.name}/${script} is not a served file of the skill`);
+  const egress = planEgress(ctx.platform.isolation, usesBwrap(ctx.platform), bridgeNode(ctx.platform) !== undefined, grant.egress);
   // Inside bubblewrap PATH is the sandbox's own (buildSpawn): a placeholder keeps the names equal.
-  const built = buildScriptEnv(ctx.env, grant.env, usesBwrap(ctx.platform) ? { ...SANDBOX_PLACEHOLDERS, PATH: '(sandbox)' } : SANDBOX_PLACEHOLDERS);
+  const built = buildScriptEnv(ctx.env, grant.env, { ...egress.env, ...(usesBwrap(ctx.platform) ? { ...SANDBOX_PLACEHOLDERS, PATH: '(sandbox)' } : SANDBOX_PLACEHOLDERS) });
   const willRun: WillRun = {
     skill: skill.name,
     interpreter: declared.interpreter,
@@ -155,11 +160,18 @@ export async function deriveRun(ctx: DeriveContext, skillName: string, script: s
   if (built.notSet.length > 0) willRun.envNotSet = built.notSet;
   const warning = grant.selfGranted ? selfGrantWarning(built.passed) : undefined;
   if (warning !== undefined) willRun.envWarning = warning;
+  if (egress.entries.length > 0) {
+    willRun.egress = egress.entries;
+    // Standalone takes the declaration as the grant: the person is told, as for variables.
+    const egressWarning = source.kind === 'declaration' ? egressSelfGrantWarning(egress.entries) : undefined;
+    if (egressWarning !== undefined) willRun.egressWarning = egressWarning;
+    if (egress.note !== undefined) willRun.egressNote = egress.note;
+  }
   return {
     ok: true,
     // A copy holds every served path as a regular file: the script runs under its declared path there.
     plan: content.runDir !== undefined
-      ? { willRun, interpreterPath: interpreter.path, realDir: content.runDir, scriptRelative: served, args, grantedEnv: grant.env }
-      : { willRun, interpreterPath: interpreter.path, realDir: skill.realDir, scriptRelative: relative(skill.realDir, resolved.real), args, grantedEnv: grant.env },
+      ? { willRun, interpreterPath: interpreter.path, realDir: content.runDir, scriptRelative: served, args, grantedEnv: grant.env, egress }
+      : { willRun, interpreterPath: interpreter.path, realDir: skill.realDir, scriptRelative: relative(skill.realDir, resolved.real), args, grantedEnv: grant.env, egress },
   };
 }

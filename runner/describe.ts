@@ -37,6 +37,9 @@ export async function describeRunner(ctx: DeriveContext, environ: ScrubResult, r
         const info: ScriptInfo = { ...base, granted: true, runnable: refusedWhy === undefined, envNames: willRun.envNames, envNotSet: willRun.envNotSet ?? [] };
         if (refusedWhy !== undefined) info.why = refusedWhy;
         if (willRun.envWarning !== undefined) info.envWarning = willRun.envWarning;
+        if (willRun.egress !== undefined) info.egress = willRun.egress;
+        if (willRun.egressWarning !== undefined) info.egressWarning = willRun.egressWarning;
+        if (willRun.egressNote !== undefined) info.egressNote = willRun.egressNote;
         infos.push(info);
       } else {
         infos.push({ ...base, granted: derived.code !== 'NOT_GRANTED', runnable: false, why: derived.message, envNames: [], envNotSet: [] });

@@ -21,6 +21,8 @@
 import { buildScriptEnv } from '../shared/env.js';
 import { bwrapArgs, SANDBOX_HOME, SKILL_MOUNT } from './bwrap.js';
 import type { RunPlan } from './derive.js';
+import { bridgeArgv } from './egress/bridge.js';
+import { bridgeNode } from './egress/plan.js';
 import type { Platform } from './platform.js';
 import { UNSHARE_FLAGS } from './platform.js';
 
@@ -60,6 +62,11 @@ const MOUNT_SCRIPT = [
   'exec "$@"',
 ].join('\n');
 
+/** Where a proxied run's egress socket lives on the host: in its own run folder. */
+export function egressSocketPath(scratch: string): string {
+  return `${scratch}/egress.sock`;
+}
+
 /** Whether a level runs the script inside bubblewrap. */
 export function usesBwrap(platform: Platform): boolean {
   return (platform.isolation === 'namespace' || platform.isolation === 'namespace-uid') && platform.layout !== undefined;
@@ -77,7 +84,7 @@ function sandboxPath(platform: Platform): string {
  */
 export function buildSpawn(plan: RunPlan, platform: Platform, sourceEnv: Readonly<Record<string, string | undefined>>, scratch: string, uid: number | undefined, limits: SandboxLimits): SpawnSpec {
   const sandboxed = usesBwrap(platform);
-  const overrides: Record<string, string> = sandboxed ? { HOME: SANDBOX_HOME, TMPDIR: SANDBOX_HOME, PATH: sandboxPath(platform) } : { HOME: scratch, TMPDIR: scratch };
+  const overrides: Record<string, string | null> = { ...plan.egress.env, ...(sandboxed ? { HOME: SANDBOX_HOME, TMPDIR: SANDBOX_HOME, PATH: sandboxPath(platform) } : { HOME: scratch, TMPDIR: scratch }) };
   const { env, names } = buildScriptEnv(sourceEnv, plan.grantedEnv, overrides);
   const cpuSeconds = Math.ceil(plan.willRun.timeoutMs / 1000) + 1;
   const { prlimit, setpriv, unshare, sh, mount, bwrap } = platform.tools;
@@ -96,10 +103,14 @@ export function buildSpawn(plan: RunPlan, platform: Platform, sourceEnv: Readonl
     : [setpriv!, `--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--no-new-privs', '--inh-caps=-all', '--bounding-set=-all', '--pdeathsig=KILL', '--'];
   let chain: string[];
   if (sandboxed) {
-    const target = [plan.interpreterPath, `${SKILL_MOUNT}/${plan.scriptRelative}`, ...plan.args];
+    const script = [plan.interpreterPath, `${SKILL_MOUNT}/${plan.scriptRelative}`, ...plan.args];
+    const proxied = plan.egress.mode === 'proxy';
+    // A proxied run starts the bridge first (under the same limits); it starts the script once it listens.
+    const target = proxied ? bridgeArgv(bridgeNode(platform)!, script) : script;
     // bubblewrap always exports PWD; the script must get exactly the approved variables.
     const inside = [platform.tools.env!, '-u', 'PWD', prlimit!, ...rlimits(true), ...target];
-    chain = [...drop, bwrap!, ...bwrapArgs(platform.layout!, { skillDir: plan.realDir, tmpBytes: limits.tmpBytes }), '--', ...inside];
+    const view = { skillDir: plan.realDir, tmpBytes: limits.tmpBytes, ...(proxied ? { egressSocket: egressSocketPath(scratch) } : {}) };
+    chain = [...drop, bwrap!, ...bwrapArgs(platform.layout!, view), '--', ...inside];
     return { command: chain[0]!, args: chain.slice(1), env, cwd: '/', envNames: names };
   }
   const target = [plan.interpreterPath, `./${plan.scriptRelative}`, ...plan.args];

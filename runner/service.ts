@@ -24,7 +24,9 @@ import { runProcess } from './run-process.js';
 import { RunCopy } from './run-copy.js';
 import { runFolderName } from './scratch.js';
 import type { RunningProcess } from './run-process.js';
-import { buildSpawn, usesBwrap } from './sandbox.js';
+import { openRunProxy, socketPathProblem } from './egress/run-proxy.js';
+import type { RunProxy, RunProxyTotals } from './egress/run-proxy.js';
+import { buildSpawn, egressSocketPath, usesBwrap } from './sandbox.js';
 import { removeIpcOf } from './ipc.js';
 import type { SandboxLimits } from './sandbox.js';
 import { reapUid } from './uids.js';
@@ -162,6 +164,10 @@ export class RunnerService {
       return { ok: false, error: { code: 'DRAFT_CHANGED', message: 'what would run differs from what this token was approved for; show the fresh preview and confirm again', fresh: this.mint(plan.willRun) } };
     }
     if (slot.cancelled) return reject('busy', 'CANCELLED', 'the run was cancelled before it started', { token_id: tokenId });
+    const scratch = join(deps.scratchDir, runFolderName(slot.runId));
+    const proxied = plan.egress.mode === 'proxy';
+    const socketProblem = proxied ? socketPathProblem(egressSocketPath(scratch)) : undefined;
+    if (socketProblem !== undefined) return reject('sandbox-failed', 'INTERNAL', `${socketProblem}; nothing was run`, { token_id: tokenId });
     // Security: spent durably before the script starts, so no crash or restart can replay it; and
     // atomically, so of two runners on one state dir racing with the same token only one gets past.
     // A uid first (BUSY when none is free), so a refused run never burns the person's approval.
@@ -170,19 +176,22 @@ export class RunnerService {
     if (spent !== 'spent' && uid !== undefined) deps.uidPool?.release(uid);
     if (spent === 'reused') return reject('token-reused', 'TOKEN_REUSED', REUSED, { token_id: tokenId });
     if (spent === 'expired') return reject('token-expired', 'TOKEN_EXPIRED', EXPIRED, { token_id: tokenId });
-    const scratch = join(deps.scratchDir, runFolderName(slot.runId));
+    let proxy: RunProxy | undefined;
     try {
-      // The namespace levels give the run a RAM-backed /tmp of their own; the others a folder on disk.
-      if (!usesBwrap(deps.ctx.platform)) {
+      // The namespace levels give the run a RAM-backed /tmp of their own; the others a folder on
+      // disk. A proxied run's folder holds its egress socket.
+      if (!usesBwrap(deps.ctx.platform) || proxied) {
         mkdirSync(scratch, { mode: 0o700 });
         if (uid !== undefined) chownSync(scratch, uid, uid);
       }
+      if (proxied) proxy = await openRunProxy({ socketPath: egressSocketPath(scratch), uid, entries: plan.egress.entries, audit: deps.audit, runId: slot.runId });
       const spec = buildSpawn(plan, deps.ctx.platform, deps.ctx.env, scratch, uid, deps.limits);
       if (spec.envNames.join('\0') !== plan.willRun.envNames.join('\0')) return reject('sandbox-failed', 'INTERNAL', 'the run environment differs from the preview; nothing was run');
       deps.audit.append({
         event: 'run.accept', run_id: slot.runId, runner_pid: process.pid, token_id: tokenId, skill: plan.willRun.skill, script: req.script, interpreter: plan.willRun.interpreter,
         argv: plan.willRun.argv, env_names: spec.envNames, timeout_ms: plan.willRun.timeoutMs, isolation: plan.willRun.isolation, sandbox: plan.willRun.sandbox,
         memory_bytes: plan.willRun.memoryBytes, uid: uid ?? process.getuid!(), script_sha256: plan.willRun.content.script, files_sha256: plan.willRun.content.files,
+        ...(plan.egress.entries.length > 0 ? { egress: plan.egress.entries, egress_mode: plan.egress.mode } : {}),
       });
       const { setpriv, kill, ipcrm } = deps.ctx.platform.tools;
       let leftovers = { killed: 0, remaining: 0 };
@@ -199,11 +208,15 @@ export class RunnerService {
       slot.proc = proc;
       if (slot.cancelled) proc.cancel();
       const o = await proc.outcome;
+      // The proxy's lines (one per connection) come before the run's exit line.
+      const egressTotals: RunProxyTotals | undefined = await proxy?.close();
+      proxy = undefined;
       deps.audit.append({
         event: 'run.exit', run_id: slot.runId, exit_code: o.exitCode, signal: o.signal, ended: o.ending, duration_ms: o.durationMs,
         stdout_bytes: o.stdoutBytes, stderr_bytes: o.stderrBytes, stdout_sha256: o.stdoutSha256, stderr_sha256: o.stderrSha256,
         truncated: o.truncated, leftovers_killed: leftovers.killed, leftovers_remaining: leftovers.remaining,
         ...(ipcRemoved > 0 ? { ipc_removed: ipcRemoved } : {}),
+        ...(egressTotals ?? {}),
       });
       return {
         ok: true,
@@ -215,6 +228,7 @@ export class RunnerService {
         },
       };
     } finally {
+      await proxy?.close();
       rmSync(scratch, { recursive: true, force: true });
       if (uid !== undefined) deps.uidPool?.release(uid);
     }

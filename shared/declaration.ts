@@ -4,6 +4,7 @@
  * authorization (the skill's author wrote it). Parsed strictly: an unknown MAJOR version or a
  * malformed shape rejects the whole block; unknown keys are ignored but named.
  */
+import { formatEgressEntry, MAX_EGRESS_ENTRIES, parseEgressEntry } from './egress.js';
 import { checkPathString } from './paths.js';
 import { DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS } from './limits.js';
 import type { JsonValue } from './frontmatter.js';
@@ -30,7 +31,10 @@ export interface Declaration {
   run: DeclaredScript[];
   /** Variables proposed for the server's environment. */
   env: { name: string; secret: boolean }[];
-  /** Hosts the skill says it reaches (a proposal, shown to people, enforced elsewhere). */
+  /**
+   * Destinations the skill's scripts reach (shared/egress.ts), canonical and without duplicates.
+   * A proposal: a run gets only what the grant also allows, through the runner's per-run proxy.
+   */
   egress: string[];
 }
 
@@ -151,10 +155,19 @@ export function parseDeclaration(block: JsonValue | undefined): DeclarationResul
       return { name, secret };
     });
 
-    const egress = block['egress'] ?? [];
-    if (!Array.isArray(egress) || !egress.every((h): h is string => typeof h === 'string')) {
-      throw new Rejected('mcp-host.egress must be a list of host names');
-    }
+    const egressBlock = block['egress'] ?? [];
+    if (!Array.isArray(egressBlock)) throw new Rejected('mcp-host.egress must be a list of destinations (host, host:port or *.domain)');
+    if (egressBlock.length > MAX_EGRESS_ENTRIES) throw new Rejected(`mcp-host.egress lists ${egressBlock.length} destinations; at most ${MAX_EGRESS_ENTRIES}`);
+    const egress: string[] = [];
+    egressBlock.forEach((entry, i) => {
+      // Security: an entry the proxy could read more widely than a person reads it (a bare "*", a
+      // URL, an address spelled as a number) costs the skill its scripts rather than guessing.
+      if (typeof entry !== 'string') throw new Rejected(`mcp-host.egress[${i}] must be a string (host, host:port or *.domain)`);
+      const parsed = parseEgressEntry(entry);
+      if (!parsed.ok) throw new Rejected(`mcp-host.egress[${i}] ${parsed.why}`);
+      const text = formatEgressEntry(parsed.value);
+      if (!egress.includes(text)) egress.push(text);
+    });
 
     const problems: string[] = [];
     if (unknown.length > 0) problems.push(`unknown keys ignored: ${unknown.join(', ')}`);

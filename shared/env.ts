@@ -1,14 +1,16 @@
 /**
  * @module The script environment allowlist (docs/architecture.md §6). A script gets the fixed set, the host's data
- * directory and egress proxy variables when set, and the variables granted to it — never the
- * server's own environment. The same function computes the preview's `envNames` and the run's
+ * directory when set, the proxy variables (the host's, or its run's own proxy), and the variables
+ * granted to it — never the server's own environment. The same function computes the preview's `envNames` and the run's
  * real environment, so what a person approves is what the script receives.
  */
 
 /** Always passed when set (HOME and TMPDIR are replaced by the sandbox's private ones). */
 export const FIXED_ENV = ['PATH', 'HOME', 'LANG', 'TZ', 'TMPDIR'] as const;
-/** Passed when the host set them: a hosted script needs them to reach allowlisted hosts. */
-export const HOST_ENV = ['MCP_DATA_DIR', 'HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy', 'NO_PROXY', 'no_proxy', 'NODE_USE_ENV_PROXY'] as const;
+/** The proxy variables: the host's, or a run's own egress proxy (runner/egress/plan.ts) in their place. */
+export const PROXY_ENV = ['HTTP_PROXY', 'HTTPS_PROXY', 'ALL_PROXY', 'http_proxy', 'https_proxy', 'all_proxy', 'NO_PROXY', 'no_proxy', 'NODE_USE_ENV_PROXY'] as const;
+/** Passed when the host set them (unless the sandbox replaces or drops them). */
+export const HOST_ENV = ['MCP_DATA_DIR', ...PROXY_ENV] as const;
 
 export interface ScriptEnv {
   env: Record<string, string>;
@@ -22,16 +24,23 @@ export interface ScriptEnv {
 
 /**
  * Builds a script's environment from `source` (the runner's own, pre-scrub copy).
- * `overrides` supplies the sandbox's private HOME/TMPDIR; they win over `source`.
+ * `overrides` supplies the sandbox's private HOME/TMPDIR and a run's proxy variables; they win
+ * over `source`. An override of `null` means the name is never passed; an empty string is passed
+ * as set-but-empty (an empty NO_PROXY: nothing bypasses the run's proxy).
  */
 export function buildScriptEnv(
   source: Readonly<Record<string, string | undefined>>,
   granted: readonly string[],
-  overrides: Readonly<Record<string, string>> = {},
+  overrides: Readonly<Record<string, string | null>> = {},
 ): ScriptEnv {
   const env: Record<string, string> = {};
   for (const name of [...FIXED_ENV, ...HOST_ENV]) {
-    const value = overrides[name] ?? source[name];
+    if (name in overrides) {
+      const value = overrides[name];
+      if (value !== null && value !== undefined) env[name] = value;
+      continue;
+    }
+    const value = source[name];
     if (value !== undefined && value !== '') env[name] = value;
   }
   const notSet: string[] = [];

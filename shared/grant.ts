@@ -7,12 +7,15 @@
 import type { Declaration, DeclaredScript } from './declaration.js';
 import { isNeverGrantable } from './declaration.js';
 import { z } from 'zod';
+import { entryCovers, formatEgressEntry, parseEgressEntry, parseEgressList } from './egress.js';
 import { isHosted } from './mode.js';
 
 export interface GrantRow {
   skill: string;
   script: string;
   env: string[];
+  /** Destinations granted to this script (canonical egress entries); none when the row has no `egress`. */
+  egress: string[];
 }
 
 export type GrantSource =
@@ -28,9 +31,9 @@ export function grantFrom(source: GrantSource): 'MCP_SKILL_RUN' | 'none (hosted 
 }
 
 export const HOSTED_GRANT_NOTE =
-  'Hosted mode grants nothing by default: instructions and files are served, but no script runs until the owner lists it in MCP_SKILL_RUN as JSON [{"skill","script","env":[...]}].';
+  'Hosted mode grants nothing by default: instructions and files are served, but no script runs until the owner lists it in MCP_SKILL_RUN as JSON [{"skill","script","env":[...],"egress":[...]}].';
 
-const GrantRowSchema = z.object({ skill: z.string(), script: z.string(), env: z.array(z.string()).default([]) });
+const GrantRowSchema = z.object({ skill: z.string(), script: z.string(), env: z.array(z.string()).default([]), egress: z.array(z.string()).default([]) });
 
 /**
  * Reads the grant from the environment, the same way in both processes. Security: a malformed
@@ -46,15 +49,19 @@ export function readGrantSource(env: Readonly<Record<string, string | undefined>
   } catch {
     return { kind: 'owner', rows: [], error: 'MCP_SKILL_RUN is not valid JSON; it grants nothing' };
   }
-  if (!Array.isArray(value)) return { kind: 'owner', rows: [], error: 'MCP_SKILL_RUN must be a JSON array of {skill, script, env?}; it grants nothing' };
+  if (!Array.isArray(value)) return { kind: 'owner', rows: [], error: 'MCP_SKILL_RUN must be a JSON array of {skill, script, env?, egress?}; it grants nothing' };
   const rows: GrantRow[] = [];
   const bad: number[] = [];
   value.forEach((row: unknown, i) => {
     const parsed = GrantRowSchema.safeParse(row);
-    if (parsed.success) rows.push(parsed.data);
+    // Security: an egress entry the owner wrote is read as strictly as a declared one; a row
+    // holding one that does not parse grants nothing at all rather than a guess.
+    const entries = parsed.success ? parsed.data.egress.map(parseEgressEntry) : [];
+    const canonical = entries.flatMap((e) => (e.ok ? [formatEgressEntry(e.value)] : []));
+    if (parsed.success && canonical.length === entries.length) rows.push({ ...parsed.data, egress: [...new Set(canonical)] });
     else bad.push(i);
   });
-  const error = bad.length > 0 ? `MCP_SKILL_RUN rows ${bad.join(', ')} are not {skill, script, env?}; they grant nothing` : undefined;
+  const error = bad.length > 0 ? `MCP_SKILL_RUN rows ${bad.join(', ')} are not {skill, script, env?, egress?} (egress: host, host:port or *.domain); they grant nothing` : undefined;
   return error ? { kind: 'owner', rows, error } : { kind: 'owner', rows };
 }
 
@@ -87,22 +94,34 @@ export interface ScriptGrant {
   env: string[];
   /** Standalone self-grant: the declared variables a third-party script gets without an owner grant. */
   selfGranted: boolean;
+  /** Destinations this script may reach (canonical entries, sorted): declared ∩ granted. */
+  egress: string[];
+}
+
+/**
+ * The granted entries the declaration covers. Security: only narrows — a grant entry outside the
+ * declaration is dropped (deadGrantRows names it), and a declared one the grant does not cover is
+ * not reached.
+ */
+export function grantedEgress(declared: readonly string[], granted: readonly string[]): string[] {
+  const wider = parseEgressList(declared);
+  return parseEgressList(granted).filter((entry) => wider.some((d) => entryCovers(d, entry))).map(formatEgressEntry).sort();
 }
 
 /** The effective grant for each script the skill declares. */
 export function grantScripts(skill: string, declaration: Declaration | undefined, source: GrantSource): ScriptGrant[] {
   if (!declaration) return [];
   return declaration.run.map((declared) => {
-    if (source.kind === 'hosted-default') return { declared, granted: false, env: [], selfGranted: false };
+    if (source.kind === 'hosted-default') return { declared, granted: false, env: [], selfGranted: false, egress: [] };
     if (source.kind === 'declaration') {
-      return { declared, granted: true, env: [...declared.env].sort(), selfGranted: declared.env.length > 0 };
+      return { declared, granted: true, env: [...declared.env].sort(), selfGranted: declared.env.length > 0, egress: [...declaration.egress].sort() };
     }
     const rows = source.rows.filter((row) => row.skill === skill && row.script === declared.script);
-    if (rows.length === 0) return { declared, granted: false, env: [], selfGranted: false };
+    if (rows.length === 0) return { declared, granted: false, env: [], selfGranted: false, egress: [] };
     // A granted variable must also be asked for by the script; never a variable nobody may grant.
     const asked = new Set(declared.env);
     const env = [...new Set(rows.flatMap((row) => row.env))].filter((name) => asked.has(name) && !isNeverGrantable(name));
-    return { declared, granted: true, env: env.sort(), selfGranted: false };
+    return { declared, granted: true, env: env.sort(), selfGranted: false, egress: grantedEgress(declaration.egress, rows.flatMap((row) => row.egress)) };
   });
 }
 
@@ -111,7 +130,11 @@ export function grantScripts(skill: string, declaration: Declaration | undefined
  * skill does not declare, or a variable the script does not ask for. `declared(skill)` returns the
  * skill's declared scripts, or undefined for a skill that is not served.
  */
-export function deadGrantRows(source: GrantSource, declared: (skill: string) => readonly DeclaredScript[] | undefined): { row: GrantRow; why: string }[] {
+export function deadGrantRows(
+  source: GrantSource,
+  declared: (skill: string) => readonly DeclaredScript[] | undefined,
+  declaredEgress: (skill: string) => readonly string[] = () => [],
+): { row: GrantRow; why: string }[] {
   if (source.kind !== 'owner') return [];
   const dead: { row: GrantRow; why: string }[] = [];
   for (const row of source.rows) {
@@ -123,6 +146,11 @@ export function deadGrantRows(source: GrantSource, declared: (skill: string) => 
       const unasked = row.env.filter((name) => !script.env.includes(name) || isNeverGrantable(name));
       if (unasked.length > 0) {
         dead.push({ row, why: `MCP_SKILL_RUN grants ${unasked.join(', ')} to ${row.skill}/${row.script}, which does not ask for ${unasked.length > 1 ? 'them' : 'it'} (or may never receive ${unasked.length > 1 ? 'them' : 'it'}); nothing is granted for ${unasked.length > 1 ? 'those variables' : 'that variable'}` });
+      }
+      const kept = new Set(grantedEgress(declaredEgress(row.skill), row.egress));
+      const undeclared = row.egress.filter((entry) => !kept.has(entry));
+      if (undeclared.length > 0) {
+        dead.push({ row, why: `MCP_SKILL_RUN grants egress ${undeclared.join(', ')} to ${row.skill}/${row.script}, which the skill's mcp-host.egress does not cover; a grant only narrows, so no run reaches ${undeclared.length > 1 ? 'them' : 'it'}` });
       }
     }
   }

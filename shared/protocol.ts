@@ -79,6 +79,12 @@ export const willRunSchema = z.strictObject({
    * exactly those bytes (docs/architecture.md §7).
    */
   content: z.strictObject({ script: sha256Hex, files: sha256Hex, fileCount: z.number().int().nonnegative(), bytes: z.number().int().nonnegative() }),
+  /** Destinations the run may connect to (declared ∩ granted egress entries, sorted); absent: none, no network. */
+  egress: z.array(z.string()).optional(),
+  /** Standalone: destinations a third-party script reaches only because its own SKILL.md asks. */
+  egressWarning: z.string().optional(),
+  /** When this isolation level does not enforce `egress` (or cannot reach it), in words. */
+  egressNote: z.string().optional(),
 });
 export type WillRun = z.infer<typeof willRunSchema>;
 
@@ -113,6 +119,10 @@ const scriptInfo = z.strictObject({
   envNames: z.array(z.string()),
   envNotSet: z.array(z.string()),
   envWarning: z.string().optional(),
+  /** As in `willRun`: the destinations a run may reach, and the warnings about them. */
+  egress: z.array(z.string()).optional(),
+  egressWarning: z.string().optional(),
+  egressNote: z.string().optional(),
 });
 export type ScriptInfo = z.infer<typeof scriptInfo>;
 

@@ -192,7 +192,7 @@ export class Catalog {
     this.#grantProblems = deadGrantRows(this.grant, (name) => {
       const record = this.#records.get(name);
       return record ? (record.declaration?.run ?? []) : undefined;
-    }).map((dead) => ({ path: `MCP_SKILL_RUN/${dead.row.skill}/${dead.row.script}`, reason: 'grant' as const, detail: dead.why }));
+    }, (name) => this.#records.get(name)?.declaration?.egress ?? []).map((dead) => ({ path: `MCP_SKILL_RUN/${dead.row.skill}/${dead.row.script}`, reason: 'grant' as const, detail: dead.why }));
   }
 
   /**

@@ -130,6 +130,9 @@ export async function skillList(front: FrontContext, request: ListRequest = {}):
           script, interpreter, timeoutMs, envNames: info.envNames,
           ...(info.envNotSet.length > 0 ? { envNotSet: info.envNotSet } : {}),
           ...(info.envWarning !== undefined ? { envWarning: info.envWarning } : {}),
+          ...(info.egress !== undefined ? { egress: info.egress } : {}),
+          ...(info.egressWarning !== undefined ? { egressWarning: info.egressWarning } : {}),
+          ...(info.egressNote !== undefined ? { egressNote: info.egressNote } : {}),
         });
       }
     }

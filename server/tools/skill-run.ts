@@ -61,6 +61,13 @@ function describeRun(willRun: WillRun): string {
   if (willRun.isolation === 'same-uid') lines.push('WARNING: no sandbox here — the script runs as the server\'s own user, with its files and its network.');
   if (willRun.envNotSet?.length) lines.push(`granted but not set here: ${willRun.envNotSet.join(', ')}`);
   if (willRun.envWarning) lines.push(`WARNING: ${willRun.envWarning}`);
+  const ownNetwork = willRun.isolation !== 'uid' && willRun.isolation !== 'same-uid';
+  const egress = willRun.egress ?? [];
+  const network = egress.length === 0 ? (ownNetwork ? 'none' : 'not isolated (this machine\'s network)')
+    : willRun.egressNote ? `declared ${egress.join(', ')} (see the warning below)` : `only ${egress.join(', ')}, through the run's own proxy`;
+  lines.push(`network: ${network}`);
+  if (willRun.egressNote) lines.push(`WARNING: ${willRun.egressNote}`);
+  if (willRun.egressWarning) lines.push(`WARNING: ${willRun.egressWarning}`);
   return lines.join('\n');
 }
 

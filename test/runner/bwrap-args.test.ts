@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { bwrapArgs, SKILL_MOUNT } from '../../runner/bwrap.js';
+import { EGRESS_SOCKET_MOUNT } from '../../runner/egress/bridge.js';
 
 const layout = { links: [{ path: '/bin', target: 'usr/bin' }], dirs: [], extra: ['/opt/node'] };
 const args = bwrapArgs(layout, { skillDir: '/home/alice/skills/pdf', tmpBytes: 1024 });
@@ -35,5 +36,19 @@ describe('the sandbox command line', () => {
   it('the writable places are size-capped tmpfs', () => {
     const tmpfs = args.flatMap((a, i) => (a === '--tmpfs' ? [[args[i - 2], args[i - 1], args[i + 1]]] : []));
     expect(tmpfs).toEqual([['--size', String(16 * 1024 * 1024), '/dev/shm'], ['--size', '1024', '/tmp']]);
+  });
+
+  it('a run without egress gets no way out: no socket, and the network stays unshared', () => {
+    expect(args.join(' ')).not.toContain(EGRESS_SOCKET_MOUNT);
+  });
+
+  it('a run with egress gets exactly one thing more: its own proxy socket, read-only, before the root is made read-only', () => {
+    const withEgress = bwrapArgs(layout, { skillDir: '/home/alice/skills/pdf', tmpBytes: 1024, egressSocket: '/tmp/scratch/run-1-ab/egress.sock' });
+    expect(withEgress.filter((a) => !args.includes(a))).toEqual(['/tmp/scratch/run-1-ab/egress.sock', EGRESS_SOCKET_MOUNT]);
+    const at = withEgress.indexOf(EGRESS_SOCKET_MOUNT);
+    expect(withEgress.slice(at - 2, at + 1)).toEqual(['--ro-bind', '/tmp/scratch/run-1-ab/egress.sock', EGRESS_SOCKET_MOUNT]);
+    expect(withEgress.lastIndexOf('--remount-ro')).toBeGreaterThan(at);
+    expect(withEgress).toContain('--unshare-net');
+    expect(withEgress).not.toContain('--share-net');
   });
 });

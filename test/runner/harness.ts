@@ -21,6 +21,8 @@ export interface SkillSpec {
   /** The `run:` rows of the declaration. */
   run: { script: string; interpreter: string; env?: string[]; timeout?: number }[];
   files: Record<string, string>;
+  /** The declaration's `egress` entries, written as a YAML flow list. */
+  egress?: string[];
 }
 
 /** A run's captured bytes as text (the protocol carries output as bytes, exactly as written). */
@@ -49,7 +51,8 @@ export function writeSkills(skills: Record<string, SkillSpec>): string {
   const root = tempDir('skills');
   for (const [name, spec] of Object.entries(skills)) {
     const rows = spec.run.map((r) => `    - script: ${r.script}\n      interpreter: ${r.interpreter}\n      env: [${(r.env ?? []).join(', ')}]\n      timeout: ${r.timeout ?? 10}`).join('\n');
-    const files = { 'SKILL.md': `---\nname: ${name}\ndescription: test skill ${name}\nmcp-host:\n  version: 1\n  run:\n${rows}\n---\nTest skill.\n`, ...spec.files };
+    const egress = spec.egress ? `\n  egress: [${spec.egress.join(', ')}]` : '';
+    const files = { 'SKILL.md': `---\nname: ${name}\ndescription: test skill ${name}\nmcp-host:\n  version: 1\n  run:\n${rows}${egress}\n---\nTest skill.\n`, ...spec.files };
     for (const [path, text] of Object.entries(files)) {
       const full = join(root, name, path);
       mkdirSync(dirname(full), { recursive: true, mode: 0o755 });

@@ -1,0 +1,51 @@
+/**
+ * @module The bridge inside a run's sandbox: a fixed, tiny node program that listens on the
+ * sandbox's own loopback ({@link BRIDGE_PORT}) and carries each connection to the run's proxy
+ * socket, which bubblewrap binds in at {@link EGRESS_SOCKET_MOUNT}. It starts the script only
+ * once it listens, stays its parent and exits with its status, so the script never runs without
+ * it and it never outlives the sandbox (bubblewrap's pid namespace ends with it).
+ *
+ * Security: the bridge is not a boundary. The script may kill it or talk to the socket itself;
+ * either way its only way out is the runner's proxy, which holds the allowlist. The source is a
+ * constant passed with `node -e`: nothing of it comes from the skill.
+ */
+
+/** Where the run's proxy socket appears inside the sandbox. */
+export const EGRESS_SOCKET_MOUNT = '/run/skill-mcp/egress.sock';
+/** The bridge's port on the sandbox's own loopback (each run has its own network namespace). */
+export const BRIDGE_PORT = 3128;
+/** The proxy URL a script is given. */
+export const PROXY_URL = `http://127.0.0.1:${BRIDGE_PORT}`;
+
+/**
+ * argv after `node -e BRIDGE_SOURCE --`: port, socket path, then the script's own command line.
+ * A signal that killed the script becomes 128 + its number, as bubblewrap reports it anyway.
+ */
+export const BRIDGE_SOURCE = `'use strict';
+const net = require('node:net');
+const { spawn } = require('node:child_process');
+const { constants } = require('node:os');
+const [port, socketPath, command, ...args] = process.argv.slice(1);
+const say = (text) => process.stderr.write('skill-mcp egress bridge: ' + text + '\\n');
+const server = net.createServer({ allowHalfOpen: true }, (inside) => {
+  const proxy = net.connect({ path: socketPath, allowHalfOpen: true });
+  inside.pipe(proxy);
+  proxy.pipe(inside);
+  inside.on('error', () => proxy.destroy());
+  proxy.on('error', () => inside.destroy());
+  // A clean close ends the other side (its buffered bytes still go out); an error cuts it.
+  inside.on('close', (failed) => (failed ? proxy.destroy() : proxy.end()));
+  proxy.on('close', (failed) => (failed ? inside.destroy() : inside.end()));
+});
+server.on('error', (error) => { say(error.message); process.exit(125); });
+server.listen({ host: '127.0.0.1', port: Number(port) }, () => {
+  const child = spawn(command, args, { stdio: 'inherit' });
+  child.on('error', (error) => { say(error.message); process.exit(127); });
+  child.on('exit', (code, signal) => process.exit(code ?? 128 + (constants.signals[signal] ?? 0)));
+});
+`;
+
+/** The bridge's command line in front of the script's: `node -e SOURCE -- PORT SOCKET command...`. */
+export function bridgeArgv(nodePath: string, command: readonly string[]): string[] {
+  return [nodePath, '-e', BRIDGE_SOURCE, '--', String(BRIDGE_PORT), EGRESS_SOCKET_MOUNT, ...command];
+}

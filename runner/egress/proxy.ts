@@ -1,0 +1,250 @@
+/**
+ * @module A run's own egress proxy (docs/isolation.md, "Egress"): an HTTP proxy on a unix socket
+ * that only this run's sandbox can reach (bubblewrap binds it in; a bridge inside listens on the
+ * sandbox's loopback). It speaks `CONNECT host:port` (HTTPS and any other TCP protocol, tunnelled)
+ * and plain-HTTP forwarding (`GET http://host/...`), lets through only what policy.ts allows, and
+ * refuses the rest with a 403 whose body names the missing entry. Every connection — allowed or
+ * refused — is reported once, with the bytes sent each way, for the audit log.
+ */
+import { createServer, request as httpRequest } from 'node:http';
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import { connect } from 'node:net';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { parseDestination } from '../../shared/egress.js';
+import type { EgressEntry } from '../../shared/egress.js';
+import { decide, systemLookup } from './policy.js';
+import type { Decision, Lookup, RefusalReason } from './policy.js';
+
+/** One line of the audit log per proxied connection (a plain-HTTP request is one connection upstream). */
+export interface EgressRecord {
+  destination: string;
+  method: string;
+  decision: 'allowed' | 'refused';
+  entry?: string;
+  address?: string;
+  /** Why it was refused, or `connect-failed` for an allowed destination that could not be reached. */
+  reason?: RefusalReason | 'connect-failed' | 'run-ended';
+  /** Bytes sent to the destination (request line, headers and body for plain HTTP; the tunnel's bytes for CONNECT). */
+  bytes_up: number;
+  /** Bytes received from it. */
+  bytes_down: number;
+  duration_ms: number;
+}
+
+export interface EgressProxyOptions {
+  socketPath: string;
+  entries: readonly EgressEntry[];
+  onRecord(record: EgressRecord): void;
+  lookup?: Lookup;
+  connectTimeoutMs?: number;
+  /** Connections open at once from the run; more are refused (the runner's own descriptors are finite). */
+  maxOpen?: number;
+}
+
+export interface EgressProxy {
+  /** Stops listening, cuts every connection and reports each one still open. */
+  close(): Promise<void>;
+}
+
+const CONNECT_TIMEOUT_MS = 10_000;
+const MAX_OPEN = 64;
+/** Request headers that belong to one hop (the script ↔ proxy), never forwarded. */
+const HOP_BY_HOP = new Set(['connection', 'proxy-connection', 'keep-alive', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+
+type Fields = Pick<EgressRecord, 'decision' | 'entry' | 'address' | 'reason'>;
+
+interface Flow {
+  sockets: Duplex[];
+  /** What the record will say (replaced as the connection progresses), and the upstream socket whose bytes it counts. */
+  set(fields: Fields, upstream?: Socket): void;
+  /** Reports the connection, once. */
+  finish(): void;
+}
+
+function refusalText(status: number, message: string): string {
+  const body = `${message}\n`;
+  const title = status === 403 ? 'Forbidden' : status === 400 ? 'Bad Request' : status === 504 ? 'Gateway Timeout' : 'Bad Gateway';
+  const kind = status < 500 ? 'refused' : 'upstream-failed';
+  return `HTTP/1.1 ${status} ${title}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Skill-Mcp-Egress: ${kind}\r\nConnection: close\r\n\r\n${body}`;
+}
+
+/** Headers of a message minus hop-by-hop ones and those its Connection header names. */
+function forwardable(raw: string[]): [string, string][] {
+  const named = new Set<string>();
+  for (let i = 0; i < raw.length; i += 2) {
+    if (raw[i]!.toLowerCase() === 'connection') for (const n of raw[i + 1]!.split(',')) named.add(n.trim().toLowerCase());
+  }
+  const out: [string, string][] = [];
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!.toLowerCase();
+    if (!HOP_BY_HOP.has(name) && !named.has(name) && name !== 'host') out.push([raw[i]!, raw[i + 1]!]);
+  }
+  return out;
+}
+
+/** Starts a run's proxy on `socketPath`; resolves once it listens. */
+export async function startEgressProxy(opts: EgressProxyOptions): Promise<EgressProxy> {
+  const lookup = opts.lookup ?? systemLookup;
+  const connectTimeoutMs = opts.connectTimeoutMs ?? CONNECT_TIMEOUT_MS;
+  const maxOpen = opts.maxOpen ?? MAX_OPEN;
+
+  /** Every connection not yet reported: its sockets (cut at close) and how to report it. */
+  const flows = new Set<Flow>();
+
+  function track(destination: string, method: string): Flow {
+    const started = performance.now();
+    let fields: Fields = { decision: 'refused', reason: 'run-ended' };
+    let upstream: Socket | undefined;
+    let done = false;
+    const flow: Flow = {
+      sockets: [],
+      set(next, socket) {
+        fields = next;
+        if (socket) upstream = socket;
+      },
+      finish() {
+        if (done) return;
+        done = true;
+        flows.delete(flow);
+        opts.onRecord({ destination, method, ...fields, bytes_up: upstream?.bytesWritten ?? 0, bytes_down: upstream?.bytesRead ?? 0, duration_ms: Math.round(performance.now() - started) });
+      },
+    };
+    flows.add(flow);
+    return flow;
+  }
+
+  const server = createServer();
+  // Security: a run cannot make the runner hold more than maxOpen sockets from it at once (more are closed at accept).
+  server.maxConnections = maxOpen;
+
+  server.on('connect', (req: IncomingMessage, client: Duplex, head: Buffer) => {
+    const target = req.url ?? '';
+    const flow = track(target, 'CONNECT');
+    flow.sockets.push(client);
+    client.on('error', () => client.destroy());
+    const refuse = (status: number, reason: EgressRecord['reason'], message: string): void => {
+      client.end(refusalText(status, message));
+      flow.set({ decision: 'refused', reason });
+      flow.finish();
+    };
+    const parsed = parseDestination(target);
+    if (!parsed.ok) return refuse(400, 'bad-destination', `skill-mcp egress proxy: CONNECT needs host:port (${parsed.why})`);
+    void decide(opts.entries, target.slice(0, target.lastIndexOf(':')), parsed.value.port, lookup).then((decision: Decision) => {
+      if (client.destroyed) return flow.finish();
+      if (!decision.allowed) return refuse(decision.status, decision.reason, decision.message);
+      const allowed = { decision: 'allowed' as const, entry: decision.entry, address: decision.address };
+      const upstream = connect({ host: decision.address, port: parsed.value.port, family: decision.family, timeout: connectTimeoutMs });
+      flow.sockets.push(upstream);
+      flow.set({ ...allowed, reason: 'connect-failed' }, upstream);
+      let tunnelled = false;
+      upstream.once('connect', () => {
+        tunnelled = true;
+        flow.set(allowed);
+        upstream.setTimeout(0);
+        client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+        if (head.length > 0) upstream.write(head);
+        upstream.pipe(client);
+        client.pipe(upstream);
+      });
+      const fail = (status: number, why: string): void => {
+        if (!tunnelled) client.end(refusalText(status, `skill-mcp egress proxy: ${target} (${decision.address}) ${why}`));
+        else client.destroy();
+        upstream.destroy();
+      };
+      upstream.once('timeout', () => fail(504, 'did not answer in time'));
+      upstream.once('error', (error: NodeJS.ErrnoException) => fail(502, `cannot be reached (${error.code ?? error.message})`));
+      // A clean end reaches the other side through pipe, after what is buffered; an error cuts it
+      // (fail() above for the destination's side).
+      upstream.once('close', () => flow.finish());
+      client.once('close', (failed: boolean) => (failed ? upstream.destroy() : upstream.end()));
+    });
+  });
+
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    let url: URL | undefined;
+    try {
+      url = new URL(req.url ?? '');
+    } catch {
+      url = undefined;
+    }
+    const method = req.method ?? 'GET';
+    const flow = track(url && url.protocol === 'http:' ? `${url.hostname}:${url.port || 80}` : (req.url ?? '').slice(0, 200), method);
+    flow.sockets.push(req.socket);
+    const refuse = (status: number, reason: EgressRecord['reason'], message: string): void => {
+      res.writeHead(status, { 'Content-Type': 'text/plain; charset=utf-8', 'X-Skill-Mcp-Egress': 'refused', Connection: 'close' });
+      res.end(`${message}\n`);
+      flow.set({ decision: 'refused', reason });
+      flow.finish();
+    };
+    if (!url || url.protocol !== 'http:') {
+      return refuse(400, 'bad-destination', url?.protocol === 'https:'
+        ? 'skill-mcp egress proxy: https:// URLs go through a CONNECT tunnel (HTTPS_PROXY), not as a plain request'
+        : 'skill-mcp egress proxy: this is a proxy; send an absolute http:// URL or CONNECT host:port');
+    }
+    const target = url;
+    const port = target.port === '' ? 80 : Number(target.port);
+    void decide(opts.entries, target.hostname, port, lookup).then((decision) => {
+      if (res.destroyed) return flow.finish();
+      if (!decision.allowed) return refuse(decision.status, decision.reason, decision.message);
+      const allowed = { decision: 'allowed' as const, entry: decision.entry, address: decision.address };
+      flow.set({ ...allowed, reason: 'connect-failed' });
+      const headers: OutgoingHttpHeaders = {};
+      for (const [name, value] of forwardable(req.rawHeaders)) {
+        const prev = headers[name];
+        headers[name] = prev === undefined ? value : [...(Array.isArray(prev) ? prev : [String(prev)]), value];
+      }
+      headers['Host'] = target.host;
+      const upstreamReq = httpRequest({
+        host: decision.address, family: decision.family, port, method, path: `${target.pathname}${target.search}`,
+        headers, setHost: false, agent: false, timeout: connectTimeoutMs,
+      });
+      upstreamReq.once('socket', (socket: Socket) => {
+        flow.sockets.push(socket);
+        socket.once('connect', () => flow.set(allowed, socket));
+        socket.once('close', () => flow.finish());
+        flow.set({ ...allowed, reason: 'connect-failed' }, socket);
+      });
+      upstreamReq.once('timeout', () => upstreamReq.destroy(Object.assign(new Error('no answer in time'), { code: 'ETIMEDOUT' })));
+      upstreamReq.once('error', (error: NodeJS.ErrnoException) => {
+        if (!res.headersSent) {
+          res.writeHead(502, { 'Content-Type': 'text/plain; charset=utf-8', 'X-Skill-Mcp-Egress': 'upstream-failed', Connection: 'close' });
+          res.end(`skill-mcp egress proxy: ${target.host} (${decision.address}) cannot be reached (${error.code ?? error.message})\n`);
+        } else res.destroy();
+        flow.finish();
+      });
+      upstreamReq.once('response', (upstreamRes) => {
+        upstreamReq.setTimeout(0);
+        res.writeHead(upstreamRes.statusCode ?? 502, upstreamRes.statusMessage, forwardable(upstreamRes.rawHeaders).flat());
+        upstreamRes.pipe(res);
+      });
+      res.once('close', () => upstreamReq.destroy());
+      req.pipe(upstreamReq);
+    });
+  });
+
+  server.on('clientError', (_error, socket: Duplex) => {
+    if (socket.writable) socket.end(refusalText(400, 'skill-mcp egress proxy: a malformed request'));
+    else socket.destroy();
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.socketPath, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+
+  return {
+    async close() {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const flow of [...flows]) {
+        for (const socket of flow.sockets) socket.destroy();
+        flow.finish();
+      }
+      server.closeAllConnections();
+      await closed;
+    },
+  };
+}

@@ -1,0 +1,156 @@
+/**
+ * @module Egress entries (docs/architecture.md §4, §6): the destinations a skill says its scripts
+ * reach, and the owner may grant. Three forms, each with an optional port: `host`, `host:port`,
+ * `*.domain` (any name below `domain`, not `domain` itself). A host is a DNS name, an IPv4 address
+ * in dotted decimal, or an IPv6 address in brackets. Without a port an entry means the web ports
+ * (443 and 80). Pure: the declaration parser, the grant, the preview and the runner's proxy all
+ * read entries with these functions, so what a person approves is what the proxy lets through.
+ */
+
+/** Ports an entry without `:port` allows: HTTPS and HTTP. */
+export const DEFAULT_PORTS: readonly number[] = [443, 80];
+/** More entries than this is not a list a person can review. */
+export const MAX_EGRESS_ENTRIES = 64;
+
+export interface EgressEntry {
+  /** Lower-case name, dotted-quad IPv4, or canonical IPv6 (no brackets). For a wildcard: the domain below which names match. */
+  host: string;
+  wildcard: boolean;
+  /** 4 or 6 for an address literal, 0 for a name. */
+  ip: 0 | 4 | 6;
+  /** The one port, or undefined for {@link DEFAULT_PORTS}. */
+  port?: number;
+}
+
+export type Parsed<T> = { ok: true; value: T } | { ok: false; why: string };
+
+const LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+const IPV4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
+
+/** Canonical IPv6 text (WHATWG URL's serializer), or undefined when `text` is not an IPv6 address. */
+export function canonicalIpv6(text: string): string | undefined {
+  if (!/^[0-9a-fA-F:.]+$/.test(text) || !text.includes(':')) return undefined;
+  try {
+    return new URL(`http://[${text}]/`).hostname.slice(1, -1);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A host as it may appear in an entry or a request: a name, a dotted-quad IPv4 or a bracketed
+ * IPv6. Security: numeric forms other than the dotted quad (`0x7f.1`, `2130706433`, `0177.0.0.1`)
+ * are refused, so no spelling of an address can pass for a name or for another address.
+ */
+export function parseHost(text: string): Parsed<{ host: string; ip: 0 | 4 | 6 }> {
+  if (text.startsWith('[') && text.endsWith(']')) {
+    const v6 = canonicalIpv6(text.slice(1, -1));
+    return v6 === undefined ? { ok: false, why: `${JSON.stringify(text)} is not an IPv6 address` } : { ok: true, value: { host: v6, ip: 6 } };
+  }
+  const host = text.toLowerCase();
+  if (IPV4.test(host)) return { ok: true, value: { host, ip: 4 } };
+  if (host.length === 0 || host.length > 253) return { ok: false, why: 'a host name is 1 to 253 characters' };
+  const labels = host.split('.');
+  if (!labels.every((label) => LABEL.test(label))) {
+    return { ok: false, why: `${JSON.stringify(text)} is not a host name (letters, digits and "-" in dot-separated labels; write international names in their xn-- form; no trailing dot)` };
+  }
+  if (/^(\d+|0x[0-9a-f]*)$/.test(labels[labels.length - 1]!)) {
+    return { ok: false, why: `${JSON.stringify(text)} reads as a number, not a name; write an IPv4 address as four decimal numbers (127.0.0.1)` };
+  }
+  return { ok: true, value: { host, ip: 0 } };
+}
+
+function parsePort(text: string): number | undefined {
+  if (!/^[1-9]\d{0,4}$/.test(text)) return undefined;
+  const port = Number(text);
+  return port <= 65535 ? port : undefined;
+}
+
+/** Splits `host:port` / `[v6]:port` / `host` (the port is optional). */
+function splitAuthority(text: string): { host: string; port?: string } {
+  if (text.startsWith('[')) {
+    const close = text.indexOf(']');
+    if (close === -1) return { host: text };
+    const rest = text.slice(close + 1);
+    return rest.startsWith(':') ? { host: text.slice(0, close + 1), port: rest.slice(1) } : { host: text };
+  }
+  const colon = text.lastIndexOf(':');
+  if (colon === -1) return { host: text };
+  // An unbracketed IPv6 address: its colons are not a port.
+  if (text.indexOf(':') !== colon) return { host: text };
+  return { host: text.slice(0, colon), port: text.slice(colon + 1) };
+}
+
+/**
+ * A destination a proxied request names: `host:port` of a CONNECT (the port is required), with
+ * the same strict host rules as an entry.
+ */
+export function parseDestination(authority: string): Parsed<{ host: string; ip: 0 | 4 | 6; port: number }> {
+  const { host: hostText, port: portText } = splitAuthority(authority);
+  const port = portText === undefined ? undefined : parsePort(portText);
+  if (port === undefined) return { ok: false, why: `${JSON.stringify(authority)} is not host:port` };
+  const host = parseHost(hostText);
+  return host.ok ? { ok: true, value: { ...host.value, port } } : host;
+}
+
+/** Parses one entry strictly; `why` names what is wrong and the accepted forms. */
+export function parseEgressEntry(text: string): Parsed<EgressEntry> {
+  const forms = 'write host, host:port or *.domain (e.g. api.example.com, 127.0.0.1:8080, *.example.com)';
+  if (text === '*' || text.startsWith('*:')) return { ok: false, why: `${JSON.stringify(text)} would allow every host; ${forms}` };
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(text) || text.includes('/')) return { ok: false, why: `${JSON.stringify(text)} is a URL or a path; ${forms}` };
+  const wildcard = text.startsWith('*.');
+  const { host: hostText, port: portText } = splitAuthority(wildcard ? text.slice(2) : text);
+  if (hostText.includes('*')) return { ok: false, why: `${JSON.stringify(text)}: "*" may only stand for the leading labels ("*.example.com")` };
+  if (hostText.includes(':') && !hostText.startsWith('[')) return { ok: false, why: `${JSON.stringify(text)}: write an IPv6 address in brackets ([2001:db8::1]:443)` };
+  const host = parseHost(hostText);
+  if (!host.ok) return { ok: false, why: host.why };
+  let port: number | undefined;
+  if (portText !== undefined) {
+    port = parsePort(portText);
+    if (port === undefined) return { ok: false, why: `${JSON.stringify(text)}: the port must be a number from 1 to 65535` };
+  }
+  if (wildcard) {
+    if (host.value.ip !== 0) return { ok: false, why: `${JSON.stringify(text)}: "*." goes before a domain name, not an address` };
+    if (!host.value.host.includes('.')) return { ok: false, why: `${JSON.stringify(text)} would allow a whole top-level domain; name the domain ("*.example.com")` };
+  }
+  return { ok: true, value: { host: host.value.host, ip: host.value.ip, wildcard, ...(port !== undefined ? { port } : {}) } };
+}
+
+/** The canonical text of an entry (lower case, IPv6 in brackets): how previews, grants and the audit name it. */
+export function formatEgressEntry(entry: EgressEntry): string {
+  const host = entry.ip === 6 ? `[${entry.host}]` : entry.host;
+  return `${entry.wildcard ? '*.' : ''}${host}${entry.port !== undefined ? `:${entry.port}` : ''}`;
+}
+
+function portsOf(entry: EgressEntry): readonly number[] {
+  return entry.port !== undefined ? [entry.port] : DEFAULT_PORTS;
+}
+
+/** Whether `entry` lets a connection to `host` (canonical, as {@link parseHost} gives it) on `port` through. */
+export function entryMatches(entry: EgressEntry, host: string, port: number): boolean {
+  if (!portsOf(entry).includes(port)) return false;
+  // Security: a wildcard matches names strictly below its domain, compared whole-label
+  // ("*.example.com" never matches "evilexample.com" nor "example.com.evil.org").
+  if (entry.wildcard) return host.endsWith(`.${entry.host}`);
+  return host === entry.host;
+}
+
+/**
+ * Whether everything `narrower` lets through, `wider` lets through too: a grant entry counts only
+ * when the declaration covers it, so a grant can narrow (`*.example.com` → `api.example.com:443`)
+ * but never widen.
+ */
+export function entryCovers(wider: EgressEntry, narrower: EgressEntry): boolean {
+  if (!portsOf(narrower).every((port) => portsOf(wider).includes(port))) return false;
+  if (!wider.wildcard) return !narrower.wildcard && narrower.host === wider.host;
+  if (narrower.ip !== 0) return false;
+  return narrower.host.endsWith(`.${wider.host}`) || (narrower.wildcard && narrower.host === wider.host);
+}
+
+/** Parses a list of canonical entries (already validated); entries that do not parse are dropped. */
+export function parseEgressList(list: readonly string[]): EgressEntry[] {
+  return list.flatMap((text) => {
+    const parsed = parseEgressEntry(text);
+    return parsed.ok ? [parsed.value] : [];
+  });
+}
