@@ -10,6 +10,7 @@ import { SkillMcpError } from '../shared/errors.js';
 import type { SandboxLimits } from './sandbox.js';
 import { DEFAULT_UID_RANGE, parseUidRange } from './uids.js';
 import { MIN_MEMORY_BYTES } from '../shared/declaration.js';
+import { DEFAULT_RUN_QUEUE_MS, MAX_RUN_QUEUE_MS } from '../shared/limits.js';
 
 export interface RunnerOptions {
   socketPath: string;
@@ -27,6 +28,12 @@ export interface RunnerOptions {
   drainMs: number;
   /** Where the front secret comes from: the guard's pipe (standalone), an operator's file, or nowhere. */
   frontSecret: { from: 'stdin' } | { from: 'file'; path: string } | undefined;
+  /** `SKILL_MCP_MAX_RUNS`: runs at once; unset (or `auto`) lets run-capacity.ts choose from the machine. */
+  maxRuns: number | undefined;
+  /** `SKILL_MCP_RUNS_PER_CLIENT`: one client's share of the slots; unset: half hosted, all standalone. */
+  runsPerClient: number | undefined;
+  /** `SKILL_MCP_RUN_QUEUE_MS`: how long a run over the limit waits for a slot before BUSY. */
+  runQueueMs: number;
 }
 
 export const RUNNER_USAGE = `usage: skill-mcp runner --socket PATH --state-dir DIR [options]
@@ -37,6 +44,10 @@ export const RUNNER_USAGE = `usage: skill-mcp runner --socket PATH --state-dir D
   --uid-range A-B       run uids when root (SKILL_MCP_UID_RANGE, default ${DEFAULT_UID_RANGE})
   --scratch-dir DIR     parent of each run's private HOME/TMPDIR (SKILL_MCP_SCRATCH_DIR)
   --audit-log FILE      audit log path (SKILL_MCP_AUDIT_LOG, default STATE_DIR/audit.log)
+  --max-runs N          runs at once (SKILL_MCP_MAX_RUNS; default from the machine's cores and
+                        memory against the per-run memory cap, see docs/isolation.md)
+  --runs-per-client N   slots one client (bearer token, stdio session) may hold at once
+                        (SKILL_MCP_RUNS_PER_CLIENT; default half of --max-runs hosted, all standalone)
   --front-secret-file FILE
                         a secret (one line, 32+ characters, not world-readable) every front
                         connection must present; give the front the same file as
@@ -47,6 +58,8 @@ export const RUNNER_USAGE = `usage: skill-mcp runner --socket PATH --state-dir D
 Sandbox variables (docs/isolation.md): SKILL_MCP_BWRAP (bubblewrap's path, or "off"),
 SKILL_MCP_RUN_MEMORY_BYTES (default 1 GiB per run), SKILL_MCP_RUN_TMP_BYTES (private /tmp, default
 256 MiB), SKILL_MCP_RUN_NPROC, SKILL_MCP_RUN_FSIZE_BYTES, SKILL_MCP_RUN_NOFILE.
+SKILL_MCP_RUN_QUEUE_MS: how long a run over the limit waits for a slot before BUSY (default
+${DEFAULT_RUN_QUEUE_MS}, at most ${MAX_RUN_QUEUE_MS}).
 
 The runner reads the skills and the grant itself: give it the same MCP_SKILLS_PATH (or
 SKILLS_DIR) and MCP_SKILL_RUN as the front, or every run is refused CONFIG_MISMATCH.
@@ -63,7 +76,12 @@ const FLAGS: Record<string, string> = {
   '--scratch-dir': 'SKILL_MCP_SCRATCH_DIR',
   '--audit-log': 'SKILL_MCP_AUDIT_LOG',
   '--front-secret-file': 'SKILL_MCP_FRONT_SECRET_FILE',
+  '--max-runs': 'SKILL_MCP_MAX_RUNS',
+  '--runs-per-client': 'SKILL_MCP_RUNS_PER_CLIENT',
 };
+
+/** Most runs at once a runner accepts to be configured with (each holds a connection, a uid, a scratch folder). */
+export const MAX_RUNS_LIMIT = 1024;
 
 function bad(message: string): never {
   throw new SkillMcpError('BAD_REQUEST', message);
@@ -74,6 +92,10 @@ function int(name: string, raw: string | undefined, fallback: number, min: numbe
   const value = Number(raw);
   if (!Number.isSafeInteger(value) || value < min || value > max) bad(`${name}=${JSON.stringify(raw)} must be an integer from ${min} to ${max}`);
   return value;
+}
+
+function optionalInt(name: string, raw: string | undefined, min: number, max: number): number | undefined {
+  return raw === undefined || raw === '' ? undefined : int(name, raw, min, min, max);
 }
 
 /** The primary gid of `uid` from /etc/passwd, so `--front-uid` alone can own the socket directory. */
@@ -137,5 +159,8 @@ export function parseRunnerOptions(argv: string[], env: Readonly<Record<string, 
     killGraceMs: int('SKILL_MCP_KILL_GRACE_MS', env['SKILL_MCP_KILL_GRACE_MS'], 2000, 0, 60_000),
     drainMs: int('SKILL_MCP_DRAIN_MS', env['SKILL_MCP_DRAIN_MS'], 500, 0, 60_000),
     frontSecret: secretOnStdin ? { from: 'stdin' } : secretFile ? { from: 'file', path: resolve(secretFile) } : undefined,
+    maxRuns: values['SKILL_MCP_MAX_RUNS'] === 'auto' ? undefined : optionalInt('SKILL_MCP_MAX_RUNS', values['SKILL_MCP_MAX_RUNS'], 1, MAX_RUNS_LIMIT),
+    runsPerClient: optionalInt('SKILL_MCP_RUNS_PER_CLIENT', values['SKILL_MCP_RUNS_PER_CLIENT'], 1, MAX_RUNS_LIMIT),
+    runQueueMs: int('SKILL_MCP_RUN_QUEUE_MS', env['SKILL_MCP_RUN_QUEUE_MS'], DEFAULT_RUN_QUEUE_MS, 0, MAX_RUN_QUEUE_MS),
   };
 }
