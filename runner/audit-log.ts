@@ -33,6 +33,7 @@ export type AuditEvent =
   | { event: 'peer.refuse'; uid: number; gid: number; pid: number; reason?: 'front-secret' }
   | { event: 'run.prepare'; skill: string; script: string; token_id?: string; refused?: string }
   | { event: 'run.reject'; reason: RejectReason; skill?: string; script?: string; token_id?: string; client?: string; running?: number; max_runs?: number; queued?: number; client_running?: number; client_share?: number; waited_ms?: number }
+  | { event: 'run.wait'; run_id: string; skill: string; script: string; client: string; running: number; queued: number }
   | { event: 'run.accept'; run_id: string; runner_pid: number; token_id: string; skill: string; script: string; interpreter: string; argv: string[]; env_names: string[]; timeout_ms: number; isolation: string; sandbox: string[]; memory_bytes: number; uid: number; client?: string; queued_ms?: number; runs_in_progress?: number }
   | { event: 'run.exit'; run_id: string; [key: string]: unknown };
 

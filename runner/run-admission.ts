@@ -96,10 +96,10 @@ export class RunAdmission {
 
   /**
    * A slot for `client`, now or after a wait; `leave` takes the run out of the queue (cancel, the
-   * asker went away). Security: a client over its share waits behind its own runs only — a later
+   * asker went away); `onWait` hears when the run starts waiting (with the figures then). Security: a client over its share waits behind its own runs only — a later
    * waiter of another client may pass it, never the other way round.
    */
-  acquire(client: string, leave: AbortSignal): Promise<Admission> {
+  acquire(client: string, leave: AbortSignal, onWait?: (at: { running: number; queued: number }) => void): Promise<Admission> {
     const since = this.now();
     if (leave.aborted) return Promise.resolve({ ok: false, why: 'left' });
     // After every change the queue holds only runs that do not fit, so one that fits now overtakes nobody.
@@ -134,6 +134,7 @@ export class RunAdmission {
       }, this.limits.queueMs);
       leave.addEventListener('abort', onLeave, { once: true });
       this.waiters.push(waiter);
+      onWait?.({ running: this.held.size, queued: this.waiters.length });
     });
   }
 

@@ -171,7 +171,9 @@ export class RunnerService {
     try {
       // Security: the wait holds nothing — the token is verified and spent only in the slot, so a
       // run refused BUSY (or cancelled while it waited) keeps its approval for later.
-      const admitted = await this.admission.acquire(slot.client, slot.leave.signal);
+      const admitted = await this.admission.acquire(slot.client, slot.leave.signal, (at) => {
+        this.deps.audit.append({ event: 'run.wait', run_id: slot.runId, skill: req.skill, script: req.script, client: slot.client, running: at.running, queued: at.queued });
+      });
       if (!admitted.ok) {
         if (admitted.why === 'busy') return this.busy(req, slot, admitted.figures);
         return reject('cancelled', 'CANCELLED', 'the run was cancelled while it waited for a free slot; nothing ran and its approval still holds');
