@@ -16,9 +16,12 @@ export interface AdmissionLimits {
   queueMs: number;
 }
 
-/** Waiters per slot in the whole queue, and per slot of a client's share in its own part of it. */
+/**
+ * Places in the queue: 4 per slot, at least 16 (so a burst at a limit of 1 still waits instead of
+ * failing). A client may fill the part of it its share is of the slots (all of it standalone).
+ */
 export const QUEUE_PER_SLOT = 4;
-export const CLIENT_QUEUE_PER_SLOT = 2;
+export const MIN_QUEUE = 16;
 
 /** What a BUSY refusal tells the caller (and the audit log). */
 export interface BusyFigures {
@@ -81,7 +84,12 @@ export class RunAdmission {
 
   /** The most connections the queue and the slots can keep open at once. */
   get maxWaiting(): number {
-    return this.limits.maxRuns * QUEUE_PER_SLOT;
+    return Math.max(MIN_QUEUE, this.limits.maxRuns * QUEUE_PER_SLOT);
+  }
+
+  /** Queue places one client may hold: its share's part of the queue. */
+  private get maxWaitingPerClient(): number {
+    return Math.ceil((this.maxWaiting * this.limits.perClient) / this.limits.maxRuns);
   }
 
   private runningOf(client: string): number {
@@ -106,7 +114,7 @@ export class RunAdmission {
     if (this.fits(client)) return Promise.resolve({ ok: true, lease: this.grant(client, since) });
     const mine = this.waiters.filter((w) => w.client === client).length;
     // Security: a burst from one client cannot fill the queue and push every other client out.
-    if (this.waiters.length >= this.maxWaiting || mine >= this.limits.perClient * CLIENT_QUEUE_PER_SLOT || this.limits.queueMs === 0) {
+    if (this.waiters.length >= this.maxWaiting || mine >= this.maxWaitingPerClient || this.limits.queueMs === 0) {
       return Promise.resolve({ ok: false, why: 'busy', figures: this.figures(client, since) });
     }
     return new Promise((resolve) => {

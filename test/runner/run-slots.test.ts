@@ -63,6 +63,8 @@ function acceptOf(r: RunnerHandle, arg: string): Record<string, unknown> | undef
 }
 
 const clientId = (letter: string): string => letter.repeat(32);
+/** The queue's places at a limit of one run (runner/run-admission.ts: MIN_QUEUE). */
+const QUEUE_PLACES = 16;
 
 describe('over the limit', () => {
   let r: RunnerHandle;
@@ -127,26 +129,26 @@ describe('the queue', () => {
     const [tag] = tags(1);
     const first = await held(r, tag!);
     const waits = count(r, 'run.wait');
-    // Fill the queue (4 places per slot), one client each, so only the total bounds them.
+    // Fill the queue (16 places at a limit of 1).
     const waiting = [];
-    for (let i = 0; i < 4; i++) {
-      waiting.push(await echo(r, `queued-${i}`, clientId('abcd'[i]!)));
+    for (let i = 0; i < QUEUE_PLACES; i++) {
+      waiting.push(await echo(r, `queued-${i}`));
       await awaitCount(r, 'run.wait', waits + i + 1);
     }
-    const full = await echo(r, 'queue-full', clientId('e'));
-    expect(await full.answer).toMatchObject({ ok: false, error: { code: 'BUSY', busy: { running: 1, queued: 4, waitedMs: 0 } } });
+    const full = await echo(r, 'queue-full');
+    expect(await full.answer).toMatchObject({ ok: false, error: { code: 'BUSY', busy: { running: 1, queued: QUEUE_PLACES, waitedMs: 0 } } });
 
     const cancelled = waiting[0]!;
     expect(await r.client.cancel(cancelled.cancelId)).toMatchObject({ ok: true, result: { cancelled: true } });
     expect(await cancelled.answer).toMatchObject({ ok: false, error: { code: 'CANCELLED' } });
     expect(auditLines(r.stateDir).filter((l) => l['event'] === 'run.reject').at(-1)).toMatchObject({ reason: 'cancelled' });
     // Its place is free: a newcomer waits instead of being refused at once.
-    const newcomer = await echo(r, 'newcomer', clientId('e'));
-    await awaitCount(r, 'run.wait', waits + 5);
+    const newcomer = await echo(r, 'newcomer');
+    await awaitCount(r, 'run.wait', waits + QUEUE_PLACES + 1);
 
     release([first.seen]);
     const rest = await Promise.all([...waiting.slice(1), newcomer].map((w) => w.answer));
-    expect(rest.map((a) => a.ok && text(a.result.stdout))).toEqual(['["queued-1"]', '["queued-2"]', '["queued-3"]', '["newcomer"]']);
+    expect(rest.map((a) => a.ok && text(a.result.stdout))).toEqual([...waiting.slice(1).map((w) => JSON.stringify(w.request.args)), '["newcomer"]']);
     expect(acceptOf(r, 'queued-0')).toBeUndefined();
     // Neither the cancelled run nor the one refused at the full queue spent its approval.
     for (const request of [cancelled.request, full.request]) {
