@@ -41,8 +41,7 @@ export interface BusyFigures {
 
 /** A held slot. */
 export interface Lease {
-  /** Runs in progress, this one included, when the slot was granted. */
-  readonly running: number;
+  /** How long the run waited for its slot. */
   readonly waitedMs: number;
   /** The latest time this run can end (its timeout plus kill grace and drain): the base of retry hints. */
   endsBy(atMs: number): void;
@@ -151,7 +150,6 @@ export class RunAdmission {
     this.held.add(held);
     let released = false;
     return {
-      running: this.held.size,
       waitedMs: this.now() - since,
       endsBy: (atMs) => void (held.endsAt = atMs),
       release: () => {
