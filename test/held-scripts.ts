@@ -10,14 +10,14 @@ import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 
 /**
- * `held.js TAG [BYTES]`: sets its title to `held:TAG`, waits for SIGUSR2, sleeps 1 s, then prints
- * one JSON line — its tag, start/release/end times and uid — followed by BYTES bytes of the tag's
- * first letter (its own output, for neighbours to check byte for byte), and exits 0.
+ * `held.js TAG [BYTES]`: sets its title to `held:TAG` once its SIGUSR2 handler is in place (a
+ * signal sent on sight must never meet the default action), waits for SIGUSR2, sleeps 1 s, then
+ * prints one JSON line — its tag, start/release/end times and uid — followed by BYTES bytes of the
+ * tag's first letter (its own output, for neighbours to check byte for byte), and exits 0.
  */
 export const HELD_JS = `const tag = process.argv[2];
 const extra = Number(process.argv[3] || '0');
 const start = Date.now();
-process.title = 'held:' + tag;
 const keep = setInterval(() => {}, 1 << 30);
 process.on('SIGUSR2', () => {
   const go = Date.now();
@@ -26,14 +26,16 @@ process.on('SIGUSR2', () => {
     process.stdout.write(JSON.stringify({ tag, start, go, end: Date.now(), uid: process.getuid() }) + '\\n' + tag[0].repeat(extra));
   }, 1000);
 });
+// Only now, with the handler in place: a test releases what it sees by this title.
+process.title = 'held:' + tag;
 `;
 
 /**
  * `flood.js TAG`: sets its title to `flood:TAG`, ignores SIGTERM, and writes to stdout and stderr
  * as fast as the pipes take it, forever: only a SIGKILL ends it.
  */
-export const FLOOD_JS = `process.title = 'flood:' + process.argv[2];
-process.on('SIGTERM', () => {});
+export const FLOOD_JS = `process.on('SIGTERM', () => {});
+process.title = 'flood:' + process.argv[2];
 const chunk = Buffer.alloc(64 * 1024, 'F');
 const pour = (stream) => { while (stream.write(chunk)); stream.once('drain', () => pour(stream)); };
 pour(process.stdout);
