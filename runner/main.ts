@@ -4,7 +4,7 @@
  * state dir, scratch dir (removing crashed runs' folders), token key, ledger (spent-token markers,
  * an old single-file ledger migrated), audit log (checked against its anchor, under the audit lock
  * other runners on this state dir share, before anything is appended) → probe interpreters and sandbox tools → listen.
- * SIGTERM/SIGINT kill any current run, close the socket and exit.
+ * SIGTERM/SIGINT kill every run (waiting ones too), close the socket and exit.
  */
 import { grantFrom } from '../shared/grant.js';
 import { wantsHelp } from '../shared/cli-args.js';
@@ -25,6 +25,8 @@ import { probePlatform } from './platform.js';
 import { listen } from './server.js';
 import { removeStaleRunFolders } from './scratch.js';
 import { RunnerService } from './service.js';
+import { resolveCapacity, thisMachine } from './run-capacity.js';
+import { SkillMcpError } from '../shared/errors.js';
 import { ensurePrivateDir, loadTokenKey } from './state.js';
 import { DEFAULT_CLAIM_DIR, UidClaims } from './uid-claims.js';
 import { UidPool } from './uids.js';
@@ -86,17 +88,25 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
   }
   if (!environ.scrubbed) log(`warning: ${environ.detail ?? 'environ not scrubbed'}`);
 
+  // Each run holds a uid of its own as root: never more runs at once than the range has uids.
+  const uidCount = asRoot ? opts.uidRange.last - opts.uidRange.first + 1 : undefined;
+  if (opts.maxRuns !== undefined && uidCount !== undefined && opts.maxRuns > uidCount) {
+    throw new SkillMcpError('BAD_REQUEST', `SKILL_MCP_MAX_RUNS=${opts.maxRuns} is more than the ${uidCount} uids of SKILL_MCP_UID_RANGE; each run needs a uid of its own`);
+  }
+  const capacity = resolveCapacity({ maxRuns: opts.maxRuns, perClient: opts.runsPerClient, perRunBytes: opts.limits.memoryBytes + opts.limits.tmpBytes, hosted, uidCount }, thisMachine());
+
   const peer = loadPeerCredReader();
   if ('why' in peer) log(`warning: no peer-credential check (${peer.why}); relying on socket directory modes`);
   const service = new RunnerService({
     ctx: { env, bundledSkills: options.bundledSkills, limits, platform, memoryBytes: opts.limits.memoryBytes },
     key, ledger, audit, environ, refusedWhy, ttlMs: settings.confirmTtlSeconds * 1000, scratchDir: opts.scratchDir, uidPool,
     limits: opts.limits, killGraceMs: opts.killGraceMs, drainMs: opts.drainMs,
+    admission: { maxRuns: capacity.maxRuns, perClient: capacity.perClient, queueMs: opts.runQueueMs },
   });
   const mismatchesLogged = new Set<string>();
   const server = await listen({
     socketPath: opts.socketPath, frontUid: opts.frontUid, frontGid: opts.frontGid, peerCred: 'read' in peer ? peer.read : undefined, service, audit,
-    frontSecret, view: () => configView(env, options.bundledSkills),
+    frontSecret, view: () => configView(env, options.bundledSkills), maxRunConnections: service.maxRunConnections,
     onMismatch: (differs) => {
       const key = differs.join(',');
       if (mismatchesLogged.has(key)) return;
@@ -108,10 +118,11 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
     event: 'runner.start', pid: process.pid, uid: process.getuid?.(), isolation: platform.isolation, sandbox: platform.mechanisms, environ_scrubbed: environ.scrubbed,
     hosted, runs_refused: refusedWhy?.code ?? null, grant_from: grantFrom(settings.grant), key_source: keySource === 'secret' ? `secret-${confirmSecret.from}` : keySource,
     interpreters: Object.fromEntries([...platform.interpreters].map(([name, r]) => [name, 'path' in r])),
+    max_runs: capacity.maxRuns, max_runs_from: capacity.maxRunsFrom, runs_per_client: capacity.perClient, run_queue_ms: opts.runQueueMs,
     peer_check: 'read' in peer, front_secret: opts.frontSecret?.from ?? 'none', inherited_fds_closed: fdsClosed, scratch_stale_removed: stale.removed, scratch_stale_failed: stale.failed,
     ...anchor,
   });
-  log(`ready on ${opts.socketPath} (isolation ${platform.isolation}${refusedWhy ? `; runs refused: ${refusedWhy.code}` : ''})`);
+  log(`ready on ${opts.socketPath} (isolation ${platform.isolation}; ${capacity.maxRuns} run(s) at once, ${capacity.perClient} per client${refusedWhy ? `; runs refused: ${refusedWhy.code}` : ''})`);
 
   let stopping = false;
   const stop = (): void => {

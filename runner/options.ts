@@ -13,6 +13,7 @@ import { MIN_MEMORY_BYTES } from '../shared/declaration.js';
 import { ConfigError, readValue, readVariable, refuseToStart, wholeNumber, type SettingIssue, type VariableSpec } from '../shared/settings-schema.js';
 import type { SandboxLimits } from './sandbox.js';
 import { DEFAULT_UID_RANGE, parseUidRange } from './uids.js';
+import { DEFAULT_RUN_QUEUE_MS, MAX_RUN_QUEUE_MS } from '../shared/limits.js';
 
 export interface RunnerOptions {
   socketPath: string;
@@ -29,6 +30,12 @@ export interface RunnerOptions {
   drainMs: number;
   /** Where the front secret comes from: the guard's pipe (standalone), an operator's file, or nowhere. */
   frontSecret: { from: 'stdin' } | { from: 'file'; path: string } | undefined;
+  /** `SKILL_MCP_MAX_RUNS`: runs at once; unset (or `auto`) lets run-capacity.ts choose from the machine. */
+  maxRuns: number | undefined;
+  /** `SKILL_MCP_RUNS_PER_CLIENT`: one client's share of the slots; unset: half hosted, all standalone. */
+  runsPerClient: number | undefined;
+  /** `SKILL_MCP_RUN_QUEUE_MS`: how long a run over the limit waits for a slot before BUSY. */
+  runQueueMs: number;
 }
 
 export const RUNNER_USAGE = `usage: skill-mcp runner --socket PATH --state-dir DIR [options]
@@ -39,6 +46,10 @@ export const RUNNER_USAGE = `usage: skill-mcp runner --socket PATH --state-dir D
   --uid-range A-B       run uids when root (SKILL_MCP_UID_RANGE, default ${DEFAULT_UID_RANGE})
   --scratch-dir DIR     parent of each run's private HOME/TMPDIR (SKILL_MCP_SCRATCH_DIR)
   --audit-log FILE      audit log path (SKILL_MCP_AUDIT_LOG, default STATE_DIR/audit.log)
+  --max-runs N          runs at once (SKILL_MCP_MAX_RUNS; default from the machine's cores and
+                        memory against the per-run memory cap, see docs/isolation.md)
+  --runs-per-client N   slots one client (bearer token, stdio session) may hold at once
+                        (SKILL_MCP_RUNS_PER_CLIENT; default half of --max-runs hosted, all standalone)
   --front-secret-file FILE
                         a secret (one line, 32+ characters, not world-readable) every front
                         connection must present; give the front the same file as
@@ -49,6 +60,8 @@ export const RUNNER_USAGE = `usage: skill-mcp runner --socket PATH --state-dir D
 Sandbox variables (docs/isolation.md): SKILL_MCP_BWRAP (bubblewrap's path, or "off"),
 SKILL_MCP_RUN_MEMORY_BYTES (default 1 GiB per run), SKILL_MCP_RUN_TMP_BYTES (private /tmp, default
 256 MiB), SKILL_MCP_RUN_NPROC, SKILL_MCP_RUN_FSIZE_BYTES, SKILL_MCP_RUN_NOFILE.
+SKILL_MCP_RUN_QUEUE_MS: how long a run over the limit waits for a slot before BUSY (default
+${DEFAULT_RUN_QUEUE_MS}, at most ${MAX_RUN_QUEUE_MS}).
 
 The runner reads the skills and the grant itself: give it the same MCP_SKILLS_PATH (or
 SKILLS_DIR) and MCP_SKILL_RUN as the front, or every run is refused CONFIG_MISMATCH.
@@ -67,7 +80,12 @@ const FLAGS: Record<string, FlagSpec & { variable?: string }> = {
   'audit-log': { type: 'string', variable: 'SKILL_MCP_AUDIT_LOG' },
   'front-secret-file': { type: 'string', variable: 'SKILL_MCP_FRONT_SECRET_FILE' },
   'front-secret-stdin': { type: 'boolean' },
+  'max-runs': { type: 'string', variable: 'SKILL_MCP_MAX_RUNS' },
+  'runs-per-client': { type: 'string', variable: 'SKILL_MCP_RUNS_PER_CLIENT' },
 };
+
+/** Most runs at once a runner accepts to be configured with (each holds a connection, a uid, a scratch folder). */
+export const MAX_RUNS_LIMIT = 1024;
 
 /** A runner-only whole-number setting: malformed stops the runner (and a standalone launcher, before it starts one). */
 function count(name: string, fallback: number, min: number, max: number): VariableSpec<number> {
@@ -101,7 +119,17 @@ const RUNNER_VARIABLES = {
   tmpBytes: count('SKILL_MCP_RUN_TMP_BYTES', 256 * 1024 * 1024, 1024 * 1024, 2 ** 40),
   killGraceMs: count('SKILL_MCP_KILL_GRACE_MS', 2000, 0, 60_000),
   drainMs: count('SKILL_MCP_DRAIN_MS', 500, 0, 60_000),
+  runQueueMs: count('SKILL_MCP_RUN_QUEUE_MS', DEFAULT_RUN_QUEUE_MS, 0, MAX_RUN_QUEUE_MS),
 } as const;
+
+/** `--max-runs` / `--runs-per-client`: a whole number, or unset (`auto` for max-runs) for the machine's default. */
+const runCount = (name: string, auto: boolean): VariableSpec<number | undefined> => ({
+  name,
+  schema: auto ? z.union([z.literal('auto').transform(() => undefined), wholeNumber(1, MAX_RUNS_LIMIT)]) : wholeNumber(1, MAX_RUNS_LIMIT),
+  expected: `an integer from 1 to ${MAX_RUNS_LIMIT}${auto ? ' or "auto"' : ''}`,
+  fallback: undefined,
+  policy: 'stop',
+});
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -158,6 +186,9 @@ export function parseRunnerOptions(argv: string[], env: Env): RunnerOptions {
   };
   const killGraceMs = readVariable(env, RUNNER_VARIABLES.killGraceMs, issues);
   const drainMs = readVariable(env, RUNNER_VARIABLES.drainMs, issues);
+  const runQueueMs = readVariable(env, RUNNER_VARIABLES.runQueueMs, issues);
+  const maxRuns = setting('max-runs', runCount('SKILL_MCP_MAX_RUNS', true));
+  const runsPerClient = setting('runs-per-client', runCount('SKILL_MCP_RUNS_PER_CLIENT', false));
   refuseToStart(issues);
   if (frontUid !== undefined && frontGid === undefined) {
     frontGid = primaryGid(frontUid);
@@ -177,5 +208,8 @@ export function parseRunnerOptions(argv: string[], env: Env): RunnerOptions {
     killGraceMs,
     drainMs,
     frontSecret: flags['front-secret-stdin'] === true ? { from: 'stdin' } : secretFile ? { from: 'file', path: resolve(secretFile) } : undefined,
+    maxRuns,
+    runsPerClient,
+    runQueueMs,
   };
 }

@@ -25,7 +25,8 @@ import { ensurePrivateDir } from './state.js';
 
 /** A connection that sends nothing for this long (and has no run pending) is closed. */
 const IDLE_MS = 30_000;
-const MAX_CONNECTIONS = 16;
+/** Connections beyond those runs hold (one each, waiting or running): describe, prepare, cancel. */
+const SPARE_CONNECTIONS = 16;
 
 export interface ListenOptions {
   socketPath: string;
@@ -40,6 +41,8 @@ export interface ListenOptions {
   view: () => ConfigView;
   /** Tells the operator (stderr) how a front's configuration differs; never sent to the front. */
   onMismatch: (differs: ViewPart[]) => void;
+  /** The most connections runs can hold at once (every slot and queue place); more get a spare margin on top. */
+  maxRunConnections: number;
 }
 
 /** What a connection established in its hello. */
@@ -172,7 +175,9 @@ export async function listen(opts: ListenOptions): Promise<Server> {
   if (shared) chownSync(dir, process.getuid!(), opts.frontGid!);
   await removeStaleSocket(opts.socketPath);
   const server = createServer((socket) => handleConnection(socket, opts));
-  server.maxConnections = MAX_CONNECTIONS;
+  // Security: bounded, but never below what the run slots and their queue may hold, or a burst
+  // the queue would absorb is cut off at the socket instead.
+  server.maxConnections = opts.maxRunConnections + SPARE_CONNECTIONS;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(opts.socketPath, () => resolve());

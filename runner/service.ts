@@ -3,14 +3,15 @@
  * set of requests, each re-checked from scratch. `prepare` re-derives a run and mints its token;
  * `run` verifies the token (MAC, ledger, expiry), re-derives again, refuses unless the recomputed
  * `willRun` hashes to what the token was minted for, spends the token durably, then runs the
- * script in the sandbox; `cancel` kills the current run at once, only when it names the run's
- * cancel id (which the front that asked for the run chose). One run at a time.
+ * script in the sandbox; `cancel` kills a run (or takes it out of the queue) at once, only when it
+ * names the run's cancel id (which the front that asked for the run chose). Several runs at once,
+ * each in a slot of run-admission.ts: its own uid, namespaces, scratch, limits and audit lines.
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { chownSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ErrorCode } from '../shared/errors.js';
-import { MAX_STREAM_BYTES } from '../shared/limits.js';
+import { MAX_STREAM_BYTES, MAX_TIMEOUT_MS } from '../shared/limits.js';
 import type { DescribeResult, Minted, Refusal, ResultOf, RunnerRequest, WillRun } from '../shared/protocol.js';
 import { mintToken, tokenLogId, verifyToken, willRunHash } from '../shared/token.js';
 import type { AuditLog, RejectReason } from './audit-log.js';
@@ -31,6 +32,8 @@ import { removeIpcOf } from './ipc.js';
 import type { SandboxLimits } from './sandbox.js';
 import { reapUid } from './uids.js';
 import type { UidPool } from './uids.js';
+import { RunAdmission } from './run-admission.js';
+import type { AdmissionLimits, BusyFigures, Lease } from './run-admission.js';
 
 export interface ServiceDeps {
   ctx: DeriveContext;
@@ -46,6 +49,8 @@ export interface ServiceDeps {
   limits: SandboxLimits;
   killGraceMs: number;
   drainMs: number;
+  /** How many runs at once, one client's share, and how long a run over them waits. */
+  admission: AdmissionLimits;
 }
 
 export type Answer<T> = { ok: true; result: T } | { ok: false; error: Refusal };
@@ -53,13 +58,24 @@ export type Answer<T> = { ok: true; result: T } | { ok: false; error: Refusal };
 type RunRequest = Extract<RunnerRequest, { type: 'run' }>;
 type PrepareRequest = Extract<RunnerRequest, { type: 'prepare' }>;
 
+/** A run from its request to its end: waiting for a slot, then holding one. */
 interface Slot {
   runId: string;
   /** The front's name for this run: the only thing a cancel may name. */
   cancelId: string;
+  /** Whose run it is (the front's client id), for the per-client share. */
+  client: string;
   cancelled: boolean;
+  /** Aborted by a cancel or an asker that went away: takes a waiting run out of the queue. */
+  leave: AbortController;
+  lease?: Lease;
   proc?: RunningProcess;
 }
+
+/** The client of a front that names none (each such front's runs count as one client). */
+const UNNAMED_CLIENT = '-';
+/** Past a run's timeout, kill grace and drain: reaping its uid's leftovers (uids.ts gives up after ~2 s). */
+const REAP_MS = 2_500;
 
 const REUSED = 'this confirmation token was already used; each token runs once — ask again without a token';
 const EXPIRED = 'the confirmation token has expired; ask again without a token for a fresh preview';
@@ -69,9 +85,18 @@ function refusal(code: ErrorCode, message: string): { ok: false; error: Refusal 
 }
 
 export class RunnerService {
-  private slot: Slot | undefined;
+  /** Every run from its request to its end, waiting or running. */
+  private readonly runs = new Set<Slot>();
+  private readonly admission: RunAdmission;
 
-  constructor(private readonly deps: ServiceDeps) {}
+  constructor(private readonly deps: ServiceDeps) {
+    this.admission = new RunAdmission(deps.admission, MAX_TIMEOUT_MS + deps.killGraceMs + deps.drainMs + REAP_MS);
+  }
+
+  /** The most runner connections runs can hold at once: every slot and every queue place. */
+  get maxRunConnections(): number {
+    return this.deps.admission.maxRuns + this.admission.maxWaiting;
+  }
 
   describe(skills?: readonly string[]): Promise<DescribeResult> {
     return describeRunner(this.deps.ctx, this.deps.environ, this.deps.refusedWhy?.message, skills);
@@ -96,19 +121,41 @@ export class RunnerService {
     return { ok: true, result: minted };
   }
 
-  /** Kills the current run if `cancelId` is the one its front chose; anything else kills nothing. */
-  cancel(cancelId: string): ResultOf<'cancel'> {
-    const slot = this.slot;
+  /** The run (waiting or running) whose front chose `cancelId`, if any. */
+  private named(cancelId: string): Slot | undefined {
     // Security: several fronts may share a runner; one that never saw a run's cancel id (the
-    // schema makes it 32 hex digits on both sides) cannot stop it. Constant time: no guessing by timing.
-    if (!slot || !timingSafeEqual(Buffer.from(slot.cancelId), Buffer.from(cancelId))) return { cancelled: false };
+    // schema makes it 32 hex digits on both sides) cannot name it. Every run is compared, in
+    // constant time each: no guessing by timing.
+    let found: Slot | undefined;
+    for (const slot of this.runs) if (timingSafeEqual(Buffer.from(slot.cancelId), Buffer.from(cancelId))) found = slot;
+    return found;
+  }
+
+  /** Kills the run whose front chose `cancelId` (a waiting one leaves the queue); anything else kills nothing. */
+  cancel(cancelId: string): ResultOf<'cancel'> {
+    const slot = this.named(cancelId);
+    if (!slot) return { cancelled: false };
     this.kill(slot);
     return { cancelled: true, runId: slot.runId };
   }
 
   private kill(slot: Slot): void {
     slot.cancelled = true;
+    slot.leave.abort();
     slot.proc?.cancel();
+  }
+
+  /** BUSY with the figures: how full the slots are, how long this run waited, when to try again. */
+  private busy(req: RunRequest, slot: Slot, f: BusyFigures): { ok: false; error: Refusal } {
+    this.deps.audit.append({
+      event: 'run.reject', reason: 'busy', skill: req.skill, script: req.script, client: slot.client,
+      running: f.running, max_runs: f.maxRuns, queued: f.queued, client_running: f.clientRunning, client_share: f.clientShare, waited_ms: f.waitedMs,
+    });
+    const share = f.clientRunning >= f.clientShare ? `, ${f.clientRunning} of them this client's (one client may hold ${f.clientShare} at once)` : '';
+    const waited = f.waitedMs > 0 ? `waited ${Math.round(f.waitedMs / 1000)} s for a free slot` : 'the queue for a slot is full';
+    const message = `${f.running} of ${f.maxRuns} runs are in progress${share}, ${f.queued} waiting; ${waited}. Nothing ran and the approval still holds: ` +
+      `call again with the same confirmToken in a few seconds (a slot is certain to be free within ${Math.ceil(f.retryAfterMs / 1000)} s, when the earliest of those runs reaches its timeout).`;
+    return { ok: false, error: { code: 'BUSY', message, busy: f } };
   }
 
   /** Runs with a token. `abandoned` fires when the asker went away: the run is then killed. */
@@ -117,18 +164,32 @@ export class RunnerService {
       this.deps.audit.append({ event: 'run.reject', reason, skill: req.skill, script: req.script, ...extra });
       return refusal(code, message);
     };
-    // Security: one run at a time; a second is refused at once, never queued behind a hostile one.
-    if (this.slot) return reject('busy', 'BUSY', 'another script is running; wait for it to finish (or cancel it) and try again');
-    const slot: Slot = { runId: randomBytes(8).toString('hex'), cancelId: req.cancelId, cancelled: false };
-    this.slot = slot;
+    // A cancel names one run: a second run under an id in use would make it ambiguous.
+    if (this.named(req.cancelId)) return refusal('BAD_REQUEST', 'a run with this cancel id is already in progress; each run needs a fresh cancel id');
+    const slot: Slot = { runId: randomBytes(8).toString('hex'), cancelId: req.cancelId, client: req.client ?? UNNAMED_CLIENT, cancelled: false, leave: new AbortController() };
+    this.runs.add(slot);
     const onAbandon = (): void => this.kill(slot);
     abandoned?.addEventListener('abort', onAbandon);
     if (abandoned?.aborted) onAbandon();
     try {
-      return await this.runInSlot(req, slot, reject);
+      // Security: the wait holds nothing — the token is verified and spent only in the slot, so a
+      // run refused BUSY (or cancelled while it waited) keeps its approval for later.
+      const admitted = await this.admission.acquire(slot.client, slot.leave.signal, (at) => {
+        this.deps.audit.append({ event: 'run.wait', run_id: slot.runId, skill: req.skill, script: req.script, client: slot.client, running: at.running, queued: at.queued });
+      });
+      if (!admitted.ok) {
+        if (admitted.why === 'busy') return this.busy(req, slot, admitted.figures);
+        return reject('cancelled', 'CANCELLED', 'the run was cancelled while it waited for a free slot; nothing ran and its approval still holds');
+      }
+      slot.lease = admitted.lease;
+      try {
+        return await this.runInSlot(req, slot, reject);
+      } finally {
+        admitted.lease.release();
+      }
     } finally {
       abandoned?.removeEventListener('abort', onAbandon);
-      this.slot = undefined;
+      this.runs.delete(slot);
     }
   }
 
@@ -163,7 +224,7 @@ export class RunnerService {
       this.deps.audit.append({ event: 'run.reject', reason: 'draft-changed', skill: req.skill, script: req.script, token_id: tokenId });
       return { ok: false, error: { code: 'DRAFT_CHANGED', message: 'what would run differs from what this token was approved for; show the fresh preview and confirm again', fresh: this.mint(plan.willRun) } };
     }
-    if (slot.cancelled) return reject('busy', 'CANCELLED', 'the run was cancelled before it started', { token_id: tokenId });
+    if (slot.cancelled) return reject('cancelled', 'CANCELLED', 'the run was cancelled before it started', { token_id: tokenId });
     const scratch = join(deps.scratchDir, runFolderName(slot.runId));
     const proxied = plan.egress.mode === 'proxy';
     const socketProblem = proxied ? socketPathProblem(egressSocketPath(scratch)) : undefined;
@@ -192,7 +253,9 @@ export class RunnerService {
         argv: plan.willRun.argv, env_names: spec.envNames, timeout_ms: plan.willRun.timeoutMs, isolation: plan.willRun.isolation, sandbox: plan.willRun.sandbox,
         memory_bytes: plan.willRun.memoryBytes, uid: uid ?? process.getuid!(), script_sha256: plan.willRun.content.script, files_sha256: plan.willRun.content.files,
         ...(plan.egress.entries.length > 0 ? { egress: plan.egress.entries, egress_mode: plan.egress.mode } : {}),
+        client: slot.client, queued_ms: slot.lease?.waitedMs ?? 0, runs_in_progress: this.admission.running,
       });
+      slot.lease?.endsBy(Date.now() + plan.willRun.timeoutMs + deps.killGraceMs + deps.drainMs + REAP_MS);
       const { setpriv, kill, ipcrm } = deps.ctx.platform.tools;
       let leftovers = { killed: 0, remaining: 0 };
       let ipcRemoved = 0;
@@ -234,11 +297,10 @@ export class RunnerService {
     }
   }
 
-  /** Kills the current run and waits for it to wind down (shutdown). */
+  /** Kills every run (waiting ones leave the queue) and waits for them to wind down (shutdown). */
   async stop(): Promise<void> {
-    const slot = this.slot;
-    if (!slot) return;
-    this.kill(slot);
-    await slot.proc?.outcome;
+    const slots = [...this.runs];
+    for (const slot of slots) this.kill(slot);
+    await Promise.all(slots.map((slot) => slot.proc?.outcome));
   }
 }

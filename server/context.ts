@@ -2,7 +2,9 @@
  * @module What every request handler of the front shares: the catalog, the runner link and the
  * confirmation settings. Created once at start and passed in (no module-level state).
  */
-import type { RequestStateCodec } from '@modelcontextprotocol/server';
+import { randomBytes } from 'node:crypto';
+import type { RequestStateCodec, ServerContext } from '@modelcontextprotocol/server';
+import { clientIdSchema } from '../shared/protocol.js';
 import { SkillMcpError } from '../shared/errors.js';
 import type { ErrorCode } from '../shared/errors.js';
 import type { Announcer } from './announce.js';
@@ -33,13 +35,24 @@ export interface FrontContext {
   runRefusal?: { code: ErrorCode; message: string } | undefined;
   /** A full garbage collection (before multi-MiB answers; see tools/collect.ts). */
   collectGarbage: () => void;
+  /**
+   * Who is asking, as the runner counts clients for its per-client share of the run slots (32 hex
+   * digits): the HTTP bearer token's hash, else this front's own session (stdio: one per process).
+   */
+  clientOf(ctx: ServerContext): string;
   requireSkill(name: string): SkillRecord;
 }
 
-export function createFrontContext(fields: Omit<FrontContext, 'requireSkill'>): FrontContext {
+export function createFrontContext(fields: Omit<FrontContext, 'requireSkill' | 'clientOf'>): FrontContext {
   const { catalog } = fields;
+  // One stdio process serves one client connection: its session is the client.
+  const session = randomBytes(16).toString('hex');
   return {
     ...fields,
+    clientOf(ctx) {
+      const fromToken = ctx.http?.authInfo?.clientId;
+      return fromToken !== undefined && clientIdSchema.safeParse(fromToken).success ? fromToken : session;
+    },
     requireSkill(name) {
       const record = catalog.get(name);
       if (!record) {

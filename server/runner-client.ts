@@ -13,7 +13,7 @@ import { SkillMcpError } from '../shared/errors.js';
 import { FrameCodec, MAX_REQUEST_FRAME_BYTES, MAX_RESPONSE_FRAME_BYTES } from '../shared/frame.js';
 import { anyFailureSchema, PROTOCOL_VERSION, responseSchemas } from '../shared/protocol.js';
 import type { RequestType, Response, RunnerRequest } from '../shared/protocol.js';
-import { MAX_TIMEOUT_MS } from '../shared/limits.js';
+import { MAX_RUN_QUEUE_MS, MAX_TIMEOUT_MS } from '../shared/limits.js';
 
 export interface RunnerClientOptions {
   /** This front's configuration (skill roots, mode, grant), sent in every hello. */
@@ -33,6 +33,8 @@ export interface RunCallOptions {
   timeoutMs?: number;
   /** The id a `cancel` of this run must name (32 hex digits). Default: 128 fresh random bits. */
   cancelId?: string;
+  /** Who asked (32 hex digits): the runner's per-client share of its run slots counts by it. */
+  client?: string;
 }
 
 type Args = { skill: string; script: string; args: string[] };
@@ -65,7 +67,8 @@ export class RunnerClient {
 
   /** Runs with a token. A refusal with code DRAFT_CHANGED carries `error.fresh` (new preview + token). */
   async run(req: Args & { confirmToken: string }, options: RunCallOptions = {}): Promise<Response<'run'>> {
-    const wait = (options.timeoutMs ?? MAX_TIMEOUT_MS) + this.runSlackMs;
+    // A run may first wait for a slot (at most MAX_RUN_QUEUE_MS, then BUSY).
+    const wait = (options.timeoutMs ?? MAX_TIMEOUT_MS) + MAX_RUN_QUEUE_MS + this.runSlackMs;
     // Only this front knows the id, so only it can cancel the run (other fronts may share the runner).
     const cancelId = options.cancelId ?? randomBytes(16).toString('hex');
     const local = new AbortController();
@@ -77,7 +80,7 @@ export class RunnerClient {
     options.signal?.addEventListener('abort', onAbort, { once: true });
     try {
       if (options.signal?.aborted) onAbort();
-      return await this.call('run', { type: 'run', ...req, cancelId }, wait, local.signal);
+      return await this.call('run', { type: 'run', ...req, cancelId, ...(options.client !== undefined ? { client: options.client } : {}) }, wait, local.signal);
     } finally {
       options.signal?.removeEventListener('abort', onAbort);
     }

@@ -32,6 +32,12 @@ export const MAX_SKILL_NAME_CHARS = 64;
 /** Script time budget (docs/architecture.md §8). */
 export const DEFAULT_TIMEOUT_MS = 60_000;
 export const MAX_TIMEOUT_MS = 300_000;
+/**
+ * How long a run over the runner's limit waits for a slot before it is refused BUSY (default, and
+ * the most an owner may set): the front waits this much longer than a run's own timeout.
+ */
+export const DEFAULT_RUN_QUEUE_MS = 10_000;
+export const MAX_RUN_QUEUE_MS = 30_000;
 /** Captured bytes per output stream before `truncated: true`. */
 export const MAX_STREAM_BYTES = 1024 * 1024;
 

@@ -32,6 +32,12 @@ export const MAX_FRONT_SECRET_CHARS = 1024;
  * capability — another front on the same runner cannot cancel a run whose id it never saw.
  */
 export const cancelIdSchema = z.string().regex(/^[0-9a-f]{32}$/, 'a cancel id is 32 hex digits');
+/**
+ * Who asked for a run, as the front names them (128 bits: a hash of the HTTP bearer token, or a
+ * stdio session's random id). The runner's per-client share of the run slots counts by it; it is
+ * a label, not a credential — a front is trusted to name its clients honestly.
+ */
+export const clientIdSchema = z.string().regex(/^[0-9a-f]{32}$/, 'a client id is 32 hex digits');
 /** The front's configuration, as digests (shared/config-view.ts). */
 export const configViewSchema = z.strictObject({ roots: sha256Hex, mode: z.enum(['hosted', 'standalone']), grant: sha256Hex });
 
@@ -41,7 +47,7 @@ export const requestSchema = z.discriminatedUnion('type', [
   // `skills`: describe only these (a skill_list page); absent: every skill the runner serves.
   z.strictObject({ type: z.literal('describe'), skills: z.array(skill).max(MAX_DESCRIBE_SKILLS).optional() }),
   z.strictObject({ type: z.literal('prepare'), skill, script, args }),
-  z.strictObject({ type: z.literal('run'), skill, script, args, confirmToken: z.string().min(1).max(MAX_TOKEN_CHARS), cancelId: cancelIdSchema }),
+  z.strictObject({ type: z.literal('run'), skill, script, args, confirmToken: z.string().min(1).max(MAX_TOKEN_CHARS), cancelId: cancelIdSchema, client: clientIdSchema.optional() }),
   z.strictObject({ type: z.literal('cancel'), cancelId: cancelIdSchema }),
 ]);
 export type RunnerRequest = z.infer<typeof requestSchema>;
@@ -147,11 +153,23 @@ export const describeResultSchema = z.strictObject({
 });
 export type DescribeResult = z.infer<typeof describeResultSchema>;
 
+export const busyFiguresSchema = z.strictObject({
+  running: z.number().int(),
+  maxRuns: z.number().int(),
+  queued: z.number().int(),
+  clientRunning: z.number().int(),
+  clientShare: z.number().int(),
+  waitedMs: z.number().int(),
+  retryAfterMs: z.number().int(),
+});
+
 export const refusalSchema = z.strictObject({
   code: z.string(),
   message: z.string(),
   /** Only with DRAFT_CHANGED: the preview of what would run now, with a fresh token. */
   fresh: mintedSchema.optional(),
+  /** Only with BUSY from the run slots (runner/run-admission.ts): how full they were, and when to retry. */
+  busy: busyFiguresSchema.optional(),
 });
 export type Refusal = z.infer<typeof refusalSchema>;
 

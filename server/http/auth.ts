@@ -21,3 +21,12 @@ export function bearerTokenCheck(token: string): TokenCheck {
     return timingSafeEqual(presented, expected) && match !== null;
   };
 }
+
+/**
+ * The client id an authenticated caller is counted as by the runner's per-client share of run
+ * slots: a hash of its bearer token (domain-separated, 128 bits), never the token. With one
+ * configured token, every authenticated caller of this front is one client.
+ */
+export function bearerClientId(token: string): string {
+  return createHash('sha256').update('skill-mcp client\0').update(token, 'utf8').digest('hex').slice(0, 32);
+}

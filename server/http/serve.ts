@@ -10,7 +10,7 @@ import { createMcpHandler, type McpHttpHandler } from '@modelcontextprotocol/ser
 import { createServerFactory } from '../front.js';
 import type { RunnerLinkOptions } from '../runner-link.js';
 import { startFront } from '../start.js';
-import { bearerTokenCheck } from './auth.js';
+import { bearerClientId, bearerTokenCheck } from './auth.js';
 import { describeListenError } from './listen-error.js';
 import { guardRequest, jsonRpcError, type GuardOptions } from './guard.js';
 import { requestPath, sendWebResponse, toWebRequest, webHeaders } from './node-adapter.js';
@@ -30,6 +30,7 @@ function createListener(handler: McpHttpHandler, options: HttpOptions, inFlight:
     allowedOrigins: options.allowedOrigins,
     tokenCheck: options.token === undefined ? undefined : bearerTokenCheck(options.token),
   };
+  const authInfo = options.token === undefined ? undefined : { token: '', clientId: bearerClientId(options.token), scopes: [] };
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     // An open subscriptions/listen stream lasts as long as the client wants: not a request to wait for at shutdown.
     if (req.headers['mcp-method'] !== 'subscriptions/listen') inFlight.track(res);
@@ -45,7 +46,8 @@ function createListener(handler: McpHttpHandler, options: HttpOptions, inFlight:
       // the request deadline, so the client still reads the refusal instead of a broken pipe).
       if (refused) return await sendWebResponse(res, refused);
       const request = await toWebRequest(req, headers, options.maxBodyBytes, aborter.signal);
-      await sendWebResponse(res, request instanceof Response ? request : await handler.fetch(request));
+      // Past the guard, a configured token was presented: the runner counts this caller by it.
+      await sendWebResponse(res, request instanceof Response ? request : await handler.fetch(request, authInfo ? { authInfo } : undefined));
     } catch (error) {
       // A client that went away mid-request is normal; anything else is ours and logged without detail leaking out.
       if (!aborter.signal.aborted) warn(`http: ${error instanceof Error ? error.message : String(error)}`);

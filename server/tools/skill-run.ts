@@ -101,7 +101,7 @@ async function execute(front: FrontContext, input: RunInput, token: string, ctx:
   let answer;
   try {
     answer = await withProgress(ctx, `${input.name}/${input.script}`, () =>
-      front.runner.send((client) => client.run({ skill: input.name, script: input.script, args: input.args, confirmToken: token }, { signal: ctx.mcpReq.signal }), { idempotent: false }),
+      front.runner.send((client) => client.run({ skill: input.name, script: input.script, args: input.args, confirmToken: token }, { signal: ctx.mcpReq.signal, client: front.clientOf(ctx) }), { idempotent: false }),
     );
   } catch (error) {
     if (error instanceof SkillMcpError && error.code === 'CANCELLED') return ok({ status: 'cancelled', detail: 'the client cancelled the call; the run was killed' });
@@ -111,13 +111,14 @@ async function execute(front: FrontContext, input: RunInput, token: string, ctx:
     throw error;
   }
   if (answer.ok) return runResult(answer.result);
-  const { code, message, fresh } = answer.error;
+  const { code, message, fresh, busy } = answer.error;
   if (code === 'DRAFT_CHANGED' && fresh) {
     const differs = await runnerServesOther(front, input.name, fresh);
     if (differs !== undefined) return refuse('CONTENT_MISMATCH', differs);
     return { ...preview(fresh, { status: 'draft-changed', error: { code, message }, instructions: 'The token was minted for a different run. This is the preview of what would run now, with a fresh token; it needs the same approval.' }), isError: true };
   }
-  return refuse(code, message);
+  // BUSY from the run slots carries the figures, so a program can wait `retryAfterMs` without parsing words.
+  return refuse(code, message, busy ? { busy } : {});
 }
 
 /**

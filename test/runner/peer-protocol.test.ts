@@ -55,7 +55,8 @@ const skills = writeSkills({
   slow: { run: [{ script: 'sleep.js', interpreter: 'node', timeout: 20 }], files: { 'sleep.js': 'setTimeout(() => {}, 15000)' } },
 });
 const outsideDir = writeSkills({ elsewhere: { run: [], files: { 'evil.js': 'process.stdout.write("EVIL")' } } });
-const env = { SKILLS_DIR: skills, MCP_CONFIRM_TTL_SECONDS: '600' };
+// One run at a time and no wait for a slot: a second run is refused BUSY at once (run-slots.test.ts has the rest).
+const env = { SKILLS_DIR: skills, MCP_CONFIRM_TTL_SECONDS: '600', SKILL_MCP_MAX_RUNS: '1', SKILL_MCP_RUN_QUEUE_MS: '0' };
 let runner: RunnerHandle;
 
 async function stillServes(): Promise<void> {
@@ -184,7 +185,7 @@ describe('hostile peer: tokens', () => {
 });
 
 describe('one run at a time, cancellation', () => {
-  it('a second run while one is running → BUSY; a cancel naming its cancel id, on another connection, kills the first at once', async () => {
+  it('a second run while one is running → BUSY at once (no queue wait configured); a cancel naming its cancel id, on another connection, kills the first at once', async () => {
     const a = await runner.client.prepare({ skill: 'slow', script: 'sleep.js', args: [] });
     const b = await runner.client.prepare({ skill: 'echo', script: 'run.js', args: ['second'] });
     const started = Date.now();

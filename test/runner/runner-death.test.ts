@@ -20,7 +20,10 @@ function survivors(which: 'all' | 'script' = 'all'): number[] {
     try {
       const status = readFileSync(`/proc/${p}/status`, 'utf8');
       const cmdline = readFileSync(`/proc/${p}/cmdline`, 'utf8');
-      return !/^State:\s+Z/m.test(status) && cmdline.includes(marker) && (which === 'all' || cmdline.includes('wait.js')) ? [Number(p)] : [];
+      // Only the script and its child themselves: bubblewrap's own command line names the marker
+      // too, and counting it would let the kill land while the sandbox is still being set up.
+      const isNode = /^Name:\s+node$/m.test(status);
+      return !/^State:\s+Z/m.test(status) && isNode && cmdline.includes(marker) && (which === 'all' || cmdline.includes('wait.js')) ? [Number(p)] : [];
     } catch {
       return [];
     }
