@@ -5,7 +5,6 @@
 import { setFlagsFromString } from 'node:v8';
 import { skillRoots } from '../shared/config.js';
 import { configView } from '../shared/config-view.js';
-import { readFrontSecretFile } from '../shared/front-secret.js';
 import { readCatalogLimits } from '../shared/limits.js';
 import type { Problem } from '../shared/problems.js';
 import { Catalog } from './catalog/catalog.js';
@@ -31,17 +30,20 @@ const HEAP_GROWING_FLAG = '--heap-growing-percent=20';
  * operator's front secret (`SKILL_MCP_FRONT_SECRET_FILE`, read now: a root launcher still may).
  * Without a socket there is no runner, and only `skill_run` says so.
  */
-export function externalRunner(env: NodeJS.ProcessEnv): RunnerLinkOptions {
+export async function externalRunner(env: NodeJS.ProcessEnv): Promise<RunnerLinkOptions> {
   const socketPath = env['SKILL_MCP_RUNNER_SOCKET'];
   if (!socketPath) return { missingWhy: 'no runner socket is configured (set SKILL_MCP_RUNNER_SOCKET to the socket of a runner started with `skill-mcp runner`)' };
   const secretFile = env['SKILL_MCP_FRONT_SECRET_FILE'];
-  return secretFile ? { socketPath, frontSecret: readFrontSecretFile(secretFile) } : { socketPath };
+  if (!secretFile) return { socketPath };
+  // Imported only here: it pulls in the runner protocol's schemas, which a front without a secret file loads on first use.
+  const { readFrontSecretFile } = await import('../shared/front-secret.js');
+  return { socketPath, frontSecret: readFrontSecretFile(secretFile) };
 }
 
 export async function startFront(
   env: NodeJS.ProcessEnv,
   bundledSkills: string,
-  runner: RunnerLinkOptions = externalRunner(env),
+  runner?: RunnerLinkOptions,
   warn: (message: string) => void = () => undefined,
   runRefusal?: FrontContext['runRefusal'],
 ): Promise<FrontContext> {
@@ -61,7 +63,7 @@ export async function startFront(
   return createFrontContext({
     catalog,
     pageSize,
-    runner: new RunnerLink(runner, () => configView(env, bundledSkills)),
+    runner: new RunnerLink(runner ?? (await externalRunner(env)), () => configView(env, bundledSkills)),
     confirm,
     approvalCodec: createApprovalCodec(env['MCP_CONFIRM_SECRET'], confirm.ttlSeconds),
     runRefusal,
