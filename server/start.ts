@@ -5,8 +5,10 @@
 import { setFlagsFromString } from 'node:v8';
 import { skillRoots } from '../shared/config.js';
 import { configView } from '../shared/config-view.js';
+import { rootLabel } from '../shared/discover.js';
 import { readCatalogLimits } from '../shared/limits.js';
 import type { Problem } from '../shared/problems.js';
+import { explainUnreadableRoot } from '../shared/unreadable-root.js';
 import { Catalog } from './catalog/catalog.js';
 import { createApprovalCodec } from './confirm/request-state.js';
 import { readConfirmSettings } from './confirm/settings.js';
@@ -59,7 +61,14 @@ export async function startFront(
   }
   const confirm = readConfirmSettings(env);
   for (const warning of confirm.warnings) warn(warning);
-  const catalog = await Catalog.load({ roots: skillRoots(env, bundledSkills), limits, env, configProblems });
+  const roots = skillRoots(env, bundledSkills);
+  const catalog = await Catalog.load({ roots, limits, env, configProblems });
+  // The problem the model sees names no host path; the owner reading stderr gets the folder.
+  const unreadable = new Set(catalog.problems.filter((p) => p.reason === 'root-unreadable').map((p) => p.path));
+  for (const root of roots) {
+    const why = unreadable.has(rootLabel(root)) ? explainUnreadableRoot(root) : undefined;
+    if (why) warn(why.forHost);
+  }
   return createFrontContext({
     catalog,
     pageSize,
