@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { WORKLOADS, generate } from './generate.mjs';
 import { firstListRows } from './first-list.mjs';
 import { coldStart, rawSession, warmSession } from './measure.mjs';
+import { readCompareRows } from './read-compare.mjs';
 import { buildRefServer } from './ref-bundle.mjs';
 import { median, row, toMarkdown, toTerminal } from './report.mjs';
 
@@ -29,7 +30,7 @@ const quick = argv.includes('--quick');
 const RUNS = { small: { cold: 15, warm: 20 }, large: { cold: 5, warm: 8 }, huge: { cold: 3, warm: 4 } };
 
 /** Spawns per server for each first-list row (bundled and 30 skills × root and not × both eras). */
-const FIRST_LIST_RUNS = 9;
+const FIRST_LIST_RUNS = 11;
 
 /** Issue 6 targets, in each row's unit; `{ratio}`: issue 9's, on ours/ref. */
 const TARGETS = {
@@ -99,10 +100,11 @@ async function measureWorkload(workload, ourBin, refBundle) {
   }
   const warm = { ours: await warmSession(server.ours, 'ours', root, runs.warm), ref: await warmSession(server.ref, 'ref', root, runs.warm) };
   const raw = { ours: await rawSession(server.ours, 'ours', runs.warm), ref: await rawSession(server.ref, 'ref', runs.warm) };
-  return { workload, runs, cold, warm, raw, firstPageUndigested };
+  const compared = await readCompareRows({ workload, servers: server, times: runs.warm, targets: TARGETS });
+  return { workload, runs, cold, warm, raw, firstPageUndigested, compared };
 }
 
-function rowsOf({ workload, cold, warm, raw, firstPageUndigested }) {
+function rowsOf({ workload, cold, warm, raw, firstPageUndigested, compared }) {
   const id = workload.id;
   const w = `${workload.skills} skills`;
   const { ours, ref } = warm;
@@ -120,9 +122,10 @@ function rowsOf({ workload, cold, warm, raw, firstPageUndigested }) {
     row(w, 'skill_file 1 MiB (binary)', 'ms', ours.skillFile1MiBMs, undefined, TARGETS.skillFile1MiB),
     row(w, 'skill_file 1 MiB (binary), bare JSON-RPC client', 'ms', raw.ours.skillFile1MiBMs, undefined, undefined, 'no SDK client parsing'),
     row(w, 'skill_file 4 × 1 MiB', 'ms', ours.batch4MiBMs, ref.batch4MiBMs, undefined, 'ref: 4 parallel resources/read'),
-    row(w, 'resources/read 1 MiB (binary)', 'ms', ours.resourceRead1MiBMs, ref.resourceRead1MiBMs, TARGETS.resourceRead1MiB),
+    row(w, 'resources/read 1 MiB (binary)', 'ms', ours.resourceRead1MiBMs, ref.resourceRead1MiBMs),
     row(w, 'resources/read 1 MiB (binary), bare JSON-RPC client', 'ms', raw.ours.resourceRead1MiBMs, raw.ref.resourceRead1MiBMs, undefined, 'no SDK client parsing'),
     row(w, 'resources/read 10 KB', 'ms', ours.resourceRead10KBMs, ref.resourceRead10KBMs),
+    ...compared,
     row(w, 'RSS at first skills/list answer', 'MB', cold.ours.rss.filter(Number.isFinite), cold.ref.rss.filter(Number.isFinite)),
     row(w, 'RSS after startup and a full walk', 'MB', one(ours.startupMemory?.rssMB), one(ref.startupMemory?.rssMB), TARGETS.rss[id]),
     row(w, 'peak RSS (VmHWM) after the 4 MiB batch', 'MB', one(ours.afterBatchMemory?.peakMB), one(ref.afterBatchMemory?.peakMB), TARGETS.peak[id]),
