@@ -24,8 +24,15 @@ export async function readCompareRows({ workload, servers, times, targets }) {
   const raw = { ours: await RawClient.open(servers.ours), ref: await RawClient.open(servers.ref) };
   const samples = { sdk: { ours: [], ref: [] }, raw: { ours: [], ref: [] }, file: [] };
   try {
-    // Both servers digest their catalogs right after the start: walk them first, so no read overlaps that.
+    // All four servers digest their catalogs right after the start (the reference all of it before
+    // it answers): walk each to the end first, so no timed read shares the CPU with that.
     for (const session of Object.values(sdk)) await session.walkSkills();
+    for (const client of Object.values(raw)) {
+      for (let cursor; ; ) {
+        cursor = (await client.request('skills/list', cursor === undefined ? {} : { cursor })).nextCursor;
+        if (cursor === undefined) break;
+      }
+    }
     for (let i = 0; i < WARM_UP + times; i++) {
       for (const kind of i % 2 === 0 ? ['ours', 'ref'] : ['ref', 'ours']) {
         const viaSdk = await timed(() => sdk[kind].request('resources/read', { uri }));
