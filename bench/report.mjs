@@ -22,11 +22,15 @@ const fmt = (value, unit) => {
 
 /**
  * One table row. `ours`/`ref` are sample arrays (or undefined where that server has no such call);
- * `target` is an upper bound in the row's unit, `note` explains a row that is not a plain timing.
+ * `target` is an upper bound in the row's unit, or `{ratio}`: an upper bound on ours/ref (medians);
+ * `note` explains a row that is not a plain timing.
  */
 export function row(workload, label, unit, ours, ref, target, note) {
   const o = median(ours);
   const r = median(ref);
+  const ratio = o !== undefined && r !== undefined && r > 0 ? o / r : undefined;
+  const bound = typeof target === 'object' ? ratio : o;
+  const limit = typeof target === 'object' ? target.ratio : target;
   return {
     workload,
     label,
@@ -36,11 +40,17 @@ export function row(workload, label, unit, ours, ref, target, note) {
     ref: r,
     refP90: quantile(ref, 0.9),
     runs: ours?.length ?? 0,
-    ratio: o !== undefined && r !== undefined && r > 0 ? o / r : undefined,
+    ratio,
     target,
-    met: target === undefined || o === undefined ? undefined : o <= target,
+    met: limit === undefined || bound === undefined ? undefined : bound <= limit,
     ...(note ? { note } : {}),
   };
+}
+
+/** A target as the table shows it. */
+function targetText(r) {
+  if (r.target === undefined) return '';
+  return typeof r.target === 'object' ? `≤ ${r.target.ratio}× ref` : `≤ ${r.target} ${r.unit}`;
 }
 
 export function toMarkdown(rows) {
@@ -52,7 +62,7 @@ export function toMarkdown(rows) {
     const met = r.met === undefined ? '' : r.met ? 'yes' : '**no**';
     const label = r.note ? `${r.label} (${r.note})` : r.label;
     lines.push(
-      `| ${r.workload} | ${label} | ${fmt(r.ours, r.unit)} | ${fmt(r.oursP90, r.unit)} | ${fmt(r.ref, r.unit)} | ${fmt(r.refP90, r.unit)} | ${r.ratio === undefined ? '–' : r.ratio.toFixed(2)} | ${r.target === undefined ? '' : `≤ ${r.target} ${r.unit}`} | ${met} |`,
+      `| ${r.workload} | ${label} | ${fmt(r.ours, r.unit)} | ${fmt(r.oursP90, r.unit)} | ${fmt(r.ref, r.unit)} | ${fmt(r.refP90, r.unit)} | ${r.ratio === undefined ? '–' : r.ratio.toFixed(2)} | ${targetText(r)} | ${met} |`,
     );
   }
   return lines.join('\n');
@@ -66,7 +76,7 @@ export function toTerminal(rows) {
     fmt(r.oursP90, r.unit),
     fmt(r.ref, r.unit),
     r.ratio === undefined ? '–' : r.ratio.toFixed(2),
-    r.target === undefined ? '' : `≤ ${r.target}`,
+    targetText(r),
     r.met === undefined ? '' : r.met ? 'ok' : 'MISS',
   ]);
   const head = ['workload', 'measure', 'ours', 'ours p90', 'ref', 'ours/ref', 'target', ''];

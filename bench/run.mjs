@@ -3,7 +3,7 @@
  * and the reference on the same folders, prints the table, writes bench/out/*.json and the
  * generated part of bench/RESULTS.md. Numbers only: nothing here fails on speed.
  *
- *   node bench/run.mjs [--only=small,large,huge,live] [--quick]
+ *   node bench/run.mjs [--only=small,large,huge,live,first] [--quick]
  *
  * `live` (bench/live.mjs: watch cost, write → notification, skill_search, skill_list size) runs on
  * the large and huge workloads; `--only=live` runs it alone and rewrites only its block of RESULTS.md.
@@ -14,10 +14,12 @@ import { existsSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
 import { WORKLOADS, generate } from './generate.mjs';
 import { liveRows } from './live.mjs';
+import { firstListRows } from './first-list.mjs';
 import { coldStart, rawSession, warmSession } from './measure.mjs';
+import { readCompareRows } from './read-compare.mjs';
+import { buildRefServer } from './ref-bundle.mjs';
 import { median, row, toMarkdown, toTerminal } from './report.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -31,32 +33,21 @@ const quick = argv.includes('--quick');
 /** Fresh processes per cold row, calls per warm row: sized so the whole run stays under ~5 min on 2 cores. */
 const RUNS = { small: { cold: 15, warm: 20 }, large: { cold: 5, warm: 8 }, huge: { cold: 3, warm: 4 } };
 
-/** Issue 6 targets, in each row's unit. */
+/** Spawns per server for each first-list row (bundled and 30 skills × root and not × both eras). */
+const FIRST_LIST_RUNS = 11;
+
+/** Issue 6 targets, in each row's unit; `{ratio}`: issue 9's, on ours/ref. */
 const TARGETS = {
   firstList: { small: 300, huge: 2000 },
   page: 5,
   skillFile1MiB: 20,
+  resourceRead1MiB: { ratio: 0.3 },
   rss: { small: 80, huge: 250 },
   peak: { small: 130 },
   skillRunAddedMs: 20,
 };
 
 const log = (message) => process.stderr.write(`${message}\n`);
-
-async function buildRefServer() {
-  const outfile = join(OUT, 'ref-server.mjs');
-  await build({
-    entryPoints: [join(HERE, 'ref-server.ts')],
-    outfile,
-    bundle: true,
-    format: 'esm',
-    platform: 'node',
-    target: 'node20',
-    banner: { js: "import { createRequire as __benchCreateRequire } from 'node:module'; const require = __benchCreateRequire(import.meta.url);" },
-    logLevel: 'warning',
-  });
-  return outfile;
-}
 
 /**
  * The node that serves: BENCH_NODE, else the first on PATH outside node_modules (npm puts
@@ -113,10 +104,11 @@ async function measureWorkload(workload, ourBin, refBundle) {
   }
   const warm = { ours: await warmSession(server.ours, 'ours', root, runs.warm), ref: await warmSession(server.ref, 'ref', root, runs.warm) };
   const raw = { ours: await rawSession(server.ours, 'ours', runs.warm), ref: await rawSession(server.ref, 'ref', runs.warm) };
-  return { workload, runs, cold, warm, raw, firstPageUndigested };
+  const compared = await readCompareRows({ workload, servers: server, times: runs.warm, targets: TARGETS });
+  return { workload, runs, cold, warm, raw, firstPageUndigested, compared };
 }
 
-function rowsOf({ workload, cold, warm, raw, firstPageUndigested }) {
+function rowsOf({ workload, cold, warm, raw, firstPageUndigested, compared }) {
   const id = workload.id;
   const w = `${workload.skills} skills`;
   const { ours, ref } = warm;
@@ -137,6 +129,7 @@ function rowsOf({ workload, cold, warm, raw, firstPageUndigested }) {
     row(w, 'resources/read 1 MiB (binary)', 'ms', ours.resourceRead1MiBMs, ref.resourceRead1MiBMs),
     row(w, 'resources/read 1 MiB (binary), bare JSON-RPC client', 'ms', raw.ours.resourceRead1MiBMs, raw.ref.resourceRead1MiBMs, undefined, 'no SDK client parsing'),
     row(w, 'resources/read 10 KB', 'ms', ours.resourceRead10KBMs, ref.resourceRead10KBMs),
+    ...compared,
     row(w, 'RSS at first skills/list answer', 'MB', cold.ours.rss.filter(Number.isFinite), cold.ref.rss.filter(Number.isFinite)),
     row(w, 'RSS after startup and a full walk', 'MB', one(ours.startupMemory?.rssMB), one(ref.startupMemory?.rssMB), TARGETS.rss[id]),
     row(w, 'peak RSS (VmHWM) after the 4 MiB batch', 'MB', one(ours.afterBatchMemory?.peakMB), one(ref.afterBatchMemory?.peakMB), TARGETS.peak[id]),
@@ -191,6 +184,10 @@ if (!only || only.includes('live')) {
   }
   rows.push(...live);
 }
+if (!only || only.includes('first')) {
+  log('first answer: bundled and 30 skills, as root and not, both eras (bare JSON-RPC client)');
+  rows.push(...(await firstListRows({ node: NODE, servers: { ours: ourBin, ref: refBundle }, runs: quick ? 2 : FIRST_LIST_RUNS, log })));
+}
 const info = await machine();
 const seconds = (performance.now() - started) / 1000;
 process.stdout.write(`${toTerminal(rows)}\n\n${info.nproc} × ${info.cpu}, node ${info.node}; ${seconds.toFixed(0)} s\n`);
@@ -211,7 +208,7 @@ if (!only && !quick) {
   await writeResults(
     [
       `Run ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC with \`${command}\` in ${seconds.toFixed(0)} s on ${info.nproc} × ${info.cpu}, node ${info.node}.`,
-      `Cold rows: a fresh server per sample (${Object.entries(RUNS).map(([k, v]) => `${k}: ${v.cold}`).join(', ')}); warm rows: repeated calls on one running server.`,
+      `Cold rows: a fresh server per sample (${Object.entries(RUNS).map(([k, v]) => `${k}: ${v.cold}`).join(', ')}; first-list rows: ${FIRST_LIST_RUNS} per server, interleaved); warm rows: repeated calls on one running server.`,
       '',
       toMarkdown(rows),
     ].join('\n'),

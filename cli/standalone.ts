@@ -1,7 +1,8 @@
 /**
  * @module `skill-mcp` with no arguments: the front on stdio, plus its own runner (docs/architecture.md §0, one bin,
  * two processes). The runner is started through a small guard process, on a private socket, when
- * first needed; it restarts if it dies and goes when the front goes, and it serves only this front:
+ * first needed (until then a shell holds the guard's place, so no second Node competes with the
+ * front's start); it restarts if it dies and goes when the front goes, and it serves only this front:
  * the launcher makes a per-instance secret, hands it to the guard over its stdin pipe and keeps it
  * in the front's memory (runner/front-auth.ts). Started as root, the guard and the runner keep root
  * (to sandbox scripts under fresh uids). The front keeps only the variables it reads, clears its
@@ -13,7 +14,7 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdtempSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -33,6 +34,12 @@ import { externalRunner } from '../server/start.js';
 const DEFAULT_FRONT_UID = 61183;
 const READY_TIMEOUT_MS = 15_000;
 const READY_POLL_MS = 20;
+/**
+ * When the guard boots if nothing needed it yet: well after a front's first answers (~0.2 s on small
+ * folders, ~1 s on 5,000 skills), so the first skill_list does not pay for a Node start (~55 ms)
+ * either. A one-shot client is usually gone by then, and the guard never boots at all.
+ */
+const GUARD_BOOT_DELAY_MS = 2_000;
 
 /** Only what the front reads survives in its memory (MCP_*, SKILL_MCP_*, SKILLS_DIR). */
 function frontVariables(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
@@ -75,7 +82,18 @@ interface Ids {
   gid: number;
 }
 
-/** Starts the guard and returns how the front reaches the runner. `front`: whom the front becomes (root only). */
+/**
+ * Holds the guard's place until the front first needs its runner: a POSIX shell reading one line
+ * from the pipe, then exec'ing the guard in place (same pid, pipe, environment and — started as
+ * root — root). A second Node booting beside the front cost ~60 ms of CPU on the way to the first
+ * answer on 2 cores (bench/RESULTS.md); the shell costs ~1 ms. If the front goes first (EOF), it
+ * removes the private folder and exits, so nothing outlives the front either way.
+ */
+const GUARD_HOLDER = 'tmp=$1; shift; IFS= read -r line && [ "$line" = guard ] && exec "$@"; rm -rf -- "$tmp"';
+/** Where the holder's shell is; without one (a distroless image) the guard is spawned at once. */
+const HOLDER_SHELL = '/bin/sh';
+
+/** Starts the guard (or its holder) and returns how the front reaches the runner. `front`: whom the front becomes (root only). */
 function launchOwnRunner(env: NodeJS.ProcessEnv, entry: string, front: Ids | undefined): RunnerLinkOptions {
   const asRoot = front !== undefined;
   const tmp = mkdtempSync(join(tmpdir(), 'skill-mcp-'));
@@ -87,12 +105,25 @@ function launchOwnRunner(env: NodeJS.ProcessEnv, entry: string, front: Ids | und
   // The runner's secret comes from the guard's pipe, not from an operator's file.
   const guardEnv = { ...env };
   delete guardEnv['SKILL_MCP_FRONT_SECRET_FILE'];
-  const guard = spawn(process.execPath, [entry, 'runner-guard', '--tmp-dir', tmp, '--', ...runnerArgs], { stdio: ['pipe', 'pipe', 'inherit'], env: guardEnv });
+  const guardArgv = [process.execPath, entry, 'runner-guard', '--tmp-dir', tmp, '--', ...runnerArgs];
+  // Security: spawned now, while the launcher still has its rights and its whole environment (the
+  // runner's granted variables), whichever of the two the front is about to give up.
+  const held = existsSync(HOLDER_SHELL);
+  const guard = held
+    ? spawn(HOLDER_SHELL, ['-c', GUARD_HOLDER, 'skill-mcp-guard-holder', tmp, ...guardArgv], { stdio: ['pipe', 'pipe', 'inherit'], env: guardEnv })
+    : spawn(guardArgv[0]!, guardArgv.slice(1), { stdio: ['pipe', 'pipe', 'inherit'], env: guardEnv });
   guard.stdin.on('error', () => undefined);
   // Security: every front started as root has the same uid, so only this secret tells this
   // instance's front from another's; a pipe, because argv and environ are readable by others.
+  // Written when the guard boots (the holder reads exactly one line; the guard reads the rest).
   const frontSecret = randomBytes(32).toString('hex');
-  guard.stdin.write(`secret ${frontSecret}\n`);
+  let booted = false;
+  const boot = (): void => {
+    if (booted) return;
+    booted = true;
+    guard.stdin.write(`${held ? 'guard\n' : ''}secret ${frontSecret}\n`);
+  };
+  setTimeout(boot, GUARD_BOOT_DELAY_MS).unref();
 
   let restarts = 0;
   let gone: string | undefined;
@@ -114,6 +145,7 @@ function launchOwnRunner(env: NodeJS.ProcessEnv, entry: string, front: Ids | und
       if (gone) throw new Error(gone);
       if (!woken) {
         woken = true;
+        boot();
         guard.stdin.write('start\n');
       }
       const deadline = Date.now() + READY_TIMEOUT_MS;
@@ -138,7 +170,7 @@ export async function prepareFront(entry: string): Promise<{ env: NodeJS.Process
   const dropTo = process.getuid?.() === 0 ? frontIds(env) : undefined;
   const own = env['SKILL_MCP_RUNNER_SOCKET'] || isHosted(env) ? undefined : launchOwnRunner(env, entry, dropTo);
   // Read now: an operator's secret file may be readable by root only.
-  const runner: RunnerLinkOptions = own ?? externalRunner(env);
+  const runner: RunnerLinkOptions = own ?? (await externalRunner(env));
   const wake = runner.wake;
   if (wake) {
     // RunnerLink expects RUNNER_UNAVAILABLE-shaped failures; keep the message, lose nothing.

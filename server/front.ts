@@ -4,10 +4,11 @@
  */
 import { CLIENT_CAPABILITIES_META_KEY, McpServer, type ClientCapabilities, type ServerContext } from '@modelcontextprotocol/server';
 import { SkillsExtension } from '@modelcontextprotocol/server/ext/skills';
-import { z } from 'zod';
+import * as z from 'zod';
 import { CatalogSkillSource } from './catalog/source.js';
 import type { FrontContext } from './context.js';
 import { attachPrompts } from './prompts.js';
+import { serveSkillReads } from './skill-read.js';
 import { guarded, ok, okTextOnly } from './tools/result.js';
 import { skillFile } from './tools/skill-file.js';
 import { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, skillList } from './tools/skill-list.js';
@@ -36,8 +37,9 @@ function canElicitForm(mcp: McpServer, ctx: ServerContext): boolean {
  * catalog changes on it; HTTP servers live for one request and are not tracked)
  */
 export function createServerFactory(front: FrontContext, onWarning: (message: string) => void, onServer: (mcp: McpServer) => void = () => undefined): () => McpServer {
+  const source = new CatalogSkillSource(front.catalog, front.pageSize);
   const extension = new SkillsExtension({
-    source: new CatalogSkillSource(front.catalog, front.pageSize),
+    source,
     onWarning: (w) => onWarning(`skills extension: ${w.path}: ${w.message}`),
   });
   return () => {
@@ -121,6 +123,7 @@ export function createServerFactory(front: FrontContext, onWarning: (message: st
     attachPrompts(mcp, front);
     extension.attach(mcp);
     onServer(mcp);
+    serveSkillReads(mcp, source);
     return mcp;
   };
 }

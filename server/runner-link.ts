@@ -7,7 +7,7 @@
 import { SkillMcpError } from '../shared/errors.js';
 import type { ConfigView } from '../shared/config-view.js';
 import type { DescribeResult } from '../shared/protocol.js';
-import { RunnerClient } from './runner-client.js';
+import type { RunnerClient } from './runner-client.js';
 
 export interface RunnerLinkOptions {
   /** Absent: no runner is configured (hosted without SKILL_MCP_RUNNER_SOCKET). */
@@ -37,22 +37,27 @@ function unreached(error: unknown, idempotent: boolean): boolean {
 }
 
 export class RunnerLink {
-  readonly client: RunnerClient | undefined;
   #options: RunnerLinkOptions;
+  #view: () => ConfigView;
+  #client: Promise<RunnerClient> | undefined;
   #described: { at: number; key: string; value: Promise<DescribeResult> } | undefined;
 
   constructor(options: RunnerLinkOptions, view: () => ConfigView) {
     this.#options = options;
-    this.client = options.socketPath ? new RunnerClient(options.socketPath, { view, frontSecret: options.frontSecret }) : undefined;
+    this.#view = view;
   }
 
   /** The client, after making sure the runner was asked to start; throws RUNNER_UNAVAILABLE. */
   async ready(): Promise<RunnerClient> {
-    if (!this.client) {
+    const { socketPath, frontSecret } = this.#options;
+    if (!socketPath) {
       throw new SkillMcpError('RUNNER_UNAVAILABLE', `no runner is configured, so no script can run: ${this.#options.missingWhy ?? 'set SKILL_MCP_RUNNER_SOCKET to the runner socket'}. Reading skills still works.`);
     }
     await this.#options.wake?.();
-    return this.client;
+    // Loaded on first use: the runner protocol's schemas and the msgpack codec cost the first
+    // answer ~15 ms of start-up (bench/RESULTS.md), and many sessions never reach the runner.
+    this.#client ??= import('./runner-client.js').then(({ RunnerClient }) => new RunnerClient(socketPath, { view: this.#view, frontSecret }));
+    return this.#client;
   }
 
   /**

@@ -10,6 +10,8 @@ import type { Problem } from '../shared/problems.js';
 import { Announcer } from './announce.js';
 import { readSharedSettings, startupReport } from '../shared/settings.js';
 import { readVariable, refuseToStart, wholeNumber, type SettingIssue, type VariableSpec } from '../shared/settings-schema.js';
+import { rootLabel } from '../shared/discover.js';
+import { explainUnreadableRoot } from '../shared/unreadable-root.js';
 import { Catalog } from './catalog/catalog.js';
 import { readWatchSettings, startLiveCatalog } from './catalog/live.js';
 import { createApprovalCodec } from './confirm/request-state.js';
@@ -35,17 +37,20 @@ const HEAP_GROWING_FLAG = '--heap-growing-percent=20';
  * operator's front secret (`SKILL_MCP_FRONT_SECRET_FILE`, read now: a root launcher still may).
  * Without a socket there is no runner, and only `skill_run` says so.
  */
-export function externalRunner(env: NodeJS.ProcessEnv): RunnerLinkOptions {
+export async function externalRunner(env: NodeJS.ProcessEnv): Promise<RunnerLinkOptions> {
   const socketPath = env['SKILL_MCP_RUNNER_SOCKET'];
   if (!socketPath) return { missingWhy: 'no runner socket is configured (set SKILL_MCP_RUNNER_SOCKET to the socket of a runner started with `skill-mcp runner`)' };
   const secretFile = env['SKILL_MCP_FRONT_SECRET_FILE'];
-  return secretFile ? { socketPath, frontSecret: readFrontSecretFile(secretFile) } : { socketPath };
+  if (!secretFile) return { socketPath };
+  // Imported only here: it pulls in the runner protocol's schemas, which a front without a secret file loads on first use.
+  const { readFrontSecretFile } = await import('../shared/front-secret.js');
+  return { socketPath, frontSecret: readFrontSecretFile(secretFile) };
 }
 
 export async function startFront(
   env: NodeJS.ProcessEnv,
   bundledSkills: string,
-  runner: RunnerLinkOptions = externalRunner(env),
+  runner?: RunnerLinkOptions,
   warn: (message: string) => void = () => undefined,
   runRefusal?: FrontContext['runRefusal'],
   /** The requestState key (server/confirm/request-state.ts frontStateKey); random when absent. */
@@ -68,6 +73,12 @@ export async function startFront(
   if (notice !== undefined) warn(notice);
   const announcer = new Announcer(catalog, warn);
   const live = startLiveCatalog(catalog, watch.settings, warn);
+  // The problem the model sees names no host path; the owner reading stderr gets the folder.
+  const unreadable = new Set(catalog.problems.filter((p) => p.reason === 'root-unreadable').map((p) => p.path));
+  for (const root of settings.roots) {
+    const why = unreadable.has(rootLabel(root)) ? explainUnreadableRoot(root) : undefined;
+    if (why) warn(why.forHost);
+  }
   return createFrontContext({
     catalog,
     catalogLimits: settings.limits,
@@ -75,7 +86,7 @@ export async function startFront(
     announcer,
     live,
     watching: watch.settings.mode !== 'off',
-    runner: new RunnerLink(runner, () => configView(env, bundledSkills)),
+    runner: new RunnerLink(runner ?? (await externalRunner(env)), () => configView(env, bundledSkills)),
     confirm,
     approvalCodec: createApprovalCodec(requestStateKey, confirm.ttlSeconds),
     runRefusal,

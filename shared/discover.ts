@@ -15,6 +15,7 @@ import { lstatSync, readdirSync, realpathSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { isInside, usableSkillName } from './paths.js';
 import type { Problem } from './problems.js';
+import { explainUnreadableRoot } from './unreadable-root.js';
 
 export interface DiscoveredSkill {
   /** Identity: the real directory's name. */
@@ -72,7 +73,9 @@ async function candidatesOf(root: string, index: number, problems: Problem[]): P
     realRoot = realpathSync.native(root);
     if (!statSync(realRoot).isDirectory()) throw new Error('not a directory');
   } catch (error) {
-    problems.push({ path: label, reason: 'root-unreadable', detail: `the configured root "${label}" cannot be read (${(error as NodeJS.ErrnoException).code ?? 'not a directory'})` });
+    const code = (error as NodeJS.ErrnoException).code;
+    const why = code === 'EACCES' ? explainUnreadableRoot(root, label)?.forModel : undefined;
+    problems.push({ path: label, reason: 'root-unreadable', detail: why ?? `the configured root "${label}" cannot be read (${code ?? 'not a directory'})` });
     return [];
   }
   if (await exists(join(realRoot, 'SKILL.md'))) {
@@ -85,7 +88,9 @@ async function candidatesOf(root: string, index: number, problems: Problem[]): P
         .filter((e) => !e.name.startsWith('.') && (e.isDirectory() || e.isSymbolicLink()))
         .map((e) => ({ name: e.name, path: join(dir, e.name), display: `${display}/${e.name}`, link: e.isSymbolicLink() }));
     } catch (error) {
-      problems.push({ path: display, reason: 'root-unreadable', detail: `"${display}" cannot be listed (${(error as NodeJS.ErrnoException).code ?? 'error'})` });
+      const code = (error as NodeJS.ErrnoException).code;
+      const why = code === 'EACCES' && dir === realRoot ? explainUnreadableRoot(realRoot, label)?.forModel : undefined;
+      problems.push({ path: display, reason: 'root-unreadable', detail: why ?? `"${display}" cannot be listed (${code ?? 'error'})` });
       return [];
     }
   };

@@ -4,7 +4,7 @@
  * refused, never ignored. Nothing here carries a secret value, an absolute host path or token key
  * material; `willRun` is exactly what a person approves and what a token is bound to (docs/architecture.md §7).
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { MAX_PATH_CHARS } from './limits.js';
 
 export const PROTOCOL_VERSION = 1;

@@ -5,7 +5,7 @@
  * the clock are passed in; the spent-token ledger lives in the runner.
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { WillRun } from './protocol.js';
 
 const PREFIX = 'smt1';
