@@ -26,7 +26,7 @@ const LAST_LINE_BYTES = 4096;
 export type RejectReason =
   | 'busy' | 'token-invalid' | 'token-expired' | 'token-reused' | 'draft-changed' | 'unknown-skill'
   | 'not-declared' | 'not-granted' | 'invalid-path' | 'not-found' | 'not-a-file' | 'outside-skill'
-  | 'interpreter-unavailable' | 'environ-unscrubbed' | 'sandbox-failed';
+  | 'interpreter-unavailable' | 'environ-unscrubbed' | 'sandbox-failed' | 'ledger-unavailable';
 
 export type AuditEvent =
   | { event: 'runner.start'; [key: string]: unknown }
@@ -34,7 +34,10 @@ export type AuditEvent =
   | { event: 'run.prepare'; skill: string; script: string; token_id?: string; refused?: string }
   | { event: 'run.reject'; reason: RejectReason; skill?: string; script?: string; token_id?: string }
   | { event: 'run.accept'; run_id: string; runner_pid: number; token_id: string; skill: string; script: string; interpreter: string; argv: string[]; env_names: string[]; timeout_ms: number; isolation: string; sandbox: string[]; memory_bytes: number; uid: number }
-  | { event: 'run.exit'; run_id: string; [key: string]: unknown };
+  | { event: 'run.exit'; run_id: string; [key: string]: unknown }
+  | { event: 'ledger.unavailable'; ledger: 'redis'; redis: string; why: string }
+  | { event: 'ledger.restored'; ledger: 'redis'; redis: string; down_ms: number }
+  | { event: 'token.released'; token_id: string };
 
 export function lineHash(line: string): string {
   return createHash('sha256').update(line).digest('hex');
@@ -87,6 +90,8 @@ export class AuditLog {
   private readonly lockPath: string;
   /** How the log's tail compared with its anchor when it was opened. */
   readonly anchorFinding: AnchorFinding;
+  /** Called after each append, outside the lock (the Redis stream mirror reads the log from there). */
+  afterAppend: (() => void) | undefined = undefined;
 
   /** `path` must be absolute (the anchor names it); `anchorPath` is `audit.head` in the state dir. */
   constructor(private readonly path: string, private readonly anchorPath: string) {
@@ -134,6 +139,7 @@ export class AuditLog {
       fsyncSync(this.fd);
       writeAnchor(this.anchorPath, { v: 1, log: this.path, seq, sha256: lineHash(line) });
     });
+    this.afterAppend?.();
   }
 
   close(): void {

@@ -26,6 +26,7 @@ export type ErrorCode =
   | 'CONFIRM_REFUSED'
   | 'CONFIG_MISMATCH'
   | 'AUTH_REQUIRED'
+  | 'LEDGER_UNAVAILABLE'
   // tokens (docs/architecture.md §7)
   | 'TOKEN_INVALID'
   | 'TOKEN_EXPIRED'
