@@ -22,13 +22,19 @@ import { isLiveRunner, unfinishedRuns } from './audit-runs.js';
 
 export const AUDIT_USAGE = `usage: skill-mcp audit verify [--head ANCHOR] [FILE]
        skill-mcp audit tail [-n N] [FILE]
+       skill-mcp audit verify --redis URL
+       skill-mcp audit tail --redis URL [-n N] [-f]
   verify   check the hash chain, the anchor, and that every accepted run has its exit
            (exit 0 intact; 1 tampered, cut, rolled back or a run's result lost; 3 intact with runs
            still in progress; 2 usage)
   tail     print the last N decisions (default 20), control characters escaped
   FILE     default: $SKILL_MCP_AUDIT_LOG, else audit.log in $SKILL_MCP_STATE_DIR, else in
            $XDG_STATE_HOME/skill-mcp or ~/.local/state/skill-mcp (the standalone runner's log)
-  ANCHOR   default: audit.head in $SKILL_MCP_STATE_DIR, else beside FILE`;
+  ANCHOR   default: audit.head in $SKILL_MCP_STATE_DIR, else beside FILE
+  --redis URL  the stream every runner sharing that Redis mirrors its log into (all hosts):
+           verify checks each host's chain and head; tail prints lines led by their host id,
+           -f follows new ones. URL - reads $SKILL_MCP_REDIS_URL (keeps a password out of ps);
+           SKILL_MCP_REDIS_PREFIX and SKILL_MCP_REDIS_CA_FILE apply as for the runner`;
 
 /** Exit status of `verify` when the log is intact but runs are still in progress. */
 export const EXIT_RUNS_OPEN = 3;
@@ -87,6 +93,8 @@ export async function auditMain(argv: string[]): Promise<void> {
   if (command !== 'verify' && command !== 'tail') return usageError(command === undefined ? 'say verify or tail' : `unknown command ${JSON.stringify(command)}`);
   let count = 20;
   let head: string | undefined;
+  let redis: string | undefined;
+  let follow = false;
   const files: string[] = [];
   for (let i = 0; i < rest.length; i++) {
     const arg = rest[i]!;
@@ -94,11 +102,20 @@ export async function auditMain(argv: string[]): Promise<void> {
     else if (arg === '--head' && command === 'verify') {
       head = rest[++i];
       if (head === undefined) return usageError('--head needs a file');
-    } else if (arg.startsWith('-') && arg !== '-') return usageError(`unknown option ${JSON.stringify(arg)}`);
+    } else if (arg === '--redis') {
+      redis = rest[++i];
+      if (redis === undefined) return usageError('--redis needs a URL (or - for $SKILL_MCP_REDIS_URL)');
+    } else if ((arg === '-f' || arg === '--follow') && command === 'tail') follow = true;
+    else if (arg.startsWith('-') && arg !== '-') return usageError(`unknown option ${JSON.stringify(arg)}`);
     else files.push(arg);
   }
   if (files.length > 1) return usageError('one FILE at most');
   if (!(Number.isSafeInteger(count) && count > 0)) return usageError('-n needs a positive whole number');
+  if (redis !== undefined) {
+    if (files.length > 0 || head !== undefined) return usageError('--redis reads the stream: no FILE or --head with it');
+    return (await import('./audit-redis-cli.js')).redisAuditMain(command, redis, { count, follow });
+  }
+  if (follow) return usageError('-f follows the Redis stream: use it with --redis URL');
   const file = files[0] ?? auditLogOf(process.env);
   const stateDir = process.env['SKILL_MCP_STATE_DIR'];
   const anchorPath = head ?? (stateDir ? join(stateDir, ANCHOR_FILE) : join(dirname(file), ANCHOR_FILE));
