@@ -2,7 +2,7 @@
  * @module The MCP front: builds one `McpServer` per connection (stdio) or request (HTTP) from
  * the shared context. Tools, prompts, and the SEP-2640 skills extension over our catalog.
  */
-import { CLIENT_CAPABILITIES_META_KEY, McpServer, type ClientCapabilities, type ServerContext } from '@modelcontextprotocol/server';
+import { CLIENT_CAPABILITIES_META_KEY, McpServer, type CallToolResult, type ClientCapabilities, type ServerContext } from '@modelcontextprotocol/server';
 import { SkillsExtension } from '@modelcontextprotocol/server/ext/skills';
 import { z } from 'zod';
 import { CatalogSkillSource } from './catalog/source.js';
@@ -29,7 +29,8 @@ function canElicitForm(mcp: McpServer, ctx: ServerContext): boolean {
   return elicitation['form'] !== undefined || Object.keys(elicitation).length === 0;
 }
 
-export function createServerFactory(front: FrontContext, onWarning: (message: string) => void): () => McpServer {
+/** `onToolResult` hears each tool's result (the HTTP front's metrics); it must not change it. */
+export function createServerFactory(front: FrontContext, onWarning: (message: string) => void, onToolResult?: (tool: string, result: CallToolResult) => void): () => McpServer {
   const extension = new SkillsExtension({
     source: new CatalogSkillSource(front.catalog, front.pageSize),
     onWarning: (w) => onWarning(`skills extension: ${w.path}: ${w.message}`),
@@ -89,7 +90,11 @@ export function createServerFactory(front: FrontContext, onWarning: (message: st
         }),
         annotations: RUNS_CODE,
       },
-      ({ name, script, args, confirmToken }, ctx) => guarded(() => skillRun(front, { name, script, args, confirmToken }, ctx, canElicitForm(mcp, ctx))),
+      async ({ name, script, args, confirmToken }, ctx) => {
+        const result = await guarded(() => skillRun(front, { name, script, args, confirmToken }, ctx, canElicitForm(mcp, ctx)));
+        onToolResult?.('skill_run', result);
+        return result;
+      },
     );
     attachPrompts(mcp, front);
     extension.attach(mcp);

@@ -28,6 +28,8 @@ export interface HttpOptions {
   keepAliveTimeoutMs: number;
   /** After SIGTERM, how long in-flight requests may take before their connections are cut. */
   shutdownGraceMs: number;
+  /** Where Prometheus metrics are served (`--metrics-port`); undefined: not at all (the default). */
+  metrics: { host: string; port: number } | undefined;
 }
 
 /** Every variable the HTTP front reads, with what it means (printed by `--http --help`, listed in docs/http.md). */
@@ -44,10 +46,13 @@ export const HTTP_VARIABLES = {
   SKILL_MCP_HTTP_REQUEST_TIMEOUT_MS: 'time a client has to send its whole request (default 30000)',
   SKILL_MCP_HTTP_KEEP_ALIVE_TIMEOUT_MS: 'idle keep-alive connections are closed after this (default 5000)',
   SKILL_MCP_HTTP_SHUTDOWN_GRACE_MS: 'on SIGTERM, time in-flight requests get before connections are cut (default 30000)',
+  SKILL_MCP_METRICS_PORT: 'serve Prometheus metrics at http://METRICS_HOST:PORT/metrics (default: off; 0 = any free port; --metrics-port wins)',
+  SKILL_MCP_METRICS_HOST: `address of the metrics endpoint (default ${DEFAULT_HOST}; --metrics-host wins); unauthenticated: keep it private`,
 } as const;
 
-export const HTTP_USAGE = `usage: skill-mcp --http [--host H] [--port P]
-  serves the skills over Streamable HTTP at http://H:P${MCP_PATH} (both protocol eras)
+export const HTTP_USAGE = `usage: skill-mcp --http [--host H] [--port P] [--metrics-port M [--metrics-host MH]]
+  serves the skills over Streamable HTTP at http://H:P${MCP_PATH} (both protocol eras), and with
+  --metrics-port Prometheus metrics at http://MH:M/metrics (MH default ${DEFAULT_HOST})
 variables:
 ${Object.entries(HTTP_VARIABLES)
   .map(([name, meaning]) => `  ${name.padEnd(38)}${meaning}`)
@@ -104,19 +109,30 @@ export function readHttpOptions(args: string[], env: NodeJS.ProcessEnv): HttpOpt
   let host = env['SKILL_MCP_HTTP_HOST'] || DEFAULT_HOST;
   let rawPort = env['SKILL_MCP_HTTP_PORT'];
   let portName = 'SKILL_MCP_HTTP_PORT';
+  let metricsHost = env['SKILL_MCP_METRICS_HOST'] || DEFAULT_HOST;
+  let rawMetricsPort = env['SKILL_MCP_METRICS_PORT'];
+  let metricsPortName = 'SKILL_MCP_METRICS_PORT';
   for (let i = 0; i < args.length; i += 1) {
     const flag = args[i];
     const value = args[i + 1];
-    if ((flag === '--host' || flag === '--port') && value !== undefined) {
+    if ((flag === '--host' || flag === '--port' || flag === '--metrics-host' || flag === '--metrics-port') && value !== undefined) {
       if (flag === '--host') host = value;
-      else [rawPort, portName] = [value, '--port'];
+      else if (flag === '--port') [rawPort, portName] = [value, '--port'];
+      else if (flag === '--metrics-host') metricsHost = value;
+      else [rawMetricsPort, metricsPortName] = [value, '--metrics-port'];
       i += 1;
     } else {
-      throw new HttpConfigError(`unknown or incomplete option ${JSON.stringify(flag)}; use --host H --port P`);
+      throw new HttpConfigError(`unknown or incomplete option ${JSON.stringify(flag)}; use --host H --port P [--metrics-port M --metrics-host MH]`);
     }
   }
   const port = integer(portName, rawPort, DEFAULT_PORT, 0);
   if (port > 65535) throw new HttpConfigError(`${portName}=${port} is not a port (0-65535)`);
+  let metrics: HttpOptions['metrics'];
+  if (rawMetricsPort !== undefined && rawMetricsPort !== '') {
+    const metricsPort = integer(metricsPortName, rawMetricsPort, 0, 0);
+    if (metricsPort > 65535) throw new HttpConfigError(`${metricsPortName}=${metricsPort} is not a port (0-65535)`);
+    metrics = { host: metricsHost, port: metricsPort };
+  }
 
   // Security: DNS rebinding — a browser page on evil.example resolving to 127.0.0.1 still sends
   // `Host: evil.example`, so only names we were told about are answered.
@@ -144,6 +160,7 @@ export function readHttpOptions(args: string[], env: NodeJS.ProcessEnv): HttpOpt
     requestTimeoutMs,
     keepAliveTimeoutMs: integer('SKILL_MCP_HTTP_KEEP_ALIVE_TIMEOUT_MS', env['SKILL_MCP_HTTP_KEEP_ALIVE_TIMEOUT_MS'], 5_000, 100),
     shutdownGraceMs: integer('SKILL_MCP_HTTP_SHUTDOWN_GRACE_MS', env['SKILL_MCP_HTTP_SHUTDOWN_GRACE_MS'], 30_000, 0),
+    metrics,
   };
 }
 
