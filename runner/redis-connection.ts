@@ -51,6 +51,8 @@ export class RedisLink {
   #lastWhy = 'not connected yet';
   #announcedDown = false;
   #probe: NodeJS.Timeout | undefined;
+  /** An orderly stop closes the link on purpose: that is no outage to record. */
+  #closing = false;
 
   constructor(readonly settings: RedisSettings, private readonly onChange: (change: LinkChange) => void) {
     this.client = new Redis(clientOptions(settings.target, settings.timeoutMs, settings.ca));
@@ -66,7 +68,7 @@ export class RedisLink {
     this.client.on('error', (error: unknown) => {
       this.#lastWhy = reasonOf(error);
     });
-    this.client.on('close', () => this.markDown(this.#lastWhy === 'not connected yet' ? 'connection closed' : this.#lastWhy));
+    this.client.on('close', () => this.#closing || this.markDown(this.#lastWhy === 'not connected yet' ? 'connection closed' : this.#lastWhy));
   }
 
   /** Connects, waiting at most the command timeout; the runner starts either way (runs wait for Redis). */
@@ -130,6 +132,7 @@ export class RedisLink {
   }
 
   async close(): Promise<void> {
+    this.#closing = true;
     clearInterval(this.#probe);
     try {
       if (this.client.status === 'ready') await this.client.quit();

@@ -35,6 +35,8 @@ export function freePort(): Promise<number> {
 
 export interface RedisHandle {
   port: number;
+  /** With `tls`: the CA that signed the server's certificate (for 127.0.0.1). */
+  caFile?: string;
   /** redis://[:password@]127.0.0.1:port */
   url: string;
   /** SIGKILL, as a crash: resolves once it is gone. */
@@ -55,19 +57,35 @@ afterAll(async () => {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
-export async function startRedis(options: { password?: string } = {}): Promise<RedisHandle> {
+/** A throwaway CA and a server certificate for 127.0.0.1, made with openssl in `dir`. */
+function makeCertificates(dir: string): { ca: string; cert: string; key: string } {
+  const run = (...args: string[]): void => {
+    const r = spawnSync('openssl', args, { cwd: dir, encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`openssl ${args[0]}: ${r.stderr}`);
+  };
+  run('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=skill-mcp test CA');
+  run('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=127.0.0.1');
+  writeFileSync(join(dir, 'ext'), 'subjectAltName=IP:127.0.0.1\n');
+  run('x509', '-req', '-in', 'server.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'server.pem', '-days', '2', '-extfile', 'ext');
+  return { ca: join(dir, 'ca.pem'), cert: join(dir, 'server.pem'), key: join(dir, 'server.key') };
+}
+
+export async function startRedis(options: { password?: string; tls?: boolean } = {}): Promise<RedisHandle> {
   if (!REDIS_SERVER) throw new Error(NO_REDIS_REASON);
   const dir = mkdtempSync(join(tmpdir(), 'skill-mcp-redis-'));
   const port = await freePort();
   const conf = join(dir, 'redis.conf');
+  const tls = options.tls ? makeCertificates(dir) : undefined;
   writeFileSync(conf, [
-    `port ${port}`, 'bind 127.0.0.1', `dir ${dir}`, 'save ""', 'appendonly yes', 'appendfsync always', 'daemonize no', 'loglevel notice',
+    ...(tls ? ['port 0', `tls-port ${port}`, `tls-cert-file ${tls.cert}`, `tls-key-file ${tls.key}`, `tls-ca-cert-file ${tls.ca}`, 'tls-auth-clients no'] : [`port ${port}`]),
+    'bind 127.0.0.1', `dir ${dir}`, 'save ""', 'appendonly yes', 'appendfsync always', 'daemonize no', 'loglevel notice',
     ...(options.password ? [`requirepass "${options.password}"`] : []),
   ].join('\n'), { mode: 0o600 });
   let child: ChildProcess | undefined;
   const handle: RedisHandle = {
     port,
-    url: `redis://${options.password ? `:${encodeURIComponent(options.password)}@` : ''}127.0.0.1:${port}`,
+    ...(tls ? { caFile: tls.ca } : {}),
+    url: `${tls ? 'rediss' : 'redis'}://${options.password ? `:${encodeURIComponent(options.password)}@` : ''}127.0.0.1:${port}`,
     async start() {
       const proc = spawn(REDIS_SERVER!, [conf], { stdio: ['ignore', 'pipe', 'pipe'] });
       child = proc;
@@ -98,7 +116,7 @@ export async function startRedis(options: { password?: string } = {}): Promise<R
       child?.kill('SIGCONT');
     },
     cli(...args) {
-      const result = spawnSync('redis-cli', ['-p', String(port), ...(options.password ? ['--no-auth-warning', '-a', options.password] : []), ...args], { encoding: 'utf8' });
+      const result = spawnSync('redis-cli', ['-p', String(port), ...(tls ? ['--tls', '--cacert', tls.ca] : []), ...(options.password ? ['--no-auth-warning', '-a', options.password] : []), ...args], { encoding: 'utf8' });
       if (result.status !== 0) throw new Error(`redis-cli ${args.join(' ')}: ${result.stderr}`);
       return result.stdout;
     },

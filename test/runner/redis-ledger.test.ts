@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { awaitAuditLine, prepareAndRun, startRunner, tempDir, uidRange, writeSkills, type RunnerHandle } from './harness.js';
+import { auditLines, awaitAuditLine, prepareAndRun, startRunner, tempDir, uidRange, writeSkills, type RunnerHandle } from './harness.js';
 import { holdingProxy, NO_REDIS_REASON, REDIS_SERVER, startRedis, type RedisHandle } from '../redis-harness.js';
 
 const skills = writeSkills({
@@ -58,11 +58,15 @@ describe.skipIf(!REDIS_SERVER)(`with a real redis-server${REDIS_SERVER ? '' : ` 
   });
 
   it('a token minted by one runner runs on another sharing the Redis, once; describe reports the ledger', async () => {
-    const [a, b] = await Promise.all([runner(redis.url), runner(redis.url)]);
+    let [a, b] = await Promise.all([runner(redis.url), runner(redis.url)]);
     const token = await mint(a);
     expect(await run(b, token)).toMatchObject({ ok: true });
     expect(await run(a, token)).toMatchObject({ ok: false, error: { code: 'TOKEN_REUSED' } });
     expect(await run(b, token)).toMatchObject({ ok: false, error: { code: 'TOKEN_REUSED' } });
+    // An orderly stop is no outage: nothing about the ledger is recorded by it.
+    await a.stop();
+    expect(auditLines(a.stateDir).filter((l) => String(l['event']).startsWith('ledger.'))).toEqual([]);
+    a = await runner(redis.url, { SKILL_MCP_AUDIT_HOST_ID: 'again' });
     const described = await a.client.describe();
     expect(described).toMatchObject({ ok: true, result: { ledger: { kind: 'redis', available: true, errors: 0 } } });
     // The marker outlives the token (its TTL, 600 s by default, plus the 10 min grace).
@@ -138,6 +142,21 @@ describe.skipIf(!REDIS_SERVER)(`with a real redis-server${REDIS_SERVER ? '' : ` 
     await late.start();
     await awaitAuditLine(r.stateDir, (l) => l['event'] === 'ledger.restored');
     expect(await run(r, token)).toMatchObject({ ok: true });
+  });
+
+  it('rediss:// checks the server\'s certificate: with the CA that signed it (SKILL_MCP_REDIS_CA_FILE) a token runs once; with the system CAs only, nothing runs', async () => {
+    const secure = await startRedis({ tls: true, password: PASSWORD });
+    expect(secure.url).toMatch(/^rediss:/);
+    const trusting = await runner(secure.url, { SKILL_MCP_REDIS_CA_FILE: secure.caFile! });
+    const token = await mint(trusting, ['tls']);
+    expect(await run(trusting, token, ['tls'])).toMatchObject({ ok: true });
+    expect(await run(trusting, token, ['tls'])).toMatchObject({ ok: false, error: { code: 'TOKEN_REUSED' } });
+    const doubting = await runner(secure.url);
+    const other = await mint(doubting, ['tls']);
+    expect(await run(doubting, other, ['tls'])).toMatchObject({ ok: false, error: { code: 'LEDGER_UNAVAILABLE' } });
+    const down = await awaitAuditLine(doubting.stateDir, (l) => l['event'] === 'ledger.unavailable');
+    expect(down['why']).toMatch(/CERT|SIGNATURE|ISSUER/);
+    expect(down['redis']).toBe(`rediss://127.0.0.1:${secure.port}/0`);
   });
 
   it('without SKILL_MCP_REDIS_URL the file ledger stays the default', async () => {
