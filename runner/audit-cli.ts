@@ -23,16 +23,22 @@ import { isLiveRunner, unfinishedRuns } from './audit-runs.js';
 
 export const AUDIT_USAGE = `usage: skill-mcp audit verify [--head ANCHOR] [FILE]
        skill-mcp audit tail [-n N] [FILE]
+       skill-mcp audit verify --redis URL
+       skill-mcp audit tail --redis URL [-n N] [-f]
   verify   check the hash chain, the anchor, and that every accepted run has its exit
            (exit 0 intact; 1 tampered, cut, rolled back or a run's result lost; 3 intact with runs
            still in progress; 2 usage)
   tail     print the last N decisions (default 20), control characters escaped
   FILE     default: $SKILL_MCP_AUDIT_LOG, else audit.log in $SKILL_MCP_STATE_DIR, else in
            $XDG_STATE_HOME/skill-mcp or ~/.local/state/skill-mcp (the standalone runner's log)
-  ANCHOR   default: audit.head in $SKILL_MCP_STATE_DIR, else beside FILE`;
+  ANCHOR   default: audit.head in $SKILL_MCP_STATE_DIR, else beside FILE
+  --redis URL  the stream every runner sharing that Redis mirrors its log into (all hosts):
+           verify checks each host's chain and head; tail prints lines led by their host id,
+           -f follows new ones. URL - reads $SKILL_MCP_REDIS_URL (keeps a password out of ps);
+           SKILL_MCP_REDIS_PREFIX and SKILL_MCP_REDIS_CA_FILE apply as for the runner`;
 
-const VERIFY_FLAGS: Record<string, FlagSpec> = { head: { type: 'string' } };
-const TAIL_FLAGS: Record<string, FlagSpec> = { n: { type: 'string', short: 'n', shortOnly: true } };
+const VERIFY_FLAGS: Record<string, FlagSpec> = { head: { type: 'string' }, redis: { type: 'string' } };
+const TAIL_FLAGS: Record<string, FlagSpec> = { n: { type: 'string', short: 'n', shortOnly: true }, redis: { type: 'string' }, follow: { type: 'boolean', short: 'f' } };
 
 /** Exit status of `verify` when the log is intact but runs are still in progress. */
 export const EXIT_RUNS_OPEN = 3;
@@ -99,8 +105,15 @@ export async function auditMain(argv: string[]): Promise<void> {
   const files = parsed.positionals;
   const head = stringFlag(parsed.values, 'head');
   const count = Number(stringFlag(parsed.values, 'n') ?? 20);
+  const redis = stringFlag(parsed.values, 'redis');
+  const follow = parsed.values['follow'] === true;
   if (files.length > 1) return usageError('one FILE at most');
   if (!(Number.isSafeInteger(count) && count > 0)) return usageError('-n needs a positive whole number');
+  if (redis !== undefined) {
+    if (files.length > 0 || head !== undefined) return usageError('--redis reads the stream: no FILE or --head with it');
+    return (await import('./audit-redis-cli.js')).redisAuditMain(command, redis, { count, follow });
+  }
+  if (follow) return usageError('-f follows the Redis stream: use it with --redis URL');
   const file = files[0] ?? auditLogOf(process.env);
   const stateDir = process.env['SKILL_MCP_STATE_DIR'];
   const anchorPath = head ?? (stateDir ? join(stateDir, ANCHOR_FILE) : join(dirname(file), ANCHOR_FILE));

@@ -27,7 +27,7 @@ const LAST_LINE_BYTES = 4096;
 export type RejectReason =
   | 'busy' | 'token-invalid' | 'token-expired' | 'token-reused' | 'draft-changed' | 'unknown-skill'
   | 'not-declared' | 'not-granted' | 'invalid-path' | 'not-found' | 'not-a-file' | 'outside-skill'
-  | 'interpreter-unavailable' | 'environ-unscrubbed' | 'sandbox-failed' | 'too-large' | 'content-unreadable' | 'cancelled';
+  | 'interpreter-unavailable' | 'environ-unscrubbed' | 'sandbox-failed' | 'too-large' | 'content-unreadable' | 'cancelled' | 'ledger-unavailable';
 
 export type AuditEvent =
   | { event: 'runner.start'; [key: string]: unknown }
@@ -37,7 +37,10 @@ export type AuditEvent =
   | { event: 'run.wait'; run_id: string; skill: string; script: string; client: string; running: number; queued: number }
   | { event: 'run.accept'; run_id: string; runner_pid: number; token_id: string; skill: string; script: string; interpreter: string; argv: string[]; env_names: string[]; timeout_ms: number; isolation: string; sandbox: string[]; memory_bytes: number; uid: number; script_sha256?: string; files_sha256?: string; egress?: string[]; egress_mode?: string; client?: string; queued_ms?: number; runs_in_progress?: number }
   | { event: 'run.exit'; run_id: string; [key: string]: unknown }
-  | ({ event: 'egress'; run_id: string } & EgressRecord);
+  | ({ event: 'egress'; run_id: string } & EgressRecord)
+  | { event: 'ledger.unavailable'; ledger: 'redis'; redis: string; why: string }
+  | { event: 'ledger.restored'; ledger: 'redis'; redis: string; down_ms: number }
+  | { event: 'token.released'; token_id: string };
 
 export function lineHash(line: string): string {
   return createHash('sha256').update(line).digest('hex');
@@ -90,6 +93,8 @@ export class AuditLog {
   private readonly lockPath: string;
   /** How the log's tail compared with its anchor when it was opened. */
   readonly anchorFinding: AnchorFinding;
+  /** Called after each append, outside the lock (the Redis stream mirror reads the log from there). */
+  afterAppend: (() => void) | undefined = undefined;
 
   /** `path` must be absolute (the anchor names it); `anchorPath` is `audit.head` in the state dir. */
   constructor(private readonly path: string, private readonly anchorPath: string) {
@@ -137,6 +142,7 @@ export class AuditLog {
       fsyncSync(this.fd);
       writeAnchor(this.anchorPath, { v: 1, log: this.path, seq, sha256: lineHash(line) });
     });
+    this.afterAppend?.();
   }
 
   close(): void {

@@ -15,6 +15,7 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, constants, fsyncSync, linkSync, lstatSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { SkillMcpError } from '../shared/errors.js';
+import type { LedgerStatus, SpendOutcome, TokenLedger } from './ledger-types.js';
 import { ensurePrivateDir, openPrivateFile, readNoFollow } from './state.js';
 
 /** A token id as the token schema allows it: the only thing ever used as a marker's file name. */
@@ -28,7 +29,7 @@ const UNREADABLE_KEEP_MS = 8 * 24 * 3600_000;
 const TEMP_KEEP_MS = 60 * 60_000;
 const LEGACY_FILE = 'spent-tokens';
 
-export type SpendOutcome = 'spent' | 'reused' | 'expired';
+export type { SpendOutcome } from './ledger-types.js';
 
 function fsyncDir(dir: string): void {
   const fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
@@ -39,7 +40,7 @@ function fsyncDir(dir: string): void {
   }
 }
 
-export class SpentLedger {
+export class SpentLedger implements TokenLedger {
   private readonly dir: string;
   private lastPruneMs = 0;
 
@@ -101,6 +102,14 @@ export class SpentLedger {
     fsyncDir(this.dir);
     if (nowMs - this.lastPruneMs > PRUNE_EVERY_MS) this.prune(nowMs);
     return 'spent';
+  }
+
+  status(): LedgerStatus {
+    return { kind: 'file', available: true, errors: 0 };
+  }
+
+  close(): Promise<void> {
+    return Promise.resolve();
   }
 
   /** Removes markers well past their token's expiry, and crashed spends' temp files. */

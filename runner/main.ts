@@ -18,7 +18,7 @@ import { anchorPathIn } from './audit-anchor.js';
 import { AuditLog } from './audit-log.js';
 import { readFrontSecretLine } from './front-auth.js';
 import { closeInheritedFds, scrubEnviron } from './hygiene.js';
-import { SpentLedger } from './ledger.js';
+import { openLedger } from './ledger-select.js';
 import { parseRunnerOptions, RUNNER_USAGE } from './options.js';
 import { loadPeerCredReader } from './peer-cred.js';
 import { probePlatform } from './platform.js';
@@ -65,12 +65,14 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
   if (stale.failed > 0) log(`warning: ${stale.failed} stale run folder(s) under the scratch directory could not be removed`);
   const confirmSecret = readConfirmSecret(env);
   const { key, source: keySource } = loadTokenKey(opts.stateDir, 'secret' in confirmSecret ? confirmSecret.secret : undefined);
-  const ledger = new SpentLedger(opts.stateDir, Date.now());
   const audit = new AuditLog(opts.auditPath, anchorPathIn(opts.stateDir));
   const anchor = audit.anchorFinding;
   if (anchor.audit_anchor === 'truncated' || anchor.audit_anchor === 'replaced') {
     log(`warning: the audit log does not match its anchor (${anchor.audit_anchor}: the log ends at seq ${anchor.audit_log_last_seq}, the runner last wrote seq ${anchor.audit_anchor_seq}); recorded in runner.start`);
   }
+  // The file ledger in the state dir, or Redis (SKILL_MCP_REDIS_URL) shared with other runners.
+  const ledgers = await openLedger({ env, stateDir: opts.stateDir, auditPath: opts.auditPath, audit, log });
+  const { ledger } = ledgers;
   const uidPool = asRoot
     ? new UidPool(opts.uidRange, [0, process.getuid!(), ...(opts.frontUid !== undefined ? [opts.frontUid] : [])], new UidClaims(env['SKILL_MCP_UID_CLAIM_DIR'] || DEFAULT_CLAIM_DIR))
     : undefined;
@@ -120,7 +122,7 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
     interpreters: Object.fromEntries([...platform.interpreters].map(([name, r]) => [name, 'path' in r])),
     max_runs: capacity.maxRuns, max_runs_from: capacity.maxRunsFrom, runs_per_client: capacity.perClient, run_queue_ms: opts.runQueueMs,
     peer_check: 'read' in peer, front_secret: opts.frontSecret?.from ?? 'none', inherited_fds_closed: fdsClosed, scratch_stale_removed: stale.removed, scratch_stale_failed: stale.failed,
-    ...anchor,
+    ...anchor, ...ledgers.startFields,
   });
   log(`ready on ${opts.socketPath} (isolation ${platform.isolation}; ${capacity.maxRuns} run(s) at once, ${capacity.perClient} per client${refusedWhy ? `; runs refused: ${refusedWhy.code}` : ''})`);
 
@@ -129,7 +131,7 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
     if (stopping) return;
     stopping = true;
     server.close();
-    void service.stop().finally(() => {
+    void service.stop().then(() => ledgers.close()).finally(() => {
       audit.close();
       process.exit(0);
     });

@@ -19,7 +19,8 @@ import { deriveRun } from './derive.js';
 import type { DeriveContext } from './derive.js';
 import { describeRunner } from './describe.js';
 import type { ScrubResult } from './hygiene.js';
-import type { SpentLedger } from './ledger.js';
+import { isSkillMcpError } from '../shared/errors.js';
+import type { SpendOutcome, TokenLedger } from './ledger-types.js';
 import { hitMemoryLimit } from './memory-limit.js';
 import { runProcess } from './run-process.js';
 import { RunCopy } from './run-copy.js';
@@ -38,7 +39,7 @@ import type { AdmissionLimits, BusyFigures, Lease } from './run-admission.js';
 export interface ServiceDeps {
   ctx: DeriveContext;
   key: Buffer;
-  ledger: SpentLedger;
+  ledger: TokenLedger;
   audit: AuditLog;
   environ: ScrubResult;
   /** Why every run is refused (unscrubbed hosted environ, missing sandbox tools), if so. */
@@ -98,8 +99,8 @@ export class RunnerService {
     return this.deps.admission.maxRuns + this.admission.maxWaiting;
   }
 
-  describe(skills?: readonly string[]): Promise<DescribeResult> {
-    return describeRunner(this.deps.ctx, this.deps.environ, this.deps.refusedWhy?.message, skills);
+  async describe(skills?: readonly string[]): Promise<DescribeResult> {
+    return { ...(await describeRunner(this.deps.ctx, this.deps.environ, this.deps.refusedWhy?.message, skills)), ledger: this.deps.ledger.status() };
   }
 
   private mint(willRun: WillRun): Minted {
@@ -210,7 +211,18 @@ export class RunnerService {
     if (!verified.ok && verified.code === 'TOKEN_INVALID') return reject('token-invalid', 'TOKEN_INVALID', 'the confirmation token is not one this runner issued; ask again without a token to get a fresh preview');
     const claims = verified.claims!;
     const tokenId = tokenLogId(claims);
-    if (deps.ledger.has(claims.jti)) return reject('token-reused', 'TOKEN_REUSED', REUSED, { token_id: tokenId });
+    // Security: a ledger that cannot answer (Redis away) refuses the run; the token stays unspent.
+    const ledgerDown = (error: unknown): { ok: false; error: Refusal } => {
+      if (isSkillMcpError(error) && error.code === 'LEDGER_UNAVAILABLE') return reject('ledger-unavailable', 'LEDGER_UNAVAILABLE', error.message, { token_id: tokenId });
+      throw error;
+    };
+    let seen: boolean;
+    try {
+      seen = await deps.ledger.has(claims.jti);
+    } catch (error) {
+      return ledgerDown(error);
+    }
+    if (seen) return reject('token-reused', 'TOKEN_REUSED', REUSED, { token_id: tokenId });
     if (!verified.ok) return reject('token-expired', 'TOKEN_EXPIRED', EXPIRED, { token_id: tokenId });
     // Security: derived from the runner's private copy of the skill, hashed as it was written; the
     // plan runs that copy, so nothing edited in the skill folder from here on reaches the run.
@@ -233,7 +245,13 @@ export class RunnerService {
     // atomically, so of two runners on one state dir racing with the same token only one gets past.
     // A uid first (BUSY when none is free), so a refused run never burns the person's approval.
     const uid = deps.uidPool?.take();
-    const spent = deps.ledger.spend(claims.jti, claims.exp, Date.now());
+    let spent: SpendOutcome;
+    try {
+      spent = await deps.ledger.spend(claims.jti, claims.exp, Date.now());
+    } catch (error) {
+      if (uid !== undefined) deps.uidPool?.release(uid);
+      return ledgerDown(error);
+    }
     if (spent !== 'spent' && uid !== undefined) deps.uidPool?.release(uid);
     if (spent === 'reused') return reject('token-reused', 'TOKEN_REUSED', REUSED, { token_id: tokenId });
     if (spent === 'expired') return reject('token-expired', 'TOKEN_EXPIRED', EXPIRED, { token_id: tokenId });

@@ -2,7 +2,7 @@
  * @module The MCP front: builds one `McpServer` per connection (stdio) or request (HTTP) from
  * the shared context. Tools, prompts, and the SEP-2640 skills extension over our catalog.
  */
-import { CLIENT_CAPABILITIES_META_KEY, McpServer, type ClientCapabilities, type ServerContext } from '@modelcontextprotocol/server';
+import { CLIENT_CAPABILITIES_META_KEY, McpServer, type CallToolResult, type ClientCapabilities, type ServerContext } from '@modelcontextprotocol/server';
 import { SkillsExtension } from '@modelcontextprotocol/server/ext/skills';
 import * as z from 'zod';
 import { CatalogSkillSource } from './catalog/source.js';
@@ -35,8 +35,9 @@ function canElicitForm(mcp: McpServer, ctx: ServerContext): boolean {
 /**
  * @param onServer told of every server built (stdio tracks its connection's server to announce
  * catalog changes on it; HTTP servers live for one request and are not tracked)
+ * @param onToolResult hears each tool's result (the HTTP front's metrics); it must not change it
  */
-export function createServerFactory(front: FrontContext, onWarning: (message: string) => void, onServer: (mcp: McpServer) => void = () => undefined): () => McpServer {
+export function createServerFactory(front: FrontContext, onWarning: (message: string) => void, onServer: (mcp: McpServer) => void = () => undefined, onToolResult?: (tool: string, result: CallToolResult) => void): () => McpServer {
   const source = new CatalogSkillSource(front.catalog, front.pageSize);
   const extension = new SkillsExtension({
     source,
@@ -118,7 +119,11 @@ export function createServerFactory(front: FrontContext, onWarning: (message: st
         }),
         annotations: RUNS_CODE,
       },
-      ({ name, script, args, confirmToken }, ctx) => guarded(() => skillRun(front, { name, script, args, confirmToken }, ctx, canElicitForm(mcp, ctx))),
+      async ({ name, script, args, confirmToken }, ctx) => {
+        const result = await guarded(() => skillRun(front, { name, script, args, confirmToken }, ctx, canElicitForm(mcp, ctx)));
+        onToolResult?.('skill_run', result);
+        return result;
+      },
     );
     attachPrompts(mcp, front);
     extension.attach(mcp);

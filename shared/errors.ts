@@ -30,6 +30,7 @@ export type ErrorCode =
   | 'CONFIG_MISMATCH'
   | 'CONTENT_MISMATCH'
   | 'AUTH_REQUIRED'
+  | 'LEDGER_UNAVAILABLE'
   // tokens (docs/architecture.md §7)
   | 'TOKEN_INVALID'
   | 'TOKEN_EXPIRED'

@@ -143,6 +143,8 @@ export const describeResultSchema = z.strictObject({
   grantFrom: z.string(),
   /** Set when the asking front's configuration differs from the runner's: prepare and run are refused. */
   configMismatch: z.strictObject({ differs: z.array(z.enum(['roots', 'mode', 'grant'])), message: z.string() }).optional(),
+  /** The spent-token ledger: where tokens are spent, whether it answers now, and its errors since start. */
+  ledger: z.strictObject({ kind: z.enum(['file', 'redis']), available: z.boolean(), errors: z.number().int() }).optional(),
   skills: z.array(z.strictObject({
     name: z.string(),
     scripts: z.array(scriptInfo),

@@ -85,5 +85,10 @@ export function verifyToken(key: Buffer, token: string, nowMs: number, ttlMs: nu
 
 /** Short, non-reversible id for logs: never log token material itself. */
 export function tokenLogId(claims: TokenClaims): string {
-  return createHash('sha256').update(claims.jti).digest('hex').slice(0, 16);
+  return jtiLogId(claims.jti);
+}
+
+/** The same, from the token's id alone (for ledgers, which keep only ids). */
+export function jtiLogId(jti: string): string {
+  return createHash('sha256').update(jti).digest('hex').slice(0, 16);
 }

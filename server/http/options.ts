@@ -30,6 +30,8 @@ export interface HttpOptions {
   keepAliveTimeoutMs: number;
   /** After SIGTERM, how long in-flight requests may take before their connections are cut. */
   shutdownGraceMs: number;
+  /** Where Prometheus metrics are served (`--metrics-port`); undefined: not at all (the default). */
+  metrics: { host: string; port: number } | undefined;
 }
 
 /** Every variable the HTTP front reads, with what it means (printed by `--http --help`, listed in docs/http.md). */
@@ -46,10 +48,13 @@ export const HTTP_VARIABLES = {
   SKILL_MCP_HTTP_REQUEST_TIMEOUT_MS: 'time a client has to send its whole request (default 30000)',
   SKILL_MCP_HTTP_KEEP_ALIVE_TIMEOUT_MS: 'idle keep-alive connections are closed after this (default 5000)',
   SKILL_MCP_HTTP_SHUTDOWN_GRACE_MS: 'on SIGTERM, time in-flight requests get before connections are cut (default 30000)',
+  SKILL_MCP_METRICS_PORT: 'serve Prometheus metrics at http://METRICS_HOST:PORT/metrics (default: off; 0 = any free port; --metrics-port wins)',
+  SKILL_MCP_METRICS_HOST: `address of the metrics endpoint (default ${DEFAULT_HOST}; --metrics-host wins); unauthenticated: keep it private`,
 } as const;
 
-export const HTTP_USAGE = `usage: skill-mcp --http [--host H] [--port P]
-  serves the skills over Streamable HTTP at http://H:P${MCP_PATH} (both protocol eras)
+export const HTTP_USAGE = `usage: skill-mcp --http [--host H] [--port P] [--metrics-port M [--metrics-host MH]]
+  serves the skills over Streamable HTTP at http://H:P${MCP_PATH} (both protocol eras), and with
+  --metrics-port Prometheus metrics at http://MH:M/metrics (MH default ${DEFAULT_HOST})
 variables:
 ${Object.entries(HTTP_VARIABLES)
   .map(([name, meaning]) => `  ${name.padEnd(38)}${meaning}`)
@@ -102,7 +107,7 @@ function readToken(env: NodeJS.ProcessEnv): string | undefined {
   return token;
 }
 
-const HTTP_FLAGS: Record<string, FlagSpec> = { host: { type: 'string' }, port: { type: 'string' } };
+const HTTP_FLAGS: Record<string, FlagSpec> = { host: { type: 'string' }, port: { type: 'string' }, 'metrics-host': { type: 'string' }, 'metrics-port': { type: 'string' } };
 
 /** Parses `--host H --port P` and the environment. A flag it does not know is a UsageError (exit 2). */
 export function readHttpOptions(args: string[], env: NodeJS.ProcessEnv): HttpOptions {
@@ -110,8 +115,17 @@ export function readHttpOptions(args: string[], env: NodeJS.ProcessEnv): HttpOpt
   const host = stringFlag(values, 'host') ?? (env['SKILL_MCP_HTTP_HOST'] || DEFAULT_HOST);
   const portFlag = stringFlag(values, 'port');
   const [rawPort, portName] = portFlag !== undefined ? [portFlag, '--port'] : [env['SKILL_MCP_HTTP_PORT'], 'SKILL_MCP_HTTP_PORT'];
+  const metricsHost = stringFlag(values, 'metrics-host') ?? (env['SKILL_MCP_METRICS_HOST'] || DEFAULT_HOST);
+  const metricsFlag = stringFlag(values, 'metrics-port');
+  const [rawMetricsPort, metricsPortName] = metricsFlag !== undefined ? [metricsFlag, '--metrics-port'] : [env['SKILL_MCP_METRICS_PORT'], 'SKILL_MCP_METRICS_PORT'];
   const port = integer(portName, rawPort, DEFAULT_PORT, 0);
   if (port > 65535) throw new HttpConfigError(`${portName}=${port} is not a port (0-65535)`);
+  let metrics: HttpOptions['metrics'];
+  if (rawMetricsPort !== undefined && rawMetricsPort !== '') {
+    const metricsPort = integer(metricsPortName, rawMetricsPort, 0, 0);
+    if (metricsPort > 65535) throw new HttpConfigError(`${metricsPortName}=${metricsPort} is not a port (0-65535)`);
+    metrics = { host: metricsHost, port: metricsPort };
+  }
 
   // Security: DNS rebinding — a browser page on evil.example resolving to 127.0.0.1 still sends
   // `Host: evil.example`, so only names we were told about are answered.
@@ -139,6 +153,7 @@ export function readHttpOptions(args: string[], env: NodeJS.ProcessEnv): HttpOpt
     requestTimeoutMs,
     keepAliveTimeoutMs: integer('SKILL_MCP_HTTP_KEEP_ALIVE_TIMEOUT_MS', env['SKILL_MCP_HTTP_KEEP_ALIVE_TIMEOUT_MS'], 5_000, 100),
     shutdownGraceMs: integer('SKILL_MCP_HTTP_SHUTDOWN_GRACE_MS', env['SKILL_MCP_HTTP_SHUTDOWN_GRACE_MS'], 30_000, 0),
+    metrics,
   };
 }
 

@@ -16,6 +16,8 @@ import { guardRequest, jsonRpcError, type GuardOptions } from './guard.js';
 import { requestPath, sendWebResponse, toWebRequest, webHeaders } from './node-adapter.js';
 import { bindsLoopbackOnly, HTTP_USAGE, MCP_PATH, readHttpOptions, type HttpOptions } from './options.js';
 import { createInFlight, shutdownGracefully, type InFlight } from './shutdown.js';
+import { HttpMetrics, methodOfRequest } from './metrics.js';
+import { serveMetrics, type MetricsEndpoint } from './metrics-endpoint.js';
 
 type Warn = (message: string) => void;
 
@@ -24,7 +26,7 @@ const AUTH_REQUIRED_MESSAGE =
   'The owner must set SKILL_MCP_HTTP_TOKEN_FILE (or SKILL_MCP_HTTP_TOKEN) and restart; clients then send "Authorization: Bearer <token>" (docs/http.md). Reading skills still works.';
 
 /** The request listener: guards on the headers, then the capped body, the SDK handler, a streamed response. */
-function createListener(handler: McpHttpHandler, options: HttpOptions, inFlight: InFlight, state: { stopping: boolean }, warn: Warn) {
+function createListener(handler: McpHttpHandler, options: HttpOptions, inFlight: InFlight, state: { stopping: boolean }, warn: Warn, metrics?: HttpMetrics) {
   const guard: GuardOptions = {
     allowedHosts: options.allowedHosts,
     allowedOrigins: options.allowedOrigins,
@@ -34,6 +36,10 @@ function createListener(handler: McpHttpHandler, options: HttpOptions, inFlight:
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     // An open subscriptions/listen stream lasts as long as the client wants: not a request to wait for at shutdown.
     if (req.headers['mcp-method'] !== 'subscriptions/listen') inFlight.track(res);
+    const startedMs = performance.now();
+    // Refused on its headers: counted without a method, since its body is never read.
+    let method = 'unread';
+    if (metrics) res.once('close', () => metrics.request(method, res.statusCode, (performance.now() - startedMs) / 1000));
     if (state.stopping) res.setHeader('connection', 'close');
     const aborter = new AbortController();
     res.once('close', () => {
@@ -46,6 +52,7 @@ function createListener(handler: McpHttpHandler, options: HttpOptions, inFlight:
       // the request deadline, so the client still reads the refusal instead of a broken pipe).
       if (refused) return await sendWebResponse(res, refused);
       const request = await toWebRequest(req, headers, options.maxBodyBytes, aborter.signal);
+      if (metrics && !(request instanceof Response)) method = await methodOfRequest(request);
       // Past the guard, a configured token was presented: the runner counts this caller by it.
       await sendWebResponse(res, request instanceof Response ? request : await handler.fetch(request, authInfo ? { authInfo } : undefined));
     } catch (error) {
@@ -96,7 +103,8 @@ export async function serveOverHttp(options: { args: string[]; bundledSkills: st
   // Security: without a bearer token anyone who reaches the port (any local user, a page doing DNS
   // rebinding past a lax proxy) is "the client": it would both ask for a run and approve it.
   const front = await startFront(options.env, options.bundledSkills, options.runner, warn, http.token === undefined ? { code: 'AUTH_REQUIRED', message: AUTH_REQUIRED_MESSAGE } : undefined, options.requestStateKey);
-  const handler = createMcpHandler(createServerFactory(front, warn), {
+  const metrics = http.metrics ? new HttpMetrics(front) : undefined;
+  const handler = createMcpHandler(createServerFactory(front, warn, undefined, metrics && ((tool, result) => metrics.toolResult(tool, result))), {
     legacy: 'stateless',
     maxRequestBodySize: http.maxBodyBytes,
     onerror: (error) => warn(`http: ${error.message}`),
@@ -106,7 +114,7 @@ export async function serveOverHttp(options: { args: string[]; bundledSkills: st
   const inFlight = createInFlight();
   const state = { stopping: false };
   // Node checks the header/request deadlines on this interval (default 30 s); check every second.
-  const server = createServer({ connectionsCheckingInterval: 1_000 }, createListener(handler, http, inFlight, state, warn));
+  const server = createServer({ connectionsCheckingInterval: 1_000 }, createListener(handler, http, inFlight, state, warn, metrics));
   configure(server, http);
   server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
     const status = error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? '408 Request Timeout' : error.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request';
@@ -114,10 +122,12 @@ export async function serveOverHttp(options: { args: string[]; bundledSkills: st
     else socket.destroy();
   });
   let stopped: Promise<void> | undefined;
+  let endpoint: MetricsEndpoint | undefined;
   const close = (): Promise<void> => {
     stopped ??= (async () => {
       state.stopping = true;
       front.live.close();
+      await endpoint?.close();
       const { cut } = await shutdownGracefully(server, inFlight, http.shutdownGraceMs, () => handler.close(), (count) => warn(`stopping: ${count} request(s) in flight`));
       warn(cut === 0 ? 'stopped' : `stopped; ${cut} request(s) did not finish within SKILL_MCP_HTTP_SHUTDOWN_GRACE_MS and were cut`);
     })();
@@ -137,6 +147,16 @@ export async function serveOverHttp(options: { args: string[]; bundledSkills: st
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}${MCP_PATH}`;
+  // Announced before `listening on`: whoever waits for that line finds the metrics URL too.
+  if (metrics && http.metrics) {
+    try {
+      endpoint = await serveMetrics(metrics, http.metrics.host, http.metrics.port);
+    } catch (error) {
+      throw new Error(`metrics: ${describeListenError(error, { host: http.metrics.host, port: http.metrics.port, droppedToUid: options.droppedToUid })}`);
+    }
+    warn(`metrics on ${endpoint.url}`);
+    if (!bindsLoopbackOnly(http.metrics.host)) warn(`warning: the metrics endpoint on ${http.metrics.host} needs no token: keep it on a private network`);
+  }
   warn(`listening on ${url}${http.token === undefined ? '' : ' (bearer token required)'}`);
   if (http.token === undefined && !bindsLoopbackOnly(http.host)) {
     warn(`warning: ${http.host} is reachable from other machines and no SKILL_MCP_HTTP_TOKEN is set: anyone who can reach it can read the skills`);

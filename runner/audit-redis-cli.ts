@@ -1,0 +1,89 @@
+/**
+ * @module `skill-mcp audit verify|tail --redis URL`: the one audit view across hosts, read from the
+ * stream every runner sharing that Redis mirrors its log into. `tail` prints the last N lines of
+ * all hosts, each led by its host id, and with `-f` follows new ones; `verify` checks each host's
+ * chain and head. URL `-` reads `SKILL_MCP_REDIS_URL` (a password in argv is visible to `ps`).
+ */
+import { Redis } from 'ioredis';
+import { renderAuditLine, renderValue } from './audit-render.js';
+import { parseHead, streamKeys } from './audit-stream-keys.js';
+import { verifyStream, type StreamEntry } from './audit-stream-verify.js';
+import { clientOptions, reasonOf } from './redis-connection.js';
+import { parseRedisUrl, readRedisSettings } from './redis-options.js';
+
+/** How long one blocking read of `tail -f` waits before asking again. */
+const FOLLOW_BLOCK_MS = 5000;
+const PAGE = 1000;
+
+function connect(rawUrl: string, env: NodeJS.ProcessEnv, extraTimeoutMs: number): { client: Redis; prefix: string; display: string } {
+  const url = rawUrl === '-' ? (env['SKILL_MCP_REDIS_URL'] ?? '') : rawUrl;
+  if (url === '') throw new Error('--redis - reads SKILL_MCP_REDIS_URL, which is not set');
+  const target = parseRedisUrl(url, '--redis');
+  // The runner's own reading of the other variables (prefix, CA, timeout); its host id is not used here.
+  const settings = readRedisSettings({ ...env, SKILL_MCP_REDIS_URL: url }, '/')!;
+  const client = new Redis({ ...clientOptions(target, settings.timeoutMs + extraTimeoutMs, settings.ca), retryStrategy: () => null });
+  client.on('error', () => undefined);
+  return { client, prefix: settings.prefix, display: target.display };
+}
+
+function entryOf([id, fields]: [string, string[]]): StreamEntry {
+  const map = new Map<string, string>();
+  for (let i = 0; i + 1 < fields.length; i += 2) map.set(fields[i]!, fields[i + 1]!);
+  return { id, host: map.get('host') ?? '?', seq: Number(map.get('seq')), line: map.get('line') ?? '' };
+}
+
+function print(entry: StreamEntry): void {
+  process.stdout.write(`${renderValue(entry.host)} ${renderAuditLine(entry.line)}\n`);
+}
+
+export async function redisAuditMain(command: 'verify' | 'tail', rawUrl: string, options: { count: number; follow: boolean }): Promise<void> {
+  const { client, prefix, display } = connect(rawUrl, process.env, command === 'tail' && options.follow ? FOLLOW_BLOCK_MS : 0);
+  const keys = streamKeys(prefix);
+  try {
+    await client.connect();
+  } catch (error) {
+    process.stderr.write(`skill-mcp audit: cannot reach ${display} (${reasonOf(error)}); check the URL (host, port, password, TLS)\n`);
+    process.exitCode = 1;
+    client.disconnect();
+    return;
+  }
+  try {
+    if (command === 'tail') {
+      const last = (await client.xrevrange(keys.stream, '+', '-', 'COUNT', options.count)).reverse().map(entryOf);
+      for (const entry of last) print(entry);
+      if (!options.follow) return;
+      let from = last.at(-1)?.id ?? '$';
+      for (;;) {
+        const answer = await client.xread('BLOCK', FOLLOW_BLOCK_MS, 'STREAMS', keys.stream, from);
+        for (const [, items] of answer ?? []) {
+          for (const item of items) {
+            const entry = entryOf(item);
+            print(entry);
+            from = entry.id;
+          }
+        }
+      }
+    }
+    const entries: StreamEntry[] = [];
+    for (let start = '-'; ;) {
+      const page = (await client.xrange(keys.stream, start, '+', 'COUNT', PAGE)).map(entryOf);
+      entries.push(...page);
+      if (page.length < PAGE) break;
+      start = `(${page.at(-1)!.id}`;
+    }
+    const heads = new Map<string, { seq: number; sha256: string }>();
+    for (const [host, raw] of Object.entries(await client.hgetall(keys.heads))) {
+      const head = parseHead(raw);
+      if (head) heads.set(host, head);
+    }
+    const verdicts = verifyStream(entries, heads);
+    if (verdicts.length === 0) process.stdout.write(`no audit lines in ${keys.stream} at ${display}\n`);
+    for (const v of verdicts) process.stdout.write(`host ${renderValue(v.host)}: ${v.message}\n`);
+    if (verdicts.some((v) => !v.ok)) process.exitCode = 1;
+  } catch (error) {
+    process.stderr.write(`skill-mcp audit: reading ${keys.stream} at ${display} failed (${reasonOf(error)})\n`);
+    process.exitCode = 1;
+  } finally {
+    client.disconnect();
+  }
+}

@@ -1,0 +1,34 @@
+/**
+ * @module The spent-token ledger's contract (docs/architecture.md §7), met by the file ledger
+ * (`ledger.ts`, the default: one state directory) and the Redis ledger (`ledger-redis.ts`: every
+ * runner sharing one Redis). The runner asks `has` before it believes a token's expiry and `spend`
+ * right before a script starts; only `spend` decides.
+ */
+
+export type SpendOutcome = 'spent' | 'reused' | 'expired';
+
+/** What `describe` and the metrics say about the ledger (never where it is or how to log in). */
+export interface LedgerStatus {
+  kind: 'file' | 'redis';
+  /** False while the ledger cannot be reached: every run is refused LEDGER_UNAVAILABLE. */
+  available: boolean;
+  /** Ledger operations that failed since the runner started (timeouts, lost connections). */
+  errors: number;
+}
+
+export interface TokenLedger {
+  /**
+   * Whether any runner sharing this ledger spent the token. Throws a SkillMcpError with code
+   * LEDGER_UNAVAILABLE when that cannot be known.
+   */
+  has(jti: string): boolean | Promise<boolean>;
+  /**
+   * Spends a token; resolves only once the spend is durable where the ledger keeps it.
+   * Security: `reused` means another use got there first — the caller must not run. Throws
+   * LEDGER_UNAVAILABLE when the outcome is not known; the token must then not run, and the
+   * ledger must not keep it spent (a refused run never burns a person's approval).
+   */
+  spend(jti: string, exp: number, nowMs: number): SpendOutcome | Promise<SpendOutcome>;
+  status(): LedgerStatus;
+  close(): Promise<void>;
+}
