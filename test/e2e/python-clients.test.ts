@@ -5,14 +5,18 @@
  * resource and get every prompt, in both protocol eras. The clients live in a venv that .ci/run
  * makes (tools/python-clients/ensure.sh); under CI a missing venv fails this file, elsewhere it
  * skips and says how to make one. test/e2e/python/clients.py is the Python side.
+ *
+ * The other way round, `skill-mcp pull` copies skills from a FastMCP server
+ * (test/e2e/python/fastmcp_server.py), which has no SEP-2640 extension: by its resources and
+ * `_manifest`, every file checked against FastMCP's own hashes.
  */
 import { execFile } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startHttp, type HttpServer } from '../http/harness.js';
 import { REPO, VARIED_SKILLS, baseEnv, tempDir } from './harness.js';
+import { differenceBetween, filesUnder, fixtureSkills, readLockFile, runPull, sha256 } from './pull-run.js';
 
 const PYTHON = process.env['SKILL_MCP_TEST_PYTHON'] ?? `${REPO}tools/python-clients/venv/bin/python`;
 const CLIENTS_PY = `${REPO}test/e2e/python/clients.py`;
@@ -21,28 +25,6 @@ const WHY_SKIPPED = `the Python clients are not installed at ${PYTHON}: run tool
 // Security of the test itself: under CI a missing venv must fail, not turn this file into a skip.
 if (!HAVE_PYTHON && process.env['CI']) throw new Error(`CI is set but ${WHY_SKIPPED}`);
 if (!HAVE_PYTHON) console.warn(`python-clients.test.ts skipped: ${WHY_SKIPPED}`);
-
-/** Every file under `dir` as `/`-separated relative paths (the fixture has no links or dotfiles). */
-function filesUnder(dir: string, rel = ''): string[] {
-  return readdirSync(join(dir, rel), { withFileTypes: true })
-    .flatMap((e) => {
-      const path = rel ? `${rel}/${e.name}` : e.name;
-      return e.isDirectory() ? filesUnder(dir, path) : [path];
-    })
-    .sort();
-}
-
-/** The varied fixture's skills by name (the `skills/` folder is the third layout). */
-function fixtureSkills(): Map<string, string> {
-  const dirs = new Map<string, string>();
-  for (const name of readdirSync(VARIED_SKILLS)) {
-    if (name === 'skills') for (const inner of readdirSync(join(VARIED_SKILLS, 'skills'))) dirs.set(inner, join(VARIED_SKILLS, 'skills', inner));
-    else dirs.set(name, join(VARIED_SKILLS, name));
-  }
-  return dirs;
-}
-
-const sha256 = (bytes: Uint8Array): string => `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
 
 /** Runs clients.py; the server it starts over stdio gets the e2e base environment plus SKILLS_DIR. */
 function runPython(args: string[]): Promise<Record<string, unknown>> {
@@ -139,5 +121,25 @@ describe.skipIf(!HAVE_PYTHON).each([
       expect(messages, name).toHaveLength(1);
       expect(readFileSync(join(fixture.get(name)!, 'SKILL.md'), 'utf8').endsWith(messages[0]!), name).toBe(true);
     }
+  });
+});
+
+describe.skipIf(!HAVE_PYTHON)('skill-mcp pull from a FastMCP 4.0.10 server (no SEP-2640: resources and _manifest)', () => {
+  test("every skill FastMCP serves intact arrives byte for byte; the two it serves differently from its own hashes are refused, nothing written", async () => {
+    const dir = tempDir('pull-fastmcp');
+    const run = await runPull(['--to', dir, '--', PYTHON, `${REPO}test/e2e/python/fastmcp_server.py`, VARIED_SKILLS]);
+    expect(run.code, run.stderr).toBe(1);
+    const added = run.lines.filter((l) => l.kind === 'added').map((l) => l.name);
+    // FastMCP does not look into the third layout (skills/<name>), so 19 of the 21 are its skills.
+    expect(added).toHaveLength(17);
+    const fixture = fixtureSkills();
+    for (const name of added) expect(differenceBetween(fixture.get(name)!, join(dir, name)), name).toBeUndefined();
+    expect(readLockFile(dir).skills['api-docs']).toMatchObject({ via: 'fastmcp-manifest', uri: 'skill://api-docs/SKILL.md' });
+    // FastMCP reads text files with universal newlines (CRLF becomes LF), so the bytes are not the ones it hashed.
+    expect(run.lines.find((l) => l.name === 'crlf-notes')).toMatchObject({ kind: 'refused', text: expect.stringMatching(/"SKILL.md" is 131 bytes; the server published 139; nothing written/) });
+    // It reads a .txt file as UTF-8 text and fails on latin-1 bytes.
+    expect(run.lines.find((l) => l.name === 'binary-assets')).toMatchObject({ kind: 'refused', text: expect.stringMatching(/"data\/latin1.txt" could not be read: .*nothing written/) });
+    expect(existsSync(join(dir, 'crlf-notes'))).toBe(false);
+    expect(existsSync(join(dir, 'binary-assets'))).toBe(false);
   });
 });
