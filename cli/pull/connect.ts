@@ -63,6 +63,8 @@ export async function connect(source: Source, headers: Record<string, string>): 
     const transport = new StreamableHTTPClientTransport(new URL(source.url), {
       requestInit: { headers },
       fetch: cappedFetch(MAX_MESSAGE_BYTES),
+      // Security: the headers (a bearer token) never follow a redirect to another origin.
+      redirectPolicy: 'same-origin',
     });
     await client.connect(transport);
   } else {
