@@ -114,7 +114,13 @@ async function pull(args: PullArgs): Promise<number> {
   }
   const report = new Report();
   try {
-    const found = await discover(connection.client, args.skills);
+    let found;
+    try {
+      found = await discover(connection.client, args.skills);
+    } catch (error) {
+      process.stderr.write(`skill-mcp pull: could not list the skills of ${describeSource(args.source)}: ${error instanceof Error ? error.message : String(error)}\n`);
+      return 1;
+    }
     process.stderr.write(`pull: ${found.skills.length + found.refused.length} skill(s) from ${describeSource(args.source)} (${found.via}) into ${dir}\n`);
     for (const refusal of found.refused) report.line('refused', refusal.name, `${refusal.why}; nothing written`);
     for (const name of args.skills) {

@@ -6,8 +6,10 @@
  * byte; each hostile one writes nothing, anywhere, and the report says why.
  */
 import { existsSync, readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
-import { afterAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { REPO, expectNoLeftovers, tempDir } from './harness.js';
 import { filesUnder, readLockFile, runPull, sha256, type PullRun } from './pull-run.js';
 
@@ -88,5 +90,56 @@ describe.each(['sep', 'manifest'])('a hostile server (%s)', (mode) => {
 
   test('attack: a read answered with another resource (a link to file:///etc/passwd) is refused', () => {
     expect(refusal('link')).toMatch(/"notes.txt" was answered with another resource, "file:\/\/\/etc\/passwd"; a read must return the file asked for/);
+  });
+});
+
+describe('attack: an HTTP server whose answer never ends', () => {
+  const LIMIT_BYTES = 64 * 1024 * 1024;
+  let server: Server;
+  let url: string;
+  let sent = 0;
+  let aborted = false;
+
+  beforeAll(async () => {
+    // Answers initialize like any server, then streams resources/list without end (up to 64 MiB).
+    server = createServer((req, res) => {
+      if (req.method !== 'POST') return void res.writeHead(405).end();
+      let body = '';
+      req.on('data', (c: Buffer) => void (body += c.toString('utf8')));
+      req.on('end', () => {
+        const message = JSON.parse(body) as { id?: number; method: string; params?: { protocolVersion?: string } };
+        if (message.id === undefined) return void res.writeHead(202).end();
+        res.writeHead(200, { 'content-type': 'application/json' });
+        if (message.method === 'initialize') {
+          return void res.end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result: { protocolVersion: message.params?.protocolVersion, capabilities: { resources: {} }, serverInfo: { name: 'endless', version: '0' } } }));
+        }
+        res.on('close', () => void (aborted = !res.writableFinished));
+        const chunk = Buffer.alloc(1024 * 1024, 0x20);
+        res.write(`{"jsonrpc":"2.0","id":${message.id},"result":{"resources":[]`);
+        const pump = (): void => {
+          while (!res.destroyed && sent < LIMIT_BYTES) {
+            sent += chunk.length;
+            if (!res.write(chunk)) return void res.once('drain', pump);
+          }
+          if (!res.destroyed) res.end('}}');
+        };
+        pump();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
+  });
+  afterAll(async () => {
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  test('pull stops reading at its message cap, says so, exits 1 and writes nothing', async () => {
+    const dir = tempDir('pull-endless');
+    const run = await runPull(['--to', dir, '--url', url]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/could not list the skills of .*: .*over \d+ bytes; refused/s);
+    expect(aborted, 'the client hung up before the answer ended').toBe(true);
+    expect(sent).toBeLessThan(LIMIT_BYTES);
+    expect(filesUnder(dir)).toEqual([]);
   });
 });
