@@ -8,12 +8,18 @@ here="$(cd "$(dirname "$0")" && pwd)"
 venv="$here/venv"
 stamp="$venv/.requirements"
 timeout_s="${PIP_TIMEOUT_S:-600}"
-if [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && cmp -s "$stamp" "$here/requirements.txt"; then
+# The venv must work for every uid that runs the tests (CI runs them again unprivileged): a Python
+# under /root (pyenv's) is unreadable to them, so the system's is preferred. PYTHON overrides.
+python="${PYTHON:-}"
+if [ -z "$python" ]; then
+  if [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import venv, ensurepip' 2>/dev/null; then python=/usr/bin/python3; else python=python3; fi
+fi
+want="$(cat "$here/requirements.txt"; echo "# python: $python")"
+if [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   echo "python clients: already installed in $venv ($(grep -v '^#' "$here/requirements.txt" | tr '\n' ' '))"
   exit 0
 fi
-python="${PYTHON:-python3}"
-echo "python clients: $("$python" --version) -> venv $venv"
+echo "python clients: $("$python" --version) ($python) -> venv $venv"
 rm -rf "$venv"
 "$python" -m venv "$venv"
 echo "python clients: pip install -r requirements.txt (mcp==2.3.0 fastmcp==4.0.10), timeout ${timeout_s} s"
@@ -24,5 +30,5 @@ if ! timeout "$timeout_s" "$venv/bin/pip" install --quiet --retries 1 --disable-
   echo "python clients: pip install failed or took over ${timeout_s} s (full output: $log); test/e2e/python-clients.test.ts needs them" >&2
   exit 1
 fi
-cp "$here/requirements.txt" "$stamp"
+printf '%s\n' "$want" > "$stamp"
 "$venv/bin/python" -c 'import importlib.metadata as m; print("python clients: installed mcp", m.version("mcp"), "fastmcp", m.version("fastmcp"))'
