@@ -65,8 +65,10 @@ function planEntry(entry: Skill): RemoteSkill | Refusal {
   return why ? { name: name.value, why } : { name: name.value, uri: entry.uri, via: 'skills-extension', files };
 }
 
-function isPlan(plan: RemoteSkill | Refusal): plan is RemoteSkill {
-  return 'files' in plan;
+/** Files a plan or a refusal where it belongs. */
+function record(out: Discovery, plan: RemoteSkill | Refusal): void {
+  if ('files' in plan) out.skills.push(plan);
+  else out.refused.push(plan);
 }
 
 async function viaExtension(client: Client, wanted: ReadonlySet<string>): Promise<Discovery> {
@@ -75,15 +77,13 @@ async function viaExtension(client: Client, wanted: ReadonlySet<string>): Promis
   const out: Discovery = { via: 'skills-extension', skills: [], refused: [] };
   for (const bad of listing.invalid) out.refused.push({ name: bad.uri ?? `entry ${bad.index}`, why: `the server's skills/list entry is invalid: ${bad.reason}` });
   for (const entry of listing.skills) {
-    const plan = planEntry(entry);
-    (isPlan(plan) ? out.skills : out.refused).push(plan as never);
+    record(out, planEntry(entry));
   }
   // A named skill the server serves without listing it (skills/get takes any SKILL.md URI).
   for (const name of wanted) {
     if (out.skills.some((s) => s.name === name) || out.refused.some((r) => r.name === name)) continue;
     try {
-      const plan = planEntry((await skills.get(`skill://${encodeURIComponent(name)}/SKILL.md`)).skill);
-      (isPlan(plan) ? out.skills : out.refused).push(plan as never);
+      record(out, planEntry((await skills.get(`skill://${encodeURIComponent(name)}/SKILL.md`)).skill));
     } catch {
       // Not served: reported by the caller as not found.
     }
@@ -147,8 +147,7 @@ async function viaResources(client: Client): Promise<Discovery> {
       out.refused.push({ name: name.value, why: `its URI ${JSON.stringify(resource.uri)} is not skill://<name>/SKILL.md` });
       continue;
     }
-    const plan = await planFromManifest(client, at.base, name.value);
-    (isPlan(plan) ? out.skills : out.refused).push(plan as never);
+    record(out, await planFromManifest(client, at.base, name.value));
   }
   return out;
 }

@@ -71,9 +71,9 @@ function unpublishable(name: string, fm: Frontmatter, bom: boolean, files: FileR
   const bytes = files.reduce((sum, f) => sum + f.size, 0);
   if (bytes > PUBLISH_MAX_BYTES) why.push(`it holds ${bytes} bytes, over the extension's 16 MiB`);
   const big = files.find((f) => f.size > PUBLISH_MAX_FILE_BYTES);
+  if (big) why.push(`"${big.path}" is ${big.size} bytes; a single published file is capped at ${PUBLISH_MAX_FILE_BYTES} so one resources/read message stays under common clients' 10 MiB limit`);
   // A real file would shadow the manifest FastMCP clients read at that URI (or be shadowed by it).
   if (holdsManifestPath(files)) why.push(`it holds "${FASTMCP_MANIFEST_PATH}" at its top, the path FastMCP clients read for a skill's file list; rename it`);
-  if (big) why.push(`"${big.path}" is ${big.size} bytes; a single published file is capped at ${PUBLISH_MAX_FILE_BYTES} so one resources/read message stays under common clients' 10 MiB limit`);
   return why;
 }
 
