@@ -26,6 +26,9 @@ const USAGE = `usage:
                                     to get it (exit 1 when skill_run would be refused here)
   skill-mcp check [--format text|json|sarif] [--strict] PATH...
                                     check skill folders before serving them (--help: the rules)
+  skill-mcp pull [--skill NAME]... --to DIR (--url URL [--header H]... | -- COMMAND...)
+                                    copy skills from any MCP server that serves them into DIR,
+                                    every file checked against its published digest (--help)
   skill-mcp --help | --version`;
 
 async function main(argv: string[]): Promise<void> {
@@ -46,6 +49,8 @@ async function main(argv: string[]): Promise<void> {
     // Asked-for help and the version are the answer, so they go to stdout (and exit 0).
     case 'check':
       return (await import('./check/main.js')).checkMain(rest);
+    case 'pull':
+      return (await import('./pull/main.js')).pullMain(rest);
     case '--help':
     case '-h':
       process.stdout.write(`${USAGE}\n`);

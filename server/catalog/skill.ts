@@ -11,6 +11,7 @@ import type { CatalogLimits } from '../../shared/limits.js';
 import { MAX_DESCRIPTION_CHARS, MAX_SKILL_NAME_CHARS, PUBLISH_MAX_BYTES, PUBLISH_MAX_FILE_BYTES, PUBLISH_MAX_FILES } from '../../shared/limits.js';
 import { PUBLISHABLE_NAME } from '../../shared/paths.js';
 import { readSkillMdFile } from '../../shared/skill-md.js';
+import { FASTMCP_MANIFEST_PATH, holdsManifestPath } from './fastmcp-manifest.js';
 import type { Problem } from '../../shared/problems.js';
 import { walkSkill, type FileRecord } from './walk.js';
 
@@ -94,6 +95,8 @@ function unpublishable(name: string, fm: Frontmatter, bom: boolean, files: FileR
   if (bytes > PUBLISH_MAX_BYTES) why.push(`it holds ${bytes} bytes, over the extension's 16 MiB`);
   const big = files.find((f) => f.size > PUBLISH_MAX_FILE_BYTES);
   if (big) why.push(`"${big.path}" is ${big.size} bytes; a single published file is capped at ${PUBLISH_MAX_FILE_BYTES} so one resources/read message stays under common clients' 10 MiB limit`);
+  // A real file would shadow the manifest FastMCP clients read at that URI (or be shadowed by it).
+  if (holdsManifestPath(files)) why.push(`it holds "${FASTMCP_MANIFEST_PATH}" at its top, the path FastMCP clients read for a skill's file list; rename it`);
   return why;
 }
 

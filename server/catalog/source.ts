@@ -9,6 +9,7 @@ import type { SkillReadResult, SkillSource } from '@modelcontextprotocol/server/
 import { isSkillMcpError } from '../../shared/errors.js';
 import { PUBLISH_MAX_BYTES } from '../../shared/limits.js';
 import type { Catalog } from './catalog.js';
+import { FASTMCP_MANIFEST_PATH, fastmcpManifest } from './fastmcp-manifest.js';
 import { exactText, mediaTypeFor, readServedFile } from './read.js';
 import type { SkillRecord } from './skill.js';
 import { parseSkillUri, uriFor } from './uri.js';
@@ -100,6 +101,7 @@ export class CatalogSkillSource implements SkillSource {
     if (!parsed || parsed.path === '') return undefined;
     const record = this.#published(parsed.name);
     if (!record || uriFor(record.name, parsed.path) !== uri) return undefined;
+    if (parsed.path === FASTMCP_MANIFEST_PATH) return this.#fastmcpManifest(record);
     let bytes: Buffer;
     try {
       ({ bytes } = await readServedFile(record, parsed.path, PUBLISH_MAX_BYTES));
@@ -112,6 +114,12 @@ export class CatalogSkillSource implements SkillSource {
     const text = exactText(bytes);
     const mimeType = mediaTypeFor(parsed.path, text !== undefined);
     return text !== undefined ? { text, mimeType } : { bytes, mimeType };
+  }
+
+  /** `skill://<name>/_manifest` for FastMCP's client utilities (fastmcp-manifest.ts). */
+  async #fastmcpManifest(record: SkillRecord): Promise<SkillReadResult> {
+    const manifest = fastmcpManifest(record.name, record.files, await this.catalog.entry(record));
+    return { text: JSON.stringify(manifest, null, 2), mimeType: 'application/json' };
   }
 
   async readDirectory(uri: string, params: { cursor?: string }): Promise<{ resources: Resource[]; nextCursor?: string } | undefined> {
