@@ -136,7 +136,10 @@ describe('the queue', () => {
       await awaitCount(r, 'run.wait', waits + i + 1);
     }
     const full = await echo(r, 'queue-full');
-    expect(await full.answer).toMatchObject({ ok: false, error: { code: 'BUSY', busy: { running: 1, queued: QUEUE_PLACES, waitedMs: 0 } } });
+    const refused = await full.answer;
+    expect(refused).toMatchObject({ ok: false, error: { code: 'BUSY', busy: { running: 1, queued: QUEUE_PLACES } } });
+    // Refused at once, not after the queue wait (a loaded machine may count a millisecond or two).
+    expect(refused.ok ? Infinity : refused.error.busy?.waitedMs).toBeLessThan(1000);
 
     const cancelled = waiting[0]!;
     expect(await r.client.cancel(cancelled.cancelId)).toMatchObject({ ok: true, result: { cancelled: true } });
