@@ -33,14 +33,15 @@ function makeSkill() {
 
 /**
  * Times `node script` spawned from a small, fresh node process (as the same uid the server runs as,
- * through the same setpriv prefix, if any): spawning from the bench's own large process costs more
- * than from the runner, which would flatter the runner.
+ * through the same setpriv prefix, if any), with an environment as small as a run's: spawning from
+ * the bench's own large process, or with the shell's variables (NODE_EXTRA_CA_CERTS loads a
+ * certificate file at every start), would time something else than what the runner adds.
  */
 const SPAWNER = `const { spawn } = require('node:child_process');
 const [command, ...args] = JSON.parse(process.argv[1]);
 require('node:readline').createInterface({ input: process.stdin }).on('line', () => {
   const t0 = performance.now();
-  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: '/usr/bin:/bin', HOME: '/tmp', LANG: 'C.UTF-8' } });
   child.stdout.resume(); child.stderr.resume();
   child.on('close', () => process.stdout.write((performance.now() - t0) + '\\n'));
 });`;
