@@ -29,3 +29,21 @@ export function hasNamespaces(level: IsolationLevel): boolean {
 export function hasBwrap(level: IsolationLevel): boolean {
   return level === 'namespace' || level === 'namespace-uid';
 }
+
+/** One bubblewrap level a test can reach on this machine, and how to start its runner. */
+export interface NamespaceVariant {
+  name: string;
+  level: 'namespace' | 'namespace-uid';
+  /** False when this machine cannot give the level (no working bubblewrap, or not root). */
+  run: boolean;
+  /** The runner's uid when the test makes one (a root test process drops it), or undefined (the test's own). */
+  uid: number | undefined;
+}
+
+/** Both bubblewrap levels: a runner as an ordinary uid (`userUid` when the test runs as root), and a root runner. */
+export function namespaceVariants(userUid: number): NamespaceVariant[] {
+  return [
+    { name: 'a runner started as an ordinary user', level: 'namespace', run: bwrapWorks, uid: isRoot ? userUid : undefined },
+    { name: 'a root runner (per-run uid)', level: 'namespace-uid', run: bwrapWorks && isRoot, uid: undefined },
+  ];
+}

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bwrapWorks } from '../levels.js';
+import { namespaceVariants } from '../levels.js';
 import { auditLines, isRoot, prepareAndRun, startRunner, tempDir, text, uidRange, writeSkills } from './harness.js';
 import type { RunnerHandle } from './harness.js';
 
@@ -87,18 +87,7 @@ async function serveOnLoopback(name: string): Promise<Served> {
   return { server, port: (server.address() as { port: number }).port, hits };
 }
 
-interface Variant {
-  name: string;
-  level: 'namespace' | 'namespace-uid';
-  run: boolean;
-  /** The runner's uid when the test makes one (root test process), or undefined (the test's own). */
-  uid: number | undefined;
-}
-
-const variants: Variant[] = [
-  { name: 'a runner started as an ordinary user', level: 'namespace', run: bwrapWorks, uid: isRoot ? 40211 : undefined },
-  { name: 'a root runner (per-run uid)', level: 'namespace-uid', run: bwrapWorks && isRoot, uid: undefined },
-];
+const variants = namespaceVariants(40211);
 
 describe.each(variants)('declared egress, $name', (variant) => {
   const skip = !variant.run;

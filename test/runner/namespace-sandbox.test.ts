@@ -13,8 +13,8 @@ import { createServer } from 'node:net';
 import type { Server } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bwrapWorks } from '../levels.js';
-import { isRoot, prepareAndRun, startRunner, tempDir, text, uidRange, writeSkills } from './harness.js';
+import { namespaceVariants } from '../levels.js';
+import { prepareAndRun, startRunner, tempDir, text, uidRange, writeSkills } from './harness.js';
 import type { RunnerHandle } from './harness.js';
 
 const marker = `ns-probe-${process.pid}-${Date.now()}`;
@@ -97,18 +97,7 @@ print(json.dumps({"cwd": os.getcwd(), "home": os.environ["HOME"], "tmp": os.envi
 };
 const declared = Object.keys(probe).map((script) => ({ script, interpreter: script.endsWith('.js') ? 'node' : 'python3', timeout: 20 }));
 
-interface Variant {
-  name: string;
-  level: 'namespace' | 'namespace-uid';
-  run: boolean;
-  /** The runner's uid when the test makes one (root test process), or undefined (the test's own). */
-  uid: number | undefined;
-}
-
-const variants: Variant[] = [
-  { name: 'a runner started as an ordinary user', level: 'namespace', run: bwrapWorks, uid: isRoot ? 40211 : undefined },
-  { name: 'a root runner (per-run uid)', level: 'namespace-uid', run: bwrapWorks && isRoot, uid: undefined },
-];
+const variants = namespaceVariants(40211);
 
 describe.each(variants)('the namespace sandbox, $name', (variant) => {
   const skip = !variant.run;
