@@ -1,28 +1,111 @@
-// Bundles the one bin, dist/skill-mcp.js. A bundle starts far faster than loading the SDK from
-// node_modules (docs/platform-notes.md §1); code splitting keeps the runner and HTTP code out of the stdio
-// front's start-up path (they are loaded with dynamic import only when asked for).
+// Builds the one bin (docs/platform-notes.md, "Start-up code cache"):
+// - dist/skill-mcp.cjs: everything, one CommonJS bundle. A bundle starts far faster than loading the
+//   SDK from node_modules; the runner's, HTTP's and the tools' code stays unevaluated until a
+//   command asks for it (esbuild turns each dynamic import into a lazy initializer).
+// - dist/skill-mcp.js: the bin (cli/boot.ts), which loads that bundle with V8's code cache;
+// - dist/skill-mcp.cache: the cache, made here by one scripted session on the bundled skills.
+// A bundle that cannot get a cache V8 accepts still builds, and says so here and at every start.
 import { build } from 'esbuild';
-import { chmod, rm } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const common = { bundle: true, format: 'cjs', platform: 'node', target: 'node20', legalComments: 'none', logLevel: 'warning' };
 
 await rm('dist', { recursive: true, force: true });
 await build({
+  ...common,
   entryPoints: { 'skill-mcp': 'cli/main.ts' },
+  outExtension: { '.js': '.cjs' },
   outdir: 'dist',
-  bundle: true,
-  splitting: true,
-  format: 'esm',
-  platform: 'node',
-  target: 'node20',
   sourcemap: 'linked',
-  legalComments: 'none',
-  banner: {
-    js: "#!/usr/bin/env node\nimport { createRequire as __skillMcpCreateRequire } from 'node:module'; const require = __skillMcpCreateRequire(import.meta.url);",
-  },
-  // Everything else is bundled, so the installed package needs no dependencies at run time.
+  // Whitespace and syntax only: names stay readable in stack traces. ASCII output (non-ASCII
+  // escaped, comments dropped) lets the bin decode the bundle as latin1, the fastest way.
+  minifyWhitespace: true,
+  minifySyntax: true,
+  charset: 'ascii',
+  define: { 'import.meta.url': '__skillMcpBundleUrl' },
+  banner: { js: "var __skillMcpBundleUrl = require('node:url').pathToFileURL(__filename).href;" },
   // koffi loads a prebuilt native addon from its own package, so it cannot be bundled; it is an
   // optionalDependency, and without it the runner skips the peer-credential check and says so
   // (runner/peer-cred.ts). msgpackr's optional native extractor is not loaded from the bundle.
   external: ['koffi'],
-  logLevel: 'warning',
 });
+await build({ ...common, entryPoints: { 'skill-mcp': 'cli/boot.ts' }, outdir: 'dist', banner: { js: '#!/usr/bin/env node' } });
+// The package is "type": "module"; the bin and its bundle are CommonJS (vm.Script runs scripts only).
+await writeFile('dist/package.json', '{ "type": "commonjs" }\n');
 await chmod('dist/skill-mcp.js', 0o755);
+
+const bundle = await readFile('dist/skill-mcp.cjs');
+const wide = bundle.findIndex((byte) => byte > 0x7f);
+if (wide >= 0) throw new Error(`dist/skill-mcp.cjs has a non-ASCII byte at ${wide}: the bin decodes it as latin1`);
+
+await makeCodeCache();
+
+/** One run of the stdio front through the first requests a client sends, then the cache it leaves. */
+async function makeCodeCache() {
+  const home = await mkdtemp(join(tmpdir(), 'skill-mcp-build-'));
+  try {
+    const session = [
+      { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'build', version: '0' } } },
+      { jsonrpc: '2.0', method: 'notifications/initialized' },
+      { jsonrpc: '2.0', id: 1, method: 'skills/list', params: {} },
+      { jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} },
+      { jsonrpc: '2.0', id: 3, method: 'prompts/list', params: {} },
+      { jsonrpc: '2.0', id: 4, method: 'resources/list', params: {} },
+    ];
+    // NODE_OPTIONS passes through: V8 accepts a cache only under the flags it was made with.
+    const nodeOptions = process.env.NODE_OPTIONS ? { NODE_OPTIONS: process.env.NODE_OPTIONS } : {};
+    const env = { ...nodeOptions, PATH: process.env.PATH, HOME: home, SKILL_MCP_STATE_DIR: join(home, 'state'), SKILLS_DIR: 'skills', SKILL_MCP_WATCH: 'off', SKILL_MCP_CODE_CACHE_WRITE: 'dist/skill-mcp.cache' };
+    const answered = await runSession(['dist/skill-mcp.js'], env, session);
+    if (answered !== session.filter((m) => 'id' in m).length) throw new Error(`the build session got ${answered} answers`);
+    // The proof: a plain start uses it and says nothing about it.
+    const { stderr } = await runProcess(['dist/skill-mcp.js', '--version'], { ...nodeOptions, PATH: process.env.PATH });
+    if (stderr.includes('code cache')) throw new Error(stderr.trim());
+  } catch (error) {
+    await rm('dist/skill-mcp.cache', { force: true });
+    process.stderr.write(`build: no start-up code cache (${error.message}); the bin works without it, ~50 ms slower per start\n`);
+  } finally {
+    await rm(home, { recursive: true, force: true });
+  }
+}
+
+/** Sends each message, ends stdin once every request is answered; resolves with the answer count. */
+function runSession(args, env, messages) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, { env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const ids = new Set(messages.filter((m) => 'id' in m).map((m) => m.id));
+    let buffer = '';
+    let answered = 0;
+    let stderr = '';
+    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    child.stderr.on('data', (chunk) => void (stderr += chunk));
+    child.stdout.on('data', (chunk) => {
+      buffer += chunk;
+      for (let nl = buffer.indexOf('\n'); nl >= 0; nl = buffer.indexOf('\n')) {
+        const message = JSON.parse(buffer.slice(0, nl));
+        buffer = buffer.slice(nl + 1);
+        if (ids.delete(message.id) && message.result) answered++;
+        if (ids.size === 0) child.stdin.end();
+      }
+    });
+    child.on('error', reject);
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      if (code === 0) resolve(answered);
+      else reject(new Error(`the build session exited (${signal ?? code}): ${stderr.trim()}`));
+    });
+    for (const message of messages) child.stdin.write(`${JSON.stringify(message)}\n`);
+  });
+}
+
+function runProcess(args, env) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (chunk) => void (stderr += chunk));
+    child.on('error', reject);
+    child.on('exit', (code) => (code === 0 ? resolve({ stderr }) : reject(new Error(`--version exited ${code}: ${stderr}`))));
+  });
+}

@@ -1,0 +1,128 @@
+/**
+ * The bin's start-up code cache (cli/boot.ts, cli/code-cache.ts; docs/platform-notes.md). The built
+ * bin must use the cache `npm run build` made, and a cache it must not trust — planted, stale,
+ * a link, made under other V8 flags — is refused with one stderr line while the server still serves
+ * through the SDK client. The attacks run against a private copy of dist/.
+ */
+import { chmodSync, chownSync, cpSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { Client } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import { SkillsClient } from '@modelcontextprotocol/client/ext/skills';
+import { afterAll, describe, expect, test } from 'vitest';
+import { CACHE_MAGIC, cacheFileBytes, cacheVerdict, type FileFacts } from '../../cli/code-cache.js';
+import { baseEnv, BUNDLED_SKILLS, expectNoLeftovers, REPO, SERVER_JS, tempDir } from './harness.js';
+
+afterAll(async () => {
+  await expectNoLeftovers();
+});
+
+const IS_ROOT = process.getuid?.() === 0;
+const DIGEST = Buffer.alloc(32, 7);
+const OWNER: FileFacts = { uid: 1000, mode: 0o100644, isFile: true };
+
+describe('cacheVerdict: which cache the bin trusts', () => {
+  const good = cacheFileBytes(DIGEST, Buffer.from('v8 data'));
+
+  test('a cache made for these bundle bytes, by the bundle owner, is used (its V8 part only)', () => {
+    expect(cacheVerdict(OWNER, OWNER, good, DIGEST)).toEqual({ use: true, data: Buffer.from('v8 data') });
+  });
+  test('planted cache: owned by another uid', () => {
+    expect(cacheVerdict(OWNER, { ...OWNER, uid: 1001 }, good, DIGEST)).toEqual({ use: false, why: 'it is owned by uid 1001, the bundle by uid 1000' });
+  });
+  test('planted cache: writable by the group or by everyone', () => {
+    expect(cacheVerdict(OWNER, { ...OWNER, mode: 0o100664 }, good, DIGEST)).toEqual({ use: false, why: 'others may write it (mode 664)' });
+    expect(cacheVerdict(OWNER, { ...OWNER, mode: 0o100646 }, good, DIGEST)).toEqual({ use: false, why: 'others may write it (mode 646)' });
+  });
+  test('stale cache: made for another build of the bundle', () => {
+    expect(cacheVerdict(OWNER, OWNER, good, Buffer.alloc(32, 8))).toEqual({ use: false, why: 'it was made for another build of the bundle' });
+  });
+  test('not a cache: another format, truncated, empty, a directory', () => {
+    const notOurs = { use: false, why: 'it is not a skill-mcp code cache' };
+    expect(cacheVerdict(OWNER, OWNER, Buffer.from('\xca\xfe\xba\xbe v8 data from elsewhere', 'latin1'), DIGEST)).toEqual(notOurs);
+    expect(cacheVerdict(OWNER, OWNER, good.subarray(0, CACHE_MAGIC.length + 32), DIGEST)).toEqual(notOurs);
+    expect(cacheVerdict(OWNER, OWNER, Buffer.alloc(0), DIGEST)).toEqual(notOurs);
+    expect(cacheVerdict(OWNER, { ...OWNER, isFile: false }, good, DIGEST)).toEqual({ use: false, why: 'it is not a regular file' });
+  });
+});
+
+/** A private copy of dist/ (the bin finds its bundle and cache beside itself). */
+function distCopy(): string {
+  const dir = join(tempDir('dist-copy'), 'dist');
+  cpSync(join(REPO, 'dist'), dir, { recursive: true });
+  return dir;
+}
+
+function version(bin: string, env: Record<string, string> = {}, nodeFlags: string[] = []): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [...nodeFlags, bin, '--version'], { encoding: 'utf8', env: { ...baseEnv(), ...env }, timeout: 60_000 });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** The server from `bin` serves the bundled skill through the SDK client; returns its stderr. */
+async function servesThrough(bin: string, env: Record<string, string> = {}): Promise<string> {
+  const transport = new StdioClientTransport({ command: process.execPath, args: [bin], env: { ...baseEnv(), SKILLS_DIR: BUNDLED_SKILLS, SKILL_MCP_WATCH: 'off', ...env }, stderr: 'pipe' });
+  let stderr = '';
+  transport.stderr?.on('data', (chunk: Buffer) => void (stderr += chunk.toString('utf8')));
+  const client = new Client({ name: 'code-cache-e2e', version: '0.0.0' });
+  await client.connect(transport);
+  try {
+    const { skills } = await new SkillsClient(client).list();
+    expect(skills.map((s) => s.frontmatter.name)).toEqual(['commit-message']);
+  } finally {
+    await client.close();
+  }
+  return stderr;
+}
+
+describe('the built bin and its cache', () => {
+  test('the bin npm run build made starts from its cache: nothing said about it', async () => {
+    expect(version(SERVER_JS)).toEqual({ status: 0, stdout: 'skill-mcp 0.1.0\n', stderr: '' });
+    expect(await servesThrough(SERVER_JS)).not.toContain('code cache');
+  });
+
+  test('stale cache: the cache of this build beside an edited bundle of the same length is refused', async () => {
+    const dist = distCopy();
+    const bundle = readFileSync(join(dist, 'skill-mcp.cjs'), 'latin1');
+    // Same length, other bytes: V8's own check (the source length) would take the old code.
+    const at = bundle.indexOf('skill-mcp 0.1.0');
+    writeFileSync(join(dist, 'skill-mcp.cjs'), `${bundle.slice(0, at)}skill-mcp 9.9.9${bundle.slice(at + 15)}`, 'latin1');
+    const r = version(join(dist, 'skill-mcp.js'));
+    expect(r).toEqual({ status: 0, stdout: 'skill-mcp 9.9.9\n', stderr: 'skill-mcp: the start-up code cache is not used: it was made for another build of the bundle; starting without it\n' });
+  });
+
+  test('planted cache: a group-writable cache is refused, and the server still serves', async () => {
+    const dist = distCopy();
+    chmodSync(join(dist, 'skill-mcp.cache'), 0o664);
+    expect(await servesThrough(join(dist, 'skill-mcp.js'))).toContain('skill-mcp: the start-up code cache is not used: others may write it (mode 664); starting without it\n');
+  });
+
+  test.skipIf(!IS_ROOT)('planted cache: a cache owned by another uid is refused (root only: chown)', () => {
+    const dist = distCopy();
+    chownSync(join(dist, 'skill-mcp.cache'), 40123, 40123);
+    expect(version(join(dist, 'skill-mcp.js')).stderr).toBe('skill-mcp: the start-up code cache is not used: it is owned by uid 40123, the bundle by uid 0; starting without it\n');
+  });
+
+  test('planted cache: a link in place of the cache is not followed', () => {
+    const dist = distCopy();
+    const elsewhere = join(tempDir('elsewhere'), 'cache');
+    cpSync(join(dist, 'skill-mcp.cache'), elsewhere);
+    rmSync(join(dist, 'skill-mcp.cache'));
+    symlinkSync(elsewhere, join(dist, 'skill-mcp.cache'));
+    expect(version(join(dist, 'skill-mcp.js'))).toMatchObject({ status: 0, stderr: 'skill-mcp: the start-up code cache cannot be opened (ELOOP); starting without it\n' });
+  });
+
+  test('V8 flags other than the build\'s: V8 rejects the cache, the line says so, the server serves', async () => {
+    const r = version(SERVER_JS, {}, ['--max-old-space-size=512']);
+    expect(r.status).toBe(0);
+    expect(r.stderr).toMatch(/^skill-mcp: V8 rejected the start-up code cache \(another Node\.js version or other V8 flags/);
+    expect(await servesThrough(SERVER_JS, { NODE_OPTIONS: '--max-old-space-size=512' })).toContain('V8 rejected the start-up code cache');
+  });
+
+  test('a missing cache is said; SKILL_MCP_CODE_CACHE=off starts without one and says nothing', () => {
+    const dist = distCopy();
+    rmSync(join(dist, 'skill-mcp.cache'));
+    expect(version(join(dist, 'skill-mcp.js')).stderr).toMatch(/^skill-mcp: no start-up code cache beside the bundle; starting without it/);
+    expect(version(join(dist, 'skill-mcp.js'), { SKILL_MCP_CODE_CACHE: 'off' })).toEqual({ status: 0, stdout: 'skill-mcp 0.1.0\n', stderr: '' });
+  });
+});
