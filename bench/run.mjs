@@ -76,7 +76,9 @@ function servers(ourBin, refBundle, root, workload) {
     ours: {
       command: NODE,
       args: [ourBin],
-      env: { SKILLS_DIR: root, SKILL_MCP_MAX_SKILLS: String(workload.skills * 2), MCP_CONFIRM_ELICITATION: 'off' },
+      // A private state dir: the runner it starts must not write the real ~/.local/state/skill-mcp
+      // (a test suite running beside a bench fails when that changes).
+      env: { SKILLS_DIR: root, SKILL_MCP_MAX_SKILLS: String(workload.skills * 2), MCP_CONFIRM_ELICITATION: 'off', SKILL_MCP_STATE_DIR: join(OUT, 'state') },
     },
     ref: { command: NODE, args: [refBundle], env: { SKILLS_DIR: root } },
   };

@@ -1,6 +1,8 @@
 /**
  * @module `skill-mcp runner-guard`: the standalone runner's keeper. The front starts it (before
- * dropping privileges, when started as root) with a pipe on its stdin; it starts the runner when
+ * dropping privileges, when started as root) with a pipe on its stdin — through a `/bin/sh` holder
+ * that execs it when the runner is first needed or 2 s after start, so its Node does not boot beside
+ * the front's first answers (cli/standalone.ts). It starts the runner when
  * the front first asks (`start` line), restarts it if it dies (reporting each restart on stdout as
  * `restarted N`), and when the front goes away (stdin closes) it stops the runner and removes the
  * private socket folder. The runner in turn exits when the guard's pipe closes, so no process
