@@ -92,9 +92,12 @@ export class TreeWatcher {
     }
   }
 
-  /** Reports `dir` and each of its entries that changed since `since` (the watch on `dir` is already set up). */
+  /**
+   * Reports `dir` and each of its entries that changed since `since` (the watch on `dir` is already
+   * set up). Subfolders are looked at when the walk reaches them, as `dir`.
+   */
   #catchUp(dir: string, entries: Dirent[], since: number): void {
-    for (const path of [dir, ...entries.map((e) => join(dir, e.name))]) {
+    for (const path of [dir, ...entries.filter((e) => !e.isDirectory()).map((e) => join(dir, e.name))]) {
       let info;
       try {
         info = lstatSync(path, { throwIfNoEntry: false });
