@@ -16,7 +16,7 @@ const SETTLE_MS = 4000;
 const CLOCK_TICKS_PER_SECOND = 100;
 
 /** Queries in the generated skills' vocabulary (prefixes and a typo included) and plain requests. */
-const QUERIES = [
+export const QUERIES = [
   'parse the report table',
   'convert image font',
   'deploy config option',

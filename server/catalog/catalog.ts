@@ -32,9 +32,13 @@ export interface CatalogOptions {
   configProblems?: Problem[];
 }
 
-/** What changed for clients in one update: the skills whose listing, entry or prompt differs. */
+/**
+ * What changed for clients in one update: the skills whose listing, entry or prompt differs, and
+ * whether the problems (`skill_list`'s `problems`, `problemCount`) differ.
+ */
 export interface CatalogChange {
   names: string[];
+  problems: boolean;
 }
 
 /** What to look at again: changed real paths, named skills, or every skill of some roots (polling). */
@@ -58,6 +62,21 @@ function fingerprintOf(names: readonly string[]): string {
   return createHash('sha256').update(names.join('\n')).digest('base64url').slice(0, 12);
 }
 
+function realRootsOf(roots: readonly string[]): (string | undefined)[] {
+  return roots.map((root) => {
+    try {
+      return realpathSync.native(root);
+    } catch {
+      return undefined;
+    }
+  });
+}
+
+/** Compares problem lists (already sorted by path). */
+function problemsKey(problems: readonly Problem[]): string {
+  return JSON.stringify(problems.map((p) => [p.path, p.reason, p.detail]));
+}
+
 const yieldToRequests = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 export class Catalog {
@@ -65,7 +84,10 @@ export class Catalog {
   /** Full-text index over the served skills, kept in step with every (re)scan. */
   readonly search = new SkillSearch();
   #roots: readonly string[];
-  #realRoots: string[];
+  /** Each configured root's real path, undefined while it cannot be resolved (missing); refreshed at each discovery. */
+  #realRoots: (string | undefined)[];
+  /** `Date.now()` just before the first discovery: a file changed since may have changed after it was scanned. */
+  #scanStartedAt = Date.now();
   #records = new Map<string, SkillRecord>();
   #found = new Map<string, DiscoveredSkill>();
   #scanProblems = new Map<string, Problem[]>();
@@ -85,13 +107,7 @@ export class Catalog {
   private constructor(options: CatalogOptions) {
     this.grant = readGrantSource(options.env);
     this.#roots = options.roots;
-    this.#realRoots = options.roots.flatMap((root) => {
-      try {
-        return [realpathSync.native(root)];
-      } catch {
-        return [];
-      }
-    });
+    this.#realRoots = realRootsOf(options.roots);
     this.#limits = options.limits;
     this.#configProblems = [...(options.configProblems ?? [])];
     if (this.grant.kind === 'owner' && this.grant.error) this.#configProblems.push({ path: 'MCP_SKILL_RUN', reason: 'grant', detail: this.grant.error });
@@ -99,6 +115,7 @@ export class Catalog {
 
   static async load(options: CatalogOptions): Promise<Catalog> {
     const catalog = new Catalog(options);
+    catalog.#scanStartedAt = Date.now();
     const discovery = await discoverSkills(options.roots, options.limits.maxSkills);
     catalog.#discoveryProblems = discovery.problems;
     await Promise.all(discovery.skills.map((found) => catalog.#scan(found)));
@@ -107,9 +124,22 @@ export class Catalog {
     return catalog;
   }
 
-  /** The configured roots as real paths (what a watcher watches). */
-  get realRoots(): readonly string[] {
+  /** The configured roots, in order (the index is a discovered skill's `root`). */
+  get roots(): readonly string[] {
+    return this.#roots;
+  }
+
+  /**
+   * Each configured root as a real path (what a watcher watches), index for index; undefined for a
+   * root that did not resolve (missing) at the last discovery.
+   */
+  get realRoots(): readonly (string | undefined)[] {
     return this.#realRoots;
+  }
+
+  /** When the start-up scan began (`Date.now()`): a change after it may have been missed before the watch was set up. */
+  get scanStartedAt(): number {
+    return this.#scanStartedAt;
   }
 
   /** Calls `listener` after every update that changed what clients see. Returns the unsubscribe. */
@@ -120,7 +150,7 @@ export class Catalog {
 
   /**
    * Rescans what `request` names, one update at a time, and resolves with what clients see
-   * differently (also told to the listeners when not empty).
+   * differently (also told to the listeners when a skill or the problems changed).
    */
   update(request: UpdateRequest): Promise<CatalogChange> {
     const run = this.#queue.then(() => this.#updateNow(request));
@@ -130,12 +160,16 @@ export class Catalog {
 
   async #updateNow(request: UpdateRequest): Promise<CatalogChange> {
     const before = new Map(this.#records);
+    const problemsBefore = problemsKey(this.problems);
     const byRealDir = new Map([...this.#found.values()].map((f) => [f.realDir, f.name]));
-    const { names, rediscover } = affectedBy(request.paths ?? [], this.#realRoots, byRealDir);
+    const realRoots = this.#realRoots.filter((r): r is string => r !== undefined);
+    const { names, rediscover } = affectedBy(request.paths ?? [], realRoots, byRealDir);
     for (const name of request.names ?? []) names.add(name);
     const roots = new Set(request.roots ?? []);
     const gone = new Set<string>();
     if (rediscover || roots.size > 0) {
+      // A root that was missing may be there now (or the reverse).
+      this.#realRoots = realRootsOf(this.#roots);
       const discovery = await discoverSkills(this.#roots, this.#limits.maxSkills);
       this.#discoveryProblems = discovery.problems;
       const next = new Map(discovery.skills.map((s) => [s.name, s]));
@@ -162,10 +196,12 @@ export class Catalog {
     }
     this.#checkGrant();
     const changed = [...new Set([...names, ...gone])].filter((name) => this.#differs(before.get(name), this.#records.get(name))).sort();
-    const change = { names: changed };
+    // A SKILL.md that breaks (or a new folder that is not a skill) changes only the problems
+    // skill_list shows: announced too.
+    const change: CatalogChange = { names: changed, problems: problemsKey(this.problems) !== problemsBefore };
     // Digests follow the files without anyone reading them first: the next skills/list is ready.
     this.#warmEntries(changed.map((name) => this.#records.get(name)).filter((r): r is SkillRecord => r?.published === true));
-    if (changed.length > 0) for (const listener of this.#listeners) listener(change);
+    if (changed.length > 0 || change.problems) for (const listener of this.#listeners) listener(change);
     return change;
   }
 

@@ -5,11 +5,18 @@
  * change events for changes made elsewhere (NFS, SMB, FUSE, 9p, virtiofs), or that cannot be
  * watched (the user's inotify watches used up), is rescanned every `SKILL_MCP_WATCH_POLL_SECONDS`
  * instead, and stderr says so. `SKILL_MCP_WATCH=off` scans once at start, as before.
+ *
+ * Two gaps are closed (docs/live-catalog.md): the watch is set up after the start-up scan, a few ms
+ * at a time, so as each folder is watched, what changed in it since the scan began is reported
+ * (tree-watch.ts's catch-up); and a root missing at start is waited for (its nearest existing parent
+ * is watched, and it is looked for every `SKILL_MCP_WATCH_POLL_SECONDS` as well): once it appears
+ * it is scanned, announced and watched like the others.
  */
 import { statfsSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { rootLabel } from '../../shared/discover.js';
 import type { Catalog } from './catalog.js';
-import { TreeWatcher } from './tree-watch.js';
+import { ParentWatcher, TreeWatcher, isDirectory } from './tree-watch.js';
 
 /** A change is handled once nothing more happened for this long... */
 export const QUIET_MS = 250;
@@ -67,13 +74,15 @@ function remoteFileSystem(root: string): string | undefined {
 }
 
 export interface LiveCatalog {
-  /** Resolves once every root is watched or polled (stderr has said which). */
+  /** Resolves once every root is watched, polled or waited for (stderr has said which). */
   ready: Promise<void>;
   close(): void;
 }
 
+const errorText = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+
 export function startLiveCatalog(catalog: Catalog, settings: WatchSettings, warn: (message: string) => void): LiveCatalog {
-  const roots = catalog.realRoots;
+  const roots = catalog.roots;
   if (settings.mode === 'off' || roots.length === 0) {
     if (settings.mode === 'off') warn('SKILL_MCP_WATCH=off: the skill folders were scanned once; restart the server to see changes');
     return { ready: Promise.resolve(), close: () => undefined };
@@ -88,7 +97,7 @@ export function startLiveCatalog(catalog: Catalog, settings: WatchSettings, warn
     quiet = latest = undefined;
     const paths = [...pending];
     pending.clear();
-    if (paths.length > 0 && !closed) void catalog.update({ paths }).catch((error: unknown) => warn(`catalog update failed: ${error instanceof Error ? error.message : String(error)}`));
+    if (paths.length > 0 && !closed) void catalog.update({ paths }).catch((error: unknown) => warn(`catalog update failed: ${errorText(error)}`));
   };
   const onPath = (path: string): void => {
     pending.add(path);
@@ -98,6 +107,7 @@ export function startLiveCatalog(catalog: Catalog, settings: WatchSettings, warn
   };
 
   const watchers: TreeWatcher[] = [];
+  const waiting: (() => void)[] = [];
   const polled = new Set<number>();
   let timer: NodeJS.Timeout | undefined;
   const poll = (index: number, why: string): void => {
@@ -110,37 +120,104 @@ export function startLiveCatalog(catalog: Catalog, settings: WatchSettings, warn
       busy = true;
       void catalog
         .update({ roots: polled })
-        .catch((error: unknown) => warn(`catalog rescan failed: ${error instanceof Error ? error.message : String(error)}`))
+        .catch((error: unknown) => warn(`catalog rescan failed: ${errorText(error)}`))
         .finally(() => (busy = false));
     }, settings.pollSeconds * 1000);
     timer.unref();
   };
 
+  /**
+   * Watches root `index` at `real`, or polls it when it cannot be watched. `changedSince`: when the
+   * scan of this root began; what changed since and before its folders were watched is caught up.
+   * Resolves with the folders watched (0 when polled).
+   */
+  const watchRoot = async (index: number, real: string, changedSince: number): Promise<number> => {
+    const remote = remoteFileSystem(real);
+    if (remote) {
+      poll(index, `on ${remote}, where changes made on other machines raise no change events`);
+      return 0;
+    }
+    const watcher = new TreeWatcher(real, onPath);
+    try {
+      await watcher.start(changedSince);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      poll(index, code === 'ENOSPC' ? 'cannot be watched: the inotify watches of this user are used up (raise fs.inotify.max_user_watches)' : `cannot be watched (${code ?? 'error'})`);
+      return 0;
+    }
+    if (closed) {
+      watcher.close();
+      return 0;
+    }
+    watchers.push(watcher);
+    return watcher.size;
+  };
+
+  /**
+   * A root missing at start: its nearest existing parent is watched, and it is looked for every
+   * poll interval too (a parent on a network mount raises no event). Once it is a folder it is
+   * scanned (the update announces its skills) and watched from then on.
+   */
+  const waitFor = (index: number): void => {
+    const label = rootLabel(roots[index]!);
+    let found = false;
+    let checking = false;
+    const check = (): void => {
+      if (closed || found || checking) return;
+      if (!isDirectory(roots[index]!)) {
+        parent.retarget();
+        return;
+      }
+      checking = true;
+      const since = Date.now();
+      void catalog
+        .update({ roots: [index] })
+        .then(async () => {
+          const real = catalog.realRoots[index];
+          // Gone again before it could be scanned: keep waiting.
+          if (real === undefined || closed) return;
+          found = true;
+          stop();
+          const folders = await watchRoot(index, real, since);
+          if (folders > 0) warn(`${label}: appeared; its skills are served, and its ${folders} folders watched for changes`);
+        })
+        .catch((error: unknown) => warn(`catalog rescan failed: ${errorText(error)}`))
+        .finally(() => (checking = false));
+    };
+    const parent = new ParentWatcher(resolve(roots[index]!), check);
+    const interval = setInterval(check, settings.pollSeconds * 1000);
+    interval.unref();
+    const stop = (): void => {
+      parent.close();
+      clearInterval(interval);
+    };
+    waiting.push(stop);
+    parent.retarget();
+    warn(`${label}: not there (yet); served as soon as it appears (its parent folder is watched, and it is looked for every ${settings.pollSeconds} s: SKILL_MCP_WATCH_POLL_SECONDS)`);
+    // It may have appeared between the scan and now.
+    check();
+  };
+
   const ready = (async () => {
     let folders = 0;
-    for (const [index, root] of roots.entries()) {
+    let watched = 0;
+    for (const [index] of roots.entries()) {
       if (settings.mode === 'poll') {
+        // A missing root is looked for at each rescan (discovery runs each time).
         poll(index, 'SKILL_MCP_WATCH=poll');
         continue;
       }
-      const remote = remoteFileSystem(root);
-      if (remote) {
-        poll(index, `on ${remote}, where changes made on other machines raise no change events`);
+      const real = catalog.realRoots[index];
+      if (real === undefined) {
+        waitFor(index);
         continue;
       }
-      const watcher = new TreeWatcher(root, onPath);
-      try {
-        await watcher.start();
-      } catch (error) {
-        const code = (error as NodeJS.ErrnoException).code;
-        poll(index, code === 'ENOSPC' ? 'cannot be watched: the inotify watches of this user are used up (raise fs.inotify.max_user_watches)' : `cannot be watched (${code ?? 'error'})`);
-        continue;
-      }
-      if (closed) return watcher.close();
-      watchers.push(watcher);
-      folders += watcher.size;
+      const added = await watchRoot(index, real, catalog.scanStartedAt);
+      if (closed) return;
+      if (added > 0) watched++;
+      folders += added;
     }
-    if (watchers.length > 0) warn(`watching ${watchers.length === roots.length ? 'the skill folders' : `${watchers.length} of ${roots.length} skill roots`} for changes (${folders} folders)`);
+    if (watched > 0) warn(`watching ${watched === roots.length ? 'the skill folders' : `${watched} of ${roots.length} skill roots`} for changes (${folders} folders)`);
   })();
 
   return {
@@ -151,6 +228,7 @@ export function startLiveCatalog(catalog: Catalog, settings: WatchSettings, warn
       clearTimeout(latest);
       clearInterval(timer);
       for (const watcher of watchers) watcher.close();
+      for (const stop of waiting) stop();
     },
   };
 }

@@ -11,15 +11,33 @@
  * and is used as is.
  *
  * Folders that appear are watched as they are seen; folders that go (deleted, renamed) are
- * unwatched, so a moved folder never reports under its old path. Hidden entries are not served,
+ * unwatched, so a moved folder never reports under its old path.
+ *
+ * The initial walk can also catch up (`start(changedSince)`): a change made after the tree was
+ * scanned but before its folder's watch was set up raises no event, so each folder and each visible
+ * entry in it is `lstat`ed as its watch is set up, and one changed (ctime or mtime) since the scan
+ * began is reported like an event. docs/live-catalog.md has the reasoning and the cost. Hidden entries are not served,
  * so their changes are ignored and hidden folders are not watched. Links are not followed: a
  * linked skill's target lies inside its root (shared/discover.ts), where it is watched anyway.
  */
-import { lstatSync, readdirSync, watch, type FSWatcher } from 'node:fs';
-import { join, sep } from 'node:path';
+import { lstatSync, readdirSync, statSync, watch, type Dirent, type FSWatcher } from 'node:fs';
+import { dirname, join, sep } from 'node:path';
 
 /** How long one slice of the initial walk may hold the event loop. */
 const SETUP_SLICE_MS = 4;
+/**
+ * File times come from the kernel's coarse clock (a tick, 1-10 ms, behind `Date.now()`), so a
+ * change just after the scan began may carry a time a little before it.
+ */
+const CLOCK_SLACK_MS = 50;
+/** On a file system that keeps whole seconds (ext3, HFS+; FAT keeps 2 s), the time is rounded down this far. */
+const COARSE_SLACK_MS = 2000;
+
+/** Whether `info` says the entry changed at or after `since` (ms since the epoch). */
+function changedSince(info: { ctimeMs: number; mtimeMs: number }, since: number): boolean {
+  const at = Math.max(info.ctimeMs, info.mtimeMs);
+  return at >= since - (at % 1000 === 0 ? COARSE_SLACK_MS : CLOCK_SLACK_MS);
+}
 
 export class TreeWatcher {
   #watchers = new Map<string, FSWatcher>();
@@ -43,11 +61,16 @@ export class TreeWatcher {
    * Watches every folder of the tree, a few ms at a time. Rejects with the system's error when a
    * folder cannot be watched (`ENOSPC`: the user's inotify watches are used up); nothing is left
    * watched then.
+   *
+   * @param changedSince when the tree's scan began (`Date.now()`): what changed since then and
+   *   before its folder was watched is reported through `onPath` (the catch-up); omitted, nothing is.
    */
-  async start(): Promise<void> {
-    if (process.platform !== 'linux') {
+  async start(changedSince?: number): Promise<void> {
+    const linux = process.platform === 'linux';
+    // Elsewhere one recursive watch covers the tree at once; the walk is then only the catch-up.
+    if (!linux) {
       this.#add(this.root, true);
-      return;
+      if (changedSince === undefined) return;
     }
     const stack = [this.root];
     while (stack.length > 0 && !this.#closed) {
@@ -55,14 +78,34 @@ export class TreeWatcher {
       while (stack.length > 0 && performance.now() < until) {
         const dir = stack.pop()!;
         try {
-          this.#add(dir, false);
+          if (linux) this.#add(dir, false);
         } catch (error) {
           this.close();
           throw error;
         }
-        for (const child of subfolders(dir)) stack.push(child);
+        // Listed after the watch is set up: an entry added from now on raises an event, one added before is listed here.
+        const entries = visibleEntries(dir);
+        if (changedSince !== undefined) this.#catchUp(dir, entries, changedSince);
+        for (const entry of entries) if (entry.isDirectory()) stack.push(join(dir, entry.name));
       }
       if (stack.length > 0) await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+
+  /**
+   * Reports `dir` and each of its entries that changed since `since` (the watch on `dir` is already
+   * set up). Subfolders are looked at when the walk reaches them, as `dir`.
+   */
+  #catchUp(dir: string, entries: Dirent[], since: number): void {
+    for (const path of [dir, ...entries.filter((e) => !e.isDirectory()).map((e) => join(dir, e.name))]) {
+      let info;
+      try {
+        info = lstatSync(path, { throwIfNoEntry: false });
+      } catch {
+        info = undefined;
+      }
+      // Gone since it was listed: its folder changed, which its own event or the folder's time reports.
+      if (info !== undefined && changedSince(info, since)) this.onPath(path);
     }
   }
 
@@ -136,13 +179,80 @@ export class TreeWatcher {
   }
 }
 
-/** The visible, real (not linked) subfolders of `dir`; none when it cannot be read. */
-function subfolders(dir: string): string[] {
+/** The visible entries of `dir` (links are entries, not followed); none when it cannot be read. */
+function visibleEntries(dir: string): Dirent[] {
   try {
-    return readdirSync(dir, { withFileTypes: true })
-      .filter((e) => e.isDirectory() && !e.name.startsWith('.'))
-      .map((e) => join(dir, e.name));
+    return readdirSync(dir, { withFileTypes: true }).filter((e) => !e.name.startsWith('.'));
   } catch {
     return [];
+  }
+}
+
+/** The visible, real (not linked) subfolders of `dir`; none when it cannot be read. */
+function subfolders(dir: string): string[] {
+  return visibleEntries(dir)
+    .filter((e) => e.isDirectory())
+    .map((e) => join(dir, e.name));
+}
+
+/**
+ * Waits for a folder that does not exist yet (a configured root missing at start): watches its
+ * nearest existing parent, non-recursively, and calls `check` at every change there. `check`
+ * decides whether the folder is there now; if not, {@link retarget} moves the watch down to the
+ * next parent that appeared (or up, if the watched one went).
+ */
+export class ParentWatcher {
+  #watcher: FSWatcher | undefined;
+  #at: string | undefined;
+  #closed = false;
+
+  constructor(
+    private readonly target: string,
+    private readonly check: () => void,
+  ) {}
+
+  /** The folder watched now (undefined when none could be). */
+  get watching(): string | undefined {
+    return this.#at;
+  }
+
+  retarget(): void {
+    if (this.#closed) return;
+    let at = dirname(this.target);
+    while (!isDirectory(at) && dirname(at) !== at) at = dirname(at);
+    if (at === this.#at && this.#watcher !== undefined) return;
+    this.#watcher?.close();
+    this.#watcher = undefined;
+    this.#at = at;
+    try {
+      const watcher = watch(at, { persistent: false }, () => this.check());
+      watcher.on('error', () => {
+        // The parent itself went: look again from higher up.
+        watcher.close();
+        if (this.#watcher === watcher) this.#watcher = undefined;
+        this.check();
+      });
+      this.#watcher = watcher;
+      // What appeared between the look and the watch raised no event here: look once more.
+      setImmediate(() => this.check()).unref();
+    } catch {
+      // Not watchable (permissions, out of watches): the caller's periodic check still finds the folder.
+      this.#at = undefined;
+    }
+  }
+
+  close(): void {
+    this.#closed = true;
+    this.#watcher?.close();
+    this.#watcher = undefined;
+  }
+}
+
+/** Whether `path` is a folder now (through links: a root may be reached through one). */
+export function isDirectory(path: string): boolean {
+  try {
+    return statSync(path, { throwIfNoEntry: false })?.isDirectory() === true;
+  } catch {
+    return false;
   }
 }

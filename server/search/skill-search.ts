@@ -8,6 +8,7 @@
  */
 import MiniSearch from 'minisearch';
 import { stemmer } from 'stemmer';
+import { RankedIndex } from './ranked-index.js';
 import { SkillMcpError } from '../../shared/errors.js';
 import type { SkillRecord } from '../catalog/skill.js';
 
@@ -32,7 +33,7 @@ export interface SearchHit {
   score: number;
 }
 
-interface IndexedSkill {
+export interface IndexedSkill {
   id: string;
   nameWords: string;
   description: string;
@@ -52,7 +53,7 @@ export function searchTerms(text: string): string[] {
   return tokenize(text).map((t) => (t === '' ? null : processTerm(t))).filter((t): t is string => t !== null && t !== '');
 }
 
-function documentOf(record: SkillRecord): IndexedSkill {
+export function documentOf(record: SkillRecord): IndexedSkill {
   return {
     id: record.name,
     // "pdf-forms" is found as "pdf" and "forms".
@@ -76,8 +77,9 @@ export function checkQuery(query: string): string {
   return trimmed;
 }
 
-export class SkillSearch {
-  #index = new MiniSearch<IndexedSkill>({
+/** The index `skill_search` ranks with (exported for the test that checks it against MiniSearch#search). */
+export function createSkillIndex(): RankedIndex<IndexedSkill> {
+  return new RankedIndex<IndexedSkill>({
     fields: ['nameWords', 'description', 'details'],
     storeFields: [],
     processTerm,
@@ -89,6 +91,10 @@ export class SkillSearch {
       combineWith: 'OR',
     },
   });
+}
+
+export class SkillSearch {
+  #index = createSkillIndex();
   /** Changes not yet in the index: a record to (re)index, or null to remove. */
   #pending = new Map<string, SkillRecord | null>();
   #scheduled = false;
@@ -109,10 +115,9 @@ export class SkillSearch {
   search(query: string, limit: number): SearchHit[] {
     this.#apply(Number.POSITIVE_INFINITY);
     return this.#index
-      .search(query)
-      .slice(0, limit)
+      .top(query, limit)
       .map((hit) => {
-        const record = this.#records.get(hit.id as string)!;
+        const record = this.#records.get(hit.id)!;
         return {
           name: record.name,
           description: record.description,
