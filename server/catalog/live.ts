@@ -12,7 +12,7 @@
  * is watched, and it is looked for every `SKILL_MCP_WATCH_POLL_SECONDS` as well): once it appears
  * it is scanned, announced and watched like the others.
  */
-import { statfsSync } from 'node:fs';
+import { statSync, statfsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { rootLabel } from '../../shared/discover.js';
 import type { Catalog } from './catalog.js';
@@ -81,6 +81,16 @@ export interface LiveCatalog {
 
 const errorText = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
+/** A folder's identity (device and inode), or undefined when it is not a folder any more. */
+function folderId(path: string): string | undefined {
+  try {
+    const stat = statSync(path);
+    return stat.isDirectory() ? `${stat.dev}:${stat.ino}` : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export function startLiveCatalog(catalog: Catalog, settings: WatchSettings, warn: (message: string) => void): LiveCatalog {
   const roots = catalog.roots;
   if (settings.mode === 'off' || roots.length === 0) {
@@ -97,7 +107,11 @@ export function startLiveCatalog(catalog: Catalog, settings: WatchSettings, warn
     quiet = latest = undefined;
     const paths = [...pending];
     pending.clear();
-    if (paths.length > 0 && !closed) void catalog.update({ paths }).catch((error: unknown) => warn(`catalog update failed: ${errorText(error)}`));
+    if (paths.length > 0 && !closed)
+      void catalog
+        .update({ paths })
+        .then(rewatchReplacedRoots)
+        .catch((error: unknown) => warn(`catalog update failed: ${errorText(error)}`));
   };
   const onPath = (path: string): void => {
     pending.add(path);
@@ -107,6 +121,8 @@ export function startLiveCatalog(catalog: Catalog, settings: WatchSettings, warn
   };
 
   const watchers: TreeWatcher[] = [];
+  /** Each watched root's watcher and the folder (device, inode) it watches. */
+  const watchedRoots = new Map<number, { watcher: TreeWatcher; id: string | undefined }>();
   const waiting: (() => void)[] = [];
   const polled = new Set<number>();
   let timer: NodeJS.Timeout | undefined;
@@ -150,8 +166,39 @@ export function startLiveCatalog(catalog: Catalog, settings: WatchSettings, warn
       return 0;
     }
     watchers.push(watcher);
+    watchedRoots.set(index, { watcher, id: folderId(real) });
     return watcher.size;
   };
+
+  /**
+   * A watched root that went away (deleted, renamed, or replaced by a new folder of the same name)
+   * leaves its watches on a folder nobody looks at: after each update, such a root's watcher is
+   * closed; a root that is gone is waited for again like one missing at start, and one replaced is
+   * watched anew (the update that saw the change already rescanned it).
+   */
+  function rewatchReplacedRoots(): void {
+    for (const [index, { watcher, id }] of [...watchedRoots]) {
+      const real = catalog.realRoots[index];
+      const now = real === undefined ? undefined : folderId(real);
+      if (closed || (now !== undefined && now === id)) continue;
+      watchedRoots.delete(index);
+      watcher.close();
+      watchers.splice(watchers.indexOf(watcher), 1);
+      if (real === undefined || now === undefined) {
+        warn(`${rootLabel(roots[index]!)}: gone; its skills are no longer served`);
+        // Rediscovered first, so skill_list names the missing root at once.
+        void catalog
+          .update({ roots: [index] })
+          .catch((error: unknown) => warn(`catalog rescan failed: ${errorText(error)}`))
+          .finally(() => closed || waitFor(index));
+      } else {
+        void catalog
+          .update({ roots: [index] })
+          .then(() => watchRoot(index, real, Date.now()))
+          .catch((error: unknown) => warn(`catalog rescan failed: ${errorText(error)}`));
+      }
+    }
+  }
 
   /**
    * A root missing at start: its nearest existing parent is watched, and it is looked for every

@@ -11,7 +11,7 @@
  *
  * Every wait is for a notification or a condition, with a generous deadline (SEEN_WITHIN_MS).
  */
-import { mkdirSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { ERAS, expectNoLeftovers, rpc, serve, skillList, tempDir, type ProblemEntry, type Served } from './harness.js';
@@ -88,6 +88,66 @@ describe.each(ERAS)('a root missing at start, $name', (era) => {
       writeSkill(staging, 'second', 'Moved in after the root appeared.');
       await counter.after(() => renameSync(join(staging, 'second'), join(root, 'second')));
       expect([...(await descriptions(served.client)).keys()].sort()).toEqual(['arrived', 'second']);
+    } finally {
+      await served.close();
+    }
+  });
+});
+
+describe.each(ERAS)('a watched root that goes away, $name', (era) => {
+  test('deleted: its skills go, the missing root is named, and a root made again under the same name is served and watched', async () => {
+    const base = tempDir('gone-root');
+    const root = join(base, 'skills');
+    mkdirSync(root);
+    writeSkill(root, 'first', 'In the root before it was deleted.');
+    const served = await serve({ SKILLS_DIR: root }, era);
+    try {
+      await served.waitForStderr(WATCHING);
+      if (era.versionNegotiation) await served.client.listen({ resourcesListChanged: true, promptsListChanged: true });
+      const counter = new ChangeCounter(served.client);
+
+      await counter.after(() => rmSync(root, { recursive: true }));
+      await counter.until(async () => (await descriptions(served.client)).size === 0, 'the deleted root\'s skills gone');
+      await served.waitForStderr(/skills: gone; its skills are no longer served/);
+      await counter.until(async () => (await skillList(served.client)).problems.some((p) => p.path === 'skills' && p.reason === 'root-unreadable'), 'the missing root named');
+
+      // The old watches were on the deleted folder: only a new watch sees the new one.
+      await counter.after(() => {
+        mkdirSync(root);
+        writeSkill(root, 'again', 'In the root made again.');
+      });
+      await counter.until(async () => (await descriptions(served.client)).has('again'), 'the skill of the root made again');
+      await served.waitForStderr(/skills: appeared; its skills are served/);
+      const staging = tempDir('staging');
+      writeSkill(staging, 'later', 'Moved into the root made again.');
+      await counter.after(() => renameSync(join(staging, 'later'), join(root, 'later')));
+      expect([...(await descriptions(served.client)).keys()].sort()).toEqual(['again', 'later']);
+    } finally {
+      await served.close();
+    }
+  });
+
+  test('replaced by another folder of the same name (a rename over it): the new folder is watched', async () => {
+    const base = tempDir('replaced-root');
+    const root = join(base, 'skills');
+    mkdirSync(root);
+    writeSkill(root, 'old', 'In the folder that gets replaced.');
+    const served = await serve({ SKILLS_DIR: root }, era);
+    try {
+      await served.waitForStderr(WATCHING);
+      if (era.versionNegotiation) await served.client.listen({ resourcesListChanged: true, promptsListChanged: true });
+      const counter = new ChangeCounter(served.client);
+      const next = join(base, 'next');
+      mkdirSync(next);
+      writeSkill(next, 'new', 'In the folder that took the root\'s place.');
+      await counter.after(() => {
+        renameSync(root, join(base, 'retired'));
+        renameSync(next, root);
+      });
+      await counter.until(async () => [...(await descriptions(served.client)).keys()].join() === 'new', 'the new folder\'s skills, alone');
+      // Changes inside the new folder are seen (its own watch, not the retired folder's).
+      await counter.after(() => writeSkill(root, 'new', 'Edited in the new folder.'));
+      await counter.until(async () => (await descriptions(served.client)).get('new') === 'Edited in the new folder.', 'an edit inside the new folder');
     } finally {
       await served.close();
     }
