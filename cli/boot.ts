@@ -6,12 +6,14 @@
  * why Node 20 needs this by hand). Nothing here changes what the bundle does.
  *
  * A cache that cannot be used (missing, refused by cli/code-cache.ts, or rejected by V8 because another
- * Node.js version or other V8 flags made it) only costs time, and stderr says so in one line.
+ * Node.js version or other V8 flags made it) only costs time, and stderr says so in one line; a
+ * server run by the bundle's owner writes a fresh one when it exits (an npm install built elsewhere
+ * heals on its first run).
  * `SKILL_MCP_CODE_CACHE=off` skips it. `SKILL_MCP_CODE_CACHE_WRITE=FILE` is for build.mjs only: it
  * writes a fresh cache to FILE when the process exits.
  */
 import { createHash } from 'node:crypto';
-import { closeSync, constants, fstatSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { constants as vmConstants, Script } from 'node:vm';
@@ -19,7 +21,8 @@ import { cacheFileBytes, cacheVerdict, type FileFacts } from './code-cache.js';
 
 const BUNDLE = join(__dirname, 'skill-mcp.cjs');
 const CACHE = join(__dirname, 'skill-mcp.cache');
-const BUILD_HINT = '`npm run build` under this Node.js and these flags makes one';
+/** Said when this process cannot make a new cache itself. */
+const HEAL_HINT = "The bundle's owner gets a new one by starting the server once (or with `npm run build` in a checkout)";
 
 /**
  * V8 flags the front sets at run time (server/start.ts, server/tools/collect.ts). V8 stamps a cache
@@ -47,22 +50,25 @@ function boot(): void {
   const wrapped = `(function (exports, require, module, __filename, __dirname) {${bytes.toString('latin1')}\n})`;
 
   const writeTo = process.env['SKILL_MCP_CODE_CACHE_WRITE'];
+  const wanted = !writeTo && process.env['SKILL_MCP_CODE_CACHE'] !== 'off';
   let cachedData: Buffer | undefined;
-  if (!writeTo && process.env['SKILL_MCP_CODE_CACHE'] !== 'off') {
+  /** Why no cache is used, when one is wanted. */
+  let unused: string | undefined;
+  if (wanted) {
     let cacheFd: number | undefined;
     try {
       // O_NOFOLLOW: a link planted in place of the cache is not followed to someone else's file.
       cacheFd = openSync(CACHE, constants.O_RDONLY | constants.O_NOFOLLOW);
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
-      say(code === 'ENOENT' ? `no start-up code cache beside the bundle; starting without it (slower). ${BUILD_HINT}` : `the start-up code cache cannot be opened (${code}); starting without it`);
+      unused = code === 'ENOENT' ? 'there is none beside the bundle' : `it cannot be opened (${code})`;
     }
     if (cacheFd !== undefined) {
       const cacheFacts = facts(cacheFd);
-      const verdict = cacheFacts.isFile ? cacheVerdict(bundle, cacheFacts, readFileSync(cacheFd), digest) : cacheVerdict(bundle, cacheFacts, Buffer.alloc(0), digest);
+      const verdict = cacheVerdict(bundle, cacheFacts, cacheFacts.isFile ? readFileSync(cacheFd) : Buffer.alloc(0), digest);
       closeSync(cacheFd);
       if (verdict.use) cachedData = verdict.data;
-      else say(`the start-up code cache is not used: ${verdict.why}; starting without it`);
+      else unused = verdict.why;
     }
   }
 
@@ -70,20 +76,54 @@ function boot(): void {
   // let it load the way it would from a file. Node < 20.12 has no such loader for vm scripts.
   const importModuleDynamically = vmConstants.USE_MAIN_CONTEXT_DEFAULT_LOADER as typeof vmConstants.USE_MAIN_CONTEXT_DEFAULT_LOADER | undefined;
   const script = new Script(wrapped, { filename: BUNDLE, ...(cachedData ? { cachedData } : {}), ...(importModuleDynamically !== undefined ? { importModuleDynamically } : {}) });
-  if (cachedData && script.cachedDataRejected) say(`V8 rejected the start-up code cache (another Node.js version or other V8 flags, such as NODE_OPTIONS, made it); starting without it. ${BUILD_HINT}`);
+  if (cachedData && script.cachedDataRejected) unused = 'V8 rejected it (another Node.js version or other V8 flags, such as NODE_OPTIONS, made it)';
 
+  if (unused !== undefined) {
+    const heals = mayHeal(bundle.uid);
+    say(`the start-up code cache is not used: ${unused}; starting without it (slower). ${heals ? 'A new one is written beside the bundle when this server exits' : HEAL_HINT}`);
+    if (heals) process.on('exit', () => heal(script, digest));
+  }
   if (writeTo) {
     // Opened now: a front started as root drops to its own uid before it exits.
     const out = openSync(writeTo, 'w', 0o644);
     process.on('exit', () => {
-      for (const flag of RUNTIME_FLAG_DEFAULTS) setFlagsFromString(flag);
-      writeSync(out, cacheFileBytes(digest, script.createCachedData()));
+      writeSync(out, freshCache(script, digest));
       closeSync(out);
     });
   }
 
   const module = { exports: {} };
   (script.runInThisContext() as (...args: unknown[]) => void).call(module.exports, module.exports, require, module, BUNDLE, __dirname);
+}
+
+/** A cache of what this process compiled, stamped with the default V8 flags (see RUNTIME_FLAG_DEFAULTS). */
+function freshCache(script: Script, digest: Buffer): Buffer {
+  for (const flag of RUNTIME_FLAG_DEFAULTS) setFlagsFromString(flag);
+  return cacheFileBytes(digest, script.createCachedData());
+}
+
+/**
+ * Whether this process may replace an unusable cache when it exits, the way Python refreshes its
+ * __pycache__: only a server (the stdio or HTTP front, whose run compiles what a start needs), run
+ * by the bundle's owner, not root (a root front drops to another uid before it exits). What it
+ * writes is trusted exactly as the bundle is: its owner's file, beside it.
+ */
+function mayHeal(bundleUid: number): boolean {
+  const command = process.argv[2];
+  const uid = process.getuid?.();
+  return (command === undefined || command === '--http') && uid !== undefined && uid !== 0 && uid === bundleUid;
+}
+
+/** Writes a fresh cache beside the bundle: a private temporary file, renamed over the old one. */
+function heal(script: Script, digest: Buffer): void {
+  const temporary = `${CACHE}.${process.pid}.tmp`;
+  try {
+    writeFileSync(temporary, freshCache(script, digest), { mode: 0o644, flag: 'wx' });
+    renameSync(temporary, CACHE);
+  } catch {
+    // Not writable after all: the next start says so again, and starts the same way.
+    rmSync(temporary, { force: true });
+  }
 }
 
 boot();

@@ -59,6 +59,18 @@ function version(bin: string, env: Record<string, string> = {}, nodeFlags: strin
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
+/** A scripted stdio session (initialize, skills/list), stdin closed after it: the server answers, then exits. */
+function session(bin: string, options: { env: Record<string, string>; uid?: number; gid?: number }): { stdout: string; stderr: string } {
+  const lines = [
+    { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'code-cache-e2e', version: '0' } } },
+    { jsonrpc: '2.0', method: 'notifications/initialized' },
+    { jsonrpc: '2.0', id: 1, method: 'skills/list', params: {} },
+  ].map((m) => `${JSON.stringify(m)}\n`);
+  const r = spawnSync(process.execPath, [bin], { ...options, input: lines.join(''), encoding: 'utf8', timeout: 60_000 });
+  expect(r.status, r.stderr).toBe(0);
+  return { stdout: r.stdout, stderr: r.stderr };
+}
+
 /** The server from `bin` serves the bundled skill through the SDK client; returns its stderr. */
 async function servesThrough(bin: string, env: Record<string, string> = {}): Promise<string> {
   const transport = new StdioClientTransport({ command: process.execPath, args: [bin], env: { ...baseEnv(), SKILLS_DIR: BUNDLED_SKILLS, SKILL_MCP_WATCH: 'off', ...env }, stderr: 'pipe' });
@@ -88,19 +100,20 @@ describe('the built bin and its cache', () => {
     const at = bundle.indexOf('skill-mcp 0.1.0');
     writeFileSync(join(dist, 'skill-mcp.cjs'), `${bundle.slice(0, at)}skill-mcp 9.9.9${bundle.slice(at + 15)}`, 'latin1');
     const r = version(join(dist, 'skill-mcp.js'));
-    expect(r).toEqual({ status: 0, stdout: 'skill-mcp 9.9.9\n', stderr: 'skill-mcp: the start-up code cache is not used: it was made for another build of the bundle; starting without it\n' });
+    expect(r).toMatchObject({ status: 0, stdout: 'skill-mcp 9.9.9\n' });
+    expect(r.stderr).toMatch(/^skill-mcp: the start-up code cache is not used: it was made for another build of the bundle; starting without it \(slower\)\. [^\n]+\n$/);
   });
 
   test('planted cache: a group-writable cache is refused, and the server still serves', async () => {
     const dist = distCopy();
     chmodSync(join(dist, 'skill-mcp.cache'), 0o664);
-    expect(await servesThrough(join(dist, 'skill-mcp.js'))).toContain('skill-mcp: the start-up code cache is not used: others may write it (mode 664); starting without it\n');
+    expect(await servesThrough(join(dist, 'skill-mcp.js'))).toContain('skill-mcp: the start-up code cache is not used: others may write it (mode 664); starting without it (slower).');
   });
 
   test.skipIf(!IS_ROOT)('planted cache: a cache owned by another uid is refused (root only: chown)', () => {
     const dist = distCopy();
     chownSync(join(dist, 'skill-mcp.cache'), 40123, 40123);
-    expect(version(join(dist, 'skill-mcp.js')).stderr).toBe('skill-mcp: the start-up code cache is not used: it is owned by uid 40123, the bundle by uid 0; starting without it\n');
+    expect(version(join(dist, 'skill-mcp.js')).stderr).toMatch(/^skill-mcp: the start-up code cache is not used: it is owned by uid 40123, the bundle by uid 0; starting without it \(slower\)\./);
   });
 
   test('planted cache: a link in place of the cache is not followed', () => {
@@ -109,20 +122,56 @@ describe('the built bin and its cache', () => {
     cpSync(join(dist, 'skill-mcp.cache'), elsewhere);
     rmSync(join(dist, 'skill-mcp.cache'));
     symlinkSync(elsewhere, join(dist, 'skill-mcp.cache'));
-    expect(version(join(dist, 'skill-mcp.js'))).toMatchObject({ status: 0, stderr: 'skill-mcp: the start-up code cache cannot be opened (ELOOP); starting without it\n' });
+    expect(version(join(dist, 'skill-mcp.js'))).toMatchObject({ status: 0, stderr: expect.stringMatching(/^skill-mcp: the start-up code cache is not used: it cannot be opened \(ELOOP\); starting without it/) });
   });
 
   test('V8 flags other than the build\'s: V8 rejects the cache, the line says so, the server serves', async () => {
-    const r = version(SERVER_JS, {}, ['--max-old-space-size=512']);
+    // A copy: a server run by the owner of dist/ writes a new cache, for these flags, when it exits.
+    const bin = join(distCopy(), 'skill-mcp.js');
+    const r = version(bin, {}, ['--max-old-space-size=512']);
     expect(r.status).toBe(0);
-    expect(r.stderr).toMatch(/^skill-mcp: V8 rejected the start-up code cache \(another Node\.js version or other V8 flags/);
-    expect(await servesThrough(SERVER_JS, { NODE_OPTIONS: '--max-old-space-size=512' })).toContain('V8 rejected the start-up code cache');
+    expect(r.stderr).toMatch(/^skill-mcp: the start-up code cache is not used: V8 rejected it \(another Node\.js version or other V8 flags/);
+    expect(await servesThrough(bin, { NODE_OPTIONS: '--max-old-space-size=512' })).toContain('V8 rejected it');
+  });
+
+  test('heals: a server run by the owner of dist/ (not root) replaces a missing or stale cache when it exits, and the next start uses it', () => {
+    const owner = IS_ROOT ? { uid: 40124, gid: 40124 } : { uid: process.getuid!(), gid: process.getgid!() };
+    const dist = distCopy();
+    const home = join(dist, '..');
+    if (IS_ROOT) for (const path of [home, dist, ...['package.json', 'skill-mcp.js', 'skill-mcp.cjs', 'skill-mcp.cjs.map', 'skill-mcp.cache'].map((f) => join(dist, f))]) chownSync(path, owner.uid, owner.gid);
+    const bin = join(dist, 'skill-mcp.js');
+    const cache = join(dist, 'skill-mcp.cache');
+    // Stale: another bundle's digest in the header.
+    const stale = readFileSync(cache);
+    stale[CACHE_MAGIC.length]! ^= 0xff;
+    writeFileSync(cache, stale);
+    const asOwner = { env: { ...baseEnv(), HOME: home, TMPDIR: home, SKILL_MCP_STATE_DIR: join(home, 'state'), SKILLS_DIR: BUNDLED_SKILLS, SKILL_MCP_WATCH: 'off' }, ...(IS_ROOT ? owner : {}) };
+    for (const damage of ['stale', 'missing']) {
+      if (damage === 'missing') rmSync(cache);
+      const before = session(bin, asOwner);
+      expect(before.stdout, damage).toContain('"commit-message"');
+      expect(before.stderr, damage).toMatch(/the start-up code cache is not used: .*A new one is written beside the bundle when this server exits/);
+      // The next start uses what the last one wrote, and says nothing.
+      expect(version(bin, asOwner.env)).toEqual({ status: 0, stdout: 'skill-mcp 0.1.0\n', stderr: '' });
+      const after = session(bin, asOwner);
+      expect(after.stdout).toContain('"commit-message"');
+      expect(after.stderr).not.toContain('code cache');
+    }
+  });
+
+  test.skipIf(!IS_ROOT)('never heals as root (the front drops to its own uid first): the line says who can', () => {
+    const dist = distCopy();
+    rmSync(join(dist, 'skill-mcp.cache'));
+    const r = session(join(dist, 'skill-mcp.js'), { env: { ...baseEnv(), SKILLS_DIR: BUNDLED_SKILLS, SKILL_MCP_WATCH: 'off' } });
+    expect(r.stdout).toContain('"commit-message"');
+    expect(r.stderr).toMatch(/there is none beside the bundle; starting without it \(slower\)\. The bundle's owner gets a new one by starting the server once/);
+    expect(() => readFileSync(join(dist, 'skill-mcp.cache'))).toThrow(/ENOENT/);
   });
 
   test('a missing cache is said; SKILL_MCP_CODE_CACHE=off starts without one and says nothing', () => {
     const dist = distCopy();
     rmSync(join(dist, 'skill-mcp.cache'));
-    expect(version(join(dist, 'skill-mcp.js')).stderr).toMatch(/^skill-mcp: no start-up code cache beside the bundle; starting without it/);
+    expect(version(join(dist, 'skill-mcp.js')).stderr).toMatch(/^skill-mcp: the start-up code cache is not used: there is none beside the bundle; starting without it/);
     expect(version(join(dist, 'skill-mcp.js'), { SKILL_MCP_CODE_CACHE: 'off' })).toEqual({ status: 0, stdout: 'skill-mcp 0.1.0\n', stderr: '' });
   });
 });
