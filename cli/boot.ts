@@ -2,13 +2,13 @@
  * @module The bin, dist/skill-mcp.js: loads the one bundle (dist/skill-mcp.cjs, everything else) with
  * the V8 code cache that `npm run build` made beside it (dist/skill-mcp.cache). Compiling the bundle
  * is about half of what a start costs above Node's own: with the cache, spawn → first `skills/list`
- * on the bundled skill goes from ~135 ms to ~75 ms (bench/RESULTS.md; docs/platform-notes.md says
+ * on the bundled skill goes from ~135 ms to ~80 ms (bench/RESULTS.md; docs/platform-notes.md says
  * why Node 20 needs this by hand). Nothing here changes what the bundle does.
  *
  * A cache that cannot be used (missing, refused by cli/code-cache.ts, or rejected by V8 because another
  * Node.js version or other V8 flags made it) only costs time, and stderr says so in one line; a
- * server run by the bundle's owner writes a fresh one when it exits (an npm install built elsewhere
- * heals on its first run).
+ * server run by the bundle's owner writes a fresh one when it exits (an npm package built under
+ * another Node.js is fast from its second start).
  * `SKILL_MCP_CODE_CACHE=off` skips it. `SKILL_MCP_CODE_CACHE_WRITE=FILE` is for build.mjs only: it
  * writes a fresh cache to FILE when the process exits.
  */
@@ -111,6 +111,10 @@ function freshCache(script: Script, digest: Buffer): Buffer {
 function mayHeal(bundleUid: number): boolean {
   const command = process.argv[2];
   const uid = process.getuid?.();
+  // Node started with one of those flags itself: a cache made with them reset would be rejected at
+  // every start, and rewritten at every exit.
+  const startFlags = [...process.execArgv, ...(process.env['NODE_OPTIONS'] ?? '').split(/\s+/)];
+  if (startFlags.some((flag) => /^--(no-)?(expose[-_]gc|heap[-_]growing[-_]percent)\b/.test(flag))) return false;
   return (command === undefined || command === '--http') && uid !== undefined && uid !== 0 && uid === bundleUid;
 }
 
