@@ -6,11 +6,12 @@
  * watched (the user's inotify watches used up), is rescanned every `SKILL_MCP_WATCH_POLL_SECONDS`
  * instead, and stderr says so. `SKILL_MCP_WATCH=off` scans once at start, as before.
  *
- * Two gaps are closed (docs/live-catalog.md): the watch is set up after the start-up scan, a few ms
- * at a time, so as each folder is watched, what changed in it since the scan began is reported
- * (tree-watch.ts's catch-up); and a root missing at start is waited for (its nearest existing parent
+ * Three gaps are closed (docs/live-catalog.md): the watch is set up after the start-up scan, a few
+ * ms at a time, so as each folder is watched, what changed in it since the scan began is reported
+ * (tree-watch.ts's catch-up); a root missing at start is waited for (its nearest existing parent
  * is watched, and it is looked for every `SKILL_MCP_WATCH_POLL_SECONDS` as well): once it appears
- * it is scanned, announced and watched like the others.
+ * it is scanned, announced and watched like the others; and a watched root that is deleted is
+ * waited for again, one replaced by another folder of the same name watched anew.
  */
 import { statSync, statfsSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -120,8 +121,7 @@ export function startLiveCatalog(catalog: Catalog, settings: WatchSettings, warn
     latest ??= setTimeout(flush, MAX_WAIT_MS);
   };
 
-  const watchers: TreeWatcher[] = [];
-  /** Each watched root's watcher and the folder (device, inode) it watches. */
+  /** Each watched root's watcher (one per root) and the folder (device, inode) it watches. */
   const watchedRoots = new Map<number, { watcher: TreeWatcher; id: string | undefined }>();
   const waiting: (() => void)[] = [];
   const polled = new Set<number>();
@@ -153,6 +153,8 @@ export function startLiveCatalog(catalog: Catalog, settings: WatchSettings, warn
       poll(index, `on ${remote}, where changes made on other machines raise no change events`);
       return 0;
     }
+    // Taken before the watch: a folder swapped in while it is set up then differs, and is watched anew.
+    const id = folderId(real);
     const watcher = new TreeWatcher(real, onPath);
     try {
       await watcher.start(changedSince);
@@ -165,8 +167,7 @@ export function startLiveCatalog(catalog: Catalog, settings: WatchSettings, warn
       watcher.close();
       return 0;
     }
-    watchers.push(watcher);
-    watchedRoots.set(index, { watcher, id: folderId(real) });
+    watchedRoots.set(index, { watcher, id });
     return watcher.size;
   };
 
@@ -174,7 +175,7 @@ export function startLiveCatalog(catalog: Catalog, settings: WatchSettings, warn
    * A watched root that went away (deleted, renamed, or replaced by a new folder of the same name)
    * leaves its watches on a folder nobody looks at: after each update, such a root's watcher is
    * closed; a root that is gone is waited for again like one missing at start, and one replaced is
-   * watched anew (the update that saw the change already rescanned it).
+   * rescanned whole (the update only rescanned the paths whose events it heard) and watched anew.
    */
   function rewatchReplacedRoots(): void {
     for (const [index, { watcher, id }] of [...watchedRoots]) {
@@ -183,7 +184,6 @@ export function startLiveCatalog(catalog: Catalog, settings: WatchSettings, warn
       if (closed || (now !== undefined && now === id)) continue;
       watchedRoots.delete(index);
       watcher.close();
-      watchers.splice(watchers.indexOf(watcher), 1);
       if (real === undefined || now === undefined) {
         warn(`${rootLabel(roots[index]!)}: gone; its skills are no longer served`);
         // Rediscovered first, so skill_list names the missing root at once.
@@ -274,7 +274,7 @@ export function startLiveCatalog(catalog: Catalog, settings: WatchSettings, warn
       clearTimeout(quiet);
       clearTimeout(latest);
       clearInterval(timer);
-      for (const watcher of watchers) watcher.close();
+      for (const { watcher } of watchedRoots.values()) watcher.close();
       for (const stop of waiting) stop();
     },
   };
