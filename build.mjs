@@ -29,7 +29,7 @@ await build({
   banner: { js: "var __skillMcpBundleUrl = require('node:url').pathToFileURL(__filename).href;" },
   // koffi loads a prebuilt native addon from its own package, so it cannot be bundled; it is an
   // optionalDependency, and without it the runner skips the peer-credential check and says so
-  // (runner/peer-cred.ts). msgpackr's optional native extractor is not loaded from the bundle.
+  // (runner/requests/peer-cred.ts). msgpackr's optional native extractor is not loaded from the bundle.
   external: ['koffi'],
 });
 await build({ ...common, entryPoints: { 'skill-mcp': 'cli/boot.ts' }, outdir: 'dist', banner: { js: '#!/usr/bin/env node' } });

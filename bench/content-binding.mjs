@@ -48,7 +48,7 @@ async function skills() {
 
 async function functions(root) {
   const entry = join(work, 'entry.ts');
-  writeFileSync(entry, `export { readSkillContent } from ${JSON.stringify(join(REPO, 'shared/skill-content.ts'))};\nexport { RunCopy } from ${JSON.stringify(join(REPO, 'runner/run-copy.ts'))};\n`);
+  writeFileSync(entry, `export { readSkillContent } from ${JSON.stringify(join(REPO, 'shared/skill-content.ts'))};\nexport { RunCopy } from ${JSON.stringify(join(REPO, 'runner/workspace/run-copy.ts'))};\n`);
   const out = join(work, 'entry.mjs');
   const banner = "import { createRequire as __benchRequire } from 'node:module'; const require = __benchRequire(import.meta.url);";
   await build({ entryPoints: [entry], outfile: out, bundle: true, format: 'esm', platform: 'node', target: 'node20', logLevel: 'warning', banner: { js: banner } });

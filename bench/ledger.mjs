@@ -112,7 +112,7 @@ async function once(s, i, record) {
 }
 
 /**
- * The spend alone, 500 times each: the file ledger's syscalls (runner/ledger.ts: temp file written
+ * The spend alone, 500 times each: the file ledger's syscalls (runner/ledger/file.ts: temp file written
  * and fsynced, linked to its name, the folder fsynced) against the Redis ledger's one EVAL of
  * SET NX PX (ioredis, as the runner sends it) on each Redis.
  */

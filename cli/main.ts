@@ -43,7 +43,7 @@ async function main(argv: string[]): Promise<void> {
     case 'runner-guard':
       return (await import('../runner/guard.js')).guardMain(rest, { entry: process.argv[1]! });
     case 'audit':
-      return (await import('../runner/audit-cli.js')).auditMain(rest);
+      return (await import('../runner/audit/cli.js')).auditMain(rest);
     case 'doctor':
       return (await import('../runner/doctor.js')).doctorMain(rest);
     // Asked-for help and the version are the answer, so they go to stdout (and exit 0).

@@ -4,7 +4,7 @@
  * first needed (until then a shell holds the guard's place, so no second Node competes with the
  * front's start); it restarts if it dies and goes when the front goes, and it serves only this front:
  * the launcher makes a per-instance secret, hands it to the guard over its stdin pipe and keeps it
- * in the front's memory (runner/front-auth.ts). Started as root, the guard and the runner keep root
+ * in the front's memory (runner/requests/front-auth.ts). Started as root, the guard and the runner keep root
  * (to sandbox scripts under fresh uids). The front keeps only the variables it reads, clears its
  * environ block (so granted secret values live in the runner alone) and — started as root, in every
  * mode — drops to an unprivileged uid before it reads a single request.

@@ -6,10 +6,10 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { parseFlags, UsageError, wantsHelp } from '../shared/cli-args.js';
-import { loadPeerCredReader } from './peer-cred.js';
-import { probePlatform } from './platform.js';
-import type { Platform } from './platform.js';
-import { DEFAULT_UID_RANGE, parseUidRange, processesOfUid } from './uids.js';
+import { loadPeerCredReader } from './requests/peer-cred.js';
+import { probePlatform } from './sandbox/platform.js';
+import type { Platform } from './sandbox/platform.js';
+import { DEFAULT_UID_RANGE, parseUidRange, processesOfUid } from './uids/pool.js';
 
 export const DOCTOR_USAGE = `usage: skill-mcp doctor [--json]
   Prints the isolation a runner started here gives each script (as root and as an ordinary user),

@@ -11,8 +11,8 @@ import { z } from 'zod';
 import { parseFlags, stringFlag, UsageError, type FlagSpec } from '../shared/cli-args.js';
 import { MIN_MEMORY_BYTES } from '../shared/declaration.js';
 import { ConfigError, readValue, readVariable, refuseToStart, wholeNumber, type SettingIssue, type VariableSpec } from '../shared/settings-schema.js';
-import type { SandboxLimits } from './sandbox.js';
-import { DEFAULT_UID_RANGE, parseUidRange } from './uids.js';
+import type { SandboxLimits } from './sandbox/spawn.js';
+import { DEFAULT_UID_RANGE, parseUidRange } from './uids/pool.js';
 import { DEFAULT_RUN_QUEUE_MS, MAX_RUN_QUEUE_MS } from '../shared/limits.js';
 
 export interface RunnerOptions {
@@ -30,7 +30,7 @@ export interface RunnerOptions {
   drainMs: number;
   /** Where the front secret comes from: the guard's pipe (standalone), an operator's file, or nowhere. */
   frontSecret: { from: 'stdin' } | { from: 'file'; path: string } | undefined;
-  /** `SKILL_MCP_MAX_RUNS`: runs at once; unset (or `auto`) lets run-capacity.ts choose from the machine. */
+  /** `SKILL_MCP_MAX_RUNS`: runs at once; unset (or `auto`) lets runner/requests/capacity.ts choose from the machine. */
   maxRuns: number | undefined;
   /** `SKILL_MCP_RUNS_PER_CLIENT`: one client's share of the slots; unset: half hosted, all standalone. */
   runsPerClient: number | undefined;

@@ -1,7 +1,7 @@
 /**
  * @module The front secret of a hosted pair, read from a file by both processes (the runner's
  * `--front-secret-file`, the front's `SKILL_MCP_FRONT_SECRET_FILE`), and the shape every front
- * secret must have. Why a runner needs one: runner/front-auth.ts and SECURITY.md.
+ * secret must have. Why a runner needs one: runner/requests/front-auth.ts and SECURITY.md.
  */
 import { readFileSync, statSync } from 'node:fs';
 import { SkillMcpError } from './errors.js';

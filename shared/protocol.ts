@@ -170,7 +170,7 @@ export const refusalSchema = z.strictObject({
   message: z.string(),
   /** Only with DRAFT_CHANGED: the preview of what would run now, with a fresh token. */
   fresh: mintedSchema.optional(),
-  /** Only with BUSY from the run slots (runner/run-admission.ts): how full they were, and when to retry. */
+  /** Only with BUSY from the run slots (runner/requests/admission.ts): how full they were, and when to retry. */
   busy: busyFiguresSchema.optional(),
 });
 export type Refusal = z.infer<typeof refusalSchema>;

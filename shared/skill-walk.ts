@@ -3,7 +3,7 @@
  * its size. Hidden entries are never listed; links are followed only while they stay inside the
  * skill; anything else that cannot be served becomes a problem, never a silent gap. Shared: the
  * front's catalog lists these files and the runner copies exactly these into a run's private folder
- * (runner/skill-content.ts), so what a person can read is what an approval binds and what runs.
+ * (shared/skill-content.ts), so what a person can read is what an approval binds and what runs.
  *
  * The walk uses synchronous metadata calls on purpose: on a page-cached tree an `lstatSync` costs a
  * few microseconds, a promise round trip through the thread pool ~30 µs of main-thread time plus

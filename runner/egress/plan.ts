@@ -12,7 +12,7 @@
  */
 import { PROXY_ENV } from '../../shared/env.js';
 import type { IsolationLevel } from '../../shared/protocol.js';
-import type { Platform } from '../platform.js';
+import type { Platform } from '../sandbox/platform.js';
 import { PROXY_URL } from './bridge.js';
 
 export type EgressMode = 'none' | 'proxy' | 'unavailable' | 'unenforced';

@@ -5,7 +5,7 @@
  */
 import { chmodSync, chownSync } from 'node:fs';
 import { parseEgressList } from '../../shared/egress.js';
-import type { AuditLog } from '../audit-log.js';
+import type { AuditLog } from '../audit/log.js';
 import type { Lookup } from './policy.js';
 import { startEgressProxy } from './proxy.js';
 

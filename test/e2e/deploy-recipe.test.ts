@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { parse } from 'yaml';
 import { parseRunnerOptions } from '../../runner/options.js';
-import { parseRedisUrl } from '../../runner/redis-options.js';
+import { parseRedisUrl } from '../../runner/redis/options.js';
 import { readHttpOptions } from '../../server/http/options.js';
 import { readGrantSource } from '../../shared/grant.js';
 import { REPO, SERVER_JS, tempDir } from './harness.js';

@@ -8,9 +8,9 @@ import { spawnSync } from 'node:child_process';
 import { copyFileSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { checkAnchor } from '../../runner/audit-anchor.js';
-import type { AuditAnchor, TailEntry } from '../../runner/audit-anchor.js';
-import { lineHash } from '../../runner/audit-log.js';
+import { checkAnchor } from '../../runner/audit/anchor.js';
+import type { AuditAnchor, TailEntry } from '../../runner/audit/anchor.js';
+import { lineHash } from '../../runner/audit/log.js';
 import { BIN, prepareAndRun, startRunner, tempDir, uidRange, writeSkills } from './harness.js';
 import type { RunnerHandle } from './harness.js';
 

@@ -3,7 +3,7 @@
  * (runner liveness and the clock passed in).
  */
 import { describe, expect, it } from 'vitest';
-import { RUN_END_SLACK_MS, unfinishedRuns } from '../../runner/audit-runs.js';
+import { RUN_END_SLACK_MS, unfinishedRuns } from '../../runner/audit/runs.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00.000Z');
 const accept = (runId: string, extra: Record<string, unknown> = {}): string => JSON.stringify({ event: 'run.accept', ts: new Date(T0).toISOString(), run_id: runId, skill: 's', script: 'a.js', timeout_ms: 10_000, runner_pid: 4242, ...extra });

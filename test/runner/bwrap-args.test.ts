@@ -4,7 +4,7 @@
  * this pins the mounts that stop specific escapes.
  */
 import { describe, expect, it } from 'vitest';
-import { bwrapArgs, SKILL_MOUNT } from '../../runner/bwrap.js';
+import { bwrapArgs, SKILL_MOUNT } from '../../runner/sandbox/bwrap.js';
 import { EGRESS_SOCKET_MOUNT } from '../../runner/egress/bridge.js';
 
 const layout = { links: [{ path: '/bin', target: 'usr/bin' }], dirs: [], extra: ['/opt/node'] };

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseEgressList } from '../../shared/egress.js';
-import { AuditLog } from '../../runner/audit-log.js';
+import { AuditLog } from '../../runner/audit/log.js';
 import { classifyAddress } from '../../runner/egress/address.js';
 import { decide } from '../../runner/egress/policy.js';
 import type { Lookup } from '../../runner/egress/policy.js';

@@ -6,7 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { ipcIdsOf, removeIpcOf } from '../../runner/ipc.js';
+import { ipcIdsOf, removeIpcOf } from '../../runner/sandbox/sysv-ipc.js';
 import { isRoot } from './harness.js';
 
 const SHM = `       key      shmid perms                  size  cpid  lpid nattch   uid   gid  cuid  cgid      atime      dtime      ctime                   rss                  swap

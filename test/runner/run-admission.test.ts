@@ -1,13 +1,13 @@
 /**
- * The run slots' rules on their own (runner/run-admission.ts), where a real runner would need
+ * The run slots' rules on their own (runner/requests/admission.ts), where a real runner would need
  * dozens of held scripts to reach them: a client cannot fill the queue past its share's part and
  * push other clients out; a freed slot goes to the earliest waiter that may take it; a waiter that
  * leaves frees its place; the retry hint names the earliest end of a run the caller could use.
  * (run-slots.test.ts drives the same rules through a real runner.)
  */
 import { describe, expect, it } from 'vitest';
-import { RunAdmission } from '../../runner/run-admission.js';
-import type { Admission, Lease } from '../../runner/run-admission.js';
+import { RunAdmission } from '../../runner/requests/admission.js';
+import type { Admission, Lease } from '../../runner/requests/admission.js';
 
 const LONG_MS = 60_000;
 

@@ -1,10 +1,10 @@
 /**
- * The default number of runs at once, from the machine (runner/run-capacity.ts): never more than
+ * The default number of runs at once, from the machine (runner/requests/capacity.ts): never more than
  * its memory holds at the per-run caps, never more than its cores, never fewer than one; and the
  * per-client share, which keeps one hosted client from taking every slot.
  */
 import { describe, expect, it } from 'vitest';
-import { defaultMaxRuns, resolveCapacity } from '../../runner/run-capacity.js';
+import { defaultMaxRuns, resolveCapacity } from '../../runner/requests/capacity.js';
 
 const GiB = 1024 ** 3;
 const perRun = GiB + 256 * 1024 ** 2; // the default memory cap plus the default private /tmp

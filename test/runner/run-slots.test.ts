@@ -63,7 +63,7 @@ function acceptOf(r: RunnerHandle, arg: string): Record<string, unknown> | undef
 }
 
 const clientId = (letter: string): string => letter.repeat(32);
-/** The queue's places at a limit of one run (runner/run-admission.ts: MIN_QUEUE). */
+/** The queue's places at a limit of one run (runner/requests/admission.ts: MIN_QUEUE). */
 const QUEUE_PLACES = 16;
 
 describe('over the limit', () => {

@@ -10,7 +10,7 @@ import type { ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { processesOfUid } from '../../runner/uids.js';
+import { processesOfUid } from '../../runner/uids/pool.js';
 import { expectedLevel, hasBwrap, hasNamespaces } from '../levels.js';
 import { isRoot, prepareAndRun, runUid, startRunner, text, uidRange, writeSkills } from './harness.js';
 import type { RunnerHandle } from './harness.js';

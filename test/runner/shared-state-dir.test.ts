@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { lineHash } from '../../runner/audit-log.js';
+import { lineHash } from '../../runner/audit/log.js';
 import { auditLines, BIN, prepareAndRun, startRunner, tempDir, uidRange, writeSkills } from './harness.js';
 import type { RunnerHandle } from './harness.js';
 

@@ -9,9 +9,9 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import { SkillMcpError } from '../shared/errors.js';
-import { parseFrontSecret } from '../shared/front-secret.js';
-import { MAX_FRONT_SECRET_CHARS } from '../shared/protocol.js';
+import { SkillMcpError } from '../../shared/errors.js';
+import { parseFrontSecret } from '../../shared/front-secret.js';
+import { MAX_FRONT_SECRET_CHARS } from '../../shared/protocol.js';
 
 const SECRET_LINE_TIMEOUT_MS = 10_000;
 

@@ -11,17 +11,17 @@ import { chmodSync, chownSync, lstatSync, unlinkSync } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
 import type { Server, Socket } from 'node:net';
 import { dirname } from 'node:path';
-import { isSkillMcpError, SkillMcpError } from '../shared/errors.js';
-import { FrameCodec, MAX_REQUEST_FRAME_BYTES, MAX_RESPONSE_FRAME_BYTES } from '../shared/frame.js';
-import { mismatchMessage, viewDifferences } from '../shared/config-view.js';
-import type { ConfigView, ViewPart } from '../shared/config-view.js';
-import { PROTOCOL_VERSION, requestSchema } from '../shared/protocol.js';
-import type { RunnerRequest } from '../shared/protocol.js';
-import type { AuditLog } from './audit-log.js';
+import { isSkillMcpError, SkillMcpError } from '../../shared/errors.js';
+import { FrameCodec, MAX_REQUEST_FRAME_BYTES, MAX_RESPONSE_FRAME_BYTES } from '../../shared/frame.js';
+import { mismatchMessage, viewDifferences } from '../../shared/config-view.js';
+import type { ConfigView, ViewPart } from '../../shared/config-view.js';
+import { PROTOCOL_VERSION, requestSchema } from '../../shared/protocol.js';
+import type { RunnerRequest } from '../../shared/protocol.js';
+import type { AuditLog } from '../audit/log.js';
 import { frontSecretMatches } from './front-auth.js';
 import type { PeerCredReader } from './peer-cred.js';
 import type { RunnerService } from './service.js';
-import { ensurePrivateDir } from './state.js';
+import { ensurePrivateDir } from '../state.js';
 
 /** A connection that sends nothing for this long (and has no run pending) is closed. */
 const IDLE_MS = 30_000;

@@ -9,26 +9,26 @@
  */
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { relative } from 'node:path';
-import { skillRoots } from '../shared/config.js';
-import { parseDeclaration } from '../shared/declaration.js';
-import type { DeclaredScript } from '../shared/declaration.js';
-import { findSkillByName } from '../shared/discover.js';
-import type { DiscoveredSkill } from '../shared/discover.js';
-import { buildScriptEnv, selfGrantWarning } from '../shared/env.js';
-import type { ErrorCode } from '../shared/errors.js';
-import { parseSkillMd } from '../shared/frontmatter.js';
-import { readSkillMdFile } from '../shared/skill-md.js';
-import { grantScripts, notGrantedMessage, readGrantSource } from '../shared/grant.js';
-import type { CatalogLimits } from '../shared/limits.js';
-import { checkPathString, isHiddenPath, resolveInside } from '../shared/paths.js';
-import type { WillRun } from '../shared/protocol.js';
-import { MAX_RUN_CONTENT_BYTES, readSkillContent } from '../shared/skill-content.js';
-import type { ContentResult } from '../shared/skill-content.js';
-import type { RejectReason } from './audit-log.js';
-import { bridgeNode, egressSelfGrantWarning, planEgress } from './egress/plan.js';
-import type { EgressPlan } from './egress/plan.js';
-import type { Platform } from './platform.js';
-import { usesBwrap } from './sandbox.js';
+import { skillRoots } from '../../shared/config.js';
+import { parseDeclaration } from '../../shared/declaration.js';
+import type { DeclaredScript } from '../../shared/declaration.js';
+import { findSkillByName } from '../../shared/discover.js';
+import type { DiscoveredSkill } from '../../shared/discover.js';
+import { buildScriptEnv, selfGrantWarning } from '../../shared/env.js';
+import type { ErrorCode } from '../../shared/errors.js';
+import { parseSkillMd } from '../../shared/frontmatter.js';
+import { readSkillMdFile } from '../../shared/skill-md.js';
+import { grantScripts, notGrantedMessage, readGrantSource } from '../../shared/grant.js';
+import type { CatalogLimits } from '../../shared/limits.js';
+import { checkPathString, isHiddenPath, resolveInside } from '../../shared/paths.js';
+import type { WillRun } from '../../shared/protocol.js';
+import { MAX_RUN_CONTENT_BYTES, readSkillContent } from '../../shared/skill-content.js';
+import type { ContentResult } from '../../shared/skill-content.js';
+import type { RejectReason } from '../audit/log.js';
+import { bridgeNode, egressSelfGrantWarning, planEgress } from '../egress/plan.js';
+import type { EgressPlan } from '../egress/plan.js';
+import type { Platform } from '../sandbox/platform.js';
+import { usesBwrap } from '../sandbox/platform.js';
 
 /** Stand-ins for the sandbox's private HOME/TMPDIR, so previews name them as the run will. */
 export const SANDBOX_PLACEHOLDERS = { HOME: '(private)', TMPDIR: '(private)' } as const;
@@ -48,7 +48,7 @@ export interface RunPlan {
   interpreterPath: string;
   /**
    * The folder the run uses (cwd, or /skill inside bubblewrap) — at a run the runner's private copy
-   * of the skill (runner/run-copy.ts), else the skill's real directory — and the script's path in it.
+   * of the skill (runner/workspace/run-copy.ts), else the skill's real directory — and the script's path in it.
    */
   realDir: string;
   scriptRelative: string;
@@ -61,7 +61,7 @@ export interface RunPlan {
 
 /**
  * Where the approved bytes come from: prepare and describe read the skill in place; a run copies
- * it into a private folder (runner/run-copy.ts) and runs that copy, so what was hashed is what runs.
+ * it into a private folder (runner/workspace/run-copy.ts) and runs that copy, so what was hashed is what runs.
  */
 export interface ContentSource {
   read(skill: DiscoveredSkill): Promise<ContentResult>;

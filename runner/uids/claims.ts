@@ -9,8 +9,8 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, constants, linkSync, lstatSync, mkdirSync, openSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { SkillMcpError } from '../shared/errors.js';
-import { breakLock, pidAlive, readHeld } from './file-lock.js';
+import { SkillMcpError } from '../../shared/errors.js';
+import { breakLock, pidAlive, readHeld } from '../file-lock.js';
 
 /** tmpfs, root's, emptied at boot: claims never outlive the machine's processes. */
 export const DEFAULT_CLAIM_DIR = '/run/skill-mcp-run-uids';

@@ -18,13 +18,13 @@
  * The `sh` step runs a constant script whose only inputs are the scratch path the runner made and
  * the mount binary; the script's own argv goes through `exec "$@"` untouched.
  */
-import { buildScriptEnv } from '../shared/env.js';
+import { buildScriptEnv } from '../../shared/env.js';
 import { bwrapArgs, SANDBOX_HOME, SKILL_MOUNT } from './bwrap.js';
-import type { RunPlan } from './derive.js';
-import { bridgeArgv } from './egress/bridge.js';
-import { bridgeNode } from './egress/plan.js';
+import type { RunPlan } from '../requests/derive.js';
+import { bridgeArgv } from '../egress/bridge.js';
+import { bridgeNode } from '../egress/plan.js';
 import type { Platform } from './platform.js';
-import { UNSHARE_FLAGS } from './platform.js';
+import { UNSHARE_FLAGS, usesBwrap } from './platform.js';
 
 export interface SandboxLimits {
   /** RLIMIT_NPROC for the run uid: Node alone needs ~12 threads, each counts. */
@@ -65,11 +65,6 @@ const MOUNT_SCRIPT = [
 /** Where a proxied run's egress socket lives on the host: in its own run folder. */
 export function egressSocketPath(scratch: string): string {
   return `${scratch}/egress.sock`;
-}
-
-/** Whether a level runs the script inside bubblewrap. */
-export function usesBwrap(platform: Platform): boolean {
-  return (platform.isolation === 'namespace' || platform.isolation === 'namespace-uid') && platform.layout !== undefined;
 }
 
 /** The PATH a sandboxed script gets: only folders that exist inside (host PATHs name places it cannot see). */

@@ -13,9 +13,9 @@
  * its own and may spend the token again.
  */
 import { randomBytes } from 'node:crypto';
-import { SkillMcpError } from '../shared/errors.js';
-import type { LedgerStatus, SpendOutcome, TokenLedger } from './ledger-types.js';
-import { reasonOf, type RedisLink } from './redis-connection.js';
+import { SkillMcpError } from '../../shared/errors.js';
+import type { LedgerStatus, SpendOutcome, TokenLedger } from './types.js';
+import { reasonOf, type RedisLink } from '../redis/connection.js';
 
 /** Kept this long past expiry (as the file ledger keeps its markers): a late check never finds it gone. */
 const KEEP_PAST_EXPIRY_MS = 10 * 60_000;

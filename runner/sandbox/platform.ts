@@ -8,8 +8,8 @@
 import { spawnSync } from 'node:child_process';
 import { accessSync, constants, lstatSync, readlinkSync, realpathSync, statSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join } from 'node:path';
-import { INTERPRETERS } from '../shared/declaration.js';
-import type { IsolationLevel } from '../shared/protocol.js';
+import { INTERPRETERS } from '../../shared/declaration.js';
+import type { IsolationLevel } from '../../shared/protocol.js';
 import { bwrapArgs, SYSTEM_TOP } from './bwrap.js';
 import type { HostLayout } from './bwrap.js';
 
@@ -204,3 +204,8 @@ export function probePlatform(opts: ProbeOptions): Platform {
  * `--kill-child` ends that chain when the runner's spawn is killed.
  */
 export const UNSHARE_FLAGS = ['--mount', '--ipc', '--net', '--uts', '--pid', '--fork', '--kill-child', '--mount-proc', '--propagation', 'private'];
+
+/** Whether a level runs the script inside bubblewrap. */
+export function usesBwrap(platform: Platform): boolean {
+  return (platform.isolation === 'namespace' || platform.isolation === 'namespace-uid') && platform.layout !== undefined;
+}

@@ -7,16 +7,16 @@
  * between what was checked and what executes.
  *
  * The copy lives beside the run's scratch folder (`run-<pid>-<run id>-skill`), so a runner starting
- * after a crash removes it with the run folders (runner/scratch.ts). Files are regular files (links
+ * after a crash removes it with the run folders (runner/workspace/scratch.ts). Files are regular files (links
  * inside the skill are copied as what they point to), read-only, readable by the run uid; folders
  * belong to the runner, so no run can add to or change its copy.
  */
 import { chmodSync, closeSync, fchmodSync, mkdirSync, openSync, rmSync, writeSync, constants } from 'node:fs';
 import { join } from 'node:path';
-import type { ContentSink } from '../shared/skill-content.js';
-import { readSkillContent } from '../shared/skill-content.js';
-import type { ContentSource, DeriveContext } from './derive.js';
-import { contentLimits } from './derive.js';
+import type { ContentSink } from '../../shared/skill-content.js';
+import { readSkillContent } from '../../shared/skill-content.js';
+import type { ContentSource, DeriveContext } from '../requests/derive.js';
+import { contentLimits } from '../requests/derive.js';
 import { runFolderName } from './scratch.js';
 
 /** Folders of the copy: the runner's, traversable and readable by the run uid, writable by no run. */

@@ -5,36 +5,37 @@
  * `willRun` hashes to what the token was minted for, spends the token durably, then runs the
  * script in the sandbox; `cancel` kills a run (or takes it out of the queue) at once, only when it
  * names the run's cancel id (which the front that asked for the run chose). Several runs at once,
- * each in a slot of run-admission.ts: its own uid, namespaces, scratch, limits and audit lines.
+ * each in a slot of runner/requests/admission.ts: its own uid, namespaces, scratch, limits and audit lines.
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { chownSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import type { ErrorCode } from '../shared/errors.js';
-import { MAX_STREAM_BYTES, MAX_TIMEOUT_MS } from '../shared/limits.js';
-import type { DescribeResult, Minted, Refusal, ResultOf, RunnerRequest, WillRun } from '../shared/protocol.js';
-import { mintToken, tokenLogId, verifyToken, willRunHash } from '../shared/token.js';
-import type { AuditLog, RejectReason } from './audit-log.js';
+import type { ErrorCode } from '../../shared/errors.js';
+import { MAX_STREAM_BYTES, MAX_TIMEOUT_MS } from '../../shared/limits.js';
+import type { DescribeResult, Minted, Refusal, ResultOf, RunnerRequest, WillRun } from '../../shared/protocol.js';
+import { mintToken, tokenLogId, verifyToken, willRunHash } from '../../shared/token.js';
+import type { AuditLog, RejectReason } from '../audit/log.js';
 import { deriveRun } from './derive.js';
 import type { DeriveContext } from './derive.js';
 import { describeRunner } from './describe.js';
-import type { ScrubResult } from './hygiene.js';
-import { isSkillMcpError } from '../shared/errors.js';
-import type { SpendOutcome, TokenLedger } from './ledger-types.js';
-import { hitMemoryLimit } from './memory-limit.js';
-import { runProcess } from './run-process.js';
-import { RunCopy } from './run-copy.js';
-import { runFolderName } from './scratch.js';
-import type { RunningProcess } from './run-process.js';
-import { openRunProxy, socketPathProblem } from './egress/run-proxy.js';
-import type { RunProxy, RunProxyTotals } from './egress/run-proxy.js';
-import { buildSpawn, egressSocketPath, usesBwrap } from './sandbox.js';
-import { removeIpcOf } from './ipc.js';
-import type { SandboxLimits } from './sandbox.js';
-import { reapUid } from './uids.js';
-import type { UidPool } from './uids.js';
-import { RunAdmission } from './run-admission.js';
-import type { AdmissionLimits, BusyFigures, Lease } from './run-admission.js';
+import type { ScrubResult } from '../hygiene.js';
+import { isSkillMcpError } from '../../shared/errors.js';
+import type { SpendOutcome, TokenLedger } from '../ledger/types.js';
+import { hitMemoryLimit } from '../sandbox/memory-limit.js';
+import { runProcess } from '../sandbox/process.js';
+import { RunCopy } from '../workspace/run-copy.js';
+import { runFolderName } from '../workspace/scratch.js';
+import type { RunningProcess } from '../sandbox/process.js';
+import { openRunProxy, socketPathProblem } from '../egress/run-proxy.js';
+import type { RunProxy, RunProxyTotals } from '../egress/run-proxy.js';
+import { buildSpawn, egressSocketPath } from '../sandbox/spawn.js';
+import { usesBwrap } from '../sandbox/platform.js';
+import { removeIpcOf } from '../sandbox/sysv-ipc.js';
+import type { SandboxLimits } from '../sandbox/spawn.js';
+import { reapUid } from '../uids/pool.js';
+import type { UidPool } from '../uids/pool.js';
+import { RunAdmission } from './admission.js';
+import type { AdmissionLimits, BusyFigures, Lease } from './admission.js';
 
 export interface ServiceDeps {
   ctx: DeriveContext;

@@ -5,11 +5,11 @@
  * chain and head. URL `-` reads `SKILL_MCP_REDIS_URL` (a password in argv is visible to `ps`).
  */
 import { Redis } from 'ioredis';
-import { renderAuditLine, renderValue } from './audit-render.js';
-import { parseHead, streamKeys } from './audit-stream-keys.js';
-import { verifyStream, type StreamEntry } from './audit-stream-verify.js';
-import { clientOptions, reasonOf } from './redis-connection.js';
-import { parseRedisUrl, readRedisSettings } from './redis-options.js';
+import { renderAuditLine, renderValue } from './render.js';
+import { parseHead, streamKeys } from './stream-keys.js';
+import { verifyStream, type StreamEntry } from './stream-verify.js';
+import { clientOptions, reasonOf } from '../redis/connection.js';
+import { parseRedisUrl, readRedisSettings } from '../redis/options.js';
 
 /** How long one blocking read of `tail -f` waits before asking again. */
 const FOLLOW_BLOCK_MS = 5000;

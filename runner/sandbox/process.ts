@@ -8,7 +8,7 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import type { SpawnSpec } from './sandbox.js';
+import type { SpawnSpec } from './spawn.js';
 
 /** Past timeout + grace, how long to wait for 'exit' before returning anyway. */
 const HARD_DEADLINE_SLACK_MS = 5000;

@@ -9,7 +9,7 @@
  */
 import { closeSync, constants, fsyncSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { openPrivateFile } from './state.js';
+import { openPrivateFile } from '../state.js';
 
 export const ANCHOR_FILE = 'audit.head';
 

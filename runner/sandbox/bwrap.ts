@@ -10,7 +10,7 @@
  * minimal /dev, and size-capped tmpfs folders at /tmp (its HOME and TMPDIR) and /dev/shm. Nothing
  * else: not the person's home, not other skills, not the runner's state or sockets.
  */
-import { EGRESS_SOCKET_MOUNT } from './egress/bridge.js';
+import { EGRESS_SOCKET_MOUNT } from '../egress/bridge.js';
 
 /** Where the run's own skill folder appears inside the sandbox (read-only; the script's cwd). */
 export const SKILL_MOUNT = '/skill';

@@ -7,8 +7,8 @@
 import { execFile } from 'node:child_process';
 import { randomInt } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
-import { SkillMcpError } from '../shared/errors.js';
-import type { UidClaims } from './uid-claims.js';
+import { SkillMcpError } from '../../shared/errors.js';
+import type { UidClaims } from './claims.js';
 
 export const DEFAULT_UID_RANGE = '61184-61439';
 

@@ -4,14 +4,14 @@
  * environ was scrubbed, and per declared script whether it is granted and which variable names it
  * would get. Never values, never absolute host paths.
  */
-import type { DescribeResult, ScriptInfo } from '../shared/protocol.js';
-import { PROTOCOL_VERSION } from '../shared/protocol.js';
-import { discoverSkills } from '../shared/discover.js';
-import { skillRoots } from '../shared/config.js';
-import { grantFrom, readGrantSource } from '../shared/grant.js';
+import type { DescribeResult, ScriptInfo } from '../../shared/protocol.js';
+import { PROTOCOL_VERSION } from '../../shared/protocol.js';
+import { discoverSkills } from '../../shared/discover.js';
+import { skillRoots } from '../../shared/config.js';
+import { grantFrom, readGrantSource } from '../../shared/grant.js';
 import { contentInPlace, declaredScripts, deriveRun, findSkill } from './derive.js';
 import type { ContentSource, DeriveContext } from './derive.js';
-import type { ScrubResult } from './hygiene.js';
+import type { ScrubResult } from '../hygiene.js';
 
 /**
  * `names`: only these skills (found one by one, like a run finds its skill), so a skill_list page

@@ -7,7 +7,7 @@
 import { lstatSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 
-/** A run's scratch folder, or (`-skill`) its private copy of the skill (runner/run-copy.ts). */
+/** A run's scratch folder, or (`-skill`) its private copy of the skill (runner/workspace/run-copy.ts). */
 const RUN_FOLDER = /^run-([1-9][0-9]{0,9})-([0-9a-f]{16})(?:-skill)?$/;
 
 /** The folder name of one run of this runner. */

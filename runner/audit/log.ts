@@ -2,7 +2,7 @@
  * @module The audit log (docs/architecture.md §8): JSON lines, mode 0600, opened append-only, one line per decision.
  * Each line carries `seq` and `prev`, the sha256 of the previous line's bytes, so an edited,
  * inserted or deleted line breaks the chain at a place `skill-mcp audit verify` can name; after
- * every append the anchor (audit-anchor.ts) records the last line, so a cut-off end shows too.
+ * every append the anchor (runner/audit/anchor.ts) records the last line, so a cut-off end shows too.
  * Several runners may share one log (standalone: one runner per `skill-mcp`, one state directory),
  * so nothing about the chain is kept in memory: each append takes the state directory's audit lock
  * (file-lock.ts), reads the log's last line for `seq` and `prev`, appends, fsyncs, re-anchors and
@@ -11,11 +11,11 @@
 import { createHash } from 'node:crypto';
 import { closeSync, constants, fstatSync, fsyncSync, readSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { checkAnchor, readAnchor, writeAnchor } from './audit-anchor.js';
-import type { AnchorCheck, TailEntry } from './audit-anchor.js';
-import type { EgressRecord } from './egress/proxy.js';
-import { removeLockLeftovers, withLock } from './file-lock.js';
-import { openPrivateFile } from './state.js';
+import { checkAnchor, readAnchor, writeAnchor } from './anchor.js';
+import type { AnchorCheck, TailEntry } from './anchor.js';
+import type { EgressRecord } from '../egress/proxy.js';
+import { removeLockLeftovers, withLock } from '../file-lock.js';
+import { openPrivateFile } from '../state.js';
 
 export const GENESIS_PREV = '0'.repeat(64);
 export const AUDIT_LOCK_FILE = 'audit.lock';

@@ -3,7 +3,7 @@
  * its end against the host's head (the stream's anchor). Pure: it gets the entries and heads read
  * from Redis and says, per host, intact or where it breaks.
  */
-import { lineHash, verifyAuditText } from './audit-log.js';
+import { lineHash, verifyAuditText } from './log.js';
 
 export interface StreamEntry {
   id: string;

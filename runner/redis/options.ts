@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { SkillMcpError } from '../shared/errors.js';
+import { SkillMcpError } from '../../shared/errors.js';
 
 export interface RedisTarget {
   host: string;

@@ -1,9 +1,10 @@
 /**
  * @module The spent-token ledger's contract (docs/architecture.md §7), met by the file ledger
- * (`ledger.ts`, the default: one state directory) and the Redis ledger (`ledger-redis.ts`: every
+ * (`file.ts`, the default: one state directory) and the Redis ledger (`redis.ts`: every
  * runner sharing one Redis). The runner asks `has` before it believes a token's expiry and `spend`
  * right before a script starts; only `spend` decides.
  */
+import type { AuditLog } from '../audit/log.js';
 
 export type SpendOutcome = 'spent' | 'reused' | 'expired';
 
@@ -31,4 +32,21 @@ export interface TokenLedger {
   spend(jti: string, exp: number, nowMs: number): SpendOutcome | Promise<SpendOutcome>;
   status(): LedgerStatus;
   close(): Promise<void>;
+}
+
+/** What opening a ledger gives the runner (ledger/select.ts). */
+export interface OpenedLedger {
+  ledger: TokenLedger;
+  /** Fields for `runner.start`. */
+  startFields: Record<string, unknown>;
+  /** Lets pending work finish (at most a moment), then closes connections. */
+  close(): Promise<void>;
+}
+
+export interface LedgerContext {
+  env: Readonly<Record<string, string | undefined>>;
+  stateDir: string;
+  auditPath: string;
+  audit: AuditLog;
+  log: (message: string) => void;
 }

@@ -3,12 +3,12 @@
  * of Redis are said in the audit log and on stderr, each once; every audit line is also copied to
  * the shared stream; an unsure spend given back is recorded as `token.released`.
  */
-import { jtiLogId } from '../shared/token.js';
-import { AuditMirror } from './audit-mirror.js';
-import { RedisLedger } from './ledger-redis.js';
-import type { LedgerContext, OpenedLedger } from './ledger-select.js';
-import { RedisLink, type LinkChange } from './redis-connection.js';
-import type { RedisSettings } from './redis-options.js';
+import { jtiLogId } from '../../shared/token.js';
+import { AuditMirror } from '../audit/mirror.js';
+import { RedisLedger } from './redis.js';
+import type { LedgerContext, OpenedLedger } from './types.js';
+import { RedisLink, type LinkChange } from '../redis/connection.js';
+import type { RedisSettings } from '../redis/options.js';
 
 /** How long an orderly stop waits for the mirror's last round and the QUIT. */
 const CLOSE_WAIT_MS = 2000;

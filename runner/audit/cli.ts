@@ -13,13 +13,13 @@
  */
 import { readFileSync, realpathSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { parseFlags, stringFlag, UsageError, wantsHelp, type FlagSpec } from '../shared/cli-args.js';
-import { auditLogOf } from '../shared/state-dir.js';
-import { ANCHOR_FILE, checkAnchor, describeMismatch, readAnchor } from './audit-anchor.js';
-import type { TailEntry } from './audit-anchor.js';
-import { lineHash, verifyAuditText } from './audit-log.js';
-import { escapeControls, renderAuditLine } from './audit-render.js';
-import { isLiveRunner, unfinishedRuns } from './audit-runs.js';
+import { parseFlags, stringFlag, UsageError, wantsHelp, type FlagSpec } from '../../shared/cli-args.js';
+import { auditLogOf } from '../../shared/state-dir.js';
+import { ANCHOR_FILE, checkAnchor, describeMismatch, readAnchor } from './anchor.js';
+import type { TailEntry } from './anchor.js';
+import { lineHash, verifyAuditText } from './log.js';
+import { escapeControls, renderAuditLine } from './render.js';
+import { isLiveRunner, unfinishedRuns } from './runs.js';
 
 export const AUDIT_USAGE = `usage: skill-mcp audit verify [--head ANCHOR] [FILE]
        skill-mcp audit tail [-n N] [FILE]
@@ -111,7 +111,7 @@ export async function auditMain(argv: string[]): Promise<void> {
   if (!(Number.isSafeInteger(count) && count > 0)) return usageError('-n needs a positive whole number');
   if (redis !== undefined) {
     if (files.length > 0 || head !== undefined) return usageError('--redis reads the stream: no FILE or --head with it');
-    return (await import('./audit-redis-cli.js')).redisAuditMain(command, redis, { count, follow });
+    return (await import('./redis-cli.js')).redisAuditMain(command, redis, { count, follow });
   }
   if (follow) return usageError('-f follows the Redis stream: use it with --redis URL');
   const file = files[0] ?? auditLogOf(process.env);

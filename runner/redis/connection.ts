@@ -6,7 +6,7 @@
  * `onChange` hears every loss and every return, once each, so the runner can say so in its audit log.
  */
 import { Redis } from 'ioredis';
-import type { RedisSettings, RedisTarget } from './redis-options.js';
+import type { RedisSettings, RedisTarget } from './options.js';
 
 const RECONNECT_STEP_MS = 100;
 const RECONNECT_MAX_MS = 1000;

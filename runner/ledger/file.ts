@@ -14,9 +14,9 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, constants, fsyncSync, linkSync, lstatSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { SkillMcpError } from '../shared/errors.js';
-import type { LedgerStatus, SpendOutcome, TokenLedger } from './ledger-types.js';
-import { ensurePrivateDir, openPrivateFile, readNoFollow } from './state.js';
+import { SkillMcpError } from '../../shared/errors.js';
+import type { LedgerStatus, SpendOutcome, TokenLedger } from './types.js';
+import { ensurePrivateDir, openPrivateFile, readNoFollow } from '../state.js';
 
 /** A token id as the token schema allows it: the only thing ever used as a marker's file name. */
 const JTI = /^[A-Za-z0-9_-]{16,64}$/;
@@ -29,7 +29,7 @@ const UNREADABLE_KEEP_MS = 8 * 24 * 3600_000;
 const TEMP_KEEP_MS = 60 * 60_000;
 const LEGACY_FILE = 'spent-tokens';
 
-export type { SpendOutcome } from './ledger-types.js';
+export type { SpendOutcome } from './types.js';
 
 function fsyncDir(dir: string): void {
   const fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);

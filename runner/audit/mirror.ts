@@ -1,5 +1,5 @@
 /**
- * @module Mirrors this runner's audit log into the shared Redis stream (audit-stream-keys.ts), so
+ * @module Mirrors this runner's audit log into the shared Redis stream (runner/audit/stream-keys.ts), so
  * `skill-mcp audit tail|verify --redis` see every host. The local log stays the record: the mirror
  * reads it back and copies every line after the host's head in the stream, in order, each append
  * checked against the chain in Redis. So lines written while Redis was away (the `ledger.unavailable`
@@ -7,9 +7,9 @@
  * nothing is lost or reordered by a failed send: it is simply sent again from the log.
  */
 import { closeSync, openSync, readSync, fstatSync } from 'node:fs';
-import { lineHash } from './audit-log.js';
-import { APPEND_LUA, parseHead, streamKeys } from './audit-stream-keys.js';
-import type { RedisLink } from './redis-connection.js';
+import { lineHash } from './log.js';
+import { APPEND_LUA, parseHead, streamKeys } from './stream-keys.js';
+import type { RedisLink } from '../redis/connection.js';
 
 /** Lines sent per round trip. */
 const BATCH_LINES = 200;

@@ -4,7 +4,7 @@
  * host's own log, so its hash chain can be checked from the stream), and one hash,
  * `<prefix>audit:heads`, holding each host's last mirrored `seq sha256` — the stream's anchor.
  */
-import { GENESIS_PREV } from './audit-log.js';
+import { GENESIS_PREV } from './log.js';
 
 export function streamKeys(prefix: string): { stream: string; heads: string } {
   return { stream: `${prefix}audit`, heads: `${prefix}audit:heads` };
