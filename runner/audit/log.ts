@@ -76,6 +76,8 @@ interface Pending {
   fields: Record<string, unknown> & { event: string };
   ts: string;
   commit?: { resolve: () => void; reject: (error: Error) => void };
+  /** For `append`: resolves when the line is written, or at the first failed attempt (it then waits on). */
+  done?: () => void;
 }
 
 interface Outage {
@@ -176,12 +178,21 @@ export class AuditLog {
     if (this.#queue.length > 0) this.kick();
   }
 
-  /** Records a decision. Never throws: a line that cannot be written now waits (see the module doc). */
-  append(entry: AuditEvent): void {
-    if (this.#closed) return;
-    this.#queue.push({ fields: entry as Pending['fields'], ts: new Date().toISOString() });
-    this.trim();
-    this.kick();
+  /**
+   * Records a decision. Never throws or rejects: a line that cannot be written now waits (see the
+   * module doc). The promise resolves once it is written (and anchored), or when the first attempt
+   * failed — so an answer can follow its own line without ever hanging on a full disk.
+   */
+  append(entry: AuditEvent): Promise<void> {
+    if (this.#closed) {
+      this.warnOnce('closed', `an audit line (${entry.event}) came after the log was closed and was not written`);
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      this.#queue.push({ fields: entry as Pending['fields'], ts: new Date().toISOString(), done: resolve });
+      this.trim();
+      this.kick();
+    });
   }
 
   /**
@@ -231,6 +242,7 @@ export class AuditLog {
         continue;
       }
       this.#queue.splice(i, 1);
+      p.done?.();
       // A backlog this long means the disk cannot keep up or is gone: an outage either way.
       const outage = (this.#outage ??= { from: new Date().toISOString(), error: 'backlog', lost: 0, lostEvents: {}, delayed: 0, refused: 0 });
       outage.lost += 1;
@@ -262,10 +274,13 @@ export class AuditLog {
       this.#outage = undefined;
       this.#retryMs = RETRY_FIRST_MS;
       this.#linesWritten += written.lines;
-      for (const p of batch) p.commit?.resolve();
-      writeAnchor(this.opts.anchorPath, { v: 1, log: this.opts.path, seq: written.seq, sha256: lineHash(written.last) }).catch((error: unknown) => {
+      await writeAnchor(this.opts.anchorPath, { v: 1, log: this.opts.path, seq: written.seq, sha256: lineHash(written.last) }).catch((error: unknown) => {
         this.warnOnce('anchor', `the audit anchor ${basename(this.opts.anchorPath)} could not be written (${errnoOf(error)}); verify may report the log as ahead of it`);
       });
+      for (const p of batch) {
+        p.commit?.resolve();
+        p.done?.();
+      }
       this.afterAppend?.();
     }
   }
@@ -275,6 +290,7 @@ export class AuditLog {
     this.#outage ??= { from: new Date().toISOString(), error: code, lost: 0, lostEvents: {}, delayed: 0, refused: 0 };
     const outage = this.#outage;
     for (const p of batch) {
+      p.done?.();
       if (p.commit) {
         outage.refused += 1;
         p.commit.reject(new SkillMcpError('AUDIT_UNAVAILABLE', `the audit log cannot be written (${code}), so nothing runs: every run must be on record first. The operator must free space on (or repair) the disk holding the audit log; the runner records the gap and takes runs again by itself`, { cause: error }));

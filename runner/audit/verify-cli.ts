@@ -110,7 +110,9 @@ export async function verifyMain(file: string, flags: { publicKey?: string | und
     }
     if (verifier.failed) break;
   }
-  const r = verifier.end();
+  // The runner's own log may be empty (nothing decided yet); the anchor then says whether it was emptied.
+  const local = !standalone && !stdin && head === undefined;
+  const r = verifier.end({ allowEmpty: local });
   if (!r.ok) return fail(`BROKEN at ${where(r)}: ${r.failure!.why}`);
   for (const s of r.startFindings) {
     const [label, what] = s.state === 'truncated' ? ['TRUNCATED', 'cut off'] : ['ROLLED BACK', 'rolled back or rewritten'];
@@ -149,11 +151,13 @@ function anchorTail(r: VerifyReport, file: string, headFlag: string | undefined,
     const why = anchor === undefined ? `no anchor at ${anchorPath}` : `the anchor at ${anchorPath} is unreadable (${anchor.unreadable})`;
     // An anchor the operator named must be there: its absence may be the tampering.
     if (headFlag !== undefined) return { message: `UNVERIFIED tail: ${why}`, failed: true };
+    if (r.lines === 0) return { message: `nothing recorded yet (${why}; a runner writes its first line with its first decision)`, failed: false };
     return { message: `tail unanchored (${why}): lines deleted from the end cannot be detected`, failed: false };
   }
   if (realOrResolved(anchor.log) !== realOrResolved(file)) {
     return { message: `tail unanchored (the anchor at ${anchorPath} is for ${anchor.log}): lines deleted from the end cannot be detected`, failed: false };
   }
+  if (r.lines === 0) return checkAnchor([], anchor).state === 'truncated' ? { message: `TRUNCATED: ${describeMismatch(checkAnchor([], anchor))!} (anchor ${anchorPath})`, failed: true } : { message: 'empty', failed: true };
   const entries = [
     ...(r.watched ? [{ line: r.watched.line, seq: anchor.seq, sha256: r.watched.sha256 }] : []),
     ...(r.lastSeq !== undefined && r.lastSeq !== anchor.seq ? [{ line: r.lastLine, seq: r.lastSeq, sha256: '' }] : []),

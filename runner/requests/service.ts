@@ -77,6 +77,8 @@ interface Slot {
   proc?: RunningProcess;
   /** Its terminal line (a reject or its exit) is queued: nothing more ends it in the log. */
   ended?: boolean;
+  /** Its queued lines (awaited before its answer). */
+  lines: Promise<void>[];
 }
 
 /** The client of a front that names none (each such front's runs count as one client). */
@@ -139,7 +141,7 @@ export class RunnerService {
     const who = whoOf(req, this.deps.osUser);
     const derived = await deriveRun(this.deps.ctx, req.skill, req.script, req.args);
     if (!derived.ok) {
-      this.deps.audit.append({ event: 'run.prepare', skill: req.skill, script: req.script, refused: derived.reason, ...who });
+      await this.deps.audit.append({ event: 'run.prepare', skill: req.skill, script: req.script, refused: derived.reason, ...who });
       return refusal(derived.code, derived.message);
     }
     const minted = this.mint(derived.plan.willRun);
@@ -179,10 +181,11 @@ export class RunnerService {
 
   /** BUSY with the figures: how full the slots are, how long this run waited, when to try again. */
   private busy(req: RunRequest, slot: Slot, f: BusyFigures): { ok: false; error: Refusal } {
-    this.deps.audit.append({
+    slot.ended = true;
+    slot.lines.push(this.deps.audit.append({
       event: 'run.reject', reason: 'busy', skill: req.skill, script: req.script, run_id: slot.runId, client: slot.client, ...whoOf(req, this.deps.osUser),
       running: f.running, max_runs: f.maxRuns, queued: f.queued, client_running: f.clientRunning, client_share: f.clientShare, waited_ms: f.waitedMs,
-    });
+    }));
     const share = f.clientRunning >= f.clientShare ? `, ${f.clientRunning} of them this client's (one client may hold ${f.clientShare} at once)` : '';
     const waited = f.waitedMs > 0 ? `waited ${Math.round(f.waitedMs / 1000)} s for a free slot` : 'the queue for a slot is full';
     const message = `${f.running} of ${f.maxRuns} runs are in progress${share}, ${f.queued} waiting; ${waited}. Nothing ran and the approval still holds: ` +
@@ -195,14 +198,16 @@ export class RunnerService {
     const runId = randomBytes(8).toString('hex');
     const who = whoOf(req, this.deps.osUser);
     let ended = false;
+    // The lines this run queued: its answer goes back only once they are written (or could not be).
+    const lines: Promise<void>[] = [];
     const reject = (reason: RejectReason, code: ErrorCode, message: string, extra: { token_id?: string; error?: string } = {}): { ok: false; error: Refusal } => {
       ended = true;
-      this.deps.audit.append({ event: 'run.reject', reason, skill: req.skill, script: req.script, run_id: runId, ...extra, ...who });
+      lines.push(this.deps.audit.append({ event: 'run.reject', reason, skill: req.skill, script: req.script, run_id: runId, ...extra, ...who }));
       return refusal(code, message);
     };
     // A cancel names one run: a second run under an id in use would make it ambiguous.
     if (this.named(req.cancelId)) return reject('internal', 'BAD_REQUEST', 'a run with this cancel id is already in progress; each run needs a fresh cancel id', { error: 'cancel-id-in-use' });
-    const slot: Slot = { runId, cancelId: req.cancelId, client: req.client ?? UNNAMED_CLIENT, cancelled: false, leave: new AbortController() };
+    const slot: Slot = { runId, cancelId: req.cancelId, client: req.client ?? UNNAMED_CLIENT, cancelled: false, leave: new AbortController(), lines };
     this.runs.add(slot);
     const onAbandon = (): void => this.kill(slot);
     abandoned?.addEventListener('abort', onAbandon);
@@ -211,7 +216,7 @@ export class RunnerService {
       // Security: the wait holds nothing — the token is verified and spent only in the slot, so a
       // run refused BUSY (or cancelled while it waited) keeps its approval for later.
       const admitted = await this.admission.acquire(slot.client, slot.leave.signal, (at) => {
-        this.deps.audit.append({ event: 'run.wait', run_id: slot.runId, skill: req.skill, script: req.script, client: slot.client, running: at.running, queued: at.queued });
+        void this.deps.audit.append({ event: 'run.wait', run_id: slot.runId, skill: req.skill, script: req.script, client: slot.client, running: at.running, queued: at.queued });
       });
       if (!admitted.ok) {
         if (admitted.why === 'busy') return this.busy(req, slot, admitted.figures);
@@ -231,6 +236,7 @@ export class RunnerService {
     } finally {
       abandoned?.removeEventListener('abort', onAbandon);
       this.runs.delete(slot);
+      await Promise.all(lines);
     }
   }
 
@@ -278,7 +284,7 @@ export class RunnerService {
       // The fresh preview is a prepare of its own: its token is on record like any other.
       const fresh = this.mint(plan.willRun);
       const freshClaims = verifyToken(deps.key, fresh.confirmToken, Date.now(), deps.ttlMs);
-      deps.audit.append({ event: 'run.prepare', skill: req.skill, script: req.script, ...(freshClaims.ok ? { token_id: tokenLogId(freshClaims.claims) } : {}), will_run_sha256: willRunHash(plan.willRun), draft_changed: true, ...whoOf({ ...req, type: 'prepare' } as PrepareRequest, deps.osUser) });
+      slot.lines.push(deps.audit.append({ event: 'run.prepare', skill: req.skill, script: req.script, ...(freshClaims.ok ? { token_id: tokenLogId(freshClaims.claims) } : {}), will_run_sha256: willRunHash(plan.willRun), draft_changed: true, ...whoOf({ ...req, type: 'prepare' } as PrepareRequest, deps.osUser) }));
       return { ok: false, error: { code: 'DRAFT_CHANGED', message: 'what would run differs from what this token was approved for; show the fresh preview and confirm again', fresh } };
     }
     if (slot.cancelled) return reject('cancelled', 'CANCELLED', 'the run was cancelled before it started', { token_id: tokenId });
@@ -349,14 +355,14 @@ export class RunnerService {
       const egressTotals: RunProxyTotals | undefined = await proxy?.close();
       proxy = undefined;
       slot.ended = true;
-      deps.audit.append({
+      slot.lines.push(deps.audit.append({
         event: 'run.exit', run_id: slot.runId, exit_code: o.exitCode, signal: o.signal, ended: o.ending, duration_ms: o.durationMs,
         stdout_bytes: o.stdoutBytes, stderr_bytes: o.stderrBytes, stdout_sha256: o.stdoutSha256, stderr_sha256: o.stderrSha256,
         truncated: o.truncated, leftovers_killed: leftovers.killed, leftovers_remaining: leftovers.remaining,
         ...(ipcRemoved > 0 ? { ipc_removed: ipcRemoved } : {}),
         ...(egressTotals ?? {}),
         ...(who.requester !== undefined ? { requester: who.requester } : {}),
-      });
+      }));
       return {
         ok: true,
         result: {
@@ -373,7 +379,7 @@ export class RunnerService {
       if (slot.ended) throw error;
       if (!accepted) return reject('internal', code, `the run could not be started (${code}); nothing ran, but its token was spent — ask again for a fresh preview`, { token_id: tokenId, error: code });
       slot.ended = true;
-      deps.audit.append({ event: 'run.exit', run_id: slot.runId, ended: 'error', error: code, ...(who.requester !== undefined ? { requester: who.requester } : {}) });
+      slot.lines.push(deps.audit.append({ event: 'run.exit', run_id: slot.runId, ended: 'error', error: code, ...(who.requester !== undefined ? { requester: who.requester } : {}) }));
       throw error;
     } finally {
       await proxy?.close();
