@@ -217,7 +217,9 @@ export class AuditLog {
   /** Writes `runner.stop` (when this runner wrote anything) and what is queued, then closes. */
   async close(stop?: () => AuditEvent): Promise<void> {
     if (this.#closed) return;
-    if (this.#started && stop) this.append(stop());
+    if (this.#started && stop) void this.append(stop());
+    // One more attempt for what an outage left waiting, then whatever is still queued is reported.
+    this.kick();
     await this.flush();
     this.#closed = true;
     if (this.#retry) clearTimeout(this.#retry);
