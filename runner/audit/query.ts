@@ -67,7 +67,7 @@ export class AuditQuery {
     const runId = typeof l['run_id'] === 'string' ? l['run_id'] : undefined;
     if (f.run !== undefined && runId !== f.run) return;
     if (this.#byRun) {
-      const named = l['skill'] !== undefined || l['requester'] !== undefined;
+      const named = l['skill'] !== undefined;
       if (named) {
         if (f.skill !== undefined && l['skill'] !== f.skill) return;
         if (f.script !== undefined && l['script'] !== f.script) return;

@@ -136,3 +136,24 @@ describe('a copy standing alone, with the public key', () => {
     expect(prepare).toMatchObject({ requester: accept['requester'], will_run_sha256: accept['will_run_sha256'] });
   });
 });
+
+describe('audit query', () => {
+  it('filters by run, outcome, skill, subject and time; --json prints the lines themselves; a run brings its exit along', () => {
+    const log = join(runner.stateDir, 'audit.log');
+    const accept = JSON.parse(lines.find((l) => l.includes('"event":"run.accept"'))!) as Record<string, unknown>;
+    const byRun = cli(['query', log, '--run', String(accept['run_id']), '--json']);
+    expect(byRun.status).toBe(0);
+    const runLines = byRun.stdout.trim().split('\n');
+    expect(runLines.map((l) => (JSON.parse(l) as { event: string }).event)).toEqual(['run.accept', 'run.exit']);
+    expect(runLines[0]).toBe(lines.find((l) => l.includes('"event":"run.accept"')));
+    const ok = cli(['query', log, '--outcome', 'ok', '--json']).stdout.trim().split('\n');
+    expect(ok).toHaveLength(2);
+    const bySkill = cli(['query', log, '--skill', 's', '--subject', String(accept['requester']), '--json']).stdout.trim().split('\n').map((l) => (JSON.parse(l) as { event: string }).event);
+    expect(bySkill).toEqual(['run.prepare', 'run.accept', 'run.exit', 'run.prepare', 'run.accept', 'run.exit']);
+    expect(cli(['query', log, '--skill', 'other']).stdout).toBe('');
+    expect(cli(['query', log, '--since', '2999-01-01']).stdout).toBe('');
+    expect(cli(['query', log, '--until', '2000-01-01']).stdout).toBe('');
+    expect(cli(['query', log, '--since', 'yesterday'])).toMatchObject({ status: 2, stderr: expect.stringContaining('--since needs a time') });
+    expect(cli(['query', log, '--outcome', 'ok']).stdout).toMatch(/#\d+ run\.exit .*exit_code=0/);
+  });
+});
