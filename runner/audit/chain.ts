@@ -3,7 +3,7 @@
  * queries: the sha256 of a line's bytes, the genesis `prev`, and reading a log's first and last
  * lines from an open fd without reading the whole file.
  */
-import { createHash } from 'node:crypto';
+import * as crypto from 'node:crypto';
 import { fstatSync, readSync } from 'node:fs';
 
 export const GENESIS_PREV = '0'.repeat(64);
@@ -12,8 +12,11 @@ const LAST_LINE_BYTES = 4096;
 /** Read back from the end when the last line has no seq (a torn line): enough for any real line. */
 const TAIL_BYTES = 256 * 1024;
 
+/** One-shot `crypto.hash` where Node has it (20.12+): several times cheaper per line than a Hash object. */
+const oneShot = (crypto as { hash?: (algorithm: string, data: string | Buffer, encoding: 'hex') => string }).hash;
+
 export function lineHash(line: string | Buffer): string {
-  return createHash('sha256').update(line).digest('hex');
+  return oneShot ? oneShot('sha256', line, 'hex') : crypto.createHash('sha256').update(line).digest('hex');
 }
 
 export function seqOf(line: string): number | undefined {

@@ -177,7 +177,9 @@ function anchorTail(r: VerifyReport, file: string, headFlag: string | undefined,
 function reportRuns(r: VerifyReport): void {
   const now = Date.now();
   let lost = false;
-  for (const [runId, run] of r.openRuns) {
+  for (const [runId, open] of r.openRuns) {
+    const a = JSON.parse(open.accept.toString('utf8')) as Record<string, unknown>;
+    const run = { file: open.file, line: open.line, ts: String(a['ts']), timeoutMs: Number(a['timeout_ms'] ?? 0), runnerPid: typeof a['runner_pid'] === 'number' ? a['runner_pid'] : undefined, skill: a['skill'], script: a['script'] };
     const what = `run ${runId} (${basename(run.file)} line ${run.line}, ${run.ts}, skill ${escapeControls(JSON.stringify(run.skill))}, script ${escapeControls(JSON.stringify(run.script))})`;
     const endBy = Date.parse(run.ts) + run.timeoutMs + RUN_END_SLACK_MS;
     const gone = run.runnerPid !== undefined && !isLiveRunner(run.runnerPid);

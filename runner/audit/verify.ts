@@ -18,7 +18,14 @@ import { headSignedBy, type SignedHead } from './signing.js';
 /** The fields a line's prefix holds, as the writer lays them out (`{"seq":…,"ts":"…","prev":"…","event":"…"`). */
 const PREFIX = /^\{"seq":(\d{1,15}),"ts":"([^"\\]{1,40})","prev":"([0-9a-f]{64})","event":"([a-z.]{1,40})"/;
 /** Events whose other fields verify reads (everything else needs only its prefix: the chain covers its bytes). */
-const READ_WHOLE = new Set(['audit.checkpoint', 'audit.segment', 'run.accept', 'run.exit', 'run.reject', 'runner.start']);
+const READ_WHOLE = new Set(['audit.checkpoint', 'audit.segment', 'runner.start']);
+/** Events whose run id verify needs (to pair each accept with its end); read by pattern, not parsed. */
+const RUN_EVENTS = new Set(['run.accept', 'run.exit', 'run.reject']);
+/**
+ * The first `"run_id":"…"` of a line. Security: a value holding that text is written escaped
+ * (`\"run_id\":\"`), so only the field itself matches.
+ */
+const RUN_ID = /"run_id":"([0-9a-f]{1,64})"/;
 
 export interface VerifyOptions {
   /** Public keys by key id; empty: signatures are not checked (reported). */
@@ -54,8 +61,8 @@ export interface VerifyReport {
   headReached: boolean;
   /** What the log says about segments before its first line. */
   startsAfter?: { previous: string; seq: number; removedByRetention: boolean };
-  /** Accepted runs with no exit or reject (run id → where its accept is). */
-  openRuns: Map<string, { file: string; line: number; ts: string; timeoutMs: number; runnerPid: number | undefined; skill: unknown; script: unknown }>;
+  /** Accepted runs with no exit or reject (run id → where its accept is, and the accept line itself). */
+  openRuns: Map<string, { file: string; line: number; accept: Buffer }>;
   /** `runner.start` lines that recorded the log cut or rolled back before them. */
   startFindings: { file: string; line: number; state: string; anchorSeq: unknown; lastSeq: unknown }[];
 }
@@ -68,12 +75,13 @@ interface Parsed {
   body?: Record<string, unknown>;
 }
 
-function parse(text: string): Parsed | undefined {
-  const m = PREFIX.exec(text);
+function parse(bytes: Buffer): Parsed | undefined {
+  // The prefix is ASCII: read from the first bytes alone; the whole line is decoded only when needed.
+  const m = PREFIX.exec(bytes.toString('latin1', 0, Math.min(bytes.length, 256)));
   if (m && !READ_WHOLE.has(m[4]!)) return { seq: Number(m[1]), ts: m[2]!, prev: m[3]!, event: m[4]! };
   let body: Record<string, unknown>;
   try {
-    body = JSON.parse(text) as Record<string, unknown>;
+    body = JSON.parse(bytes.toString('utf8')) as Record<string, unknown>;
   } catch {
     return undefined;
   }
@@ -115,7 +123,7 @@ export class ChainVerifier {
     if (!this.report.ok) return;
     this.#lineNo += 1;
     if (torn) return this.fail('the last line is incomplete (no newline): the copy was cut mid-line or a write was torn');
-    const p = parse(bytes.toString('utf8'));
+    const p = parse(bytes);
     if (p === undefined) return this.fail('not a line of this log (not JSON, or no seq and prev)');
     const r = this.report;
     const first = this.#prevSeq === undefined;
@@ -151,6 +159,12 @@ export class ChainVerifier {
       r.headReached = true;
     }
     if (p.body) this.content(p);
+    else if (RUN_EVENTS.has(p.event)) {
+      const runId = RUN_ID.exec(bytes.toString('latin1'))?.[1];
+      if (runId === undefined) return;
+      if (p.event === 'run.accept') r.openRuns.set(runId, { file: this.#file, line: this.#lineNo, accept: Buffer.from(bytes) });
+      else r.openRuns.delete(runId);
+    }
   }
 
   private content(p: Parsed): void {
@@ -170,10 +184,6 @@ export class ChainVerifier {
       r.unsigned = 0;
     } else if (p.event === 'audit.segment' && Array.isArray(b['removed'])) {
       for (const name of b['removed']) this.#removed.add(String(name));
-    } else if (p.event === 'run.accept' && typeof b['run_id'] === 'string') {
-      r.openRuns.set(b['run_id'], { file: this.#file, line: this.#lineNo, ts: p.ts, timeoutMs: Number(b['timeout_ms'] ?? 0), runnerPid: typeof b['runner_pid'] === 'number' ? b['runner_pid'] : undefined, skill: b['skill'], script: b['script'] });
-    } else if ((p.event === 'run.exit' || p.event === 'run.reject') && typeof b['run_id'] === 'string') {
-      r.openRuns.delete(b['run_id']);
     } else if (p.event === 'runner.start' && (b['audit_anchor'] === 'truncated' || b['audit_anchor'] === 'replaced')) {
       r.startFindings.push({ file: this.#file, line: this.#lineNo, state: String(b['audit_anchor']), anchorSeq: b['audit_anchor_seq'], lastSeq: b['audit_log_last_seq'] });
     }
