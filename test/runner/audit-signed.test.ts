@@ -157,3 +157,18 @@ describe('audit query', () => {
     expect(cli(['query', log, '--outcome', 'ok']).stdout).toMatch(/#\d+ run\.exit .*exit_code=0/);
   });
 });
+
+describe('docs/audit.schema.json', () => {
+  it('every line a real runner wrote validates against the schema of its event', async () => {
+    const { default: Ajv2020 } = await import('ajv/dist/2020.js');
+    const ajv = new Ajv2020({ strict: false });
+    const validate = ajv.compile(JSON.parse(readFileSync(join(import.meta.dirname, '../../docs/audit.schema.json'), 'utf8')) as object);
+    for (const line of lines) {
+      const entry = JSON.parse(line) as unknown;
+      expect({ line, ok: validate(entry), errors: validate.errors ?? null }).toMatchObject({ ok: true });
+    }
+    // And the schema is not a blank check: a wrong type is refused.
+    expect(validate({ ...(JSON.parse(lines[0]!) as object), seq: 'one' })).toBe(false);
+    expect(validate({ ...(JSON.parse(lines.find((l) => l.includes('"run.accept"'))!) as object), approval: { channel: 'telepathy' } })).toBe(false);
+  });
+});
