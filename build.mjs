@@ -3,7 +3,8 @@
 //   SDK from node_modules; the runner's, HTTP's and the tools' code stays unevaluated until a
 //   command asks for it (esbuild turns each dynamic import into a lazy initializer).
 // - dist/skill-mcp.js: the bin (cli/boot.ts), which loads that bundle with V8's code cache;
-// - dist/skill-mcp.cache: the cache, made here by one scripted session on the bundled skills.
+// - dist/skill-mcp.cache: the cache, made here by one scripted session on the bundled skills;
+// - dist/skill-mcp-runner.cjs: the privileged commands (runner, runner-guard) alone, no cache.
 // A bundle that cannot get a cache V8 accepts still builds, and says so here and at every start.
 import { build } from 'esbuild';
 import { spawn } from 'node:child_process';
@@ -30,6 +31,20 @@ await build({
   // koffi loads a prebuilt native addon from its own package, so it cannot be bundled; it is an
   // optionalDependency, and without it the runner skips the peer-credential check and says so
   // (runner/requests/peer-cred.ts). msgpackr's optional native extractor is not loaded from the bundle.
+  external: ['koffi'],
+});
+// The privileged commands' own bundle (cli/runner-entry.ts): only the runner's code, loaded
+// without a code cache, so a root runner runs no compiled code from a file beside it.
+await build({
+  ...common,
+  entryPoints: { 'skill-mcp-runner': 'cli/runner-entry.ts' },
+  outExtension: { '.js': '.cjs' },
+  outdir: 'dist',
+  sourcemap: 'linked',
+  minifyWhitespace: true,
+  minifySyntax: true,
+  define: { 'import.meta.url': '__skillMcpBundleUrl' },
+  banner: { js: "var __skillMcpBundleUrl = require('node:url').pathToFileURL(__filename).href;" },
   external: ['koffi'],
 });
 await build({ ...common, entryPoints: { 'skill-mcp': 'cli/boot.ts' }, outdir: 'dist', banner: { js: '#!/usr/bin/env node' } });

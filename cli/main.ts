@@ -39,10 +39,7 @@ async function main(argv: string[]): Promise<void> {
       return (await import('./standalone.js')).serveStandalone({ bundledSkills: BUNDLED_SKILLS, entry: process.argv[1]! });
     case '--http':
       return (await import('./standalone.js')).serveStandaloneHttp({ bundledSkills: BUNDLED_SKILLS, entry: process.argv[1]!, args: rest });
-    case 'runner':
-      return (await import('../runner/main.js')).runnerMain(rest, { bundledSkills: BUNDLED_SKILLS });
-    case 'runner-guard':
-      return (await import('../runner/guard.js')).guardMain(rest, { entry: process.argv[1]! });
+    // `runner` and `runner-guard` never reach this bundle: the bin loads their own (cli/runner-entry.ts).
     case 'audit':
       return (await import('../runner/audit/cli.js')).auditMain(rest);
     case 'doctor':

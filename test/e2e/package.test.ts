@@ -72,7 +72,7 @@ beforeAll(async () => {
 describe('npm pack, then npm install of the tarball', () => {
   test('the tarball holds the bundle, docs, LICENSE and the bundled skill; no tests and no TypeScript sources', () => {
     const { files } = packed;
-    for (const path of ['dist/skill-mcp.js', 'dist/skill-mcp.cjs', 'dist/skill-mcp.cache', 'dist/package.json', 'docs/architecture.md', 'docs/platform-notes.md', 'docs/http.md', 'LICENSE', 'README.md', 'SECURITY.md', 'skills/commit-message/SKILL.md', 'skills/commit-message/scripts/check-message.js', 'package.json']) {
+    for (const path of ['dist/skill-mcp.js', 'dist/skill-mcp.cjs', 'dist/skill-mcp-runner.cjs', 'dist/skill-mcp.cache', 'dist/package.json', 'docs/architecture.md', 'docs/platform-notes.md', 'docs/http.md', 'LICENSE', 'README.md', 'SECURITY.md', 'skills/commit-message/SKILL.md', 'skills/commit-message/scripts/check-message.js', 'package.json']) {
       expect(files, path).toContain(path);
     }
     expect(files.filter((path) => path.startsWith('test/') || path.startsWith('bench/') || path.startsWith('tools/'))).toEqual([]);
