@@ -97,11 +97,18 @@ export function inputPathsProblem(paths: readonly string[]): string | undefined 
     }
     files.set(key, path);
   }
+  const folders = new Map<string, string>();
   for (const path of paths) {
     const segments = path.split('/');
     for (let i = 1; i < segments.length; i += 1) {
-      const folder = files.get(foldKey(segments.slice(0, i).join('/')));
-      if (folder !== undefined) return `the input path ${JSON.stringify(folder)} is a file, and ${JSON.stringify(path)} needs it to be a folder; rename one`;
+      const prefix = segments.slice(0, i).join('/');
+      const key = foldKey(prefix);
+      const file = files.get(key);
+      if (file !== undefined) return `the input path ${JSON.stringify(file)} is a file, and ${JSON.stringify(path)} needs it to be a folder; rename one`;
+      // One folder, one spelling: `In/a` and `in/b` would be one folder where case is folded.
+      const spelled = folders.get(key);
+      if (spelled !== undefined && spelled !== prefix) return `the input folders ${JSON.stringify(spelled)} and ${JSON.stringify(prefix)} differ only by case or Unicode normalisation; spell the folder one way`;
+      folders.set(key, prefix);
     }
   }
   return undefined;
