@@ -38,7 +38,7 @@ export interface RunCallOptions {
 }
 
 type Args = { skill: string; script: string; args: string[] };
-/** A prepare names the inputs by digest; the run carries their bytes (docs/architecture.md §9). */
+/** A prepare names the inputs by digest; the run carries their bytes (docs/architecture.md §8, "A run's workspace"). */
 type PrepareArgs = Args & { inputs?: Inputs };
 type RunArgs = Args & { confirmToken: string; files?: { path: string; bytes: Uint8Array }[]; stdin?: Uint8Array };
 

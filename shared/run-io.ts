@@ -1,5 +1,5 @@
 /**
- * @module What a run takes in and gives back besides its argv (docs/architecture.md §9): the
+ * @module What a run takes in and gives back besides its argv (docs/architecture.md §8, "A run's workspace"): the
  * user's input files and stdin, and the limits both processes read. The front checks an input
  * list before it asks anyone; the runner checks it again, from scratch, at prepare and at run.
  * Pure: strings and numbers in, a verdict out.

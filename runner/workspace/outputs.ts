@@ -1,5 +1,5 @@
 /**
- * @module What a run leaves in its workspace (docs/architecture.md §9): every regular file it
+ * @module What a run leaves in its workspace (docs/architecture.md §8, "A run's workspace"): every regular file it
  * created or changed, read back by the runner after the run's processes are gone, up to an output
  * budget; everything else found is listed with the reason it was not read. Nothing is dropped
  * silently: a file past the budget, a link, a FIFO, a device or a socket is listed with `omitted`,

@@ -1,5 +1,5 @@
 /**
- * @module A run's workspace (docs/architecture.md §9): a fresh folder `work` inside the run's own
+ * @module A run's workspace (docs/architecture.md §8, "A run's workspace"): a fresh folder `work` inside the run's own
  * folder (runner/workspace/scratch.ts names it, so a crashed runner's successor removes it with the
  * rest), holding the input files the person approved, owned by the run's uid at the uid levels.
  * The script starts in it (bubblewrap binds it read-write at {@link WORKSPACE_MOUNT}); what it

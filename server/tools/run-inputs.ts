@@ -1,5 +1,5 @@
 /**
- * @module The input files and stdin of a `skill_run` call (docs/architecture.md §9): decoded,
+ * @module The input files and stdin of a `skill_run` call (docs/architecture.md §8, "A run's workspace"): decoded,
  * checked by the same rules the runner applies again (shared/run-io.ts), and digested. The preview
  * the person approves names each input by path, size and sha256; only the run request carries the
  * bytes, and the runner checks them against what was approved.

@@ -1,5 +1,5 @@
 /**
- * @module The output files of a run as a tool result carries them (docs/architecture.md §9): the
+ * @module The output files of a run as a tool result carries them (docs/architecture.md §8, "A run's workspace"): the
  * structured `files` list (path, size, sha256, and `omitted` with the reason for any file whose
  * bytes did not come back), and each carried file as an embedded resource
  * `skill-run://<runId>/<path>` — text when it is readable UTF-8, else a base64 blob.

@@ -157,7 +157,7 @@ async function runnerServesOther(front: FrontContext, name: string, minted: Mint
 }
 
 async function prepare(front: FrontContext, input: RunInput, decoded: DecodedInputs): Promise<Minted> {
-  // The digests only: the bytes travel once, with the run (docs/architecture.md §9).
+  // The digests only: the bytes travel once, with the run (docs/architecture.md §8, "A run's workspace").
   const answer = await front.runner.send((client) => client.prepare({ skill: input.name, script: input.script, args: input.args, ...(decoded.inputs ? { inputs: decoded.inputs } : {}) }), { idempotent: true });
   if (!answer.ok) throw new SkillMcpError(answer.error.code as never, answer.error.message);
   const differs = await runnerServesOther(front, input.name, answer.result);
