@@ -85,9 +85,10 @@ describe('a workspace per run', () => {
     expect(runFolders()).toEqual([]);
   });
 
-  it('the skill stays read-only: a script cannot write into SKILL_DIR', async () => {
+  it('the skill stays read-only: a script cannot write into SKILL_DIR (except at same-uid, where it owns its copy)', async () => {
     const answer = await run({ script: 'scripts/write-skill.py' });
-    expect(answer.value['stdout']).toMatch(/^refused \d+/);
+    // same-uid has no sandbox: the script runs as the owner of the runner's copy (SECURITY.md says so).
+    expect(answer.value['stdout']).toMatch(answer.preview['isolation'] === 'same-uid' ? /^wrote/ : /^refused \d+/);
   });
 
   it('an input changed after the approval is DRAFT_CHANGED with a fresh preview naming the new digest', async () => {
