@@ -43,7 +43,7 @@ afterAll(async () => {
 });
 
 async function call(args: Record<string, unknown>, signal?: AbortSignal): Promise<RunAnswer> {
-  const result = await served.client.callTool({ name: 'skill_run', arguments: { name: 'workspace', args: [], ...args } }, undefined, signal ? { signal } : undefined);
+  const result = await served.client.callTool({ name: 'skill_run', arguments: { name: 'workspace', args: [], ...args } }, signal ? { signal } : undefined);
   const content = result.content as ({ type: 'text'; text: string } | Resource)[];
   const text = content.filter((c) => c.type === 'text').map((c) => (c as { text: string }).text).join('');
   return { isError: result.isError === true, value: (result.structuredContent ?? JSON.parse(text)) as Record<string, unknown>, resources: content.filter((c): c is Resource => c.type === 'resource') };
@@ -214,9 +214,11 @@ describe('the workspace never outlives the result', () => {
     expect(started()).toBe(true);
     aborter.abort();
     await pending;
-    // The runner kills the run and removes its folder before it answers; the client stopped waiting at once.
+    // The runner kills the run, then removes its folder before its exit line; the client stopped waiting at once.
     const gone = Date.now() + 30_000;
-    while (runFolders().length > 0 && Date.now() < gone) await new Promise((resolve) => setTimeout(resolve, 50));
+    const exit = (): Record<string, unknown> | undefined => audit(stateDir).find((l) => l.event === 'run.exit' && l['ended'] === 'cancelled');
+    while (exit() === undefined && Date.now() < gone) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(exit(), 'the run ended as cancelled, not by its timeout').toBeDefined();
     expect(runFolders()).toEqual([]);
   });
 });
