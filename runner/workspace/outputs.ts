@@ -13,7 +13,9 @@
  * a single link on the workspace's own file system: a hard link to a file outside the workspace
  * (one the run could not read, linked where `fs.protected_hardlinks` is off) has a second link and
  * is not read. The run is over when this runs (its pid namespace is gone, or its uid was reaped),
- * so the tree no longer changes under the walk.
+ * so the tree no longer changes under the walk. At `same-uid` a process the script detached may
+ * outlive it and race the walk; that level has no sandbox at all (the script holds the runner's own
+ * rights), so the walk's checks there guard against mistakes, not against the script.
  */
 import { closeSync, constants, fstatSync, lstatSync, openSync, opendirSync, readSync } from 'node:fs';
 import type { Stats } from 'node:fs';
