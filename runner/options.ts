@@ -14,6 +14,7 @@ import { ConfigError, readValue, readVariable, refuseToStart, wholeNumber, type 
 import type { SandboxLimits } from './sandbox/spawn.js';
 import { DEFAULT_UID_RANGE, parseUidRange } from './uids/pool.js';
 import { DEFAULT_RUN_QUEUE_MS, MAX_RUN_QUEUE_MS } from '../shared/limits.js';
+import { RUN_INPUT_BYTES, RUN_OUTPUT_FILES_BYTES } from '../shared/run-io.js';
 
 export interface RunnerOptions {
   socketPath: string;
@@ -121,6 +122,8 @@ const RUNNER_VARIABLES = {
   killGraceMs: count('SKILL_MCP_KILL_GRACE_MS', 2000, 0, 60_000),
   drainMs: count('SKILL_MCP_DRAIN_MS', 500, 0, 60_000),
   runQueueMs: count('SKILL_MCP_RUN_QUEUE_MS', DEFAULT_RUN_QUEUE_MS, 0, MAX_RUN_QUEUE_MS),
+  inputBytes: RUN_INPUT_BYTES,
+  outputFilesBytes: RUN_OUTPUT_FILES_BYTES,
 } as const;
 
 /** `--max-runs` / `--runs-per-client`: a whole number, or unset (`auto` for max-runs) for the machine's default. */
@@ -184,6 +187,8 @@ export function parseRunnerOptions(argv: string[], env: Env): RunnerOptions {
     nofile: readVariable(env, RUNNER_VARIABLES.nofile, issues),
     memoryBytes: readVariable(env, RUNNER_VARIABLES.memoryBytes, issues),
     tmpBytes: readVariable(env, RUNNER_VARIABLES.tmpBytes, issues),
+    inputBytes: readVariable(env, RUNNER_VARIABLES.inputBytes, issues),
+    outputFilesBytes: readVariable(env, RUNNER_VARIABLES.outputFilesBytes, issues),
   };
   const killGraceMs = readVariable(env, RUNNER_VARIABLES.killGraceMs, issues);
   const drainMs = readVariable(env, RUNNER_VARIABLES.drainMs, issues);

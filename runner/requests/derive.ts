@@ -32,8 +32,11 @@ import type { EgressPlan } from '../egress/plan.js';
 import type { Platform } from '../sandbox/platform.js';
 import { usesBwrap } from '../sandbox/platform.js';
 
-/** Stand-ins for the sandbox's private HOME/TMPDIR, so previews name them as the run will. */
-export const SANDBOX_PLACEHOLDERS = { HOME: '(private)', TMPDIR: '(private)' } as const;
+/** Stand-ins for the sandbox's private HOME/TMPDIR and the skill's folder, so previews name them as the run will. */
+export const SANDBOX_PLACEHOLDERS = {
+  HOME: '(private)', TMPDIR: '(private)',
+  SKILL_DIR: '(the skill, read-only)',
+} as const;
 
 export interface DeriveContext {
   /** The runner's private copy of its environment (grant source and secret values). */
