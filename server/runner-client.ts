@@ -12,7 +12,7 @@ import type { ConfigView } from '../shared/config-view.js';
 import { SkillMcpError } from '../shared/errors.js';
 import { FrameCodec, MAX_REQUEST_FRAME_BYTES, MAX_RESPONSE_FRAME_BYTES } from '../shared/frame.js';
 import { anyFailureSchema, PROTOCOL_VERSION, responseSchemas } from '../shared/protocol.js';
-import type { Approval, RequestType, Response, RunnerRequest } from '../shared/protocol.js';
+import type { Approval, Inputs, RequestType, Response, RunnerRequest } from '../shared/protocol.js';
 import { MAX_RUN_QUEUE_MS, MAX_TIMEOUT_MS } from '../shared/limits.js';
 
 export interface RunnerClientOptions {
@@ -38,6 +38,9 @@ export interface RunCallOptions {
 }
 
 type Args = { skill: string; script: string; args: string[] };
+/** A prepare names the inputs by digest; the run carries their bytes (docs/architecture.md §8, "A run's workspace"). */
+type PrepareArgs = Args & { inputs?: Inputs };
+type RunArgs = Args & { confirmToken: string; files?: { path: string; bytes: Uint8Array }[]; stdin?: Uint8Array };
 
 export class RunnerClient {
   private readonly requestTimeoutMs: number;
@@ -61,7 +64,7 @@ export class RunnerClient {
   }
 
   /** Re-derives a run and mints its token: `{willRun, confirmToken, expiresAt}` or a refusal. */
-  prepare(req: Args): Promise<Response<'prepare'>> {
+  prepare(req: PrepareArgs): Promise<Response<'prepare'>> {
     return this.call('prepare', { type: 'prepare', ...req }, this.requestTimeoutMs);
   }
 
@@ -70,7 +73,7 @@ export class RunnerClient {
    * `approval`: how the person's yes arrived (the runner records it); a caller that names none
    * holds a token and nothing more, so it is the `token` channel.
    */
-  async run(req: Args & { confirmToken: string; approval?: Approval }, options: RunCallOptions = {}): Promise<Response<'run'>> {
+  async run(req: RunArgs & { approval?: Approval }, options: RunCallOptions = {}): Promise<Response<'run'>> {
     // A run may first wait for a slot (at most MAX_RUN_QUEUE_MS, then BUSY).
     const wait = (options.timeoutMs ?? MAX_TIMEOUT_MS) + MAX_RUN_QUEUE_MS + this.runSlackMs;
     // Only this front knows the id, so only it can cancel the run (other fronts may share the runner).

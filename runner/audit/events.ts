@@ -27,6 +27,13 @@ export interface RunGrant {
   declaration_from?: string;
 }
 
+/** The inputs of an accepted run (runner/workspace/workspace.ts): names, sizes and digests only. */
+export interface RunInputsAudit {
+  inputs?: { path: string; size: number; sha256: string }[];
+  stdin_bytes?: number;
+  stdin_sha256?: string;
+}
+
 export type AuditEvent =
   | { event: 'runner.start'; [key: string]: unknown }
   | { event: 'runner.stop'; pid: number; config_sha256: string; uptime_ms: number; lines: number; why: string }
@@ -34,7 +41,7 @@ export type AuditEvent =
   | ({ event: 'run.prepare'; skill: string; script: string; token_id?: string; refused?: string; will_run_sha256?: string; draft_changed?: true } & RunWho)
   | ({ event: 'run.reject'; reason: RejectReason; skill?: string; script?: string; token_id?: string; run_id?: string; client?: string; running?: number; max_runs?: number; queued?: number; client_running?: number; client_share?: number; waited_ms?: number; error?: string } & RunWho)
   | { event: 'run.wait'; run_id: string; skill: string; script: string; client: string; running: number; queued: number }
-  | ({ event: 'run.accept'; run_id: string; runner_pid: number; token_id: string; skill: string; script: string; interpreter: string; argv: string[]; env_names: string[]; timeout_ms: number; isolation: string; sandbox: string[]; memory_bytes: number; uid: number; script_sha256?: string; files_sha256?: string; will_run_sha256?: string; egress?: string[]; egress_mode?: string; client?: string; queued_ms?: number; runs_in_progress?: number } & RunWho & RunGrant)
+  | ({ event: 'run.accept'; run_id: string; runner_pid: number; token_id: string; skill: string; script: string; interpreter: string; argv: string[]; env_names: string[]; timeout_ms: number; isolation: string; sandbox: string[]; memory_bytes: number; uid: number; script_sha256?: string; files_sha256?: string; will_run_sha256?: string; egress?: string[]; egress_mode?: string; client?: string; queued_ms?: number; runs_in_progress?: number } & RunInputsAudit & RunWho & RunGrant)
   | { event: 'run.exit'; run_id: string; [key: string]: unknown }
   | ({ event: 'egress'; run_id: string } & EgressRecord)
   | { event: 'ledger.unavailable'; ledger: 'redis'; redis: string; why: string }

@@ -34,7 +34,7 @@ import { removeLockLeftovers, withLock } from '../file-lock.js';
 import { openPrivateFile } from '../state.js';
 
 export { GENESIS_PREV, lineHash } from './chain.js';
-export type { AuditEvent, RejectReason } from './events.js';
+export type { AuditEvent, RejectReason, RunInputsAudit } from './events.js';
 export const AUDIT_LOCK_FILE = 'audit.lock';
 
 /** Lines written in one batch (one lock, one write, one fsync). */

@@ -8,7 +8,7 @@
  * each in a slot of runner/requests/admission.ts: its own uid, namespaces, scratch, limits and audit lines.
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import { chownSync, mkdirSync, rmSync } from 'node:fs';
+import { chownSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ErrorCode } from '../../shared/errors.js';
 import { MAX_STREAM_BYTES, MAX_TIMEOUT_MS } from '../../shared/limits.js';
@@ -26,6 +26,11 @@ import { hitMemoryLimit } from '../sandbox/memory-limit.js';
 import { runProcess } from '../sandbox/process.js';
 import { RunCopy } from '../workspace/run-copy.js';
 import { runFolderName } from '../workspace/scratch.js';
+import { makeHome, makeWorkspace, removeRunFolder, withInputs } from '../workspace/workspace.js';
+import type { Workspace } from '../workspace/workspace.js';
+import { collectOutputs } from '../workspace/outputs.js';
+import type { Collected } from '../workspace/outputs.js';
+import { digestInputs, inputsRefusal } from '../../shared/run-io.js';
 import type { RunningProcess } from '../sandbox/process.js';
 import { openRunProxy, socketPathProblem } from '../egress/run-proxy.js';
 import type { RunProxy, RunProxyTotals } from '../egress/run-proxy.js';
@@ -112,6 +117,19 @@ function grantOf(plan: RunPlan): RunGrant {
   return { ...(plan.grantedBy ? { grant: plan.grantedBy } : {}), ...(typeof declarationFrom === 'string' ? { declaration_from: declarationFrom } : {}) };
 }
 
+/** Output files the run.exit line names at most (one line stays readable); the rest are counted. */
+const AUDIT_MAX_OUTPUTS = 1000;
+
+/** The run.exit fields for a run's output files: names, sizes, digests and why any was not carried. */
+function outputsAudit(collected: Collected): Record<string, unknown> {
+  const listed = collected.files.slice(0, AUDIT_MAX_OUTPUTS).map((f) => ({ path: f.path, size: f.size, ...(f.sha256 ? { sha256: f.sha256 } : {}), ...(f.omitted ? { omitted: f.omitted } : {}) }));
+  return {
+    outputs: listed, output_bytes: collected.bytes,
+    ...(collected.files.length > listed.length ? { outputs_not_logged: collected.files.length - listed.length } : {}),
+    ...(collected.note !== undefined ? { outputs_note: collected.note } : {}),
+  };
+}
+
 export class RunnerService {
   /** Every run from its request to its end, waiting or running. */
   private readonly runs = new Set<Slot>();
@@ -139,12 +157,19 @@ export class RunnerService {
   async prepare(req: PrepareRequest): Promise<Answer<Minted>> {
     if (this.deps.refusedWhy) return refusal(this.deps.refusedWhy.code, this.deps.refusedWhy.message);
     const who = whoOf(req, this.deps.osUser);
+    // Security: the input names are checked here too, so no preview ever shows a run that would be refused.
+    const files = req.inputs?.files ?? [];
+    const bad = inputsRefusal(files.map((f) => f.path), files.map((f) => f.size), req.inputs?.stdin?.size ?? 0, this.deps.limits.inputBytes);
+    if (bad) {
+      await this.deps.audit.append({ event: 'run.prepare', skill: req.skill, script: req.script, refused: bad.code === 'TOO_LARGE' ? 'too-large' : 'invalid-path', ...who });
+      return refusal(bad.code, bad.message);
+    }
     const derived = await deriveRun(this.deps.ctx, req.skill, req.script, req.args);
     if (!derived.ok) {
       await this.deps.audit.append({ event: 'run.prepare', skill: req.skill, script: req.script, refused: derived.reason, ...who });
       return refusal(derived.code, derived.message);
     }
-    const minted = this.mint(derived.plan.willRun);
+    const minted = this.mint(withInputs(derived.plan.willRun, req.inputs));
     const claims = verifyToken(this.deps.key, minted.confirmToken, Date.now(), this.deps.ttlMs);
     // Security: a token is handed out only once its prepare line is on disk.
     try {
@@ -271,11 +296,17 @@ export class RunnerService {
     }
     if (seen) return reject('token-reused', 'TOKEN_REUSED', REUSED, { token_id: tokenId });
     if (!verified.ok) return reject('token-expired', 'TOKEN_EXPIRED', EXPIRED, { token_id: tokenId });
+    // Security: the bytes sent now are checked from scratch and digested; the digests join the
+    // re-derived run, so an input changed since the approval is DRAFT_CHANGED like changed code.
+    const files = req.files ?? [];
+    const bad = inputsRefusal(files.map((f) => f.path), files.map((f) => f.bytes.length), req.stdin?.length ?? 0, deps.limits.inputBytes);
+    if (bad) return reject(bad.code === 'TOO_LARGE' ? 'too-large' : 'invalid-path', bad.code, bad.message, { token_id: tokenId });
+    const inputs = digestInputs(files, req.stdin);
     // Security: derived from the runner's private copy of the skill, hashed as it was written; the
     // plan runs that copy, so nothing edited in the skill folder from here on reaches the run.
     const derived = await deriveRun(deps.ctx, req.skill, req.script, req.args, undefined, copy.source(deps.ctx));
     if (!derived.ok) return reject(derived.reason, derived.code, derived.message, { token_id: tokenId });
-    const { plan } = derived;
+    const plan = { ...derived.plan, willRun: withInputs(derived.plan.willRun, inputs) };
     // Security: the token is bound to what was approved; a different skill, script, argv, env set,
     // isolation or content (script, module, data file, link, added file) now means the person has
     // not approved this run.
@@ -311,14 +342,20 @@ export class RunnerService {
     let proxy: RunProxy | undefined;
     let accepted = false;
     try {
-      // The namespace levels give the run a RAM-backed /tmp of their own; the others a folder on
-      // disk. A proxied run's folder holds its egress socket.
-      if (!usesBwrap(deps.ctx.platform) || proxied) {
-        mkdirSync(scratch, { mode: 0o700 });
-        if (uid !== undefined) chownSync(scratch, uid, uid);
+      // The run's folder holds its workspace (the cwd), at the other levels its HOME (the namespace
+      // levels give the run a RAM-backed /tmp instead), and a proxied run's egress socket.
+      mkdirSync(scratch, { mode: 0o700 });
+      if (uid !== undefined) chownSync(scratch, uid, uid);
+      let ws: Workspace;
+      let home: string;
+      try {
+        ws = makeWorkspace(scratch, uid, files);
+        home = usesBwrap(deps.ctx.platform) ? scratch : makeHome(scratch, uid);
+      } catch (error) {
+        return reject('sandbox-failed', 'INTERNAL', `the runner could not write the run's workspace (${(error as NodeJS.ErrnoException).code ?? 'error'}); nothing was run — check the scratch directory's free space`, { token_id: tokenId });
       }
       if (proxied) proxy = await openRunProxy({ socketPath: egressSocketPath(scratch), uid, entries: plan.egress.entries, audit: deps.audit, runId: slot.runId });
-      const spec = buildSpawn(plan, deps.ctx.platform, deps.ctx.env, scratch, uid, deps.limits);
+      const spec = { ...buildSpawn(plan, deps.ctx.platform, deps.ctx.env, scratch, uid, deps.limits, { workspace: ws.dir, home }), ...(req.stdin !== undefined ? { stdin: req.stdin } : {}) };
       if (spec.envNames.join('\0') !== plan.willRun.envNames.join('\0')) return reject('sandbox-failed', 'INTERNAL', 'the run environment differs from the preview; nothing was run', { token_id: tokenId });
       // Security: nothing runs whose accept line is not on disk.
       const acceptLine: AuditEvent = {
@@ -326,6 +363,8 @@ export class RunnerService {
         argv: plan.willRun.argv, env_names: spec.envNames, timeout_ms: plan.willRun.timeoutMs, isolation: plan.willRun.isolation, sandbox: plan.willRun.sandbox,
         memory_bytes: plan.willRun.memoryBytes, uid: uid ?? process.getuid!(), script_sha256: plan.willRun.content.script, files_sha256: plan.willRun.content.files,
         ...(plan.egress.entries.length > 0 ? { egress: plan.egress.entries, egress_mode: plan.egress.mode } : {}),
+        ...(inputs.files.length > 0 ? { inputs: inputs.files } : {}),
+        ...(inputs.stdin ? { stdin_bytes: inputs.stdin.size, stdin_sha256: inputs.stdin.sha256 } : {}),
         client: slot.client, queued_ms: slot.lease?.waitedMs ?? 0, runs_in_progress: this.admission.running,
         will_run_sha256: claims.wr, ...who, ...grantOf(plan),
       };
@@ -354,6 +393,13 @@ export class RunnerService {
       // The proxy's lines (one per connection) come before the run's exit line.
       const egressTotals: RunProxyTotals | undefined = await proxy?.close();
       proxy = undefined;
+      // Security: read only once nothing of the run is left alive to change the tree under the walk.
+      const collected: Collected = leftovers.remaining > 0
+        ? { files: [], bytes: 0, note: `${leftovers.remaining} processes of the run outlived it, so its workspace was not read; nothing of it is returned` }
+        : collectOutputs(ws, deps.limits.outputFilesBytes);
+      // The workspace never outlives the result (the finally below removes it again on every other path).
+      const removed = removeRunFolder(scratch);
+      const filesNote = [collected.note, removed ? undefined : 'the run\'s workspace could not be removed in full; the operator was told in the audit log'].filter((n) => n !== undefined).join('; ');
       slot.ended = true;
       slot.lines.push(deps.audit.append({
         event: 'run.exit', run_id: slot.runId, exit_code: o.exitCode, signal: o.signal, ended: o.ending, duration_ms: o.durationMs,
@@ -361,6 +407,8 @@ export class RunnerService {
         truncated: o.truncated, leftovers_killed: leftovers.killed, leftovers_remaining: leftovers.remaining,
         ...(ipcRemoved > 0 ? { ipc_removed: ipcRemoved } : {}),
         ...(egressTotals ?? {}),
+        ...outputsAudit(collected),
+        ...(removed ? {} : { workspace_left: true }),
         ...(who.requester !== undefined ? { requester: who.requester } : {}),
       }));
       return {
@@ -370,6 +418,8 @@ export class RunnerService {
           truncated: o.truncated, timedOut: o.ending === 'timeout', cancelled: o.ending === 'cancelled', durationMs: o.durationMs,
           stdoutBytes: o.stdoutBytes, stderrBytes: o.stderrBytes,
           memoryLimited: hitMemoryLimit(o.exitCode, o.signal, o.stderr),
+          files: collected.files,
+          ...(filesNote !== '' ? { filesNote } : {}),
         },
       };
     } catch (error) {
@@ -383,7 +433,7 @@ export class RunnerService {
       throw error;
     } finally {
       await proxy?.close();
-      rmSync(scratch, { recursive: true, force: true });
+      removeRunFolder(scratch);
       if (uid !== undefined) deps.uidPool?.release(uid);
     }
   }

@@ -160,8 +160,9 @@ describe('audit query', () => {
 
 describe('docs/audit.schema.json', () => {
   it('every line a real runner wrote validates against the schema of its event', async () => {
-    const { default: Ajv2020 } = await import('ajv/dist/2020.js');
-    const ajv = new Ajv2020({ strict: false });
+    type Validator = ((value: unknown) => boolean) & { errors?: unknown };
+    const mod = (await import('ajv/dist/2020.js')) as unknown as { default: new (options: object) => { compile(schema: object): Validator } };
+    const ajv = new mod.default({ strict: false });
     const validate = ajv.compile(JSON.parse(readFileSync(join(import.meta.dirname, '../../docs/audit.schema.json'), 'utf8')) as object);
     for (const line of lines) {
       const entry = JSON.parse(line) as unknown;
