@@ -34,9 +34,9 @@ describe.skipIf(!REDIS_SERVER)(`the audit stream${REDIS_SERVER ? '' : ` (skipped
   });
 
   /** Two runners, hosts `web-a` and `web-b`, under their own key prefix (one per test). */
-  async function hosts(prefix: string): Promise<[RunnerHandle, RunnerHandle]> {
+  async function hosts(prefix: string, extra: Record<string, string> = {}): Promise<[RunnerHandle, RunnerHandle]> {
     const pair = await Promise.all(['web-a', 'web-b'].map((host) => startRunner({
-      env: { SKILLS_DIR: skills, MCP_CONFIRM_SECRET: SECRET, SKILL_MCP_REDIS_URL: redis.url, SKILL_MCP_REDIS_PREFIX: prefix, SKILL_MCP_AUDIT_HOST_ID: host },
+      env: { SKILLS_DIR: skills, MCP_CONFIRM_SECRET: SECRET, SKILL_MCP_REDIS_URL: redis.url, SKILL_MCP_REDIS_PREFIX: prefix, SKILL_MCP_AUDIT_HOST_ID: host, ...extra },
       args: ['--uid-range', uidRange(12)],
     })));
     started.push(...pair);
@@ -170,5 +170,17 @@ describe.skipIf(!REDIS_SERVER)(`the audit stream${REDIS_SERVER ? '' : ` (skipped
     // The idle host said it too: it lost the link without any run asking.
     expect(stream('t4:').filter(([, host]) => host === 'web-b').map(([, , , line]) => (JSON.parse(line) as { event: string }).event)).toEqual(['runner.start', 'ledger.unavailable', 'ledger.restored']);
     expect(cli(['verify', '--redis', redis.url], { SKILL_MCP_REDIS_PREFIX: 't4:' })).toMatchObject({ status: 0 });
+  });
+
+  it('a rotating log is mirrored whole: lines of every segment reach the stream in order, verify --redis intact', async () => {
+    const [a] = await hosts('t5:', { SKILL_MCP_AUDIT_MAX_BYTES: '3000' });
+    for (let i = 0; i < 4; i++) await prepareAndRun(a.client, 's', 'a.js', [`r${i}`]);
+    const { allSegments } = await import('../../runner/audit/segments.js');
+    const log = join(a.stateDir, 'audit.log');
+    const local = allSegments(log).flatMap((p) => readFileSync(p, 'utf8').trim().split('\n'));
+    expect(allSegments(log).length).toBeGreaterThan(1);
+    await awaitMirrored('t5:', 'web-a', local.length);
+    expect(stream('t5:').filter(([, h]) => h === 'web-a').map(([, , , line]) => line)).toEqual(local);
+    expect(cli(['verify', '--redis', redis.url, log], { SKILL_MCP_REDIS_PREFIX: 't5:', SKILL_MCP_AUDIT_HOST_ID: 'web-a' })).toMatchObject({ status: 0, stdout: expect.stringContaining('the same') });
   });
 });
