@@ -338,6 +338,8 @@ export class RunnerService {
         : collectOutputs(ws, deps.limits.outputFilesBytes);
       // The workspace never outlives the result (the finally below removes it again on every other path).
       const removed = removeRunFolder(scratch);
+      // So is the run's copy of its skill: nothing of the run is on disk once its exit line is written.
+      copy.remove();
       const filesNote = [collected.note, removed ? undefined : 'the run\'s workspace could not be removed in full; the operator was told in the audit log'].filter((n) => n !== undefined).join('; ');
       deps.audit.append({
         event: 'run.exit', run_id: slot.runId, exit_code: o.exitCode, signal: o.signal, ended: o.ending, duration_ms: o.durationMs,
