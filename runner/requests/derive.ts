@@ -20,6 +20,7 @@ import type { ErrorCode } from '../../shared/errors.js';
 import { parseSkillMd } from '../../shared/frontmatter.js';
 import { readSkillMdFile } from '../../shared/skill-md.js';
 import { grantScripts, notGrantedMessage, readGrantSource } from '../../shared/grant.js';
+import type { ScriptGrant } from '../../shared/grant.js';
 import type { CatalogLimits } from '../../shared/limits.js';
 import { declarationsDirOf } from '../../shared/settings.js';
 import { checkPathString, isHiddenPath, resolveInside } from '../../shared/paths.js';
@@ -62,6 +63,8 @@ export interface RunPlan {
   grantedEnv: string[];
   /** The run's destinations and what they become at this level (proxy, or why not). */
   egress: EgressPlan;
+  /** Which grant rule allowed the run (for its audit lines). */
+  grantedBy?: ScriptGrant['grantedBy'];
 }
 
 /**
@@ -211,7 +214,7 @@ export async function deriveRun(ctx: DeriveContext, skillName: string, script: s
     ok: true,
     // A copy holds every served path as a regular file: the script runs under its declared path there.
     plan: content.runDir !== undefined
-      ? { willRun, interpreterPath: interpreter.path, realDir: content.runDir, scriptRelative: served, args, grantedEnv: grant.env, egress }
-      : { willRun, interpreterPath: interpreter.path, realDir: skill.realDir, scriptRelative: relative(skill.realDir, resolved.real), args, grantedEnv: grant.env, egress },
+      ? { willRun, interpreterPath: interpreter.path, realDir: content.runDir, scriptRelative: served, args, grantedEnv: grant.env, egress, grantedBy: grant.grantedBy }
+      : { willRun, interpreterPath: interpreter.path, realDir: skill.realDir, scriptRelative: relative(skill.realDir, resolved.real), args, grantedEnv: grant.env, egress, grantedBy: grant.grantedBy },
   };
 }
