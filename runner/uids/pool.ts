@@ -56,18 +56,45 @@ export function processesOfUid(uid: number): number[] {
   return pids;
 }
 
+/** Every uid some live (non-zombie) process has as real, effective, saved or fs uid: one pass over /proc. */
+export function uidsWithProcesses(): Set<number> {
+  const uids = new Set<number>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const status = readFileSync(`/proc/${name}/status`, 'utf8');
+      if (/^State:\s+Z/m.test(status)) continue;
+      const ids = /^Uid:\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)/m.exec(status);
+      for (const id of ids?.slice(1) ?? []) uids.add(Number(id));
+    } catch {
+      // exited while we looked
+    }
+  }
+  return uids;
+}
+
 /**
  * Hands out run uids round-robin, skipping any that are named or busy.
- * Security: the cursor starts at a random place, so runners (and restarts of one) do not all hand
- * out the same first uids — anything a run's uid could leave behind outside its namespaces is not
- * found by the next run's uid.
+ * Security: one uid per live run. The claim set has two halves checked together in one synchronous
+ * span (no await between the check and the claim, so no other take of this runner can interleave):
+ * `#held`, every uid a run of this runner holds from `take` until its reap is complete, and the
+ * machine-wide claim files (claims.ts) for the other runners. A uid is never handed out while a run
+ * holds it, even before that run's script has started (when no process shows it in use) — two runs
+ * sharing a uid would share RLIMIT_NPROC and the first to finish would kill the other's processes.
+ * The cursor starts at a random place, so runners (and restarts of one) do not all hand out the
+ * same first uids.
  */
 export class UidPool {
   private cursor: number;
+  /** Uids of this runner: `run` while a run holds one, `leftovers` when its run ended with processes still left. */
+  readonly #held = new Map<number, 'run' | 'leftovers'>();
+
   constructor(
     private readonly range: { first: number; last: number },
     private readonly exclude: readonly number[],
     private readonly claims?: UidClaims,
+    /** Which uids have processes now (a parameter for the tests of the allocator). */
+    private readonly inUse: () => Set<number> = uidsWithProcesses,
   ) {
     this.cursor = randomInt(range.last - range.first + 1);
   }
@@ -81,23 +108,41 @@ export class UidPool {
     }
   }
 
+  /** How many uids this runner holds now (runs in progress, and ended runs whose processes linger). */
+  get holding(): number {
+    return this.#held.size;
+  }
+
   take(): number {
     const size = this.range.last - this.range.first + 1;
     const named = namedIds();
+    const busy = this.inUse();
     for (let i = 0; i < size; i++) {
       const uid = this.range.first + ((this.cursor + i) % size);
-      if (named.has(uid) || this.exclude.includes(uid)) continue;
-      if (processesOfUid(uid).length > 0) continue;
-      // Security: another root runner on this machine may be about to use the same free uid.
-      if (this.claims && !this.claims.tryClaim(uid)) continue;
+      if (named.has(uid) || this.exclude.includes(uid) || busy.has(uid)) continue;
+      const mine = this.#held.get(uid);
+      if (mine === 'run') continue;
+      // Our claim file was kept while the ended run's processes lingered; they are gone now.
+      if (mine === undefined && this.claims && !this.claims.tryClaim(uid)) continue;
+      this.#held.set(uid, 'run');
       this.cursor = (this.cursor + i + 1) % size;
       return uid;
     }
     throw new SkillMcpError('BUSY', 'every uid of the run range is in use; try again when running scripts have ended');
   }
 
-  /** Gives `uid` back once nothing of its run is left. */
+  /**
+   * Gives `uid` back, once its run's reap is complete. Security: if a process of the uid is still
+   * alive (a reap that gave up), the uid stays claimed — by this runner and machine-wide — and is
+   * handed out again only once a later `take` finds nothing of it left.
+   */
   release(uid: number): void {
+    if (this.#held.get(uid) !== 'run') return;
+    if (this.inUse().has(uid)) {
+      this.#held.set(uid, 'leftovers');
+      return;
+    }
+    this.#held.delete(uid);
     this.claims?.release(uid);
   }
 }
