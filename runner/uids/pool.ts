@@ -7,6 +7,7 @@
 import { execFile } from 'node:child_process';
 import { randomInt } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
+import { readdir, readFile } from 'node:fs/promises';
 import { SkillMcpError } from '../../shared/errors.js';
 import type { UidClaims } from './claims.js';
 
@@ -24,11 +25,11 @@ export function parseUidRange(text: string): { first: number; last: number } {
 }
 
 /** Ids named in passwd or group: never reuse an id something else on the machine may own. */
-function namedIds(): Set<number> {
+async function namedIds(): Promise<Set<number>> {
   const ids = new Set<number>();
   for (const file of ['/etc/passwd', '/etc/group']) {
     try {
-      for (const line of readFileSync(file, 'utf8').split('\n')) {
+      for (const line of (await readFile(file, 'utf8')).split('\n')) {
         const id = Number(line.split(':')[2]);
         if (Number.isInteger(id)) ids.add(id);
       }
@@ -56,27 +57,28 @@ export function processesOfUid(uid: number): number[] {
   return pids;
 }
 
-/** Every uid some live (non-zombie) process has as real, effective, saved or fs uid: one pass over /proc. */
-export function uidsWithProcesses(): Set<number> {
+/** Every uid some live (non-zombie) process has as real, effective, saved or fs uid: one pass over /proc, off the event loop. */
+export async function uidsWithProcesses(): Promise<Set<number>> {
   const uids = new Set<number>();
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
+  const names = (await readdir('/proc')).filter((name) => /^\d+$/.test(name));
+  await Promise.all(names.map(async (name) => {
     try {
-      const status = readFileSync(`/proc/${name}/status`, 'utf8');
-      if (/^State:\s+Z/m.test(status)) continue;
+      const status = await readFile(`/proc/${name}/status`, 'utf8');
+      if (/^State:\s+Z/m.test(status)) return;
       const ids = /^Uid:\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)/m.exec(status);
       for (const id of ids?.slice(1) ?? []) uids.add(Number(id));
     } catch {
       // exited while we looked
     }
-  }
+  }));
   return uids;
 }
 
 /**
  * Hands out run uids round-robin, skipping any that are named or busy.
  * Security: one uid per live run. The claim set has two halves checked together in one synchronous
- * span (no await between the check and the claim, so no other take of this runner can interleave):
+ * span (no await between the check and the claim, so no other take of this runner can interleave;
+ * the /proc scan before it only finds processes of no run of ours, for which a snapshot will do):
  * `#held`, every uid a run of this runner holds from `take` until its reap is complete, and the
  * machine-wide claim files (claims.ts) for the other runners. A uid is never handed out while a run
  * holds it, even before that run's script has started (when no process shows it in use) — two runs
@@ -94,15 +96,15 @@ export class UidPool {
     private readonly exclude: readonly number[],
     private readonly claims?: UidClaims,
     /** Which uids have processes now (a parameter for the tests of the allocator). */
-    private readonly inUse: () => Set<number> = uidsWithProcesses,
+    private readonly inUse: () => Promise<Set<number>> | Set<number> = uidsWithProcesses,
   ) {
     this.cursor = randomInt(range.last - range.first + 1);
   }
 
   /** A uid, or undefined when every one is in use (for the start-up probe, which may do without). */
-  takeOrUndefined(): number | undefined {
+  async takeOrUndefined(): Promise<number | undefined> {
     try {
-      return this.take();
+      return await this.take();
     } catch {
       return undefined;
     }
@@ -113,10 +115,11 @@ export class UidPool {
     return this.#held.size;
   }
 
-  take(): number {
+  async take(): Promise<number> {
     const size = this.range.last - this.range.first + 1;
-    const named = namedIds();
-    const busy = this.inUse();
+    const named = await namedIds();
+    const busy = await this.inUse();
+    // From here to the return, synchronous: the pick and the claim are one step.
     for (let i = 0; i < size; i++) {
       const uid = this.range.first + ((this.cursor + i) % size);
       if (named.has(uid) || this.exclude.includes(uid) || busy.has(uid)) continue;
@@ -136,14 +139,25 @@ export class UidPool {
    * alive (a reap that gave up), the uid stays claimed — by this runner and machine-wide — and is
    * handed out again only once a later `take` finds nothing of it left.
    */
-  release(uid: number): void {
+  async release(uid: number): Promise<void> {
     if (this.#held.get(uid) !== 'run') return;
-    if (this.inUse().has(uid)) {
+    let left: boolean;
+    try {
+      left = (await this.inUse()).has(uid);
+    } catch {
+      left = true; // cannot tell: kept, and looked at again by the next take
+    }
+    if (this.#held.get(uid) !== 'run') return;
+    if (left) {
       this.#held.set(uid, 'leftovers');
       return;
     }
     this.#held.delete(uid);
-    this.claims?.release(uid);
+    try {
+      this.claims?.release(uid);
+    } catch {
+      // the claim file stays; it names this live runner, so nobody else takes the uid meanwhile
+    }
   }
 }
 

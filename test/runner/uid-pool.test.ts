@@ -32,69 +32,76 @@ function pool(size: number, dir = claimDir(), inUse = new Set<number>()) {
 }
 
 describe('one uid per live run', () => {
-  it('attack: the range wraps while every uid is held by a run whose script has not started — BUSY, never a uid another run holds', () => {
+  it('attack: the range wraps while every uid is held by a run whose script has not started — BUSY, never a uid another run holds', async () => {
     const { pool: p } = pool(3);
-    const taken = [p.take(), p.take(), p.take()];
+    const taken = [await p.take(), await p.take(), await p.take()];
     expect(new Set(taken).size).toBe(3);
     // No process shows any of them in use yet; they are still held.
-    expect(() => p.take()).toThrow(expect.objectContaining({ code: 'BUSY' }));
-    p.release(taken[1]!);
-    expect(p.take()).toBe(taken[1]);
-    expect(() => p.take()).toThrow(expect.objectContaining({ code: 'BUSY' }));
+    await expect(p.take()).rejects.toThrow(expect.objectContaining({ code: 'BUSY' }));
+    await p.release(taken[1]!);
+    expect(await p.take()).toBe(taken[1]);
+    await expect(p.take()).rejects.toThrow(expect.objectContaining({ code: 'BUSY' }));
   });
 
-  it('many takes and releases interleaved: no uid is ever held by two runs at once', () => {
+  it('attack: takes started together (each awaiting its /proc scan) never pick the same uid', async () => {
+    const { pool: p } = pool(8);
+    const taken = await Promise.all(Array.from({ length: 8 }, () => p.take()));
+    expect(new Set(taken).size).toBe(8);
+    await expect(p.take()).rejects.toThrow(expect.objectContaining({ code: 'BUSY' }));
+  });
+
+  it('many takes and releases interleaved: no uid is ever held by two runs at once', async () => {
     const { pool: p } = pool(8);
     const live = new Set<number>();
     for (let step = 0; step < 600; step++) {
       if (live.size > 0 && (live.size === 8 || step % 3 === 0)) {
         const uid = [...live][step % live.size]!;
         live.delete(uid);
-        p.release(uid);
+        await p.release(uid);
         continue;
       }
-      const uid = p.take();
+      const uid = await p.take();
       expect(live.has(uid)).toBe(false);
       live.add(uid);
     }
   });
 
-  it('attack: a run that left a process behind — its uid stays held (claim file too) until nothing of it is left', () => {
+  it('attack: a run that left a process behind — its uid stays held (claim file too) until nothing of it is left', async () => {
     const { pool: p, dir, inUse } = pool(2);
-    const a = p.take();
-    const b = p.take();
+    const a = await p.take();
+    const b = await p.take();
     inUse.add(a); // the reap gave up: a process of a's uid lives on
-    p.release(a);
-    p.release(b);
+    await p.release(a);
+    await p.release(b);
     expect(readdirSync(dir)).toEqual([String(a)]);
-    expect(p.take()).toBe(b);
-    expect(() => p.take()).toThrow(expect.objectContaining({ code: 'BUSY' }));
+    expect(await p.take()).toBe(b);
+    await expect(p.take()).rejects.toThrow(expect.objectContaining({ code: 'BUSY' }));
     inUse.delete(a); // it is gone now
-    p.release(b);
-    const next = [p.take(), p.take()].sort();
+    await p.release(b);
+    const next = [await p.take(), await p.take()].sort();
     expect(next).toEqual([a, b].sort());
   });
 
-  it("a second pool of this very process does not break the first pool's live claims", () => {
+  it("a second pool of this very process does not break the first pool's live claims", async () => {
     const dir = claimDir();
     const one = pool(2, dir).pool;
     const two = pool(2, dir).pool;
-    const a = one.take();
-    const b = one.take();
-    expect(() => two.take()).toThrow(expect.objectContaining({ code: 'BUSY' }));
-    one.release(a);
-    expect(two.take()).toBe(a);
+    const a = await one.take();
+    const b = await one.take();
+    await expect(two.take()).rejects.toThrow(expect.objectContaining({ code: 'BUSY' }));
+    await one.release(a);
+    expect(await two.take()).toBe(a);
     expect(readFileSync(join(dir, String(b)), 'utf8')).toMatch(new RegExp(`^${process.pid} \\d+ [0-9a-f]{16}\\n$`));
   });
 
-  it("a claim naming this process's pid with another start time (a reused pid) is a dead runner's and is taken over", () => {
+  it("a claim naming this process's pid with another start time (a reused pid) is a dead runner's and is taken over", async () => {
     const dir = claimDir();
     const start = processStartTime(process.pid)!;
     writeFileSync(join(dir, String(FIRST)), `${process.pid} ${Number(start) + 1} feedfacefeedface\n`, { mode: 0o600 });
-    expect(pool(1, dir).pool.take()).toBe(FIRST);
+    expect(await pool(1, dir).pool.take()).toBe(FIRST);
   });
 
-  it('claim liveness: live pid with its start time, legacy form, dead pid, garbage', () => {
+  it('claim liveness: live pid with its start time, legacy form, dead pid, garbage', async () => {
     const start = processStartTime(process.pid)!;
     expect(claimHolderAlive(`${process.pid} ${start} 0123456789abcdef\n`)).toBe(true);
     expect(claimHolderAlive(`${process.pid} 0123456789abcdef\n`)).toBe(true);
