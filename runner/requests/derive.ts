@@ -26,7 +26,8 @@ import { declarationsDirOf } from '../../shared/settings.js';
 import { checkPathString, isHiddenPath, resolveInside } from '../../shared/paths.js';
 import type { WillRun } from '../../shared/protocol.js';
 import { MAX_RUN_CONTENT_BYTES, readSkillContent } from '../../shared/skill-content.js';
-import type { ContentResult } from '../../shared/skill-content.js';
+import type { ContentLimits, ContentResult } from '../../shared/skill-content.js';
+import type { ChunkGate } from '../../shared/chunk-gate.js';
 import type { RejectReason } from '../audit/log.js';
 import { bridgeNode, egressSelfGrantWarning, planEgress } from '../egress/plan.js';
 import type { EgressPlan } from '../egress/plan.js';
@@ -47,6 +48,8 @@ export interface DeriveContext {
   platform: Platform;
   /** The runner's memory cap per run; a script's declared `memory` may only lower it. */
   memoryBytes: number;
+  /** The runner's one gate on skill content read at once (shared/chunk-gate.ts), so hashing never holds its event loop long. */
+  hashGate?: ChunkGate;
 }
 
 export interface RunPlan {
@@ -82,8 +85,8 @@ export function contentInPlace(ctx: DeriveContext): ContentSource {
   return { read: (skill) => readSkillContent(skill.name, skill.realDir, contentLimits(ctx)) };
 }
 
-export function contentLimits(ctx: DeriveContext): { maxFiles: number; maxDirs: number; maxBytes: number } {
-  return { maxFiles: ctx.limits.maxFilesPerSkill, maxDirs: ctx.limits.maxDirsPerSkill, maxBytes: MAX_RUN_CONTENT_BYTES };
+export function contentLimits(ctx: DeriveContext): ContentLimits {
+  return { maxFiles: ctx.limits.maxFilesPerSkill, maxDirs: ctx.limits.maxDirsPerSkill, maxBytes: MAX_RUN_CONTENT_BYTES, ...(ctx.hashGate ? { gate: ctx.hashGate } : {}) };
 }
 
 export type Derived = { ok: true; plan: RunPlan } | { ok: false; code: ErrorCode; reason: RejectReason; message: string };
