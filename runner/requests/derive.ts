@@ -30,6 +30,7 @@ import type { ContentLimits, ContentResult } from '../../shared/skill-content.js
 import type { ChunkGate } from '../../shared/chunk-gate.js';
 import type { RejectReason } from '../audit/log.js';
 import { bridgeNode, egressSelfGrantWarning, planEgress } from '../egress/plan.js';
+import { specialAddressWarning } from '../egress/address.js';
 import type { EgressPlan } from '../egress/plan.js';
 import type { Platform } from '../sandbox/platform.js';
 import { usesBwrap } from '../sandbox/platform.js';
@@ -209,8 +210,10 @@ export async function deriveRun(ctx: DeriveContext, skillName: string, script: s
   if (egress.entries.length > 0) {
     willRun.egress = egress.entries;
     // Standalone takes the declaration as the grant: the person is told, as for variables.
-    const egressWarning = source.kind === 'declaration' ? egressSelfGrantWarning(egress.entries) : undefined;
-    if (egressWarning !== undefined) willRun.egressWarning = egressWarning;
+    const selfGranted = source.kind === 'declaration' ? egressSelfGrantWarning(egress.entries) : undefined;
+    // Loopback, private, link-local and metadata addresses are named as such, whoever granted them.
+    const egressWarning = [selfGranted, specialAddressWarning(egress.entries)].filter((w) => w !== undefined).join(' ');
+    if (egressWarning !== '') willRun.egressWarning = egressWarning;
     if (egress.note !== undefined) willRun.egressNote = egress.note;
   }
   return {
