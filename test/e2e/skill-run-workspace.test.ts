@@ -43,7 +43,8 @@ afterAll(async () => {
 });
 
 async function call(args: Record<string, unknown>, signal?: AbortSignal): Promise<RunAnswer> {
-  const result = await served.client.callTool({ name: 'skill_run', arguments: { name: 'workspace', args: [], ...args } }, signal ? { signal } : undefined);
+  // Past the SDK's 60 s default: making 100k files takes longer than that on a loaded machine.
+  const result = await served.client.callTool({ name: 'skill_run', arguments: { name: 'workspace', args: [], ...args } }, { timeout: 300_000, ...(signal ? { signal } : {}) });
   const content = result.content as ({ type: 'text'; text: string } | Resource)[];
   const text = content.filter((c) => c.type === 'text').map((c) => (c as { text: string }).text).join('');
   return { isError: result.isError === true, value: (result.structuredContent ?? JSON.parse(text)) as Record<string, unknown>, resources: content.filter((c): c is Resource => c.type === 'resource') };
