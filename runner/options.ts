@@ -64,8 +64,9 @@ SKILL_MCP_RUN_MEMORY_BYTES (default 1 GiB per run), SKILL_MCP_RUN_TMP_BYTES (pri
 SKILL_MCP_RUN_QUEUE_MS: how long a run over the limit waits for a slot before BUSY (default
 ${DEFAULT_RUN_QUEUE_MS}, at most ${MAX_RUN_QUEUE_MS}).
 
-The runner reads the skills and the grant itself: give it the same MCP_SKILLS_PATH (or
-SKILLS_DIR) and MCP_SKILL_RUN as the front, or every run is refused CONFIG_MISMATCH.
+The runner reads the skills, the grant and the operator declarations itself: give it the same
+MCP_SKILLS_PATH (or SKILLS_DIR), MCP_SKILL_RUN and SKILL_MCP_DECLARATIONS (with the same files)
+as the front, or every run is refused CONFIG_MISMATCH.
 Example (hosted, as root):
   MCP_SKILLS_PATH=/srv/skills MCP_SKILL_RUN='[...]' skill-mcp runner \\
     --socket /run/skill-mcp/runner.sock --state-dir /var/lib/skill-mcp --front-uid 990 --front-gid 990`;

@@ -51,7 +51,14 @@ export const cancelIdSchema = z.string().regex(/^[0-9a-f]{32}$/, 'a cancel id is
  */
 export const clientIdSchema = z.string().regex(/^[0-9a-f]{32}$/, 'a client id is 32 hex digits');
 /** The front's configuration, as digests (shared/config-view.ts). */
-export const configViewSchema = z.strictObject({ roots: sha256Hex, mode: z.enum(['hosted', 'standalone']), grant: sha256Hex });
+export const configViewSchema = z.strictObject({
+  roots: sha256Hex,
+  mode: z.enum(['hosted', 'standalone']),
+  grant: sha256Hex,
+  declarations: sha256Hex,
+});
+/** Where the declaration that applies came from (shared/declaration-source.ts). */
+export const declarationFromSchema = z.enum(['frontmatter', 'sidecar', 'operator']);
 
 export const requestSchema = z.discriminatedUnion('type', [
   /** The first request of every connection, and only the first: who the front is and what it serves. */
@@ -104,6 +111,10 @@ export const willRunSchema = z.strictObject({
    * exactly those bytes (docs/architecture.md §7).
    */
   content: z.strictObject({ script: sha256Hex, files: sha256Hex, fileCount: z.number().int().nonnegative(), bytes: z.number().int().nonnegative() }),
+  /** Where the declaration that lets this script run came from: a change of source after approval is DRAFT_CHANGED. */
+  declarationFrom: declarationFromSchema,
+  /** Operator declarations only: pinned to `content.files` (a pin that did not match would not have run). */
+  declarationPinned: z.boolean().optional(),
   /** Destinations the run may connect to (declared ∩ granted egress entries, sorted); absent: none, no network. */
   egress: z.array(z.string()).optional(),
   /** Standalone: destinations a third-party script reaches only because its own SKILL.md asks. */
@@ -173,13 +184,16 @@ export const describeResultSchema = z.strictObject({
   runsRefusedWhy: z.string().optional(),
   grantFrom: z.string(),
   /** Set when the asking front's configuration differs from the runner's: prepare and run are refused. */
-  configMismatch: z.strictObject({ differs: z.array(z.enum(['roots', 'mode', 'grant'])), message: z.string() }).optional(),
+  configMismatch: z.strictObject({ differs: z.array(z.enum(['roots', 'mode', 'grant', 'declarations'])), message: z.string() }).optional(),
   /** The spent-token ledger: where tokens are spent, whether it answers now, and its errors since start. */
   ledger: z.strictObject({ kind: z.enum(['file', 'redis']), available: z.boolean(), errors: z.number().int() }).optional(),
   skills: z.array(z.strictObject({
     name: z.string(),
     scripts: z.array(scriptInfo),
     declarationProblems: z.array(z.string()),
+    /** Where the skill's declaration came from, as the runner resolved it (absent: none applies). */
+    declarationFrom: declarationFromSchema.optional(),
+    declarationPinned: z.boolean().optional(),
     /** For skills with declared scripts: the runner's content digest of the skill (or why it has none), so a front can tell it serves other bytes. */
     content: z.union([z.strictObject({ digest: sha256Hex, fileCount: z.number().int().nonnegative() }), z.strictObject({ why: z.string() })]).optional(),
   })),

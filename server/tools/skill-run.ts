@@ -40,7 +40,7 @@ function localRefusal(front: FrontContext, input: RunInput): CallToolResult | un
   const declared = record.declaration?.run ?? [];
   const script = declared.find((s) => s.script === input.script);
   if (!script) {
-    const list = declared.length > 0 ? `It declares: ${declared.map((s) => s.script).join(', ')}.` : 'It declares no runnable scripts (an mcp-host: run block in SKILL.md would).';
+    const list = declared.length > 0 ? `It declares: ${declared.map((s) => s.script).join(', ')}.` : 'It declares no runnable scripts (a run list in its mcp-host.yaml, or an operator declaration, would; skill_list shows problems).';
     return refuse('NOT_DECLARED', `skill "${record.name}" does not declare "${input.script}" as a script, so it cannot run. ${list}`);
   }
   const grant = grantScripts(record.name, record.declaration, front.catalog.grant).find((g) => g.declared.script === input.script);
@@ -58,6 +58,7 @@ function describeRun(willRun: WillRun): string {
     `interpreter: ${willRun.interpreter}`,
     `argv: ${JSON.stringify(willRun.argv)}`,
     `cwd: ${willRun.cwd}`,
+    `declared by: ${willRun.declarationFrom === 'operator' ? `the operator${willRun.declarationPinned ? ' (pinned to these files)' : ''}` : willRun.declarationFrom === 'sidecar' ? 'the skill (mcp-host.yaml)' : 'the skill (SKILL.md frontmatter)'}`,
     `timeout: ${Math.round(willRun.timeoutMs / 1000)} s`,
     `variables the script receives: ${willRun.envNames.join(', ') || '(none)'}`,
     `isolation: ${willRun.isolation} (${willRun.sandbox.join(', ') || 'none'})`,
