@@ -223,3 +223,23 @@ describe('the workspace never outlives the result', () => {
     expect(runFolders()).toEqual([]);
   });
 });
+
+describe('the prompt a person sees', () => {
+  it('lists each input file by name, size and short digest, and stdin', async () => {
+    const asked: string[] = [];
+    const root = tempDir('workspace-prompt');
+    writeWorkspaceSkill(root);
+    const prompted = await serve({ SKILLS_DIR: root }, ERAS[0]!, { onElicit: (params) => { asked.push(params.message); return { action: 'decline' }; } });
+    try {
+      const result = await prompted.client.callTool({ name: 'skill_run', arguments: { name: 'workspace', script: 'scripts/fill.py', args: ['form.txt', 'o.json'], stdin: 'abc', files: [{ path: 'form.txt', text: 'hello' }, { path: 'in/notes.txt', text: 'n' }] } });
+      expect((result.structuredContent as { status: string }).status).toBe('cancelled');
+      expect(asked).toHaveLength(1);
+      expect(asked[0]).toContain(`input files:\n  form.txt (5 bytes, sha256:${sha('hello').slice(0, 12)}`);
+      expect(asked[0]).toContain(`  in/notes.txt (1 bytes, sha256:${sha('n').slice(0, 12)}`);
+      expect(asked[0]).toContain(`stdin: 3 bytes, sha256:${sha('abc').slice(0, 12)}`);
+      expect(asked[0]).toMatch(/cwd: a fresh workspace of this run/);
+    } finally {
+      await prompted.close();
+    }
+  });
+});
