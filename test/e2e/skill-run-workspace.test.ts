@@ -220,6 +220,9 @@ describe('the workspace never outlives the result', () => {
     const exit = (): Record<string, unknown> | undefined => audit(stateDir).find((l) => l.event === 'run.exit' && l['ended'] === 'cancelled');
     while (exit() === undefined && Date.now() < gone) await new Promise((resolve) => setTimeout(resolve, 50));
     expect(exit(), 'the run ended as cancelled, not by its timeout').toBeDefined();
+    // The run folder (workspace, HOME) is removed before the exit line is written; the skill's copy right after it.
+    expect(runFolders().filter((f) => !f.endsWith('-skill'))).toEqual([]);
+    while (runFolders().length > 0 && Date.now() < gone) await new Promise((resolve) => setTimeout(resolve, 50));
     expect(runFolders()).toEqual([]);
   });
 });
