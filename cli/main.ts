@@ -19,8 +19,11 @@ const USAGE = `usage:
                                     run the privileged runner daemon on its own (hosted mode;
                                     give it the front's MCP_SKILLS_PATH and MCP_SKILL_RUN;
                                     skill-mcp runner --help lists the options)
-  skill-mcp audit verify [--head ANCHOR] [FILE]
-                                    check the audit log's hash chain and its anchor
+  skill-mcp audit verify [FILE|-] [--public-key PEM] [--head HEAD]
+                                    check the audit log's chain, signatures, segments and anchor
+  skill-mcp audit head|pubkey       print the latest signed head / the signing public key
+  skill-mcp audit query [FILE] [--skill S] [--outcome O] [--since T] [--json] ...
+                                    print the decisions matching the filters
   skill-mcp audit tail [-n N] [FILE]
                                     print recent audit decisions
   skill-mcp doctor [--json]         the isolation this machine gives scripts, what is missing and how

@@ -66,18 +66,38 @@ export const requestSchema = z.discriminatedUnion('type', [
   // `skills`: describe only these (a skill_list page); absent: every skill the runner serves.
   z.strictObject({ type: z.literal('describe'), skills: z.array(skill).max(MAX_DESCRIBE_SKILLS).optional() }),
   z.strictObject({
-    type: z.literal('prepare'), skill, script, args,
+    type: z.literal('prepare'),
+    skill,
+    script,
+    args,
     inputs: inputsSchema.optional(),
+    identity: z.strictObject({ subject: z.string().min(1).max(256), clientId: z.string().max(256).optional(), groups: z.array(z.string().max(256)).max(64).optional() }).optional(),
   }),
   z.strictObject({
-    type: z.literal('run'), skill, script, args, confirmToken: z.string().min(1).max(MAX_TOKEN_CHARS), cancelId: cancelIdSchema, client: clientIdSchema.optional(),
+    type: z.literal('run'),
+    skill,
+    script,
+    args,
+    confirmToken: z.string().min(1).max(MAX_TOKEN_CHARS),
+    cancelId: cancelIdSchema,
+    client: clientIdSchema.optional(),
     files: inputFiles.optional(),
     stdin: bytes.optional(),
+    approval: z.strictObject({ channel: z.enum(['elicitation-form','elicitation-url','token','auto']), approver: z.string().max(256).optional() }),
+    identity: z.strictObject({ subject: z.string().min(1).max(256), clientId: z.string().max(256).optional(), groups: z.array(z.string().max(256)).max(64).optional() }).optional(),
   }),
   z.strictObject({ type: z.literal('cancel'), cancelId: cancelIdSchema }),
 ]);
 export type RunnerRequest = z.infer<typeof requestSchema>;
 export type RequestType = RunnerRequest['type'];
+/**
+ * How the person's yes reached the front (recorded in the audit log as `approval`): a form or URL
+ * elicitation, a confirmToken passed back by the client, or `auto` (no person: the owner's
+ * `MCP_SKILL_CONFIRM=auto`). The runner cannot check a channel; it records what its front says.
+ */
+export type Approval = Extract<RunnerRequest, { type: 'run' }>['approval'];
+/** The requester's verified identity (hosted with OAuth), recorded as the audit's `requester`. */
+export type Identity = NonNullable<Extract<RunnerRequest, { type: 'run' }>['identity']>;
 
 /**
  * How strongly a run is separated from the runner, the front and other runs, strongest first

@@ -20,14 +20,17 @@ import type { ErrorCode } from '../../shared/errors.js';
 import { parseSkillMd } from '../../shared/frontmatter.js';
 import { readSkillMdFile } from '../../shared/skill-md.js';
 import { grantScripts, notGrantedMessage, readGrantSource } from '../../shared/grant.js';
+import type { ScriptGrant } from '../../shared/grant.js';
 import type { CatalogLimits } from '../../shared/limits.js';
 import { declarationsDirOf } from '../../shared/settings.js';
 import { checkPathString, isHiddenPath, resolveInside } from '../../shared/paths.js';
 import type { WillRun } from '../../shared/protocol.js';
 import { MAX_RUN_CONTENT_BYTES, readSkillContent } from '../../shared/skill-content.js';
-import type { ContentResult } from '../../shared/skill-content.js';
+import type { ContentLimits, ContentResult } from '../../shared/skill-content.js';
+import type { ChunkGate } from '../../shared/chunk-gate.js';
 import type { RejectReason } from '../audit/log.js';
 import { bridgeNode, egressSelfGrantWarning, planEgress } from '../egress/plan.js';
+import { specialAddressWarning } from '../egress/address.js';
 import type { EgressPlan } from '../egress/plan.js';
 import type { Platform } from '../sandbox/platform.js';
 import { usesBwrap } from '../sandbox/platform.js';
@@ -46,6 +49,8 @@ export interface DeriveContext {
   platform: Platform;
   /** The runner's memory cap per run; a script's declared `memory` may only lower it. */
   memoryBytes: number;
+  /** The runner's one gate on skill content read at once (shared/chunk-gate.ts), so hashing never holds its event loop long. */
+  hashGate?: ChunkGate;
 }
 
 export interface RunPlan {
@@ -62,6 +67,8 @@ export interface RunPlan {
   grantedEnv: string[];
   /** The run's destinations and what they become at this level (proxy, or why not). */
   egress: EgressPlan;
+  /** Which grant rule allowed the run (for its audit lines). */
+  grantedBy?: ScriptGrant['grantedBy'];
 }
 
 /**
@@ -79,8 +86,8 @@ export function contentInPlace(ctx: DeriveContext): ContentSource {
   return { read: (skill) => readSkillContent(skill.name, skill.realDir, contentLimits(ctx)) };
 }
 
-export function contentLimits(ctx: DeriveContext): { maxFiles: number; maxDirs: number; maxBytes: number } {
-  return { maxFiles: ctx.limits.maxFilesPerSkill, maxDirs: ctx.limits.maxDirsPerSkill, maxBytes: MAX_RUN_CONTENT_BYTES };
+export function contentLimits(ctx: DeriveContext): ContentLimits {
+  return { maxFiles: ctx.limits.maxFilesPerSkill, maxDirs: ctx.limits.maxDirsPerSkill, maxBytes: MAX_RUN_CONTENT_BYTES, ...(ctx.hashGate ? { gate: ctx.hashGate } : {}) };
 }
 
 export type Derived = { ok: true; plan: RunPlan } | { ok: false; code: ErrorCode; reason: RejectReason; message: string };
@@ -203,15 +210,17 @@ export async function deriveRun(ctx: DeriveContext, skillName: string, script: s
   if (egress.entries.length > 0) {
     willRun.egress = egress.entries;
     // Standalone takes the declaration as the grant: the person is told, as for variables.
-    const egressWarning = source.kind === 'declaration' ? egressSelfGrantWarning(egress.entries) : undefined;
-    if (egressWarning !== undefined) willRun.egressWarning = egressWarning;
+    const selfGranted = source.kind === 'declaration' ? egressSelfGrantWarning(egress.entries) : undefined;
+    // Loopback, private, link-local and metadata addresses are named as such, whoever granted them.
+    const egressWarning = [selfGranted, specialAddressWarning(egress.entries)].filter((w) => w !== undefined).join(' ');
+    if (egressWarning !== '') willRun.egressWarning = egressWarning;
     if (egress.note !== undefined) willRun.egressNote = egress.note;
   }
   return {
     ok: true,
     // A copy holds every served path as a regular file: the script runs under its declared path there.
     plan: content.runDir !== undefined
-      ? { willRun, interpreterPath: interpreter.path, realDir: content.runDir, scriptRelative: served, args, grantedEnv: grant.env, egress }
-      : { willRun, interpreterPath: interpreter.path, realDir: skill.realDir, scriptRelative: relative(skill.realDir, resolved.real), args, grantedEnv: grant.env, egress },
+      ? { willRun, interpreterPath: interpreter.path, realDir: content.runDir, scriptRelative: served, args, grantedEnv: grant.env, egress, grantedBy: grant.grantedBy }
+      : { willRun, interpreterPath: interpreter.path, realDir: skill.realDir, scriptRelative: relative(skill.realDir, resolved.real), args, grantedEnv: grant.env, egress, grantedBy: grant.grantedBy },
   };
 }

@@ -8,7 +8,7 @@
 import { inputRequired, inputResponse, type CallToolResult, type ServerContext } from '@modelcontextprotocol/server';
 import { SkillMcpError } from '../../shared/errors.js';
 import { grantScripts, notGrantedMessage } from '../../shared/grant.js';
-import type { Minted, RunResult, WillRun } from '../../shared/protocol.js';
+import type { Approval, Minted, RunResult, WillRun } from '../../shared/protocol.js';
 import { shortDigest } from '../../shared/content-digest.js';
 import { willRunHash } from '../../shared/token.js';
 import { confirmPath, tokenInstructions } from '../confirm/settings.js';
@@ -118,14 +118,18 @@ function preview(minted: Minted, extra: Record<string, unknown>): CallToolResult
   return ok({ ...extra, preview: { willRun: minted.willRun }, confirmToken: minted.confirmToken, expiresAt: minted.expiresAt });
 }
 
-/** Sends the run to the runner, with progress while it lasts and the client's cancel wired in. */
-async function execute(front: FrontContext, input: RunInput, decoded: DecodedInputs, token: string, ctx: ServerContext): Promise<CallToolResult> {
+/**
+ * Sends the run to the runner, with progress while it lasts and the client's cancel wired in.
+ * `approval`: how the yes reached us, for the runner's audit line — a form elicitation, or a token
+ * the client passed back (`auto` when the owner's MCP_CONFIRM_MODE=auto asked no one).
+ */
+async function execute(front: FrontContext, input: RunInput, decoded: DecodedInputs, token: string, ctx: ServerContext, approval: Approval): Promise<CallToolResult> {
   const restartsBefore = front.runner.restarts();
   let answer;
   try {
     answer = await withProgress(ctx, `${input.name}/${input.script}`, () =>
       front.runner.send((client) => client.run({
-        skill: input.name, script: input.script, args: input.args, confirmToken: token,
+        skill: input.name, script: input.script, args: input.args, confirmToken: token, approval,
         ...(decoded.files.length > 0 ? { files: decoded.files } : {}),
         ...(decoded.stdin !== undefined ? { stdin: decoded.stdin } : {}),
       }, { signal: ctx.mcpReq.signal, client: front.clientOf(ctx) }), { idempotent: false }),
@@ -171,7 +175,7 @@ export async function skillRun(front: FrontContext, input: RunInput, ctx: Server
   const local = localRefusal(front, input);
   if (local) return local;
   const decoded = decodeInputs(input.files, input.stdin, front.runInputBytes);
-  if (input.confirmToken !== undefined) return execute(front, input, decoded, input.confirmToken, ctx);
+  if (input.confirmToken !== undefined) return execute(front, input, decoded, input.confirmToken, ctx, { channel: front.confirm.mode === 'auto' ? 'auto' : 'token' });
 
   const path = confirmPath(front.confirm, canElicit);
   if (path.kind === 'refuse') {
@@ -189,7 +193,7 @@ export async function skillRun(front: FrontContext, input: RunInput, ctx: Server
     if (answer.action !== 'accept') return ok({ status: 'cancelled', detail: `the person ${answer.action === 'decline' ? 'declined' : 'dismissed'} the run; nothing ran` });
     const minted = await prepare(front, input, decoded);
     // The approval is bound to the exact willRun shown (inputs included); if anything changed since, ask again.
-    if (willRunHash(minted.willRun) === state.h) return execute(front, input, decoded, minted.confirmToken, ctx);
+    if (willRunHash(minted.willRun) === state.h) return execute(front, input, decoded, minted.confirmToken, ctx, { channel: 'elicitation-form' });
   }
   const minted = await prepare(front, input, decoded);
   const requestState = await front.approvalCodec.mint({ skill: input.name, script: input.script, args: input.args, h: willRunHash(minted.willRun) });
