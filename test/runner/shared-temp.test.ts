@@ -1,26 +1,26 @@
 /**
  * Attacks through shared temp folders, against the real runner on its socket:
- * - another local user plants `/tmp/node_modules/<name>`: without bubblewrap, Node's require()
- *   walks up from the run copy's folder, so a copy below /tmp would load it. The default scratch
- *   directory is below no folder others can write (root: /run/skill-mcp-scratch; a user: the state
- *   directory), so `require('<name>')` fails; a runner told to put its scratch below /tmp loads
- *   it (the plant is real) and says so at start-up;
+ * - another local user plants `$TMPDIR/node_modules/<name>` (here TMPDIR is a sticky, world-writable
+ *   folder like /tmp, made by the test so parallel runs never share it): without bubblewrap, Node's
+ *   require() walks up from the run copy's folder, so a copy below $TMPDIR (the old default) would
+ *   load it. The default scratch directory is below no folder others can write (root:
+ *   /run/skill-mcp-scratch; a user: the state directory), so `require('<name>')` fails; a runner
+ *   told to put its scratch below that folder loads it (the plant is real) and says so at start-up;
  * - another local user creates the runner's scratch directory first (or a link in its place):
  *   it is refused, another is used, and nothing stops the runner from running;
  * - a script's HOME and TMPDIR are its own, not a shared folder.
  */
-import { chownSync, mkdirSync, mkdtempSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { chooseScratchDir, sharedAncestor } from '../../runner/workspace/scratch.js';
 import { bwrapWorks } from '../levels.js';
 import { isRoot, prepareAndRun, startRunner, tempDir, text, uidRange, writeSkills } from './harness.js';
 
 const OTHER_UID = 40117;
 const moduleName = `skill-mcp-planted-${randomBytes(4).toString('hex')}`;
-const planted = join(tmpdir(), 'node_modules', moduleName);
+let shared: string;
 
 const SCRIPT = `let loaded;
 try { loaded = require(${JSON.stringify(moduleName)}); } catch (e) { loaded = e.code; }
@@ -34,11 +34,11 @@ let root: string;
 
 beforeAll(() => {
   root = writeSkills({ walker: { run: [{ script: 'main.js', interpreter: 'node' }], files: { 'main.js': SCRIPT } } });
-  mkdirSync(planted, { recursive: true });
+  shared = tempDir('shared-tmp');
+  chmodSync(shared, 0o1777);
+  const planted = join(shared, 'node_modules', moduleName);
+  mkdirSync(planted, { recursive: true, mode: 0o755 });
   writeFileSync(join(planted, 'index.js'), "module.exports = 'PLANTED CODE RAN';\n", { mode: 0o644 });
-});
-afterAll(() => {
-  rmSync(planted, { recursive: true, force: true });
 });
 
 /** A folder the test's uid owns with no folder above it others may write, for a user runner's state; undefined when there is none. */
@@ -52,12 +52,12 @@ function safeStateParent(): string | undefined {
   }
 }
 
-describe('a planted /tmp/node_modules is never loaded by a run', () => {
+describe('a planted $TMPDIR/node_modules is never loaded by a run', () => {
   const stateParent = isRoot ? tempDir('state-parent') : safeStateParent();
   const why = isRoot ? '' : 'HOME is missing or below a folder others may write (no place this uid owns that is safe to put the default scratch in)';
   it.skipIf(!isRoot && stateParent === undefined)(`with the default scratch directory, require() does not reach it ${why}`, async () => {
     const stateDir = mkdtempSync(join(stateParent!, '.skill-mcp-shared-temp-'));
-    const runner = await startRunner({ env: { SKILLS_DIR: root, TMPDIR: tmpdir() }, stateDir, args: ['--uid-range', uidRange(22)], noScratch: true });
+    const runner = await startRunner({ env: { SKILLS_DIR: root, TMPDIR: shared }, stateDir, args: ['--uid-range', uidRange(22)], noScratch: true });
     try {
       const { result } = await prepareAndRun(runner.client, 'walker', 'main.js');
       const out = JSON.parse(text(result.stdout)) as Record<string, unknown>;
@@ -78,7 +78,7 @@ describe('a planted /tmp/node_modules is never loaded by a run', () => {
   });
 
   it.skipIf(bwrapWorks)('the plant is real: a runner told to keep its scratch below /tmp warns, and without bubblewrap its runs load it', async () => {
-    const runner = await startRunner({ env: { SKILLS_DIR: root }, args: ['--uid-range', uidRange(22)] });
+    const runner = await startRunner({ env: { SKILLS_DIR: root, TMPDIR: shared }, args: ['--uid-range', uidRange(22), '--scratch-dir', join(shared, `scratch-${process.pid}`)], noScratch: true });
     try {
       expect(runner.stderr()).toContain('other users may write to');
       const { result } = await prepareAndRun(runner.client, 'walker', 'main.js');
