@@ -65,7 +65,7 @@ describe.skipIf(!isRoot)('a root reader never leaves the skill (root only)', () 
     try {
       for (let i = 0; i < 400; i++) {
         const bytes: Buffer[] = [];
-        const result = await readSkillContent('racy', skill, limits, { open: () => ({ write: (chunk) => bytes.push(Buffer.from(chunk)), close: () => undefined }) });
+        const result = await readSkillContent('racy', skill, limits, { open: () => ({ write: async (chunk) => { bytes.push(Buffer.from(chunk)); }, close: () => undefined }) });
         expect(Buffer.concat(bytes).toString('utf8')).not.toContain(SECRET);
         if (result.ok) copied++;
         else refused++;
