@@ -30,10 +30,7 @@ import { SkillMcpError } from '../shared/errors.js';
 import { ensurePrivateDir, loadTokenKey } from './state.js';
 import { DEFAULT_CLAIM_DIR, UidClaims } from './uids/claims.js';
 import { UidPool } from './uids/pool.js';
-import { ChunkGate } from '../shared/chunk-gate.js';
-
-/** Skill-content chunks the runner reads and hashes at once, over all its requests (shared/chunk-gate.ts). */
-const HASH_CHUNKS_AT_ONCE = 2;
+import { HashWorker } from '../shared/hash-worker.js';
 
 function log(message: string): void {
   process.stderr.write(`skill-mcp runner: ${message}\n`);
@@ -104,7 +101,7 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
   const peer = loadPeerCredReader();
   if ('why' in peer) log(`warning: no peer-credential check (${peer.why}); relying on socket directory modes`);
   const service = new RunnerService({
-    ctx: { env, bundledSkills: options.bundledSkills, limits, platform, memoryBytes: opts.limits.memoryBytes, hashGate: new ChunkGate(HASH_CHUNKS_AT_ONCE) },
+    ctx: { env, bundledSkills: options.bundledSkills, limits, platform, memoryBytes: opts.limits.memoryBytes, hasher: new HashWorker() },
     key, ledger, audit, environ, refusedWhy, ttlMs: settings.confirmTtlSeconds * 1000, scratchDir: opts.scratchDir, uidPool,
     limits: opts.limits, killGraceMs: opts.killGraceMs, drainMs: opts.drainMs,
     admission: { maxRuns: capacity.maxRuns, perClient: capacity.perClient, queueMs: opts.runQueueMs },
