@@ -9,6 +9,7 @@ import { readFrontSecretFile } from '../shared/front-secret.js';
 import type { Problem } from '../shared/problems.js';
 import { Announcer } from './announce.js';
 import { readSharedSettings, startupReport } from '../shared/settings.js';
+import { RUN_INPUT_BYTES } from '../shared/run-io.js';
 import { readVariable, refuseToStart, wholeNumber, type SettingIssue, type VariableSpec } from '../shared/settings-schema.js';
 import { rootLabel } from '../shared/discover.js';
 import { explainUnreadableRoot } from '../shared/unreadable-root.js';
@@ -62,12 +63,14 @@ export async function startFront(
   const reported = refuseToStart(settings.issues);
   const frontIssues: SettingIssue[] = [];
   const pageSize = readVariable(env, PAGE_SIZE, frontIssues);
+  const runInputBytes = readVariable(env, RUN_INPUT_BYTES, frontIssues);
   const configProblems: Problem[] = [...reported, ...frontIssues].map((issue) => ({ path: 'configuration', reason: 'config', detail: issue.message }));
   const watch = readWatchSettings(env);
   for (const detail of watch.errors) configProblems.push({ path: 'configuration', reason: 'config', detail });
   const confirm = readConfirmSettings(env, settings.confirmTtlSeconds);
   // Where operators look: every refused value and every root problem, not only skill_list.
-  for (const line of [...startupReport(settings), ...frontIssues.map((issue) => issue.message), ...watch.errors, ...confirm.warnings]) warn(line);
+  const startLines = [...startupReport(settings), ...frontIssues.map((issue) => issue.message), ...watch.errors, ...confirm.warnings];
+  for (const line of startLines) warn(line);
   const catalog = await Catalog.load({ roots: settings.roots, limits: settings.limits, env, configProblems });
   const notice = catalog.limitNotice();
   if (notice !== undefined) warn(notice);
@@ -77,7 +80,8 @@ export async function startFront(
   const unreadable = new Set(catalog.problems.filter((p) => p.reason === 'root-unreadable').map((p) => p.path));
   for (const root of settings.roots) {
     const why = unreadable.has(rootLabel(root)) ? explainUnreadableRoot(root) : undefined;
-    if (why) warn(why.forHost);
+    // Said once: rootProblems already explains a configured root that this uid cannot reach.
+    if (why && !startLines.some((line) => line.endsWith(why.forHost))) warn(why.forHost);
   }
   return createFrontContext({
     catalog,
@@ -91,5 +95,6 @@ export async function startFront(
     approvalCodec: createApprovalCodec(requestStateKey, confirm.ttlSeconds),
     runRefusal,
     collectGarbage: fullCollector(),
+    runInputBytes,
   });
 }

@@ -9,11 +9,13 @@
  * The copy lives beside the run's scratch folder (`run-<pid>-<run id>-skill`), so a runner starting
  * after a crash removes it with the run folders (runner/workspace/scratch.ts). Files are regular files (links
  * inside the skill are copied as what they point to), read-only, readable by the run uid; folders
- * belong to the runner, so no run can add to or change its copy.
+ * belong to the runner, so no run can add to or change its copy. Compiled Python (`__pycache__/`,
+ * `*.pyc`, `*.pyo`) is hashed with the rest but left out of the copy (shared/bytecode.ts).
  */
 import { chmodSync, closeSync, fchmodSync, mkdirSync, openSync, rmSync, write, constants } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { isBytecode } from '../../shared/bytecode.js';
 import type { ContentSink } from '../../shared/skill-content.js';
 import { readSkillContent } from '../../shared/skill-content.js';
 import type { ContentSource, DeriveContext } from '../requests/derive.js';
@@ -75,6 +77,9 @@ export class RunCopy {
     };
     return {
       open(path, mode) {
+        // Security: compiled Python is hashed (the approval binds every served file) but never
+        // copied: python would run it instead of the reviewed source (shared/bytecode.ts).
+        if (isBytecode(path)) return { async write() {}, close() {} };
         const segments = path.split('/');
         const name = segments.pop()!;
         // Security: O_EXCL never follows or reuses an entry; the walk's paths are string-checked
