@@ -34,10 +34,7 @@ import { SkillMcpError } from '../shared/errors.js';
 import { ensurePrivateDir, loadTokenKey } from './state.js';
 import { DEFAULT_CLAIM_DIR, UidClaims } from './uids/claims.js';
 import { UidPool } from './uids/pool.js';
-import { ChunkGate } from '../shared/chunk-gate.js';
-
-/** Skill-content chunks the runner reads and hashes at once, over all its requests (shared/chunk-gate.ts). */
-const HASH_CHUNKS_AT_ONCE = 2;
+import { HashWorker } from '../shared/hash-worker.js';
 
 function log(message: string): void {
   process.stderr.write(`skill-mcp runner: ${message}\n`);
@@ -152,8 +149,13 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
   const peer = loadPeerCredReader();
   if ('why' in peer) log(`warning: no peer-credential check (${peer.why}); relying on socket directory modes`);
   const service = new RunnerService({
+<<<<<<< HEAD
     ctx: { env, bundledSkills: options.bundledSkills, limits, platform, memoryBytes: opts.limits.memoryBytes, hashGate: new ChunkGate(HASH_CHUNKS_AT_ONCE) },
     key, ledger, audit, environ, refusedWhy, ttlMs: settings.confirmTtlSeconds * 1000, scratchDir, uidPool,
+=======
+    ctx: { env, bundledSkills: options.bundledSkills, limits, platform, memoryBytes: opts.limits.memoryBytes, hasher: new HashWorker() },
+    key, ledger, audit, environ, refusedWhy, ttlMs: settings.confirmTtlSeconds * 1000, scratchDir: opts.scratchDir, uidPool,
+>>>>>>> wt-holds
     limits: opts.limits, killGraceMs: opts.killGraceMs, drainMs: opts.drainMs,
     admission: { maxRuns: capacity.maxRuns, perClient: capacity.perClient, queueMs: opts.runQueueMs },
     osUser: hosted ? undefined : osUserName(),
