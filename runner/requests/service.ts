@@ -31,6 +31,8 @@ import type { RunProxy, RunProxyTotals } from '../egress/run-proxy.js';
 import { buildSpawn, egressSocketPath } from '../sandbox/spawn.js';
 import { usesBwrap } from '../sandbox/platform.js';
 import { removeIpcOf } from '../sandbox/sysv-ipc.js';
+import { makeRunCgroup, runCgroupLimit } from '../sandbox/run-cgroup.js';
+import type { RunCgroup } from '../sandbox/run-cgroup.js';
 import type { SandboxLimits } from '../sandbox/spawn.js';
 import { reapUid } from '../uids/pool.js';
 import type { UidPool } from '../uids/pool.js';
@@ -257,6 +259,7 @@ export class RunnerService {
     if (spent === 'reused') return reject('token-reused', 'TOKEN_REUSED', REUSED, { token_id: tokenId });
     if (spent === 'expired') return reject('token-expired', 'TOKEN_EXPIRED', EXPIRED, { token_id: tokenId });
     let proxy: RunProxy | undefined;
+    let cgroup: RunCgroup | undefined;
     try {
       // The namespace levels give the run a RAM-backed /tmp of their own; the others a folder on
       // disk. A proxied run's folder holds its egress socket.
@@ -265,7 +268,10 @@ export class RunnerService {
         if (uid !== undefined) chownSync(scratch, uid, uid);
       }
       if (proxied) proxy = await openRunProxy({ socketPath: egressSocketPath(scratch), uid, entries: plan.egress.entries, audit: deps.audit, runId: slot.runId });
-      const spec = buildSpawn(plan, deps.ctx.platform, deps.ctx.env, scratch, uid, deps.limits);
+      // Security: a root runner caps and ends the run by its own cgroup (every page counted, every task killed).
+      const { cgroups } = deps.ctx.platform;
+      if (cgroups) cgroup = makeRunCgroup(cgroups, runFolderName(slot.runId), runCgroupLimit(plan.willRun.memoryBytes, deps.limits.tmpBytes));
+      const spec = buildSpawn(plan, deps.ctx.platform, deps.ctx.env, scratch, uid, deps.limits, { ...(cgroup ? { cgroupProcs: cgroup.procs } : {}) });
       if (spec.envNames.join('\0') !== plan.willRun.envNames.join('\0')) return reject('sandbox-failed', 'INTERNAL', 'the run environment differs from the preview; nothing was run');
       deps.audit.append({
         event: 'run.accept', run_id: slot.runId, runner_pid: process.pid, token_id: tokenId, skill: plan.willRun.skill, script: req.script, interpreter: plan.willRun.interpreter,
@@ -279,7 +285,8 @@ export class RunnerService {
       let leftovers = { killed: 0, remaining: 0 };
       let ipcRemoved = 0;
       const afterExit = async (): Promise<void> => {
-        if (uid !== undefined && setpriv && kill) leftovers = await reapUid(uid, setpriv, kill);
+        if (cgroup) leftovers = await cgroup.kill();
+        else if (uid !== undefined && setpriv && kill) leftovers = await reapUid(uid, setpriv, kill);
         // Security: without an ipc namespace, SysV objects of the uid would wait for its next run.
         if (uid !== undefined && ipcrm && deps.ctx.platform.isolation === 'uid') ipcRemoved = await removeIpcOf(uid, ipcrm);
       };
@@ -306,11 +313,12 @@ export class RunnerService {
           runId: slot.runId, exitCode: o.exitCode, signal: o.signal, stdout: o.stdout, stderr: o.stderr,
           truncated: o.truncated, timedOut: o.ending === 'timeout', cancelled: o.ending === 'cancelled', durationMs: o.durationMs,
           stdoutBytes: o.stdoutBytes, stderrBytes: o.stderrBytes,
-          memoryLimited: hitMemoryLimit(o.exitCode, o.signal, o.stderr),
+          memoryLimited: hitMemoryLimit(o.exitCode, o.signal, o.stderr) || (cgroup?.oomKilled() ?? false),
         },
       };
     } finally {
       await proxy?.close();
+      cgroup?.remove();
       rmSync(scratch, { recursive: true, force: true });
       if (uid !== undefined) deps.uidPool?.release(uid);
     }

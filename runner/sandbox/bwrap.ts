@@ -51,6 +51,8 @@ export interface RunView {
   tmpBytes: number;
   /** Host path of the run's egress proxy socket, when the run may reach any destination. */
   egressSocket?: string;
+  /** The fd bubblewrap reads the syscall filter's BPF program from (seccomp-bpf.ts). */
+  seccompFd?: number;
 }
 
 /**
@@ -92,6 +94,9 @@ export function bwrapArgs(layout: HostLayout, view: RunView): string[] {
   // Security: the network namespace stays empty; the one way out is this socket to the run's own
   // proxy, which decides every destination. Runs without egress get no socket at all.
   if (view.egressSocket !== undefined) args.push('--ro-bind', view.egressSocket, EGRESS_SOCKET_MOUNT);
+  // Security: the syscall filter (keyrings, socket families, io_uring, bpf, mount, namespaces…),
+  // applied by bubblewrap to the script's chain right before it execs it.
+  if (view.seccompFd !== undefined) args.push('--seccomp', String(view.seccompFd));
   args.push(
     // Security: bubblewrap builds the sandbox's root and /dev on unbounded tmpfs mounts owned by the
     // script's uid; left writable, `/etc/x` or `/dev/x` would be a RAM sink with no size cap. Both
