@@ -24,6 +24,8 @@ export interface LaunchOrders {
   env: string[];
   /** base64 of the BPF program (8 bytes per instruction); absent when bubblewrap loads it instead. */
   filter?: string;
+  /** fds above 2 the program needs (bubblewrap's `--seccomp` fd). */
+  keep?: number[];
 }
 
 /** The orders, checked by hand: no zod here, the launcher must start fast. */
@@ -32,7 +34,9 @@ export function parseOrders(text: string): LaunchOrders {
   const env = value.env;
   if (!Array.isArray(env) || !env.every((e) => typeof e === 'string' && e.includes('='))) throw new Error('env is not a list of NAME=value');
   if (value.filter !== undefined && typeof value.filter !== 'string') throw new Error('filter is not base64 text');
-  return { env, ...(value.filter !== undefined ? { filter: value.filter } : {}) };
+  const keep = value.keep ?? [];
+  if (!Array.isArray(keep) || !keep.every((fd) => Number.isInteger(fd) && fd > 2 && fd !== ORDERS_FD)) throw new Error('keep is not a list of fds above 3');
+  return { env, ...(value.filter !== undefined ? { filter: value.filter } : {}), ...(keep.length > 0 ? { keep } : {}) };
 }
 
 /** The fd the orders arrive on. */
@@ -97,8 +101,8 @@ function main(argv: string[]): void {
     // Security: from here on this process and everything it execs or forks is under the filter.
     if (prctlPtr(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, fprog, 0, 0) !== 0) fail(`installing the syscall filter failed (errno ${koffi.errno()})`);
   }
-  // Node marks the standard fds close-on-exec; the program needs them.
-  for (const fd of [0, 1, 2]) fcntl(fd, F_SETFD, 'int', 0);
+  // Node marks the fds it inherited close-on-exec; the program needs these.
+  for (const fd of [0, 1, 2, ...(orders.keep ?? [])]) fcntl(fd, F_SETFD, 'int', 0);
   execve(target[0]!, [...target, null], [...orders.env, null]);
   fail(`could not execute ${target[0]} (errno ${koffi.errno()})`);
 }

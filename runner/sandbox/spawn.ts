@@ -164,7 +164,11 @@ function finish(platform: Platform, extras: RunExtras, chain: string[], env: Rec
   const procs = extras.cgroupProcs ?? [];
   const full = procs.length > 0 ? [platform.tools.sh!, '-c', CGROUP_SCRIPT, 'skill-mcp-cgroup', String(procs.length), ...procs, ...chain] : chain;
   const orders = platform.launcher
-    ? Buffer.from(JSON.stringify({ env: Object.entries(env).map(([k, v]) => `${k}=${v}`), ...(filterInLauncher && platform.seccomp ? { filter: platform.seccomp.toString('base64') } : {}) }))
+    ? Buffer.from(JSON.stringify({
+      env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
+      ...(filterInLauncher && platform.seccomp ? { filter: platform.seccomp.toString('base64') } : {}),
+      ...(!filterInLauncher && platform.seccomp ? { keep: [SECCOMP_FD] } : {}),
+    }))
     : undefined;
   const seccomp = !filterInLauncher ? platform.seccomp : undefined;
   return { command: full[0]!, args: full.slice(1), env: orders ? LAUNCHER_ENV : env, cwd, envNames: names, fds: [orders, seccomp] };
