@@ -84,6 +84,9 @@ export function bwrapArgs(layout: HostLayout, view: RunView): string[] {
   for (const path of ETC_ALLOWLIST) args.push('--ro-bind-try', path, path);
   args.push(
     '--proc', '/proc',
+    // Security: /proc/keys lists every key the reader's uid may view, possessed or not — the
+    // descriptions of the person's own keys at the levels without a uid of the run's own.
+    '--ro-bind', '/dev/null', '/proc/keys',
     '--dev', '/dev',
     // Security: the writable places are RAM-backed and capped, so a script filling them cannot
     // fill the host's disk (and lose the run's result or the audit log with it).

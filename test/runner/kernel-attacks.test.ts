@@ -180,7 +180,9 @@ describe.skipIf(process.platform !== 'linux')(`kernel surface attacks at level $
       keyctl_get_session: 'Operation not permitted',
       request_key: 'Operation not permitted',
       add_key_plant: 'Operation not permitted',
-      proc_keys_shows_key: false,
+      // Known gap (docs/isolation.md): same-uid has no mount namespace to hide /proc/keys, which
+      // lists the descriptions (never the contents) of every key of the person's uid.
+      proc_keys_shows_key: level === 'same-uid',
       keyctl_show: false,
     });
     expect(text(result.stdout) + text(result.stderr)).not.toContain(KEY_SECRET);
@@ -204,7 +206,10 @@ describe.skipIf(process.platform !== 'linux')(`kernel surface attacks at level $
   it('node still lists its network interfaces (route netlink is allowed: getifaddrs)', async () => {
     const { result } = await run('ifaces.js');
     expect(text(result.stderr)).toBe('');
-    expect(JSON.parse(text(result.stdout))).toContain('lo');
+    expect(result.exitCode).toBe(0);
+    // uid-sandbox's loopback is down (listed only when up); bubblewrap brings its own up.
+    if (hasBwrap(level)) expect(JSON.parse(text(result.stdout))).toContain('lo');
+    else expect(Array.isArray(JSON.parse(text(result.stdout)))).toBe(true);
   });
 
   describe.skipIf(!isRoot)('memory cap bypass (root: a memory cgroup per run)', () => {
