@@ -51,6 +51,11 @@ export function ownGroups(procCgroup: string): Map<string, string> {
   return groups;
 }
 
+/** `mount` + the group path, without the trailing slash a root group's `/` would leave. */
+function under(mount: string, group: string): string {
+  return join(mount, group).replace(/(.)\/+$/, '$1');
+}
+
 function read(path: string): string | undefined {
   try {
     return readFileSync(path, 'utf8');
@@ -70,14 +75,14 @@ export function detectCgroupHost(mountinfo: string, procCgroup: string, pid: num
   const host: CgroupHost = {};
   const v2Mount = mounts.get('');
   if (v2Mount !== undefined && own.has('')) {
-    const base = join(v2Mount, own.get('')!);
+    const base = under(v2Mount, own.get('')!);
     host.v2 = { base, memory: enableV2Memory(base, pid) };
   }
   for (const controller of ['memory', 'freezer'] as const) {
     const mount = mounts.get(controller);
     const path = own.get(controller);
     if (mount === undefined || path === undefined) continue;
-    const base = join(mount, path);
+    const base = under(mount, path);
     if (!existsSync(join(base, 'cgroup.procs'))) continue;
     if (controller === 'memory') host.v1Memory = base;
     else host.v1Freezer = base;

@@ -74,13 +74,15 @@ async function until(deadline: number, done: () => boolean): Promise<boolean> {
  * Makes the groups of one run, capped at `limitBytes` (memory and swap together). Throws when the
  * host said it could and now cannot: the caller refuses the run rather than run it uncapped.
  */
-export function makeRunCgroup(host: CgroupHost, name: string, limitBytes: number): RunCgroup {
+export function makeRunCgroup(host: CgroupHost, name: string, limitBytes: number, kernel: (dir: string) => void = () => undefined): RunCgroup {
   if (!/^[A-Za-z0-9_.-]+$/.test(name)) throw new Error(`bad cgroup name ${JSON.stringify(name)}`);
   const made: string[] = [];
   const mk = (base: string): string => {
     const dir = join(base, name);
+    // Security: never an existing group (EEXIST): one made by someone else would not be ours to fill.
     mkdirSync(dir);
     made.push(dir);
+    kernel(dir); // tests: what cgroupfs does on mkdir (the control files appear)
     return dir;
   };
   try {
