@@ -21,6 +21,7 @@ import { closeInheritedFds, scrubEnviron } from './hygiene.js';
 import { openLedger } from './ledger/select.js';
 import { parseRunnerOptions, RUNNER_USAGE } from './options.js';
 import { loadPeerCredReader } from './requests/peer-cred.js';
+import { joinFreshSessionKeyring } from './sandbox/keyring.js';
 import { probePlatform } from './sandbox/platform.js';
 import { listen } from './requests/server.js';
 import { removeStaleRunFolders } from './workspace/scratch.js';
@@ -78,7 +79,9 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
     : undefined;
   // Root tries the sandbox as a real run uid: what must work is bubblewrap as that uid.
   const probeUid = uidPool?.takeOrUndefined();
-  const platform = probePlatform({ searchPath: env['PATH'], bwrapSetting: opts.bwrap, probeUid, tmpBytes: opts.limits.tmpBytes });
+  // Security: the keys of the session the runner was started in are possessed by neither it nor its runs.
+  const ownKeyring = joinFreshSessionKeyring();
+  const platform = probePlatform({ searchPath: env['PATH'], bwrapSetting: opts.bwrap, probeUid, tmpBytes: opts.limits.tmpBytes, ownKeyring });
   if (probeUid !== undefined) uidPool?.release(probeUid);
   if (platform.missing.length > 0 && platform.isolation !== 'namespace') log(`isolation ${platform.isolation}: ${platform.missing.join('; ')} (skill-mcp doctor says more)`);
   const { limits } = settings;

@@ -127,6 +127,8 @@ export interface ProbeOptions {
   probeUid: number | undefined;
   /** The /tmp size the runs will get, so the probe uses the very same command line. */
   tmpBytes: number;
+  /** Whether this process joined a fresh session keyring at start (sandbox/keyring.ts), or why not. */
+  ownKeyring?: true | { why: string };
 }
 
 const ROOT_DROP = (uid: number): string[] => [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--no-new-privs', '--inh-caps=-all', '--bounding-set=-all', '--'];
@@ -232,8 +234,10 @@ export function usesBwrap(platform: Platform): boolean {
 function harden(level: Platform, opts: ProbeOptions): Platform {
   const filter = hostFilter();
   const bwrapped = usesBwrap(level);
-  const launched = probeLauncher(process.execPath, bwrapped ? undefined : filter, level.tools.setpriv, level.asRoot ? opts.probeUid : undefined);
-  const launcher = launched.ok ? launched.argv : undefined;
+  // bubblewrap loads the filter itself; only the other levels need the launcher (one node start per run).
+  const launched = bwrapped ? undefined : probeLauncher(process.execPath, filter, level.tools.setpriv, level.asRoot ? opts.probeUid : undefined);
+  const launcher = launched?.ok ? launched.argv : undefined;
+  const launcherWhy = launched && !launched.ok ? launched.why : 'the launcher is missing';
   const mechanisms = [...level.mechanisms];
   const missing = [...level.missing];
   const words: string[] = [];
@@ -243,15 +247,19 @@ function harden(level: Platform, opts: ProbeOptions): Platform {
     mechanisms.push('seccomp');
     words.push('A syscall filter (seccomp) answers EPERM to kernel keyrings, sockets other than unix/IPv4/IPv6, io_uring, bpf, perf events, userfaultfd, mount and new namespaces, kernel modules and kexec, ptrace.');
   } else {
-    missing.push(filter === undefined ? `no syscall filter for ${process.arch}` : `no syscall filter at this level: ${'why' in launched ? launched.why : 'the launcher is missing'}`);
+    missing.push(filter === undefined ? `no syscall filter for ${process.arch}` : `no syscall filter at this level: ${launcherWhy}`);
     words.push('There is no syscall filter at this level.');
   }
+  const own = opts.ownKeyring ?? { why: 'the runner did not join a keyring of its own' };
   if (launcher) {
     mechanisms.push('session-keyring');
     words.push('Each run gets a fresh, empty session keyring.');
+  } else if (bwrapped && seccomp && own === true) {
+    mechanisms.push('session-keyring');
+    words.push('Runs possess only the runner\'s own fresh, empty session keyring, and can neither read nor write it (every keyring call is denied, /proc/keys is hidden).');
   } else {
-    missing.push(`no fresh session keyring per run: ${'why' in launched ? launched.why : ''}`);
-    words.push('Runs share the runner\'s session keyring.');
+    missing.push(`no fresh session keyring: ${bwrapped ? (own === true ? 'no syscall filter' : own.why) : launcherWhy}`);
+    words.push('Runs possess the session keyring the runner was started in.');
   }
   let cgroups: CgroupHost | undefined;
   if (level.asRoot) {
