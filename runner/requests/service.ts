@@ -270,7 +270,14 @@ export class RunnerService {
       if (proxied) proxy = await openRunProxy({ socketPath: egressSocketPath(scratch), uid, entries: plan.egress.entries, audit: deps.audit, runId: slot.runId });
       // Security: a root runner caps and ends the run by its own cgroup (every page counted, every task killed).
       const { cgroups } = deps.ctx.platform;
-      if (cgroups) cgroup = makeRunCgroup(cgroups, runFolderName(slot.runId), runCgroupLimit(plan.willRun.memoryBytes, deps.limits.tmpBytes));
+      if (cgroups) {
+        try {
+          cgroup = makeRunCgroup(cgroups, runFolderName(slot.runId), runCgroupLimit(plan.willRun.memoryBytes, deps.limits.tmpBytes));
+        } catch (error) {
+          // Never run uncapped what the preview said would be capped.
+          return reject('sandbox-failed', 'SANDBOX_UNAVAILABLE', `the run's memory cgroup could not be made (${(error as NodeJS.ErrnoException).code ?? 'error'}); nothing was run`, { token_id: tokenId });
+        }
+      }
       const spec = buildSpawn(plan, deps.ctx.platform, deps.ctx.env, scratch, uid, deps.limits, { ...(cgroup ? { cgroupProcs: cgroup.procs } : {}) });
       if (spec.envNames.join('\0') !== plan.willRun.envNames.join('\0')) return reject('sandbox-failed', 'INTERNAL', 'the run environment differs from the preview; nothing was run');
       deps.audit.append({
