@@ -26,19 +26,25 @@ function runnerPid(frontPid: number): number {
 }
 
 /** Processes of the sleep script: scripts run in the runner's copy of their skill, under this file's TMPDIR (its scratch). */
-function sleepers(): { pid: number; cmdline: string }[] {
-  return processesNaming(SUITE_TMP).filter((p) => p.cmdline.includes('sleep.js'));
+function sleepers(ms: string): { pid: number; cmdline: string }[] {
+  return processesNaming(SUITE_TMP).filter((p) => p.cmdline.includes(`sleep.js ${ms}`));
 }
 
-/** Waits until no process of the sleep script remains. */
-async function sleepersGone(withinMs = 20_000): Promise<{ pid: number; cmdline: string }[]> {
+/**
+ * Waits until no process of this file's sleep run remains. Each run here sleeps a duration no other
+ * test file uses (this file's pid in it), so another file's sleeper ending at the wrong moment
+ * cannot pass or fail the scan.
+ */
+async function sleepersGone(ms: string, withinMs = 20_000): Promise<{ pid: number; cmdline: string }[]> {
   const deadline = Date.now() + withinMs;
   for (;;) {
-    const left = sleepers();
+    const left = sleepers(ms);
     if (left.length === 0 || Date.now() > deadline) return left;
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
 }
+const CANCEL_MS = String(60_000_000 + process.pid);
+const CRASH_MS = String(59_000_000 + process.pid);
 
 const isRoot = process.getuid?.() === 0;
 
@@ -111,17 +117,17 @@ describe.each(ERAS)('runner and run lifecycle, $name', (era) => {
 
   test('a client cancel kills the run: its processes are gone, the audit shows it, the server keeps serving', async () => {
     const controller = new AbortController();
-    const call = served.client.callTool({ name: 'skill_run', arguments: await approved('scripts/sleep.js', ['60000']) }, { signal: controller.signal });
-    const accepted = await awaitAudit(stateDir, (l) => l.event === 'run.accept' && l.argv?.[1] === '60000');
+    const call = served.client.callTool({ name: 'skill_run', arguments: await approved('scripts/sleep.js', [CANCEL_MS]) }, { signal: controller.signal });
+    const accepted = await awaitAudit(stateDir, (l) => l.event === 'run.accept' && l.argv?.[1] === CANCEL_MS);
     // run.accept is logged just before the spawn: wait for the script to really be running.
     const deadline = Date.now() + 20_000;
-    while (sleepers().length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25));
-    expect(sleepers().length).toBeGreaterThan(0);
+    while (sleepers(CANCEL_MS).length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25));
+    expect(sleepers(CANCEL_MS).length).toBeGreaterThan(0);
     controller.abort();
     await expect(call).rejects.toThrow();
     const exit = await awaitAudit(stateDir, (l) => l.event === 'run.exit' && l.run_id === accepted.run_id);
     expect(JSON.stringify(exit)).toMatch(/cancel/);
-    expect(await sleepersGone()).toEqual([]);
+    expect(await sleepersGone(CANCEL_MS)).toEqual([]);
     // The slot was released (a second run is not BUSY) and the front still answers.
     const next = await callTool(served.client, 'skill_run', await approved('scripts/report.js', ['after-cancel']));
     expect(reported(next).args).toEqual(['after-cancel']);
@@ -141,13 +147,13 @@ describe.each(ERAS)('runner and run lifecycle, $name', (era) => {
   });
 
   test('runner killed during a run: that call is RUNNER_UNAVAILABLE saying it was not retried, the script does not outlive it, the next run works', async () => {
-    const call = callTool(served.client, 'skill_run', await approved('scripts/sleep.js', ['59000']));
-    await awaitAudit(stateDir, (l) => l.event === 'run.accept' && l.argv?.[1] === '59000');
+    const call = callTool(served.client, 'skill_run', await approved('scripts/sleep.js', [CRASH_MS]));
+    await awaitAudit(stateDir, (l) => l.event === 'run.accept' && l.argv?.[1] === CRASH_MS);
     process.kill(runnerPid(served.pid), 'SIGKILL');
     const { code, message } = refusal(await call);
     expect(code).toBe('RUNNER_UNAVAILABLE');
     expect(message).toMatch(/not retried/);
-    expect(await sleepersGone()).toEqual([]);
+    expect(await sleepersGone(CRASH_MS)).toEqual([]);
     const next = await callTool(served.client, 'skill_run', await approved('scripts/report.js', ['after-crash']));
     expect(reported(next).args).toEqual(['after-crash']);
   });
