@@ -22,6 +22,8 @@ import { openLedger } from './ledger/select.js';
 import { parseRunnerOptions, RUNNER_USAGE } from './options.js';
 import { loadPeerCredReader } from './requests/peer-cred.js';
 import { joinFreshSessionKeyring } from './sandbox/keyring.js';
+import { sweepRunCgroups } from './sandbox/run-cgroup.js';
+import { pidAlive } from './file-lock.js';
 import { probePlatform } from './sandbox/platform.js';
 import { listen } from './requests/server.js';
 import { removeStaleRunFolders } from './workspace/scratch.js';
@@ -83,6 +85,11 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
   const ownKeyring = joinFreshSessionKeyring();
   const platform = probePlatform({ searchPath: env['PATH'], bwrapSetting: opts.bwrap, probeUid, tmpBytes: opts.limits.tmpBytes, ownKeyring });
   if (probeUid !== undefined) uidPool?.release(probeUid);
+  if (platform.cgroups) {
+    // Groups of runs whose runner died: their tasks are killed and the groups removed.
+    const swept = await sweepRunCgroups(platform.cgroups, pidAlive);
+    if (swept.removed + swept.left > 0) log(`removed ${swept.removed} run cgroup(s) a dead runner left${swept.left > 0 ? `; ${swept.left} could not be removed` : ''}`);
+  }
   if (platform.missing.length > 0 && platform.isolation !== 'namespace') log(`isolation ${platform.isolation}: ${platform.missing.join('; ')} (skill-mcp doctor says more)`);
   const { limits } = settings;
 

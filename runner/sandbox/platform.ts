@@ -197,7 +197,7 @@ function probeLevel(opts: ProbeOptions): Platform {
   if (bw.ok) {
     return {
       ...base, isolation: 'namespace-uid', layout, mechanisms: ['run-uid', ...NAMESPACE_MECHANISMS], missing: [],
-      isolationDetail: `each run gets its own unprivileged uid/gid (no groups, no capabilities, no_new_privs) and, inside that, a bubblewrap sandbox with its own user, mount, pid, network, ipc and uts namespaces: the system folders and its skill folder read-only, a private size-capped /tmp as HOME and TMPDIR, nothing else of this machine, no network, no view of other processes, no nested user namespaces; memory, processes, file size, open files and CPU time are capped, and every process of the run uid is killed afterwards.${outside}`,
+      isolationDetail: `each run gets its own unprivileged uid/gid (no groups, no capabilities, no_new_privs) and, inside that, a bubblewrap sandbox with its own user, mount, pid, network, ipc and uts namespaces: the system folders and its skill folder read-only, a private size-capped /tmp as HOME and TMPDIR, nothing else of this machine, no network, no view of other processes, no nested user namespaces; memory, processes, file size, open files and CPU time are capped, and everything the run started is killed afterwards.${outside}`,
     };
   }
   const namespaces = tools.unshare !== undefined && tools.sh !== undefined && tools.mount !== undefined &&

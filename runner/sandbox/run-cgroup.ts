@@ -8,7 +8,7 @@
  * kills atomically in the kernel; the v1 freezer stops the tasks so none can fork or exit (and
  * free its pid for reuse) between reading the list and the kill.
  */
-import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SHM_BYTES } from './bwrap.js';
 import type { CgroupHost } from './cgroup.js';
@@ -180,4 +180,41 @@ function handle(procDirs: string[], memory: RunCgroup['memory'], killDir: string
       return ok;
     },
   };
+}
+
+/** The name runs' groups get (the run's folder name, `run-<runner pid>-<id>`). */
+const RUN_GROUP = /^run-([1-9][0-9]{0,9})-[0-9a-f]{16}$/;
+
+/**
+ * At start: the groups a runner that died (SIGKILL, power loss of its process) left behind — their
+ * tasks killed, the groups removed. Only groups named like a run whose runner pid is not alive.
+ * Returns how many groups were removed and how many could not be.
+ */
+export async function sweepRunCgroups(host: CgroupHost, alive: (pid: number) => boolean): Promise<{ removed: number; left: number }> {
+  let removed = 0;
+  let left = 0;
+  const bases = [host.v2?.base, host.v1Memory, host.v1Freezer].filter((b): b is string => b !== undefined);
+  for (const base of bases) {
+    let names: string[];
+    try {
+      names = readdirSync(base);
+    } catch {
+      continue;
+    }
+    for (const name of names) {
+      const match = RUN_GROUP.exec(name);
+      if (!match || alive(Number(match[1]))) continue;
+      const dir = join(base, name);
+      if (existsSync(join(dir, 'cgroup.kill'))) writeFileSync(join(dir, 'cgroup.kill'), '1');
+      else for (const pid of pidsIn(dir)) try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
+      await until(Date.now() + REAP_DEADLINE_MS, () => pidsIn(dir).length === 0);
+      try {
+        rmdirSync(dir);
+        removed += 1;
+      } catch {
+        left += 1;
+      }
+    }
+  }
+  return { removed, left };
 }

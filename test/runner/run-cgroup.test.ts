@@ -5,12 +5,12 @@
  * by real runs as root (kernel-attacks.test.ts).
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { cgroupMounts, detectCgroupHost, memoryMechanism, ownGroups } from '../../runner/sandbox/cgroup.js';
-import { makeRunCgroup, runCgroupLimit } from '../../runner/sandbox/run-cgroup.js';
+import { makeRunCgroup, runCgroupLimit, sweepRunCgroups } from '../../runner/sandbox/run-cgroup.js';
 
 const dirs: string[] = [];
 const temp = (): string => {
@@ -138,5 +138,21 @@ describe('a run cgroup', () => {
     // A pid that is not ours to kill stays listed: the kill gives up, bounded.
     writeFileSync(join(root, 'run-5-bb', 'cgroup.procs'), '999999999\n');
     expect(await group.kill()).toEqual({ killed: 1, remaining: 1 });
+  });
+
+  it('at start, a dead runner\'s run groups are killed (cgroup.kill) and removed; a live runner\'s and other groups are left', async () => {
+    const base = temp();
+    const dead = join(base, 'run-999999-0123456789abcdef');
+    const live = join(base, `run-${process.pid}-0123456789abcdef`);
+    const other = join(base, 'system.slice');
+    for (const dir of [dead, live, other]) mkdirSync(dir);
+    writeFileSync(join(dead, 'cgroup.kill'), '');
+    writeFileSync(join(dead, 'cgroup.procs'), '999998\n');
+    // A real kernel empties the group on cgroup.kill and lets rmdir remove it; here the files stand in.
+    const swept = sweepRunCgroups({ v2: { base, memory: true } }, (pid) => pid === process.pid);
+    await waitFor(() => read(join(dead, 'cgroup.kill')) === '1');
+    for (const file of ['cgroup.kill', 'cgroup.procs']) rmSync(join(dead, file));
+    expect(await swept).toEqual({ removed: 1, left: 0 });
+    expect(readdirSync(base).sort()).toEqual([`run-${process.pid}-0123456789abcdef`, 'system.slice']);
   });
 });
