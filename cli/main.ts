@@ -19,8 +19,11 @@ const USAGE = `usage:
                                     run the privileged runner daemon on its own (hosted mode;
                                     give it the front's MCP_SKILLS_PATH and MCP_SKILL_RUN;
                                     skill-mcp runner --help lists the options)
-  skill-mcp audit verify [--head ANCHOR] [FILE]
-                                    check the audit log's hash chain and its anchor
+  skill-mcp audit verify [FILE|-] [--public-key PEM] [--head HEAD]
+                                    check the audit log's chain, signatures, segments and anchor
+  skill-mcp audit head|pubkey       print the latest signed head / the signing public key
+  skill-mcp audit query [FILE] [--skill S] [--outcome O] [--since T] [--json] ...
+                                    print the decisions matching the filters
   skill-mcp audit tail [-n N] [FILE]
                                     print recent audit decisions
   skill-mcp doctor [--json]         the isolation this machine gives scripts, what is missing and how
@@ -39,10 +42,7 @@ async function main(argv: string[]): Promise<void> {
       return (await import('./standalone.js')).serveStandalone({ bundledSkills: BUNDLED_SKILLS, entry: process.argv[1]! });
     case '--http':
       return (await import('./standalone.js')).serveStandaloneHttp({ bundledSkills: BUNDLED_SKILLS, entry: process.argv[1]!, args: rest });
-    case 'runner':
-      return (await import('../runner/main.js')).runnerMain(rest, { bundledSkills: BUNDLED_SKILLS });
-    case 'runner-guard':
-      return (await import('../runner/guard.js')).guardMain(rest, { entry: process.argv[1]! });
+    // `runner` and `runner-guard` never reach this bundle: the bin loads their own (cli/runner-entry.ts).
     case 'audit':
       return (await import('../runner/audit/cli.js')).auditMain(rest);
     case 'doctor':

@@ -12,8 +12,10 @@
  */
 import { EGRESS_SOCKET_MOUNT } from '../egress/bridge.js';
 
-/** Where the run's own skill folder appears inside the sandbox (read-only; the script's cwd). */
+/** Where the run's own skill folder appears inside the sandbox (read-only; also `SKILL_DIR`). */
 export const SKILL_MOUNT = '/skill';
+/** Where the run's workspace appears inside the sandbox (read-write; the script's cwd). */
+export const WORKSPACE_MOUNT = '/work';
 /** The run's private, size-capped writable folder: HOME, TMPDIR and /tmp at once. */
 export const SANDBOX_HOME = '/tmp';
 /** /dev/shm is tiny: python's multiprocessing needs it for semaphores, nothing needs more. */
@@ -53,6 +55,8 @@ export interface RunView {
   egressSocket?: string;
   /** The fd bubblewrap reads the syscall filter's BPF program from (seccomp-bpf.ts). */
   seccompFd?: number;
+  /** Host path of the run's workspace (runner/workspace/workspace.ts): bound read-write, the cwd. */
+  workspace?: string;
 }
 
 /**
@@ -100,13 +104,15 @@ export function bwrapArgs(layout: HostLayout, view: RunView): string[] {
   // Security: the syscall filter (keyrings, socket families, io_uring, bpf, mount, namespaces…),
   // applied by bubblewrap to the script's chain right before it execs it.
   if (view.seccompFd !== undefined) args.push('--seccomp', String(view.seccompFd));
+  // The one host folder the run may write: its own fresh workspace, holding the approved inputs.
+  if (view.workspace !== undefined) args.push('--bind', view.workspace, WORKSPACE_MOUNT);
   args.push(
     // Security: bubblewrap builds the sandbox's root and /dev on unbounded tmpfs mounts owned by the
     // script's uid; left writable, `/etc/x` or `/dev/x` would be a RAM sink with no size cap. Both
     // are remounted read-only (not recursively: /tmp and /dev/shm stay writable, with their caps).
     '--remount-ro', '/dev',
     '--remount-ro', '/',
-    '--chdir', SKILL_MOUNT,
+    '--chdir', view.workspace !== undefined ? WORKSPACE_MOUNT : SKILL_MOUNT,
   );
   return args;
 }

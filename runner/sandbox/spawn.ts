@@ -22,8 +22,12 @@
  *
  * prlimit runs inside bubblewrap's user namespace, where RLIMIT_NPROC counts only the run's own
  * processes (outside it would count every process of the person's uid and stop bubblewrap itself).
- * The `sh` step runs a constant script whose only inputs are the scratch path the runner made and
+ * The `sh` step runs a constant script whose only inputs are the HOME path the runner made and
  * the mount binary; the script's own argv goes through `exec "$@"` untouched.
+ *
+ * Every level starts the script in the run's workspace (bubblewrap: at /work) with the script
+ * named by its absolute path in the read-only skill copy, which is also `SKILL_DIR`; relative
+ * paths in the arguments are then relative to the workspace, as in a terminal.
  */
 import { buildScriptEnv } from '../../shared/env.js';
 import { bwrapArgs, SANDBOX_HOME, SKILL_MOUNT } from './bwrap.js';
@@ -42,6 +46,9 @@ export interface SandboxLimits {
   memoryBytes: number;
   /** Size of the run's private /tmp (HOME, TMPDIR) in the namespace sandbox. */
   tmpBytes: number;
+  /** The most a run may bring in (input files and stdin), and carry back as output files. */
+  inputBytes: number;
+  outputFilesBytes: number;
 }
 
 export interface SpawnSpec {
@@ -53,6 +60,14 @@ export interface SpawnSpec {
   envNames: string[];
   /** Bytes for the child's fds 3, 4, …, each written to a pipe and closed (undefined: fd not open). */
   fds: (Buffer | undefined)[];
+  /** The bytes the script reads on stdin (absent: stdin is /dev/null). */
+  stdin?: Uint8Array;
+}
+
+/** Host folders of one run (runner/workspace/workspace.ts): its workspace (the cwd) and, outside bubblewrap, its HOME. */
+export interface RunDirs {
+  workspace: string;
+  home: string;
 }
 
 /** What the runner made for this run before its spawn. */
@@ -76,13 +91,16 @@ const CGROUP_SCRIPT = [
 ].join('\n');
 
 // Security: /tmp, /var/tmp, /dev/shm and /run/lock are writable by every uid; inside the run's
-// mount namespace they become read-only, and only the run's own scratch directory stays writable.
+// mount namespace they become read-only, and only the run's own folder (HOME, workspace) stays writable.
 const MOUNT_SCRIPT = [
   'set -e',
-  'scratch=$1; mount=$2; size=$3; owner=$4; shift 4',
+  'home=$1; mount=$2; size=$3; owner=$4; work=$5; shift 5',
   // Security: the run's HOME/TMPDIR becomes a size-capped RAM disk owned by the run uid, so a run
   // filling it cannot fill the disk the runner's state and audit log live on.
-  '"$mount" -t tmpfs -o "size=$size,mode=0700,uid=$owner,gid=$owner,nosuid,nodev" skill-mcp-tmp "$scratch"',
+  '"$mount" -t tmpfs -o "size=$size,mode=0700,uid=$owner,gid=$owner,nosuid,nodev" skill-mcp-tmp "$home"',
+  // The workspace becomes a mount of its own first, so the read-only remounts below (the scratch
+  // folder may sit under /tmp) leave it writable, as the recursive binds carry it along.
+  '"$mount" --bind "$work" "$work"; "$mount" -o remount,bind,nosuid,nodev "$work"',
   'for d in /tmp /var/tmp /dev/shm /run/lock; do',
   '  if [ -d "$d" ] && [ ! -L "$d" ]; then "$mount" --rbind "$d" "$d"; "$mount" -o remount,bind,ro "$d"; fi',
   'done',
@@ -101,14 +119,32 @@ function sandboxPath(platform: Platform): string {
   return [...(platform.layout?.extra ?? []).map((dir) => `${dir}/bin`), '/usr/local/bin', '/usr/bin', '/bin'].join(':');
 }
 
+/** A cache folder that cannot exist: /dev/null is a device, so nothing is ever below it. */
+const NO_BYTECODE_DIR = '/dev/null/skill-mcp-no-bytecode';
+
+/**
+ * Interpreter options before the script path. Security: python never reads or writes bytecode —
+ * `-B` writes none, and `-X pycache_prefix` at a folder that cannot exist makes it look for cached
+ * bytecode only where there is none, never in a `__pycache__` beside a source — so every module
+ * runs from its reviewed `.py` (PYTHON* variables are never grantable, shared/declaration.ts, so
+ * nothing in the environment turns this back on).
+ */
+export function interpreterFlags(interpreter: string): string[] {
+  return interpreter === 'python3' ? ['-B', '-X', `pycache_prefix=${NO_BYTECODE_DIR}`] : [];
+}
+
 /**
  * Builds the spawn of one run. `uid` is the run's own id (root) or undefined (the runner's uid).
  * The script path handed to the interpreter is absolute (bubblewrap) or `./`-prefixed, so no
  * declared name can ever read as an interpreter option.
  */
-export function buildSpawn(plan: RunPlan, platform: Platform, sourceEnv: Readonly<Record<string, string | undefined>>, scratch: string, uid: number | undefined, limits: SandboxLimits, extras: RunExtras = {}): SpawnSpec {
+export function buildSpawn(plan: RunPlan, platform: Platform, sourceEnv: Readonly<Record<string, string | undefined>>, scratch: string, uid: number | undefined, limits: SandboxLimits, dirs: RunDirs, extras: RunExtras = {}): SpawnSpec {
   const sandboxed = usesBwrap(platform);
-  const overrides: Record<string, string | null> = { ...plan.egress.env, ...(sandboxed ? { HOME: SANDBOX_HOME, TMPDIR: SANDBOX_HOME, PATH: sandboxPath(platform) } : { HOME: scratch, TMPDIR: scratch }) };
+  const overrides: Record<string, string | null> = {
+    ...plan.egress.env,
+    ...(sandboxed ? { HOME: SANDBOX_HOME, TMPDIR: SANDBOX_HOME, PATH: sandboxPath(platform) } : { HOME: dirs.home, TMPDIR: dirs.home }),
+    SKILL_DIR: sandboxed ? SKILL_MOUNT : plan.realDir,
+  };
   const { env, names } = buildScriptEnv(sourceEnv, plan.grantedEnv, overrides);
   const cpuSeconds = Math.ceil(plan.willRun.timeoutMs / 1000) + 1;
   const { prlimit, setpriv, unshare, sh, mount, bwrap } = platform.tools;
@@ -127,19 +163,19 @@ export function buildSpawn(plan: RunPlan, platform: Platform, sourceEnv: Readonl
     : [setpriv!, `--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--no-new-privs', '--inh-caps=-all', '--bounding-set=-all', '--pdeathsig=KILL', '--'];
   let chain: string[];
   if (sandboxed) {
-    const script = [plan.interpreterPath, `${SKILL_MOUNT}/${plan.scriptRelative}`, ...plan.args];
+    const script = [plan.interpreterPath, ...interpreterFlags(plan.willRun.interpreter), `${SKILL_MOUNT}/${plan.scriptRelative}`, ...plan.args];
     const proxied = plan.egress.mode === 'proxy';
     // A proxied run starts the bridge first (under the same limits); it starts the script once it listens.
     const target = proxied ? bridgeArgv(bridgeNode(platform)!, script) : script;
     // bubblewrap always exports PWD; the script must get exactly the approved variables.
     const inside = [platform.tools.env!, '-u', 'PWD', prlimit!, ...rlimits(true), ...target];
-    const view = { skillDir: plan.realDir, tmpBytes: limits.tmpBytes, ...(proxied ? { egressSocket: egressSocketPath(scratch) } : {}), ...(platform.seccomp ? { seccompFd: SECCOMP_FD } : {}) };
+    const view = { skillDir: plan.realDir, tmpBytes: limits.tmpBytes, workspace: dirs.workspace, ...(proxied ? { egressSocket: egressSocketPath(scratch) } : {}), ...(platform.seccomp ? { seccompFd: SECCOMP_FD } : {}) };
     chain = [...drop, bwrap!, ...bwrapArgs(platform.layout!, view), '--', ...inside];
     return finish(platform, extras, [...launcherStep(platform), ...chain], env, '/', names, false);
   }
   // The launcher goes last, right before the interpreter: unshare and mount above it need the
   // calls its filter denies.
-  const target = [...launcherStep(platform), plan.interpreterPath, `./${plan.scriptRelative}`, ...plan.args];
+  const target = [...launcherStep(platform), plan.interpreterPath, ...interpreterFlags(plan.willRun.interpreter), `${plan.realDir}/${plan.scriptRelative}`, ...plan.args];
   if (uid === undefined) {
     // Same uid: RLIMIT_NPROC would count the runner's own processes too, so it is left out.
     chain = prlimit ? [prlimit, ...rlimits(false), ...drop, ...target] : [...drop, ...target];
@@ -148,10 +184,10 @@ export function buildSpawn(plan: RunPlan, platform: Platform, sourceEnv: Readonl
     if (platform.isolation === 'uid-sandbox' && unshare && sh && mount) {
       // Security: `unshare --fork` stays behind as the namespace's parent; it must die with the runner
       // (its --kill-child then takes the namespace down), or a SIGKILLed runner leaves the run alive.
-      chain = [setpriv!, '--pdeathsig=KILL', '--', unshare, ...UNSHARE_FLAGS, '--', sh, '-c', MOUNT_SCRIPT, 'skill-mcp-sandbox', scratch, mount, String(limits.tmpBytes), String(uid), ...chain];
+      chain = [setpriv!, '--pdeathsig=KILL', '--', unshare, ...UNSHARE_FLAGS, '--', sh, '-c', MOUNT_SCRIPT, 'skill-mcp-sandbox', dirs.home, mount, String(limits.tmpBytes), String(uid), dirs.workspace, ...chain];
     }
   }
-  return finish(platform, extras, chain, env, plan.realDir, names, true);
+  return finish(platform, extras, chain, env, dirs.workspace, names, true);
 }
 
 /** `node launch.cjs --`, when this runner has the launcher. */

@@ -55,7 +55,7 @@ describe('--flag value and --flag=value are the same flag', () => {
   test('audit: --head H and --head=H name the same anchor; -n N and -nN print the same lines', () => {
     const dir = tempDir('audit-flags');
     const log = join(dir, 'audit.log');
-    writeFileSync(log, '');
+    writeFileSync(log, `${JSON.stringify({ seq: 1, ts: '2026-01-01T00:00:00.000Z', prev: '0'.repeat(64), event: 'e1' })}\n`);
     const anchor = join(dir, 'elsewhere.head');
     for (const args of [['--head', anchor], [`--head=${anchor}`]]) {
       expect(bin(['audit', 'verify', ...args, log])).toMatchObject({ status: 1, stdout: `UNVERIFIED tail: no anchor at ${anchor}\n` });

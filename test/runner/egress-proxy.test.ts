@@ -91,7 +91,8 @@ describe('the SSRF guard (decide)', () => {
 
   it('a name that does not resolve is a 502, and a malformed host a 400', async () => {
     expect(await decide(entries, 'nowhere.zone.test', 443, pinned)).toMatchObject({ allowed: false, reason: 'unresolved', status: 502 });
-    expect(await decide(entries, '0x7f.1', 443, pinned)).toMatchObject({ allowed: false, reason: 'bad-destination', status: 400 });
+    expect(await decide(entries, '[zz::1]', 443, pinned)).toMatchObject({ allowed: false, reason: 'bad-destination', status: 400 });
+    expect(await decide(entries, 'not_a_name', 443, pinned)).toMatchObject({ allowed: false, reason: 'bad-destination', status: 400 });
   });
 });
 
@@ -189,7 +190,7 @@ describe('the proxy on its unix socket', () => {
     expect(byName).toContain('loopback.zone.test resolves to 127.0.0.1 (loopback)');
     expect(await exchange('GET https://127.0.0.1/ HTTP/1.1\r\nHost: x\r\n\r\n')).toContain('CONNECT tunnel');
     expect(await exchange('GET / HTTP/1.1\r\nHost: x\r\n\r\n')).toContain('send an absolute http:// URL');
-    expect(await exchange('CONNECT 2130706433:80 HTTP/1.1\r\n\r\n')).toMatch(/^HTTP\/1\.1 400/);
+    expect(await exchange('CONNECT [zz::1]:80 HTTP/1.1\r\n\r\n')).toMatch(/^HTTP\/1\.1 400/);
   });
 
   it('an allowed destination that is not listening is a 502 and recorded as connect-failed', async () => {
@@ -269,17 +270,18 @@ describe('what a run can make the runner hold', () => {
   });
 
   it('a script looping on refused connections writes at most the cap of audit lines; the rest are counted', async () => {
-    const audit = new AuditLog(join(dir, 'audit.log'), join(dir, 'audit.head'));
+    const audit = new AuditLog({ path: join(dir, 'audit.log'), anchorPath: join(dir, 'audit.head') });
+    audit.begin(() => ({ event: 'runner.start' }));
     const socketPath = join(dir, 'loop.sock');
     const proxy = await openRunProxy({ socketPath, uid: undefined, entries: ['a.example'], audit, runId: 'r1', maxAuditLines: 3 });
     try {
       for (let i = 0; i < 5; i++) expect(await once(socketPath, `CONNECT b.example:443 HTTP/1.1\r\n\r\n`)).toMatch(/^HTTP\/1\.1 403/);
     } finally {
       const totals = await proxy.close();
-      audit.close();
+      await audit.close();
       expect(totals).toEqual({ egress_allowed: 0, egress_refused: 5, egress_unlogged: 2 });
     }
     const lines = readFileSync(join(dir, 'audit.log'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
-    expect(lines.map((l) => [l['event'], l['decision'], l['destination']])).toEqual(Array(3).fill(['egress', 'refused', 'b.example:443']));
+    expect(lines.filter((l) => l['event'] !== 'runner.start').map((l) => [l['event'], l['decision'], l['destination']])).toEqual(Array(3).fill(['egress', 'refused', 'b.example:443']));
   });
 });
