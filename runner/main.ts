@@ -25,6 +25,9 @@ import { closeInheritedFds, scrubEnviron } from './hygiene.js';
 import { openLedger } from './ledger/select.js';
 import { parseRunnerOptions, RUNNER_USAGE } from './options.js';
 import { loadPeerCredReader } from './requests/peer-cred.js';
+import { joinFreshSessionKeyring } from './sandbox/keyring.js';
+import { sweepRunCgroups } from './sandbox/run-cgroup.js';
+import { pidAlive } from './file-lock.js';
 import { probePlatform } from './sandbox/platform.js';
 import { listen } from './requests/server.js';
 import { chooseScratchDir, removeStaleRunFolders, sharedAncestor } from './workspace/scratch.js';
@@ -127,8 +130,15 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
     : undefined;
   // Root tries the sandbox as a real run uid: what must work is bubblewrap as that uid.
   const probeUid = await uidPool?.takeOrUndefined();
-  const platform = probePlatform({ searchPath: env['PATH'], bwrapSetting: opts.bwrap, probeUid, tmpBytes: opts.limits.tmpBytes });
+  // Security: the keys of the session the runner was started in are possessed by neither it nor its runs.
+  const ownKeyring = joinFreshSessionKeyring();
+  const platform = probePlatform({ searchPath: env['PATH'], bwrapSetting: opts.bwrap, probeUid, tmpBytes: opts.limits.tmpBytes, ownKeyring });
   if (probeUid !== undefined) await uidPool?.release(probeUid);
+  if (platform.cgroups) {
+    // Groups of runs whose runner died: their tasks are killed and the groups removed.
+    const swept = await sweepRunCgroups(platform.cgroups, pidAlive);
+    if (swept.removed + swept.left > 0) log(`removed ${swept.removed} run cgroup(s) a dead runner left${swept.left > 0 ? `; ${swept.left} could not be removed` : ''}`);
+  }
   if (platform.missing.length > 0 && platform.isolation !== 'namespace') log(`isolation ${platform.isolation}: ${platform.missing.join('; ')} (skill-mcp doctor says more)`);
   const { limits } = settings;
 
@@ -149,13 +159,8 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
   const peer = loadPeerCredReader();
   if ('why' in peer) log(`warning: no peer-credential check (${peer.why}); relying on socket directory modes`);
   const service = new RunnerService({
-<<<<<<< HEAD
-    ctx: { env, bundledSkills: options.bundledSkills, limits, platform, memoryBytes: opts.limits.memoryBytes, hashGate: new ChunkGate(HASH_CHUNKS_AT_ONCE) },
-    key, ledger, audit, environ, refusedWhy, ttlMs: settings.confirmTtlSeconds * 1000, scratchDir, uidPool,
-=======
     ctx: { env, bundledSkills: options.bundledSkills, limits, platform, memoryBytes: opts.limits.memoryBytes, hasher: new HashWorker() },
-    key, ledger, audit, environ, refusedWhy, ttlMs: settings.confirmTtlSeconds * 1000, scratchDir: opts.scratchDir, uidPool,
->>>>>>> wt-holds
+    key, ledger, audit, environ, refusedWhy, ttlMs: settings.confirmTtlSeconds * 1000, scratchDir, uidPool,
     limits: opts.limits, killGraceMs: opts.killGraceMs, drainMs: opts.drainMs,
     admission: { maxRuns: capacity.maxRuns, perClient: capacity.perClient, queueMs: opts.runQueueMs },
     osUser: hosted ? undefined : osUserName(),
