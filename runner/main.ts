@@ -6,6 +6,7 @@
  * other runners on this state dir share, before anything is appended) → probe interpreters and sandbox tools → listen.
  * SIGTERM/SIGINT kill every run (waiting ones too), close the socket and exit.
  */
+import { tmpdir } from 'node:os';
 import { grantFrom } from '../shared/grant.js';
 import { wantsHelp } from '../shared/cli-args.js';
 import { readSharedSettings, startupReport } from '../shared/settings.js';
@@ -24,19 +25,19 @@ import { closeInheritedFds, scrubEnviron } from './hygiene.js';
 import { openLedger } from './ledger/select.js';
 import { parseRunnerOptions, RUNNER_USAGE } from './options.js';
 import { loadPeerCredReader } from './requests/peer-cred.js';
+import { joinFreshSessionKeyring } from './sandbox/keyring.js';
+import { sweepRunCgroups } from './sandbox/run-cgroup.js';
+import { pidAlive } from './file-lock.js';
 import { probePlatform } from './sandbox/platform.js';
 import { listen } from './requests/server.js';
-import { removeStaleRunFolders } from './workspace/scratch.js';
+import { chooseScratchDir, removeStaleRunFolders, sharedAncestor } from './workspace/scratch.js';
 import { RunnerService } from './requests/service.js';
 import { resolveCapacity, thisMachine } from './requests/capacity.js';
 import { SkillMcpError } from '../shared/errors.js';
 import { ensurePrivateDir, loadTokenKey } from './state.js';
 import { DEFAULT_CLAIM_DIR, UidClaims } from './uids/claims.js';
 import { UidPool } from './uids/pool.js';
-import { ChunkGate } from '../shared/chunk-gate.js';
-
-/** Skill-content chunks the runner reads and hashes at once, over all its requests (shared/chunk-gate.ts). */
-const HASH_CHUNKS_AT_ONCE = 2;
+import { HashWorker } from '../shared/hash-worker.js';
 
 function log(message: string): void {
   process.stderr.write(`skill-mcp runner: ${message}\n`);
@@ -95,9 +96,20 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
   ensurePrivateDir(opts.stateDir);
   const asRoot = process.getuid?.() === 0;
   // Root: the scratch parent must be traversable by run uids (each run's own dir is 0700, theirs).
-  ensurePrivateDir(opts.scratchDir, asRoot ? 0o711 : 0o700);
+  const scratchMode = asRoot ? 0o711 : 0o700;
+  let scratchDir = opts.scratchDir;
+  if (opts.scratchExplicit) ensurePrivateDir(scratchDir, scratchMode);
+  else {
+    // Security: never a shared name in the temp folder another user could take first (or plant
+    // node_modules above): root's /run, a user's state directory, else a fresh random name.
+    const choice = chooseScratchDir(asRoot ? ['/run/skill-mcp-scratch'] : [opts.scratchDir], tmpdir(), scratchMode);
+    for (const refused of choice.refused) log(`warning: scratch directory ${refused}; using another`);
+    scratchDir = choice.dir;
+  }
+  const shared = sharedAncestor(scratchDir);
+  if (shared !== undefined) log(`warning: the scratch directory is below ${shared}, which other users may write to: without bubblewrap, require() from a run's copy also looks for node_modules there (use --scratch-dir below a folder only you and root can write)`);
   // A crashed predecessor's run folders (a script's HOME, maybe secrets it wrote) go before any run.
-  const stale = removeStaleRunFolders(opts.scratchDir);
+  const stale = removeStaleRunFolders(scratchDir);
   if (stale.failed > 0) log(`warning: ${stale.failed} stale run folder(s) under the scratch directory could not be removed`);
   const confirmSecret = readConfirmSecret(env);
   const { key, source: keySource } = loadTokenKey(opts.stateDir, 'secret' in confirmSecret ? confirmSecret.secret : undefined);
@@ -118,8 +130,15 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
     : undefined;
   // Root tries the sandbox as a real run uid: what must work is bubblewrap as that uid.
   const probeUid = await uidPool?.takeOrUndefined();
-  const platform = probePlatform({ searchPath: env['PATH'], bwrapSetting: opts.bwrap, probeUid, tmpBytes: opts.limits.tmpBytes });
+  // Security: the keys of the session the runner was started in are possessed by neither it nor its runs.
+  const ownKeyring = joinFreshSessionKeyring();
+  const platform = probePlatform({ searchPath: env['PATH'], bwrapSetting: opts.bwrap, probeUid, tmpBytes: opts.limits.tmpBytes, ownKeyring });
   if (probeUid !== undefined) await uidPool?.release(probeUid);
+  if (platform.cgroups) {
+    // Groups of runs whose runner died: their tasks are killed and the groups removed.
+    const swept = await sweepRunCgroups(platform.cgroups, pidAlive);
+    if (swept.removed + swept.left > 0) log(`removed ${swept.removed} run cgroup(s) a dead runner left${swept.left > 0 ? `; ${swept.left} could not be removed` : ''}`);
+  }
   if (platform.missing.length > 0 && platform.isolation !== 'namespace') log(`isolation ${platform.isolation}: ${platform.missing.join('; ')} (skill-mcp doctor says more)`);
   const { limits } = settings;
 
@@ -140,8 +159,8 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
   const peer = loadPeerCredReader();
   if ('why' in peer) log(`warning: no peer-credential check (${peer.why}); relying on socket directory modes`);
   const service = new RunnerService({
-    ctx: { env, bundledSkills: options.bundledSkills, limits, platform, memoryBytes: opts.limits.memoryBytes, hashGate: new ChunkGate(HASH_CHUNKS_AT_ONCE) },
-    key, ledger, audit, environ, refusedWhy, ttlMs: settings.confirmTtlSeconds * 1000, scratchDir: opts.scratchDir, uidPool,
+    ctx: { env, bundledSkills: options.bundledSkills, limits, platform, memoryBytes: opts.limits.memoryBytes, hasher: new HashWorker() },
+    key, ledger, audit, environ, refusedWhy, ttlMs: settings.confirmTtlSeconds * 1000, scratchDir, uidPool,
     limits: opts.limits, killGraceMs: opts.killGraceMs, drainMs: opts.drainMs,
     admission: { maxRuns: capacity.maxRuns, perClient: capacity.perClient, queueMs: opts.runQueueMs },
     osUser: hosted ? undefined : osUserName(),

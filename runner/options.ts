@@ -5,7 +5,6 @@
  * runner with a message: a typo must never silently widen who may connect or what a script may use.
  */
 import { readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { parseFlags, stringFlag, UsageError, type FlagSpec } from '../shared/cli-args.js';
@@ -20,6 +19,8 @@ export interface RunnerOptions {
   socketPath: string;
   stateDir: string;
   scratchDir: string;
+  /** Whether `scratchDir` was given (flag or variable); otherwise main.ts picks the default (runner/workspace/scratch.ts). */
+  scratchExplicit: boolean;
   auditPath: string;
   frontUid: number | undefined;
   frontGid: number | undefined;
@@ -49,7 +50,8 @@ export const RUNNER_USAGE = `usage: skill-mcp runner --socket PATH --state-dir D
   --front-uid UID       uid of the front allowed to connect (SKILL_MCP_FRONT_UID)
   --front-gid GID       group owning the socket directory and socket (SKILL_MCP_FRONT_GID)
   --uid-range A-B       run uids when root (SKILL_MCP_UID_RANGE, default ${DEFAULT_UID_RANGE})
-  --scratch-dir DIR     parent of each run's private HOME/TMPDIR (SKILL_MCP_SCRATCH_DIR)
+  --scratch-dir DIR     parent of each run's private HOME/TMPDIR and skill copy (SKILL_MCP_SCRATCH_DIR;
+                        default: /run/skill-mcp-scratch as root, <state dir>/scratch otherwise)
   --audit-log FILE      audit log path (SKILL_MCP_AUDIT_LOG, default STATE_DIR/audit.log)
   --max-runs N          runs at once (SKILL_MCP_MAX_RUNS; default from the machine's cores and
                         memory against the per-run memory cap, see docs/isolation.md)
@@ -214,7 +216,8 @@ export function parseRunnerOptions(argv: string[], env: Env): RunnerOptions {
   return {
     socketPath: resolve(socket),
     stateDir,
-    scratchDir: resolve(path('scratch-dir') || join(tmpdir(), `skill-mcp-scratch-${process.getuid?.() ?? 0}`)),
+    scratchDir: resolve(path('scratch-dir') || join(stateDir, 'scratch')),
+    scratchExplicit: Boolean(path('scratch-dir')),
     auditPath: resolve(path('audit-log') || join(stateDir, 'audit.log')),
     frontUid,
     frontGid,

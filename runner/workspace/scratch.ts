@@ -3,9 +3,16 @@
  * named `run-<runner pid>-<run id>` so that a runner starting after a crash can tell the folders
  * its dead predecessors left (a script's files, maybe large, maybe sensitive) from those of
  * another runner alive on the same scratch directory, and remove only the former.
+ *
+ * Where it lives by default (`--scratch-dir` unset): never a shared name in the temp folder. Root
+ * uses `/run/skill-mcp-scratch` (only root can write in /run, and run uids can traverse it), an
+ * ordinary user `<state dir>/scratch` (below their home); when that cannot be claimed, a fresh
+ * `$TMPDIR/skill-mcp-scratch-<uid>-<random>`. The start-up log names any folder above it that
+ * others may write to (module resolution from a run copy could reach it).
  */
-import { lstatSync, readdirSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { closeSync, constants, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, realpathSync, rmSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 
 /** A run's scratch folder, or (`-skill`) its private copy of the skill (runner/workspace/run-copy.ts). */
 const RUN_FOLDER = /^run-([1-9][0-9]{0,9})-([0-9a-f]{16})(?:-skill)?$/;
@@ -56,4 +63,90 @@ export function removeStaleRunFolders(scratchDir: string): StaleSweep {
     }
   }
   return sweep;
+}
+
+/** Where a default scratch directory was put, and what was passed over on the way. */
+export interface ScratchChoice {
+  dir: string;
+  /** Candidates refused (someone else's, a link, not a directory), each with why: for the start-up log. */
+  refused: string[];
+  /** The first folder above `dir` that others may write to (a planted node_modules there is found by require()), if any. */
+  sharedAncestor?: string;
+}
+
+/**
+ * Takes `path` as the runner's private directory: made if missing (never through a link), then
+ * opened without following links and checked to be a directory the runner owns, its mode set.
+ * Security: a folder another local user made first under this name (or a link they planted) is
+ * refused, not reused — it could be swapped or read under us — and the caller tries another name.
+ */
+export function claimPrivateDir(path: string, mode: number): { ok: true } | { ok: false; why: string } {
+  try {
+    mkdirSync(path, { mode });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code !== 'EEXIST') return { ok: false, why: `cannot be made (${code ?? 'error'})` };
+  }
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+  } catch (error) {
+    return { ok: false, why: `is a link or not a directory (${(error as NodeJS.ErrnoException).code ?? 'error'})` };
+  }
+  try {
+    const st = fstatSync(fd);
+    if (st.uid !== process.getuid!()) return { ok: false, why: `belongs to uid ${st.uid}, not to the runner` };
+    if ((st.mode & 0o7777) !== mode) fchmodSync(fd, mode);
+    return { ok: true };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * The first folder above `dir` (its real path) that a user other than root or the runner owns or
+ * may write to, or undefined. Node's require() looks for `node_modules` in every folder above a
+ * script, so a run copy below such a folder can load what another user planted there.
+ */
+export function sharedAncestor(dir: string): string | undefined {
+  let at = dirname(realpathSync(dir));
+  for (;;) {
+    const st = statSync(at);
+    if ((st.uid !== 0 && st.uid !== process.getuid!()) || (st.mode & 0o022) !== 0) return at;
+    const up = dirname(at);
+    if (up === at) return undefined;
+    at = up;
+  }
+}
+
+/**
+ * Picks the default scratch directory: the first of `candidates` the runner can claim, else a
+ * fresh `skill-mcp-scratch-<uid>-<random>` under `fallbackParent` (made new, so another user's
+ * folder is never taken; a name already there is skipped). Never fails because someone else
+ * created a folder first.
+ */
+export function chooseScratchDir(candidates: readonly string[], fallbackParent: string, mode: number): ScratchChoice {
+  const refused: string[] = [];
+  const chosen = (dir: string): ScratchChoice => {
+    const shared = sharedAncestor(dir);
+    return { dir, refused, ...(shared !== undefined ? { sharedAncestor: shared } : {}) };
+  };
+  for (const candidate of candidates) {
+    const claim = claimPrivateDir(candidate, mode);
+    if (claim.ok) return chosen(candidate);
+    refused.push(`${candidate} ${claim.why}`);
+  }
+  for (let attempt = 0; attempt < 16; attempt++) {
+    const dir = join(fallbackParent, `skill-mcp-scratch-${process.getuid!()}-${randomBytes(4).toString('hex')}`);
+    try {
+      mkdirSync(dir, { mode });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST') continue;
+      throw error;
+    }
+    const claim = claimPrivateDir(dir, mode);
+    if (claim.ok) return chosen(dir);
+    refused.push(`${dir} ${claim.why}`);
+  }
+  throw new Error(`no private scratch directory could be made under ${fallbackParent}`);
 }

@@ -90,11 +90,20 @@ export function helloFor(env: Record<string, string>, frontSecret?: string): Ext
  * Starts a runner. Its `client` is a front configured like the runner (`env`), holding
  * `frontSecret` when given (the runner then needs `--front-secret-file` in `args`).
  */
-export async function startRunner(opts: { env: Record<string, string>; stateDir?: string; args?: string[]; spawnPrefix?: string[]; base?: string; frontSecret?: string }): Promise<RunnerHandle> {
+export async function startRunner(opts: {
+  env: Record<string, string>;
+  stateDir?: string;
+  args?: string[];
+  spawnPrefix?: string[];
+  base?: string;
+  frontSecret?: string;
+  /** No `--scratch-dir`: the runner picks its default scratch directory. */
+  noScratch?: boolean;
+}): Promise<RunnerHandle> {
   const base = opts.base ?? tempDir('runner');
   const socketPath = join(base, 'sock', 'runner.sock');
   const stateDir = opts.stateDir ?? join(base, 'state');
-  const argv = [BIN, 'runner', '--socket', socketPath, '--state-dir', stateDir, '--scratch-dir', join(base, 'scratch'), ...(opts.args ?? [])];
+  const argv = [BIN, 'runner', '--socket', socketPath, '--state-dir', stateDir, ...(opts.noScratch ? [] : ['--scratch-dir', join(base, 'scratch')]), ...(opts.args ?? [])];
   const [command, ...args] = opts.spawnPrefix ? [...opts.spawnPrefix, process.execPath, ...argv] : [process.execPath, ...argv];
   // SKILL_MCP_BWRAP passes through, so CI's fallback pass reaches every runner the tests start.
   const bwrap = process.env['SKILL_MCP_BWRAP'] ? { SKILL_MCP_BWRAP: process.env['SKILL_MCP_BWRAP'] } : {};
