@@ -112,7 +112,8 @@ describe('a skill edited between the preview and the run', () => {
     expect(fresh.willRun.content.files).not.toBe(approved.willRun.content.files);
     expect(fresh.willRun.content.script !== approved.willRun.content.script).toBe(scriptChanges);
     expect(acceptedRuns()).toBe(before);
-    expect(auditLines(runner.stateDir).at(-1)).toMatchObject({ event: 'run.reject', reason: 'draft-changed', skill });
+    // The reject, then the fresh preview's own run.prepare (DRAFT_CHANGED mints a new token).
+    expect(auditLines(runner.stateDir).filter((l) => String(l['event']).startsWith('run.')).slice(-2)).toMatchObject([{ event: 'run.reject', reason: 'draft-changed', skill }, { event: 'run.prepare', skill }]);
     const ran = await runWith(skill, fresh.confirmToken);
     if (!ran.ok) throw new Error(`${ran.error.code}: ${ran.error.message}`);
     expect(JSON.parse(text(ran.result.stdout))).toMatchObject(shows);
