@@ -57,6 +57,9 @@ const metafiles = bundled.map((result) => result.metafile);
 await writeFile('dist/THIRD_PARTY_NOTICES.md', await thirdPartyNotices(metafiles));
 await writeFile('dist/sbom.cdx.json', await bundledSbom(metafiles, JSON.parse(await readFile('package.json', 'utf8'))));
 await build({ ...common, entryPoints: { 'skill-mcp': 'cli/boot.ts' }, outdir: 'dist', banner: { js: '#!/usr/bin/env node' } });
+// The run launcher (runner/sandbox/launch.ts): its own few-kB bundle, started once per run, so it
+// must not load the rest. koffi stays external, as above.
+await build({ ...common, entryPoints: { 'skill-mcp-launch': 'runner/sandbox/launch.ts' }, outExtension: { '.js': '.cjs' }, outdir: 'dist', external: ['koffi'] });
 // The package is "type": "module"; the bin and its bundle are CommonJS (vm.Script runs scripts only).
 await writeFile('dist/package.json', '{ "type": "commonjs" }\n');
 await chmod('dist/skill-mcp.js', 0o755);

@@ -28,8 +28,8 @@ const USAGE = `usage:
                                     print recent audit decisions
   skill-mcp doctor [--json]         the isolation this machine gives scripts, what is missing and how
                                     to get it (exit 1 when skill_run would be refused here)
-  skill-mcp check [--format text|json|sarif] [--strict] PATH...
-                                    check skill folders before serving them (--help: the rules)
+  skill-mcp check [--format text|json|sarif] [--strict] [--fix] PATH...
+                                    check skill folders before serving them (--fix: move mcp-host: into mcp-host.yaml; --help: the rules)
   skill-mcp pull [--skill NAME]... --to DIR (--url URL [--header H]... | -- COMMAND...)
                                     copy skills from any MCP server that serves them into DIR,
                                     every file checked against its published digest (--help)

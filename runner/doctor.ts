@@ -7,13 +7,15 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { parseFlags, UsageError, wantsHelp } from '../shared/cli-args.js';
 import { loadPeerCredReader } from './requests/peer-cred.js';
-import { probePlatform } from './sandbox/platform.js';
+import { joinFreshSessionKeyring } from './sandbox/keyring.js';
+import { probePlatform, usesBwrap } from './sandbox/platform.js';
 import type { Platform } from './sandbox/platform.js';
 import { DEFAULT_UID_RANGE, parseUidRange, processesOfUid } from './uids/pool.js';
 
 export const DOCTOR_USAGE = `usage: skill-mcp doctor [--json]
   Prints the isolation a runner started here gives each script (as root and as an ordinary user),
-  the mechanisms found (bubblewrap, user namespaces, cgroup v2, setpriv/prlimit, SO_PEERCRED), and
+  the mechanisms found (bubblewrap, user namespaces, setpriv/prlimit, the syscall filter, the session
+  keyring, the memory cgroup, SO_PEERCRED), and
   what is missing with how to get it. Exit 1 when skill_run would be refused on this machine.
   Reads SKILL_MCP_BWRAP (a path to bubblewrap, or "off") and PATH like the runner.`;
 
@@ -49,6 +51,7 @@ function mechanisms(platform: Platform): Check[] {
   const cgroup2 = existsSync('/sys/fs/cgroup/cgroup.controllers');
   const peer = loadPeerCredReader();
   const bwrapOk = platform.isolation === 'namespace' || platform.isolation === 'namespace-uid';
+  const memory = platform.mechanisms.find((m) => m.startsWith('memory-cgroup-'));
   return [
     {
       name: 'bubblewrap', found: tools.bwrap !== undefined, detail: tools.bwrap ?? 'not installed',
@@ -64,8 +67,23 @@ function mechanisms(platform: Platform): Check[] {
       fix: 'rlimits (memory, processes, file size, CPU), no_new_privs, death with the runner, and for a root runner the drop to per-run uids: install util-linux',
     },
     {
-      name: 'cgroup v2', found: cgroup2, detail: cgroup2 ? 'mounted at /sys/fs/cgroup (not used yet: memory is capped by RLIMIT_DATA per process)' : 'not mounted (cgroup v1 or none)',
-      fix: 'not needed today; a memory cap over a whole process tree would use it (docs/isolation.md)',
+      name: 'syscall filter', found: platform.mechanisms.includes('seccomp'),
+      detail: platform.mechanisms.includes('seccomp')
+        ? `seccomp-bpf on every run (${usesBwrap(platform) ? 'loaded by bubblewrap' : 'installed by the run launcher'}): keyrings, socket families beyond unix/IPv4/IPv6, io_uring, bpf, perf events, userfaultfd, mount, namespaces, modules, kexec, ptrace answer EPERM`
+        : (platform.missing.find((m) => m.includes('syscall filter')) ?? 'none at this level'),
+      fix: 'a syscall filter at the levels without bubblewrap needs the run launcher: install the optional koffi package (npm ci installs it) on x86_64 or aarch64 Linux',
+    },
+    {
+      name: 'fresh session keyring', found: platform.mechanisms.includes('session-keyring'),
+      detail: platform.mechanisms.includes('session-keyring') ? (usesBwrap(platform) ? 'the runner joins a new, empty session keyring at start; its runs can neither read nor write it (the filter denies every keyring call)' : 'each run joins a new, empty session keyring before its script starts') : (platform.missing.find((m) => m.includes('keyring')) ?? 'runs share the runner\'s session keyring'),
+      fix: 'needs the run launcher: install the optional koffi package',
+    },
+    {
+      name: 'memory cgroup', found: memory !== undefined,
+      detail: memory !== undefined
+        ? `${memory === 'memory-cgroup-v2' ? 'cgroup v2 (memory.max, swap off)' : 'cgroup v1 memory controller (limit_in_bytes and memsw)'}: every page of a run is counted against its cap, shared memory and tmpfs included, and the run is ended by its group`
+        : `none: memory is capped per process by RLIMIT_DATA, which does not count MAP_SHARED or System V shm${usesBwrap(platform) ? ' (/dev/shm is a 16 MiB tmpfs, /tmp a capped tmpfs)' : ''}${cgroup2 ? '; cgroup v2 is mounted, but a memory group needs a root runner (or a delegated subtree)' : ''}`,
+      fix: 'counts every page of a run: start the runner as root on a host with cgroup v2 (memory controller) or the v1 memory controller',
     },
     {
       name: 'SO_PEERCRED', found: 'read' in peer, detail: 'read' in peer ? 'koffi loads: the runner checks each peer\'s uid' : peer.why,
@@ -89,7 +107,8 @@ export function doctorMain(argv: string[]): void {
     return;
   }
   const asRoot = process.getuid?.() === 0;
-  const platform = probePlatform({ searchPath: process.env['PATH'], bwrapSetting: process.env['SKILL_MCP_BWRAP'] || undefined, probeUid: asRoot ? idleRunUid() : undefined, tmpBytes: 256 * 1024 * 1024 });
+  // The same keyring step a runner takes at start (harmless for this short-lived process).
+  const platform = probePlatform({ searchPath: process.env['PATH'], bwrapSetting: process.env['SKILL_MCP_BWRAP'] || undefined, probeUid: asRoot ? idleRunUid() : undefined, tmpBytes: 256 * 1024 * 1024, ownKeyring: joinFreshSessionKeyring() });
   const bwrapOk = platform.isolation === 'namespace' || platform.isolation === 'namespace-uid';
   const interpreters = [...platform.interpreters].map(([name, r]) => ({ name, available: 'path' in r, ...('why' in r ? { why: r.why } : {}) }));
   const refused = platform.refuseWhy ?? (interpreters.some((i) => i.available) ? undefined : 'no interpreter (node, python3) is available to the runner');

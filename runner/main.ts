@@ -25,6 +25,9 @@ import { closeInheritedFds, scrubEnviron } from './hygiene.js';
 import { openLedger } from './ledger/select.js';
 import { parseRunnerOptions, RUNNER_USAGE } from './options.js';
 import { loadPeerCredReader } from './requests/peer-cred.js';
+import { joinFreshSessionKeyring } from './sandbox/keyring.js';
+import { sweepRunCgroups } from './sandbox/run-cgroup.js';
+import { pidAlive } from './file-lock.js';
 import { probePlatform } from './sandbox/platform.js';
 import { listen } from './requests/server.js';
 import { chooseScratchDir, removeStaleRunFolders, sharedAncestor } from './workspace/scratch.js';
@@ -34,10 +37,7 @@ import { SkillMcpError } from '../shared/errors.js';
 import { ensurePrivateDir, loadTokenKey } from './state.js';
 import { DEFAULT_CLAIM_DIR, UidClaims } from './uids/claims.js';
 import { UidPool } from './uids/pool.js';
-import { ChunkGate } from '../shared/chunk-gate.js';
-
-/** Skill-content chunks the runner reads and hashes at once, over all its requests (shared/chunk-gate.ts). */
-const HASH_CHUNKS_AT_ONCE = 2;
+import { HashWorker } from '../shared/hash-worker.js';
 
 function log(message: string): void {
   process.stderr.write(`skill-mcp runner: ${message}\n`);
@@ -130,8 +130,15 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
     : undefined;
   // Root tries the sandbox as a real run uid: what must work is bubblewrap as that uid.
   const probeUid = await uidPool?.takeOrUndefined();
-  const platform = probePlatform({ searchPath: env['PATH'], bwrapSetting: opts.bwrap, probeUid, tmpBytes: opts.limits.tmpBytes });
+  // Security: the keys of the session the runner was started in are possessed by neither it nor its runs.
+  const ownKeyring = joinFreshSessionKeyring();
+  const platform = probePlatform({ searchPath: env['PATH'], bwrapSetting: opts.bwrap, probeUid, tmpBytes: opts.limits.tmpBytes, ownKeyring });
   if (probeUid !== undefined) await uidPool?.release(probeUid);
+  if (platform.cgroups) {
+    // Groups of runs whose runner died: their tasks are killed and the groups removed.
+    const swept = await sweepRunCgroups(platform.cgroups, pidAlive);
+    if (swept.removed + swept.left > 0) log(`removed ${swept.removed} run cgroup(s) a dead runner left${swept.left > 0 ? `; ${swept.left} could not be removed` : ''}`);
+  }
   if (platform.missing.length > 0 && platform.isolation !== 'namespace') log(`isolation ${platform.isolation}: ${platform.missing.join('; ')} (skill-mcp doctor says more)`);
   const { limits } = settings;
 
@@ -152,7 +159,7 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
   const peer = loadPeerCredReader();
   if ('why' in peer) log(`warning: no peer-credential check (${peer.why}); relying on socket directory modes`);
   const service = new RunnerService({
-    ctx: { env, bundledSkills: options.bundledSkills, limits, platform, memoryBytes: opts.limits.memoryBytes, hashGate: new ChunkGate(HASH_CHUNKS_AT_ONCE) },
+    ctx: { env, bundledSkills: options.bundledSkills, limits, platform, memoryBytes: opts.limits.memoryBytes, hasher: new HashWorker() },
     key, ledger, audit, environ, refusedWhy, ttlMs: settings.confirmTtlSeconds * 1000, scratchDir, uidPool,
     limits: opts.limits, killGraceMs: opts.killGraceMs, drainMs: opts.drainMs,
     admission: { maxRuns: capacity.maxRuns, perClient: capacity.perClient, queueMs: opts.runQueueMs },

@@ -13,7 +13,6 @@
 import { createHash } from 'node:crypto';
 import { read } from 'node:fs';
 import { promisify } from 'node:util';
-import type { ChunkGate } from './chunk-gate.js';
 
 const readAsync = promisify(read);
 
@@ -44,23 +43,17 @@ export function shortDigest(hex: string): string {
  * off the event loop (the thread pool) and the sink awaited before the next read: a process
  * hashing a 64 MiB skill still answers its other requests (a cancel) between two chunks.
  */
-export async function hashOpenFileAsync(fd: number, scratch: Buffer, maxBytes: number, sink?: (chunk: Buffer) => Promise<void>, gate?: ChunkGate): Promise<{ sha256: string; size: number } | { over: true }> {
+export async function hashOpenFileAsync(fd: number, scratch: Buffer, maxBytes: number, sink?: (chunk: Buffer) => Promise<void>): Promise<{ sha256: string; size: number } | { over: true }> {
   const hash = createHash('sha256');
   let size = 0;
-  // One chunk: read, hash, hand on. Through the gate, when the process has one.
-  const step = async (): Promise<number> => {
-    const { bytesRead: got } = await readAsync(fd, scratch, 0, scratch.length, size);
-    if (got === 0 || size + got > maxBytes) return got;
-    const chunk = scratch.subarray(0, got);
-    hash.update(chunk);
-    if (sink) await sink(chunk);
-    return got;
-  };
   for (;;) {
-    const got = await (gate ? gate.run(step) : step());
+    const { bytesRead: got } = await readAsync(fd, scratch, 0, scratch.length, size);
     if (got === 0) break;
     size += got;
     if (size > maxBytes) return { over: true };
+    const chunk = scratch.subarray(0, got);
+    hash.update(chunk);
+    if (sink) await sink(chunk);
   }
   return { sha256: hash.digest('hex'), size };
 }

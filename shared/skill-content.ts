@@ -6,7 +6,7 @@
  * hashed; the front calls it without one to compare its view with its runner's.
  */
 import { closeSync, fstatSync } from 'node:fs';
-import type { ChunkGate } from './chunk-gate.js';
+import type { HashWorker } from './hash-worker.js';
 import type { ErrorCode } from './errors.js';
 import { isSkillMcpError } from './errors.js';
 import { combineFileDigests, hashOpenFileAsync } from './content-digest.js';
@@ -41,17 +41,21 @@ export interface SkillContent {
 
 export type ContentResult = { ok: true; content: SkillContent } | { ok: false; code: ErrorCode; why: string };
 
-/** Where a copy of each file goes: `open` before its bytes (with its mode), then chunks (each awaited before the next read), then `close`. */
+/**
+ * Where a copy of each file goes: `open` before its bytes (with its mode), then chunks (each
+ * awaited before the next read), then `close`. With `fd`, a hashing thread writes the bytes there
+ * itself instead.
+ */
 export interface ContentSink {
-  open(path: string, mode: number): { write(chunk: Buffer): Promise<void>; close(): void };
+  open(path: string, mode: number): { fd?: number; write(chunk: Buffer): Promise<void>; close(): void };
 }
 
 export interface ContentLimits {
   maxFiles: number;
   maxDirs: number;
   maxBytes: number;
-  /** The process's gate on chunks read at once (the runner's: its event loop stays free for its other requests). */
-  gate?: ChunkGate;
+  /** The process's hashing thread (the runner's: its event loop stays free for its other requests). */
+  hasher?: HashWorker;
 }
 
 function tooLarge(holds: string, max: number): ContentResult {
@@ -81,7 +85,10 @@ export async function readSkillContent(name: string, realDir: string, limits: Co
     try {
       const out = sink?.open(file.path, fstatSync(opened.fd).mode);
       try {
-        const hashed = await hashOpenFileAsync(opened.fd, scratch, limits.maxBytes - bytes, out ? (chunk) => out.write(chunk) : undefined, limits.gate);
+        const room = limits.maxBytes - bytes;
+        const hashed = limits.hasher && (out === undefined || out.fd !== undefined)
+          ? await limits.hasher.hash(opened.fd, room, out?.fd)
+          : await hashOpenFileAsync(opened.fd, scratch, room, out ? (chunk) => out.write(chunk) : undefined);
         // Security: files that grew after the walk still cannot take the copy past its cap.
         if ('over' in hashed) return tooLarge(`more than ${limits.maxBytes}`, limits.maxBytes);
         files.push({ path: file.path, sha256: hashed.sha256, size: hashed.size });

@@ -36,8 +36,8 @@ export const AUDIT_USAGE = `usage: skill-mcp audit verify [FILE|-] [--public-key
   HEAD     a signed head from audit head; a file that is not one is read as the runner's anchor
            (default: audit.head in $SKILL_MCP_STATE_DIR, else beside FILE)
   --redis URL  the stream every runner sharing that Redis mirrors its log into (all hosts):
-           verify checks each host's chain and head, and with FILE (or the default log) where the
-           local log and this host's lines in the stream diverge; tail prints lines led by their
+           verify checks each host's chain and head, and with FILE where that local log and this
+           host's lines in the stream diverge (host id: SKILL_MCP_AUDIT_HOST_ID or FILE's default); tail prints lines led by their
            host id, -f follows new ones. URL - reads $SKILL_MCP_REDIS_URL (keeps a password out of
            ps); SKILL_MCP_REDIS_PREFIX, SKILL_MCP_REDIS_CA_FILE and SKILL_MCP_AUDIT_HOST_ID apply`;
 
@@ -98,7 +98,7 @@ export async function auditMain(argv: string[]): Promise<void> {
       const publicKey = stringFlag(v, 'public-key');
       if (redis !== undefined) {
         if (head !== undefined || publicKey !== undefined) return usageError('--redis reads the stream: no --head or --public-key with it');
-        return (await import('./redis-cli.js')).redisAuditMain('verify', redis, { count: 0, follow: false, localLog: file });
+        return (await import('./redis-cli.js')).redisAuditMain('verify', redis, { count: 0, follow: false, ...(files[0] !== undefined ? { localLog: files[0] } : {}) });
       }
       return (await import('./verify-cli.js')).verifyMain(file, { publicKey, head, named: files.length > 0 }, process.env);
     }

@@ -30,7 +30,7 @@ import { CHECKPOINT_AFTER, KEPT_EVENTS } from './events.js';
 import type { AuditEvent, WriterEvent } from './events.js';
 import { latestSegmentEnd, retentionVictims, rotate, settleRotation, type RotationPoint } from './segments.js';
 import type { AuditSigner } from './signing.js';
-import { removeLockLeftovers, withLock } from '../file-lock.js';
+import { removeLockLeftovers, withLock, withLockAsync } from '../file-lock.js';
 import { openPrivateFile } from '../state.js';
 
 export { GENESIS_PREV, lineHash } from './chain.js';
@@ -257,7 +257,7 @@ export class AuditLog {
       const batch = this.#queue.splice(0, BATCH_LINES);
       let written: { fd: number; last: string; seq: number; lines: number };
       try {
-        written = this.writeBatch(batch);
+        written = await this.writeBatch(batch);
       } catch (error) {
         this.#queue.unshift(...batch.filter((p) => !p.commit));
         this.failed(batch, error);
@@ -334,8 +334,9 @@ export class AuditLog {
   }
 
   /** Under the lock: seqs from the file, the lines made and written (rotating first when full). */
-  private writeBatch(batch: Pending[]): { fd: number; last: string; seq: number; lines: number } {
-    return withLock(this.#lockPath, () => {
+  private writeBatch(batch: Pending[]): Promise<{ fd: number; last: string; seq: number; lines: number }> {
+    // Waits for another runner's hold on timers (the event loop goes on); the write itself is one synchronous span.
+    return withLockAsync(this.#lockPath, () => {
       this.settle();
       let built = this.build(batch);
       const size = fstatSync(this.#fd).size;

@@ -6,8 +6,9 @@
  * line among them) arrive once it is back, two runners sharing one log never copy a line twice, and
  * nothing is lost or reordered by a failed send: it is simply sent again from the log.
  */
-import { closeSync, openSync, readSync, fstatSync } from 'node:fs';
-import { lineHash } from './log.js';
+import { closeSync, openSync, readSync, fstatSync, statSync } from 'node:fs';
+import { allSegments } from './segments.js';
+import { lineHash } from './chain.js';
 import { APPEND_LUA, parseHead, streamKeys } from './stream-keys.js';
 import type { RedisLink } from '../redis/connection.js';
 
@@ -20,6 +21,43 @@ interface Parsed {
   line: string;
   /** Byte offset just past this line's newline. */
   end: number;
+  /** In the live segment (its offset can be a cursor). */
+  live?: boolean;
+}
+
+function inodeOf(path: string): number {
+  try {
+    return statSync(path).ino;
+  } catch {
+    return -1;
+  }
+}
+
+/**
+ * Every line after `seq`, from the rotated segments that may hold some (newest first, back to the
+ * one that starts at or before it) and the live one. A segment is at most SKILL_MCP_AUDIT_MAX_BYTES.
+ */
+function linesAfter(path: string, seq: number): Parsed[] {
+  const files = allSegments(path);
+  const wanted: string[] = [];
+  for (let i = files.length - 1; i >= 0; i--) {
+    wanted.unshift(files[i]!);
+    const first = parse(readHead(files[i]!), 0)[0];
+    if (first === undefined || first.seq <= seq + 1) break;
+  }
+  return wanted.flatMap((file) => parse(readFrom(file, 0), 0).map((l) => (file === path ? { ...l, live: true } : l)));
+}
+
+/** The first 64 KiB of a file (enough for its first line). */
+function readHead(path: string): string {
+  const fd = openSync(path, 'r');
+  try {
+    const buf = Buffer.alloc(Math.min(fstatSync(fd).size, 64 * 1024));
+    readSync(fd, buf, 0, buf.length, 0);
+    return buf.toString('utf8');
+  } finally {
+    closeSync(fd);
+  }
 }
 
 function parse(text: string, base: number): Parsed[] {
@@ -34,7 +72,7 @@ function parse(text: string, base: number): Parsed[] {
     end += Buffer.byteLength(line) + 1;
     try {
       const entry = JSON.parse(line) as { seq?: unknown; prev?: unknown };
-      if (typeof entry.seq === 'number' && typeof entry.prev === 'string') out.push({ seq: entry.seq, prev: entry.prev, line, end });
+      if (typeof entry.seq === 'number' && typeof entry.prev === 'string') out.push({ seq: entry.seq, prev: entry.prev, line, end, live: false });
     } catch {
       // a broken line: the local verify names it; the next line will not chain in the stream
     }
@@ -58,8 +96,8 @@ function readFrom(path: string, offset: number): string {
 export class AuditMirror {
   #running: Promise<void> | undefined;
   #again = false;
-  /** Where the line with `seq` ends in the log, to read only what is new next time. */
-  #cursor = { seq: 0, offset: 0 };
+  /** Where the line with `seq` ends in the live segment (of inode `ino`), to read only what is new next time. */
+  #cursor = { seq: 0, offset: 0, ino: -1 };
   #divergedWarned = false;
 
   constructor(private readonly link: RedisLink, private readonly auditPath: string, private readonly warn: (message: string) => void) {}
@@ -91,10 +129,11 @@ export class AuditMirror {
     if (client.status !== 'ready') return;
     const keys = streamKeys(settings.prefix);
     const head = parseHead(await client.hget(keys.heads, settings.hostId)) ?? { seq: 0, sha256: '' };
-    // The log only grows: what follows the cursor holds every line after a head at or past it.
-    const fromCursor = this.#cursor.seq > 0 && this.#cursor.seq <= head.seq;
-    let lines = parse(readFrom(this.auditPath, fromCursor ? this.#cursor.offset : 0), fromCursor ? this.#cursor.offset : 0);
-    lines = lines.filter((l) => l.seq > head.seq);
+    // The live segment only grows: what follows the cursor holds every line after a head at or
+    // past it — unless it was rotated since (another inode), then the segments are read again.
+    const ino = inodeOf(this.auditPath);
+    const fromCursor = this.#cursor.seq > 0 && this.#cursor.seq <= head.seq && this.#cursor.ino === ino;
+    const lines = (fromCursor ? parse(readFrom(this.auditPath, this.#cursor.offset), this.#cursor.offset).map((l) => ({ ...l, live: true })) : linesAfter(this.auditPath, head.seq)).filter((l) => l.seq > head.seq);
     for (let i = 0; i < lines.length; i += BATCH_LINES) {
       const batch = lines.slice(i, i + BATCH_LINES);
       const pipeline = client.pipeline();
@@ -110,7 +149,7 @@ export class AuditMirror {
           }
           return;
         }
-        this.#cursor = { seq: l.seq, offset: l.end };
+        if (l.live) this.#cursor = { seq: l.seq, offset: l.end, ino };
       }
     }
   }

@@ -27,7 +27,7 @@ import { checkPathString, isHiddenPath, resolveInside } from '../../shared/paths
 import type { WillRun } from '../../shared/protocol.js';
 import { MAX_RUN_CONTENT_BYTES, readSkillContent } from '../../shared/skill-content.js';
 import type { ContentLimits, ContentResult } from '../../shared/skill-content.js';
-import type { ChunkGate } from '../../shared/chunk-gate.js';
+import type { HashWorker } from '../../shared/hash-worker.js';
 import type { RejectReason } from '../audit/log.js';
 import { bridgeNode, egressSelfGrantWarning, planEgress } from '../egress/plan.js';
 import { specialAddressWarning } from '../egress/address.js';
@@ -49,8 +49,8 @@ export interface DeriveContext {
   platform: Platform;
   /** The runner's memory cap per run; a script's declared `memory` may only lower it. */
   memoryBytes: number;
-  /** The runner's one gate on skill content read at once (shared/chunk-gate.ts), so hashing never holds its event loop long. */
-  hashGate?: ChunkGate;
+  /** The runner's hashing thread (shared/hash-worker.ts): skill content is hashed off its event loop. */
+  hasher?: HashWorker;
 }
 
 export interface RunPlan {
@@ -87,7 +87,7 @@ export function contentInPlace(ctx: DeriveContext): ContentSource {
 }
 
 export function contentLimits(ctx: DeriveContext): ContentLimits {
-  return { maxFiles: ctx.limits.maxFilesPerSkill, maxDirs: ctx.limits.maxDirsPerSkill, maxBytes: MAX_RUN_CONTENT_BYTES, ...(ctx.hashGate ? { gate: ctx.hashGate } : {}) };
+  return { maxFiles: ctx.limits.maxFilesPerSkill, maxDirs: ctx.limits.maxDirsPerSkill, maxBytes: MAX_RUN_CONTENT_BYTES, ...(ctx.hasher ? { hasher: ctx.hasher } : {}) };
 }
 
 export type Derived = { ok: true; plan: RunPlan } | { ok: false; code: ErrorCode; reason: RejectReason; message: string };

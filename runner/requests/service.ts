@@ -37,6 +37,8 @@ import type { RunProxy, RunProxyTotals } from '../egress/run-proxy.js';
 import { buildSpawn, egressSocketPath } from '../sandbox/spawn.js';
 import { usesBwrap } from '../sandbox/platform.js';
 import { removeIpcOf } from '../sandbox/sysv-ipc.js';
+import { makeRunCgroup, runCgroupLimit } from '../sandbox/run-cgroup.js';
+import type { RunCgroup } from '../sandbox/run-cgroup.js';
 import type { SandboxLimits } from '../sandbox/spawn.js';
 import { reapUid } from '../uids/pool.js';
 import type { UidPool } from '../uids/pool.js';
@@ -340,6 +342,7 @@ export class RunnerService {
     if (spent === 'reused') return reject('token-reused', 'TOKEN_REUSED', REUSED, { token_id: tokenId });
     if (spent === 'expired') return reject('token-expired', 'TOKEN_EXPIRED', EXPIRED, { token_id: tokenId });
     let proxy: RunProxy | undefined;
+    let cgroup: RunCgroup | undefined;
     let accepted = false;
     try {
       // The run's folder holds its workspace (the cwd), at the other levels its HOME (the namespace
@@ -355,7 +358,17 @@ export class RunnerService {
         return reject('sandbox-failed', 'INTERNAL', `the runner could not write the run's workspace (${(error as NodeJS.ErrnoException).code ?? 'error'}); nothing was run — check the scratch directory's free space`, { token_id: tokenId });
       }
       if (proxied) proxy = await openRunProxy({ socketPath: egressSocketPath(scratch), uid, entries: plan.egress.entries, audit: deps.audit, runId: slot.runId });
-      const spec = { ...buildSpawn(plan, deps.ctx.platform, deps.ctx.env, scratch, uid, deps.limits, { workspace: ws.dir, home }), ...(req.stdin !== undefined ? { stdin: req.stdin } : {}) };
+      // Security: a root runner caps and ends the run by its own cgroup (every page counted, every task killed).
+      const { cgroups } = deps.ctx.platform;
+      if (cgroups) {
+        try {
+          cgroup = makeRunCgroup(cgroups, runFolderName(slot.runId), runCgroupLimit(plan.willRun.memoryBytes, deps.limits.tmpBytes));
+        } catch (error) {
+          // Never run uncapped what the preview said would be capped.
+          return reject('sandbox-failed', 'SANDBOX_UNAVAILABLE', `the run's memory cgroup could not be made (${(error as NodeJS.ErrnoException).code ?? 'error'}); nothing was run`, { token_id: tokenId });
+        }
+      }
+      const spec = { ...buildSpawn(plan, deps.ctx.platform, deps.ctx.env, scratch, uid, deps.limits, { workspace: ws.dir, home }, { ...(cgroup ? { cgroupProcs: cgroup.procs } : {}) }), ...(req.stdin !== undefined ? { stdin: req.stdin } : {}) };
       if (spec.envNames.join('\0') !== plan.willRun.envNames.join('\0')) return reject('sandbox-failed', 'INTERNAL', 'the run environment differs from the preview; nothing was run', { token_id: tokenId });
       // Security: nothing runs whose accept line is not on disk.
       const acceptLine: AuditEvent = {
@@ -379,7 +392,8 @@ export class RunnerService {
       let leftovers = { killed: 0, remaining: 0 };
       let ipcRemoved = 0;
       const afterExit = async (): Promise<void> => {
-        if (uid !== undefined && setpriv && kill) leftovers = await reapUid(uid, setpriv, kill);
+        if (cgroup) leftovers = await cgroup.kill();
+        else if (uid !== undefined && setpriv && kill) leftovers = await reapUid(uid, setpriv, kill);
         // Security: without an ipc namespace, SysV objects of the uid would wait for its next run.
         if (uid !== undefined && ipcrm && deps.ctx.platform.isolation === 'uid') ipcRemoved = await removeIpcOf(uid, ipcrm);
       };
@@ -419,7 +433,7 @@ export class RunnerService {
           runId: slot.runId, exitCode: o.exitCode, signal: o.signal, stdout: o.stdout, stderr: o.stderr,
           truncated: o.truncated, timedOut: o.ending === 'timeout', cancelled: o.ending === 'cancelled', durationMs: o.durationMs,
           stdoutBytes: o.stdoutBytes, stderrBytes: o.stderrBytes,
-          memoryLimited: hitMemoryLimit(o.exitCode, o.signal, o.stderr),
+          memoryLimited: hitMemoryLimit(o.exitCode, o.signal, o.stderr) || (cgroup?.oomKilled() ?? false),
           files: collected.files,
           ...(filesNote !== '' ? { filesNote } : {}),
         },
@@ -435,6 +449,7 @@ export class RunnerService {
       throw error;
     } finally {
       await proxy?.close();
+      cgroup?.remove();
       removeRunFolder(scratch);
       if (uid !== undefined) await deps.uidPool?.release(uid);
     }

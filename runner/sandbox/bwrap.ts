@@ -53,6 +53,8 @@ export interface RunView {
   tmpBytes: number;
   /** Host path of the run's egress proxy socket, when the run may reach any destination. */
   egressSocket?: string;
+  /** The fd bubblewrap reads the syscall filter's BPF program from (seccomp-bpf.ts). */
+  seccompFd?: number;
   /** Host path of the run's workspace (runner/workspace/workspace.ts): bound read-write, the cwd. */
   workspace?: string;
 }
@@ -86,6 +88,9 @@ export function bwrapArgs(layout: HostLayout, view: RunView): string[] {
   for (const path of ETC_ALLOWLIST) args.push('--ro-bind-try', path, path);
   args.push(
     '--proc', '/proc',
+    // Security: /proc/keys lists every key the reader's uid may view, possessed or not — the
+    // descriptions of the person's own keys at the levels without a uid of the run's own.
+    '--ro-bind', '/dev/null', '/proc/keys',
     '--dev', '/dev',
     // Security: the writable places are RAM-backed and capped, so a script filling them cannot
     // fill the host's disk (and lose the run's result or the audit log with it).
@@ -96,6 +101,9 @@ export function bwrapArgs(layout: HostLayout, view: RunView): string[] {
   // Security: the network namespace stays empty; the one way out is this socket to the run's own
   // proxy, which decides every destination. Runs without egress get no socket at all.
   if (view.egressSocket !== undefined) args.push('--ro-bind', view.egressSocket, EGRESS_SOCKET_MOUNT);
+  // Security: the syscall filter (keyrings, socket families, io_uring, bpf, mount, namespaces…),
+  // applied by bubblewrap to the script's chain right before it execs it.
+  if (view.seccompFd !== undefined) args.push('--seccomp', String(view.seccompFd));
   // The one host folder the run may write: its own fresh workspace, holding the approved inputs.
   if (view.workspace !== undefined) args.push('--bind', view.workspace, WORKSPACE_MOUNT);
   args.push(

@@ -12,6 +12,8 @@ import { INTERPRETERS } from '../../shared/declaration.js';
 import type { IsolationLevel } from '../../shared/protocol.js';
 import { bwrapArgs, SYSTEM_TOP } from './bwrap.js';
 import type { HostLayout } from './bwrap.js';
+import type { CgroupHost } from './cgroup.js';
+import { hostFilter, probeCgroups, probeLauncher } from './hardening.js';
 
 const SYSTEM_DIRS = ['/usr/local/bin', '/usr/bin', '/bin', '/usr/sbin', '/sbin'];
 
@@ -31,6 +33,12 @@ export interface Platform {
   missing: string[];
   /** Set when this runner must refuse every run (root without the tools to drop privileges). */
   refuseWhy?: string;
+  /** The syscall filter's BPF program, when this level applies it (bubblewrap or the launcher). */
+  seccomp?: Buffer;
+  /** `[node, launch.cjs]` when the run launcher works here (fresh keyring; the filter without bubblewrap). */
+  launcher?: string[];
+  /** Root: where run cgroups go, when the host lets the runner make them (memory cap, reaping). */
+  cgroups?: CgroupHost;
 }
 
 /** Whether every other uid may traverse to and execute `path` (a run uid owns nothing here). */
@@ -119,33 +127,41 @@ export interface ProbeOptions {
   probeUid: number | undefined;
   /** The /tmp size the runs will get, so the probe uses the very same command line. */
   tmpBytes: number;
+  /** Whether this process joined a fresh session keyring at start (sandbox/keyring.ts), or why not. */
+  ownKeyring?: true | { why: string };
 }
 
 const ROOT_DROP = (uid: number): string[] => [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--no-new-privs', '--inh-caps=-all', '--bounding-set=-all', '--'];
 
 /** Runs `argv` once; the first line of its stderr when it fails. */
-function tryRun(argv: string[]): { ok: true } | { ok: false; why: string } {
-  const result = spawnSync(argv[0]!, argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'], timeout: 10_000, cwd: '/', env: { PATH: '/usr/bin:/bin' } });
+function tryRun(argv: string[], input?: Buffer): { ok: true } | { ok: false; why: string } {
+  const result = spawnSync(argv[0]!, argv.slice(1), { stdio: [input ? 'pipe' : 'ignore', 'ignore', 'pipe'], ...(input ? { input } : {}), timeout: 10_000, cwd: '/', env: { PATH: '/usr/bin:/bin' } });
   if (result.status === 0) return { ok: true };
   const why = (result.stderr?.toString() ?? '').trim().split('\n')[0] || (result.error ? result.error.message : `exit ${result.status ?? result.signal}`);
   return { ok: false, why };
 }
 
 /** Whether bubblewrap can build a run's sandbox here (as `uid`, when root), and why not. */
-function probeBwrap(tools: Platform['tools'], layout: HostLayout, opts: ProbeOptions): { ok: true } | { ok: false; why: string } {
+function probeBwrap(tools: Platform['tools'], layout: HostLayout, opts: ProbeOptions, filter: Buffer | undefined): { ok: true } | { ok: false; why: string } {
   if (opts.bwrapSetting === 'off') return { ok: false, why: 'bubblewrap is switched off (SKILL_MCP_BWRAP=off)' };
   if (!tools.bwrap) return { ok: false, why: opts.bwrapSetting ? 'SKILL_MCP_BWRAP does not name an executable file (an absolute path, or "off")' : 'bubblewrap (bwrap) is not installed' };
   if (!tools.prlimit || !tools.env) return { ok: false, why: 'util-linux prlimit or coreutils env is not installed' };
-  const sandbox = [tools.bwrap, ...bwrapArgs(layout, { skillDir: '/usr', tmpBytes: opts.tmpBytes }), '--', tools.env, '-u', 'PWD', tools.prlimit, '--nproc=64', '--', '/usr/bin/true'];
+  // The filter comes on stdin here (fd 0; bubblewrap closes it after reading), on fd 4 in a run.
+  const sandbox = [tools.bwrap, ...bwrapArgs(layout, { skillDir: '/usr', tmpBytes: opts.tmpBytes, ...(filter ? { seccompFd: 0 } : {}) }), '--', tools.env, '-u', 'PWD', tools.prlimit, '--nproc=64', '--', '/usr/bin/true'];
   const argv = opts.probeUid !== undefined && tools.setpriv ? [tools.setpriv, ...ROOT_DROP(opts.probeUid), ...sandbox] : sandbox;
-  const tried = tryRun(argv);
+  const tried = tryRun(argv, filter);
   return tried.ok ? tried : { ok: false, why: `bubblewrap could not build the sandbox here (${tried.why}); unprivileged user namespaces may be disabled (sysctl kernel.unprivileged_userns_clone, user.max_user_namespaces, AppArmor, or a container)` };
 }
 
 const NAMESPACE_MECHANISMS = ['bwrap', 'userns', 'mountns', 'pidns', 'netns', 'ipcns', 'utsns', 'no-nested-userns', 'no-capabilities', 'no-new-privs', 'rlimits', 'memory-rlimit', 'private-tmpfs'];
 
-/** Probes the machine once. */
+/** Probes the machine once: the level, then what the filter, the launcher and cgroups add to it. */
 export function probePlatform(opts: ProbeOptions): Platform {
+  const level = probeLevel(opts);
+  return level.refuseWhy !== undefined || process.platform !== 'linux' ? level : harden(level, opts);
+}
+
+function probeLevel(opts: ProbeOptions): Platform {
   const asRoot = process.getuid?.() === 0;
   const interpreters = new Map<string, Resolved>();
   for (const name of INTERPRETERS) interpreters.set(name, resolveBinary(name, opts.searchPath, asRoot));
@@ -155,7 +171,8 @@ export function probePlatform(opts: ProbeOptions): Platform {
   const binaries = [...[...interpreters.values()].flatMap((r) => ('path' in r ? [r.path] : [])), ...(tools.prlimit ? [tools.prlimit] : []), ...(tools.env ? [tools.env] : [])];
   const layout = readHostLayout(binaries);
   const base = { asRoot, interpreters, tools };
-  const bw = process.platform === 'linux' ? probeBwrap(tools, layout, opts) : { ok: false as const, why: 'this is not Linux' };
+  const filter = process.platform === 'linux' ? hostFilter() : undefined;
+  const bw = process.platform === 'linux' ? probeBwrap(tools, layout, opts, filter) : { ok: false as const, why: 'this is not Linux' };
   const outside = layout.extra.length > 0 ? ` Interpreters installed outside /usr are visible read-only: ${layout.extra.length} folder(s).` : '';
 
   if (!asRoot) {
@@ -180,7 +197,7 @@ export function probePlatform(opts: ProbeOptions): Platform {
   if (bw.ok) {
     return {
       ...base, isolation: 'namespace-uid', layout, mechanisms: ['run-uid', ...NAMESPACE_MECHANISMS], missing: [],
-      isolationDetail: `each run gets its own unprivileged uid/gid (no groups, no capabilities, no_new_privs) and, inside that, a bubblewrap sandbox with its own user, mount, pid, network, ipc and uts namespaces: the system folders and its skill folder read-only, a private size-capped /tmp as HOME and TMPDIR, nothing else of this machine, no network, no view of other processes, no nested user namespaces; memory, processes, file size, open files and CPU time are capped, and every process of the run uid is killed afterwards.${outside}`,
+      isolationDetail: `each run gets its own unprivileged uid/gid (no groups, no capabilities, no_new_privs) and, inside that, a bubblewrap sandbox with its own user, mount, pid, network, ipc and uts namespaces: the system folders and its skill folder read-only, a private size-capped /tmp as HOME and TMPDIR, nothing else of this machine, no network, no view of other processes, no nested user namespaces; memory, processes, file size, open files and CPU time are capped, and everything the run started is killed afterwards.${outside}`,
     };
   }
   const namespaces = tools.unshare !== undefined && tools.sh !== undefined && tools.mount !== undefined &&
@@ -208,4 +225,56 @@ export const UNSHARE_FLAGS = ['--mount', '--ipc', '--net', '--uts', '--pid', '--
 /** Whether a level runs the script inside bubblewrap. */
 export function usesBwrap(platform: Platform): boolean {
   return (platform.isolation === 'namespace' || platform.isolation === 'namespace-uid') && platform.layout !== undefined;
+}
+
+/**
+ * Adds the filter, the keyring and the memory cgroup to a probed level, each only where it ran.
+ * Security: a level without one says so in `missing` and in its detail; nothing is claimed untried.
+ */
+function harden(level: Platform, opts: ProbeOptions): Platform {
+  const filter = hostFilter();
+  const bwrapped = usesBwrap(level);
+  // bubblewrap loads the filter itself; only the other levels need the launcher (one node start per run).
+  const launched = bwrapped ? undefined : probeLauncher(process.execPath, filter, level.tools.setpriv, level.asRoot ? opts.probeUid : undefined);
+  const launcher = launched?.ok ? launched.argv : undefined;
+  const launcherWhy = launched && !launched.ok ? launched.why : 'the launcher is missing';
+  const mechanisms = [...level.mechanisms];
+  const missing = [...level.missing];
+  const words: string[] = [];
+  // bubblewrap's probe already ran with the filter; elsewhere only the launcher can apply it.
+  const seccomp = filter !== undefined && (bwrapped || launcher !== undefined) ? filter : undefined;
+  if (seccomp) {
+    mechanisms.push('seccomp');
+    words.push('A syscall filter (seccomp) answers EPERM to kernel keyrings, sockets other than unix/IPv4/IPv6, io_uring, bpf, perf events, userfaultfd, mount and new namespaces, kernel modules and kexec, ptrace.');
+  } else {
+    missing.push(filter === undefined ? `no syscall filter for ${process.arch}` : `no syscall filter at this level: ${launcherWhy}`);
+    words.push('There is no syscall filter at this level.');
+  }
+  const own = opts.ownKeyring ?? { why: 'the runner did not join a keyring of its own' };
+  if (launcher) {
+    mechanisms.push('session-keyring');
+    words.push('Each run gets a fresh, empty session keyring.');
+  } else if (bwrapped && seccomp && own === true) {
+    mechanisms.push('session-keyring');
+    words.push('Runs possess only the runner\'s own fresh, empty session keyring, and can neither read nor write it (every keyring call is denied, /proc/keys is hidden).');
+  } else {
+    missing.push(`no fresh session keyring: ${bwrapped ? (own === true ? 'no syscall filter' : own.why) : launcherWhy}`);
+    words.push('Runs possess the session keyring the runner was started in.');
+  }
+  let cgroups: CgroupHost | undefined;
+  if (level.asRoot) {
+    const cg = probeCgroups();
+    if ('host' in cg) {
+      cgroups = cg.host;
+      mechanisms.push(cg.mechanism === 'cgroup-v2' ? 'memory-cgroup-v2' : 'memory-cgroup-v1');
+      words.push(`Memory is counted per run by a ${cg.mechanism === 'cgroup-v2' ? 'cgroup v2' : 'cgroup v1'} memory group (every page, shared memory and tmpfs included), and the run is ended by its group.`);
+    } else {
+      missing.push(cg.why);
+    }
+  }
+  if (!cgroups) {
+    missing.push('memory shared with MAP_SHARED or System V shm is not counted by the per-process cap (a memory cgroup would count it)');
+    words.push('Memory shared with MAP_SHARED or System V shm is not counted by the per-process cap.');
+  }
+  return { ...level, mechanisms, missing, isolationDetail: `${level.isolationDetail} ${words.join(' ')}`, ...(seccomp ? { seccomp } : {}), ...(launcher ? { launcher } : {}), ...(cgroups ? { cgroups } : {}) };
 }

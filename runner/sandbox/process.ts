@@ -73,13 +73,21 @@ export function runProcess(spec: SpawnSpec, times: RunTimes, maxStreamBytes: num
   const started = performance.now();
   // Security: no shell, argv array, stdin /dev/null (or a pipe holding the approved stdin), own
   // session and group (detached), env given whole (never merged with ours); fds above 2 are not
-  // passed (Node sets CLOEXEC on its own).
-  const child = spawn(spec.command, spec.args, { cwd: spec.cwd, env: spec.env, stdio: [spec.stdin !== undefined ? 'pipe' : 'ignore', 'pipe', 'pipe'], detached: true, shell: false });
+  // passed (Node sets CLOEXEC on its own) but for fds 3+: the launcher's orders and bubblewrap's
+  // filter, each a pipe written once and closed.
+  const extra = spec.fds.map((bytes) => (bytes === undefined ? 'ignore' : 'pipe') as 'ignore' | 'pipe');
+  const child = spawn(spec.command, spec.args, { cwd: spec.cwd, env: spec.env, stdio: [spec.stdin !== undefined ? 'pipe' : 'ignore', 'pipe', 'pipe', ...extra], detached: true, shell: false });
   if (spec.stdin !== undefined && child.stdin) {
     // A script that exits without reading all of it closes the pipe: EPIPE is its choice, not an error.
     child.stdin.on('error', () => undefined);
     child.stdin.end(spec.stdin);
   }
+  spec.fds.forEach((bytes, i) => {
+    const stream = child.stdio[3 + i] as NodeJS.WritableStream & { on(event: 'error', listener: () => void): unknown } | null | undefined;
+    if (bytes === undefined || !stream) return;
+    stream.on('error', () => undefined); // the chain died before reading: its exit says why
+    stream.end(bytes);
+  });
   const out = new Capture(child.stdout!, maxStreamBytes);
   const err = new Capture(child.stderr!, maxStreamBytes);
   let ending: Ending = 'exit';

@@ -13,6 +13,13 @@
  *   uid:           prlimit → setpriv (run uid …) → interpreter
  *   same-uid:      prlimit → setpriv (no_new_privs, die with the runner) → interpreter
  *
+ * Around every chain (docs/isolation.md, "The syscall filter", "Memory"): as root with a run
+ * cgroup, a first `sh` step writes its own pid into the group's `cgroup.procs` and execs the rest,
+ * so nothing of the run starts outside it. The launcher (launch.ts) gives the run a fresh session
+ * keyring and, at the levels without bubblewrap, installs the syscall filter right before the
+ * interpreter; bubblewrap loads the same filter itself (`--seccomp 4`). The launcher takes the
+ * script's environment on fd 3, so it and the steps before it run with {@link LAUNCHER_ENV}.
+ *
  * prlimit runs inside bubblewrap's user namespace, where RLIMIT_NPROC counts only the run's own
  * processes (outside it would count every process of the person's uid and stop bubblewrap itself).
  * The `sh` step runs a constant script whose only inputs are the HOME path the runner made and
@@ -51,6 +58,8 @@ export interface SpawnSpec {
   cwd: string;
   /** Names of `env`, to compare with the approved `willRun.envNames`. */
   envNames: string[];
+  /** Bytes for the child's fds 3, 4, …, each written to a pipe and closed (undefined: fd not open). */
+  fds: (Buffer | undefined)[];
   /** The bytes the script reads on stdin (absent: stdin is /dev/null). */
   stdin?: Uint8Array;
 }
@@ -60,6 +69,26 @@ export interface RunDirs {
   workspace: string;
   home: string;
 }
+
+/** What the runner made for this run before its spawn. */
+export interface RunExtras {
+  /** `cgroup.procs` files the chain's first process enters (root, a run cgroup). */
+  cgroupProcs?: string[];
+}
+
+/** The launcher's own environment: nothing a script could have chosen (node reads NODE_OPTIONS at start). */
+export const LAUNCHER_ENV: Record<string, string> = { PATH: '/usr/bin:/bin', LANG: 'C' };
+/** The fd bubblewrap reads the filter from (`--seccomp`); fd 3 is the launcher's orders. */
+export const SECCOMP_FD = 4;
+
+// Security: the first process of the chain moves itself into the run's cgroup(s) before it execs
+// anything else, so every process of the run is counted and can be killed with the group.
+const CGROUP_SCRIPT = [
+  'n=$1; shift',
+  'while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n-1)); done',
+  'unset PWD OLDPWD',
+  'exec "$@"',
+].join('\n');
 
 // Security: /tmp, /var/tmp, /dev/shm and /run/lock are writable by every uid; inside the run's
 // mount namespace they become read-only, and only the run's own folder (HOME, workspace) stays writable.
@@ -109,7 +138,7 @@ export function interpreterFlags(interpreter: string): string[] {
  * The script path handed to the interpreter is absolute (bubblewrap) or `./`-prefixed, so no
  * declared name can ever read as an interpreter option.
  */
-export function buildSpawn(plan: RunPlan, platform: Platform, sourceEnv: Readonly<Record<string, string | undefined>>, scratch: string, uid: number | undefined, limits: SandboxLimits, dirs: RunDirs): SpawnSpec {
+export function buildSpawn(plan: RunPlan, platform: Platform, sourceEnv: Readonly<Record<string, string | undefined>>, scratch: string, uid: number | undefined, limits: SandboxLimits, dirs: RunDirs, extras: RunExtras = {}): SpawnSpec {
   const sandboxed = usesBwrap(platform);
   const overrides: Record<string, string | null> = {
     ...plan.egress.env,
@@ -140,11 +169,13 @@ export function buildSpawn(plan: RunPlan, platform: Platform, sourceEnv: Readonl
     const target = proxied ? bridgeArgv(bridgeNode(platform)!, script) : script;
     // bubblewrap always exports PWD; the script must get exactly the approved variables.
     const inside = [platform.tools.env!, '-u', 'PWD', prlimit!, ...rlimits(true), ...target];
-    const view = { skillDir: plan.realDir, tmpBytes: limits.tmpBytes, workspace: dirs.workspace, ...(proxied ? { egressSocket: egressSocketPath(scratch) } : {}) };
+    const view = { skillDir: plan.realDir, tmpBytes: limits.tmpBytes, workspace: dirs.workspace, ...(proxied ? { egressSocket: egressSocketPath(scratch) } : {}), ...(platform.seccomp ? { seccompFd: SECCOMP_FD } : {}) };
     chain = [...drop, bwrap!, ...bwrapArgs(platform.layout!, view), '--', ...inside];
-    return { command: chain[0]!, args: chain.slice(1), env, cwd: '/', envNames: names };
+    return finish(platform, extras, [...launcherStep(platform), ...chain], env, '/', names, false);
   }
-  const target = [plan.interpreterPath, ...interpreterFlags(plan.willRun.interpreter), `${plan.realDir}/${plan.scriptRelative}`, ...plan.args];
+  // The launcher goes last, right before the interpreter: unshare and mount above it need the
+  // calls its filter denies.
+  const target = [...launcherStep(platform), plan.interpreterPath, ...interpreterFlags(plan.willRun.interpreter), `${plan.realDir}/${plan.scriptRelative}`, ...plan.args];
   if (uid === undefined) {
     // Same uid: RLIMIT_NPROC would count the runner's own processes too, so it is left out.
     chain = prlimit ? [prlimit, ...rlimits(false), ...drop, ...target] : [...drop, ...target];
@@ -156,5 +187,25 @@ export function buildSpawn(plan: RunPlan, platform: Platform, sourceEnv: Readonl
       chain = [setpriv!, '--pdeathsig=KILL', '--', unshare, ...UNSHARE_FLAGS, '--', sh, '-c', MOUNT_SCRIPT, 'skill-mcp-sandbox', dirs.home, mount, String(limits.tmpBytes), String(uid), dirs.workspace, ...chain];
     }
   }
-  return { command: chain[0]!, args: chain.slice(1), env, cwd: dirs.workspace, envNames: names };
+  return finish(platform, extras, chain, env, dirs.workspace, names, true);
+}
+
+/** `node launch.cjs --`, when this runner has the launcher. */
+function launcherStep(platform: Platform): string[] {
+  return platform.launcher ? [...platform.launcher, '--'] : [];
+}
+
+/** The spawn itself: the cgroup step first, the environment moved to the launcher's fd when there is one. */
+function finish(platform: Platform, extras: RunExtras, chain: string[], env: Record<string, string>, cwd: string, names: string[], filterInLauncher: boolean): SpawnSpec {
+  const procs = extras.cgroupProcs ?? [];
+  const full = procs.length > 0 ? [platform.tools.sh!, '-c', CGROUP_SCRIPT, 'skill-mcp-cgroup', String(procs.length), ...procs, ...chain] : chain;
+  const orders = platform.launcher
+    ? Buffer.from(JSON.stringify({
+      env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
+      ...(filterInLauncher && platform.seccomp ? { filter: platform.seccomp.toString('base64') } : {}),
+      ...(!filterInLauncher && platform.seccomp ? { keep: [SECCOMP_FD] } : {}),
+    }))
+    : undefined;
+  const seccomp = !filterInLauncher ? platform.seccomp : undefined;
+  return { command: full[0]!, args: full.slice(1), env: orders ? LAUNCHER_ENV : env, cwd, envNames: names, fds: [orders, seccomp] };
 }

@@ -9,6 +9,7 @@ import { randomInt } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { SkillMcpError } from '../../shared/errors.js';
+import { loadPidfdKiller } from '../sandbox/pidfd.js';
 import type { UidClaims } from './claims.js';
 
 export const DEFAULT_UID_RANGE = '61184-61439';
@@ -161,28 +162,32 @@ export class UidPool {
   }
 }
 
+/** How long a reap by uid may take after the run's main process is gone (then it is reported, audited). */
+export const REAP_UID_DEADLINE_MS = 2000;
+
 /**
- * Kills every process of `uid` and waits until none is left (or gives up after ~2 s).
+ * Kills every process of `uid` and waits until none is left, for at most {@link REAP_UID_DEADLINE_MS}.
+ * The fallback when the run has no cgroup (docs/isolation.md, "Reaping"); the uid is this run's
+ * alone while it is claimed (uids/claims.ts), so its processes are the run's.
  * Security: a script that forked, called setsid, or left a daemon behind does not outlive its run;
- * `kill -KILL -1` sent *as that uid* reaches all of them at once, however fast they fork.
+ * `kill -KILL -1` sent *as that uid* reaches all of them at once, however fast they fork, and
+ * reaches nothing of another uid. A pid from the /proc scan is only signalled through a pidfd
+ * (never by number: the number may be reused by then), when koffi gives us pidfds.
  */
 export async function reapUid(uid: number, setpriv: string, kill: string): Promise<{ killed: number; remaining: number }> {
+  const deadline = Date.now() + REAP_UID_DEADLINE_MS;
+  const pidfd = loadPidfdKiller();
   let killed = 0;
-  for (let round = 0; round < 100; round++) {
+  for (;;) {
     const pids = processesOfUid(uid);
     if (pids.length === 0) return { killed, remaining: 0 };
+    if (Date.now() >= deadline) return { killed, remaining: pids.length };
     killed = Math.max(killed, pids.length);
-    for (const pid of pids) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
+    for (const pid of pids) pidfd?.kill(pid, uid);
+    const left = Math.max(100, deadline - Date.now());
     await new Promise<void>((resolve) => {
-      execFile(setpriv, [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--', kill, '-KILL', '-1'], { timeout: 2000 }, () => resolve());
+      execFile(setpriv, [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--', kill, '-KILL', '-1'], { timeout: left }, () => resolve());
     });
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
-  return { killed, remaining: processesOfUid(uid).length };
 }

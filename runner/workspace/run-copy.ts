@@ -86,6 +86,8 @@ export class RunCopy {
         // (no `..`, no empty segment), so every file lands inside the copy.
         const fd = openSync(join(folder(segments), name), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
         return {
+          // The runner's hashing thread writes the copy itself, from the bytes it hashes.
+          fd,
           // Off the event loop, like the read it copies (a 64 MiB skill must not stall the runner).
           async write(chunk) {
             for (let at = 0; at < chunk.length; ) at += (await writeAsync(fd, chunk, at, chunk.length - at)).bytesWritten;

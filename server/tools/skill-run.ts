@@ -84,8 +84,8 @@ function describeInputs(willRun: WillRun): string[] {
   const inputs = willRun.inputs;
   if (inputs === undefined) return ['input files: none (the script starts in an empty workspace)'];
   const lines = [inputs.files.length === 0 ? 'input files: none' : 'input files:'];
-  for (const f of inputs.files) lines.push(`  ${f.path} (${f.size} bytes, sha256 ${shortDigest(f.sha256)})`);
-  if (inputs.stdin) lines.push(`stdin: ${inputs.stdin.size} bytes, sha256 ${shortDigest(inputs.stdin.sha256)}`);
+  for (const f of inputs.files) lines.push(`  ${f.path} (${f.size} bytes, ${shortDigest(f.sha256)})`);
+  if (inputs.stdin) lines.push(`stdin: ${inputs.stdin.size} bytes, ${shortDigest(inputs.stdin.sha256)}`);
   return lines;
 }
 

@@ -87,7 +87,7 @@ describe('an unknown flag is a usage error: exit 2, the flag named, the usage on
     ['audit verify (-n belongs to tail)', ['audit', 'verify', '-n', '3'], '"-n"', 'usage: skill-mcp audit verify'],
     ['doctor', ['doctor', '--jsno'], '--jsno', 'usage: skill-mcp doctor [--json]'],
     ['doctor (a switch given a value)', ['doctor', '--json=yes'], '--json takes no value', 'usage: skill-mcp doctor [--json]'],
-    ['check', ['check', '--strcit', '.'], '--strcit', 'usage: skill-mcp check [--format text|json|sarif] [--strict] PATH...'],
+    ['check', ['check', '--strcit', '.'], '--strcit', 'usage: skill-mcp check [--format text|json|sarif] [--strict] [--fix] PATH...'],
   ])('%s', (_label, args, named, usage) => {
     const r = bin(args);
     expect(r.status).toBe(2);

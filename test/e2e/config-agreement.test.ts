@@ -107,7 +107,7 @@ describe('what both carry on without, both say on stderr at start', () => {
     try {
       await vi.waitFor(() => {
         expect(served.stderr()).toContain(`skill-mcp: SKILLS_DIR: the skill folder ${missing} does not exist; no skill is served from it`);
-        expect(served.stderr()).toContain(`skill-mcp: SKILLS_DIR: the skill folder ${file} is not a folder; no skill is served from it`);
+        expect(served.stderr()).toContain(`skill-mcp: SKILLS_DIR: the skill folder ${file} is a file, not a folder: SKILLS_DIR names a folder of skills, or one skill's folder (the one holding SKILL.md); no skill is served from it`);
       }, { timeout: 10_000 });
     } finally {
       await served.close();

@@ -138,6 +138,30 @@ describe.each(ERAS)('the three places, standalone over stdio, $name', (era) => {
   });
 });
 
+describe('a client that can show a prompt', () => {
+  test('the prompt a person answers says who declared the script: the operator (pinned), or the skill\'s sidecar', async () => {
+    const asked: string[] = [];
+    const stateDir = join(tempDir('state'), 'state');
+    const served = await serve({ SKILLS_DIR: root, SKILL_MCP_STATE_DIR: stateDir, SKILL_MCP_DECLARATIONS: ops }, ERAS[0]!, {
+      onElicit: ({ message }) => {
+        asked.push(message);
+        return { action: 'accept', content: {} };
+      },
+    });
+    try {
+      for (const name of ['pinned', 'sidecar-only']) {
+        const ran = await callTool(served.client, 'skill_run', { name, script: 'scripts/report.js', args: [] });
+        expect(ran.value['status'], ran.text).toBe('completed');
+      }
+      expect(asked).toHaveLength(2);
+      expect(asked[0]).toContain('declared by: the operator (pinned to these files)\n');
+      expect(asked[1]).toContain('declared by: the skill (mcp-host.yaml)\n');
+    } finally {
+      await served.close();
+    }
+  });
+});
+
 describe('changes after approval', () => {
   let served: Served;
   let stateDir: string;

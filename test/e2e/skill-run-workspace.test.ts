@@ -43,7 +43,8 @@ afterAll(async () => {
 });
 
 async function call(args: Record<string, unknown>, signal?: AbortSignal): Promise<RunAnswer> {
-  const result = await served.client.callTool({ name: 'skill_run', arguments: { name: 'workspace', args: [], ...args } }, signal ? { signal } : undefined);
+  // Past the SDK's 60 s default: making 100k files takes longer than that on a loaded machine.
+  const result = await served.client.callTool({ name: 'skill_run', arguments: { name: 'workspace', args: [], ...args } }, { timeout: 300_000, ...(signal ? { signal } : {}) });
   const content = result.content as ({ type: 'text'; text: string } | Resource)[];
   const text = content.filter((c) => c.type === 'text').map((c) => (c as { text: string }).text).join('');
   return { isError: result.isError === true, value: (result.structuredContent ?? JSON.parse(text)) as Record<string, unknown>, resources: content.filter((c): c is Resource => c.type === 'resource') };
@@ -219,6 +220,29 @@ describe('the workspace never outlives the result', () => {
     const exit = (): Record<string, unknown> | undefined => audit(stateDir).find((l) => l.event === 'run.exit' && l['ended'] === 'cancelled');
     while (exit() === undefined && Date.now() < gone) await new Promise((resolve) => setTimeout(resolve, 50));
     expect(exit(), 'the run ended as cancelled, not by its timeout').toBeDefined();
+    // The run folder (workspace, HOME) is removed before the exit line is written; the skill's copy right after it.
+    expect(runFolders().filter((f) => !f.endsWith('-skill'))).toEqual([]);
+    while (runFolders().length > 0 && Date.now() < gone) await new Promise((resolve) => setTimeout(resolve, 50));
     expect(runFolders()).toEqual([]);
+  });
+});
+
+describe('the prompt a person sees', () => {
+  it('lists each input file by name, size and short digest, and stdin', async () => {
+    const asked: string[] = [];
+    const root = tempDir('workspace-prompt');
+    writeWorkspaceSkill(root);
+    const prompted = await serve({ SKILLS_DIR: root }, ERAS[0]!, { onElicit: (params) => { asked.push(params.message); return { action: 'decline' }; } });
+    try {
+      const result = await prompted.client.callTool({ name: 'skill_run', arguments: { name: 'workspace', script: 'scripts/fill.py', args: ['form.txt', 'o.json'], stdin: 'abc', files: [{ path: 'form.txt', text: 'hello' }, { path: 'in/notes.txt', text: 'n' }] } });
+      expect((result.structuredContent as { status: string }).status).toBe('cancelled');
+      expect(asked).toHaveLength(1);
+      expect(asked[0]).toContain(`input files:\n  form.txt (5 bytes, sha256:${sha('hello').slice(0, 12)}`);
+      expect(asked[0]).toContain(`  in/notes.txt (1 bytes, sha256:${sha('n').slice(0, 12)}`);
+      expect(asked[0]).toContain(`stdin: 3 bytes, sha256:${sha('abc').slice(0, 12)}`);
+      expect(asked[0]).toMatch(/cwd: a fresh workspace of this run/);
+    } finally {
+      await prompted.close();
+    }
   });
 });

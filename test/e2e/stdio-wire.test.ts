@@ -78,14 +78,14 @@ test('lines that are not JSON-RPC get JSON-RPC errors (parse error, invalid requ
   expect(stderr).toContain('not JSON');
 });
 
-test('a 16 MiB request is refused at once with an error under its own id, and the session goes on', async () => {
+test('a request over the line cap (23 MiB by default: a skill_run with its whole input allowance) is refused at once with an error under its own id, and the session goes on', async () => {
   const transport = new StdioClientTransport({ command: process.execPath, args: [SERVER_JS], env: { ...baseEnv(), SKILLS_DIR: BUNDLED_SKILLS }, stderr: 'pipe' });
   let stderr = '';
   transport.stderr?.on('data', (c: Buffer) => void (stderr += c.toString('utf8')));
   const client = new Client({ name: 'big-sender', version: '0' });
   await client.connect(transport);
   try {
-    const huge = 'x'.repeat(16 * 1024 * 1024);
+    const huge = 'x'.repeat(MAX_STDIO_MESSAGE_BYTES + 1024 * 1024);
     const refused = await client.callTool({ name: 'skill_load', arguments: { name: huge } }).then(
       () => undefined,
       (error: unknown) => error,

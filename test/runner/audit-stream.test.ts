@@ -7,6 +7,8 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { awaitAuditLine, auditLines, BIN, prepareAndRun, startRunner, uidRange, writeSkills, type RunnerHandle } from './harness.js';
 import { NO_REDIS_REASON, REDIS_SERVER, startRedis, type RedisHandle } from '../redis-harness.js';
@@ -32,9 +34,9 @@ describe.skipIf(!REDIS_SERVER)(`the audit stream${REDIS_SERVER ? '' : ` (skipped
   });
 
   /** Two runners, hosts `web-a` and `web-b`, under their own key prefix (one per test). */
-  async function hosts(prefix: string): Promise<[RunnerHandle, RunnerHandle]> {
+  async function hosts(prefix: string, extra: Record<string, string> = {}): Promise<[RunnerHandle, RunnerHandle]> {
     const pair = await Promise.all(['web-a', 'web-b'].map((host) => startRunner({
-      env: { SKILLS_DIR: skills, MCP_CONFIRM_SECRET: SECRET, SKILL_MCP_REDIS_URL: redis.url, SKILL_MCP_REDIS_PREFIX: prefix, SKILL_MCP_AUDIT_HOST_ID: host },
+      env: { SKILLS_DIR: skills, MCP_CONFIRM_SECRET: SECRET, SKILL_MCP_REDIS_URL: redis.url, SKILL_MCP_REDIS_PREFIX: prefix, SKILL_MCP_AUDIT_HOST_ID: host, ...extra },
       args: ['--uid-range', uidRange(12)],
     })));
     started.push(...pair);
@@ -55,7 +57,9 @@ describe.skipIf(!REDIS_SERVER)(`the audit stream${REDIS_SERVER ? '' : ` (skipped
   }
 
   async function mirroredAll(prefix: string, r: RunnerHandle, host: string): Promise<void> {
-    await awaitMirrored(prefix, host, auditLines(r.stateDir).length);
+    // A runner that decided nothing wrote nothing (its runner.start comes with its first line).
+    const count = existsSync(join(r.stateDir, 'audit.log')) ? auditLines(r.stateDir).length : 0;
+    if (count > 0) await awaitMirrored(prefix, host, count);
   }
 
   it('every line of both hosts reaches the stream, byte for byte, in each host\'s order; verify --redis says each chain is intact', async () => {
@@ -70,11 +74,22 @@ describe.skipIf(!REDIS_SERVER)(`the audit stream${REDIS_SERVER ? '' : ` (skipped
     const verified = cli(['verify', '--redis', redis.url], { SKILL_MCP_REDIS_PREFIX: 't1:' });
     expect(verified, verified.stderr).toMatchObject({ status: 0 });
     expect(verified.stdout).toMatch(/^host web-a: intact: \d+ lines \(seq 1-\d+\), head matches\nhost web-b: intact: \d+ lines \(seq 1-\d+\), head matches\n$/);
+    // The local log beside the stream: the same lines; a copy edited, or cut, diverges at the first differing seq.
+    const log = join(a.stateDir, 'audit.log');
+    const same = cli(['verify', '--redis', redis.url, log], { SKILL_MCP_REDIS_PREFIX: 't1:', SKILL_MCP_AUDIT_HOST_ID: 'web-a' });
+    expect(same).toMatchObject({ status: 0, stdout: expect.stringMatching(/^local .* vs host web-a: the same \d+ line\(s\)/m) });
+    const lines = readFileSync(log, 'utf8').trim().split('\n');
+    const edited = join(a.stateDir, '..', 'edited.log');
+    writeFileSync(edited, `${lines.map((l, i) => (i === 2 ? l.replace('from a', 'from z') : l)).join('\n')}\n`);
+    expect(cli(['verify', '--redis', redis.url, edited], { SKILL_MCP_REDIS_PREFIX: 't1:', SKILL_MCP_AUDIT_HOST_ID: 'web-a' })).toMatchObject({ status: 1, stdout: expect.stringContaining('DIVERGED at seq 3 differs') });
+    writeFileSync(edited, `${lines.slice(0, 2).join('\n')}\n`);
+    expect(cli(['verify', '--redis', redis.url, edited], { SKILL_MCP_REDIS_PREFIX: 't1:', SKILL_MCP_AUDIT_HOST_ID: 'web-a' })).toMatchObject({ status: 1, stdout: expect.stringContaining('DIVERGED at seq 3: the stream holds lines up to seq') });
   });
 
   it('tail --redis prints the last lines of all hosts led by their host id, and -f follows new ones as they are written', async () => {
     const [a, b] = await hosts('t2:');
     await prepareAndRun(a.client, 's', 'a.js');
+    expect(await b.client.prepare({ skill: 's', script: 'a.js', args: ['b'] })).toMatchObject({ ok: true });
     await Promise.all([mirroredAll('t2:', a, 'web-a'), mirroredAll('t2:', b, 'web-b')]);
     // URL `-` reads SKILL_MCP_REDIS_URL: a password never has to be in argv.
     const tail = cli(['tail', '--redis', '-', '-n', '100'], { SKILL_MCP_REDIS_URL: redis.url, SKILL_MCP_REDIS_PREFIX: 't2:' });
@@ -155,5 +170,17 @@ describe.skipIf(!REDIS_SERVER)(`the audit stream${REDIS_SERVER ? '' : ` (skipped
     // The idle host said it too: it lost the link without any run asking.
     expect(stream('t4:').filter(([, host]) => host === 'web-b').map(([, , , line]) => (JSON.parse(line) as { event: string }).event)).toEqual(['runner.start', 'ledger.unavailable', 'ledger.restored']);
     expect(cli(['verify', '--redis', redis.url], { SKILL_MCP_REDIS_PREFIX: 't4:' })).toMatchObject({ status: 0 });
+  });
+
+  it('a rotating log is mirrored whole: lines of every segment reach the stream in order, verify --redis intact', async () => {
+    const [a] = await hosts('t5:', { SKILL_MCP_AUDIT_MAX_BYTES: '3000' });
+    for (let i = 0; i < 4; i++) await prepareAndRun(a.client, 's', 'a.js', [`r${i}`]);
+    const { allSegments } = await import('../../runner/audit/segments.js');
+    const log = join(a.stateDir, 'audit.log');
+    const local = allSegments(log).flatMap((p) => readFileSync(p, 'utf8').trim().split('\n'));
+    expect(allSegments(log).length).toBeGreaterThan(1);
+    await awaitMirrored('t5:', 'web-a', local.length);
+    expect(stream('t5:').filter(([, h]) => h === 'web-a').map(([, , , line]) => line)).toEqual(local);
+    expect(cli(['verify', '--redis', redis.url, log], { SKILL_MCP_REDIS_PREFIX: 't5:', SKILL_MCP_AUDIT_HOST_ID: 'web-a' })).toMatchObject({ status: 0, stdout: expect.stringContaining('the same') });
   });
 });

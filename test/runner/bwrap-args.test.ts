@@ -19,7 +19,7 @@ describe('the sandbox command line', () => {
 
   it('binds only system folders, the /etc allowlist, the interpreter prefix and the skill; the home folder holding the skill is never bound', () => {
     const sources = [...pairs('--ro-bind'), ...pairs('--ro-bind-try'), ...pairs('--bind')].map(([src]) => src!);
-    for (const src of sources) expect(src === '/usr' || src === '/opt/node' || src === '/home/alice/skills/pdf' || src.startsWith('/etc/')).toBe(true);
+    for (const src of sources) expect(src === '/usr' || src === '/opt/node' || src === '/home/alice/skills/pdf' || src === '/dev/null' || src.startsWith('/etc/')).toBe(true);
     expect(pairs('--bind')).toEqual([]);
     expect(pairs('--ro-bind')).toContainEqual(['/home/alice/skills/pdf', SKILL_MOUNT]);
     expect(sources).not.toContain('/etc/shadow');
@@ -50,6 +50,18 @@ describe('the sandbox command line', () => {
     expect(withEgress.lastIndexOf('--remount-ro')).toBeGreaterThan(at);
     expect(withEgress).toContain('--unshare-net');
     expect(withEgress).not.toContain('--share-net');
+  });
+
+  it('/proc/keys is masked by /dev/null after /proc is mounted (it lists every key the uid may view)', () => {
+    expect(pairs('--ro-bind')).toContainEqual(['/dev/null', '/proc/keys']);
+    expect(args.indexOf('/proc/keys')).toBeGreaterThan(args.indexOf('--proc'));
+  });
+
+  it('the syscall filter is loaded from the fd given, and only when one is given', () => {
+    expect(args).not.toContain('--seccomp');
+    const filtered = bwrapArgs(layout, { skillDir: '/home/alice/skills/pdf', tmpBytes: 1024, seccompFd: 4 });
+    expect(pairs('--seccomp').map(([fd]) => fd)).toEqual([]);
+    expect(filtered.slice(filtered.indexOf('--seccomp'), filtered.indexOf('--seccomp') + 2)).toEqual(['--seccomp', '4']);
   });
 });
 

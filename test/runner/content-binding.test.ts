@@ -21,7 +21,7 @@ import type { RunnerHandle } from './harness.js';
 const MAIN_JS = `const fs = require('node:fs');
 const path = require('node:path');
 const at = (p) => path.join(__dirname, '..', p);
-let where = process.cwd();
+let where = process.env.SKILL_DIR;
 try {
   const line = fs.readFileSync('/proc/self/mountinfo', 'utf8').split('\\n').find((l) => l.split(' ')[4] === '/skill');
   if (line) where = line.split(' ')[3];

@@ -21,7 +21,11 @@ describe('skill-mcp doctor', () => {
     const report = JSON.parse(r.stdout) as { thisRunner: { level: string; mechanisms: string[] }; skillRun: { allowed: boolean }; mechanisms: { name: string; found: boolean }[] };
     expect(report.thisRunner.level).toBe(expectedLevel(isRoot));
     expect(report.skillRun.allowed).toBe(true);
-    expect(report.mechanisms.map((m) => m.name)).toEqual(['bubblewrap', 'unprivileged user namespaces', 'util-linux setpriv and prlimit', 'cgroup v2', 'SO_PEERCRED']);
+    expect(report.mechanisms.map((m) => m.name)).toEqual(['bubblewrap', 'unprivileged user namespaces', 'util-linux setpriv and prlimit', 'syscall filter', 'fresh session keyring', 'memory cgroup', 'SO_PEERCRED']);
+    const found = Object.fromEntries(report.mechanisms.map((m) => [m.name, m.found]));
+    // Every level CI runs has the filter and the keyring; the memory cgroup only a root runner makes.
+    expect(found).toMatchObject({ 'syscall filter': true, 'fresh session keyring': true, 'memory cgroup': isRoot });
+    expect(report.thisRunner.mechanisms).toContain('seccomp');
   });
 
   it('with bubblewrap switched off it names the fallback level, why, and what bubblewrap would add', () => {

@@ -1,0 +1,122 @@
+/**
+ * @module The syscall filter as a classic BPF program (docs/isolation.md, "The syscall filter"):
+ * a small, pure generator from the policy table (seccomp-policy.ts) to the bytes the kernel and
+ * bubblewrap's `--seccomp FD` take — `struct sock_filter` entries of 8 bytes each (u16 code, u8 jt,
+ * u8 jf, u32 k), little-endian, as both supported architectures are.
+ *
+ * Layout: load `seccomp_data.arch`; for each known arch, a block that loads the syscall number
+ * and tests it against each rule in turn (a rule's body returns; a miss jumps over it); after the
+ * last arch, kill. Every jump is forward and short, so the generator refuses any offset that does
+ * not fit in a byte instead of producing a program that would jump somewhere else.
+ */
+import { AF_NETLINK, AUDIT_ARCH, X32_SYSCALL_BIT } from './seccomp-policy.js';
+import type { Arch, Rule, SyscallRule } from './seccomp-policy.js';
+
+/** One `struct sock_filter`. */
+export interface Insn {
+  code: number;
+  jt: number;
+  jf: number;
+  k: number;
+}
+
+// Opcodes (linux/filter.h, linux/bpf_common.h).
+export const LD_W_ABS = 0x20;
+export const JEQ_K = 0x15;
+export const JGE_K = 0x35;
+export const JSET_K = 0x45;
+export const RET_K = 0x06;
+
+// Return values (linux/seccomp.h).
+export const RET_KILL_PROCESS = 0x80000000;
+export const RET_ALLOW = 0x7fff0000;
+export const retErrno = (errno: number): number => (0x00050000 | (errno & 0xffff)) >>> 0;
+
+// Offsets into struct seccomp_data { int nr; u32 arch; u64 ip; u64 args[6]; }: the low word of an
+// argument on a little-endian machine. Every argument inspected here is an int or its flags fit in it.
+const OFF_NR = 0;
+const OFF_ARCH = 4;
+const argLow = (i: number): number => 16 + 8 * i;
+
+const ld = (k: number): Insn => ({ code: LD_W_ABS, jt: 0, jf: 0, k });
+const ret = (k: number): Insn => ({ code: RET_K, jt: 0, jf: 0, k: k >>> 0 });
+const jeq = (k: number, jt: number, jf: number): Insn => ({ code: JEQ_K, jt, jf, k: k >>> 0 });
+
+/** The instructions that decide one matched syscall (the accumulator holds nothing useful on entry). */
+function ruleBody(rule: Rule): Insn[] {
+  const errno = ret(retErrno(rule.errno));
+  switch (rule.kind) {
+    case 'deny':
+      return [errno];
+    case 'flags':
+      // jset: any bit of the mask set → the errno (next), else allow (skip one).
+      return [ld(argLow(0)), { code: JSET_K, jt: 0, jf: 1, k: rule.mask >>> 0 }, errno, ret(RET_ALLOW)];
+    case 'only':
+    case 'socket': {
+      const values = rule.kind === 'only' ? rule.values : rule.families;
+      const netlink = rule.kind === 'socket' ? rule.netlink : [];
+      // Layout: ld arg0; one jeq per allowed value (hit → the allow at the end); [netlink: jeq
+      // AF_NETLINK → ld arg2; one jeq per protocol → allow]; errno; allow.
+      const tail: Insn[] = [];
+      if (netlink.length > 0) {
+        tail.push(ld(argLow(2)));
+        netlink.forEach((p, i) => tail.push(jeq(p, netlink.length - i, 0)));
+      }
+      const out: Insn[] = [ld(argLow(0))];
+      values.forEach((v, i) => out.push(jeq(v, values.length - i + (netlink.length > 0 ? 1 : 0) + tail.length, 0)));
+      if (netlink.length > 0) out.push(jeq(AF_NETLINK, 0, tail.length));
+      out.push(...tail, errno, ret(RET_ALLOW));
+      return out;
+    }
+  }
+}
+
+/** The block of one arch, entered with the arch word in the accumulator already matched. */
+function archBlock(arch: Arch, rules: readonly SyscallRule[]): Insn[] {
+  const out: Insn[] = [ld(OFF_NR)];
+  // Security: the x32 ABI reaches the same kernel calls under other numbers; a filter written for
+  // the x86_64 table would not see them.
+  if (arch === 'x86_64') out.push({ code: JGE_K, jt: 0, jf: 1, k: X32_SYSCALL_BIT }, ret(RET_KILL_PROCESS));
+  for (const { nr, rule } of rules) {
+    const body = ruleBody(rule);
+    out.push(jeq(nr[arch], 0, body.length), ...body);
+  }
+  out.push(ret(RET_ALLOW));
+  return out;
+}
+
+/**
+ * The whole program. Security: a syscall made under any other arch (i386 via int 0x80 on x86_64,
+ * arm32 on aarch64) kills the process, since its numbers mean different calls and it has
+ * socketcall(2), which hides the socket family from the filter.
+ */
+export function buildFilter(rules: readonly SyscallRule[], arches: readonly Arch[] = ['x86_64', 'aarch64']): Insn[] {
+  const out: Insn[] = [ld(OFF_ARCH)];
+  for (const arch of arches) {
+    const block = archBlock(arch, rules);
+    out.push(jeq(AUDIT_ARCH[arch], 0, block.length), ...block);
+  }
+  out.push(ret(RET_KILL_PROCESS));
+  // Security: a jump that does not fit in its byte, or lands past the end, would be a different program.
+  for (const [i, insn] of out.entries()) {
+    if (insn.code === RET_K) continue;
+    if (insn.jt > 255 || insn.jf > 255 || i + 1 + Math.max(insn.jt, insn.jf) >= out.length) {
+      throw new Error(`seccomp filter: instruction ${i} jumps out of range`);
+    }
+  }
+  // The kernel's limit is 4096 instructions (BPF_MAXINSNS).
+  if (out.length > 4096) throw new Error(`seccomp filter: ${out.length} instructions is over the kernel's limit`);
+  return out;
+}
+
+/** The program as the kernel reads it: 8 little-endian bytes per instruction. */
+export function encodeFilter(insns: readonly Insn[]): Buffer {
+  const buf = Buffer.alloc(insns.length * 8);
+  insns.forEach((insn, i) => {
+    buf.writeUInt16LE(insn.code, i * 8);
+    buf.writeUInt8(insn.jt, i * 8 + 2);
+    buf.writeUInt8(insn.jf, i * 8 + 3);
+    buf.writeUInt32LE(insn.k >>> 0, i * 8 + 4);
+  });
+  return buf;
+}
