@@ -63,6 +63,8 @@ export function explainUnreadableRoot(root: string, label = basename(resolve(roo
   }
   for (const [index, dir] of above.entries()) {
     if (allowed(dir, constants.X_OK)) continue;
+    // A folder on the way that is not there: the root is missing, not unreadable.
+    if (!allowed(dir, constants.F_OK)) return undefined;
     const levels = above.length - index;
     const relative = `${label}${'/..'.repeat(levels)}`;
     return {
