@@ -31,6 +31,7 @@ export type ErrorCode =
   | 'CONTENT_MISMATCH'
   | 'AUTH_REQUIRED'
   | 'LEDGER_UNAVAILABLE'
+  | 'DEPS_MISSING'
   // tokens (docs/architecture.md §7)
   | 'TOKEN_INVALID'
   | 'TOKEN_EXPIRED'

@@ -27,7 +27,8 @@ const LAST_LINE_BYTES = 4096;
 export type RejectReason =
   | 'busy' | 'token-invalid' | 'token-expired' | 'token-reused' | 'draft-changed' | 'unknown-skill'
   | 'not-declared' | 'not-granted' | 'invalid-path' | 'not-found' | 'not-a-file' | 'outside-skill'
-  | 'interpreter-unavailable' | 'environ-unscrubbed' | 'sandbox-failed' | 'too-large' | 'content-unreadable' | 'cancelled' | 'ledger-unavailable';
+  | 'interpreter-unavailable' | 'environ-unscrubbed' | 'sandbox-failed' | 'too-large' | 'content-unreadable' | 'cancelled' | 'ledger-unavailable'
+  | 'deps-missing';
 
 export type AuditEvent =
   | { event: 'runner.start'; [key: string]: unknown }
@@ -35,7 +36,7 @@ export type AuditEvent =
   | { event: 'run.prepare'; skill: string; script: string; token_id?: string; refused?: string }
   | { event: 'run.reject'; reason: RejectReason; skill?: string; script?: string; token_id?: string; client?: string; running?: number; max_runs?: number; queued?: number; client_running?: number; client_share?: number; waited_ms?: number }
   | { event: 'run.wait'; run_id: string; skill: string; script: string; client: string; running: number; queued: number }
-  | { event: 'run.accept'; run_id: string; runner_pid: number; token_id: string; skill: string; script: string; interpreter: string; argv: string[]; env_names: string[]; timeout_ms: number; isolation: string; sandbox: string[]; memory_bytes: number; uid: number; script_sha256?: string; files_sha256?: string; egress?: string[]; egress_mode?: string; client?: string; queued_ms?: number; runs_in_progress?: number }
+  | { event: 'run.accept'; run_id: string; runner_pid: number; token_id: string; skill: string; script: string; interpreter: string; argv: string[]; env_names: string[]; timeout_ms: number; isolation: string; sandbox: string[]; memory_bytes: number; uid: number; script_sha256?: string; files_sha256?: string; egress?: string[]; egress_mode?: string; deps?: string[]; client?: string; queued_ms?: number; runs_in_progress?: number }
   | { event: 'run.exit'; run_id: string; [key: string]: unknown }
   | ({ event: 'egress'; run_id: string } & EgressRecord)
   | { event: 'ledger.unavailable'; ledger: 'redis'; redis: string; why: string }

@@ -21,7 +21,8 @@ import { readSkillMdFile } from '../../shared/skill-md.js';
 import { grantScripts, notGrantedMessage, readGrantSource } from '../../shared/grant.js';
 import type { CatalogLimits } from '../../shared/limits.js';
 import { checkPathString, isHiddenPath, resolveInside } from '../../shared/paths.js';
-import type { WillRun } from '../../shared/protocol.js';
+import type { DepsInfo, WillRun } from '../../shared/protocol.js';
+import type { Requirements } from '../../shared/requirements.js';
 import { MAX_RUN_CONTENT_BYTES, readSkillContent } from '../../shared/skill-content.js';
 import type { ContentResult } from '../../shared/skill-content.js';
 import type { RejectReason } from '../audit/log.js';
@@ -29,6 +30,8 @@ import { bridgeNode, egressSelfGrantWarning, planEgress } from '../egress/plan.j
 import type { EgressPlan } from '../egress/plan.js';
 import type { Platform } from '../sandbox/platform.js';
 import { usesBwrap } from '../sandbox/platform.js';
+import { depsVariables, planDeps } from '../deps/run-env.js';
+import type { DepsContext, RunDeps } from '../deps/run-env.js';
 
 /** Stand-ins for the sandbox's private HOME/TMPDIR, so previews name them as the run will. */
 export const SANDBOX_PLACEHOLDERS = { HOME: '(private)', TMPDIR: '(private)' } as const;
@@ -41,6 +44,8 @@ export interface DeriveContext {
   platform: Platform;
   /** The runner's memory cap per run; a script's declared `memory` may only lower it. */
   memoryBytes: number;
+  /** Where environments live, and the runner's memory of what it verified (runner/deps/). */
+  deps: DepsContext;
 }
 
 export interface RunPlan {
@@ -57,6 +62,8 @@ export interface RunPlan {
   grantedEnv: string[];
   /** The run's destinations and what they become at this level (proxy, or why not). */
   egress: EgressPlan;
+  /** The run's verified environments (bound read-only, runner/deps/run-env.ts). */
+  deps: RunDeps;
 }
 
 /**
@@ -78,7 +85,7 @@ export function contentLimits(ctx: DeriveContext): { maxFiles: number; maxDirs: 
   return { maxFiles: ctx.limits.maxFilesPerSkill, maxDirs: ctx.limits.maxDirsPerSkill, maxBytes: MAX_RUN_CONTENT_BYTES };
 }
 
-export type Derived = { ok: true; plan: RunPlan } | { ok: false; code: ErrorCode; reason: RejectReason; message: string };
+export type Derived = { ok: true; plan: RunPlan } | { ok: false; code: ErrorCode; reason: RejectReason; message: string; deps?: DepsInfo[] };
 
 function refuse(code: ErrorCode, reason: RejectReason, message: string): Derived {
   return { ok: false, code, reason, message };
@@ -89,7 +96,7 @@ export async function findSkill(ctx: DeriveContext, name: string): Promise<Disco
 }
 
 /** The skill's declared scripts and egress, or why it has none runnable. */
-export function declaredScripts(ctx: DeriveContext, skill: DiscoveredSkill): { scripts: DeclaredScript[]; egress: string[]; problems: string[] } {
+export function declaredScripts(ctx: DeriveContext, skill: DiscoveredSkill): { scripts: DeclaredScript[]; egress: string[]; problems: string[]; requirements?: Requirements } {
   const read = readSkillMdFile(skill.realDir);
   if (!read.ok) return { scripts: [], egress: [], problems: [read.why] };
   const text = read.text;
@@ -97,7 +104,7 @@ export function declaredScripts(ctx: DeriveContext, skill: DiscoveredSkill): { s
     const parsed = parseSkillMd(text, ctx.limits.maxFrontmatterBytes);
     if (parsed.declarationError) return { scripts: [], egress: [], problems: [`the mcp-host block was rejected: ${parsed.declarationError}`] };
     const result = parseDeclaration(parsed.frontmatter['mcp-host']);
-    return { scripts: result.declaration?.run ?? [], egress: result.declaration?.egress ?? [], problems: result.problems };
+    return { scripts: result.declaration?.run ?? [], egress: result.declaration?.egress ?? [], problems: result.problems, ...(result.declaration?.requirements ? { requirements: result.declaration.requirements } : {}) };
   } catch (error) {
     return { scripts: [], egress: [], problems: [`the frontmatter cannot be read: ${(error as Error).message}`] };
   }
@@ -107,7 +114,7 @@ export function declaredScripts(ctx: DeriveContext, skill: DiscoveredSkill): { s
 export async function deriveRun(ctx: DeriveContext, skillName: string, script: string, args: string[], knownSkill?: DiscoveredSkill, content: ContentSource = contentInPlace(ctx)): Promise<Derived> {
   const skill = knownSkill ?? (await findSkill(ctx, skillName));
   if (!skill) return refuse('UNKNOWN_SKILL', 'unknown-skill', `no skill named ${JSON.stringify(skillName)} is served; skill_list shows the names`);
-  const { scripts, egress: declaredEgress } = declaredScripts(ctx, skill);
+  const { scripts, egress: declaredEgress, requirements } = declaredScripts(ctx, skill);
   const declared = scripts.find((s) => s.script === script);
   // Security: only what the skill declares can run — never an arbitrary file of the bundle.
   if (!declared) return refuse('NOT_DECLARED', 'not-declared', `skill ${JSON.stringify(skill.name)} does not declare a runnable script ${JSON.stringify(script)}; skill_list shows its declared scripts`);
@@ -143,8 +150,12 @@ export async function deriveRun(ctx: DeriveContext, skillName: string, script: s
   // Security: the script must be one of the files the approval binds (and the copy holds).
   if (!scriptFile) return refuse('NOT_FOUND', 'not-found', `${skill.name}/${script} is not a served file of the skill`);
   const egress = planEgress(ctx.platform.isolation, usesBwrap(ctx.platform), bridgeNode(ctx.platform) !== undefined, grant.egress);
+  // Security: the environments are verified against their manifests now, for every preview and run.
+  const deps = await planDeps(ctx.deps, interpreterPaths(ctx), skill.name, content.runDir ?? skill.realDir, requirements);
+  if (!deps.ok) return { ok: false, code: 'DEPS_MISSING', reason: 'deps-missing', message: deps.why, deps: deps.infos };
   // Inside bubblewrap PATH is the sandbox's own (buildSpawn): a placeholder keeps the names equal.
   const built = buildScriptEnv(ctx.env, grant.env, { ...egress.env, ...(usesBwrap(ctx.platform) ? { ...SANDBOX_PLACEHOLDERS, PATH: '(sandbox)' } : SANDBOX_PLACEHOLDERS) });
+  built.names = [...built.names, ...Object.keys(depsVariables(deps.run, usesBwrap(ctx.platform)))].sort();
   const willRun: WillRun = {
     skill: skill.name,
     interpreter: declared.interpreter,
@@ -158,6 +169,7 @@ export async function deriveRun(ctx: DeriveContext, skillName: string, script: s
     content: { script: scriptFile.sha256, files: read.content.digest, fileCount: read.content.files.length, bytes: read.content.bytes },
   };
   if (built.notSet.length > 0) willRun.envNotSet = built.notSet;
+  if (deps.infos.length > 0) willRun.deps = deps.infos;
   const warning = grant.selfGranted ? selfGrantWarning(built.passed) : undefined;
   if (warning !== undefined) willRun.envWarning = warning;
   if (egress.entries.length > 0) {
@@ -171,7 +183,18 @@ export async function deriveRun(ctx: DeriveContext, skillName: string, script: s
     ok: true,
     // A copy holds every served path as a regular file: the script runs under its declared path there.
     plan: content.runDir !== undefined
-      ? { willRun, interpreterPath: interpreter.path, realDir: content.runDir, scriptRelative: served, args, grantedEnv: grant.env, egress }
-      : { willRun, interpreterPath: interpreter.path, realDir: skill.realDir, scriptRelative: relative(skill.realDir, resolved.real), args, grantedEnv: grant.env, egress },
+      ? { willRun, interpreterPath: interpreter.path, realDir: content.runDir, scriptRelative: served, args, grantedEnv: grant.env, egress, deps: deps.run }
+      : { willRun, interpreterPath: interpreter.path, realDir: skill.realDir, scriptRelative: relative(skill.realDir, resolved.real), args, grantedEnv: grant.env, egress, deps: deps.run },
   };
+}
+
+/** The runner's resolved interpreters, for the environments' identities. */
+function interpreterPaths(ctx: DeriveContext): { python3?: string; node?: string } {
+  const path = (name: string): string | undefined => {
+    const r = ctx.platform.interpreters.get(name);
+    return r && 'path' in r ? r.path : undefined;
+  };
+  const python3 = path('python3');
+  const node = path('node');
+  return { ...(python3 ? { python3 } : {}), ...(node ? { node } : {}) };
 }

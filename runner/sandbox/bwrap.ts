@@ -51,6 +51,8 @@ export interface RunView {
   tmpBytes: number;
   /** Host path of the run's egress proxy socket, when the run may reach any destination. */
   egressSocket?: string;
+  /** The run's environments (runner/deps/), each bound read-only at its mount. */
+  deps?: { source: string; mount: string }[];
 }
 
 /**
@@ -92,6 +94,8 @@ export function bwrapArgs(layout: HostLayout, view: RunView): string[] {
   // Security: the network namespace stays empty; the one way out is this socket to the run's own
   // proxy, which decides every destination. Runs without egress get no socket at all.
   if (view.egressSocket !== undefined) args.push('--ro-bind', view.egressSocket, EGRESS_SOCKET_MOUNT);
+  // Security: read-only — a run can import its packages, never change them for the next run.
+  for (const bind of view.deps ?? []) args.push('--ro-bind', bind.source, bind.mount);
   args.push(
     // Security: bubblewrap builds the sandbox's root and /dev on unbounded tmpfs mounts owned by the
     // script's uid; left writable, `/etc/x` or `/dev/x` would be a RAM sink with no size cap. Both

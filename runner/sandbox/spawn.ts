@@ -25,6 +25,7 @@ import { bridgeArgv } from '../egress/bridge.js';
 import { bridgeNode } from '../egress/plan.js';
 import type { Platform } from './platform.js';
 import { UNSHARE_FLAGS, usesBwrap } from './platform.js';
+import { depsBinds, depsVariables } from '../deps/run-env.js';
 
 export interface SandboxLimits {
   /** RLIMIT_NPROC for the run uid: Node alone needs ~12 threads, each counts. */
@@ -80,7 +81,10 @@ function sandboxPath(platform: Platform): string {
 export function buildSpawn(plan: RunPlan, platform: Platform, sourceEnv: Readonly<Record<string, string | undefined>>, scratch: string, uid: number | undefined, limits: SandboxLimits): SpawnSpec {
   const sandboxed = usesBwrap(platform);
   const overrides: Record<string, string | null> = { ...plan.egress.env, ...(sandboxed ? { HOME: SANDBOX_HOME, TMPDIR: SANDBOX_HOME, PATH: sandboxPath(platform) } : { HOME: scratch, TMPDIR: scratch }) };
-  const { env, names } = buildScriptEnv(sourceEnv, plan.grantedEnv, overrides);
+  const built = buildScriptEnv(sourceEnv, plan.grantedEnv, overrides);
+  // The runner's own variables for the environments (never grantable, never from the host).
+  const env = { ...built.env, ...depsVariables(plan.deps, sandboxed) };
+  const names = Object.keys(env).sort();
   const cpuSeconds = Math.ceil(plan.willRun.timeoutMs / 1000) + 1;
   const { prlimit, setpriv, unshare, sh, mount, bwrap } = platform.tools;
   const rlimits = (withNproc: boolean): string[] => [
@@ -104,7 +108,7 @@ export function buildSpawn(plan: RunPlan, platform: Platform, sourceEnv: Readonl
     const target = proxied ? bridgeArgv(bridgeNode(platform)!, script) : script;
     // bubblewrap always exports PWD; the script must get exactly the approved variables.
     const inside = [platform.tools.env!, '-u', 'PWD', prlimit!, ...rlimits(true), ...target];
-    const view = { skillDir: plan.realDir, tmpBytes: limits.tmpBytes, ...(proxied ? { egressSocket: egressSocketPath(scratch) } : {}) };
+    const view = { skillDir: plan.realDir, tmpBytes: limits.tmpBytes, ...(proxied ? { egressSocket: egressSocketPath(scratch) } : {}), deps: depsBinds(plan.deps) };
     chain = [...drop, bwrap!, ...bwrapArgs(platform.layout!, view), '--', ...inside];
     return { command: chain[0]!, args: chain.slice(1), env, cwd: '/', envNames: names };
   }
