@@ -113,6 +113,8 @@ export async function buildEnvironment(opts: InstallOptions, env: ResolvedEnv): 
       give(join(buildDir, 'package-lock.json'), env.spec.lockfile!);
     }
     if (tool.file) give(join(workDir, tool.file.name), tool.file.text);
+    // npm's global npmrc (under its own prefix) is replaced by an empty one: the registry is what the tool config says.
+    if (env.spec.kind === 'node') give(join(workDir, 'npmrc-global'), '');
     if (opts.uid !== undefined) for (const dir of [buildDir, workDir, join(workDir, 'home'), join(workDir, 'tmp')]) chownSync(dir, opts.uid, opts.uid);
 
     const view: StepView = { envDir: buildDir, workDir, readOnly: tool.paths, ...(opts.uid !== undefined ? { uid: opts.uid } : {}) };
@@ -135,6 +137,7 @@ export async function buildEnvironment(opts: InstallOptions, env: ResolvedEnv): 
       HOME: `${paths.work}/home`, TMPDIR: `${paths.work}/tmp`, PATH: sandboxPath(platform), LANG: 'C.UTF-8',
       ...tool.env,
       ...(tool.file ? { [tool.file.variable]: `${paths.work}/${tool.file.name}` } : {}),
+      ...(env.spec.kind === 'node' ? { npm_config_globalconfig: `${paths.work}/npmrc-global` } : {}),
       ...(view.egressSocket !== undefined ? proxyEnv() : {}),
     };
     const proxyArgs = view.egressSocket !== undefined;

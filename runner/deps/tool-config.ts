@@ -126,8 +126,9 @@ export function npmConfig(node: string, npmCli: string, explicit: ExplicitIndex,
     const { registry } = explicit.npm;
     return {
       args: ['--registry', registry],
-      // Security: no user or global npmrc: only the operator's registry.
-      env: { npm_config_userconfig: '/dev/null', npm_config_globalconfig: '/dev/null' },
+      // Security: an empty user npmrc (and an empty global one, install.ts): only the operator's registry.
+      env: {},
+      file: { name: 'npmrc', text: '', variable: 'npm_config_userconfig' },
       describe: [`registry ${redactUrl(registry)} (SKILL_MCP_NPM_REGISTRY)`], ...reach([registry]),
     };
   }
@@ -148,8 +149,8 @@ export function npmConfig(node: string, npmCli: string, explicit: ExplicitIndex,
   }
   return {
     args: ['--registry', registry],
-    env: { ...vars, npm_config_globalconfig: '/dev/null', ...(text === undefined ? { npm_config_userconfig: '/dev/null' } : {}) },
-    ...(text !== undefined ? { file: { name: 'npmrc', text, variable: 'npm_config_userconfig' } } : {}),
+    env: vars,
+    file: { name: 'npmrc', text: text ?? '', variable: 'npm_config_userconfig' },
     describe: [`registry ${redactUrl(registry)} (from the installing user's npm configuration: SKILL_MCP_NPM_REGISTRY is unset)`],
     ...reach([registry]),
   };
