@@ -48,7 +48,7 @@ async function main(argv: string[]): Promise<void> {
     case 'audit':
       return (await import('../runner/audit/cli.js')).auditMain(rest);
     case 'doctor':
-      return (await import('../runner/doctor.js')).doctorMain(rest);
+      return (await import('../runner/doctor.js')).doctorMain(rest, { bundledSkills: BUNDLED_SKILLS });
     // Asked-for help and the version are the answer, so they go to stdout (and exit 0).
     case 'check':
       return (await import('./check/main.js')).checkMain(rest);

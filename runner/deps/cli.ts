@@ -8,21 +8,14 @@
 import { realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseFlags, stringFlag, UsageError, wantsHelp } from '../../shared/cli-args.js';
-import { discoverSkills } from '../../shared/discover.js';
-import { readSharedSettings } from '../../shared/settings.js';
-import type { DeriveContext } from '../requests/derive.js';
-import { declaredScripts } from '../requests/derive.js';
 import { probePlatform, resolveBinary } from '../sandbox/platform.js';
-import type { Platform } from '../sandbox/platform.js';
 import { usesBwrap } from '../sandbox/platform.js';
 import { DEFAULT_CLAIM_DIR, UidClaims } from '../uids/claims.js';
 import { DEFAULT_UID_RANGE, parseUidRange, UidPool } from '../uids/pool.js';
 import { Identities } from './identity.js';
-import { readExplicitIndex } from './index-settings.js';
 import { buildEnvironment } from './install.js';
-import { resolveEnvironments } from './resolve.js';
-import type { InterpreterPaths } from './resolve.js';
-import { ensureEnvsDir, envInfo, envsDirOf, removeTree } from './store.js';
+import { collect, environmentStatus, interpreterPaths } from './status.js';
+import { ensureEnvsDir, removeTree } from './store.js';
 import { npmConfig, pipConfig } from './tool-config.js';
 import type { ToolConfig } from './tool-config.js';
 import { EnvVerifier } from './verify.js';
@@ -36,39 +29,6 @@ export const DEPS_USAGE = `usage:
       each skill's environments: kind, digest, state (ready, missing, tampered)
 The state directory is --state-dir, else SKILL_MCP_STATE_DIR, else the standalone default.`;
 
-type Env = Readonly<Record<string, string | undefined>>;
-
-function interpreterPaths(platform: Platform): InterpreterPaths {
-  const get = (name: string): string | undefined => {
-    const r = platform.interpreters.get(name);
-    return r && 'path' in r ? r.path : undefined;
-  };
-  const python3 = get('python3');
-  const node = get('node');
-  return { ...(python3 ? { python3 } : {}), ...(node ? { node } : {}) };
-}
-
-/** The skills with requirements, as the runner would read them, and what each needs. */
-async function collect(env: Env, bundledSkills: string, only: string[], platform: Platform, ids: Identities, out: (line: string) => void) {
-  const settings = readSharedSettings(env, bundledSkills);
-  const ctx = { env, bundledSkills, limits: settings.limits, platform } as unknown as DeriveContext;
-  const { skills } = await discoverSkills(settings.roots, settings.limits.maxSkills);
-  const unknown = only.filter((name) => !skills.some((s) => s.name === name));
-  if (unknown.length > 0) throw new UsageError(`no served skill is named ${unknown.map((n) => JSON.stringify(n)).join(', ')} (the skill folders are ${settings.rootsFrom ?? 'the bundled skills'})`, DEPS_USAGE);
-  const index = readExplicitIndex(env);
-  const rows = [];
-  for (const skill of skills) {
-    if (only.length > 0 && !only.includes(skill.name)) continue;
-    const { requirements, problems } = declaredScripts(ctx, skill);
-    if (!requirements) {
-      if (only.length > 0) out(`${skill.name}: declares no requirements${problems.length > 0 ? ` (${problems.join('; ')})` : ''}`);
-      continue;
-    }
-    const resolved = resolveEnvironments(skill.realDir, requirements, interpreterPaths(platform), ids, index);
-    rows.push({ skill, requirements, resolved });
-  }
-  return { rows, index, settings };
-}
 
 export async function depsMain(argv: string[], options: { bundledSkills: string }): Promise<void> {
   if (wantsHelp(argv)) {
@@ -89,15 +49,11 @@ export async function depsMain(argv: string[], options: { bundledSkills: string 
   try {
     const platform = probePlatform({ searchPath: env['PATH'], bwrapSetting: env['SKILL_MCP_BWRAP'] || undefined, probeUid: uid, tmpBytes: 64 * 1024 * 1024 });
     const ids = new Identities();
-    const { rows, index, settings } = await collect(env, options.bundledSkills, only, platform, ids, out);
+    const { rows, index, settings } = await collect(env, options.bundledSkills, only, platform, ids, out, DEPS_USAGE);
     const stateDir = stringFlag(values, 'state-dir') ?? settings.stateDir;
     const verifier = new EnvVerifier();
     if (verb === 'list') {
-      const list = [];
-      for (const row of rows) {
-        if (!row.resolved.ok) list.push({ skill: row.skill.name, problem: row.resolved.why });
-        else for (const e of row.resolved.envs) list.push({ skill: row.skill.name, ...(await envInfo(verifier, envsDirOf(stateDir), row.skill.name, e)) });
-      }
+      const list = await environmentStatus(env, options.bundledSkills, platform, ids, verifier, stateDir, only);
       if (values['json'] === true) out(JSON.stringify(list, null, 2));
       else for (const r of list) out('problem' in r ? `${r.skill}: ${r.problem}` : `${r.skill}: ${r.kind} ${r.digest} ${r.state}`);
       return;

@@ -31,12 +31,18 @@ let installAll = '';
 
 /** `skill-mcp deps install` (or list) as the operator runs it; resolves with its exit code and output. */
 function deps(args: string[]): Promise<{ code: number | null; out: string }> {
+  return cli(['deps', ...args]);
+}
+
+/** `skill-mcp ARGS` with the operator's settings (stdout and stderr together). */
+function cli(args: string[]): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
     const bwrap = process.env['SKILL_MCP_BWRAP'] ? { SKILL_MCP_BWRAP: process.env['SKILL_MCP_BWRAP'] } : {};
-    const child = spawn(process.execPath, [BIN, 'deps', ...args], { env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: process.env['HOME'] ?? '/tmp', LANG: 'C.UTF-8', ...bwrap, ...env, SKILL_MCP_UID_RANGE: range }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, ...args], { env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: process.env['HOME'] ?? '/tmp', LANG: 'C.UTF-8', ...bwrap, ...env, SKILL_MCP_UID_RANGE: range }, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (out += c.toString()));
+    if (args[0] !== 'doctor' && !args.includes('--json')) child.stderr.on('data', (c: Buffer) => (out += c.toString()));
+    else child.stderr.resume();
     child.on('close', (code) => resolve({ code, out }));
   });
 }
@@ -135,6 +141,12 @@ describe(`dependencies per skill (${level})`, () => {
     expect(manifest.entries.map((e) => e.path)).toContain('site/skilltestpkg/__init__.py');
     // Nothing half-built is left beside the environments.
     expect(readdirSync(join(stateDir, 'envs')).filter((n) => n.startsWith('.'))).toEqual([]);
+    // deps list and doctor show the same environment, by digest, as ready; the missing one as missing.
+    const listed = JSON.parse((await deps(['list', '--json'])).out) as { skill: string; digest: string; state: string }[];
+    expect(listed).toContainEqual({ skill: 'uses-wheel', kind: 'python', digest, state: 'ready' });
+    expect(listed.find((r) => r.skill === 'needs-sdist')).toMatchObject({ state: 'missing' });
+    const doctor = JSON.parse((await cli(['doctor', '--json'])).out) as { environments: unknown[] };
+    expect(doctor.environments).toContainEqual({ skill: 'uses-wheel', kind: 'python', digest, state: 'ready' });
     // A second install keeps what is there.
     const again = await deps(['install', '--skill', 'uses-wheel']);
     expect(again.out).toContain('already installed');
