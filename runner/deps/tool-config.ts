@@ -106,10 +106,9 @@ export function pipConfig(python: string, explicit: ExplicitIndex, env: Env): To
   const extra = noIndex ? [] : (setting('extra-index-url') ?? '').split(/\s+/).filter(Boolean);
   const links = (setting('find-links') ?? '').split(/\s+/).filter(Boolean);
   const describe = [
-    index ? `index ${redactUrl(index)}${setting('index-url') ? '' : ' (pip\'s default)'}` : 'no index (pip no-index)',
+    `${index ? `index ${redactUrl(index)}${setting('index-url') ? '' : ', pip\'s default'}` : 'no index (pip no-index)'} (from the installing user's pip configuration: SKILL_MCP_PIP_INDEX_URL is unset)`,
     ...extra.map((u) => `extra index ${redactUrl(u)}`),
     ...links.map((l) => `find-links ${redactUrl(l)}`),
-    '(from the installing user\'s pip configuration: SKILL_MCP_PIP_INDEX_URL is unset)',
   ];
   const named = reach([...(index ? [index] : []), ...extra, ...links]);
   // Files the configuration names (a constraints file, a certificate) must be readable inside too.

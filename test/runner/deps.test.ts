@@ -36,6 +36,10 @@ function deps(args: string[]): Promise<{ code: number | null; out: string }> {
 
 /** `skill-mcp ARGS` with the operator's settings (stdout and stderr together). */
 function cli(args: string[]): Promise<{ code: number | null; out: string }> {
+  return cliWith(env, args);
+}
+
+function cliWith(env: Record<string, string>, args: string[]): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
     const bwrap = process.env['SKILL_MCP_BWRAP'] ? { SKILL_MCP_BWRAP: process.env['SKILL_MCP_BWRAP'] } : {};
     const child = spawn(process.execPath, [BIN, ...args], { env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: process.env['HOME'] ?? '/tmp', LANG: 'C.UTF-8', ...bwrap, ...env, SKILL_MCP_UID_RANGE: range }, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -213,6 +217,23 @@ describe(`dependencies per skill (${level})`, () => {
       expect(['EPERM', 'EROFS']).toContain(out['chmod']);
     }
     expect((await prepare('uses-wheel', 'scripts/probe.py')).ok).toBe(true);
+  }, 120_000);
+
+  it('without SKILL_MCP_PIP_INDEX_URL the installing user\'s own pip configuration is carried into the sandboxed install, and the output says so', async () => {
+    const home = tempDir('deps-pipconf');
+    const conf = join(home, 'pip.conf');
+    writeFileSync(conf, `[global]\nindex-url = ${pypi.url}/simple/\n`);
+    chmodSync(home, 0o755);
+    const own = { ...env, SKILL_MCP_PIP_INDEX_URL: '', PIP_CONFIG_FILE: conf };
+    const { out } = await cliWith(own, ['deps', 'install', '--skill', 'uses-wheel']);
+    expect(out).toContain(`index ${pypi.url}/simple/ (from the installing user's pip configuration`);
+    expect(out).toMatch(/uses-wheel: python environment [0-9a-f]{64}: installed 2 package\(s\)/);
+    // Another index setting is another environment: this one sits beside the first.
+    const listed = JSON.parse((await cliWith(own, ['deps', 'list', '--json'])).out) as { skill: string; digest: string; state: string }[];
+    const mine = listed.find((r) => r.skill === 'uses-wheel')!;
+    expect(mine.state).toBe('ready');
+    const prepared = await prepare('uses-wheel', 'scripts/probe.py');
+    expect(prepared.ok && prepared.result.willRun.deps![0]!.digest).not.toBe(mine.digest);
   }, 120_000);
 
   it('attack: an environment tampered with after install (a file edited, a file added) is refused on its digest until reinstalled', async () => {
