@@ -15,6 +15,8 @@ import { hashFile, readManifest, walkEnv } from './manifest.js';
 
 /** A file changed less than this before it was hashed is hashed again next time. */
 export const RACY_NS = 2_000_000_000n;
+/** Files remembered at most (a large ML environment has ~60 000). */
+const MAX_KNOWN_FILES = 500_000;
 
 export type Verdict = { ok: true; hashed: number; cached: number } | { ok: false; state: 'missing' | 'tampered'; why: string };
 
@@ -68,6 +70,8 @@ export class EnvVerifier {
         this.#known.delete(entry.abs);
         return { ok: false, state: 'tampered', why: `${entry.path} was changed after the install` };
       }
+      // Bounded: a runner serving many environments forgets and rehashes, it never grows without end.
+      if (this.#known.size >= MAX_KNOWN_FILES) this.#known.clear();
       this.#known.set(entry.abs, { key: entry.key, sha256, hashedAtNs });
     }
     const gone = [...expected.keys()][0];
