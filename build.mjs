@@ -3,9 +3,13 @@
 //   SDK from node_modules; the runner's, HTTP's and the tools' code stays unevaluated until a
 //   command asks for it (esbuild turns each dynamic import into a lazy initializer).
 // - dist/skill-mcp.js: the bin (cli/boot.ts), which loads that bundle with V8's code cache;
-// - dist/skill-mcp.cache: the cache, made here by one scripted session on the bundled skills.
+// - dist/skill-mcp.cache: the cache, made here by one scripted session on the bundled skills;
+// - dist/skill-mcp-runner.cjs: the privileged commands (runner, runner-guard) alone, no cache;
+// - dist/THIRD_PARTY_NOTICES.md: the licence of every package whose code the bundles hold, and
+//   dist/sbom.cdx.json the same packages as a CycloneDX SBOM (package.json lists none: all are bundled).
 // A bundle that cannot get a cache V8 accepts still builds, and says so here and at every start.
 import { build } from 'esbuild';
+import { bundledSbom, thirdPartyNotices } from './tools/notices.mjs';
 import { spawn } from 'node:child_process';
 import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -14,8 +18,10 @@ import { join } from 'node:path';
 const common = { bundle: true, format: 'cjs', platform: 'node', target: 'node20', legalComments: 'none', logLevel: 'warning' };
 
 await rm('dist', { recursive: true, force: true });
-await build({
+const bundled = [];
+bundled.push(await build({
   ...common,
+  metafile: true,
   entryPoints: { 'skill-mcp': 'cli/main.ts' },
   outExtension: { '.js': '.cjs' },
   outdir: 'dist',
@@ -31,7 +37,25 @@ await build({
   // optionalDependency, and without it the runner skips the peer-credential check and says so
   // (runner/requests/peer-cred.ts). msgpackr's optional native extractor is not loaded from the bundle.
   external: ['koffi'],
-});
+}));
+// The privileged commands' own bundle (cli/runner-entry.ts): only the runner's code, loaded
+// without a code cache, so a root runner runs no compiled code from a file beside it.
+bundled.push(await build({
+  ...common,
+  metafile: true,
+  entryPoints: { 'skill-mcp-runner': 'cli/runner-entry.ts' },
+  outExtension: { '.js': '.cjs' },
+  outdir: 'dist',
+  sourcemap: 'linked',
+  minifyWhitespace: true,
+  minifySyntax: true,
+  define: { 'import.meta.url': '__skillMcpBundleUrl' },
+  banner: { js: "var __skillMcpBundleUrl = require('node:url').pathToFileURL(__filename).href;" },
+  external: ['koffi'],
+}));
+const metafiles = bundled.map((result) => result.metafile);
+await writeFile('dist/THIRD_PARTY_NOTICES.md', await thirdPartyNotices(metafiles));
+await writeFile('dist/sbom.cdx.json', await bundledSbom(metafiles, JSON.parse(await readFile('package.json', 'utf8'))));
 await build({ ...common, entryPoints: { 'skill-mcp': 'cli/boot.ts' }, outdir: 'dist', banner: { js: '#!/usr/bin/env node' } });
 // The package is "type": "module"; the bin and its bundle are CommonJS (vm.Script runs scripts only).
 await writeFile('dist/package.json', '{ "type": "commonjs" }\n');

@@ -11,15 +11,19 @@ const BUNDLED_SKILLS = fileURLToPath(new URL('../skills', import.meta.url));
 
 const USAGE = `usage:
   skill-mcp                         serve skills over stdio (SKILLS_DIR or MCP_SKILLS_PATH; default: bundled skills)
-  skill-mcp --http [--host H] [--port P]
+  skill-mcp --http [--host H] [--port P] [--metrics-port M [--metrics-host MH]]
                                     serve the same skills over Streamable HTTP at http://H:P/mcp
-                                    (default 127.0.0.1:3000; SKILL_MCP_HTTP_* variables: docs/http.md)
+                                    (default 127.0.0.1:3000; SKILL_MCP_HTTP_* variables: docs/http.md),
+                                    Prometheus metrics at http://MH:M/metrics when asked for
   skill-mcp runner --socket PATH --state-dir DIR [options]
                                     run the privileged runner daemon on its own (hosted mode;
                                     give it the front's MCP_SKILLS_PATH and MCP_SKILL_RUN;
                                     skill-mcp runner --help lists the options)
-  skill-mcp audit verify [--head ANCHOR] [FILE]
-                                    check the audit log's hash chain and its anchor
+  skill-mcp audit verify [FILE|-] [--public-key PEM] [--head HEAD]
+                                    check the audit log's chain, signatures, segments and anchor
+  skill-mcp audit head|pubkey       print the latest signed head / the signing public key
+  skill-mcp audit query [FILE] [--skill S] [--outcome O] [--since T] [--json] ...
+                                    print the decisions matching the filters
   skill-mcp audit tail [-n N] [FILE]
                                     print recent audit decisions
   skill-mcp doctor [--json]         the isolation this machine gives scripts, what is missing and how
@@ -41,10 +45,7 @@ async function main(argv: string[]): Promise<void> {
       return (await import('./standalone.js')).serveStandalone({ bundledSkills: BUNDLED_SKILLS, entry: process.argv[1]! });
     case '--http':
       return (await import('./standalone.js')).serveStandaloneHttp({ bundledSkills: BUNDLED_SKILLS, entry: process.argv[1]!, args: rest });
-    case 'runner':
-      return (await import('../runner/main.js')).runnerMain(rest, { bundledSkills: BUNDLED_SKILLS });
-    case 'runner-guard':
-      return (await import('../runner/guard.js')).guardMain(rest, { entry: process.argv[1]! });
+    // `runner` and `runner-guard` never reach this bundle: the bin loads their own (cli/runner-entry.ts).
     case 'audit':
       return (await import('../runner/audit/cli.js')).auditMain(rest);
     case 'doctor':
@@ -63,9 +64,13 @@ async function main(argv: string[]): Promise<void> {
     case '--version':
       process.stdout.write('skill-mcp 0.1.0\n');
       return;
-    default:
-      process.stderr.write(`skill-mcp: unknown command ${JSON.stringify(command)}\n${USAGE}\n`);
+    default: {
+      // The HTTP front's own flags, given without --http: say what was meant.
+      const httpFlag = /^--(host|port|metrics-port|metrics-host)(=|$)/.exec(command)?.[1];
+      const hint = httpFlag ? ` (--${httpFlag} is a flag of the HTTP front: skill-mcp --http ${argv.join(' ')})` : '';
+      process.stderr.write(`skill-mcp: unknown command ${JSON.stringify(command)}${hint}\n${USAGE}\n`);
       process.exitCode = 2;
+    }
   }
 }
 

@@ -16,6 +16,9 @@ import { readFrontSecretFile } from '../shared/front-secret.js';
 import { readConfirmSecret } from '../shared/keys.js';
 import { anchorPathIn } from './audit/anchor.js';
 import { AuditLog } from './audit/log.js';
+import { loadAuditSigner } from './audit/signing.js';
+import { createHash } from 'node:crypto';
+import { userInfo } from 'node:os';
 import { readFrontSecretLine } from './requests/front-auth.js';
 import { closeInheritedFds, scrubEnviron } from './hygiene.js';
 import { openLedger } from './ledger/select.js';
@@ -37,6 +40,35 @@ import { UidPool } from './uids/pool.js';
 
 function log(message: string): void {
   process.stderr.write(`skill-mcp runner: ${message}\n`);
+}
+
+/** The runner's configuration as one sha256 (canonical JSON, keys sorted): equal digests, equal configurations. */
+function configDigest(config: Record<string, unknown>): string {
+  const canonical = (value: unknown): unknown =>
+    value !== null && typeof value === 'object' && !Array.isArray(value)
+      ? Object.fromEntries(Object.keys(value).sort().map((k) => [k, canonical((value as Record<string, unknown>)[k])]))
+      : Array.isArray(value) ? value.map(canonical) : value;
+  return createHash('sha256').update(JSON.stringify(canonical(config))).digest('hex');
+}
+
+/** The OS user this runner runs as: standalone, the person whose skill-mcp started it (the requester of its runs). */
+function osUserName(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    return `uid:${process.getuid?.() ?? '?'}`;
+  }
+}
+
+/**
+ * Tests only (SKILL_MCP_TEST_AUDIT_KILL_AT=rotate-next-written|rotate-renamed): SIGKILL this runner at
+ * that point of an audit rotation, to prove no line is lost when a crash lands there.
+ */
+function testKillAt(point: string | undefined): ((at: string) => void) | undefined {
+  if (point === undefined || point === '') return undefined;
+  return (at) => {
+    if (at === point) process.kill(process.pid, 'SIGKILL');
+  };
 }
 
 export async function runnerMain(argv: string[], options: { bundledSkills: string }): Promise<void> {
@@ -71,7 +103,11 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
   if (stale.failed > 0) log(`warning: ${stale.failed} stale run folder(s) under the scratch directory could not be removed`);
   const confirmSecret = readConfirmSecret(env);
   const { key, source: keySource } = loadTokenKey(opts.stateDir, 'secret' in confirmSecret ? confirmSecret.secret : undefined);
-  const audit = new AuditLog(opts.auditPath, anchorPathIn(opts.stateDir));
+  const audit = new AuditLog({
+    path: opts.auditPath, anchorPath: anchorPathIn(opts.stateDir), signer: loadAuditSigner(opts.stateDir),
+    maxBytes: opts.auditMaxBytes > 0 ? opts.auditMaxBytes : undefined, keep: opts.auditKeep > 0 ? opts.auditKeep : undefined,
+    fault: testKillAt(env['SKILL_MCP_TEST_AUDIT_KILL_AT']), warn: log,
+  });
   const anchor = audit.anchorFinding;
   if (anchor.audit_anchor === 'truncated' || anchor.audit_anchor === 'replaced') {
     log(`warning: the audit log does not match its anchor (${anchor.audit_anchor}: the log ends at seq ${anchor.audit_log_last_seq}, the runner last wrote seq ${anchor.audit_anchor_seq}); recorded in runner.start`);
@@ -113,6 +149,7 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
     key, ledger, audit, environ, refusedWhy, ttlMs: settings.confirmTtlSeconds * 1000, scratchDir: opts.scratchDir, uidPool,
     limits: opts.limits, killGraceMs: opts.killGraceMs, drainMs: opts.drainMs,
     admission: { maxRuns: capacity.maxRuns, perClient: capacity.perClient, queueMs: opts.runQueueMs },
+    osUser: hosted ? undefined : osUserName(),
   });
   const mismatchesLogged = new Set<string>();
   const server = await listen({
@@ -122,36 +159,50 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
       const key = differs.join(',');
       if (mismatchesLogged.has(key)) return;
       mismatchesLogged.add(key);
-      log(`a front's configuration differs from this runner's (${differs.join(', ')}); its prepare/run requests are refused CONFIG_MISMATCH. This runner serves ${hosted ? 'hosted' : 'standalone'}, skill folders ${realRoots(env, options.bundledSkills).join(':')}, grant from ${grantFrom(settings.grant)}: give it the same MCP_SKILLS_PATH (or SKILLS_DIR) and MCP_SKILL_RUN as the front`);
+      log(`a front's configuration differs from this runner's (${differs.join(', ')}); its prepare/run requests are refused CONFIG_MISMATCH. This runner serves ${hosted ? 'hosted' : 'standalone'}, skill folders ${realRoots(env, options.bundledSkills).join(':')}, grant from ${grantFrom(settings.grant)}: give it the same MCP_SKILLS_PATH (or SKILLS_DIR), MCP_SKILL_RUN and SKILL_MCP_DECLARATIONS (same files) as the front`);
     },
   });
-  audit.append({
-    event: 'runner.start', pid: process.pid, uid: process.getuid?.(), isolation: platform.isolation, sandbox: platform.mechanisms, environ_scrubbed: environ.scrubbed,
+  // One start line per runner, written before its first decided line (a runner that only answers
+  // describes — every standalone session that lists skills starts one — adds nothing to the log).
+  const config = {
+    uid: process.getuid?.(), isolation: platform.isolation, sandbox: platform.mechanisms, environ_scrubbed: environ.scrubbed,
     hosted, runs_refused: refusedWhy?.code ?? null, grant_from: grantFrom(settings.grant), key_source: keySource === 'secret' ? `secret-${confirmSecret.from}` : keySource,
     interpreters: Object.fromEntries([...platform.interpreters].map(([name, r]) => [name, 'path' in r])),
     max_runs: capacity.maxRuns, max_runs_from: capacity.maxRunsFrom, runs_per_client: capacity.perClient, run_queue_ms: opts.runQueueMs,
-    peer_check: 'read' in peer, front_secret: opts.frontSecret?.from ?? 'none', inherited_fds_closed: fdsClosed, scratch_stale_removed: stale.removed, scratch_stale_failed: stale.failed,
+    peer_check: 'read' in peer, front_secret: opts.frontSecret?.from ?? 'none', audit_max_bytes: opts.auditMaxBytes, audit_keep: opts.auditKeep,
+  };
+  const configSha256 = configDigest({ ...config, view: configView(env, options.bundledSkills) });
+  const startedAt = Date.now();
+  audit.begin(() => ({
+    event: 'runner.start', pid: process.pid, ...config, config_sha256: configSha256, audit_key_id: audit.keyId,
+    inherited_fds_closed: fdsClosed, scratch_stale_removed: stale.removed, scratch_stale_failed: stale.failed,
     ...anchor, ...ledgers.startFields,
-  });
+  }));
   log(`ready on ${opts.socketPath} (isolation ${platform.isolation}; ${capacity.maxRuns} run(s) at once, ${capacity.perClient} per client${refusedWhy ? `; runs refused: ${refusedWhy.code}` : ''})`);
 
   let stopping = false;
+  let why = 'signal';
   const stop = (): void => {
     if (stopping) return;
     stopping = true;
     server.close();
-    void service.stop().then(() => ledgers.close()).finally(() => {
-      audit.close();
+    void service.stop().then(() => ledgers.close()).finally(async () => {
+      await audit.close(() => ({ event: 'runner.stop', pid: process.pid, config_sha256: configSha256, uptime_ms: Date.now() - startedAt, lines: audit.linesWritten, why }))
+        .catch((error: unknown) => log(`the audit log could not be closed cleanly (${(error as Error).message})`));
       process.exit(0);
     });
   };
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
+  process.on('SIGTERM', () => { why = 'SIGTERM'; stop(); });
+  process.on('SIGINT', () => { why = 'SIGINT'; stop(); });
   // Standalone: the guard's pipe closing means the front is gone; nothing may outlive it.
   if (env['SKILL_MCP_RUNNER_EXIT_WITH_STDIN'] === '1') {
-    process.stdin.on('end', stop);
-    process.stdin.on('close', stop);
+    const frontGone = (): void => {
+      if (!stopping) why = 'front-gone';
+      stop();
+    };
+    process.stdin.on('end', frontGone);
+    process.stdin.on('close', frontGone);
     process.stdin.resume();
-    if (process.stdin.readableEnded) stop();
+    if (process.stdin.readableEnded) frontGone();
   }
 }

@@ -14,6 +14,7 @@ import { ConfigError, readValue, readVariable, refuseToStart, wholeNumber, type 
 import type { SandboxLimits } from './sandbox/spawn.js';
 import { DEFAULT_UID_RANGE, parseUidRange } from './uids/pool.js';
 import { DEFAULT_RUN_QUEUE_MS, MAX_RUN_QUEUE_MS } from '../shared/limits.js';
+import { RUN_INPUT_BYTES, RUN_OUTPUT_FILES_BYTES } from '../shared/run-io.js';
 
 export interface RunnerOptions {
   socketPath: string;
@@ -36,6 +37,10 @@ export interface RunnerOptions {
   runsPerClient: number | undefined;
   /** `SKILL_MCP_RUN_QUEUE_MS`: how long a run over the limit waits for a slot before BUSY. */
   runQueueMs: number;
+  /** `SKILL_MCP_AUDIT_MAX_BYTES`: rotate the audit log's live segment before it passes this (0: never). */
+  auditMaxBytes: number;
+  /** `SKILL_MCP_AUDIT_KEEP`: rotated audit segments kept (0: all). */
+  auditKeep: number;
 }
 
 export const RUNNER_USAGE = `usage: skill-mcp runner --socket PATH --state-dir DIR [options]
@@ -62,9 +67,12 @@ SKILL_MCP_RUN_MEMORY_BYTES (default 1 GiB per run), SKILL_MCP_RUN_TMP_BYTES (pri
 256 MiB), SKILL_MCP_RUN_NPROC, SKILL_MCP_RUN_FSIZE_BYTES, SKILL_MCP_RUN_NOFILE.
 SKILL_MCP_RUN_QUEUE_MS: how long a run over the limit waits for a slot before BUSY (default
 ${DEFAULT_RUN_QUEUE_MS}, at most ${MAX_RUN_QUEUE_MS}).
+Audit log (docs/audit.md): SKILL_MCP_AUDIT_MAX_BYTES rotates the log before its live segment passes
+that size (default 0: never); SKILL_MCP_AUDIT_KEEP keeps that many rotated segments (default 0: all).
 
-The runner reads the skills and the grant itself: give it the same MCP_SKILLS_PATH (or
-SKILLS_DIR) and MCP_SKILL_RUN as the front, or every run is refused CONFIG_MISMATCH.
+The runner reads the skills, the grant and the operator declarations itself: give it the same
+MCP_SKILLS_PATH (or SKILLS_DIR), MCP_SKILL_RUN and SKILL_MCP_DECLARATIONS (with the same files)
+as the front, or every run is refused CONFIG_MISMATCH.
 Example (hosted, as root):
   MCP_SKILLS_PATH=/srv/skills MCP_SKILL_RUN='[...]' skill-mcp runner \\
     --socket /run/skill-mcp/runner.sock --state-dir /var/lib/skill-mcp --front-uid 990 --front-gid 990`;
@@ -120,6 +128,10 @@ const RUNNER_VARIABLES = {
   killGraceMs: count('SKILL_MCP_KILL_GRACE_MS', 2000, 0, 60_000),
   drainMs: count('SKILL_MCP_DRAIN_MS', 500, 0, 60_000),
   runQueueMs: count('SKILL_MCP_RUN_QUEUE_MS', DEFAULT_RUN_QUEUE_MS, 0, MAX_RUN_QUEUE_MS),
+  auditMaxBytes: count('SKILL_MCP_AUDIT_MAX_BYTES', 0, 0, 2 ** 50),
+  auditKeep: count('SKILL_MCP_AUDIT_KEEP', 0, 0, 1_000_000),
+  inputBytes: RUN_INPUT_BYTES,
+  outputFilesBytes: RUN_OUTPUT_FILES_BYTES,
 } as const;
 
 /** `--max-runs` / `--runs-per-client`: a whole number, or unset (`auto` for max-runs) for the machine's default. */
@@ -183,10 +195,14 @@ export function parseRunnerOptions(argv: string[], env: Env): RunnerOptions {
     nofile: readVariable(env, RUNNER_VARIABLES.nofile, issues),
     memoryBytes: readVariable(env, RUNNER_VARIABLES.memoryBytes, issues),
     tmpBytes: readVariable(env, RUNNER_VARIABLES.tmpBytes, issues),
+    inputBytes: readVariable(env, RUNNER_VARIABLES.inputBytes, issues),
+    outputFilesBytes: readVariable(env, RUNNER_VARIABLES.outputFilesBytes, issues),
   };
   const killGraceMs = readVariable(env, RUNNER_VARIABLES.killGraceMs, issues);
   const drainMs = readVariable(env, RUNNER_VARIABLES.drainMs, issues);
   const runQueueMs = readVariable(env, RUNNER_VARIABLES.runQueueMs, issues);
+  const auditMaxBytes = readVariable(env, RUNNER_VARIABLES.auditMaxBytes, issues);
+  const auditKeep = readVariable(env, RUNNER_VARIABLES.auditKeep, issues);
   const maxRuns = setting('max-runs', runCount('SKILL_MCP_MAX_RUNS', true));
   const runsPerClient = setting('runs-per-client', runCount('SKILL_MCP_RUNS_PER_CLIENT', false));
   refuseToStart(issues);
@@ -211,5 +227,7 @@ export function parseRunnerOptions(argv: string[], env: Env): RunnerOptions {
     maxRuns,
     runsPerClient,
     runQueueMs,
+    auditMaxBytes,
+    auditKeep,
   };
 }

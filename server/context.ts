@@ -35,6 +35,8 @@ export interface FrontContext {
   runRefusal?: { code: ErrorCode; message: string } | undefined;
   /** A full garbage collection (before multi-MiB answers; see tools/collect.ts). */
   collectGarbage: () => void;
+  /** The most a `skill_run` may carry in input files and stdin (SKILL_MCP_RUN_INPUT_BYTES). */
+  runInputBytes: number;
   /**
    * Who is asking, as the runner counts clients for its per-client share of the run slots (32 hex
    * digits): the HTTP bearer token's hash, else this front's own session (stdio: one per process).

@@ -14,6 +14,8 @@ import { skillFile } from './tools/skill-file.js';
 import { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, skillList } from './tools/skill-list.js';
 import { skillLoad } from './tools/skill-load.js';
 import { skillRun } from './tools/skill-run.js';
+import { fileInputSchema } from './tools/run-inputs.js';
+import { MAX_INPUT_FILES } from '../shared/run-io.js';
 import { DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, skillSearch } from './tools/skill-search.js';
 import { MAX_QUERY_CHARS } from './search/skill-search.js';
 
@@ -110,17 +112,21 @@ export function createServerFactory(front: FrontContext, onWarning: (message: st
       {
         title: 'Run a skill script',
         description:
-          "Runs a script the skill declares (and the owner granted), in the runner's sandbox, after a person approves that exact run. Without an in-client prompt the first call runs nothing and returns a preview and a confirmToken; call again with the same arguments and the token to run it once. Returns {exitCode, signal, stdout, stderr, truncated, timedOut, durationMs}; a non-zero exit is a normal result.",
+          "Runs a script the skill declares (and the owner granted), in the runner's sandbox, after a person approves that exact run. Without an in-client prompt the first call runs nothing and returns a preview and a confirmToken; call again with the same arguments (files and stdin included) and the token to run it once. " +
+          'The script starts in a fresh, empty, writable working directory; the skill\'s own files are read-only (SKILL_DIR). To give it files, send files: [{"path": "form.pdf", "base64": "…"}, {"path": "in/notes.txt", "text": "…"}] and name them in args by those relative paths; stdin is a string. ' +
+          'Returns {exitCode, signal, stdout, stderr, truncated, timedOut, durationMs, files}; every file the script created or changed in that directory is listed in files [{path, size, sha256}] and comes back as an embedded resource skill-run://<runId>/<path> (one past the output budget is listed with omitted and the reason). A non-zero exit is a normal result.',
         inputSchema: z.object({
           name: z.string().describe('The skill name'),
           script: z.string().describe('The script path exactly as the skill declares it (skill_list shows them)'),
           args: z.array(z.string()).default([]).describe('Arguments, passed exactly as given (no shell)'),
           confirmToken: z.string().optional().describe('The token from the preview, after the person approved it'),
+          files: z.array(fileInputSchema).optional().describe(`Input files written into the run's working directory before it starts (at most ${MAX_INPUT_FILES}; ${front.runInputBytes} bytes in all with stdin)`),
+          stdin: z.string().optional().describe('Text the script reads on its standard input (default: none)'),
         }),
         annotations: RUNS_CODE,
       },
-      async ({ name, script, args, confirmToken }, ctx) => {
-        const result = await guarded(() => skillRun(front, { name, script, args, confirmToken }, ctx, canElicitForm(mcp, ctx)));
+      async ({ name, script, args, confirmToken, files, stdin }, ctx) => {
+        const result = await guarded(() => skillRun(front, { name, script, args, confirmToken, files, stdin }, ctx, canElicitForm(mcp, ctx)));
         onToolResult?.('skill_run', result);
         return result;
       },

@@ -12,7 +12,7 @@ import type { ConfigView } from '../shared/config-view.js';
 import { SkillMcpError } from '../shared/errors.js';
 import { FrameCodec, MAX_REQUEST_FRAME_BYTES, MAX_RESPONSE_FRAME_BYTES } from '../shared/frame.js';
 import { anyFailureSchema, PROTOCOL_VERSION, responseSchemas } from '../shared/protocol.js';
-import type { RequestType, Response, RunnerRequest } from '../shared/protocol.js';
+import type { Approval, Inputs, RequestType, Response, RunnerRequest } from '../shared/protocol.js';
 import { MAX_RUN_QUEUE_MS, MAX_TIMEOUT_MS } from '../shared/limits.js';
 
 export interface RunnerClientOptions {
@@ -38,6 +38,9 @@ export interface RunCallOptions {
 }
 
 type Args = { skill: string; script: string; args: string[] };
+/** A prepare names the inputs by digest; the run carries their bytes (docs/architecture.md §8, "A run's workspace"). */
+type PrepareArgs = Args & { inputs?: Inputs };
+type RunArgs = Args & { confirmToken: string; files?: { path: string; bytes: Uint8Array }[]; stdin?: Uint8Array };
 
 export class RunnerClient {
   private readonly requestTimeoutMs: number;
@@ -61,12 +64,16 @@ export class RunnerClient {
   }
 
   /** Re-derives a run and mints its token: `{willRun, confirmToken, expiresAt}` or a refusal. */
-  prepare(req: Args): Promise<Response<'prepare'>> {
+  prepare(req: PrepareArgs): Promise<Response<'prepare'>> {
     return this.call('prepare', { type: 'prepare', ...req }, this.requestTimeoutMs);
   }
 
-  /** Runs with a token. A refusal with code DRAFT_CHANGED carries `error.fresh` (new preview + token). */
-  async run(req: Args & { confirmToken: string }, options: RunCallOptions = {}): Promise<Response<'run'>> {
+  /**
+   * Runs with a token. A refusal with code DRAFT_CHANGED carries `error.fresh` (new preview + token).
+   * `approval`: how the person's yes arrived (the runner records it); a caller that names none
+   * holds a token and nothing more, so it is the `token` channel.
+   */
+  async run(req: RunArgs & { approval?: Approval }, options: RunCallOptions = {}): Promise<Response<'run'>> {
     // A run may first wait for a slot (at most MAX_RUN_QUEUE_MS, then BUSY).
     const wait = (options.timeoutMs ?? MAX_TIMEOUT_MS) + MAX_RUN_QUEUE_MS + this.runSlackMs;
     // Only this front knows the id, so only it can cancel the run (other fronts may share the runner).
@@ -80,7 +87,7 @@ export class RunnerClient {
     options.signal?.addEventListener('abort', onAbort, { once: true });
     try {
       if (options.signal?.aborted) onAbort();
-      return await this.call('run', { type: 'run', ...req, cancelId, ...(options.client !== undefined ? { client: options.client } : {}) }, wait, local.signal);
+      return await this.call('run', { type: 'run', ...req, approval: req.approval ?? { channel: 'token' }, cancelId, ...(options.client !== undefined ? { client: options.client } : {}) }, wait, local.signal);
     } finally {
       options.signal?.removeEventListener('abort', onAbort);
     }

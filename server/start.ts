@@ -9,6 +9,7 @@ import { readFrontSecretFile } from '../shared/front-secret.js';
 import type { Problem } from '../shared/problems.js';
 import { Announcer } from './announce.js';
 import { readSharedSettings, startupReport } from '../shared/settings.js';
+import { RUN_INPUT_BYTES } from '../shared/run-io.js';
 import { readVariable, refuseToStart, wholeNumber, type SettingIssue, type VariableSpec } from '../shared/settings-schema.js';
 import { rootLabel } from '../shared/discover.js';
 import { explainUnreadableRoot } from '../shared/unreadable-root.js';
@@ -62,6 +63,7 @@ export async function startFront(
   const reported = refuseToStart(settings.issues);
   const frontIssues: SettingIssue[] = [];
   const pageSize = readVariable(env, PAGE_SIZE, frontIssues);
+  const runInputBytes = readVariable(env, RUN_INPUT_BYTES, frontIssues);
   const configProblems: Problem[] = [...reported, ...frontIssues].map((issue) => ({ path: 'configuration', reason: 'config', detail: issue.message }));
   const watch = readWatchSettings(env);
   for (const detail of watch.errors) configProblems.push({ path: 'configuration', reason: 'config', detail });
@@ -93,5 +95,6 @@ export async function startFront(
     approvalCodec: createApprovalCodec(requestStateKey, confirm.ttlSeconds),
     runRefusal,
     collectGarbage: fullCollector(),
+    runInputBytes,
   });
 }

@@ -7,6 +7,7 @@ import { createServerFactory } from './front.js';
 import type { RunnerLinkOptions } from './runner-link.js';
 import { startFront } from './start.js';
 import { LineTransport } from './stdio/transport.js';
+import { messageCapFor } from '../shared/run-io.js';
 
 export async function serveOverStdio(options: { bundledSkills: string; env: NodeJS.ProcessEnv; runner?: RunnerLinkOptions; requestStateKey?: Buffer | undefined }): Promise<void> {
   const warn = (message: string): void => void process.stderr.write(`skill-mcp: ${message}\n`);
@@ -15,6 +16,8 @@ export async function serveOverStdio(options: { bundledSkills: string; env: Node
   // stop watching, close, then exit even if a runner guard's pipes are still open (the guard sees
   // our end of its pipe close and takes the runner down with it).
   const transport = new LineTransport({
+    // Room for a skill_run carrying the whole input allowance as base64.
+    maxMessageBytes: messageCapFor(front.runInputBytes),
     warn,
     onFinished: (reason) => {
       front.live.close();

@@ -1,8 +1,11 @@
 /**
- * @module The `mcp-host:` declaration (docs/architecture.md §4): which scripts a skill says are entry points, with
+ * @module The `mcp-host` declaration (docs/architecture.md §4): which scripts a skill says are entry points, with
  * which interpreter, and which variables each asks for. It only ever narrows — nothing in it is an
- * authorization (the skill's author wrote it). Parsed strictly: an unknown MAJOR version or a
- * malformed shape rejects the whole block; unknown keys are ignored but named.
+ * authorization (the skill's author, or the operator, wrote it). One schema, written in one of
+ * three places (shared/declaration-source.ts decides which applies): the SKILL.md frontmatter's
+ * `mcp-host:` block, a sidecar `mcp-host.yaml`, or an operator's file; this module parses the
+ * fields, wherever they came from. Parsed strictly: an unknown MAJOR version or a malformed shape
+ * rejects the whole declaration; unknown keys are ignored but named.
  */
 import { formatEgressEntry, MAX_EGRESS_ENTRIES, parseEgressEntry } from './egress.js';
 import { checkPathString } from './paths.js';
@@ -95,25 +98,34 @@ export function parseByteSize(value: JsonValue): number | null {
   return Number.isSafeInteger(bytes) && bytes >= MIN_MEMORY_BYTES ? bytes : null;
 }
 
-/** Parses the block's JSON value (from the strictly parsed frontmatter). */
-export function parseDeclaration(block: JsonValue | undefined): DeclarationResult {
+/** Where a declaration was written, for its messages (shared/declaration-source.ts). */
+export interface DeclarationLabels {
+  /** Put before every key named: `mcp-host.` for the frontmatter block (the default), `` for a file holding the fields at top level. */
+  keyPrefix?: string;
+  /** What a rejection names: `mcp-host block` (the default), `mcp-host.yaml`, an operator declaration. */
+  what?: string;
+}
+
+/** Parses the block's JSON value (from the strictly parsed frontmatter, or a declaration file). */
+export function parseDeclaration(block: JsonValue | undefined, options: DeclarationLabels = {}): DeclarationResult {
   if (block === undefined || block === null) return { problems: [] };
+  const p = options.keyPrefix ?? 'mcp-host.';
   const unknown: string[] = [];
   try {
-    if (!isRecord(block)) throw new Rejected('mcp-host must be a mapping');
-    for (const key of Object.keys(block)) if (!TOP_KEYS.has(key)) unknown.push(`mcp-host.${key}`);
+    if (!isRecord(block)) throw new Rejected(`${options.what ?? 'mcp-host'} must be a mapping`);
+    for (const key of Object.keys(block)) if (!TOP_KEYS.has(key)) unknown.push(`${p}${key}`);
     const version = block['version'];
     const major = typeof version === 'number' ? Math.floor(version) : typeof version === 'string' ? Number.parseInt(version, 10) : NaN;
-    if (version === undefined) throw new Rejected('mcp-host.version is required (version: 1)');
-    if (major !== SUPPORTED_MAJOR) throw new Rejected(`mcp-host.version ${JSON.stringify(version)} is not supported (this server reads major version ${SUPPORTED_MAJOR})`);
+    if (version === undefined) throw new Rejected(`${p}version is required (version: 1)`);
+    if (major !== SUPPORTED_MAJOR) throw new Rejected(`${p}version ${JSON.stringify(version)} is not supported (this server reads major version ${SUPPORTED_MAJOR})`);
 
     const run = block['run'] ?? [];
-    if (!Array.isArray(run)) throw new Rejected('mcp-host.run must be a list');
+    if (!Array.isArray(run)) throw new Rejected(`${p}run must be a list`);
     const scripts: DeclaredScript[] = [];
     const seen = new Set<string>();
     const dropped: string[] = [];
     run.forEach((row, i) => {
-      const at = `mcp-host.run[${i}]`;
+      const at = `${p}run[${i}]`;
       if (!isRecord(row)) throw new Rejected(`${at} must be a mapping`);
       for (const key of Object.keys(row)) if (!RUN_KEYS.has(key)) unknown.push(`${at}.${key}`);
       const script = row['script'];
@@ -150,9 +162,9 @@ export function parseDeclaration(block: JsonValue | undefined): DeclarationResul
     });
 
     const envBlock = block['env'] ?? [];
-    if (!Array.isArray(envBlock)) throw new Rejected('mcp-host.env must be a list');
+    if (!Array.isArray(envBlock)) throw new Rejected(`${p}env must be a list`);
     const envProposals = envBlock.map((row, i) => {
-      const at = `mcp-host.env[${i}]`;
+      const at = `${p}env[${i}]`;
       if (!isRecord(row)) throw new Rejected(`${at} must be a mapping with a name`);
       for (const key of Object.keys(row)) if (!ENV_KEYS.has(key)) unknown.push(`${at}.${key}`);
       const name = row['name'];
@@ -163,15 +175,15 @@ export function parseDeclaration(block: JsonValue | undefined): DeclarationResul
     });
 
     const egressBlock = block['egress'] ?? [];
-    if (!Array.isArray(egressBlock)) throw new Rejected('mcp-host.egress must be a list of destinations (host, host:port or *.domain)');
-    if (egressBlock.length > MAX_EGRESS_ENTRIES) throw new Rejected(`mcp-host.egress lists ${egressBlock.length} destinations; at most ${MAX_EGRESS_ENTRIES}`);
+    if (!Array.isArray(egressBlock)) throw new Rejected(`${p}egress must be a list of destinations (host, host:port or *.domain)`);
+    if (egressBlock.length > MAX_EGRESS_ENTRIES) throw new Rejected(`${p}egress lists ${egressBlock.length} destinations; at most ${MAX_EGRESS_ENTRIES}`);
     const egress: string[] = [];
     egressBlock.forEach((entry, i) => {
       // Security: an entry the proxy could read more widely than a person reads it (a bare "*", a
       // URL, an address spelled as a number) costs the skill its scripts rather than guessing.
-      if (typeof entry !== 'string') throw new Rejected(`mcp-host.egress[${i}] must be a string (host, host:port or *.domain)`);
+      if (typeof entry !== 'string') throw new Rejected(`${p}egress[${i}] must be a string (host, host:port or *.domain)`);
       const parsed = parseEgressEntry(entry);
-      if (!parsed.ok) throw new Rejected(`mcp-host.egress[${i}] ${parsed.why}`);
+      if (!parsed.ok) throw new Rejected(`${p}egress[${i}] ${parsed.why}`);
       const text = formatEgressEntry(parsed.value);
       if (!egress.includes(text)) egress.push(text);
     });
@@ -186,7 +198,7 @@ export function parseDeclaration(block: JsonValue | undefined): DeclarationResul
     return { declaration: { version: typeof version === 'number' ? version : major, run: scripts, env: envProposals, egress, ...(requirements.value ? { requirements: requirements.value } : {}) }, problems };
   } catch (error) {
     if (!(error instanceof Rejected)) throw error;
-    const problems = [`the mcp-host block was rejected: ${error.message}; the skill's scripts are not runnable, its instructions are still served`];
+    const problems = [`the ${options.what ?? 'mcp-host block'} was rejected: ${error.message}; the skill's scripts are not runnable, its instructions are still served`];
     if (unknown.length > 0) problems.push(`unknown keys: ${unknown.join(', ')}`);
     return { problems };
   }

@@ -32,6 +32,7 @@ export type ErrorCode =
   | 'AUTH_REQUIRED'
   | 'LEDGER_UNAVAILABLE'
   | 'DEPS_MISSING'
+  | 'AUDIT_UNAVAILABLE'
   // tokens (docs/architecture.md §7)
   | 'TOKEN_INVALID'
   | 'TOKEN_EXPIRED'

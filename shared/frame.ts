@@ -6,11 +6,18 @@
  */
 import { Packr, Unpackr } from 'msgpackr';
 import { SkillMcpError } from './errors.js';
+import { MAX_STREAM_BYTES } from './limits.js';
+import { MAX_RUN_INPUT_BYTES, MAX_RUN_OUTPUT_FILES_BYTES } from './run-io.js';
 
-/** Requests are small (a skill name, a script path, a few args, a token). */
-export const MAX_REQUEST_FRAME_BYTES = 256 * 1024;
-/** Responses carry up to two 1 MiB streams plus a preview. */
-export const MAX_RESPONSE_FRAME_BYTES = 4 * 1024 * 1024;
+/** Room for everything in a frame besides the file bytes: names, args, a token, a preview. */
+const ENVELOPE_BYTES = 1024 * 1024;
+/**
+ * A run request carries its input files and stdin as raw bytes (msgpack binary, no base64), up to
+ * the highest input total an owner may set (shared/run-io.ts); every other request is small.
+ */
+export const MAX_REQUEST_FRAME_BYTES = MAX_RUN_INPUT_BYTES + ENVELOPE_BYTES;
+/** Responses carry up to two streams, the output files up to the highest budget an owner may set, and a preview. */
+export const MAX_RESPONSE_FRAME_BYTES = MAX_RUN_OUTPUT_FILES_BYTES + 2 * MAX_STREAM_BYTES + ENVELOPE_BYTES;
 const HEADER_BYTES = 4;
 
 /** One decoded frame, or why it was refused. `fatal` means the stream cannot be trusted any more. */

@@ -48,20 +48,24 @@ function split(text: string, maxBytes: number): { yaml: string; body: string; bo
   return { yaml, body: after.slice(close.index + close[0].length), bom };
 }
 
-function position(offset: number | undefined, yaml: string): string {
+function position(offset: number | undefined, yaml: string, lineOffset: number): string {
   if (offset === undefined) return '';
   const before = yaml.slice(0, offset);
-  const line = before.split('\n').length + 1; // +1: the opening "---" line
+  const line = before.split('\n').length + lineOffset;
   const col = offset - before.lastIndexOf('\n');
   return ` (line ${line}, column ${col})`;
 }
 
-/** Parses YAML text strictly and returns the JSON value, or throws with a located message. */
-function parseStrict(yaml: string): { value: Frontmatter; errorOffset?: number } {
+/**
+ * Parses YAML text strictly and returns the JSON value, or throws with a located message.
+ * `lineOffset` is added to line numbers: 1 in a SKILL.md (its opening "---" line), 0 in a file of
+ * YAML alone (a declaration file, shared/declaration-source.ts).
+ */
+export function parseStrict(yaml: string, lineOffset = 1): { value: Frontmatter; errorOffset?: number } {
   const doc = parseDocument(yaml, { schema: 'core', version: '1.2', uniqueKeys: true, strict: true, prettyErrors: false });
   const first = doc.errors[0];
   if (first) {
-    throw new FrontmatterError(`${first.message.split('\n')[0]}${position(first.pos[0], yaml)}`);
+    throw new FrontmatterError(`${first.message.split('\n')[0]}${position(first.pos[0], yaml, lineOffset)}`);
   }
   let refusal: { why: string; offset?: number } | undefined;
   visit(doc, {
@@ -84,10 +88,10 @@ function parseStrict(yaml: string): { value: Frontmatter; errorOffset?: number }
     },
   });
   if (refusal) {
-    throw new FrontmatterError(`${refusal.why}${position(refusal.offset, yaml)}`);
+    throw new FrontmatterError(`${refusal.why}${position(refusal.offset, yaml, lineOffset)}`);
   }
   if (doc.contents === null) return { value: {} };
-  if (!isMap(doc.contents)) throw new FrontmatterError('the frontmatter must be a mapping of keys to values');
+  if (!isMap(doc.contents)) throw new FrontmatterError(`the ${lineOffset === 1 ? 'frontmatter' : 'file'} must be a mapping of keys to values`);
   const value = doc.toJS({ maxAliasCount: 0 }) as unknown;
   const bad = nonJson(value, '');
   if (bad) throw new FrontmatterError(`${bad} cannot be carried as JSON`);

@@ -16,6 +16,8 @@ export interface GrantRow {
   env: string[];
   /** Destinations granted to this script (canonical egress entries); none when the row has no `egress`. */
   egress: string[];
+  /** Its place in the MCP_SKILL_RUN array (0-based), so an audit line can say which row allowed a run. */
+  index?: number;
 }
 
 export type GrantSource =
@@ -58,7 +60,7 @@ export function readGrantSource(env: Readonly<Record<string, string | undefined>
     // holding one that does not parse grants nothing at all rather than a guess.
     const entries = parsed.success ? parsed.data.egress.map(parseEgressEntry) : [];
     const canonical = entries.flatMap((e) => (e.ok ? [formatEgressEntry(e.value)] : []));
-    if (parsed.success && canonical.length === entries.length) rows.push({ ...parsed.data, egress: [...new Set(canonical)] });
+    if (parsed.success && canonical.length === entries.length) rows.push({ ...parsed.data, egress: [...new Set(canonical)], index: i });
     else bad.push(i);
   });
   const error = bad.length > 0 ? `MCP_SKILL_RUN rows ${bad.join(', ')} are not {skill, script, env?, egress?} (egress: host, host:port or *.domain); they grant nothing` : undefined;
@@ -96,6 +98,8 @@ export interface ScriptGrant {
   selfGranted: boolean;
   /** Destinations this script may reach (canonical entries, sorted): declared ∩ granted. */
   egress: string[];
+  /** What allowed it: the MCP_SKILL_RUN rows that match (their 0-based indexes), or the declaration itself (standalone). */
+  grantedBy?: { from: 'MCP_SKILL_RUN'; rows: number[] } | { from: 'declaration' };
 }
 
 /**
@@ -114,14 +118,15 @@ export function grantScripts(skill: string, declaration: Declaration | undefined
   return declaration.run.map((declared) => {
     if (source.kind === 'hosted-default') return { declared, granted: false, env: [], selfGranted: false, egress: [] };
     if (source.kind === 'declaration') {
-      return { declared, granted: true, env: [...declared.env].sort(), selfGranted: declared.env.length > 0, egress: [...declaration.egress].sort() };
+      return { declared, granted: true, env: [...declared.env].sort(), selfGranted: declared.env.length > 0, egress: [...declaration.egress].sort(), grantedBy: { from: 'declaration' } };
     }
     const rows = source.rows.filter((row) => row.skill === skill && row.script === declared.script);
     if (rows.length === 0) return { declared, granted: false, env: [], selfGranted: false, egress: [] };
     // A granted variable must also be asked for by the script; never a variable nobody may grant.
     const asked = new Set(declared.env);
     const env = [...new Set(rows.flatMap((row) => row.env))].filter((name) => asked.has(name) && !isNeverGrantable(name));
-    return { declared, granted: true, env: env.sort(), selfGranted: false, egress: grantedEgress(declaration.egress, rows.flatMap((row) => row.egress)) };
+    const grantedBy = { from: 'MCP_SKILL_RUN' as const, rows: rows.map((row) => row.index ?? -1) };
+    return { declared, granted: true, env: env.sort(), selfGranted: false, egress: grantedEgress(declaration.egress, rows.flatMap((row) => row.egress)), grantedBy };
   });
 }
 

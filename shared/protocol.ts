@@ -6,6 +6,7 @@
  */
 import * as z from 'zod';
 import { MAX_PATH_CHARS } from './limits.js';
+import { MAX_INPUT_FILES, MAX_RUN_INPUT_BYTES } from './run-io.js';
 
 export const PROTOCOL_VERSION = 1;
 /** Bounds on what a run request may carry (the runner refuses more before touching the disk). */
@@ -25,6 +26,17 @@ const args = z
 const skill = z.string().min(1).max(255);
 const script = z.string().min(1).max(MAX_PATH_CHARS);
 const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/);
+const bytes = z.custom<Uint8Array>((value) => value instanceof Uint8Array, 'expected bytes');
+/** Input paths are checked in full by shared/run-io.ts (path rules, collisions); here only bounded. */
+const inputPath = z.string().min(1).max(MAX_PATH_CHARS);
+/** What the preview shows of the run's inputs and the token binds: names, sizes, digests — never bytes. */
+export const inputsSchema = z.strictObject({
+  files: z.array(z.strictObject({ path: inputPath, size: z.number().int().nonnegative().max(MAX_RUN_INPUT_BYTES), sha256: sha256Hex })).max(MAX_INPUT_FILES),
+  stdin: z.strictObject({ size: z.number().int().nonnegative().max(MAX_RUN_INPUT_BYTES), sha256: sha256Hex }).optional(),
+});
+export type Inputs = z.infer<typeof inputsSchema>;
+/** The bytes themselves, carried by `run` only (checked against what was approved). */
+const inputFiles = z.array(z.strictObject({ path: inputPath, bytes })).max(MAX_INPUT_FILES);
 /** A front secret (standalone: 64 hex digits; an operator's file: 32 to 1024 visible characters). */
 export const MAX_FRONT_SECRET_CHARS = 1024;
 /**
@@ -39,19 +51,53 @@ export const cancelIdSchema = z.string().regex(/^[0-9a-f]{32}$/, 'a cancel id is
  */
 export const clientIdSchema = z.string().regex(/^[0-9a-f]{32}$/, 'a client id is 32 hex digits');
 /** The front's configuration, as digests (shared/config-view.ts). */
-export const configViewSchema = z.strictObject({ roots: sha256Hex, mode: z.enum(['hosted', 'standalone']), grant: sha256Hex });
+export const configViewSchema = z.strictObject({
+  roots: sha256Hex,
+  mode: z.enum(['hosted', 'standalone']),
+  grant: sha256Hex,
+  declarations: sha256Hex,
+});
+/** Where the declaration that applies came from (shared/declaration-source.ts). */
+export const declarationFromSchema = z.enum(['frontmatter', 'sidecar', 'operator']);
 
 export const requestSchema = z.discriminatedUnion('type', [
   /** The first request of every connection, and only the first: who the front is and what it serves. */
   z.strictObject({ type: z.literal('hello'), frontSecret: z.string().min(1).max(MAX_FRONT_SECRET_CHARS).optional(), view: configViewSchema }),
   // `skills`: describe only these (a skill_list page); absent: every skill the runner serves.
   z.strictObject({ type: z.literal('describe'), skills: z.array(skill).max(MAX_DESCRIBE_SKILLS).optional() }),
-  z.strictObject({ type: z.literal('prepare'), skill, script, args }),
-  z.strictObject({ type: z.literal('run'), skill, script, args, confirmToken: z.string().min(1).max(MAX_TOKEN_CHARS), cancelId: cancelIdSchema, client: clientIdSchema.optional() }),
+  z.strictObject({
+    type: z.literal('prepare'),
+    skill,
+    script,
+    args,
+    inputs: inputsSchema.optional(),
+    identity: z.strictObject({ subject: z.string().min(1).max(256), clientId: z.string().max(256).optional(), groups: z.array(z.string().max(256)).max(64).optional() }).optional(),
+  }),
+  z.strictObject({
+    type: z.literal('run'),
+    skill,
+    script,
+    args,
+    confirmToken: z.string().min(1).max(MAX_TOKEN_CHARS),
+    cancelId: cancelIdSchema,
+    client: clientIdSchema.optional(),
+    files: inputFiles.optional(),
+    stdin: bytes.optional(),
+    approval: z.strictObject({ channel: z.enum(['elicitation-form','elicitation-url','token','auto']), approver: z.string().max(256).optional() }),
+    identity: z.strictObject({ subject: z.string().min(1).max(256), clientId: z.string().max(256).optional(), groups: z.array(z.string().max(256)).max(64).optional() }).optional(),
+  }),
   z.strictObject({ type: z.literal('cancel'), cancelId: cancelIdSchema }),
 ]);
 export type RunnerRequest = z.infer<typeof requestSchema>;
 export type RequestType = RunnerRequest['type'];
+/**
+ * How the person's yes reached the front (recorded in the audit log as `approval`): a form or URL
+ * elicitation, a confirmToken passed back by the client, or `auto` (no person: the owner's
+ * `MCP_SKILL_CONFIRM=auto`). The runner cannot check a channel; it records what its front says.
+ */
+export type Approval = Extract<RunnerRequest, { type: 'run' }>['approval'];
+/** The requester's verified identity (hosted with OAuth), recorded as the audit's `requester`. */
+export type Identity = NonNullable<Extract<RunnerRequest, { type: 'run' }>['identity']>;
 
 /**
  * How strongly a run is separated from the runner, the front and other runs, strongest first
@@ -98,12 +144,18 @@ export const willRunSchema = z.strictObject({
    * exactly those bytes (docs/architecture.md §7).
    */
   content: z.strictObject({ script: sha256Hex, files: sha256Hex, fileCount: z.number().int().nonnegative(), bytes: z.number().int().nonnegative() }),
+  /** Where the declaration that lets this script run came from: a change of source after approval is DRAFT_CHANGED. */
+  declarationFrom: declarationFromSchema,
+  /** Operator declarations only: pinned to `content.files` (a pin that did not match would not have run). */
+  declarationPinned: z.boolean().optional(),
   /** Destinations the run may connect to (declared ∩ granted egress entries, sorted); absent: none, no network. */
   egress: z.array(z.string()).optional(),
   /** Standalone: destinations a third-party script reaches only because its own SKILL.md asks. */
   egressWarning: z.string().optional(),
   /** When this isolation level does not enforce `egress` (or cannot reach it), in words. */
   egressNote: z.string().optional(),
+  /** The run's input files and stdin (names, sizes, sha256); absent when it gets none. */
+  inputs: inputsSchema.optional(),
   /** The environments the script imports from (read-only); a run's are always `ready`, verified against their manifest. */
   deps: z.array(depsInfoSchema).optional(),
 });
@@ -117,8 +169,8 @@ export const runResultSchema = z.strictObject({
   exitCode: z.number().int().nullable(),
   signal: z.string().nullable(),
   /** The captured bytes as the script wrote them (up to the cap); the front decides how to show them. */
-  stdout: z.custom<Uint8Array>((value) => value instanceof Uint8Array, 'expected bytes'),
-  stderr: z.custom<Uint8Array>((value) => value instanceof Uint8Array, 'expected bytes'),
+  stdout: bytes,
+  stderr: bytes,
   truncated: z.boolean(),
   timedOut: z.boolean(),
   cancelled: z.boolean(),
@@ -127,6 +179,16 @@ export const runResultSchema = z.strictObject({
   stderrBytes: z.number(),
   /** The run failed to allocate memory under its cap (`memoryBytes`), as its stderr reports. */
   memoryLimited: z.boolean(),
+  /** Every file the run created or changed in its workspace (runner/workspace/outputs.ts). */
+  files: z.array(z.strictObject({
+    path: z.string(),
+    size: z.number().int().nonnegative(),
+    sha256: sha256Hex.optional(),
+    bytes: bytes.optional(),
+    omitted: z.string().optional(),
+  })).optional(),
+  /** Why the list above is not the whole workspace (the walk stopped, or it was not read at all). */
+  filesNote: z.string().optional(),
 });
 export type RunResult = z.infer<typeof runResultSchema>;
 
@@ -159,13 +221,16 @@ export const describeResultSchema = z.strictObject({
   runsRefusedWhy: z.string().optional(),
   grantFrom: z.string(),
   /** Set when the asking front's configuration differs from the runner's: prepare and run are refused. */
-  configMismatch: z.strictObject({ differs: z.array(z.enum(['roots', 'mode', 'grant'])), message: z.string() }).optional(),
+  configMismatch: z.strictObject({ differs: z.array(z.enum(['roots', 'mode', 'grant', 'declarations'])), message: z.string() }).optional(),
   /** The spent-token ledger: where tokens are spent, whether it answers now, and its errors since start. */
   ledger: z.strictObject({ kind: z.enum(['file', 'redis']), available: z.boolean(), errors: z.number().int() }).optional(),
   skills: z.array(z.strictObject({
     name: z.string(),
     scripts: z.array(scriptInfo),
     declarationProblems: z.array(z.string()),
+    /** Where the skill's declaration came from, as the runner resolved it (absent: none applies). */
+    declarationFrom: declarationFromSchema.optional(),
+    declarationPinned: z.boolean().optional(),
     /** For skills with declared scripts: the runner's content digest of the skill (or why it has none), so a front can tell it serves other bytes. */
     content: z.union([z.strictObject({ digest: sha256Hex, fileCount: z.number().int().nonnegative() }), z.strictObject({ why: z.string() })]).optional(),
   })),

@@ -11,7 +11,7 @@
  * hosted markers cannot be malformed, but a root that is missing or not a folder is reported at start.
  */
 import { statSync } from 'node:fs';
-import { basename, dirname } from 'node:path';
+import { basename, dirname, isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
 import { skillRoots } from './config.js';
 import { readGrantSource, type GrantSource } from './grant.js';
@@ -54,6 +54,23 @@ export const ALLOW_UNSCRUBBED: VariableSpec<boolean> = {
   policy: 'default',
 };
 
+/**
+ * Security: the operator's declarations (shared/declaration-source.ts) decide what may run; a
+ * relative path would name another folder for each process's working directory, so it stops both.
+ */
+export const DECLARATIONS_DIR: VariableSpec<string | undefined> = {
+  name: 'SKILL_MCP_DECLARATIONS',
+  schema: z.string().refine((path) => isAbsolute(path) && !path.includes('\0')).transform((path) => resolve(path)),
+  expected: 'an absolute path to a folder of <skill-name>.yaml declarations',
+  fallback: undefined,
+  policy: 'stop',
+};
+
+/** `SKILL_MCP_DECLARATIONS` as both processes read it (undefined: no operator declarations); refused values are pushed to `issues`. */
+export function declarationsDirOf(env: Env, issues: SettingIssue[] = []): string | undefined {
+  return readVariable(env, DECLARATIONS_DIR, issues);
+}
+
 export interface SharedSettings {
   /** Absolute skill roots, in order (the bundled folder when none is configured). */
   roots: string[];
@@ -65,6 +82,8 @@ export interface SharedSettings {
   confirmSecret: string | undefined;
   allowUnscrubbed: boolean;
   limits: CatalogLimits;
+  /** `SKILL_MCP_DECLARATIONS`: the operator's declarations folder, absolute; undefined when unset. */
+  declarations: string | undefined;
   /** `SKILL_MCP_STATE_DIR`, else the standalone default. */
   stateDir: string;
   /** Every value refused, with its policy. */
@@ -83,6 +102,7 @@ export function readSharedSettings(env: Env, bundledSkills: string): SharedSetti
     confirmSecret: readVariable(env, CONFIRM_SECRET, issues),
     allowUnscrubbed: readVariable(env, ALLOW_UNSCRUBBED, issues),
     limits: readLimitSettings(env, issues),
+    declarations: declarationsDirOf(env, issues),
     stateDir: stateDirOf(env as NodeJS.ProcessEnv),
     issues,
   };
@@ -122,6 +142,17 @@ export function rootProblems(settings: Pick<SharedSettings, 'roots' | 'rootsFrom
   return problems;
 }
 
+/** Why the operator's declarations folder cannot be read, for the operator's log. */
+export function declarationsDirProblems(dir: string | undefined): string[] {
+  if (dir === undefined) return [];
+  try {
+    if (statSync(dir).isDirectory()) return [];
+    return [`SKILL_MCP_DECLARATIONS: ${dir} is not a folder; no skill's scripts run until it is one or the variable is unset`];
+  } catch (error) {
+    return [`SKILL_MCP_DECLARATIONS: the folder ${dir} cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'}); no skill's scripts run until it can or the variable is unset`];
+  }
+}
+
 /**
  * What a process says on stderr at start: every refused value it carries on without, a grant
  * that could not be read, and every root it cannot serve. The same lines from both processes.
@@ -131,5 +162,6 @@ export function startupReport(settings: SharedSettings): string[] {
     ...settings.issues.filter((issue) => issue.policy !== 'stop').map((issue) => issue.message),
     ...(settings.grant.kind === 'owner' && settings.grant.error ? [settings.grant.error] : []),
     ...rootProblems(settings),
+    ...declarationsDirProblems(settings.declarations),
   ];
 }

@@ -6,7 +6,8 @@
 
 const KEEP = /[^\w!$&'()*+,.:;=@[\]|~-]/gu;
 
-function encodeSegment(segment: string): string {
+/** One path segment in the canonical percent-encoded form (also used by `skill-run://` output URIs). */
+export function encodeSegment(segment: string): string {
   return segment.replace(KEEP, (char) => encodeURIComponent(char));
 }
 

@@ -1,7 +1,10 @@
 /**
  * @module Advice (level `note`): what makes a skill easier for a host to pick and a model to use,
- * never a reason it fails. Pure: it reads what the catalog already parsed.
+ * never a reason it fails; and the Agent Skills specification's frontmatter fields, which other
+ * hosts and validators enforce (a key outside them is a warning). Advice never recommends a key
+ * outside the specification. Pure: it reads what the catalog already parsed.
  */
+import type { Frontmatter } from '../../shared/frontmatter.js';
 import type { Hit } from './finding.js';
 import { lineCount } from './text.js';
 
@@ -18,8 +21,38 @@ export interface AdviceInput {
   description?: string;
   /** Line of the `description:` key, when known. */
   descriptionLine?: number;
-  /** The catalog found a when_to_use hint (when_to_use, when-to-use or whenToUse). */
-  hasWhenToUse: boolean;
+  /** The frontmatter as the catalog parsed it (without an `mcp-host` block that did not parse). */
+  frontmatter: Frontmatter;
+  /** The frontmatter holds an `mcp-host` key (parsed or not). */
+  hasFrontmatterDeclaration: boolean;
+  /** Line of a top-level frontmatter key, when known. */
+  lineOf(key: string): number | undefined;
+}
+
+/** The frontmatter fields the Agent Skills specification allows; strict validators and uploads refuse any other. */
+export const SPEC_FIELDS = ['name', 'description', 'license', 'compatibility', 'metadata', 'allowed-tools'] as const;
+/** Accepted here (this server reads it), advised away (the sidecar keeps SKILL.md valid everywhere). */
+const DECLARATION_KEY = 'mcp-host';
+
+/** Keys outside {@link SPEC_FIELDS}, and spec fields of the wrong type the catalog does not already report. */
+export function specFieldHits(frontmatter: Frontmatter, lineOf: (key: string) => number | undefined): Hit[] {
+  const hits: Hit[] = [];
+  const at = (key: string): Partial<Hit> => {
+    const line = lineOf(key);
+    return line !== undefined ? { line, column: 1 } : {};
+  };
+  for (const key of Object.keys(frontmatter)) {
+    if ((SPEC_FIELDS as readonly string[]).includes(key) || key === DECLARATION_KEY) continue;
+    hits.push({ ruleId: 'spec/frontmatter-field', message: `frontmatter key ${JSON.stringify(key)} is not an Agent Skills field (${SPEC_FIELDS.join(', ')}); validators and skill uploads elsewhere reject the skill. Remove it, or move it under metadata as a string`, ...at(key) });
+  }
+  // name, description, compatibility and metadata are checked by the catalog (server/not-published).
+  for (const key of ['license', 'allowed-tools']) {
+    const value = frontmatter[key];
+    if (value !== undefined && typeof value !== 'string') {
+      hits.push({ ruleId: 'spec/frontmatter-field', message: `frontmatter ${key} must be a string${key === 'allowed-tools' ? ' (space-separated tool names)' : ''}; it is ${value === null ? 'null' : Array.isArray(value) ? 'a list' : `a ${typeof value}`}`, ...at(key) });
+    }
+  }
+  return hits;
 }
 
 export function adviseSkill(input: AdviceInput): Hit[] {
@@ -35,8 +68,14 @@ export function adviseSkill(input: AdviceInput): Hit[] {
       ...(input.descriptionLine !== undefined ? { line: input.descriptionLine, column: 1 } : {}),
     });
   }
-  if (!input.hasWhenToUse) {
-    hits.push({ ruleId: 'advice/when-to-use', message: 'no when_to_use hint in the frontmatter; skill_list shows it to models as whenToUse', line: 1, column: 1 });
+  if (input.hasFrontmatterDeclaration) {
+    const line = input.lineOf(DECLARATION_KEY);
+    hits.push({
+      ruleId: 'advice/declaration-sidecar',
+      message: 'the mcp-host declaration is in the frontmatter, which the Agent Skills specification does not allow; move it into mcp-host.yaml beside SKILL.md (skill-mcp check --fix does it) so the skill stays valid for other hosts',
+      ...(line !== undefined ? { line, column: 1 } : {}),
+    });
   }
+  hits.push(...specFieldHits(input.frontmatter, input.lineOf));
   return hits;
 }

@@ -9,10 +9,10 @@ export type Format = (typeof FORMATS)[number];
 
 export type CheckArgs =
   | { kind: 'help' }
-  | { kind: 'run'; format: Format; strict: boolean; paths: string[] }
+  | { kind: 'run'; format: Format; strict: boolean; fix: boolean; paths: string[] }
   | { kind: 'usage'; error: string };
 
-export const CHECK_USAGE = 'usage: skill-mcp check [--format text|json|sarif] [--strict] PATH...';
+export const CHECK_USAGE = 'usage: skill-mcp check [--format text|json|sarif] [--strict] [--fix] PATH...';
 
 function isFormat(value: string): value is Format {
   return (FORMATS as readonly string[]).includes(value);
@@ -21,6 +21,7 @@ function isFormat(value: string): value is Format {
 const FLAGS: Record<string, FlagSpec> = {
   format: { type: 'string' },
   strict: { type: 'boolean' },
+  fix: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 };
 
@@ -37,5 +38,5 @@ export function parseCheckArgs(argv: readonly string[]): CheckArgs {
   const format = stringFlag(parsed.values, 'format') ?? 'text';
   if (!isFormat(format)) return { kind: 'usage', error: `unknown format ${JSON.stringify(format)}; use text, json or sarif` };
   if (parsed.positionals.length === 0) return { kind: 'usage', error: 'name at least one skill folder or folder of skills' };
-  return { kind: 'run', format, strict: parsed.values['strict'] === true, paths: parsed.positionals };
+  return { kind: 'run', format, strict: parsed.values['strict'] === true, fix: parsed.values['fix'] === true, paths: parsed.positionals };
 }

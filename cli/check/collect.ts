@@ -6,9 +6,13 @@
  */
 import { lstatSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { declarationsDirUnusable, listDeclarationsDir, MAX_DECLARATION_ENTRIES, skillOfEntry } from '../../shared/declaration-files.js';
+import { OPERATOR_PLACE, SIDECAR_FILE, strayDeclarationProblems } from '../../shared/declaration-source.js';
 import { discoverSkills, type DiscoveredSkill } from '../../shared/discover.js';
 import { readCatalogLimits, type CatalogLimits } from '../../shared/limits.js';
 import type { Problem } from '../../shared/problems.js';
+import type { SettingIssue } from '../../shared/settings-schema.js';
+import { declarationsDirOf } from '../../shared/settings.js';
 import { scanSkill, type ScanResult } from '../../server/catalog/skill.js';
 import type { Finding, Hit } from './finding.js';
 import { keyLine, mentionLine, reasonKey } from './frontmatter-lines.js';
@@ -67,7 +71,13 @@ function scanFindings(found: DiscoveredSkill, scan: ScanResult, skillMd: string 
       continue;
     }
     if (problem.reason === 'declaration') {
-      out.push(finding(id, problem.detail, path, { ...at('mcp-host'), skill }));
+      // A declaration file's own parse error carries its line; a SKILL.md one points at the block.
+      const where = /\(line (\d+), column (\d+)\)/.exec(problem.detail);
+      const located = where ? { line: Number(where[1]), column: Number(where[2]) } : {};
+      if (problem.path.startsWith(`${OPERATOR_PLACE}/`) && places.declarationsDir !== undefined) {
+        out.push(finding(id, problem.detail, places.fromAbsolute(join(places.declarationsDir, problem.path.slice(OPERATOR_PLACE.length + 1))), { ...located, skill }));
+      } else if (problem.path.endsWith(`/${SIDECAR_FILE}`)) out.push(finding(id, problem.detail, path, { ...located, skill }));
+      else out.push(finding(id, problem.detail, path, { ...at('mcp-host'), skill }));
       continue;
     }
     if (problem.reason === 'declared-script-missing') {
@@ -84,15 +94,18 @@ function scanFindings(found: DiscoveredSkill, scan: ScanResult, skillMd: string 
 
 /** Checks the skills under `roots` (as given on the command line) and returns every finding. */
 export async function collect(roots: readonly string[], cwd: string, env: NodeJS.ProcessEnv): Promise<Collected> {
-  const places = new Places(roots, cwd);
   const { limits, errors } = readCatalogLimits(env);
-  const findings: Finding[] = errors.map((detail) => finding(serverRuleId('config'), detail, '.'));
+  const issues: SettingIssue[] = [];
+  const declarationsDir = declarationsDirOf(env, issues);
+  const places = new Places(roots, cwd, declarationsDir);
+  const findings: Finding[] = [...errors, ...issues.map((issue) => issue.message)].map((detail) => finding(serverRuleId('config'), detail, '.'));
   const discovery = await discoverSkills(roots.map((root) => resolve(cwd, root)), limits.maxSkills);
   for (const problem of discovery.problems) findings.push(discoveryFinding(problem, places));
+  findings.push(...operatorFolderFindings(declarationsDir, new Set(discovery.skills.map((s) => s.name)), places));
   let filesScanned = 0;
   let filesNotScanned = 0;
   for (const found of discovery.skills) {
-    const result = await checkOne(found, limits, places);
+    const result = await checkOne(found, limits, places, declarationsDir);
     findings.push(...result.findings);
     filesScanned += result.filesScanned;
     filesNotScanned += result.filesNotScanned;
@@ -100,12 +113,24 @@ export async function collect(roots: readonly string[], cwd: string, env: NodeJS
   return { findings, skills: discovery.skills.length, filesScanned, filesNotScanned };
 }
 
+/** With SKILL_MCP_DECLARATIONS set: the folder itself, and every file in it that declares no skill checked here. */
+function operatorFolderFindings(dir: string | undefined, served: Set<string>, places: Places): Finding[] {
+  if (dir === undefined) return [];
+  const id = serverRuleId('declaration');
+  const unusable = declarationsDirUnusable(dir);
+  if (unusable !== undefined) return [finding(id, `SKILL_MCP_DECLARATIONS ${unusable}; a server with it runs no skill's scripts`, places.fromAbsolute(dir))];
+  const listed = listDeclarationsDir(dir);
+  const out = strayDeclarationProblems(listed.names, (name) => served.has(name), skillOfEntry).map(({ entry, detail }) => finding(id, detail, places.fromAbsolute(join(dir, entry))));
+  if (listed.limited) out.push(finding(id, `the folder holds more than ${MAX_DECLARATION_ENTRIES} entries; only the first were checked`, places.fromAbsolute(dir)));
+  return out;
+}
+
 function discoveryFinding(problem: Problem, places: Places): Finding {
   return finding(serverRuleId(problem.reason), problem.detail, places.fromDisplay(problem.path));
 }
 
-async function checkOne(found: DiscoveredSkill, limits: CatalogLimits, places: Places): Promise<Collected> {
-  const scan = await scanSkill(found, limits);
+async function checkOne(found: DiscoveredSkill, limits: CatalogLimits, places: Places, declarationsDir: string | undefined): Promise<Collected> {
+  const scan = await scanSkill(found, limits, declarationsDir);
   const files = await checkSkillFiles(found, scan.record, limits);
   const findings = scanFindings(found, scan, files.skillMd, places);
   const located = (path: string, hits: Hit[]): Finding[] => hits.map((hit) => finding(hit.ruleId, hit.message, places.fromDisplay(`${found.displayPath}/${path}`, found.root), {

@@ -11,8 +11,12 @@ export class Places {
   readonly #roots: { abs: string; label: string }[];
   readonly #cwd: string;
 
-  constructor(roots: readonly string[], cwd: string) {
+  /** `SKILL_MCP_DECLARATIONS`, when set: operator declaration problems are shown at their file there. */
+  readonly declarationsDir: string | undefined;
+
+  constructor(roots: readonly string[], cwd: string, declarationsDir?: string) {
     this.#cwd = cwd;
+    this.declarationsDir = declarationsDir;
     this.#roots = roots.map((root) => ({ abs: resolve(cwd, root), label: rootLabel(resolve(cwd, root)) }));
   }
 

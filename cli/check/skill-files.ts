@@ -87,7 +87,9 @@ function skillMdHits(text: string, record: SkillRecord | undefined, limits: Cata
     text,
     ...(record.description !== '' ? { description: record.description } : {}),
     ...(descriptionLine !== undefined ? { descriptionLine } : {}),
-    hasWhenToUse: record.whenToUse !== undefined,
+    frontmatter: record.frontmatter,
+    hasFrontmatterDeclaration: keyLine(text, 'mcp-host') !== undefined,
+    lineOf: (key) => keyLine(text, key),
   }));
   return hits;
 }

@@ -3,13 +3,13 @@
  * last line the runner wrote, and which log it belongs to. The hash chain shows an edited, inserted
  * or deleted line *between* two lines, but not lines deleted from the end or a log rolled back to an
  * older copy; comparing the log's tail with the anchor does. The anchor is rewritten atomically
- * (temp file, fsync, rename, fsync of the directory) after every append, so it never holds a
+ * (temp file, fsync, rename, fsync of the directory) after every write, so it never holds a
  * half-written value. Someone who can write the state directory can rewrite the anchor too: it
  * catches tampering with the log alone, and rollbacks; it is not a signature.
  */
-import { closeSync, constants, fsyncSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { constants, readFileSync } from 'node:fs';
+import { open, rename, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { openPrivateFile } from '../state.js';
 
 export const ANCHOR_FILE = 'audit.head';
 
@@ -82,29 +82,26 @@ export function readAnchor(path: string): AuditAnchor | undefined | { unreadable
 }
 
 /**
- * Replaces the anchor atomically. Security: the temp file is created O_EXCL|O_NOFOLLOW in the
- * runner's own 0700 directory, so a planted link cannot redirect the write.
+ * Replaces the anchor atomically, without blocking the event loop. Security: the temp file is
+ * created O_EXCL|O_NOFOLLOW in the runner's own 0700 directory (one name per process, so two
+ * runners anchoring at once never share one), so a planted link cannot redirect the write.
  */
-export function writeAnchor(path: string, anchor: AuditAnchor): void {
-  const tmp = `${path}.tmp`;
+export async function writeAnchor(path: string, anchor: AuditAnchor): Promise<void> {
+  const tmp = `${path}.${process.pid}.tmp`;
+  await unlink(tmp).catch(() => undefined); // left by a crash between create and rename
+  const file = await open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
   try {
-    unlinkSync(tmp); // left by a crash between create and rename
-  } catch {
-    // none: the usual case
-  }
-  const fd = openPrivateFile(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL);
-  try {
-    writeSync(fd, `${JSON.stringify(anchor)}\n`);
-    fsyncSync(fd);
+    await file.writeFile(`${JSON.stringify(anchor)}\n`);
+    await file.sync();
   } finally {
-    closeSync(fd);
+    await file.close();
   }
-  renameSync(tmp, path);
-  const dir = openSync(dirname(path), constants.O_RDONLY | constants.O_DIRECTORY);
+  await rename(tmp, path);
+  const dir = await open(dirname(path), constants.O_RDONLY | constants.O_DIRECTORY);
   try {
-    fsyncSync(dir); // the rename itself survives a power cut
+    await dir.sync(); // the rename itself survives a power cut
   } finally {
-    closeSync(dir);
+    await dir.close();
   }
 }
 

@@ -1,91 +1,63 @@
 /**
- * @module `skill-mcp audit verify [--head ANCHOR] [FILE]` and `skill-mcp audit tail [-n N] [FILE]`:
- * an operator's view of the runner's audit log. FILE defaults to the log a standalone runner
- * started here writes (`$SKILL_MCP_AUDIT_LOG`, else `audit.log` in `$SKILL_MCP_STATE_DIR`, else in
- * `$XDG_STATE_HOME/skill-mcp` or `~/.local/state/skill-mcp`); ANCHOR to `audit.head` in
- * `$SKILL_MCP_STATE_DIR`, else beside FILE.
- *
- * Verify exits 0 when the chain is intact, the tail matches the anchor (or there is no anchor for
- * this log: a copy — it then says the tail is unanchored) and every accepted run has its exit; 1
- * naming the place when a line was edited, inserted or deleted, the end was cut off, the log was
- * rolled back, or a run's result was lost; 3 when all that holds but runs are still in progress on
- * a live runner; 2 on usage errors.
+ * @module `skill-mcp audit verify|tail|head|pubkey|query`: an operator's and an auditor's view of
+ * the runner's audit log (docs/audit.md). FILE defaults to the log a standalone runner started
+ * here writes (`$SKILL_MCP_AUDIT_LOG`, else `audit.log` in `$SKILL_MCP_STATE_DIR`, else in
+ * `$XDG_STATE_HOME/skill-mcp` or `~/.local/state/skill-mcp`); its rotated segments come with it.
  */
-import { readFileSync, realpathSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { parseFlags, stringFlag, UsageError, wantsHelp, type FlagSpec } from '../../shared/cli-args.js';
-import { auditLogOf } from '../../shared/state-dir.js';
-import { ANCHOR_FILE, checkAnchor, describeMismatch, readAnchor } from './anchor.js';
-import type { TailEntry } from './anchor.js';
-import { lineHash, verifyAuditText } from './log.js';
-import { escapeControls, renderAuditLine } from './render.js';
-import { isLiveRunner, unfinishedRuns } from './runs.js';
+import { auditLogOf, stateDirOf } from '../../shared/state-dir.js';
+import { renderAuditLine } from './render.js';
 
-export const AUDIT_USAGE = `usage: skill-mcp audit verify [--head ANCHOR] [FILE]
+export { EXIT_RUNS_OPEN } from './verify-cli.js';
+
+export const AUDIT_USAGE = `usage: skill-mcp audit verify [FILE|-] [--public-key PEM] [--head HEAD]
+       skill-mcp audit verify --redis URL [FILE]
+       skill-mcp audit head [FILE]
+       skill-mcp audit pubkey
+       skill-mcp audit query [FILE|-] [--skill S] [--script S] [--subject WHO] [--outcome O]
+                             [--since TIME] [--until TIME] [--run ID] [--json]
        skill-mcp audit tail [-n N] [FILE]
-       skill-mcp audit verify --redis URL
        skill-mcp audit tail --redis URL [-n N] [-f]
-  verify   check the hash chain, the anchor, and that every accepted run has its exit
-           (exit 0 intact; 1 tampered, cut, rolled back or a run's result lost; 3 intact with runs
-           still in progress; 2 usage)
+  verify   check the hash chain across FILE's segments, every checkpoint's signature, that the
+           copy reaches HEAD, the anchor (the runner's own log), and that every accepted run has
+           its exit (exit 0 intact; 1 edited, reordered, cut, emptied, a segment missing, a
+           signature bad or another key's, unsigned lines at the end of a copy checked with
+           --public-key, or a run's result lost; 3 intact with runs still in progress; 2 usage)
+  head     print the latest signed head (JSON) for an auditor to keep and pass to verify --head
+  pubkey   print the runner's audit public key (PEM; from SKILL_MCP_STATE_DIR)
+  query    print the lines matching every filter (--json: as JSON lines); --outcome is one of
+           accepted ok failed timeout cancelled error rejected prepared refused, or a reject reason
   tail     print the last N decisions (default 20), control characters escaped
   FILE     default: $SKILL_MCP_AUDIT_LOG, else audit.log in $SKILL_MCP_STATE_DIR, else in
-           $XDG_STATE_HOME/skill-mcp or ~/.local/state/skill-mcp (the standalone runner's log)
-  ANCHOR   default: audit.head in $SKILL_MCP_STATE_DIR, else beside FILE
+           $XDG_STATE_HOME/skill-mcp or ~/.local/state/skill-mcp (the standalone runner's log);
+           - reads stdin
+  PEM      a public key file (or its PEM text); default: the local runner's own key
+  HEAD     a signed head from audit head; a file that is not one is read as the runner's anchor
+           (default: audit.head in $SKILL_MCP_STATE_DIR, else beside FILE)
   --redis URL  the stream every runner sharing that Redis mirrors its log into (all hosts):
-           verify checks each host's chain and head; tail prints lines led by their host id,
-           -f follows new ones. URL - reads $SKILL_MCP_REDIS_URL (keeps a password out of ps);
-           SKILL_MCP_REDIS_PREFIX and SKILL_MCP_REDIS_CA_FILE apply as for the runner`;
+           verify checks each host's chain and head, and with FILE (or the default log) where the
+           local log and this host's lines in the stream diverge; tail prints lines led by their
+           host id, -f follows new ones. URL - reads $SKILL_MCP_REDIS_URL (keeps a password out of
+           ps); SKILL_MCP_REDIS_PREFIX, SKILL_MCP_REDIS_CA_FILE and SKILL_MCP_AUDIT_HOST_ID apply`;
 
-const VERIFY_FLAGS: Record<string, FlagSpec> = { head: { type: 'string' }, redis: { type: 'string' } };
-const TAIL_FLAGS: Record<string, FlagSpec> = { n: { type: 'string', short: 'n', shortOnly: true }, redis: { type: 'string' }, follow: { type: 'boolean', short: 'f' } };
-
-/** Exit status of `verify` when the log is intact but runs are still in progress. */
-export const EXIT_RUNS_OPEN = 3;
-
-function realOrResolved(path: string): string {
-  try {
-    return realpathSync(path);
-  } catch {
-    return resolve(path);
-  }
-}
-
-/**
- * Checks the end of a log whose chain is intact. Returns the line to print and whether it failed.
- * Security: a `runner.start` line recording a mismatch stays a failure forever — the runner found
- * the log cut (or rolled back) before it re-anchored it, and that line is the only trace left.
- */
-function verifyTail(file: string, text: string, headFlag: string | undefined, anchorPath: string, anchor: ReturnType<typeof readAnchor>): { message: string; failed: boolean } {
-  const entries: TailEntry[] = [];
-  const lines = text === '' ? [] : text.slice(0, -1).split('\n');
-  for (const [i, line] of lines.entries()) {
-    const entry = JSON.parse(line) as { seq: number; event?: unknown; audit_anchor?: unknown; audit_anchor_seq?: unknown; audit_log_last_seq?: unknown };
-    entries.push({ line: i + 1, seq: entry.seq, sha256: lineHash(line) });
-    if (entry.event === 'runner.start' && (entry.audit_anchor === 'truncated' || entry.audit_anchor === 'replaced')) {
-      const [label, what] = entry.audit_anchor === 'truncated' ? ['TRUNCATED', 'cut off'] : ['ROLLED BACK', 'rolled back or rewritten'];
-      return { message: `${label} before line ${i + 1}: the runner found at its start (line ${i + 1}) that the log had been ${what} — it ended at seq ${String(entry.audit_log_last_seq)}, the runner had last written seq ${String(entry.audit_anchor_seq)}`, failed: true };
-    }
-  }
-  if (anchor === undefined || 'unreadable' in anchor) {
-    const why = anchor === undefined ? `no anchor at ${anchorPath}` : `the anchor at ${anchorPath} is unreadable (${anchor.unreadable})`;
-    // An anchor the operator named must be there: its absence may be the tampering.
-    if (headFlag !== undefined) return { message: `UNVERIFIED tail: ${why}`, failed: true };
-    return { message: `tail unanchored (${why}): lines deleted from the end cannot be detected`, failed: false };
-  }
-  if (realOrResolved(anchor.log) !== realOrResolved(file)) {
-    return { message: `tail unanchored (the anchor at ${anchorPath} is for ${anchor.log}): lines deleted from the end cannot be detected`, failed: false };
-  }
-  const check = checkAnchor(entries, anchor);
-  const mismatch = describeMismatch(check);
-  if (mismatch !== undefined) return { message: `${check.state === 'truncated' ? 'TRUNCATED' : 'ROLLED BACK'}: ${mismatch} (anchor ${anchorPath})`, failed: true };
-  if (check.state === 'ahead') return { message: `tail anchored: ${check.extra} line(s) after the anchored seq ${anchor.seq} (appended by a live runner since the anchor was read, or a runner stopped between writing the log and its anchor)`, failed: false };
-  return { message: `tail matches the anchor (seq ${anchor.seq})`, failed: false };
-}
+const FLAGS: Record<string, Record<string, FlagSpec>> = {
+  verify: { head: { type: 'string' }, redis: { type: 'string' }, 'public-key': { type: 'string' } },
+  tail: { n: { type: 'string', short: 'n', shortOnly: true }, redis: { type: 'string' }, follow: { type: 'boolean', short: 'f' } },
+  head: {},
+  pubkey: {},
+  query: { skill: { type: 'string' }, script: { type: 'string' }, subject: { type: 'string' }, outcome: { type: 'string' }, since: { type: 'string' }, until: { type: 'string' }, run: { type: 'string' }, json: { type: 'boolean' } },
+};
 
 function usageError(message: string): void {
   process.stderr.write(`skill-mcp audit: ${message}\n${AUDIT_USAGE}\n`);
   process.exitCode = UsageError.EXIT;
+}
+
+function time(name: string, raw: string | undefined): number | undefined | { bad: string } {
+  if (raw === undefined) return undefined;
+  const at = Date.parse(raw);
+  return Number.isNaN(at) ? { bad: `--${name} needs a time (ISO 8601, e.g. 2026-12-01 or 2026-12-01T10:00:00Z)` } : at;
 }
 
 export async function auditMain(argv: string[]): Promise<void> {
@@ -94,32 +66,56 @@ export async function auditMain(argv: string[]): Promise<void> {
     return;
   }
   const [command, ...rest] = argv;
-  if (command !== 'verify' && command !== 'tail') return usageError(command === undefined ? 'say verify or tail' : `unknown command ${JSON.stringify(command)}`);
+  const flags = command === undefined ? undefined : FLAGS[command];
+  if (!flags) return usageError(command === undefined ? 'say verify, head, pubkey, query or tail' : `unknown command ${JSON.stringify(command)}`);
   let parsed;
   try {
-    parsed = parseFlags(rest, command === 'verify' ? VERIFY_FLAGS : TAIL_FLAGS, { positionals: true });
+    parsed = parseFlags(rest, flags, { positionals: command !== 'pubkey' });
   } catch (error) {
     if (error instanceof UsageError) return usageError(error.message);
     throw error;
   }
+  const v = parsed.values;
   const files = parsed.positionals;
-  const head = stringFlag(parsed.values, 'head');
-  const count = Number(stringFlag(parsed.values, 'n') ?? 20);
-  const redis = stringFlag(parsed.values, 'redis');
-  const follow = parsed.values['follow'] === true;
   if (files.length > 1) return usageError('one FILE at most');
+  const file = files[0] ?? auditLogOf(process.env);
+  const redis = stringFlag(v, 'redis');
+  switch (command) {
+    case 'pubkey':
+      return (await import('./head.js')).pubkeyMain(stateDirOf(process.env));
+    case 'head':
+      return (await import('./head.js')).headMain(file);
+    case 'query': {
+      const since = time('since', stringFlag(v, 'since'));
+      const until = time('until', stringFlag(v, 'until'));
+      if (typeof since === 'object') return usageError(since.bad);
+      if (typeof until === 'object') return usageError(until.bad);
+      const filter = { skill: stringFlag(v, 'skill'), script: stringFlag(v, 'script'), subject: stringFlag(v, 'subject'), outcome: stringFlag(v, 'outcome'), since, until, run: stringFlag(v, 'run') };
+      return (await import('./query.js')).queryMain(file, filter, v['json'] === true);
+    }
+    case 'verify': {
+      const head = stringFlag(v, 'head');
+      const publicKey = stringFlag(v, 'public-key');
+      if (redis !== undefined) {
+        if (head !== undefined || publicKey !== undefined) return usageError('--redis reads the stream: no --head or --public-key with it');
+        return (await import('./redis-cli.js')).redisAuditMain('verify', redis, { count: 0, follow: false, localLog: file });
+      }
+      return (await import('./verify-cli.js')).verifyMain(file, { publicKey, head, named: files.length > 0 }, process.env);
+    }
+    default:
+      return tail(v, files, file, redis);
+  }
+}
+
+async function tail(v: Record<string, string | boolean | undefined>, files: string[], file: string, redis: string | undefined): Promise<void> {
+  const count = Number(stringFlag(v, 'n') ?? 20);
+  const follow = v['follow'] === true;
   if (!(Number.isSafeInteger(count) && count > 0)) return usageError('-n needs a positive whole number');
   if (redis !== undefined) {
-    if (files.length > 0 || head !== undefined) return usageError('--redis reads the stream: no FILE or --head with it');
-    return (await import('./redis-cli.js')).redisAuditMain(command, redis, { count, follow });
+    if (files.length > 0) return usageError('--redis reads the stream: no FILE with it');
+    return (await import('./redis-cli.js')).redisAuditMain('tail', redis, { count, follow });
   }
   if (follow) return usageError('-f follows the Redis stream: use it with --redis URL');
-  const file = files[0] ?? auditLogOf(process.env);
-  const stateDir = process.env['SKILL_MCP_STATE_DIR'];
-  const anchorPath = head ?? (stateDir ? join(stateDir, ANCHOR_FILE) : join(dirname(file), ANCHOR_FILE));
-  // The anchor before the log: runners keep appending (and re-anchoring) while this reads, and a
-  // log read first could end before an anchor read after it — a live log mistaken for a cut one.
-  const anchor = command === 'verify' ? readAnchor(anchorPath) : undefined;
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -129,27 +125,6 @@ export async function auditMain(argv: string[]): Promise<void> {
     process.exitCode = 1;
     return;
   }
-  if (command === 'tail') {
-    const lines = text.split('\n').filter((l) => l !== '');
-    for (const line of lines.slice(-count)) process.stdout.write(`${renderAuditLine(line)}\n`);
-    return;
-  }
-  const outcome = verifyAuditText(text);
-  if (!outcome.ok) {
-    process.stdout.write(`BROKEN at line ${outcome.line}: ${outcome.why}\n`);
-    process.exitCode = 1;
-    return;
-  }
-  const tail = verifyTail(file, text, head, anchorPath, anchor);
-  process.stdout.write(tail.failed ? `${tail.message}\n` : `intact: ${outcome.lines} lines, chain unbroken; ${tail.message}\n`);
-  if (tail.failed) process.exitCode = 1;
-  // Security: an intact chain with a run accepted and never closed means a script ran and what it
-  // did is not on record; a verify that called that log clean would hide it.
-  const runs = unfinishedRuns(text === '' ? [] : text.slice(0, -1).split('\n'), Date.now(), isLiveRunner);
-  for (const run of runs) {
-    const what = `run ${run.runId} (line ${run.line}, ${run.ts}, skill ${escapeControls(JSON.stringify(run.skill))}, script ${escapeControls(JSON.stringify(run.script))})`;
-    process.stdout.write(run.state === 'lost' ? `LOST ${what}: accepted, no run.exit, and ${run.why} — its result is not on record\n` : `OPEN ${what}: accepted, no run.exit yet; ${run.why}\n`);
-  }
-  if (runs.some((r) => r.state === 'lost')) process.exitCode = 1;
-  else if (runs.length > 0 && process.exitCode === undefined) process.exitCode = EXIT_RUNS_OPEN;
+  const lines = text.split('\n').filter((l) => l !== '');
+  for (const line of lines.slice(-count)) process.stdout.write(`${renderAuditLine(line)}\n`);
 }

@@ -4,9 +4,11 @@
  * all hosts, each led by its host id, and with `-f` follows new ones; `verify` checks each host's
  * chain and head. URL `-` reads `SKILL_MCP_REDIS_URL` (a password in argv is visible to `ps`).
  */
+import { existsSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { renderAuditLine, renderValue } from './render.js';
 import { parseHead, streamKeys } from './stream-keys.js';
+import { compareWithLocal } from './stream-compare.js';
 import { verifyStream, type StreamEntry } from './stream-verify.js';
 import { clientOptions, reasonOf } from '../redis/connection.js';
 import { parseRedisUrl, readRedisSettings } from '../redis/options.js';
@@ -15,15 +17,15 @@ import { parseRedisUrl, readRedisSettings } from '../redis/options.js';
 const FOLLOW_BLOCK_MS = 5000;
 const PAGE = 1000;
 
-function connect(rawUrl: string, env: NodeJS.ProcessEnv, extraTimeoutMs: number): { client: Redis; prefix: string; display: string } {
+function connect(rawUrl: string, env: NodeJS.ProcessEnv, extraTimeoutMs: number, auditPath: string): { client: Redis; prefix: string; display: string; hostId: string } {
   const url = rawUrl === '-' ? (env['SKILL_MCP_REDIS_URL'] ?? '') : rawUrl;
   if (url === '') throw new Error('--redis - reads SKILL_MCP_REDIS_URL, which is not set');
   const target = parseRedisUrl(url, '--redis');
   // The runner's own reading of the other variables (prefix, CA, timeout); its host id is not used here.
-  const settings = readRedisSettings({ ...env, SKILL_MCP_REDIS_URL: url }, '/')!;
+  const settings = readRedisSettings({ ...env, SKILL_MCP_REDIS_URL: url }, auditPath)!;
   const client = new Redis({ ...clientOptions(target, settings.timeoutMs + extraTimeoutMs, settings.ca), retryStrategy: () => null });
   client.on('error', () => undefined);
-  return { client, prefix: settings.prefix, display: target.display };
+  return { client, prefix: settings.prefix, display: target.display, hostId: settings.hostId };
 }
 
 function entryOf([id, fields]: [string, string[]]): StreamEntry {
@@ -36,8 +38,8 @@ function print(entry: StreamEntry): void {
   process.stdout.write(`${renderValue(entry.host)} ${renderAuditLine(entry.line)}\n`);
 }
 
-export async function redisAuditMain(command: 'verify' | 'tail', rawUrl: string, options: { count: number; follow: boolean }): Promise<void> {
-  const { client, prefix, display } = connect(rawUrl, process.env, command === 'tail' && options.follow ? FOLLOW_BLOCK_MS : 0);
+export async function redisAuditMain(command: 'verify' | 'tail', rawUrl: string, options: { count: number; follow: boolean; localLog?: string }): Promise<void> {
+  const { client, prefix, display, hostId } = connect(rawUrl, process.env, command === 'tail' && options.follow ? FOLLOW_BLOCK_MS : 0, options.localLog ?? '/');
   const keys = streamKeys(prefix);
   try {
     await client.connect();
@@ -80,6 +82,12 @@ export async function redisAuditMain(command: 'verify' | 'tail', rawUrl: string,
     if (verdicts.length === 0) process.stdout.write(`no audit lines in ${keys.stream} at ${display}\n`);
     for (const v of verdicts) process.stdout.write(`host ${renderValue(v.host)}: ${v.message}\n`);
     if (verdicts.some((v) => !v.ok)) process.exitCode = 1;
+    if (options.localLog !== undefined && existsSync(options.localLog)) {
+      const mine = entries.filter((e) => e.host === hostId);
+      const found = await compareWithLocal(options.localLog, mine);
+      process.stdout.write(`local ${options.localLog} vs host ${renderValue(hostId)}: ${found.message}\n`);
+      if (!found.ok) process.exitCode = 1;
+    }
   } catch (error) {
     process.stderr.write(`skill-mcp audit: reading ${keys.stream} at ${display} failed (${reasonOf(error)})\n`);
     process.exitCode = 1;

@@ -39,7 +39,7 @@ export async function collect(env: Env, bundledSkills: string, only: string[], p
   const rows = [];
   for (const skill of skills) {
     if (only.length > 0 && !only.includes(skill.name)) continue;
-    const { requirements, problems } = declaredScripts(ctx, skill);
+    const { requirements, problems } = await declaredScripts(ctx, skill);
     if (!requirements) {
       if (only.length > 0) out(`${skill.name}: declares no requirements${problems.length > 0 ? ` (${problems.join('; ')})` : ''}`);
       continue;

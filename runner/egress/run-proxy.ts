@@ -49,7 +49,7 @@ export async function openRunProxy(opts: { socketPath: string; uid: number | und
         return;
       }
       lines += 1;
-      opts.audit.append({ event: 'egress', run_id: opts.runId, ...record });
+      void opts.audit.append({ event: 'egress', run_id: opts.runId, ...record });
     },
   });
   try {

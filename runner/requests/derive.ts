@@ -1,7 +1,8 @@
 /**
  * @module Re-derivation (docs/architecture.md §8): for every prepare and every run the runner works out from
- * scratch what would run — it finds the skill by name again, re-reads its SKILL.md, re-parses the
- * declaration, re-applies the owner's grant, re-checks the script path as a string and after
+ * scratch what would run — it finds the skill by name again, re-reads its SKILL.md, re-resolves the
+ * declaration (shared/declaration-source.ts: frontmatter, sidecar or operator, and an operator's
+ * pin against the very bytes it hashes), re-applies the owner's grant, re-checks the script path as a string and after
  * resolution, opens it and checks it is a regular file, reads and hashes every served file of the
  * skill (at a run: as it copies them into the run's private folder) — and only then computes
  * `willRun`, whose `content` binds those bytes (docs/architecture.md §7). Nothing
@@ -10,8 +11,8 @@
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { relative } from 'node:path';
 import { skillRoots } from '../../shared/config.js';
-import { parseDeclaration } from '../../shared/declaration.js';
 import type { DeclaredScript } from '../../shared/declaration.js';
+import { resolveDeclaration, type DeclarationOrigin } from '../../shared/declaration-source.js';
 import { findSkillByName } from '../../shared/discover.js';
 import type { DiscoveredSkill } from '../../shared/discover.js';
 import { buildScriptEnv, selfGrantWarning } from '../../shared/env.js';
@@ -19,7 +20,9 @@ import type { ErrorCode } from '../../shared/errors.js';
 import { parseSkillMd } from '../../shared/frontmatter.js';
 import { readSkillMdFile } from '../../shared/skill-md.js';
 import { grantScripts, notGrantedMessage, readGrantSource } from '../../shared/grant.js';
+import type { ScriptGrant } from '../../shared/grant.js';
 import type { CatalogLimits } from '../../shared/limits.js';
+import { declarationsDirOf } from '../../shared/settings.js';
 import { checkPathString, isHiddenPath, resolveInside } from '../../shared/paths.js';
 import type { DepsInfo, WillRun } from '../../shared/protocol.js';
 import type { Requirements } from '../../shared/requirements.js';
@@ -33,8 +36,11 @@ import { usesBwrap } from '../sandbox/platform.js';
 import { depsVariables, planDeps } from '../deps/run-env.js';
 import type { DepsContext, RunDeps } from '../deps/run-env.js';
 
-/** Stand-ins for the sandbox's private HOME/TMPDIR, so previews name them as the run will. */
-export const SANDBOX_PLACEHOLDERS = { HOME: '(private)', TMPDIR: '(private)' } as const;
+/** Stand-ins for the sandbox's private HOME/TMPDIR and the skill's folder, so previews name them as the run will. */
+export const SANDBOX_PLACEHOLDERS = {
+  HOME: '(private)', TMPDIR: '(private)',
+  SKILL_DIR: '(the skill, read-only)',
+} as const;
 
 export interface DeriveContext {
   /** The runner's private copy of its environment (grant source and secret values). */
@@ -64,6 +70,8 @@ export interface RunPlan {
   egress: EgressPlan;
   /** The run's verified environments (bound read-only, runner/deps/run-env.ts). */
   deps: RunDeps;
+  /** Which grant rule allowed the run (for its audit lines). */
+  grantedBy?: ScriptGrant['grantedBy'];
 }
 
 /**
@@ -95,29 +103,64 @@ export async function findSkill(ctx: DeriveContext, name: string): Promise<Disco
   return findSkillByName(skillRoots(ctx.env as NodeJS.ProcessEnv, ctx.bundledSkills), name, ctx.limits.maxSkills);
 }
 
-/** The skill's declared scripts and egress, or why it has none runnable. */
-export function declaredScripts(ctx: DeriveContext, skill: DiscoveredSkill): { scripts: DeclaredScript[]; egress: string[]; problems: string[]; requirements?: Requirements } {
-  const read = readSkillMdFile(skill.realDir);
-  if (!read.ok) return { scripts: [], egress: [], problems: [read.why] };
-  const text = read.text;
+export interface DeclaredNow {
+  scripts: DeclaredScript[];
+  egress: string[];
+  problems: string[];
+  /** Where the declaration came from (absent: none applies). */
+  origin?: DeclarationOrigin;
+  /** Packages its scripts import (shared/requirements.ts). */
+  requirements?: Requirements;
+}
+
+/** One read of the skill's content per request: a pin is checked against the very bytes that are bound (and, at a run, copied). */
+export function onceContent(content: ContentSource, skill: DiscoveredSkill): () => Promise<ContentResult> {
+  let read: Promise<ContentResult> | undefined;
+  return () => (read ??= content.read(skill));
+}
+
+/** The skill's declared scripts and egress, where they were declared, or why it has none runnable. */
+export async function declaredScripts(ctx: DeriveContext, skill: DiscoveredSkill, read: () => Promise<ContentResult> = onceContent(contentInPlace(ctx), skill)): Promise<DeclaredNow> {
+  const md = readSkillMdFile(skill.realDir);
+  if (!md.ok) return { scripts: [], egress: [], problems: [md.why] };
+  let parsed;
   try {
-    const parsed = parseSkillMd(text, ctx.limits.maxFrontmatterBytes);
-    if (parsed.declarationError) return { scripts: [], egress: [], problems: [`the mcp-host block was rejected: ${parsed.declarationError}`] };
-    const result = parseDeclaration(parsed.frontmatter['mcp-host']);
-    return { scripts: result.declaration?.run ?? [], egress: result.declaration?.egress ?? [], problems: result.problems, ...(result.declaration?.requirements ? { requirements: result.declaration.requirements } : {}) };
+    parsed = parseSkillMd(md.text, ctx.limits.maxFrontmatterBytes);
   } catch (error) {
     return { scripts: [], egress: [], problems: [`the frontmatter cannot be read: ${(error as Error).message}`] };
   }
+  const resolved = await resolveDeclaration({
+    name: skill.name,
+    realDir: skill.realDir,
+    frontmatter: parsed.frontmatter,
+    declarationError: parsed.declarationError,
+    declarationsDir: declarationsDirOf(ctx.env),
+    contentDigest: async () => {
+      const content = await read();
+      return content.ok ? { ok: true, digest: content.content.digest } : { ok: false, why: content.why };
+    },
+  });
+  return {
+    scripts: resolved.declaration?.run ?? [],
+    egress: resolved.declaration?.egress ?? [],
+    problems: resolved.problems.map((p) => p.detail),
+    ...(resolved.origin ? { origin: resolved.origin } : {}),
+    ...(resolved.declaration?.requirements ? { requirements: resolved.declaration.requirements } : {}),
+  };
 }
 
 /** Works out, from the disk and the owner's grant as they are now, what `skill/script args` would run. */
 export async function deriveRun(ctx: DeriveContext, skillName: string, script: string, args: string[], knownSkill?: DiscoveredSkill, content: ContentSource = contentInPlace(ctx)): Promise<Derived> {
   const skill = knownSkill ?? (await findSkill(ctx, skillName));
   if (!skill) return refuse('UNKNOWN_SKILL', 'unknown-skill', `no skill named ${JSON.stringify(skillName)} is served; skill_list shows the names`);
-  const { scripts, egress: declaredEgress, requirements } = declaredScripts(ctx, skill);
+  const readContent = onceContent(content, skill);
+  const { scripts, egress: declaredEgress, origin, problems, requirements } = await declaredScripts(ctx, skill, readContent);
   const declared = scripts.find((s) => s.script === script);
   // Security: only what the skill declares can run — never an arbitrary file of the bundle.
-  if (!declared) return refuse('NOT_DECLARED', 'not-declared', `skill ${JSON.stringify(skill.name)} does not declare a runnable script ${JSON.stringify(script)}; skill_list shows its declared scripts`);
+  if (!declared) {
+    const why = scripts.length === 0 && problems.length > 0 ? ` (${problems.join('; ')})` : '';
+    return refuse('NOT_DECLARED', 'not-declared', `skill ${JSON.stringify(skill.name)} does not declare a runnable script ${JSON.stringify(script)}${why}; skill_list shows its declared scripts`);
+  }
   const source = readGrantSource(ctx.env as NodeJS.ProcessEnv);
   const grant = grantScripts(skill.name, { version: 1, run: scripts, env: [], egress: declaredEgress }, source).find((g) => g.declared.script === script)!;
   // Security: declared ∩ granted (docs/architecture.md §6); the front's view of the grant is not trusted.
@@ -143,7 +186,7 @@ export async function deriveRun(ctx: DeriveContext, skillName: string, script: s
   } finally {
     if (fd !== undefined) closeSync(fd);
   }
-  const read = await content.read(skill);
+  const read = await readContent();
   if (!read.ok) return refuse(read.code, read.code === 'TOO_LARGE' ? 'too-large' : 'content-unreadable', `${skill.name}: ${read.why}`);
   const served = check.segments.join('/');
   const scriptFile = read.content.files.find((f) => f.path === served);
@@ -167,7 +210,10 @@ export async function deriveRun(ctx: DeriveContext, skillName: string, script: s
     sandbox: ctx.platform.mechanisms,
     memoryBytes: Math.min(ctx.memoryBytes, declared.memoryBytes ?? ctx.memoryBytes),
     content: { script: scriptFile.sha256, files: read.content.digest, fileCount: read.content.files.length, bytes: read.content.bytes },
+    // A script is declared only when a declaration applied, and so came from somewhere.
+    declarationFrom: origin!.from,
   };
+  if (origin!.pinned) willRun.declarationPinned = true;
   if (built.notSet.length > 0) willRun.envNotSet = built.notSet;
   if (deps.infos.length > 0) willRun.deps = deps.infos;
   const warning = grant.selfGranted ? selfGrantWarning(built.passed) : undefined;
@@ -183,8 +229,8 @@ export async function deriveRun(ctx: DeriveContext, skillName: string, script: s
     ok: true,
     // A copy holds every served path as a regular file: the script runs under its declared path there.
     plan: content.runDir !== undefined
-      ? { willRun, interpreterPath: interpreter.path, realDir: content.runDir, scriptRelative: served, args, grantedEnv: grant.env, egress, deps: deps.run }
-      : { willRun, interpreterPath: interpreter.path, realDir: skill.realDir, scriptRelative: relative(skill.realDir, resolved.real), args, grantedEnv: grant.env, egress, deps: deps.run },
+      ? { willRun, interpreterPath: interpreter.path, realDir: content.runDir, scriptRelative: served, args, grantedEnv: grant.env, egress, grantedBy: grant.grantedBy, deps: deps.run }
+      : { willRun, interpreterPath: interpreter.path, realDir: skill.realDir, scriptRelative: relative(skill.realDir, resolved.real), args, grantedEnv: grant.env, egress, grantedBy: grant.grantedBy, deps: deps.run },
   };
 }
 

@@ -9,7 +9,7 @@ import { PROTOCOL_VERSION } from '../../shared/protocol.js';
 import { discoverSkills } from '../../shared/discover.js';
 import { skillRoots } from '../../shared/config.js';
 import { grantFrom, readGrantSource } from '../../shared/grant.js';
-import { contentInPlace, declaredScripts, deriveRun, findSkill } from './derive.js';
+import { contentInPlace, declaredScripts, deriveRun, findSkill, onceContent } from './derive.js';
 import type { ContentSource, DeriveContext } from './derive.js';
 import type { ScrubResult } from '../hygiene.js';
 
@@ -24,11 +24,12 @@ export async function describeRunner(ctx: DeriveContext, environ: ScrubResult, r
     : (await Promise.all([...new Set(names)].map((name) => findSkill(ctx, name)))).filter((skill) => skill !== undefined);
   const skills: DescribeResult['skills'] = [];
   for (const skill of found) {
-    const { scripts, problems } = declaredScripts(ctx, skill);
+    // Read once per skill (a pin and every script of it bind the same files); a front compares the digest.
+    const readOnce = onceContent(contentInPlace(ctx), skill);
+    const { scripts, problems, origin } = await declaredScripts(ctx, skill, readOnce);
     const infos: ScriptInfo[] = [];
-    // Read once per skill (every script of it binds the same files); a front compares the digest.
-    const read = scripts.length > 0 ? await contentInPlace(ctx).read(skill) : undefined;
-    const once: ContentSource = { read: async () => read! };
+    const read = scripts.length > 0 ? await readOnce() : undefined;
+    const once: ContentSource = { read: readOnce };
     for (const declared of scripts) {
       const derived = await deriveRun(ctx, skill.name, declared.script, [], skill, once);
       const base = { script: declared.script, interpreter: declared.interpreter, timeoutMs: declared.timeoutMs };
@@ -47,7 +48,14 @@ export async function describeRunner(ctx: DeriveContext, environ: ScrubResult, r
       }
     }
     const content = read === undefined ? undefined : read.ok ? { digest: read.content.digest, fileCount: read.content.files.length } : { why: read.why };
-    skills.push({ name: skill.name, scripts: infos, declarationProblems: problems, ...(content ? { content } : {}) });
+    skills.push({
+      name: skill.name,
+      scripts: infos,
+      declarationProblems: problems,
+      ...(origin ? { declarationFrom: origin.from } : {}),
+      ...(origin?.pinned ? { declarationPinned: true } : {}),
+      ...(content ? { content } : {}),
+    });
   }
   const result: DescribeResult = {
     protocol: PROTOCOL_VERSION,

@@ -12,8 +12,10 @@
  */
 import { EGRESS_SOCKET_MOUNT } from '../egress/bridge.js';
 
-/** Where the run's own skill folder appears inside the sandbox (read-only; the script's cwd). */
+/** Where the run's own skill folder appears inside the sandbox (read-only; also `SKILL_DIR`). */
 export const SKILL_MOUNT = '/skill';
+/** Where the run's workspace appears inside the sandbox (read-write; the script's cwd). */
+export const WORKSPACE_MOUNT = '/work';
 /** The run's private, size-capped writable folder: HOME, TMPDIR and /tmp at once. */
 export const SANDBOX_HOME = '/tmp';
 /** /dev/shm is tiny: python's multiprocessing needs it for semaphores, nothing needs more. */
@@ -51,6 +53,8 @@ export interface RunView {
   tmpBytes: number;
   /** Host path of the run's egress proxy socket, when the run may reach any destination. */
   egressSocket?: string;
+  /** Host path of the run's workspace (runner/workspace/workspace.ts): bound read-write, the cwd. */
+  workspace?: string;
   /** The run's environments (runner/deps/), each bound read-only at its mount. */
   deps?: { source: string; mount: string }[];
 }
@@ -94,6 +98,8 @@ export function bwrapArgs(layout: HostLayout, view: RunView): string[] {
   // Security: the network namespace stays empty; the one way out is this socket to the run's own
   // proxy, which decides every destination. Runs without egress get no socket at all.
   if (view.egressSocket !== undefined) args.push('--ro-bind', view.egressSocket, EGRESS_SOCKET_MOUNT);
+  // The one host folder the run may write: its own fresh workspace, holding the approved inputs.
+  if (view.workspace !== undefined) args.push('--bind', view.workspace, WORKSPACE_MOUNT);
   // Security: read-only — a run can import its packages, never change them for the next run.
   for (const bind of view.deps ?? []) args.push('--ro-bind', bind.source, bind.mount);
   args.push(
@@ -102,7 +108,7 @@ export function bwrapArgs(layout: HostLayout, view: RunView): string[] {
     // are remounted read-only (not recursively: /tmp and /dev/shm stay writable, with their caps).
     '--remount-ro', '/dev',
     '--remount-ro', '/',
-    '--chdir', SKILL_MOUNT,
+    '--chdir', view.workspace !== undefined ? WORKSPACE_MOUNT : SKILL_MOUNT,
   );
   return args;
 }

@@ -71,9 +71,15 @@ export interface RunningProcess {
 /** Starts `spec` and supervises it. `afterExit` runs once the main process has exited. */
 export function runProcess(spec: SpawnSpec, times: RunTimes, maxStreamBytes: number, afterExit: () => Promise<void>): RunningProcess {
   const started = performance.now();
-  // Security: no shell, argv array, stdin /dev/null, own session and group (detached), env given
-  // whole (never merged with ours); fds above 2 are not passed (Node sets CLOEXEC on its own).
-  const child = spawn(spec.command, spec.args, { cwd: spec.cwd, env: spec.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true, shell: false });
+  // Security: no shell, argv array, stdin /dev/null (or a pipe holding the approved stdin), own
+  // session and group (detached), env given whole (never merged with ours); fds above 2 are not
+  // passed (Node sets CLOEXEC on its own).
+  const child = spawn(spec.command, spec.args, { cwd: spec.cwd, env: spec.env, stdio: [spec.stdin !== undefined ? 'pipe' : 'ignore', 'pipe', 'pipe'], detached: true, shell: false });
+  if (spec.stdin !== undefined && child.stdin) {
+    // A script that exits without reading all of it closes the pipe: EPIPE is its choice, not an error.
+    child.stdin.on('error', () => undefined);
+    child.stdin.end(spec.stdin);
+  }
   const out = new Capture(child.stdout!, maxStreamBytes);
   const err = new Capture(child.stderr!, maxStreamBytes);
   let ending: Ending = 'exit';

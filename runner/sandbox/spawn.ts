@@ -15,8 +15,12 @@
  *
  * prlimit runs inside bubblewrap's user namespace, where RLIMIT_NPROC counts only the run's own
  * processes (outside it would count every process of the person's uid and stop bubblewrap itself).
- * The `sh` step runs a constant script whose only inputs are the scratch path the runner made and
+ * The `sh` step runs a constant script whose only inputs are the HOME path the runner made and
  * the mount binary; the script's own argv goes through `exec "$@"` untouched.
+ *
+ * Every level starts the script in the run's workspace (bubblewrap: at /work) with the script
+ * named by its absolute path in the read-only skill copy, which is also `SKILL_DIR`; relative
+ * paths in the arguments are then relative to the workspace, as in a terminal.
  */
 import { buildScriptEnv } from '../../shared/env.js';
 import { bwrapArgs, SANDBOX_HOME, SKILL_MOUNT } from './bwrap.js';
@@ -36,6 +40,9 @@ export interface SandboxLimits {
   memoryBytes: number;
   /** Size of the run's private /tmp (HOME, TMPDIR) in the namespace sandbox. */
   tmpBytes: number;
+  /** The most a run may bring in (input files and stdin), and carry back as output files. */
+  inputBytes: number;
+  outputFilesBytes: number;
 }
 
 export interface SpawnSpec {
@@ -45,16 +52,27 @@ export interface SpawnSpec {
   cwd: string;
   /** Names of `env`, to compare with the approved `willRun.envNames`. */
   envNames: string[];
+  /** The bytes the script reads on stdin (absent: stdin is /dev/null). */
+  stdin?: Uint8Array;
+}
+
+/** Host folders of one run (runner/workspace/workspace.ts): its workspace (the cwd) and, outside bubblewrap, its HOME. */
+export interface RunDirs {
+  workspace: string;
+  home: string;
 }
 
 // Security: /tmp, /var/tmp, /dev/shm and /run/lock are writable by every uid; inside the run's
-// mount namespace they become read-only, and only the run's own scratch directory stays writable.
+// mount namespace they become read-only, and only the run's own folder (HOME, workspace) stays writable.
 const MOUNT_SCRIPT = [
   'set -e',
-  'scratch=$1; mount=$2; size=$3; owner=$4; shift 4',
+  'home=$1; mount=$2; size=$3; owner=$4; work=$5; shift 5',
   // Security: the run's HOME/TMPDIR becomes a size-capped RAM disk owned by the run uid, so a run
   // filling it cannot fill the disk the runner's state and audit log live on.
-  '"$mount" -t tmpfs -o "size=$size,mode=0700,uid=$owner,gid=$owner,nosuid,nodev" skill-mcp-tmp "$scratch"',
+  '"$mount" -t tmpfs -o "size=$size,mode=0700,uid=$owner,gid=$owner,nosuid,nodev" skill-mcp-tmp "$home"',
+  // The workspace becomes a mount of its own first, so the read-only remounts below (the scratch
+  // folder may sit under /tmp) leave it writable, as the recursive binds carry it along.
+  '"$mount" --bind "$work" "$work"; "$mount" -o remount,bind,nosuid,nodev "$work"',
   'for d in /tmp /var/tmp /dev/shm /run/lock; do',
   '  if [ -d "$d" ] && [ ! -L "$d" ]; then "$mount" --rbind "$d" "$d"; "$mount" -o remount,bind,ro "$d"; fi',
   'done',
@@ -78,9 +96,13 @@ function sandboxPath(platform: Platform): string {
  * The script path handed to the interpreter is absolute (bubblewrap) or `./`-prefixed, so no
  * declared name can ever read as an interpreter option.
  */
-export function buildSpawn(plan: RunPlan, platform: Platform, sourceEnv: Readonly<Record<string, string | undefined>>, scratch: string, uid: number | undefined, limits: SandboxLimits): SpawnSpec {
+export function buildSpawn(plan: RunPlan, platform: Platform, sourceEnv: Readonly<Record<string, string | undefined>>, scratch: string, uid: number | undefined, limits: SandboxLimits, dirs: RunDirs): SpawnSpec {
   const sandboxed = usesBwrap(platform);
-  const overrides: Record<string, string | null> = { ...plan.egress.env, ...(sandboxed ? { HOME: SANDBOX_HOME, TMPDIR: SANDBOX_HOME, PATH: sandboxPath(platform) } : { HOME: scratch, TMPDIR: scratch }) };
+  const overrides: Record<string, string | null> = {
+    ...plan.egress.env,
+    ...(sandboxed ? { HOME: SANDBOX_HOME, TMPDIR: SANDBOX_HOME, PATH: sandboxPath(platform) } : { HOME: dirs.home, TMPDIR: dirs.home }),
+    SKILL_DIR: sandboxed ? SKILL_MOUNT : plan.realDir,
+  };
   const built = buildScriptEnv(sourceEnv, plan.grantedEnv, overrides);
   // The runner's own variables for the environments (never grantable, never from the host).
   const env = { ...built.env, ...depsVariables(plan.deps, sandboxed) };
@@ -108,11 +130,11 @@ export function buildSpawn(plan: RunPlan, platform: Platform, sourceEnv: Readonl
     const target = proxied ? bridgeArgv(bridgeNode(platform)!, script) : script;
     // bubblewrap always exports PWD; the script must get exactly the approved variables.
     const inside = [platform.tools.env!, '-u', 'PWD', prlimit!, ...rlimits(true), ...target];
-    const view = { skillDir: plan.realDir, tmpBytes: limits.tmpBytes, ...(proxied ? { egressSocket: egressSocketPath(scratch) } : {}), deps: depsBinds(plan.deps) };
+    const view = { skillDir: plan.realDir, tmpBytes: limits.tmpBytes, workspace: dirs.workspace, ...(proxied ? { egressSocket: egressSocketPath(scratch) } : {}), deps: depsBinds(plan.deps) };
     chain = [...drop, bwrap!, ...bwrapArgs(platform.layout!, view), '--', ...inside];
     return { command: chain[0]!, args: chain.slice(1), env, cwd: '/', envNames: names };
   }
-  const target = [plan.interpreterPath, `./${plan.scriptRelative}`, ...plan.args];
+  const target = [plan.interpreterPath, `${plan.realDir}/${plan.scriptRelative}`, ...plan.args];
   if (uid === undefined) {
     // Same uid: RLIMIT_NPROC would count the runner's own processes too, so it is left out.
     chain = prlimit ? [prlimit, ...rlimits(false), ...drop, ...target] : [...drop, ...target];
@@ -121,8 +143,8 @@ export function buildSpawn(plan: RunPlan, platform: Platform, sourceEnv: Readonl
     if (platform.isolation === 'uid-sandbox' && unshare && sh && mount) {
       // Security: `unshare --fork` stays behind as the namespace's parent; it must die with the runner
       // (its --kill-child then takes the namespace down), or a SIGKILLed runner leaves the run alive.
-      chain = [setpriv!, '--pdeathsig=KILL', '--', unshare, ...UNSHARE_FLAGS, '--', sh, '-c', MOUNT_SCRIPT, 'skill-mcp-sandbox', scratch, mount, String(limits.tmpBytes), String(uid), ...chain];
+      chain = [setpriv!, '--pdeathsig=KILL', '--', unshare, ...UNSHARE_FLAGS, '--', sh, '-c', MOUNT_SCRIPT, 'skill-mcp-sandbox', dirs.home, mount, String(limits.tmpBytes), String(uid), dirs.workspace, ...chain];
     }
   }
-  return { command: chain[0]!, args: chain.slice(1), env, cwd: plan.realDir, envNames: names };
+  return { command: chain[0]!, args: chain.slice(1), env, cwd: dirs.workspace, envNames: names };
 }

@@ -13,11 +13,14 @@
 import { createHash } from 'node:crypto';
 import { realpathSync } from 'node:fs';
 import type { Skill } from '@modelcontextprotocol/server/ext/skills';
+import { declarationsDigest, listDeclarationsDir, MAX_DECLARATION_ENTRIES, skillOfEntry } from '../../shared/declaration-files.js';
+import { OPERATOR_PLACE, strayDeclarationProblems } from '../../shared/declaration-source.js';
 import { discoverSkills, type DiscoveredSkill } from '../../shared/discover.js';
 import { deadGrantRows, readGrantSource, type GrantSource } from '../../shared/grant.js';
 import type { CatalogLimits } from '../../shared/limits.js';
 import { PUBLISH_MAX_BYTES } from '../../shared/limits.js';
 import type { Problem } from '../../shared/problems.js';
+import { declarationsDirOf } from '../../shared/settings.js';
 import { SkillSearch } from '../search/skill-search.js';
 import { affectedBy } from './affected.js';
 import { digestServedFile } from './digest.js';
@@ -94,6 +97,10 @@ export class Catalog {
   #configProblems: Problem[];
   #discoveryProblems: Problem[] = [];
   #grantProblems: Problem[] = [];
+  /** `SKILL_MCP_DECLARATIONS`, and the digest of what it held at the last (re)scan: a change rescans every skill. */
+  readonly declarationsDir: string | undefined;
+  #declarationsDigest = '';
+  #declarationProblems: Problem[] = [];
   #entries = new WeakMap<SkillRecord, Skill>();
   #limits: CatalogLimits;
   /** Sorted by name; rebuilt after a (re)scan changed the records. */
@@ -109,6 +116,7 @@ export class Catalog {
     this.#roots = options.roots;
     this.#realRoots = realRootsOf(options.roots);
     this.#limits = options.limits;
+    this.declarationsDir = declarationsDirOf(options.env);
     this.#configProblems = [...(options.configProblems ?? [])];
     if (this.grant.kind === 'owner' && this.grant.error) this.#configProblems.push({ path: 'MCP_SKILL_RUN', reason: 'grant', detail: this.grant.error });
   }
@@ -118,8 +126,10 @@ export class Catalog {
     catalog.#scanStartedAt = Date.now();
     const discovery = await discoverSkills(options.roots, options.limits.maxSkills);
     catalog.#discoveryProblems = discovery.problems;
+    catalog.#declarationsDigest = declarationsDigest(catalog.declarationsDir);
     await Promise.all(discovery.skills.map((found) => catalog.#scan(found)));
     catalog.#checkGrant();
+    catalog.#checkDeclarations();
     catalog.#warmEntries(catalog.published());
     return catalog;
   }
@@ -166,6 +176,12 @@ export class Catalog {
     const { names, rediscover } = affectedBy(request.paths ?? [], realRoots, byRealDir);
     for (const name of request.names ?? []) names.add(name);
     const roots = new Set(request.roots ?? []);
+    // The operator's declarations replace skills' own: any change there may change any skill.
+    const declarations = declarationsDigest(this.declarationsDir);
+    if (declarations !== this.#declarationsDigest) {
+      this.#declarationsDigest = declarations;
+      for (const name of this.#found.keys()) names.add(name);
+    }
     const gone = new Set<string>();
     if (rediscover || roots.size > 0) {
       // A root that was missing may be there now (or the reverse).
@@ -195,6 +211,7 @@ export class Catalog {
       }
     }
     this.#checkGrant();
+    this.#checkDeclarations();
     const changed = [...new Set([...names, ...gone])].filter((name) => this.#differs(before.get(name), this.#records.get(name))).sort();
     // A SKILL.md that breaks (or a new folder that is not a skill) changes only the problems
     // skill_list shows: announced too.
@@ -210,7 +227,7 @@ export class Catalog {
     if (old === now) return false;
     if (!old || !now) return true;
     const view = (r: SkillRecord): string =>
-      JSON.stringify([r.realDir, r.displayPath, r.frontmatter, r.description, r.whenToUse, r.published, r.files, r.skillMdDigest, r.declaration, r.headings]);
+      JSON.stringify([r.realDir, r.displayPath, r.frontmatter, r.description, r.whenToUse, r.published, r.files, r.skillMdDigest, r.declaration, r.declarationOrigin, r.headings]);
     if (view(old) !== view(now)) return true;
     if (!now.published) return false;
     // Same listing: the entry's digests decide. An entry never built before cannot be compared.
@@ -229,6 +246,20 @@ export class Catalog {
       const record = this.#records.get(name);
       return record ? (record.declaration?.run ?? []) : undefined;
     }, (name) => this.#records.get(name)?.declaration?.egress ?? []).map((dead) => ({ path: `MCP_SKILL_RUN/${dead.row.skill}/${dead.row.script}`, reason: 'grant' as const, detail: dead.why }));
+  }
+
+  /** Files in the operator's folder that declare no served skill: reported, never silently ignored. */
+  #checkDeclarations(): void {
+    const dir = this.declarationsDir;
+    if (dir === undefined) return;
+    const listed = listDeclarationsDir(dir);
+    const problems: Problem[] = strayDeclarationProblems(listed.names, (name) => this.#records.has(name), skillOfEntry).map(({ entry, detail }) => ({
+      path: `${OPERATOR_PLACE}/${JSON.stringify(entry).slice(1, -1)}`,
+      reason: 'declaration',
+      detail,
+    }));
+    if (listed.limited) problems.push({ path: OPERATOR_PLACE, reason: 'declaration', detail: `the folder holds more than ${MAX_DECLARATION_ENTRIES} entries; only the first ${MAX_DECLARATION_ENTRIES} by name were checked for stray files (each skill's own file is still read)` });
+    this.#declarationProblems = problems;
   }
 
   /**
@@ -255,7 +286,7 @@ export class Catalog {
   }
 
   async #scan(found: DiscoveredSkill): Promise<void> {
-    const { record, problems } = await scanSkill(found, this.#limits);
+    const { record, problems } = await scanSkill(found, this.#limits, this.declarationsDir);
     this.#found.set(found.name, found);
     this.#scanProblems.set(found.name, problems);
     if (record) {
@@ -284,7 +315,7 @@ export class Catalog {
   }
 
   get problems(): Problem[] {
-    const all = [...this.#configProblems, ...this.#discoveryProblems, ...this.#grantProblems];
+    const all = [...this.#configProblems, ...this.#discoveryProblems, ...this.#grantProblems, ...this.#declarationProblems];
     for (const problems of this.#scanProblems.values()) all.push(...problems);
     return all.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   }

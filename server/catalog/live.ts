@@ -12,8 +12,12 @@
  * is watched, and it is looked for every `SKILL_MCP_WATCH_POLL_SECONDS` as well): once it appears
  * it is scanned, announced and watched like the others; and a watched root that is deleted is
  * waited for again, one replaced by another folder of the same name watched anew.
+ *
+ * The operator's declarations folder (`SKILL_MCP_DECLARATIONS`) is watched too: a change there
+ * rescans every skill (the catalog compares the folder's digest, so a change made before the
+ * watch was set up is caught by the first update after it).
  */
-import { statSync, statfsSync } from 'node:fs';
+import { statSync, statfsSync, watch, type FSWatcher } from 'node:fs';
 import { resolve } from 'node:path';
 import { rootLabel } from '../../shared/discover.js';
 import { explainUnreadableRoot } from '../../shared/unreadable-root.js';
@@ -272,10 +276,23 @@ export function startLiveCatalog(catalog: Catalog, settings: WatchSettings, warn
     if (watched > 0) warn(`watching ${watched === roots.length ? 'the skill folders' : `${watched} of ${roots.length} skill roots`} for changes (${folders} folders)`);
   })();
 
+  let declarations: FSWatcher | undefined;
+  if (catalog.declarationsDir !== undefined) {
+    const dir = catalog.declarationsDir;
+    try {
+      declarations = watch(dir, { persistent: false }, () => onPath(dir));
+      declarations.on('error', (error) => warn(`SKILL_MCP_DECLARATIONS: the folder can no longer be watched (${errorText(error)}); restart the server after changing declarations`));
+      onPath(dir);
+    } catch (error) {
+      warn(`SKILL_MCP_DECLARATIONS: the folder cannot be watched (${errorText(error)}); it is read again whenever a skill folder changes, or at a restart`);
+    }
+  }
+
   return {
     ready,
     close() {
       closed = true;
+      declarations?.close();
       clearTimeout(quiet);
       clearTimeout(latest);
       clearInterval(timer);

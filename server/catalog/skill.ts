@@ -4,13 +4,15 @@
  * produces problems for itself only.
  */
 import { createHash } from 'node:crypto';
-import { parseDeclaration, type Declaration } from '../../shared/declaration.js';
+import type { Declaration } from '../../shared/declaration.js';
+import { OPERATOR_PLACE, resolveDeclaration, type DeclarationOrigin, type DeclarationProblem } from '../../shared/declaration-source.js';
 import type { DiscoveredSkill } from '../../shared/discover.js';
 import { FrontmatterError, parseSkillMd, type Frontmatter } from '../../shared/frontmatter.js';
 import type { CatalogLimits } from '../../shared/limits.js';
 import { MAX_DESCRIPTION_CHARS, MAX_SKILL_NAME_CHARS, PUBLISH_MAX_BYTES, PUBLISH_MAX_FILE_BYTES, PUBLISH_MAX_FILES } from '../../shared/limits.js';
 import { PUBLISHABLE_NAME } from '../../shared/paths.js';
 import { readSkillMdFile } from '../../shared/skill-md.js';
+import { MAX_RUN_CONTENT_BYTES, readSkillContent } from '../../shared/skill-content.js';
 import { FASTMCP_MANIFEST_PATH, holdsManifestPath } from './fastmcp-manifest.js';
 import type { Problem } from '../../shared/problems.js';
 import { walkSkill, type FileRecord } from './walk.js';
@@ -23,6 +25,8 @@ export interface SkillRecord {
   description: string;
   whenToUse?: string;
   declaration?: Declaration;
+  /** Where the declaration came from (shared/declaration-source.ts); absent when none applies. */
+  declarationOrigin?: DeclarationOrigin;
   files: FileRecord[];
   /** In the `skill://` namespace (skills/list, skills/get, resources). */
   published: boolean;
@@ -100,7 +104,14 @@ function unpublishable(name: string, fm: Frontmatter, bom: boolean, files: FileR
   return why;
 }
 
-export async function scanSkill(found: DiscoveredSkill, limits: CatalogLimits): Promise<ScanResult> {
+/** Where a declaration problem is shown: the skill's own file, or the operator's by name (never its host path). */
+function problemPath(at: string, name: string, problem: DeclarationProblem): string {
+  if (problem.at === 'operator') return `${OPERATOR_PLACE}/${name}.yaml`;
+  return `${at}/${problem.at}`;
+}
+
+/** `declarationsDir`: `SKILL_MCP_DECLARATIONS` (shared/settings.ts), undefined when unset. */
+export async function scanSkill(found: DiscoveredSkill, limits: CatalogLimits, declarationsDir?: string): Promise<ScanResult> {
   const problems: Problem[] = [];
   const at = found.displayPath;
   const [md, walk] = await Promise.all([
@@ -121,14 +132,19 @@ export async function scanSkill(found: DiscoveredSkill, limits: CatalogLimits): 
     problems.push({ path: at, reason: 'name-mismatch', detail: `the frontmatter name "${fm['name']}" differs from the directory name; it is served as "${found.name}"` });
   }
 
-  let declaration: Declaration | undefined;
-  if (parsed.declarationError) {
-    problems.push({ path: `${at}/SKILL.md`, reason: 'declaration', detail: `the mcp-host block does not parse: ${parsed.declarationError}; the skill's scripts are not runnable, its instructions are still served` });
-  } else {
-    const result = parseDeclaration(fm['mcp-host']);
-    declaration = result.declaration;
-    for (const detail of result.problems) problems.push({ path: `${at}/SKILL.md`, reason: 'declaration', detail });
-  }
+  const resolved = await resolveDeclaration({
+    name: found.name,
+    realDir: found.realDir,
+    frontmatter: fm,
+    declarationError: parsed.declarationError,
+    declarationsDir,
+    contentDigest: async () => {
+      const read = await readSkillContent(found.name, found.realDir, { maxFiles: limits.maxFilesPerSkill, maxDirs: limits.maxDirsPerSkill, maxBytes: MAX_RUN_CONTENT_BYTES });
+      return read.ok ? { ok: true, digest: read.content.digest } : { ok: false, why: read.why };
+    },
+  });
+  let declaration: Declaration | undefined = resolved.declaration;
+  for (const problem of resolved.problems) problems.push({ path: problemPath(at, found.name, problem), reason: 'declaration', detail: problem.detail });
   if (declaration) {
     const present = new Set(walk.files.map((f) => f.path));
     const missing = declaration.run.filter((s) => !present.has(s.script));
@@ -154,6 +170,7 @@ export async function scanSkill(found: DiscoveredSkill, limits: CatalogLimits): 
       description,
       ...(typeof whenRaw === 'string' ? { whenToUse: whenRaw } : {}),
       ...(declaration ? { declaration } : {}),
+      ...(resolved.origin ? { declarationOrigin: resolved.origin } : {}),
       files: walk.files,
       published: why.length === 0,
       skillMdSize: md.size,

@@ -5,7 +5,9 @@
  */
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
-import { DEFAULT_MAX_REQUEST_BODY_SIZE, localhostAllowedHostnames, localhostAllowedOrigins } from '@modelcontextprotocol/server';
+import { localhostAllowedHostnames, localhostAllowedOrigins } from '@modelcontextprotocol/server';
+import { DEFAULT_RUN_INPUT_BYTES, messageCapFor, RUN_INPUT_BYTES } from '../../shared/run-io.js';
+import { readVariable } from '../../shared/settings-schema.js';
 import { parseFlags, stringFlag, type FlagSpec } from '../../shared/cli-args.js';
 import { readValue, wholeNumber, type SettingIssue } from '../../shared/settings-schema.js';
 
@@ -42,7 +44,7 @@ export const HTTP_VARIABLES = {
   SKILL_MCP_HTTP_TOKEN_FILE: 'file holding the bearer token (one line), instead of SKILL_MCP_HTTP_TOKEN',
   SKILL_MCP_HTTP_ALLOWED_HOSTS: 'comma-separated Host names accepted (default: localhost names, plus --host when it is a name or a specific address); * accepts any',
   SKILL_MCP_HTTP_ALLOWED_ORIGINS: 'comma-separated browser Origin hostnames accepted besides localhost ones',
-  SKILL_MCP_HTTP_MAX_BODY_BYTES: `largest request body (default ${DEFAULT_MAX_REQUEST_BODY_SIZE}; larger = 413)`,
+  SKILL_MCP_HTTP_MAX_BODY_BYTES: `largest request body (default ${messageCapFor(DEFAULT_RUN_INPUT_BYTES)}, room for a skill_run with SKILL_MCP_RUN_INPUT_BYTES of input as base64; larger = 413)`,
   SKILL_MCP_HTTP_MAX_CONNECTIONS: 'open connections at most (default 512; more are refused)',
   SKILL_MCP_HTTP_HEADERS_TIMEOUT_MS: 'time a client has to send its request headers (default 10000)',
   SKILL_MCP_HTTP_REQUEST_TIMEOUT_MS: 'time a client has to send its whole request (default 30000)',
@@ -147,7 +149,8 @@ export function readHttpOptions(args: string[], env: NodeJS.ProcessEnv): HttpOpt
     allowedHosts,
     allowedOrigins: [...new Set([...localhostAllowedOrigins(), ...list(env['SKILL_MCP_HTTP_ALLOWED_ORIGINS'])])],
     token: readToken(env),
-    maxBodyBytes: integer('SKILL_MCP_HTTP_MAX_BODY_BYTES', env['SKILL_MCP_HTTP_MAX_BODY_BYTES'], DEFAULT_MAX_REQUEST_BODY_SIZE, 1024),
+    // Default: room for a skill_run carrying the whole input allowance as base64 (a bad value of it is reported at start).
+    maxBodyBytes: integer('SKILL_MCP_HTTP_MAX_BODY_BYTES', env['SKILL_MCP_HTTP_MAX_BODY_BYTES'], messageCapFor(readVariable(env, RUN_INPUT_BYTES, [])), 1024),
     maxConnections: integer('SKILL_MCP_HTTP_MAX_CONNECTIONS', env['SKILL_MCP_HTTP_MAX_CONNECTIONS'], 512, 1),
     headersTimeoutMs,
     requestTimeoutMs,

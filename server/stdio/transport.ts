@@ -11,17 +11,19 @@
  * `onFinished` fires once, when the session is over: input ended and nothing is left to answer,
  * or stdout broke.
  */
-import { DEFAULT_MAX_REQUEST_BODY_SIZE, parseJSONRPCMessage, ProtocolErrorCode } from '@modelcontextprotocol/server';
+import { parseJSONRPCMessage, ProtocolErrorCode } from '@modelcontextprotocol/server';
+import { DEFAULT_RUN_INPUT_BYTES, messageCapFor } from '../../shared/run-io.js';
 import type { JSONRPCMessage, Transport } from '@modelcontextprotocol/server';
 import { LineReader, type LineEvent } from './lines.js';
 
 /**
- * Largest JSON-RPC message read from stdin: the HTTP front's request-body cap, so the two
- * transports accept the same messages. Every request this server serves is far smaller (the
- * largest, `skill_run`, carries at most 64 KiB of arguments); the cap bounds what one line can
- * make the front hold in memory.
+ * Largest JSON-RPC message read from stdin by default: the HTTP front's default request-body cap,
+ * so the two transports accept the same messages. The largest request is a `skill_run` carrying
+ * its input files as base64 (shared/run-io.ts `messageCapFor`): 23 MiB for the default 16 MiB of
+ * input; the front passes the cap for its own SKILL_MCP_RUN_INPUT_BYTES. The cap bounds what one
+ * line can make the front hold in memory.
  */
-export const MAX_STDIO_MESSAGE_BYTES = DEFAULT_MAX_REQUEST_BODY_SIZE;
+export const MAX_STDIO_MESSAGE_BYTES = messageCapFor(DEFAULT_RUN_INPUT_BYTES);
 
 /** Backstop for the end-of-input drain: the longest a run may take (300 s) plus a minute. */
 export const EOF_DRAIN_MAX_MS = 360_000;

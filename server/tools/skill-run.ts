@@ -8,7 +8,7 @@
 import { inputRequired, inputResponse, type CallToolResult, type ServerContext } from '@modelcontextprotocol/server';
 import { SkillMcpError } from '../../shared/errors.js';
 import { grantScripts, notGrantedMessage } from '../../shared/grant.js';
-import type { Minted, RunResult, WillRun } from '../../shared/protocol.js';
+import type { Approval, Minted, RunResult, WillRun } from '../../shared/protocol.js';
 import { shortDigest } from '../../shared/content-digest.js';
 import { willRunHash } from '../../shared/token.js';
 import { confirmPath, tokenInstructions } from '../confirm/settings.js';
@@ -18,12 +18,18 @@ import { readablePrefix, readableText } from './encoding.js';
 import { ok, refuse } from './result.js';
 import { withProgress } from './progress.js';
 import { contentMismatch, frontContent } from './content-check.js';
+import { decodeInputs } from './run-inputs.js';
+import type { DecodedInputs, FileInput } from './run-inputs.js';
+import { outputContent } from './run-outputs.js';
 
 export interface RunInput {
   name: string;
   script: string;
   args: string[];
   confirmToken?: string | undefined;
+  /** Files for the run's workspace (tools/run-inputs.ts), and its stdin. */
+  files?: FileInput[] | undefined;
+  stdin?: string | undefined;
 }
 
 const CONFIRM_KEY = 'confirm-run';
@@ -34,7 +40,7 @@ function localRefusal(front: FrontContext, input: RunInput): CallToolResult | un
   const declared = record.declaration?.run ?? [];
   const script = declared.find((s) => s.script === input.script);
   if (!script) {
-    const list = declared.length > 0 ? `It declares: ${declared.map((s) => s.script).join(', ')}.` : 'It declares no runnable scripts (an mcp-host: run block in SKILL.md would).';
+    const list = declared.length > 0 ? `It declares: ${declared.map((s) => s.script).join(', ')}.` : 'It declares no runnable scripts (a run list in its mcp-host.yaml, or an operator declaration, would; skill_list shows problems).';
     return refuse('NOT_DECLARED', `skill "${record.name}" does not declare "${input.script}" as a script, so it cannot run. ${list}`);
   }
   const grant = grantScripts(record.name, record.declaration, front.catalog.grant).find((g) => g.declared.script === input.script);
@@ -52,12 +58,14 @@ function describeRun(willRun: WillRun): string {
     `interpreter: ${willRun.interpreter}`,
     `argv: ${JSON.stringify(willRun.argv)}`,
     `cwd: ${willRun.cwd}`,
+    `declared by: ${willRun.declarationFrom === 'operator' ? `the operator${willRun.declarationPinned ? ' (pinned to these files)' : ''}` : willRun.declarationFrom === 'sidecar' ? 'the skill (mcp-host.yaml)' : 'the skill (SKILL.md frontmatter)'}`,
     `timeout: ${Math.round(willRun.timeoutMs / 1000)} s`,
     `variables the script receives: ${willRun.envNames.join(', ') || '(none)'}`,
     `isolation: ${willRun.isolation} (${willRun.sandbox.join(', ') || 'none'})`,
     `memory cap: ${formatBytes(willRun.memoryBytes)}`,
     `code: script ${shortDigest(willRun.content.script)}, skill files ${shortDigest(willRun.content.files)} (${willRun.content.fileCount} files, ${willRun.content.bytes} bytes) — the run is a copy of exactly these bytes`,
   ];
+  lines.push(...describeInputs(willRun));
   if (willRun.isolation === 'same-uid') lines.push('WARNING: no sandbox here — the script runs as the server\'s own user, with its files and its network.');
   if (willRun.envNotSet?.length) lines.push(`granted but not set here: ${willRun.envNotSet.join(', ')}`);
   if (willRun.envWarning) lines.push(`WARNING: ${willRun.envWarning}`);
@@ -72,6 +80,16 @@ function describeRun(willRun: WillRun): string {
   return lines.join('\n');
 }
 
+/** The input lines of a preview: each file by name, size and a short digest, then stdin. */
+function describeInputs(willRun: WillRun): string[] {
+  const inputs = willRun.inputs;
+  if (inputs === undefined) return ['input files: none (the script starts in an empty workspace)'];
+  const lines = [inputs.files.length === 0 ? 'input files: none' : 'input files:'];
+  for (const f of inputs.files) lines.push(`  ${f.path} (${f.size} bytes, sha256 ${shortDigest(f.sha256)})`);
+  if (inputs.stdin) lines.push(`stdin: ${inputs.stdin.size} bytes, sha256 ${shortDigest(inputs.stdin.sha256)}`);
+  return lines;
+}
+
 /**
  * One output stream as the answer carries it: `stdout` text when readable, else `stdoutBase64`
  * (binary output, or text whose escaping would blow up the message), so a hostile script cannot
@@ -84,25 +102,38 @@ function stream(name: 'stdout' | 'stderr', bytes: Uint8Array, total: number): Re
 
 function runResult(result: RunResult): CallToolResult {
   const { runId, exitCode, signal, truncated, timedOut, cancelled, durationMs, stdoutBytes, stderrBytes, memoryLimited } = result;
-  return ok({
+  const { files, resources } = outputContent(result);
+  const answer = ok({
     status: cancelled ? 'cancelled' : 'completed', exitCode, signal,
     ...stream('stdout', result.stdout, stdoutBytes), ...stream('stderr', result.stderr, stderrBytes),
     truncated, timedOut, durationMs, stdoutBytes, stderrBytes, runId,
     ...(memoryLimited ? { memoryLimited, note: 'the script ran out of memory under its cap (willRun.memoryBytes); it may declare a lower need or the owner may raise SKILL_MCP_RUN_MEMORY_BYTES' } : {}),
+    // Listed, never their bytes: those travel once, as the resource items after this text.
+    files,
+    ...(result.filesNote !== undefined ? { filesNote: result.filesNote } : {}),
   });
+  return { ...answer, content: [...answer.content, ...resources] };
 }
 
 function preview(minted: Minted, extra: Record<string, unknown>): CallToolResult {
   return ok({ ...extra, preview: { willRun: minted.willRun }, confirmToken: minted.confirmToken, expiresAt: minted.expiresAt });
 }
 
-/** Sends the run to the runner, with progress while it lasts and the client's cancel wired in. */
-async function execute(front: FrontContext, input: RunInput, token: string, ctx: ServerContext): Promise<CallToolResult> {
+/**
+ * Sends the run to the runner, with progress while it lasts and the client's cancel wired in.
+ * `approval`: how the yes reached us, for the runner's audit line — a form elicitation, or a token
+ * the client passed back (`auto` when the owner's MCP_CONFIRM_MODE=auto asked no one).
+ */
+async function execute(front: FrontContext, input: RunInput, decoded: DecodedInputs, token: string, ctx: ServerContext, approval: Approval): Promise<CallToolResult> {
   const restartsBefore = front.runner.restarts();
   let answer;
   try {
     answer = await withProgress(ctx, `${input.name}/${input.script}`, () =>
-      front.runner.send((client) => client.run({ skill: input.name, script: input.script, args: input.args, confirmToken: token }, { signal: ctx.mcpReq.signal, client: front.clientOf(ctx) }), { idempotent: false }),
+      front.runner.send((client) => client.run({
+        skill: input.name, script: input.script, args: input.args, confirmToken: token, approval,
+        ...(decoded.files.length > 0 ? { files: decoded.files } : {}),
+        ...(decoded.stdin !== undefined ? { stdin: decoded.stdin } : {}),
+      }, { signal: ctx.mcpReq.signal, client: front.clientOf(ctx) }), { idempotent: false }),
     );
   } catch (error) {
     if (error instanceof SkillMcpError && error.code === 'CANCELLED') return ok({ status: 'cancelled', detail: 'the client cancelled the call; the run was killed' });
@@ -131,8 +162,9 @@ async function runnerServesOther(front: FrontContext, name: string, minted: Mint
   return contentMismatch(name, await frontContent(front, front.requireSkill(name)), minted.willRun.content.files, minted.willRun.content.fileCount);
 }
 
-async function prepare(front: FrontContext, input: RunInput): Promise<Minted> {
-  const answer = await front.runner.send((client) => client.prepare({ skill: input.name, script: input.script, args: input.args }), { idempotent: true });
+async function prepare(front: FrontContext, input: RunInput, decoded: DecodedInputs): Promise<Minted> {
+  // The digests only: the bytes travel once, with the run (docs/architecture.md §8, "A run's workspace").
+  const answer = await front.runner.send((client) => client.prepare({ skill: input.name, script: input.script, args: input.args, ...(decoded.inputs ? { inputs: decoded.inputs } : {}) }), { idempotent: true });
   if (!answer.ok) throw new SkillMcpError(answer.error.code as never, answer.error.message);
   const differs = await runnerServesOther(front, input.name, answer.result);
   if (differs !== undefined) throw new SkillMcpError('CONTENT_MISMATCH', differs);
@@ -143,14 +175,15 @@ export async function skillRun(front: FrontContext, input: RunInput, ctx: Server
   if (front.runRefusal) return refuse(front.runRefusal.code, front.runRefusal.message);
   const local = localRefusal(front, input);
   if (local) return local;
-  if (input.confirmToken !== undefined) return execute(front, input, input.confirmToken, ctx);
+  const decoded = decodeInputs(input.files, input.stdin, front.runInputBytes);
+  if (input.confirmToken !== undefined) return execute(front, input, decoded, input.confirmToken, ctx, { channel: front.confirm.mode === 'auto' ? 'auto' : 'token' });
 
   const path = confirmPath(front.confirm, canElicit);
   if (path.kind === 'refuse') {
     return refuse('CONFIRM_REFUSED', 'this client cannot show a confirmation prompt and the owner set MCP_CONFIRM_MODE=refuse (or an unknown value), so no script runs from it. Use a client that supports form elicitation, or ask the owner for MCP_CONFIRM_MODE=ask-user.');
   }
   if (path.kind === 'token') {
-    return preview(await prepare(front, input), { status: 'confirmation-required', mode: path.mode, instructions: tokenInstructions(path.mode) });
+    return preview(await prepare(front, input, decoded), { status: 'confirmation-required', mode: path.mode, instructions: tokenInstructions(path.mode) });
   }
 
   // Elicitation. A retried round carries the person's answer and our sealed state.
@@ -159,11 +192,11 @@ export async function skillRun(front: FrontContext, input: RunInput, ctx: Server
   const sameRequest = state !== undefined && typeof state === 'object' && state.skill === input.name && state.script === input.script && JSON.stringify(state.args) === JSON.stringify(input.args);
   if (answer.kind === 'elicit' && sameRequest) {
     if (answer.action !== 'accept') return ok({ status: 'cancelled', detail: `the person ${answer.action === 'decline' ? 'declined' : 'dismissed'} the run; nothing ran` });
-    const minted = await prepare(front, input);
-    // The approval is bound to the exact willRun shown; if anything changed since, ask again.
-    if (willRunHash(minted.willRun) === state.h) return execute(front, input, minted.confirmToken, ctx);
+    const minted = await prepare(front, input, decoded);
+    // The approval is bound to the exact willRun shown (inputs included); if anything changed since, ask again.
+    if (willRunHash(minted.willRun) === state.h) return execute(front, input, decoded, minted.confirmToken, ctx, { channel: 'elicitation-form' });
   }
-  const minted = await prepare(front, input);
+  const minted = await prepare(front, input, decoded);
   const requestState = await front.approvalCodec.mint({ skill: input.name, script: input.script, args: input.args, h: willRunHash(minted.willRun) });
   return inputRequired({
     inputRequests: {

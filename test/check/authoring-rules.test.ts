@@ -184,10 +184,39 @@ describe('advice/*', () => {
     expect(ofRule(report, 'advice/description-trigger')).toMatchObject([{ level: 'note', path: 'demo/SKILL.md', line: 3, column: 1 }]);
   });
 
-  it('advice/when-to-use notes a skill without a when_to_use hint', () => {
+  it('advice never recommends a key outside the Agent Skills specification: no when_to_use advice for a skill without one', () => {
     const report = checkSkill(skillMd({ name: 'demo', whenToUse: null }));
-    expect(ofRule(report, 'advice/when-to-use')).toMatchObject([{ level: 'note', path: 'demo/SKILL.md', line: 1 }]);
-    expect(report.findings).toHaveLength(1);
+    expect(report.findings).toEqual([]);
+  });
+
+  it('advice/declaration-sidecar notes a frontmatter mcp-host block (accepted) and recommends mcp-host.yaml and --fix', () => {
+    const report = checkSkill(skillMd({ name: 'demo', extra: 'mcp-host:\n  version: 1\n  run:\n    - script: scripts/run.js\n      interpreter: node' }), { 'scripts/run.js': 'console.log(1);\n' });
+    expect(report.findings).toMatchObject([{ ruleId: 'advice/declaration-sidecar', level: 'note', path: 'demo/SKILL.md', line: 5, column: 1 }]);
+    expect(report.findings[0]!.message).toContain('mcp-host.yaml');
+    expect(report.findings[0]!.message).toContain('--fix');
+    expect(report.status).toBe(0);
+  });
+});
+
+describe('spec/frontmatter-field: the Agent Skills specification\'s frontmatter fields', () => {
+  it('warns about each key outside name, description, license, compatibility, metadata and allowed-tools, at its line', () => {
+    const report = checkSkill(skillMd({ name: 'demo', whenToUse: 'When releasing.', extra: 'version: 2\nallowed-tools: Bash(git:*) Read' }));
+    expect(ofRule(report, 'spec/frontmatter-field')).toMatchObject([
+      { level: 'warning', path: 'demo/SKILL.md', line: 4, column: 1, message: expect.stringContaining('"when_to_use" is not an Agent Skills field') },
+      { level: 'warning', path: 'demo/SKILL.md', line: 5, column: 1, message: expect.stringContaining('"version" is not an Agent Skills field') },
+    ]);
+    expect(report.findings).toHaveLength(2);
+  });
+
+  it('warns about a license or allowed-tools that is not a string; metadata must map strings to strings (the catalog says so)', () => {
+    const report = checkSkill(skillMd({ name: 'demo', extra: 'allowed-tools: [Bash, Read]\nmetadata:\n  owner: team\n  level: 3' }));
+    expect(ofRule(report, 'spec/frontmatter-field')).toMatchObject([{ line: 5, message: 'frontmatter allowed-tools must be a string (space-separated tool names); it is a list' }]);
+    expect(ofRule(report, 'server/not-published').map((f) => f.message)).toEqual([expect.stringContaining('frontmatter metadata must map strings to strings')]);
+  });
+
+  it('accepts exactly the six fields, metadata of strings included', () => {
+    const report = checkSkill(skillMd({ name: 'demo', extra: 'compatibility: Needs node 20\nmetadata:\n  owner: team\nallowed-tools: Read' }));
+    expect(report.findings).toEqual([]);
   });
 });
 

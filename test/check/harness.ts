@@ -36,7 +36,10 @@ export function write(dir: string, files: Record<string, string | Buffer>): void
 export interface SkillMdOptions {
   name: string;
   description?: string;
-  /** `when_to_use` line; null leaves it out. */
+  /**
+   * A `when_to_use:` line (not an Agent Skills field: check warns); by default a `license: MIT`
+   * line stands in its place, so line numbers stay; null leaves the line out.
+   */
   whenToUse?: string | null;
   /** Extra frontmatter lines (YAML). */
   extra?: string;
@@ -46,7 +49,7 @@ export interface SkillMdOptions {
 /** A SKILL.md that passes every rule unless the options say otherwise. */
 export function skillMd(o: SkillMdOptions): string {
   const lines = ['---', `name: ${o.name}`, `description: ${o.description ?? 'Formats release notes. Use when the user asks for a changelog entry.'}`];
-  if (o.whenToUse !== null) lines.push(`when_to_use: ${o.whenToUse ?? 'When a release is being prepared.'}`);
+  if (o.whenToUse !== null) lines.push(o.whenToUse === undefined ? 'license: MIT' : `when_to_use: ${o.whenToUse}`);
   if (o.extra) lines.push(o.extra);
   lines.push('---', '', o.body ?? '# Release notes\n\nList the changes, newest first.\n');
   return lines.join('\n');

@@ -10,11 +10,11 @@ import { describe, expect, it } from 'vitest';
 import { checkJson, REPO, runCheck, skillMd, workspace, write } from './harness.js';
 import { sarifViolations } from './sarif-shape.js';
 
-/** One skill with exactly one error (bidi), one warning (zero-width) and one note (no when_to_use). */
+/** One skill with exactly one error (bidi), one warning (zero-width) and one note (a description with no "when" cue). */
 function mixed(): string {
   const cwd = workspace();
   write(cwd, {
-    'demo/SKILL.md': skillMd({ name: 'demo', whenToUse: null, body: '# Demo\n\nabc\u202Edef\nThe dep\u200Bloy step.\n' }),
+    'demo/SKILL.md': skillMd({ name: 'demo', description: 'Formats release notes.', whenToUse: null, body: '# Demo\n\nabc\u202Edef\nThe dep\u200Bloy step.\n' }),
     'demo/notes dir/a b.txt': 'plain\n',
   });
   return cwd;
@@ -31,7 +31,7 @@ describe('--format text (the default)', () => {
   it('prints path:line:col: level rule-id message, one line per finding sorted by place, then a summary', () => {
     const run = runCheck(mixed(), ['demo']);
     expect(run.stdout.split('\n')).toEqual([
-      'demo/SKILL.md:1:1: note advice/when-to-use no when_to_use hint in the frontmatter; skill_list shows it to models as whenToUse',
+      'demo/SKILL.md:3:1: note advice/description-trigger the description says what the skill is but not when to use it (no "when", "for", "if", "before" ... cue); hosts pick skills by it',
       'demo/SKILL.md:8:4: error unicode/bidi bidirectional control U+202E RIGHT-TO-LEFT OVERRIDE: the text displays in another order than it is read',
       'demo/SKILL.md:9:8: warning unicode/zero-width zero-width character U+200B ZERO WIDTH SPACE: invisible to a reader',
       '1 error, 1 warning, 1 note in 1 skill (2 text files read)',
@@ -78,7 +78,7 @@ describe('--format sarif', () => {
     const [sarifRun] = log.runs;
     expect(sarifRun!.tool.driver.name).toBe('skill-mcp');
     const ids = sarifRun!.tool.driver.rules.map((r) => r.id);
-    for (const id of ['unicode/bidi', 'unicode/tag', 'unicode/zero-width', 'credential/private-key', 'credential/cloud-key', 'credential/service-token', 'credential/high-entropy', 'script/interpreter', 'link/missing-target', 'hidden/instructions', 'advice/skill-md-length', 'advice/description-trigger', 'advice/when-to-use', 'server/not-published', 'server/declaration']) {
+    for (const id of ['unicode/bidi', 'unicode/tag', 'unicode/zero-width', 'credential/private-key', 'credential/cloud-key', 'credential/service-token', 'credential/high-entropy', 'script/interpreter', 'link/missing-target', 'hidden/instructions', 'advice/skill-md-length', 'advice/description-trigger', 'advice/declaration-sidecar', 'spec/frontmatter-field', 'server/not-published', 'server/declaration']) {
       expect(ids).toContain(id);
     }
     for (const rule of sarifRun!.tool.driver.rules) {
@@ -87,7 +87,7 @@ describe('--format sarif', () => {
       expect(['error', 'warning', 'note']).toContain(rule.defaultConfiguration.level);
     }
     expect(sarifRun!.results.map((r) => [r.ruleId, r.level, r.locations[0]!.physicalLocation.artifactLocation.uri, r.locations[0]!.physicalLocation.region])).toEqual([
-      ['advice/when-to-use', 'note', 'demo/SKILL.md', { startLine: 1, startColumn: 1 }],
+      ['advice/description-trigger', 'note', 'demo/SKILL.md', { startLine: 3, startColumn: 1 }],
       ['unicode/bidi', 'error', 'demo/SKILL.md', { startLine: 8, startColumn: 4 }],
       ['unicode/zero-width', 'warning', 'demo/SKILL.md', { startLine: 9, startColumn: 8 }],
       ['unicode/bidi', 'error', 'demo/notes%20dir/a%20b.txt', { startLine: 1, startColumn: 2 }],
@@ -129,7 +129,7 @@ describe('exit codes and --strict', () => {
 
   it('--strict leaves notes as notes (exit 0)', () => {
     const cwd = workspace();
-    write(cwd, { 'demo/SKILL.md': skillMd({ name: 'demo', whenToUse: null }) });
+    write(cwd, { 'demo/SKILL.md': skillMd({ name: 'demo', description: 'Formats release notes.' }) });
     const strict = checkJson(cwd, ['--strict', 'demo']);
     expect(strict).toMatchObject({ status: 0, summary: { notes: 1, errors: 0 } });
   });
@@ -140,7 +140,7 @@ describe('exit codes and --strict', () => {
       const run = runCheck(cwd, args);
       expect(run.status, args.join(' ')).toBe(2);
       expect(run.stdout).toBe('');
-      expect(run.stderr).toContain('usage: skill-mcp check [--format text|json|sarif] [--strict] PATH...');
+      expect(run.stderr).toContain('usage: skill-mcp check [--format text|json|sarif] [--strict] [--fix] PATH...');
     }
   });
 
@@ -153,8 +153,8 @@ describe('exit codes and --strict', () => {
   it('--help prints the usage and every rule to stdout and exits 0', () => {
     const run = runCheck(workspace(), ['--help']);
     expect(run).toMatchObject({ status: 0, stderr: '' });
-    expect(run.stdout).toMatch(/^usage: skill-mcp check \[--format text\|json\|sarif\] \[--strict\] PATH\.\.\./);
-    for (const id of ['server/not-published', 'unicode/tag', 'credential/high-entropy', 'hidden/instructions', 'advice/when-to-use']) expect(run.stdout).toContain(`  ${id} `);
+    expect(run.stdout).toMatch(/^usage: skill-mcp check \[--format text\|json\|sarif\] \[--strict\] \[--fix\] PATH\.\.\./);
+    for (const id of ['server/not-published', 'unicode/tag', 'credential/high-entropy', 'hidden/instructions', 'advice/declaration-sidecar', 'spec/frontmatter-field']) expect(run.stdout).toContain(`  ${id} `);
     expect(run.stdout).toContain('Exit status: 0 no errors, 1 at least one error, 2 usage error or a PATH that cannot be read.');
   });
 });

@@ -39,10 +39,23 @@ describe('--flag value and --flag=value are the same flag', () => {
     }
   });
 
+  test('--port (or --host, --metrics-port) without --http: exit 2, and the message says they are the HTTP front\'s and how to write it', () => {
+    for (const args of [['--port', '8080'], ['--port=8080'], ['--metrics-port', '9464']]) {
+      const r = bin(args);
+      expect(r.status, args.join(' ')).toBe(2);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toContain(`is a flag of the HTTP front: skill-mcp --http ${args.join(' ')}`);
+    }
+  });
+
+  test('--help names the metrics flags', () => {
+    expect(bin(['--help']).stdout).toContain('--metrics-port M [--metrics-host MH]');
+  });
+
   test('audit: --head H and --head=H name the same anchor; -n N and -nN print the same lines', () => {
     const dir = tempDir('audit-flags');
     const log = join(dir, 'audit.log');
-    writeFileSync(log, '');
+    writeFileSync(log, `${JSON.stringify({ seq: 1, ts: '2026-01-01T00:00:00.000Z', prev: '0'.repeat(64), event: 'e1' })}\n`);
     const anchor = join(dir, 'elsewhere.head');
     for (const args of [['--head', anchor], [`--head=${anchor}`]]) {
       expect(bin(['audit', 'verify', ...args, log])).toMatchObject({ status: 1, stdout: `UNVERIFIED tail: no anchor at ${anchor}\n` });

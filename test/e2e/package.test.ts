@@ -72,11 +72,23 @@ beforeAll(async () => {
 describe('npm pack, then npm install of the tarball', () => {
   test('the tarball holds the bundle, docs, LICENSE and the bundled skill; no tests and no TypeScript sources', () => {
     const { files } = packed;
-    for (const path of ['dist/skill-mcp.js', 'dist/skill-mcp.cjs', 'dist/skill-mcp.cache', 'dist/package.json', 'docs/architecture.md', 'docs/platform-notes.md', 'docs/http.md', 'LICENSE', 'README.md', 'SECURITY.md', 'skills/commit-message/SKILL.md', 'skills/commit-message/scripts/check-message.js', 'package.json']) {
+    for (const path of ['dist/skill-mcp.js', 'dist/skill-mcp.cjs', 'dist/skill-mcp-runner.cjs', 'dist/skill-mcp.cache', 'dist/package.json', 'dist/THIRD_PARTY_NOTICES.md', 'dist/sbom.cdx.json', 'docs/architecture.md', 'docs/platform-notes.md', 'docs/http.md', 'LICENSE', 'README.md', 'SECURITY.md', 'skills/commit-message/SKILL.md', 'skills/commit-message/scripts/check-message.js', 'package.json']) {
       expect(files, path).toContain(path);
     }
     expect(files.filter((path) => path.startsWith('test/') || path.startsWith('bench/') || path.startsWith('tools/'))).toEqual([]);
     expect(files.filter((path) => /\.(c|m)?ts$/.test(path))).toEqual([]);
+  });
+
+  test('what is bundled is declared: every bundled package has its licence text in THIRD_PARTY_NOTICES.md and a component in the CycloneDX SBOM', () => {
+    const notices = readFileSync(join(REPO, 'dist', 'THIRD_PARTY_NOTICES.md'), 'utf8');
+    const sbom = JSON.parse(readFileSync(join(REPO, 'dist', 'sbom.cdx.json'), 'utf8')) as { bomFormat: string; components: { name: string; version: string; purl: string }[] };
+    expect(sbom.bomFormat).toBe('CycloneDX');
+    for (const name of ['zod', 'yaml', 'msgpackr', '@modelcontextprotocol/server', 'minisearch']) {
+      const version = (JSON.parse(readFileSync(join(REPO, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version;
+      expect(notices, name).toContain(`## ${name} ${version} (`);
+      expect(sbom.components, name).toContainEqual(expect.objectContaining({ name, version }));
+    }
+    expect(notices).toContain('Permission is hereby granted');
   });
 
   test('the package declares no hard run-time dependency: everything but the optional koffi is bundled', () => {

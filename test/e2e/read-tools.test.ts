@@ -72,7 +72,7 @@ describe.each(ERAS)('read path on varied skills, $name', (era) => {
     // Standalone self-grant: the declared variable is granted but unset here, so the script gets only
     // the allowlist (the runner's private HOME and TMPDIR, our PATH) and no envWarning names it.
     expect(byName.get('python-tool')!.scripts).toEqual([
-      { script: 'scripts/csv_to_json.py', interpreter: 'python3', timeoutMs: 30_000, envNames: ['HOME', 'PATH', 'TMPDIR'], envNotSet: ['CSV_DELIMITER'] },
+      { script: 'scripts/csv_to_json.py', interpreter: 'python3', timeoutMs: 30_000, envNames: ['HOME', 'PATH', 'SKILL_DIR', 'TMPDIR'], envNotSet: ['CSV_DELIMITER'] },
     ]);
     expect(byName.get('declared-env')!.scripts[0]!.envNotSet).toEqual(['WEATHER_API_KEY', 'WEATHER_UNITS']);
     expect(byName.get('nested-refs')!.scripts.map((s) => s.interpreter)).toEqual(['node', 'python3']);
@@ -296,7 +296,7 @@ describe.each(ERAS)('bundled skills, $name', (era) => {
       const list = await skillList(served.client);
       expect(list.problems).toEqual([]);
       expect(list.skills.map((s) => s.name)).toEqual(['commit-message']);
-      expect(list.skills[0]!.scripts).toEqual([{ script: 'scripts/check-message.js', interpreter: 'node', timeoutMs: 10_000, envNames: ['HOME', 'PATH', 'TMPDIR'] }]);
+      expect(list.skills[0]!.scripts).toEqual([{ script: 'scripts/check-message.js', interpreter: 'node', timeoutMs: 10_000, envNames: ['HOME', 'PATH', 'SKILL_DIR', 'TMPDIR'] }]);
       const { skills } = await served.skills.list();
       for (const skill of skills) {
         if (skill.resources === 'dynamic') throw new Error('not dynamic');

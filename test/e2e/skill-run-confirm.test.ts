@@ -61,10 +61,10 @@ describe.each(ERAS)('a client that can show a prompt (form elicitation), $name',
     expect(message).toContain(`argv: ${JSON.stringify(['scripts/report.js', 'a "quoted" arg', ''])}`);
     // Names, not host paths: the interpreter by name, the cwd relative to its skill root.
     expect(message).toContain('interpreter: node\n');
-    expect(message).toMatch(/cwd: run-skills-\w+\/reporter\n/);
+    expect(message).toMatch(/cwd: a fresh workspace of this run \(the skill run-skills-\w+\/reporter is read-only in SKILL_DIR\)\n/);
     expect(message).toMatch(/isolation: \S+/);
     expect(message).toContain('timeout: 20 s');
-    expect(message).toContain('variables the script receives: HOME, PATH, TMPDIR');
+    expect(message).toContain('variables the script receives: HOME, PATH, SKILL_DIR, TMPDIR');
   });
 
   test.each(['decline', 'cancel'] as const)('%s returns cancelled and nothing runs', async (action) => {
@@ -125,7 +125,7 @@ describe.each(ERAS)('a client without a prompt: the token path, $name', (era) =>
     const preview = await askToken(served.client, { name: 'reporter', script: 'scripts/report.js', args: ['x', 'y z'] });
     expect(preview.mode).toBe('ask-user');
     expect(preview.instructions).toMatch(/approve/i);
-    expect(preview.preview.willRun).toMatchObject({ skill: 'reporter', argv: ['scripts/report.js', 'x', 'y z'], timeoutMs: 20_000, envNames: ['HOME', 'PATH', 'TMPDIR'] });
+    expect(preview.preview.willRun).toMatchObject({ skill: 'reporter', argv: ['scripts/report.js', 'x', 'y z'], timeoutMs: 20_000, envNames: ['HOME', 'PATH', 'SKILL_DIR', 'TMPDIR'] });
     expect(preview.confirmToken.length).toBeGreaterThan(20);
     expect(preview.expiresAt).toBeDefined();
     expect(runsStarted(stateDir)).toBe(before);

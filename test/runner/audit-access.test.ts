@@ -40,8 +40,10 @@ describe('audit log', () => {
     const file = join(runner.stateDir, 'audit.log');
     expect(statSync(file).mode & 0o777).toBe(0o600);
     const text = readFileSync(file, 'utf8');
-    const events = text.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
-    expect(events.map((e) => e['event'])).toEqual(['runner.start', 'run.prepare', 'run.accept', 'run.exit', 'run.reject']);
+    const all = text.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    // A signed checkpoint follows every decided run (docs/audit.md).
+    expect(all.map((e) => e['event'])).toEqual(['runner.start', 'run.prepare', 'run.accept', 'run.exit', 'audit.checkpoint', 'run.reject', 'audit.checkpoint']);
+    const events = all.filter((e) => e['event'] !== 'audit.checkpoint');
     expect(events[2]).toMatchObject({ argv: ['a.js', 'arg1'], env_names: expect.arrayContaining(['S_KEY']) });
     expect(events[3]).toMatchObject({ ended: 'exit', exit_code: 0, stdout_bytes: 7 });
     expect(events[4]).toMatchObject({ reason: 'token-reused' });

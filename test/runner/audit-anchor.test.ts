@@ -28,7 +28,7 @@ function verify(args: string[]): { status: number | null; stdout: string } {
   return { status: r.status, stdout: r.stdout };
 }
 
-/** A runner that has written a few lines (start, prepare, accept, exit), and its log's path. */
+/** A runner that has written a few lines (start, prepare, accept, exit, checkpoint), and its log's path. */
 async function busyRunner(base = tempDir('anchor')): Promise<{ runner: RunnerHandle; log: string; base: string }> {
   const runner = await startRunner({ env: { SKILLS_DIR: skills }, base, args: ['--uid-range', uidRange(6)] });
   started.push(runner);
@@ -55,31 +55,34 @@ describe('audit.head', () => {
     writeFileSync(log, `${kept.join('\n')}\n`);
     const out = verify([log]);
     expect(out.status).toBe(1);
-    expect(out.stdout).toMatch(/^TRUNCATED: the log ends at line 2 \(seq 2\) but the runner last wrote seq 4: lines after line 2 were deleted/);
+    expect(out.stdout).toMatch(/^TRUNCATED: the log ends at line 2 \(seq 2\) but the runner last wrote seq 5: lines after line 2 were deleted/);
   });
 
   it('detects a log emptied in place', async () => {
     const { log } = await busyRunner();
     writeFileSync(log, '');
-    expect(verify([log])).toMatchObject({ status: 1, stdout: expect.stringContaining('the log is empty but the runner last wrote seq 4') });
+    expect(verify([log])).toMatchObject({ status: 1, stdout: expect.stringContaining('the log is empty but the runner last wrote seq 5') });
   });
 
   it('detects a rollback that forges a correctly chained line with the anchored seq', async () => {
     const { log } = await busyRunner();
-    const kept = lines(log).slice(0, 3);
-    const forged = JSON.stringify({ seq: 4, ts: new Date().toISOString(), prev: lineHash(kept[2]!), event: 'run.exit', run_id: 'forged' });
+    const kept = lines(log).slice(0, 4);
+    const forged = JSON.stringify({ seq: 5, ts: new Date().toISOString(), prev: lineHash(kept[3]!), event: 'run.wait', run_id: 'forged' });
     writeFileSync(log, `${[...kept, forged].join('\n')}\n`);
-    expect(verify([log])).toMatchObject({ status: 1, stdout: expect.stringMatching(/^ROLLED BACK: line 4 \(seq 4\) is not the line the runner wrote/) });
+    expect(verify([log])).toMatchObject({ status: 1, stdout: expect.stringMatching(/^ROLLED BACK: line 5 \(seq 5\) is not the line the runner wrote/) });
   });
 
   it('a log cut while the runner was stopped stays detectable after the runner restarts and re-anchors', async () => {
     const { runner, log, base } = await busyRunner();
     await runner.stop();
+    const anchored = (JSON.parse(lines(log).at(-1)!) as { seq: number }).seq;
     writeFileSync(log, `${lines(log).slice(0, 2).join('\n')}\n`);
     const again = await startRunner({ env: { SKILLS_DIR: skills }, base, args: ['--uid-range', uidRange(6)] });
     started.push(again);
-    const start = JSON.parse(lines(log).at(-1)!) as Record<string, unknown>;
-    expect(start).toMatchObject({ event: 'runner.start', audit_anchor: 'truncated', audit_anchor_seq: 4, audit_log_last_seq: 2 });
+    // Its start line comes with its first decision.
+    expect(await again.client.prepare({ skill: 's', script: 'a.js', args: [] })).toMatchObject({ ok: true });
+    const start = JSON.parse(lines(log)[2]!) as Record<string, unknown>;
+    expect(start).toMatchObject({ event: 'runner.start', audit_anchor: 'truncated', audit_anchor_seq: anchored, audit_log_last_seq: 2 });
     expect(again.stderr()).toContain('the audit log does not match its anchor');
     const out = verify([log]);
     expect(out.status).toBe(1);

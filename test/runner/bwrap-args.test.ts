@@ -4,7 +4,7 @@
  * this pins the mounts that stop specific escapes.
  */
 import { describe, expect, it } from 'vitest';
-import { bwrapArgs, SKILL_MOUNT } from '../../runner/sandbox/bwrap.js';
+import { bwrapArgs, SKILL_MOUNT, WORKSPACE_MOUNT } from '../../runner/sandbox/bwrap.js';
 import { EGRESS_SOCKET_MOUNT } from '../../runner/egress/bridge.js';
 
 const layout = { links: [{ path: '/bin', target: 'usr/bin' }], dirs: [], extra: ['/opt/node'] };
@@ -50,5 +50,16 @@ describe('the sandbox command line', () => {
     expect(withEgress.lastIndexOf('--remount-ro')).toBeGreaterThan(at);
     expect(withEgress).toContain('--unshare-net');
     expect(withEgress).not.toContain('--share-net');
+  });
+});
+
+describe('the workspace', () => {
+  it('is bound read-write at /work and is the cwd, after the read-only skill', () => {
+    const withWorkspace = bwrapArgs(layout, { skillDir: '/home/alice/skills/pdf', tmpBytes: 1024, workspace: '/tmp/scratch/run-1-ab/work' });
+    const at = withWorkspace.indexOf('--bind');
+    expect(withWorkspace.slice(at, at + 3)).toEqual(['--bind', '/tmp/scratch/run-1-ab/work', WORKSPACE_MOUNT]);
+    expect(withWorkspace.filter((a) => a === '--bind')).toHaveLength(1);
+    expect(withWorkspace.slice(-2)).toEqual(['--chdir', WORKSPACE_MOUNT]);
+    expect(at).toBeGreaterThan(withWorkspace.indexOf(SKILL_MOUNT));
   });
 });

@@ -269,17 +269,18 @@ describe('what a run can make the runner hold', () => {
   });
 
   it('a script looping on refused connections writes at most the cap of audit lines; the rest are counted', async () => {
-    const audit = new AuditLog(join(dir, 'audit.log'), join(dir, 'audit.head'));
+    const audit = new AuditLog({ path: join(dir, 'audit.log'), anchorPath: join(dir, 'audit.head') });
+    audit.begin(() => ({ event: 'runner.start' }));
     const socketPath = join(dir, 'loop.sock');
     const proxy = await openRunProxy({ socketPath, uid: undefined, entries: ['a.example'], audit, runId: 'r1', maxAuditLines: 3 });
     try {
       for (let i = 0; i < 5; i++) expect(await once(socketPath, `CONNECT b.example:443 HTTP/1.1\r\n\r\n`)).toMatch(/^HTTP\/1\.1 403/);
     } finally {
       const totals = await proxy.close();
-      audit.close();
+      await audit.close();
       expect(totals).toEqual({ egress_allowed: 0, egress_refused: 5, egress_unlogged: 2 });
     }
     const lines = readFileSync(join(dir, 'audit.log'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
-    expect(lines.map((l) => [l['event'], l['decision'], l['destination']])).toEqual(Array(3).fill(['egress', 'refused', 'b.example:443']));
+    expect(lines.filter((l) => l['event'] !== 'runner.start').map((l) => [l['event'], l['decision'], l['destination']])).toEqual(Array(3).fill(['egress', 'refused', 'b.example:443']));
   });
 });

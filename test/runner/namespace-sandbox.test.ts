@@ -152,11 +152,11 @@ describe.each(variants)('the namespace sandbox, $name', (variant) => {
     expect(willRun.memoryBytes).toBe(512 * MIB);
   });
 
-  it.skipIf(skip)('sees only the system folders, its skill read-only as cwd, and a private /tmp as HOME and TMPDIR', async () => {
+  it.skipIf(skip)('sees only the system folders, a writable workspace as cwd (its skill read-only at /skill), and a private /tmp as HOME and TMPDIR', async () => {
     const { result } = await run('whoami.py');
     const seen = JSON.parse(text(result.stdout)) as { cwd: string; home: string; tmp: string; root: string[]; host: string };
-    expect(seen).toMatchObject({ cwd: '/skill', home: '/tmp', tmp: '/tmp', host: 'skill-sandbox' });
-    for (const entry of seen.root) expect(['bin', 'dev', 'etc', 'lib', 'lib32', 'lib64', 'libx32', 'proc', 'sbin', 'skill', 'tmp', 'usr']).toContain(entry);
+    expect(seen).toMatchObject({ cwd: '/work', home: '/tmp', tmp: '/tmp', host: 'skill-sandbox' });
+    for (const entry of seen.root) expect(['bin', 'dev', 'etc', 'lib', 'lib32', 'lib64', 'libx32', 'proc', 'sbin', 'skill', 'tmp', 'usr', 'work']).toContain(entry);
     expect(seen.root).not.toContain('home');
     expect(seen.root).not.toContain('root');
   });

@@ -62,7 +62,7 @@ write();
 `,
   'write-out.py': `import os, json
 results = {}
-for path in [os.path.join(os.getcwd(), "${marker}"), "/tmp/${marker}", "/etc/${marker}", "/var/tmp/${marker}", "/dev/shm/${marker}", os.path.join(os.environ["TMPDIR"], "scratch-ok"), os.path.join(os.environ["HOME"], "home-ok")]:
+for path in [os.path.join(os.environ["SKILL_DIR"], "${marker}"), os.path.join(os.getcwd(), "work-ok"), "/tmp/${marker}", "/etc/${marker}", "/var/tmp/${marker}", "/dev/shm/${marker}", os.path.join(os.environ["TMPDIR"], "scratch-ok"), os.path.join(os.environ["HOME"], "home-ok")]:
     try:
         with open(path, "w") as f:
             f.write("x")
@@ -227,11 +227,13 @@ describe.skipIf(!isRoot)(`hostile script in the root runner's sandbox, level ${l
     expect(result.exitCode).toBe(0);
   });
 
-  it('cannot write outside its scratch space (skill folder, /tmp, /var/tmp, /dev/shm, /etc)', async () => {
+  it('cannot write outside its scratch space and workspace (skill folder, /tmp, /var/tmp, /dev/shm, /etc)', async () => {
     const result = await attack('write-out.py');
     const out = JSON.parse(text(result.stdout)) as Record<string, string>;
     expect(out['scratch-ok']).toBe('written');
     expect(out['home-ok']).toBe('written');
+    // Its cwd is its own writable workspace; its skill (SKILL_DIR) is not writable.
+    expect(out['work-ok']).toBe('written');
     // In bubblewrap /tmp (its HOME) and /dev/shm are the run's own capped tmpfs: writing there stays inside.
     const privateTmp = (path: string): boolean => hasBwrap(level) && (path.startsWith('/tmp/') || path.startsWith('/dev/shm/'));
     for (const [path, outcome] of Object.entries(out)) if (!path.endsWith('-ok') && !privateTmp(path)) expect(outcome, path).not.toBe('written');

@@ -1,0 +1,175 @@
+/**
+ * @module What a run leaves in its workspace (docs/architecture.md §8, "A run's workspace"): every regular file it
+ * created or changed, read back by the runner after the run's processes are gone, up to an output
+ * budget; everything else found is listed with the reason it was not read. Nothing is dropped
+ * silently: a file past the budget, a link, a FIFO, a device or a socket is listed with `omitted`,
+ * and a walk that stopped early says so in `note`.
+ *
+ * Security: this code runs as the runner (often root) over a tree the run wrote. It never follows
+ * a symbolic link (lstat, O_NOFOLLOW), never opens what is not a regular file (lstat first, then
+ * O_NONBLOCK and an fstat of what was opened, which must be the same inode), reads at most the
+ * budget in all (a file's apparent size is checked before a byte is read, so a sparse 10 GiB file
+ * costs nothing), walks a bounded number of entries, and reads only files the run itself owns with
+ * a single link on the workspace's own file system: a hard link to a file outside the workspace
+ * (one the run could not read, linked where `fs.protected_hardlinks` is off) has a second link and
+ * is not read. The run is over when this runs (its pid namespace is gone, or its uid was reaped),
+ * so the tree no longer changes under the walk. At `same-uid` a process the script detached may
+ * outlive it and race the walk; that level has no sandbox at all (the script holds the runner's own
+ * rights), so the walk's checks there guard against mistakes, not against the script.
+ */
+import { closeSync, constants, fstatSync, lstatSync, openSync, opendirSync, readSync } from 'node:fs';
+import type { Stats } from 'node:fs';
+import { join } from 'node:path';
+import { sha256Hex } from '../../shared/run-io.js';
+import type { Workspace } from './workspace.js';
+
+/** Entries (files, folders, anything) examined at most: bounds the walk of a 100k-file bomb. */
+export const MAX_WALK_ENTRIES = 4096;
+/** Folder depth walked at most (a path is at most 1024 characters anyway). */
+const MAX_DEPTH = 64;
+
+export interface OutputFile {
+  path: string;
+  /** Apparent size (st_size) at the end of the run. */
+  size: number;
+  sha256?: string;
+  bytes?: Uint8Array;
+  /** Why the bytes are not carried (the file is still listed). */
+  omitted?: string;
+}
+
+export interface Collected {
+  files: OutputFile[];
+  /** Why `files` is not the whole workspace, when it is not. */
+  note?: string;
+  /** Bytes carried in `files`. */
+  bytes: number;
+}
+
+export const NOT_REGULAR = 'not a regular file';
+
+/** Reads exactly what fstat said the file holds (the run is over: it does not grow). */
+function readWhole(fd: number, size: number): Buffer {
+  const buf = Buffer.alloc(size);
+  let at = 0;
+  while (at < size) {
+    const n = readSync(fd, buf, at, size - at, at);
+    if (n === 0) break;
+    at += n;
+  }
+  return at === size ? buf : buf.subarray(0, at);
+}
+
+type Opened = { ok: true; bytes: Buffer } | { ok: false; omitted: string };
+
+/** Opens one entry that lstat showed as a regular file and reads it, if it is still that file. */
+function readRegular(path: string, seen: Stats, ws: Workspace): Opened {
+  // Security: a second name may sit outside the workspace; a file of another owner was not made by the run.
+  if (seen.nlink !== 1) return { ok: false, omitted: 'a hard link (it has other names, maybe outside the workspace), so it was not read' };
+  if (seen.uid !== ws.uid) return { ok: false, omitted: 'not owned by the run, so it was not read' };
+  if (seen.dev !== ws.dev) return { ok: false, omitted: 'on another file system than the workspace, so it was not read' };
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (error) {
+    return { ok: false, omitted: `could not be opened (${(error as NodeJS.ErrnoException).code ?? 'error'})` };
+  }
+  try {
+    const st = fstatSync(fd);
+    // Security: what was opened must be the very inode lstat saw (no swap to a FIFO or device).
+    if (!st.isFile() || st.ino !== seen.ino || st.dev !== seen.dev) return { ok: false, omitted: NOT_REGULAR };
+    return { ok: true, bytes: readWhole(fd, Math.min(st.size, seen.size)) };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Walks the workspace after the run and gives back every file it created or changed, in path
+ * order per folder, carrying bytes up to `budgetBytes` in all.
+ */
+export function collectOutputs(ws: Workspace, budgetBytes: number, maxEntries: number = MAX_WALK_ENTRIES): Collected {
+  const files: OutputFile[] = [];
+  let root: Stats;
+  try {
+    root = lstatSync(ws.dir);
+  } catch {
+    return { files, bytes: 0, note: 'the run removed its workspace folder; there is nothing to return' };
+  }
+  // Security: the run folder is the run's (at the uid levels): it could have swapped `work` for a link.
+  if (!root.isDirectory() || root.ino !== ws.ino || root.dev !== ws.dev) return { files, bytes: 0, note: 'the run replaced its workspace folder with something else; nothing was read from it' };
+  let left = budgetBytes;
+  let walked = 0;
+  let stopped: string | undefined;
+  const stack: { dir: string; rel: string; depth: number }[] = [{ dir: ws.dir, rel: '', depth: 0 }];
+  while (stack.length > 0 && stopped === undefined) {
+    const { dir, rel, depth } = stack.pop()!;
+    const names: string[] = [];
+    try {
+      const handle = opendirSync(dir);
+      try {
+        for (let entry = handle.readSync(); entry !== null; entry = handle.readSync()) {
+          if (walked >= maxEntries) {
+            stopped = `the workspace holds more than ${maxEntries} entries; the walk stopped there and the rest was not examined`;
+            break;
+          }
+          walked += 1;
+          names.push(entry.name);
+        }
+      } finally {
+        handle.closeSync();
+      }
+    } catch (error) {
+      files.push({ path: rel || '.', size: 0, omitted: `a folder that could not be read (${(error as NodeJS.ErrnoException).code ?? 'error'})` });
+      continue;
+    }
+    names.sort();
+    const folders: { dir: string; rel: string; depth: number }[] = [];
+    for (const name of names) {
+      const path = join(dir, name);
+      const relPath = rel === '' ? name : `${rel}/${name}`;
+      let st: Stats;
+      try {
+        st = lstatSync(path);
+      } catch {
+        continue; // cannot happen with the run over; nothing to report for an entry that is gone
+      }
+      if (st.isDirectory()) {
+        if (depth + 1 >= MAX_DEPTH) files.push({ path: relPath, size: 0, omitted: `a folder deeper than ${MAX_DEPTH} levels; not walked` });
+        else folders.push({ dir: path, rel: relPath, depth: depth + 1 });
+        continue;
+      }
+      if (st.isSymbolicLink()) {
+        files.push({ path: relPath, size: st.size, omitted: 'a symbolic link; links are never followed' });
+        continue;
+      }
+      if (!st.isFile()) {
+        files.push({ path: relPath, size: 0, omitted: NOT_REGULAR });
+        continue;
+      }
+      const input = ws.inputs.get(relPath);
+      // An input of another size has changed; one of the same size is read to compare (inputs are bounded).
+      const mayBeInput = input !== undefined && input.size === st.size;
+      if (!mayBeInput && st.size > left) {
+        files.push({ path: relPath, size: st.size, omitted: `past the output budget (${left} of ${budgetBytes} bytes were left; SKILL_MCP_RUN_OUTPUT_FILES_BYTES), so it was not read` });
+        continue;
+      }
+      const read = readRegular(path, st, ws);
+      if (!read.ok) {
+        files.push({ path: relPath, size: st.size, omitted: read.omitted });
+        continue;
+      }
+      const sha256 = sha256Hex(read.bytes);
+      if (input !== undefined && input.sha256 === sha256) continue; // an input returned unchanged
+      if (read.bytes.length > left) {
+        files.push({ path: relPath, size: read.bytes.length, sha256, omitted: `past the output budget (${left} of ${budgetBytes} bytes were left; SKILL_MCP_RUN_OUTPUT_FILES_BYTES)` });
+        continue;
+      }
+      left -= read.bytes.length;
+      files.push({ path: relPath, size: read.bytes.length, sha256, bytes: read.bytes });
+    }
+    // Reversed onto the stack, so folders are walked in name order.
+    for (const folder of folders.reverse()) stack.push(folder);
+  }
+  return { files, bytes: budgetBytes - left, ...(stopped !== undefined ? { note: stopped } : {}) };
+}

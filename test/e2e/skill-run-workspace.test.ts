@@ -1,0 +1,224 @@
+/**
+ * A workspace per run, through a real MCP client over stdio and the real runner, at whatever level
+ * this machine gives (CI runs it as root and as uid 40100, with bubblewrap and without): input
+ * files and stdin go in, the script starts in a fresh writable workspace with the skill read-only
+ * in SKILL_DIR, and every file it created or changed comes back — listed, and as an embedded
+ * resource — up to the output budget. Attack-named tests: hostile input paths, planted links,
+ * FIFOs, devices and hard links, output bombs, and a workspace that must never outlive the result.
+ */
+import { existsSync, readdirSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { callTool, ERAS, expectNoLeftovers, serve, SUITE_TMP, tempDir, type Served } from './harness.js';
+import { audit } from './run-skills.js';
+import { writeWorkspaceSkill } from './workspace-skill.js';
+
+const MIB = 1024 * 1024;
+const BUDGET = 3 * MIB;
+const sha = (bytes: Uint8Array | string): string => createHash('sha256').update(bytes).digest('hex');
+
+type Resource = { type: 'resource'; resource: { uri: string; mimeType?: string; text?: string; blob?: string } };
+interface RunAnswer {
+  isError: boolean;
+  value: Record<string, unknown>;
+  resources: Resource[];
+}
+
+let served: Served;
+let stateDir: string;
+/** The runner's scratch folder (its TMPDIR is the suite's), where each run's folder lives. */
+const scratch = join(SUITE_TMP, `skill-mcp-scratch-${process.getuid!()}`);
+
+beforeAll(async () => {
+  const root = tempDir('workspace');
+  writeWorkspaceSkill(root);
+  stateDir = join(SUITE_TMP, 'state');
+  // A small output budget, and a file-size limit a sparse 10 GiB file fits under (its blocks are never written).
+  served = await serve({ SKILLS_DIR: root, MCP_CONFIRM_MODE: 'auto', SKILL_MCP_RUN_OUTPUT_FILES_BYTES: String(BUDGET), SKILL_MCP_RUN_FSIZE_BYTES: String(2 ** 40) }, ERAS[1]!);
+}, 60_000);
+afterAll(async () => {
+  await served?.close();
+  await expectNoLeftovers();
+});
+
+async function call(args: Record<string, unknown>, signal?: AbortSignal): Promise<RunAnswer> {
+  const result = await served.client.callTool({ name: 'skill_run', arguments: { name: 'workspace', args: [], ...args } }, signal ? { signal } : undefined);
+  const content = result.content as ({ type: 'text'; text: string } | Resource)[];
+  const text = content.filter((c) => c.type === 'text').map((c) => (c as { text: string }).text).join('');
+  return { isError: result.isError === true, value: (result.structuredContent ?? JSON.parse(text)) as Record<string, unknown>, resources: content.filter((c): c is Resource => c.type === 'resource') };
+}
+
+/** Preview, then run with the token (the same arguments both times). */
+async function run(args: Record<string, unknown>): Promise<RunAnswer & { preview: Record<string, unknown> }> {
+  const first = await call(args);
+  expect(first.value['status'], JSON.stringify(first.value)).toBe('confirmation-required');
+  const answer = await call({ ...args, confirmToken: first.value['confirmToken'] });
+  return { ...answer, preview: (first.value['preview'] as { willRun: Record<string, unknown> }).willRun };
+}
+
+type Listed = { path: string; size: number; sha256?: string; omitted?: string };
+const listed = (answer: RunAnswer): Listed[] => answer.value['files'] as Listed[];
+const entry = (answer: RunAnswer, path: string): Listed | undefined => listed(answer).find((f) => f.path === path);
+const runFolders = (): string[] => (existsSync(scratch) ? readdirSync(scratch).filter((n) => n.startsWith('run-')) : []);
+
+describe('a workspace per run', () => {
+  it('the happy path: a script reads form.txt from its cwd and stdin, writes out/result.json, and it comes back', async () => {
+    const form = 'name: Ada\n';
+    const answer = await run({ script: 'scripts/fill.py', args: ['form.txt', 'out/result.json'], stdin: 'from stdin', files: [{ path: 'form.txt', text: form }] });
+    expect(answer.isError, JSON.stringify(answer.value)).toBe(false);
+    expect(answer.value).toMatchObject({ status: 'completed', exitCode: 0, stdout: 'filled out/result.json\n' });
+    // The preview named the input and stdin by size and digest; the approval bound them.
+    expect(answer.preview['inputs']).toEqual({ files: [{ path: 'form.txt', size: form.length, sha256: sha(form) }], stdin: { size: 10, sha256: sha('from stdin') } });
+    const result = answer.resources.find((r) => r.resource.uri.endsWith('/out/result.json'))!;
+    expect(result.resource.uri).toBe(`skill-run://${answer.value['runId'] as string}/out/result.json`);
+    expect(result.resource.mimeType).toBe('application/json');
+    const written = JSON.parse(result.resource.text!) as Record<string, unknown>;
+    expect(written).toMatchObject({ form, stdin: 'from stdin', script_in_skill: true });
+    expect(typeof written['skill_dir']).toBe('string');
+    // Listed with its digest; the input came back unchanged, so it is not returned.
+    expect(listed(answer)).toEqual([{ path: 'out/result.json', size: Buffer.byteLength(result.resource.text!), sha256: sha(result.resource.text!) }]);
+    // The audit lines name the inputs and outputs by size and digest.
+    const lines = audit(stateDir).filter((l) => l.run_id === answer.value['runId']);
+    expect(lines.find((l) => l.event === 'run.accept')).toMatchObject({ inputs: [{ path: 'form.txt', size: form.length, sha256: sha(form) }], stdin_bytes: 10, stdin_sha256: sha('from stdin') });
+    expect(lines.find((l) => l.event === 'run.exit')).toMatchObject({ outputs: [{ path: 'out/result.json', sha256: sha(result.resource.text!) }] });
+    expect(runFolders()).toEqual([]);
+  });
+
+  it('the skill stays read-only: a script cannot write into SKILL_DIR (except at same-uid, where it owns its copy)', async () => {
+    const answer = await run({ script: 'scripts/write-skill.py' });
+    // same-uid has no sandbox: the script runs as the owner of the runner's copy (SECURITY.md says so).
+    expect(answer.value['stdout']).toMatch(answer.preview['isolation'] === 'same-uid' ? /^wrote/ : /^refused \d+/);
+  });
+
+  it('an input changed after the approval is DRAFT_CHANGED with a fresh preview naming the new digest', async () => {
+    const first = await call({ script: 'scripts/fill.py', args: ['form.txt', 'o.json'], files: [{ path: 'form.txt', text: 'approved' }] });
+    const swapped = await call({ script: 'scripts/fill.py', args: ['form.txt', 'o.json'], files: [{ path: 'form.txt', text: 'swapped!' }], confirmToken: first.value['confirmToken'] });
+    expect(swapped.isError).toBe(true);
+    expect(swapped.value).toMatchObject({ status: 'draft-changed', error: { code: 'DRAFT_CHANGED' } });
+    const fresh = (swapped.value['preview'] as { willRun: { inputs: unknown } }).willRun.inputs;
+    expect(fresh).toEqual({ files: [{ path: 'form.txt', size: 8, sha256: sha('swapped!') }] });
+    expect(audit(stateDir).filter((l) => l.event === 'run.reject' && l.reason === 'draft-changed').length).toBeGreaterThan(0);
+  });
+
+  it('a changed input is returned as changed; an unchanged input is not returned', async () => {
+    const answer = await run({ script: 'scripts/edit.py', files: [{ path: 'data.txt', text: 'one\n' }, { path: 'same.txt', text: 'same\n' }] });
+    expect(answer.value['stdout']).toBe('same\n');
+    expect(listed(answer)).toEqual([{ path: 'data.txt', size: 9, sha256: sha('one\nmore\n') }]);
+    expect(answer.resources.map((r) => [r.resource.uri.split('/').pop(), r.resource.text])).toEqual([['data.txt', 'one\nmore\n']]);
+  });
+
+  it('binary inputs travel as base64 and arrive byte for byte', async () => {
+    const bytes = Buffer.from([0, 1, 2, 255, 254, 10]);
+    const answer = await run({ script: 'scripts/edit.py', files: [{ path: 'data.txt', base64: bytes.toString('base64') }, { path: 'same.txt', text: '' }] });
+    const back = answer.resources.find((r) => r.resource.uri.endsWith('/data.txt'))!;
+    expect(Buffer.from(back.resource.blob!, 'base64')).toEqual(Buffer.concat([bytes, Buffer.from('more\n')]));
+  });
+});
+
+describe('hostile input paths are refused before anything runs', () => {
+  const cases: [string, unknown[], string][] = [
+    ['traversal with ..', [{ path: '../escape.txt', text: 'x' }], 'INVALID_PATH'],
+    ['an absolute path', [{ path: '/etc/cron.d/x', text: 'x' }], 'INVALID_PATH'],
+    ['a NUL byte', [{ path: 'a\u0000b', text: 'x' }], 'INVALID_PATH'],
+    ['a control character', [{ path: 'a\u001bb', text: 'x' }], 'INVALID_PATH'],
+    ['a backslash', [{ path: '..\\x', text: 'x' }], 'INVALID_PATH'],
+    ['a duplicate path', [{ path: 'a.txt', text: 'x' }, { path: 'a.txt', text: 'y' }], 'INVALID_PATH'],
+    ['a case collision', [{ path: 'Form.pdf', text: 'x' }, { path: 'form.PDF', text: 'y' }], 'INVALID_PATH'],
+    ['a Unicode collision (NFC vs NFD)', [{ path: 'caf\u00e9.txt', text: 'x' }, { path: 'cafe\u0301.txt', text: 'y' }], 'INVALID_PATH'],
+    ['a file that is also a folder', [{ path: 'in', text: 'x' }, { path: 'in/notes.txt', text: 'y' }], 'INVALID_PATH'],
+    ['invalid base64', [{ path: 'a.bin', base64: 'not base64!' }], 'BAD_REQUEST'],
+    ['both text and base64', [{ path: 'a.bin', base64: 'AA==', text: 'x' }], 'BAD_REQUEST'],
+  ];
+  it.each(cases)('attack: %s', async (_name, files, code) => {
+    const before = audit(stateDir).filter((l) => l.event === 'run.prepare').length;
+    const answer = await call({ script: 'scripts/fill.py', files });
+    expect(answer.isError).toBe(true);
+    expect((answer.value['error'] as { code: string }).code).toBe(code);
+    expect((answer.value['error'] as { message: string }).message).toMatch(/nothing was run/);
+    // Refused by the front before any preview was asked for.
+    expect(audit(stateDir).filter((l) => l.event === 'run.prepare').length).toBe(before);
+  });
+});
+
+describe('outputs never follow or read what a script plants', () => {
+  it('attack: a symlink to /etc/passwd, a link to /etc, a FIFO, a device node and hard links are listed, never read', async () => {
+    const answer = await run({ script: 'scripts/plant.py' });
+    expect(answer.value['exitCode'], JSON.stringify(answer.value)).toBe(0);
+    const made = JSON.parse(answer.value['stdout'] as string) as Record<string, string>;
+    expect(entry(answer, 'passwd-link')?.omitted).toMatch(/symbolic link/);
+    expect(entry(answer, 'dir-link')?.omitted).toMatch(/symbolic link/);
+    expect(entry(answer, 'pipe')).toMatchObject({ omitted: 'not a regular file' });
+    // A device node can be made only with CAP_MKNOD (never inside a sandbox); if it was, it is not opened.
+    if (made['null-device'] === 'made') expect(entry(answer, 'null-device')).toMatchObject({ omitted: 'not a regular file' });
+    else expect(entry(answer, 'null-device')).toBeUndefined();
+    // A hard link to a file outside (where the kernel allowed one at all) is not read; nor a link made inside.
+    if (made['etc-passwd-hardlink'] === 'made') expect(entry(answer, 'etc-passwd-hardlink')?.omitted).toMatch(/hard link|not owned/);
+    expect(made['own-hardlink']).toBe('made');
+    expect(entry(answer, 'own.txt')?.omitted).toMatch(/hard link/);
+    expect(entry(answer, 'own-hardlink')?.omitted).toMatch(/hard link/);
+    // The one ordinary file comes back; nothing of /etc/passwd does, anywhere.
+    expect(answer.resources.map((r) => r.resource.uri.split('/').pop())).toEqual(['plain.txt']);
+    expect(JSON.stringify(answer)).not.toMatch(/root:x?:0:0/);
+  });
+});
+
+describe('output bombs', () => {
+  it('attack: 100k files — the walk stops at its bound and says so', async () => {
+    const answer = await run({ script: 'scripts/many.py' });
+    expect(answer.value['exitCode'], JSON.stringify(answer.value).slice(0, 500)).toBe(0);
+    expect(answer.value['filesNote']).toMatch(/more than \d+ entries; the walk stopped/);
+    expect(listed(answer).length).toBeLessThanOrEqual(4096);
+    expect(runFolders()).toEqual([]);
+  }, 400_000);
+
+  it('attack: one huge file is listed as omitted past the budget; the small one still comes back', async () => {
+    const answer = await run({ script: 'scripts/huge.py' });
+    expect(entry(answer, 'huge.bin')).toMatchObject({ size: 8 * MIB, omitted: expect.stringMatching(/past the output budget/) });
+    expect(entry(answer, 'small.txt')).toMatchObject({ size: 6, sha256: sha('small\n') });
+    expect(answer.resources).toHaveLength(1);
+  });
+
+  it('attack: a sparse 10 GiB file counts by its apparent size and is refused without being read', async () => {
+    const answer = await run({ script: 'scripts/sparse.py' });
+    expect(answer.value['stdout'], JSON.stringify(answer.value)).toBe(`${10 * 1024 ** 3}\n`);
+    expect(entry(answer, 'sparse.bin')).toMatchObject({ size: 10 * 1024 ** 3, omitted: expect.stringMatching(/past the output budget/) });
+    expect(answer.resources).toHaveLength(0);
+  });
+
+  it('outputs past the budget are listed as omitted, never dropped', async () => {
+    const answer = await run({ script: 'scripts/budget.py' });
+    expect(entry(answer, 'a.bin')).toMatchObject({ size: 2 * MIB, sha256: expect.any(String) });
+    expect(entry(answer, 'a.bin')?.omitted).toBeUndefined();
+    expect(entry(answer, 'b.bin')).toMatchObject({ size: 2 * MIB, omitted: expect.stringMatching(/past the output budget/) });
+    expect(answer.resources.map((r) => r.resource.uri.split('/').pop())).toEqual(['a.bin']);
+  });
+});
+
+describe('the workspace never outlives the result', () => {
+  it('after a timeout the workspace is gone, and what the script wrote still comes back', async () => {
+    const answer = await run({ script: 'scripts/hold.py' });
+    expect(answer.value).toMatchObject({ timedOut: true });
+    expect(entry(answer, 'started')).toMatchObject({ size: 3 });
+    expect(runFolders()).toEqual([]);
+  });
+
+  it('after a cancel the workspace is gone', async () => {
+    const first = await call({ script: 'scripts/hold.py' });
+    const aborter = new AbortController();
+    const pending = call({ script: 'scripts/hold.py', confirmToken: first.value['confirmToken'] }, aborter.signal).catch((error: unknown) => error);
+    // The script has started once its marker is in its workspace (a host folder, at every level).
+    const deadline = Date.now() + 30_000;
+    const started = (): boolean => runFolders().some((f) => existsSync(join(scratch, f, 'work', 'started')));
+    while (!started() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(started()).toBe(true);
+    aborter.abort();
+    await pending;
+    // The runner kills the run, then removes its folder before its exit line; the client stopped waiting at once.
+    const gone = Date.now() + 30_000;
+    const exit = (): Record<string, unknown> | undefined => audit(stateDir).find((l) => l.event === 'run.exit' && l['ended'] === 'cancelled');
+    while (exit() === undefined && Date.now() < gone) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(exit(), 'the run ended as cancelled, not by its timeout').toBeDefined();
+    expect(runFolders()).toEqual([]);
+  });
+});
