@@ -3,12 +3,17 @@
  * a lock file holding `<pid> <nonce>`. Every standalone `skill-mcp` a user starts runs its own
  * runner on the same state directory, and their audit appends must not interleave (each line's
  * `seq` and `prev` continue the line before it). The lock is held only for the synchronous span of
- * one append (a few ms), so a waiter spins with short sleeps. A lock whose holder is gone (its pid
+ * one write (a few ms). `withLockAsync` is the one for request paths: its waiter sleeps on timers
+ * (backing off), so the event loop goes on serving while another process holds the lock.
+ * `withLock` waits by blocking the thread (Atomics.wait) and is for start-up, where nothing else
+ * runs yet. A lock whose holder is gone (its pid
  * is dead, or it is older than STALE_LOCK_MS — no append takes that long, and a reused pid cannot
  * keep it forever) is broken, so a process killed mid-append never blocks the next one.
  */
 import { randomBytes } from 'node:crypto';
 import { closeSync, constants, linkSync, lstatSync, openSync, readdirSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { link, open, unlink } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { basename, dirname, join } from 'node:path';
 import { SkillMcpError } from '../shared/errors.js';
 import { readNoFollow } from './state.js';
@@ -45,9 +50,14 @@ export function readHeld(path: string): { content: string; pid: number; ageMs: n
   }
 }
 
-/** Our own pid with another nonce is a predecessor's lock: this process holds none while it waits. */
-function isStale(held: { pid: number; ageMs: number }): boolean {
-  return held.ageMs > STALE_LOCK_MS || !Number.isSafeInteger(held.pid) || held.pid === process.pid || !pidAlive(held.pid);
+/**
+ * Whether a lock's holder is gone. For `withLock`, our own pid with another nonce is a
+ * predecessor's lock (this thread holds none while it blocks); for `withLockAsync` it may be
+ * another request of this very process, so only its age can make it stale.
+ */
+function isStale(held: { pid: number; ageMs: number }, ownPidIsStale = true): boolean {
+  if (held.ageMs > STALE_LOCK_MS || !Number.isSafeInteger(held.pid)) return true;
+  return held.pid === process.pid ? ownPidIsStale : !pidAlive(held.pid);
 }
 
 /**
@@ -118,6 +128,54 @@ export function withLock<T>(path: string, fn: () => T): T {
     return fn();
   } finally {
     release(path, content);
+  }
+}
+
+/**
+ * {@link withLock} for request paths: the lock file is made and linked with fs.promises, and a
+ * waiter sleeps on a timer between tries (1, 2, 4 … up to 8 ms, jittered) instead of blocking the
+ * thread. `fn` runs synchronously under the lock, so the critical section stays as short as
+ * `withLock`'s. Break-and-release are the same checked steps.
+ */
+export async function withLockAsync<T>(path: string, fn: () => T): Promise<T> {
+  const nonce = randomBytes(8).toString('hex');
+  const content = `${process.pid} ${nonce}\n`;
+  const tmp = `${path}.${process.pid}.${nonce}.tmp`;
+  const handle = await open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+  try {
+    await handle.writeFile(content);
+  } finally {
+    await handle.close();
+  }
+  const deadline = Date.now() + LOCK_WAIT_MS;
+  try {
+    for (let attempt = 1; ; attempt++) {
+      let linked = true;
+      try {
+        await link(tmp, path);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+        linked = false;
+      }
+      if (linked) {
+        // Held from here: `fn` and the release run in this one synchronous span, no await between.
+        try {
+          return fn();
+        } finally {
+          release(path, content);
+        }
+      }
+      const held = readHeld(path);
+      if (held === undefined) continue;
+      if (isStale(held, false)) {
+        breakLock(path, held.content, `${path}.${process.pid}.${nonce}.stale`);
+        continue;
+      }
+      if (Date.now() > deadline) throw new SkillMcpError('INTERNAL', `the lock ${path} stayed busy for ${LOCK_WAIT_MS} ms (held by pid ${held.pid})`);
+      await sleep(Math.min(2 ** (attempt - 1), MAX_SLEEP_MS) * (0.5 + Math.random()));
+    }
+  } finally {
+    await unlink(tmp);
   }
 }
 

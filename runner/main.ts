@@ -37,6 +37,10 @@ import { readExplicitIndex } from './deps/index-settings.js';
 import { EnvVerifier } from './deps/verify.js';
 import { DEFAULT_CLAIM_DIR, UidClaims } from './uids/claims.js';
 import { UidPool } from './uids/pool.js';
+import { ChunkGate } from '../shared/chunk-gate.js';
+
+/** Skill-content chunks the runner reads and hashes at once, over all its requests (shared/chunk-gate.ts). */
+const HASH_CHUNKS_AT_ONCE = 2;
 
 function log(message: string): void {
   process.stderr.write(`skill-mcp runner: ${message}\n`);
@@ -119,9 +123,9 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
     ? new UidPool(opts.uidRange, [0, process.getuid!(), ...(opts.frontUid !== undefined ? [opts.frontUid] : [])], new UidClaims(env['SKILL_MCP_UID_CLAIM_DIR'] || DEFAULT_CLAIM_DIR))
     : undefined;
   // Root tries the sandbox as a real run uid: what must work is bubblewrap as that uid.
-  const probeUid = uidPool?.takeOrUndefined();
+  const probeUid = await uidPool?.takeOrUndefined();
   const platform = probePlatform({ searchPath: env['PATH'], bwrapSetting: opts.bwrap, probeUid, tmpBytes: opts.limits.tmpBytes });
-  if (probeUid !== undefined) uidPool?.release(probeUid);
+  if (probeUid !== undefined) await uidPool?.release(probeUid);
   if (platform.missing.length > 0 && platform.isolation !== 'namespace') log(`isolation ${platform.isolation}: ${platform.missing.join('; ')} (skill-mcp doctor says more)`);
   const { limits } = settings;
 
@@ -143,7 +147,7 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
   if ('why' in peer) log(`warning: no peer-credential check (${peer.why}); relying on socket directory modes`);
   const service = new RunnerService({
     ctx: {
-      env, bundledSkills: options.bundledSkills, limits, platform, memoryBytes: opts.limits.memoryBytes,
+      env, bundledSkills: options.bundledSkills, limits, platform, memoryBytes: opts.limits.memoryBytes, hashGate: new ChunkGate(HASH_CHUNKS_AT_ONCE),
       deps: { envsDir: envsDirOf(opts.stateDir), identities: new Identities(), verifier: new EnvVerifier(), index: readExplicitIndex(env) },
     },
     key, ledger, audit, environ, refusedWhy, ttlMs: settings.confirmTtlSeconds * 1000, scratchDir: opts.scratchDir, uidPool,

@@ -11,7 +11,11 @@
  * path rules refuse control characters, so a line can never hold a newline of its own.
  */
 import { createHash } from 'node:crypto';
-import { readSync } from 'node:fs';
+import { read } from 'node:fs';
+import { promisify } from 'node:util';
+import type { ChunkGate } from './chunk-gate.js';
+
+const readAsync = promisify(read);
 
 export interface FileDigestLine {
   /** `/`-separated path inside the skill, as the manifest names it. */
@@ -36,19 +40,27 @@ export function shortDigest(hex: string): string {
 /**
  * Hashes an open file from offset 0 to its end through `scratch`, handing each chunk to `sink`
  * too (the runner writes its copy from the very bytes it hashes). Stops with `over` once more than
- * `maxBytes` were read, so a file that grows while it is read cannot blow a cap.
+ * `maxBytes` were read, so a file that grows while it is read cannot blow a cap. Each chunk is read
+ * off the event loop (the thread pool) and the sink awaited before the next read: a process
+ * hashing a 64 MiB skill still answers its other requests (a cancel) between two chunks.
  */
-export function hashOpenFile(fd: number, scratch: Buffer, maxBytes: number, sink?: (chunk: Buffer) => void): { sha256: string; size: number } | { over: true } {
+export async function hashOpenFileAsync(fd: number, scratch: Buffer, maxBytes: number, sink?: (chunk: Buffer) => Promise<void>, gate?: ChunkGate): Promise<{ sha256: string; size: number } | { over: true }> {
   const hash = createHash('sha256');
   let size = 0;
+  // One chunk: read, hash, hand on. Through the gate, when the process has one.
+  const step = async (): Promise<number> => {
+    const { bytesRead: got } = await readAsync(fd, scratch, 0, scratch.length, size);
+    if (got === 0 || size + got > maxBytes) return got;
+    const chunk = scratch.subarray(0, got);
+    hash.update(chunk);
+    if (sink) await sink(chunk);
+    return got;
+  };
   for (;;) {
-    const got = readSync(fd, scratch, 0, scratch.length, size);
+    const got = await (gate ? gate.run(step) : step());
     if (got === 0) break;
     size += got;
     if (size > maxBytes) return { over: true };
-    const chunk = scratch.subarray(0, got);
-    hash.update(chunk);
-    sink?.(chunk);
   }
   return { sha256: hash.digest('hex'), size };
 }

@@ -6,6 +6,7 @@
  * (443 and 80). Pure: the declaration parser, the grant, the preview and the runner's proxy all
  * read entries with these functions, so what a person approves is what the proxy lets through.
  */
+import { readHost } from './host-literal.js';
 
 /** Ports an entry without `:port` allows: HTTPS and HTTP. */
 export const DEFAULT_PORTS: readonly number[] = [443, 80];
@@ -24,31 +25,16 @@ export interface EgressEntry {
 
 export type Parsed<T> = { ok: true; value: T } | { ok: false; why: string };
 
-const LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
-const IPV4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
+export { canonicalIpv6 } from './host-literal.js';
 
-/** Canonical IPv6 text (WHATWG URL's serializer), or undefined when `text` is not an IPv6 address. */
-export function canonicalIpv6(text: string): string | undefined {
-  if (!/^[0-9a-fA-F:.]+$/.test(text) || !text.includes(':')) return undefined;
-  try {
-    return new URL(`http://[${text}]/`).hostname.slice(1, -1);
-  } catch {
-    return undefined;
-  }
+const LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+
+function bracketed(host: string, ip: 0 | 4 | 6): string {
+  return ip === 6 ? `[${host}]` : host;
 }
 
-/**
- * A host as it may appear in an entry or a request: a name, a dotted-quad IPv4 or a bracketed
- * IPv6. Security: numeric forms other than the dotted quad (`0x7f.1`, `2130706433`, `0177.0.0.1`)
- * are refused, so no spelling of an address can pass for a name or for another address.
- */
-export function parseHost(text: string): Parsed<{ host: string; ip: 0 | 4 | 6 }> {
-  if (text.startsWith('[') && text.endsWith(']')) {
-    const v6 = canonicalIpv6(text.slice(1, -1));
-    return v6 === undefined ? { ok: false, why: `${JSON.stringify(text)} is not an IPv6 address` } : { ok: true, value: { host: v6, ip: 6 } };
-  }
-  const host = text.toLowerCase();
-  if (IPV4.test(host)) return { ok: true, value: { host, ip: 4 } };
+/** The name rules (labels, length, not a number) for a host that did not read as an address. */
+function checkName(text: string, host: string): Parsed<{ host: string; ip: 0 | 4 | 6 }> {
   if (host.length === 0 || host.length > 253) return { ok: false, why: 'a host name is 1 to 253 characters' };
   const labels = host.split('.');
   if (!labels.every((label) => LABEL.test(label))) {
@@ -58,6 +44,39 @@ export function parseHost(text: string): Parsed<{ host: string; ip: 0 | 4 | 6 }>
     return { ok: false, why: `${JSON.stringify(text)} reads as a number, not a name; write an IPv4 address as four decimal numbers (127.0.0.1)` };
   }
   return { ok: true, value: { host, ip: 0 } };
+}
+
+const UNSPECIFIED = 'is an unspecified address (0.0.0.0/8 or [::]): it names no peer and reaches this machine; write the address you mean (127.0.0.1 for this machine)';
+
+/**
+ * A host as an entry must write it: a name, a dotted-quad IPv4 or a bracketed IPv6.
+ * Security: every other spelling of an address — numeric forms other than the dotted quad
+ * (`0x7f.1`, `2130706433`, `0177.0.0.1`), IPv4 wrapped in IPv6 (`[::ffff:127.0.0.1]`), a zone id,
+ * a trailing dot — is refused with the canonical text to write instead, so what a person reads in
+ * a declaration is the one spelling every check knows; the unspecified addresses are refused.
+ */
+export function parseHost(text: string): Parsed<{ host: string; ip: 0 | 4 | 6 }> {
+  const read = readHost(text);
+  if (read === undefined) return { ok: false, why: `${JSON.stringify(text)} is not an IPv6 address` };
+  if (read.unspecified) return { ok: false, why: `${JSON.stringify(text)} ${UNSPECIFIED}` };
+  if (read.ip === 0 && read.spelled) return checkName(text, text.toLowerCase());
+  if (read.spelled) {
+    return { ok: false, why: `${JSON.stringify(text)} is the address ${bracketed(read.host, read.ip)} spelled another way; write ${bracketed(read.host, read.ip)} (an IPv4 address as four decimal numbers)` };
+  }
+  return read.ip === 0 ? checkName(text, read.host) : { ok: true, value: { host: read.host, ip: read.ip } };
+}
+
+/**
+ * A host as a proxied request names it, normalised: any spelling of an address becomes the
+ * address (so it meets the entries and the SSRF guard as itself), a trailing dot is dropped.
+ * Security: normalised before the policy, never refused for its spelling alone, so no spelling
+ * reaches an address the canonical text would not; the unspecified addresses are refused.
+ */
+export function parseRequestHost(text: string): Parsed<{ host: string; ip: 0 | 4 | 6 }> {
+  const read = readHost(text);
+  if (read === undefined) return { ok: false, why: `${JSON.stringify(text)} is not an IPv6 address` };
+  if (read.unspecified) return { ok: false, why: `${JSON.stringify(text)} ${UNSPECIFIED}` };
+  return read.ip === 0 ? checkName(text, read.host) : { ok: true, value: { host: read.host, ip: read.ip } };
 }
 
 function parsePort(text: string): number | undefined {
@@ -82,14 +101,14 @@ function splitAuthority(text: string): { host: string; port?: string } {
 }
 
 /**
- * A destination a proxied request names: `host:port` of a CONNECT (the port is required), with
- * the same strict host rules as an entry.
+ * A destination a proxied request names: `host:port` of a CONNECT (the port is required), its
+ * host normalised ({@link parseRequestHost}).
  */
 export function parseDestination(authority: string): Parsed<{ host: string; ip: 0 | 4 | 6; port: number }> {
   const { host: hostText, port: portText } = splitAuthority(authority);
   const port = portText === undefined ? undefined : parsePort(portText);
   if (port === undefined) return { ok: false, why: `${JSON.stringify(authority)} is not host:port` };
-  const host = parseHost(hostText);
+  const host = parseRequestHost(hostText);
   return host.ok ? { ok: true, value: { ...host.value, port } } : host;
 }
 

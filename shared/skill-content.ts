@@ -6,9 +6,10 @@
  * hashed; the front calls it without one to compare its view with its runner's.
  */
 import { closeSync, fstatSync } from 'node:fs';
+import type { ChunkGate } from './chunk-gate.js';
 import type { ErrorCode } from './errors.js';
 import { isSkillMcpError } from './errors.js';
-import { combineFileDigests, hashOpenFile } from './content-digest.js';
+import { combineFileDigests, hashOpenFileAsync } from './content-digest.js';
 import { openInsideSkill } from './open-inside.js';
 import { walkSkill } from './skill-walk.js';
 
@@ -17,7 +18,12 @@ import { walkSkill } from './skill-walk.js';
  * file growing while it is read) must not be able to fill the runner's disk or stall it hashing.
  */
 export const MAX_RUN_CONTENT_BYTES = 64 * 1024 * 1024;
-const CHUNK_BYTES = 64 * 1024;
+/**
+ * Read and hashed this much at a time, each read off the event loop: small enough that hashing one
+ * chunk (well under a millisecond) never holds up the process's other requests, large enough that
+ * a 64 MiB skill is a few hundred reads.
+ */
+const CHUNK_BYTES = 256 * 1024;
 
 export interface ContentFile {
   path: string;
@@ -35,15 +41,17 @@ export interface SkillContent {
 
 export type ContentResult = { ok: true; content: SkillContent } | { ok: false; code: ErrorCode; why: string };
 
-/** Where a copy of each file goes: `open` before its bytes (with its mode), then chunks, then `close`. */
+/** Where a copy of each file goes: `open` before its bytes (with its mode), then chunks (each awaited before the next read), then `close`. */
 export interface ContentSink {
-  open(path: string, mode: number): { write(chunk: Buffer): void; close(): void };
+  open(path: string, mode: number): { write(chunk: Buffer): Promise<void>; close(): void };
 }
 
 export interface ContentLimits {
   maxFiles: number;
   maxDirs: number;
   maxBytes: number;
+  /** The process's gate on chunks read at once (the runner's: its event loop stays free for its other requests). */
+  gate?: ChunkGate;
 }
 
 function tooLarge(holds: string, max: number): ContentResult {
@@ -73,7 +81,7 @@ export async function readSkillContent(name: string, realDir: string, limits: Co
     try {
       const out = sink?.open(file.path, fstatSync(opened.fd).mode);
       try {
-        const hashed = hashOpenFile(opened.fd, scratch, limits.maxBytes - bytes, out ? (chunk) => out.write(chunk) : undefined);
+        const hashed = await hashOpenFileAsync(opened.fd, scratch, limits.maxBytes - bytes, out ? (chunk) => out.write(chunk) : undefined, limits.gate);
         // Security: files that grew after the walk still cannot take the copy past its cap.
         if ('over' in hashed) return tooLarge(`more than ${limits.maxBytes}`, limits.maxBytes);
         files.push({ path: file.path, sha256: hashed.sha256, size: hashed.size });

@@ -6,6 +6,7 @@
  * length. Pure.
  */
 import type { Hit } from './finding.js';
+import { assignments } from './assignments.js';
 import { LineIndex } from './text.js';
 
 /** Shannon entropy (bits per character) at or above which an assigned value looks random. */
@@ -16,39 +17,89 @@ export const ENTROPY_MIN_LENGTH = 16;
 interface Pattern {
   ruleId: 'credential/private-key' | 'credential/cloud-key' | 'credential/service-token';
   what: string;
+  /** Global, and bounded: an open-ended run (`{20,}`) is matched to its minimum here, then `tail` extends it. */
   regex: RegExp;
+  /**
+   * Sticky `[class]*` continuing the match to the end of its run, where the pattern would say
+   * `{n,}`: V8 keeps a backtracking entry per character of an open-ended run and overflows its
+   * stack on a run of millions, and a regex cannot stop there without backtracking.
+   */
+  tail?: RegExp;
+  /** After the run: no word character (the pattern's trailing `\b`). */
+  wordEnd?: boolean;
   /** Characters of the match that are safe to show (a fixed prefix, never secret material). */
   shown: (match: string) => number;
+  /** A further test of the whole match, where a regex would have to backtrack to express it. */
+  accept?: (match: string) => boolean;
 }
 
 const PATTERNS: Pattern[] = [
-  // The header names the key type and holds no key material: it is shown whole.
+  // The header names the key type and holds no key material: it is shown whole. `[A-Z0-9 ]` never
+  // holds "-", so two headers' runs never overlap (linear).
   { ruleId: 'credential/private-key', what: 'a private key block', regex: /-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----/g, shown: (m) => m.length },
   { ruleId: 'credential/cloud-key', what: 'an AWS access key id', regex: /\b(?:AKIA|ASIA)[0-9A-Z]{16}\b/g, shown: () => 4 },
-  { ruleId: 'credential/service-token', what: 'a GitHub token', regex: /\bgh[pousr]_[A-Za-z0-9]{36,}\b/g, shown: () => 4 },
-  { ruleId: 'credential/service-token', what: 'a GitHub fine-grained token', regex: /\bgithub_pat_[A-Za-z0-9_]{22,}/g, shown: () => 11 },
-  { ruleId: 'credential/service-token', what: 'a Slack token', regex: /\bxox[baprs]-[A-Za-z0-9-]{10,}/g, shown: () => 5 },
-  { ruleId: 'credential/service-token', what: 'an Anthropic API key', regex: /\bsk-ant-[A-Za-z0-9_-]{20,}/g, shown: () => 7 },
-  // OpenAI-style `sk-` keys; the tail must mix letters and digits, so `sk-learn-...` prose is not one.
-  { ruleId: 'credential/service-token', what: 'an OpenAI-style API key', regex: /\bsk-(?!ant-)(?:proj-|svcacct-)?(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{20,}/g, shown: () => 3 },
-  { ruleId: 'credential/service-token', what: 'a Stripe live key', regex: /\b[sr]k_live_[A-Za-z0-9]{20,}/g, shown: () => 8 },
+  { ruleId: 'credential/service-token', what: 'a GitHub token', regex: /\bgh[pousr]_[A-Za-z0-9]{36}/g, tail: /[A-Za-z0-9]*/y, wordEnd: true, shown: () => 4 },
+  { ruleId: 'credential/service-token', what: 'a GitHub fine-grained token', regex: /\bgithub_pat_[A-Za-z0-9_]{22}/g, tail: /[A-Za-z0-9_]*/y, shown: () => 11 },
+  { ruleId: 'credential/service-token', what: 'a Slack token', regex: /\bxox[baprs]-[A-Za-z0-9-]{10}/g, tail: /[A-Za-z0-9-]*/y, shown: () => 5 },
+  { ruleId: 'credential/service-token', what: 'an Anthropic API key', regex: /\bsk-ant-[A-Za-z0-9_-]{20}/g, tail: /[A-Za-z0-9_-]*/y, shown: () => 7 },
+  // OpenAI-style `sk-` keys; the tail must mix letters and digits, so `sk-learn-...` prose is not one
+  // (checked on the match by `accept`: lookaheads here would rescan the rest of a run from every `sk-`).
+  { ruleId: 'credential/service-token', what: 'an OpenAI-style API key', regex: /\bsk-(?!ant-)[A-Za-z0-9_-]{20}/g, tail: /[A-Za-z0-9_-]*/y, shown: () => 3, accept: (m) => /\d/.test(m.slice(3)) && /[A-Za-z]/.test(m.slice(3)) },
+  { ruleId: 'credential/service-token', what: 'a Stripe live key', regex: /\b[sr]k_live_[A-Za-z0-9]{20}/g, tail: /[A-Za-z0-9]*/y, shown: () => 8 },
   { ruleId: 'credential/service-token', what: 'a Google API key', regex: /\bAIza[0-9A-Za-z_-]{35}\b/g, shown: () => 4 },
 ];
 
+/** Each match of `pattern` in `text`: its offset and text, as the open-ended regex would match it. */
+function* matches(text: string, pattern: Pattern): Generator<{ start: number; value: string }> {
+  const regex = new RegExp(pattern.regex.source, pattern.regex.flags);
+  const tail = pattern.tail ? new RegExp(pattern.tail.source, 'y') : undefined;
+  for (let m = regex.exec(text); m !== null; m = regex.exec(text)) {
+    let end = m.index + m[0].length;
+    if (tail) {
+      tail.lastIndex = end;
+      end += tail.exec(text)![0].length;
+    }
+    // A word character after the run (only "_" can be: the run took the rest) fails `\b`, at every
+    // shorter length too; the regex goes on from the next character.
+    if (pattern.wordEnd && end < text.length && /\w/.test(text[end]!)) {
+      regex.lastIndex = m.index + 1;
+      continue;
+    }
+    regex.lastIndex = end;
+    yield { start: m.index, value: text.slice(m.index, end) };
+  }
+}
+
+/** Which characters are already part of a finding (a known shape wins over the heuristic), one flag per code unit. */
+class Taken {
+  readonly #marks: Uint8Array;
+  constructor(length: number) {
+    this.#marks = new Uint8Array(length);
+  }
+
+  /** Marks [start, end) unless a character of it is taken; false when one was. */
+  claim(start: number, end: number): boolean {
+    for (let i = start; i < end; i++) if (this.#marks[i] === 1) return false;
+    this.#marks.fill(1, start, end);
+    return true;
+  }
+}
+
 const SECRET_NAME = /secret|token|passw(?:or)?d|pwd|api[_-]?key|access[_-]?key|auth[_-]?key|private[_-]?key|credential/i;
-/** `name = value`, `name: value`, `"name": "value"`, `name => value`. */
-const ASSIGNMENT = /([A-Za-z_][A-Za-z0-9_.-]*)["']?\s*(?::|=>?|:=)\s*(["'`]?)([^\s"'`,;]+)\2?/g;
 /** Values that name a secret rather than hold one. */
-const REFERENCE = /^[$<{%]|process\.env|os\.environ|getenv|ENV\[|secrets\.|example|placeholder|changeme|x{6,}/i;
+const REFERENCE = /^[$<{%]|process\.env|os\.environ|getenv|ENV\[|secrets\.|example|placeholder|changeme|x{6}/i;
 
 /** Shannon entropy of `value` in bits per character. */
 export function shannonEntropy(value: string): number {
   const counts = new Map<string, number>();
-  const chars = [...value];
-  for (const c of chars) counts.set(c, (counts.get(c) ?? 0) + 1);
+  let length = 0;
+  for (const c of value) {
+    counts.set(c, (counts.get(c) ?? 0) + 1);
+    length++;
+  }
   let bits = 0;
   for (const n of counts.values()) {
-    const p = n / chars.length;
+    const p = n / length;
     bits -= p * Math.log2(p);
   }
   return bits;
@@ -63,29 +114,23 @@ export function redact(value: string, shown: number): string {
 export function findCredentials(text: string): Hit[] {
   const lines = new LineIndex(text);
   const hits: Hit[] = [];
-  const taken: [number, number][] = [];
+  const taken = new Taken(text.length);
   for (const pattern of PATTERNS) {
-    for (const match of text.matchAll(pattern.regex)) {
-      const value = match[0];
+    for (const { start, value } of matches(text, pattern)) {
       // Documentation keys (AWS's AKIAIOSFODNN7EXAMPLE) are not secrets.
-      if (/EXAMPLE/i.test(value)) continue;
-      const start = match.index;
-      if (taken.some(([s, e]) => start < e && start + value.length > s)) continue;
-      taken.push([start, start + value.length]);
+      if (/EXAMPLE/i.test(value) || (pattern.accept && !pattern.accept(value))) continue;
+      if (!taken.claim(start, start + value.length)) continue;
       const shown = pattern.shown(value);
       const message = shown >= value.length ? `${pattern.what} (${value}) is shipped with the skill` : `${pattern.what} ${redact(value, shown)} is shipped with the skill`;
       hits.push({ ruleId: pattern.ruleId, message, ...lines.at(start) });
     }
   }
-  for (const match of text.matchAll(ASSIGNMENT)) {
-    const [, name, , value] = match as unknown as [string, string, string, string];
+  for (const { name, value, start } of assignments(text)) {
     if (!SECRET_NAME.test(name) || value.length < ENTROPY_MIN_LENGTH) continue;
     if (REFERENCE.test(value) || !/\d/.test(value) || !/[A-Za-z]/.test(value)) continue;
-    const start = match.index + match[0].lastIndexOf(value);
-    if (taken.some(([s, e]) => start < e && start + value.length > s)) continue;
     const bits = shannonEntropy(value);
     if (bits < ENTROPY_THRESHOLD_BITS) continue;
-    taken.push([start, start + value.length]);
+    if (!taken.claim(start, start + value.length)) continue;
     hits.push({
       ruleId: 'credential/high-entropy',
       message: `"${name}" is assigned a random-looking value ${redact(value, 3)}: ${bits.toFixed(2)} bits per character, at or over the ${ENTROPY_THRESHOLD_BITS} threshold`,

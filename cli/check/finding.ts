@@ -51,7 +51,11 @@ export const MAX_HITS_PER_RULE_AND_FILE = 20;
  */
 export function capHits(hits: Hit[]): Hit[] {
   const byRule = new Map<string, Hit[]>();
-  for (const hit of hits) byRule.set(hit.ruleId, [...(byRule.get(hit.ruleId) ?? []), hit]);
+  for (const hit of hits) {
+    const group = byRule.get(hit.ruleId);
+    if (group) group.push(hit);
+    else byRule.set(hit.ruleId, [hit]);
+  }
   const kept: Hit[] = [];
   for (const group of byRule.values()) {
     if (group.length <= MAX_HITS_PER_RULE_AND_FILE) {

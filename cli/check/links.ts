@@ -5,11 +5,10 @@
  */
 import { posix } from 'node:path';
 import type { Hit } from './finding.js';
+import { inlineLinks, type InlineTarget } from './inline-links.js';
 import { LineIndex, maskMarkdownCode } from './text.js';
 
-/** `[text](target "title")` and `![alt](target)`; the target may be in angle brackets. */
-const INLINE = /!?\[[^\]\n]*\]\(\s*(<[^>\n]*>|[^\s)]+)(?:\s+(?:"[^"]*"|'[^']*'|\([^)]*\)))?\s*\)/g;
-/** `[id]: target` reference definitions. */
+/** `[id]: target` reference definitions (anchored at a line start: one try per line). */
 const DEFINITION = /^ {0,3}\[[^\]\n]+\]:[ \t]*(<[^>\n]*>|\S+)/gm;
 const SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*:/;
 
@@ -24,17 +23,16 @@ export interface LinkTarget {
 export function relativeLinks(markdown: string, from = 0): LinkTarget[] {
   const masked = maskMarkdownCode(markdown);
   const out: LinkTarget[] = [];
-  for (const regex of [INLINE, DEFINITION]) {
-    for (const match of masked.matchAll(regex)) {
-      const written = match[1]!;
-      const angled = written.startsWith('<');
-      const offset = match.index + match[0].indexOf(written) + (angled ? 1 : 0);
-      if (offset < from) continue;
-      const raw = angled ? written.slice(1, -1) : written;
-      // Absolute URLs (https:, mailto:), in-page anchors and absolute paths are not skill files.
-      if (raw === '' || SCHEME.test(raw) || raw.startsWith('#') || raw.startsWith('/')) continue;
-      out.push({ raw, offset });
-    }
+  const found: InlineTarget[] = inlineLinks(masked);
+  for (const match of masked.matchAll(DEFINITION)) found.push({ written: match[1]!, offset: match.index + match[0].indexOf(match[1]!) });
+  for (const { written, offset: at } of found) {
+    const angled = written.startsWith('<');
+    const offset = at + (angled ? 1 : 0);
+    if (offset < from) continue;
+    const raw = angled ? written.slice(1, -1) : written;
+    // Absolute URLs (https:, mailto:), in-page anchors and absolute paths are not skill files.
+    if (raw === '' || SCHEME.test(raw) || raw.startsWith('#') || raw.startsWith('/')) continue;
+    out.push({ raw, offset });
   }
   return out.sort((a, b) => a.offset - b.offset);
 }

@@ -5,6 +5,7 @@
  */
 import { closeSync, lstatSync, readSync } from 'node:fs';
 import { join } from 'node:path';
+import { isBytecode } from '../../shared/bytecode.js';
 import { INTERPRETERS } from '../../shared/declaration.js';
 import type { DiscoveredSkill } from '../../shared/discover.js';
 import { FrontmatterError, parseSkillMd } from '../../shared/frontmatter.js';
@@ -108,6 +109,12 @@ export async function checkSkillFiles(found: DiscoveredSkill, record: SkillRecor
   const files = record?.files ?? (await walkSkill(found.name, found.realDir, found.displayPath, { maxFiles: limits.maxFilesPerSkill, maxDirs: limits.maxDirsPerSkill })).files;
   for (const file of files) {
     if (file.path === 'SKILL.md') continue;
+    if (isBytecode(file.path)) {
+      // Compiled Python is code no reviewer can read; it is never copied into a run (shared/bytecode.ts).
+      hits.set(file.path, [{ ruleId: 'hidden/bytecode', message: 'compiled Python is shipped with the skill: it is code no reviewer can read, and python would run it instead of the source beside it. skill-mcp never copies it into a run; remove it (and add __pycache__/ and *.pyc to the files you publish from)' }]);
+      filesNotScanned++;
+      continue;
+    }
     const text = readText(found.realDir, file.path);
     if (text === undefined) {
       filesNotScanned++;

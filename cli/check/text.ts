@@ -52,8 +52,48 @@ export function maskMarkdownCode(text: string): string {
     }
     return line;
   });
-  // Inline code spans: a run of backticks up to the next run of the same length.
-  return out.join('\n').replace(/(`+)([\s\S]*?[^`])\1(?!`)/g, (span) => span.replace(/[^\n]/g, ' '));
+  return maskCodeSpans(out.join('\n'));
+}
+
+/**
+ * Inline code spans masked: a run of backticks opens a span that the next run of exactly the same
+ * length closes (a run with no such partner is literal text). Runs are listed once, and each
+ * length keeps a pointer to its next run, so the text is read a bounded number of times — a
+ * regex (`(`+)([\s\S]*?[^`])\1`) rescanned the rest of the text from every unmatched backtick.
+ */
+function maskCodeSpans(text: string): string {
+  const starts: number[] = [];
+  const lengths: number[] = [];
+  for (let at = text.indexOf('`'); at !== -1; ) {
+    let end = at + 1;
+    while (text.charCodeAt(end) === 96) end++;
+    starts.push(at);
+    lengths.push(end - at);
+    at = text.indexOf('`', end);
+  }
+  if (starts.length < 2) return text;
+  // The next run of the same length after each run (-1: none), from one backward pass.
+  const nextSame = new Int32Array(starts.length);
+  const lastOf = new Map<number, number>();
+  for (let r = starts.length - 1; r >= 0; r--) {
+    nextSame[r] = lastOf.get(lengths[r]!) ?? -1;
+    lastOf.set(lengths[r]!, r);
+  }
+  let codes: Uint16Array | undefined;
+  for (let r = 0; r < starts.length; ) {
+    const closer = nextSame[r]!;
+    if (closer === -1) {
+      r++;
+      continue;
+    }
+    if (codes === undefined) {
+      codes = new Uint16Array(text.length);
+      for (let i = 0; i < text.length; i++) codes[i] = text.charCodeAt(i);
+    }
+    for (let i = starts[r]!, end = starts[closer]! + lengths[closer]!; i < end; i++) if (codes[i] !== 10) codes[i] = 32;
+    r = closer + 1;
+  }
+  return codes ? new TextDecoder('utf-16le').decode(codes) : text;
 }
 
 /** Characters that would make a quoted excerpt misleading or multi-line. */

@@ -34,11 +34,12 @@ function hex(cp: number): string {
 
 /** A zero-width joiner inside an emoji sequence (👨‍👩‍👧) is how those are written, not hiding. */
 function isEmojiJoiner(text: string, offset: number): boolean {
+  const after = text.codePointAt(offset + 1);
+  if (after === undefined || !PICTOGRAPHIC.test(String.fromCodePoint(after))) return false;
   const before = [...text.slice(Math.max(0, offset - 4), offset)];
   // Skip a variation selector (U+FE0F) or skin-tone modifier between the emoji and the joiner.
   while (before.length > 0 && /[\ufe0f\u{1f3fb}-\u{1f3ff}]/u.test(before[before.length - 1]!)) before.pop();
-  const after = [...text.slice(offset + 1, offset + 3)][0];
-  return before.length > 0 && PICTOGRAPHIC.test(before[before.length - 1]!) && after !== undefined && PICTOGRAPHIC.test(after);
+  return before.length > 0 && PICTOGRAPHIC.test(before[before.length - 1]!);
 }
 
 function describeRun(kind: Kind, cps: number[]): string {

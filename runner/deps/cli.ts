@@ -45,7 +45,7 @@ export async function depsMain(argv: string[], options: { bundledSkills: string 
   const asRoot = process.getuid?.() === 0;
   const pool = asRoot ? new UidPool(parseUidRange(env['SKILL_MCP_UID_RANGE'] || DEFAULT_UID_RANGE), [0], new UidClaims(env['SKILL_MCP_UID_CLAIM_DIR'] || DEFAULT_CLAIM_DIR)) : undefined;
   // Root installs as a uid of the run range, claimed like a run's, so no run shares it meanwhile.
-  const uid = pool?.take();
+  const uid = await pool?.take();
   try {
     const platform = probePlatform({ searchPath: env['PATH'], bwrapSetting: env['SKILL_MCP_BWRAP'] || undefined, probeUid: uid, tmpBytes: 64 * 1024 * 1024 });
     const ids = new Identities();
@@ -115,6 +115,6 @@ export async function depsMain(argv: string[], options: { bundledSkills: string 
     if (rows.length === 0) out('no served skill declares requirements');
     if (failed > 0) process.exitCode = 1;
   } finally {
-    if (uid !== undefined) pool?.release(uid);
+    if (uid !== undefined) await pool?.release(uid);
   }
 }

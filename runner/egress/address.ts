@@ -6,6 +6,7 @@
  * literally. Pure: address text in, a kind out.
  */
 import { isIPv4, isIPv6 } from 'node:net';
+import { formatEgressEntry, parseEgressEntry } from '../../shared/egress.js';
 
 export type AddressKind =
   | 'public' | 'loopback' | 'private' | 'link-local' | 'metadata' | 'unspecified' | 'multicast' | 'reserved';
@@ -14,6 +15,8 @@ export type AddressKind =
 const V4_RANGES: [string, number, AddressKind][] = [
   ['169.254.169.254', 32, 'metadata'], // AWS, GCP, Azure, OpenStack instance metadata
   ['100.100.100.200', 32, 'metadata'], // Alibaba Cloud metadata
+  ['168.63.129.16', 32, 'metadata'], // Azure wire server (instance configuration)
+  ['192.0.0.192', 32, 'metadata'], // Oracle Cloud metadata
   ['0.0.0.0', 8, 'unspecified'], // "this network": 0.0.0.0 reaches the local host on Linux
   ['10.0.0.0', 8, 'private'],
   ['100.64.0.0', 10, 'private'], // carrier-grade NAT (shared address space)
@@ -95,4 +98,31 @@ export function classifyAddress(ip: string): AddressKind {
   const bare = ip.split('%')[0]!;
   if (isIPv6(bare)) return classifyV6(bare);
   return 'reserved';
+}
+
+/** What an address of each kind is, in the words of a preview. */
+const KIND_WORDS: Partial<Record<AddressKind, string>> = {
+  loopback: 'this machine (loopback)',
+  private: 'a private network',
+  'link-local': 'the local link',
+  metadata: 'a cloud metadata service (it hands out instance credentials)',
+  reserved: 'a reserved range',
+  multicast: 'a multicast group',
+};
+
+/**
+ * The preview's warning for entries naming an address that is not on the public internet, or
+ * undefined. Security: entries are canonical (shared/egress.ts refuses every other spelling), so
+ * `127.0.0.1` is warned about however the author first wrote it; a person approving
+ * `169.254.169.254` is told it is the metadata service, not just shown four numbers.
+ */
+export function specialAddressWarning(entries: readonly string[]): string | undefined {
+  const lines = entries.flatMap((text) => {
+    const parsed = parseEgressEntry(text);
+    if (!parsed.ok || parsed.value.ip === 0) return [];
+    const words = KIND_WORDS[classifyAddress(parsed.value.host)];
+    return words === undefined ? [] : [`${formatEgressEntry(parsed.value)} is ${words}`];
+  });
+  if (lines.length === 0) return undefined;
+  return `The script may connect to addresses that are not on the public internet: ${lines.join('; ')}.`;
 }

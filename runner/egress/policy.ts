@@ -6,7 +6,7 @@
  * else between the check and the connection (DNS rebinding).
  */
 import { lookup as dnsLookup } from 'node:dns/promises';
-import { DEFAULT_PORTS, entryMatches, formatEgressEntry, parseHost } from '../../shared/egress.js';
+import { DEFAULT_PORTS, entryMatches, formatEgressEntry, parseRequestHost } from '../../shared/egress.js';
 import type { EgressEntry } from '../../shared/egress.js';
 import { classifyAddress } from './address.js';
 
@@ -31,9 +31,13 @@ function suggestedEntry(host: string, ip: 0 | 4 | 6, port: number): string {
   return DEFAULT_PORTS.includes(port) ? shown : `${shown}:${port}`;
 }
 
-/** Decides one destination. `hostText` is as the request wrote it (a name, a dotted quad or `[v6]`). */
+/**
+ * Decides one destination. `hostText` is as the request wrote it (a name, an IPv4 number or `[v6]`).
+ * Security: it is normalised first (shared/host-literal.ts), so `[::ffff:127.0.0.1]`, `0x7f.1` or
+ * `127.0.0.1.` meets the entries and the guard as `127.0.0.1`, and `0.0.0.0` / `[::]` are refused.
+ */
 export async function decide(entries: readonly EgressEntry[], hostText: string, port: number, lookup: Lookup): Promise<Decision> {
-  const parsed = parseHost(hostText);
+  const parsed = parseRequestHost(hostText);
   if (!parsed.ok) return { allowed: false, reason: 'bad-destination', status: 400, message: `skill-mcp egress proxy: ${parsed.why}` };
   const { host, ip } = parsed.value;
   const shown = `${ip === 6 ? `[${host}]` : host}:${port}`;

@@ -13,6 +13,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { closeSync, constants, fsyncSync, linkSync, lstatSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SkillMcpError } from '../../shared/errors.js';
 import type { LedgerStatus, SpendOutcome, TokenLedger } from './types.js';
@@ -31,12 +32,23 @@ const LEGACY_FILE = 'spent-tokens';
 
 export type { SpendOutcome } from './types.js';
 
-function fsyncDir(dir: string): void {
+/** The folder's entries made durable (start-up: the legacy migration). */
+function fsyncDirSync(dir: string): void {
   const fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
   try {
     fsyncSync(fd);
   } finally {
     closeSync(fd);
+  }
+}
+
+/** The folder's entries made durable, off the event loop (a spend is on the request path). */
+async function fsyncDir(dir: string): Promise<void> {
+  const handle = await open(dir, constants.O_RDONLY | constants.O_DIRECTORY);
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
   }
 }
 
@@ -68,8 +80,8 @@ export class SpentLedger implements TokenLedger {
     }
   }
 
-  /** Creates the marker atomically; false when it exists. Durable only after fsyncDir. */
-  private place(jti: string, exp: number): boolean {
+  /** {@link place} at start-up, before any request (the legacy migration), blocking. */
+  private placeSync(jti: string, exp: number): boolean {
     const target = this.markerPath(jti);
     const tmp = join(this.dir, `.${jti}.${randomBytes(6).toString('hex')}.tmp`);
     const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
@@ -79,6 +91,11 @@ export class SpentLedger implements TokenLedger {
     } finally {
       closeSync(fd);
     }
+    return this.link(tmp, target);
+  }
+
+  /** Publishes the marker: `link` fails with EEXIST when the token is spent already. */
+  private link(tmp: string, target: string): boolean {
     try {
       linkSync(tmp, target);
       return true;
@@ -90,16 +107,30 @@ export class SpentLedger implements TokenLedger {
     }
   }
 
+  /** Creates the marker atomically (written and fsynced off the event loop); false when it exists. Durable only after fsyncDir. */
+  private async place(jti: string, exp: number): Promise<boolean> {
+    const target = this.markerPath(jti);
+    const tmp = join(this.dir, `.${jti}.${randomBytes(6).toString('hex')}.tmp`);
+    const handle = await open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+    try {
+      await handle.writeFile(`${exp}\n`);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    return this.link(tmp, target);
+  }
+
   /**
    * Spends a token; returns only once the marker is on disk. Security: `reused` means another use
    * (in this runner or another) got there first, even by a microsecond: the caller must not run.
    * `expired` is decided here again, at the moment of spending, so a marker can never be pruned
    * (PRUNE_GRACE_MS after expiry) while a use of its token is still being decided.
    */
-  spend(jti: string, exp: number, nowMs: number): SpendOutcome {
+  async spend(jti: string, exp: number, nowMs: number): Promise<SpendOutcome> {
     if (exp <= nowMs) return 'expired';
-    if (!this.place(jti, exp)) return 'reused';
-    fsyncDir(this.dir);
+    if (!(await this.place(jti, exp))) return 'reused';
+    await fsyncDir(this.dir);
     if (nowMs - this.lastPruneMs > PRUNE_EVERY_MS) this.prune(nowMs);
     return 'spent';
   }
@@ -153,9 +184,9 @@ export class SpentLedger implements TokenLedger {
     }
     for (const line of text.split('\n')) {
       const match = /^([A-Za-z0-9_-]{16,64}) (\d{1,16})$/.exec(line);
-      if (match && Number(match[2]) + PRUNE_GRACE_MS > nowMs) this.place(match[1]!, Number(match[2]));
+      if (match && Number(match[2]) + PRUNE_GRACE_MS > nowMs) this.placeSync(match[1]!, Number(match[2]));
     }
-    fsyncDir(this.dir);
+    fsyncDirSync(this.dir);
     for (const old of [path, `${path}.tmp`]) {
       try {
         unlinkSync(old);
@@ -163,6 +194,6 @@ export class SpentLedger implements TokenLedger {
         // already gone (another runner migrated it at the same moment)
       }
     }
-    fsyncDir(this.stateDir);
+    fsyncDirSync(this.stateDir);
   }
 }

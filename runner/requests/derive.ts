@@ -27,9 +27,11 @@ import { checkPathString, isHiddenPath, resolveInside } from '../../shared/paths
 import type { DepsInfo, WillRun } from '../../shared/protocol.js';
 import type { Requirements } from '../../shared/requirements.js';
 import { MAX_RUN_CONTENT_BYTES, readSkillContent } from '../../shared/skill-content.js';
-import type { ContentResult } from '../../shared/skill-content.js';
+import type { ContentLimits, ContentResult } from '../../shared/skill-content.js';
+import type { ChunkGate } from '../../shared/chunk-gate.js';
 import type { RejectReason } from '../audit/log.js';
 import { bridgeNode, egressSelfGrantWarning, planEgress } from '../egress/plan.js';
+import { specialAddressWarning } from '../egress/address.js';
 import type { EgressPlan } from '../egress/plan.js';
 import type { Platform } from '../sandbox/platform.js';
 import { usesBwrap } from '../sandbox/platform.js';
@@ -52,6 +54,8 @@ export interface DeriveContext {
   memoryBytes: number;
   /** Where environments live, and the runner's memory of what it verified (runner/deps/). */
   deps: DepsContext;
+  /** The runner's one gate on skill content read at once (shared/chunk-gate.ts), so hashing never holds its event loop long. */
+  hashGate?: ChunkGate;
 }
 
 export interface RunPlan {
@@ -89,8 +93,8 @@ export function contentInPlace(ctx: DeriveContext): ContentSource {
   return { read: (skill) => readSkillContent(skill.name, skill.realDir, contentLimits(ctx)) };
 }
 
-export function contentLimits(ctx: DeriveContext): { maxFiles: number; maxDirs: number; maxBytes: number } {
-  return { maxFiles: ctx.limits.maxFilesPerSkill, maxDirs: ctx.limits.maxDirsPerSkill, maxBytes: MAX_RUN_CONTENT_BYTES };
+export function contentLimits(ctx: DeriveContext): ContentLimits {
+  return { maxFiles: ctx.limits.maxFilesPerSkill, maxDirs: ctx.limits.maxDirsPerSkill, maxBytes: MAX_RUN_CONTENT_BYTES, ...(ctx.hashGate ? { gate: ctx.hashGate } : {}) };
 }
 
 export type Derived = { ok: true; plan: RunPlan } | { ok: false; code: ErrorCode; reason: RejectReason; message: string; deps?: DepsInfo[] };
@@ -221,8 +225,10 @@ export async function deriveRun(ctx: DeriveContext, skillName: string, script: s
   if (egress.entries.length > 0) {
     willRun.egress = egress.entries;
     // Standalone takes the declaration as the grant: the person is told, as for variables.
-    const egressWarning = source.kind === 'declaration' ? egressSelfGrantWarning(egress.entries) : undefined;
-    if (egressWarning !== undefined) willRun.egressWarning = egressWarning;
+    const selfGranted = source.kind === 'declaration' ? egressSelfGrantWarning(egress.entries) : undefined;
+    // Loopback, private, link-local and metadata addresses are named as such, whoever granted them.
+    const egressWarning = [selfGranted, specialAddressWarning(egress.entries)].filter((w) => w !== undefined).join(' ');
+    if (egressWarning !== '') willRun.egressWarning = egressWarning;
     if (egress.note !== undefined) willRun.egressNote = egress.note;
   }
   return {

@@ -328,15 +328,15 @@ export class RunnerService {
     // Security: spent durably before the script starts, so no crash or restart can replay it; and
     // atomically, so of two runners on one state dir racing with the same token only one gets past.
     // A uid first (BUSY when none is free), so a refused run never burns the person's approval.
-    const uid = deps.uidPool?.take();
+    const uid = await deps.uidPool?.take();
     let spent: SpendOutcome;
     try {
       spent = await deps.ledger.spend(claims.jti, claims.exp, Date.now());
     } catch (error) {
-      if (uid !== undefined) deps.uidPool?.release(uid);
+      if (uid !== undefined) await deps.uidPool?.release(uid);
       return ledgerDown(error);
     }
-    if (spent !== 'spent' && uid !== undefined) deps.uidPool?.release(uid);
+    if (spent !== 'spent' && uid !== undefined) await deps.uidPool?.release(uid);
     if (spent === 'reused') return reject('token-reused', 'TOKEN_REUSED', REUSED, { token_id: tokenId });
     if (spent === 'expired') return reject('token-expired', 'TOKEN_EXPIRED', EXPIRED, { token_id: tokenId });
     let proxy: RunProxy | undefined;
@@ -437,7 +437,7 @@ export class RunnerService {
     } finally {
       await proxy?.close();
       removeRunFolder(scratch);
-      if (uid !== undefined) deps.uidPool?.release(uid);
+      if (uid !== undefined) await deps.uidPool?.release(uid);
     }
   }
 

@@ -91,6 +91,20 @@ function sandboxPath(platform: Platform): string {
   return [...(platform.layout?.extra ?? []).map((dir) => `${dir}/bin`), '/usr/local/bin', '/usr/bin', '/bin'].join(':');
 }
 
+/** A cache folder that cannot exist: /dev/null is a device, so nothing is ever below it. */
+const NO_BYTECODE_DIR = '/dev/null/skill-mcp-no-bytecode';
+
+/**
+ * Interpreter options before the script path. Security: python never reads or writes bytecode —
+ * `-B` writes none, and `-X pycache_prefix` at a folder that cannot exist makes it look for cached
+ * bytecode only where there is none, never in a `__pycache__` beside a source — so every module
+ * runs from its reviewed `.py` (PYTHON* variables are never grantable, shared/declaration.ts, so
+ * nothing in the environment turns this back on).
+ */
+export function interpreterFlags(interpreter: string): string[] {
+  return interpreter === 'python3' ? ['-B', '-X', `pycache_prefix=${NO_BYTECODE_DIR}`] : [];
+}
+
 /**
  * Builds the spawn of one run. `uid` is the run's own id (root) or undefined (the runner's uid).
  * The script path handed to the interpreter is absolute (bubblewrap) or `./`-prefixed, so no
@@ -124,7 +138,7 @@ export function buildSpawn(plan: RunPlan, platform: Platform, sourceEnv: Readonl
     : [setpriv!, `--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--no-new-privs', '--inh-caps=-all', '--bounding-set=-all', '--pdeathsig=KILL', '--'];
   let chain: string[];
   if (sandboxed) {
-    const script = [plan.interpreterPath, `${SKILL_MOUNT}/${plan.scriptRelative}`, ...plan.args];
+    const script = [plan.interpreterPath, ...interpreterFlags(plan.willRun.interpreter), `${SKILL_MOUNT}/${plan.scriptRelative}`, ...plan.args];
     const proxied = plan.egress.mode === 'proxy';
     // A proxied run starts the bridge first (under the same limits); it starts the script once it listens.
     const target = proxied ? bridgeArgv(bridgeNode(platform)!, script) : script;
@@ -134,7 +148,7 @@ export function buildSpawn(plan: RunPlan, platform: Platform, sourceEnv: Readonl
     chain = [...drop, bwrap!, ...bwrapArgs(platform.layout!, view), '--', ...inside];
     return { command: chain[0]!, args: chain.slice(1), env, cwd: '/', envNames: names };
   }
-  const target = [plan.interpreterPath, `${plan.realDir}/${plan.scriptRelative}`, ...plan.args];
+  const target = [plan.interpreterPath, ...interpreterFlags(plan.willRun.interpreter), `${plan.realDir}/${plan.scriptRelative}`, ...plan.args];
   if (uid === undefined) {
     // Same uid: RLIMIT_NPROC would count the runner's own processes too, so it is left out.
     chain = prlimit ? [prlimit, ...rlimits(false), ...drop, ...target] : [...drop, ...target];

@@ -7,6 +7,7 @@
 import { execFile } from 'node:child_process';
 import { randomInt } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
+import { readdir, readFile } from 'node:fs/promises';
 import { SkillMcpError } from '../../shared/errors.js';
 import type { UidClaims } from './claims.js';
 
@@ -24,11 +25,11 @@ export function parseUidRange(text: string): { first: number; last: number } {
 }
 
 /** Ids named in passwd or group: never reuse an id something else on the machine may own. */
-function namedIds(): Set<number> {
+async function namedIds(): Promise<Set<number>> {
   const ids = new Set<number>();
   for (const file of ['/etc/passwd', '/etc/group']) {
     try {
-      for (const line of readFileSync(file, 'utf8').split('\n')) {
+      for (const line of (await readFile(file, 'utf8')).split('\n')) {
         const id = Number(line.split(':')[2]);
         if (Number.isInteger(id)) ids.add(id);
       }
@@ -56,49 +57,107 @@ export function processesOfUid(uid: number): number[] {
   return pids;
 }
 
+/** Every uid some live (non-zombie) process has as real, effective, saved or fs uid: one pass over /proc, off the event loop. */
+export async function uidsWithProcesses(): Promise<Set<number>> {
+  const uids = new Set<number>();
+  const names = (await readdir('/proc')).filter((name) => /^\d+$/.test(name));
+  await Promise.all(names.map(async (name) => {
+    try {
+      const status = await readFile(`/proc/${name}/status`, 'utf8');
+      if (/^State:\s+Z/m.test(status)) return;
+      const ids = /^Uid:\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)/m.exec(status);
+      for (const id of ids?.slice(1) ?? []) uids.add(Number(id));
+    } catch {
+      // exited while we looked
+    }
+  }));
+  return uids;
+}
+
 /**
  * Hands out run uids round-robin, skipping any that are named or busy.
- * Security: the cursor starts at a random place, so runners (and restarts of one) do not all hand
- * out the same first uids — anything a run's uid could leave behind outside its namespaces is not
- * found by the next run's uid.
+ * Security: one uid per live run. The claim set has two halves checked together in one synchronous
+ * span (no await between the check and the claim, so no other take of this runner can interleave;
+ * the /proc scan before it only finds processes of no run of ours, for which a snapshot will do):
+ * `#held`, every uid a run of this runner holds from `take` until its reap is complete, and the
+ * machine-wide claim files (claims.ts) for the other runners. A uid is never handed out while a run
+ * holds it, even before that run's script has started (when no process shows it in use) — two runs
+ * sharing a uid would share RLIMIT_NPROC and the first to finish would kill the other's processes.
+ * The cursor starts at a random place, so runners (and restarts of one) do not all hand out the
+ * same first uids.
  */
 export class UidPool {
   private cursor: number;
+  /** Uids of this runner: `run` while a run holds one, `leftovers` when its run ended with processes still left. */
+  readonly #held = new Map<number, 'run' | 'leftovers'>();
+
   constructor(
     private readonly range: { first: number; last: number },
     private readonly exclude: readonly number[],
     private readonly claims?: UidClaims,
+    /** Which uids have processes now (a parameter for the tests of the allocator). */
+    private readonly inUse: () => Promise<Set<number>> | Set<number> = uidsWithProcesses,
   ) {
     this.cursor = randomInt(range.last - range.first + 1);
   }
 
   /** A uid, or undefined when every one is in use (for the start-up probe, which may do without). */
-  takeOrUndefined(): number | undefined {
+  async takeOrUndefined(): Promise<number | undefined> {
     try {
-      return this.take();
+      return await this.take();
     } catch {
       return undefined;
     }
   }
 
-  take(): number {
+  /** How many uids this runner holds now (runs in progress, and ended runs whose processes linger). */
+  get holding(): number {
+    return this.#held.size;
+  }
+
+  async take(): Promise<number> {
     const size = this.range.last - this.range.first + 1;
-    const named = namedIds();
+    const named = await namedIds();
+    const busy = await this.inUse();
+    // From here to the return, synchronous: the pick and the claim are one step.
     for (let i = 0; i < size; i++) {
       const uid = this.range.first + ((this.cursor + i) % size);
-      if (named.has(uid) || this.exclude.includes(uid)) continue;
-      if (processesOfUid(uid).length > 0) continue;
-      // Security: another root runner on this machine may be about to use the same free uid.
-      if (this.claims && !this.claims.tryClaim(uid)) continue;
+      if (named.has(uid) || this.exclude.includes(uid) || busy.has(uid)) continue;
+      const mine = this.#held.get(uid);
+      if (mine === 'run') continue;
+      // Our claim file was kept while the ended run's processes lingered; they are gone now.
+      if (mine === undefined && this.claims && !this.claims.tryClaim(uid)) continue;
+      this.#held.set(uid, 'run');
       this.cursor = (this.cursor + i + 1) % size;
       return uid;
     }
     throw new SkillMcpError('BUSY', 'every uid of the run range is in use; try again when running scripts have ended');
   }
 
-  /** Gives `uid` back once nothing of its run is left. */
-  release(uid: number): void {
-    this.claims?.release(uid);
+  /**
+   * Gives `uid` back, once its run's reap is complete. Security: if a process of the uid is still
+   * alive (a reap that gave up), the uid stays claimed — by this runner and machine-wide — and is
+   * handed out again only once a later `take` finds nothing of it left.
+   */
+  async release(uid: number): Promise<void> {
+    if (this.#held.get(uid) !== 'run') return;
+    let left: boolean;
+    try {
+      left = (await this.inUse()).has(uid);
+    } catch {
+      left = true; // cannot tell: kept, and looked at again by the next take
+    }
+    if (this.#held.get(uid) !== 'run') return;
+    if (left) {
+      this.#held.set(uid, 'leftovers');
+      return;
+    }
+    this.#held.delete(uid);
+    try {
+      this.claims?.release(uid);
+    } catch {
+      // the claim file stays; it names this live runner, so nobody else takes the uid meanwhile
+    }
   }
 }
 

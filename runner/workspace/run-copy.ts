@@ -9,15 +9,20 @@
  * The copy lives beside the run's scratch folder (`run-<pid>-<run id>-skill`), so a runner starting
  * after a crash removes it with the run folders (runner/workspace/scratch.ts). Files are regular files (links
  * inside the skill are copied as what they point to), read-only, readable by the run uid; folders
- * belong to the runner, so no run can add to or change its copy.
+ * belong to the runner, so no run can add to or change its copy. Compiled Python (`__pycache__/`,
+ * `*.pyc`, `*.pyo`) is hashed with the rest but left out of the copy (shared/bytecode.ts).
  */
-import { chmodSync, closeSync, fchmodSync, mkdirSync, openSync, rmSync, writeSync, constants } from 'node:fs';
+import { chmodSync, closeSync, fchmodSync, mkdirSync, openSync, rmSync, write, constants } from 'node:fs';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { isBytecode } from '../../shared/bytecode.js';
 import type { ContentSink } from '../../shared/skill-content.js';
 import { readSkillContent } from '../../shared/skill-content.js';
 import type { ContentSource, DeriveContext } from '../requests/derive.js';
 import { contentLimits } from '../requests/derive.js';
 import { runFolderName } from './scratch.js';
+
+const writeAsync = promisify(write);
 
 /** Folders of the copy: the runner's, traversable and readable by the run uid, writable by no run. */
 const DIR_MODE = 0o755;
@@ -72,14 +77,18 @@ export class RunCopy {
     };
     return {
       open(path, mode) {
+        // Security: compiled Python is hashed (the approval binds every served file) but never
+        // copied: python would run it instead of the reviewed source (shared/bytecode.ts).
+        if (isBytecode(path)) return { async write() {}, close() {} };
         const segments = path.split('/');
         const name = segments.pop()!;
         // Security: O_EXCL never follows or reuses an entry; the walk's paths are string-checked
         // (no `..`, no empty segment), so every file lands inside the copy.
         const fd = openSync(join(folder(segments), name), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
         return {
-          write(chunk) {
-            for (let at = 0; at < chunk.length; ) at += writeSync(fd, chunk, at, chunk.length - at);
+          // Off the event loop, like the read it copies (a 64 MiB skill must not stall the runner).
+          async write(chunk) {
+            for (let at = 0; at < chunk.length; ) at += (await writeAsync(fd, chunk, at, chunk.length - at)).bytesWritten;
           },
           close() {
             // Read-only for everyone; an executable bit is kept (a skill may exec its own helper).

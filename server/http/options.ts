@@ -10,10 +10,14 @@ import { DEFAULT_RUN_INPUT_BYTES, messageCapFor, RUN_INPUT_BYTES } from '../../s
 import { readVariable } from '../../shared/settings-schema.js';
 import { parseFlags, stringFlag, type FlagSpec } from '../../shared/cli-args.js';
 import { readValue, wholeNumber, type SettingIssue } from '../../shared/settings-schema.js';
+import { normaliseAddress } from './address-cap.js';
 
 export const DEFAULT_HOST = '127.0.0.1';
 export const DEFAULT_PORT = 3000;
 export const MCP_PATH = '/mcp';
+/** Security: a client that stalls its headers holds a connection at most this long (slowloris). */
+export const DEFAULT_HEADERS_TIMEOUT_MS = 10_000;
+export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 
 export interface HttpOptions {
   host: string;
@@ -27,6 +31,10 @@ export interface HttpOptions {
   token: string | undefined;
   maxBodyBytes: number;
   maxConnections: number;
+  /** Connections one client address may hold at once (through a trusted proxy: requests in flight); 0 = no cap. */
+  maxConnectionsPerAddress: number;
+  /** Peer addresses whose `X-Forwarded-For` names the client (normalised IP literals). */
+  trustedProxies: string[];
   headersTimeoutMs: number;
   requestTimeoutMs: number;
   keepAliveTimeoutMs: number;
@@ -46,8 +54,10 @@ export const HTTP_VARIABLES = {
   SKILL_MCP_HTTP_ALLOWED_ORIGINS: 'comma-separated browser Origin hostnames accepted besides localhost ones',
   SKILL_MCP_HTTP_MAX_BODY_BYTES: `largest request body (default ${messageCapFor(DEFAULT_RUN_INPUT_BYTES)}, room for a skill_run with SKILL_MCP_RUN_INPUT_BYTES of input as base64; larger = 413)`,
   SKILL_MCP_HTTP_MAX_CONNECTIONS: 'open connections at most (default 512; more are refused)',
-  SKILL_MCP_HTTP_HEADERS_TIMEOUT_MS: 'time a client has to send its request headers (default 10000)',
-  SKILL_MCP_HTTP_REQUEST_TIMEOUT_MS: 'time a client has to send its whole request (default 30000)',
+  SKILL_MCP_HTTP_MAX_CONNECTIONS_PER_ADDRESS: 'open connections one client address may hold (default 0 = no cap; more are refused 429)',
+  SKILL_MCP_HTTP_TRUSTED_PROXIES: 'comma-separated proxy addresses whose X-Forwarded-For names the client (default: none, the header is ignored)',
+  SKILL_MCP_HTTP_HEADERS_TIMEOUT_MS: `time a client has to send its request headers (default ${DEFAULT_HEADERS_TIMEOUT_MS}); then 408 and the connection is closed`,
+  SKILL_MCP_HTTP_REQUEST_TIMEOUT_MS: `time a client has to send its whole request (default ${DEFAULT_REQUEST_TIMEOUT_MS}); then 408 and the connection is closed`,
   SKILL_MCP_HTTP_KEEP_ALIVE_TIMEOUT_MS: 'idle keep-alive connections are closed after this (default 5000)',
   SKILL_MCP_HTTP_SHUTDOWN_GRACE_MS: 'on SIGTERM, time in-flight requests get before connections are cut (default 30000)',
   SKILL_MCP_METRICS_PORT: 'serve Prometheus metrics at http://METRICS_HOST:PORT/metrics (default: off; 0 = any free port; --metrics-port wins)',
@@ -109,6 +119,14 @@ function readToken(env: NodeJS.ProcessEnv): string | undefined {
   return token;
 }
 
+/** IP literals only: a name would be resolved who knows when, and a wrong entry would trust forged headers. */
+function readTrustedProxies(raw: string | undefined): string[] {
+  const entries = list(raw);
+  const bad = entries.find((entry) => isIP(entry) === 0);
+  if (bad !== undefined) throw new HttpConfigError(`SKILL_MCP_HTTP_TRUSTED_PROXIES: ${JSON.stringify(bad)} is not an IP address; list the proxies' addresses, comma-separated (no names, no ranges)`);
+  return [...new Set(entries.map(normaliseAddress))];
+}
+
 const HTTP_FLAGS: Record<string, FlagSpec> = { host: { type: 'string' }, port: { type: 'string' }, 'metrics-host': { type: 'string' }, 'metrics-port': { type: 'string' } };
 
 /** Parses `--host H --port P` and the environment. A flag it does not know is a UsageError (exit 2). */
@@ -139,8 +157,8 @@ export function readHttpOptions(args: string[], env: NodeJS.ProcessEnv): HttpOpt
     throw new HttpConfigError(`binding ${JSON.stringify(host)} accepts connections on every address: set SKILL_MCP_HTTP_ALLOWED_HOSTS to the names clients use (or * behind a proxy that checks Host)`);
   } else allowedHosts = [...new Set([...localhostAllowedHostnames(), hostHeaderName(host)])];
 
-  const headersTimeoutMs = integer('SKILL_MCP_HTTP_HEADERS_TIMEOUT_MS', env['SKILL_MCP_HTTP_HEADERS_TIMEOUT_MS'], 10_000, 100);
-  const requestTimeoutMs = integer('SKILL_MCP_HTTP_REQUEST_TIMEOUT_MS', env['SKILL_MCP_HTTP_REQUEST_TIMEOUT_MS'], 30_000, 100);
+  const headersTimeoutMs = integer('SKILL_MCP_HTTP_HEADERS_TIMEOUT_MS', env['SKILL_MCP_HTTP_HEADERS_TIMEOUT_MS'], DEFAULT_HEADERS_TIMEOUT_MS, 100);
+  const requestTimeoutMs = integer('SKILL_MCP_HTTP_REQUEST_TIMEOUT_MS', env['SKILL_MCP_HTTP_REQUEST_TIMEOUT_MS'], DEFAULT_REQUEST_TIMEOUT_MS, 100);
   if (headersTimeoutMs > requestTimeoutMs) throw new HttpConfigError('SKILL_MCP_HTTP_HEADERS_TIMEOUT_MS must not exceed SKILL_MCP_HTTP_REQUEST_TIMEOUT_MS');
 
   return {
@@ -152,6 +170,8 @@ export function readHttpOptions(args: string[], env: NodeJS.ProcessEnv): HttpOpt
     // Default: room for a skill_run carrying the whole input allowance as base64 (a bad value of it is reported at start).
     maxBodyBytes: integer('SKILL_MCP_HTTP_MAX_BODY_BYTES', env['SKILL_MCP_HTTP_MAX_BODY_BYTES'], messageCapFor(readVariable(env, RUN_INPUT_BYTES, [])), 1024),
     maxConnections: integer('SKILL_MCP_HTTP_MAX_CONNECTIONS', env['SKILL_MCP_HTTP_MAX_CONNECTIONS'], 512, 1),
+    maxConnectionsPerAddress: integer('SKILL_MCP_HTTP_MAX_CONNECTIONS_PER_ADDRESS', env['SKILL_MCP_HTTP_MAX_CONNECTIONS_PER_ADDRESS'], 0, 0),
+    trustedProxies: readTrustedProxies(env['SKILL_MCP_HTTP_TRUSTED_PROXIES']),
     headersTimeoutMs,
     requestTimeoutMs,
     keepAliveTimeoutMs: integer('SKILL_MCP_HTTP_KEEP_ALIVE_TIMEOUT_MS', env['SKILL_MCP_HTTP_KEEP_ALIVE_TIMEOUT_MS'], 5_000, 100),

@@ -5,7 +5,8 @@
  * request and every tool the factory registers is served here too.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { createMcpHandler, type McpHttpHandler } from '@modelcontextprotocol/server';
 import { createServerFactory } from '../front.js';
 import type { RunnerLinkOptions } from '../runner-link.js';
@@ -18,6 +19,7 @@ import { bindsLoopbackOnly, HTTP_USAGE, MCP_PATH, readHttpOptions, type HttpOpti
 import { createInFlight, shutdownGracefully, type InFlight } from './shutdown.js';
 import { HttpMetrics, methodOfRequest } from './metrics.js';
 import { serveMetrics, type MetricsEndpoint } from './metrics-endpoint.js';
+import { AddressCounts, clientAddress, normaliseAddress, overCapMessage } from './address-cap.js';
 
 type Warn = (message: string) => void;
 
@@ -26,7 +28,7 @@ const AUTH_REQUIRED_MESSAGE =
   'The owner must set SKILL_MCP_HTTP_TOKEN_FILE (or SKILL_MCP_HTTP_TOKEN) and restart; clients then send "Authorization: Bearer <token>" (docs/http.md). Reading skills still works.';
 
 /** The request listener: guards on the headers, then the capped body, the SDK handler, a streamed response. */
-function createListener(handler: McpHttpHandler, options: HttpOptions, inFlight: InFlight, state: { stopping: boolean }, warn: Warn, metrics?: HttpMetrics) {
+function createListener(handler: McpHttpHandler, options: HttpOptions, inFlight: InFlight, state: { stopping: boolean }, warn: Warn, cap: AddressCap | undefined, metrics?: HttpMetrics) {
   const guard: GuardOptions = {
     allowedHosts: options.allowedHosts,
     allowedOrigins: options.allowedOrigins,
@@ -46,6 +48,15 @@ function createListener(handler: McpHttpHandler, options: HttpOptions, inFlight:
       if (!res.writableFinished) aborter.abort();
     });
     try {
+      // Through a trusted proxy the connection is the proxy's: the cap counts the client's requests.
+      if (cap && cap.trusted.has(normaliseAddress(req.socket.remoteAddress ?? ''))) {
+        const client = clientAddress(req.socket.remoteAddress ?? '', req.headers['x-forwarded-for'], cap.trusted);
+        if (!cap.counts.tryAdd(client)) {
+          res.setHeader('connection', 'close');
+          return await sendWebResponse(res, jsonRpcError(429, -32000, overCapMessage(cap.counts.max), { 'retry-after': '1' }));
+        }
+        res.once('close', () => cap.counts.remove(client));
+      }
       const headers = webHeaders(req);
       const refused = guardRequest(requestPath(req).pathname, headers, guard);
       // Refused on its headers: the body is never buffered (Node discards it after the answer, under
@@ -62,6 +73,45 @@ function createListener(handler: McpHttpHandler, options: HttpOptions, inFlight:
       else res.destroy();
     }
   };
+}
+
+/** The per-address cap and the proxies whose X-Forwarded-For is believed. */
+interface AddressCap {
+  counts: AddressCounts;
+  trusted: ReadonlySet<string>;
+}
+
+/** How long a refused or timed-out socket may take to flush its few bytes before it is destroyed anyway. */
+const LINGER_MS = 1_000;
+
+/**
+ * Sends a last raw answer and closes the socket for good. Security: destroyed, not only ended — a
+ * client that never closes its side (nor reads) would otherwise keep the socket half-open, and its
+ * place under SKILL_MCP_HTTP_MAX_CONNECTIONS, forever: enough of them and nobody is served.
+ */
+function hangUp(socket: Duplex, status: string, body = ''): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const linger = setTimeout(() => socket.destroy(), LINGER_MS);
+  linger.unref();
+  socket.once('close', () => clearTimeout(linger));
+  const type = body === '' ? '' : 'content-type: application/json\r\n';
+  socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\n${type}content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`, () => socket.destroy());
+}
+
+/** Refuses a direct client's connection over the per-address cap, before a byte of it is read. */
+function capConnections(server: Server, cap: AddressCap): void {
+  server.on('connection', (socket: Socket) => {
+    const peer = normaliseAddress(socket.remoteAddress ?? '');
+    if (cap.trusted.has(peer)) return; // counted per request, by the client it names
+    if (!cap.counts.tryAdd(peer)) {
+      hangUp(socket, '429 Too Many Requests', JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32000, message: overCapMessage(cap.counts.max) } }));
+      return;
+    }
+    socket.once('close', () => cap.counts.remove(peer));
+  });
 }
 
 function configure(server: Server, options: HttpOptions): void {
@@ -114,12 +164,13 @@ export async function serveOverHttp(options: { args: string[]; bundledSkills: st
   const inFlight = createInFlight();
   const state = { stopping: false };
   // Node checks the header/request deadlines on this interval (default 30 s); check every second.
-  const server = createServer({ connectionsCheckingInterval: 1_000 }, createListener(handler, http, inFlight, state, warn, metrics));
+  const cap: AddressCap | undefined = http.maxConnectionsPerAddress > 0 ? { counts: new AddressCounts(http.maxConnectionsPerAddress), trusted: new Set(http.trustedProxies) } : undefined;
+  const server = createServer({ connectionsCheckingInterval: 1_000 }, createListener(handler, http, inFlight, state, warn, cap, metrics));
   configure(server, http);
+  if (cap) capConnections(server, cap);
   server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
     const status = error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? '408 Request Timeout' : error.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request';
-    if (socket.writable) socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
-    else socket.destroy();
+    hangUp(socket, status);
   });
   let stopped: Promise<void> | undefined;
   let endpoint: MetricsEndpoint | undefined;

@@ -227,3 +227,19 @@ describe('an empty folder of skills', () => {
     expect(runCheck(cwd, ['empty-root'])).toMatchObject({ status: 0, stdout: 'no findings in 0 skills (0 text files read)\n' });
   });
 });
+
+describe('hidden/bytecode: compiled Python shipped with the skill', () => {
+  it('reports a __pycache__ .pyc, a sourceless .pyc and a .pyo as hidden code, and exits 1', () => {
+    const report = checkSkill(skillMd({ name: 'demo' }), {
+      'scripts/helper.py': 'print("benign")\n',
+      'scripts/__pycache__/helper.cpython-311.pyc': 'not really bytecode, the name is what counts',
+      'scripts/evil.pyc': 'x',
+      'lib/old.pyo': 'x',
+    });
+    const hits = ofRule(report, 'hidden/bytecode');
+    expect(hits.map((h) => h.path)).toEqual(['demo/lib/old.pyo', 'demo/scripts/__pycache__/helper.cpython-311.pyc', 'demo/scripts/evil.pyc']);
+    expect(hits[0]).toMatchObject({ level: 'error', skill: 'demo' });
+    expect(hits[0]!.message).toContain('never copies it into a run');
+    expect(report.status).toBe(1);
+  });
+});

@@ -158,7 +158,8 @@ describe.skipIf(!bwrapWorks)('hosted: MCP_SKILL_RUN egress only narrows', () => 
     const before = hits.length;
     const { willRun, out } = await runOnce(served.client, 'fetch.py', `http://127.0.0.1:${port}/not-granted`);
     expect(willRun.egress).toEqual([`127.0.0.1:${otherPort}`]);
-    expect(willRun.egressWarning).toBeUndefined();
+    // No self-grant warning (the owner granted it); the loopback address is still named as such.
+    expect(willRun.egressWarning).toBe(`The script may connect to addresses that are not on the public internet: 127.0.0.1:${otherPort} is this machine (loopback).`);
     expect(out.status).toBe(403);
     expect(hits.length).toBe(before);
     const list = await callTool(served.client, 'skill_list');

@@ -4,10 +4,11 @@
  * front must survive all of it, the guard must bring the runner back and say so, and no script
  * process may outlive its run.
  */
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { ERAS, SUITE_TMP, callTool, expectNoLeftovers, processesNaming, serve, skillList, tempDir, type Served } from './harness.js';
+import { ERAS, callTool, expectNoLeftovers, processesNaming, serve, skillList, tempDir, type Served } from './harness.js';
 import { askToken, awaitAudit, childrenOf, cmdline, refusal, reported, writeRunSkills } from './run-skills.js';
 
 let root: string;
@@ -25,16 +26,25 @@ function runnerPid(frontPid: number): number {
   return runner;
 }
 
-/** Processes of the sleep script: scripts run in the runner's copy of their skill, under this file's TMPDIR (its scratch). */
-function sleepers(): { pid: number; cmdline: string }[] {
-  return processesNaming(SUITE_TMP).filter((p) => p.cmdline.includes('sleep.js'));
+/**
+ * A marker for one test's sleep run, passed in its argv (sleep.js ignores it), so the scan below
+ * finds that run's processes only — never a sleeper of another test or test file, which may end
+ * at any moment.
+ */
+function sleepMarker(): string {
+  return `mark-${randomBytes(8).toString('hex')}`;
 }
 
-/** Waits until no process of the sleep script remains. */
-async function sleepersGone(withinMs = 20_000): Promise<{ pid: number; cmdline: string }[]> {
+/** Processes of the sleep run carrying `marker` (the sandbox's own process names its argv too). */
+function sleepers(marker: string): { pid: number; cmdline: string }[] {
+  return processesNaming(marker).filter((p) => p.cmdline.includes('sleep.js'));
+}
+
+/** Waits until no process of the sleep run carrying `marker` remains. */
+async function sleepersGone(marker: string, withinMs = 20_000): Promise<{ pid: number; cmdline: string }[]> {
   const deadline = Date.now() + withinMs;
   for (;;) {
-    const left = sleepers();
+    const left = sleepers(marker);
     if (left.length === 0 || Date.now() > deadline) return left;
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
@@ -111,17 +121,17 @@ describe.each(ERAS)('runner and run lifecycle, $name', (era) => {
 
   test('a client cancel kills the run: its processes are gone, the audit shows it, the server keeps serving', async () => {
     const controller = new AbortController();
-    const call = served.client.callTool({ name: 'skill_run', arguments: await approved('scripts/sleep.js', ['60000']) }, { signal: controller.signal });
-    const accepted = await awaitAudit(stateDir, (l) => l.event === 'run.accept' && l.argv?.[1] === '60000');
-    // run.accept is logged just before the spawn: wait for the script to really be running.
-    const deadline = Date.now() + 20_000;
-    while (sleepers().length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25));
-    expect(sleepers().length).toBeGreaterThan(0);
+    const marker = sleepMarker();
+    const call = served.client.callTool({ name: 'skill_run', arguments: await approved('scripts/sleep.js', ['60000', marker]) }, { signal: controller.signal });
+    const accepted = await awaitAudit(stateDir, (l) => l.event === 'run.accept' && l.argv?.[2] === marker);
+    // run.accept is logged just before the spawn: wait for the script to really be running (the
+    // test's timeout is the backstop).
+    while (sleepers(marker).length === 0) await new Promise((resolve) => setTimeout(resolve, 25));
     controller.abort();
     await expect(call).rejects.toThrow();
     const exit = await awaitAudit(stateDir, (l) => l.event === 'run.exit' && l.run_id === accepted.run_id);
     expect(JSON.stringify(exit)).toMatch(/cancel/);
-    expect(await sleepersGone()).toEqual([]);
+    expect(await sleepersGone(marker)).toEqual([]);
     // The slot was released (a second run is not BUSY) and the front still answers.
     const next = await callTool(served.client, 'skill_run', await approved('scripts/report.js', ['after-cancel']));
     expect(reported(next).args).toEqual(['after-cancel']);
@@ -141,13 +151,14 @@ describe.each(ERAS)('runner and run lifecycle, $name', (era) => {
   });
 
   test('runner killed during a run: that call is RUNNER_UNAVAILABLE saying it was not retried, the script does not outlive it, the next run works', async () => {
-    const call = callTool(served.client, 'skill_run', await approved('scripts/sleep.js', ['59000']));
-    await awaitAudit(stateDir, (l) => l.event === 'run.accept' && l.argv?.[1] === '59000');
+    const marker = sleepMarker();
+    const call = callTool(served.client, 'skill_run', await approved('scripts/sleep.js', ['59000', marker]));
+    await awaitAudit(stateDir, (l) => l.event === 'run.accept' && l.argv?.[2] === marker);
     process.kill(runnerPid(served.pid), 'SIGKILL');
     const { code, message } = refusal(await call);
     expect(code).toBe('RUNNER_UNAVAILABLE');
     expect(message).toMatch(/not retried/);
-    expect(await sleepersGone()).toEqual([]);
+    expect(await sleepersGone(marker)).toEqual([]);
     const next = await callTool(served.client, 'skill_run', await approved('scripts/report.js', ['after-crash']));
     expect(reported(next).args).toEqual(['after-crash']);
   });

@@ -31,6 +31,19 @@ describe('readHttpOptions', () => {
     expect(readHttpOptions(['--host', '0.0.0.0'], { SKILL_MCP_HTTP_ALLOWED_HOSTS: '*' }).allowedHosts).toBeUndefined();
   });
 
+  test('slow-client settings: header deadline 10 s by default (at most 30 s), per-address cap off, no trusted proxy; proxies are IP literals only', () => {
+    const defaults = readHttpOptions([], {});
+    expect(defaults.headersTimeoutMs).toBeLessThanOrEqual(30_000);
+    expect(defaults).toMatchObject({ headersTimeoutMs: 10_000, maxConnectionsPerAddress: 0, trustedProxies: [] });
+    expect(readHttpOptions([], { SKILL_MCP_HTTP_MAX_CONNECTIONS_PER_ADDRESS: '8', SKILL_MCP_HTTP_TRUSTED_PROXIES: '10.0.0.1, ::ffff:10.0.0.2,FD00::1' })).toMatchObject({
+      maxConnectionsPerAddress: 8,
+      trustedProxies: ['10.0.0.1', '10.0.0.2', 'fd00::1'],
+    });
+    expect(() => readHttpOptions([], { SKILL_MCP_HTTP_TRUSTED_PROXIES: 'proxy.internal' })).toThrow(/SKILL_MCP_HTTP_TRUSTED_PROXIES: "proxy.internal" is not an IP address/);
+    expect(() => readHttpOptions([], { SKILL_MCP_HTTP_TRUSTED_PROXIES: '10.0.0.0/8' })).toThrow(/no names, no ranges/);
+    expect(() => readHttpOptions([], { SKILL_MCP_HTTP_MAX_CONNECTIONS_PER_ADDRESS: '-1' })).toThrow(/SKILL_MCP_HTTP_MAX_CONNECTIONS_PER_ADDRESS/);
+  });
+
   test('extra Origin hostnames add to the localhost ones', () => {
     expect(readHttpOptions([], { SKILL_MCP_HTTP_ALLOWED_ORIGINS: 'app.example.com' }).allowedOrigins).toEqual(['localhost', '127.0.0.1', '[::1]', 'app.example.com']);
   });

@@ -91,7 +91,8 @@ describe('the SSRF guard (decide)', () => {
 
   it('a name that does not resolve is a 502, and a malformed host a 400', async () => {
     expect(await decide(entries, 'nowhere.zone.test', 443, pinned)).toMatchObject({ allowed: false, reason: 'unresolved', status: 502 });
-    expect(await decide(entries, '0x7f.1', 443, pinned)).toMatchObject({ allowed: false, reason: 'bad-destination', status: 400 });
+    expect(await decide(entries, '[zz::1]', 443, pinned)).toMatchObject({ allowed: false, reason: 'bad-destination', status: 400 });
+    expect(await decide(entries, 'not_a_name', 443, pinned)).toMatchObject({ allowed: false, reason: 'bad-destination', status: 400 });
   });
 });
 
@@ -189,7 +190,7 @@ describe('the proxy on its unix socket', () => {
     expect(byName).toContain('loopback.zone.test resolves to 127.0.0.1 (loopback)');
     expect(await exchange('GET https://127.0.0.1/ HTTP/1.1\r\nHost: x\r\n\r\n')).toContain('CONNECT tunnel');
     expect(await exchange('GET / HTTP/1.1\r\nHost: x\r\n\r\n')).toContain('send an absolute http:// URL');
-    expect(await exchange('CONNECT 2130706433:80 HTTP/1.1\r\n\r\n')).toMatch(/^HTTP\/1\.1 400/);
+    expect(await exchange('CONNECT [zz::1]:80 HTTP/1.1\r\n\r\n')).toMatch(/^HTTP\/1\.1 400/);
   });
 
   it('an allowed destination that is not listening is a 502 and recorded as connect-failed', async () => {

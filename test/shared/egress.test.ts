@@ -99,11 +99,11 @@ describe('matching a destination', () => {
     expect(entryMatches(e, '127.0.0.1', 8081)).toBe(false);
   });
 
-  it('a CONNECT destination is read with the same strict host rules', () => {
+  it('a CONNECT destination is read with the same host rules, any spelling of an address normalised', () => {
     expect(parseDestination('api.example.com:443')).toEqual({ ok: true, value: { host: 'api.example.com', ip: 0, port: 443 } });
     expect(parseDestination('[::1]:443')).toEqual({ ok: true, value: { host: '::1', ip: 6, port: 443 } });
     expect(parseDestination('api.example.com').ok).toBe(false);
-    expect(parseDestination('0x7f000001:80').ok).toBe(false);
+    expect(parseDestination('0x7f000001:80')).toEqual({ ok: true, value: { host: '127.0.0.1', ip: 4, port: 80 } });
   });
 });
 
