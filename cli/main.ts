@@ -33,6 +33,9 @@ const USAGE = `usage:
   skill-mcp pull [--skill NAME]... --to DIR (--url URL [--header H]... | -- COMMAND...)
                                     copy skills from any MCP server that serves them into DIR,
                                     every file checked against its published digest (--help)
+  skill-mcp deps install [--skill NAME] [--state-dir DIR]
+                                    build the environments skills declare in requirements
+                                    (sandboxed, from the operator's package index); deps list shows them
   skill-mcp --help | --version`;
 
 async function main(argv: string[]): Promise<void> {
@@ -46,12 +49,14 @@ async function main(argv: string[]): Promise<void> {
     case 'audit':
       return (await import('../runner/audit/cli.js')).auditMain(rest);
     case 'doctor':
-      return (await import('../runner/doctor.js')).doctorMain(rest);
+      return (await import('../runner/doctor.js')).doctorMain(rest, { bundledSkills: BUNDLED_SKILLS });
     // Asked-for help and the version are the answer, so they go to stdout (and exit 0).
     case 'check':
       return (await import('./check/main.js')).checkMain(rest);
     case 'pull':
       return (await import('./pull/main.js')).pullMain(rest);
+    case 'deps':
+      return (await import('../runner/deps/cli.js')).depsMain(rest, { bundledSkills: BUNDLED_SKILLS });
     case '--help':
     case '-h':
       process.stdout.write(`${USAGE}\n`);

@@ -11,6 +11,10 @@ import { joinFreshSessionKeyring } from './sandbox/keyring.js';
 import { probePlatform, usesBwrap } from './sandbox/platform.js';
 import type { Platform } from './sandbox/platform.js';
 import { DEFAULT_UID_RANGE, parseUidRange, processesOfUid } from './uids/pool.js';
+import { Identities } from './deps/identity.js';
+import { environmentStatus } from './deps/status.js';
+import type { StatusRow } from './deps/status.js';
+import { EnvVerifier } from './deps/verify.js';
 
 export const DOCTOR_USAGE = `usage: skill-mcp doctor [--json]
   Prints the isolation a runner started here gives each script (as root and as an ordinary user),
@@ -92,7 +96,16 @@ function mechanisms(platform: Platform): Check[] {
   ];
 }
 
-export function doctorMain(argv: string[]): void {
+/** The served skills' environments (as the runner would check them), or why they cannot be listed. */
+async function environments(platform: Platform, bundledSkills: string): Promise<StatusRow[] | { why: string }> {
+  try {
+    return await environmentStatus(process.env, bundledSkills, platform, new Identities(), new EnvVerifier(), undefined);
+  } catch (error) {
+    return { why: (error as Error).message };
+  }
+}
+
+export async function doctorMain(argv: string[], options: { bundledSkills: string } = { bundledSkills: '' }): Promise<void> {
   if (wantsHelp(argv)) {
     process.stdout.write(`${DOCTOR_USAGE}\n`);
     return;
@@ -123,6 +136,7 @@ export function doctorMain(argv: string[]): void {
     mechanisms: mechanisms(platform),
     missing: platform.missing,
     skillRun: refused ? { allowed: false, why: refused } : { allowed: true },
+    environments: await environments(platform, options.bundledSkills),
   };
   if (json) {
     process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
@@ -140,6 +154,12 @@ export function doctorMain(argv: string[]): void {
       '',
       'Mechanisms:',
       ...report.mechanisms.flatMap((c) => [`  ${c.found ? 'ok     ' : 'missing'} ${c.name}: ${c.detail}`, ...(!c.found && c.fix ? [`          adds: ${c.fix}`] : [])]),
+      '',
+      'Environments (skill-mcp deps install builds the missing ones; SKILL_MCP_STATE_DIR as the runner):',
+      ...('why' in report.environments
+        ? [`  cannot be listed: ${report.environments.why}`]
+        : report.environments.length === 0 ? ['  no served skill declares requirements']
+          : report.environments.map((r) => ('problem' in r ? `  problem ${r.skill}: ${r.problem}` : `  ${r.state === 'ready' ? 'ok     ' : r.state.padEnd(7)} ${r.skill}: ${r.kind} ${r.digest}`))),
       '',
       refused ? `skill_run would be REFUSED here: ${refused}` : `skill_run works here, at level ${platform.isolation}.`,
     ];

@@ -35,6 +35,10 @@ import { RunnerService } from './requests/service.js';
 import { resolveCapacity, thisMachine } from './requests/capacity.js';
 import { SkillMcpError } from '../shared/errors.js';
 import { ensurePrivateDir, loadTokenKey } from './state.js';
+import { envsDirOf, stateDirMode } from './deps/store.js';
+import { Identities } from './deps/identity.js';
+import { readExplicitIndex } from './deps/index-settings.js';
+import { EnvVerifier } from './deps/verify.js';
 import { DEFAULT_CLAIM_DIR, UidClaims } from './uids/claims.js';
 import { UidPool } from './uids/pool.js';
 import { HashWorker } from '../shared/hash-worker.js';
@@ -93,7 +97,9 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
   // Read before listening: no connection is served by a runner that does not know its front yet.
   const frontSecret = opts.frontSecret?.from === 'stdin' ? await readFrontSecretLine(process.stdin) : opts.frontSecret ? readFrontSecretFile(opts.frontSecret.path) : undefined;
 
-  ensurePrivateDir(opts.stateDir);
+  // Root: traversable by run uids (nothing listable; every file is private by its own mode), so a
+  // run reaches its environment in envs/ (runner/deps/store.ts).
+  ensurePrivateDir(opts.stateDir, stateDirMode());
   const asRoot = process.getuid?.() === 0;
   // Root: the scratch parent must be traversable by run uids (each run's own dir is 0700, theirs).
   const scratchMode = asRoot ? 0o711 : 0o700;
@@ -159,7 +165,10 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
   const peer = loadPeerCredReader();
   if ('why' in peer) log(`warning: no peer-credential check (${peer.why}); relying on socket directory modes`);
   const service = new RunnerService({
-    ctx: { env, bundledSkills: options.bundledSkills, limits, platform, memoryBytes: opts.limits.memoryBytes, hasher: new HashWorker() },
+    ctx: {
+      env, bundledSkills: options.bundledSkills, limits, platform, memoryBytes: opts.limits.memoryBytes, hasher: new HashWorker(),
+      deps: { envsDir: envsDirOf(opts.stateDir), identities: new Identities(), verifier: new EnvVerifier(), index: readExplicitIndex(env) },
+    },
     key, ledger, audit, environ, refusedWhy, ttlMs: settings.confirmTtlSeconds * 1000, scratchDir, uidPool,
     limits: opts.limits, killGraceMs: opts.killGraceMs, drainMs: opts.drainMs,
     admission: { maxRuns: capacity.maxRuns, perClient: capacity.perClient, queueMs: opts.runQueueMs },

@@ -10,6 +10,8 @@
 import { formatEgressEntry, MAX_EGRESS_ENTRIES, parseEgressEntry } from './egress.js';
 import { checkPathString } from './paths.js';
 import { DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS } from './limits.js';
+import { parseRequirements } from './requirements.js';
+import type { Requirements } from './requirements.js';
 import type { JsonValue } from './frontmatter.js';
 
 /** The fixed interpreter set. The declaration names one; never inferred from extension or shebang. */
@@ -39,6 +41,8 @@ export interface Declaration {
    * A proposal: a run gets only what the grant also allows, through the runner's per-run proxy.
    */
   egress: string[];
+  /** Packages the scripts import (shared/requirements.ts), installed by the operator ahead of time. */
+  requirements?: Requirements;
 }
 
 export interface DeclarationResult {
@@ -66,7 +70,10 @@ export function isNeverGrantable(name: string): boolean {
 
 const RUN_KEYS = new Set(['script', 'interpreter', 'env', 'timeout', 'memory']);
 const ENV_KEYS = new Set(['name', 'secret']);
-const TOP_KEYS = new Set(['version', 'run', 'env', 'egress']);
+const TOP_KEYS = new Set([
+  'version', 'run', 'env', 'egress',
+  'requirements',
+]);
 
 function isRecord(value: unknown): value is Record<string, JsonValue> {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
@@ -181,10 +188,14 @@ export function parseDeclaration(block: JsonValue | undefined, options: Declarat
       if (!egress.includes(text)) egress.push(text);
     });
 
+    const requirements = parseRequirements(block['requirements']);
+    unknown.push(...requirements.unknown);
+    if (!requirements.ok) throw new Rejected(requirements.why);
+
     const problems: string[] = [];
     if (unknown.length > 0) problems.push(`unknown keys ignored: ${unknown.join(', ')}`);
     if (dropped.length > 0) problems.push(`variables that can never be granted were dropped: ${dropped.join(', ')}`);
-    return { declaration: { version: typeof version === 'number' ? version : major, run: scripts, env: envProposals, egress }, problems };
+    return { declaration: { version: typeof version === 'number' ? version : major, run: scripts, env: envProposals, egress, ...(requirements.value ? { requirements: requirements.value } : {}) }, problems };
   } catch (error) {
     if (!(error instanceof Rejected)) throw error;
     const problems = [`the ${options.what ?? 'mcp-host block'} was rejected: ${error.message}; the skill's scripts are not runnable, its instructions are still served`];

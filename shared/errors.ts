@@ -31,6 +31,7 @@ export type ErrorCode =
   | 'CONTENT_MISMATCH'
   | 'AUTH_REQUIRED'
   | 'LEDGER_UNAVAILABLE'
+  | 'DEPS_MISSING'
   | 'AUDIT_UNAVAILABLE'
   // tokens (docs/architecture.md §7)
   | 'TOKEN_INVALID'

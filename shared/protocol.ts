@@ -108,6 +108,19 @@ export type Identity = NonNullable<Extract<RunnerRequest, { type: 'run' }>['iden
 export const isolationLevelSchema = z.enum(['namespace-uid', 'namespace', 'uid-sandbox', 'uid', 'same-uid']);
 export type IsolationLevel = z.infer<typeof isolationLevelSchema>;
 
+/**
+ * A skill's installed environment (runner/deps/): which kind, its address (the sha256 over what it
+ * was built from), and whether it is there and unchanged since its install.
+ */
+export const depsInfoSchema = z.strictObject({
+  kind: z.enum(['python', 'node']),
+  digest: sha256Hex,
+  state: z.enum(['ready', 'missing', 'tampered']),
+  /** Why it is not ready, with the command that fixes it. */
+  why: z.string().optional(),
+});
+export type DepsInfo = z.infer<typeof depsInfoSchema>;
+
 /** What a person approves; the token is bound to its canonical hash. */
 export const willRunSchema = z.strictObject({
   skill: z.string(),
@@ -143,6 +156,8 @@ export const willRunSchema = z.strictObject({
   egressNote: z.string().optional(),
   /** The run's input files and stdin (names, sizes, sha256); absent when it gets none. */
   inputs: inputsSchema.optional(),
+  /** The environments the script imports from (read-only); a run's are always `ready`, verified against their manifest. */
+  deps: z.array(depsInfoSchema).optional(),
 });
 export type WillRun = z.infer<typeof willRunSchema>;
 
@@ -191,6 +206,8 @@ const scriptInfo = z.strictObject({
   egress: z.array(z.string()).optional(),
   egressWarning: z.string().optional(),
   egressNote: z.string().optional(),
+  /** As in `willRun`, or the environments' states when they keep the script from running. */
+  deps: z.array(depsInfoSchema).optional(),
 });
 export type ScriptInfo = z.infer<typeof scriptInfo>;
 

@@ -24,7 +24,8 @@ import type { ScriptGrant } from '../../shared/grant.js';
 import type { CatalogLimits } from '../../shared/limits.js';
 import { declarationsDirOf } from '../../shared/settings.js';
 import { checkPathString, isHiddenPath, resolveInside } from '../../shared/paths.js';
-import type { WillRun } from '../../shared/protocol.js';
+import type { DepsInfo, WillRun } from '../../shared/protocol.js';
+import type { Requirements } from '../../shared/requirements.js';
 import { MAX_RUN_CONTENT_BYTES, readSkillContent } from '../../shared/skill-content.js';
 import type { ContentLimits, ContentResult } from '../../shared/skill-content.js';
 import type { HashWorker } from '../../shared/hash-worker.js';
@@ -34,6 +35,8 @@ import { specialAddressWarning } from '../egress/address.js';
 import type { EgressPlan } from '../egress/plan.js';
 import type { Platform } from '../sandbox/platform.js';
 import { usesBwrap } from '../sandbox/platform.js';
+import { depsVariables, planDeps } from '../deps/run-env.js';
+import type { DepsContext, RunDeps } from '../deps/run-env.js';
 
 /** Stand-ins for the sandbox's private HOME/TMPDIR and the skill's folder, so previews name them as the run will. */
 export const SANDBOX_PLACEHOLDERS = {
@@ -51,6 +54,8 @@ export interface DeriveContext {
   memoryBytes: number;
   /** The runner's hashing thread (shared/hash-worker.ts): skill content is hashed off its event loop. */
   hasher?: HashWorker;
+  /** Where environments live, and the runner's memory of what it verified (runner/deps/). */
+  deps: DepsContext;
 }
 
 export interface RunPlan {
@@ -67,6 +72,8 @@ export interface RunPlan {
   grantedEnv: string[];
   /** The run's destinations and what they become at this level (proxy, or why not). */
   egress: EgressPlan;
+  /** The run's verified environments (bound read-only, runner/deps/run-env.ts). */
+  deps: RunDeps;
   /** Which grant rule allowed the run (for its audit lines). */
   grantedBy?: ScriptGrant['grantedBy'];
 }
@@ -90,7 +97,7 @@ export function contentLimits(ctx: DeriveContext): ContentLimits {
   return { maxFiles: ctx.limits.maxFilesPerSkill, maxDirs: ctx.limits.maxDirsPerSkill, maxBytes: MAX_RUN_CONTENT_BYTES, ...(ctx.hasher ? { hasher: ctx.hasher } : {}) };
 }
 
-export type Derived = { ok: true; plan: RunPlan } | { ok: false; code: ErrorCode; reason: RejectReason; message: string };
+export type Derived = { ok: true; plan: RunPlan } | { ok: false; code: ErrorCode; reason: RejectReason; message: string; deps?: DepsInfo[] };
 
 function refuse(code: ErrorCode, reason: RejectReason, message: string): Derived {
   return { ok: false, code, reason, message };
@@ -106,6 +113,8 @@ export interface DeclaredNow {
   problems: string[];
   /** Where the declaration came from (absent: none applies). */
   origin?: DeclarationOrigin;
+  /** Packages its scripts import (shared/requirements.ts). */
+  requirements?: Requirements;
 }
 
 /** One read of the skill's content per request: a pin is checked against the very bytes that are bound (and, at a run, copied). */
@@ -140,6 +149,7 @@ export async function declaredScripts(ctx: DeriveContext, skill: DiscoveredSkill
     egress: resolved.declaration?.egress ?? [],
     problems: resolved.problems.map((p) => p.detail),
     ...(resolved.origin ? { origin: resolved.origin } : {}),
+    ...(resolved.declaration?.requirements ? { requirements: resolved.declaration.requirements } : {}),
   };
 }
 
@@ -148,7 +158,7 @@ export async function deriveRun(ctx: DeriveContext, skillName: string, script: s
   const skill = knownSkill ?? (await findSkill(ctx, skillName));
   if (!skill) return refuse('UNKNOWN_SKILL', 'unknown-skill', `no skill named ${JSON.stringify(skillName)} is served; skill_list shows the names`);
   const readContent = onceContent(content, skill);
-  const { scripts, egress: declaredEgress, origin, problems } = await declaredScripts(ctx, skill, readContent);
+  const { scripts, egress: declaredEgress, origin, problems, requirements } = await declaredScripts(ctx, skill, readContent);
   const declared = scripts.find((s) => s.script === script);
   // Security: only what the skill declares can run — never an arbitrary file of the bundle.
   if (!declared) {
@@ -187,8 +197,12 @@ export async function deriveRun(ctx: DeriveContext, skillName: string, script: s
   // Security: the script must be one of the files the approval binds (and the copy holds).
   if (!scriptFile) return refuse('NOT_FOUND', 'not-found', `${skill.name}/${script} is not a served file of the skill`);
   const egress = planEgress(ctx.platform.isolation, usesBwrap(ctx.platform), bridgeNode(ctx.platform) !== undefined, grant.egress);
+  // Security: the environments are verified against their manifests now, for every preview and run.
+  const deps = await planDeps(ctx.deps, interpreterPaths(ctx), skill.name, content.runDir ?? skill.realDir, requirements);
+  if (!deps.ok) return { ok: false, code: 'DEPS_MISSING', reason: 'deps-missing', message: deps.why, deps: deps.infos };
   // Inside bubblewrap PATH is the sandbox's own (buildSpawn): a placeholder keeps the names equal.
   const built = buildScriptEnv(ctx.env, grant.env, { ...egress.env, ...(usesBwrap(ctx.platform) ? { ...SANDBOX_PLACEHOLDERS, PATH: '(sandbox)' } : SANDBOX_PLACEHOLDERS) });
+  built.names = [...built.names, ...Object.keys(depsVariables(deps.run, usesBwrap(ctx.platform)))].sort();
   const willRun: WillRun = {
     skill: skill.name,
     interpreter: declared.interpreter,
@@ -205,6 +219,7 @@ export async function deriveRun(ctx: DeriveContext, skillName: string, script: s
   };
   if (origin!.pinned) willRun.declarationPinned = true;
   if (built.notSet.length > 0) willRun.envNotSet = built.notSet;
+  if (deps.infos.length > 0) willRun.deps = deps.infos;
   const warning = grant.selfGranted ? selfGrantWarning(built.passed) : undefined;
   if (warning !== undefined) willRun.envWarning = warning;
   if (egress.entries.length > 0) {
@@ -220,7 +235,18 @@ export async function deriveRun(ctx: DeriveContext, skillName: string, script: s
     ok: true,
     // A copy holds every served path as a regular file: the script runs under its declared path there.
     plan: content.runDir !== undefined
-      ? { willRun, interpreterPath: interpreter.path, realDir: content.runDir, scriptRelative: served, args, grantedEnv: grant.env, egress, grantedBy: grant.grantedBy }
-      : { willRun, interpreterPath: interpreter.path, realDir: skill.realDir, scriptRelative: relative(skill.realDir, resolved.real), args, grantedEnv: grant.env, egress, grantedBy: grant.grantedBy },
+      ? { willRun, interpreterPath: interpreter.path, realDir: content.runDir, scriptRelative: served, args, grantedEnv: grant.env, egress, grantedBy: grant.grantedBy, deps: deps.run }
+      : { willRun, interpreterPath: interpreter.path, realDir: skill.realDir, scriptRelative: relative(skill.realDir, resolved.real), args, grantedEnv: grant.env, egress, grantedBy: grant.grantedBy, deps: deps.run },
   };
+}
+
+/** The runner's resolved interpreters, for the environments' identities. */
+function interpreterPaths(ctx: DeriveContext): { python3?: string; node?: string } {
+  const path = (name: string): string | undefined => {
+    const r = ctx.platform.interpreters.get(name);
+    return r && 'path' in r ? r.path : undefined;
+  };
+  const python3 = path('python3');
+  const node = path('node');
+  return { ...(python3 ? { python3 } : {}), ...(node ? { node } : {}) };
 }

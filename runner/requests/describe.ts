@@ -41,9 +41,10 @@ export async function describeRunner(ctx: DeriveContext, environ: ScrubResult, r
         if (willRun.egress !== undefined) info.egress = willRun.egress;
         if (willRun.egressWarning !== undefined) info.egressWarning = willRun.egressWarning;
         if (willRun.egressNote !== undefined) info.egressNote = willRun.egressNote;
+        if (willRun.deps !== undefined) info.deps = willRun.deps;
         infos.push(info);
       } else {
-        infos.push({ ...base, granted: derived.code !== 'NOT_GRANTED', runnable: false, why: derived.message, envNames: [], envNotSet: [] });
+        infos.push({ ...base, granted: derived.code !== 'NOT_GRANTED', runnable: false, why: derived.message, envNames: [], envNotSet: [], ...(derived.deps?.length ? { deps: derived.deps } : {}) });
       }
     }
     const content = read === undefined ? undefined : read.ok ? { digest: read.content.digest, fileCount: read.content.files.length } : { why: read.why };

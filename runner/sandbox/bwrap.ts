@@ -57,6 +57,8 @@ export interface RunView {
   seccompFd?: number;
   /** Host path of the run's workspace (runner/workspace/workspace.ts): bound read-write, the cwd. */
   workspace?: string;
+  /** The run's environments (runner/deps/), each bound read-only at its mount. */
+  deps?: { source: string; mount: string }[];
 }
 
 /**
@@ -106,6 +108,8 @@ export function bwrapArgs(layout: HostLayout, view: RunView): string[] {
   if (view.seccompFd !== undefined) args.push('--seccomp', String(view.seccompFd));
   // The one host folder the run may write: its own fresh workspace, holding the approved inputs.
   if (view.workspace !== undefined) args.push('--bind', view.workspace, WORKSPACE_MOUNT);
+  // Security: read-only — a run can import its packages, never change them for the next run.
+  for (const bind of view.deps ?? []) args.push('--ro-bind', bind.source, bind.mount);
   args.push(
     // Security: bubblewrap builds the sandbox's root and /dev on unbounded tmpfs mounts owned by the
     // script's uid; left writable, `/etc/x` or `/dev/x` would be a RAM sink with no size cap. Both

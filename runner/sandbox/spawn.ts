@@ -36,6 +36,7 @@ import { bridgeArgv } from '../egress/bridge.js';
 import { bridgeNode } from '../egress/plan.js';
 import type { Platform } from './platform.js';
 import { UNSHARE_FLAGS, usesBwrap } from './platform.js';
+import { depsBinds, depsVariables } from '../deps/run-env.js';
 
 export interface SandboxLimits {
   /** RLIMIT_NPROC for the run uid: Node alone needs ~12 threads, each counts. */
@@ -145,7 +146,10 @@ export function buildSpawn(plan: RunPlan, platform: Platform, sourceEnv: Readonl
     ...(sandboxed ? { HOME: SANDBOX_HOME, TMPDIR: SANDBOX_HOME, PATH: sandboxPath(platform) } : { HOME: dirs.home, TMPDIR: dirs.home }),
     SKILL_DIR: sandboxed ? SKILL_MOUNT : plan.realDir,
   };
-  const { env, names } = buildScriptEnv(sourceEnv, plan.grantedEnv, overrides);
+  const built = buildScriptEnv(sourceEnv, plan.grantedEnv, overrides);
+  // The runner's own variables for the environments (never grantable, never from the host).
+  const env = { ...built.env, ...depsVariables(plan.deps, sandboxed) };
+  const names = Object.keys(env).sort();
   const cpuSeconds = Math.ceil(plan.willRun.timeoutMs / 1000) + 1;
   const { prlimit, setpriv, unshare, sh, mount, bwrap } = platform.tools;
   const rlimits = (withNproc: boolean): string[] => [
@@ -169,7 +173,7 @@ export function buildSpawn(plan: RunPlan, platform: Platform, sourceEnv: Readonl
     const target = proxied ? bridgeArgv(bridgeNode(platform)!, script) : script;
     // bubblewrap always exports PWD; the script must get exactly the approved variables.
     const inside = [platform.tools.env!, '-u', 'PWD', prlimit!, ...rlimits(true), ...target];
-    const view = { skillDir: plan.realDir, tmpBytes: limits.tmpBytes, workspace: dirs.workspace, ...(proxied ? { egressSocket: egressSocketPath(scratch) } : {}), ...(platform.seccomp ? { seccompFd: SECCOMP_FD } : {}) };
+    const view = { skillDir: plan.realDir, tmpBytes: limits.tmpBytes, workspace: dirs.workspace, ...(proxied ? { egressSocket: egressSocketPath(scratch) } : {}), ...(platform.seccomp ? { seccompFd: SECCOMP_FD } : {}), deps: depsBinds(plan.deps) };
     chain = [...drop, bwrap!, ...bwrapArgs(platform.layout!, view), '--', ...inside];
     return finish(platform, extras, [...launcherStep(platform), ...chain], env, '/', names, false);
   }

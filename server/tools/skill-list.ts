@@ -123,7 +123,7 @@ export async function skillList(front: FrontContext, request: ListRequest = {}):
       else if (!grant.granted || info?.granted === false) {
         ungrantedScripts.push({ script, interpreter, why: catalog.grant.kind === 'hosted-default' ? 'hosted mode grants nothing without MCP_SKILL_RUN' : 'not granted by MCP_SKILL_RUN' });
       } else if (!described) unavailableScripts.push({ script, interpreter, why: runnerWhy });
-      else if (!info || !info.runnable) unavailableScripts.push({ script, interpreter, why: info?.why ?? 'the runner does not find this script' });
+      else if (!info || !info.runnable) unavailableScripts.push({ script, interpreter, why: info?.why ?? 'the runner does not find this script', ...(info?.deps !== undefined ? { deps: info.deps } : {}) });
       else if (differs !== undefined) unavailableScripts.push({ script, interpreter, why: differs });
       else {
         scripts.push({
@@ -133,6 +133,7 @@ export async function skillList(front: FrontContext, request: ListRequest = {}):
           ...(info.egress !== undefined ? { egress: info.egress } : {}),
           ...(info.egressWarning !== undefined ? { egressWarning: info.egressWarning } : {}),
           ...(info.egressNote !== undefined ? { egressNote: info.egressNote } : {}),
+          ...(info.deps !== undefined ? { deps: info.deps } : {}),
         });
       }
     }

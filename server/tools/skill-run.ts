@@ -75,6 +75,7 @@ function describeRun(willRun: WillRun): string {
     : willRun.egressNote ? `declared ${egress.join(', ')} (see the warning below)` : `only ${egress.join(', ')}, through the run's own proxy`;
   lines.push(`network: ${network}`);
   if (willRun.egressNote) lines.push(`WARNING: ${willRun.egressNote}`);
+  if (willRun.deps?.length) lines.push(`packages: ${willRun.deps.map((d) => `${d.kind} environment ${shortDigest(d.digest)} (installed by the operator, read-only, checked against its manifest)`).join(', ')}`);
   if (willRun.egressWarning) lines.push(`WARNING: ${willRun.egressWarning}`);
   return lines.join('\n');
 }

@@ -86,6 +86,7 @@ describe('an unknown flag is a usage error: exit 2, the flag named, the usage on
     ['audit verify', ['audit', 'verify', '--haed', 'x'], '--haed', 'usage: skill-mcp audit verify'],
     ['audit verify (-n belongs to tail)', ['audit', 'verify', '-n', '3'], '"-n"', 'usage: skill-mcp audit verify'],
     ['doctor', ['doctor', '--jsno'], '--jsno', 'usage: skill-mcp doctor [--json]'],
+    ['deps install', ['deps', 'install', '--skil', 'pdf'], '--skil', 'skill-mcp deps install [--skill NAME]'],
     ['doctor (a switch given a value)', ['doctor', '--json=yes'], '--json takes no value', 'usage: skill-mcp doctor [--json]'],
     ['check', ['check', '--strcit', '.'], '--strcit', 'usage: skill-mcp check [--format text|json|sarif] [--strict] [--fix] PATH...'],
   ])('%s', (_label, args, named, usage) => {
