@@ -168,7 +168,8 @@ describe('pull --git: a hostile repository', () => {
     const to = join(base, 'skills');
     const run = await runPull(['--to', to, '--git', repo.url]);
     expect(run.code).toBe(1);
-    const line = (name: string): string | undefined => run.lines.find((l) => l.name === name)?.text;
+    const line = (name: string): string | undefined =>
+      run.stdout.split('\n').map((l) => /^(?:refused|skipped)\s+(.+?): (.*)$/.exec(l)).find((m) => m?.[1] === name)?.[2];
     expect(filesUnder(to)).toEqual(['.skill-mcp-lock.json', 'good/SKILL.md']);
     expect(line('good/passwd')).toMatch(/a symbolic link; links are never materialised/);
     expect(line('good/vendor')).toMatch(/a submodule \(gitlink\); submodules are never fetched/);
