@@ -120,7 +120,7 @@ export function parsePullArgs(argv: readonly string[]): ParsedPullArgs {
     }
   }
   if (!to) return { kind: 'error', message: '--to DIR is required: the skills folder to write into' };
-  if ([url, command, git].filter((s) => s !== undefined).length !== 1) return { kind: 'error', message: 'name one source: --url URL, --git URL, or -- COMMAND [ARG]...' };
+  if ([url, command, git].filter((s) => s !== undefined).length !== 1) return { kind: 'error', message: 'name one server (--url URL, or -- COMMAND [ARG]...) or one repository (--git URL)' };
   if (git === undefined && (ref !== undefined || path !== undefined || locked)) return { kind: 'error', message: '--ref, --path and --locked are for --git sources' };
   if (git !== undefined) {
     let parsed: URL;
