@@ -32,6 +32,9 @@ records where each skill came from and its digests; running again updates only w
   --force         replace DIR/<name> even when pull did not write it, it changed since, or it
                   came from another source
 
+SKILL_MCP_PULL_ALLOW   if set, the only sources --url and --git may use: comma-separated host
+                       names (github.com) or URL prefixes (https://github.com/anthropics/)
+
 Exit status: 0 every skill is added, updated or unchanged; 1 a skill or a file was refused or the
 source could not be reached; 2 a usage error.`;
 

@@ -15,6 +15,7 @@ import { installSkill, localChange, targetState } from './install.js';
 import { LOCK_FILE, LockError, digestsOf, readLock, sameDigests, writeLock, type Lock, type LockSource } from './lock.js';
 import { discover, type RemoteSkill } from './remote.js';
 import { errorText } from './error-text.js';
+import { notAllowed } from './allow.js';
 
 /** A skill this large reports its progress on stderr. */
 const PROGRESS_MIN_FILES = 50;
@@ -119,6 +120,12 @@ async function pullOne(fetchFiles: FetchFiles, args: PullArgs, dir: string, lock
 }
 
 async function pull(args: PullArgs): Promise<number> {
+  const where = lockedSource(args.source);
+  const refusedSource = 'git' in where ? notAllowed(where.git, process.env['SKILL_MCP_PULL_ALLOW']) : 'url' in where ? notAllowed(where.url, process.env['SKILL_MCP_PULL_ALLOW']) : undefined;
+  if (refusedSource) {
+    process.stderr.write(`skill-mcp pull: ${refusedSource}\n`);
+    return 1;
+  }
   const dir = resolve(args.to);
   mkdirSync(dir, { recursive: true });
   const lock = readLock(dir);

@@ -88,12 +88,27 @@ describe('pull --git: the happy path', () => {
     expect((readLockFile(to).skills['beta']!.source as unknown)).toEqual({ git: repo.url, ref: 'main', path: 'packs/one' });
   });
 
-  test('credentials in an https URL never reach the lock or the report (rejected before any fetch is a usage error otherwise)', async () => {
+  test('credentials in an https URL never reach the report or the disk when the fetch fails', async () => {
     const to = join(tempDir('pull-git-to'), 'skills');
     const run = await runPull(['--to', to, '--git', 'https://user:SECRET-TOKEN@127.0.0.1:1/x.git']);
     expect(run.code).toBe(1);
     expect(run.stdout + run.stderr).not.toContain('SECRET-TOKEN');
     expect(existsSync(join(to, '.skill-mcp-lock.json'))).toBe(false);
+  });
+});
+
+describe('pull --git: SKILL_MCP_PULL_ALLOW', () => {
+  test('a repository outside the allow-list is refused before any fetch; a URL prefix at a "/" boundary allows it', async () => {
+    const repo = repoWith({ ...TWO });
+    const to = join(tempDir('pull-git-to'), 'skills');
+    const parent = repo.url.slice(0, repo.url.lastIndexOf('/'));
+    const denied = await runPull(['--to', to, '--git', repo.url], { SKILL_MCP_PULL_ALLOW: `github.com, ${parent}-other/` });
+    expect(denied.code).toBe(1);
+    expect(denied.stderr).toContain(`${repo.url} is not allowed by SKILL_MCP_PULL_ALLOW`);
+    expect(existsSync(to)).toBe(false);
+    const allowed = await runPull(['--to', to, '--git', repo.url], { SKILL_MCP_PULL_ALLOW: `github.com, ${parent}/` });
+    expect(allowed.code, allowed.stderr).toBe(0);
+    expect(filesUnder(to)).toContain('alpha/SKILL.md');
   });
 });
 
