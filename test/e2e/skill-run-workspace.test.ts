@@ -27,15 +27,15 @@ interface RunAnswer {
 
 let served: Served;
 let stateDir: string;
-/** The runner's scratch folder (its TMPDIR is the suite's), where each run's folder lives. */
-const scratch = join(SUITE_TMP, `skill-mcp-scratch-${process.getuid!()}`);
+/** The runner's scratch folder (set explicitly: the default is /run/skill-mcp-scratch or the state dir's), where each run's folder lives. */
+const scratch = join(SUITE_TMP, 'scratch');
 
 beforeAll(async () => {
   const root = tempDir('workspace');
   writeWorkspaceSkill(root);
   stateDir = join(SUITE_TMP, 'state');
   // A small output budget, and a file-size limit a sparse 10 GiB file fits under (its blocks are never written).
-  served = await serve({ SKILLS_DIR: root, MCP_CONFIRM_MODE: 'auto', SKILL_MCP_RUN_OUTPUT_FILES_BYTES: String(BUDGET), SKILL_MCP_RUN_FSIZE_BYTES: String(2 ** 40) }, ERAS[1]!);
+  served = await serve({ SKILLS_DIR: root, SKILL_MCP_SCRATCH_DIR: scratch, MCP_CONFIRM_MODE: 'auto', SKILL_MCP_RUN_OUTPUT_FILES_BYTES: String(BUDGET), SKILL_MCP_RUN_FSIZE_BYTES: String(2 ** 40) }, ERAS[1]!);
 }, 60_000);
 afterAll(async () => {
   await served?.close();

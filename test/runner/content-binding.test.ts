@@ -112,7 +112,7 @@ describe('a skill edited between the preview and the run', () => {
     expect(fresh.willRun.content.files).not.toBe(approved.willRun.content.files);
     expect(fresh.willRun.content.script !== approved.willRun.content.script).toBe(scriptChanges);
     expect(acceptedRuns()).toBe(before);
-    expect(auditLines(runner.stateDir).at(-1)).toMatchObject({ event: 'run.reject', reason: 'draft-changed', skill });
+    expect(auditLines(runner.stateDir).filter((l) => l['event'] === 'run.reject').at(-1)).toMatchObject({ event: 'run.reject', reason: 'draft-changed', skill });
     const ran = await runWith(skill, fresh.confirmToken);
     if (!ran.ok) throw new Error(`${ran.error.code}: ${ran.error.message}`);
     expect(JSON.parse(text(ran.result.stdout))).toMatchObject(shows);

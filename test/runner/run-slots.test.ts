@@ -85,7 +85,7 @@ describe('over the limit', () => {
     expect(refused.error.busy!.retryAfterMs).toBeGreaterThan(0);
     expect(refused.error.message).toMatch(/^1 of 1 runs are in progress, 1 of them this client's .*waited \d+ s.*same confirmToken/);
     expect(count(r, 'run.wait')).toBe(waitsBefore + 1);
-    expect(auditLines(r.stateDir).at(-1)).toMatchObject({ event: 'run.reject', reason: 'busy', running: 1, max_runs: 1, queued: 0 });
+    expect(auditLines(r.stateDir).filter((l) => l['event'] === 'run.reject').at(-1)).toMatchObject({ event: 'run.reject', reason: 'busy', running: 1, max_runs: 1, queued: 0 });
 
     release([first.seen]);
     expect(await first.answer).toMatchObject({ ok: true, result: { exitCode: 0 } });
