@@ -1,123 +1,23 @@
 /**
- * @module `skill-mcp pull`: copies skills from an MCP server into a skills folder (Claude Code's
- * `~/.claude/skills`, Codex's, Cursor's...). Discover and plan (remote.ts), compare with the lock
- * and the folder, download and check (download.ts), write whole (install.ts), record (lock.ts).
+ * @module `skill-mcp pull`: copies skills from an MCP server or a git repository (git-pull.ts)
+ * into a skills folder (Claude Code's `~/.claude/skills`, Codex's, Cursor's...). Discover and plan
+ * (remote.ts), compare with the lock and the folder and write whole (one.ts, install.ts), download
+ * and check (download.ts), record (lock.ts).
  * The report goes to stdout, one line a skill; progress of big skills to stderr.
  */
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { PULL_USAGE, parsePullArgs, type GitSource, type PullArgs } from './args.js';
-import { connect, type Connection, type Source } from './connect.js';
-import { GitError, openRepo, safeGitUrl } from './git.js';
-import { planGit, readGitSkill, type GitSkill } from './git-plan.js';
-import { DownloadRefused, downloadSkill } from './download.js';
-import { installSkill, localChange, targetState } from './install.js';
-import { LOCK_FILE, LockError, digestsOf, readLock, sameDigests, writeLock, type Lock, type LockSource } from './lock.js';
-import { discover, type RemoteSkill } from './remote.js';
+import { PULL_USAGE, parsePullArgs, type PullArgs } from './args.js';
+import { connect, type Connection } from './connect.js';
+import { downloadSkill } from './download.js';
+import { pullGit } from './git-pull.js';
+import { LockError, readLock } from './lock.js';
+import { discover } from './remote.js';
 import { errorText } from './error-text.js';
 import { notAllowed } from './allow.js';
+import { Report, describeSource, lockedSource, pullOne, summary } from './one.js';
 
-/** A skill this large reports its progress on stderr. */
-const PROGRESS_MIN_FILES = 50;
-const PROGRESS_MIN_BYTES = 1024 * 1024;
-
-/**
- * The source as the lock records it: a URL without credentials, query or fragment (they may hold
- * secrets; headers are never recorded), or the command line.
- */
-export function lockedSource(source: Source | GitSource): LockSource {
-  if ('git' in source) return { git: safeGitUrl(source.git), ref: source.ref ?? 'HEAD', path: source.path };
-  if (!('url' in source)) return { command: [...source.command] };
-  const url = new URL(source.url);
-  return { url: `${url.origin}${url.pathname}` };
-}
-
-function describeSource(source: Source | LockSource): string {
-  if ('git' in source) return `${source.git} (${source.ref ?? 'HEAD'}${source.path ? `, ${source.path}` : ''})`;
-  return 'url' in source ? source.url : source.command.join(' ');
-}
-
-function sizeText(bytes: number): string {
-  return bytes < 1024 ? `${bytes} B` : bytes < 1024 * 1024 ? `${(bytes / 1024).toFixed(1)} KiB` : `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
-}
-
-interface Tally {
-  added: number;
-  updated: number;
-  unchanged: number;
-  refused: number;
-}
-
-class Report {
-  readonly tally: Tally = { added: 0, updated: 0, unchanged: 0, refused: 0 };
-  /** Files of pulled skills that were not written (links, submodules, LFS pointers, dot-files). */
-  skippedFiles = 0;
-  line(kind: keyof Tally | 'gone' | 'skipped', name: string, text?: string): void {
-    if (kind === 'skipped') this.skippedFiles++;
-    else if (kind !== 'gone') this.tally[kind]++;
-    process.stdout.write(`${kind.padEnd(9)} ${name}${text ? `: ${text}` : ''}\n`);
-  }
-}
-
-/** Reports a big skill's download at each quarter, on stderr. */
-function progressFor(skill: RemoteSkill): ((done: number, total: number, bytes: number) => void) | undefined {
-  const total = skill.files.reduce((sum, f) => sum + f.size, 0);
-  if (skill.files.length < PROGRESS_MIN_FILES && total < PROGRESS_MIN_BYTES) return undefined;
-  let shown = 0;
-  return (done, count, bytes) => {
-    const quarter = Math.floor((done * 4) / count);
-    if (quarter <= shown) return;
-    shown = quarter;
-    process.stderr.write(`pull: ${skill.name}: ${done}/${count} files, ${sizeText(bytes)} of ${sizeText(total)}\n`);
-  };
-}
-
-/** Where one skill's checked bytes come from: an MCP server's reads, or a fetched commit. */
-type FetchFiles = (skill: RemoteSkill, progress: ReturnType<typeof progressFor>) => Promise<Map<string, Buffer>>;
-
-/** One skill: decide from the lock and the folder, then download, check and write it (or say why not). */
-async function pullOne(fetchFiles: FetchFiles, args: PullArgs, dir: string, lock: Lock, skill: RemoteSkill, report: Report, commit?: string): Promise<void> {
-  const target = join(dir, skill.name);
-  const state = targetState(target);
-  if (state.kind === 'refused') return report.line('refused', skill.name, `${state.why}; nothing written`);
-  const source = lockedSource(args.source);
-  const locked = lock.skills[skill.name];
-  const remote = digestsOf(skill.files);
-  const sameSource = locked !== undefined && JSON.stringify(locked.source) === JSON.stringify(source);
-  if (state.kind === 'folder') {
-    const change = locked ? localChange(target, locked) : undefined;
-    if (!args.force) {
-      if (!locked) return report.line('refused', skill.name, `${target} exists and was not written by pull (${LOCK_FILE} has no entry for it); --force replaces it`);
-      if (!sameSource) return report.line('refused', skill.name, `${target} was pulled from ${describeSource(locked.source)}; --force replaces it with the copy from here`);
-      if (change) return report.line('refused', skill.name, `${target} changed here since the last pull (${change}); --force replaces it`);
-    }
-    if (sameSource && !change && sameDigests(locked!.files, remote)) {
-      if (commit !== undefined && locked!.commit !== commit) {
-        lock.skills[skill.name] = { ...locked!, commit };
-        writeLock(dir, lock);
-      }
-      return report.line('unchanged', skill.name);
-    }
-  }
-  let files: Map<string, Buffer>;
-  try {
-    files = await fetchFiles(skill, progressFor(skill));
-  } catch (error) {
-    if (error instanceof DownloadRefused || error instanceof GitError) return report.line('refused', skill.name, `${error.message}; nothing written`);
-    throw error;
-  }
-  installSkill(dir, skill.name, files);
-  lock.skills[skill.name] = { source, uri: skill.uri, via: skill.via, ...(commit !== undefined ? { commit } : {}), pulledAt: new Date().toISOString(), files: remote };
-  writeLock(dir, lock);
-  const bytes = [...files.values()].reduce((sum, b) => sum + b.length, 0);
-  if (state.kind === 'folder' && locked) {
-    const changed = Object.keys(remote).filter((p) => locked.files[p] !== remote[p]).length;
-    const removed = Object.keys(locked.files).filter((p) => !(p in remote)).length;
-    report.line('updated', skill.name, `${changed} of ${skill.files.length} files new or changed${removed ? `, ${removed} removed` : ''} -> ${target}`);
-  } else {
-    report.line('added', skill.name, `${skill.files.length} file${skill.files.length === 1 ? '' : 's'}, ${sizeText(bytes)} -> ${target}`);
-  }
-}
+export { lockedSource } from './one.js';
 
 async function pull(args: PullArgs): Promise<number> {
   const where = lockedSource(args.source);
@@ -161,91 +61,6 @@ async function pull(args: PullArgs): Promise<number> {
     }
   } finally {
     await connection.close();
-  }
-  return summary(report);
-}
-
-function summary(report: Report): number {
-  const t = report.tally;
-  const files = report.skippedFiles > 0 ? `, ${report.skippedFiles} file${report.skippedFiles === 1 ? '' : 's'} not pulled` : '';
-  process.stdout.write(`pull: ${t.added} added, ${t.updated} updated, ${t.unchanged} unchanged, ${t.refused} refused${files}\n`);
-  return t.refused > 0 || report.skippedFiles > 0 ? 1 : 0;
-}
-
-/** The commit the lock pins for this git source (and these skills), or why --locked cannot run. */
-function lockedCommit(lock: Lock, source: LockSource, wanted: ReadonlySet<string>): { commit: string; names: Set<string> } | string {
-  const key = JSON.stringify(source);
-  const entries = Object.entries(lock.skills).filter(([name, s]) => JSON.stringify(s.source) === key && (wanted.size === 0 || wanted.has(name)));
-  const commits = new Set(entries.map(([, s]) => s.commit));
-  if (entries.length === 0 || commits.has(undefined)) return `the lock has no commit for ${describeSource(source)}${wanted.size ? ' and these skills' : ''}; pull once without --locked`;
-  if (commits.size > 1) return `the lock pins skills of ${describeSource(source)} at ${commits.size} different commits; pull them without --locked, or name the skills of one commit with --skill`;
-  return { commit: [...commits][0]!, names: new Set(entries.map(([name]) => name)) };
-}
-
-/**
- * A pull from a git repository. --locked asks the source for the locked commit by its id (git
- * protocol v2 servers, and GitHub's, serve any commit they still hold); if that is refused, the
- * ref is fetched and must still point at that commit. Otherwise the pull fails and writes nothing.
- */
-async function pullGit(args: PullArgs, git: GitSource, dir: string, lock: Lock): Promise<number> {
-  const source = lockedSource(git) as Extract<LockSource, { git: string }>;
-  const pin = git.locked ? lockedCommit(lock, source, args.skills) : undefined;
-  if (typeof pin === 'string') {
-    process.stderr.write(`skill-mcp pull: --locked: ${pin}\n`);
-    return 1;
-  }
-  let repo;
-  try {
-    try {
-      repo = openRepo(git.git, pin ? pin.commit : (git.ref ?? 'HEAD'));
-    } catch (error) {
-      if (!pin || !(error instanceof GitError)) throw error;
-      repo = openRepo(git.git, source.ref);
-      if (repo.commit !== pin.commit) {
-        repo.close();
-        throw new GitError(`the locked commit ${pin.commit} is gone from ${source.git} (${error.message}) and ${source.ref} is now ${repo.commit}; nothing was changed. Pull without --locked to move the pin`);
-      }
-    }
-  } catch (error) {
-    if (!(error instanceof GitError)) throw error;
-    process.stderr.write(`skill-mcp pull: could not fetch ${describeSource(source)}${pin ? ` at the locked commit ${pin.commit}` : ''}: ${error.message}\n`);
-    return 1;
-  }
-  const report = new Report();
-  try {
-    const selfName = source.path ? source.path.slice(source.path.lastIndexOf('/') + 1) : (new URL(source.git).pathname.replace(/\/+$/, '').split('/').pop() ?? '').replace(/\.git$/, '');
-    const wanted = pin && args.skills.size === 0 ? pin.names : args.skills;
-    let found;
-    try {
-      found = planGit(repo, source.path, selfName, wanted);
-    } catch (error) {
-      if (!(error instanceof GitError)) throw error;
-      process.stderr.write(`skill-mcp pull: ${describeSource(source)}: ${error.message}\n`);
-      return 1;
-    }
-    process.stderr.write(`pull: ${found.skills.length + found.refused.length} skill(s) from ${describeSource(source)} at ${repo.commit} into ${dir}\n`);
-    for (const refusal of found.refused) report.line('refused', refusal.name, `${refusal.why}; nothing written`);
-    for (const name of wanted) {
-      if (!found.skills.some((s) => s.name === name) && !found.refused.some((r) => r.name === name)) report.line('refused', name, `the repository has no skill of that name at ${repo.commit}`);
-    }
-    for (const skip of found.skipped) report.line('skipped', `${skip.skill}/${skip.path}`, `${skip.why}; the skill is pulled without it`);
-    const opened = repo;
-    for (const skill of [...found.skills].sort((a, b) => (a.name < b.name ? -1 : 1))) {
-      if (pin && !sameDigests(lock.skills[skill.name]?.files ?? {}, digestsOf(skill.files))) {
-        report.line('refused', skill.name, `its files at the locked commit differ from the digests the lock records; nothing written`);
-        continue;
-      }
-      await pullOne(async (s) => readGitSkill(opened, s as GitSkill), args, dir, lock, skill, report, repo.commit);
-    }
-    if (args.skills.size === 0 && !pin) {
-      const key = JSON.stringify(source);
-      for (const [name, locked] of Object.entries(lock.skills)) {
-        if (JSON.stringify(locked.source) !== key || found.skills.some((s) => s.name === name) || found.refused.some((r) => r.name === name)) continue;
-        report.line('gone', name, `no longer in the repository at ${repo.commit}; ${join(dir, name)} is left as it is`);
-      }
-    }
-  } finally {
-    repo.close();
   }
   return summary(report);
 }
