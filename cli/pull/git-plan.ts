@@ -9,6 +9,7 @@
 import { createHash } from 'node:crypto';
 import { PULL_MAX_FILES, PULL_MAX_SKILL_BYTES, checkFileList, checkFilePath, checkSkillName, type PlannedFile } from './checks.js';
 import { GitError, type Repo, type TreeEntry } from './git.js';
+import { checkPathString, isHiddenPath } from '../../shared/paths.js';
 import type { Refusal, RemoteSkill } from './remote.js';
 
 const LFS_POINTER = Buffer.from('version https://git-lfs.github.com/spec/v1');
@@ -49,14 +50,13 @@ function planOne(repo: Repo, base: string, prefix: string, name: string, entries
   for (const entry of entries) {
     if (!entry.path.startsWith(prefix)) continue;
     const rel = entry.path.slice(prefix.length);
-    const path = checkFilePath(rel);
-    if (!path.ok) {
-      if (/hidden \(a dot-name\)/.test(path.why)) {
-        skipped.push({ skill: name, path: rel, why: 'a dot-file; hidden files are never pulled' });
-        continue;
-      }
-      return { name, why: path.why };
+    const plain = checkPathString(rel);
+    if (plain.ok && isHiddenPath(plain.segments)) {
+      skipped.push({ skill: name, path: rel, why: 'a dot-file; hidden files are never pulled' });
+      continue;
     }
+    const path = checkFilePath(rel);
+    if (!path.ok) return { name, why: path.why };
     // Security: a link (to /etc/passwd, to another skill) is never written, so it can never be followed.
     if (entry.mode === '120000') skipped.push({ skill: name, path: rel, why: 'a symbolic link; links are never materialised' });
     // Security: a submodule would be another repository, fetched and trusted blindly; it is never fetched.
