@@ -98,18 +98,24 @@ function handleConnection(socket: Socket, opts: ListenOptions): void {
   // Security: a process that reached the socket despite the directory modes (a mis-set group, a
   // passed fd) is still refused by uid.
   if (opts.peerCred && (!cred || !peerAllowed(cred.uid, cred.gid, opts))) {
-    if (cred) opts.audit.append({ event: 'peer.refuse', uid: cred.uid, gid: cred.gid, pid: cred.pid });
-    send({ ok: false, error: { code: 'PEER_REFUSED', message: 'this process may not talk to the runner' } });
-    socket.end();
+    // The refusal follows its own audit line (append never rejects and never hangs on a full disk).
+    const line = cred ? opts.audit.append({ event: 'peer.refuse', uid: cred.uid, gid: cred.gid, pid: cred.pid }) : Promise.resolve();
+    void line.then(() => {
+      send({ ok: false, error: { code: 'PEER_REFUSED', message: 'this process may not talk to the runner' } });
+      socket.end();
+    });
     return;
   }
 
   let session: Session | undefined;
   let refused = false;
-  const refusePeer = (message: string): void => {
+  /** Stops reading this connection at once; the refusal is sent once `line` (its audit line) is written. */
+  const refusePeer = (message: string, line: Promise<void> = Promise.resolve()): void => {
     refused = true;
-    send({ ok: false, error: { code: 'PEER_REFUSED', message } });
-    socket.end();
+    void line.then(() => {
+      send({ ok: false, error: { code: 'PEER_REFUSED', message } });
+      socket.end();
+    });
   };
   socket.on('data', (chunk: Buffer) => {
     for (const event of codec.push(chunk)) {
@@ -133,8 +139,8 @@ function handleConnection(socket: Socket, opts: ListenOptions): void {
         // Security: another instance's front has the same uid (and so reaches the socket) but not
         // this instance's secret; refused before it can read this runner's skills or run them.
         if (!frontSecretMatches(opts.frontSecret, req.frontSecret)) {
-          opts.audit.append({ event: 'peer.refuse', uid: cred?.uid ?? -1, gid: cred?.gid ?? -1, pid: cred?.pid ?? -1, reason: 'front-secret' });
-          return refusePeer('this runner serves another front: the front secret does not match (each standalone skill-mcp has its own runner; a hosted pair needs the same secret file on both sides: --front-secret-file and SKILL_MCP_FRONT_SECRET_FILE)');
+          const line = opts.audit.append({ event: 'peer.refuse', uid: cred?.uid ?? -1, gid: cred?.gid ?? -1, pid: cred?.pid ?? -1, reason: 'front-secret' });
+          return refusePeer('this runner serves another front: the front secret does not match (each standalone skill-mcp has its own runner; a hosted pair needs the same secret file on both sides: --front-secret-file and SKILL_MCP_FRONT_SECRET_FILE)', line);
         }
         session = { differs: viewDifferences(opts.view(), req.view) };
         if (session.differs.length > 0) opts.onMismatch(session.differs);

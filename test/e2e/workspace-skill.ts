@@ -45,7 +45,7 @@ print(json.dumps(done))
   // Output bombs.
   'scripts/many.py': `import os
 os.makedirs("many", exist_ok=True)
-for i in range(100000):
+for i in range(20000):
     open("many/%06d" % i, "w").close()
 print("made")
 `,

@@ -46,11 +46,13 @@ describe('stale scratch folders', () => {
       expect(existsSync(linkNamedLikeRun)).toBe(true);
       expect(existsSync(live)).toBe(true);
       expect(existsSync(join(scratch, 'not-a-run-folder'))).toBe(true);
-      const start = auditLines(runner.stateDir).find((l) => l['event'] === 'runner.start');
-      expect(start).toMatchObject({ scratch_stale_removed: 1, scratch_stale_failed: 0 });
+      // runner.start is written before a runner's first decided line (docs/audit.md): decide one.
+      expect(await runner.client.prepare({ skill: 'no-such-skill', script: 'a.js', args: [] })).toMatchObject({ ok: false });
     } finally {
       await runner.stop();
     }
+    const start = auditLines(runner.stateDir).find((l) => l['event'] === 'runner.start');
+    expect(start).toMatchObject({ scratch_stale_removed: 1, scratch_stale_failed: 0 });
   });
 });
 
