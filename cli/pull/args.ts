@@ -3,10 +3,12 @@
  */
 import { checkSkillName } from './checks.js';
 import { parseHeaders, type Source } from './connect.js';
+import { checkPathString } from '../../shared/paths.js';
 
 export const PULL_USAGE = `usage:
   skill-mcp pull [--skill NAME]... --to DIR [--force] --url URL [--header 'Name: value']...
   skill-mcp pull [--skill NAME]... --to DIR [--force] -- COMMAND [ARG]...
+  skill-mcp pull [--skill NAME]... --to DIR [--force] --git URL [--ref REF] [--path SUBDIR] [--locked]
 
 Copies skills from any MCP server that serves them into DIR/<name>/, each file checked against
 the digest the server publishes (SEP-2640 skills/list + skills/get, or FastMCP's
@@ -19,16 +21,36 @@ records where each skill came from and its digests; running again updates only w
   --header H      an HTTP header for every request, e.g. 'Authorization: Bearer ...' (repeatable;
                   never written to the lockfile)
   -- COMMAND      a server started over stdio, with this process's environment
+  --git URL       a git repository (https://, ssh:// or file://), read with git plumbing only:
+                  no checkout, hooks, filters, LFS or submodules ever run; links, submodules,
+                  LFS pointers and dot-files are reported and not pulled
+  --ref REF       the branch, tag or commit to pull (default: the repository's HEAD); the lock
+                  records the commit it resolved to
+  --path SUBDIR   the folder of the repository holding the skills (default: the top)
+  --locked        install exactly the commit DIR/.skill-mcp-lock.json records for this
+                  repository, even if REF has moved; fails, writing nothing, if it is gone
   --force         replace DIR/<name> even when pull did not write it, it changed since, or it
                   came from another source
 
-Exit status: 0 every skill is added, updated or unchanged; 1 a skill was refused or the server
-could not be reached; 2 a usage error.`;
+SKILL_MCP_PULL_ALLOW   if set, the only sources --url and --git may use: comma-separated host
+                       names (github.com) or URL prefixes (https://github.com/anthropics/)
+
+Exit status: 0 every skill is added, updated or unchanged; 1 a skill or a file was refused or the
+source could not be reached; 2 a usage error.`;
+
+export interface GitSource {
+  git: string;
+  /** undefined: the repository's HEAD. */
+  ref: string | undefined;
+  /** `/`-separated, checked; "" is the top of the repository. */
+  path: string;
+  locked: boolean;
+}
 
 export interface PullArgs {
   skills: Set<string>;
   to: string;
-  source: Source;
+  source: Source | GitSource;
   headers: Record<string, string>;
   force: boolean;
 }
@@ -42,6 +64,10 @@ export function parsePullArgs(argv: readonly string[]): ParsedPullArgs {
   let url: string | undefined;
   let command: string[] | undefined;
   let force = false;
+  let git: string | undefined;
+  let ref: string | undefined;
+  let path: string | undefined;
+  let locked = false;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const value = (): string | undefined => (i + 1 < argv.length ? argv[++i] : undefined);
@@ -67,6 +93,21 @@ export function parsePullArgs(argv: readonly string[]): ParsedPullArgs {
         url = value();
         if (!url) return { kind: 'error', message: '--url needs a URL' };
         break;
+      case '--git':
+        git = value();
+        if (!git) return { kind: 'error', message: '--git needs a repository URL' };
+        break;
+      case '--ref':
+        ref = value();
+        if (!ref) return { kind: 'error', message: '--ref needs a branch, tag or commit' };
+        break;
+      case '--path':
+        path = value();
+        if (path === undefined) return { kind: 'error', message: '--path needs a folder of the repository' };
+        break;
+      case '--locked':
+        locked = true;
+        break;
       case '--header': {
         const line = value();
         if (line === undefined) return { kind: 'error', message: '--header needs "Name: value"' };
@@ -82,7 +123,24 @@ export function parsePullArgs(argv: readonly string[]): ParsedPullArgs {
     }
   }
   if (!to) return { kind: 'error', message: '--to DIR is required: the skills folder to write into' };
-  if ((url === undefined) === (command === undefined)) return { kind: 'error', message: 'name one server: --url URL, or -- COMMAND [ARG]...' };
+  if ([url, command, git].filter((s) => s !== undefined).length !== 1) return { kind: 'error', message: 'name one server (--url URL, or -- COMMAND [ARG]...) or one repository (--git URL)' };
+  if (git === undefined && (ref !== undefined || path !== undefined || locked)) return { kind: 'error', message: '--ref, --path and --locked are for --git sources' };
+  if (git !== undefined) {
+    let parsed: URL;
+    try {
+      parsed = new URL(git);
+    } catch {
+      return { kind: 'error', message: `--git ${JSON.stringify(git)} is not a URL (use https://, ssh:// or file://)` };
+    }
+    if (!['https:', 'ssh:', 'file:'].includes(parsed.protocol)) return { kind: 'error', message: `--git must be https://, ssh:// or file:// (it is ${parsed.protocol})` };
+    // Security: a ref starting with "-" could be read as an option by git.
+    if (ref !== undefined && (ref.startsWith('-') || /[\x00-\x20\x7f]/.test(ref))) return { kind: 'error', message: `--ref ${JSON.stringify(ref)} is not a ref name` };
+    const sub = (path ?? '').replace(/^\/+|\/+$/g, '');
+    const check = sub === '' ? undefined : checkPathString(sub);
+    if (check && !check.ok) return { kind: 'error', message: `--path ${JSON.stringify(path)}: ${check.why}` };
+    if (headerLines.length > 0) return { kind: 'error', message: '--header is for --url servers' };
+    return { kind: 'pull', args: { skills, to, source: { git, ref, path: check ? check.segments.join('/') : '', locked }, headers: {}, force } };
+  }
   if (command !== undefined && command.length === 0) return { kind: 'error', message: 'a command is missing after --' };
   if (command !== undefined && headerLines.length > 0) return { kind: 'error', message: '--header is for --url servers' };
   if (url !== undefined) {

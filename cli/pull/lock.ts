@@ -12,12 +12,20 @@ import { DIGEST } from './checks.js';
 
 export const LOCK_FILE = '.skill-mcp-lock.json';
 
-const SourceSchema = z.union([z.strictObject({ url: z.string() }), z.strictObject({ command: z.array(z.string()).min(1) })]);
+const SourceSchema = z.union([
+  z.strictObject({ url: z.string() }),
+  z.strictObject({ command: z.array(z.string()).min(1) }),
+  z.strictObject({ git: z.string(), ref: z.string(), path: z.string() }),
+]);
+
+export type LockSource = z.infer<typeof SourceSchema>;
 
 const LockedSkillSchema = z.strictObject({
   source: SourceSchema,
   uri: z.string(),
-  via: z.enum(['skills-extension', 'fastmcp-manifest']),
+  via: z.enum(['skills-extension', 'fastmcp-manifest', 'git']),
+  /** For a git source: the commit the files came from. */
+  commit: z.string().regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/).optional(),
   pulledAt: z.string(),
   files: z.record(z.string(), z.string().regex(DIGEST)),
 });
