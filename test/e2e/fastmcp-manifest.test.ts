@@ -10,6 +10,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { ERAS, REPO, SERVER_JS, SUITE_TMP, VARIED_SKILLS, callTool, expectNoLeftovers, rpc, rpcErrorCode, serve, skillList, tempDir, type Served } from './harness.js';
+import { inspectorCommand } from '../verifiers.js';
 
 afterAll(expectNoLeftovers);
 
@@ -127,7 +128,7 @@ describe.each(['legacy', 'modern'])('Inspector --verify --require-digests with F
   test('a folder holding a _manifest skill still verifies (exit 0): only the skills a strict host can load are listed', async () => {
     const args = ['--cli', '-e', `SKILLS_DIR=${shadowRoot}`, '-e', `TMPDIR=${SUITE_TMP}`, '-e', `SKILL_MCP_STATE_DIR=${SUITE_TMP}/state`, process.execPath, SERVER_JS, '--protocol-era', era, '--method', 'skills/list', '--verify', '--require-digests'];
     const run = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-      execFile(`${REPO}node_modules/.bin/inspector`, args, { cwd: REPO, timeout: 60_000 }, (error, stdout, stderr) => {
+      execFile(inspectorCommand()[0], [inspectorCommand()[1], ...args], { cwd: REPO, timeout: 60_000 }, (error, stdout, stderr) => {
         resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr });
       });
     });

@@ -12,13 +12,14 @@ import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, describe, expect, test } from 'vitest';
 import { connectClient, REPO, startHttp, type HttpServer } from './harness.js';
 import { defineLiveScenario, expectListingMatchesDisk, walkSkills } from '../e2e/live-scenario.js';
+import { inspectorCommand } from '../verifiers.js';
 
-const INSPECTOR = `${REPO}node_modules/.bin/inspector`;
+const [INSPECTOR_NODE, INSPECTOR] = inspectorCommand();
 
 function inspect(url: string, era: string): Promise<{ code: number; stdout: string; stderr: string }> {
   const args = ['--cli', url, '--protocol-era', era, '--method', 'skills/list', '--verify', '--require-digests'];
   return new Promise((resolve) => {
-    execFile(INSPECTOR, args, { cwd: REPO, timeout: 60_000, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+    execFile(INSPECTOR_NODE, [INSPECTOR, ...args], { cwd: REPO, timeout: 60_000, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
       resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr });
     });
   });
