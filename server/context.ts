@@ -4,7 +4,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { RequestStateCodec, ServerContext } from '@modelcontextprotocol/server';
-import { clientIdSchema } from '../shared/protocol.js';
+import { clientIdSchema, type Identity } from '../shared/protocol.js';
+import { identityOfAuth } from './auth/resource-server.js';
 import { SkillMcpError } from '../shared/errors.js';
 import type { ErrorCode } from '../shared/errors.js';
 import type { Announcer } from './announce.js';
@@ -40,10 +41,12 @@ export interface FrontContext {
    * digits): the HTTP bearer token's hash, else this front's own session (stdio: one per process).
    */
   clientOf(ctx: ServerContext): string;
+  /** The OAuth identity the HTTP gate verified for this request; undefined for stdio and the static token. */
+  identityOf(ctx: ServerContext): Identity | undefined;
   requireSkill(name: string): SkillRecord;
 }
 
-export function createFrontContext(fields: Omit<FrontContext, 'requireSkill' | 'clientOf'>): FrontContext {
+export function createFrontContext(fields: Omit<FrontContext, 'requireSkill' | 'clientOf' | 'identityOf'>): FrontContext {
   const { catalog } = fields;
   // One stdio process serves one client connection: its session is the client.
   const session = randomBytes(16).toString('hex');
@@ -53,6 +56,7 @@ export function createFrontContext(fields: Omit<FrontContext, 'requireSkill' | '
       const fromToken = ctx.http?.authInfo?.clientId;
       return fromToken !== undefined && clientIdSchema.safeParse(fromToken).success ? fromToken : session;
     },
+    identityOf: (ctx) => identityOfAuth(ctx.http?.authInfo),
     requireSkill(name) {
       const record = catalog.get(name);
       if (!record) {

@@ -2,9 +2,10 @@
  * @module The MCP front: builds one `McpServer` per connection (stdio) or request (HTTP) from
  * the shared context. Tools, prompts, and the SEP-2640 skills extension over our catalog.
  */
-import { CLIENT_CAPABILITIES_META_KEY, McpServer, type CallToolResult, type ClientCapabilities, type ServerContext } from '@modelcontextprotocol/server';
+import { CLIENT_CAPABILITIES_META_KEY, McpServer, requireScopes, type CallToolResult, type ClientCapabilities, type ServerContext } from '@modelcontextprotocol/server';
 import { SkillsExtension } from '@modelcontextprotocol/server/ext/skills';
 import * as z from 'zod';
+import { SCOPES } from './auth/settings.js';
 import { CatalogSkillSource } from './catalog/source.js';
 import type { FrontContext } from './context.js';
 import { attachPrompts } from './prompts.js';
@@ -64,7 +65,7 @@ export function createServerFactory(front: FrontContext, onWarning: (message: st
         }),
         annotations: READ_ONLY,
       },
-      ({ cursor, limit, problems }) => guarded(async () => ok(await skillList(front, { cursor, limit, problems }))),
+      ({ cursor, limit, problems }, ctx) => guarded(async () => ok(await skillList(front, { cursor, limit, problems, identity: front.identityOf(ctx) }))),
     );
     mcp.registerTool(
       'skill_search',
@@ -118,6 +119,9 @@ export function createServerFactory(front: FrontContext, onWarning: (message: st
           confirmToken: z.string().optional().describe('The token from the preview, after the person approved it'),
         }),
         annotations: RUNS_CODE,
+        // Security: an OAuth token without skills:run is refused before the tool runs (403
+        // insufficient_scope naming the scope, so the client can ask for it); stdio has no token.
+        scopeChallenge: requireScopes(SCOPES.run),
       },
       async ({ name, script, args, confirmToken }, ctx) => {
         const result = await guarded(() => skillRun(front, { name, script, args, confirmToken }, ctx, canElicitForm(mcp, ctx)));

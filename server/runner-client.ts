@@ -12,7 +12,7 @@ import type { ConfigView } from '../shared/config-view.js';
 import { SkillMcpError } from '../shared/errors.js';
 import { FrameCodec, MAX_REQUEST_FRAME_BYTES, MAX_RESPONSE_FRAME_BYTES } from '../shared/frame.js';
 import { anyFailureSchema, PROTOCOL_VERSION, responseSchemas } from '../shared/protocol.js';
-import type { RequestType, Response, RunnerRequest } from '../shared/protocol.js';
+import type { Identity, RequestType, Response, RunnerRequest } from '../shared/protocol.js';
 import { MAX_RUN_QUEUE_MS, MAX_TIMEOUT_MS } from '../shared/limits.js';
 
 export interface RunnerClientOptions {
@@ -37,7 +37,7 @@ export interface RunCallOptions {
   client?: string;
 }
 
-type Args = { skill: string; script: string; args: string[] };
+type Args = { skill: string; script: string; args: string[]; identity?: Identity | undefined };
 
 export class RunnerClient {
   private readonly requestTimeoutMs: number;
@@ -62,7 +62,7 @@ export class RunnerClient {
 
   /** Re-derives a run and mints its token: `{willRun, confirmToken, expiresAt}` or a refusal. */
   prepare(req: Args): Promise<Response<'prepare'>> {
-    return this.call('prepare', { type: 'prepare', ...req }, this.requestTimeoutMs);
+    return this.call('prepare', { type: 'prepare', skill: req.skill, script: req.script, args: req.args, ...(req.identity ? { identity: req.identity } : {}) }, this.requestTimeoutMs);
   }
 
   /** Runs with a token. A refusal with code DRAFT_CHANGED carries `error.fresh` (new preview + token). */
@@ -80,7 +80,7 @@ export class RunnerClient {
     options.signal?.addEventListener('abort', onAbort, { once: true });
     try {
       if (options.signal?.aborted) onAbort();
-      return await this.call('run', { type: 'run', ...req, cancelId, ...(options.client !== undefined ? { client: options.client } : {}) }, wait, local.signal);
+      return await this.call('run', { type: 'run', skill: req.skill, script: req.script, args: req.args, confirmToken: req.confirmToken, ...(req.identity ? { identity: req.identity } : {}), cancelId, ...(options.client !== undefined ? { client: options.client } : {}) }, wait, local.signal);
     } finally {
       options.signal?.removeEventListener('abort', onAbort);
     }

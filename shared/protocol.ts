@@ -46,12 +46,33 @@ export const requestSchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('hello'), frontSecret: z.string().min(1).max(MAX_FRONT_SECRET_CHARS).optional(), view: configViewSchema }),
   // `skills`: describe only these (a skill_list page); absent: every skill the runner serves.
   z.strictObject({ type: z.literal('describe'), skills: z.array(skill).max(MAX_DESCRIBE_SKILLS).optional() }),
-  z.strictObject({ type: z.literal('prepare'), skill, script, args }),
-  z.strictObject({ type: z.literal('run'), skill, script, args, confirmToken: z.string().min(1).max(MAX_TOKEN_CHARS), cancelId: cancelIdSchema, client: clientIdSchema.optional() }),
+  z.strictObject({
+    type: z.literal('prepare'),
+    skill,
+    script,
+    args,
+    identity: z.strictObject({ subject: z.string().min(1).max(256), clientId: z.string().max(256).optional(), groups: z.array(z.string().max(256)).max(64).optional() }).optional(),
+  }),
+  z.strictObject({
+    type: z.literal('run'),
+    skill,
+    script,
+    args,
+    confirmToken: z.string().min(1).max(MAX_TOKEN_CHARS),
+    cancelId: cancelIdSchema,
+    client: clientIdSchema.optional(),
+    identity: z.strictObject({ subject: z.string().min(1).max(256), clientId: z.string().max(256).optional(), groups: z.array(z.string().max(256)).max(64).optional() }).optional(),
+  }),
   z.strictObject({ type: z.literal('cancel'), cancelId: cancelIdSchema }),
 ]);
 export type RunnerRequest = z.infer<typeof requestSchema>;
 export type RequestType = RunnerRequest['type'];
+/**
+ * Who asked, as the front verified them (an OAuth access token's `sub`, `client_id`/`azp` and
+ * groups). Security: the runner believes it because only an authenticated front can talk to it
+ * (SECURITY.md); it re-checks the grant's `subjects` against it.
+ */
+export type Identity = NonNullable<Extract<RunnerRequest, { type: 'run' }>['identity']>;
 
 /**
  * How strongly a run is separated from the runner, the front and other runs, strongest first

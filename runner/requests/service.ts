@@ -34,7 +34,7 @@ import { removeIpcOf } from '../sandbox/sysv-ipc.js';
 import type { SandboxLimits } from '../sandbox/spawn.js';
 import { reapUid } from '../uids/pool.js';
 import type { UidPool } from '../uids/pool.js';
-import { RunAdmission } from './admission.js';
+import { admissionClient, RunAdmission } from './admission.js';
 import type { AdmissionLimits, BusyFigures, Lease } from './admission.js';
 
 export interface ServiceDeps {
@@ -112,14 +112,15 @@ export class RunnerService {
 
   async prepare(req: PrepareRequest): Promise<Answer<Minted>> {
     if (this.deps.refusedWhy) return refusal(this.deps.refusedWhy.code, this.deps.refusedWhy.message);
-    const derived = await deriveRun(this.deps.ctx, req.skill, req.script, req.args);
+    const derived = await deriveRun(this.deps.ctx, req.skill, req.script, req.args, undefined, undefined, req.identity);
+    const requester = req.identity ? { requester: req.identity } : {};
     if (!derived.ok) {
-      this.deps.audit.append({ event: 'run.prepare', skill: req.skill, script: req.script, refused: derived.reason });
+      this.deps.audit.append({ event: 'run.prepare', skill: req.skill, script: req.script, refused: derived.reason, ...requester });
       return refusal(derived.code, derived.message);
     }
     const minted = this.mint(derived.plan.willRun);
     const claims = verifyToken(this.deps.key, minted.confirmToken, Date.now(), this.deps.ttlMs);
-    this.deps.audit.append({ event: 'run.prepare', skill: req.skill, script: req.script, ...(claims.ok ? { token_id: tokenLogId(claims.claims) } : {}) });
+    this.deps.audit.append({ event: 'run.prepare', skill: req.skill, script: req.script, ...(claims.ok ? { token_id: tokenLogId(claims.claims) } : {}), ...requester });
     return { ok: true, result: minted };
   }
 
@@ -150,7 +151,7 @@ export class RunnerService {
   /** BUSY with the figures: how full the slots are, how long this run waited, when to try again. */
   private busy(req: RunRequest, slot: Slot, f: BusyFigures): { ok: false; error: Refusal } {
     this.deps.audit.append({
-      event: 'run.reject', reason: 'busy', skill: req.skill, script: req.script, client: slot.client,
+      event: 'run.reject', reason: 'busy', skill: req.skill, script: req.script, client: slot.client, ...(req.identity ? { requester: req.identity } : {}),
       running: f.running, max_runs: f.maxRuns, queued: f.queued, client_running: f.clientRunning, client_share: f.clientShare, waited_ms: f.waitedMs,
     });
     const share = f.clientRunning >= f.clientShare ? `, ${f.clientRunning} of them this client's (one client may hold ${f.clientShare} at once)` : '';
@@ -163,12 +164,12 @@ export class RunnerService {
   /** Runs with a token. `abandoned` fires when the asker went away: the run is then killed. */
   async run(req: RunRequest, abandoned?: AbortSignal): Promise<Answer<ResultOf<'run'>>> {
     const reject = (reason: RejectReason, code: ErrorCode, message: string, extra: { token_id?: string } = {}): { ok: false; error: Refusal } => {
-      this.deps.audit.append({ event: 'run.reject', reason, skill: req.skill, script: req.script, ...extra });
+      this.deps.audit.append({ event: 'run.reject', reason, skill: req.skill, script: req.script, ...extra, ...(req.identity ? { requester: req.identity } : {}) });
       return refusal(code, message);
     };
     // A cancel names one run: a second run under an id in use would make it ambiguous.
     if (this.named(req.cancelId)) return refusal('BAD_REQUEST', 'a run with this cancel id is already in progress; each run needs a fresh cancel id');
-    const slot: Slot = { runId: randomBytes(8).toString('hex'), cancelId: req.cancelId, client: req.client ?? UNNAMED_CLIENT, cancelled: false, leave: new AbortController() };
+    const slot: Slot = { runId: randomBytes(8).toString('hex'), cancelId: req.cancelId, client: admissionClient(req.identity, req.client, UNNAMED_CLIENT), cancelled: false, leave: new AbortController() };
     this.runs.add(slot);
     const onAbandon = (): void => this.kill(slot);
     abandoned?.addEventListener('abort', onAbandon);
@@ -177,7 +178,7 @@ export class RunnerService {
       // Security: the wait holds nothing — the token is verified and spent only in the slot, so a
       // run refused BUSY (or cancelled while it waited) keeps its approval for later.
       const admitted = await this.admission.acquire(slot.client, slot.leave.signal, (at) => {
-        this.deps.audit.append({ event: 'run.wait', run_id: slot.runId, skill: req.skill, script: req.script, client: slot.client, running: at.running, queued: at.queued });
+        this.deps.audit.append({ event: 'run.wait', run_id: slot.runId, skill: req.skill, script: req.script, client: slot.client, running: at.running, queued: at.queued, ...(req.identity ? { requester: req.identity } : {}) });
       });
       if (!admitted.ok) {
         if (admitted.why === 'busy') return this.busy(req, slot, admitted.figures);
@@ -227,14 +228,14 @@ export class RunnerService {
     if (!verified.ok) return reject('token-expired', 'TOKEN_EXPIRED', EXPIRED, { token_id: tokenId });
     // Security: derived from the runner's private copy of the skill, hashed as it was written; the
     // plan runs that copy, so nothing edited in the skill folder from here on reaches the run.
-    const derived = await deriveRun(deps.ctx, req.skill, req.script, req.args, undefined, copy.source(deps.ctx));
+    const derived = await deriveRun(deps.ctx, req.skill, req.script, req.args, undefined, copy.source(deps.ctx), req.identity);
     if (!derived.ok) return reject(derived.reason, derived.code, derived.message, { token_id: tokenId });
     const { plan } = derived;
     // Security: the token is bound to what was approved; a different skill, script, argv, env set,
     // isolation or content (script, module, data file, link, added file) now means the person has
     // not approved this run.
     if (willRunHash(plan.willRun) !== claims.wr) {
-      this.deps.audit.append({ event: 'run.reject', reason: 'draft-changed', skill: req.skill, script: req.script, token_id: tokenId });
+      this.deps.audit.append({ event: 'run.reject', reason: 'draft-changed', skill: req.skill, script: req.script, token_id: tokenId, ...(req.identity ? { requester: req.identity } : {}) });
       return { ok: false, error: { code: 'DRAFT_CHANGED', message: 'what would run differs from what this token was approved for; show the fresh preview and confirm again', fresh: this.mint(plan.willRun) } };
     }
     if (slot.cancelled) return reject('cancelled', 'CANCELLED', 'the run was cancelled before it started', { token_id: tokenId });
@@ -273,6 +274,7 @@ export class RunnerService {
         memory_bytes: plan.willRun.memoryBytes, uid: uid ?? process.getuid!(), script_sha256: plan.willRun.content.script, files_sha256: plan.willRun.content.files,
         ...(plan.egress.entries.length > 0 ? { egress: plan.egress.entries, egress_mode: plan.egress.mode } : {}),
         client: slot.client, queued_ms: slot.lease?.waitedMs ?? 0, runs_in_progress: this.admission.running,
+        ...(req.identity ? { requester: req.identity } : {}),
       });
       slot.lease?.endsBy(Date.now() + plan.willRun.timeoutMs + deps.killGraceMs + deps.drainMs + REAP_MS);
       const { setpriv, kill, ipcrm } = deps.ctx.platform.tools;
@@ -294,7 +296,7 @@ export class RunnerService {
       const egressTotals: RunProxyTotals | undefined = await proxy?.close();
       proxy = undefined;
       deps.audit.append({
-        event: 'run.exit', run_id: slot.runId, exit_code: o.exitCode, signal: o.signal, ended: o.ending, duration_ms: o.durationMs,
+        event: 'run.exit', run_id: slot.runId, ...(req.identity ? { requester: req.identity } : {}), exit_code: o.exitCode, signal: o.signal, ended: o.ending, duration_ms: o.durationMs,
         stdout_bytes: o.stdoutBytes, stderr_bytes: o.stderrBytes, stdout_sha256: o.stdoutSha256, stderr_sha256: o.stderrSha256,
         truncated: o.truncated, leftovers_killed: leftovers.killed, leftovers_remaining: leftovers.remaining,
         ...(ipcRemoved > 0 ? { ipc_removed: ipcRemoved } : {}),

@@ -29,7 +29,7 @@ export interface RunInput {
 const CONFIRM_KEY = 'confirm-run';
 
 /** Refusals that need no person and no runner: the catalog already knows. */
-function localRefusal(front: FrontContext, input: RunInput): CallToolResult | undefined {
+function localRefusal(front: FrontContext, input: RunInput, ctx: ServerContext): CallToolResult | undefined {
   const record = front.requireSkill(input.name);
   const declared = record.declaration?.run ?? [];
   const script = declared.find((s) => s.script === input.script);
@@ -37,8 +37,9 @@ function localRefusal(front: FrontContext, input: RunInput): CallToolResult | un
     const list = declared.length > 0 ? `It declares: ${declared.map((s) => s.script).join(', ')}.` : 'It declares no runnable scripts (an mcp-host: run block in SKILL.md would).';
     return refuse('NOT_DECLARED', `skill "${record.name}" does not declare "${input.script}" as a script, so it cannot run. ${list}`);
   }
-  const grant = grantScripts(record.name, record.declaration, front.catalog.grant).find((g) => g.declared.script === input.script);
-  if (!grant?.granted) return refuse('NOT_GRANTED', notGrantedMessage(front.catalog.grant, record.name, input.script));
+  const identity = front.identityOf(ctx);
+  const grant = grantScripts(record.name, record.declaration, front.catalog.grant, identity).find((g) => g.declared.script === input.script);
+  if (!grant?.granted) return refuse('NOT_GRANTED', notGrantedMessage(front.catalog.grant, record.name, input.script, identity));
   return undefined;
 }
 
@@ -101,7 +102,7 @@ async function execute(front: FrontContext, input: RunInput, token: string, ctx:
   let answer;
   try {
     answer = await withProgress(ctx, `${input.name}/${input.script}`, () =>
-      front.runner.send((client) => client.run({ skill: input.name, script: input.script, args: input.args, confirmToken: token }, { signal: ctx.mcpReq.signal, client: front.clientOf(ctx) }), { idempotent: false }),
+      front.runner.send((client) => client.run({ skill: input.name, script: input.script, args: input.args, confirmToken: token, identity: front.identityOf(ctx) }, { signal: ctx.mcpReq.signal, client: front.clientOf(ctx) }), { idempotent: false }),
     );
   } catch (error) {
     if (error instanceof SkillMcpError && error.code === 'CANCELLED') return ok({ status: 'cancelled', detail: 'the client cancelled the call; the run was killed' });
@@ -130,8 +131,8 @@ async function runnerServesOther(front: FrontContext, name: string, minted: Mint
   return contentMismatch(name, await frontContent(front, front.requireSkill(name)), minted.willRun.content.files, minted.willRun.content.fileCount);
 }
 
-async function prepare(front: FrontContext, input: RunInput): Promise<Minted> {
-  const answer = await front.runner.send((client) => client.prepare({ skill: input.name, script: input.script, args: input.args }), { idempotent: true });
+async function prepare(front: FrontContext, input: RunInput, ctx: ServerContext): Promise<Minted> {
+  const answer = await front.runner.send((client) => client.prepare({ skill: input.name, script: input.script, args: input.args, identity: front.identityOf(ctx) }), { idempotent: true });
   if (!answer.ok) throw new SkillMcpError(answer.error.code as never, answer.error.message);
   const differs = await runnerServesOther(front, input.name, answer.result);
   if (differs !== undefined) throw new SkillMcpError('CONTENT_MISMATCH', differs);
@@ -140,7 +141,7 @@ async function prepare(front: FrontContext, input: RunInput): Promise<Minted> {
 
 export async function skillRun(front: FrontContext, input: RunInput, ctx: ServerContext, canElicit: boolean): Promise<CallToolResult> {
   if (front.runRefusal) return refuse(front.runRefusal.code, front.runRefusal.message);
-  const local = localRefusal(front, input);
+  const local = localRefusal(front, input, ctx);
   if (local) return local;
   if (input.confirmToken !== undefined) return execute(front, input, input.confirmToken, ctx);
 
@@ -149,7 +150,7 @@ export async function skillRun(front: FrontContext, input: RunInput, ctx: Server
     return refuse('CONFIRM_REFUSED', 'this client cannot show a confirmation prompt and the owner set MCP_CONFIRM_MODE=refuse (or an unknown value), so no script runs from it. Use a client that supports form elicitation, or ask the owner for MCP_CONFIRM_MODE=ask-user.');
   }
   if (path.kind === 'token') {
-    return preview(await prepare(front, input), { status: 'confirmation-required', mode: path.mode, instructions: tokenInstructions(path.mode) });
+    return preview(await prepare(front, input, ctx), { status: 'confirmation-required', mode: path.mode, instructions: tokenInstructions(path.mode) });
   }
 
   // Elicitation. A retried round carries the person's answer and our sealed state.
@@ -158,11 +159,11 @@ export async function skillRun(front: FrontContext, input: RunInput, ctx: Server
   const sameRequest = state !== undefined && typeof state === 'object' && state.skill === input.name && state.script === input.script && JSON.stringify(state.args) === JSON.stringify(input.args);
   if (answer.kind === 'elicit' && sameRequest) {
     if (answer.action !== 'accept') return ok({ status: 'cancelled', detail: `the person ${answer.action === 'decline' ? 'declined' : 'dismissed'} the run; nothing ran` });
-    const minted = await prepare(front, input);
+    const minted = await prepare(front, input, ctx);
     // The approval is bound to the exact willRun shown; if anything changed since, ask again.
     if (willRunHash(minted.willRun) === state.h) return execute(front, input, minted.confirmToken, ctx);
   }
-  const minted = await prepare(front, input);
+  const minted = await prepare(front, input, ctx);
   const requestState = await front.approvalCodec.mint({ skill: input.name, script: input.script, args: input.args, h: willRunHash(minted.willRun) });
   return inputRequired({
     inputRequests: {
