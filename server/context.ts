@@ -16,6 +16,7 @@ import type { SkillRecord } from './catalog/skill.js';
 import type { ApprovalState } from './confirm/request-state.js';
 import type { ConfirmSettings } from './confirm/settings.js';
 import type { RunnerLink } from './runner-link.js';
+import type { Visibility } from '../shared/visibility.js';
 
 export interface FrontContext {
   catalog: Catalog;
@@ -44,6 +45,19 @@ export interface FrontContext {
   /** The OAuth identity the HTTP gate verified for this request; undefined for stdio and the static token. */
   identityOf(ctx: ServerContext): Identity | undefined;
   requireSkill(name: string): SkillRecord;
+  /** Which skills which identities see (SKILL_MCP_VISIBLE); auth/visible-catalog.ts applies it per request. */
+  visibility: Visibility;
+}
+
+/** The served skill named `name` in `catalog`, or UNKNOWN_SKILL naming some that are served. */
+export function requireSkillIn(catalog: Catalog, name: string): SkillRecord {
+  const record = catalog.get(name);
+  if (!record) {
+    const known = catalog.skills().map((s) => s.name);
+    const hint = known.length > 0 ? `Served skills: ${known.slice(0, 20).join(', ')}${known.length > 20 ? ', ...' : ''}.` : 'No skill is served; skill_list shows the problems.';
+    throw new SkillMcpError('UNKNOWN_SKILL', `no skill named ${JSON.stringify(name)} is served. ${hint}`);
+  }
+  return record;
 }
 
 export function createFrontContext(fields: Omit<FrontContext, 'requireSkill' | 'clientOf' | 'identityOf'>): FrontContext {
@@ -57,14 +71,6 @@ export function createFrontContext(fields: Omit<FrontContext, 'requireSkill' | '
       return fromToken !== undefined && clientIdSchema.safeParse(fromToken).success ? fromToken : session;
     },
     identityOf: (ctx) => identityOfAuth(ctx.http?.authInfo),
-    requireSkill(name) {
-      const record = catalog.get(name);
-      if (!record) {
-        const known = catalog.skills().map((s) => s.name);
-        const hint = known.length > 0 ? `Served skills: ${known.slice(0, 20).join(', ')}${known.length > 20 ? ', ...' : ''}.` : 'No skill is served; skill_list shows the problems.';
-        throw new SkillMcpError('UNKNOWN_SKILL', `no skill named ${JSON.stringify(name)} is served. ${hint}`);
-      }
-      return record;
-    },
+    requireSkill: (name) => requireSkillIn(catalog, name),
   };
 }

@@ -9,8 +9,9 @@ import { readFrontSecretFile } from '../shared/front-secret.js';
 import type { Problem } from '../shared/problems.js';
 import { Announcer } from './announce.js';
 import { readSharedSettings, startupReport } from '../shared/settings.js';
-import { readVariable, refuseToStart, wholeNumber, type SettingIssue, type VariableSpec } from '../shared/settings-schema.js';
+import { ConfigError, readVariable, refuseToStart, wholeNumber, type SettingIssue, type VariableSpec } from '../shared/settings-schema.js';
 import { rootLabel } from '../shared/discover.js';
+import { readVisibility } from '../shared/visibility.js';
 import { explainUnreadableRoot } from '../shared/unreadable-root.js';
 import { Catalog } from './catalog/catalog.js';
 import { readWatchSettings, startLiveCatalog } from './catalog/live.js';
@@ -66,6 +67,8 @@ export async function startFront(
   const watch = readWatchSettings(env);
   for (const detail of watch.errors) configProblems.push({ path: 'configuration', reason: 'config', detail });
   const confirm = readConfirmSettings(env, settings.confirmTtlSeconds);
+  const visibility = readVisibility(env);
+  if (!visibility.ok) throw new ConfigError([{ variable: 'SKILL_MCP_VISIBLE', policy: 'stop', message: `${visibility.error}; skill-mcp does not start with it: fix or unset it` }]);
   // Where operators look: every refused value and every root problem, not only skill_list.
   for (const line of [...startupReport(settings), ...frontIssues.map((issue) => issue.message), ...watch.errors, ...confirm.warnings]) warn(line);
   const catalog = await Catalog.load({ roots: settings.roots, limits: settings.limits, env, configProblems });
@@ -91,5 +94,6 @@ export async function startFront(
     approvalCodec: createApprovalCodec(requestStateKey, confirm.ttlSeconds),
     runRefusal,
     collectGarbage: fullCollector(),
+    visibility,
   });
 }

@@ -19,6 +19,7 @@ import type { ErrorCode } from '../../shared/errors.js';
 import { parseSkillMd } from '../../shared/frontmatter.js';
 import { readSkillMdFile } from '../../shared/skill-md.js';
 import { grantScripts, notGrantedMessage, readGrantSource, type Caller } from '../../shared/grant.js';
+import { readVisibility, visibleTo } from '../../shared/visibility.js';
 import type { CatalogLimits } from '../../shared/limits.js';
 import { checkPathString, isHiddenPath, resolveInside } from '../../shared/paths.js';
 import type { WillRun } from '../../shared/protocol.js';
@@ -106,6 +107,8 @@ export function declaredScripts(ctx: DeriveContext, skill: DiscoveredSkill): { s
 /** Works out, from the disk and the owner's grant as they are now, what `skill/script args` would run. */
 export async function deriveRun(ctx: DeriveContext, skillName: string, script: string, args: string[], knownSkill?: DiscoveredSkill, content: ContentSource = contentInPlace(ctx), caller?: Caller): Promise<Derived> {
   const skill = knownSkill ?? (await findSkill(ctx, skillName));
+  // Security: a skill this caller may not see is unknown to it here too, whatever the front sent.
+  if (skill && !visibleTo(readVisibility(ctx.env as NodeJS.ProcessEnv), skill.name, caller)) return refuse('UNKNOWN_SKILL', 'unknown-skill', `no skill named ${JSON.stringify(skillName)} is served; skill_list shows the names`);
   if (!skill) return refuse('UNKNOWN_SKILL', 'unknown-skill', `no skill named ${JSON.stringify(skillName)} is served; skill_list shows the names`);
   const { scripts, egress: declaredEgress } = declaredScripts(ctx, skill);
   const declared = scripts.find((s) => s.script === script);
