@@ -15,6 +15,7 @@ import { createJwtVerifier } from '../auth/jwt-verifier.js';
 import { discoverIssuer } from '../auth/discovery.js';
 import { createResourceServer, type ResourceServer } from '../auth/resource-server.js';
 import { describeListenError } from './listen-error.js';
+import { healthRoutes } from './health.js';
 import { guardRequest, jsonRpcError, type GuardOptions } from './guard.js';
 import { requestPath, sendWebResponse, toWebRequest, webHeaders } from './node-adapter.js';
 import { bindsLoopbackOnly, HTTP_USAGE, MCP_PATH, readHttpOptions, type HttpOptions } from './options.js';
@@ -75,11 +76,12 @@ function createListener(handler: McpHttpHandler, options: HttpOptions, inFlight:
   };
 }
 
-/** The OAuth metadata paths (when OAuth is on); any other path is 404 by the guard. */
-function otherRoutes(resourceServer: ResourceServer | undefined): OtherRoutes {
+/** Health, and the OAuth metadata paths (when OAuth is on); any other path is 404 by the guard. */
+function otherRoutes(resourceServer: ResourceServer | undefined, health: ReturnType<typeof healthRoutes>): OtherRoutes {
   return {
-    has: (pathname) => resourceServer?.metadata(pathname, 'HEAD') !== undefined,
-    answer: (pathname, method) => resourceServer?.metadata(pathname, method) ?? jsonRpcError(404, -32000, `Not found: the MCP endpoint is ${MCP_PATH}`),
+    has: (pathname) => health.paths.has(pathname) || resourceServer?.metadata(pathname, 'HEAD') !== undefined,
+    answer: (pathname, method) =>
+      health.paths.has(pathname) ? health.answer(pathname, method) : (resourceServer?.metadata(pathname, method) ?? jsonRpcError(404, -32000, `Not found: the MCP endpoint is ${MCP_PATH}`)),
   };
 }
 
@@ -141,7 +143,8 @@ export async function serveOverHttp(options: { args: string[]; bundledSkills: st
   const inFlight = createInFlight();
   const state = { stopping: false };
   // Node checks the header/request deadlines on this interval (default 30 s); check every second.
-  const routes = otherRoutes(resourceServer);
+  const health = healthRoutes(front, warn);
+  const routes = otherRoutes(resourceServer, health);
   const server = createServer({ connectionsCheckingInterval: 1_000 }, createListener(handler, http, inFlight, state, warn, authenticate, routes, metrics));
   configure(server, http);
   server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
@@ -185,6 +188,8 @@ export async function serveOverHttp(options: { args: string[]; bundledSkills: st
     warn(`metrics on ${endpoint.url}`);
     if (!bindsLoopbackOnly(http.metrics.host)) warn(`warning: the metrics endpoint on ${http.metrics.host} needs no token: keep it on a private network`);
   }
+  // Before `listening on`: whoever waits for that line (a test, an operator's eye) sees the runner's state first.
+  await health.atStart();
   warn(`listening on ${url}${resourceServer ? ' (OAuth access token required)' : http.token === undefined ? '' : ' (bearer token required)'}`);
   if (authenticate === undefined && !bindsLoopbackOnly(http.host)) {
     warn(`warning: ${http.host} is reachable from other machines and neither SKILL_MCP_HTTP_TOKEN nor SKILL_MCP_OAUTH_ISSUER is set: anyone who can reach it can read the skills`);
