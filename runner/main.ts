@@ -27,12 +27,14 @@ import { removeStaleRunFolders } from './workspace/scratch.js';
 import { RunnerService } from './requests/service.js';
 import { resolveCapacity, thisMachine } from './requests/capacity.js';
 import { SkillMcpError } from '../shared/errors.js';
+import { lineWriter, readLogFormat } from '../shared/log-line.js';
 import { ensurePrivateDir, loadTokenKey } from './state.js';
 import { DEFAULT_CLAIM_DIR, UidClaims } from './uids/claims.js';
 import { UidPool } from './uids/pool.js';
 
+/** One line on stderr, as text or JSON (SKILL_MCP_LOG_FORMAT; an unreadable value keeps text). */
 function log(message: string): void {
-  process.stderr.write(`skill-mcp runner: ${message}\n`);
+  lineWriter('runner', 'skill-mcp runner', readLogFormat(process.env)).say(message);
 }
 
 export async function runnerMain(argv: string[], options: { bundledSkills: string }): Promise<void> {

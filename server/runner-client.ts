@@ -37,7 +37,7 @@ export interface RunCallOptions {
   client?: string;
 }
 
-type Args = { skill: string; script: string; args: string[]; identity?: Identity | undefined };
+type Args = { skill: string; script: string; args: string[]; identity?: Identity | undefined; traceparent?: string | undefined };
 
 export class RunnerClient {
   private readonly requestTimeoutMs: number;
@@ -62,7 +62,7 @@ export class RunnerClient {
 
   /** Re-derives a run and mints its token: `{willRun, confirmToken, expiresAt}` or a refusal. */
   prepare(req: Args): Promise<Response<'prepare'>> {
-    return this.call('prepare', { type: 'prepare', skill: req.skill, script: req.script, args: req.args, ...(req.identity ? { identity: req.identity } : {}) }, this.requestTimeoutMs);
+    return this.call('prepare', { type: 'prepare', skill: req.skill, script: req.script, args: req.args, ...(req.identity ? { identity: req.identity } : {}), ...(req.traceparent ? { traceparent: req.traceparent } : {}) }, this.requestTimeoutMs);
   }
 
   /** Runs with a token. A refusal with code DRAFT_CHANGED carries `error.fresh` (new preview + token). */
@@ -80,7 +80,7 @@ export class RunnerClient {
     options.signal?.addEventListener('abort', onAbort, { once: true });
     try {
       if (options.signal?.aborted) onAbort();
-      return await this.call('run', { type: 'run', skill: req.skill, script: req.script, args: req.args, confirmToken: req.confirmToken, ...(req.identity ? { identity: req.identity } : {}), cancelId, ...(options.client !== undefined ? { client: options.client } : {}) }, wait, local.signal);
+      return await this.call('run', { type: 'run', skill: req.skill, script: req.script, args: req.args, confirmToken: req.confirmToken, ...(req.identity ? { identity: req.identity } : {}), ...(req.traceparent ? { traceparent: req.traceparent } : {}), cancelId, ...(options.client !== undefined ? { client: options.client } : {}) }, wait, local.signal);
     } finally {
       options.signal?.removeEventListener('abort', onAbort);
     }

@@ -38,6 +38,8 @@ export const cancelIdSchema = z.string().regex(/^[0-9a-f]{32}$/, 'a cancel id is
  * a label, not a credential — a front is trusted to name its clients honestly.
  */
 export const clientIdSchema = z.string().regex(/^[0-9a-f]{32}$/, 'a client id is 32 hex digits');
+/** A W3C Trace Context `traceparent` (version 00) from the MCP request's `_meta`, passed through to the audit. */
+export const traceparentSchema = z.string().regex(/^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/);
 /** The front's configuration, as digests (shared/config-view.ts). */
 export const configViewSchema = z.strictObject({ roots: sha256Hex, mode: z.enum(['hosted', 'standalone']), grant: sha256Hex });
 
@@ -52,6 +54,7 @@ export const requestSchema = z.discriminatedUnion('type', [
     script,
     args,
     identity: z.strictObject({ subject: z.string().min(1).max(256), clientId: z.string().max(256).optional(), groups: z.array(z.string().max(256)).max(64).optional() }).optional(),
+    traceparent: traceparentSchema.optional(),
   }),
   z.strictObject({
     type: z.literal('run'),
@@ -62,6 +65,7 @@ export const requestSchema = z.discriminatedUnion('type', [
     cancelId: cancelIdSchema,
     client: clientIdSchema.optional(),
     identity: z.strictObject({ subject: z.string().min(1).max(256), clientId: z.string().max(256).optional(), groups: z.array(z.string().max(256)).max(64).optional() }).optional(),
+    traceparent: traceparentSchema.optional(),
   }),
   z.strictObject({ type: z.literal('cancel'), cancelId: cancelIdSchema }),
 ]);

@@ -33,10 +33,10 @@ export type RejectReason =
 export type AuditEvent =
   | { event: 'runner.start'; [key: string]: unknown }
   | { event: 'peer.refuse'; uid: number; gid: number; pid: number; reason?: 'front-secret' }
-  | { event: 'run.prepare'; skill: string; script: string; token_id?: string; refused?: string; requester?: Identity }
-  | { event: 'run.reject'; reason: RejectReason; skill?: string; script?: string; token_id?: string; client?: string; running?: number; max_runs?: number; queued?: number; client_running?: number; client_share?: number; waited_ms?: number; requester?: Identity }
-  | { event: 'run.wait'; run_id: string; skill: string; script: string; client: string; running: number; queued: number; requester?: Identity }
-  | { event: 'run.accept'; run_id: string; runner_pid: number; token_id: string; skill: string; script: string; interpreter: string; argv: string[]; env_names: string[]; timeout_ms: number; isolation: string; sandbox: string[]; memory_bytes: number; uid: number; script_sha256?: string; files_sha256?: string; egress?: string[]; egress_mode?: string; client?: string; queued_ms?: number; runs_in_progress?: number; requester?: Identity }
+  | { event: 'run.prepare'; skill: string; script: string; token_id?: string; refused?: string; requester?: Identity; traceparent?: string }
+  | { event: 'run.reject'; reason: RejectReason; skill?: string; script?: string; token_id?: string; client?: string; running?: number; max_runs?: number; queued?: number; client_running?: number; client_share?: number; waited_ms?: number; requester?: Identity; traceparent?: string }
+  | { event: 'run.wait'; run_id: string; skill: string; script: string; client: string; running: number; queued: number; requester?: Identity; traceparent?: string }
+  | { event: 'run.accept'; run_id: string; runner_pid: number; token_id: string; skill: string; script: string; interpreter: string; argv: string[]; env_names: string[]; timeout_ms: number; isolation: string; sandbox: string[]; memory_bytes: number; uid: number; script_sha256?: string; files_sha256?: string; egress?: string[]; egress_mode?: string; client?: string; queued_ms?: number; runs_in_progress?: number; requester?: Identity; traceparent?: string }
   | { event: 'run.exit'; run_id: string; [key: string]: unknown }
   | ({ event: 'egress'; run_id: string } & EgressRecord)
   | { event: 'ledger.unavailable'; ledger: 'redis'; redis: string; why: string }

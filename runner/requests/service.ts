@@ -12,7 +12,7 @@ import { chownSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ErrorCode } from '../../shared/errors.js';
 import { MAX_STREAM_BYTES, MAX_TIMEOUT_MS } from '../../shared/limits.js';
-import type { DescribeResult, Minted, Refusal, ResultOf, RunnerRequest, WillRun } from '../../shared/protocol.js';
+import type { DescribeResult, Identity, Minted, Refusal, ResultOf, RunnerRequest, WillRun } from '../../shared/protocol.js';
 import { mintToken, tokenLogId, verifyToken, willRunHash } from '../../shared/token.js';
 import type { AuditLog, RejectReason } from '../audit/log.js';
 import { deriveRun } from './derive.js';
@@ -82,6 +82,11 @@ const REAP_MS = 2_500;
 const REUSED = 'this confirmation token was already used; each token runs once — ask again without a token';
 const EXPIRED = 'the confirmation token has expired; ask again without a token for a fresh preview';
 
+/** Who asked and under which trace, for the request's audit lines (absent fields are left out). */
+function who(req: { identity?: Identity | undefined; traceparent?: string | undefined }): { requester?: Identity; traceparent?: string } {
+  return { ...(req.identity ? { requester: req.identity } : {}), ...(req.traceparent ? { traceparent: req.traceparent } : {}) };
+}
+
 function refusal(code: ErrorCode, message: string): { ok: false; error: Refusal } {
   return { ok: false, error: { code, message } };
 }
@@ -113,7 +118,7 @@ export class RunnerService {
   async prepare(req: PrepareRequest): Promise<Answer<Minted>> {
     if (this.deps.refusedWhy) return refusal(this.deps.refusedWhy.code, this.deps.refusedWhy.message);
     const derived = await deriveRun(this.deps.ctx, req.skill, req.script, req.args, undefined, undefined, req.identity);
-    const requester = req.identity ? { requester: req.identity } : {};
+    const requester = who(req);
     if (!derived.ok) {
       this.deps.audit.append({ event: 'run.prepare', skill: req.skill, script: req.script, refused: derived.reason, ...requester });
       return refusal(derived.code, derived.message);
@@ -151,7 +156,7 @@ export class RunnerService {
   /** BUSY with the figures: how full the slots are, how long this run waited, when to try again. */
   private busy(req: RunRequest, slot: Slot, f: BusyFigures): { ok: false; error: Refusal } {
     this.deps.audit.append({
-      event: 'run.reject', reason: 'busy', skill: req.skill, script: req.script, client: slot.client, ...(req.identity ? { requester: req.identity } : {}),
+      event: 'run.reject', reason: 'busy', skill: req.skill, script: req.script, client: slot.client, ...who(req),
       running: f.running, max_runs: f.maxRuns, queued: f.queued, client_running: f.clientRunning, client_share: f.clientShare, waited_ms: f.waitedMs,
     });
     const share = f.clientRunning >= f.clientShare ? `, ${f.clientRunning} of them this client's (one client may hold ${f.clientShare} at once)` : '';
@@ -164,7 +169,7 @@ export class RunnerService {
   /** Runs with a token. `abandoned` fires when the asker went away: the run is then killed. */
   async run(req: RunRequest, abandoned?: AbortSignal): Promise<Answer<ResultOf<'run'>>> {
     const reject = (reason: RejectReason, code: ErrorCode, message: string, extra: { token_id?: string } = {}): { ok: false; error: Refusal } => {
-      this.deps.audit.append({ event: 'run.reject', reason, skill: req.skill, script: req.script, ...extra, ...(req.identity ? { requester: req.identity } : {}) });
+      this.deps.audit.append({ event: 'run.reject', reason, skill: req.skill, script: req.script, ...extra, ...who(req) });
       return refusal(code, message);
     };
     // A cancel names one run: a second run under an id in use would make it ambiguous.
@@ -178,7 +183,7 @@ export class RunnerService {
       // Security: the wait holds nothing — the token is verified and spent only in the slot, so a
       // run refused BUSY (or cancelled while it waited) keeps its approval for later.
       const admitted = await this.admission.acquire(slot.client, slot.leave.signal, (at) => {
-        this.deps.audit.append({ event: 'run.wait', run_id: slot.runId, skill: req.skill, script: req.script, client: slot.client, running: at.running, queued: at.queued, ...(req.identity ? { requester: req.identity } : {}) });
+        this.deps.audit.append({ event: 'run.wait', run_id: slot.runId, skill: req.skill, script: req.script, client: slot.client, running: at.running, queued: at.queued, ...who(req) });
       });
       if (!admitted.ok) {
         if (admitted.why === 'busy') return this.busy(req, slot, admitted.figures);
@@ -235,7 +240,7 @@ export class RunnerService {
     // isolation or content (script, module, data file, link, added file) now means the person has
     // not approved this run.
     if (willRunHash(plan.willRun) !== claims.wr) {
-      this.deps.audit.append({ event: 'run.reject', reason: 'draft-changed', skill: req.skill, script: req.script, token_id: tokenId, ...(req.identity ? { requester: req.identity } : {}) });
+      this.deps.audit.append({ event: 'run.reject', reason: 'draft-changed', skill: req.skill, script: req.script, token_id: tokenId, ...who(req) });
       return { ok: false, error: { code: 'DRAFT_CHANGED', message: 'what would run differs from what this token was approved for; show the fresh preview and confirm again', fresh: this.mint(plan.willRun) } };
     }
     if (slot.cancelled) return reject('cancelled', 'CANCELLED', 'the run was cancelled before it started', { token_id: tokenId });
@@ -274,7 +279,7 @@ export class RunnerService {
         memory_bytes: plan.willRun.memoryBytes, uid: uid ?? process.getuid!(), script_sha256: plan.willRun.content.script, files_sha256: plan.willRun.content.files,
         ...(plan.egress.entries.length > 0 ? { egress: plan.egress.entries, egress_mode: plan.egress.mode } : {}),
         client: slot.client, queued_ms: slot.lease?.waitedMs ?? 0, runs_in_progress: this.admission.running,
-        ...(req.identity ? { requester: req.identity } : {}),
+        ...who(req),
       });
       slot.lease?.endsBy(Date.now() + plan.willRun.timeoutMs + deps.killGraceMs + deps.drainMs + REAP_MS);
       const { setpriv, kill, ipcrm } = deps.ctx.platform.tools;
@@ -296,7 +301,7 @@ export class RunnerService {
       const egressTotals: RunProxyTotals | undefined = await proxy?.close();
       proxy = undefined;
       deps.audit.append({
-        event: 'run.exit', run_id: slot.runId, ...(req.identity ? { requester: req.identity } : {}), exit_code: o.exitCode, signal: o.signal, ended: o.ending, duration_ms: o.durationMs,
+        event: 'run.exit', run_id: slot.runId, ...who(req), exit_code: o.exitCode, signal: o.signal, ended: o.ending, duration_ms: o.durationMs,
         stdout_bytes: o.stdoutBytes, stderr_bytes: o.stderrBytes, stdout_sha256: o.stdoutSha256, stderr_sha256: o.stderrSha256,
         truncated: o.truncated, leftovers_killed: leftovers.killed, leftovers_remaining: leftovers.remaining,
         ...(ipcRemoved > 0 ? { ipc_removed: ipcRemoved } : {}),

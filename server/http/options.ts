@@ -8,6 +8,7 @@ import { isIP } from 'node:net';
 import { DEFAULT_MAX_REQUEST_BODY_SIZE, localhostAllowedHostnames, localhostAllowedOrigins } from '@modelcontextprotocol/server';
 import { parseFlags, stringFlag, type FlagSpec } from '../../shared/cli-args.js';
 import { readValue, wholeNumber, type SettingIssue } from '../../shared/settings-schema.js';
+import { LOG_FORMAT, type LogFormat } from '../../shared/log-line.js';
 import { OAUTH_VARIABLES, readOAuthSettings, type OAuthSettings } from '../auth/settings.js';
 
 export const DEFAULT_HOST = '127.0.0.1';
@@ -24,6 +25,8 @@ export interface HttpOptions {
   allowedOrigins: string[];
   /** The bearer token clients must send, or undefined when authentication is off. */
   token: string | undefined;
+  /** Lines on stderr: text, or JSON with one access-log line per request. */
+  logFormat: LogFormat;
   /** OAuth access tokens from this issuer instead of one shared token (server/auth/). */
   oauth: OAuthSettings | undefined;
   maxBodyBytes: number;
@@ -44,6 +47,7 @@ export const HTTP_VARIABLES = {
   SKILL_MCP_HTTP_TOKEN: 'bearer token clients must send (Authorization: Bearer ...); unset = no authentication',
   SKILL_MCP_HTTP_TOKEN_FILE: 'file holding the bearer token (one line), instead of SKILL_MCP_HTTP_TOKEN',
   ...OAUTH_VARIABLES,
+  SKILL_MCP_LOG_FORMAT: 'stderr lines as text (default) or json (one object per line, plus an access-log line per request)',
   SKILL_MCP_HTTP_ALLOWED_HOSTS: 'comma-separated Host names accepted (default: localhost names, plus --host when it is a name or a specific address); * accepts any',
   SKILL_MCP_HTTP_ALLOWED_ORIGINS: 'comma-separated browser Origin hostnames accepted besides localhost ones',
   SKILL_MCP_HTTP_MAX_BODY_BYTES: `largest request body (default ${DEFAULT_MAX_REQUEST_BODY_SIZE}; larger = 413)`,
@@ -162,6 +166,12 @@ export function readHttpOptions(args: string[], env: NodeJS.ProcessEnv): HttpOpt
     allowedOrigins: [...new Set([...localhostAllowedOrigins(), ...list(env['SKILL_MCP_HTTP_ALLOWED_ORIGINS'])])],
     token,
     oauth,
+    logFormat: (() => {
+      const issues: SettingIssue[] = [];
+      const format = readValue(env['SKILL_MCP_LOG_FORMAT'], LOG_FORMAT, issues);
+      if (issues[0]) throw new HttpConfigError(issues[0].message);
+      return format;
+    })(),
     maxBodyBytes: integer('SKILL_MCP_HTTP_MAX_BODY_BYTES', env['SKILL_MCP_HTTP_MAX_BODY_BYTES'], DEFAULT_MAX_REQUEST_BODY_SIZE, 1024),
     maxConnections: integer('SKILL_MCP_HTTP_MAX_CONNECTIONS', env['SKILL_MCP_HTTP_MAX_CONNECTIONS'], 512, 1),
     headersTimeoutMs,

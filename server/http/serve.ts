@@ -16,6 +16,8 @@ import { discoverIssuer } from '../auth/discovery.js';
 import { createResourceServer, type ResourceServer } from '../auth/resource-server.js';
 import { describeListenError } from './listen-error.js';
 import { healthRoutes } from './health.js';
+import { lineWriter, type LineWriter } from '../../shared/log-line.js';
+import { identityOfAuth } from '../auth/resource-server.js';
 import { guardRequest, jsonRpcError, type GuardOptions } from './guard.js';
 import { requestPath, sendWebResponse, toWebRequest, webHeaders } from './node-adapter.js';
 import { bindsLoopbackOnly, HTTP_USAGE, MCP_PATH, readHttpOptions, type HttpOptions } from './options.js';
@@ -33,7 +35,7 @@ const AUTH_REQUIRED_MESSAGE =
 export type OtherRoutes = { has(pathname: string): boolean; answer(pathname: string, method: string): Promise<Response> | Response };
 
 /** The request listener: guards on the headers, then the capped body, the SDK handler, a streamed response. */
-function createListener(handler: McpHttpHandler, options: HttpOptions, inFlight: InFlight, state: { stopping: boolean }, warn: Warn, authenticate: Authenticate | undefined, routes: OtherRoutes, metrics?: HttpMetrics) {
+function createListener(handler: McpHttpHandler, options: HttpOptions, inFlight: InFlight, state: { stopping: boolean }, warn: Warn, authenticate: Authenticate | undefined, routes: OtherRoutes, log: LineWriter, metrics?: HttpMetrics) {
   const guard: GuardOptions = {
     allowedHosts: options.allowedHosts,
     allowedOrigins: options.allowedOrigins,
@@ -45,7 +47,9 @@ function createListener(handler: McpHttpHandler, options: HttpOptions, inFlight:
     const startedMs = performance.now();
     // Refused on its headers: counted without a method, since its body is never read.
     let method = 'unread';
+    let who: string | undefined;
     if (metrics) res.once('close', () => metrics.request(method, res.statusCode, (performance.now() - startedMs) / 1000));
+    if (log.format === 'json') res.once('close', () => log.event('access', accessFields(req, routes, res.statusCode, startedMs, who)));
     if (state.stopping) res.setHeader('connection', 'close');
     const aborter = new AbortController();
     res.once('close', () => {
@@ -63,6 +67,7 @@ function createListener(handler: McpHttpHandler, options: HttpOptions, inFlight:
       // unauthenticated request (and its body is never read).
       const authInfo = authenticate ? await authenticate(headers) : undefined;
       if (authInfo instanceof Response) return await sendWebResponse(res, authInfo);
+      who = identityOfAuth(authInfo)?.subject ?? (authInfo ? 'static-token' : undefined);
       const request = await toWebRequest(req, headers, options.maxBodyBytes, aborter.signal);
       if (metrics && !(request instanceof Response)) method = await methodOfRequest(request);
       // Past the gate: the verified caller (its identity, or the static token's hash) reaches the tools.
@@ -75,6 +80,27 @@ function createListener(handler: McpHttpHandler, options: HttpOptions, inFlight:
     }
   };
 }
+
+/**
+ * One access-log record. Security: the path is logged only when it is one we serve (anything else
+ * is `other`: a client could put a secret in a path), never the query string or a header value;
+ * the identity is the verified `sub`, never the token. `traceparent` is passed through when well formed.
+ */
+function accessFields(req: IncomingMessage, routes: OtherRoutes, status: number, startedMs: number, who: string | undefined): Record<string, unknown> {
+  const { pathname } = requestPath(req);
+  const traceparent = req.headers['traceparent'];
+  return {
+    method: /^[A-Z]{1,10}$/.test(req.method ?? '') ? req.method : 'other',
+    path: pathname === MCP_PATH || routes.has(pathname) ? pathname : 'other',
+    status,
+    duration_s: Number(((performance.now() - startedMs) / 1000).toFixed(4)),
+    ...(who !== undefined ? { identity: who } : {}),
+    ...(typeof traceparent === 'string' && TRACEPARENT.test(traceparent) ? { traceparent } : {}),
+  };
+}
+
+/** W3C Trace Context `traceparent` (version 00). */
+const TRACEPARENT = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 
 /** Health, and the OAuth metadata paths (when OAuth is on); any other path is 404 by the guard. */
 function otherRoutes(resourceServer: ResourceServer | undefined, health: ReturnType<typeof healthRoutes>): OtherRoutes {
@@ -116,9 +142,10 @@ export async function serveOverHttp(options: { args: string[]; bundledSkills: st
     process.stdout.write(`${HTTP_USAGE}\n`);
     return undefined;
   }
-  const warn: Warn = (message) => void process.stderr.write(`skill-mcp: ${message}\n`);
   // Read before a root launcher drops privileges (the token file may be readable by root only).
   const http = options.http ?? readHttpOptions(options.args, options.env);
+  const log = lineWriter('front', 'skill-mcp', http.logFormat);
+  const warn: Warn = (message) => log.say(message);
   // The issuer's metadata is fetched before anything is served: a front that cannot check tokens refuses to start.
   let resourceServer: ResourceServer | undefined;
   if (http.oauth) {
@@ -145,7 +172,7 @@ export async function serveOverHttp(options: { args: string[]; bundledSkills: st
   // Node checks the header/request deadlines on this interval (default 30 s); check every second.
   const health = healthRoutes(front, warn);
   const routes = otherRoutes(resourceServer, health);
-  const server = createServer({ connectionsCheckingInterval: 1_000 }, createListener(handler, http, inFlight, state, warn, authenticate, routes, metrics));
+  const server = createServer({ connectionsCheckingInterval: 1_000 }, createListener(handler, http, inFlight, state, warn, authenticate, routes, log, metrics));
   configure(server, http);
   server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
     const status = error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? '408 Request Timeout' : error.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request';

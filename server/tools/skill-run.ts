@@ -5,10 +5,10 @@
  * or handed a preview and a one-time token. The front never spawns anything: the runner re-derives
  * the run, checks the token and runs it.
  */
-import { inputRequired, inputResponse, type CallToolResult, type ServerContext } from '@modelcontextprotocol/server';
+import { inputRequired, inputResponse, TRACEPARENT_META_KEY, type CallToolResult, type ServerContext } from '@modelcontextprotocol/server';
 import { SkillMcpError } from '../../shared/errors.js';
 import { grantScripts, notGrantedMessage } from '../../shared/grant.js';
-import type { Minted, RunResult, WillRun } from '../../shared/protocol.js';
+import { traceparentSchema, type Minted, type RunResult, type WillRun } from '../../shared/protocol.js';
 import { shortDigest } from '../../shared/content-digest.js';
 import { willRunHash } from '../../shared/token.js';
 import { confirmPath, tokenInstructions } from '../confirm/settings.js';
@@ -27,6 +27,12 @@ export interface RunInput {
 }
 
 const CONFIRM_KEY = 'confirm-run';
+
+/** The request's W3C `traceparent` (`_meta`), when well formed: the runner writes it into the run's audit lines. */
+function traceparentOf(ctx: ServerContext): string | undefined {
+  const value = (ctx.mcpReq._meta as Record<string, unknown> | undefined)?.[TRACEPARENT_META_KEY];
+  return typeof value === 'string' && traceparentSchema.safeParse(value).success ? value : undefined;
+}
 
 /** Refusals that need no person and no runner: the catalog already knows. */
 function localRefusal(front: FrontContext, input: RunInput, ctx: ServerContext): CallToolResult | undefined {
@@ -102,7 +108,7 @@ async function execute(front: FrontContext, input: RunInput, token: string, ctx:
   let answer;
   try {
     answer = await withProgress(ctx, `${input.name}/${input.script}`, () =>
-      front.runner.send((client) => client.run({ skill: input.name, script: input.script, args: input.args, confirmToken: token, identity: front.identityOf(ctx) }, { signal: ctx.mcpReq.signal, client: front.clientOf(ctx) }), { idempotent: false }),
+      front.runner.send((client) => client.run({ skill: input.name, script: input.script, args: input.args, confirmToken: token, identity: front.identityOf(ctx), traceparent: traceparentOf(ctx) }, { signal: ctx.mcpReq.signal, client: front.clientOf(ctx) }), { idempotent: false }),
     );
   } catch (error) {
     if (error instanceof SkillMcpError && error.code === 'CANCELLED') return ok({ status: 'cancelled', detail: 'the client cancelled the call; the run was killed' });
@@ -132,7 +138,7 @@ async function runnerServesOther(front: FrontContext, name: string, minted: Mint
 }
 
 async function prepare(front: FrontContext, input: RunInput, ctx: ServerContext): Promise<Minted> {
-  const answer = await front.runner.send((client) => client.prepare({ skill: input.name, script: input.script, args: input.args, identity: front.identityOf(ctx) }), { idempotent: true });
+  const answer = await front.runner.send((client) => client.prepare({ skill: input.name, script: input.script, args: input.args, identity: front.identityOf(ctx), traceparent: traceparentOf(ctx) }), { idempotent: true });
   if (!answer.ok) throw new SkillMcpError(answer.error.code as never, answer.error.message);
   const differs = await runnerServesOther(front, input.name, answer.result);
   if (differs !== undefined) throw new SkillMcpError('CONTENT_MISMATCH', differs);

@@ -40,7 +40,7 @@ export async function startHttp(env: Record<string, string> = {}, args: string[]
   const url = await new Promise<string>((resolve, reject) => {
     child.stderr!.on('data', (chunk: Buffer) => {
       stderr += chunk.toString('utf8');
-      const match = /listening on (http:\/\/\S+)/.exec(stderr);
+      const match = /listening on (http:\/\/[^\s"]+)/.exec(stderr);
       if (match) resolve(match[1]!);
     });
     void exited.then((code) => reject(new Error(`the server exited (${code}) before listening:\n${stderr}`)));
