@@ -11,9 +11,10 @@ const BUNDLED_SKILLS = fileURLToPath(new URL('../skills', import.meta.url));
 
 const USAGE = `usage:
   skill-mcp                         serve skills over stdio (SKILLS_DIR or MCP_SKILLS_PATH; default: bundled skills)
-  skill-mcp --http [--host H] [--port P]
+  skill-mcp --http [--host H] [--port P] [--metrics-port M [--metrics-host MH]]
                                     serve the same skills over Streamable HTTP at http://H:P/mcp
-                                    (default 127.0.0.1:3000; SKILL_MCP_HTTP_* variables: docs/http.md)
+                                    (default 127.0.0.1:3000; SKILL_MCP_HTTP_* variables: docs/http.md),
+                                    Prometheus metrics at http://MH:M/metrics when asked for
   skill-mcp runner --socket PATH --state-dir DIR [options]
                                     run the privileged runner daemon on its own (hosted mode;
                                     give it the front's MCP_SKILLS_PATH and MCP_SKILL_RUN;
@@ -58,9 +59,13 @@ async function main(argv: string[]): Promise<void> {
     case '--version':
       process.stdout.write('skill-mcp 0.1.0\n');
       return;
-    default:
-      process.stderr.write(`skill-mcp: unknown command ${JSON.stringify(command)}\n${USAGE}\n`);
+    default: {
+      // The HTTP front's own flags, given without --http: say what was meant.
+      const httpFlag = /^--(host|port|metrics-port|metrics-host)(=|$)/.exec(command)?.[1];
+      const hint = httpFlag ? ` (--${httpFlag} is a flag of the HTTP front: skill-mcp --http ${argv.join(' ')})` : '';
+      process.stderr.write(`skill-mcp: unknown command ${JSON.stringify(command)}${hint}\n${USAGE}\n`);
       process.exitCode = 2;
+    }
   }
 }
 

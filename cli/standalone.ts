@@ -29,6 +29,7 @@ import { runnerVariableIssues } from '../runner/options.js';
 import type { RunnerLinkOptions } from '../server/runner-link.js';
 import { frontStateKey } from '../server/confirm/request-state.js';
 import { externalRunner } from '../server/start.js';
+import { copyBundled, reachableBy } from './bundled-copy.js';
 
 /** Default unprivileged uid/gid for the front when started as root (outside the run-uid range). */
 const DEFAULT_FRONT_UID = 61183;
@@ -45,7 +46,7 @@ const GUARD_BOOT_DELAY_MS = 2_000;
 function frontVariables(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const kept: NodeJS.ProcessEnv = {};
   for (const [name, value] of Object.entries(env)) {
-    if (/^(MCP_|SKILL_MCP_)/.test(name) || name === 'SKILLS_DIR') kept[name] = value;
+    if (/^(MCP_|SKILL_MCP_)/.test(name) || name === 'SKILLS_DIR' || name === 'HOME') kept[name] = value;
   }
   return kept;
 }
@@ -94,11 +95,18 @@ const GUARD_HOLDER = 'tmp=$1; shift; IFS= read -r line && [ "$line" = guard ] &&
 const HOLDER_SHELL = '/bin/sh';
 
 /** Starts the guard (or its holder) and returns how the front reaches the runner. `front`: whom the front becomes (root only). */
-function launchOwnRunner(env: NodeJS.ProcessEnv, entry: string, front: Ids | undefined): RunnerLinkOptions {
+function launchOwnRunner(env: NodeJS.ProcessEnv, entry: string, front: Ids | undefined, bundledSkills: string): RunnerLinkOptions {
   const asRoot = front !== undefined;
   const tmp = mkdtempSync(join(tmpdir(), 'skill-mcp-'));
   // The front (another uid when root) must traverse to the runner's own 0750 socket folder.
   if (asRoot) chmodSync(tmp, 0o711);
+  if (front && !env['MCP_SKILLS_PATH'] && !env['SKILLS_DIR'] && !reachableBy(bundledSkills, front.uid, front.gid)) {
+    // Set before the guard starts: the runner and the front must serve the same roots.
+    const copy = join(tmp, 'skills');
+    const files = copyBundled(bundledSkills, copy);
+    env['SKILLS_DIR'] = copy;
+    process.stderr.write(`skill-mcp: serving a copy of the bundled skills (${files} files): uid ${front.uid}, which the front drops to as root, cannot read the package's own folder ${bundledSkills}\n`);
+  }
   const socketPath = join(tmp, 'run', 'runner.sock');
   const stateDir = stateDirOf(env);
   const runnerArgs = ['--socket', socketPath, '--state-dir', stateDir, '--front-secret-stdin', ...(front ? ['--front-uid', String(front.uid), '--front-gid', String(front.gid)] : [])];
@@ -163,12 +171,12 @@ function launchOwnRunner(env: NodeJS.ProcessEnv, entry: string, front: Ids | und
  * own, through the guard, unless one is configured or the mode is hosted), its trimmed variables,
  * a cleared environ, and — started as root — its unprivileged uid.
  */
-export async function prepareFront(entry: string): Promise<{ env: NodeJS.ProcessEnv; runner: RunnerLinkOptions; droppedToUid?: number; requestStateKey?: Buffer | undefined }> {
+export async function prepareFront(entry: string, bundledSkills: string): Promise<{ env: NodeJS.ProcessEnv; runner: RunnerLinkOptions; droppedToUid?: number; requestStateKey?: Buffer | undefined }> {
   const env = process.env;
   // A value the runner would refuse stops the launcher now, before anything starts, with the runner's message.
   refuseToStart([...sharedSettingIssues(env), ...(env['SKILL_MCP_RUNNER_SOCKET'] || isHosted(env) ? [] : runnerVariableIssues(env))]);
   const dropTo = process.getuid?.() === 0 ? frontIds(env) : undefined;
-  const own = env['SKILL_MCP_RUNNER_SOCKET'] || isHosted(env) ? undefined : launchOwnRunner(env, entry, dropTo);
+  const own = env['SKILL_MCP_RUNNER_SOCKET'] || isHosted(env) ? undefined : launchOwnRunner(env, entry, dropTo, bundledSkills);
   // Read now: an operator's secret file may be readable by root only.
   const runner: RunnerLinkOptions = own ?? (await externalRunner(env));
   const wake = runner.wake;
@@ -204,7 +212,7 @@ export async function prepareFront(entry: string): Promise<{ env: NodeJS.Process
 }
 
 export async function serveStandalone(options: { bundledSkills: string; entry: string }): Promise<void> {
-  const { env, runner, requestStateKey } = await prepareFront(options.entry);
+  const { env, runner, requestStateKey } = await prepareFront(options.entry, options.bundledSkills);
   const { serveOverStdio } = await import('../server/stdio.js');
   await serveOverStdio({ bundledSkills: options.bundledSkills, env, runner, requestStateKey });
 }
@@ -218,6 +226,6 @@ export async function serveStandaloneHttp(options: { bundledSkills: string; entr
   // Flags, variables and the token file are read first, with the launcher's own rights.
   const { readHttpOptions } = await import('../server/http/options.js');
   const http = readHttpOptions(options.args, process.env);
-  const { env, runner, droppedToUid, requestStateKey } = await prepareFront(options.entry);
+  const { env, runner, droppedToUid, requestStateKey } = await prepareFront(options.entry, options.bundledSkills);
   await serveOverHttp({ args: options.args, bundledSkills: options.bundledSkills, env, runner, http, droppedToUid, requestStateKey });
 }

@@ -70,7 +70,8 @@ export async function startFront(
   const visibility = readVisibility(env);
   if (!visibility.ok) throw new ConfigError([{ variable: 'SKILL_MCP_VISIBLE', policy: 'stop', message: `${visibility.error}; skill-mcp does not start with it: fix or unset it` }]);
   // Where operators look: every refused value and every root problem, not only skill_list.
-  for (const line of [...startupReport(settings), ...frontIssues.map((issue) => issue.message), ...watch.errors, ...confirm.warnings]) warn(line);
+  const startLines = [...startupReport(settings), ...frontIssues.map((issue) => issue.message), ...watch.errors, ...confirm.warnings];
+  for (const line of startLines) warn(line);
   const catalog = await Catalog.load({ roots: settings.roots, limits: settings.limits, env, configProblems });
   const notice = catalog.limitNotice();
   if (notice !== undefined) warn(notice);
@@ -80,7 +81,8 @@ export async function startFront(
   const unreadable = new Set(catalog.problems.filter((p) => p.reason === 'root-unreadable').map((p) => p.path));
   for (const root of settings.roots) {
     const why = unreadable.has(rootLabel(root)) ? explainUnreadableRoot(root) : undefined;
-    if (why) warn(why.forHost);
+    // Said once: rootProblems already explains a configured root that this uid cannot reach.
+    if (why && !startLines.some((line) => line.endsWith(why.forHost))) warn(why.forHost);
   }
   return createFrontContext({
     catalog,

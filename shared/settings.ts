@@ -11,6 +11,7 @@
  * hosted markers cannot be malformed, but a root that is missing or not a folder is reported at start.
  */
 import { statSync } from 'node:fs';
+import { basename, dirname } from 'node:path';
 import { z } from 'zod';
 import { skillRoots } from './config.js';
 import { readGrantSource, type GrantSource } from './grant.js';
@@ -18,6 +19,7 @@ import { readLimitSettings, type CatalogLimits } from './limits.js';
 import { isHosted } from './mode.js';
 import { readVariable, wholeNumber, type SettingIssue, type VariableSpec } from './settings-schema.js';
 import { stateDirOf } from './state-dir.js';
+import { explainUnreadableRoot } from './unreadable-root.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -98,9 +100,21 @@ export function rootProblems(settings: Pick<SharedSettings, 'roots' | 'rootsFrom
   for (const root of settings.roots) {
     let why: string | undefined;
     try {
-      if (!statSync(root).isDirectory()) why = 'is not a folder';
+      if (!statSync(root).isDirectory()) {
+        why = basename(root) === 'SKILL.md'
+          ? `is a file, not a folder: name the folder that holds it (${settings.rootsFrom}=${dirname(root)})`
+          : `is a file, not a folder: ${settings.rootsFrom} names a folder of skills, or one skill's folder (the one holding SKILL.md)`;
+      }
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'EACCES') {
+        // Which folder on the way stops this uid, and how to let it through.
+        const unreadable = explainUnreadableRoot(root);
+        if (unreadable) {
+          problems.push(`${settings.rootsFrom}: ${unreadable.forHost}`);
+          continue;
+        }
+      }
       why = code === 'ENOENT' ? 'does not exist' : `cannot be read (${code ?? 'error'})`;
     }
     if (why) problems.push(`${settings.rootsFrom}: the skill folder ${root} ${why}; no skill is served from it`);

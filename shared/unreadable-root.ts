@@ -30,6 +30,14 @@ function allowed(path: string, mode: number): boolean {
   }
 }
 
+function isFolder(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return true;
+  }
+}
+
 function describeFolder(path: string): string {
   try {
     const info = statSync(path);
@@ -63,6 +71,8 @@ export function explainUnreadableRoot(root: string, label = basename(resolve(roo
     };
   }
   if (!allowed(path, constants.F_OK)) return undefined;
+  // A file is not unreadable, it is the wrong thing: settings.ts rootProblems says so.
+  if (!isFolder(path)) return undefined;
   if (allowed(path, constants.R_OK | constants.X_OK)) return undefined;
   return {
     forModel: `the configured root "${label}" cannot be read by ${who}: the folder itself does not let that uid list it. Make it readable (chmod -R a+rX) or move the skills; the server's stderr says more`,

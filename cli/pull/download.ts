@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import type { Client } from '@modelcontextprotocol/client';
 import { PULL_MAX_SKILL_BYTES, type PlannedFile } from './checks.js';
 import type { RemoteSkill } from './remote.js';
+import { errorText } from './error-text.js';
 
 export class DownloadRefused extends Error {}
 
@@ -25,7 +26,7 @@ async function readOne(client: Client, file: PlannedFile): Promise<Buffer> {
   try {
     result = await client.readResource({ uri: file.uri }, { cacheMode: 'bypass' });
   } catch (error) {
-    throw new DownloadRefused(`"${file.path}" could not be read: ${error instanceof Error ? error.message : String(error)}`);
+    throw new DownloadRefused(`"${file.path}" could not be read: ${errorText(error)}`);
   }
   if (result.contents.length !== 1) throw new DownloadRefused(`"${file.path}" came back as ${result.contents.length} contents, not one`);
   const content = result.contents[0]!;

@@ -12,6 +12,7 @@ import { DownloadRefused, downloadSkill } from './download.js';
 import { installSkill, localChange, targetState } from './install.js';
 import { LOCK_FILE, LockError, digestsOf, readLock, sameDigests, writeLock, type Lock } from './lock.js';
 import { discover, type RemoteSkill } from './remote.js';
+import { errorText } from './error-text.js';
 
 /** A skill this large reports its progress on stderr. */
 const PROGRESS_MIN_FILES = 50;
@@ -109,7 +110,7 @@ async function pull(args: PullArgs): Promise<number> {
   try {
     connection = await connect(args.source, args.headers);
   } catch (error) {
-    process.stderr.write(`skill-mcp pull: could not connect to ${describeSource(args.source)}: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.stderr.write(`skill-mcp pull: could not connect to ${describeSource(args.source)}: ${errorText(error)}\n`);
     return 1;
   }
   const report = new Report();
@@ -118,7 +119,7 @@ async function pull(args: PullArgs): Promise<number> {
     try {
       found = await discover(connection.client, args.skills);
     } catch (error) {
-      process.stderr.write(`skill-mcp pull: could not list the skills of ${describeSource(args.source)}: ${error instanceof Error ? error.message : String(error)}\n`);
+      process.stderr.write(`skill-mcp pull: could not list the skills of ${describeSource(args.source)}: ${errorText(error)}\n`);
       return 1;
     }
     process.stderr.write(`pull: ${found.skills.length + found.refused.length} skill(s) from ${describeSource(args.source)} (${found.via}) into ${dir}\n`);

@@ -16,6 +16,7 @@
 import { statSync, statfsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { rootLabel } from '../../shared/discover.js';
+import { explainUnreadableRoot } from '../../shared/unreadable-root.js';
 import type { Catalog } from './catalog.js';
 import { ParentWatcher, TreeWatcher, isDirectory } from './tree-watch.js';
 
@@ -240,7 +241,11 @@ export function startLiveCatalog(catalog: Catalog, settings: WatchSettings, warn
     };
     waiting.push(stop);
     parent.retarget();
-    warn(`${label}: not there (yet); served as soon as it appears (its parent folder is watched, and it is looked for every ${settings.pollSeconds} s: SKILL_MCP_WATCH_POLL_SECONDS)`);
+    // A root this uid cannot reach is there; start-up has already said which folder stops it.
+    const blocked = explainUnreadableRoot(roots[index]!) !== undefined;
+    warn(blocked
+      ? `${label}: cannot be read by this uid (said above); served as soon as it can be (looked for every ${settings.pollSeconds} s: SKILL_MCP_WATCH_POLL_SECONDS)`
+      : `${label}: not there (yet); served as soon as it appears (its parent folder is watched, and it is looked for every ${settings.pollSeconds} s: SKILL_MCP_WATCH_POLL_SECONDS)`);
     // It may have appeared between the scan and now.
     check();
   };

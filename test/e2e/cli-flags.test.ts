@@ -39,6 +39,19 @@ describe('--flag value and --flag=value are the same flag', () => {
     }
   });
 
+  test('--port (or --host, --metrics-port) without --http: exit 2, and the message says they are the HTTP front\'s and how to write it', () => {
+    for (const args of [['--port', '8080'], ['--port=8080'], ['--metrics-port', '9464']]) {
+      const r = bin(args);
+      expect(r.status, args.join(' ')).toBe(2);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toContain(`is a flag of the HTTP front: skill-mcp --http ${args.join(' ')}`);
+    }
+  });
+
+  test('--help names the metrics flags', () => {
+    expect(bin(['--help']).stdout).toContain('--metrics-port M [--metrics-host MH]');
+  });
+
   test('audit: --head H and --head=H name the same anchor; -n N and -nN print the same lines', () => {
     const dir = tempDir('audit-flags');
     const log = join(dir, 'audit.log');

@@ -8,8 +8,9 @@ import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { BUNDLED_SKILLS, REPO, SERVER_JS, SUITE_TMP, VARIED_SKILLS, expectNoLeftovers } from './harness.js';
 import { buildHostileTree, type HostileTree } from './hostile-tree.js';
+import { inspectorCommand } from '../verifiers.js';
 
-const INSPECTOR = `${REPO}node_modules/.bin/inspector`;
+const [INSPECTOR_NODE, INSPECTOR] = inspectorCommand();
 const TAMPER_PROXY = `${REPO}test/e2e/tamper-proxy.mjs`;
 
 interface Run {
@@ -22,7 +23,7 @@ function inspect(serverJs: string, skillsDir: string, era: string): Promise<Run>
   // TMPDIR and the state dir in the suite's tree: whatever the server starts is found by the leftover check.
   const args = ['--cli', '-e', `SKILLS_DIR=${skillsDir}`, '-e', `TMPDIR=${SUITE_TMP}`, '-e', `SKILL_MCP_STATE_DIR=${SUITE_TMP}/state`, process.execPath, serverJs, '--protocol-era', era, '--method', 'skills/list', '--verify', '--require-digests'];
   return new Promise((resolve) => {
-    execFile(INSPECTOR, args, { cwd: REPO, timeout: 60_000, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+    execFile(INSPECTOR_NODE, [INSPECTOR, ...args], { cwd: REPO, timeout: 60_000, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
       const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
       resolve({ code, stdout, stderr });
     });

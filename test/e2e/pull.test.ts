@@ -6,6 +6,7 @@
  * The hostile server's attacks are in pull-hostile.test.ts.
  */
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -168,6 +169,18 @@ describe('pull over Streamable HTTP with a bearer token', () => {
     const run = await runPull(['--to', dir, '--url', http.url]);
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/could not connect to http:\/\/127\.0\.0\.1:\d+\/mcp/);
+    expect(filesUnder(dir)).toEqual([]);
+  });
+
+  test('nothing listening: the output says why the connection failed (the cause under "fetch failed"), not only that it did', async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const dir = tempDir('pull-http-closed');
+    const run = await runPull(['--to', dir, '--url', `http://127.0.0.1:${port}/mcp`]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(`could not connect to http://127.0.0.1:${port}/mcp: fetch failed: connect ECONNREFUSED 127.0.0.1:${port}`);
     expect(filesUnder(dir)).toEqual([]);
   });
 

@@ -9,10 +9,11 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { REPO, SERVER_JS, SUITE_TMP, expectNoLeftovers, tempDir } from './harness.js';
 import { audit } from './run-skills.js';
+import { inspectorCommand } from '../verifiers.js';
 
 afterAll(expectNoLeftovers);
 
-const INSPECTOR = `${REPO}node_modules/.bin/inspector`;
+const [INSPECTOR_NODE, INSPECTOR] = inspectorCommand();
 
 interface CliCall {
   code: number;
@@ -34,7 +35,7 @@ function skillRunOnce(stateDir: string, toolArgs: string[]): Promise<CliCall> {
   const env = { ...process.env };
   delete env['MCP_CONFIRM_SECRET'];
   return new Promise((resolve) => {
-    execFile(INSPECTOR, args, { cwd: REPO, env, timeout: 60_000 }, (error, stdout, stderr) => {
+    execFile(INSPECTOR_NODE, [INSPECTOR, ...args], { cwd: REPO, env, timeout: 60_000 }, (error, stdout, stderr) => {
       const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
       let parsed: { result?: CliCall['result'] } = {};
       try {
@@ -69,5 +70,7 @@ describe('Inspector CLI: the token flow as separate one-shot calls', () => {
     expect(third.result.isError, third.stderr).toBe(true);
     expect(third.result.structuredContent).toMatchObject({ error: { code: 'TOKEN_REUSED' } });
     expect(audit(stateDir).filter((l) => l.event === 'run.accept')).toHaveLength(1);
-  });
+    // Three Inspector processes in a row, each a Node 22 start plus a server and its runner: a
+    // backstop against a hang, not a speed limit (each call has its own 60 s).
+  }, 200_000);
 });

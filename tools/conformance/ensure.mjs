@@ -1,4 +1,4 @@
-// Installs the conformance suite and its Node 22 into tools/conformance/node_modules when they are
+// Installs the conformance suite, MCP Inspector and their Node 22 into tools/conformance/node_modules when they are
 // missing or older than the lockfile (npm ci, from the npm registry). Run by `npm test` (pretest).
 import { execFileSync } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
