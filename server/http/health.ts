@@ -19,6 +19,8 @@ export interface Readiness {
 
 /** How long /readyz waits for the runner before calling it unreachable. */
 const RUNNER_PROBE_MS = 3_000;
+/** The same for a runner this front's launcher starts on demand (its start-up is part of the wait). */
+const SELF_STARTED_PROBE_MS = 20_000;
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -33,7 +35,8 @@ export async function readiness(front: FrontContext): Promise<Readiness> {
   if (!front.runner.configured) return { ready: true, checks: { catalog, runner: { ok: true, configured: false, detail: 'no runner is configured: skills are served, skill_run is refused' } } };
   try {
     // Asked afresh every time (not the link's briefly cached description): a runner that just stopped is not ready.
-    const answer = await withTimeout(front.runner.send((client) => client.describe([]), { idempotent: true }), RUNNER_PROBE_MS);
+    // A runner this front starts itself may be starting now: give it the link's own deadline.
+    const answer = await withTimeout(front.runner.send((client) => client.describe([]), { idempotent: true }), front.runner.selfStarted ? SELF_STARTED_PROBE_MS : RUNNER_PROBE_MS);
     if (!answer.ok) return { ready: false, checks: { catalog, runner: { ok: false, configured: true, reachable: true, detail: answer.error.message } } };
     const described = answer.result;
     const mismatch = described.configMismatch;
