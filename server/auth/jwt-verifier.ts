@@ -43,6 +43,7 @@ export function identityOf(payload: JWTPayload, groupsClaim: string): Identity {
   const subject = payload.sub;
   if (typeof subject !== 'string' || subject === '' || subject.length > MAX_CLAIM_CHARS) throw new OAuthError(OAuthErrorCode.InvalidToken, 'The token has no usable sub claim');
   const client = [payload['client_id'], payload['azp']].find((v): v is string => typeof v === 'string' && v !== '');
+  if (client !== undefined && client.length > MAX_CLAIM_CHARS) throw new OAuthError(OAuthErrorCode.InvalidToken, `The token's client_id/azp is longer than ${MAX_CLAIM_CHARS} characters`);
   const raw = payload[groupsClaim];
   const groups = raw === undefined ? [] : Array.isArray(raw) ? raw : [raw];
   if (groups.length > MAX_GROUPS || groups.some((g) => typeof g !== 'string' || g.length > MAX_CLAIM_CHARS)) {
@@ -50,7 +51,7 @@ export function identityOf(payload: JWTPayload, groupsClaim: string): Identity {
   }
   return {
     subject,
-    ...(client !== undefined ? { clientId: client.slice(0, MAX_CLAIM_CHARS) } : {}),
+    ...(client !== undefined ? { clientId: client } : {}),
     ...(groups.length > 0 ? { groups: groups as string[] } : {}),
   };
 }

@@ -29,7 +29,8 @@ const WELL_KNOWN = '/.well-known/oauth-protected-resource';
 export function createResourceServer(settings: OAuthSettings, verifier: OAuthTokenVerifier): ResourceServer {
   const audience = new URL(settings.audience);
   const metadataUrl = getOAuthProtectedResourceMetadataUrl(audience);
-  // Validates the issuer URL once, at start (https, or http on loopback).
+  // Validates the issuer URL once, at start (https, or http on loopback). Only `issuer` of the
+  // metadata goes into the document; the endpoints are placeholders the SDK's type asks for.
   const document = {
     ...buildOAuthProtectedResourceMetadata({
       oauthMetadata: { issuer: settings.issuer, authorization_endpoint: settings.issuer, token_endpoint: settings.issuer, response_types_supported: ['code'] },

@@ -73,6 +73,8 @@ describe('tokens that are refused with 401 invalid_token', () => {
     ['signed by a foreign key under the issuer\'s kid', async () => token({}, { key: { ...(await makeKey()), kid: issuer.current().kid } })],
     ['alg none (unsigned)', async () => unsignedToken({ iss: issuer.issuer, sub: 'alice', aud: audience, scope: 'skills:read', exp: now() + 300 })],
     ['not a JWT at all', async () => 'not-a-jwt'],
+    ['with a client_id over 256 characters (refused, not cut)', () => token({ client_id: 'c'.repeat(300) })],
+    ['with more groups than fit (refused, not cut)', () => token({ groups: Array.from({ length: 65 }, (_, i) => `g${i}`) })],
   ];
   test.each(cases)('%s', async (_name, make) => {
     const answer = await list(await make());
