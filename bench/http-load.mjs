@@ -3,7 +3,11 @@
  * of a 10 KB file and for `skills/list`, at several client concurrencies. Loopback only, bounded
  * duration, numbers only (never fails on speed).
  *
- *   npm run build && node bench/http-load.mjs [--seconds=5] [--clients=1,10,50] [--era=modern|legacy]
+ *   npm run build && node bench/http-load.mjs [--seconds=5] [--clients=1,10,50] [--era=modern|legacy] [--auth=none|static|jwt|both]
+ *
+ * `--auth=static`: the server checks one bearer token; `--auth=jwt`: it is an OAuth resource server
+ * verifying a JWT access token (RS256) from a local issuer this script starts on loopback;
+ * `--auth=both`: `resources/read` at each concurrency under both, side by side.
  *
  * The load generator is this process (node:http, keep-alive, one socket per client); it shares the
  * machine's cores with the server, so the numbers are a floor for a dedicated server. Each request
@@ -12,7 +16,7 @@
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { Agent, request } from 'node:http';
+import { Agent, createServer, request } from 'node:http';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,6 +27,7 @@ const option = (name, fallback) => argv.find((a) => a.startsWith(`--${name}=`))?
 const SECONDS = Number(option('seconds', '5'));
 const CLIENTS = option('clients', '1,10,50').split(',').map(Number);
 const ERA = option('era', 'modern');
+const AUTH = option('auth', 'none');
 const MODERN = '2026-07-28';
 const FILE_BYTES = 10 * 1024;
 
@@ -37,16 +42,55 @@ function makeSkills() {
   return root;
 }
 
-function startServer(skillsDir) {
-  const child = spawn(process.execPath, [join(REPO, 'dist/skill-mcp.js'), '--http', '--port', '0'], {
-    env: { PATH: process.env.PATH, SKILLS_DIR: skillsDir },
+/** A loopback OAuth issuer (metadata + JWKS) and one access token for `audience`. */
+async function startIssuer(audience) {
+  const { SignJWT, exportJWK, generateKeyPair } = await import('jose');
+  const { privateKey, publicKey } = await generateKeyPair('RS256');
+  const jwk = { ...(await exportJWK(publicKey)), kid: 'bench', alg: 'RS256', use: 'sig' };
+  let issuer = '';
+  const server = createServer((req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    if (req.url === '/.well-known/oauth-authorization-server') res.end(JSON.stringify({ issuer, jwks_uri: `${issuer}/jwks`, token_endpoint: `${issuer}/token`, response_types_supported: ['code'] }));
+    else res.end(JSON.stringify({ keys: [jwk] }));
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  issuer = `http://127.0.0.1:${server.address().port}`;
+  const token = await new SignJWT({ sub: 'bench', scope: 'skills:read', aud: audience, iss: issuer }).setProtectedHeader({ alg: 'RS256', kid: 'bench' }).setIssuedAt().setExpirationTime('1h').sign(privateKey);
+  return { issuer, token, close: () => server.close() };
+}
+
+async function freePort() {
+  const probe = createServer();
+  await new Promise((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address();
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}
+
+/** The server under `auth`, with the Authorization header its clients send. */
+async function startAuthServer(skillsDir, auth) {
+  if (auth === 'none') return { ...(await startServer(skillsDir)), authorization: undefined, close: () => undefined };
+  if (auth === 'static') {
+    const token = 'bench-static-token-0123456789abcdef';
+    return { ...(await startServer(skillsDir, { SKILL_MCP_HTTP_TOKEN: token })), authorization: `Bearer ${token}`, close: () => undefined };
+  }
+  const port = await freePort();
+  const audience = `http://127.0.0.1:${port}/mcp`;
+  const issuer = await startIssuer(audience);
+  const server = await startServer(skillsDir, { SKILL_MCP_OAUTH_ISSUER: issuer.issuer, SKILL_MCP_OAUTH_AUDIENCE: audience }, port);
+  return { ...server, authorization: `Bearer ${issuer.token}`, close: issuer.close };
+}
+
+function startServer(skillsDir, extraEnv = {}, port = 0) {
+  const child = spawn(process.execPath, [join(REPO, 'dist/skill-mcp.js'), '--http', '--port', String(port)], {
+    env: { PATH: process.env.PATH, SKILLS_DIR: skillsDir, ...extraEnv },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';
   return new Promise((resolve, reject) => {
     child.stderr.on('data', (chunk) => {
       stderr += chunk;
-      const match = /listening on (http:\/\/\S+)/.exec(stderr);
+      const match = /listening on (http:\/\/[^\s"]+)/.exec(stderr);
       if (match) resolve({ child, url: new URL(match[1]) });
     });
     child.once('exit', (code) => reject(new Error(`server exited ${code}: ${stderr}`)));
@@ -93,9 +137,9 @@ function percentile(sorted, p) {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
 
-async function measure(url, method, params, clients) {
+async function measure(url, method, params, clients, authorization) {
   const payload = body(method, params);
-  const head = headers(method, params, payload);
+  const head = { ...headers(method, params, payload), ...(authorization ? { authorization } : {}) };
   const agent = new Agent({ keepAlive: true, maxSockets: clients });
   // Warm-up: JIT, the catalog's digests, one socket per client.
   await Promise.all(Array.from({ length: clients }, () => once(url, agent, payload, head)));
@@ -121,22 +165,29 @@ async function measure(url, method, params, clients) {
 }
 
 const skillsDir = makeSkills();
-const { child, url } = await startServer(skillsDir);
 const rows = [];
 try {
-  const cases = [
-    ['resources/read', { uri: 'skill://load-test/data/ten-kb.txt' }, 'resources/read 10 KB'],
-    ['skills/list', {}, 'skills/list (1 skill)'],
-  ];
-  for (const [method, params, label] of cases) {
-    for (const clients of CLIENTS) {
-      const row = await measure(url, method, params, clients);
-      rows.push({ label, ...row });
-      process.stderr.write(`${label} c=${clients}: ${row.rps.toFixed(0)} req/s p50 ${row.p50.toFixed(2)} ms p99 ${row.p99.toFixed(2)} ms errors ${row.errors}\n`);
+  const read = ['resources/read', { uri: 'skill://load-test/data/ten-kb.txt' }, 'resources/read 10 KB'];
+  const plans = AUTH === 'both'
+    ? [['static', [read]], ['jwt', [read]]]
+    : [[AUTH, [read, ['skills/list', {}, 'skills/list (1 skill)']]]];
+  for (const [auth, cases] of plans) {
+    const server = await startAuthServer(skillsDir, auth);
+    try {
+      for (const [method, params, label] of cases) {
+        for (const clients of CLIENTS) {
+          const row = await measure(server.url, method, params, clients, server.authorization);
+          const named = auth === 'none' ? label : `${label}, ${auth === 'jwt' ? 'JWT (RS256)' : 'static bearer'}`;
+          rows.push({ label: named, ...row });
+          process.stderr.write(`${named} c=${clients}: ${row.rps.toFixed(0)} req/s p50 ${row.p50.toFixed(2)} ms p99 ${row.p99.toFixed(2)} ms errors ${row.errors}\n`);
+        }
+      }
+    } finally {
+      server.child.kill('SIGTERM');
+      server.close();
     }
   }
 } finally {
-  child.kill('SIGTERM');
   rmSync(skillsDir, { recursive: true, force: true });
 }
 

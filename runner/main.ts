@@ -34,6 +34,7 @@ import { chooseScratchDir, removeStaleRunFolders, sharedAncestor } from './works
 import { RunnerService } from './requests/service.js';
 import { resolveCapacity, thisMachine } from './requests/capacity.js';
 import { SkillMcpError } from '../shared/errors.js';
+import { lineWriter, readLogFormat } from '../shared/log-line.js';
 import { ensurePrivateDir, loadTokenKey } from './state.js';
 import { envsDirOf, stateDirMode } from './deps/store.js';
 import { Identities } from './deps/identity.js';
@@ -43,8 +44,9 @@ import { DEFAULT_CLAIM_DIR, UidClaims } from './uids/claims.js';
 import { UidPool } from './uids/pool.js';
 import { HashWorker } from '../shared/hash-worker.js';
 
+/** One line on stderr, as text or JSON (SKILL_MCP_LOG_FORMAT; an unreadable value keeps text). */
 function log(message: string): void {
-  process.stderr.write(`skill-mcp runner: ${message}\n`);
+  lineWriter('runner', 'skill-mcp runner', readLogFormat(process.env)).say(message);
 }
 
 /** The runner's configuration as one sha256 (canonical JSON, keys sorted): equal digests, equal configurations. */

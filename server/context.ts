@@ -4,7 +4,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { RequestStateCodec, ServerContext } from '@modelcontextprotocol/server';
-import { clientIdSchema } from '../shared/protocol.js';
+import { clientIdSchema, type Identity } from '../shared/protocol.js';
+import { identityOfAuth } from './auth/resource-server.js';
 import { SkillMcpError } from '../shared/errors.js';
 import type { ErrorCode } from '../shared/errors.js';
 import type { Announcer } from './announce.js';
@@ -15,6 +16,7 @@ import type { SkillRecord } from './catalog/skill.js';
 import type { ApprovalState } from './confirm/request-state.js';
 import type { ConfirmSettings } from './confirm/settings.js';
 import type { RunnerLink } from './runner-link.js';
+import type { Visibility } from '../shared/visibility.js';
 
 export interface FrontContext {
   catalog: Catalog;
@@ -42,10 +44,25 @@ export interface FrontContext {
    * digits): the HTTP bearer token's hash, else this front's own session (stdio: one per process).
    */
   clientOf(ctx: ServerContext): string;
+  /** The OAuth identity the HTTP gate verified for this request; undefined for stdio and the static token. */
+  identityOf(ctx: ServerContext): Identity | undefined;
   requireSkill(name: string): SkillRecord;
+  /** Which skills which identities see (SKILL_MCP_VISIBLE); auth/visible-catalog.ts applies it per request. */
+  visibility: Visibility;
 }
 
-export function createFrontContext(fields: Omit<FrontContext, 'requireSkill' | 'clientOf'>): FrontContext {
+/** The served skill named `name` in `catalog`, or UNKNOWN_SKILL naming some that are served. */
+export function requireSkillIn(catalog: Catalog, name: string): SkillRecord {
+  const record = catalog.get(name);
+  if (!record) {
+    const known = catalog.skills().map((s) => s.name);
+    const hint = known.length > 0 ? `Served skills: ${known.slice(0, 20).join(', ')}${known.length > 20 ? ', ...' : ''}.` : 'No skill is served; skill_list shows the problems.';
+    throw new SkillMcpError('UNKNOWN_SKILL', `no skill named ${JSON.stringify(name)} is served. ${hint}`);
+  }
+  return record;
+}
+
+export function createFrontContext(fields: Omit<FrontContext, 'requireSkill' | 'clientOf' | 'identityOf'>): FrontContext {
   const { catalog } = fields;
   // One stdio process serves one client connection: its session is the client.
   const session = randomBytes(16).toString('hex');
@@ -55,14 +72,7 @@ export function createFrontContext(fields: Omit<FrontContext, 'requireSkill' | '
       const fromToken = ctx.http?.authInfo?.clientId;
       return fromToken !== undefined && clientIdSchema.safeParse(fromToken).success ? fromToken : session;
     },
-    requireSkill(name) {
-      const record = catalog.get(name);
-      if (!record) {
-        const known = catalog.skills().map((s) => s.name);
-        const hint = known.length > 0 ? `Served skills: ${known.slice(0, 20).join(', ')}${known.length > 20 ? ', ...' : ''}.` : 'No skill is served; skill_list shows the problems.';
-        throw new SkillMcpError('UNKNOWN_SKILL', `no skill named ${JSON.stringify(name)} is served. ${hint}`);
-      }
-      return record;
-    },
+    identityOf: (ctx) => identityOfAuth(ctx.http?.authInfo),
+    requireSkill: (name) => requireSkillIn(catalog, name),
   };
 }

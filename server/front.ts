@@ -2,9 +2,12 @@
  * @module The MCP front: builds one `McpServer` per connection (stdio) or request (HTTP) from
  * the shared context. Tools, prompts, and the SEP-2640 skills extension over our catalog.
  */
-import { CLIENT_CAPABILITIES_META_KEY, McpServer, type CallToolResult, type ClientCapabilities, type ServerContext } from '@modelcontextprotocol/server';
+import { CLIENT_CAPABILITIES_META_KEY, McpServer, requireScopes, type McpRequestContext, type CallToolResult, type ClientCapabilities, type ServerContext } from '@modelcontextprotocol/server';
 import { SkillsExtension } from '@modelcontextprotocol/server/ext/skills';
 import * as z from 'zod';
+import { identityOfAuth } from './auth/resource-server.js';
+import { SCOPES } from './auth/settings.js';
+import { visibleFront } from './auth/visible-catalog.js';
 import { CatalogSkillSource } from './catalog/source.js';
 import type { FrontContext } from './context.js';
 import { attachPrompts } from './prompts.js';
@@ -39,13 +42,18 @@ function canElicitForm(mcp: McpServer, ctx: ServerContext): boolean {
  * catalog changes on it; HTTP servers live for one request and are not tracked)
  * @param onToolResult hears each tool's result (the HTTP front's metrics); it must not change it
  */
-export function createServerFactory(front: FrontContext, onWarning: (message: string) => void, onServer: (mcp: McpServer) => void = () => undefined, onToolResult?: (tool: string, result: CallToolResult) => void): () => McpServer {
-  const source = new CatalogSkillSource(front.catalog, front.pageSize);
-  const extension = new SkillsExtension({
-    source,
-    onWarning: (w) => onWarning(`skills extension: ${w.path}: ${w.message}`),
-  });
-  return () => {
+export function createServerFactory(base: FrontContext, onWarning: (message: string) => void, onServer: (mcp: McpServer) => void = () => undefined, onToolResult?: (tool: string, result: CallToolResult) => void): (request?: McpRequestContext) => McpServer {
+  const reads = (front: FrontContext): { source: CatalogSkillSource; extension: SkillsExtension } => {
+    const source = new CatalogSkillSource(front.catalog, front.pageSize);
+    // Lists are per identity (SKILL_MCP_VISIBLE, grants by subject): never shared between users' caches.
+    const extension = new SkillsExtension({ source, cacheHint: { ttlMs: 0, cacheScope: 'private' }, onWarning: (w) => onWarning(`skills extension: ${w.path}: ${w.message}`) });
+    return { source, extension };
+  };
+  const shared = reads(base);
+  return (request) => {
+    // Security: with skills limited to some identities, this request sees only its own view of the catalog.
+    const front = visibleFront(base, identityOfAuth(request?.authInfo));
+    const { source, extension } = front === base ? shared : reads(front);
     const mcp = new McpServer(SERVER_INFO, {
       // listChanged: the catalog follows its folders (catalog/live.ts) and says when it changed.
       capabilities: { tools: {}, resources: { listChanged: front.watching } },
@@ -66,7 +74,7 @@ export function createServerFactory(front: FrontContext, onWarning: (message: st
         }),
         annotations: READ_ONLY,
       },
-      ({ cursor, limit, problems }) => guarded(async () => ok(await skillList(front, { cursor, limit, problems }))),
+      ({ cursor, limit, problems }, ctx) => guarded(async () => ok(await skillList(front, { cursor, limit, problems, identity: front.identityOf(ctx) }))),
     );
     mcp.registerTool(
       'skill_search',
@@ -124,6 +132,9 @@ export function createServerFactory(front: FrontContext, onWarning: (message: st
           stdin: z.string().optional().describe('Text the script reads on its standard input (default: none)'),
         }),
         annotations: RUNS_CODE,
+        // Security: an OAuth token without skills:run is refused before the tool runs (403
+        // insufficient_scope naming the scope, so the client can ask for it); stdio has no token.
+        scopeChallenge: requireScopes(SCOPES.run),
       },
       async ({ name, script, args, confirmToken, files, stdin }, ctx) => {
         const result = await guarded(() => skillRun(front, { name, script, args, confirmToken, files, stdin }, ctx, canElicitForm(mcp, ctx)));

@@ -12,7 +12,7 @@ import type { ConfigView } from '../shared/config-view.js';
 import { SkillMcpError } from '../shared/errors.js';
 import { FrameCodec, MAX_REQUEST_FRAME_BYTES, MAX_RESPONSE_FRAME_BYTES } from '../shared/frame.js';
 import { anyFailureSchema, PROTOCOL_VERSION, responseSchemas } from '../shared/protocol.js';
-import type { Approval, Inputs, RequestType, Response, RunnerRequest } from '../shared/protocol.js';
+import type { Approval, Identity, Inputs, RequestType, Response, RunnerRequest } from '../shared/protocol.js';
 import { MAX_RUN_QUEUE_MS, MAX_TIMEOUT_MS } from '../shared/limits.js';
 
 export interface RunnerClientOptions {
@@ -37,7 +37,7 @@ export interface RunCallOptions {
   client?: string;
 }
 
-type Args = { skill: string; script: string; args: string[] };
+type Args = { skill: string; script: string; args: string[]; identity?: Identity | undefined; traceparent?: string | undefined };
 /** A prepare names the inputs by digest; the run carries their bytes (docs/architecture.md §8, "A run's workspace"). */
 type PrepareArgs = Args & { inputs?: Inputs };
 type RunArgs = Args & { confirmToken: string; files?: { path: string; bytes: Uint8Array }[]; stdin?: Uint8Array };
@@ -65,7 +65,8 @@ export class RunnerClient {
 
   /** Re-derives a run and mints its token: `{willRun, confirmToken, expiresAt}` or a refusal. */
   prepare(req: PrepareArgs): Promise<Response<'prepare'>> {
-    return this.call('prepare', { type: 'prepare', ...req }, this.requestTimeoutMs);
+    const { identity, traceparent, ...rest } = req;
+    return this.call('prepare', { type: 'prepare', ...rest, ...(identity ? { identity } : {}), ...(traceparent ? { traceparent } : {}) }, this.requestTimeoutMs);
   }
 
   /**
@@ -87,7 +88,8 @@ export class RunnerClient {
     options.signal?.addEventListener('abort', onAbort, { once: true });
     try {
       if (options.signal?.aborted) onAbort();
-      return await this.call('run', { type: 'run', ...req, approval: req.approval ?? { channel: 'token' }, cancelId, ...(options.client !== undefined ? { client: options.client } : {}) }, wait, local.signal);
+      const { identity, traceparent, ...rest } = req;
+      return await this.call('run', { type: 'run', ...rest, ...(identity ? { identity } : {}), ...(traceparent ? { traceparent } : {}), approval: rest.approval ?? { channel: 'token' }, cancelId, ...(options.client !== undefined ? { client: options.client } : {}) }, wait, local.signal);
     } finally {
       options.signal?.removeEventListener('abort', onAbort);
     }

@@ -77,6 +77,16 @@ export class RunnerLink {
     }
   }
 
+  /** Whether a runner socket is configured at all (a front may serve reads only). */
+  get configured(): boolean {
+    return this.#options.socketPath !== undefined && this.#options.socketPath !== '';
+  }
+
+  /** Whether this front's own launcher starts the runner on first use (standalone), rather than an operator. */
+  get selfStarted(): boolean {
+    return this.#options.wake !== undefined;
+  }
+
   restarts(): number {
     return this.#options.restarts?.() ?? 0;
   }

@@ -10,8 +10,9 @@ import type { Problem } from '../shared/problems.js';
 import { Announcer } from './announce.js';
 import { readSharedSettings, startupReport } from '../shared/settings.js';
 import { RUN_INPUT_BYTES } from '../shared/run-io.js';
-import { readVariable, refuseToStart, wholeNumber, type SettingIssue, type VariableSpec } from '../shared/settings-schema.js';
+import { ConfigError, readVariable, refuseToStart, wholeNumber, type SettingIssue, type VariableSpec } from '../shared/settings-schema.js';
 import { rootLabel } from '../shared/discover.js';
+import { readVisibility } from '../shared/visibility.js';
 import { explainUnreadableRoot } from '../shared/unreadable-root.js';
 import { Catalog } from './catalog/catalog.js';
 import { readWatchSettings, startLiveCatalog } from './catalog/live.js';
@@ -68,6 +69,8 @@ export async function startFront(
   const watch = readWatchSettings(env);
   for (const detail of watch.errors) configProblems.push({ path: 'configuration', reason: 'config', detail });
   const confirm = readConfirmSettings(env, settings.confirmTtlSeconds);
+  const visibility = readVisibility(env);
+  if (!visibility.ok) throw new ConfigError([{ variable: 'SKILL_MCP_VISIBLE', policy: 'stop', message: `${visibility.error}; skill-mcp does not start with it: fix or unset it` }]);
   // Where operators look: every refused value and every root problem, not only skill_list.
   const startLines = [...startupReport(settings), ...frontIssues.map((issue) => issue.message), ...watch.errors, ...confirm.warnings];
   for (const line of startLines) warn(line);
@@ -96,5 +99,6 @@ export async function startFront(
     runRefusal,
     collectGarbage: fullCollector(),
     runInputBytes,
+    visibility,
   });
 }

@@ -9,6 +9,7 @@ import { isNeverGrantable } from './declaration.js';
 import { z } from 'zod';
 import { entryCovers, formatEgressEntry, parseEgressEntry, parseEgressList } from './egress.js';
 import { isHosted } from './mode.js';
+import type { Identity } from './protocol.js';
 
 export interface GrantRow {
   skill: string;
@@ -18,6 +19,8 @@ export interface GrantRow {
   egress: string[];
   /** Its place in the MCP_SKILL_RUN array (0-based), so an audit line can say which row allowed a run. */
   index?: number;
+  /** Who the row is for: exact `sub` values or `group:<g>`; absent: every caller. */
+  subjects?: string[];
 }
 
 export type GrantSource =
@@ -35,7 +38,30 @@ export function grantFrom(source: GrantSource): 'MCP_SKILL_RUN' | 'none (hosted 
 export const HOSTED_GRANT_NOTE =
   'Hosted mode grants nothing by default: instructions and files are served, but no script runs until the owner lists it in MCP_SKILL_RUN as JSON [{"skill","script","env":[...],"egress":[...]}].';
 
-const GrantRowSchema = z.object({ skill: z.string(), script: z.string(), env: z.array(z.string()).default([]), egress: z.array(z.string()).default([]) });
+const GrantRowSchema = z.object({
+  skill: z.string(),
+  script: z.string(),
+  env: z.array(z.string()).default([]),
+  egress: z.array(z.string()).default([]),
+  // Security: an empty list is refused rather than read as "everyone" (or silently as "no one").
+  subjects: z.array(z.string().min(1).max(262)).min(1).max(1000).optional(),
+});
+
+/** What a grant is asked for with when no one caller is meant: the runner's describe ("granted to someone"). */
+export const ANY_CALLER = 'any-caller';
+/** The caller a grant is evaluated for: a verified identity, none (stdio, static token), or ANY_CALLER. */
+export type Caller = Identity | undefined | typeof ANY_CALLER;
+
+/**
+ * Whether a grant row is for this caller. Security: a row naming subjects grants only to a verified
+ * OAuth identity whose `sub` is listed, or one of whose groups is listed as `group:<g>`; a caller
+ * without an identity (stdio, the static HTTP token) matches only rows that name no subjects.
+ */
+export function rowApplies(row: GrantRow, identity: Caller): boolean {
+  if (row.subjects === undefined || identity === ANY_CALLER) return true;
+  if (identity === undefined) return false;
+  return row.subjects.includes(identity.subject) || (identity.groups ?? []).some((group) => row.subjects!.includes(`group:${group}`));
+}
 
 /**
  * Reads the grant from the environment, the same way in both processes. Security: a malformed
@@ -60,10 +86,13 @@ export function readGrantSource(env: Readonly<Record<string, string | undefined>
     // holding one that does not parse grants nothing at all rather than a guess.
     const entries = parsed.success ? parsed.data.egress.map(parseEgressEntry) : [];
     const canonical = entries.flatMap((e) => (e.ok ? [formatEgressEntry(e.value)] : []));
-    if (parsed.success && canonical.length === entries.length) rows.push({ ...parsed.data, egress: [...new Set(canonical)], index: i });
+    if (parsed.success && canonical.length === entries.length) {
+      const { subjects, ...rest } = parsed.data;
+      rows.push({ ...rest, egress: [...new Set(canonical)], index: i, ...(subjects ? { subjects: [...new Set(subjects)] } : {}) });
+    }
     else bad.push(i);
   });
-  const error = bad.length > 0 ? `MCP_SKILL_RUN rows ${bad.join(', ')} are not {skill, script, env?, egress?} (egress: host, host:port or *.domain); they grant nothing` : undefined;
+  const error = bad.length > 0 ? `MCP_SKILL_RUN rows ${bad.join(', ')} are not {skill, script, env?, egress?, subjects?} (egress: host, host:port or *.domain; subjects: a non-empty list of sub values or group:<g>); they grant nothing` : undefined;
   return error ? { kind: 'owner', rows, error } : { kind: 'owner', rows };
 }
 
@@ -78,7 +107,11 @@ export function grantNote(source: GrantSource): string | undefined {
  * Why a declared script is not granted, for the model: the same text from the front and the
  * runner. A grant that failed to parse says so, instead of implying the owner left the script out.
  */
-export function notGrantedMessage(source: GrantSource, skill: string, script: string): string {
+export function notGrantedMessage(source: GrantSource, skill: string, script: string, identity?: Identity): string {
+  if (source.kind === 'owner' && source.rows.some((r) => r.skill === skill && r.script === script)) {
+    const who = identity ? `subject ${JSON.stringify(identity.subject)}${identity.groups?.length ? ` (groups: ${identity.groups.join(', ')})` : ''}` : 'a caller without an OAuth identity';
+    return `"${skill}/${script}" is granted, but not to ${who}: the MCP_SKILL_RUN rows for it name other subjects. The owner must add your subject (or a group:<g> of yours) to a row's subjects.`;
+  }
   const row = `{"skill":"${skill}","script":"${script}"}`;
   const how =
     source.kind === 'hosted-default'
@@ -113,14 +146,14 @@ export function grantedEgress(declared: readonly string[], granted: readonly str
 }
 
 /** The effective grant for each script the skill declares. */
-export function grantScripts(skill: string, declaration: Declaration | undefined, source: GrantSource): ScriptGrant[] {
+export function grantScripts(skill: string, declaration: Declaration | undefined, source: GrantSource, identity?: Caller): ScriptGrant[] {
   if (!declaration) return [];
   return declaration.run.map((declared) => {
     if (source.kind === 'hosted-default') return { declared, granted: false, env: [], selfGranted: false, egress: [] };
     if (source.kind === 'declaration') {
       return { declared, granted: true, env: [...declared.env].sort(), selfGranted: declared.env.length > 0, egress: [...declaration.egress].sort(), grantedBy: { from: 'declaration' } };
     }
-    const rows = source.rows.filter((row) => row.skill === skill && row.script === declared.script);
+    const rows = source.rows.filter((row) => row.skill === skill && row.script === declared.script && rowApplies(row, identity));
     if (rows.length === 0) return { declared, granted: false, env: [], selfGranted: false, egress: [] };
     // A granted variable must also be asked for by the script; never a variable nobody may grant.
     const asked = new Set(declared.env);

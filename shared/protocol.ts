@@ -50,6 +50,8 @@ export const cancelIdSchema = z.string().regex(/^[0-9a-f]{32}$/, 'a cancel id is
  * a label, not a credential — a front is trusted to name its clients honestly.
  */
 export const clientIdSchema = z.string().regex(/^[0-9a-f]{32}$/, 'a client id is 32 hex digits');
+/** A W3C Trace Context `traceparent` (version 00) from the MCP request's `_meta`, passed through to the audit. */
+export const traceparentSchema = z.string().regex(/^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/);
 /** The front's configuration, as digests (shared/config-view.ts). */
 export const configViewSchema = z.strictObject({
   roots: sha256Hex,
@@ -72,6 +74,7 @@ export const requestSchema = z.discriminatedUnion('type', [
     args,
     inputs: inputsSchema.optional(),
     identity: z.strictObject({ subject: z.string().min(1).max(256), clientId: z.string().max(256).optional(), groups: z.array(z.string().max(256)).max(64).optional() }).optional(),
+    traceparent: traceparentSchema.optional(),
   }),
   z.strictObject({
     type: z.literal('run'),
@@ -85,6 +88,7 @@ export const requestSchema = z.discriminatedUnion('type', [
     stdin: bytes.optional(),
     approval: z.strictObject({ channel: z.enum(['elicitation-form','elicitation-url','token','auto']), approver: z.string().max(256).optional() }),
     identity: z.strictObject({ subject: z.string().min(1).max(256), clientId: z.string().max(256).optional(), groups: z.array(z.string().max(256)).max(64).optional() }).optional(),
+    traceparent: traceparentSchema.optional(),
   }),
   z.strictObject({ type: z.literal('cancel'), cancelId: cancelIdSchema }),
 ]);
@@ -96,7 +100,11 @@ export type RequestType = RunnerRequest['type'];
  * `MCP_SKILL_CONFIRM=auto`). The runner cannot check a channel; it records what its front says.
  */
 export type Approval = Extract<RunnerRequest, { type: 'run' }>['approval'];
-/** The requester's verified identity (hosted with OAuth), recorded as the audit's `requester`. */
+/**
+ * Who asked, as the front verified them (an OAuth access token's `sub`, `client_id`/`azp` and
+ * groups). Security: the runner believes it because only an authenticated front can talk to it
+ * (SECURITY.md); it re-checks the grant's `subjects` against it.
+ */
 export type Identity = NonNullable<Extract<RunnerRequest, { type: 'run' }>['identity']>;
 
 /**

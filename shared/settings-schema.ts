@@ -83,3 +83,27 @@ export function refuseToStart(issues: readonly SettingIssue[]): SettingIssue[] {
   if (stop.length > 0) throw new ConfigError(stop);
   return issues.filter((issue) => issue.policy !== 'stop');
 }
+
+/** True for a host name that only reaches this machine (plain http is acceptable only there). */
+export function isLoopbackHost(hostname: string): boolean {
+  const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  return host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+}
+
+/**
+ * An absolute URL with no query or fragment, https — or plain http to a loopback host only.
+ * Security: an issuer or audience over plain http elsewhere would let anyone on the path swap the
+ * keys tokens are checked with, or read the tokens.
+ */
+export function secureUrl(): z.ZodType<string, string> {
+  return z.string().refine((raw) => {
+    let url: URL;
+    try {
+      url = new URL(raw);
+    } catch {
+      return false;
+    }
+    if (url.search !== '' || url.hash !== '' || url.username !== '' || url.password !== '') return false;
+    return url.protocol === 'https:' || (url.protocol === 'http:' && isLoopbackHost(url.hostname));
+  });
+}

@@ -20,6 +20,8 @@ export interface RunWho {
   requester_from?: 'oauth' | 'os-user';
   /** How the person's approval reached the front, as the front says (the runner cannot check it). */
   approval?: { channel: string; approver?: string };
+  /** The W3C trace context the request came under, when the client sent one (joins the front's logs). */
+  traceparent?: string;
 }
 
 /** Which rule allowed the script: `MCP_SKILL_RUN` rows (0-based indexes into its array) or the skill's own declaration (standalone). */

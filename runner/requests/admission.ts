@@ -6,6 +6,17 @@
  * and spent only once it holds a slot (service.ts) — and leaves the queue at once when it is
  * cancelled, its asker goes away, or its deadline passes.
  */
+import { createHash } from 'node:crypto';
+
+/**
+ * The client a run counts against: the verified identity's subject when the front sent one (so a
+ * person's share is theirs across connections and fronts), else the front's own client id.
+ * Hashed (domain-separated, 128 bits) so audit lines and figures carry no raw claim here.
+ */
+export function admissionClient(identity: { subject: string } | undefined, client: string | undefined, unnamed: string): string {
+  if (identity !== undefined) return createHash('sha256').update('skill-mcp subject\0').update(identity.subject, 'utf8').digest('hex').slice(0, 32);
+  return client ?? unnamed;
+}
 
 export interface AdmissionLimits {
   /** Runs holding a slot at once. */

@@ -19,8 +19,9 @@ import { buildScriptEnv, selfGrantWarning } from '../../shared/env.js';
 import type { ErrorCode } from '../../shared/errors.js';
 import { parseSkillMd } from '../../shared/frontmatter.js';
 import { readSkillMdFile } from '../../shared/skill-md.js';
-import { grantScripts, notGrantedMessage, readGrantSource } from '../../shared/grant.js';
+import { grantScripts, notGrantedMessage, readGrantSource, type Caller } from '../../shared/grant.js';
 import type { ScriptGrant } from '../../shared/grant.js';
+import { readVisibility, visibleTo } from '../../shared/visibility.js';
 import type { CatalogLimits } from '../../shared/limits.js';
 import { declarationsDirOf } from '../../shared/settings.js';
 import { checkPathString, isHiddenPath, resolveInside } from '../../shared/paths.js';
@@ -154,8 +155,10 @@ export async function declaredScripts(ctx: DeriveContext, skill: DiscoveredSkill
 }
 
 /** Works out, from the disk and the owner's grant as they are now, what `skill/script args` would run. */
-export async function deriveRun(ctx: DeriveContext, skillName: string, script: string, args: string[], knownSkill?: DiscoveredSkill, content: ContentSource = contentInPlace(ctx)): Promise<Derived> {
+export async function deriveRun(ctx: DeriveContext, skillName: string, script: string, args: string[], knownSkill?: DiscoveredSkill, content: ContentSource = contentInPlace(ctx), caller?: Caller): Promise<Derived> {
   const skill = knownSkill ?? (await findSkill(ctx, skillName));
+  // Security: a skill this caller may not see is unknown to it here too, whatever the front sent.
+  if (skill && !visibleTo(readVisibility(ctx.env as NodeJS.ProcessEnv), skill.name, caller)) return refuse('UNKNOWN_SKILL', 'unknown-skill', `no skill named ${JSON.stringify(skillName)} is served; skill_list shows the names`);
   if (!skill) return refuse('UNKNOWN_SKILL', 'unknown-skill', `no skill named ${JSON.stringify(skillName)} is served; skill_list shows the names`);
   const readContent = onceContent(content, skill);
   const { scripts, egress: declaredEgress, origin, problems, requirements } = await declaredScripts(ctx, skill, readContent);
@@ -166,9 +169,9 @@ export async function deriveRun(ctx: DeriveContext, skillName: string, script: s
     return refuse('NOT_DECLARED', 'not-declared', `skill ${JSON.stringify(skill.name)} does not declare a runnable script ${JSON.stringify(script)}${why}; skill_list shows its declared scripts`);
   }
   const source = readGrantSource(ctx.env as NodeJS.ProcessEnv);
-  const grant = grantScripts(skill.name, { version: 1, run: scripts, env: [], egress: declaredEgress }, source).find((g) => g.declared.script === script)!;
+  const grant = grantScripts(skill.name, { version: 1, run: scripts, env: [], egress: declaredEgress }, source, caller).find((g) => g.declared.script === script)!;
   // Security: declared ∩ granted (docs/architecture.md §6); the front's view of the grant is not trusted.
-  if (!grant.granted) return refuse('NOT_GRANTED', 'not-granted', notGrantedMessage(source, skill.name, script));
+  if (!grant.granted) return refuse('NOT_GRANTED', 'not-granted', notGrantedMessage(source, skill.name, script, caller === 'any-caller' ? undefined : caller));
   const interpreter = ctx.platform.interpreters.get(declared.interpreter);
   if (!interpreter || !('path' in interpreter)) {
     const why = interpreter && 'why' in interpreter ? interpreter.why : `"${declared.interpreter}" is not one of the supported interpreters (node, python3)`;

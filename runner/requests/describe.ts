@@ -8,7 +8,7 @@ import type { DescribeResult, ScriptInfo } from '../../shared/protocol.js';
 import { PROTOCOL_VERSION } from '../../shared/protocol.js';
 import { discoverSkills } from '../../shared/discover.js';
 import { skillRoots } from '../../shared/config.js';
-import { grantFrom, readGrantSource } from '../../shared/grant.js';
+import { ANY_CALLER, grantFrom, readGrantSource } from '../../shared/grant.js';
 import { contentInPlace, declaredScripts, deriveRun, findSkill, onceContent } from './derive.js';
 import type { ContentSource, DeriveContext } from './derive.js';
 import type { ScrubResult } from '../hygiene.js';
@@ -31,7 +31,7 @@ export async function describeRunner(ctx: DeriveContext, environ: ScrubResult, r
     const read = scripts.length > 0 ? await readOnce() : undefined;
     const once: ContentSource = { read: readOnce };
     for (const declared of scripts) {
-      const derived = await deriveRun(ctx, skill.name, declared.script, [], skill, once);
+      const derived = await deriveRun(ctx, skill.name, declared.script, [], skill, once, ANY_CALLER);
       const base = { script: declared.script, interpreter: declared.interpreter, timeoutMs: declared.timeoutMs };
       if (derived.ok) {
         const { willRun } = derived.plan;

@@ -12,7 +12,7 @@ import { chownSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ErrorCode } from '../../shared/errors.js';
 import { MAX_STREAM_BYTES, MAX_TIMEOUT_MS } from '../../shared/limits.js';
-import type { DescribeResult, Minted, Refusal, ResultOf, RunnerRequest, WillRun } from '../../shared/protocol.js';
+import type { DescribeResult, Identity, Minted, Refusal, ResultOf, RunnerRequest, WillRun } from '../../shared/protocol.js';
 import { mintToken, tokenLogId, verifyToken, willRunHash } from '../../shared/token.js';
 import type { AuditLog } from '../audit/log.js';
 import type { AuditEvent, RejectReason, RunGrant, RunWho } from '../audit/events.js';
@@ -42,7 +42,7 @@ import type { RunCgroup } from '../sandbox/run-cgroup.js';
 import type { SandboxLimits } from '../sandbox/spawn.js';
 import { reapUid } from '../uids/pool.js';
 import type { UidPool } from '../uids/pool.js';
-import { RunAdmission } from './admission.js';
+import { admissionClient, RunAdmission } from './admission.js';
 import type { AdmissionLimits, BusyFigures, Lease } from './admission.js';
 
 export interface ServiceDeps {
@@ -111,6 +111,8 @@ const AUDIT_DOWN_SPENT = 'the audit log could not be written just before the run
 function whoOf(req: PrepareRequest | RunRequest, osUser: string | undefined): RunWho {
   const who: RunWho = req.identity ? { requester: req.identity.subject, requester_from: 'oauth' } : osUser !== undefined ? { requester: osUser, requester_from: 'os-user' } : {};
   if (req.type === 'run') who.approval = { channel: req.approval.channel, ...(req.approval.approver !== undefined ? { approver: req.approval.approver } : {}) };
+  // The W3C trace the request came under (the front passes a well-formed one only), for joining logs.
+  if (req.traceparent !== undefined) who.traceparent = req.traceparent;
   return who;
 }
 
@@ -166,7 +168,7 @@ export class RunnerService {
       await this.deps.audit.append({ event: 'run.prepare', skill: req.skill, script: req.script, refused: bad.code === 'TOO_LARGE' ? 'too-large' : 'invalid-path', ...who });
       return refusal(bad.code, bad.message);
     }
-    const derived = await deriveRun(this.deps.ctx, req.skill, req.script, req.args);
+    const derived = await deriveRun(this.deps.ctx, req.skill, req.script, req.args, undefined, undefined, req.identity);
     if (!derived.ok) {
       await this.deps.audit.append({ event: 'run.prepare', skill: req.skill, script: req.script, refused: derived.reason, ...who });
       return refusal(derived.code, derived.message);
@@ -234,7 +236,7 @@ export class RunnerService {
     };
     // A cancel names one run: a second run under an id in use would make it ambiguous.
     if (this.named(req.cancelId)) return reject('internal', 'BAD_REQUEST', 'a run with this cancel id is already in progress; each run needs a fresh cancel id', { error: 'cancel-id-in-use' });
-    const slot: Slot = { runId, cancelId: req.cancelId, client: req.client ?? UNNAMED_CLIENT, cancelled: false, leave: new AbortController(), lines };
+    const slot: Slot = { runId, cancelId: req.cancelId, client: admissionClient(req.identity, req.client, UNNAMED_CLIENT), cancelled: false, leave: new AbortController(), lines };
     this.runs.add(slot);
     const onAbandon = (): void => this.kill(slot);
     abandoned?.addEventListener('abort', onAbandon);
@@ -306,7 +308,7 @@ export class RunnerService {
     const inputs = digestInputs(files, req.stdin);
     // Security: derived from the runner's private copy of the skill, hashed as it was written; the
     // plan runs that copy, so nothing edited in the skill folder from here on reaches the run.
-    const derived = await deriveRun(deps.ctx, req.skill, req.script, req.args, undefined, copy.source(deps.ctx));
+    const derived = await deriveRun(deps.ctx, req.skill, req.script, req.args, undefined, copy.source(deps.ctx), req.identity);
     if (!derived.ok) return reject(derived.reason, derived.code, derived.message, { token_id: tokenId });
     const plan = { ...derived.plan, willRun: withInputs(derived.plan.willRun, inputs) };
     // Security: the token is bound to what was approved; a different skill, script, argv, env set,

@@ -1,13 +1,14 @@
 /**
  * @module Prometheus metrics of the HTTP front (`--metrics-port`, prom-client), kept in a registry
  * of this server's own. Labels come from closed sets only — the JSON-RPC method (known names, else
- * `other`), an outcome word, a refusal code from the list below — never a skill name, a path, an
+ * `other`), the HTTP status code, a run result word, a refusal code from the list below — never a skill name, a path, an
  * argument, a token or anything else a client chose. Runner, ledger and catalog figures are read
  * when scraped.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { CallToolResult } from '@modelcontextprotocol/server';
 import type { FrontContext } from '../context.js';
+import { SERVER_INFO } from '../front.js';
 
 /** The methods counted by name; anything else is `other`, a notification `notification`. */
 const METHODS = new Set([
@@ -15,9 +16,11 @@ const METHODS = new Set([
   'resources/directory/read', 'prompts/list', 'prompts/get', 'skills/list', 'skills/get', 'completion/complete', 'logging/setLevel',
 ]);
 
-/** skill_run outcomes: its statuses, and the refusal codes it can answer with. */
-const RUN_OUTCOMES = new Set([
-  'completed', 'confirmation-required', 'cancelled', 'draft-changed', 'input-required',
+/** skill_run results (one kind of word: what the call came to); a refusal is `refused`, its code counted apart. */
+const RUN_RESULTS = new Set(['completed', 'confirmation-required', 'cancelled', 'draft-changed', 'input-required']);
+
+/** The refusal codes skill_run can answer with (the `code` label of skill_mcp_skill_run_refusals_total). */
+const REFUSAL_CODES = new Set([
   'NOT_DECLARED', 'NOT_GRANTED', 'INTERPRETER_UNAVAILABLE', 'ENVIRON_UNSCRUBBED', 'RUNNER_UNAVAILABLE', 'BUSY', 'CANCELLED',
   'SANDBOX_UNAVAILABLE', 'CONFIRM_REFUSED', 'CONFIG_MISMATCH', 'AUTH_REQUIRED', 'LEDGER_UNAVAILABLE', 'TOKEN_INVALID', 'TOKEN_EXPIRED',
   'TOKEN_REUSED', 'DRAFT_CHANGED', 'UNKNOWN_SKILL', 'PEER_REFUSED', 'BAD_REQUEST', 'INTERNAL',
@@ -35,19 +38,20 @@ export function methodLabel(body: unknown): string {
   return METHODS.has(method) ? method : 'other';
 }
 
-/** The outcome label of an HTTP status. */
-export function outcomeOf(status: number): string {
-  if (status < 400) return 'ok';
-  const named: Record<number, string> = { 401: 'unauthorized', 403: 'forbidden', 404: 'not_found', 405: 'method_not_allowed', 408: 'timeout', 413: 'too_large' };
-  return named[status] ?? (status < 500 ? 'client_error' : 'server_error');
+/** The status label: the HTTP status code the server answered (a closed set: the server picks it). */
+export function statusLabel(status: number): string {
+  return Number.isInteger(status) && status >= 100 && status <= 599 ? String(status) : 'other';
 }
 
-function runOutcome(result: CallToolResult): string {
+/** What a skill_run call came to, and the refusal code when it was refused. */
+function runResult(result: CallToolResult): { result: string; code?: string } {
   const value = result.structuredContent as { status?: unknown; error?: { code?: unknown } } | undefined;
   // The 2026-07-28 elicitation round: a question for the person, not a tool result yet.
-  if (value === undefined && 'inputRequests' in result) return 'input-required';
-  const word = typeof value?.status === 'string' ? value.status : value?.error?.code;
-  return typeof word === 'string' && RUN_OUTCOMES.has(word) ? word : 'other';
+  if (value === undefined && 'inputRequests' in result) return { result: 'input-required' };
+  if (typeof value?.status === 'string' && RUN_RESULTS.has(value.status)) return { result: value.status };
+  const code = value?.error?.code;
+  if (typeof code === 'string') return { result: 'refused', code: REFUSAL_CODES.has(code) ? code : 'other' };
+  return { result: 'other' };
 }
 
 function withTimeout<T>(work: Promise<T>, ms: number): Promise<T | undefined> {
@@ -56,20 +60,23 @@ function withTimeout<T>(work: Promise<T>, ms: number): Promise<T | undefined> {
 
 export class HttpMetrics {
   readonly registry = new Registry();
-  readonly #requests: Counter<'method' | 'outcome'>;
+  readonly #requests: Counter<'method' | 'status'>;
   readonly #latency: Histogram<'method'>;
-  readonly #runs: Counter<'outcome'>;
+  readonly #runs: Counter<'result'>;
+  readonly #refusals: Counter<'code'>;
   readonly #ledgerErrors: Counter;
 
   constructor(front: FrontContext) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry, prefix: 'skill_mcp_' });
-    this.#requests = new Counter({ name: 'skill_mcp_http_requests_total', help: 'MCP HTTP requests by JSON-RPC method and outcome (unread: refused before the body was read)', labelNames: ['method', 'outcome'], registers });
+    new Gauge({ name: 'skill_mcp_build_info', help: 'Always 1: the version of skill-mcp and of Node.js serving', labelNames: ['version', 'node_version'], registers }).set({ version: SERVER_INFO.version, node_version: process.version }, 1);
+    this.#requests = new Counter({ name: 'skill_mcp_http_requests_total', help: 'HTTP requests to /mcp by JSON-RPC method (unread: refused before the body was read) and HTTP status code', labelNames: ['method', 'status'], registers });
     this.#latency = new Histogram({
       name: 'skill_mcp_http_request_duration_seconds', help: 'Time from request to the end of the response, by JSON-RPC method', labelNames: ['method'], registers,
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
     });
-    this.#runs = new Counter({ name: 'skill_mcp_skill_run_total', help: 'skill_run calls by outcome: a status (completed, confirmation-required, ...) or the refusal code', labelNames: ['outcome'], registers });
+    this.#runs = new Counter({ name: 'skill_mcp_skill_run_total', help: 'skill_run calls by what they came to: completed, confirmation-required, cancelled, draft-changed, input-required or refused', labelNames: ['result'], registers });
+    this.#refusals = new Counter({ name: 'skill_mcp_skill_run_refusals_total', help: 'Refused skill_run calls by refusal code (NOT_GRANTED, TOKEN_REUSED, BUSY, ...)', labelNames: ['code'], registers });
     this.#ledgerErrors = new Counter({ name: 'skill_mcp_ledger_errors_total', help: 'skill_run calls refused because the spent-token ledger could not be reached (LEDGER_UNAVAILABLE)', registers });
     new Gauge({
       name: 'skill_mcp_runner_up', help: '1 when the runner answers describe, else 0', registers,
@@ -86,10 +93,19 @@ export class HttpMetrics {
         if (status) this.set({ kind: status.kind }, status.available ? 1 : 0);
       },
     });
-    new Gauge({
-      name: 'skill_mcp_runner_ledger_errors', help: "Ledger operations that failed in the runner since it started (the runner's own count)", registers,
+    new Counter({
+      name: 'skill_mcp_runner_ledger_errors_total', help: "Ledger operations that failed in the runner since it started (the runner's own count; resets when the runner restarts)", registers,
       async collect() {
-        this.set((await ledger())?.errors ?? 0);
+        this.reset();
+        this.inc((await ledger())?.errors ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'skill_mcp_runner_isolation_info', help: 'Always 1 while the runner answers: the isolation level its runs get (namespace-uid, namespace, uid-sandbox, uid, same-uid)', labelNames: ['level'], registers,
+      async collect() {
+        this.reset();
+        const described = await withTimeout(front.runner.describe(), RUNNER_PROBE_MS);
+        if (described) this.set({ level: described.isolation.level }, 1);
       },
     });
     new Gauge({
@@ -110,16 +126,17 @@ export class HttpMetrics {
   }
 
   request(method: string, status: number, seconds: number): void {
-    this.#requests.inc({ method, outcome: outcomeOf(status) });
+    this.#requests.inc({ method, status: statusLabel(status) });
     this.#latency.observe({ method }, seconds);
   }
 
   /** Hears every tool result the factory hands out; counts skill_run's. */
   toolResult(tool: string, result: CallToolResult): void {
     if (tool !== 'skill_run') return;
-    const outcome = runOutcome(result);
-    this.#runs.inc({ outcome });
-    if (outcome === 'LEDGER_UNAVAILABLE') this.#ledgerErrors.inc();
+    const { result: word, code } = runResult(result);
+    this.#runs.inc({ result: word });
+    if (code !== undefined) this.#refusals.inc({ code });
+    if (code === 'LEDGER_UNAVAILABLE') this.#ledgerErrors.inc();
   }
 }
 

@@ -11,6 +11,8 @@ import { readVariable } from '../../shared/settings-schema.js';
 import { parseFlags, stringFlag, type FlagSpec } from '../../shared/cli-args.js';
 import { readValue, wholeNumber, type SettingIssue } from '../../shared/settings-schema.js';
 import { normaliseAddress } from './address-cap.js';
+import { LOG_FORMAT, type LogFormat } from '../../shared/log-line.js';
+import { OAUTH_VARIABLES, readOAuthSettings, type OAuthSettings } from '../auth/settings.js';
 
 export const DEFAULT_HOST = '127.0.0.1';
 export const DEFAULT_PORT = 3000;
@@ -29,6 +31,10 @@ export interface HttpOptions {
   allowedOrigins: string[];
   /** The bearer token clients must send, or undefined when authentication is off. */
   token: string | undefined;
+  /** Lines on stderr: text, or JSON with one access-log line per request. */
+  logFormat: LogFormat;
+  /** OAuth access tokens from this issuer instead of one shared token (server/auth/). */
+  oauth: OAuthSettings | undefined;
   maxBodyBytes: number;
   maxConnections: number;
   /** Connections one client address may hold at once (through a trusted proxy: requests in flight); 0 = no cap. */
@@ -50,6 +56,8 @@ export const HTTP_VARIABLES = {
   SKILL_MCP_HTTP_PORT: `port (default ${DEFAULT_PORT}; 0 = any free port; --port wins)`,
   SKILL_MCP_HTTP_TOKEN: 'bearer token clients must send (Authorization: Bearer ...); unset = no authentication',
   SKILL_MCP_HTTP_TOKEN_FILE: 'file holding the bearer token (one line), instead of SKILL_MCP_HTTP_TOKEN',
+  ...OAUTH_VARIABLES,
+  SKILL_MCP_LOG_FORMAT: 'stderr lines as text (default) or json (one object per line, plus an access-log line per request)',
   SKILL_MCP_HTTP_ALLOWED_HOSTS: 'comma-separated Host names accepted (default: localhost names, plus --host when it is a name or a specific address); * accepts any',
   SKILL_MCP_HTTP_ALLOWED_ORIGINS: 'comma-separated browser Origin hostnames accepted besides localhost ones',
   SKILL_MCP_HTTP_MAX_BODY_BYTES: `largest request body (default ${messageCapFor(DEFAULT_RUN_INPUT_BYTES)}, room for a skill_run with SKILL_MCP_RUN_INPUT_BYTES of input as base64; larger = 413)`,
@@ -161,12 +169,29 @@ export function readHttpOptions(args: string[], env: NodeJS.ProcessEnv): HttpOpt
   const requestTimeoutMs = integer('SKILL_MCP_HTTP_REQUEST_TIMEOUT_MS', env['SKILL_MCP_HTTP_REQUEST_TIMEOUT_MS'], DEFAULT_REQUEST_TIMEOUT_MS, 100);
   if (headersTimeoutMs > requestTimeoutMs) throw new HttpConfigError('SKILL_MCP_HTTP_HEADERS_TIMEOUT_MS must not exceed SKILL_MCP_HTTP_REQUEST_TIMEOUT_MS');
 
+  const token = readToken(env);
+  const oauthIssues: SettingIssue[] = [];
+  const oauth = readOAuthSettings(env, oauthIssues);
+  if (oauthIssues[0]) throw new HttpConfigError(oauthIssues.map((issue) => issue.message).join('\n'));
+  // One way in at a time: with both, which one a request used would decide whose identity (and
+  // grants) it gets — a shared token would stand for everyone.
+  if (token !== undefined && oauth !== undefined) {
+    throw new HttpConfigError('both SKILL_MCP_HTTP_TOKEN(_FILE) and SKILL_MCP_OAUTH_ISSUER are set; set one: the static token for a one-person setup, OAuth for a team (docs/hosting.md)');
+  }
+
   return {
     host,
     port,
     allowedHosts,
     allowedOrigins: [...new Set([...localhostAllowedOrigins(), ...list(env['SKILL_MCP_HTTP_ALLOWED_ORIGINS'])])],
-    token: readToken(env),
+    token,
+    oauth,
+    logFormat: (() => {
+      const issues: SettingIssue[] = [];
+      const format = readValue(env['SKILL_MCP_LOG_FORMAT'], LOG_FORMAT, issues);
+      if (issues[0]) throw new HttpConfigError(issues[0].message);
+      return format;
+    })(),
     // Default: room for a skill_run carrying the whole input allowance as base64 (a bad value of it is reported at start).
     maxBodyBytes: integer('SKILL_MCP_HTTP_MAX_BODY_BYTES', env['SKILL_MCP_HTTP_MAX_BODY_BYTES'], messageCapFor(readVariable(env, RUN_INPUT_BYTES, [])), 1024),
     maxConnections: integer('SKILL_MCP_HTTP_MAX_CONNECTIONS', env['SKILL_MCP_HTTP_MAX_CONNECTIONS'], 512, 1),

@@ -11,8 +11,14 @@ import { createMcpHandler, type McpHttpHandler } from '@modelcontextprotocol/ser
 import { createServerFactory } from '../front.js';
 import type { RunnerLinkOptions } from '../runner-link.js';
 import { startFront } from '../start.js';
-import { bearerClientId, bearerTokenCheck } from './auth.js';
+import { oauthBearer, staticBearer, type Authenticate } from './auth.js';
+import { createJwtVerifier } from '../auth/jwt-verifier.js';
+import { discoverIssuer } from '../auth/discovery.js';
+import { createResourceServer, type ResourceServer } from '../auth/resource-server.js';
 import { describeListenError } from './listen-error.js';
+import { healthRoutes } from './health.js';
+import { lineWriter, type LineWriter } from '../../shared/log-line.js';
+import { identityOfAuth } from '../auth/resource-server.js';
 import { guardRequest, jsonRpcError, type GuardOptions } from './guard.js';
 import { requestPath, sendWebResponse, toWebRequest, webHeaders } from './node-adapter.js';
 import { bindsLoopbackOnly, HTTP_USAGE, MCP_PATH, readHttpOptions, type HttpOptions } from './options.js';
@@ -24,24 +30,28 @@ import { AddressCounts, clientAddress, normaliseAddress, overCapMessage } from '
 type Warn = (message: string) => void;
 
 const AUTH_REQUIRED_MESSAGE =
-  'skill_run over HTTP needs an authenticated client, and this server has no bearer token configured: whoever reaches its port could ask for a run and approve it too. ' +
-  'The owner must set SKILL_MCP_HTTP_TOKEN_FILE (or SKILL_MCP_HTTP_TOKEN) and restart; clients then send "Authorization: Bearer <token>" (docs/http.md). Reading skills still works.';
+  'skill_run over HTTP needs an authenticated client, and this server has no bearer token or OAuth issuer configured: whoever reaches its port could ask for a run and approve it too. ' +
+  'The owner must set SKILL_MCP_HTTP_TOKEN_FILE (or SKILL_MCP_HTTP_TOKEN), or SKILL_MCP_OAUTH_ISSUER and SKILL_MCP_OAUTH_AUDIENCE, and restart (docs/http.md). Reading skills still works.';
+
+/** Answers for the paths besides /mcp (OAuth metadata, health), or undefined for /mcp itself. */
+export type OtherRoutes = { has(pathname: string): boolean; answer(pathname: string, method: string): Promise<Response> | Response };
 
 /** The request listener: guards on the headers, then the capped body, the SDK handler, a streamed response. */
-function createListener(handler: McpHttpHandler, options: HttpOptions, inFlight: InFlight, state: { stopping: boolean }, warn: Warn, cap: AddressCap | undefined, metrics?: HttpMetrics) {
+function createListener(handler: McpHttpHandler, options: HttpOptions, inFlight: InFlight, state: { stopping: boolean }, warn: Warn, cap: AddressCap | undefined, authenticate: Authenticate | undefined, routes: OtherRoutes, log: LineWriter, metrics?: HttpMetrics) {
   const guard: GuardOptions = {
     allowedHosts: options.allowedHosts,
     allowedOrigins: options.allowedOrigins,
-    tokenCheck: options.token === undefined ? undefined : bearerTokenCheck(options.token),
+    otherPaths: (pathname) => routes.has(pathname),
   };
-  const authInfo = options.token === undefined ? undefined : { token: '', clientId: bearerClientId(options.token), scopes: [] };
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     // An open subscriptions/listen stream lasts as long as the client wants: not a request to wait for at shutdown.
     if (req.headers['mcp-method'] !== 'subscriptions/listen') inFlight.track(res);
     const startedMs = performance.now();
     // Refused on its headers: counted without a method, since its body is never read.
     let method = 'unread';
+    let who: string | undefined;
     if (metrics) res.once('close', () => metrics.request(method, res.statusCode, (performance.now() - startedMs) / 1000));
+    if (log.format === 'json') res.once('close', () => log.event('access', accessFields(req, routes, res.statusCode, startedMs, who)));
     if (state.stopping) res.setHeader('connection', 'close');
     const aborter = new AbortController();
     res.once('close', () => {
@@ -62,9 +72,16 @@ function createListener(handler: McpHttpHandler, options: HttpOptions, inFlight:
       // Refused on its headers: the body is never buffered (Node discards it after the answer, under
       // the request deadline, so the client still reads the refusal instead of a broken pipe).
       if (refused) return await sendWebResponse(res, refused);
+      const { pathname } = requestPath(req);
+      if (pathname !== MCP_PATH) return await sendWebResponse(res, await routes.answer(pathname, req.method ?? 'GET'));
+      // Security: with a token or an issuer configured, nothing below this line runs for an
+      // unauthenticated request (and its body is never read).
+      const authInfo = authenticate ? await authenticate(headers) : undefined;
+      if (authInfo instanceof Response) return await sendWebResponse(res, authInfo);
+      who = identityOfAuth(authInfo)?.subject ?? (authInfo ? 'static-token' : undefined);
       const request = await toWebRequest(req, headers, options.maxBodyBytes, aborter.signal);
       if (metrics && !(request instanceof Response)) method = await methodOfRequest(request);
-      // Past the guard, a configured token was presented: the runner counts this caller by it.
+      // Past the gate: the verified caller (its identity, or the static token's hash) reaches the tools.
       await sendWebResponse(res, request instanceof Response ? request : await handler.fetch(request, authInfo ? { authInfo } : undefined));
     } catch (error) {
       // A client that went away mid-request is normal; anything else is ours and logged without detail leaking out.
@@ -114,6 +131,36 @@ function capConnections(server: Server, cap: AddressCap): void {
   });
 }
 
+/**
+ * One access-log record. Security: the path is logged only when it is one we serve (anything else
+ * is `other`: a client could put a secret in a path), never the query string or a header value;
+ * the identity is the verified `sub`, never the token. `traceparent` is passed through when well formed.
+ */
+function accessFields(req: IncomingMessage, routes: OtherRoutes, status: number, startedMs: number, who: string | undefined): Record<string, unknown> {
+  const { pathname } = requestPath(req);
+  const traceparent = req.headers['traceparent'];
+  return {
+    method: /^[A-Z]{1,10}$/.test(req.method ?? '') ? req.method : 'other',
+    path: pathname === MCP_PATH || routes.has(pathname) ? pathname : 'other',
+    status,
+    duration_s: Number(((performance.now() - startedMs) / 1000).toFixed(4)),
+    ...(who !== undefined ? { identity: who } : {}),
+    ...(typeof traceparent === 'string' && TRACEPARENT.test(traceparent) ? { traceparent } : {}),
+  };
+}
+
+/** W3C Trace Context `traceparent` (version 00). */
+const TRACEPARENT = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
+
+/** Health, and the OAuth metadata paths (when OAuth is on); any other path is 404 by the guard. */
+function otherRoutes(resourceServer: ResourceServer | undefined, health: ReturnType<typeof healthRoutes>): OtherRoutes {
+  return {
+    has: (pathname) => health.paths.has(pathname) || resourceServer?.metadata(pathname, 'HEAD') !== undefined,
+    answer: (pathname, method) =>
+      health.paths.has(pathname) ? health.answer(pathname, method) : (resourceServer?.metadata(pathname, method) ?? jsonRpcError(404, -32000, `Not found: the MCP endpoint is ${MCP_PATH}`)),
+  };
+}
+
 function configure(server: Server, options: HttpOptions): void {
   // Security: slow clients (slowloris) cannot hold a socket forever while sending headers or body,
   // and the number of open sockets is bounded.
@@ -145,14 +192,23 @@ export async function serveOverHttp(options: { args: string[]; bundledSkills: st
     process.stdout.write(`${HTTP_USAGE}\n`);
     return undefined;
   }
-  const warn: Warn = (message) => void process.stderr.write(`skill-mcp: ${message}\n`);
   // Read before a root launcher drops privileges (the token file may be readable by root only).
   const http = options.http ?? readHttpOptions(options.args, options.env);
+  const log = lineWriter('front', 'skill-mcp', http.logFormat);
+  const warn: Warn = (message) => log.say(message);
+  // The issuer's metadata is fetched before anything is served: a front that cannot check tokens refuses to start.
+  let resourceServer: ResourceServer | undefined;
+  if (http.oauth) {
+    const metadata = await discoverIssuer(http.oauth.issuer);
+    resourceServer = createResourceServer(http.oauth, createJwtVerifier(http.oauth, metadata));
+    warn(`oauth: tokens from ${http.oauth.issuer} for ${http.oauth.audience} (keys: ${metadata.jwksUri})`);
+  }
+  const authenticate = resourceServer ? oauthBearer(resourceServer) : http.token !== undefined ? staticBearer(http.token) : undefined;
   // The runner: the launcher's own (standalone), or the one `SKILL_MCP_RUNNER_SOCKET` names
   // (hosted, per host); without one the skills are still served and only skill_run says why.
   // Security: without a bearer token anyone who reaches the port (any local user, a page doing DNS
   // rebinding past a lax proxy) is "the client": it would both ask for a run and approve it.
-  const front = await startFront(options.env, options.bundledSkills, options.runner, warn, http.token === undefined ? { code: 'AUTH_REQUIRED', message: AUTH_REQUIRED_MESSAGE } : undefined, options.requestStateKey);
+  const front = await startFront(options.env, options.bundledSkills, options.runner, warn, authenticate === undefined ? { code: 'AUTH_REQUIRED', message: AUTH_REQUIRED_MESSAGE } : undefined, options.requestStateKey);
   const metrics = http.metrics ? new HttpMetrics(front) : undefined;
   const handler = createMcpHandler(createServerFactory(front, warn, undefined, metrics && ((tool, result) => metrics.toolResult(tool, result))), {
     legacy: 'stateless',
@@ -165,7 +221,9 @@ export async function serveOverHttp(options: { args: string[]; bundledSkills: st
   const state = { stopping: false };
   // Node checks the header/request deadlines on this interval (default 30 s); check every second.
   const cap: AddressCap | undefined = http.maxConnectionsPerAddress > 0 ? { counts: new AddressCounts(http.maxConnectionsPerAddress), trusted: new Set(http.trustedProxies) } : undefined;
-  const server = createServer({ connectionsCheckingInterval: 1_000 }, createListener(handler, http, inFlight, state, warn, cap, metrics));
+  const health = healthRoutes(front, warn);
+  const routes = otherRoutes(resourceServer, health);
+  const server = createServer({ connectionsCheckingInterval: 1_000 }, createListener(handler, http, inFlight, state, warn, cap, authenticate, routes, log, metrics));
   configure(server, http);
   if (cap) capConnections(server, cap);
   server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
@@ -208,9 +266,11 @@ export async function serveOverHttp(options: { args: string[]; bundledSkills: st
     warn(`metrics on ${endpoint.url}`);
     if (!bindsLoopbackOnly(http.metrics.host)) warn(`warning: the metrics endpoint on ${http.metrics.host} needs no token: keep it on a private network`);
   }
-  warn(`listening on ${url}${http.token === undefined ? '' : ' (bearer token required)'}`);
-  if (http.token === undefined && !bindsLoopbackOnly(http.host)) {
-    warn(`warning: ${http.host} is reachable from other machines and no SKILL_MCP_HTTP_TOKEN is set: anyone who can reach it can read the skills`);
+  // Before `listening on`: whoever waits for that line (a test, an operator's eye) sees the runner's state first.
+  await health.atStart();
+  warn(`listening on ${url}${resourceServer ? ' (OAuth access token required)' : http.token === undefined ? '' : ' (bearer token required)'}`);
+  if (authenticate === undefined && !bindsLoopbackOnly(http.host)) {
+    warn(`warning: ${http.host} is reachable from other machines and neither SKILL_MCP_HTTP_TOKEN nor SKILL_MCP_OAUTH_ISSUER is set: anyone who can reach it can read the skills`);
   }
   return { url, close };
 }

@@ -12,9 +12,9 @@
 import { createHash } from 'node:crypto';
 import { INTERPRETERS } from '../../shared/declaration.js';
 import { SkillMcpError } from '../../shared/errors.js';
-import { grantFrom, grantNote, grantScripts } from '../../shared/grant.js';
+import { grantFrom, grantNote, grantScripts, type GrantSource } from '../../shared/grant.js';
 import type { Problem } from '../../shared/problems.js';
-import type { DescribeResult } from '../../shared/protocol.js';
+import type { DescribeResult, Identity } from '../../shared/protocol.js';
 import type { FrontContext } from '../context.js';
 import { uriFor } from '../catalog/uri.js';
 import { contentMismatch, frontContent } from './content-check.js';
@@ -28,10 +28,17 @@ const FIRST_PAGE_PROBLEMS = 50;
 /** From this many skills on, the answer points at skill_search. */
 const SEARCH_HINT_FROM = 50;
 
+/** True when MCP_SKILL_RUN has rows for this script (so the caller is simply not among their subjects). */
+function grantedToOthers(grant: GrantSource, skill: string, script: string): boolean {
+  return grant.kind === 'owner' && grant.rows.some((row) => row.skill === skill && row.script === script);
+}
+
 export interface ListRequest {
   cursor?: string | undefined;
   limit?: number | undefined;
   problems?: boolean | undefined;
+  /** Who asks (HTTP with OAuth): grant rows naming subjects count for this identity only. */
+  identity?: Identity | undefined;
 }
 
 /** Cursors name the list they were cut from (catalog/source.ts says why) and the last key given. */
@@ -113,7 +120,7 @@ export async function skillList(front: FrontContext, request: ListRequest = {}):
     const unavailableScripts: unknown[] = [];
     const runnerSkill = described?.skills.find((s) => s.name === record.name);
     const differs = contentDiffers.get(record.name);
-    for (const grant of grantScripts(record.name, record.declaration, catalog.grant)) {
+    for (const grant of grantScripts(record.name, record.declaration, catalog.grant, request.identity)) {
       const { script, interpreter, timeoutMs } = grant.declared;
       const info = runnerSkill?.scripts.find((s) => s.script === script);
       // An interpreter outside the fixed set can never run, whatever is granted: say so first.
@@ -121,7 +128,7 @@ export async function skillList(front: FrontContext, request: ListRequest = {}):
         unavailableScripts.push({ script, interpreter, why: `interpreter "${interpreter}" is not one of ${INTERPRETERS.join(', ')}; this script never runs` });
       } else if (grant.granted && refusedWhy !== undefined) unavailableScripts.push({ script, interpreter, why: refusedWhy });
       else if (!grant.granted || info?.granted === false) {
-        ungrantedScripts.push({ script, interpreter, why: catalog.grant.kind === 'hosted-default' ? 'hosted mode grants nothing without MCP_SKILL_RUN' : 'not granted by MCP_SKILL_RUN' });
+        ungrantedScripts.push({ script, interpreter, why: catalog.grant.kind === 'hosted-default' ? 'hosted mode grants nothing without MCP_SKILL_RUN' : grantedToOthers(catalog.grant, record.name, script) ? 'granted by MCP_SKILL_RUN to other identities, not to you' : 'not granted by MCP_SKILL_RUN' });
       } else if (!described) unavailableScripts.push({ script, interpreter, why: runnerWhy });
       else if (!info || !info.runnable) unavailableScripts.push({ script, interpreter, why: info?.why ?? 'the runner does not find this script', ...(info?.deps !== undefined ? { deps: info.deps } : {}) });
       else if (differs !== undefined) unavailableScripts.push({ script, interpreter, why: differs });

@@ -5,10 +5,10 @@
  * or handed a preview and a one-time token. The front never spawns anything: the runner re-derives
  * the run, checks the token and runs it.
  */
-import { inputRequired, inputResponse, type CallToolResult, type ServerContext } from '@modelcontextprotocol/server';
+import { inputRequired, inputResponse, TRACEPARENT_META_KEY, type CallToolResult, type ServerContext } from '@modelcontextprotocol/server';
 import { SkillMcpError } from '../../shared/errors.js';
 import { grantScripts, notGrantedMessage } from '../../shared/grant.js';
-import type { Approval, Minted, RunResult, WillRun } from '../../shared/protocol.js';
+import { traceparentSchema, type Approval, type Minted, type RunResult, type WillRun } from '../../shared/protocol.js';
 import { shortDigest } from '../../shared/content-digest.js';
 import { willRunHash } from '../../shared/token.js';
 import { confirmPath, tokenInstructions } from '../confirm/settings.js';
@@ -34,8 +34,14 @@ export interface RunInput {
 
 const CONFIRM_KEY = 'confirm-run';
 
+/** The request's W3C `traceparent` (`_meta`), when well formed: the runner writes it into the run's audit lines. */
+function traceparentOf(ctx: ServerContext): string | undefined {
+  const value = (ctx.mcpReq._meta as Record<string, unknown> | undefined)?.[TRACEPARENT_META_KEY];
+  return typeof value === 'string' && traceparentSchema.safeParse(value).success ? value : undefined;
+}
+
 /** Refusals that need no person and no runner: the catalog already knows. */
-function localRefusal(front: FrontContext, input: RunInput): CallToolResult | undefined {
+function localRefusal(front: FrontContext, input: RunInput, ctx: ServerContext): CallToolResult | undefined {
   const record = front.requireSkill(input.name);
   const declared = record.declaration?.run ?? [];
   const script = declared.find((s) => s.script === input.script);
@@ -43,8 +49,9 @@ function localRefusal(front: FrontContext, input: RunInput): CallToolResult | un
     const list = declared.length > 0 ? `It declares: ${declared.map((s) => s.script).join(', ')}.` : 'It declares no runnable scripts (a run list in its mcp-host.yaml, or an operator declaration, would; skill_list shows problems).';
     return refuse('NOT_DECLARED', `skill "${record.name}" does not declare "${input.script}" as a script, so it cannot run. ${list}`);
   }
-  const grant = grantScripts(record.name, record.declaration, front.catalog.grant).find((g) => g.declared.script === input.script);
-  if (!grant?.granted) return refuse('NOT_GRANTED', notGrantedMessage(front.catalog.grant, record.name, input.script));
+  const identity = front.identityOf(ctx);
+  const grant = grantScripts(record.name, record.declaration, front.catalog.grant, identity).find((g) => g.declared.script === input.script);
+  if (!grant?.granted) return refuse('NOT_GRANTED', notGrantedMessage(front.catalog.grant, record.name, input.script, identity));
   return undefined;
 }
 
@@ -131,6 +138,7 @@ async function execute(front: FrontContext, input: RunInput, decoded: DecodedInp
     answer = await withProgress(ctx, `${input.name}/${input.script}`, () =>
       front.runner.send((client) => client.run({
         skill: input.name, script: input.script, args: input.args, confirmToken: token, approval,
+        identity: front.identityOf(ctx), traceparent: traceparentOf(ctx),
         ...(decoded.files.length > 0 ? { files: decoded.files } : {}),
         ...(decoded.stdin !== undefined ? { stdin: decoded.stdin } : {}),
       }, { signal: ctx.mcpReq.signal, client: front.clientOf(ctx) }), { idempotent: false }),
@@ -162,9 +170,9 @@ async function runnerServesOther(front: FrontContext, name: string, minted: Mint
   return contentMismatch(name, await frontContent(front, front.requireSkill(name)), minted.willRun.content.files, minted.willRun.content.fileCount);
 }
 
-async function prepare(front: FrontContext, input: RunInput, decoded: DecodedInputs): Promise<Minted> {
+async function prepare(front: FrontContext, input: RunInput, decoded: DecodedInputs, ctx: ServerContext): Promise<Minted> {
   // The digests only: the bytes travel once, with the run (docs/architecture.md §8, "A run's workspace").
-  const answer = await front.runner.send((client) => client.prepare({ skill: input.name, script: input.script, args: input.args, ...(decoded.inputs ? { inputs: decoded.inputs } : {}) }), { idempotent: true });
+  const answer = await front.runner.send((client) => client.prepare({ skill: input.name, script: input.script, args: input.args, identity: front.identityOf(ctx), traceparent: traceparentOf(ctx), ...(decoded.inputs ? { inputs: decoded.inputs } : {}) }), { idempotent: true });
   if (!answer.ok) throw new SkillMcpError(answer.error.code as never, answer.error.message);
   const differs = await runnerServesOther(front, input.name, answer.result);
   if (differs !== undefined) throw new SkillMcpError('CONTENT_MISMATCH', differs);
@@ -173,7 +181,7 @@ async function prepare(front: FrontContext, input: RunInput, decoded: DecodedInp
 
 export async function skillRun(front: FrontContext, input: RunInput, ctx: ServerContext, canElicit: boolean): Promise<CallToolResult> {
   if (front.runRefusal) return refuse(front.runRefusal.code, front.runRefusal.message);
-  const local = localRefusal(front, input);
+  const local = localRefusal(front, input, ctx);
   if (local) return local;
   const decoded = decodeInputs(input.files, input.stdin, front.runInputBytes);
   if (input.confirmToken !== undefined) return execute(front, input, decoded, input.confirmToken, ctx, { channel: front.confirm.mode === 'auto' ? 'auto' : 'token' });
@@ -183,7 +191,7 @@ export async function skillRun(front: FrontContext, input: RunInput, ctx: Server
     return refuse('CONFIRM_REFUSED', 'this client cannot show a confirmation prompt and the owner set MCP_CONFIRM_MODE=refuse (or an unknown value), so no script runs from it. Use a client that supports form elicitation, or ask the owner for MCP_CONFIRM_MODE=ask-user.');
   }
   if (path.kind === 'token') {
-    return preview(await prepare(front, input, decoded), { status: 'confirmation-required', mode: path.mode, instructions: tokenInstructions(path.mode) });
+    return preview(await prepare(front, input, decoded, ctx), { status: 'confirmation-required', mode: path.mode, instructions: tokenInstructions(path.mode) });
   }
 
   // Elicitation. A retried round carries the person's answer and our sealed state.
@@ -192,11 +200,11 @@ export async function skillRun(front: FrontContext, input: RunInput, ctx: Server
   const sameRequest = state !== undefined && typeof state === 'object' && state.skill === input.name && state.script === input.script && JSON.stringify(state.args) === JSON.stringify(input.args);
   if (answer.kind === 'elicit' && sameRequest) {
     if (answer.action !== 'accept') return ok({ status: 'cancelled', detail: `the person ${answer.action === 'decline' ? 'declined' : 'dismissed'} the run; nothing ran` });
-    const minted = await prepare(front, input, decoded);
+    const minted = await prepare(front, input, decoded, ctx);
     // The approval is bound to the exact willRun shown (inputs included); if anything changed since, ask again.
     if (willRunHash(minted.willRun) === state.h) return execute(front, input, decoded, minted.confirmToken, ctx, { channel: 'elicitation-form' });
   }
-  const minted = await prepare(front, input, decoded);
+  const minted = await prepare(front, input, decoded, ctx);
   const requestState = await front.approvalCodec.mint({ skill: input.name, script: input.script, args: input.args, h: willRunHash(minted.willRun) });
   return inputRequired({
     inputRequests: {

@@ -29,9 +29,9 @@ export interface HttpServer {
 }
 
 /** Starts the built server over HTTP on a free loopback port and waits for its `listening on` line. */
-export async function startHttp(env: Record<string, string> = {}, args: string[] = []): Promise<HttpServer> {
+export async function startHttp(env: Record<string, string> = {}, args: string[] = [], options: { port?: number } = {}): Promise<HttpServer> {
   if (!existsSync(SERVER_JS)) throw new Error('dist/skill-mcp.js is missing: run `npm run build` first');
-  const child = spawn(process.execPath, [SERVER_JS, '--http', '--port', '0', ...args], {
+  const child = spawn(process.execPath, [SERVER_JS, '--http', '--port', String(options.port ?? 0), ...args], {
     env: { ...baseEnv(), ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -40,7 +40,7 @@ export async function startHttp(env: Record<string, string> = {}, args: string[]
   const url = await new Promise<string>((resolve, reject) => {
     child.stderr!.on('data', (chunk: Buffer) => {
       stderr += chunk.toString('utf8');
-      const match = /listening on (http:\/\/\S+)/.exec(stderr);
+      const match = /listening on (http:\/\/[^\s"]+)/.exec(stderr);
       if (match) resolve(match[1]!);
     });
     void exited.then((code) => reject(new Error(`the server exited (${code}) before listening:\n${stderr}`)));

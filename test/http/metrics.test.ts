@@ -1,7 +1,7 @@
 /**
  * Prometheus metrics of `skill-mcp --http --metrics-port`: a separate loopback endpoint, off by
- * default, whose counters move with real calls — requests by method and outcome, latency
- * histograms, skill_run outcomes by refusal code, runner and ledger availability, catalog size —
+ * default, whose counters move with real calls — requests by method and status, latency
+ * histograms, skill_run results and refusal codes, runner and ledger availability, catalog size —
  * and whose labels never carry a skill name, an argument, a token or the bearer secret.
  */
 import { randomBytes } from 'node:crypto';
@@ -45,7 +45,7 @@ function sample(text: string, name: string, labels: Record<string, string> = {})
 }
 
 describe('the metrics endpoint', () => {
-  test('counters move with real calls: requests by method and outcome, latency, skill_run outcomes and refusal codes, runner, ledger and catalog', async () => {
+  test('counters move with real calls: requests by method and status, latency, skill_run outcomes and refusal codes, runner, ledger and catalog', async () => {
     const before = await scrape();
     const client = await connectClient(server.url, 'legacy', TOKEN);
     const args = ['feat(metrics): count what happened'];
@@ -67,18 +67,28 @@ describe('the metrics endpoint', () => {
 
     const after = await scrape();
     const moved = (name: string, labels: Record<string, string> = {}): number => sample(after, name, labels) - sample(before, name, labels);
-    expect(moved('skill_mcp_http_requests_total', { method: 'initialize', outcome: 'ok' })).toBe(1);
-    expect(moved('skill_mcp_http_requests_total', { method: 'tools/list', outcome: 'ok' })).toBe(1);
-    expect(moved('skill_mcp_http_requests_total', { method: 'tools/call', outcome: 'ok' })).toBe(4);
-    expect(moved('skill_mcp_http_requests_total', { method: 'unread', outcome: 'unauthorized' })).toBe(1);
+    expect(moved('skill_mcp_http_requests_total', { method: 'initialize', status: '200' })).toBe(1);
+    expect(moved('skill_mcp_http_requests_total', { method: 'tools/list', status: '200' })).toBe(1);
+    expect(moved('skill_mcp_http_requests_total', { method: 'tools/call', status: '200' })).toBe(4);
+    expect(moved('skill_mcp_http_requests_total', { method: 'unread', status: '401' })).toBe(1);
     expect(moved('skill_mcp_http_request_duration_seconds_count', { method: 'tools/call' })).toBe(4);
     expect(moved('skill_mcp_http_request_duration_seconds_bucket', { method: 'tools/call', le: '+Inf' })).toBe(4);
-    expect(moved('skill_mcp_skill_run_total', { outcome: 'confirmation-required' })).toBe(1);
-    expect(moved('skill_mcp_skill_run_total', { outcome: 'TOKEN_INVALID' })).toBe(1);
-    expect(moved('skill_mcp_skill_run_total', { outcome: 'completed' })).toBe(1);
+    expect(moved('skill_mcp_skill_run_total', { result: 'confirmation-required' })).toBe(1);
+    expect(moved('skill_mcp_skill_run_total', { result: 'refused' })).toBe(1);
+    expect(moved('skill_mcp_skill_run_refusals_total', { code: 'TOKEN_INVALID' })).toBe(1);
+    expect(moved('skill_mcp_skill_run_total', { result: 'completed' })).toBe(1);
     expect(sample(after, 'skill_mcp_runner_up')).toBe(1);
     expect(sample(after, 'skill_mcp_ledger_available', { kind: 'file' })).toBe(1);
     expect(sample(after, 'skill_mcp_ledger_errors_total')).toBe(0);
+    expect(sample(after, 'skill_mcp_runner_ledger_errors_total')).toBe(0);
+    expect(after).toMatch(/^skill_mcp_build_info\{version="0\.1\.0",node_version="v[\d.]+"\} 1$/m);
+    expect(after).toMatch(/^skill_mcp_runner_isolation_info\{level="[a-z-]+"\} 1$/m);
+    // Prometheus conventions: each of our counters ends in _total, and none of our gauges does
+    // (prom-client's own process/nodejs defaults are left as that library names them).
+    for (const [, name, type] of after.matchAll(/^# TYPE (\S+) (\S+)$/gm)) {
+      if (/^skill_mcp_(process|nodejs)_/.test(name!)) continue;
+      expect(name!.endsWith('_total'), name).toBe(type === 'counter');
+    }
     expect(sample(after, 'skill_mcp_catalog_skills', { published: 'true' })).toBeGreaterThan(0);
     expect(after).toMatch(/^skill_mcp_process_resident_memory_bytes \d+/m);
 

@@ -1,0 +1,48 @@
+/**
+ * @module The lines the front and the runner write to stderr: plain text (the default, for a person
+ * at a terminal) or one JSON object per line (`SKILL_MCP_LOG_FORMAT=json`, for a log collector):
+ * `{"time","level","component","msg", ...fields}`. Fields are chosen by the caller from known
+ * values; no caller passes a token, a secret or a request body.
+ */
+import { z } from 'zod';
+import { readVariable, type SettingIssue, type VariableSpec } from './settings-schema.js';
+
+export type LogFormat = 'text' | 'json';
+
+export const LOG_FORMAT: VariableSpec<LogFormat> = {
+  name: 'SKILL_MCP_LOG_FORMAT',
+  schema: z.enum(['text', 'json']),
+  expected: 'text or json',
+  fallback: 'text',
+  policy: 'stop',
+};
+
+export function readLogFormat(env: Readonly<Record<string, string | undefined>>, issues: SettingIssue[] = []): LogFormat {
+  return readVariable(env, LOG_FORMAT, issues);
+}
+
+export interface LineWriter {
+  readonly format: LogFormat;
+  /** A message (text: `<prefix>: message`; json: `msg` with a level read from its first word). */
+  say(message: string, fields?: Record<string, unknown>): void;
+  /** A structured record (JSON only; text mode writes nothing): the access log. */
+  event(msg: string, fields: Record<string, unknown>): void;
+}
+
+function levelOf(message: string): 'warn' | 'info' {
+  return /^(warning|not ready|http: |error)/i.test(message) ? 'warn' : 'info';
+}
+
+export function lineWriter(component: string, textPrefix: string, format: LogFormat, write: (line: string) => void = (line) => void process.stderr.write(line)): LineWriter {
+  const json = (level: string, msg: string, fields: Record<string, unknown>): void => write(`${JSON.stringify({ time: new Date().toISOString(), level, component, msg, ...fields })}\n`);
+  return {
+    format,
+    say(message, fields = {}) {
+      if (format === 'json') json(levelOf(message), message, fields);
+      else write(`${textPrefix}: ${message}\n`);
+    },
+    event(msg, fields) {
+      if (format === 'json') json('info', msg, fields);
+    },
+  };
+}
