@@ -74,7 +74,7 @@ test('every line is JSON, one access line per request, the identity and trace in
 
   for (const line of runner.stderr().split('\n').filter((l) => l !== '')) expect(JSON.parse(line)).toMatchObject({ component: 'runner', msg: expect.any(String) });
   const prepared = auditLines(runner.stateDir).find((l) => l['event'] === 'run.prepare');
-  expect(prepared).toMatchObject({ requester: { subject: 'alice' }, traceparent: TRACE });
+  expect(prepared).toMatchObject({ requester: 'alice', requester_from: 'oauth', traceparent: TRACE });
 
   const output = server.stderr() + runner.stderr();
   for (const secret of [good, wrong, 'secret-looking-path', 'token=abc']) expect(output).not.toContain(secret);
