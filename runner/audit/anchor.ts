@@ -7,7 +7,7 @@
  * half-written value. Someone who can write the state directory can rewrite the anchor too: it
  * catches tampering with the log alone, and rollbacks; it is not a signature.
  */
-import { constants, readFileSync } from 'node:fs';
+import { constants, readFileSync, renameSync, unlinkSync } from 'node:fs';
 import { open, rename, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 
@@ -86,7 +86,7 @@ export function readAnchor(path: string): AuditAnchor | undefined | { unreadable
  * created O_EXCL|O_NOFOLLOW in the runner's own 0700 directory (one name per process, so two
  * runners anchoring at once never share one), so a planted link cannot redirect the write.
  */
-export async function writeAnchor(path: string, anchor: AuditAnchor): Promise<void> {
+export async function writeAnchor(path: string, anchor: AuditAnchor, locked?: <T>(fn: () => T) => Promise<T>): Promise<void> {
   const tmp = `${path}.${process.pid}.tmp`;
   await unlink(tmp).catch(() => undefined); // left by a crash between create and rename
   const file = await open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
@@ -96,7 +96,23 @@ export async function writeAnchor(path: string, anchor: AuditAnchor): Promise<vo
   } finally {
     await file.close();
   }
-  await rename(tmp, path);
+  if (locked) {
+    // Security: runners sharing one log anchor after their own fsyncs, in either order. Under the
+    // log's lock an anchor is replaced only by one further along the same log, so it never points
+    // back at an earlier line (lines cut from the end would then pass for "appended since").
+    const moved = await locked(() => {
+      const current = readAnchor(path);
+      if (current !== undefined && !('unreadable' in current) && current.log === anchor.log && current.seq >= anchor.seq) {
+        unlinkSync(tmp);
+        return false;
+      }
+      renameSync(tmp, path);
+      return true;
+    });
+    if (!moved) return;
+  } else {
+    await rename(tmp, path);
+  }
   const dir = await open(dirname(path), constants.O_RDONLY | constants.O_DIRECTORY);
   try {
     await dir.sync(); // the rename itself survives a power cut

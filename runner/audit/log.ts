@@ -276,7 +276,7 @@ export class AuditLog {
       this.#outage = undefined;
       this.#retryMs = RETRY_FIRST_MS;
       this.#linesWritten += written.lines;
-      await writeAnchor(this.opts.anchorPath, { v: 1, log: this.opts.path, seq: written.seq, sha256: lineHash(written.last) }).catch((error: unknown) => {
+      await writeAnchor(this.opts.anchorPath, { v: 1, log: this.opts.path, seq: written.seq, sha256: lineHash(written.last) }, (fn) => withLockAsync(this.#lockPath, fn)).catch((error: unknown) => {
         this.warnOnce('anchor', `the audit anchor ${basename(this.opts.anchorPath)} could not be written (${errnoOf(error)}); verify may report the log as ahead of it`);
       });
       for (const p of batch) {

@@ -67,7 +67,7 @@ describe('a planted $TMPDIR/node_modules is never loaded by a run', () => {
       expect(out['home']).toBe(out['tmp']);
       // Bubblewrap: a private tmpfs mounted at /tmp inside; otherwise the run's own folder.
       if (bwrapWorks) expect(out['home']).toBe('/tmp');
-      else expect(out['home']).toMatch(/\/run-\d+-[0-9a-f]{16}$/);
+      else expect(out['home']).toMatch(/\/run-\d+-[0-9a-f]{16}\/home$/);
       // Without bubblewrap it is a folder on the host: the run's own, 0700 (bubblewrap's tmpfs is seen by nobody else).
       if (!bwrapWorks) expect(out).toMatchObject({ homeMode: '700', homeUid: out['uid'] });
       else expect(out['homeUid']).toBe(out['uid']);
