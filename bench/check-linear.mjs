@@ -40,7 +40,7 @@ try {
     links: (t) => m.findDeadLinks(t, 0, [], () => false),
     'hidden-text': (t) => m.findHiddenInstructions(t, 0),
     unicode: (t) => m.findHiddenUnicode(t),
-    advice: (t) => m.adviseSkill({ text: t, description: t.slice(0, 1024), hasWhenToUse: false }),
+    advice: (t) => m.adviseSkill({ text: t, description: t.slice(0, 1024), frontmatter: { name: 'x', description: t.slice(0, 1024) }, hasFrontmatterDeclaration: false, lineOf: () => undefined }),
   };
   const sizes = argv.includes('--sizes') ? [20_000, 40_000, 80_000, 160_000] : [mb * 1_000_000];
   const worst = {};
