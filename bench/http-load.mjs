@@ -15,7 +15,7 @@
  * stateless fallback serves the same way).
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, createServer, request } from 'node:http';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -39,6 +39,8 @@ function makeSkills() {
   writeFileSync(join(dir, 'SKILL.md'), '---\nname: load-test\ndescription: A skill with a 10 KB file, for the HTTP load benchmark.\n---\n\nRead data/ten-kb.txt.\n');
   const line = 'The quick brown fox jumps over the lazy dog. 0123456789 abcdefghijklmnopqrstuvwxyz\n';
   writeFileSync(join(dir, 'data', 'ten-kb.txt'), line.repeat(Math.ceil(FILE_BYTES / line.length)).slice(0, FILE_BYTES));
+  // mkdtemp makes the folder 0700: a front started as root drops to an unprivileged uid and could not read it.
+  chmodSync(root, 0o755);
   return root;
 }
 
