@@ -84,7 +84,9 @@ async function startAuthServer(skillsDir, auth) {
 }
 
 function startServer(skillsDir, extraEnv = {}, port = 0) {
-  const child = spawn(process.execPath, [join(REPO, 'dist/skill-mcp.js'), '--http', '--port', String(port)], {
+  // BENCH_NODE_FLAGS: flags for the server's node (e.g. --cpu-prof --cpu-prof-dir=DIR to profile it).
+  const nodeFlags = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter((f) => f !== '');
+  const child = spawn(process.execPath, [...nodeFlags, join(REPO, 'dist/skill-mcp.js'), '--http', '--port', String(port)], {
     env: { PATH: process.env.PATH, SKILLS_DIR: skillsDir, ...extraEnv },
     stdio: ['ignore', 'ignore', 'pipe'],
   });

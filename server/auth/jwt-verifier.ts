@@ -4,13 +4,15 @@
  * must satisfy: a signature by one of the issuer's keys under an allow-listed asymmetric
  * algorithm, `iss` equal to the issuer, `aud` naming this server, `exp` in the future and `nbf`
  * (if any) in the past, both within a small clock skew, and a `sub`. What it yields is the
- * SDK's `AuthInfo`, with the identity in `extra.identity`.
+ * SDK's `AuthInfo`, with the identity in `extra.identity`. A verified token is remembered for up to a
+ * minute within its own lifetime, forgotten on any JWKS fetch (token-cache.ts).
  */
-import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload } from 'jose';
+import { createRemoteJWKSet, customFetch, errors, jwtVerify, type JWTPayload } from 'jose';
 import { OAuthError, OAuthErrorCode, type AuthInfo, type OAuthTokenVerifier } from '@modelcontextprotocol/server';
 import type { Identity } from '../../shared/protocol.js';
 import type { IssuerMetadata } from './discovery.js';
 import type { OAuthSettings } from './settings.js';
+import { VerifiedTokens } from './token-cache.js';
 
 /**
  * Security: asymmetric algorithms only. `none` is never accepted, and no HS* — with a symmetric
@@ -71,11 +73,24 @@ function refusal(error: unknown): OAuthError {
 }
 
 /** A verifier for the SDK's bearer gate: throws OAuthError (invalid_token / server_error) or returns AuthInfo. */
-export function createJwtVerifier(settings: OAuthSettings, metadata: IssuerMetadata): OAuthTokenVerifier {
-  const keys = createRemoteJWKSet(new URL(metadata.jwksUri), { cooldownDuration: settings.jwksCooldownMs, timeoutDuration: 5_000 });
+export function createJwtVerifier(settings: OAuthSettings, metadata: IssuerMetadata): OAuthTokenVerifier & { remembered(token: string): AuthInfo | undefined } {
+  const verified = new VerifiedTokens();
+  const keys = createRemoteJWKSet(new URL(metadata.jwksUri), {
+    cooldownDuration: settings.jwksCooldownMs,
+    timeoutDuration: 5_000,
+    // Every fetch of the key set forgets the remembered verifications (see token-cache.ts).
+    [customFetch]: (url: string, init: RequestInit) => {
+      verified.clear();
+      return fetch(url, init);
+    },
+  });
   const resource = new URL(settings.audience);
   return {
+    remembered: (token) => verified.get(token),
     async verifyAccessToken(token: string): Promise<AuthInfo> {
+      const known = verified.get(token);
+      if (known !== undefined) return known;
+      const generation = verified.generation;
       try {
         const { payload } = await jwtVerify(token, keys, {
           issuer: settings.issuer,
@@ -85,7 +100,7 @@ export function createJwtVerifier(settings: OAuthSettings, metadata: IssuerMetad
           requiredClaims: ['exp', 'sub'],
         });
         const identity = identityOf(payload, settings.groupsClaim);
-        return {
+        const info: AuthInfo = {
           token,
           clientId: identity.clientId ?? identity.subject,
           scopes: scopesOf(payload),
@@ -94,6 +109,8 @@ export function createJwtVerifier(settings: OAuthSettings, metadata: IssuerMetad
           resource,
           extra: { identity },
         };
+        verified.set(token, info, generation);
+        return info;
       } catch (error) {
         throw refusal(error);
       }

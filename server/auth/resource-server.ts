@@ -26,7 +26,15 @@ export interface ResourceServer {
 
 const WELL_KNOWN = '/.well-known/oauth-protected-resource';
 
-export function createResourceServer(settings: OAuthSettings, verifier: OAuthTokenVerifier): ResourceServer {
+/** A verifier that may also answer from its memory of tokens it verified (jwt-verifier.ts, token-cache.ts). */
+export type RememberingVerifier = OAuthTokenVerifier & { remembered?(token: string): AuthInfo | undefined };
+
+/** The token of `Authorization: Bearer <token>`, or undefined. */
+function bearerOf(headers: Headers): string | undefined {
+  return /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(headers.get('authorization') ?? '')?.[1];
+}
+
+export function createResourceServer(settings: OAuthSettings, verifier: RememberingVerifier): ResourceServer {
   const audience = new URL(settings.audience);
   const metadataUrl = getOAuthProtectedResourceMetadataUrl(audience);
   // Validates the issuer URL once, at start (https, or http on loopback). Only `issuer` of the
@@ -46,7 +54,15 @@ export function createResourceServer(settings: OAuthSettings, verifier: OAuthTok
   const gate = requireBearerAuth({ verifier, requiredScopes: [SCOPES.read], resourceMetadataUrl: metadataUrl, expectedResource: audience });
   return {
     metadataUrl,
-    authenticate: (headers) => gate(new Request('http://skill-mcp.invalid/mcp', { headers })),
+    authenticate: async (headers) => {
+      // A token this front verified moments ago, still in its lifetime and holding skills:read, passes
+      // without a second trip through the SDK's gate (the same checks; the gate's answers for anything
+      // else — missing, refused, expired, short of scope — are the gate's own).
+      const token = bearerOf(headers);
+      const known = token !== undefined ? verifier.remembered?.(token) : undefined;
+      if (known !== undefined && known.scopes.includes(SCOPES.read) && (known.expiresAt ?? 0) > Date.now() / 1000) return known;
+      return gate(new Request('http://skill-mcp.invalid/mcp', { headers }));
+    },
     metadata(pathname, method) {
       if (!paths.has(pathname.replace(/\/$/, ''))) return undefined;
       if (method !== 'GET' && method !== 'HEAD') return new Response(null, { status: 405, headers: { allow: 'GET, HEAD' } });
