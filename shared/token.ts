@@ -17,6 +17,8 @@ const claimsSchema = z.strictObject({
   iat: z.number().int().nonnegative(),
   exp: z.number().int().nonnegative(),
   wr: z.string().regex(/^[0-9a-f]{64}$/),
+  /** Whom the token was minted for (hosted, with identities): {@link requesterTag} of their subject. */
+  rq: z.string().regex(/^[0-9a-f]{32}$/).optional(),
 });
 export type TokenClaims = z.infer<typeof claimsSchema>;
 
@@ -45,9 +47,27 @@ function mac(key: Buffer, signed: string): Buffer {
   return createHmac('sha256', key).update(signed).digest();
 }
 
-/** Mints a token for `willRun`, valid for `ttlMs` from `nowMs`. */
-export function mintToken(key: Buffer, willRun: WillRun, nowMs: number, ttlMs: number): { token: string; claims: TokenClaims } {
-  const claims: TokenClaims = { jti: randomBytes(16).toString('base64url'), iat: nowMs, exp: nowMs + ttlMs, wr: willRunHash(willRun) };
+/**
+ * What a token records of the identity it was minted for: a hash, so the token (which the model sees)
+ * does not spell out the subject. Undefined when there is no verified identity (standalone, static bearer).
+ */
+export function requesterTag(subject: string | undefined): string | undefined {
+  return subject === undefined ? undefined : createHash('sha256').update('skill-mcp requester\0').update(subject, 'utf8').digest('hex').slice(0, 32);
+}
+
+/**
+ * Security: a token minted for one identity is refused for any other (and one minted without an
+ * identity for any identity, and the reverse), so a token that leaks from Alice's conversation
+ * cannot run as Bob — whose grants, quota and audit lines would otherwise be Alice's run's.
+ */
+export function sameRequester(claims: TokenClaims, subject: string | undefined): boolean {
+  return claims.rq === requesterTag(subject);
+}
+
+/** Mints a token for `willRun`, valid for `ttlMs` from `nowMs`, for the identity `subject` (when hosted with identities). */
+export function mintToken(key: Buffer, willRun: WillRun, nowMs: number, ttlMs: number, subject?: string): { token: string; claims: TokenClaims } {
+  const rq = requesterTag(subject);
+  const claims: TokenClaims = { jti: randomBytes(16).toString('base64url'), iat: nowMs, exp: nowMs + ttlMs, wr: willRunHash(willRun), ...(rq !== undefined ? { rq } : {}) };
   const body = `${PREFIX}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`;
   return { token: `${body}.${mac(key, body).toString('base64url')}`, claims };
 }

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import type { ErrorCode } from '../../shared/errors.js';
 import { MAX_STREAM_BYTES, MAX_TIMEOUT_MS } from '../../shared/limits.js';
 import type { DescribeResult, Identity, Minted, Refusal, ResultOf, RunnerRequest, WillRun } from '../../shared/protocol.js';
-import { mintToken, tokenLogId, verifyToken, willRunHash } from '../../shared/token.js';
+import { mintToken, sameRequester, tokenLogId, verifyToken, willRunHash } from '../../shared/token.js';
 import type { AuditLog } from '../audit/log.js';
 import type { AuditEvent, RejectReason, RunGrant, RunWho } from '../audit/events.js';
 import { deriveRun } from './derive.js';
@@ -152,9 +152,9 @@ export class RunnerService {
     return { ...(await describeRunner(this.deps.ctx, this.deps.environ, this.deps.refusedWhy?.message, skills)), ledger: this.deps.ledger.status() };
   }
 
-  private mint(willRun: WillRun): Minted {
+  private mint(willRun: WillRun, subject: string | undefined): Minted {
     const now = Date.now();
-    const { token, claims } = mintToken(this.deps.key, willRun, now, this.deps.ttlMs);
+    const { token, claims } = mintToken(this.deps.key, willRun, now, this.deps.ttlMs, subject);
     return { willRun, confirmToken: token, expiresAt: new Date(claims.exp).toISOString() };
   }
 
@@ -173,7 +173,7 @@ export class RunnerService {
       await this.deps.audit.append({ event: 'run.prepare', skill: req.skill, script: req.script, refused: derived.reason, ...who });
       return refusal(derived.code, derived.message);
     }
-    const minted = this.mint(withInputs(derived.plan.willRun, req.inputs));
+    const minted = this.mint(withInputs(derived.plan.willRun, req.inputs), req.identity?.subject);
     const claims = verifyToken(this.deps.key, minted.confirmToken, Date.now(), this.deps.ttlMs);
     // Security: a token is handed out only once its prepare line is on disk.
     try {
@@ -287,6 +287,10 @@ export class RunnerService {
     if (!verified.ok && verified.code === 'TOKEN_INVALID') return reject('token-invalid', 'TOKEN_INVALID', 'the confirmation token is not one this runner issued; ask again without a token to get a fresh preview');
     const claims = verified.claims!;
     const tokenId = tokenLogId(claims);
+    // Security: before the ledger, so a token someone else presents stays unspent for its owner.
+    if (!sameRequester(claims, req.identity?.subject)) {
+      return reject('token-invalid', 'TOKEN_INVALID', 'this confirmation token was issued to another identity; ask again without a token to get a preview of your own', { token_id: tokenId });
+    }
     // Security: a ledger that cannot answer (Redis away) refuses the run; the token stays unspent.
     const ledgerDown = (error: unknown): { ok: false; error: Refusal } => {
       if (isSkillMcpError(error) && error.code === 'LEDGER_UNAVAILABLE') return reject('ledger-unavailable', 'LEDGER_UNAVAILABLE', error.message, { token_id: tokenId });
@@ -317,7 +321,7 @@ export class RunnerService {
     if (willRunHash(plan.willRun) !== claims.wr) {
       reject('draft-changed', 'DRAFT_CHANGED', '', { token_id: tokenId });
       // The fresh preview is a prepare of its own: its token is on record like any other.
-      const fresh = this.mint(plan.willRun);
+      const fresh = this.mint(plan.willRun, req.identity?.subject);
       const freshClaims = verifyToken(deps.key, fresh.confirmToken, Date.now(), deps.ttlMs);
       slot.lines.push(deps.audit.append({ event: 'run.prepare', skill: req.skill, script: req.script, ...(freshClaims.ok ? { token_id: tokenLogId(freshClaims.claims) } : {}), will_run_sha256: willRunHash(plan.willRun), draft_changed: true, ...whoOf({ ...req, type: 'prepare' } as PrepareRequest, deps.osUser) }));
       return { ok: false, error: { code: 'DRAFT_CHANGED', message: 'what would run differs from what this token was approved for; show the fresh preview and confirm again', fresh } };

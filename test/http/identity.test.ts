@@ -122,6 +122,38 @@ describe('grants by subject', () => {
   });
 });
 
+describe('a confirmation token belongs to whom it was minted for', () => {
+  test("a token leaked from Alice's conversation does not run as Carol, and stays unspent for Alice", async () => {
+    const [alice, carol] = await Promise.all([as('alice'), as('carol')]);
+    try {
+      const message = 'fix: whose token';
+      const first = await call(alice, 'skill_run', { name: SKILL, script: SCRIPT, args: [message] });
+      expect(first.value, JSON.stringify(first.value)).toMatchObject({ status: 'confirmation-required' });
+      const token = first.value['confirmToken'];
+      // Carol is granted this script herself: only the token's owner is wrong.
+      const stolen = await call(carol, 'skill_run', { name: SKILL, script: SCRIPT, args: [message], confirmToken: token });
+      expect(stolen.isError).toBe(true);
+      expect(JSON.stringify(stolen.value)).toContain('TOKEN_INVALID');
+      expect(JSON.stringify(stolen.value)).toContain('issued to another identity');
+      const refusedLine = auditLines(runner.stateDir).filter((l) => l['event'] === 'run.reject').at(-1);
+      expect(refusedLine).toMatchObject({ reason: 'token-invalid', requester: 'carol' });
+      const own = await call(alice, 'skill_run', { name: SKILL, script: SCRIPT, args: [message], confirmToken: token });
+      expect(own.isError, JSON.stringify(own.value)).toBe(false);
+      expect(own.value).toMatchObject({ exitCode: 0 });
+    } finally {
+      await Promise.all([alice.close(), carol.close()]);
+    }
+  });
+
+  test('at the runner: a token minted for an identity is refused without one, and one minted without an identity is refused with one', async () => {
+    const grantedAlice = await runner.client.prepare({ skill: SKILL, script: SCRIPT, args: ['x'], identity: { subject: 'alice' } });
+    expect(grantedAlice.ok).toBe(true);
+    if (!grantedAlice.ok) return;
+    const anonymous = await runner.client.run({ skill: SKILL, script: SCRIPT, args: ['x'], confirmToken: grantedAlice.result.confirmToken });
+    expect(!anonymous.ok && anonymous.error.code).toBe('TOKEN_INVALID');
+  });
+});
+
 describe('run slots count a person, not a connection', () => {
   test('two connections of Alice are one client; Carol is another', async () => {
     const [a1, a2, c] = await Promise.all([as('alice'), as('alice'), as('carol')]);
