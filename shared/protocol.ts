@@ -232,6 +232,15 @@ export const describeResultSchema = z.strictObject({
   configMismatch: z.strictObject({ differs: z.array(z.enum(['roots', 'mode', 'grant', 'declarations'])), message: z.string() }).optional(),
   /** The spent-token ledger: where tokens are spent, whether it answers now, and its errors since start. */
   ledger: z.strictObject({ kind: z.enum(['file', 'redis']), available: z.boolean(), errors: z.number().int() }).optional(),
+  /** The runner's counts since it started (runner/requests/stats.ts), for the front's metrics. */
+  runs: z.strictObject({
+    ended: z.record(z.string(), z.number().int().nonnegative()),
+    refused: z.record(z.string(), z.number().int().nonnegative()),
+    reaps: z.number().int().nonnegative(),
+    reapSeconds: z.number().nonnegative(),
+    running: z.number().int().nonnegative(),
+    queued: z.number().int().nonnegative(),
+  }).optional(),
   skills: z.array(z.strictObject({
     name: z.string(),
     scripts: z.array(scriptInfo),

@@ -41,6 +41,7 @@ import { makeRunCgroup, runCgroupLimit } from '../sandbox/run-cgroup.js';
 import type { RunCgroup } from '../sandbox/run-cgroup.js';
 import type { SandboxLimits } from '../sandbox/spawn.js';
 import { reapUid } from '../uids/pool.js';
+import { RunStats } from './stats.js';
 import type { UidPool } from '../uids/pool.js';
 import { admissionClient, RunAdmission } from './admission.js';
 import type { AdmissionLimits, BusyFigures, Lease } from './admission.js';
@@ -138,6 +139,8 @@ export class RunnerService {
   /** Every run from its request to its end, waiting or running. */
   private readonly runs = new Set<Slot>();
   private readonly admission: RunAdmission;
+  /** Counts for the metrics endpoint (describe carries them). */
+  readonly stats = new RunStats();
 
   constructor(private readonly deps: ServiceDeps) {
     this.admission = new RunAdmission(deps.admission, MAX_TIMEOUT_MS + deps.killGraceMs + deps.drainMs + REAP_MS);
@@ -149,7 +152,11 @@ export class RunnerService {
   }
 
   async describe(skills?: readonly string[]): Promise<DescribeResult> {
-    return { ...(await describeRunner(this.deps.ctx, this.deps.environ, this.deps.refusedWhy?.message, skills)), ledger: this.deps.ledger.status() };
+    return {
+      ...(await describeRunner(this.deps.ctx, this.deps.environ, this.deps.refusedWhy?.message, skills)),
+      ledger: this.deps.ledger.status(),
+      runs: { ...this.stats.snapshot(), running: this.admission.running, queued: this.admission.queued },
+    };
   }
 
   private mint(willRun: WillRun, subject: string | undefined): Minted {
@@ -231,6 +238,7 @@ export class RunnerService {
     const lines: Promise<void>[] = [];
     const reject = (reason: RejectReason, code: ErrorCode, message: string, extra: { token_id?: string; error?: string } = {}): { ok: false; error: Refusal } => {
       ended = true;
+      this.stats.refused(reason);
       lines.push(this.deps.audit.append({ event: 'run.reject', reason, skill: req.skill, script: req.script, run_id: runId, ...extra, ...who }));
       return refusal(code, message);
     };
@@ -399,6 +407,11 @@ export class RunnerService {
       let leftovers = { killed: 0, remaining: 0 };
       let ipcRemoved = 0;
       const afterExit = async (): Promise<void> => {
+        const reapStarted = performance.now();
+        await reapLeftovers();
+        this.stats.reaped(performance.now() - reapStarted);
+      };
+      const reapLeftovers = async (): Promise<void> => {
         if (cgroup) leftovers = await cgroup.kill();
         else if (uid !== undefined && setpriv && kill) leftovers = await reapUid(uid, setpriv, kill);
         // Security: without an ipc namespace, SysV objects of the uid would wait for its next run.
@@ -424,6 +437,7 @@ export class RunnerService {
       copy.remove();
       const filesNote = [collected.note, removed ? undefined : 'the run\'s workspace could not be removed in full; the operator was told in the audit log'].filter((n) => n !== undefined).join('; ');
       slot.ended = true;
+      this.stats.ended(o.ending);
       slot.lines.push(deps.audit.append({
         event: 'run.exit', run_id: slot.runId, exit_code: o.exitCode, signal: o.signal, ended: o.ending, duration_ms: o.durationMs,
         stdout_bytes: o.stdoutBytes, stderr_bytes: o.stderrBytes, stdout_sha256: o.stdoutSha256, stderr_sha256: o.stderrSha256,
@@ -452,6 +466,7 @@ export class RunnerService {
       if (slot.ended) throw error;
       if (!accepted) return reject('internal', code, `the run could not be started (${code}); nothing ran, but its token was spent — ask again for a fresh preview`, { token_id: tokenId, error: code });
       slot.ended = true;
+      this.stats.ended('error');
       slot.lines.push(deps.audit.append({ event: 'run.exit', run_id: slot.runId, ended: 'error', error: code, ...(who.requester !== undefined ? { requester: who.requester } : {}) }));
       throw error;
     } finally {

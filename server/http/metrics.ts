@@ -108,6 +108,47 @@ export class HttpMetrics {
         if (described) this.set({ level: described.isolation.level }, 1);
       },
     });
+    // The runner's own counts (runner/requests/stats.ts), read through describe at each scrape.
+    const runs = () => withTimeout(front.runner.describe(), RUNNER_PROBE_MS).then((d) => d?.runs);
+    new Counter({
+      name: 'skill_mcp_runner_runs_total', help: "Accepted runs that ended, by how: exit, timeout, cancelled, spawn-failed, error (the runner's own count; resets when the runner restarts)", labelNames: ['ending'], registers,
+      async collect() {
+        this.reset();
+        for (const [ending, n] of Object.entries((await runs())?.ended ?? {})) this.inc({ ending }, n);
+      },
+    });
+    new Counter({
+      name: 'skill_mcp_runner_refusals_total', help: "Run requests the runner refused before anything ran, by reason (the audit's run.reject reason)", labelNames: ['reason'], registers,
+      async collect() {
+        this.reset();
+        for (const [reason, n] of Object.entries((await runs())?.refused ?? {})) this.inc({ reason }, n);
+      },
+    });
+    new Counter({
+      name: 'skill_mcp_runner_reaps_total', help: "Reaps of a run's leftover processes after it ended", registers,
+      async collect() {
+        this.reset();
+        this.inc((await runs())?.reaps ?? 0);
+      },
+    });
+    new Counter({
+      name: 'skill_mcp_runner_reap_seconds_total', help: "Time spent reaping runs' leftover processes (divide by skill_mcp_runner_reaps_total for the mean)", registers,
+      async collect() {
+        this.reset();
+        this.inc((await runs())?.reapSeconds ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'skill_mcp_runner_runs_active', help: 'Runs the runner holds now, by state: running, or queued waiting for a slot', labelNames: ['state'], registers,
+      async collect() {
+        this.reset();
+        const now = await runs();
+        if (now) {
+          this.set({ state: 'running' }, now.running);
+          this.set({ state: 'queued' }, now.queued);
+        }
+      },
+    });
     new Gauge({
       name: 'skill_mcp_catalog_skills', help: 'Skills served, by whether they are published in skill:// (strict hosts)', labelNames: ['published'], registers,
       collect() {

@@ -5,7 +5,7 @@
  * and whose labels never carry a skill name, an argument, a token or the bearer secret.
  */
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
 import { startRunner, tempDir, type RunnerHandle } from '../runner/harness.js';
 import { connectClient, REPO, startHttp, type HttpServer } from './harness.js';
 
@@ -89,6 +89,18 @@ describe('the metrics endpoint', () => {
       if (/^skill_mcp_(process|nodejs)_/.test(name!)) continue;
       expect(name!.endsWith('_total'), name).toBe(type === 'counter');
     }
+    // The runner's own counts arrive through its describe answer, which the front keeps for a
+    // moment: wait for a scrape that has them (no clock in the assertion).
+    await vi.waitFor(async () => {
+      const late = await scrape();
+      const runnerMoved = (name: string, labels: Record<string, string> = {}): number => sample(late, name, labels) - sample(before, name, labels);
+      expect(runnerMoved('skill_mcp_runner_runs_total', { ending: 'exit' })).toBe(1);
+      expect(runnerMoved('skill_mcp_runner_refusals_total', { reason: 'token-invalid' })).toBe(1);
+      expect(runnerMoved('skill_mcp_runner_reaps_total')).toBe(1);
+      expect(sample(late, 'skill_mcp_runner_reap_seconds_total')).toBeGreaterThan(0);
+      expect(sample(late, 'skill_mcp_runner_runs_active', { state: 'running' })).toBe(0);
+      expect(sample(late, 'skill_mcp_runner_runs_active', { state: 'queued' })).toBe(0);
+    }, { timeout: 30_000, interval: 250 });
     expect(sample(after, 'skill_mcp_catalog_skills', { published: 'true' })).toBeGreaterThan(0);
     expect(after).toMatch(/^skill_mcp_process_resident_memory_bytes \d+/m);
 
