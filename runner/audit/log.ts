@@ -211,7 +211,7 @@ export class AuditLog {
 
   /** Resolves when every queued line was written, or the current attempt failed (tests, stop). */
   async flush(): Promise<void> {
-    while (this.#draining) await this.#draining;
+    while (this.#draining !== undefined) await this.#draining;
   }
 
   /** Writes `runner.stop` (when this runner wrote anything) and what is queued, then closes. */
