@@ -22,7 +22,7 @@ function canonical(uri: string): string {
 }
 
 async function readOne(client: Client, file: PlannedFile): Promise<Buffer> {
-  let result;
+  let result: Awaited<ReturnType<Client['readResource']>>;
   try {
     result = await client.readResource({ uri: file.uri }, { cacheMode: 'bypass' });
   } catch (error) {
