@@ -41,9 +41,7 @@ async function readOne(client: Client, file: PlannedFile): Promise<Buffer> {
   return bytes;
 }
 
-export interface Progress {
-  (done: number, total: number, bytes: number): void;
-}
+export type Progress = (done: number, total: number, bytes: number) => void;
 
 /** Every file's bytes, checked, in plan order; throws DownloadRefused with the first reason. */
 export async function downloadSkill(client: Client, skill: RemoteSkill, progress?: Progress): Promise<Map<string, Buffer>> {

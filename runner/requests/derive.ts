@@ -8,7 +8,7 @@
  * `willRun`, whose `content` binds those bytes (docs/architecture.md §7). Nothing
  * the front sent is trusted beyond the skill name, script name and args it asked for.
  */
-import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync } from 'node:fs';
 import { relative } from 'node:path';
 import { skillRoots } from '../../shared/config.js';
 import type { DeclaredScript } from '../../shared/declaration.js';
