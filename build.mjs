@@ -107,7 +107,7 @@ function runSession(args, env, messages) {
     let answered = 0;
     let stderr = '';
     const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-    child.stderr.on('data', (chunk) => void (stderr += chunk));
+    child.stderr.on('data', (chunk) => { stderr += chunk; });
     child.stdout.on('data', (chunk) => {
       buffer += chunk;
       for (let nl = buffer.indexOf('\n'); nl >= 0; nl = buffer.indexOf('\n')) {
@@ -131,7 +131,7 @@ function runProcess(args, env) {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
-    child.stderr.on('data', (chunk) => void (stderr += chunk));
+    child.stderr.on('data', (chunk) => { stderr += chunk; });
     child.on('error', reject);
     child.on('exit', (code) => (code === 0 ? resolve({ stderr }) : reject(new Error(`--version exited ${code}: ${stderr}`))));
   });

@@ -105,8 +105,11 @@ async function main() {
       if (!prepared.ok) throw new Error(prepared.error.message);
       const cancelId = randomBytes(16).toString('hex');
       const run = client.run({ skill: 'waiter', script: 'wait.js', args: [marker], confirmToken: prepared.result.confirmToken }, { cancelId, timeoutMs: 60_000 });
-      let pid;
-      while ((pid = pidOf(marker)) === undefined) await new Promise((r) => setTimeout(r, 10));
+      let pid = pidOf(marker);
+      while (pid === undefined) {
+        await new Promise((r) => setTimeout(r, 10));
+        pid = pidOf(marker);
+      }
       const describes = Array.from({ length: DESCRIBES }, () => client.describe(['big']));
       // Let every describe get into its reading and hashing before the cancel goes out.
       await new Promise((r) => setTimeout(r, 150));

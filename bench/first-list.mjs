@@ -49,7 +49,7 @@ function once(node, server, root, era, as) {
     let buffer = '';
     let stderr = '';
     let answered = false;
-    child.stderr.on('data', (chunk) => void (stderr += chunk));
+    child.stderr.on('data', (chunk) => { stderr += chunk; });
     child.stdout.on('data', (chunk) => {
       buffer += chunk;
       for (let nl = buffer.indexOf('\n'); nl >= 0; nl = buffer.indexOf('\n')) {

@@ -80,7 +80,10 @@ const KIND_TOTAL = KINDS.reduce((sum, k) => sum + k.weight, 0);
 
 function pickKind(random) {
   let roll = random() * KIND_TOTAL;
-  for (const kind of KINDS) if ((roll -= kind.weight) < 0) return kind;
+  for (const kind of KINDS) {
+    roll -= kind.weight;
+    if (roll < 0) return kind;
+  }
   return KINDS[0];
 }
 
@@ -128,7 +131,8 @@ export async function generate(workload, seed = 2640) {
   for (let i = 0; i < regular; i++) {
     const name = `skill-${String(i).padStart(5, '0')}-${WORDS[i % WORDS.length]}`;
     // Pairs of skills share 2 × the mean (one above, one below), so the total stays on target.
-    const jitter = i % 2 === 0 ? (pairJitter = random()) : 1 - pairJitter;
+    if (i % 2 === 0) pairJitter = random();
+    const jitter = i % 2 === 0 ? pairJitter : 1 - pairJitter;
     const count = i === regular - 1 ? Math.max(1, filesLeft) : Math.max(1, Math.min(filesLeft - (regular - 1 - i), Math.round(perSkill * (0.5 + jitter))));
     filesLeft -= count;
     const files = [['SKILL.md', skillMd(name, random)]];

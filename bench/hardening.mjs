@@ -46,7 +46,8 @@ for (let i = 0; i < Math.max(3, samples / 4); i++) {
     const fd = c.fd ? openSync(c.fd, 'r') : undefined;
     const t = performance.now();
     spawnSync(c.argv[0], c.argv.slice(1), { stdio: ['ignore', 'ignore', 'inherit', ...(fd !== undefined ? [fd] : [])] });
-    (times[name] ??= []).push(performance.now() - t);
+    times[name] ??= [];
+    times[name].push(performance.now() - t);
     if (fd !== undefined) closeSync(fd);
   }
 }

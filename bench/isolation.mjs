@@ -52,8 +52,7 @@ function directSpawner(prefix, script) {
   let buffered = '';
   child.stdout.on('data', (chunk) => {
     buffered += chunk;
-    let at;
-    while ((at = buffered.indexOf('\n')) >= 0) {
+    for (let at = buffered.indexOf('\n'); at >= 0; at = buffered.indexOf('\n')) {
       waiting.shift()?.(Number(buffered.slice(0, at)));
       buffered = buffered.slice(at + 1);
     }

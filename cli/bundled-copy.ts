@@ -8,7 +8,7 @@
  * unconfigured default: a folder the owner configured is never copied, it gets the explanation
  * of which folder stops the uid (shared/unreadable-root.ts).
  */
-import { chmodSync, copyFileSync, lstatSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { chmodSync, copyFileSync, lstatSync, mkdirSync, readdirSync, statSync, type Stats } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 
 /** Whether `uid`/`gid` may search every folder down to `path` and list `path` (mode bits; ACLs are not read). */
@@ -19,7 +19,7 @@ export function reachableBy(path: string, uid: number, gid: number): boolean {
     if (dirname(dir) === dir) break;
   }
   return folders.every((dir, index) => {
-    let info;
+    let info: Stats;
     try {
       info = statSync(dir);
     } catch {

@@ -69,7 +69,10 @@ export async function guardMain(argv: string[], options: { entry: string }): Pro
       if (tmpDir) rmSync(tmpDir, { recursive: true, force: true });
       process.exit(0);
     };
-    if (!child) return finish();
+    if (!child) {
+      finish();
+      return;
+    }
     const running = child;
     running.once('exit', finish);
     running.kill('SIGTERM');

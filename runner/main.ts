@@ -207,15 +207,25 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
 
   let stopping = false;
   let why = 'signal';
+  // Every step is awaited in turn and a failed one is said on stderr: whatever happens, the audit
+  // log is closed (runner.stop) and the process exits.
+  const shutDown = async (): Promise<void> => {
+    try {
+      await service.stop();
+      await ledgers.close();
+    } catch (error) {
+      log(`stopping did not finish cleanly (${(error as Error).message}); closing the audit log and exiting anyway`);
+    }
+    await audit.close(() => ({ event: 'runner.stop', pid: process.pid, config_sha256: configSha256, uptime_ms: Date.now() - startedAt, lines: audit.linesWritten, why }))
+      .catch((error: unknown) => log(`the audit log could not be closed cleanly (${(error as Error).message})`));
+    process.exit(0);
+  };
   const stop = (): void => {
     if (stopping) return;
     stopping = true;
     server.close();
-    void service.stop().then(() => ledgers.close()).finally(async () => {
-      await audit.close(() => ({ event: 'runner.stop', pid: process.pid, config_sha256: configSha256, uptime_ms: Date.now() - startedAt, lines: audit.linesWritten, why }))
-        .catch((error: unknown) => log(`the audit log could not be closed cleanly (${(error as Error).message})`));
-      process.exit(0);
-    });
+    // A signal handler cannot await; shutDown never rejects (it catches every step) and ends in exit.
+    void shutDown();
   };
   process.on('SIGTERM', () => { why = 'SIGTERM'; stop(); });
   process.on('SIGINT', () => { why = 'SIGINT'; stop(); });

@@ -5,7 +5,6 @@
  */
 import { setFlagsFromString } from 'node:v8';
 import { configView } from '../shared/config-view.js';
-import { readFrontSecretFile } from '../shared/front-secret.js';
 import type { Problem } from '../shared/problems.js';
 import { Announcer } from './announce.js';
 import { readSharedSettings, startupReport } from '../shared/settings.js';

@@ -12,7 +12,7 @@ import { MAX_PATH_CHARS, MAX_SEGMENT_BYTES } from './limits.js';
 export type PathCheck = { ok: true; segments: string[] } | { ok: false; why: string };
 
 /** Characters no served name may hold: controls (incl. NUL) and DEL. */
-// eslint-disable-next-line no-control-regex
+// biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is what this is for
 const CONTROL_CHARS = /[\u0000-\u001f\u007f]/;
 
 /**

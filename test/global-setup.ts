@@ -5,7 +5,7 @@
  * passwd home, so that one is watched too. (Running `skill-mcp` by hand during a test run also
  * counts as a write.)
  */
-import { readdirSync, statSync } from 'node:fs';
+import { readdirSync, statSync, type Stats } from 'node:fs';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { defaultStateDir } from '../shared/state-dir.js';
@@ -13,7 +13,7 @@ import { defaultStateDir } from '../shared/state-dir.js';
 function listing(dir: string): string[] {
   const out: string[] = [];
   const walk = (path: string): void => {
-    let stat;
+    let stat: Stats;
     try {
       stat = statSync(path);
     } catch {

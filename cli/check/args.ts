@@ -27,7 +27,7 @@ const FLAGS: Record<string, FlagSpec> = {
 
 export function parseCheckArgs(argv: readonly string[]): CheckArgs {
   if (wantsHelp(argv)) return { kind: 'help' };
-  let parsed;
+  let parsed: ReturnType<typeof parseFlags>;
   try {
     parsed = parseFlags(argv, FLAGS, { positionals: true });
   } catch (error) {

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { SIDECAR_FILE } from '../../shared/declaration-source.js';
 import type { DiscoveredSkill } from '../../shared/discover.js';
-import { FrontmatterError, parseSkillMd, parseStrict, type Frontmatter } from '../../shared/frontmatter.js';
+import { FrontmatterError, parseSkillMd, parseStrict, type Frontmatter, type ParsedSkillMd } from '../../shared/frontmatter.js';
 import { readSkillMdFile } from '../../shared/skill-md.js';
 
 export type FixOutcome = { kind: 'moved'; lines: [number, number] } | { kind: 'refused'; why: string } | { kind: 'nothing' };
@@ -86,7 +86,7 @@ export function moveDeclaration(found: DiscoveredSkill, maxFrontmatterBytes: num
   const md = readSkillMdFile(found.realDir);
   if (!md.ok) return { kind: 'refused', why: md.why };
   const text = md.text;
-  let parsed;
+  let parsed: ParsedSkillMd;
   try {
     parsed = parseSkillMd(text, maxFrontmatterBytes);
   } catch (error) {

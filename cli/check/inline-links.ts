@@ -62,7 +62,10 @@ export function inlineLinks(text: string): InlineTarget[] {
   const restMemo = new Map<number, number>();
   const restAt = (p: number): number => {
     let end = restMemo.get(p);
-    if (end === undefined) restMemo.set(p, (end = rest(p)));
+    if (end === undefined) {
+      end = rest(p);
+      restMemo.set(p, end);
+    }
     return end;
   };
   const out: InlineTarget[] = [];

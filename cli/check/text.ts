@@ -97,7 +97,7 @@ function maskCodeSpans(text: string): string {
 }
 
 /** Characters that would make a quoted excerpt misleading or multi-line. */
-// eslint-disable-next-line no-control-regex
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is what this is for
 const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]|[\u{e0000}-\u{e007f}]/gu;
 
 /** `text` as one short, printable line for a message. */

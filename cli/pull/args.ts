@@ -134,6 +134,7 @@ export function parsePullArgs(argv: readonly string[]): ParsedPullArgs {
     }
     if (!['https:', 'ssh:', 'file:'].includes(parsed.protocol)) return { kind: 'error', message: `--git must be https://, ssh:// or file:// (it is ${parsed.protocol})` };
     // Security: a ref starting with "-" could be read as an option by git.
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: a ref holding a control character or a space is refused
     if (ref !== undefined && (ref.startsWith('-') || /[\x00-\x20\x7f]/.test(ref))) return { kind: 'error', message: `--ref ${JSON.stringify(ref)} is not a ref name` };
     const sub = (path ?? '').replace(/^\/+|\/+$/g, '');
     const check = sub === '' ? undefined : checkPathString(sub);

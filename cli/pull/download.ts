@@ -22,7 +22,7 @@ function canonical(uri: string): string {
 }
 
 async function readOne(client: Client, file: PlannedFile): Promise<Buffer> {
-  let result;
+  let result: Awaited<ReturnType<Client['readResource']>>;
   try {
     result = await client.readResource({ uri: file.uri }, { cacheMode: 'bypass' });
   } catch (error) {
@@ -41,9 +41,7 @@ async function readOne(client: Client, file: PlannedFile): Promise<Buffer> {
   return bytes;
 }
 
-export interface Progress {
-  (done: number, total: number, bytes: number): void;
-}
+export type Progress = (done: number, total: number, bytes: number) => void;
 
 /** Every file's bytes, checked, in plan order; throws DownloadRefused with the first reason. */
 export async function downloadSkill(client: Client, skill: RemoteSkill, progress?: Progress): Promise<Map<string, Buffer>> {

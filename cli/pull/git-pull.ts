@@ -4,8 +4,8 @@
  */
 import { join } from 'node:path';
 import type { GitSource, PullArgs } from './args.js';
-import { GitError, openRepo } from './git.js';
-import { planGit, readGitSkill, type GitSkill } from './git-plan.js';
+import { GitError, openRepo, type Repo } from './git.js';
+import { planGit, readGitSkill, type GitDiscovery, type GitSkill } from './git-plan.js';
 import { digestsOf, sameDigests, type Lock, type LockSource } from './lock.js';
 import { Report, describeSource, lockedSource, pullOne, summary } from './one.js';
 
@@ -31,7 +31,7 @@ export async function pullGit(args: PullArgs, git: GitSource, dir: string, lock:
     process.stderr.write(`skill-mcp pull: --locked: ${pin}\n`);
     return 1;
   }
-  let repo;
+  let repo: Repo;
   try {
     try {
       repo = openRepo(git.git, pin ? pin.commit : (git.ref ?? 'HEAD'));
@@ -52,7 +52,7 @@ export async function pullGit(args: PullArgs, git: GitSource, dir: string, lock:
   try {
     const selfName = source.path ? source.path.slice(source.path.lastIndexOf('/') + 1) : (new URL(source.git).pathname.replace(/\/+$/, '').split('/').pop() ?? '').replace(/\.git$/, '');
     const wanted = pin && args.skills.size === 0 ? pin.names : args.skills;
-    let found;
+    let found: GitDiscovery;
     try {
       found = planGit(repo, source.path, selfName, wanted);
     } catch (error) {

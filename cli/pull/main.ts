@@ -12,7 +12,7 @@ import { connect, type Connection } from './connect.js';
 import { downloadSkill } from './download.js';
 import { pullGit } from './git-pull.js';
 import { LockError, readLock } from './lock.js';
-import { discover } from './remote.js';
+import { discover, type Discovery } from './remote.js';
 import { errorText } from './error-text.js';
 import { notAllowed } from './allow.js';
 import { Report, describeSource, lockedSource, pullOne, summary } from './one.js';
@@ -39,7 +39,7 @@ async function pull(args: PullArgs): Promise<number> {
   }
   const report = new Report();
   try {
-    let found;
+    let found: Discovery;
     try {
       found = await discover(connection.client, args.skills);
     } catch (error) {

@@ -68,7 +68,7 @@ export async function auditMain(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   const flags = command === undefined ? undefined : FLAGS[command];
   if (!flags) return usageError(command === undefined ? 'say verify, head, pubkey, query or tail' : `unknown command ${JSON.stringify(command)}`);
-  let parsed;
+  let parsed: ReturnType<typeof parseFlags>;
   try {
     parsed = parseFlags(rest, flags, { positionals: command !== 'pubkey' });
   } catch (error) {

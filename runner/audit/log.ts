@@ -211,7 +211,7 @@ export class AuditLog {
 
   /** Resolves when every queued line was written, or the current attempt failed (tests, stop). */
   async flush(): Promise<void> {
-    while (this.#draining) await this.#draining;
+    while (this.#draining !== undefined) await this.#draining;
   }
 
   /** Writes `runner.stop` (when this runner wrote anything) and what is queued, then closes. */
@@ -246,7 +246,8 @@ export class AuditLog {
       this.#queue.splice(i, 1);
       p.done?.();
       // A backlog this long means the disk cannot keep up or is gone: an outage either way.
-      const outage = (this.#outage ??= { from: new Date().toISOString(), error: 'backlog', lost: 0, lostEvents: {}, delayed: 0, refused: 0 });
+      this.#outage ??= { from: new Date().toISOString(), error: 'backlog', lost: 0, lostEvents: {}, delayed: 0, refused: 0 };
+      const outage = this.#outage;
       outage.lost += 1;
       outage.lostEvents[p.fields.event] = (outage.lostEvents[p.fields.event] ?? 0) + 1;
     }

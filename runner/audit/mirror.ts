@@ -104,7 +104,7 @@ export class AuditMirror {
 
   /** Asks for a copy of whatever is new; rounds coalesce, and a failed round waits for the next poke. */
   poke(): void {
-    if (this.#running) {
+    if (this.#running !== undefined) {
       this.#again = true;
       return;
     }
@@ -121,7 +121,7 @@ export class AuditMirror {
 
   /** Resolves when the current round (if any) is done: for an orderly stop. */
   async idle(): Promise<void> {
-    while (this.#running) await this.#running;
+    while (this.#running !== undefined) await this.#running;
   }
 
   private async sync(): Promise<void> {

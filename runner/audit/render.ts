@@ -10,7 +10,7 @@
  * overrides and isolates (U+200E-F, U+202A-E, U+2066-9, U+061C) that make text read differently
  * than it is stored.
  */
-// eslint-disable-next-line no-control-regex
+// biome-ignore lint/suspicious/noControlCharactersInRegex: escaping control characters is what this is for
 const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/gu;
 
 /** Values printed as they are: no spaces, quotes, backslashes or controls, so never mistaken for another field or line. */

@@ -122,9 +122,15 @@ export class ChainVerifier {
   line(bytes: Buffer, torn: boolean): void {
     if (!this.report.ok) return;
     this.#lineNo += 1;
-    if (torn) return this.fail('the last line is incomplete (no newline): the copy was cut mid-line or a write was torn');
+    if (torn) {
+      this.fail('the last line is incomplete (no newline): the copy was cut mid-line or a write was torn');
+      return;
+    }
     const p = parse(bytes);
-    if (p === undefined) return this.fail('not a line of this log (not JSON, or no seq and prev)');
+    if (p === undefined) {
+      this.fail('not a line of this log (not JSON, or no seq and prev)');
+      return;
+    }
     const r = this.report;
     const first = this.#prevSeq === undefined;
     if (first) {
@@ -132,18 +138,32 @@ export class ChainVerifier {
         // the log's very first line
       } else if (p.event === 'audit.segment' && p.body) {
         r.startsAfter = { previous: String(p.body['previous']), seq: Number(p.body['previous_seq']), removedByRetention: false };
-        if (p.prev !== p.body['previous_sha256'] || p.seq !== Number(p.body['previous_seq']) + 1) return this.fail('an audit.segment line that does not continue the segment it names', p.seq);
+        if (p.prev !== p.body['previous_sha256'] || p.seq !== Number(p.body['previous_seq']) + 1) {
+          this.fail('an audit.segment line that does not continue the segment it names', p.seq);
+          return;
+        }
       } else {
-        return this.fail('the first line does not start the chain (lines before it were deleted)', p.seq);
+        this.fail('the first line does not start the chain (lines before it were deleted)', p.seq);
+        return;
       }
       r.firstSeq = p.seq;
     } else {
       if (this.#fileFirst && p.event === 'audit.segment' && p.body && p.body['previous_seq'] !== this.#prevSeq) {
-        return this.fail(`a segment is missing: this one continues ${String(p.body['previous'])} at seq ${String(p.body['previous_seq'])}, but the segment before it (${this.#previousFile ?? '?'}) ends at seq ${this.#prevSeq}`, p.seq);
+        this.fail(`a segment is missing: this one continues ${String(p.body['previous'])} at seq ${String(p.body['previous_seq'])}, but the segment before it (${this.#previousFile ?? '?'}) ends at seq ${this.#prevSeq}`, p.seq);
+        return;
       }
-      if (this.#fileFirst && p.event !== 'audit.segment') return this.fail(`this segment does not start with an audit.segment line continuing ${this.#previousFile ?? 'the one before'}: segments are out of order or one was replaced`, p.seq);
-      if (p.seq !== this.#prevSeq! + 1) return this.fail(`seq ${p.seq} follows ${this.#prevSeq} (a line was deleted, inserted or moved)`, p.seq);
-      if (p.prev !== this.#prevHash) return this.fail('prev does not match the sha256 of the line before (that line was edited, or lines were reordered)', p.seq);
+      if (this.#fileFirst && p.event !== 'audit.segment') {
+        this.fail(`this segment does not start with an audit.segment line continuing ${this.#previousFile ?? 'the one before'}: segments are out of order or one was replaced`, p.seq);
+        return;
+      }
+      if (p.seq !== this.#prevSeq! + 1) {
+        this.fail(`seq ${p.seq} follows ${this.#prevSeq} (a line was deleted, inserted or moved)`, p.seq);
+        return;
+      }
+      if (p.prev !== this.#prevHash) {
+        this.fail('prev does not match the sha256 of the line before (that line was edited, or lines were reordered)', p.seq);
+        return;
+      }
     }
     this.#fileFirst = false;
     this.#prevSeq = p.seq;
@@ -155,7 +175,10 @@ export class ChainVerifier {
     if (p.seq === this.opts.watchSeq) r.watched = { line: this.#lineNo, sha256: this.#prevHash };
     const head = this.opts.head;
     if (head && p.seq === head.seq) {
-      if (this.#prevHash !== head.sha256) return this.fail(`line seq ${p.seq} is not the line the head vouches for (the copy was rewritten or rolled back)`, p.seq);
+      if (this.#prevHash !== head.sha256) {
+        this.fail(`line seq ${p.seq} is not the line the head vouches for (the copy was rewritten or rolled back)`, p.seq);
+        return;
+      }
       r.headReached = true;
     }
     if (p.body) this.content(p);
@@ -171,13 +194,20 @@ export class ChainVerifier {
     const b = p.body!;
     const r = this.report;
     if (p.event === 'audit.checkpoint') {
-      if (b['head_seq'] !== p.seq - 1 || b['head_sha256'] !== p.prev) return this.fail('a checkpoint that does not vouch for the line before it', p.seq);
+      if (b['head_seq'] !== p.seq - 1 || b['head_sha256'] !== p.prev) {
+        this.fail('a checkpoint that does not vouch for the line before it', p.seq);
+        return;
+      }
       const key = this.opts.keys.get(String(b['key_id']));
       if (key === undefined) {
-        if (this.opts.keys.size > 0) return this.fail(`a checkpoint signed by key ${String(b['key_id'])}, not by the public key given`, p.seq);
+        if (this.opts.keys.size > 0) {
+          this.fail(`a checkpoint signed by key ${String(b['key_id'])}, not by the public key given`, p.seq);
+          return;
+        }
         r.unchecked += 1;
       } else if (!headSignedBy({ seq: p.seq - 1, sha256: p.prev, ts: p.ts, key_id: String(b['key_id']), sig: String(b['sig']) }, key)) {
-        return this.fail('a checkpoint whose signature does not verify (the checkpoint or the line it covers was forged)', p.seq);
+        this.fail('a checkpoint whose signature does not verify (the checkpoint or the line it covers was forged)', p.seq);
+        return;
       }
       r.checkpoints += 1;
       r.signedThrough = p.seq - 1;

@@ -6,7 +6,7 @@
  * folders (`.build-*`, `.work-*`) are never an environment: one becomes `<digest>` by a rename
  * only once whole, with its manifest.
  */
-import { chmodSync, lstatSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { chmodSync, lstatSync, mkdirSync, readdirSync, rmSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
 import type { DepsInfo } from '../../shared/protocol.js';
 import type { ResolvedEnv } from './resolve.js';
@@ -40,7 +40,7 @@ export function ensureEnvsDir(stateDir: string): string {
 /** Removes a tree that may be read-only (an environment's folders are 0555). */
 export function removeTree(path: string): void {
   const open = (dir: string): void => {
-    let st;
+    let st: Stats;
     try {
       st = lstatSync(dir);
     } catch {

@@ -11,7 +11,7 @@
  * root: every write, chmod or rename an unprivileged writer makes moves it. The walk itself (one
  * lstat per entry) runs every time, so added and removed files are always seen.
  */
-import { hashFile, readManifest, walkEnv } from './manifest.js';
+import { hashFile, readManifest, walkEnv, type StatEntry } from './manifest.js';
 
 /** A file changed less than this before it was hashed is hashed again next time. */
 export const RACY_NS = 2_000_000_000n;
@@ -35,7 +35,7 @@ export class EnvVerifier {
     if (!read.ok) return read.missing ? { ok: false, state: 'missing', why: 'it is not installed' } : { ok: false, state: 'tampered', why: read.why };
     const { manifest } = read;
     if (manifest.digest !== digest) return { ok: false, state: 'tampered', why: 'its manifest names another environment' };
-    let entries;
+    let entries: StatEntry[];
     try {
       entries = walkEnv(dir);
     } catch (error) {

@@ -177,7 +177,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       flow.set({ decision: 'refused', reason });
       flow.finish();
     };
-    if (!url || url.protocol !== 'http:') {
+    if (url?.protocol !== 'http:') {
       return refuse(400, 'bad-destination', url?.protocol === 'https:'
         ? 'skill-mcp egress proxy: https:// URLs go through a CONNECT tunnel (HTTPS_PROXY), not as a plain request'
         : 'skill-mcp egress proxy: this is a proxy; send an absolute http:// URL or CONNECT host:port');

@@ -27,13 +27,15 @@ async function aofEnabled(link: RedisLink): Promise<boolean | 'unknown'> {
 export async function openRedisLedger(settings: RedisSettings, ctx: LedgerContext): Promise<OpenedLedger> {
   const { audit, log } = ctx;
   const redis = settings.target.display;
+  // The link's callbacks are synchronous, so these lines are not awaited: AuditLog.append never
+  // rejects (a line it cannot write now waits in its queue, and the log reports its own outage).
   const onChange = (change: LinkChange): void => {
     if (change.up) {
       log(`the spent-token ledger at ${redis} is reachable again (after ${change.downMs} ms); runs go on`);
-      audit.append({ event: 'ledger.restored', ledger: 'redis', redis, down_ms: change.downMs });
+      void audit.append({ event: 'ledger.restored', ledger: 'redis', redis, down_ms: change.downMs });
     } else {
       log(`the spent-token ledger at ${redis} cannot be reached (${change.why}): every run is refused LEDGER_UNAVAILABLE until it is back (reconnecting by itself)`);
-      audit.append({ event: 'ledger.unavailable', ledger: 'redis', redis, why: change.why });
+      void audit.append({ event: 'ledger.unavailable', ledger: 'redis', redis, why: change.why });
     }
   };
   const link = new RedisLink(settings, onChange);
@@ -43,7 +45,7 @@ export async function openRedisLedger(settings: RedisSettings, ctx: LedgerContex
   link.client.on('ready', () => mirror.poke());
   const ledger = new RedisLedger(link, (jti) => {
     // The id as every other audit line gives it: a hash of the token's id, never the token.
-    audit.append({ event: 'token.released', token_id: jtiLogId(jti) });
+    void audit.append({ event: 'token.released', token_id: jtiLogId(jti) });
   });
   const connected = await link.start();
   const aof = connected ? await aofEnabled(link) : 'unknown';

@@ -162,7 +162,7 @@ export class RunAdmission {
     let released = false;
     return {
       waitedMs: this.now() - since,
-      endsBy: (atMs) => void (held.endsAt = atMs),
+      endsBy: (atMs) => { held.endsAt = atMs; },
       release: () => {
         if (released) return;
         released = true;

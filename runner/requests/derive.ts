@@ -8,7 +8,7 @@
  * `willRun`, whose `content` binds those bytes (docs/architecture.md §7). Nothing
  * the front sent is trusted beyond the skill name, script name and args it asked for.
  */
-import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync } from 'node:fs';
 import { relative } from 'node:path';
 import { skillRoots } from '../../shared/config.js';
 import type { DeclaredScript } from '../../shared/declaration.js';
@@ -17,7 +17,7 @@ import { findSkillByName } from '../../shared/discover.js';
 import type { DiscoveredSkill } from '../../shared/discover.js';
 import { buildScriptEnv, selfGrantWarning } from '../../shared/env.js';
 import type { ErrorCode } from '../../shared/errors.js';
-import { parseSkillMd } from '../../shared/frontmatter.js';
+import { parseSkillMd, type ParsedSkillMd } from '../../shared/frontmatter.js';
 import { readSkillMdFile } from '../../shared/skill-md.js';
 import { grantScripts, notGrantedMessage, readGrantSource, type Caller } from '../../shared/grant.js';
 import type { ScriptGrant } from '../../shared/grant.js';
@@ -128,7 +128,7 @@ export function onceContent(content: ContentSource, skill: DiscoveredSkill): () 
 export async function declaredScripts(ctx: DeriveContext, skill: DiscoveredSkill, read: () => Promise<ContentResult> = onceContent(contentInPlace(ctx), skill)): Promise<DeclaredNow> {
   const md = readSkillMdFile(skill.realDir);
   if (!md.ok) return { scripts: [], egress: [], problems: [md.why] };
-  let parsed;
+  let parsed: ParsedSkillMd;
   try {
     parsed = parseSkillMd(md.text, ctx.limits.maxFrontmatterBytes);
   } catch (error) {

@@ -12,7 +12,7 @@ import { chownSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ErrorCode } from '../../shared/errors.js';
 import { MAX_STREAM_BYTES, MAX_TIMEOUT_MS } from '../../shared/limits.js';
-import type { DescribeResult, Identity, Minted, Refusal, ResultOf, RunnerRequest, WillRun } from '../../shared/protocol.js';
+import type { DescribeResult, Minted, Refusal, ResultOf, RunnerRequest, WillRun } from '../../shared/protocol.js';
 import { mintToken, sameRequester, tokenLogId, verifyToken, willRunHash } from '../../shared/token.js';
 import type { AuditLog } from '../audit/log.js';
 import type { AuditEvent, RejectReason, RunGrant, RunWho } from '../audit/events.js';

@@ -115,7 +115,10 @@ export function makeRunCgroup(host: CgroupHost, name: string, limitBytes: number
         killDir = undefined;
       }
     }
-    if (killDir === undefined && host.v1Freezer !== undefined) procs.push((freezer = mk(host.v1Freezer)));
+    if (killDir === undefined && host.v1Freezer !== undefined) {
+      freezer = mk(host.v1Freezer);
+      procs.push(freezer);
+    }
     return handle(procs, 'cgroup-v1', killDir, freezer ?? memDir, () => readOr(join(memDir, 'memory.oom_control')), made, freezer);
   } catch (error) {
     for (const dir of made.reverse()) {

@@ -60,10 +60,10 @@ function ruleBody(rule: Rule): Insn[] {
       const tail: Insn[] = [];
       if (netlink.length > 0) {
         tail.push(ld(argLow(2)));
-        netlink.forEach((p, i) => tail.push(jeq(p, netlink.length - i, 0)));
+        for (const [i, p] of netlink.entries()) tail.push(jeq(p, netlink.length - i, 0));
       }
       const out: Insn[] = [ld(argLow(0))];
-      values.forEach((v, i) => out.push(jeq(v, values.length - i + (netlink.length > 0 ? 1 : 0) + tail.length, 0)));
+      for (const [i, v] of values.entries()) out.push(jeq(v, values.length - i + (netlink.length > 0 ? 1 : 0) + tail.length, 0));
       if (netlink.length > 0) out.push(jeq(AF_NETLINK, 0, tail.length));
       out.push(...tail, errno, ret(RET_ALLOW));
       return out;

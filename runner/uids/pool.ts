@@ -50,7 +50,7 @@ export function processesOfUid(uid: number): number[] {
       const status = readFileSync(`/proc/${name}/status`, 'utf8');
       if (/^State:\s+Z/m.test(status)) continue;
       const uids = /^Uid:\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)/m.exec(status);
-      if (uids && uids.slice(1).some((u) => Number(u) === uid)) pids.push(Number(name));
+      if (uids?.slice(1).some((u) => Number(u) === uid)) pids.push(Number(name));
     } catch {
       // exited while we looked
     }

@@ -60,7 +60,7 @@ export function createResourceServer(settings: OAuthSettings, verifier: Remember
       // else — missing, refused, expired, short of scope — are the gate's own).
       const token = bearerOf(headers);
       const known = token !== undefined ? verifier.remembered?.(token) : undefined;
-      if (known !== undefined && known.scopes.includes(SCOPES.read) && (known.expiresAt ?? 0) > Date.now() / 1000) return known;
+      if (known?.scopes.includes(SCOPES.read) && (known.expiresAt ?? 0) > Date.now() / 1000) return known;
       return gate(new Request('http://skill-mcp.invalid/mcp', { headers }));
     },
     metadata(pathname, method) {

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import type { Declaration } from '../../shared/declaration.js';
 import { OPERATOR_PLACE, resolveDeclaration, type DeclarationOrigin, type DeclarationProblem } from '../../shared/declaration-source.js';
 import type { DiscoveredSkill } from '../../shared/discover.js';
-import { FrontmatterError, parseSkillMd, type Frontmatter } from '../../shared/frontmatter.js';
+import { FrontmatterError, parseSkillMd, type Frontmatter, type ParsedSkillMd } from '../../shared/frontmatter.js';
 import type { CatalogLimits } from '../../shared/limits.js';
 import { MAX_DESCRIPTION_CHARS, MAX_SKILL_NAME_CHARS, PUBLISH_MAX_BYTES, PUBLISH_MAX_FILE_BYTES, PUBLISH_MAX_FILES } from '../../shared/limits.js';
 import { PUBLISHABLE_NAME } from '../../shared/paths.js';
@@ -119,7 +119,7 @@ export async function scanSkill(found: DiscoveredSkill, limits: CatalogLimits, d
     walkSkill(found.name, found.realDir, at, { maxFiles: limits.maxFilesPerSkill, maxDirs: limits.maxDirsPerSkill }),
   ]);
   if (!md.ok) return { problems: [{ path: `${at}/SKILL.md`, reason: 'unreadable-skill-md', detail: `${md.why}; the skill is not served` }] };
-  let parsed;
+  let parsed: ParsedSkillMd;
   try {
     parsed = parseSkillMd(md.text, limits.maxFrontmatterBytes);
   } catch (error) {

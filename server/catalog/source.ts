@@ -91,7 +91,7 @@ export class CatalogSkillSource implements SkillSource {
 
   async get(uri: string) {
     const parsed = parseSkillUri(uri);
-    if (!parsed || parsed.path !== 'SKILL.md') return undefined;
+    if (parsed?.path !== 'SKILL.md') return undefined;
     const record = this.#published(parsed.name);
     return record ? this.catalog.entry(record) : undefined;
   }

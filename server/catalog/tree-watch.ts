@@ -20,7 +20,7 @@
  * so their changes are ignored and hidden folders are not watched. Links are not followed: a
  * linked skill's target lies inside its root (shared/discover.ts), where it is watched anyway.
  */
-import { lstatSync, readdirSync, statSync, watch, type Dirent, type FSWatcher } from 'node:fs';
+import { lstatSync, readdirSync, statSync, watch, type Dirent, type FSWatcher, type Stats } from 'node:fs';
 import { dirname, join, sep } from 'node:path';
 
 /** How long one slice of the initial walk may hold the event loop. */
@@ -98,7 +98,7 @@ export class TreeWatcher {
    */
   #catchUp(dir: string, entries: Dirent[], since: number): void {
     for (const path of [dir, ...entries.filter((e) => !e.isDirectory()).map((e) => join(dir, e.name))]) {
-      let info;
+      let info: Stats | undefined;
       try {
         info = lstatSync(path, { throwIfNoEntry: false });
       } catch {

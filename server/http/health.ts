@@ -52,7 +52,7 @@ export async function readiness(front: FrontContext): Promise<Readiness> {
 
 /** One line for stderr saying what is not ready (or that it is ready again). */
 export function describeReadiness(state: Readiness): string {
-  if (state.ready) return 'ready: catalog loaded' + (state.checks.runner['configured'] === false ? '; no runner configured (reads only)' : '; runner reachable with the same configuration');
+  if (state.ready) return `ready: catalog loaded${state.checks.runner['configured'] === false ? '; no runner configured (reads only)' : '; runner reachable with the same configuration'}`;
   const { runner, ledger } = state.checks;
   if (runner['configMismatch']) return `not ready: CONFIG_MISMATCH with the runner (differs: ${(runner['configMismatch'] as string[]).join(', ')}): ${String(runner['detail'])}`;
   if (!runner.ok) return `not ready: the runner is not reachable: ${String(runner['detail'])}`;

@@ -59,7 +59,7 @@ function createListener(handler: McpHttpHandler, options: HttpOptions, inFlight:
     });
     try {
       // Through a trusted proxy the connection is the proxy's: the cap counts the client's requests.
-      if (cap && cap.trusted.has(normaliseAddress(req.socket.remoteAddress ?? ''))) {
+      if (cap?.trusted.has(normaliseAddress(req.socket.remoteAddress ?? ''))) {
         const client = clientAddress(req.socket.remoteAddress ?? '', req.headers['x-forwarded-for'], cap.trusted);
         if (!cap.counts.tryAdd(client)) {
           res.setHeader('connection', 'close');

@@ -38,7 +38,10 @@ export class LineReader {
   private take(piece: Buffer): void {
     if (piece.length === 0) return;
     this.size += piece.length;
-    if (this.scanner) return this.scanner.feed(piece);
+    if (this.scanner) {
+      this.scanner.feed(piece);
+      return;
+    }
     if (this.size <= this.maxLineBytes) {
       this.parts.push(piece);
       return;

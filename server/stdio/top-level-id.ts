@@ -63,7 +63,10 @@ export class TopLevelIdScanner {
       } else this.phase = 'done';
       return;
     }
-    if (this.depth === 1 && this.phase !== 'value') return this.structure(byte);
+    if (this.depth === 1 && this.phase !== 'value') {
+      this.structure(byte);
+      return;
+    }
     if (this.depth === 1 && (byte === 0x2c || byte === 0x7d)) {
       // The end of a member's value.
       this.finishCapture();

@@ -130,7 +130,7 @@ export async function skillList(front: FrontContext, request: ListRequest = {}):
       else if (!grant.granted || info?.granted === false) {
         ungrantedScripts.push({ script, interpreter, why: catalog.grant.kind === 'hosted-default' ? 'hosted mode grants nothing without MCP_SKILL_RUN' : grantedToOthers(catalog.grant, record.name, script) ? 'granted by MCP_SKILL_RUN to other identities, not to you' : 'not granted by MCP_SKILL_RUN' });
       } else if (!described) unavailableScripts.push({ script, interpreter, why: runnerWhy });
-      else if (!info || !info.runnable) unavailableScripts.push({ script, interpreter, why: info?.why ?? 'the runner does not find this script', ...(info?.deps !== undefined ? { deps: info.deps } : {}) });
+      else if (!info?.runnable) unavailableScripts.push({ script, interpreter, why: info?.why ?? 'the runner does not find this script', ...(info?.deps !== undefined ? { deps: info.deps } : {}) });
       else if (differs !== undefined) unavailableScripts.push({ script, interpreter, why: differs });
       else {
         scripts.push({

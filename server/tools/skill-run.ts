@@ -8,7 +8,7 @@
 import { inputRequired, inputResponse, TRACEPARENT_META_KEY, type CallToolResult, type ServerContext } from '@modelcontextprotocol/server';
 import { SkillMcpError } from '../../shared/errors.js';
 import { grantScripts, notGrantedMessage } from '../../shared/grant.js';
-import { traceparentSchema, type Approval, type Minted, type RunResult, type WillRun } from '../../shared/protocol.js';
+import { traceparentSchema, type Approval, type Minted, type Response, type RunResult, type WillRun } from '../../shared/protocol.js';
 import { shortDigest } from '../../shared/content-digest.js';
 import { willRunHash } from '../../shared/token.js';
 import { confirmPath, tokenInstructions } from '../confirm/settings.js';
@@ -133,7 +133,7 @@ function preview(minted: Minted, extra: Record<string, unknown>): CallToolResult
  */
 async function execute(front: FrontContext, input: RunInput, decoded: DecodedInputs, token: string, ctx: ServerContext, approval: Approval): Promise<CallToolResult> {
   const restartsBefore = front.runner.restarts();
-  let answer;
+  let answer: Response<'run'>;
   try {
     answer = await withProgress(ctx, `${input.name}/${input.script}`, () =>
       front.runner.send((client) => client.run({

@@ -75,7 +75,7 @@ function session(bin: string, options: { env: Record<string, string>; uid?: numb
 async function servesThrough(bin: string, env: Record<string, string> = {}): Promise<string> {
   const transport = new StdioClientTransport({ command: process.execPath, args: [bin], env: { ...baseEnv(), SKILLS_DIR: BUNDLED_SKILLS, SKILL_MCP_WATCH: 'off', ...env }, stderr: 'pipe' });
   let stderr = '';
-  transport.stderr?.on('data', (chunk: Buffer) => void (stderr += chunk.toString('utf8')));
+  transport.stderr?.on('data', (chunk: Buffer) => { stderr += chunk.toString('utf8'); });
   const client = new Client({ name: 'code-cache-e2e', version: '0.0.0' });
   await client.connect(transport);
   try {

@@ -25,7 +25,7 @@ async function connectStandalone(env: Record<string, string>): Promise<{ connect
   const transport = new StdioClientTransport({ command: process.execPath, args: [SERVER_JS], env: { ...baseEnv(), ...env }, stderr: 'pipe' });
   let stderr = '';
   const ended = new Promise<void>((resolve) => {
-    transport.stderr!.on('data', (chunk: Buffer) => void (stderr += chunk.toString('utf8')));
+    transport.stderr!.on('data', (chunk: Buffer) => { stderr += chunk.toString('utf8'); });
     transport.stderr!.once('end', resolve);
   });
   const client = new Client({ name: 'config-agreement', version: '0.0.0' });

@@ -105,7 +105,7 @@ describe('npm pack, then npm install of the tarball', () => {
     const stateDir = join(tempDir('state'), 'state');
     const transport = new StdioClientTransport({ command: bin, args: [], env: { ...baseEnv(), SKILL_MCP_STATE_DIR: stateDir }, stderr: 'pipe' });
     let stderr = '';
-    transport.stderr?.on('data', (chunk: Buffer) => void (stderr += chunk.toString('utf8')));
+    transport.stderr?.on('data', (chunk: Buffer) => { stderr += chunk.toString('utf8'); });
     const client = new Client({ name: 'skill-mcp-package-test', version: '0.0.0' });
     await client.connect(transport);
     try {

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { awaitAllTitled, findTitled, FLOOD_JS, HELD_JS, heldOutput, release, tags } from '../held-scripts.js';
 import { hasNamespaces } from '../levels.js';
 import type { IsolationLevel } from '../../shared/protocol.js';
-import { ERAS, callTool, expectNoLeftovers, FRONT_UID, serve, skillList, tempDir, type Served, type ToolAnswer } from './harness.js';
+import { ERAS, expectNoLeftovers, FRONT_UID, serve, skillList, tempDir, type Served, type ToolAnswer } from './harness.js';
 import { askToken, audit, awaitAudit } from './run-skills.js';
 
 const isRoot = process.getuid?.() === 0;

@@ -170,7 +170,7 @@ describe('pull --git: a hostile repository', () => {
       'good/.hidden': 'hidden\n',
       'good/passwd': ['120000', link],
       'good/vendor': ['160000', git(repo.dir, ['rev-parse', 'main'])],
-      'good/big.bin': 'version https://git-lfs.github.com/spec/v1\noid sha256:' + '0'.repeat(64) + '\nsize 123\n',
+      'good/big.bin': `version https://git-lfs.github.com/spec/v1\noid sha256:${'0'.repeat(64)}\nsize 123\n`,
       '.hidden/SKILL.md': md('hidden'),
       'back\\slash/SKILL.md': md('back'),
       'ctl/SKILL.md': md('ctl'),

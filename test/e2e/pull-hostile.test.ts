@@ -105,7 +105,7 @@ describe('attack: an HTTP server whose answer never ends', () => {
     server = createServer((req, res) => {
       if (req.method !== 'POST') return void res.writeHead(405).end();
       let body = '';
-      req.on('data', (c: Buffer) => void (body += c.toString('utf8')));
+      req.on('data', (c: Buffer) => { body += c.toString('utf8'); });
       req.on('end', () => {
         const message = JSON.parse(body) as { id?: number; method: string; params?: { protocolVersion?: string } };
         if (message.id === undefined) return void res.writeHead(202).end();
@@ -113,7 +113,7 @@ describe('attack: an HTTP server whose answer never ends', () => {
         if (message.method === 'initialize') {
           return void res.end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result: { protocolVersion: message.params?.protocolVersion, capabilities: { resources: {} }, serverInfo: { name: 'endless', version: '0' } } }));
         }
-        res.on('close', () => void (aborted = !res.writableFinished));
+        res.on('close', () => { aborted = !res.writableFinished; });
         const chunk = Buffer.alloc(1024 * 1024, 0x20);
         res.write(`{"jsonrpc":"2.0","id":${message.id},"result":{"resources":[]`);
         const pump = (): void => {

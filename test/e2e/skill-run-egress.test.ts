@@ -81,7 +81,6 @@ async function runOnce(client: Served['client'], script: string, url: string) {
 describe.skipIf(!bwrapWorks)('standalone: the declaration is the grant, and the person is told', () => {
   let served: Served;
   let stateDir: string;
-  let shown = '';
 
   beforeAll(async () => {
     stateDir = join(tempDir('state'), 'state');

@@ -10,7 +10,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callTool, ERAS, expectNoLeftovers, serve, SUITE_TMP, tempDir, type Served } from './harness.js';
+import { ERAS, expectNoLeftovers, serve, SUITE_TMP, tempDir, type Served } from './harness.js';
 import { audit } from './run-skills.js';
 import { writeWorkspaceSkill } from './workspace-skill.js';
 

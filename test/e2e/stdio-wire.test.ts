@@ -20,8 +20,8 @@ function pipeSession(input: string, env: Record<string, string> = {}): Promise<{
   const child = spawn(process.execPath, [SERVER_JS], { env: { ...baseEnv(), SKILLS_DIR: BUNDLED_SKILLS, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
-  child.stdout.on('data', (c: Buffer) => void (stdout += c.toString('utf8')));
-  child.stderr.on('data', (c: Buffer) => void (stderr += c.toString('utf8')));
+  child.stdout.on('data', (c: Buffer) => { stdout += c.toString('utf8'); });
+  child.stderr.on('data', (c: Buffer) => { stderr += c.toString('utf8'); });
   child.stdin.end(input);
   return new Promise((resolve) =>
     child.once('close', (code) => resolve({ code, answers: stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>), stderr })),
@@ -81,7 +81,7 @@ test('lines that are not JSON-RPC get JSON-RPC errors (parse error, invalid requ
 test('a request over the line cap (23 MiB by default: a skill_run with its whole input allowance) is refused at once with an error under its own id, and the session goes on', async () => {
   const transport = new StdioClientTransport({ command: process.execPath, args: [SERVER_JS], env: { ...baseEnv(), SKILLS_DIR: BUNDLED_SKILLS }, stderr: 'pipe' });
   let stderr = '';
-  transport.stderr?.on('data', (c: Buffer) => void (stderr += c.toString('utf8')));
+  transport.stderr?.on('data', (c: Buffer) => { stderr += c.toString('utf8'); });
   const client = new Client({ name: 'big-sender', version: '0' });
   await client.connect(transport);
   try {

@@ -84,6 +84,7 @@ function runScenario(scenario: string, spec: string): Promise<{ checks: Check[];
   const args = [SUITE, 'server', '--url', server.url, '--scenario', scenario, '-o', out, ...(spec === 'extension' ? [] : ['--spec-version', spec])];
   return new Promise((resolve, reject) => {
     execFile(NODE22, args, { cwd: REPO, timeout: 90_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: strips the suite's ANSI colour codes (ESC [ … m)
       const output = `${stdout}${stderr}`.replace(/\x1b\[[0-9;]*m/g, '');
       const runDir = readdirSync(out)[0];
       if (runDir === undefined) return reject(new Error(`the suite wrote no results (${error?.message ?? 'no error'}):\n${output}`));

@@ -28,9 +28,9 @@ async function start(env: Record<string, string>): Promise<HttpServer> {
   return server;
 }
 
-async function get(server: HttpServer, path: string): Promise<{ status: number; body: Record<string, any> }> {
+async function get(server: HttpServer, path: string): Promise<{ status: number; body: Record<string, unknown> }> {
   const response = await fetch(new URL(path, server.url));
-  return { status: response.status, body: (await response.json()) as Record<string, any> };
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
 }
 
 describe('health and readiness', () => {
@@ -59,7 +59,7 @@ describe('health and readiness', () => {
     expect(mismatched.stderr()).toMatch(/not ready: CONFIG_MISMATCH with the runner \(differs: grant\)/);
     const ready = await get(mismatched, '/readyz');
     expect(ready.status).toBe(503);
-    expect(ready.body['checks']['runner']).toMatchObject({ ok: false, reachable: true, configMismatch: ['grant'] });
+    expect(ready.body).toMatchObject({ checks: { runner: { ok: false, reachable: true, configMismatch: ['grant'] } } });
   });
 
   test('runner stopped again: not ready, and the change is logged once', async () => {
@@ -76,7 +76,7 @@ describe('health and readiness', () => {
     expect(own.stderr()).not.toMatch(/ready/);
     const ready = await get(own, '/readyz');
     expect(ready.status, JSON.stringify(ready.body)).toBe(200);
-    expect(ready.body['checks']['runner']).toMatchObject({ ok: true, configured: true, reachable: true });
+    expect(ready.body).toMatchObject({ checks: { runner: { ok: true, configured: true, reachable: true } } });
   });
 
   test('other methods are 405; unknown paths stay 404', async () => {

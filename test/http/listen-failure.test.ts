@@ -17,7 +17,7 @@ const isRoot = process.getuid?.() === 0;
 function httpFront(args: string[]): Promise<{ code: number | null; stderr: string }> {
   const child = spawn(process.execPath, [SERVER_JS, '--http', ...args], { env: baseEnv(), stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
-  child.stderr.on('data', (c: Buffer) => void (stderr += c.toString('utf8')));
+  child.stderr.on('data', (c: Buffer) => { stderr += c.toString('utf8'); });
   return new Promise((resolve) => child.once('close', (code) => resolve({ code, stderr })));
 }
 

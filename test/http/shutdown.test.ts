@@ -36,7 +36,7 @@ async function requestInFlight(server: HttpServer): Promise<{ req: ClientRequest
       (res: IncomingMessage) => {
         let text = '';
         res.setEncoding('utf8');
-        res.on('data', (chunk: string) => void (text += chunk));
+        res.on('data', (chunk: string) => { text += chunk; });
         res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
       },
     );

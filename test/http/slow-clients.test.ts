@@ -34,7 +34,7 @@ function open(): Promise<Socket> {
 function untilClosed(socket: Socket): Promise<{ text: string; ms: number }> {
   const started = Date.now();
   let text = '';
-  socket.on('data', (chunk: Buffer) => void (text += chunk.toString('utf8')));
+  socket.on('data', (chunk: Buffer) => { text += chunk.toString('utf8'); });
   socket.on('error', () => undefined);
   return new Promise((resolve) => socket.once('close', () => resolve({ text, ms: Date.now() - started })));
 }
@@ -83,7 +83,7 @@ function stall(at: number, payload: string, from = '127.0.0.1'): Promise<{ socke
     let text = '';
     // The server's end of the conversation: its FIN ('end'), or a reset ('error'/'close').
     const hungUp = new Promise<string>((done) => {
-      socket.on('data', (chunk: Buffer) => void (text += chunk.toString('utf8')));
+      socket.on('data', (chunk: Buffer) => { text += chunk.toString('utf8'); });
       socket.once('end', () => done(text));
       socket.once('close', () => done(text));
       socket.on('error', () => done(text));
@@ -110,7 +110,7 @@ function listFrom(at: number, from: string, headers: Record<string, string> = {}
       headers: { host: `127.0.0.1:${at}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': MODERN, 'mcp-method': 'skills/list', ...headers },
     }, (res) => {
       let text = '';
-      res.on('data', (chunk: Buffer) => void (text += chunk.toString('utf8')));
+      res.on('data', (chunk: Buffer) => { text += chunk.toString('utf8'); });
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
     });
     req.on('error', reject);

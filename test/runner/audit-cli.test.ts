@@ -92,7 +92,7 @@ describe('audit tail against forged lines', () => {
     expect(r.status).toBe(0);
     const printed = r.stdout.split('\n').filter(Boolean);
     expect(printed).toHaveLength(readFileSync(log, 'utf8').split('\n').filter(Boolean).length);
-    // eslint-disable-next-line no-control-regex
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: the assertion is that none are printed
     expect(r.stdout).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/u);
     for (const line of printed) expect(line).toMatch(/^\d{4}-\d\d-\d\dT\S+ #\d+ [a-z.]+ /);
     const accept = printed.find((l) => l.includes(' run.accept '))!;

@@ -54,7 +54,7 @@ describe('a copy standing alone, with the public key', () => {
   it('an honest copy verifies: chain, every checkpoint signed, signed to its last line; also from stdin, and up to the head', () => {
     const honest = copy('honest.log', lines);
     expect(verify(honest)).toMatchObject({ status: 0, stdout: expect.stringMatching(/^intact: \d+ lines, chain unbroken; signed to its last line/) });
-    expect(cli(['verify', '-', '--public-key', pem], lines.join('\n') + '\n')).toMatchObject({ status: 0, stdout: expect.stringContaining('signed to its last line') });
+    expect(cli(['verify', '-', '--public-key', pem], `${lines.join('\n')}\n`)).toMatchObject({ status: 0, stdout: expect.stringContaining('signed to its last line') });
     expect(verify(honest, '--head', headFile)).toMatchObject({ status: 0, stdout: expect.stringContaining('reaches the head') });
   });
 

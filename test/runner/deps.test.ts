@@ -65,7 +65,7 @@ beforeAll(async () => {
   const pkg = makeWheel(files, 'skilltestpkg', '1.0.0', { 'skilltestpkg/__init__.py': 'import skilltestdep\nVALUE = "from-wheel"\ndef dep_value():\n    return skilltestdep.VALUE\n' }, ['skilltestdep>=2']);
   canary = await startCanary();
   // A build that tries the network two ways: through the proxy variables, and a direct connection.
-  const sdist = makeSdist(files, 'skilltestsrc', '1.0.0', 'skilltestsrc', String.raw`import socket, urllib.request
+  const sdist = makeSdist(files, 'skilltestsrc', '1.0.0', 'skilltestsrc', `import socket, urllib.request
 tried = []
 try:
     urllib.request.urlopen('http://127.0.0.1:${canary.port}/', timeout=5); tried.append('proxy:connected')

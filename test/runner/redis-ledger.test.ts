@@ -94,7 +94,7 @@ describe.skipIf(!REDIS_SERVER)(`with a real redis-server${REDIS_SERVER ? '' : ` 
     const [a, b] = await Promise.all([runner(redis.url, { SKILL_MCP_REDIS_TIMEOUT_MS: '300' }), runner(redis.url, { SKILL_MCP_REDIS_TIMEOUT_MS: '300' })]);
     const token = await mint(a, ['stall']);
     redis.pause();
-    let refused;
+    let refused: Awaited<ReturnType<typeof run>>;
     try {
       refused = await run(a, token, ['stall']);
     } finally {

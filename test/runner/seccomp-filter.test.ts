@@ -46,7 +46,7 @@ function record(arch: number, nr: number, args: number[] = []): Buffer {
   const buf = Buffer.alloc(64);
   buf.writeUInt32LE(nr >>> 0, 0);
   buf.writeUInt32LE(arch >>> 0, 4);
-  args.forEach((v, i) => buf.writeBigUInt64LE(BigInt.asUintN(64, BigInt(v)), 16 + 8 * i));
+  for (const [i, v] of args.entries()) buf.writeBigUInt64LE(BigInt.asUintN(64, BigInt(v)), 16 + 8 * i);
   return buf;
 }
 

@@ -104,8 +104,11 @@ describe.skipIf(!isRoot)('one uid per live run (root only: only a root runner gi
       expect(leftover(digits[HOLDING + k]!), `quick run ${k}'s own leftover is reaped`).toBeUndefined();
     }
     // The held runs are all holding now, with their leftovers, each under a uid of its own.
-    let seen: (Leftover | undefined)[];
-    while (!(seen = held.map(leftover)).every(Boolean)) await new Promise((resolve) => setTimeout(resolve, 50));
+    let seen = held.map(leftover);
+    while (!seen.every(Boolean)) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      seen = held.map(leftover);
+    }
     const holding = seen as Leftover[];
     expect(new Set(holding.map((s) => s.uid)).size).toBe(HOLDING);
 

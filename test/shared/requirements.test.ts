@@ -34,7 +34,7 @@ describe('requirements in the declaration', () => {
 
 describe('requirement lines', () => {
   it('accepts names, extras, specifiers, markers, hashes, comments and continuations', () => {
-    const text = '# pinned\npypdf==6.1.0  # the PDF library\nrequests[socks]>=2.31,<3\n\nfoo==1.0 \\\n    --hash=sha256:' + 'a'.repeat(64) + '\n';
+    const text = `# pinned\npypdf==6.1.0  # the PDF library\nrequests[socks]>=2.31,<3\n\nfoo==1.0 \\\n    --hash=sha256:${'a'.repeat(64)}\n`;
     const parsed = parseRequirementLines(text);
     expect(parsed).toEqual({ ok: true, hashed: true, lines: ['pypdf==6.1.0', 'requests[socks]>=2.31,<3', `foo==1.0 --hash=sha256:${'a'.repeat(64)}`] });
   });
