@@ -8,12 +8,14 @@
 import { realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseFlags, stringFlag, UsageError, wantsHelp } from '../../shared/cli-args.js';
+import { joinFreshSessionKeyring } from '../sandbox/keyring.js';
 import { probePlatform, resolveBinary } from '../sandbox/platform.js';
 import { usesBwrap } from '../sandbox/platform.js';
 import { DEFAULT_CLAIM_DIR, UidClaims } from '../uids/claims.js';
 import { DEFAULT_UID_RANGE, parseUidRange, UidPool } from '../uids/pool.js';
 import { Identities } from './identity.js';
 import { buildEnvironment } from './install.js';
+import { describeInstallSandbox, TMP_BYTES } from './sandbox.js';
 import { collect, environmentStatus, interpreterPaths } from './status.js';
 import { ensureEnvsDir, removeTree } from './store.js';
 import { npmConfig, pipConfig } from './tool-config.js';
@@ -47,7 +49,10 @@ export async function depsMain(argv: string[], options: { bundledSkills: string 
   // Root installs as a uid of the run range, claimed like a run's, so no run shares it meanwhile.
   const uid = await pool?.take();
   try {
-    const platform = probePlatform({ searchPath: env['PATH'], bwrapSetting: env['SKILL_MCP_BWRAP'] || undefined, probeUid: uid, tmpBytes: 64 * 1024 * 1024 });
+    // Security: as a runner does at start — the keys of the session the operator runs this in are
+    // possessed by none of the install's steps (a source build runs a package's own code).
+    const ownKeyring = joinFreshSessionKeyring();
+    const platform = probePlatform({ searchPath: env['PATH'], bwrapSetting: env['SKILL_MCP_BWRAP'] || undefined, probeUid: uid, tmpBytes: TMP_BYTES, ownKeyring });
     const ids = new Identities();
     const { rows, index, settings } = await collect(env, options.bundledSkills, only, platform, ids, out, DEPS_USAGE);
     const stateDir = stringFlag(values, 'state-dir') ?? settings.stateDir;
@@ -60,7 +65,7 @@ export async function depsMain(argv: string[], options: { bundledSkills: string 
     }
     if (index.problems.length > 0) throw new UsageError(index.problems.join('; '), DEPS_USAGE);
     const envsDir = ensureEnvsDir(stateDir);
-    out(`environments in ${envsDir}; install sandbox: ${usesBwrap(platform) ? `bubblewrap (${platform.isolation})` : `none (${platform.isolation}): the install shares this machine's network`}${uid !== undefined ? `, as uid ${uid}` : ''}`);
+    out(`environments in ${envsDir}; install sandbox: ${describeInstallSandbox(platform, ownKeyring)}${uid !== undefined ? `, as uid ${uid}` : ''}`);
     const python3 = interpreterPaths(platform).python3;
     const node = interpreterPaths(platform).node;
     const npm = resolveBinary('npm', env['PATH'], false);

@@ -9,6 +9,10 @@
  * its own skill folder read-only at {@link SKILL_MOUNT}, a fresh /proc of its own pid namespace, a
  * minimal /dev, and size-capped tmpfs folders at /tmp (its HOME and TMPDIR) and /dev/shm. Nothing
  * else: not the person's home, not other skills, not the runner's state or sockets.
+ *
+ * The namespaces, the system view and the final seal are shared with the `deps install` sandbox
+ * (runner/deps/sandbox.ts), which builds from the same {@link SANDBOX_PROCESS},
+ * {@link systemView} and {@link SEAL_VIEW}, so a change here reaches both.
  */
 import { EGRESS_SOCKET_MOUNT } from '../egress/bridge.js';
 
@@ -62,28 +66,41 @@ export interface RunView {
 }
 
 /**
- * The bubblewrap options (everything before `--`). Order matters to bubblewrap: mounts are made
- * in the order given, so later ones sit on top of earlier ones.
+ * The namespaces and process rules of every bubblewrap sandbox: a run's and a `deps install`
+ * step's (runner/deps/sandbox.ts). One list, so the two cannot drift apart.
  */
-export function bwrapArgs(layout: HostLayout, view: RunView): string[] {
-  const args = [
-    // Security: a user namespace makes bubblewrap work without privileges and strips every
-    // capability the script could have on the host; pid, ipc, net and uts namespaces hide the
-    // runner, the front and other runs, their SysV/POSIX IPC, every network but a private loopback,
-    // and the host name. cgroup only where the kernel allows it.
-    '--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-net', '--unshare-uts', '--unshare-cgroup-try',
-    // Security: no nested user namespace — `unshare -Urnm` inside would hand the script a full set
-    // of capabilities over a namespace of its own (new mounts, raw sockets on its own net ns).
-    '--disable-userns',
-    // Security: the script dies with bubblewrap (bubblewrap with the runner, through setpriv), and
-    // a new session keeps it from reaching any terminal (TIOCSTI). The script's chain is pid 1 of
-    // its namespace (no bubblewrap reaper in between), so when it ends, or dies with bubblewrap,
-    // the kernel kills everything else in the namespace. bubblewrap's own pid 1 did not reliably
-    // die with the outer bubblewrap (seen: one SIGKILLed runner in three left its run alive).
-    '--die-with-parent', '--new-session', '--as-pid-1',
-    '--hostname', 'skill-sandbox',
-    '--ro-bind', '/usr', '/usr',
-  ];
+export const SANDBOX_PROCESS: readonly string[] = [
+  // Security: a user namespace makes bubblewrap work without privileges and strips every
+  // capability the sandboxed code could have on the host; pid, ipc, net and uts namespaces hide
+  // the runner, the front and other runs, their SysV/POSIX IPC, every network but a private
+  // loopback, and the host name. cgroup only where the kernel allows it.
+  '--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-net', '--unshare-uts', '--unshare-cgroup-try',
+  // Security: no nested user namespace — `unshare -Urnm` inside would hand the code a full set
+  // of capabilities over a namespace of its own (new mounts, raw sockets on its own net ns).
+  '--disable-userns',
+  // Security: the code dies with bubblewrap (bubblewrap with the runner or the installer, through
+  // setpriv), and a new session keeps it from reaching any terminal (TIOCSTI). The chain is pid 1
+  // of its namespace (no bubblewrap reaper in between), so when it ends, or dies with bubblewrap,
+  // the kernel kills everything else in the namespace — a build's leftovers too. bubblewrap's own
+  // pid 1 did not reliably die with the outer bubblewrap (seen: one SIGKILLed runner in three left
+  // its run alive).
+  '--die-with-parent', '--new-session', '--as-pid-1',
+];
+
+/** What the system view needs from the sandbox that uses it. */
+export interface SystemViewNeeds {
+  /** Size cap of the /tmp tmpfs. */
+  tmpBytes: number;
+}
+
+/**
+ * The read-only system view every bubblewrap sandbox starts from (runs and `deps install` steps):
+ * /usr, the host's /bin and /lib* links or folders, the interpreter prefixes outside /usr, the
+ * /etc allowlist, a fresh /proc with /proc/keys masked, a minimal /dev, and size-capped tmpfs at
+ * /dev/shm and /tmp. Pure. Each sandbox adds its own binds after it and {@link SEAL_VIEW} last.
+ */
+export function systemView(layout: HostLayout, needs: SystemViewNeeds): string[] {
+  const args = ['--ro-bind', '/usr', '/usr'];
   for (const link of layout.links) args.push('--symlink', link.target, link.path);
   for (const dir of layout.dirs) args.push('--ro-bind', dir, dir);
   for (const dir of layout.extra) args.push('--ro-bind', dir, dir);
@@ -94,12 +111,33 @@ export function bwrapArgs(layout: HostLayout, view: RunView): string[] {
     // descriptions of the person's own keys at the levels without a uid of the run's own.
     '--ro-bind', '/dev/null', '/proc/keys',
     '--dev', '/dev',
-    // Security: the writable places are RAM-backed and capped, so a script filling them cannot
+    // Security: the writable places are RAM-backed and capped, so code filling them cannot
     // fill the host's disk (and lose the run's result or the audit log with it).
     '--size', String(SHM_BYTES), '--tmpfs', '/dev/shm',
-    '--size', String(view.tmpBytes), '--tmpfs', SANDBOX_HOME,
-    '--ro-bind', view.skillDir, SKILL_MOUNT,
+    '--size', String(needs.tmpBytes), '--tmpfs', SANDBOX_HOME,
   );
+  return args;
+}
+
+/**
+ * The last mounts of every bubblewrap sandbox. Security: bubblewrap builds the sandbox's root and
+ * /dev on unbounded tmpfs mounts owned by the sandboxed uid; left writable, `/etc/x` or `/dev/x`
+ * would be a RAM sink with no size cap. Both are remounted read-only (not recursively: /tmp,
+ * /dev/shm and the binds made writable stay writable, /tmp and /dev/shm with their caps).
+ */
+export const SEAL_VIEW: readonly string[] = ['--remount-ro', '/dev', '--remount-ro', '/'];
+
+/**
+ * The bubblewrap options (everything before `--`). Order matters to bubblewrap: mounts are made
+ * in the order given, so later ones sit on top of earlier ones.
+ */
+export function bwrapArgs(layout: HostLayout, view: RunView): string[] {
+  const args = [
+    ...SANDBOX_PROCESS,
+    '--hostname', 'skill-sandbox',
+    ...systemView(layout, { tmpBytes: view.tmpBytes }),
+    '--ro-bind', view.skillDir, SKILL_MOUNT,
+  ];
   // Security: the network namespace stays empty; the one way out is this socket to the run's own
   // proxy, which decides every destination. Runs without egress get no socket at all.
   if (view.egressSocket !== undefined) args.push('--ro-bind', view.egressSocket, EGRESS_SOCKET_MOUNT);
@@ -110,13 +148,6 @@ export function bwrapArgs(layout: HostLayout, view: RunView): string[] {
   if (view.workspace !== undefined) args.push('--bind', view.workspace, WORKSPACE_MOUNT);
   // Security: read-only — a run can import its packages, never change them for the next run.
   for (const bind of view.deps ?? []) args.push('--ro-bind', bind.source, bind.mount);
-  args.push(
-    // Security: bubblewrap builds the sandbox's root and /dev on unbounded tmpfs mounts owned by the
-    // script's uid; left writable, `/etc/x` or `/dev/x` would be a RAM sink with no size cap. Both
-    // are remounted read-only (not recursively: /tmp and /dev/shm stay writable, with their caps).
-    '--remount-ro', '/dev',
-    '--remount-ro', '/',
-    '--chdir', view.workspace !== undefined ? WORKSPACE_MOUNT : SKILL_MOUNT,
-  );
+  args.push(...SEAL_VIEW, '--chdir', view.workspace !== undefined ? WORKSPACE_MOUNT : SKILL_MOUNT);
   return args;
 }

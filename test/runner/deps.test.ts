@@ -1,10 +1,10 @@
 /**
  * Dependencies per skill, end to end through the real runner and the real `skill-mcp deps install`:
  * a local wheel (and its dependency) served by a loopback PEP 503 index, an sdist-only package, a
- * source build that tries to reach the network, and an npm package with an install script served
- * by a loopback registry. At this machine's level (root or not, bubblewrap or not — CI's four passes).
+ * source build that tries to reach the network, one that tries the kernel interfaces the run
+ * filter closes, and an npm package with an install script served by a loopback registry. At this machine's level (root or not, bubblewrap or not — CI's four passes).
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { appendFileSync, chmodSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -26,8 +26,55 @@ let root: string;
 let stateDir: string;
 let runner: RunnerHandle;
 let env: Record<string, string>;
-/** The first `deps install` (every skill), which the source-build test reads too. */
+/** The first `deps install` (every skill), which the source-build tests read too. */
 let installAll = '';
+// The first install runs in a session keyring holding a key, as an operator's login session would.
+const KEY = `skill-mcp-deps-key-${process.pid}-${Date.now()}`;
+const keyctlHere = (() => {
+  try {
+    execFileSync('keyctl', ['--version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+const keyedSession = keyctlHere ? ['keyctl', 'session', '-', 'sh', '-c', `keyctl add user ${KEY} deps-key-secret @s >/dev/null && exec "$@"`, 'sh'] : [];
+
+/**
+ * A package build (in-tree PEP 517 backend, run by pip in the install sandbox) that tries what the
+ * run filter closes and records each answer in the module it builds (`BUILD_RESULT`, JSON).
+ */
+const KERNEL_BUILD = String.raw`import ctypes, json, os, platform, socket
+NR = {"x86_64": dict(keyctl=250, add_key=248, request_key=249, io_uring_setup=425, bpf=321),
+      "aarch64": dict(keyctl=219, add_key=217, request_key=218, io_uring_setup=425, bpf=280)}[platform.machine()]
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+def res(r):
+    return "ok" if r >= 0 else os.strerror(ctypes.get_errno())
+out = {}
+out["keyctl_get_session"] = res(libc.syscall(NR["keyctl"], 0, ctypes.c_long(-3), 0))
+out["request_key"] = res(libc.syscall(NR["request_key"], b"user", b"${KEY}", None, 0))
+out["add_key_plant"] = res(libc.syscall(NR["add_key"], b"user", b"planted-by-a-build", b"x", 1, ctypes.c_long(-3)))
+try:
+    out["proc_keys"] = open("/proc/keys").read()
+except OSError as e:
+    out["proc_keys"] = os.strerror(e.errno)
+def sock(name, *a):
+    try:
+        socket.socket(*a).close(); out[name] = "ok"
+    except OSError as e:
+        out[name] = os.strerror(e.errno)
+sock("af_vsock", 40, socket.SOCK_STREAM)
+sock("netlink_generic", 16, socket.SOCK_RAW, 16)
+sock("netlink_netfilter", 16, socket.SOCK_RAW, 12)
+sock("netlink_route", 16, socket.SOCK_RAW, 0)
+sock("af_unix", socket.AF_UNIX, socket.SOCK_STREAM)
+sock("af_inet", socket.AF_INET, socket.SOCK_STREAM)
+out["unshare_user"] = res(libc.unshare(0x10000000))
+out["unshare_net"] = res(libc.unshare(0x40000000))
+out["io_uring_setup"] = res(libc.syscall(NR["io_uring_setup"], 8, ctypes.create_string_buffer(120)))
+out["bpf"] = res(libc.syscall(NR["bpf"], 5, ctypes.create_string_buffer(128), 128))
+result = json.dumps(out)`;
 
 /** `skill-mcp deps install` (or list) as the operator runs it; resolves with its exit code and output. */
 function deps(args: string[]): Promise<{ code: number | null; out: string }> {
@@ -39,10 +86,11 @@ function cli(args: string[]): Promise<{ code: number | null; out: string }> {
   return cliWith(env, args);
 }
 
-function cliWith(env: Record<string, string>, args: string[]): Promise<{ code: number | null; out: string }> {
+function cliWith(env: Record<string, string>, args: string[], prefix: string[] = []): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
     const bwrap = process.env['SKILL_MCP_BWRAP'] ? { SKILL_MCP_BWRAP: process.env['SKILL_MCP_BWRAP'] } : {};
-    const child = spawn(process.execPath, [BIN, ...args], { env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: process.env['HOME'] ?? '/tmp', LANG: 'C.UTF-8', ...bwrap, ...env, SKILL_MCP_UID_RANGE: range }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const [command, ...argv] = [...prefix, process.execPath, BIN, ...args];
+    const child = spawn(command!, argv, { env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: process.env['HOME'] ?? '/tmp', LANG: 'C.UTF-8', ...bwrap, ...env, SKILL_MCP_UID_RANGE: range }, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
     if (args[0] !== 'doctor' && !args.includes('--json')) child.stderr.on('data', (c: Buffer) => (out += c.toString()));
@@ -77,7 +125,8 @@ try:
 except Exception as e:
     tried.append('direct:' + type(e).__name__)
 result = ' '.join(tried)`);
-  pypi = await startPypiIndex({ skilltestpkg: [pkg], skilltestdep: [dep], skilltestsrc: [sdist] });
+  const kernelSdist = makeSdist(files, 'skilltestkernel', '1.0.0', 'skilltestkernel', KERNEL_BUILD);
+  pypi = await startPypiIndex({ skilltestpkg: [pkg], skilltestdep: [dep], skilltestsrc: [sdist], skilltestkernel: [kernelSdist] });
   const npmPkg = { name: 'leftpad-test', version: '1.0.0', main: 'index.js', scripts: { install: 'node -e "require(\'fs\').writeFileSync(\'install-script-ran\', \'x\')"' } };
   const tarball = makeNpmTarball(files, npmPkg, { 'index.js': 'exports.pad = (s) => "[" + s + "]";\n' });
   npm = await startNpmRegistry([{ pkg: npmPkg, tarball }]);
@@ -93,6 +142,7 @@ result = ' '.join(tried)`);
     'uses-wheel': { requirements: '    python: requirements.txt', run: [{ script: 'scripts/probe.py', interpreter: 'python3' }], files: { 'requirements.txt': '# the one package\nskilltestpkg==1.0.0\n', 'scripts/probe.py': PY_PROBE } },
     'needs-sdist': { requirements: '    python: ["skilltestsrc==1.0.0"]', run: [{ script: 'scripts/show.py', interpreter: 'python3' }], files: { 'scripts/show.py': 'import skilltestsrc\nprint(skilltestsrc.BUILD_RESULT)\n' } },
     'sdist-allowed': { requirements: '    python: ["skilltestsrc==1.0.0"]\n    source-builds: true', run: [{ script: 'scripts/show.py', interpreter: 'python3' }], files: { 'scripts/show.py': 'import skilltestsrc\nprint(skilltestsrc.BUILD_RESULT)\n' } },
+    'sdist-kernel': { requirements: '    python: ["skilltestkernel==1.0.0"]\n    source-builds: true', run: [{ script: 'scripts/show.py', interpreter: 'python3' }], files: { 'scripts/show.py': 'import skilltestkernel\nprint(skilltestkernel.BUILD_RESULT)\n' } },
     'node-skill': {
       requirements: '    node: package.json', run: [{ script: 'scripts/show.js', interpreter: 'node' }],
       files: { 'package.json': JSON.stringify({ name: 'node-skill', version: '1.0.0', dependencies: { 'leftpad-test': '1.0.0' } }), 'package-lock.json': JSON.stringify(lock), 'scripts/show.js': 'console.log(require("leftpad-test").pad("ok"), process.env.NODE_PATH);\n' },
@@ -126,7 +176,7 @@ describe(`dependencies per skill (${level})`, () => {
   });
 
   it('deps install builds each environment from the loopback index, says which index and network it used, and records what it resolved', async () => {
-    const { code, out } = await deps(['install']);
+    const { code, out } = await cliWith(env, ['deps', 'install'], keyedSession);
     installAll = out;
     // needs-sdist cannot be built wheels-only: the command fails for it, after building the rest.
     expect(code, out).toBe(1);
@@ -197,6 +247,35 @@ describe(`dependencies per skill (${level})`, () => {
     // Through the proxy: refused (HTTP 403); directly: the build's own network namespace has nothing.
     expect(text(result.stdout).trim()).toBe('proxy:HTTPError direct:ConnectionRefusedError');
     expect(canary.connections()).toBe(0);
+  });
+
+  it('attack: a package\'s build (a source build pip runs in the install sandbox) cannot use keyrings, read /proc/keys, open AF_VSOCK or non-route netlink sockets, unshare, io_uring or bpf — the install has the run filter', async () => {
+    const out = installAll;
+    if (!bwrapWorks) {
+      expect(out).toMatch(/sdist-kernel: python environment [0-9a-f]{64}: NOT installed: source builds are allowed by the declaration but need the bubblewrap sandbox/);
+      return;
+    }
+    expect(out).toContain("install sandbox: bubblewrap (");
+    expect(out).toContain("the runs' syscall filter, /proc/keys hidden, a fresh, empty session keyring");
+    expect(out).toMatch(/sdist-kernel: python environment [0-9a-f]{64}: installed 1 package/);
+    const { result } = await prepareAndRun(runner.client, 'sdist-kernel', 'scripts/show.py');
+    expect(text(result.stderr)).toBe('');
+    const built = JSON.parse(text(result.stdout)) as Record<string, string>;
+    const EPERM = 'Operation not permitted';
+    expect(built).toEqual({
+      // Kernel keyrings are not namespaced: without the filter a build would read the operator's session keyring.
+      keyctl_get_session: EPERM, request_key: EPERM, add_key_plant: EPERM,
+      // Covered by /dev/null, which bubblewrap binds nodev, so it cannot even be opened; unmasked it
+      // lists every key the uid may view (the operator's, here).
+      proc_keys: 'Permission denied',
+      af_vsock: EPERM, netlink_generic: EPERM, netlink_netfilter: EPERM,
+      // Without the filter unshare(CLONE_NEWUSER) answers ENOSPC (bubblewrap's --disable-userns): EPERM is the filter's.
+      unshare_user: EPERM, unshare_net: EPERM,
+      io_uring_setup: EPERM, bpf: EPERM,
+      // What pip and npm need stays: unix and IP sockets, route netlink (getaddrinfo, getifaddrs).
+      netlink_route: 'ok', af_unix: 'ok', af_inet: 'ok',
+    });
+    expect(text(result.stdout)).not.toContain(KEY);
   });
 
   it('attack: a run cannot write into its environment', async () => {
