@@ -36,12 +36,15 @@ export const ERAS = {
   modern: [{ jsonrpc: '2.0', id: 1, method: 'skills/list', params: { _meta: MODERN_META } }],
 };
 
-/** One fresh server: ms from just before the spawn to the complete skills/list answer. */
-function once(node, server, root, era, as) {
+/**
+ * One fresh server: ms from just before the spawn to the complete skills/list answer. `env` is added
+ * to the server's environment (bench/compile-cache.mjs uses it to switch caches).
+ */
+export function once(node, server, root, era, as, env = {}) {
   return new Promise((resolve, reject) => {
     const start = performance.now();
     const child = spawn(node, [server], {
-      env: { PATH: process.env.PATH, SKILLS_DIR: root, HOME: as ? '/nonexistent' : (process.env.HOME ?? '/root') },
+      env: { PATH: process.env.PATH, SKILLS_DIR: root, HOME: as ? '/nonexistent' : (process.env.HOME ?? '/root'), ...env },
       stdio: ['pipe', 'pipe', 'pipe'],
       ...(as ?? {}),
     });

@@ -3,7 +3,8 @@
  * the V8 code cache that `npm run build` made beside it (dist/skill-mcp.cache). Compiling the bundle
  * is about half of what a start costs above Node's own: with the cache, spawn → first `skills/list`
  * on the bundled skill goes from ~135 ms to ~80 ms (bench/RESULTS.md; docs/platform-notes.md says
- * why Node 20 needs this by hand). Nothing here changes what the bundle does.
+ * why Node 20 needs this by hand, docs/architecture.md §11 why Node 22/24's `module.enableCompileCache()`
+ * does not replace it: measured slower, and its folder is trusted less). Nothing here changes what the bundle does.
  *
  * A cache that cannot be used (missing, refused by cli/code-cache.ts, or rejected by V8 because another
  * Node.js version or other V8 flags made it) only costs time, and stderr says so in one line; a

@@ -172,6 +172,40 @@ export type WillRun = z.infer<typeof willRunSchema>;
 export const mintedSchema = z.strictObject({ willRun: willRunSchema, confirmToken: z.string(), expiresAt: z.string() });
 export type Minted = z.infer<typeof mintedSchema>;
 
+/**
+ * Why a run's egress proxy refused a connection: the policy's reasons (runner/egress/policy.ts),
+ * `too-many-open` (closed at accept, over the run's cap of open connections) and `run-ended`
+ * (still undecided when the run ended).
+ */
+export const EGRESS_REFUSAL_REASONS = ['not-allowed', 'special-address', 'unresolved', 'bad-destination', 'too-many-open', 'run-ended'] as const;
+export type EgressRefusalReason = (typeof EGRESS_REFUSAL_REASONS)[number];
+/** Distinct refused destinations (host:port and reason) a run result lists; the rest are counted. */
+export const MAX_EGRESS_REFUSALS_LISTED = 20;
+/** The longest host a refusal names (a DNS name is at most 253; longer text is cut and ends in `…`). */
+export const MAX_EGRESS_HOST_CHARS = 255;
+
+/**
+ * A proxied run's connections as its result shows them (runner/egress/refusals.ts): what was
+ * refused, bounded, so the model can tell a refusal from a network failure. Only host, port and a
+ * reason code: never the run's entries, addresses it resolved to, or anything of the host.
+ */
+export const egressSummarySchema = z.strictObject({
+  /** The first distinct refused destinations, in the order they were refused, each with how often. */
+  refused: z.array(z.strictObject({
+    /** As the script asked for it (IPv6 in brackets; `""` when the connection was closed before its request was read). */
+    host: z.string().max(MAX_EGRESS_HOST_CHARS),
+    port: z.number().int().min(0).max(65535).nullable(),
+    reason: z.enum(EGRESS_REFUSAL_REASONS),
+    count: z.number().int().positive(),
+  })).max(MAX_EGRESS_REFUSALS_LISTED),
+  /** Every refused connection of the run, listed or not. */
+  refusedCount: z.number().int().nonnegative(),
+  /** Refused connections to destinations past the listed ones. */
+  refusedUnlisted: z.number().int().nonnegative(),
+  allowedCount: z.number().int().nonnegative(),
+});
+export type EgressSummary = z.infer<typeof egressSummarySchema>;
+
 export const runResultSchema = z.strictObject({
   runId: z.string(),
   exitCode: z.number().int().nullable(),
@@ -197,6 +231,8 @@ export const runResultSchema = z.strictObject({
   })).optional(),
   /** Why the list above is not the whole workspace (the walk stopped, or it was not read at all). */
   filesNote: z.string().optional(),
+  /** Only for a run whose egress went through its own proxy (isolation levels `namespace`, `namespace-uid`). */
+  egress: egressSummarySchema.optional(),
 });
 export type RunResult = z.infer<typeof runResultSchema>;
 

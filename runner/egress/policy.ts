@@ -8,6 +8,7 @@
 import { lookup as dnsLookup } from 'node:dns/promises';
 import { DEFAULT_PORTS, entryMatches, formatEgressEntry, parseRequestHost } from '../../shared/egress.js';
 import type { EgressEntry } from '../../shared/egress.js';
+import type { EgressRefusalReason } from '../../shared/protocol.js';
 import { classifyAddress } from './address.js';
 
 export interface ResolvedAddress {
@@ -19,7 +20,7 @@ export type Lookup = (host: string) => Promise<ResolvedAddress[]>;
 
 export const systemLookup: Lookup = (host) => dnsLookup(host, { all: true, verbatim: true });
 
-export type RefusalReason = 'not-allowed' | 'special-address' | 'unresolved' | 'bad-destination';
+export type RefusalReason = Extract<EgressRefusalReason, 'not-allowed' | 'special-address' | 'unresolved' | 'bad-destination'>;
 
 export type Decision =
   | { allowed: true; entry: string; address: string; family: 4 | 6 }

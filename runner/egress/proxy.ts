@@ -13,8 +13,9 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { parseDestination } from '../../shared/egress.js';
 import type { EgressEntry } from '../../shared/egress.js';
+import type { EgressRefusalReason } from '../../shared/protocol.js';
 import { decide, systemLookup } from './policy.js';
-import type { Decision, Lookup, RefusalReason } from './policy.js';
+import type { Decision, Lookup } from './policy.js';
 
 /** One line of the audit log per proxied connection (a plain-HTTP request is one connection upstream). */
 export interface EgressRecord {
@@ -24,7 +25,7 @@ export interface EgressRecord {
   entry?: string;
   address?: string;
   /** Why it was refused, or `connect-failed` for an allowed destination that could not be reached. */
-  reason?: RefusalReason | 'connect-failed' | 'run-ended';
+  reason?: EgressRefusalReason | 'connect-failed';
   /** Bytes sent to the destination (request line, headers and body for plain HTTP; the tunnel's bytes for CONNECT). */
   bytes_up: number;
   /** Bytes received from it. */
@@ -117,6 +118,8 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
   const server = createServer();
   // Security: a run cannot make the runner hold more than maxOpen sockets from it at once (more are closed at accept).
   server.maxConnections = maxOpen;
+  // Nothing silent: a connection closed at accept is refused like any other (its request is never read, so no destination).
+  server.on('drop', () => opts.onRecord({ destination: '', method: '', decision: 'refused', reason: 'too-many-open', bytes_up: 0, bytes_down: 0, duration_ms: 0 }));
 
   server.on('connect', (req: IncomingMessage, client: Duplex, head: Buffer) => {
     const target = req.url ?? '';

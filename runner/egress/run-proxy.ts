@@ -1,13 +1,16 @@
 /**
  * @module One run's egress proxy, from its socket to its audit lines: made in the run's own folder
  * (0700, owned by the run's uid), reachable by that uid only, closed when the run ends — and every
- * connection written to the audit log as an `egress` line before the run's `run.exit`.
+ * connection written to the audit log as an `egress` line before the run's `run.exit`, and counted
+ * for the run's result (refusals.ts), which tells the model what was refused and why.
  */
 import { chmodSync, chownSync } from 'node:fs';
 import { parseEgressList } from '../../shared/egress.js';
+import type { EgressSummary } from '../../shared/protocol.js';
 import type { AuditLog } from '../audit/log.js';
 import type { Lookup } from './policy.js';
 import { startEgressProxy } from './proxy.js';
+import { refusalTally } from './refusals.js';
 
 /** Longest unix socket path Linux accepts (sun_path is 108 bytes with its NUL). */
 export const MAX_SOCKET_PATH_BYTES = 107;
@@ -22,8 +25,8 @@ export interface RunProxyTotals {
 }
 
 export interface RunProxy {
-  /** Cuts every connection, writes their lines, and returns the run's totals. */
-  close(): Promise<RunProxyTotals>;
+  /** Cuts every connection, writes their lines, and returns the run's totals (for `run.exit`) and its summary (for the result). */
+  close(): Promise<{ totals: RunProxyTotals; summary: EgressSummary }>;
 }
 
 /** Why a socket path cannot be used, or undefined. */
@@ -36,13 +39,20 @@ export async function openRunProxy(opts: { socketPath: string; uid: number | und
   const maxLines = opts.maxAuditLines ?? MAX_EGRESS_AUDIT_LINES;
   const totals: RunProxyTotals = { egress_allowed: 0, egress_refused: 0, egress_unlogged: 0 };
   let lines = 0;
+  const tally = refusalTally();
   const proxy = await startEgressProxy({
     socketPath: opts.socketPath,
     entries: parseEgressList(opts.entries),
     ...(opts.lookup ? { lookup: opts.lookup } : {}),
     onRecord(record) {
-      if (record.decision === 'allowed') totals.egress_allowed += 1;
-      else totals.egress_refused += 1;
+      if (record.decision === 'allowed') {
+        totals.egress_allowed += 1;
+        tally.allowed();
+      } else {
+        totals.egress_refused += 1;
+        // A refused record always carries a policy reason; `connect-failed` belongs to allowed ones.
+        tally.refused(record.destination, record.reason === undefined || record.reason === 'connect-failed' ? 'run-ended' : record.reason);
+      }
       // Security: a script looping on refused connections cannot grow the log without bound.
       if (lines >= maxLines) {
         totals.egress_unlogged += 1;
@@ -63,7 +73,7 @@ export async function openRunProxy(opts: { socketPath: string; uid: number | und
   return {
     async close() {
       await proxy.close();
-      return totals;
+      return { totals, summary: tally.summary() };
     },
   };
 }

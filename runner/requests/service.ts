@@ -12,7 +12,7 @@ import { chownSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ErrorCode } from '../../shared/errors.js';
 import { MAX_STREAM_BYTES, MAX_TIMEOUT_MS } from '../../shared/limits.js';
-import type { DescribeResult, Minted, Refusal, ResultOf, RunnerRequest, WillRun } from '../../shared/protocol.js';
+import type { DescribeResult, EgressSummary, Minted, Refusal, ResultOf, RunnerRequest, WillRun } from '../../shared/protocol.js';
 import { mintToken, sameRequester, tokenLogId, verifyToken, willRunHash } from '../../shared/token.js';
 import type { AuditLog } from '../audit/log.js';
 import type { AuditEvent, RejectReason, RunGrant, RunWho } from '../audit/events.js';
@@ -425,7 +425,7 @@ export class RunnerService {
       if (slot.cancelled) proc.cancel();
       const o = await proc.outcome;
       // The proxy's lines (one per connection) come before the run's exit line.
-      const egressTotals: RunProxyTotals | undefined = await proxy?.close();
+      const egress: { totals: RunProxyTotals; summary: EgressSummary } | undefined = await proxy?.close();
       proxy = undefined;
       // Security: read only once nothing of the run is left alive to change the tree under the walk.
       const collected: Collected = leftovers.remaining > 0
@@ -443,7 +443,7 @@ export class RunnerService {
         stdout_bytes: o.stdoutBytes, stderr_bytes: o.stderrBytes, stdout_sha256: o.stdoutSha256, stderr_sha256: o.stderrSha256,
         truncated: o.truncated, leftovers_killed: leftovers.killed, leftovers_remaining: leftovers.remaining,
         ...(ipcRemoved > 0 ? { ipc_removed: ipcRemoved } : {}),
-        ...(egressTotals ?? {}),
+        ...(egress?.totals ?? {}),
         ...outputsAudit(collected),
         ...(removed ? {} : { workspace_left: true }),
         ...(who.requester !== undefined ? { requester: who.requester } : {}),
@@ -457,6 +457,8 @@ export class RunnerService {
           memoryLimited: hitMemoryLimit(o.exitCode, o.signal, o.stderr) || (cgroup?.oomKilled() ?? false),
           files: collected.files,
           ...(filesNote !== '' ? { filesNote } : {}),
+          // What the proxy refused, so the model can tell a refusal from a failing network.
+          ...(egress ? { egress: egress.summary } : {}),
         },
       };
     } catch (error) {

@@ -21,6 +21,7 @@ import { contentMismatch, frontContent } from './content-check.js';
 import { decodeInputs } from './run-inputs.js';
 import type { DecodedInputs, FileInput } from './run-inputs.js';
 import { outputContent } from './run-outputs.js';
+import { egressLine } from './run-egress.js';
 
 export interface RunInput {
   name: string;
@@ -118,8 +119,12 @@ function runResult(result: RunResult): CallToolResult {
     // Listed, never their bytes: those travel once, as the resource items after this text.
     files,
     ...(result.filesNote !== undefined ? { filesNote: result.filesNote } : {}),
+    // A proxied run only: what its egress proxy refused (bounded by the runner) and how much it allowed.
+    ...(result.egress ? { egress: result.egress } : {}),
   });
-  return { ...answer, content: [...answer.content, ...resources] };
+  // One line in words after the JSON, so a refusal is not mistaken for a failing network.
+  const line = result.egress ? egressLine(result.egress) : undefined;
+  return { ...answer, content: [...answer.content, ...(line !== undefined ? [{ type: 'text' as const, text: line }] : []), ...resources] };
 }
 
 function preview(minted: Minted, extra: Record<string, unknown>): CallToolResult {

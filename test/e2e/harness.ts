@@ -157,14 +157,17 @@ export interface ServeOptions {
    * driver) the 2026-07-28 embedded request. Giving one declares form elicitation.
    */
   onElicit?: (params: { message: string; requestedSchema?: unknown }) => { action: 'accept' | 'decline' | 'cancel'; content?: Record<string, unknown> };
+  /** A command the server is started through (e.g. `setpriv --reuid=U ...` to serve as an ordinary uid from a root test). */
+  spawnPrefix?: string[];
 }
 
 /** Spawns `node dist/skill-mcp.js` with {@link baseEnv} plus `env` and connects in `era`. */
 export async function serve(env: Record<string, string>, era: Era, options: ServeOptions = {}): Promise<Served> {
   if (!existsSync(SERVER_JS)) throw new Error('dist/skill-mcp.js is missing: run `npm run build` first');
+  const [command, ...prefixArgs] = [...(options.spawnPrefix ?? []), process.execPath];
   const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [SERVER_JS],
+    command: command!,
+    args: [...prefixArgs, SERVER_JS],
     env: { ...baseEnv(), ...env },
     stderr: 'pipe',
   });

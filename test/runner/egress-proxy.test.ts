@@ -246,14 +246,17 @@ describe('what a run can make the runner hold', () => {
     });
   }
 
-  it('connections beyond the cap are closed at accept, while those already open stay served', async () => {
+  it('connections beyond the cap are closed at accept (and reported as refused), while those already open stay served', async () => {
     const socketPath = join(dir, 'cap.sock');
-    const proxy = await startEgressProxy({ socketPath, entries: [], maxOpen: 2, onRecord: () => undefined });
+    const records: EgressRecord[] = [];
+    const proxy = await startEgressProxy({ socketPath, entries: [], maxOpen: 2, onRecord: (r) => records.push(r) });
     try {
       const held = [connect(socketPath), connect(socketPath)];
       await Promise.all(held.map((s) => new Promise((r) => s.once('connect', r))));
       // The third is accepted by the kernel and closed by the proxy without an answer.
       expect(await once(socketPath, 'CONNECT a.example:443 HTTP/1.1\r\n\r\n')).toBe('');
+      // Nothing silent: its request was never read, but it is on record as refused for too many open.
+      expect(records).toEqual([{ destination: '', method: '', decision: 'refused', reason: 'too-many-open', bytes_up: 0, bytes_down: 0, duration_ms: 0 }]);
       const answer = new Promise<string>((resolve) => {
         let text = '';
         held[0]!.on('data', (c) => {
@@ -277,9 +280,11 @@ describe('what a run can make the runner hold', () => {
     try {
       for (let i = 0; i < 5; i++) expect(await once(socketPath, `CONNECT b.example:443 HTTP/1.1\r\n\r\n`)).toMatch(/^HTTP\/1\.1 403/);
     } finally {
-      const totals = await proxy.close();
+      const { totals, summary } = await proxy.close();
       await audit.close();
       expect(totals).toEqual({ egress_allowed: 0, egress_refused: 5, egress_unlogged: 2 });
+      // The run's result counts every one, past the audit cap too.
+      expect(summary).toEqual({ refused: [{ host: 'b.example', port: 443, reason: 'not-allowed', count: 5 }], refusedCount: 5, refusedUnlisted: 0, allowedCount: 0 });
     }
     const lines = readFileSync(join(dir, 'audit.log'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(lines.filter((l) => l['event'] !== 'runner.start').map((l) => [l['event'], l['decision'], l['destination']])).toEqual(Array(3).fill(['egress', 'refused', 'b.example:443']));
