@@ -18,7 +18,7 @@ import { readSkillContent } from '../../shared/skill-content.js';
 import type { BeneathOpener } from '../../shared/open-beneath.js';
 import { loadOpenat2, perComponentOpener } from '../../shared/open-beneath.js';
 import { openInsideSkill } from '../../shared/open-inside.js';
-import { isRoot, tempDir } from './harness.js';
+import { isRoot, REPO, startRunner, tempDir } from './harness.js';
 
 const SECRET = `TOP-SECRET-${process.pid}`;
 const limits = { maxFiles: 100, maxDirs: 100, maxBytes: 1024 * 1024 };
@@ -190,5 +190,20 @@ describe('a requirements file read for a preview never comes from outside the sk
       await swapper.stop();
     }
     for (const outcome of outcomes) expect(outcome).toMatch(/^(read|lib\/data\.txt (is not in the skill|resolves outside the skill|cannot be read \(EINVAL\)|changed into a link .*))$/);
+  });
+});
+
+describe.skipIf(!isRoot)('a root runner that cannot use openat2 says so once at start (root only: hides koffi in a mount namespace)', () => {
+  it('koffi hidden: one note naming the per-folder way and why, and the runner still starts', async () => {
+    const empty = join(tempDir('no-koffi'), 'koffi');
+    mkdirSync(empty);
+    const hide = ['unshare', '--mount', '--', 'sh', '-c', 'mount --bind "$0" "$1" && shift && exec "$@"', empty, join(REPO, 'node_modules', 'koffi')];
+    const runner = await startRunner({ env: {}, spawnPrefix: hide });
+    try {
+      const notes = runner.stderr().split('\n').filter((line) => line.includes('not with openat2'));
+      expect(notes, runner.stderr()).toEqual([expect.stringContaining('skill files are opened one folder at a time with O_NOFOLLOW, not with openat2 (koffi could not be loaded')]);
+    } finally {
+      await runner.stop();
+    }
   });
 });
