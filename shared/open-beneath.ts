@@ -11,7 +11,7 @@
  * - `per-component`: everywhere else (older kernel, a syscall filter that denies openat2, no
  *   koffi): each component opened with O_NOFOLLOW relative to the folder before it.
  *
- * The caller (open-inside.ts) checks what was opened after either: type, owner, link count.
+ * The callers check what was opened after either (open-inside.ts: type, place, owner, link count).
  */
 import { closeSync, constants, openSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -68,7 +68,7 @@ const RESOLVE_BENEATH = 0x08;
 const RESOLVE_NO_SYMLINKS = 0x04;
 /** /proc "magic links" (/proc/self/fd/N, /proc/PID/root) that jump to any open file: ELOOP. Implied by NO_SYMLINKS; said twice on purpose. */
 const RESOLVE_NO_MAGICLINKS = 0x02;
-/** A mount point inside the skill (a bind mount of / or of another user's home): EXDEV. */
+/** A mount point inside the skill (a FUSE mount its owner made, a bind mount of another folder): EXDEV. */
 const RESOLVE_NO_XDEV = 0x01;
 const RESOLVE = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
 
