@@ -6,6 +6,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { parseFlags, UsageError, wantsHelp } from '../shared/cli-args.js';
+import { rootReads } from '../shared/open-beneath.js';
 import { loadPeerCredReader } from './requests/peer-cred.js';
 import { joinFreshSessionKeyring } from './sandbox/keyring.js';
 import { probePlatform, usesBwrap } from './sandbox/platform.js';
@@ -19,7 +20,7 @@ import { EnvVerifier } from './deps/verify.js';
 export const DOCTOR_USAGE = `usage: skill-mcp doctor [--json]
   Prints the isolation a runner started here gives each script (as root and as an ordinary user),
   the mechanisms found (bubblewrap, user namespaces, setpriv/prlimit, the syscall filter, the session
-  keyring, the memory cgroup, SO_PEERCRED), and
+  keyring, the memory cgroup, SO_PEERCRED, how skill files are opened), and
   what is missing with how to get it. Exit 1 when skill_run would be refused on this machine.
   Reads SKILL_MCP_BWRAP (a path to bubblewrap, or "off") and PATH like the runner.`;
 
@@ -54,6 +55,7 @@ function mechanisms(platform: Platform): Check[] {
   const usernsBlocked = maxUserNs === '0' || cloneSysctl === '0' || apparmor === '1';
   const cgroup2 = existsSync('/sys/fs/cgroup/cgroup.controllers');
   const peer = loadPeerCredReader();
+  const reads = rootReads();
   const bwrapOk = platform.isolation === 'namespace' || platform.isolation === 'namespace-uid';
   const memory = platform.mechanisms.find((m) => m.startsWith('memory-cgroup-'));
   return [
@@ -92,6 +94,13 @@ function mechanisms(platform: Platform): Check[] {
     {
       name: 'SO_PEERCRED', found: 'read' in peer, detail: 'read' in peer ? 'koffi loads: the runner checks each peer\'s uid' : peer.why,
       fix: 'a second check of who connects to the runner socket besides its folder modes: install the optional koffi package',
+    },
+    {
+      name: 'openat2 for skill reads', found: reads.fallbackWhy === undefined,
+      detail: reads.fallbackWhy === undefined
+        ? 'skill files are opened in one openat2 call (RESOLVE_BENEATH|NO_SYMLINKS|NO_MAGICLINKS|NO_XDEV): the kernel refuses any link, ".." or mount point between the skill folder and the file'
+        : `skill files are opened one folder at a time with O_NOFOLLOW (${reads.fallbackWhy})`,
+      fix: 'one syscall per file instead of one per folder, and mount points inside a skill refused: Linux 5.6 or later, and the optional koffi package',
     },
   ];
 }

@@ -43,6 +43,7 @@ import { EnvVerifier } from './deps/verify.js';
 import { DEFAULT_CLAIM_DIR, UidClaims } from './uids/claims.js';
 import { UidPool } from './uids/pool.js';
 import { HashWorker } from '../shared/hash-worker.js';
+import { rootReads } from '../shared/open-beneath.js';
 
 /** One line on stderr, as text or JSON (SKILL_MCP_LOG_FORMAT; an unreadable value keeps text). */
 function log(message: string): void {
@@ -166,6 +167,8 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
 
   const peer = loadPeerCredReader();
   if ('why' in peer) log(`warning: no peer-credential check (${peer.why}); relying on socket directory modes`);
+  const reads = rootReads();
+  if (asRoot && reads.fallbackWhy !== undefined) log(`note: skill files are opened one folder at a time with O_NOFOLLOW, not with openat2 (${reads.fallbackWhy}); links are still never followed, mount points inside a skill are not refused`);
   const service = new RunnerService({
     ctx: {
       env, bundledSkills: options.bundledSkills, limits, platform, memoryBytes: opts.limits.memoryBytes, hasher: new HashWorker(),

@@ -7,40 +7,19 @@
  * (bench/RESULTS.md).
  *
  * The open itself never follows a link: the path is resolved first (links inside the skill are
- * served as what they point to, the walk's rule), checked to stay inside, and then opened one
- * component at a time from the skill's own folder, each with O_NOFOLLOW through
- * `/proc/self/fd/<dir fd>/<name>`. A link swapped in anywhere on the way after the check fails the
- * open (ELOOP) instead of being followed — to /etc/shadow or a neighbour's skill.
+ * served as what they point to, the walk's rule), checked to stay inside, and then opened below
+ * the skill's own open folder without following anything (open-beneath.ts: one openat2 call where
+ * the kernel has it, else one O_NOFOLLOW open per component). A link swapped in anywhere on the
+ * way after the check fails the open (ELOOP) instead of being followed — to /etc/shadow or a
+ * neighbour's skill. What was opened is then checked again: a regular file, inside, and for a root
+ * process owned by the skill's owner (or root) with one link.
  */
-import { closeSync, constants, fstatSync, openSync, readlinkSync, realpathSync } from 'node:fs';
+import { closeSync, fstatSync, readlinkSync, realpathSync } from 'node:fs';
 import { relative, sep } from 'node:path';
 import { SkillMcpError } from './errors.js';
+import type { BeneathOpener } from './open-beneath.js';
+import { rootReads } from './open-beneath.js';
 import { isInside } from './paths.js';
-
-const FILE_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY | constants.O_NOFOLLOW;
-const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
-
-/**
- * Opens `segments` below the open folder `rootFd`, one component at a time, never through a link.
- * Security: O_NOFOLLOW on every component (a directory swapped for a link fails with ELOOP or
- * ENOTDIR), and each next component is opened relative to the descriptor of the folder before it,
- * so no rename of a folder above can redirect the walk.
- */
-function openBeneath(rootFd: number, segments: readonly string[]): number {
-  let dirFd = rootFd;
-  try {
-    for (const [i, name] of segments.entries()) {
-      const last = i === segments.length - 1;
-      const fd = openSync(`/proc/self/fd/${dirFd}/${name}`, last ? FILE_FLAGS : DIR_FLAGS);
-      if (dirFd !== rootFd) closeSync(dirFd);
-      dirFd = fd;
-    }
-    return dirFd;
-  } catch (error) {
-    if (dirFd !== rootFd) closeSync(dirFd);
-    throw error;
-  }
-}
 
 /**
  * What a root process may read of a skill. Security: a runner started as root reads skill files
@@ -55,8 +34,11 @@ function rootMayRead(info: { uid: number; nlink: number }, ownerUid: number): st
   return undefined;
 }
 
-/** Opens `rel` (a `/`-separated path inside the skill) read-only; the caller closes `fd`. */
-export function openInsideSkill(realDir: string, rel: string): { fd: number; size: number } {
+/**
+ * Opens `rel` (a `/`-separated path inside the skill) read-only; the caller closes `fd`. `opener`
+ * is this process's way ({@link rootReads}) unless a test names one.
+ */
+export function openInsideSkill(realDir: string, rel: string, opener: BeneathOpener = rootReads().opener): { fd: number; size: number } {
   let real: string;
   try {
     real = realpathSync.native(realDir + sep + rel.split('/').join(sep));
@@ -69,17 +51,19 @@ export function openInsideSkill(realDir: string, rel: string): { fd: number; siz
   let rootFd: number;
   let fd: number;
   try {
-    rootFd = openSync(realDir, DIR_FLAGS);
+    rootFd = opener.openRoot(realDir);
   } catch (error) {
     throw new SkillMcpError('READ_FAILED', `"${rel}" cannot be opened (the skill folder is gone or was replaced).`, { cause: error });
   }
   let ownerUid: number;
   try {
     ownerUid = fstatSync(rootFd).uid;
-    fd = openBeneath(rootFd, relative(realDir, real).split(sep));
+    fd = opener.open(rootFd, relative(realDir, real).split(sep));
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ELOOP' || code === 'ENOTDIR') throw new SkillMcpError('OUTSIDE_SKILL', `"${rel}" changed into a link while it was opened; not followed.`, { cause: error });
+    // openat2 only: a mount point inside the skill (or a way above it) on the path.
+    if (code === 'EXDEV') throw new SkillMcpError('OUTSIDE_SKILL', `"${rel}" crosses a mount point or leaves the skill on the way; not followed.`, { cause: error });
     throw new SkillMcpError('READ_FAILED', `"${rel}" cannot be opened.`, { cause: error });
   } finally {
     closeSync(rootFd);

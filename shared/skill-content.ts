@@ -10,6 +10,7 @@ import type { HashWorker } from './hash-worker.js';
 import type { ErrorCode } from './errors.js';
 import { isSkillMcpError } from './errors.js';
 import { combineFileDigests, hashOpenFileAsync } from './content-digest.js';
+import type { BeneathOpener } from './open-beneath.js';
 import { openInsideSkill } from './open-inside.js';
 import { walkSkill } from './skill-walk.js';
 
@@ -56,6 +57,8 @@ export interface ContentLimits {
   maxBytes: number;
   /** The process's hashing thread (the runner's: its event loop stays free for its other requests). */
   hasher?: HashWorker;
+  /** How files are opened below the skill (tests name one); this process's way when absent. */
+  opener?: BeneathOpener;
 }
 
 function tooLarge(holds: string, max: number): ContentResult {
@@ -77,7 +80,7 @@ export async function readSkillContent(name: string, realDir: string, limits: Co
     try {
       // Security: the same checked open as every read — a link swapped in after the walk, leaving
       // the skill, or a FIFO, is refused rather than copied or followed.
-      opened = openInsideSkill(realDir, file.path);
+      opened = openInsideSkill(realDir, file.path, limits.opener);
     } catch (error) {
       if (!isSkillMcpError(error)) throw error;
       return { ok: false, code: error.code, why: `${file.path}: ${error.message}` };

@@ -5,8 +5,9 @@
  * this for every preview and run; `skill-mcp deps install` does the same before it builds, so
  * both arrive at the same digest.
  */
-import { closeSync, constants, fstatSync, openSync, readSync, realpathSync } from 'node:fs';
-import { sep } from 'node:path';
+import { closeSync, fstatSync, readSync, realpathSync } from 'node:fs';
+import { relative, sep } from 'node:path';
+import { rootReads } from '../../shared/open-beneath.js';
 import { isInside } from '../../shared/paths.js';
 import { MAX_REQUIREMENTS_FILE_BYTES, parseRequirementLines } from '../../shared/requirements.js';
 import type { Requirements } from '../../shared/requirements.js';
@@ -36,7 +37,15 @@ export function readSkillFile(skillDir: string, path: string, max: number): { ok
     const real = realpathSync(skillDir + sep + path.split('/').join(sep));
     // Security: a requirements file that is a link out of the skill would install what another file says.
     if (!isInside(skillDir, real)) return { ok: false, why: `${path} resolves outside the skill` };
-    fd = openSync(real, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    // Security: opened below the skill's folder without following anything, so a folder on the way
+    // swapped for a link after the check above is not followed (a root runner reading /root/...).
+    const { opener } = rootReads();
+    const root = opener.openRoot(skillDir);
+    try {
+      fd = opener.open(root, relative(skillDir, real).split(sep));
+    } finally {
+      closeSync(root);
+    }
     const st = fstatSync(fd);
     if (!st.isFile()) return { ok: false, why: `${path} is not a regular file` };
     if (st.size > max) return { ok: false, why: `${path} is ${st.size} bytes, over the ${max}-byte limit` };
@@ -50,6 +59,7 @@ export function readSkillFile(skillDir: string, path: string, max: number): { ok
     return { ok: true, bytes: bytes.subarray(0, got) };
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ELOOP' || code === 'ENOTDIR' || code === 'EXDEV') return { ok: false, why: `${path} changed into a link (or crosses a mount point) while it was opened; not followed` };
     return { ok: false, why: code === 'ENOENT' ? `${path} is not in the skill` : `${path} cannot be read (${code ?? 'error'})` };
   } finally {
     if (fd !== undefined) closeSync(fd);

@@ -4,9 +4,13 @@
  * would be refused.
  */
 import { spawnSync } from 'node:child_process';
+import { closeSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { expectedLevel, isRoot } from '../levels.js';
-import { BIN } from './harness.js';
+import { buildFilter, encodeFilter } from '../../runner/sandbox/seccomp-bpf.js';
+import { ENOSYS } from '../../runner/sandbox/seccomp-policy.js';
+import { bwrapWorks, expectedLevel, isRoot } from '../levels.js';
+import { BIN, REPO, tempDir } from './harness.js';
 
 function doctor(args: string[], env: Record<string, string> = {}, prefix: string[] = []) {
   const [command, ...rest] = [...prefix, process.execPath, BIN, 'doctor', ...args];
@@ -21,10 +25,11 @@ describe('skill-mcp doctor', () => {
     const report = JSON.parse(r.stdout) as { thisRunner: { level: string; mechanisms: string[] }; skillRun: { allowed: boolean }; mechanisms: { name: string; found: boolean }[] };
     expect(report.thisRunner.level).toBe(expectedLevel(isRoot));
     expect(report.skillRun.allowed).toBe(true);
-    expect(report.mechanisms.map((m) => m.name)).toEqual(['bubblewrap', 'unprivileged user namespaces', 'util-linux setpriv and prlimit', 'syscall filter', 'fresh session keyring', 'memory cgroup', 'SO_PEERCRED']);
+    expect(report.mechanisms.map((m) => m.name)).toEqual(['bubblewrap', 'unprivileged user namespaces', 'util-linux setpriv and prlimit', 'syscall filter', 'fresh session keyring', 'memory cgroup', 'SO_PEERCRED', 'openat2 for skill reads']);
     const found = Object.fromEntries(report.mechanisms.map((m) => [m.name, m.found]));
     // Every level CI runs has the filter and the keyring; the memory cgroup only a root runner makes.
-    expect(found).toMatchObject({ 'syscall filter': true, 'fresh session keyring': true, 'memory cgroup': isRoot });
+    // CI's kernels are 5.6+ and koffi is installed: skill files are opened with openat2.
+    expect(found).toMatchObject({ 'syscall filter': true, 'fresh session keyring': true, 'memory cgroup': isRoot, 'openat2 for skill reads': true });
     expect(report.thisRunner.mechanisms).toContain('seccomp');
   });
 
@@ -47,6 +52,28 @@ describe('skill-mcp doctor', () => {
     expect(r.status, r.stderr).toBe(1);
     expect(r.stdout).toContain('skill_run would be REFUSED here');
     expect(r.stdout).toContain('install util-linux');
+  });
+
+  it.skipIf(!bwrapWorks)('where the kernel answers openat2 with ENOSYS (before Linux 5.6), skill reads fall back to per-folder O_NOFOLLOW opens and doctor says why (bubblewrap loads the filter)', () => {
+    // A filter that makes openat2 ENOSYS, as an old kernel does, loaded by bubblewrap around doctor.
+    const filter = join(tempDir('enosys'), 'openat2.bpf');
+    writeFileSync(filter, encodeFilter(buildFilter([{ name: 'openat2', nr: { x86_64: 437, aarch64: 437 }, rule: { kind: 'deny', errno: ENOSYS }, why: 'a kernel before 5.6' }])));
+    const fd = openSync(filter, 'r');
+    try {
+      const r = spawnSync('bwrap', ['--dev-bind', '/', '/', '--seccomp', '3', '--', process.execPath, BIN, 'doctor'], { encoding: 'utf8', env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin' }, stdio: ['ignore', 'pipe', 'pipe', fd], timeout: 30_000 });
+      expect(r.stdout, r.stderr).toContain('missing openat2 for skill reads: skill files are opened one folder at a time with O_NOFOLLOW (openat2 is not usable here (ENOSYS: Linux before 5.6))');
+      expect(r.stdout).toContain('adds: one syscall per file instead of one per folder');
+    } finally {
+      closeSync(fd);
+    }
+  });
+
+  it.skipIf(!isRoot)('where koffi cannot load, skill reads fall back and doctor says so once (root only: hides koffi in a mount namespace)', () => {
+    const empty = tempDir('no-koffi');
+    mkdirSync(join(empty, 'koffi'));
+    const r = doctor([], {}, ['unshare', '--mount', '--', 'sh', '-c', 'mount --bind "$0" "$1" && shift && exec "$@"', join(empty, 'koffi'), join(REPO, 'node_modules', 'koffi')]);
+    const lines = r.stdout.split('\n').filter((line) => line.includes('openat2 for skill reads'));
+    expect(lines, r.stderr).toEqual([expect.stringMatching(/^ {2}missing openat2 for skill reads: skill files are opened one folder at a time with O_NOFOLLOW \(koffi could not be loaded/)]);
   });
 
   it('--help goes to stdout and exits 0; an unknown option exits 2', () => {
