@@ -42,7 +42,8 @@ export function localChange(target: string, locked: LockedSkill): string | undef
 export type TargetState = { kind: 'absent' } | { kind: 'folder' } | { kind: 'refused'; why: string };
 
 /** What is at `DIR/<name>` now. */
-export function targetState(target: string): TargetState {
+export function targetState(dir: string, name: string): TargetState {
+  const target = join(dir, name);
   const stat = lstatSync(target, { throwIfNoEntry: false });
   if (!stat) return { kind: 'absent' };
   // Security: a link (a person's own checkout linked in, or a planted link to elsewhere) is never replaced or written through.
@@ -51,14 +52,21 @@ export function targetState(target: string): TargetState {
   return { kind: 'folder' };
 }
 
+/** A checked copy of one skill written beside the folder, not yet in place. */
+export interface Prepared {
+  /** Puts it in place as `DIR/<name>`. */
+  commit(): void;
+  /** Removes it; `DIR/<name>` stays as it was. */
+  discard(): void;
+}
+
 /**
- * Writes `files` as `DIR/<name>` in one rename. An existing folder is moved aside first and
- * removed after; if the final rename fails it is moved back.
+ * Writes `files` into a fresh temp folder in `dir`; commit() renames it to `DIR/<name>` (an
+ * existing folder is moved aside first and removed after; if the final rename fails it is moved back).
  */
-export function installSkill(dir: string, name: string, files: ReadonlyMap<string, Buffer>): void {
+export function prepareSkill(dir: string, name: string, files: ReadonlyMap<string, Buffer>): Prepared {
   const temp = mkdtempSync(join(dir, '.skill-mcp-pull-'));
   const target = join(dir, name);
-  let aside: string | undefined;
   try {
     chmodSync(temp, 0o755);
     for (const [path, bytes] of files) {
@@ -67,19 +75,32 @@ export function installSkill(dir: string, name: string, files: ReadonlyMap<strin
       // Security: 'wx' creates the file or fails; it never opens something already there, a link included.
       writeFileSync(file, bytes, { flag: 'wx', mode: 0o644 });
     }
-    if (lstatSync(target, { throwIfNoEntry: false })) {
-      aside = join(dir, `.skill-mcp-old-${randomBytes(6).toString('hex')}`);
-      renameSync(target, aside);
-    }
-    try {
-      renameSync(temp, target);
-    } catch (error) {
-      if (aside) renameSync(aside, target);
-      aside = undefined;
-      throw error;
-    }
-  } finally {
+  } catch (error) {
     rmSync(temp, { recursive: true, force: true });
-    if (aside) rmSync(aside, { recursive: true, force: true });
+    throw error;
   }
+  return {
+    commit() {
+      let aside: string | undefined;
+      try {
+        if (lstatSync(target, { throwIfNoEntry: false })) {
+          aside = join(dir, `.skill-mcp-old-${randomBytes(6).toString('hex')}`);
+          renameSync(target, aside);
+        }
+        try {
+          renameSync(temp, target);
+        } catch (error) {
+          if (aside) renameSync(aside, target);
+          aside = undefined;
+          throw error;
+        }
+      } finally {
+        rmSync(temp, { recursive: true, force: true });
+        if (aside) rmSync(aside, { recursive: true, force: true });
+      }
+    },
+    discard() {
+      rmSync(temp, { recursive: true, force: true });
+    },
+  };
 }

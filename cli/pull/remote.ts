@@ -10,7 +10,7 @@ import { SkillsClient, type Skill } from '@modelcontextprotocol/client/ext/skill
 import { z } from 'zod';
 import { checkFileList, checkFilePath, checkSkillName, pathUnderBase, type PlannedFile } from './checks.js';
 
-export type Via = 'skills-extension' | 'fastmcp-manifest' | 'git';
+export type Via = 'skills-extension' | 'fastmcp-manifest' | 'git' | 'well-known-index';
 
 export interface RemoteSkill {
   name: string;
