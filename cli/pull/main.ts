@@ -51,8 +51,9 @@ async function pull(args: PullArgs): Promise<number> {
     }
     process.stderr.write(`pull: ${found.skills.length + found.refused.length} skill(s) from ${describeSource(args.source)} (${found.via}) into ${dir}\n`);
     for (const refusal of found.refused) report.line('refused', refusal.name, `${refusal.why}; nothing written`);
+    for (const n of found.nested ?? []) report.line('nested', n.name, `${n.uri} lies inside the skill "${n.outer}"; it is pulled as files of "${n.outer}" (where the server lists them), not as a skill of its own (docs/nested-skills.md)`);
     for (const name of args.skills) {
-      if (!found.skills.some((s) => s.name === name) && !found.refused.some((r) => r.name === name)) report.line('refused', name, 'the server does not publish a skill of that name');
+      if (!found.skills.some((s) => s.name === name) && !found.refused.some((r) => r.name === name) && !(found.nested ?? []).some((n) => n.name === name)) report.line('refused', name, 'the server does not publish a skill of that name');
     }
     for (const skill of [...found.skills].sort((a, b) => (a.name < b.name ? -1 : 1))) await pullOne((s, progress) => downloadSkill(connection.client, s, progress), args, dir, lock, skill, report);
     if (args.skills.size === 0) {

@@ -49,9 +49,9 @@ export class Report {
   readonly tally: Tally = { added: 0, updated: 0, unchanged: 0, refused: 0 };
   /** Files of pulled skills that were not written (links, submodules, LFS pointers, dot-files). */
   skippedFiles = 0;
-  line(kind: keyof Tally | 'gone' | 'skipped', name: string, text?: string): void {
+  line(kind: keyof Tally | 'gone' | 'skipped' | 'nested', name: string, text?: string): void {
     if (kind === 'skipped') this.skippedFiles++;
-    else if (kind !== 'gone') this.tally[kind]++;
+    else if (kind !== 'gone' && kind !== 'nested') this.tally[kind]++;
     process.stdout.write(`${kind.padEnd(9)} ${name}${text ? `: ${text}` : ''}\n`);
   }
 }
