@@ -6,6 +6,7 @@
  */
 import * as z from 'zod';
 import { MAX_PATH_CHARS } from './limits.js';
+import { provenanceSchema } from './provenance.js';
 import { MAX_INPUT_FILES, MAX_RUN_INPUT_BYTES } from './run-io.js';
 
 export const PROTOCOL_VERSION = 1;
@@ -166,6 +167,8 @@ export const willRunSchema = z.strictObject({
   inputs: inputsSchema.optional(),
   /** The environments the script imports from (read-only); a run's are always `ready`, verified against their manifest. */
   deps: z.array(depsInfoSchema).optional(),
+  /** Where `skill-mcp pull` brought the skill from, judged on these very bytes (shared/provenance.ts). */
+  provenance: provenanceSchema.optional(),
 });
 export type WillRun = z.infer<typeof willRunSchema>;
 

@@ -139,5 +139,10 @@ async function checkOne(found: DiscoveredSkill, limits: CatalogLimits, places: P
     skill: found.name,
   }));
   for (const [path, hits] of files.hits) findings.push(...located(path, hits));
+  // A SKILL.md below the top is a file of this skill, never a skill of its own (docs/nested-skills.md).
+  for (const file of scan.record?.files ?? []) {
+    if (!file.path.endsWith('/SKILL.md')) continue;
+    findings.push(...located(file.path, [{ ruleId: 'advice/nested-skill', message: `a SKILL.md inside the skill "${found.name}" is served as one of its files, not as a skill of its own (nor do agents load it as one); move its folder to the top of the skills folder to make it a skill` }]));
+  }
   return { findings, skills: 1, filesScanned: files.filesScanned, filesNotScanned: files.filesNotScanned };
 }

@@ -9,6 +9,7 @@ export const PULL_USAGE = `usage:
   skill-mcp pull [--skill NAME]... --to DIR [--force] --url URL [--header 'Name: value']...
   skill-mcp pull [--skill NAME]... --to DIR [--force] -- COMMAND [ARG]...
   skill-mcp pull [--skill NAME]... --to DIR [--force] --git URL [--ref REF] [--path SUBDIR] [--locked]
+  skill-mcp pull [--skill NAME]... --to DIR [--force] --index URL [--locked]
 
 Copies skills from any MCP server that serves them into DIR/<name>/, each file checked against
 the digest the server publishes (SEP-2640 skills/list + skills/get, or FastMCP's
@@ -27,13 +28,19 @@ records where each skill came from and its digests; running again updates only w
   --ref REF       the branch, tag or commit to pull (default: the repository's HEAD); the lock
                   records the commit it resolved to
   --path SUBDIR   the folder of the repository holding the skills (default: the top)
-  --locked        install exactly the commit DIR/.skill-mcp-lock.json records for this
-                  repository, even if REF has moved; fails, writing nothing, if it is gone
+  --index URL     a site publishing an Agent Skills discovery index: https://example.com reads
+                  https://example.com/.well-known/agent-skills/index.json (a URL ending in .json
+                  is read as the index itself); https only, http only on loopback. Every digest
+                  is checked; any refusal refuses the whole pull and nothing is written
+  --locked        install exactly the commit (--git) or the digests (--index) that
+                  DIR/.skill-mcp-lock.json records for this source, even if it has moved; fails,
+                  writing nothing, if they are gone
   --force         replace DIR/<name> even when pull did not write it, it changed since, or it
                   came from another source
 
-SKILL_MCP_PULL_ALLOW   if set, the only sources --url and --git may use: comma-separated host
-                       names (github.com) or URL prefixes (https://github.com/anthropics/)
+SKILL_MCP_PULL_ALLOW   if set, the only sources --url, --git and --index (and every URL an index
+                       names) may use: comma-separated host names (github.com) or URL prefixes
+                       (https://github.com/anthropics/)
 
 Exit status: 0 every skill is added, updated or unchanged; 1 a skill or a file was refused or the
 source could not be reached; 2 a usage error.`;
@@ -47,15 +54,39 @@ export interface GitSource {
   locked: boolean;
 }
 
+/** A discovery index, by the URL of its index.json. */
+export interface IndexSource {
+  index: string;
+  locked: boolean;
+}
+
+export const WELL_KNOWN_INDEX = '/.well-known/agent-skills/index.json';
+
 export interface PullArgs {
   skills: Set<string>;
   to: string;
-  source: Source | GitSource;
+  source: Source | GitSource | IndexSource;
   headers: Record<string, string>;
   force: boolean;
 }
 
 export type ParsedPullArgs = { kind: 'help' } | { kind: 'error'; message: string } | { kind: 'pull'; args: PullArgs };
+
+/** The index.json an `--index` argument names, or why it names none. */
+export function indexUrl(given: string): { url: string } | { error: string } {
+  let parsed: URL;
+  try {
+    parsed = new URL(given);
+  } catch {
+    return { error: `--index ${JSON.stringify(given)} is not a URL` };
+  }
+  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') return { error: `--index must be https:// (or http:// on loopback); it is ${parsed.protocol}` };
+  if (parsed.search !== '' || parsed.hash !== '') return { error: '--index takes no query or fragment' };
+  if (parsed.pathname.endsWith('.json')) return { url: parsed.href };
+  // RFC 8615: well-known locations hang off the origin, whatever path was given with it.
+  if (parsed.pathname !== '/' && parsed.pathname !== '') return { error: `--index ${JSON.stringify(given)}: give the site (${parsed.origin}) or the index's own URL ending in .json` };
+  return { url: `${parsed.origin}${WELL_KNOWN_INDEX}` };
+}
 
 export function parsePullArgs(argv: readonly string[]): ParsedPullArgs {
   const skills = new Set<string>();
@@ -68,6 +99,7 @@ export function parsePullArgs(argv: readonly string[]): ParsedPullArgs {
   let ref: string | undefined;
   let path: string | undefined;
   let locked = false;
+  let index: string | undefined;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const value = (): string | undefined => (i + 1 < argv.length ? argv[++i] : undefined);
@@ -97,6 +129,10 @@ export function parsePullArgs(argv: readonly string[]): ParsedPullArgs {
         git = value();
         if (!git) return { kind: 'error', message: '--git needs a repository URL' };
         break;
+      case '--index':
+        index = value();
+        if (!index) return { kind: 'error', message: '--index needs the URL of a site (or of its index.json)' };
+        break;
       case '--ref':
         ref = value();
         if (!ref) return { kind: 'error', message: '--ref needs a branch, tag or commit' };
@@ -123,8 +159,15 @@ export function parsePullArgs(argv: readonly string[]): ParsedPullArgs {
     }
   }
   if (!to) return { kind: 'error', message: '--to DIR is required: the skills folder to write into' };
-  if ([url, command, git].filter((s) => s !== undefined).length !== 1) return { kind: 'error', message: 'name one server (--url URL, or -- COMMAND [ARG]...) or one repository (--git URL)' };
-  if (git === undefined && (ref !== undefined || path !== undefined || locked)) return { kind: 'error', message: '--ref, --path and --locked are for --git sources' };
+  if ([url, command, git, index].filter((s) => s !== undefined).length !== 1) return { kind: 'error', message: 'name one server (--url URL, or -- COMMAND [ARG]...), one repository (--git URL) or one index (--index URL)' };
+  if (git === undefined && (ref !== undefined || path !== undefined)) return { kind: 'error', message: '--ref and --path are for --git sources' };
+  if (git === undefined && index === undefined && locked) return { kind: 'error', message: '--locked is for --git and --index sources' };
+  if (index !== undefined) {
+    if (headerLines.length > 0) return { kind: 'error', message: '--header is for --url servers' };
+    const at = indexUrl(index);
+    if ('error' in at) return { kind: 'error', message: at.error };
+    return { kind: 'pull', args: { skills, to, source: { index: at.url, locked }, headers: {}, force } };
+  }
   if (git !== undefined) {
     let parsed: URL;
     try {

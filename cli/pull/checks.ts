@@ -5,12 +5,12 @@
  * the untrusted side and the paths become files on this machine. Pure functions.
  */
 import { checkPathString, isHiddenPath, usableSkillName } from '../../shared/paths.js';
+import { DIGEST } from '../../shared/pull-lock.js';
 
 /** SEP-2640's interoperability limits (hosts must accept skills up to them): a skill above is refused. */
 export const PULL_MAX_FILES = 512;
 export const PULL_MAX_SKILL_BYTES = 16 * 1024 * 1024;
-/** `sha256:` and 64 lowercase hex digits, the only digest form SEP-2640 and FastMCP publish. */
-export const DIGEST = /^sha256:[0-9a-f]{64}$/;
+export { DIGEST } from '../../shared/pull-lock.js';
 
 export type Checked<T> = { ok: true; value: T } | { ok: false; why: string };
 

@@ -72,7 +72,7 @@ export async function pullGit(args: PullArgs, git: GitSource, dir: string, lock:
         report.line('refused', skill.name, `its files at the locked commit differ from the digests the lock records; nothing written`);
         continue;
       }
-      await pullOne(async (s) => readGitSkill(opened, s as GitSkill), args, dir, lock, skill, report, repo.commit);
+      await pullOne(async (s) => readGitSkill(opened, s as GitSkill), args, dir, lock, skill, report, { commit: repo.commit });
     }
     if (args.skills.size === 0 && !pin) {
       const key = JSON.stringify(source);

@@ -7,36 +7,9 @@
 import { randomBytes } from 'node:crypto';
 import { lstatSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { z } from 'zod';
-import { DIGEST } from './checks.js';
+import { LOCK_FILE, LockSchema, type Lock } from '../../shared/pull-lock.js';
 
-export const LOCK_FILE = '.skill-mcp-lock.json';
-
-const SourceSchema = z.union([
-  z.strictObject({ url: z.string() }),
-  z.strictObject({ command: z.array(z.string()).min(1) }),
-  z.strictObject({ git: z.string(), ref: z.string(), path: z.string() }),
-]);
-
-export type LockSource = z.infer<typeof SourceSchema>;
-
-const LockedSkillSchema = z.strictObject({
-  source: SourceSchema,
-  uri: z.string(),
-  via: z.enum(['skills-extension', 'fastmcp-manifest', 'git']),
-  /** For a git source: the commit the files came from. */
-  commit: z.string().regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/).optional(),
-  pulledAt: z.string(),
-  files: z.record(z.string(), z.string().regex(DIGEST)),
-});
-
-const LockSchema = z.strictObject({
-  lockfileVersion: z.literal(1),
-  skills: z.record(z.string(), LockedSkillSchema),
-});
-
-export type LockedSkill = z.infer<typeof LockedSkillSchema>;
-export type Lock = z.infer<typeof LockSchema>;
+export { LOCK_FILE, type Lock, type LockSource, type LockedSkill } from '../../shared/pull-lock.js';
 
 export class LockError extends Error {}
 

@@ -11,6 +11,7 @@ import { PULL_USAGE, parsePullArgs, type PullArgs } from './args.js';
 import { connect, type Connection } from './connect.js';
 import { downloadSkill } from './download.js';
 import { pullGit } from './git-pull.js';
+import { pullIndex } from './index-pull.js';
 import { LockError, readLock } from './lock.js';
 import { discover, type Discovery } from './remote.js';
 import { errorText } from './error-text.js';
@@ -21,7 +22,8 @@ export { lockedSource } from './one.js';
 
 async function pull(args: PullArgs): Promise<number> {
   const where = lockedSource(args.source);
-  const refusedSource = 'git' in where ? notAllowed(where.git, process.env['SKILL_MCP_PULL_ALLOW']) : 'url' in where ? notAllowed(where.url, process.env['SKILL_MCP_PULL_ALLOW']) : undefined;
+  const allow = process.env['SKILL_MCP_PULL_ALLOW'];
+  const refusedSource = 'git' in where ? notAllowed(where.git, allow) : 'url' in where ? notAllowed(where.url, allow) : 'index' in where ? notAllowed(where.index, allow) : undefined;
   if (refusedSource) {
     process.stderr.write(`skill-mcp pull: ${refusedSource}\n`);
     return 1;
@@ -30,6 +32,7 @@ async function pull(args: PullArgs): Promise<number> {
   mkdirSync(dir, { recursive: true });
   const lock = readLock(dir);
   if ('git' in args.source) return pullGit(args, args.source, dir, lock);
+  if ('index' in args.source) return pullIndex(args, args.source, dir, lock);
   let connection: Connection;
   try {
     connection = await connect(args.source, args.headers);
@@ -48,8 +51,9 @@ async function pull(args: PullArgs): Promise<number> {
     }
     process.stderr.write(`pull: ${found.skills.length + found.refused.length} skill(s) from ${describeSource(args.source)} (${found.via}) into ${dir}\n`);
     for (const refusal of found.refused) report.line('refused', refusal.name, `${refusal.why}; nothing written`);
+    for (const n of found.nested ?? []) report.line('nested', n.name, `${n.uri} lies inside the skill "${n.outer}"; it is pulled as files of "${n.outer}" (where the server lists them), not as a skill of its own (docs/nested-skills.md)`);
     for (const name of args.skills) {
-      if (!found.skills.some((s) => s.name === name) && !found.refused.some((r) => r.name === name)) report.line('refused', name, 'the server does not publish a skill of that name');
+      if (!found.skills.some((s) => s.name === name) && !found.refused.some((r) => r.name === name) && !(found.nested ?? []).some((n) => n.name === name)) report.line('refused', name, 'the server does not publish a skill of that name');
     }
     for (const skill of [...found.skills].sort((a, b) => (a.name < b.name ? -1 : 1))) await pullOne((s, progress) => downloadSkill(connection.client, s, progress), args, dir, lock, skill, report);
     if (args.skills.size === 0) {

@@ -3,11 +3,12 @@
  * folder, then fetched, checked and written (or refused, saying why), and the report lines.
  */
 import { join } from 'node:path';
-import type { GitSource, PullArgs } from './args.js';
+import type { GitSource, IndexSource, PullArgs } from './args.js';
+import { FetchRefused, shownUrl } from './http-get.js';
 import type { Source } from './connect.js';
 import { DownloadRefused } from './download.js';
 import { GitError, safeGitUrl } from './git.js';
-import { installSkill, localChange, targetState } from './install.js';
+import { prepareSkill, localChange, targetState, type Prepared } from './install.js';
 import { LOCK_FILE, digestsOf, sameDigests, writeLock, type Lock, type LockSource } from './lock.js';
 import type { RemoteSkill } from './remote.js';
 
@@ -19,8 +20,9 @@ const PROGRESS_MIN_BYTES = 1024 * 1024;
  * The source as the lock records it: a URL without credentials, query or fragment (they may hold
  * secrets; headers are never recorded), or the command line.
  */
-export function lockedSource(source: Source | GitSource): LockSource {
+export function lockedSource(source: Source | GitSource | IndexSource): LockSource {
   if ('git' in source) return { git: safeGitUrl(source.git), ref: source.ref ?? 'HEAD', path: source.path };
+  if ('index' in source) return { index: shownUrl(new URL(source.index)) };
   if (!('url' in source)) return { command: [...source.command] };
   const url = new URL(source.url);
   return { url: `${url.origin}${url.pathname}` };
@@ -28,6 +30,7 @@ export function lockedSource(source: Source | GitSource): LockSource {
 
 export function describeSource(source: Source | LockSource): string {
   if ('git' in source) return `${source.git} (${source.ref ?? 'HEAD'}${source.path ? `, ${source.path}` : ''})`;
+  if ('index' in source) return source.index;
   return 'url' in source ? source.url : source.command.join(' ');
 }
 
@@ -46,9 +49,9 @@ export class Report {
   readonly tally: Tally = { added: 0, updated: 0, unchanged: 0, refused: 0 };
   /** Files of pulled skills that were not written (links, submodules, LFS pointers, dot-files). */
   skippedFiles = 0;
-  line(kind: keyof Tally | 'gone' | 'skipped', name: string, text?: string): void {
+  line(kind: keyof Tally | 'gone' | 'skipped' | 'nested', name: string, text?: string): void {
     if (kind === 'skipped') this.skippedFiles++;
-    else if (kind !== 'gone') this.tally[kind]++;
+    else if (kind !== 'gone' && kind !== 'nested') this.tally[kind]++;
     process.stdout.write(`${kind.padEnd(9)} ${name}${text ? `: ${text}` : ''}\n`);
   }
 }
@@ -69,10 +72,28 @@ export function progressFor(skill: RemoteSkill): ((done: number, total: number, 
 /** Where one skill's checked bytes come from: an MCP server's reads, or a fetched commit. */
 export type FetchFiles = (skill: RemoteSkill, progress: ReturnType<typeof progressFor>) => Promise<Map<string, Buffer>>;
 
-/** One skill: decide from the lock and the folder, then download, check and write it (or say why not). */
-export async function pullOne(fetchFiles: FetchFiles, args: PullArgs, dir: string, lock: Lock, skill: RemoteSkill, report: Report, commit?: string): Promise<void> {
+/** What the lock pins a skill to besides its files: the commit (git) or the index's digest. */
+export interface Pin {
+  commit?: string;
+  digest?: string;
+}
+
+/** A skill written beside the folder and checked, waiting for the whole pull to succeed (an index pull). */
+export interface Deferred {
+  name: string;
+  prepared: Prepared;
+  /** Records it in the lock and reports it, once it is in place. */
+  finish(): void;
+}
+
+/**
+ * One skill: decide from the lock and the folder, then download, check and write it (or say why
+ * not). With `deferred`, the checked copy is prepared beside the folder and left for the caller to
+ * put in place (or discard) with the others.
+ */
+export async function pullOne(fetchFiles: FetchFiles, args: PullArgs, dir: string, lock: Lock, skill: RemoteSkill, report: Report, pin: Pin = {}, deferred?: Deferred[]): Promise<void> {
   const target = join(dir, skill.name);
-  const state = targetState(target);
+  const state = targetState(dir, skill.name);
   if (state.kind === 'refused') return report.line('refused', skill.name, `${state.why}; nothing written`);
   const source = lockedSource(args.source);
   const locked = lock.skills[skill.name];
@@ -86,8 +107,8 @@ export async function pullOne(fetchFiles: FetchFiles, args: PullArgs, dir: strin
       if (change) return report.line('refused', skill.name, `${target} changed here since the last pull (${change}); --force replaces it`);
     }
     if (sameSource && !change && sameDigests(locked!.files, remote)) {
-      if (commit !== undefined && locked!.commit !== commit) {
-        lock.skills[skill.name] = { ...locked!, commit };
+      if ((pin.commit !== undefined && locked!.commit !== pin.commit) || (pin.digest !== undefined && locked!.digest !== pin.digest)) {
+        lock.skills[skill.name] = { ...locked!, ...pin };
         writeLock(dir, lock);
       }
       return report.line('unchanged', skill.name);
@@ -97,22 +118,26 @@ export async function pullOne(fetchFiles: FetchFiles, args: PullArgs, dir: strin
   try {
     files = await fetchFiles(skill, progressFor(skill));
   } catch (error) {
-    if (error instanceof DownloadRefused || error instanceof GitError) return report.line('refused', skill.name, `${error.message}; nothing written`);
+    if (error instanceof DownloadRefused || error instanceof GitError || error instanceof FetchRefused) return report.line('refused', skill.name, `${error.message}; nothing written`);
     throw error;
   }
-  installSkill(dir, skill.name, files);
-  lock.skills[skill.name] = { source, uri: skill.uri, via: skill.via, ...(commit !== undefined ? { commit } : {}), pulledAt: new Date().toISOString(), files: remote };
-  writeLock(dir, lock);
-  const bytes = [...files.values()].reduce((sum, b) => sum + b.length, 0);
-  if (state.kind === 'folder' && locked) {
-    const changed = Object.keys(remote).filter((p) => locked.files[p] !== remote[p]).length;
-    const removed = Object.keys(locked.files).filter((p) => !(p in remote)).length;
-    report.line('updated', skill.name, `${changed} of ${skill.files.length} files new or changed${removed ? `, ${removed} removed` : ''} -> ${target}`);
-  } else {
-    report.line('added', skill.name, `${skill.files.length} file${skill.files.length === 1 ? '' : 's'}, ${sizeText(bytes)} -> ${target}`);
-  }
+  const finish = (): void => {
+    lock.skills[skill.name] = { source, uri: skill.uri, via: skill.via, ...pin, pulledAt: new Date().toISOString(), files: remote };
+    writeLock(dir, lock);
+    const bytes = [...files.values()].reduce((sum, b) => sum + b.length, 0);
+    if (state.kind === 'folder' && locked) {
+      const changed = Object.keys(remote).filter((p) => locked.files[p] !== remote[p]).length;
+      const removed = Object.keys(locked.files).filter((p) => !(p in remote)).length;
+      report.line('updated', skill.name, `${changed} of ${skill.files.length} files new or changed${removed ? `, ${removed} removed` : ''} -> ${target}`);
+    } else {
+      report.line('added', skill.name, `${skill.files.length} file${skill.files.length === 1 ? '' : 's'}, ${sizeText(bytes)} -> ${target}`);
+    }
+  };
+  const prepared = prepareSkill(dir, skill.name, files);
+  if (deferred) return void deferred.push({ name: skill.name, prepared, finish });
+  prepared.commit();
+  finish();
 }
-
 
 export function summary(report: Report): number {
   const t = report.tally;

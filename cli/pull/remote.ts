@@ -10,7 +10,7 @@ import { SkillsClient, type Skill } from '@modelcontextprotocol/client/ext/skill
 import { z } from 'zod';
 import { checkFileList, checkFilePath, checkSkillName, pathUnderBase, type PlannedFile } from './checks.js';
 
-export type Via = 'skills-extension' | 'fastmcp-manifest' | 'git';
+export type Via = 'skills-extension' | 'fastmcp-manifest' | 'git' | 'well-known-index';
 
 export interface RemoteSkill {
   name: string;
@@ -30,6 +30,13 @@ export interface Discovery {
   via: Via;
   skills: RemoteSkill[];
   refused: Refusal[];
+  /**
+   * Skills the server publishes from inside another published skill's folder (the SDK's
+   * `loadSkills` does): not pulled as folders of their own, since a skills folder holds skills at
+   * its top only; their files come with the outer skill when the server lists them there
+   * (docs/nested-skills.md).
+   */
+  nested?: { name: string; uri: string; outer: string }[];
 }
 
 /** A skill's own name from its SKILL.md URI: the last folder of the path, decoded once. */
@@ -158,6 +165,8 @@ async function viaResources(client: Client): Promise<Discovery> {
  */
 export async function discover(client: Client, wanted: ReadonlySet<string>): Promise<Discovery> {
   const found = new SkillsClient(client).supported ? await viaExtension(client, wanted) : await viaResources(client);
+  const nested = nestedIn(found.skills);
+  found.skills = found.skills.filter((s) => !nested.some((n) => n.uri === s.uri));
   const count = new Map<string, number>();
   for (const s of found.skills) count.set(s.name.toLowerCase(), (count.get(s.name.toLowerCase()) ?? 0) + 1);
   const clashing = found.skills.filter((s) => count.get(s.name.toLowerCase())! > 1);
@@ -165,7 +174,19 @@ export async function discover(client: Client, wanted: ReadonlySet<string>): Pro
     via: found.via,
     skills: found.skills.filter((s) => count.get(s.name.toLowerCase()) === 1),
     refused: [...found.refused, ...clashing.map((s) => ({ name: s.name, why: `more than one skill the server publishes would be the folder "${s.name}" (${s.uri}); none of them is pulled` }))],
+    nested,
   };
   if (wanted.size === 0) return result;
-  return { via: result.via, skills: result.skills.filter((s) => wanted.has(s.name)), refused: result.refused.filter((r) => wanted.has(r.name)) };
+  return { via: result.via, skills: result.skills.filter((s) => wanted.has(s.name)), refused: result.refused.filter((r) => wanted.has(r.name)), nested: nested.filter((n) => wanted.has(n.name)) };
+}
+
+/** The skills whose folder lies inside another listed skill's folder, each with the outermost one. */
+export function nestedIn(skills: readonly RemoteSkill[]): { name: string; uri: string; outer: string }[] {
+  const baseOf = (s: RemoteSkill): string => s.uri.slice(0, -'SKILL.md'.length);
+  const out: { name: string; uri: string; outer: string }[] = [];
+  for (const skill of skills) {
+    const outer = skills.filter((o) => o !== skill && baseOf(skill).startsWith(baseOf(o))).sort((a, b) => baseOf(a).length - baseOf(b).length)[0];
+    if (outer) out.push({ name: skill.name, uri: skill.uri, outer: outer.name });
+  }
+  return out;
 }

@@ -13,7 +13,8 @@ import { relative } from 'node:path';
 import { skillRoots } from '../../shared/config.js';
 import type { DeclaredScript } from '../../shared/declaration.js';
 import { resolveDeclaration, type DeclarationOrigin } from '../../shared/declaration-source.js';
-import { findSkillByName } from '../../shared/discover.js';
+import { findSkillByName, rootLabel } from '../../shared/discover.js';
+import { provenanceOf, readPullLock, type Provenance } from '../../shared/provenance.js';
 import type { DiscoveredSkill } from '../../shared/discover.js';
 import { buildScriptEnv, selfGrantWarning } from '../../shared/env.js';
 import type { ErrorCode } from '../../shared/errors.js';
@@ -102,6 +103,17 @@ export type Derived = { ok: true; plan: RunPlan } | { ok: false; code: ErrorCode
 
 function refuse(code: ErrorCode, reason: RejectReason, message: string): Derived {
   return { ok: false, code, reason, message };
+}
+
+/**
+ * Where `skill-mcp pull` brought the skill from (shared/provenance.ts), judged on the very bytes
+ * this run would copy: the pin only while they are the ones the lock records.
+ */
+function pulledFrom(ctx: DeriveContext, skill: DiscoveredSkill, files: readonly { path: string; sha256: string }[]): Provenance | undefined {
+  const root = skillRoots(ctx.env as NodeJS.ProcessEnv, ctx.bundledSkills)[skill.root];
+  if (root === undefined || skill.displayPath !== `${rootLabel(root)}/${skill.name}`) return undefined;
+  const lock = readPullLock(root);
+  return lock ? provenanceOf(lock, skill.name, new Map(files.map((f) => [f.path, `sha256:${f.sha256}`] as const))) : undefined;
 }
 
 export async function findSkill(ctx: DeriveContext, name: string): Promise<DiscoveredSkill | undefined> {
@@ -221,6 +233,8 @@ export async function deriveRun(ctx: DeriveContext, skillName: string, script: s
     declarationFrom: origin!.from,
   };
   if (origin!.pinned) willRun.declarationPinned = true;
+  const provenance = pulledFrom(ctx, skill, read.content.files);
+  if (provenance) willRun.provenance = provenance;
   if (built.notSet.length > 0) willRun.envNotSet = built.notSet;
   if (deps.infos.length > 0) willRun.deps = deps.infos;
   const warning = grant.selfGranted ? selfGrantWarning(built.passed) : undefined;

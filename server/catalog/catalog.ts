@@ -15,7 +15,8 @@ import { realpathSync } from 'node:fs';
 import type { Skill } from '@modelcontextprotocol/server/ext/skills';
 import { declarationsDigest, listDeclarationsDir, MAX_DECLARATION_ENTRIES, skillOfEntry } from '../../shared/declaration-files.js';
 import { OPERATOR_PLACE, strayDeclarationProblems } from '../../shared/declaration-source.js';
-import { discoverSkills, type DiscoveredSkill } from '../../shared/discover.js';
+import { discoverSkills, rootLabel, type DiscoveredSkill } from '../../shared/discover.js';
+import { PROVENANCE_META_KEY, provenanceOf, readPullLock, type Provenance } from '../../shared/provenance.js';
 import { deadGrantRows, readGrantSource, type GrantSource } from '../../shared/grant.js';
 import type { CatalogLimits } from '../../shared/limits.js';
 import { PUBLISH_MAX_BYTES } from '../../shared/limits.js';
@@ -362,9 +363,38 @@ export class Catalog {
     return this.#published;
   }
 
-  /** The SEP-2640 entry of a published skill: digests and sizes of the bytes served now. */
+  /**
+   * The SEP-2640 entry of a published skill: digests and sizes of the bytes served now, and in
+   * `_meta` where a pull brought it from (shared/provenance.ts), read fresh from the lock each time.
+   */
   async entry(record: SkillRecord): Promise<Skill> {
-    return this.#entryNow(record);
+    const entry = this.#entryNow(record);
+    const provenance = this.provenance(record);
+    return provenance ? { ...entry, _meta: { ...entry._meta, [PROVENANCE_META_KEY]: provenance } } : entry;
+  }
+
+  /**
+   * Where `skill-mcp pull` brought this skill from, when it sits at the top of a root holding a
+   * `.skill-mcp-lock.json` with an entry for it; the pin only while every served file still has
+   * the digest the lock records.
+   */
+  provenance(record: SkillRecord): Provenance | undefined {
+    const found = this.#found.get(record.name);
+    const root = found === undefined ? undefined : this.#roots[found.root];
+    // Only DIR/<name>: the lock describes the folders pull writes, at the top of the folder it wrote to.
+    if (root === undefined || found!.displayPath !== `${rootLabel(root)}/${record.name}`) return undefined;
+    const lock = readPullLock(root);
+    if (!lock?.skills[record.name]) return undefined;
+    let served: Map<string, string>;
+    try {
+      const resources = this.#entryNow(record).resources;
+      if (resources === 'dynamic') return undefined;
+      served = new Map(record.files.map((f, i) => [f.path, resources[i]!.digest] as const));
+    } catch {
+      // A file that cannot be hashed now: nothing shows the files are the pulled ones.
+      served = new Map();
+    }
+    return provenanceOf(lock, record.name, served);
   }
 
   /** The entry, built now if it is not yet; a file a read would refuse throws (nothing is cached). */

@@ -18,7 +18,7 @@
  * watch was set up is caught by the first update after it).
  */
 import { statSync, statfsSync, watch, type FSWatcher } from 'node:fs';
-import { resolve } from 'node:path';
+import { relative, resolve, sep } from 'node:path';
 import { rootLabel } from '../../shared/discover.js';
 import { explainUnreadableRoot } from '../../shared/unreadable-root.js';
 import type { Catalog } from './catalog.js';
@@ -254,6 +254,34 @@ export function startLiveCatalog(catalog: Catalog, settings: WatchSettings, warn
     check();
   };
 
+  /**
+   * Linked skills whose real folder the root's own walk never reaches (it is under a hidden
+   * folder, as `skill-mcp pull`'s `.skill-mcp-store/` snapshots are): each such folder gets a
+   * watcher of its own, kept in step with the catalog, so an edit made there is seen too.
+   */
+  const linkedTargets = new Map<string, TreeWatcher>();
+  const watchLinkedTargets = (): void => {
+    if (closed || settings.mode !== 'on') return;
+    const realRoots = catalog.realRoots.filter((r): r is string => r !== undefined);
+    const wanted = new Set(catalog.skills().map((r) => r.realDir).filter((dir) => realRoots.some((root) => {
+      const rel = relative(root, dir);
+      return rel !== '' && !rel.startsWith('..') && rel.split(sep).some((segment) => segment.startsWith('.'));
+    })));
+    for (const [dir, watcher] of linkedTargets) {
+      if (wanted.has(dir)) continue;
+      watcher.close();
+      linkedTargets.delete(dir);
+    }
+    for (const dir of wanted) {
+      if (linkedTargets.has(dir)) continue;
+      const watcher = new TreeWatcher(dir, onPath);
+      linkedTargets.set(dir, watcher);
+      // Caught up from now: the skill was (re)scanned in the update that made it wanted.
+      watcher.start(Date.now()).catch((error: unknown) => warn(`a linked skill's folder cannot be watched (${errorText(error)}); edits in it are seen at the next read`));
+    }
+  };
+  const unsubscribe = catalog.onChange(watchLinkedTargets);
+
   const ready = (async () => {
     let folders = 0;
     let watched = 0;
@@ -274,6 +302,7 @@ export function startLiveCatalog(catalog: Catalog, settings: WatchSettings, warn
       folders += added;
     }
     if (watched > 0) warn(`watching ${watched === roots.length ? 'the skill folders' : `${watched} of ${roots.length} skill roots`} for changes (${folders} folders)`);
+    watchLinkedTargets();
   })();
 
   let declarations: FSWatcher | undefined;
@@ -297,6 +326,8 @@ export function startLiveCatalog(catalog: Catalog, settings: WatchSettings, warn
       clearTimeout(latest);
       clearInterval(timer);
       for (const { watcher } of watchedRoots.values()) watcher.close();
+      unsubscribe();
+      for (const watcher of linkedTargets.values()) watcher.close();
       for (const stop of waiting) stop();
     },
   };

@@ -14,6 +14,7 @@ import { INTERPRETERS } from '../../shared/declaration.js';
 import { SkillMcpError } from '../../shared/errors.js';
 import { grantFrom, grantNote, grantScripts, type GrantSource } from '../../shared/grant.js';
 import type { Problem } from '../../shared/problems.js';
+import type { Provenance } from '../../shared/provenance.js';
 import type { DescribeResult, Identity } from '../../shared/protocol.js';
 import type { FrontContext } from '../context.js';
 import { uriFor } from '../catalog/uri.js';
@@ -154,6 +155,7 @@ export async function skillList(front: FrontContext, request: ListRequest = {}):
       ...(record.declarationOrigin?.pinned ? { declarationPinned: true } : {}),
       ...(record.declarationOrigin?.replaces ? { declarationReplaces: record.declarationOrigin.replaces } : {}),
       ...(record.published ? { uri: uriFor(record.name, 'SKILL.md') } : {}),
+      ...provenanceField(catalog.provenance(record)),
       runnable: scripts.length > 0,
       scripts,
       ...(ungrantedScripts.length > 0 ? { ungrantedScripts } : {}),
@@ -181,6 +183,11 @@ export async function skillList(front: FrontContext, request: ListRequest = {}):
         }
       : { level: 'unavailable', detail: `no script can run: ${runnerWhy}` },
   };
+}
+
+/** `pulledFrom`, when `skill-mcp pull` wrote the skill (shared/provenance.ts). */
+function provenanceField(provenance: Provenance | undefined): Record<string, unknown> {
+  return provenance ? { pulledFrom: provenance } : {};
 }
 
 /** Every catalog problem, a page at a time (the runner's, if any, lead the first skills page). */

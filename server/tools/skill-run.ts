@@ -73,6 +73,8 @@ function describeRun(willRun: WillRun): string {
     `memory cap: ${formatBytes(willRun.memoryBytes)}`,
     `code: script ${shortDigest(willRun.content.script)}, skill files ${shortDigest(willRun.content.files)} (${willRun.content.fileCount} files, ${willRun.content.bytes} bytes) — the run is a copy of exactly these bytes`,
   ];
+  const p = willRun.provenance;
+  if (p) lines.push(`pulled from: ${p.source} ${p.from}${p.state === 'as-pulled' ? `${p.commit ? ` at commit ${p.commit}` : ''}${p.digest ? ` (index digest ${shortDigest(p.digest.slice(7))})` : ''}` : ` — MODIFIED SINCE PULL: ${p.detail}`}`);
   lines.push(...describeInputs(willRun));
   if (willRun.isolation === 'same-uid') lines.push('WARNING: no sandbox here — the script runs as the server\'s own user, with its files and its network.');
   if (willRun.envNotSet?.length) lines.push(`granted but not set here: ${willRun.envNotSet.join(', ')}`);

@@ -5,7 +5,7 @@
  */
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO, SERVER_JS, VARIED_SKILLS, baseEnv } from './harness.js';
 
@@ -35,14 +35,29 @@ export function runPull(args: string[], env: Record<string, string> = {}): Promi
 /** The command that serves a folder over stdio: our own bin. */
 export const OUR_SERVER = [process.execPath, SERVER_JS];
 
-/** Every file under `dir` as sorted `/`-separated relative paths (links and dotfiles included, as names). */
+/**
+ * Every file under `dir` as sorted `/`-separated relative paths, as an agent reading the folder
+ * sees it: pull's own links (into `.skill-mcp-store/`) are followed and the store itself is left
+ * out ({@link storeOf} lists it); any other link and dotfile is listed as a name.
+ */
 export function filesUnder(dir: string, rel = ''): string[] {
   return readdirSync(join(dir, rel), { withFileTypes: true })
     .flatMap((e) => {
       const path = rel ? `${rel}/${e.name}` : e.name;
-      return e.isDirectory() ? filesUnder(dir, path) : [path];
+      if (e.name === '.skill-mcp-store') return [];
+      const own = e.isSymbolicLink() && readlinkSync(join(dir, path)).startsWith('.skill-mcp-store/');
+      return e.isDirectory() || own ? filesUnder(dir, path) : [path];
     })
     .sort();
+}
+
+/** The snapshot folders in `dir`'s store, by skill: `{name: [snapshot, ...]}`. */
+export function storeOf(dir: string): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  const store = join(dir, '.skill-mcp-store');
+  if (!existsSync(store)) return out;
+  for (const snap of readdirSync(store).sort()) for (const inner of readdirSync(join(store, snap))) (out[inner] ??= []).push(snap);
+  return out;
 }
 
 /** The varied fixture's skills by name (the `skills/` folder is the third layout). */

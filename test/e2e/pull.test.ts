@@ -139,7 +139,7 @@ describe('what is already in the target folder', () => {
     symlinkSync(elsewhere, join(dir, 'api-docs'));
     const run = await runPull(['--force', '--skill', 'api-docs', '--to', dir, '--', ...OUR_SERVER], { SKILLS_DIR: VARIED_SKILLS });
     expect(run.code).toBe(1);
-    expect(run.lines[0]).toMatchObject({ kind: 'refused', name: 'api-docs', text: expect.stringMatching(/is a symbolic link; pull never replaces a link or writes through one/) });
+    expect(run.lines[0]).toMatchObject({ kind: 'refused', name: 'api-docs', text: expect.stringMatching(/is a symbolic link pull did not make; pull never replaces such a link or writes through one/) });
     expect(filesUnder(elsewhere)).toEqual(['precious.txt']);
     expect(existsSync(join(dir, '.skill-mcp-lock.json'))).toBe(false);
   });
