@@ -75,29 +75,44 @@ export function parseIndex(text: string, indexUrl: URL): ParsedIndex {
   if ('$schema' in top) {
     const index = ArtifactIndex.safeParse(top);
     if (!index.success) throw new IndexRefused(`${shownUrl(indexUrl)} names the schema ${JSON.stringify(top['$schema'])}, which this pull does not know (it reads ${SCHEMA_0_2_0})`);
-    index.data.skills.forEach((raw, i) => {
+    for (const [i, raw] of index.data.skills.entries()) {
       const entry = ArtifactEntry.safeParse(raw);
-      if (!entry.success) return out.refused.push({ name: named(raw, i), why: `its index entry is invalid: ${issue(entry.error)}` });
+      if (!entry.success) {
+        out.refused.push({ name: named(raw, i), why: `its index entry is invalid: ${issue(entry.error)}` });
+        continue;
+      }
       const { name, type, url, digest } = entry.data;
-      if (type !== 'skill-md' && type !== 'archive') return out.refused.push({ name, why: `its type ${JSON.stringify(type)} is not skill-md or archive; skipped` });
+      if (type !== 'skill-md' && type !== 'archive') {
+        out.refused.push({ name, why: `its type ${JSON.stringify(type)} is not skill-md or archive; skipped` });
+        continue;
+      }
       const at = resolve(url);
-      if (!at) return out.refused.push({ name, why: `its url ${JSON.stringify(url)} is not a URL` });
+      if (!at) {
+        out.refused.push({ name, why: `its url ${JSON.stringify(url)} is not a URL` });
+        continue;
+      }
       out.skills.push({ name, form: type, url: at, digest });
-    });
+    }
     return out;
   }
   if ('version' in top) {
     const index = FilesIndex.safeParse(top);
     if (!index.success) throw new IndexRefused(`${shownUrl(indexUrl)} has version ${JSON.stringify(top['version'])}; this pull reads version "0.2.0" and $schema ${SCHEMA_0_2_0}`);
-    index.data.skills.forEach((raw, i) => {
+    for (const [i, raw] of index.data.skills.entries()) {
       const entry = FilesEntry.safeParse(raw);
-      if (!entry.success) return out.refused.push({ name: named(raw, i), why: `its index entry is invalid: ${issue(entry.error)}` });
+      if (!entry.success) {
+        out.refused.push({ name: named(raw, i), why: `its index entry is invalid: ${issue(entry.error)}` });
+        continue;
+      }
       const { name, files, digest } = entry.data;
       const base = resolve(`${encodeURIComponent(name)}/`);
       const pkg = entry.data.package ? resolve(entry.data.package.url) : undefined;
-      if (!base || (entry.data.package && !pkg)) return out.refused.push({ name, why: 'its URLs cannot be resolved' });
+      if (!base || (entry.data.package && !pkg)) {
+        out.refused.push({ name, why: 'its URLs cannot be resolved' });
+        continue;
+      }
       out.skills.push({ name, form: 'files', files, digest, base, ...(pkg ? { package: { url: pkg, digest: entry.data.package!.digest } } : {}) });
-    });
+    }
     return out;
   }
   // Security: a v0.1.0 index lists paths without digests: nothing to check the bytes against.

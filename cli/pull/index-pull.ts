@@ -25,7 +25,7 @@ export async function pullIndex(args: PullArgs, index: IndexSource, dir: string,
   const fromLoopback = isLoopbackHost(indexUrl.hostname);
   const lockedNames = Object.entries(lock.skills).filter(([name, s]) => JSON.stringify(s.source) === key && (args.skills.size === 0 || args.skills.has(name)));
   if (index.locked && (lockedNames.length === 0 || lockedNames.some(([, s]) => s.digest === undefined))) return fail(`--locked: the lock has no digests for ${shownUrl(indexUrl)}${args.skills.size ? ' and these skills' : ''}; pull once without --locked`);
-  let parsed;
+  let parsed: ReturnType<typeof parseIndex>;
   try {
     const got = await getChecked(indexUrl, MAX_INDEX_BYTES, fromLoopback);
     parsed = parseIndex(got.bytes.toString('utf8'), got.url);
@@ -93,7 +93,7 @@ async function pullEntry(entry: IndexSkill, args: PullArgs, dir: string, lock: L
     await pullOne(async () => (await fetchIndexSkill(entry, fromLoopback)).files, args, dir, lock, skill, report, pin, deferred);
     return;
   }
-  let fetched;
+  let fetched: Awaited<ReturnType<typeof fetchIndexSkill>>;
   try {
     fetched = await fetchIndexSkill(entry, fromLoopback);
   } catch (error) {

@@ -56,7 +56,12 @@ export function storeOf(dir: string): Record<string, string[]> {
   const out: Record<string, string[]> = {};
   const store = join(dir, '.skill-mcp-store');
   if (!existsSync(store)) return out;
-  for (const snap of readdirSync(store).sort()) for (const inner of readdirSync(join(store, snap))) (out[inner] ??= []).push(snap);
+  for (const snap of readdirSync(store).sort()) {
+    for (const inner of readdirSync(join(store, snap))) {
+      out[inner] ??= [];
+      out[inner].push(snap);
+    }
+  }
   return out;
 }
 
