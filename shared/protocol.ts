@@ -197,6 +197,9 @@ export const runResultSchema = z.strictObject({
   })).optional(),
   /** Why the list above is not the whole workspace (the walk stopped, or it was not read at all). */
   filesNote: z.string().optional(),
+  /** The workspace reached its cap (runner/workspace/capacity.ts): a write past it failed, or the run was stopped; `workspaceNote` says which. */
+  workspaceFull: z.boolean().optional(),
+  workspaceNote: z.string().optional(),
 });
 export type RunResult = z.infer<typeof runResultSchema>;
 

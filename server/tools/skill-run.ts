@@ -118,6 +118,8 @@ function runResult(result: RunResult): CallToolResult {
     // Listed, never their bytes: those travel once, as the resource items after this text.
     files,
     ...(result.filesNote !== undefined ? { filesNote: result.filesNote } : {}),
+    // Never silent: a workspace that filled (ENOSPC inside, or the run stopped) is said in the answer.
+    ...(result.workspaceFull === true ? { workspaceFull: true, workspaceNote: result.workspaceNote ?? 'the run\'s workspace filled up' } : {}),
   });
   return { ...answer, content: [...answer.content, ...resources] };
 }
