@@ -7,6 +7,7 @@
  * SIGTERM/SIGINT kill every run (waiting ones too), close the socket and exit.
  */
 import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { grantFrom } from '../shared/grant.js';
 import { wantsHelp } from '../shared/cli-args.js';
 import { readSharedSettings, startupReport } from '../shared/settings.js';
@@ -30,7 +31,8 @@ import { sweepRunCgroups } from './sandbox/run-cgroup.js';
 import { pidAlive } from './file-lock.js';
 import { probePlatform } from './sandbox/platform.js';
 import { listen } from './requests/server.js';
-import { chooseScratchDir, removeStaleRunFolders, sharedAncestor } from './workspace/scratch.js';
+import { chooseScratchDir, removeStaleRunFolders, runFolderName, sharedAncestor } from './workspace/scratch.js';
+import { probeWorkspaceMount } from './workspace/mount.js';
 import { RunnerService } from './requests/service.js';
 import { resolveCapacity, thisMachine } from './requests/capacity.js';
 import { SkillMcpError } from '../shared/errors.js';
@@ -141,7 +143,12 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
   const probeUid = await uidPool?.takeOrUndefined();
   // Security: the keys of the session the runner was started in are possessed by neither it nor its runs.
   const ownKeyring = joinFreshSessionKeyring();
-  const platform = probePlatform({ searchPath: env['PATH'], bwrapSetting: opts.bwrap, probeUid, tmpBytes: opts.limits.tmpBytes, ownKeyring });
+  const probed = probePlatform({ searchPath: env['PATH'], bwrapSetting: opts.bwrap, probeUid, tmpBytes: opts.limits.tmpBytes, ownKeyring });
+  // How the workspace cap is kept (runner/workspace/capacity.ts): a tmpfs per run where root may mount one, else a watcher.
+  const wsProbe = probeWorkspaceMount(join(scratchDir, runFolderName('0'.repeat(16))));
+  const workspaceMode = wsProbe.ok ? 'tmpfs' : 'watch';
+  if (asRoot && !wsProbe.ok) log(`warning: ${wsProbe.why}; each run's workspace size is kept by a watcher instead (approximate, docs/isolation.md)`);
+  const platform = { ...probed, mechanisms: [...probed.mechanisms, wsProbe.ok ? 'workspace-tmpfs' : 'workspace-watch'] };
   if (probeUid !== undefined) await uidPool?.release(probeUid);
   if (platform.cgroups) {
     // Groups of runs whose runner died: their tasks are killed and the groups removed.
@@ -163,7 +170,7 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
   if (opts.maxRuns !== undefined && uidCount !== undefined && opts.maxRuns > uidCount) {
     throw new SkillMcpError('BAD_REQUEST', `SKILL_MCP_MAX_RUNS=${opts.maxRuns} is more than the ${uidCount} uids of SKILL_MCP_UID_RANGE; each run needs a uid of its own`);
   }
-  const capacity = resolveCapacity({ maxRuns: opts.maxRuns, perClient: opts.runsPerClient, perRunBytes: opts.limits.memoryBytes + opts.limits.tmpBytes, hosted, uidCount }, thisMachine());
+  const capacity = resolveCapacity({ maxRuns: opts.maxRuns, perClient: opts.runsPerClient, perRunBytes: opts.limits.memoryBytes + opts.limits.tmpBytes + (workspaceMode === 'tmpfs' ? opts.limits.workspaceBytes : 0), hosted, uidCount }, thisMachine());
 
   const peer = loadPeerCredReader();
   if ('why' in peer) log(`warning: no peer-credential check (${peer.why}); relying on socket directory modes`);
@@ -175,7 +182,7 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
       deps: { envsDir: envsDirOf(opts.stateDir), identities: new Identities(), verifier: new EnvVerifier(), index: readExplicitIndex(env) },
     },
     key, ledger, audit, environ, refusedWhy, ttlMs: settings.confirmTtlSeconds * 1000, scratchDir, uidPool,
-    limits: opts.limits, killGraceMs: opts.killGraceMs, drainMs: opts.drainMs,
+    limits: opts.limits, workspaceMode, killGraceMs: opts.killGraceMs, drainMs: opts.drainMs,
     admission: { maxRuns: capacity.maxRuns, perClient: capacity.perClient, queueMs: opts.runQueueMs },
     osUser: hosted ? undefined : osUserName(),
   });
@@ -197,6 +204,7 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
     hosted, runs_refused: refusedWhy?.code ?? null, grant_from: grantFrom(settings.grant), key_source: keySource === 'secret' ? `secret-${confirmSecret.from}` : keySource,
     interpreters: Object.fromEntries([...platform.interpreters].map(([name, r]) => [name, 'path' in r])),
     max_runs: capacity.maxRuns, max_runs_from: capacity.maxRunsFrom, runs_per_client: capacity.perClient, run_queue_ms: opts.runQueueMs,
+    workspace_mode: workspaceMode, workspace_bytes: opts.limits.workspaceBytes, workspace_files: opts.limits.workspaceFiles,
     peer_check: 'read' in peer, front_secret: opts.frontSecret?.from ?? 'none', audit_max_bytes: opts.auditMaxBytes, audit_keep: opts.auditKeep,
   };
   const configSha256 = configDigest({ ...config, view: configView(env, options.bundledSkills) });

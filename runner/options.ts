@@ -14,6 +14,7 @@ import type { SandboxLimits } from './sandbox/spawn.js';
 import { DEFAULT_UID_RANGE, parseUidRange } from './uids/pool.js';
 import { DEFAULT_RUN_QUEUE_MS, MAX_RUN_QUEUE_MS } from '../shared/limits.js';
 import { RUN_INPUT_BYTES, RUN_OUTPUT_FILES_BYTES } from '../shared/run-io.js';
+import { DEFAULT_WORKSPACE_BYTES, DEFAULT_WORKSPACE_FILES, MAX_WORKSPACE_FILES } from './workspace/capacity.js';
 
 export interface RunnerOptions {
   socketPath: string;
@@ -66,7 +67,8 @@ export const RUNNER_USAGE = `usage: skill-mcp runner --socket PATH --state-dir D
 
 Sandbox variables (docs/isolation.md): SKILL_MCP_BWRAP (bubblewrap's path, or "off"),
 SKILL_MCP_RUN_MEMORY_BYTES (default 1 GiB per run), SKILL_MCP_RUN_TMP_BYTES (private /tmp, default
-256 MiB), SKILL_MCP_RUN_NPROC, SKILL_MCP_RUN_FSIZE_BYTES, SKILL_MCP_RUN_NOFILE.
+256 MiB), SKILL_MCP_RUN_WORKSPACE_BYTES and SKILL_MCP_RUN_WORKSPACE_FILES (a run's workspace, default
+256 MiB and 10000 entries), SKILL_MCP_RUN_NPROC, SKILL_MCP_RUN_FSIZE_BYTES, SKILL_MCP_RUN_NOFILE.
 SKILL_MCP_RUN_QUEUE_MS: how long a run over the limit waits for a slot before BUSY (default
 ${DEFAULT_RUN_QUEUE_MS}, at most ${MAX_RUN_QUEUE_MS}).
 Audit log (docs/audit.md): SKILL_MCP_AUDIT_MAX_BYTES rotates the log before its live segment passes
@@ -127,6 +129,8 @@ const RUNNER_VARIABLES = {
   nofile: count('SKILL_MCP_RUN_NOFILE', 256, 16, 65536),
   memoryBytes: count('SKILL_MCP_RUN_MEMORY_BYTES', 1024 ** 3, MIN_MEMORY_BYTES, 2 ** 44),
   tmpBytes: count('SKILL_MCP_RUN_TMP_BYTES', 256 * 1024 * 1024, 1024 * 1024, 2 ** 40),
+  workspaceBytes: count('SKILL_MCP_RUN_WORKSPACE_BYTES', DEFAULT_WORKSPACE_BYTES, 1024 * 1024, 2 ** 40),
+  workspaceFiles: count('SKILL_MCP_RUN_WORKSPACE_FILES', DEFAULT_WORKSPACE_FILES, 16, MAX_WORKSPACE_FILES),
   killGraceMs: count('SKILL_MCP_KILL_GRACE_MS', 2000, 0, 60_000),
   drainMs: count('SKILL_MCP_DRAIN_MS', 500, 0, 60_000),
   runQueueMs: count('SKILL_MCP_RUN_QUEUE_MS', DEFAULT_RUN_QUEUE_MS, 0, MAX_RUN_QUEUE_MS),
@@ -197,6 +201,8 @@ export function parseRunnerOptions(argv: string[], env: Env): RunnerOptions {
     nofile: readVariable(env, RUNNER_VARIABLES.nofile, issues),
     memoryBytes: readVariable(env, RUNNER_VARIABLES.memoryBytes, issues),
     tmpBytes: readVariable(env, RUNNER_VARIABLES.tmpBytes, issues),
+    workspaceBytes: readVariable(env, RUNNER_VARIABLES.workspaceBytes, issues),
+    workspaceFiles: readVariable(env, RUNNER_VARIABLES.workspaceFiles, issues),
     inputBytes: readVariable(env, RUNNER_VARIABLES.inputBytes, issues),
     outputFilesBytes: readVariable(env, RUNNER_VARIABLES.outputFilesBytes, issues),
   };

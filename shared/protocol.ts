@@ -236,6 +236,9 @@ export const runResultSchema = z.strictObject({
   filesNote: z.string().optional(),
   /** Only for a run whose egress went through its own proxy (isolation levels `namespace`, `namespace-uid`). */
   egress: egressSummarySchema.optional(),
+  /** The workspace reached its cap (runner/workspace/capacity.ts): a write past it failed, or the run was stopped; `workspaceNote` says which. */
+  workspaceFull: z.boolean().optional(),
+  workspaceNote: z.string().optional(),
 });
 export type RunResult = z.infer<typeof runResultSchema>;
 

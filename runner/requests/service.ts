@@ -31,6 +31,12 @@ import type { Workspace } from '../workspace/workspace.js';
 import { collectOutputs } from '../workspace/outputs.js';
 import type { Collected } from '../workspace/outputs.js';
 import { digestInputs, inputsRefusal } from '../../shared/run-io.js';
+import { inputsCapProblem, workspaceFullNote } from '../workspace/capacity.js';
+import type { WorkspaceCap, WorkspaceMode, WorkspaceUsage } from '../workspace/capacity.js';
+import { mountWorkspace, unmountAll } from '../workspace/mount.js';
+import type { Unmounted } from '../workspace/mount.js';
+import { watchWorkspace } from '../workspace/watch.js';
+import type { WorkspaceWatch } from '../workspace/watch.js';
 import type { RunningProcess } from '../sandbox/process.js';
 import { openRunProxy, socketPathProblem } from '../egress/run-proxy.js';
 import type { RunProxy, RunProxyTotals } from '../egress/run-proxy.js';
@@ -58,6 +64,8 @@ export interface ServiceDeps {
   scratchDir: string;
   uidPool: UidPool | undefined;
   limits: SandboxLimits;
+  /** How the workspace cap is kept: a tmpfs the runner (root) mounts, or its watcher (runner/workspace/capacity.ts). */
+  workspaceMode: WorkspaceMode;
   killGraceMs: number;
   drainMs: number;
   /** How many runs at once, one client's share, and how long a run over them waits. */
@@ -159,6 +167,17 @@ export class RunnerService {
     };
   }
 
+  /** The run's workspace caps (SKILL_MCP_RUN_WORKSPACE_BYTES, SKILL_MCP_RUN_WORKSPACE_FILES). */
+  private get cap(): WorkspaceCap {
+    return { bytes: this.deps.limits.workspaceBytes, files: this.deps.limits.workspaceFiles };
+  }
+
+  /** Inputs that would fill the workspace by themselves are refused before anything runs. */
+  private capRefusal(paths: readonly string[], sizes: readonly number[]): { code: 'TOO_LARGE'; message: string } | undefined {
+    const problem = inputsCapProblem(paths, sizes, this.cap);
+    return problem !== undefined ? { code: 'TOO_LARGE', message: problem } : undefined;
+  }
+
   private mint(willRun: WillRun, subject: string | undefined): Minted {
     const now = Date.now();
     const { token, claims } = mintToken(this.deps.key, willRun, now, this.deps.ttlMs, subject);
@@ -170,7 +189,7 @@ export class RunnerService {
     const who = whoOf(req, this.deps.osUser);
     // Security: the input names are checked here too, so no preview ever shows a run that would be refused.
     const files = req.inputs?.files ?? [];
-    const bad = inputsRefusal(files.map((f) => f.path), files.map((f) => f.size), req.inputs?.stdin?.size ?? 0, this.deps.limits.inputBytes);
+    const bad = inputsRefusal(files.map((f) => f.path), files.map((f) => f.size), req.inputs?.stdin?.size ?? 0, this.deps.limits.inputBytes) ?? this.capRefusal(files.map((f) => f.path), files.map((f) => f.size));
     if (bad) {
       await this.deps.audit.append({ event: 'run.prepare', skill: req.skill, script: req.script, refused: bad.code === 'TOO_LARGE' ? 'too-large' : 'invalid-path', ...who });
       return refusal(bad.code, bad.message);
@@ -315,7 +334,7 @@ export class RunnerService {
     // Security: the bytes sent now are checked from scratch and digested; the digests join the
     // re-derived run, so an input changed since the approval is DRAFT_CHANGED like changed code.
     const files = req.files ?? [];
-    const bad = inputsRefusal(files.map((f) => f.path), files.map((f) => f.bytes.length), req.stdin?.length ?? 0, deps.limits.inputBytes);
+    const bad = inputsRefusal(files.map((f) => f.path), files.map((f) => f.bytes.length), req.stdin?.length ?? 0, deps.limits.inputBytes) ?? this.capRefusal(files.map((f) => f.path), files.map((f) => f.bytes.length));
     if (bad) return reject(bad.code === 'TOO_LARGE' ? 'too-large' : 'invalid-path', bad.code, bad.message, { token_id: tokenId });
     const inputs = digestInputs(files, req.stdin);
     // Security: derived from the runner's private copy of the skill, hashed as it was written; the
@@ -357,6 +376,8 @@ export class RunnerService {
     if (spent === 'expired') return reject('token-expired', 'TOKEN_EXPIRED', EXPIRED, { token_id: tokenId });
     let proxy: RunProxy | undefined;
     let cgroup: RunCgroup | undefined;
+    let watch: WorkspaceWatch | undefined;
+    let tmpfs = false;
     let accepted = false;
     try {
       // The run's folder holds its workspace (the cwd), at the other levels its HOME (the namespace
@@ -365,10 +386,24 @@ export class RunnerService {
       if (uid !== undefined) chownSync(scratch, uid, uid);
       let ws: Workspace;
       let home: string;
+      const cap = this.cap;
+      // Security: as root the workspace is a tmpfs of the cap's size, mounted before the inputs go in (mount.ts).
+      tmpfs = deps.workspaceMode === 'tmpfs' && uid !== undefined;
+      let mountFailed: string | undefined;
+      const mount = tmpfs ? (dir: string): void => {
+        try {
+          mountWorkspace(dir, cap, uid!);
+        } catch (error) {
+          mountFailed = (error as NodeJS.ErrnoException).code ?? 'error';
+          throw error;
+        }
+      } : undefined;
       try {
-        ws = makeWorkspace(scratch, uid, files);
+        ws = makeWorkspace(scratch, uid, files, mount);
         home = usesBwrap(deps.ctx.platform) ? scratch : makeHome(scratch, uid);
       } catch (error) {
+        // Never run without the cap the runner keeps for every run.
+        if (mountFailed !== undefined) return reject('sandbox-failed', 'SANDBOX_UNAVAILABLE', `the run's workspace could not be mounted with its size cap (${mountFailed}); nothing was run`, { token_id: tokenId });
         return reject('sandbox-failed', 'INTERNAL', `the runner could not write the run's workspace (${(error as NodeJS.ErrnoException).code ?? 'error'}); nothing was run — check the scratch directory's free space`, { token_id: tokenId });
       }
       if (proxied) proxy = await openRunProxy({ socketPath: egressSocketPath(scratch), uid, entries: plan.egress.entries, audit: deps.audit, runId: slot.runId });
@@ -376,13 +411,16 @@ export class RunnerService {
       const { cgroups } = deps.ctx.platform;
       if (cgroups) {
         try {
-          cgroup = makeRunCgroup(cgroups, runFolderName(slot.runId), runCgroupLimit(plan.willRun.memoryBytes, deps.limits.tmpBytes));
+          // A tmpfs workspace's pages are charged to the group too.
+          cgroup = makeRunCgroup(cgroups, runFolderName(slot.runId), runCgroupLimit(plan.willRun.memoryBytes, deps.limits.tmpBytes + (tmpfs ? cap.bytes : 0)));
         } catch (error) {
           // Never run uncapped what the preview said would be capped.
           return reject('sandbox-failed', 'SANDBOX_UNAVAILABLE', `the run's memory cgroup could not be made (${(error as NodeJS.ErrnoException).code ?? 'error'}); nothing was run`, { token_id: tokenId });
         }
       }
-      const spec = { ...buildSpawn(plan, deps.ctx.platform, deps.ctx.env, scratch, uid, deps.limits, { workspace: ws.dir, home }, { ...(cgroup ? { cgroupProcs: cgroup.procs } : {}) }), ...(req.stdin !== undefined ? { stdin: req.stdin } : {}) };
+      // Without a tmpfs, no one file may pass the workspace cap either (RLIMIT_FSIZE): the watcher then bounds the rest.
+      const limits = tmpfs ? deps.limits : { ...deps.limits, fsizeBytes: Math.min(deps.limits.fsizeBytes, cap.bytes) };
+      const spec = { ...buildSpawn(plan, deps.ctx.platform, deps.ctx.env, scratch, uid, limits, { workspace: ws.dir, home }, { ...(cgroup ? { cgroupProcs: cgroup.procs } : {}) }), ...(req.stdin !== undefined ? { stdin: req.stdin } : {}) };
       if (spec.envNames.join('\0') !== plan.willRun.envNames.join('\0')) return reject('sandbox-failed', 'INTERNAL', 'the run environment differs from the preview; nothing was run', { token_id: tokenId });
       // Security: nothing runs whose accept line is not on disk.
       const acceptLine: AuditEvent = {
@@ -423,7 +461,12 @@ export class RunnerService {
       const proc = runProcess(spec, { timeoutMs: plan.willRun.timeoutMs, killGraceMs, drainMs: deps.drainMs }, MAX_STREAM_BYTES, afterExit);
       slot.proc = proc;
       if (slot.cancelled) proc.cancel();
+      // Security: without a tmpfs the watcher is the workspace's cap: the first look over it stops the run.
+      watch = watchWorkspace(ws, tmpfs ? 'tmpfs' : 'watch', cap, () => proc.cancel('workspace-full'));
       const o = await proc.outcome;
+      // The last look, with nothing of the run left running (or the first one over the cap).
+      const usage: WorkspaceUsage = await watch.finish();
+      watch = undefined;
       // The proxy's lines (one per connection) come before the run's exit line.
       const egress: { totals: RunProxyTotals; summary: EgressSummary } | undefined = await proxy?.close();
       proxy = undefined;
@@ -431,10 +474,13 @@ export class RunnerService {
       const collected: Collected = leftovers.remaining > 0
         ? { files: [], bytes: 0, note: `${leftovers.remaining} processes of the run outlived it, so its workspace was not read; nothing of it is returned` }
         : collectOutputs(ws, deps.limits.outputFilesBytes);
-      // The workspace never outlives the result (the finally below removes it again on every other path).
+      // The workspace never outlives the result (the finally below removes it again on every other path);
+      // its tmpfs comes off first, lazily when a survivor still holds it.
+      const off: Unmounted | undefined = tmpfs ? unmountAll(scratch) : undefined;
       const removed = removeRunFolder(scratch);
       // So is the run's copy of its skill: nothing of the run is on disk once its exit line is written.
       copy.remove();
+      const full = usage.over !== undefined ? workspaceFullNote(usage.over, tmpfs ? 'tmpfs' : 'watch', cap, usage.why, o.ending === 'workspace-full') : undefined;
       const filesNote = [collected.note, removed ? undefined : 'the run\'s workspace could not be removed in full; the operator was told in the audit log'].filter((n) => n !== undefined).join('; ');
       slot.ended = true;
       this.stats.ended(o.ending);
@@ -445,6 +491,9 @@ export class RunnerService {
         ...(ipcRemoved > 0 ? { ipc_removed: ipcRemoved } : {}),
         ...(egress?.totals ?? {}),
         ...outputsAudit(collected),
+        workspace_bytes: usage.bytes, workspace_files: usage.files,
+        ...(usage.over !== undefined ? { workspace_full: usage.over } : {}),
+        ...(off !== undefined && off.lazy > 0 ? { workspace_unmount: 'lazy' } : {}),
         ...(removed ? {} : { workspace_left: true }),
         ...(who.requester !== undefined ? { requester: who.requester } : {}),
       }));
@@ -459,6 +508,7 @@ export class RunnerService {
           ...(filesNote !== '' ? { filesNote } : {}),
           // What the proxy refused, so the model can tell a refusal from a failing network.
           ...(egress ? { egress: egress.summary } : {}),
+          ...(full !== undefined ? { workspaceFull: true, workspaceNote: full } : {}),
         },
       };
     } catch (error) {
@@ -473,6 +523,9 @@ export class RunnerService {
       throw error;
     } finally {
       await proxy?.close();
+      await watch?.finish();
+      // Security: no run's tmpfs stays mounted, whatever way this ended (before the folder's removal, which it would stop).
+      if (tmpfs) unmountAll(scratch);
       cgroup?.remove();
       removeRunFolder(scratch);
       if (uid !== undefined) await deps.uidPool?.release(uid);

@@ -20,7 +20,8 @@ export interface RunTimes {
   drainMs: number;
 }
 
-export type Ending = 'exit' | 'timeout' | 'cancelled' | 'spawn-failed';
+/** `workspace-full`: stopped by the runner's workspace watcher (runner/workspace/watch.ts). */
+export type Ending = 'exit' | 'timeout' | 'cancelled' | 'workspace-full' | 'spawn-failed';
 
 export interface ProcessOutcome {
   exitCode: number | null;
@@ -64,8 +65,8 @@ class Capture {
 export interface RunningProcess {
   pid: number | undefined;
   outcome: Promise<ProcessOutcome>;
-  /** Kills the whole group now; the outcome then reports `cancelled`. */
-  cancel(): void;
+  /** Kills the whole group now; the outcome then reports `why` (`cancelled` unless said). */
+  cancel(why?: 'cancelled' | 'workspace-full'): void;
 }
 
 /** Starts `spec` and supervises it. `afterExit` runs once the main process has exited. */
@@ -143,8 +144,8 @@ export function runProcess(spec: SpawnSpec, times: RunTimes, maxStreamBytes: num
   return {
     pid: child.pid,
     outcome,
-    cancel(): void {
-      if (ending === 'exit') ending = 'cancelled';
+    cancel(why: 'cancelled' | 'workspace-full' = 'cancelled'): void {
+      if (ending === 'exit') ending = why;
       killGroup('SIGKILL');
     },
   };

@@ -47,6 +47,9 @@ export interface SandboxLimits {
   memoryBytes: number;
   /** Size of the run's private /tmp (HOME, TMPDIR) in the namespace sandbox. */
   tmpBytes: number;
+  /** A run's workspace: the most bytes (real usage) and entries it may hold (runner/workspace/capacity.ts). */
+  workspaceBytes: number;
+  workspaceFiles: number;
   /** The most a run may bring in (input files and stdin), and carry back as output files. */
   inputBytes: number;
   outputFilesBytes: number;

@@ -13,6 +13,7 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, constants, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, realpathSync, rmSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { unmountAll } from './mount.js';
 
 /** A run's scratch folder, or (`-skill`) its private copy of the skill (runner/workspace/run-copy.ts). */
 const RUN_FOLDER = /^run-([1-9][0-9]{0,9})-([0-9a-f]{16})(?:-skill)?$/;
@@ -56,6 +57,11 @@ export function removeStaleRunFolders(scratchDir: string): StaleSweep {
     const path = join(scratchDir, name);
     try {
       if (!lstatSync(path).isDirectory()) continue;
+      // A root runner's workspace tmpfs (mount.ts) comes off first: nothing of a dead runner stays mounted.
+      if (unmountAll(path).left > 0) {
+        sweep.failed += 1;
+        continue;
+      }
       rmSync(path, { recursive: true, force: true });
       sweep.removed += 1;
     } catch {

@@ -4,7 +4,8 @@
  * rest), holding the input files the person approved, owned by the run's uid at the uid levels.
  * The script starts in it (bubblewrap binds it read-write at {@link WORKSPACE_MOUNT}); what it
  * creates or changes there is collected after the run (runner/workspace/outputs.ts), and the
- * whole run folder is removed before the result is returned.
+ * whole run folder is removed before the result is returned. Its size is capped
+ * (runner/workspace/capacity.ts): as root by a tmpfs mounted on it here, otherwise by a watcher.
  */
 import { chmodSync, chownSync, closeSync, constants, fchownSync, lstatSync, mkdirSync, openSync, readdirSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
@@ -35,10 +36,12 @@ export interface Workspace {
  * O_NOFOLLOW never reuses or follows one), so nothing planted under the run folder's name is
  * written through; everything is handed to the run's uid only once it holds exactly the approved bytes.
  */
-export function makeWorkspace(runFolder: string, uid: number | undefined, files: readonly InputFile[]): Workspace {
+export function makeWorkspace(runFolder: string, uid: number | undefined, files: readonly InputFile[], mount?: (dir: string) => void): Workspace {
   const dir = join(runFolder, WORKSPACE_NAME);
   const owner = uid ?? process.getuid!();
   mkdirSync(dir, { mode: 0o700 });
+  // A root runner's size-capped tmpfs (runner/workspace/mount.ts) goes on before any input is written, so they count against it.
+  mount?.(dir);
   const made = new Set<string>();
   const folder = (segments: string[]): string => {
     let at = dir;

@@ -123,6 +123,8 @@ function runResult(result: RunResult): CallToolResult {
     ...(result.filesNote !== undefined ? { filesNote: result.filesNote } : {}),
     // A proxied run only: what its egress proxy refused (bounded by the runner) and how much it allowed.
     ...(result.egress ? { egress: result.egress } : {}),
+    // Never silent: a workspace that filled (ENOSPC inside, or the run stopped) is said in the answer.
+    ...(result.workspaceFull === true ? { workspaceFull: true, workspaceNote: result.workspaceNote ?? 'the run\'s workspace filled up' } : {}),
   });
   // One line in words after the JSON, so a refusal is not mistaken for a failing network.
   const line = result.egress ? egressLine(result.egress) : undefined;

@@ -10,6 +10,7 @@ import { Client, ProtocolError } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { SkillsClient } from '@modelcontextprotocol/client/ext/skills';
 import { z } from 'zod';
+import { mountsAtOrBelow, unmountAll } from '../../runner/workspace/mount.js';
 
 export const REPO = fileURLToPath(new URL('../..', import.meta.url));
 export const SERVER_JS = `${REPO}dist/skill-mcp.js`;
@@ -105,8 +106,12 @@ export async function expectNoLeftovers(): Promise<void> {
       // already gone
     }
   }
+  // A run's workspace tmpfs (root runners) must never outlive the run: one still mounted fails the file, like a process.
+  const mounts = mountsAtOrBelow(SUITE_TMP);
+  unmountAll(SUITE_TMP);
   rmSync(SUITE_TMP, { recursive: true, force: true });
   if (left.length > 0) throw new Error(`processes left behind:\n${left.map((p) => `${p.pid} ${p.cmdline}`).join('\n')}`);
+  if (mounts.length > 0) throw new Error(`workspace mounts left behind:\n${mounts.join('\n')}`);
 }
 
 export interface Era {

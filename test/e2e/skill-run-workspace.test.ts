@@ -34,8 +34,13 @@ beforeAll(async () => {
   const root = tempDir('workspace');
   writeWorkspaceSkill(root);
   stateDir = join(SUITE_TMP, 'state');
-  // A small output budget, and a file-size limit a sparse 10 GiB file fits under (its blocks are never written).
-  served = await serve({ SKILLS_DIR: root, SKILL_MCP_SCRATCH_DIR: scratch, MCP_CONFIRM_MODE: 'auto', SKILL_MCP_RUN_OUTPUT_FILES_BYTES: String(BUDGET), SKILL_MCP_RUN_FSIZE_BYTES: String(2 ** 40) }, ERAS[1]!);
+  // A small output budget, and a file-size limit and workspace a sparse 10 GiB file fits under (its blocks are
+  // never written; without root the workspace cap is also each file's size limit), room for the 20k-file bomb.
+  // The workspace caps themselves are attacked in skill-run-workspace-cap.test.ts.
+  served = await serve({
+    SKILLS_DIR: root, SKILL_MCP_SCRATCH_DIR: scratch, MCP_CONFIRM_MODE: 'auto', SKILL_MCP_RUN_OUTPUT_FILES_BYTES: String(BUDGET), SKILL_MCP_RUN_FSIZE_BYTES: String(2 ** 40),
+    SKILL_MCP_RUN_WORKSPACE_BYTES: String(2 ** 40), SKILL_MCP_RUN_WORKSPACE_FILES: '100000',
+  }, ERAS[1]!);
 }, 60_000);
 afterAll(async () => {
   await served?.close();

@@ -12,6 +12,7 @@ import { RunnerClient } from '../../server/runner-client.js';
 import { configView } from '../../shared/config-view.js';
 import type { RunnerRequest } from '../../shared/protocol.js';
 import { afterAll } from 'vitest';
+import { unmountAll } from '../../runner/workspace/mount.js';
 
 export const REPO = resolve(import.meta.dirname, '../..');
 export const BIN = join(REPO, 'dist/skill-mcp.js');
@@ -34,7 +35,13 @@ const made: string[] = [];
 // Every folder a test file made is removed when that file's tests are done (runners stopped first
 // by their own afterAll hooks, which run before this one registered at import time).
 afterAll(() => {
-  for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
+  for (const dir of made.splice(0)) {
+    // A root runner SIGKILLed mid-run leaves its run's workspace tmpfs mounted (the next runner on
+    // that scratch directory sweeps it: test/runner/workspace-mounts.test.ts); a test that killed
+    // one and started no other has it taken off here, so the folder can go.
+    unmountAll(dir);
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 /** A fresh directory every uid may traverse (run uids must read the skills); removed after the file. */
