@@ -19,7 +19,7 @@
  * moved or swapped — counts as over: a run cannot hide its usage from the watcher.
  */
 import { lstatSync, opendirSync, statfsSync } from 'node:fs';
-import type { Stats } from 'node:fs';
+import type { Dir, Stats } from 'node:fs';
 import { join } from 'node:path';
 import { WATCH_INTERVAL_MS } from './capacity.js';
 import type { WorkspaceCap, WorkspaceMode, WorkspaceUsage } from './capacity.js';
@@ -59,7 +59,7 @@ export async function measureWorkspace(ws: WatchedDir, cap: WorkspaceCap, whole 
   const stack = [ws.dir];
   while (stack.length > 0) {
     const dir = stack.pop()!;
-    let handle;
+    let handle: Dir;
     try {
       handle = opendirSync(dir);
     } catch (error) {
