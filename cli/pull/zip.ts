@@ -111,13 +111,13 @@ function entryName(raw: Buffer, flags: number): string {
 }
 
 /** What a Unix file type is, for the refusal message. */
-const UNIX_TYPES: Record<number, string> = {
-  0o120000: 'a symbolic link',
-  0o020000: 'a character device',
-  0o060000: 'a block device',
-  0o010000: 'a FIFO',
-  0o140000: 'a socket',
-};
+const UNIX_TYPES = new Map<number, string>([
+  [0o120000, 'a symbolic link'],
+  [0o020000, 'a character device'],
+  [0o060000, 'a block device'],
+  [0o010000, 'a FIFO'],
+  [0o140000, 'a socket'],
+]);
 
 function readCentral(zip: Buffer, at: number, end: number): { entry: Central; next: number } {
   if (at + CENTRAL_BYTES > end || zip.readUInt32LE(at) !== SIG_CENTRAL) throw new ArchiveRefused(`the central directory is malformed at byte ${at}`);
@@ -263,7 +263,8 @@ export function readZip(zip: Buffer, limits: ZipLimits): ArchiveEntry[] {
     const type = e.mode & 0o170000;
     const folder = e.name.endsWith('/');
     // Security: links, devices, FIFOs and sockets are never materialised.
-    if (UNIX_TYPES[type]) throw new ArchiveRefused(`"${e.name}" is ${UNIX_TYPES[type]}; only regular files and folders are taken from an archive`);
+    const special = UNIX_TYPES.get(type);
+    if (special) throw new ArchiveRefused(`"${e.name}" is ${special}; only regular files and folders are taken from an archive`);
     if ((type === 0o040000 && !folder) || (type === 0o100000 && folder)) throw new ArchiveRefused(`"${e.name}": its Unix mode and its name disagree on whether it is a folder`);
     if (folder && e.size !== 0) throw new ArchiveRefused(`"${e.name}" is a folder holding ${e.size} bytes`);
     const bytes = contents(zip, e, dataAt.get(e)!);

@@ -72,7 +72,7 @@ export function zip(entries: ZipEntry[], options: ZipOptions = {}): Buffer {
     const method = e.method ?? 8;
     const data = Buffer.concat([method === 8 ? deflateRawSync(body) : body, e.trailing ?? Buffer.alloc(0)]);
     const nameBytes = Buffer.from(e.name);
-    const flags = (e.flags ?? (/[^\x00-\x7f]/.test(e.name) ? 0x0800 : 0)) | (e.descriptor ? 0x0008 : 0);
+    const flags = (e.flags ?? (Buffer.byteLength(e.name) !== e.name.length ? 0x0800 : 0)) | (e.descriptor ? 0x0008 : 0);
     const l: Laid = { e, nameBytes, crc: crc32(body), size: body.length, packed: data.length, method, flags };
     laid.push(l);
     const lo = e.local ?? {};
