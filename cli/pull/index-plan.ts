@@ -5,7 +5,7 @@
  *
  * - `$schema: https://schemas.agentskills.io/discovery/0.2.0/schema.json`, each skill
  *   `{name, type: "skill-md" | "archive", description, url, digest}`, the digest being the sha256
- *   of the artifact at `url` (a SKILL.md, or a `.tar.gz`);
+ *   of the artifact at `url` (a SKILL.md, or a `.tar.gz` or `.zip` archive);
  * - the earlier draft's `version: "0.2.0"`, each skill `{name, description, digest, files:
  *   [{path, digest}], package?: {url, digest}}`: every file fetched from `<name>/<path>` beside
  *   the index (or the package unpacked) and checked, and the skill-level digest recomputed.
@@ -17,15 +17,19 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { DIGEST, PULL_MAX_FILES, PULL_MAX_SKILL_BYTES, checkFileList, checkFilePath, checkSkillName, type PlannedFile } from './checks.js';
 import { FetchRefused, getChecked, shownUrl } from './http-get.js';
-import { ArchiveRefused, gunzipCapped, readTar } from './tar.js';
+import { ArchiveRefused, type ArchiveEntry, gunzipCapped, readTar } from './tar.js';
+import { readZip } from './zip.js';
 import { checkPathString, isHiddenPath } from '../../shared/paths.js';
 import type { Refusal } from './remote.js';
 
 export const SCHEMA_0_2_0 = 'https://schemas.agentskills.io/discovery/0.2.0/schema.json';
 /** An index larger than this is refused: thousands of entries fit in far less. */
 export const MAX_INDEX_BYTES = 4 * 1024 * 1024;
-/** The tar stream of a 16 MiB skill: its bytes plus a header and padding per file, and the end blocks. */
+/** The tar stream of a 16 MiB skill: its bytes plus a header and padding per file, and the end blocks
+ * (also the cap on what a zip may unpack to; its headers are not in its output, so this is looser). */
 const MAX_TAR_BYTES = PULL_MAX_SKILL_BYTES + (PULL_MAX_FILES * 4 + 64) * 1024;
+/** Entries a zip may list: the files a skill may have, its folders, and the dot-files skipped. */
+const MAX_ZIP_ENTRIES = PULL_MAX_FILES * 4;
 
 export class IndexRefused extends Error {}
 
@@ -142,7 +146,7 @@ function verified(bytes: Buffer, digest: string, what: string): void {
 }
 
 /** Archive entries as the skill's files: the same path rules as every source; dot-files reported, not written. */
-function fromArchive(entries: ReturnType<typeof readTar>, out: FetchedSkill): void {
+function fromArchive(entries: readonly ArchiveEntry[], out: FetchedSkill): void {
   for (const entry of entries) {
     const plain = checkPathString(entry.path);
     if (plain.ok && isHiddenPath(plain.segments)) {
@@ -155,15 +159,26 @@ function fromArchive(entries: ReturnType<typeof readTar>, out: FetchedSkill): vo
   }
 }
 
+/**
+ * Which reader an archive gets, from its first bytes: gzip (`1f 8b`, then tar) or zip (`PK\3\4`,
+ * or `PK\5\6` for an empty one). Not from its name or Content-Type, which the server chooses and
+ * the digest does not cover; the zip reader refuses prepended data, so no file is both.
+ */
+function archiveKind(bytes: Buffer): 'tar.gz' | 'zip' | undefined {
+  if (bytes[0] === 0x1f && bytes[1] === 0x8b) return 'tar.gz';
+  if (bytes.length >= 4 && bytes.readUInt16LE(0) === 0x4b50 && (bytes.readUInt16LE(2) === 0x0403 || bytes.readUInt16LE(2) === 0x0605)) return 'zip';
+  return undefined;
+}
+
 async function unpack(url: URL, digest: string, fromLoopback: boolean, out: FetchedSkill): Promise<void> {
   const got = await getChecked(url, PULL_MAX_SKILL_BYTES, fromLoopback);
   verified(got.bytes, digest, `the archive ${shownUrl(url)}`);
-  const zip = got.contentType === 'application/zip' || (got.contentType !== 'application/gzip' && got.contentType !== 'application/x-gzip' && /\.zip$/i.test(url.pathname));
-  if (zip) throw new FetchRefused(`${shownUrl(url)} is a .zip archive; this pull reads .tar.gz archives only (ask the publisher for .tar.gz, or pull the file-list form)`);
+  const kind = archiveKind(got.bytes);
+  if (!kind) throw new FetchRefused(`the archive ${shownUrl(url)} is neither a .tar.gz nor a .zip (it starts with neither the gzip nor the zip signature)`);
   try {
-    fromArchive(readTar(gunzipCapped(got.bytes, MAX_TAR_BYTES)), out);
+    fromArchive(kind === 'zip' ? readZip(got.bytes, { maxBytes: MAX_TAR_BYTES, maxEntries: MAX_ZIP_ENTRIES }) : readTar(gunzipCapped(got.bytes, MAX_TAR_BYTES)), out);
   } catch (error) {
-    if (error instanceof ArchiveRefused) throw new FetchRefused(`the archive ${shownUrl(url)} is refused: ${error.message}`);
+    if (error instanceof ArchiveRefused) throw new FetchRefused(`the ${kind} archive ${shownUrl(url)} is refused: ${error.message}`);
     throw error;
   }
 }

@@ -1,11 +1,12 @@
 /**
  * `skill-mcp pull --index` against a discovery index served on loopback by a small HTTP server
- * made here: both v0.2.0 shapes (`$schema` with skill-md and .tar.gz artifacts; `version` with a
+ * made here: both v0.2.0 shapes (`$schema` with skill-md, .tar.gz and .zip artifacts; `version` with a
  * file list, fetched one by one or as a package), the lock's digests and --locked; and the
  * hostile cases: a digest that does not match (the whole pull refused, nothing written), links
- * and traversal in archives, dot names, a huge answer, plain http elsewhere, redirects outside
+ * and traversal in archives (tar and zip), a zip whose local headers tell another story, dot names, a huge answer, plain http elsewhere, redirects outside
  * SKILL_MCP_PULL_ALLOW, indexes without digests.
  */
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -14,6 +15,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { skillLevelDigest } from '../../cli/pull/index-plan.js';
 import { tgz, type TarEntry } from '../pull/tar-write.js';
+import { zip as makeZip } from '../pull/zip-write.js';
 import { tempDir } from './harness.js';
 import { filesUnder, readLockFile, runPull } from './pull-run.js';
 
@@ -56,11 +58,15 @@ beforeEach(() => {
 });
 
 /** Publishes an index of `$schema` form: a skill-md skill and archive skills. */
-function publish(skills: { name: string; md?: string; archive?: Buffer; digest?: string; type?: string }[]): void {
+function publish(skills: { name: string; md?: string; archive?: Buffer; zip?: Buffer; digest?: string; type?: string }[]): void {
   const entries = skills.map((s) => {
     if (s.archive) {
       routes.set(`${WK}/${s.name}.tar.gz`, { body: s.archive, type: 'application/gzip' });
       return { name: s.name, type: s.type ?? 'archive', description: 'x', url: `${WK}/${s.name}.tar.gz`, digest: s.digest ?? sha(s.archive) };
+    }
+    if (s.zip) {
+      routes.set(`${WK}/${s.name}.zip`, { body: s.zip, type: 'application/zip' });
+      return { name: s.name, type: s.type ?? 'archive', description: 'x', url: `${WK}/${s.name}.zip`, digest: s.digest ?? sha(s.zip) };
     }
     const text = s.md ?? md(s.name);
     routes.set(`${WK}/${s.name}/SKILL.md`, { body: text, type: 'text/markdown' });
@@ -256,16 +262,79 @@ describe('pull --index: a hostile index', () => {
     expect(existsSync(join(to, '.skill-mcp-lock.json'))).toBe(false);
   });
 
-  test('an unknown type and a .zip archive are refused with their reason', async () => {
+  test('an unknown type is refused with its reason; an archive that is neither gzip nor zip too', async () => {
     publish([{ name: 'a', type: 'wheel' }]);
     const to = join(tempDir('pull-index'), 'skills');
     const run = await runPull(['--to', to, '--index', base]);
     expect(run.lines[0]?.text).toMatch(/its type "wheel" is not skill-md or archive/);
     routes.set(`${WK}/z.zip`, { body: 'PK', type: 'application/zip' });
     routes.set(`${WK}/index.json`, { body: JSON.stringify({ $schema: SCHEMA, skills: [{ name: 'z', type: 'archive', url: `${WK}/z.zip`, digest: sha('PK') }] }) });
-    const zip = await runPull(['--to', to, '--index', base]);
-    expect(zip.code).toBe(1);
-    expect(zip.lines[0]?.text).toMatch(/is a .zip archive; this pull reads .tar.gz archives only/);
+    const junk = await runPull(['--to', to, '--index', base]);
+    expect(junk.code).toBe(1);
+    expect(junk.lines[0]?.text).toMatch(/is neither a .tar.gz nor a .zip/);
+  });
+});
+
+describe('pull --index: .zip archives', () => {
+  const ZIPPED = [
+    { name: 'scripts/', method: 0 },
+    { name: 'SKILL.md', body: md('zipped') },
+    { name: 'scripts/run.sh', body: '#!/bin/sh\necho zipped\n', mode: 0o100755 },
+    { name: 'references/notes.md', body: 'notes\n', method: 0 },
+    { name: 'references/more.md', body: 'more\n', descriptor: true },
+  ];
+
+  test('a .zip archive skill arrives byte for byte beside a .tar.gz one; the lock records its digest and every file', async () => {
+    const archive = makeZip(ZIPPED);
+    publish([{ name: 'zipped', zip: archive }, { name: 'big', archive: tgz(BIG) }]);
+    const to = join(tempDir('pull-index'), 'skills');
+    const run = await runPull(['--to', to, '--index', base]);
+    expect(run.code, run.stderr + run.stdout).toBe(0);
+    expect(run.lines.map((l) => `${l.kind} ${l.name}`)).toEqual(['added big', 'added zipped']);
+    expect(filesUnder(join(to, 'zipped'))).toEqual(['SKILL.md', 'references/more.md', 'references/notes.md', 'scripts/run.sh']);
+    expect(readFileSync(join(to, 'zipped/scripts/run.sh'), 'utf8')).toBe('#!/bin/sh\necho zipped\n');
+    expect(readFileSync(join(to, 'zipped/references/more.md'), 'utf8')).toBe('more\n');
+    const lock = readLockFile(to).skills as unknown as Record<string, { digest: string; uri: string; files: Record<string, string> }>;
+    expect(lock['zipped']).toMatchObject({ digest: sha(archive), uri: `${base}${WK}/zipped.zip` });
+    expect(lock['zipped']!.files).toEqual({ 'SKILL.md': sha(md('zipped')), 'references/more.md': sha('more\n'), 'references/notes.md': sha('notes\n'), 'scripts/run.sh': sha('#!/bin/sh\necho zipped\n') });
+  });
+
+  test("a zip made by Python's zipfile, served as application/octet-stream under a name without .zip (the bytes decide)", async () => {
+    const script = "import io,sys,zipfile\nb=io.BytesIO()\nwith zipfile.ZipFile(b,'w',zipfile.ZIP_DEFLATED) as z:\n  z.writestr('SKILL.md', sys.argv[1])\n  z.writestr('refs/a.md', 'a\\n')\nsys.stdout.buffer.write(b.getvalue())\n";
+    const archive = execFileSync('python3', ['-c', script, md('py')]);
+    routes.set(`${WK}/py-artifact`, { body: archive });
+    routes.set(`${WK}/index.json`, { body: JSON.stringify({ $schema: SCHEMA, skills: [{ name: 'py', type: 'archive', url: `${WK}/py-artifact`, digest: sha(archive) }] }) });
+    const to = join(tempDir('pull-index'), 'skills');
+    const run = await runPull(['--to', to, '--index', base]);
+    expect(run.code, run.stderr + run.stdout).toBe(0);
+    expect(readFileSync(join(to, 'py/SKILL.md'), 'utf8')).toBe(md('py'));
+    expect(readFileSync(join(to, 'py/refs/a.md'), 'utf8')).toBe('a\n');
+  });
+
+  test.each([
+    ['a symbolic link to /etc/passwd', [{ name: 'SKILL.md', body: md('z') }, { name: 'passwd', body: '/etc/passwd', method: 0, mode: 0o120777 }], /"passwd" is a symbolic link/],
+    ['traversal', [{ name: 'SKILL.md', body: md('z') }, { name: '../../evil.sh', body: 'x' }], /the name "..\/..\/evil.sh" is refused/],
+    ['a local header naming another file than the directory (two archives in one)', [{ name: 'SKILL.md', body: md('z') }, { name: 'notes.md', body: 'x', local: { name: 'evil.sh' } }], /local header and its central-directory entry disagree on the name/],
+    ['entries sharing bytes (the overlap zip bomb)', [{ name: 'SKILL.md', body: md('z') }, { name: 'SKILL.md', body: md('z') }], /overlaps the entry before it/],
+  ] as [string, Parameters<typeof makeZip>[0], RegExp][])('attack: a zip holding %s is refused whole and nothing is written', async (what, entries, why) => {
+    const archive = makeZip(entries, what.includes('overlap') ? { offsets: (o) => [o[0]!, o[0]!] } : {});
+    publish([{ name: 'z', zip: archive }, { name: 'fine' }]);
+    const base2 = tempDir('pull-index');
+    const to = join(base2, 'skills');
+    const run = await runPull(['--to', to, '--index', base]);
+    expect(run.code).toBe(1);
+    expect(run.lines.find((l) => l.name === 'z')?.text).toMatch(why);
+    expect(run.lines.find((l) => l.name === 'z')?.text).toMatch(/the zip archive .* is refused/);
+    expect(snapshot(base2).filter((f) => !f.startsWith('skills/.skill-mcp-store/'))).toEqual([]);
+    expect(existsSync(join(base2, 'evil.sh'))).toBe(false);
+  });
+
+  test('a dot-file in a zip is reported and not written, as for tar', async () => {
+    publish([{ name: 'z', zip: makeZip([{ name: 'SKILL.md', body: md('z') }, { name: '.env', body: 'SECRET=1' }]) }]);
+    const to = join(tempDir('pull-index'), 'skills');
+    const run = await runPull(['--to', to, '--index', base]);
+    expect(run.stdout).toMatch(/^skipped\s+z\/\.env: a dot-file; hidden files are never pulled/m);
+    expect(filesUnder(join(to, 'z'))).toEqual(['SKILL.md']);
   });
 });
 
