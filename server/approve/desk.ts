@@ -128,7 +128,7 @@ export class ApprovalDesk {
     if (closed) return closed;
     if (this.#options.login) {
       const { location, cookie } = this.#options.login.start(record.id, this.#secure);
-      return new Response(null, { status: 302, headers: { location, 'set-cookie': cookie, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' } });
+      return new Response(null, { status: 302, headers: { location, 'set-cookie': cookie, 'cache-control': 'no-store', 'referrer-policy': 'same-origin' } });
     }
     return bearerLoginPage(record.id);
   }

@@ -22,9 +22,11 @@ export function pageHeaders(extra: Record<string, string> = {}): Headers {
   const headers = new Headers({
     'content-type': 'text/html; charset=utf-8',
     'content-security-policy': PAGE_CSP,
-    // Security: the address holds the approval id: never in a cache, never in a Referer.
+    // Security: the address holds the approval id: never in a cache, never in a Referer sent to
+    // another origin. `same-origin`, not `no-referrer`: under no-referrer a browser posts the
+    // page's own forms with `Origin: null`, and the Origin check refuses them.
     'cache-control': 'no-store',
-    'referrer-policy': 'no-referrer',
+    'referrer-policy': 'same-origin',
     'x-content-type-options': 'nosniff',
     'x-frame-options': 'DENY',
   });
@@ -38,7 +40,7 @@ const STYLE = 'body{font:15px/1.45 system-ui,sans-serif;max-width:52rem;margin:2
   'form{display:inline-block;margin:1rem 1rem 0 0}button{font-size:1rem;padding:.5rem 1.4rem}';
 
 function document(title: string, body: string): string {
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width"><meta name="referrer" content="no-referrer"><title>${escapeHtml(title)}</title><style>${STYLE}</style></head><body>${body}</body></html>`;
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width"><title>${escapeHtml(title)}</title><style>${STYLE}</style></head><body>${body}</body></html>`;
 }
 
 export function htmlPage(status: number, title: string, body: string, headers: Record<string, string> = {}): Response {

@@ -116,7 +116,7 @@ describe('page', () => {
       expect(text).toContain('sha256:' + 'a'.repeat(64));
       expect(html.headers.get('content-security-policy')).toBe(PAGE_CSP);
       expect(html.headers.get('cache-control')).toBe('no-store');
-      expect(html.headers.get('referrer-policy')).toBe('no-referrer');
+      expect(html.headers.get('referrer-policy')).toBe('same-origin');
     });
   });
 

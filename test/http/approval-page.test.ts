@@ -175,14 +175,19 @@ describe('URL-mode elicitation (2026-07-28: input_required with elicitation/crea
   /** A client declaring url elicitation whose "person" opens the link and decides on the page. */
   async function urlClient(decision: 'approve' | 'deny' | 'decline', seen: { url?: string; mode?: string }[]) {
     const client = await clientAs(setup, 'alice', { elicitation: { url: {} } });
+    let pageStep: Promise<unknown> | undefined;
     client.setRequestHandler('elicitation/create', async (request) => {
       const params = request.params as { mode?: string; url?: string };
       seen.push({ mode: params.mode, url: params.url });
       if (decision === 'decline') return { action: 'decline' };
       // As a real client does: it answers accept once the person agreed to open the link; the
       // person decides on the page meanwhile (here, right after).
-      const browser = new PageBrowser();
-      void signIn(browser, params.url!, 'alice').then((page) => decide(browser, params.url!, page, decision));
+      // Asked again (the person took longer than the front holds a retry): wait for the page step, so a failure ends the call.
+      if (pageStep !== undefined) await pageStep;
+      else {
+        const browser = new PageBrowser();
+        pageStep = signIn(browser, params.url!, 'alice').then((page) => decide(browser, params.url!, page, decision));
+      }
       return { action: 'accept' };
     });
     return client;
