@@ -9,6 +9,8 @@ import { ApprovalStore, APPROVAL_ID, logId } from '../../server/approve/store.js
 import { Sealer } from '../../server/approve/seal.js';
 import { approvalPage, escapeHtml, PAGE_CSP } from '../../server/approve/page.js';
 import { cookieValue } from '../../server/approve/desk.js';
+import { readApprovalSettings } from '../../server/approve/settings.js';
+import type { SettingIssue } from '../../shared/settings-schema.js';
 
 function minted(expiresAtMs: number, arg = 'x'): Minted {
   return {
@@ -124,5 +126,29 @@ describe('page', () => {
     expect(cookieValue('a=1; skill_mcp_approver=x.y; b=2', 'skill_mcp_approver')).toBe('x.y');
     expect(cookieValue('xskill_mcp_approver=1', 'skill_mcp_approver')).toBeUndefined();
     expect(cookieValue(null, 'a')).toBeUndefined();
+  });
+});
+
+describe('settings', () => {
+  const read = (env: Record<string, string>, auth: 'oauth' | 'token' | 'none') => {
+    const issues: SettingIssue[] = [];
+    return { value: readApprovalSettings(env, auth, issues), issues: issues.map((i) => i.message) };
+  };
+
+  test('no URL, no page; a client id without the URL stops the front', () => {
+    expect(read({}, 'oauth')).toEqual({ value: undefined, issues: [] });
+    expect(read({ SKILL_MCP_APPROVAL_CLIENT_ID: 'x' }, 'oauth').issues[0]).toMatch(/without SKILL_MCP_APPROVAL_URL/);
+  });
+
+  test('an http URL off loopback, a path, or no way to sign approvers in stops the front', () => {
+    expect(read({ SKILL_MCP_APPROVAL_URL: 'http://mcp.example.com' }, 'token').issues).toHaveLength(1);
+    expect(read({ SKILL_MCP_APPROVAL_URL: 'https://mcp.example.com/x' }, 'token').issues[0]).toMatch(/no path/);
+    expect(read({ SKILL_MCP_APPROVAL_URL: 'https://mcp.example.com' }, 'none').issues[0]).toMatch(/needs a way to sign approvers in/);
+  });
+
+  test('OAuth needs the client id; the static token needs none', () => {
+    expect(read({ SKILL_MCP_APPROVAL_URL: 'https://mcp.example.com' }, 'oauth').issues[0]).toMatch(/SKILL_MCP_APPROVAL_CLIENT_ID/);
+    expect(read({ SKILL_MCP_APPROVAL_URL: 'https://mcp.example.com', SKILL_MCP_APPROVAL_CLIENT_ID: 'page', SKILL_MCP_APPROVAL_CLIENT_SECRET: 's' }, 'oauth').value).toEqual({ origin: 'https://mcp.example.com', client: { id: 'page', secret: 's' } });
+    expect(read({ SKILL_MCP_APPROVAL_URL: 'http://127.0.0.1:3000/' }, 'token').value).toEqual({ origin: 'http://127.0.0.1:3000' });
   });
 });
