@@ -14,6 +14,7 @@ import type { Catalog } from './catalog/catalog.js';
 import type { LiveCatalog } from './catalog/live.js';
 import type { SkillRecord } from './catalog/skill.js';
 import type { ApprovalState } from './confirm/request-state.js';
+import type { ApprovalDesk } from './approve/desk.js';
 import type { ConfirmSettings } from './confirm/settings.js';
 import type { RunnerLink } from './runner-link.js';
 import type { Visibility } from '../shared/visibility.js';
@@ -33,6 +34,8 @@ export interface FrontContext {
   confirm: ConfirmSettings;
   /** Seals the state of an elicitation round (2026-07-28). */
   approvalCodec: RequestStateCodec<ApprovalState>;
+  /** The approval page's pending approvals (HTTP with SKILL_MCP_APPROVAL_URL); undefined elsewhere. */
+  approvals?: ApprovalDesk | undefined;
   /** Why this transport runs nothing at all (HTTP without a bearer token), checked before anything else. */
   runRefusal?: { code: ErrorCode; message: string } | undefined;
   /** A full garbage collection (before multi-MiB answers; see tools/collect.ts). */

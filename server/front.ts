@@ -10,6 +10,7 @@ import { SCOPES } from './auth/settings.js';
 import { visibleFront } from './auth/visible-catalog.js';
 import { CatalogSkillSource } from './catalog/source.js';
 import type { FrontContext } from './context.js';
+import type { ClientElicitation } from './confirm/settings.js';
 import { attachPrompts } from './prompts.js';
 import { serveSkillReads } from './skill-read.js';
 import { guarded, ok, okTextOnly } from './tools/result.js';
@@ -28,13 +29,13 @@ const READ_ONLY = { readOnlyHint: true, destructiveHint: false, idempotentHint: 
 /** The truth about skill_run: it runs third-party code that may change anything and reach anywhere. */
 const RUNS_CODE = { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true } as const;
 
-/** Whether the client declared form elicitation (2026: per request; 2025: at initialize). */
-function canElicitForm(mcp: McpServer, ctx: ServerContext): boolean {
+/** Which elicitation modes the client declared (2026: per request; 2025: at initialize). */
+function elicitationModes(mcp: McpServer, ctx: ServerContext): ClientElicitation {
   const fromEnvelope = (ctx.mcpReq.envelope as Record<string, unknown> | undefined)?.[CLIENT_CAPABILITIES_META_KEY] as ClientCapabilities | undefined;
   const elicitation = (fromEnvelope ?? mcp.server.getClientCapabilities())?.elicitation as Record<string, unknown> | undefined;
-  if (elicitation === undefined) return false;
+  if (elicitation === undefined) return { form: false, url: false };
   // An empty object is the 2025-06 spelling of "form elicitation".
-  return elicitation['form'] !== undefined || Object.keys(elicitation).length === 0;
+  return { form: elicitation['form'] !== undefined || Object.keys(elicitation).length === 0, url: elicitation['url'] !== undefined };
 }
 
 /**
@@ -137,7 +138,7 @@ export function createServerFactory(base: FrontContext, onWarning: (message: str
         scopeChallenge: requireScopes(SCOPES.run),
       },
       async ({ name, script, args, confirmToken, files, stdin }, ctx) => {
-        const result = await guarded(() => skillRun(front, { name, script, args, confirmToken, files, stdin }, ctx, canElicitForm(mcp, ctx)));
+        const result = await guarded(() => skillRun(front, { name, script, args, confirmToken, files, stdin }, ctx, elicitationModes(mcp, ctx)));
         onToolResult?.('skill_run', result);
         return result;
       },

@@ -27,6 +27,10 @@ export type ErrorCode =
   | 'CANCELLED'
   | 'SANDBOX_UNAVAILABLE'
   | 'CONFIRM_REFUSED'
+  // the approval page (server/approve/)
+  | 'APPROVAL_REQUIRED'
+  | 'APPROVAL_PENDING'
+  | 'APPROVAL_DENIED'
   | 'CONFIG_MISMATCH'
   | 'CONTENT_MISMATCH'
   | 'AUTH_REQUIRED'

@@ -8,6 +8,9 @@ import { isLoopbackHost } from '../../shared/settings-schema.js';
 export interface IssuerMetadata {
   issuer: string;
   jwksUri: string;
+  /** Where the approval page sends people to sign in, and trades their code (absent when the document names none usable). */
+  authorizationEndpoint?: string | undefined;
+  tokenEndpoint?: string | undefined;
   /** Where the document was found (for the start-up line). */
   foundAt: string;
 }
@@ -69,7 +72,10 @@ export async function discoverIssuer(issuer: string, fetchImpl: typeof fetch = f
     if (!keysUrlAcceptable(document['jwks_uri'])) {
       throw new IssuerDiscoveryError(`the issuer metadata at ${url} has no usable jwks_uri (an https URL, or http on loopback); skill-mcp verifies JWT access tokens with the issuer's published keys`);
     }
-    return { issuer, jwksUri: document['jwks_uri'], foundAt: url };
+    // The sign-in endpoints are only the approval page's; held to the same rule as the keys (https, or http on loopback).
+    const authorizationEndpoint = keysUrlAcceptable(document['authorization_endpoint']) ? document['authorization_endpoint'] : undefined;
+    const tokenEndpoint = keysUrlAcceptable(document['token_endpoint']) ? document['token_endpoint'] : undefined;
+    return { issuer, jwksUri: document['jwks_uri'], authorizationEndpoint, tokenEndpoint, foundAt: url };
   }
   throw new IssuerDiscoveryError(`the metadata of the OAuth issuer ${issuer} could not be fetched (${tried.join('; ')}); check SKILL_MCP_OAUTH_ISSUER and that this host can reach the issuer`);
 }

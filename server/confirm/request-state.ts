@@ -15,6 +15,8 @@ export interface ApprovalState {
   args: string[];
   /** `willRunHash` of the preview the person was shown. */
   h: string;
+  /** A URL-mode round: the id of the pending approval the page decides (server/approve/store.ts). */
+  a?: string;
 }
 
 /**

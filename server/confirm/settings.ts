@@ -39,14 +39,41 @@ export function readConfirmSettings(env: NodeJS.ProcessEnv, ttlSeconds: number):
   return { mode, elicitation, ttlSeconds, warnings };
 }
 
-export type ConfirmPath = { kind: 'elicit' } | { kind: 'token'; mode: 'ask-user' | 'auto' } | { kind: 'refuse' };
+export type ConfirmPath = { kind: 'elicit-url' } | { kind: 'elicit' } | { kind: 'page' } | { kind: 'token'; mode: 'ask-user' | 'auto' } | { kind: 'refuse' };
 
-/** Which confirmation this request gets, from the settings and what the client declared. */
-export function confirmPath(settings: ConfirmSettings, clientCanElicitForm: boolean): ConfirmPath {
-  if (settings.elicitation && clientCanElicitForm) return { kind: 'elicit' };
+/** The elicitation modes a client declared: form, and url (MCP 2025-11-25 and later). */
+export interface ClientElicitation {
+  form: boolean;
+  url: boolean;
+}
+
+/**
+ * Which confirmation this request gets, from the settings, what the client declared, and whether
+ * this front serves the approval page (HTTP with SKILL_MCP_APPROVAL_URL). With the page, a client
+ * that can open a URL is sent there (a person signed in at the issuer is a stronger yes than a
+ * click inside the client), and a client that can show no prompt at all gets the token path with
+ * the page's link: its token runs nothing until a person approves on the page — in `refuse` mode
+ * too, since that yes comes from a person, not from the model. `auto` asks no one, page or not.
+ */
+export function confirmPath(settings: ConfirmSettings, client: ClientElicitation, page = false): ConfirmPath {
+  if (settings.elicitation && page && client.url && settings.mode !== 'auto') return { kind: 'elicit-url' };
+  if (settings.elicitation && client.form) return { kind: 'elicit' };
+  if (settings.mode === 'auto') return { kind: 'token', mode: 'auto' };
+  if (page) return { kind: 'page' };
   if (settings.mode === 'refuse') return { kind: 'refuse' };
   return { kind: 'token', mode: settings.mode };
 }
+
+/** Whether a confirm token must have been approved on the approval page before it runs. */
+export function tokenNeedsPage(settings: ConfirmSettings, page: boolean): boolean {
+  return page && settings.mode !== 'auto';
+}
+
+/** What the model is told to do with a token that the approval page must unlock. */
+export const PAGE_INSTRUCTIONS =
+  'Nothing has run. A person must approve this exact run in a browser: give them approvalUrl (the page shows this preview, signs them in and asks Approve or Deny). ' +
+  'After they approve there, call skill_run again with exactly the same name, script and args (files and stdin included) plus confirmToken: it runs once. ' +
+  'Until then the token runs nothing (APPROVAL_PENDING); if they deny, it never runs (APPROVAL_DENIED).';
 
 /** What the model is told to do with a token, per mode. */
 export function tokenInstructions(mode: 'ask-user' | 'auto'): string {

@@ -13,6 +13,7 @@ import { readValue, wholeNumber, type SettingIssue } from '../../shared/settings
 import { normaliseAddress } from './address-cap.js';
 import { LOG_FORMAT, type LogFormat } from '../../shared/log-line.js';
 import { OAUTH_VARIABLES, readOAuthSettings, type OAuthSettings } from '../auth/settings.js';
+import { APPROVAL_VARIABLES, readApprovalSettings, type ApprovalSettings } from '../approve/settings.js';
 
 export const DEFAULT_HOST = '127.0.0.1';
 export const DEFAULT_PORT = 3000;
@@ -35,6 +36,8 @@ export interface HttpOptions {
   logFormat: LogFormat;
   /** OAuth access tokens from this issuer instead of one shared token (server/auth/). */
   oauth: OAuthSettings | undefined;
+  /** The approval page (server/approve/), or undefined when SKILL_MCP_APPROVAL_URL is unset. */
+  approval: ApprovalSettings | undefined;
   maxBodyBytes: number;
   maxConnections: number;
   /** Connections one client address may hold at once (through a trusted proxy: requests in flight); 0 = no cap. */
@@ -57,6 +60,7 @@ export const HTTP_VARIABLES = {
   SKILL_MCP_HTTP_TOKEN: 'bearer token clients must send (Authorization: Bearer ...); unset = no authentication',
   SKILL_MCP_HTTP_TOKEN_FILE: 'file holding the bearer token (one line), instead of SKILL_MCP_HTTP_TOKEN',
   ...OAUTH_VARIABLES,
+  ...APPROVAL_VARIABLES,
   SKILL_MCP_LOG_FORMAT: 'stderr lines as text (default) or json (one object per line, plus an access-log line per request)',
   SKILL_MCP_HTTP_ALLOWED_HOSTS: 'comma-separated Host names accepted (default: localhost names, plus --host when it is a name or a specific address); * accepts any',
   SKILL_MCP_HTTP_ALLOWED_ORIGINS: 'comma-separated browser Origin hostnames accepted besides localhost ones',
@@ -178,14 +182,21 @@ export function readHttpOptions(args: string[], env: NodeJS.ProcessEnv): HttpOpt
   if (token !== undefined && oauth !== undefined) {
     throw new HttpConfigError('both SKILL_MCP_HTTP_TOKEN(_FILE) and SKILL_MCP_OAUTH_ISSUER are set; set one: the static token for a one-person setup, OAuth for a team (docs/hosting.md)');
   }
+  const approvalIssues: SettingIssue[] = [];
+  const approval = readApprovalSettings(env, oauth ? 'oauth' : token !== undefined ? 'token' : 'none', approvalIssues);
+  if (approvalIssues[0]) throw new HttpConfigError(approvalIssues.map((issue) => issue.message).join('\n'));
+  // The page's own name: browsers post its forms with that Origin and reach it under that Host.
+  const approvalHost = approval ? new URL(approval.origin).hostname.toLowerCase() : undefined;
+  if (allowedHosts !== undefined && approvalHost !== undefined && !allowedHosts.includes(approvalHost)) allowedHosts = [...allowedHosts, approvalHost];
 
   return {
     host,
     port,
     allowedHosts,
-    allowedOrigins: [...new Set([...localhostAllowedOrigins(), ...list(env['SKILL_MCP_HTTP_ALLOWED_ORIGINS'])])],
+    allowedOrigins: [...new Set([...localhostAllowedOrigins(), ...list(env['SKILL_MCP_HTTP_ALLOWED_ORIGINS']), ...(approvalHost !== undefined ? [approvalHost] : [])])],
     token,
     oauth,
+    approval,
     logFormat: (() => {
       const issues: SettingIssue[] = [];
       const format = readValue(env['SKILL_MCP_LOG_FORMAT'], LOG_FORMAT, issues);

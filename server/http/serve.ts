@@ -11,7 +11,9 @@ import { createMcpHandler, type McpHttpHandler } from '@modelcontextprotocol/ser
 import { createServerFactory } from '../front.js';
 import type { RunnerLinkOptions } from '../runner-link.js';
 import { startFront } from '../start.js';
-import { oauthBearer, staticBearer, type Authenticate } from './auth.js';
+import { bearerTokenCheck, oauthBearer, staticBearer, type Authenticate } from './auth.js';
+import { APPROVAL_BODY_BYTES, ApprovalDesk } from '../approve/desk.js';
+import { OAuthLogin } from '../approve/login.js';
 import { createJwtVerifier } from '../auth/jwt-verifier.js';
 import { discoverIssuer } from '../auth/discovery.js';
 import { createResourceServer, type ResourceServer } from '../auth/resource-server.js';
@@ -37,11 +39,11 @@ const AUTH_REQUIRED_MESSAGE =
 export type OtherRoutes = { has(pathname: string): boolean; answer(pathname: string, method: string): Promise<Response> | Response };
 
 /** The request listener: guards on the headers, then the capped body, the SDK handler, a streamed response. */
-function createListener(handler: McpHttpHandler, options: HttpOptions, inFlight: InFlight, state: { stopping: boolean }, warn: Warn, cap: AddressCap | undefined, authenticate: Authenticate | undefined, routes: OtherRoutes, log: LineWriter, metrics?: HttpMetrics) {
+function createListener(handler: McpHttpHandler, options: HttpOptions, inFlight: InFlight, state: { stopping: boolean }, warn: Warn, cap: AddressCap | undefined, authenticate: Authenticate | undefined, routes: OtherRoutes, log: LineWriter, metrics?: HttpMetrics, desk?: ApprovalDesk) {
   const guard: GuardOptions = {
     allowedHosts: options.allowedHosts,
     allowedOrigins: options.allowedOrigins,
-    otherPaths: (pathname) => routes.has(pathname),
+    otherPaths: (pathname) => routes.has(pathname) || desk?.has(pathname) === true,
   };
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     // An open subscriptions/listen stream lasts as long as the client wants: not a request to wait for at shutdown.
@@ -51,7 +53,7 @@ function createListener(handler: McpHttpHandler, options: HttpOptions, inFlight:
     let method = 'unread';
     let who: string | undefined;
     if (metrics) res.once('close', () => metrics.request(method, res.statusCode, (performance.now() - startedMs) / 1000));
-    if (log.format === 'json') res.once('close', () => log.event('access', accessFields(req, routes, res.statusCode, startedMs, who)));
+    if (log.format === 'json') res.once('close', () => log.event('access', accessFields(req, routes, res.statusCode, startedMs, who, desk)));
     if (state.stopping) res.setHeader('connection', 'close');
     const aborter = new AbortController();
     res.once('close', () => {
@@ -73,6 +75,11 @@ function createListener(handler: McpHttpHandler, options: HttpOptions, inFlight:
       // the request deadline, so the client still reads the refusal instead of a broken pipe).
       if (refused) return await sendWebResponse(res, refused);
       const { pathname } = requestPath(req);
+      // The approval page: a browser's, signed in by the page itself (never by the /mcp bearer gate); its small body is read under its own cap.
+      if (desk?.has(pathname)) {
+        const request = await toWebRequest(req, headers, APPROVAL_BODY_BYTES, aborter.signal);
+        return await sendWebResponse(res, request instanceof Response ? request : await desk.handle(request));
+      }
       if (pathname !== MCP_PATH) return await sendWebResponse(res, await routes.answer(pathname, req.method ?? 'GET'));
       // Security: with a token or an issuer configured, nothing below this line runs for an
       // unauthenticated request (and its body is never read).
@@ -136,12 +143,13 @@ function capConnections(server: Server, cap: AddressCap): void {
  * is `other`: a client could put a secret in a path), never the query string or a header value;
  * the identity is the verified `sub`, never the token. `traceparent` is passed through when well formed.
  */
-function accessFields(req: IncomingMessage, routes: OtherRoutes, status: number, startedMs: number, who: string | undefined): Record<string, unknown> {
+function accessFields(req: IncomingMessage, routes: OtherRoutes, status: number, startedMs: number, who: string | undefined, desk?: ApprovalDesk): Record<string, unknown> {
   const { pathname } = requestPath(req);
   const traceparent = req.headers['traceparent'];
   return {
     method: /^[A-Z]{1,10}$/.test(req.method ?? '') ? req.method : 'other',
-    path: pathname === MCP_PATH || routes.has(pathname) ? pathname : 'other',
+    // Security: an approval page's path holds its id, which opens it: logged as the route only.
+    path: desk?.has(pathname) ? (pathname === '/approve/callback' ? pathname : '/approve/:id') : pathname === MCP_PATH || routes.has(pathname) ? pathname : 'other',
     status,
     duration_s: Number(((performance.now() - startedMs) / 1000).toFixed(4)),
     ...(who !== undefined ? { identity: who } : {}),
@@ -198,10 +206,19 @@ export async function serveOverHttp(options: { args: string[]; bundledSkills: st
   const warn: Warn = (message) => log.say(message);
   // The issuer's metadata is fetched before anything is served: a front that cannot check tokens refuses to start.
   let resourceServer: ResourceServer | undefined;
+  let login: OAuthLogin | undefined;
   if (http.oauth) {
     const metadata = await discoverIssuer(http.oauth.issuer);
-    resourceServer = createResourceServer(http.oauth, createJwtVerifier(http.oauth, metadata));
+    const verifier = createJwtVerifier(http.oauth, metadata);
+    resourceServer = createResourceServer(http.oauth, verifier);
     warn(`oauth: tokens from ${http.oauth.issuer} for ${http.oauth.audience} (keys: ${metadata.jwksUri})`);
+    if (http.approval?.client) {
+      const { authorizationEndpoint, tokenEndpoint } = metadata;
+      if (authorizationEndpoint === undefined || tokenEndpoint === undefined) {
+        throw new Error(`the approval page signs people in at ${http.oauth.issuer}, but its metadata (${metadata.foundAt}) names no usable authorization_endpoint and token_endpoint (https, or http on loopback); unset SKILL_MCP_APPROVAL_URL or fix the issuer`);
+      }
+      login = new OAuthLogin({ endpoints: { authorizationEndpoint, tokenEndpoint }, client: http.approval.client, origin: http.approval.origin, audience: http.oauth.audience, verifier });
+    }
   }
   const authenticate = resourceServer ? oauthBearer(resourceServer) : http.token !== undefined ? staticBearer(http.token) : undefined;
   // The runner: the launcher's own (standalone), or the one `SKILL_MCP_RUNNER_SOCKET` names
@@ -209,6 +226,14 @@ export async function serveOverHttp(options: { args: string[]; bundledSkills: st
   // Security: without a bearer token anyone who reaches the port (any local user, a page doing DNS
   // rebinding past a lax proxy) is "the client": it would both ask for a run and approve it.
   const front = await startFront(options.env, options.bundledSkills, options.runner, warn, authenticate === undefined ? { code: 'AUTH_REQUIRED', message: AUTH_REQUIRED_MESSAGE } : undefined, options.requestStateKey);
+  // Set before the factory is made: every per-request front (visible-catalog.ts copies it) shares the one desk.
+  let desk: ApprovalDesk | undefined;
+  if (http.approval) {
+    const bearer = http.token !== undefined ? bearerTokenCheck(http.token) : undefined;
+    desk = new ApprovalDesk({ origin: http.approval.origin, login, bearer: bearer && ((token) => bearer(`Bearer ${token}`)), warn });
+    front.approvals = desk;
+    warn(`approval page at ${http.approval.origin}/approve/<id> (${login ? `sign-in at ${http.oauth?.issuer} as client ${http.approval.client?.id}` : 'sign-in with the bearer token'})`);
+  }
   const metrics = http.metrics ? new HttpMetrics(front) : undefined;
   const handler = createMcpHandler(createServerFactory(front, warn, undefined, metrics && ((tool, result) => metrics.toolResult(tool, result))), {
     legacy: 'stateless',
@@ -223,7 +248,7 @@ export async function serveOverHttp(options: { args: string[]; bundledSkills: st
   const cap: AddressCap | undefined = http.maxConnectionsPerAddress > 0 ? { counts: new AddressCounts(http.maxConnectionsPerAddress), trusted: new Set(http.trustedProxies) } : undefined;
   const health = healthRoutes(front, warn);
   const routes = otherRoutes(resourceServer, health);
-  const server = createServer({ connectionsCheckingInterval: 1_000 }, createListener(handler, http, inFlight, state, warn, cap, authenticate, routes, log, metrics));
+  const server = createServer({ connectionsCheckingInterval: 1_000 }, createListener(handler, http, inFlight, state, warn, cap, authenticate, routes, log, metrics, desk));
   configure(server, http);
   if (cap) capConnections(server, cap);
   server.on('clientError', (error: NodeJS.ErrnoException, socket) => {

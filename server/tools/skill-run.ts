@@ -11,7 +11,8 @@ import { grantScripts, notGrantedMessage } from '../../shared/grant.js';
 import { traceparentSchema, type Approval, type Minted, type Response, type RunResult, type WillRun } from '../../shared/protocol.js';
 import { shortDigest } from '../../shared/content-digest.js';
 import { willRunHash } from '../../shared/token.js';
-import { confirmPath, tokenInstructions } from '../confirm/settings.js';
+import { confirmPath, PAGE_INSTRUCTIONS, tokenInstructions, tokenNeedsPage, type ClientElicitation } from '../confirm/settings.js';
+import { MAX_PENDING_APPROVALS, type PendingApproval, type Requester } from '../approve/store.js';
 import type { ApprovalState } from '../confirm/request-state.js';
 import type { FrontContext } from '../context.js';
 import { readablePrefix, readableText } from './encoding.js';
@@ -135,6 +136,98 @@ function preview(minted: Minted, extra: Record<string, unknown>): CallToolResult
   return ok({ ...extra, preview: { willRun: minted.willRun }, confirmToken: minted.confirmToken, expiresAt: minted.expiresAt });
 }
 
+/** Who asks, as a pending approval records it: the OAuth `sub` (none for the static token's one holder). */
+function requesterOf(front: FrontContext, ctx: ServerContext): Requester {
+  return { subject: front.identityOf(ctx)?.subject };
+}
+
+function sameRequester(record: PendingApproval, front: FrontContext, ctx: ServerContext): boolean {
+  return record.requester.subject === requesterOf(front, ctx).subject;
+}
+
+const APPROVALS_FULL = `${MAX_PENDING_APPROVALS} approvals are already pending on this server, so no new one is opened; nothing ran. Try again once some are decided or expired.`;
+
+/**
+ * A preview handed to the model. With the approval page, its token is unlocked only by a person
+ * on the page: the answer carries the page's link (approvalUrl) next to the token.
+ */
+function showPreview(front: FrontContext, minted: Minted, ctx: ServerContext, extra: Record<string, unknown>): CallToolResult {
+  const desk = front.approvals;
+  if (desk === undefined || !tokenNeedsPage(front.confirm, true)) return preview(minted, extra);
+  const record = desk.open(minted, requesterOf(front, ctx));
+  if (record === undefined) return refuse('BUSY', APPROVALS_FULL);
+  return preview(minted, { ...extra, approvalUrl: desk.urlFor(record), instructions: PAGE_INSTRUCTIONS });
+}
+
+/**
+ * A token on a front with the approval page (and a mode that asks someone). Security: the token
+ * alone runs nothing — the model holds it, and the model is not the person; it runs only once a
+ * person approved its preview on the page, and then as that person's approval in the audit.
+ */
+async function runPageApproved(front: FrontContext, input: RunInput, decoded: DecodedInputs, token: string, ctx: ServerContext): Promise<CallToolResult> {
+  const desk = front.approvals!;
+  const record = desk.store.forToken(token);
+  if (record === undefined || !sameRequester(record, front, ctx)) {
+    return refuse('APPROVAL_REQUIRED', 'this token was not handed out with an approval link by this server to this caller (or the server restarted since): here a person approves each run on the approval page. Call skill_run without confirmToken for a new preview and its approvalUrl.');
+  }
+  return afterDecision(front, input, decoded, record, ctx, () =>
+    refuse('APPROVAL_PENDING', `nobody has approved this run yet, so nothing ran. Ask the person to open ${desk.urlFor(record)} and approve it, then call skill_run again with the same arguments and token.`, { approvalUrl: desk.urlFor(record) }));
+}
+
+/** What a decided (or expired) record means for the run; `pending` says what to answer while nobody decided. */
+async function afterDecision(front: FrontContext, input: RunInput, decoded: DecodedInputs, record: PendingApproval, ctx: ServerContext, pending: () => CallToolResult | Promise<CallToolResult>): Promise<CallToolResult> {
+  const desk = front.approvals!;
+  if (record.status === 'denied') return refuse('APPROVAL_DENIED', `${record.approver ?? 'the person'} denied this run on the approval page; nothing ran. Do not ask again unless the person says so.`);
+  if (record.status === 'used') return refuse('TOKEN_REUSED', 'this approval was used already: it runs once. Call skill_run without confirmToken for a new preview if the person wants another run.');
+  if (desk.store.expired(record)) return refuse('TOKEN_EXPIRED', 'the approval expired before the run was sent; nothing ran. Call skill_run without confirmToken for a new preview and link.');
+  if (record.status === 'pending') return pending();
+  const result = await execute(front, input, decoded, record.minted.confirmToken, ctx, { channel: 'elicitation-url', ...(record.approver !== undefined ? { approver: record.approver } : {}) });
+  if (result.isError !== true) desk.store.markUsed(record);
+  return result;
+}
+
+/** How long one retried URL round waits for the person's decision before asking again (the client's request timeout is 60 s). */
+const APPROVAL_WAIT_MS = 30_000;
+
+function askAtPage(front: FrontContext, input: RunInput, record: PendingApproval): Promise<CallToolResult> {
+  const willRun = record.minted.willRun;
+  return front.approvalCodec.mint({ skill: input.name, script: input.script, args: input.args, h: record.hash, a: record.id }).then((requestState) => inputRequired({
+    inputRequests: {
+      [CONFIRM_KEY]: inputRequired.elicitUrl({
+        message: `Approve the run of ${willRun.skill}/${willRun.argv[0] ?? ''} in your browser: the page shows exactly what would run (arguments, files, digests, network, isolation) and asks you to sign in, then Approve or Deny. It runs once, only if you approve.`,
+        url: front.approvals!.urlFor(record),
+      }),
+    },
+    requestState,
+  }) as unknown as CallToolResult);
+}
+
+/**
+ * URL-mode elicitation (a client declaring `elicitation.url`): the first round opens a pending
+ * approval and sends its link; the retried round (the person agreed to open it) waits for the
+ * decision on the page — an event, with a bound — and runs, refuses, or asks again.
+ */
+async function urlRound(front: FrontContext, input: RunInput, decoded: DecodedInputs, ctx: ServerContext): Promise<CallToolResult> {
+  const desk = front.approvals!;
+  const answer = inputResponse(ctx.mcpReq.inputResponses, CONFIRM_KEY);
+  const state = ctx.mcpReq.requestState<ApprovalState>();
+  const sameRequest = state !== undefined && typeof state === 'object' && state.skill === input.name && state.script === input.script && JSON.stringify(state.args) === JSON.stringify(input.args);
+  const record = sameRequest && typeof state.a === 'string' ? desk.store.get(state.a) : undefined;
+  if (record !== undefined && record.hash === state?.h && sameRequester(record, front, ctx) && answer.kind === 'elicit') {
+    if (answer.action !== 'accept') {
+      // The person would not open the page: the link decides nothing any more.
+      desk.store.decide(record, 'denied', requesterOf(front, ctx).subject ?? 'static-token');
+      return ok({ status: 'cancelled', detail: `the person ${answer.action === 'decline' ? 'declined' : 'dismissed'} the approval page; nothing ran` });
+    }
+    if (record.status === 'pending') await desk.store.waitForDecision(record, APPROVAL_WAIT_MS, ctx.mcpReq.signal);
+    return afterDecision(front, input, decoded, record, ctx, () => askAtPage(front, input, record));
+  }
+  const minted = await prepare(front, input, decoded, ctx);
+  const opened = desk.open(minted, requesterOf(front, ctx));
+  if (opened === undefined) return refuse('BUSY', APPROVALS_FULL);
+  return askAtPage(front, input, opened);
+}
+
 /**
  * Sends the run to the runner, with progress while it lasts and the client's cancel wired in.
  * `approval`: how the yes reached us, for the runner's audit line — a form elicitation, or a token
@@ -164,7 +257,7 @@ async function execute(front: FrontContext, input: RunInput, decoded: DecodedInp
   if (code === 'DRAFT_CHANGED' && fresh) {
     const differs = await runnerServesOther(front, input.name, fresh);
     if (differs !== undefined) return refuse('CONTENT_MISMATCH', differs);
-    return { ...preview(fresh, { status: 'draft-changed', error: { code, message }, instructions: 'The token was minted for a different run. This is the preview of what would run now, with a fresh token; it needs the same approval.' }), isError: true };
+    return { ...showPreview(front, fresh, ctx, { status: 'draft-changed', error: { code, message }, instructions: 'The token was minted for a different run. This is the preview of what would run now, with a fresh token; it needs the same approval.' }), isError: true };
   }
   // BUSY from the run slots carries the figures, so a program can wait `retryAfterMs` without parsing words.
   return refuse(code, message, busy ? { busy } : {});
@@ -188,20 +281,26 @@ async function prepare(front: FrontContext, input: RunInput, decoded: DecodedInp
   return answer.result;
 }
 
-export async function skillRun(front: FrontContext, input: RunInput, ctx: ServerContext, canElicit: boolean): Promise<CallToolResult> {
+export async function skillRun(front: FrontContext, input: RunInput, ctx: ServerContext, client: ClientElicitation): Promise<CallToolResult> {
   if (front.runRefusal) return refuse(front.runRefusal.code, front.runRefusal.message);
   const local = localRefusal(front, input, ctx);
   if (local) return local;
   const decoded = decodeInputs(input.files, input.stdin, front.runInputBytes);
-  if (input.confirmToken !== undefined) return execute(front, input, decoded, input.confirmToken, ctx, { channel: front.confirm.mode === 'auto' ? 'auto' : 'token' });
+  const page = front.approvals !== undefined;
+  if (input.confirmToken !== undefined) {
+    if (tokenNeedsPage(front.confirm, page)) return runPageApproved(front, input, decoded, input.confirmToken, ctx);
+    return execute(front, input, decoded, input.confirmToken, ctx, { channel: front.confirm.mode === 'auto' ? 'auto' : 'token' });
+  }
 
-  const path = confirmPath(front.confirm, canElicit);
+  const path = confirmPath(front.confirm, client, page);
   if (path.kind === 'refuse') {
     return refuse('CONFIRM_REFUSED', 'this client cannot show a confirmation prompt and the owner set MCP_CONFIRM_MODE=refuse (or an unknown value), so no script runs from it. Use a client that supports form elicitation, or ask the owner for MCP_CONFIRM_MODE=ask-user.');
   }
   if (path.kind === 'token') {
     return preview(await prepare(front, input, decoded, ctx), { status: 'confirmation-required', mode: path.mode, instructions: tokenInstructions(path.mode) });
   }
+  if (path.kind === 'page') return showPreview(front, await prepare(front, input, decoded, ctx), ctx, { status: 'confirmation-required', mode: 'approval-page' });
+  if (path.kind === 'elicit-url') return urlRound(front, input, decoded, ctx);
 
   // Elicitation. A retried round carries the person's answer and our sealed state.
   const answer = inputResponse(ctx.mcpReq.inputResponses, CONFIRM_KEY);

@@ -1,0 +1,154 @@
+/**
+ * The approval page's small security pieces, alone: the sealed session (MAC before claims, expiry),
+ * the CSRF token's binding to one sign-in and one approval, the store's once-only decision and
+ * expiry, and the page's escaping of a hostile preview.
+ */
+import { describe, expect, test } from 'vitest';
+import type { Minted } from '../../shared/protocol.js';
+import { ApprovalStore, APPROVAL_ID, logId } from '../../server/approve/store.js';
+import { Sealer } from '../../server/approve/seal.js';
+import { approvalPage, escapeHtml, PAGE_CSP } from '../../server/approve/page.js';
+import { cookieValue } from '../../server/approve/desk.js';
+import { readApprovalSettings } from '../../server/approve/settings.js';
+import type { SettingIssue } from '../../shared/settings-schema.js';
+
+function minted(expiresAtMs: number, arg = 'x'): Minted {
+  return {
+    confirmToken: `smt1.${arg}.${expiresAtMs}`,
+    expiresAt: new Date(expiresAtMs).toISOString(),
+    willRun: {
+      skill: 'demo', interpreter: 'node', argv: ['scripts/a.js', arg], cwd: 'skills/demo', timeoutMs: 30_000, envNames: [], isolation: 'namespace', sandbox: ['bwrap'],
+      memoryBytes: 512 * 1024 ** 2, content: { script: 'a'.repeat(64), files: 'b'.repeat(64), fileCount: 2, bytes: 10 }, declarationFrom: 'sidecar',
+    },
+  };
+}
+
+describe('sealed session', () => {
+  test('a changed claim breaks the MAC (a cookie cannot be edited into an approver)', () => {
+    const sealer = new Sealer();
+    const sealed = sealer.seal(sealer.newSession('bob', ['skills:read']));
+    expect(sealer.open(sealed)?.sub).toBe('bob');
+    const [body, tag] = sealed.split('.');
+    const claims = JSON.parse(Buffer.from(body!, 'base64url').toString('utf8'));
+    const edited = Buffer.from(JSON.stringify({ ...claims, scopes: ['skills:approve'] })).toString('base64url');
+    expect(sealer.open(`${edited}.${tag}`)).toBeUndefined();
+    expect(sealer.open(`${body}.${tag}.x`)).toBeUndefined();
+    expect(sealer.open('')).toBeUndefined();
+  });
+
+  test("another process's key opens nothing; an expired session is no session", () => {
+    let now = 1_000_000;
+    const sealer = new Sealer(undefined, () => now);
+    const sealed = sealer.seal(sealer.newSession('alice', []));
+    expect(new Sealer().open(sealed)).toBeUndefined();
+    now += 600_001;
+    expect(sealer.open(sealed)).toBeUndefined();
+  });
+
+  test('a CSRF token is bound to its sign-in and its approval', () => {
+    const sealer = new Sealer();
+    const a = sealer.newSession('alice', []);
+    const b = sealer.newSession('alice', []);
+    const token = sealer.csrf(a, 'id-1');
+    expect(sealer.csrfValid(a, 'id-1', token)).toBe(true);
+    expect(sealer.csrfValid(b, 'id-1', token)).toBe(false);
+    expect(sealer.csrfValid(a, 'id-2', token)).toBe(false);
+    expect(sealer.csrfValid(a, 'id-1', null)).toBe(false);
+    expect(sealer.csrfValid(a, 'id-1', '')).toBe(false);
+  });
+});
+
+describe('approval store', () => {
+  test('ids are 256-bit base64url, unique, and a lookup by a malformed id finds nothing', () => {
+    const store = new ApprovalStore();
+    const ids = new Set(Array.from({ length: 200 }, (_, i) => store.open(minted(Date.now() + 60_000, String(i)), {})!.id));
+    expect(ids.size).toBe(200);
+    for (const id of ids) expect(id).toMatch(APPROVAL_ID);
+    expect(store.get('../x')).toBeUndefined();
+    expect(logId([...ids][0]!)).not.toContain([...ids][0]!.slice(0, 12));
+  });
+
+  test('a decision is made once: a replayed approve, or a deny after approve, changes nothing', () => {
+    const store = new ApprovalStore();
+    const record = store.open(minted(Date.now() + 60_000), { subject: 'alice' })!;
+    expect(store.decide(record, 'approved', 'alice')).toBe('ok');
+    expect(store.decide(record, 'approved', 'mallory')).toBe('decided');
+    expect(store.decide(record, 'denied', 'mallory')).toBe('decided');
+    expect(record).toMatchObject({ status: 'approved', approver: 'alice' });
+    expect(store.forToken(record.minted.confirmToken)).toBe(record);
+  });
+
+  test('an expired record decides nothing', () => {
+    let now = 1_000_000;
+    const store = new ApprovalStore({ now: () => now });
+    const record = store.open(minted(now + 1_000), {})!;
+    now += 1_000;
+    expect(store.decide(record, 'approved', 'alice')).toBe('expired');
+    expect(record.status).toBe('pending');
+  });
+
+  test('a full store opens no more records (a preview loop cannot grow the process)', () => {
+    const store = new ApprovalStore({ max: 2 });
+    expect(store.open(minted(Date.now() + 60_000, '1'), {})).toBeDefined();
+    expect(store.open(minted(Date.now() + 60_000, '2'), {})).toBeDefined();
+    expect(store.open(minted(Date.now() + 60_000, '3'), {})).toBeUndefined();
+  });
+
+  test('a waiter wakes on the decision, not on a timer', async () => {
+    const store = new ApprovalStore();
+    const record = store.open(minted(Date.now() + 600_000), {})!;
+    const waited = store.waitForDecision(record, 600_000);
+    store.decide(record, 'denied', 'alice');
+    await waited;
+    expect(record.status).toBe('denied');
+  });
+});
+
+describe('page', () => {
+  test('a hostile argument and skill text are shown as text, never as markup', () => {
+    const hostile = '<script>alert(1)</script>"><img src=x onerror=alert(2)>';
+    const m = minted(Date.now() + 60_000, hostile);
+    const html = approvalPage({ id: 'i'.repeat(43), willRun: { ...m.willRun, egressNote: '<b>x</b>' }, hash: 'h', csrf: 'c"><x', requester: '<alice>', viewer: 'bob', expiresAt: m.expiresAt });
+    return html.text().then((text) => {
+      expect(text).not.toContain('<script>');
+      expect(text).not.toContain('<img');
+      expect(text).not.toContain('<b>x</b>');
+      expect(text).toContain(escapeHtml(hostile));
+      expect(text).toContain('value="c&quot;&gt;&lt;x"');
+      expect(text).toContain(`sha256:${'a'.repeat(64)}`);
+      expect(html.headers.get('content-security-policy')).toBe(PAGE_CSP);
+      expect(html.headers.get('cache-control')).toBe('no-store');
+      expect(html.headers.get('referrer-policy')).toBe('same-origin');
+    });
+  });
+
+  test('cookie parsing takes the named cookie only', () => {
+    expect(cookieValue('a=1; skill_mcp_approver=x.y; b=2', 'skill_mcp_approver')).toBe('x.y');
+    expect(cookieValue('xskill_mcp_approver=1', 'skill_mcp_approver')).toBeUndefined();
+    expect(cookieValue(null, 'a')).toBeUndefined();
+  });
+});
+
+describe('settings', () => {
+  const read = (env: Record<string, string>, auth: 'oauth' | 'token' | 'none') => {
+    const issues: SettingIssue[] = [];
+    return { value: readApprovalSettings(env, auth, issues), issues: issues.map((i) => i.message) };
+  };
+
+  test('no URL, no page; a client id without the URL stops the front', () => {
+    expect(read({}, 'oauth')).toEqual({ value: undefined, issues: [] });
+    expect(read({ SKILL_MCP_APPROVAL_CLIENT_ID: 'x' }, 'oauth').issues[0]).toMatch(/without SKILL_MCP_APPROVAL_URL/);
+  });
+
+  test('an http URL off loopback, a path, or no way to sign approvers in stops the front', () => {
+    expect(read({ SKILL_MCP_APPROVAL_URL: 'http://mcp.example.com' }, 'token').issues).toHaveLength(1);
+    expect(read({ SKILL_MCP_APPROVAL_URL: 'https://mcp.example.com/x' }, 'token').issues[0]).toMatch(/no path/);
+    expect(read({ SKILL_MCP_APPROVAL_URL: 'https://mcp.example.com' }, 'none').issues[0]).toMatch(/needs a way to sign approvers in/);
+  });
+
+  test('OAuth needs the client id; the static token needs none', () => {
+    expect(read({ SKILL_MCP_APPROVAL_URL: 'https://mcp.example.com' }, 'oauth').issues[0]).toMatch(/SKILL_MCP_APPROVAL_CLIENT_ID/);
+    expect(read({ SKILL_MCP_APPROVAL_URL: 'https://mcp.example.com', SKILL_MCP_APPROVAL_CLIENT_ID: 'page', SKILL_MCP_APPROVAL_CLIENT_SECRET: 's' }, 'oauth').value).toEqual({ origin: 'https://mcp.example.com', client: { id: 'page', secret: 's' } });
+    expect(read({ SKILL_MCP_APPROVAL_URL: 'http://127.0.0.1:3000/' }, 'token').value).toEqual({ origin: 'http://127.0.0.1:3000' });
+  });
+});
