@@ -43,6 +43,7 @@ import { EnvVerifier } from './deps/verify.js';
 import { DEFAULT_CLAIM_DIR, UidClaims } from './uids/claims.js';
 import { UidPool } from './uids/pool.js';
 import { HashWorker } from '../shared/hash-worker.js';
+import { FolderListings } from '../shared/folder-listing.js';
 
 /** One line on stderr, as text or JSON (SKILL_MCP_LOG_FORMAT; an unreadable value keeps text). */
 function log(message: string): void {
@@ -168,7 +169,7 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
   if ('why' in peer) log(`warning: no peer-credential check (${peer.why}); relying on socket directory modes`);
   const service = new RunnerService({
     ctx: {
-      env, bundledSkills: options.bundledSkills, limits, platform, memoryBytes: opts.limits.memoryBytes, hasher: new HashWorker(),
+      env, bundledSkills: options.bundledSkills, limits, platform, memoryBytes: opts.limits.memoryBytes, hasher: new HashWorker(), listings: new FolderListings(),
       deps: { envsDir: envsDirOf(opts.stateDir), identities: new Identities(), verifier: new EnvVerifier(), index: readExplicitIndex(env) },
     },
     key, ledger, audit, environ, refusedWhy, ttlMs: settings.confirmTtlSeconds * 1000, scratchDir, uidPool,

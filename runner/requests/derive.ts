@@ -15,6 +15,7 @@ import type { DeclaredScript } from '../../shared/declaration.js';
 import { resolveDeclaration, type DeclarationOrigin } from '../../shared/declaration-source.js';
 import { findSkillByName } from '../../shared/discover.js';
 import type { DiscoveredSkill } from '../../shared/discover.js';
+import type { FolderListings } from '../../shared/folder-listing.js';
 import { buildScriptEnv, selfGrantWarning } from '../../shared/env.js';
 import type { ErrorCode } from '../../shared/errors.js';
 import { parseSkillMd, type ParsedSkillMd } from '../../shared/frontmatter.js';
@@ -57,6 +58,11 @@ export interface DeriveContext {
   hasher?: HashWorker;
   /** Where environments live, and the runner's memory of what it verified (runner/deps/). */
   deps: DepsContext;
+  /**
+   * The skill roots' listings, read again only when a root changes (shared/folder-listing.ts), so
+   * finding the skill costs a run the same at 30 skills as at 5,000. Absent: read per request.
+   */
+  listings?: FolderListings;
 }
 
 export interface RunPlan {
@@ -105,7 +111,7 @@ function refuse(code: ErrorCode, reason: RejectReason, message: string): Derived
 }
 
 export async function findSkill(ctx: DeriveContext, name: string): Promise<DiscoveredSkill | undefined> {
-  return findSkillByName(skillRoots(ctx.env as NodeJS.ProcessEnv, ctx.bundledSkills), name, ctx.limits.maxSkills);
+  return findSkillByName(skillRoots(ctx.env as NodeJS.ProcessEnv, ctx.bundledSkills), name, ctx.limits.maxSkills, ctx.listings);
 }
 
 export interface DeclaredNow {
