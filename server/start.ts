@@ -62,7 +62,10 @@ export async function startFront(
   // Throws ConfigError, with the runner's own message, before anything is served.
   const reported = refuseToStart(settings.issues);
   const frontIssues: SettingIssue[] = [];
+  const issuesBefore = frontIssues.length;
   const pageSize = readVariable(env, PAGE_SIZE, frontIssues);
+  // Set (and valid): it caps skills/list pages too; unset, those pages are cut by bytes alone.
+  const pageSizeSet = (env[PAGE_SIZE.name] ?? '') !== '' && frontIssues.length === issuesBefore;
   const runInputBytes = readVariable(env, RUN_INPUT_BYTES, frontIssues);
   const configProblems: Problem[] = [...reported, ...frontIssues].map((issue) => ({ path: 'configuration', reason: 'config', detail: issue.message }));
   const watch = readWatchSettings(env);
@@ -89,6 +92,7 @@ export async function startFront(
     catalog,
     catalogLimits: settings.limits,
     pageSize,
+    ...(pageSizeSet ? { skillsPageSize: pageSize } : {}),
     announcer,
     live,
     watching: watch.settings.mode !== 'off',
