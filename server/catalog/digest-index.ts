@@ -61,6 +61,11 @@ export class DigestIndex {
     this.#previous = previous;
   }
 
+  /** Whether digests are remembered at all (without, a digest costs no extra fstat). */
+  get enabled(): boolean {
+    return this.path !== undefined;
+  }
+
   /** No index: every file is hashed. */
   static none(): DigestIndex {
     return new DigestIndex(undefined, new Map(), Date.now);

@@ -19,12 +19,33 @@ export interface FileDigest {
   size: number;
 }
 
+/** The sha256 of the first `maxBytes` of an open file, streamed through `scratch`. */
+function hashFd(fd: number, maxBytes: number, scratch: Buffer): FileDigest {
+  const hash = createHash('sha256');
+  let size = 0;
+  while (size < maxBytes) {
+    const got = readSync(fd, scratch, 0, Math.min(scratch.length, maxBytes - size), size);
+    if (got === 0) break;
+    hash.update(scratch.subarray(0, got));
+    size += got;
+  }
+  return { hex: hash.digest('hex'), size };
+}
+
 /**
  * Hashes `rel` (a path from the skill's own walk, already string-checked) inside `realDir`.
- * Throws a SkillMcpError when a read would refuse the file.
+ * Throws a SkillMcpError when a read would refuse the file. With an enabled `index`
+ * (digest-index.ts) a file in a remembered, settled state is not read again.
  */
 export function digestServedFile(realDir: string, rel: string, maxBytes: number, scratch: Buffer, index: DigestIndex = NO_INDEX): FileDigest {
   const { fd } = openInsideSkill(realDir, rel);
+  if (!index.enabled) {
+    try {
+      return hashFd(fd, maxBytes, scratch);
+    } finally {
+      closeSync(fd);
+    }
+  }
   try {
     // The state of the very file a read would serve (opened the same way), not of its path.
     const stat = fstatSync(fd, { bigint: true });
@@ -36,15 +57,7 @@ export function digestServedFile(realDir: string, rel: string, maxBytes: number,
       if (hex !== undefined) return { hex, size: Number(stat.size) };
     }
     const started = index.begin(key, state);
-    const hash = createHash('sha256');
-    let size = 0;
-    while (size < maxBytes) {
-      const got = readSync(fd, scratch, 0, Math.min(scratch.length, maxBytes - size), size);
-      if (got === 0) break;
-      hash.update(scratch.subarray(0, got));
-      size += got;
-    }
-    const hex = hash.digest('hex');
+    const { hex, size } = hashFd(fd, maxBytes, scratch);
     // Only a file read whole, to the size it had when opened, is remembered.
     if (indexed && BigInt(size) === stat.size) index.record(key, state, started, hex);
     return { hex, size };
