@@ -23,8 +23,10 @@ export interface FrontContext {
   catalog: Catalog;
   /** The walk limits the catalog was scanned with (the content check walks a skill again with them). */
   catalogLimits: CatalogLimits;
-  /** Entries per skills/list, prompts/list and directory page. */
+  /** Entries per prompts/list and directory page (SKILL_MCP_PAGE_SIZE, default 100). */
   pageSize: number;
+  /** At most this many entries a skills/list page: the owner's SKILL_MCP_PAGE_SIZE when set; absent: bytes decide (catalog/source.ts). */
+  skillsPageSize?: number;
   /** Tells connected clients when the catalog changed. */
   announcer: Announcer;
   /** The folders' watch (or poll); `listChanged` is advertised only while it runs. */

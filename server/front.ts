@@ -13,6 +13,7 @@ import type { FrontContext } from './context.js';
 import type { ClientElicitation } from './confirm/settings.js';
 import { attachPrompts } from './prompts.js';
 import { serveSkillReads } from './skill-read.js';
+import { SKILLS_CACHE_HINT, serveCheckedSkillsList } from './skills-list.js';
 import { guarded, ok, okTextOnly } from './tools/result.js';
 import { skillFile } from './tools/skill-file.js';
 import { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, skillList } from './tools/skill-list.js';
@@ -45,9 +46,8 @@ function elicitationModes(mcp: McpServer, ctx: ServerContext): ClientElicitation
  */
 export function createServerFactory(base: FrontContext, onWarning: (message: string) => void, onServer: (mcp: McpServer) => void = () => undefined, onToolResult?: (tool: string, result: CallToolResult) => void): (request?: McpRequestContext) => McpServer {
   const reads = (front: FrontContext): { source: CatalogSkillSource; extension: SkillsExtension } => {
-    const source = new CatalogSkillSource(front.catalog, front.pageSize);
-    // Lists are per identity (SKILL_MCP_VISIBLE, grants by subject): never shared between users' caches.
-    const extension = new SkillsExtension({ source, cacheHint: { ttlMs: 0, cacheScope: 'private' }, onWarning: (w) => onWarning(`skills extension: ${w.path}: ${w.message}`) });
+    const source = new CatalogSkillSource(front.catalog, front.pageSize, front.skillsPageSize, (uri, problems) => onWarning(`skills extension: ${uri}: invalid skill entry: ${problems.join('; ')} (dropped from skills/list)`));
+    const extension = new SkillsExtension({ source, cacheHint: SKILLS_CACHE_HINT, onWarning: (w) => onWarning(`skills extension: ${w.path}: ${w.message}`) });
     return { source, extension };
   };
   const shared = reads(base);
@@ -145,6 +145,7 @@ export function createServerFactory(base: FrontContext, onWarning: (message: str
     );
     attachPrompts(mcp, front);
     extension.attach(mcp);
+    serveCheckedSkillsList(mcp, source);
     onServer(mcp);
     serveSkillReads(mcp, source);
     return mcp;

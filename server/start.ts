@@ -4,6 +4,7 @@
  * front too; tuning mistakes become `config` problems and lines on stderr, never silent defaults.
  */
 import { setFlagsFromString } from 'node:v8';
+import { resolve } from 'node:path';
 import { configView } from '../shared/config-view.js';
 import type { Problem } from '../shared/problems.js';
 import { Announcer } from './announce.js';
@@ -14,6 +15,7 @@ import { rootLabel } from '../shared/discover.js';
 import { readVisibility } from '../shared/visibility.js';
 import { explainUnreadableRoot } from '../shared/unreadable-root.js';
 import { Catalog } from './catalog/catalog.js';
+import { DigestIndex } from './catalog/digest-index.js';
 import { readWatchSettings, startLiveCatalog } from './catalog/live.js';
 import { createApprovalCodec } from './confirm/request-state.js';
 import { readConfirmSettings } from './confirm/settings.js';
@@ -62,7 +64,10 @@ export async function startFront(
   // Throws ConfigError, with the runner's own message, before anything is served.
   const reported = refuseToStart(settings.issues);
   const frontIssues: SettingIssue[] = [];
+  const issuesBefore = frontIssues.length;
   const pageSize = readVariable(env, PAGE_SIZE, frontIssues);
+  // Set (and valid): it caps skills/list pages too; unset, those pages are cut by bytes alone.
+  const pageSizeSet = (env[PAGE_SIZE.name] ?? '') !== '' && frontIssues.length === issuesBefore;
   const runInputBytes = readVariable(env, RUN_INPUT_BYTES, frontIssues);
   const configProblems: Problem[] = [...reported, ...frontIssues].map((issue) => ({ path: 'configuration', reason: 'config', detail: issue.message }));
   const watch = readWatchSettings(env);
@@ -73,7 +78,10 @@ export async function startFront(
   // Where operators look: every refused value and every root problem, not only skill_list.
   const startLines = [...startupReport(settings), ...frontIssues.map((issue) => issue.message), ...watch.errors, ...confirm.warnings];
   for (const line of startLines) warn(line);
-  const catalog = await Catalog.load({ roots: settings.roots, limits: settings.limits, env, configProblems });
+  // Opt-in: digests remembered from the last start (catalog/digest-index.ts); the runner never reads it.
+  const indexPath = env['SKILL_MCP_DIGEST_INDEX'];
+  const digestIndex = indexPath ? DigestIndex.load(resolve(indexPath), warn) : undefined;
+  const catalog = await Catalog.load({ roots: settings.roots, limits: settings.limits, env, configProblems, ...(digestIndex ? { digestIndex } : {}) });
   const notice = catalog.limitNotice();
   if (notice !== undefined) warn(notice);
   const announcer = new Announcer(catalog, warn);
@@ -89,6 +97,7 @@ export async function startFront(
     catalog,
     catalogLimits: settings.limits,
     pageSize,
+    ...(pageSizeSet ? { skillsPageSize: pageSize } : {}),
     announcer,
     live,
     watching: watch.settings.mode !== 'off',

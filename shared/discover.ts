@@ -11,8 +11,9 @@
  * time against a few µs for the syscall itself, and discovery is ~4 calls per skill (measured on
  * 5,000 skills in bench/: ~0.4 s as promises; the runner repeats discovery before every run).
  */
-import { lstatSync, readdirSync, realpathSync, statSync } from 'node:fs';
+import { lstatSync, realpathSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
+import { readFolder, type FolderListing, type FolderListings } from './folder-listing.js';
 import { isInside, usableSkillName } from './paths.js';
 import type { Problem } from './problems.js';
 import { explainUnreadableRoot } from './unreadable-root.js';
@@ -49,7 +50,7 @@ interface Candidate {
   link: boolean;
 }
 
-async function isFile(path: string): Promise<boolean> {
+function isFile(path: string): boolean {
   try {
     return lstatSync(path).isFile();
   } catch {
@@ -57,7 +58,7 @@ async function isFile(path: string): Promise<boolean> {
   }
 }
 
-async function exists(path: string): Promise<boolean> {
+function exists(path: string): boolean {
   try {
     return lstatSync(path, { throwIfNoEntry: false }) !== undefined;
   } catch {
@@ -65,8 +66,26 @@ async function exists(path: string): Promise<boolean> {
   }
 }
 
-/** Lists one root's candidate directories (its three layouts), reporting what it cannot use. */
-async function candidatesOf(root: string, index: number, problems: Problem[]): Promise<Candidate[]> {
+/** One folder of a root whose entries are candidates: the root itself, or its `skills/` container. */
+interface CandidateFolder {
+  path: string;
+  display: string;
+  listing: FolderListing;
+}
+
+/** A root's candidates: the root itself when it holds a SKILL.md, else the entries of its folders. */
+interface RootCandidates {
+  index: number;
+  realRoot: string;
+  single?: Candidate;
+  folders: CandidateFolder[];
+}
+
+/** How a folder is listed: now (full discovery), or through the runner's remembered listings. */
+type ListFolder = (dir: string) => FolderListing;
+
+/** Finds one root's candidate folders (its three layouts), reporting what it cannot use. */
+function rootCandidates(root: string, index: number, problems: Problem[], listFolder: ListFolder): RootCandidates | undefined {
   const label = rootLabel(root);
   let realRoot: string;
   try {
@@ -76,37 +95,68 @@ async function candidatesOf(root: string, index: number, problems: Problem[]): P
     const code = (error as NodeJS.ErrnoException).code;
     const why = code === 'EACCES' ? explainUnreadableRoot(root, label)?.forModel : undefined;
     problems.push({ path: label, reason: 'root-unreadable', detail: why ?? `the configured root "${label}" cannot be read (${code ?? 'not a directory'})` });
-    return [];
+    return undefined;
   }
-  if (await exists(join(realRoot, 'SKILL.md'))) {
-    return [{ entryPath: realRoot, display: label, root: index, realRoot: join(realRoot, '..'), entryName: basename(realRoot), link: false }];
+  if (exists(join(realRoot, 'SKILL.md'))) {
+    return { index, realRoot, single: { entryPath: realRoot, display: label, root: index, realRoot: join(realRoot, '..'), entryName: basename(realRoot), link: false }, folders: [] };
   }
-  const list = async (dir: string, display: string): Promise<{ name: string; path: string; display: string; link: boolean }[]> => {
+  const list = (dir: string, display: string): CandidateFolder | undefined => {
     try {
-      const entries = readdirSync(dir, { withFileTypes: true });
-      return entries
-        .filter((e) => !e.name.startsWith('.') && (e.isDirectory() || e.isSymbolicLink()))
-        .map((e) => ({ name: e.name, path: join(dir, e.name), display: `${display}/${e.name}`, link: e.isSymbolicLink() }));
+      return { path: dir, display, listing: listFolder(dir) };
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
       const why = code === 'EACCES' && dir === realRoot ? explainUnreadableRoot(realRoot, label)?.forModel : undefined;
       problems.push({ path: display, reason: 'root-unreadable', detail: why ?? `"${display}" cannot be listed (${code ?? 'error'})` });
-      return [];
+      return undefined;
     }
   };
-  const top = await list(realRoot, label);
-  const out: Candidate[] = [];
-  const nested: Promise<{ name: string; path: string; display: string; link: boolean }[]>[] = [];
-  for (const entry of top) {
-    // `<root>/skills/` without its own SKILL.md is the third layout's container, not a candidate.
-    if (entry.name === 'skills' && !(await exists(join(entry.path, 'SKILL.md')))) {
-      nested.push(list(entry.path, entry.display));
-      continue;
-    }
-    out.push({ entryPath: entry.path, display: entry.display, root: index, realRoot, entryName: entry.name, link: entry.link });
+  const top = list(realRoot, label);
+  if (!top) return { index, realRoot, folders: [] };
+  const folders = [top];
+  // `<root>/skills/` without its own SKILL.md is the third layout's container, not a candidate.
+  const container = top.listing.byName.get('skills') === undefined ? undefined : join(realRoot, 'skills');
+  if (container !== undefined && !exists(join(container, 'SKILL.md'))) {
+    const nested = list(container, `${label}/skills`);
+    if (nested) folders.push(nested);
+    else folders.push({ path: container, display: `${label}/skills`, listing: { entries: [], links: [], byName: new Map() } });
   }
-  for (const group of await Promise.all(nested)) {
-    for (const entry of group) out.push({ entryPath: entry.path, display: entry.display, root: index, realRoot, entryName: entry.name, link: entry.link });
+  return { index, realRoot, folders };
+}
+
+/** Whether `folder`'s entry `i` is a candidate (the container itself is not). */
+function isCandidate(rc: RootCandidates, folder: number, i: number): boolean {
+  return !(folder === 0 && rc.folders.length > 1 && rc.folders[0]!.listing.entries[i]!.name === 'skills');
+}
+
+function candidateAt(rc: RootCandidates, folder: CandidateFolder, i: number): Candidate {
+  const entry = folder.listing.entries[i]!;
+  return { entryPath: join(folder.path, entry.name), display: `${folder.display}/${entry.name}`, root: rc.index, realRoot: rc.realRoot, entryName: entry.name, link: entry.link };
+}
+
+/** How many candidates a root has, without making them. */
+function candidateCount(rc: RootCandidates): number {
+  if (rc.single) return 1;
+  return rc.folders.reduce((sum, f) => sum + f.listing.entries.length, 0) - (rc.folders.length > 1 ? 1 : 0);
+}
+
+/** Every candidate of a root, in listing order (the top folder's, then its container's). */
+function allCandidates(rc: RootCandidates): Candidate[] {
+  if (rc.single) return [rc.single];
+  const out: Candidate[] = [];
+  for (const [f, folder] of rc.folders.entries()) {
+    for (let i = 0; i < folder.listing.entries.length; i++) if (isCandidate(rc, f, i)) out.push(candidateAt(rc, folder, i));
+  }
+  return out;
+}
+
+/** The candidates of a root that can be the skill `name`: the entries called `name`, and every link (its target's name decides). */
+function candidatesNamed(rc: RootCandidates, name: string): Candidate[] {
+  if (rc.single) return rc.single.entryName === name ? [rc.single] : [];
+  const out: Candidate[] = [];
+  for (const [f, folder] of rc.folders.entries()) {
+    const named = folder.listing.byName.get(name);
+    const indexes = named === undefined || folder.listing.entries[named]!.link ? folder.listing.links : [...folder.listing.links, named].sort((a, b) => a - b);
+    for (const i of indexes) if (isCandidate(rc, f, i)) out.push(candidateAt(rc, folder, i));
   }
   return out;
 }
@@ -127,11 +177,11 @@ async function resolveCandidate(c: Candidate, problems: Problem[]): Promise<Disc
     return undefined;
   }
   const skillMd = join(realDir, 'SKILL.md');
-  if (!(await exists(skillMd))) {
+  if (!exists(skillMd)) {
     problems.push({ path: c.display, reason: 'no-skill-md', detail: `"${c.display}" has no SKILL.md, so it is not a skill` });
     return undefined;
   }
-  if (!(await isFile(skillMd))) {
+  if (!isFile(skillMd)) {
     problems.push({ path: `${c.display}/SKILL.md`, reason: 'unreadable-skill-md', detail: 'SKILL.md is not a regular file (a directory, link or special file)' });
     return undefined;
   }
@@ -153,7 +203,8 @@ async function resolveCandidate(c: Candidate, problems: Problem[]): Promise<Disc
  */
 export async function discoverSkills(roots: readonly string[], maxSkills: number): Promise<Discovery> {
   const problems: Problem[] = [];
-  const candidates = (await Promise.all(roots.map((root, i) => candidatesOf(root, i, problems)))).flat();
+  const rooted = roots.map((root, i) => rootCandidates(root, i, problems, readFolder)).filter((rc) => rc !== undefined);
+  const candidates = rooted.flatMap(allCandidates);
   const resolved = (await Promise.all(candidates.map((c) => resolveCandidate(c, problems)))).filter((s): s is DiscoveredSkill => s !== undefined);
 
   // The same real directory reached twice (a link beside the linked directory) is one skill.
@@ -188,13 +239,16 @@ export async function discoverSkills(roots: readonly string[], maxSkills: number
  * without resolving every candidate. Only entries called `name` and links (whose target's name
  * decides) can be that skill, and a duplicate among them refuses it as discovery does; when the
  * candidates outnumber `maxSkills`, the limit depends on every other skill, so it falls back to a
- * full discovery. The runner calls this before every prepare and run, on catalogs of thousands.
+ * full discovery. The runner calls this before every prepare and run, on catalogs of thousands:
+ * with `listings` (shared/folder-listing.ts) a root's listing is read again only when the root
+ * changed, so the cost is the links' and the one skill's, not the catalog's.
  */
-export async function findSkillByName(roots: readonly string[], name: string, maxSkills: number): Promise<DiscoveredSkill | undefined> {
+export async function findSkillByName(roots: readonly string[], name: string, maxSkills: number, listings?: FolderListings): Promise<DiscoveredSkill | undefined> {
   const ignored: Problem[] = [];
-  const candidates = (await Promise.all(roots.map((root, i) => candidatesOf(root, i, ignored)))).flat();
-  if (candidates.length > maxSkills) return (await discoverSkills(roots, maxSkills)).skills.find((s) => s.name === name);
-  const possible = candidates.filter((c) => c.link || c.entryName === name);
+  const listFolder: ListFolder = listings ? (dir) => listings.read(dir) : readFolder;
+  const rooted = roots.map((root, i) => rootCandidates(root, i, ignored, listFolder)).filter((rc) => rc !== undefined);
+  if (rooted.reduce((sum, rc) => sum + candidateCount(rc), 0) > maxSkills) return (await discoverSkills(roots, maxSkills)).skills.find((s) => s.name === name);
+  const possible = rooted.flatMap((rc) => candidatesNamed(rc, name));
   const resolved = (await Promise.all(possible.map((c) => resolveCandidate(c, ignored)))).filter((s): s is DiscoveredSkill => s?.name === name);
   const realDirs = new Set(resolved.map((s) => s.realDir));
   // Security: two directories claiming one name are both refused, here as in the catalog.

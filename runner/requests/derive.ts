@@ -16,6 +16,7 @@ import { resolveDeclaration, type DeclarationOrigin } from '../../shared/declara
 import { findSkillByName, rootLabel } from '../../shared/discover.js';
 import { provenanceOf, readPullLock, type Provenance } from '../../shared/provenance.js';
 import type { DiscoveredSkill } from '../../shared/discover.js';
+import type { FolderListings } from '../../shared/folder-listing.js';
 import { buildScriptEnv, selfGrantWarning } from '../../shared/env.js';
 import type { ErrorCode } from '../../shared/errors.js';
 import { parseSkillMd, type ParsedSkillMd } from '../../shared/frontmatter.js';
@@ -58,6 +59,11 @@ export interface DeriveContext {
   hasher?: HashWorker;
   /** Where environments live, and the runner's memory of what it verified (runner/deps/). */
   deps: DepsContext;
+  /**
+   * The skill roots' listings, read again only when a root changes (shared/folder-listing.ts), so
+   * finding the skill costs a run the same at 30 skills as at 5,000. Absent: read per request.
+   */
+  listings?: FolderListings;
 }
 
 export interface RunPlan {
@@ -117,7 +123,7 @@ function pulledFrom(ctx: DeriveContext, skill: DiscoveredSkill, files: readonly 
 }
 
 export async function findSkill(ctx: DeriveContext, name: string): Promise<DiscoveredSkill | undefined> {
-  return findSkillByName(skillRoots(ctx.env as NodeJS.ProcessEnv, ctx.bundledSkills), name, ctx.limits.maxSkills);
+  return findSkillByName(skillRoots(ctx.env as NodeJS.ProcessEnv, ctx.bundledSkills), name, ctx.limits.maxSkills, ctx.listings);
 }
 
 export interface DeclaredNow {

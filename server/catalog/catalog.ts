@@ -25,6 +25,7 @@ import { declarationsDirOf } from '../../shared/settings.js';
 import { SkillSearch } from '../search/skill-search.js';
 import { affectedBy } from './affected.js';
 import { digestServedFile } from './digest.js';
+import { DigestIndex } from './digest-index.js';
 import { scanSkill, type SkillRecord } from './skill.js';
 import { uriFor } from './uri.js';
 
@@ -34,6 +35,8 @@ export interface CatalogOptions {
   env: NodeJS.ProcessEnv;
   /** Problems found before scanning (bad configuration values). */
   configProblems?: Problem[];
+  /** Digests remembered from an earlier start (digest-index.ts); absent: every file is hashed. */
+  digestIndex?: DigestIndex;
 }
 
 /**
@@ -109,6 +112,7 @@ export class Catalog {
   #published: { records: SkillRecord[]; fingerprint: string } | undefined;
   #servedFingerprint: string | undefined;
   #scratch = Buffer.allocUnsafe(DIGEST_CHUNK_BYTES);
+  #index: DigestIndex;
   #queue: Promise<unknown> = Promise.resolve();
   #listeners = new Set<(change: CatalogChange) => void>();
 
@@ -117,6 +121,7 @@ export class Catalog {
     this.#roots = options.roots;
     this.#realRoots = realRootsOf(options.roots);
     this.#limits = options.limits;
+    this.#index = options.digestIndex ?? DigestIndex.none();
     this.declarationsDir = declarationsDirOf(options.env);
     this.#configProblems = [...(options.configProblems ?? [])];
     if (this.grant.kind === 'owner' && this.grant.error) this.#configProblems.push({ path: 'MCP_SKILL_RUN', reason: 'grant', detail: this.grant.error });
@@ -282,6 +287,8 @@ export class Catalog {
         }
       }
       if (next < queue.length) setImmediate(slice).unref();
+      // Every entry of the pass built: what was hashed is remembered for the next start.
+      else this.#index.save();
     };
     setImmediate(slice).unref();
   }
@@ -402,7 +409,7 @@ export class Catalog {
     let entry = this.#entries.get(record);
     if (!entry) {
       const resources = record.files.map((file) => {
-        const { hex, size } = digestServedFile(record.realDir, file.path, PUBLISH_MAX_BYTES, this.#scratch);
+        const { hex, size } = digestServedFile(record.realDir, file.path, PUBLISH_MAX_BYTES, this.#scratch, this.#index);
         return { uri: uriFor(record.name, file.path)!, digest: `sha256:${hex}`, size };
       });
       entry = { uri: uriFor(record.name, 'SKILL.md')!, frontmatter: record.frontmatter as Skill['frontmatter'], resources };

@@ -6,8 +6,11 @@
  * syscall and no file is held whole.
  */
 import { createHash } from 'node:crypto';
-import { closeSync, readSync } from 'node:fs';
+import { closeSync, fstatSync, readSync } from 'node:fs';
+import { DigestIndex, fileState } from './digest-index.js';
 import { openInsideSkill } from './open-checked.js';
+
+const NO_INDEX = DigestIndex.none();
 
 export interface FileDigest {
   /** Lowercase hex SHA-256 of the bytes hashed. */
@@ -16,22 +19,48 @@ export interface FileDigest {
   size: number;
 }
 
+/** The sha256 of the first `maxBytes` of an open file, streamed through `scratch`. */
+function hashFd(fd: number, maxBytes: number, scratch: Buffer): FileDigest {
+  const hash = createHash('sha256');
+  let size = 0;
+  while (size < maxBytes) {
+    const got = readSync(fd, scratch, 0, Math.min(scratch.length, maxBytes - size), size);
+    if (got === 0) break;
+    hash.update(scratch.subarray(0, got));
+    size += got;
+  }
+  return { hex: hash.digest('hex'), size };
+}
+
 /**
  * Hashes `rel` (a path from the skill's own walk, already string-checked) inside `realDir`.
- * Throws a SkillMcpError when a read would refuse the file.
+ * Throws a SkillMcpError when a read would refuse the file. With an enabled `index`
+ * (digest-index.ts) a file in a remembered, settled state is not read again.
  */
-export function digestServedFile(realDir: string, rel: string, maxBytes: number, scratch: Buffer): FileDigest {
+export function digestServedFile(realDir: string, rel: string, maxBytes: number, scratch: Buffer, index: DigestIndex = NO_INDEX): FileDigest {
   const { fd } = openInsideSkill(realDir, rel);
-  try {
-    const hash = createHash('sha256');
-    let size = 0;
-    while (size < maxBytes) {
-      const got = readSync(fd, scratch, 0, Math.min(scratch.length, maxBytes - size), size);
-      if (got === 0) break;
-      hash.update(scratch.subarray(0, got));
-      size += got;
+  if (!index.enabled) {
+    try {
+      return hashFd(fd, maxBytes, scratch);
+    } finally {
+      closeSync(fd);
     }
-    return { hex: hash.digest('hex'), size };
+  }
+  try {
+    // The state of the very file a read would serve (opened the same way), not of its path.
+    const stat = fstatSync(fd, { bigint: true });
+    const indexed = stat.size <= BigInt(maxBytes);
+    const key = `${realDir}\0${rel}`;
+    const state = fileState(stat);
+    if (indexed) {
+      const hex = index.lookup(key, state);
+      if (hex !== undefined) return { hex, size: Number(stat.size) };
+    }
+    const started = index.begin(key, state);
+    const { hex, size } = hashFd(fd, maxBytes, scratch);
+    // Only a file read whole, to the size it had when opened, is remembered.
+    if (indexed && BigInt(size) === stat.size) index.record(key, state, started, hex);
+    return { hex, size };
   } finally {
     closeSync(fd);
   }

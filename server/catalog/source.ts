@@ -5,10 +5,11 @@
  */
 import { createHash } from 'node:crypto';
 import { ProtocolError, ProtocolErrorCode, type Resource } from '@modelcontextprotocol/server';
-import type { SkillReadResult, SkillSource } from '@modelcontextprotocol/server/ext/skills';
+import type { Skill, SkillReadResult, SkillSource } from '@modelcontextprotocol/server/ext/skills';
 import { isSkillMcpError } from '../../shared/errors.js';
 import { PUBLISH_MAX_BYTES } from '../../shared/limits.js';
 import type { Catalog } from './catalog.js';
+import { entryProblems } from './entry-check.js';
 import { FASTMCP_MANIFEST_PATH, fastmcpManifest } from './fastmcp-manifest.js';
 import { exactText, mediaTypeFor, readServedFile } from './read.js';
 import type { SkillRecord } from './skill.js';
@@ -38,55 +39,106 @@ function decodeCursor(cursor: string | undefined, list: string): string | undefi
 }
 
 /**
- * A skills/list page also ends once its entries list this many files (never inside an entry, and
- * never before the first). It bounds what one answer weighs: the SDK validates every resource of an
- * entry from a custom source on every page (~4 µs each, bench/RESULTS.md), so 500 keeps a page
- * near 3 ms; and its stdio client refuses lines over 10 MiB, which 100 skills of 512 files each
- * would come near.
+ * A skills/list page ends before its entries pass this many bytes of JSON (never inside an entry,
+ * never before the first): few round trips for a client walking a large catalog (~9 pages at 5,000
+ * skills, against ~100 at the SDK's 100 entries), while one answer stays far under what clients
+ * take in one message — the SDK's stdio client refuses lines over 10 MiB, and HTTP bodies of a few
+ * MiB pass common proxies' defaults. The model's own `skill_list` keeps its small pages
+ * (tools/skill-list.ts). What a page weighs past this is the rest of the answer (cursor, cache
+ * fields, the JSON-RPC envelope): under a kilobyte.
  */
-const MAX_PAGE_FILES = 500;
+export const PAGE_MAX_BYTES = 1024 * 1024 - 4096;
 
-/**
- * One page of `items` (sorted by `key`) after the cursor's key: at most `size` items, and, with
- * `weigh`, items up to a total weight of `budget` (at least one).
- */
-function page<T>(items: T[], list: string, key: (item: T) => string, cursor: string | undefined, size: number, weigh?: (item: T) => number, budget = Infinity): { items: T[]; next?: string } {
-  const after = decodeCursor(cursor, list);
-  const start = after === undefined ? 0 : items.findIndex((item) => key(item) > after);
-  if (start < 0) return { items: [] };
-  let end = Math.min(start + size, items.length);
-  if (weigh) {
-    let used = 0;
-    for (let i = start; i < end; i++) {
-      used += weigh(items[i]!);
-      if (used > budget && i > start) {
-        end = i;
-        break;
-      }
-    }
+/** What an entry costs on the wire, and why it may not be listed (empty: it may). */
+interface Checked {
+  bytes: number;
+  problems: string[];
+}
+
+/** The index of the first of `items` (sorted by `key`) after `after`: a binary search, not a scan, so a walk is not quadratic. */
+function firstAfter<T>(items: readonly T[], key: (item: T) => string, after: string): number {
+  let lo = 0;
+  let hi = items.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (key(items[mid]!) > after) hi = mid;
+    else lo = mid + 1;
   }
+  return lo;
+}
+
+/** One page of `items` (sorted by `key`) after the cursor's key: at most `size` items. */
+function page<T>(items: readonly T[], list: string, key: (item: T) => string, cursor: string | undefined, size: number): { items: T[]; next?: string } {
+  const after = decodeCursor(cursor, list);
+  const start = after === undefined ? 0 : firstAfter(items, key, after);
+  const end = Math.min(start + size, items.length);
   const slice = items.slice(start, end);
   const last = slice.at(-1);
   return end < items.length && last !== undefined ? { items: slice, next: encodeCursor(list, key(last)) } : { items: slice };
 }
 
 export class CatalogSkillSource implements SkillSource {
+  /** Per entry object (rebuilt whenever its skill is rescanned, never changed): its size and its check, done once. */
+  readonly #checked = new WeakMap<Skill, Checked>();
+
+  /**
+   * @param pageSize entries per page of directory listings (SKILL_MCP_PAGE_SIZE, default 100)
+   * @param listPageSize at most this many skills/list entries a page (the owner's
+   *   SKILL_MCP_PAGE_SIZE); absent: bytes alone decide ({@link PAGE_MAX_BYTES})
+   * @param onDropped told of an entry that failed its check (it is left out of skills/list)
+   */
   constructor(
     private readonly catalog: Catalog,
     private readonly pageSize: number,
+    private readonly listPageSize = Number.POSITIVE_INFINITY,
+    private readonly onDropped: (uri: string, problems: string[]) => void = () => undefined,
   ) {}
+
+  #check(entry: Skill): Checked {
+    let checked = this.#checked.get(entry);
+    if (!checked) {
+      checked = { bytes: Buffer.byteLength(JSON.stringify(entry)), problems: entryProblems(entry) };
+      this.#checked.set(entry, checked);
+      if (checked.problems.length > 0) this.onDropped(entry.uri, checked.problems);
+    }
+    return checked;
+  }
+
+  /**
+   * One skills/list page, its entries already checked (server/skills-list.ts answers the method
+   * with it, so the SDK does not check the same entries again on every page). The page is cut by
+   * bytes ({@link PAGE_MAX_BYTES}) and by `listPageSize`; an entry that failed its check is left
+   * out (and was reported once), never sent.
+   */
+  async checkedPage(cursor: string | undefined): Promise<{ skills: Skill[]; nextCursor?: string }> {
+    // Fingerprint first: an update between the two calls can only make the cursor stricter.
+    const list = this.catalog.publishedFingerprint;
+    // Security: `published()`, the one accessor an identity's view (auth/visible-catalog.ts) filters.
+    const records = this.catalog.published();
+    const after = decodeCursor(cursor, list);
+    let i = after === undefined ? 0 : firstAfter(records, (r) => r.name, after);
+    const skills: Skill[] = [];
+    let bytes = 0;
+    let taken = 0;
+    for (; i < records.length && taken < this.listPageSize; i++) {
+      const entry = await this.catalog.entry(records[i]!);
+      const checked = this.#check(entry);
+      if (taken > 0 && bytes + checked.bytes + 1 > PAGE_MAX_BYTES) break;
+      taken++;
+      bytes += checked.bytes + 1;
+      if (checked.problems.length === 0) skills.push(entry);
+    }
+    return i < records.length && taken > 0 ? { skills, nextCursor: encodeCursor(list, records[i - 1]!.name) } : { skills };
+  }
 
   #published(name: string): SkillRecord | undefined {
     const record = this.catalog.get(name);
     return record?.published ? record : undefined;
   }
 
-  async list(params: { cursor?: string }): Promise<{ skills: Awaited<ReturnType<Catalog['entry']>>[]; nextCursor?: string }> {
-    // Fingerprint first: an update between the two calls can only make the cursor stricter.
-    const list = this.catalog.publishedFingerprint;
-    const { items, next } = page(this.catalog.published(), list, (r) => r.name, params.cursor, this.pageSize, (r) => r.files.length, MAX_PAGE_FILES);
-    const skills = await Promise.all(items.map((record) => this.catalog.entry(record)));
-    return next === undefined ? { skills } : { skills, nextCursor: next };
+  /** The SDK's view (its extension checks these entries itself); skills/list is answered by {@link checkedPage}. */
+  async list(params: { cursor?: string }): Promise<{ skills: Skill[]; nextCursor?: string }> {
+    return this.checkedPage(params.cursor);
   }
 
   async get(uri: string) {

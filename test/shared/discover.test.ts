@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { discoverSkills, findSkillByName } from '../../shared/discover.js';
+import { FolderListings } from '../../shared/folder-listing.js';
 
 const base = mkdtempSync(join(tmpdir(), 'discover-'));
 afterAll(() => rmSync(base, { recursive: true, force: true }));
@@ -40,13 +41,17 @@ mkdirSync(join(rootB, 'holder'), { recursive: true });
 
 const NAMES = ['alpha', 'twin', 'nested', 'real-target', 'alias', 'linked-dup-target', 'innocent', 'escaped', 'no-skill-md', 'other', 'bravo', 'missing'];
 
+const listings = new FolderListings();
+
 async function agree(roots: string[], maxSkills: number): Promise<void> {
   const full = await discoverSkills(roots, maxSkills);
   for (const name of NAMES) {
     const expected = full.skills.find((s) => s.name === name);
-    const found = await findSkillByName(roots, name, maxSkills);
-    expect(found?.realDir, name).toBe(expected?.realDir);
-    expect(found?.displayPath, name).toBe(expected?.displayPath);
+    // Read now, and through the runner's remembered listings (shared/folder-listing.ts): both agree.
+    for (const found of [await findSkillByName(roots, name, maxSkills), await findSkillByName(roots, name, maxSkills, listings)]) {
+      expect(found?.realDir, name).toBe(expected?.realDir);
+      expect(found?.displayPath, name).toBe(expected?.displayPath);
+    }
   }
 }
 

@@ -1,0 +1,215 @@
+/**
+ * @module `node bench/run-catalog.mjs` (after `npm run build`; issue 31): does a run's cost depend on
+ * the catalog's size? One server per workload (30 / 1,000 / 5,000 skills, bench/generate.mjs), all
+ * up at once, each with its runner started and warmed; then rounds in which every server does one
+ * `skill_run` on the token path (preview call, then run call, the SDK client over stdio) and a
+ * small fresh process spawns the same probe script directly — the order rotating from round to
+ * round, so a busy moment on the shared machine falls on every column alike. The catalog's term is
+ * the difference of the medians against the 30-skill server's; the direct spawn says what the
+ * script itself costs. Load averages are printed with the numbers (the machine is shared).
+ *
+ *   node bench/run-catalog.mjs [--rounds=N] [--only=small,huge] [--prof=DIR] [--bin=PATH]
+ *
+ * `--prof=DIR` profiles every process of every server (front, runner; bench/prof-preload.cjs)
+ * and writes DIR/<pid>-<argv>.cpuprofile when each exits.
+ * Writes bench/out/run-catalog.json. Numbers only: nothing here fails on speed.
+ */
+import { spawn } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { PROBE, WORKLOADS, generate } from './generate.mjs';
+import { median, quantile } from './report.mjs';
+import { Session } from './session.mjs';
+
+/** shared/folder-listing.ts's SETTLE_MS. */
+const SETTLE_MS = 2_000;
+
+const REPO = resolve(import.meta.dirname, '..');
+const argv = process.argv.slice(2);
+const opt = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+/**
+ * `--bin=PATH[,PATH]`: the builds to measure (default dist/); two (say, a copy of dist/ from before
+ * a change, then this one) run side by side, every server of both in the same rounds.
+ */
+const BINS = (opt('bin') ?? join(REPO, 'dist/skill-mcp.js')).split(',').map((b) => resolve(b));
+const ROUNDS = Number(opt('rounds') ?? 25);
+/** Preview calls alone (the runner's prepare: finding and re-deriving the skill, no spawn): cheap, so many more of them. */
+const PREVIEWS = Number(opt('previews') ?? 100);
+const only = opt('only')?.split(',');
+const prof = opt('prof');
+const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
+
+/** Clock ticks per second of /proc/<pid>/stat's CPU times (USER_HZ: 100 on Linux). */
+const TICKS_PER_S = 100;
+
+/** The pids of `pid` and everything under it now (front, guard, runner; a script that is running). */
+function tree(pid) {
+  const out = [pid];
+  for (let i = 0; i < out.length; i++) {
+    for (const task of safe(() => readdirSync(`/proc/${out[i]}/task`), [])) {
+      out.push(...safe(() => readFileSync(`/proc/${out[i]}/task/${task}/children`, 'utf8'), '').split(' ').filter(Boolean).map(Number));
+    }
+  }
+  return out;
+}
+function safe(fn, fallback) {
+  try {
+    return fn();
+  } catch {
+    return fallback;
+  }
+}
+/**
+ * CPU time (user + system, ms) the server's own processes have used: load on the machine stretches
+ * wall time, not this. Scripts the runner spawned and reaped are not in it (their time is the
+ * runner's cutime), so it is the front's and the runner's share alone.
+ */
+function cpuMs(pid) {
+  let ticks = 0;
+  for (const p of tree(pid)) {
+    const stat = safe(() => readFileSync(`/proc/${p}/stat`, 'utf8'), undefined);
+    if (stat === undefined) continue;
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const cmd = safe(() => readFileSync(`/proc/${p}/cmdline`, 'utf8'), '');
+    // Only our node processes: a running script (or bubblewrap) is the run's, not ours.
+    if (!cmd.includes('skill-mcp')) continue;
+    ticks += Number(fields[11]) + Number(fields[12]);
+  }
+  return (ticks * 1000) / TICKS_PER_S;
+}
+
+/** Spawns `node script` from a small fresh process with a run's small environment (as bench/isolation.mjs does). */
+const SPAWNER = `const { spawn } = require('node:child_process');
+const [command, ...args] = JSON.parse(process.argv[1]);
+require('node:readline').createInterface({ input: process.stdin }).on('line', () => {
+  const t0 = performance.now();
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: '/usr/bin:/bin', HOME: '/tmp', LANG: 'C.UTF-8' } });
+  child.stdout.resume(); child.stderr.resume();
+  child.on('close', () => process.stdout.write((performance.now() - t0) + '\\n'));
+});`;
+
+function directSpawner(script) {
+  const child = spawn(process.execPath, ['-e', SPAWNER, JSON.stringify([process.execPath, script])], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const waiting = [];
+  let buffered = '';
+  child.stdout.on('data', (chunk) => {
+    buffered += chunk;
+    for (let at = buffered.indexOf('\n'); at >= 0; at = buffered.indexOf('\n')) {
+      waiting.shift()?.(Number(buffered.slice(0, at)));
+      buffered = buffered.slice(at + 1);
+    }
+  });
+  return { time: () => new Promise((done) => { waiting.push(done); child.stdin.write('go\n'); }), close: () => child.kill() };
+}
+
+/** One skill_run on the token path: the preview call's and the run call's times. */
+async function runOnce(session) {
+  const args = { name: PROBE.name, script: PROBE.script, args: [] };
+  const t0 = performance.now();
+  const first = await session.callTool('skill_run', args);
+  const t1 = performance.now();
+  const token = first.structuredContent?.confirmToken;
+  if (typeof token !== 'string') throw new Error(`no confirmation token: ${JSON.stringify(first.structuredContent).slice(0, 300)}`);
+  const second = await session.callTool('skill_run', { ...args, confirmToken: token });
+  const t2 = performance.now();
+  if (second.structuredContent?.exitCode !== 0) throw new Error(`the probe did not exit 0: ${JSON.stringify(second.structuredContent).slice(0, 300)}`);
+  return { preview: t1 - t0, run: t2 - t1, both: t2 - t0 };
+}
+
+const workloads = WORKLOADS.filter((w) => !only || only.includes(w.id));
+const state = mkdtempSync(join(tmpdir(), 'skill-mcp-bench-runcat-'));
+if (prof) {
+  mkdirSync(prof, { recursive: true });
+  chmodSync(prof, 0o1777); // the front drops to its own uid when started as root
+}
+const servers = [];
+let spawner;
+const loads = { start: load() };
+try {
+  for (const [b, bin] of BINS.entries()) for (const workload of workloads) {
+    const { root } = await generate(workload);
+    const session = await Session.open({
+      command: process.execPath,
+      args: [bin],
+      env: {
+        SKILLS_DIR: root, SKILL_MCP_MAX_SKILLS: String(workload.skills * 2), MCP_CONFIRM_ELICITATION: 'off',
+        SKILL_MCP_STATE_DIR: join(state, `${b}-${workload.id}`),
+        // The launcher starts the runner with its own node and environment: both are profiled
+        // (--cpu-prof is not allowed in NODE_OPTIONS; a preload running V8's profiler is).
+        ...(prof ? { NODE_OPTIONS: `--require ${join(REPO, 'bench/prof-preload.cjs')}`, PROF_DIR: prof } : {}),
+      },
+    });
+    // The catalog first (its digest pass), then the runner's first runs (its warm-up).
+    await session.walkSkills();
+    for (let i = 0; i < 3; i++) await runOnce(session);
+    servers.push({ bin, build: b, workload, root, session, samples: [] });
+    process.stderr.write(`${bin}: ${workload.skills} skills up, runner warm (load ${load()})\n`);
+  }
+  // A runner reuses a root's listing once the root has been still for SETTLE_MS (shared/folder-listing.ts):
+  // measure the steady state of a runner that has been up a while, not its first seconds.
+  await new Promise((resolve) => setTimeout(resolve, SETTLE_MS + 500));
+  spawner = directSpawner(join(servers[0].root, PROBE.name, PROBE.script));
+  for (let i = 0; i < 3; i++) await spawner.time();
+  const direct = [];
+  loads.measuring = load();
+  for (const s of servers) s.cpuBefore = cpuMs(s.session.pid);
+  for (let round = 0; round < ROUNDS; round++) {
+    // Rotate who goes first: none of them always follows the direct spawn or another's run.
+    const order = [...servers.map((s) => s), 'direct'];
+    for (let k = 0; k < round % order.length; k++) order.push(order.shift());
+    for (const who of order) {
+      if (who === 'direct') direct.push(await spawner.time());
+      else who.samples.push(await runOnce(who.session));
+    }
+    if ((round + 1) % 5 === 0) process.stderr.write(`  round ${round + 1}/${ROUNDS} (load ${load()})\n`);
+  }
+  for (const s of servers) s.cpuRuns = cpuMs(s.session.pid) - s.cpuBefore;
+  // The preview call alone, interleaved the same way: the catalog's term without the spawn's noise.
+  const previews = servers.map(() => []);
+  for (const s of servers) s.cpuBefore = cpuMs(s.session.pid);
+  for (let round = 0; round < PREVIEWS; round++) {
+    const order = servers.map((_, i) => i);
+    for (let k = 0; k < round % order.length; k++) order.push(order.shift());
+    for (const i of order) {
+      const t0 = performance.now();
+      const first = await servers[i].session.callTool('skill_run', { name: PROBE.name, script: PROBE.script, args: [] });
+      previews[i].push(performance.now() - t0);
+      if (typeof first.structuredContent?.confirmToken !== 'string') throw new Error('no confirmation token');
+    }
+  }
+  for (const s of servers) s.cpuPreviews = cpuMs(s.session.pid) - s.cpuBefore;
+  loads.end = load();
+  const m = (s, k) => median(s.samples.map((x) => x[k]));
+  const rows = servers.map((s, i) => {
+    // Differences are against the smallest workload of the same build.
+    const base = servers.find((o) => o.build === s.build);
+    const baseAt = servers.indexOf(base);
+    return {
+    bin: s.bin, workload: s.workload.id, skills: s.workload.skills,
+    previewMs: m(s, 'preview'), runMs: m(s, 'run'), bothMs: m(s, 'both'), bothP90Ms: quantile(s.samples.map((x) => x.both), 0.9),
+    addedOverDirectMs: m(s, 'both') - median(direct),
+    cpuPerRunMs: s.cpuRuns / ROUNDS, cpuPerPreviewMs: s.cpuPreviews / PREVIEWS,
+    cpuPerRunOverSmallestMs: s.cpuRuns / ROUNDS - base.cpuRuns / ROUNDS, cpuPerPreviewOverSmallestMs: s.cpuPreviews / PREVIEWS - base.cpuPreviews / PREVIEWS,
+    previewAloneMs: median(previews[i]), previewAloneOverSmallestMs: median(previews[i]) - median(previews[baseAt]),
+    overSmallestMs: { preview: m(s, 'preview') - m(base, 'preview'), run: m(s, 'run') - m(base, 'run'), both: m(s, 'both') - m(base, 'both') },
+    };
+  });
+  const out = { date: new Date().toISOString(), node: process.version, rounds: ROUNDS, previews: PREVIEWS, loads, directMs: median(direct), rows, raw: servers.map((s, i) => ({ bin: s.bin, workload: s.workload.id, samples: s.samples, previews: previews[i] })), direct };
+  mkdirSync(join(REPO, 'bench/out'), { recursive: true });
+  writeFileSync(join(REPO, 'bench/out/run-catalog.json'), JSON.stringify(out, null, 2));
+  const f = (x) => `${x.toFixed(2)} ms`;
+  const signed = (x) => `${x >= 0 ? '+' : ''}${x.toFixed(2)} ms`;
+  console.log(`${new Date().toISOString().slice(0, 16)} UTC, node ${process.version}, ${ROUNDS} skill_run rounds then ${PREVIEWS} preview rounds, interleaved; load average (1/5/15 min) ${loads.start} at start, ${loads.measuring} when measuring began, ${loads.end} at the end`);
+  console.log(`direct spawn of the probe: median ${f(median(direct))}`);
+  for (const [b, bin] of BINS.entries()) console.log(`build ${b + 1}: ${bin}`);
+  console.log('| build | skills | preview call | run call | both calls (p90) | added over a direct spawn | both calls − the 30-skill server\'s (preview, run) | preview alone, median of many | − the 30-skill server\'s | CPU of front + runner per skill_run (− 30 skills\') | per preview alone (− 30 skills\') |');
+  console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+  for (const r of rows) {
+    console.log(`| ${BINS.indexOf(r.bin) + 1} | ${r.skills} | ${f(r.previewMs)} | ${f(r.runMs)} | ${f(r.bothMs)} (${f(r.bothP90Ms)}) | ${signed(r.addedOverDirectMs)} | ${signed(r.overSmallestMs.both)} (${signed(r.overSmallestMs.preview)}, ${signed(r.overSmallestMs.run)}) | ${f(r.previewAloneMs)} | ${signed(r.previewAloneOverSmallestMs)} | ${f(r.cpuPerRunMs)} (${signed(r.cpuPerRunOverSmallestMs)}) | ${f(r.cpuPerPreviewMs)} (${signed(r.cpuPerPreviewOverSmallestMs)}) |`);
+  }
+} finally {
+  spawner?.close();
+  for (const s of servers) await s.session.close();
+  rmSync(state, { recursive: true, force: true });
+}

@@ -1,0 +1,97 @@
+/**
+ * @module `node bench/walk.mjs` (after `npm run build`; issue 31): a client walking `skills/list`
+ * from the first page to the last, warm, ours against the SDK reference (bench/ref-server.ts) on
+ * the same folder. Both servers are up at once and walk in turns, walk by walk, so a busy moment on
+ * the shared machine falls on both; the SDK's `Client` over stdio, as bench/session.mjs drives it.
+ * Prints medians, ours/ref, pages per walk and the largest page's size, with load averages.
+ *
+ *   node bench/walk.mjs [--walks=N] [--only=small,large,huge] [--bin=PATH] [--prof=DIR]
+ *
+ * Writes bench/out/walk.json. Numbers only: nothing here fails on speed.
+ */
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { join, resolve } from 'node:path';
+import { WORKLOADS, generate } from './generate.mjs';
+import { buildRefServer } from './ref-bundle.mjs';
+import { median, quantile } from './report.mjs';
+import { Session } from './session.mjs';
+
+const REPO = resolve(import.meta.dirname, '..');
+const argv = process.argv.slice(2);
+const opt = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+const BIN = resolve(opt('bin') ?? join(REPO, 'dist/skill-mcp.js'));
+const WALKS = Number(opt('walks') ?? 15);
+const only = opt('only')?.split(',');
+const prof = opt('prof');
+const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
+
+/** One walk, and the size in bytes of each page as JSON (what the wire carried, near enough). */
+async function walk(session) {
+  const bytes = [];
+  let cursor;
+  let skills = 0;
+  const t0 = performance.now();
+  do {
+    const page = await session.request('skills/list', cursor === undefined ? {} : { cursor });
+    skills += page.skills.length;
+    bytes.push(page);
+    cursor = page.nextCursor;
+  } while (cursor !== undefined);
+  const ms = performance.now() - t0;
+  return { ms, skills, pages: bytes.length, pageBytes: bytes.map((p) => Buffer.byteLength(JSON.stringify(p))) };
+}
+
+if (prof) {
+  mkdirSync(prof, { recursive: true });
+  chmodSync(prof, 0o1777);
+}
+const refBundle = await buildRefServer();
+const rows = [];
+const loads = { start: load() };
+for (const workload of WORKLOADS.filter((w) => !only || only.includes(w.id))) {
+  const { root } = await generate(workload);
+  const profEnv = prof ? { NODE_OPTIONS: `--require ${join(REPO, 'bench/prof-preload.cjs')}`, PROF_DIR: prof } : {};
+  const ours = await Session.open({ command: process.execPath, args: [BIN], env: { SKILLS_DIR: root, SKILL_MCP_MAX_SKILLS: String(workload.skills * 2), ...profEnv } });
+  const ref = await Session.open({ command: process.execPath, args: [refBundle], env: { SKILLS_DIR: root } });
+  try {
+    // Untimed: our first walk waits for the digests; then both are warm.
+    for (let i = 0; i < 3; i++) {
+      await walk(ours);
+      await walk(ref);
+    }
+    const samples = { ours: [], ref: [] };
+    let shape;
+    const at = load();
+    for (let i = 0; i < WALKS; i++) {
+      // Alternate who goes first.
+      for (const who of i % 2 === 0 ? ['ours', 'ref'] : ['ref', 'ours']) {
+        const w = await walk(who === 'ours' ? ours : ref);
+        samples[who].push(w.ms);
+        if (who === 'ours') shape = w;
+        else samples.refShape = w;
+      }
+    }
+    const row = {
+      skills: workload.skills, load: `${at} → ${load()}`,
+      oursMs: median(samples.ours), oursP90Ms: quantile(samples.ours, 0.9), refMs: median(samples.ref), refP90Ms: quantile(samples.ref, 0.9),
+      ratio: median(samples.ours) / median(samples.ref),
+      pages: shape.pages, refPages: samples.refShape.pages, largestPageBytes: Math.max(...shape.pageBytes), totalBytes: shape.pageBytes.reduce((a, b) => a + b, 0),
+      skillsSeen: shape.skills, samples,
+    };
+    rows.push(row);
+    process.stderr.write(`${workload.skills} skills: ours ${row.oursMs.toFixed(1)} ms, ref ${row.refMs.toFixed(1)} ms (load ${load()})\n`);
+  } finally {
+    await ours.close();
+    await ref.close();
+  }
+}
+mkdirSync(join(REPO, 'bench/out'), { recursive: true });
+writeFileSync(join(REPO, 'bench/out/walk.json'), JSON.stringify({ date: new Date().toISOString(), node: process.version, walks: WALKS, bin: BIN, loads, rows }, null, 2));
+const kib = (b) => `${(b / 1024).toFixed(0)} KiB`;
+console.log(`${new Date().toISOString().slice(0, 16)} UTC, node ${process.version}, ${WALKS} warm walks each, interleaved; ${BIN}`);
+console.log('| skills | load average (1/5/15 min), start → end | ours median (p90) | ref median (p90) | ours/ref | pages: ours, ref | largest page (ours) | whole walk (ours) |');
+console.log('|---:|---|---:|---:|---:|---:|---:|---:|');
+for (const r of rows) {
+  console.log(`| ${r.skills} | ${r.load} | ${r.oursMs.toFixed(1)} ms (${r.oursP90Ms.toFixed(1)}) | ${r.refMs.toFixed(1)} ms (${r.refP90Ms.toFixed(1)}) | ${r.ratio.toFixed(2)} | ${r.pages}, ${r.refPages} | ${kib(r.largestPageBytes)} | ${kib(r.totalBytes)} |`);
+}

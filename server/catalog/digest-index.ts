@@ -1,0 +1,176 @@
+/**
+ * @module The front's warm-start digest index (issue 31, opt-in: SKILL_MCP_DIGEST_INDEX=<file>).
+ * Publishing a catalog means a sha256 of every served file (catalog.ts): 200 MB at 5,000 skills,
+ * ~1.5 s of hashing after every start. The index remembers, per file, the identity and times it
+ * was hashed under — dev, ino, size, mtime and ctime in ns — and the digest; a file whose fstat
+ * (of the very fd a read would use) is the same is not read again.
+ *
+ * Racily clean, as git: a file changed twice within one timestamp tick keeps its size and times,
+ * so a digest taken in that tick would be wrong for ever. An entry is trusted only when its hash
+ * began ≥ SETTLE_MS after that exact file state was first seen (wall clock, remembered across
+ * starts): a change after that point cannot carry the same times, whatever the filesystem's own
+ * clock says, as long as it runs at the normal rate. A state seen for the first time is hashed and
+ * remembered unsettled; the next start hashes it once more and from then on reuses it. ctime is
+ * in the key because no user can set it: restoring size and mtime after an edit (touch -d) still
+ * changes ctime, so the edit is seen.
+ *
+ * Security: the index only saves work for what `skills/list` publishes. The runner never reads it
+ * (it re-reads and hashes the skill it runs), nor does the front's check of the runner's content
+ * (tools/content-check.ts), which hashes the disk afresh. The file must be a regular file owned by
+ * the front's own uid with no access for group or others (0600), or it is refused — not read, not
+ * overwritten — and said so on stderr; it is written to a temporary file in the same folder, then
+ * renamed.
+ */
+import { closeSync, constants, fstatSync, openSync, readSync, renameSync, unlinkSync, writeSync, type BigIntStats } from 'node:fs';
+import { dirname, join } from 'node:path';
+
+/** Longer than any filesystem's timestamp step we allow for (FAT's 2 s). */
+export const SETTLE_MS = 2_000;
+/** An index larger than this is not read (a 50,000-file catalog's is ~12 MB). */
+const MAX_INDEX_BYTES = 256 * 1024 * 1024;
+const VERSION = 1;
+
+/** What a file's fstat says about its bytes. */
+export function fileState(s: BigIntStats): string {
+  return `${s.dev}:${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`;
+}
+
+interface Remembered {
+  state: string;
+  /** Wall clock (ms) when this state was first seen by any start. */
+  firstSeen: number;
+  /** Wall clock (ms) when the remembered hash began. */
+  hashedAt: number;
+  hex: string;
+}
+
+type Stored = [key: string, state: string, firstSeen: number, hashedAt: number, hex: string];
+
+export class DigestIndex {
+  /** From the file read at start. */
+  readonly #previous: Map<string, Remembered>;
+  /** What this process saw and hashed: what the next save writes (files gone are forgotten). */
+  readonly #current = new Map<string, Remembered>();
+
+  private constructor(
+    private readonly path: string | undefined,
+    previous: Map<string, Remembered>,
+    private readonly now: () => number,
+    private readonly warn: (message: string) => void = () => undefined,
+  ) {
+    this.#previous = previous;
+  }
+
+  /** Whether digests are remembered at all (without, a digest costs no extra fstat). */
+  get enabled(): boolean {
+    return this.path !== undefined;
+  }
+
+  /** No index: every file is hashed. */
+  static none(): DigestIndex {
+    return new DigestIndex(undefined, new Map(), Date.now);
+  }
+
+  /**
+   * Opens the index at `path` (absent: an empty one, written on the first save). A file that is
+   * not a regular 0600 file of this uid is refused: `warn` says why, and nothing is read or written.
+   */
+  static load(path: string, warn: (message: string) => void, now: () => number = Date.now): DigestIndex {
+    let fd: number;
+    try {
+      fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') return new DigestIndex(path, new Map(), now, warn);
+      warn(`SKILL_MCP_DIGEST_INDEX: ${path} cannot be opened (${code ?? 'error'}); every file is hashed and the index is not written`);
+      return DigestIndex.none();
+    }
+    try {
+      const s = fstatSync(fd);
+      const why = refusal(s);
+      if (why !== undefined) {
+        warn(`SKILL_MCP_DIGEST_INDEX: ${path} ${why}; it is neither read nor overwritten, and every file is hashed`);
+        return DigestIndex.none();
+      }
+      const bytes = Buffer.allocUnsafe(s.size);
+      let got = 0;
+      while (got < bytes.length) {
+        const n = readSync(fd, bytes, got, bytes.length - got, got);
+        if (n === 0) break;
+        got += n;
+      }
+      return new DigestIndex(path, parse(bytes.subarray(0, got).toString('utf8')), now, warn);
+    } catch {
+      warn(`SKILL_MCP_DIGEST_INDEX: ${path} cannot be read as an index; every file is hashed and it is rewritten`);
+      return new DigestIndex(path, new Map(), now, warn);
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  /** The remembered digest of `key` when the file is still in `state` and the entry settled; else undefined. */
+  lookup(key: string, state: string): string | undefined {
+    const seen = this.#current.get(key) ?? this.#previous.get(key);
+    if (seen?.state !== state || seen.hashedAt - seen.firstSeen < SETTLE_MS) return undefined;
+    this.#current.set(key, seen);
+    return seen.hex;
+  }
+
+  /** When a hash of `key` in `state` starts: the time, and since when that state has been seen. */
+  begin(key: string, state: string): { firstSeen: number; hashedAt: number } {
+    const hashedAt = this.now();
+    const seen = this.#current.get(key) ?? this.#previous.get(key);
+    return { firstSeen: seen?.state === state ? seen.firstSeen : hashedAt, hashedAt };
+  }
+
+  /** Remembers a digest taken of `key` in `state` (begun as {@link begin} said). */
+  record(key: string, state: string, started: { firstSeen: number; hashedAt: number }, hex: string): void {
+    if (this.path === undefined) return;
+    this.#current.set(key, { state, ...started, hex });
+  }
+
+  /** Writes what this process saw (0600, through a temporary file and a rename). */
+  save(): void {
+    if (this.path === undefined) return;
+    const rows: Stored[] = [...this.#current].map(([key, r]) => [key, r.state, r.firstSeen, r.hashedAt, r.hex]);
+    const tmp = join(dirname(this.path), `.${process.pid}-${Date.now()}.digest-index.tmp`);
+    let fd: number | undefined;
+    try {
+      fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+      const text = Buffer.from(JSON.stringify({ version: VERSION, rows }));
+      for (let at = 0; at < text.length; ) at += writeSync(fd, text, at);
+      closeSync(fd);
+      fd = undefined;
+      renameSync(tmp, this.path);
+    } catch (error) {
+      if (fd !== undefined) closeSync(fd);
+      try {
+        unlinkSync(tmp);
+      } catch {}
+      this.warn(`SKILL_MCP_DIGEST_INDEX: ${this.path} cannot be written (${(error as NodeJS.ErrnoException).code ?? 'error'}); the next start hashes every file again`);
+    }
+  }
+}
+
+/** Why an index file may not be trusted, or undefined when it may. */
+function refusal(s: { isFile(): boolean; uid: number; mode: number; size: number }): string | undefined {
+  if (!s.isFile()) return 'is not a regular file';
+  // Security: another user's index could make this front publish digests of its choosing.
+  if (s.uid !== process.getuid?.()) return `is owned by uid ${s.uid}, not this server's uid ${process.getuid?.()}`;
+  if ((s.mode & 0o077) !== 0) return `has mode ${(s.mode & 0o777).toString(8)}; it must be 0600 (no access for group or others)`;
+  if (s.size > MAX_INDEX_BYTES) return `is ${s.size} bytes, over ${MAX_INDEX_BYTES}`;
+  return undefined;
+}
+
+function parse(text: string): Map<string, Remembered> {
+  const value = JSON.parse(text) as { version?: unknown; rows?: unknown };
+  const out = new Map<string, Remembered>();
+  if (value.version !== VERSION || !Array.isArray(value.rows)) return out;
+  for (const row of value.rows as unknown[]) {
+    if (!Array.isArray(row) || row.length !== 5) continue;
+    const [key, state, firstSeen, hashedAt, hex] = row as unknown[];
+    if (typeof key !== 'string' || typeof state !== 'string' || typeof firstSeen !== 'number' || typeof hashedAt !== 'number' || typeof hex !== 'string' || !/^[0-9a-f]{64}$/.test(hex)) continue;
+    out.set(key, { state, firstSeen, hashedAt, hex });
+  }
+  return out;
+}

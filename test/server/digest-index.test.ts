@@ -1,0 +1,138 @@
+/**
+ * The front's warm-start digest index (server/catalog/digest-index.ts, SKILL_MCP_DIGEST_INDEX):
+ * a remembered digest must never be published for bytes that changed. An edit that keeps the
+ * file's size and mtime (touch -d back) is seen, because ctime moved; a change within the tick the
+ * digest was taken in (same size and times) is seen at the next start, because a digest is reused
+ * only once it was taken ≥ SETTLE_MS after that file state was first seen (racily clean). An index
+ * another user could have written — not a 0600 regular file of this uid, or a link — is refused:
+ * not read, not overwritten.
+ */
+import { createHash } from 'node:crypto';
+import { chmodSync, chownSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { digestServedFile } from '../../server/catalog/digest.js';
+import { DigestIndex } from '../../server/catalog/digest-index.js';
+
+const base = mkdtempSync(join(tmpdir(), 'digest-index-'));
+afterAll(() => rmSync(base, { recursive: true, force: true }));
+const isRoot = process.getuid?.() === 0;
+const scratch = Buffer.alloc(64 * 1024);
+const sha = (text: string): string => createHash('sha256').update(text).digest('hex');
+let n = 0;
+
+/** A skill folder with one file, and an index path beside it. */
+function setup(text: string) {
+  const dir = mkdtempSync(join(base, 'skill-'));
+  writeFileSync(join(dir, 'a.md'), text);
+  return { dir, index: join(base, `index-${n++}.json`) };
+}
+
+/** Starts a front at wall-clock `at`: loads the index, digests the file, saves, as the catalog does. */
+function start(dir: string, indexPath: string, at: number, warnings: string[] = []) {
+  const index = DigestIndex.load(indexPath, (m) => warnings.push(m), () => at);
+  const digest = digestServedFile(dir, 'a.md', 1024 * 1024, scratch, index);
+  index.save();
+  return { index, digest, warnings };
+}
+
+describe('a remembered digest is never published for changed bytes', () => {
+  it('reused only from the start after the one that saw the file settle; then without reading it', () => {
+    const { dir, index } = setup('version one\n');
+    expect(start(dir, index, 0).digest.hex).toBe(sha('version one\n'));
+    expect(statSync(index).mode & 0o777).toBe(0o600);
+    // Second start, 3 s later: the state is the same but was first seen at 0 and hashed at 0 — hashed again, now settled.
+    start(dir, index, 3_000);
+    // Third start: reused. Proven by the index answering for the file's current state.
+    const third = DigestIndex.load(index, () => undefined, () => 6_000);
+    const st = statSync(join(dir, 'a.md'), { bigint: true });
+    expect(third.lookup(`${dir}\0a.md`, `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`)).toBe(sha('version one\n'));
+  });
+
+  it('an edit keeping the size and the mtime (touch -d back) is seen: ctime moved', () => {
+    const { dir, index } = setup('version one\n');
+    const file = join(dir, 'a.md');
+    // A whole-second mtime, so it can be put back exactly (to the nanosecond) after the edit.
+    const SECONDS = 1_700_000_000;
+    utimesSync(file, SECONDS, SECONDS);
+    start(dir, index, 0);
+    start(dir, index, 3_000); // settled
+    const before = statSync(file, { bigint: true });
+    writeFileSync(file, 'version TWO\n'); // same size
+    utimesSync(file, SECONDS, SECONDS);
+    const after = statSync(file, { bigint: true });
+    expect([after.size, after.mtimeNs, after.ino]).toEqual([before.size, before.mtimeNs, before.ino]);
+    expect(after.ctimeNs).not.toBe(before.ctimeNs);
+    expect(start(dir, index, 6_000).digest.hex).toBe(sha('version TWO\n'));
+  });
+
+  it('a change in the same tick as the hash (same size and times) is not hidden: an unsettled digest is taken again', () => {
+    const path = join(base, `index-${n++}.json`);
+    // As the filesystem would leave it: two writes within one timestamp tick, the digest taken between them.
+    const first = DigestIndex.load(path, () => undefined, () => 10_000);
+    const at = first.begin('k', 'S');
+    first.record('k', 'S', at, sha('between the writes'));
+    first.save();
+    // Next start within the settling time of that state, or long after: the digest was taken in
+    // the tick the state was first seen, so it is not trusted; the file is read again.
+    for (const later of [10_500, 100_000]) expect(DigestIndex.load(path, () => undefined, () => later).lookup('k', 'S')).toBeUndefined();
+    // Hashed again long after first seen: that digest is trusted from then on.
+    const second = DigestIndex.load(path, () => undefined, () => 100_000);
+    second.record('k', 'S', second.begin('k', 'S'), sha('after the second write'));
+    second.save();
+    expect(DigestIndex.load(path, () => undefined, () => 200_000).lookup('k', 'S')).toBe(sha('after the second write'));
+    expect(DigestIndex.load(path, () => undefined, () => 200_000).lookup('k', 'S2')).toBeUndefined();
+  });
+
+  it('files not seen in a start are forgotten by its save', () => {
+    const path = join(base, `index-${n++}.json`);
+    const first = DigestIndex.load(path, () => undefined, () => 0);
+    first.record('gone', 'S', { firstSeen: 0, hashedAt: 5_000 }, sha('x'));
+    first.save();
+    DigestIndex.load(path, () => undefined, () => 10_000).save();
+    expect(DigestIndex.load(path, () => undefined, () => 20_000).lookup('gone', 'S')).toBeUndefined();
+  });
+});
+
+describe('an index file someone else could have written is refused', () => {
+  it('mode 0644: not read, not overwritten, said so', () => {
+    const { dir, index } = setup('x\n');
+    start(dir, index, 0);
+    chmodSync(index, 0o644);
+    const was = readFileSync(index);
+    const { warnings } = start(dir, index, 3_000);
+    expect(warnings.join('\n')).toMatch(/mode 644; it must be 0600/);
+    expect(readFileSync(index).equals(was)).toBe(true);
+  });
+
+  it('a symbolic link: not followed, not replaced', () => {
+    const target = join(base, `target-${n++}.json`);
+    writeFileSync(target, 'not an index', { mode: 0o600 });
+    const link = join(base, `link-${n++}.json`);
+    symlinkSync(target, link);
+    const { dir } = setup('x\n');
+    const { warnings } = start(dir, link, 0);
+    expect(warnings.join('\n')).toMatch(/cannot be opened \(ELOOP\)/);
+    expect(readFileSync(target, 'utf8')).toBe('not an index');
+  });
+
+  it.skipIf(!isRoot)('owned by another uid (root only): not read, not overwritten', () => {
+    const { dir, index } = setup('x\n');
+    start(dir, index, 0);
+    chownSync(index, 65534, 65534);
+    const was = readFileSync(index);
+    const { warnings } = start(dir, index, 3_000);
+    expect(warnings.join('\n')).toMatch(/owned by uid 65534/);
+    expect(readFileSync(index).equals(was)).toBe(true);
+  });
+
+  it('a corrupt index is ignored and rewritten', () => {
+    const { dir, index } = setup('x\n');
+    writeFileSync(index, '{not json', { mode: 0o600 });
+    const { digest, warnings } = start(dir, index, 0);
+    expect(digest.hex).toBe(sha('x\n'));
+    expect(warnings.join('\n')).toMatch(/cannot be read as an index/);
+    expect(JSON.parse(readFileSync(index, 'utf8'))).toMatchObject({ version: 1 });
+  });
+});
