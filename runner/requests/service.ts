@@ -6,51 +6,37 @@
  * script in the sandbox; `cancel` kills a run (or takes it out of the queue) at once, only when it
  * names the run's cancel id (which the front that asked for the run chose). Several runs at once,
  * each in a slot of runner/requests/admission.ts: its own uid, namespaces, scratch, limits and audit lines.
+ * Everything of a run after its token is spent lives in runner/requests/run-path.ts.
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import { chownSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ErrorCode } from '../../shared/errors.js';
-import { MAX_STREAM_BYTES, MAX_TIMEOUT_MS } from '../../shared/limits.js';
-import type { DescribeResult, EgressSummary, Minted, Refusal, ResultOf, RunnerRequest, WillRun } from '../../shared/protocol.js';
+import { MAX_TIMEOUT_MS } from '../../shared/limits.js';
+import type { DescribeResult, Minted, Refusal, ResultOf, RunnerRequest, WillRun } from '../../shared/protocol.js';
 import { mintToken, sameRequester, tokenLogId, verifyToken, willRunHash } from '../../shared/token.js';
 import type { AuditLog } from '../audit/log.js';
-import type { AuditEvent, RejectReason, RunGrant, RunWho } from '../audit/events.js';
+import type { RejectReason, RunWho } from '../audit/events.js';
 import { deriveRun } from './derive.js';
-import type { DeriveContext, RunPlan } from './derive.js';
+import type { DeriveContext } from './derive.js';
 import { describeRunner } from './describe.js';
 import type { ScrubResult } from '../hygiene.js';
 import { isSkillMcpError } from '../../shared/errors.js';
 import type { SpendOutcome, TokenLedger } from '../ledger/types.js';
-import { hitMemoryLimit } from '../sandbox/memory-limit.js';
-import { runProcess } from '../sandbox/process.js';
 import { RunCopy } from '../workspace/run-copy.js';
 import { runFolderName } from '../workspace/scratch.js';
-import { makeHome, makeWorkspace, removeRunFolder, withInputs } from '../workspace/workspace.js';
-import type { Workspace } from '../workspace/workspace.js';
-import { collectOutputs } from '../workspace/outputs.js';
-import type { Collected } from '../workspace/outputs.js';
+import { withInputs } from '../workspace/workspace.js';
 import { digestInputs, inputsRefusal } from '../../shared/run-io.js';
-import { inputsCapProblem, workspaceFullNote } from '../workspace/capacity.js';
-import type { WorkspaceCap, WorkspaceMode, WorkspaceUsage } from '../workspace/capacity.js';
-import { mountWorkspace, unmountAll } from '../workspace/mount.js';
-import type { Unmounted } from '../workspace/mount.js';
-import { watchWorkspace } from '../workspace/watch.js';
-import type { WorkspaceWatch } from '../workspace/watch.js';
-import type { RunningProcess } from '../sandbox/process.js';
-import { openRunProxy, socketPathProblem } from '../egress/run-proxy.js';
-import type { RunProxy, RunProxyTotals } from '../egress/run-proxy.js';
-import { buildSpawn, egressSocketPath } from '../sandbox/spawn.js';
-import { usesBwrap } from '../sandbox/platform.js';
-import { removeIpcOf } from '../sandbox/sysv-ipc.js';
-import { makeRunCgroup, runCgroupLimit } from '../sandbox/run-cgroup.js';
-import type { RunCgroup } from '../sandbox/run-cgroup.js';
+import { inputsCapProblem } from '../workspace/capacity.js';
+import type { WorkspaceCap, WorkspaceMode } from '../workspace/capacity.js';
+import { socketPathProblem } from '../egress/run-proxy.js';
+import { egressSocketPath } from '../sandbox/spawn.js';
 import type { SandboxLimits } from '../sandbox/spawn.js';
-import { reapUid } from '../uids/pool.js';
 import { RunStats } from './stats.js';
 import type { UidPool } from '../uids/pool.js';
 import { admissionClient, RunAdmission } from './admission.js';
-import type { AdmissionLimits, BusyFigures, Lease } from './admission.js';
+import type { AdmissionLimits, BusyFigures } from './admission.js';
+import { REAP_MS, runSpent } from './run-path.js';
+import type { Answer, Reject, Slot } from './slot.js';
 
 export interface ServiceDeps {
   ctx: DeriveContext;
@@ -74,33 +60,11 @@ export interface ServiceDeps {
   osUser?: string | undefined;
 }
 
-export type Answer<T> = { ok: true; result: T } | { ok: false; error: Refusal };
-
 type RunRequest = Extract<RunnerRequest, { type: 'run' }>;
 type PrepareRequest = Extract<RunnerRequest, { type: 'prepare' }>;
 
-/** A run from its request to its end: waiting for a slot, then holding one. */
-interface Slot {
-  runId: string;
-  /** The front's name for this run: the only thing a cancel may name. */
-  cancelId: string;
-  /** Whose run it is (the front's client id), for the per-client share. */
-  client: string;
-  cancelled: boolean;
-  /** Aborted by a cancel or an asker that went away: takes a waiting run out of the queue. */
-  leave: AbortController;
-  lease?: Lease;
-  proc?: RunningProcess;
-  /** Its terminal line (a reject or its exit) is queued: nothing more ends it in the log. */
-  ended?: boolean;
-  /** Its queued lines (awaited before its answer). */
-  lines: Promise<void>[];
-}
-
 /** The client of a front that names none (each such front's runs count as one client). */
 const UNNAMED_CLIENT = '-';
-/** Past a run's timeout, kill grace and drain: reaping its uid's leftovers (uids.ts gives up after ~2 s). */
-const REAP_MS = 2_500;
 
 const REUSED = 'this confirmation token was already used; each token runs once — ask again without a token';
 const EXPIRED = 'the confirmation token has expired; ask again without a token for a fresh preview';
@@ -110,7 +74,6 @@ function refusal(code: ErrorCode, message: string): { ok: false; error: Refusal 
 }
 
 const AUDIT_DOWN = 'the audit log cannot be written, so nothing runs (every run must be on record first); nothing ran and the approval still holds — try again once the operator has freed the disk holding the audit log';
-const AUDIT_DOWN_SPENT = 'the audit log could not be written just before the run would start, so it did not start (every run must be on record first); its token was spent — once the operator has freed the disk holding the audit log, ask again for a fresh preview';
 
 /**
  * Who asked and how (docs/audit.md): the verified identity the front passes (hosted with OAuth),
@@ -123,24 +86,6 @@ function whoOf(req: PrepareRequest | RunRequest, osUser: string | undefined): Ru
   // The W3C trace the request came under (the front passes a well-formed one only), for joining logs.
   if (req.traceparent !== undefined) who.traceparent = req.traceparent;
   return who;
-}
-
-function grantOf(plan: RunPlan): RunGrant {
-  const declarationFrom = (plan.willRun as { declarationFrom?: unknown }).declarationFrom;
-  return { ...(plan.grantedBy ? { grant: plan.grantedBy } : {}), ...(typeof declarationFrom === 'string' ? { declaration_from: declarationFrom } : {}) };
-}
-
-/** Output files the run.exit line names at most (one line stays readable); the rest are counted. */
-const AUDIT_MAX_OUTPUTS = 1000;
-
-/** The run.exit fields for a run's output files: names, sizes, digests and why any was not carried. */
-function outputsAudit(collected: Collected): Record<string, unknown> {
-  const listed = collected.files.slice(0, AUDIT_MAX_OUTPUTS).map((f) => ({ path: f.path, size: f.size, ...(f.sha256 ? { sha256: f.sha256 } : {}), ...(f.omitted ? { omitted: f.omitted } : {}) }));
-  return {
-    outputs: listed, output_bytes: collected.bytes,
-    ...(collected.files.length > listed.length ? { outputs_not_logged: collected.files.length - listed.length } : {}),
-    ...(collected.note !== undefined ? { outputs_note: collected.note } : {}),
-  };
 }
 
 export class RunnerService {
@@ -296,7 +241,7 @@ export class RunnerService {
     }
   }
 
-  private async runInSlot(req: RunRequest, slot: Slot, reject: (r: RejectReason, c: ErrorCode, m: string, e?: { token_id?: string; error?: string }) => { ok: false; error: Refusal }): Promise<Answer<ResultOf<'run'>>> {
+  private async runInSlot(req: RunRequest, slot: Slot, reject: Reject): Promise<Answer<ResultOf<'run'>>> {
     const copy = new RunCopy(this.deps.scratchDir, slot.runId);
     try {
       return await this.checkAndSpawn(req, slot, reject, copy);
@@ -305,7 +250,7 @@ export class RunnerService {
     }
   }
 
-  private async checkAndSpawn(req: RunRequest, slot: Slot, reject: (r: RejectReason, c: ErrorCode, m: string, e?: { token_id?: string; error?: string }) => { ok: false; error: Refusal }, copy: RunCopy): Promise<Answer<ResultOf<'run'>>> {
+  private async checkAndSpawn(req: RunRequest, slot: Slot, reject: Reject, copy: RunCopy): Promise<Answer<ResultOf<'run'>>> {
     const { deps } = this;
     const who = whoOf(req, deps.osUser);
     if (deps.refusedWhy) return reject(deps.refusedWhy.code === 'ENVIRON_UNSCRUBBED' ? 'environ-unscrubbed' : 'sandbox-failed', deps.refusedWhy.code, deps.refusedWhy.message);
@@ -374,162 +319,8 @@ export class RunnerService {
     if (spent !== 'spent' && uid !== undefined) await deps.uidPool?.release(uid);
     if (spent === 'reused') return reject('token-reused', 'TOKEN_REUSED', REUSED, { token_id: tokenId });
     if (spent === 'expired') return reject('token-expired', 'TOKEN_EXPIRED', EXPIRED, { token_id: tokenId });
-    let proxy: RunProxy | undefined;
-    let cgroup: RunCgroup | undefined;
-    let watch: WorkspaceWatch | undefined;
-    let tmpfs = false;
-    let accepted = false;
-    try {
-      // The run's folder holds its workspace (the cwd), at the other levels its HOME (the namespace
-      // levels give the run a RAM-backed /tmp instead), and a proxied run's egress socket.
-      mkdirSync(scratch, { mode: 0o700 });
-      if (uid !== undefined) chownSync(scratch, uid, uid);
-      let ws: Workspace;
-      let home: string;
-      const cap = this.cap;
-      // Security: as root the workspace is a tmpfs of the cap's size, mounted before the inputs go in (mount.ts).
-      tmpfs = deps.workspaceMode === 'tmpfs' && uid !== undefined;
-      let mountFailed: string | undefined;
-      const mount = tmpfs ? (dir: string): void => {
-        try {
-          mountWorkspace(dir, cap, uid!);
-        } catch (error) {
-          mountFailed = (error as NodeJS.ErrnoException).code ?? 'error';
-          throw error;
-        }
-      } : undefined;
-      try {
-        ws = makeWorkspace(scratch, uid, files, mount);
-        home = usesBwrap(deps.ctx.platform) ? scratch : makeHome(scratch, uid);
-      } catch (error) {
-        // Never run without the cap the runner keeps for every run.
-        if (mountFailed !== undefined) return reject('sandbox-failed', 'SANDBOX_UNAVAILABLE', `the run's workspace could not be mounted with its size cap (${mountFailed}); nothing was run`, { token_id: tokenId });
-        return reject('sandbox-failed', 'INTERNAL', `the runner could not write the run's workspace (${(error as NodeJS.ErrnoException).code ?? 'error'}); nothing was run — check the scratch directory's free space`, { token_id: tokenId });
-      }
-      if (proxied) proxy = await openRunProxy({ socketPath: egressSocketPath(scratch), uid, entries: plan.egress.entries, audit: deps.audit, runId: slot.runId });
-      // Security: a root runner caps and ends the run by its own cgroup (every page counted, every task killed).
-      const { cgroups } = deps.ctx.platform;
-      if (cgroups) {
-        try {
-          // A tmpfs workspace's pages are charged to the group too.
-          cgroup = makeRunCgroup(cgroups, runFolderName(slot.runId), runCgroupLimit(plan.willRun.memoryBytes, deps.limits.tmpBytes + (tmpfs ? cap.bytes : 0)));
-        } catch (error) {
-          // Never run uncapped what the preview said would be capped.
-          return reject('sandbox-failed', 'SANDBOX_UNAVAILABLE', `the run's memory cgroup could not be made (${(error as NodeJS.ErrnoException).code ?? 'error'}); nothing was run`, { token_id: tokenId });
-        }
-      }
-      // Without a tmpfs, no one file may pass the workspace cap either (RLIMIT_FSIZE): the watcher then bounds the rest.
-      const limits = tmpfs ? deps.limits : { ...deps.limits, fsizeBytes: Math.min(deps.limits.fsizeBytes, cap.bytes) };
-      const spec = { ...buildSpawn(plan, deps.ctx.platform, deps.ctx.env, scratch, uid, limits, { workspace: ws.dir, home }, { ...(cgroup ? { cgroupProcs: cgroup.procs } : {}) }), ...(req.stdin !== undefined ? { stdin: req.stdin } : {}) };
-      if (spec.envNames.join('\0') !== plan.willRun.envNames.join('\0')) return reject('sandbox-failed', 'INTERNAL', 'the run environment differs from the preview; nothing was run', { token_id: tokenId });
-      // Security: nothing runs whose accept line is not on disk.
-      const acceptLine: AuditEvent = {
-        event: 'run.accept', run_id: slot.runId, runner_pid: process.pid, token_id: tokenId, skill: plan.willRun.skill, script: req.script, interpreter: plan.willRun.interpreter,
-        argv: plan.willRun.argv, env_names: spec.envNames, timeout_ms: plan.willRun.timeoutMs, isolation: plan.willRun.isolation, sandbox: plan.willRun.sandbox,
-        memory_bytes: plan.willRun.memoryBytes, uid: uid ?? process.getuid!(), script_sha256: plan.willRun.content.script, files_sha256: plan.willRun.content.files,
-        ...(plan.egress.entries.length > 0 ? { egress: plan.egress.entries, egress_mode: plan.egress.mode } : {}),
-        ...(plan.willRun.deps ? { deps: plan.willRun.deps.map((d) => `${d.kind}:${d.digest}`) } : {}),
-        ...(inputs.files.length > 0 ? { inputs: inputs.files } : {}),
-        ...(inputs.stdin ? { stdin_bytes: inputs.stdin.size, stdin_sha256: inputs.stdin.sha256 } : {}),
-        client: slot.client, queued_ms: slot.lease?.waitedMs ?? 0, runs_in_progress: this.admission.running,
-        will_run_sha256: claims.wr, ...who, ...grantOf(plan),
-      };
-      try {
-        await deps.audit.commit(acceptLine);
-      } catch {
-        return reject('audit-unavailable', 'AUDIT_UNAVAILABLE', AUDIT_DOWN_SPENT, { token_id: tokenId });
-      }
-      accepted = true;
-      slot.lease?.endsBy(Date.now() + plan.willRun.timeoutMs + deps.killGraceMs + deps.drainMs + REAP_MS);
-      const { setpriv, kill, ipcrm } = deps.ctx.platform.tools;
-      let leftovers = { killed: 0, remaining: 0 };
-      let ipcRemoved = 0;
-      const afterExit = async (): Promise<void> => {
-        const reapStarted = performance.now();
-        await reapLeftovers();
-        this.stats.reaped(performance.now() - reapStarted);
-      };
-      const reapLeftovers = async (): Promise<void> => {
-        if (cgroup) leftovers = await cgroup.kill();
-        else if (uid !== undefined && setpriv && kill) leftovers = await reapUid(uid, setpriv, kill);
-        // Security: without an ipc namespace, SysV objects of the uid would wait for its next run.
-        if (uid !== undefined && ipcrm && deps.ctx.platform.isolation === 'uid') ipcRemoved = await removeIpcOf(uid, ipcrm);
-      };
-      // In bubblewrap a SIGTERM would only reach bubblewrap, whose death kills the script at once:
-      // the namespace levels end a timed-out run with SIGKILL straight away (its /tmp goes with it).
-      const killGraceMs = usesBwrap(deps.ctx.platform) ? 0 : deps.killGraceMs;
-      const proc = runProcess(spec, { timeoutMs: plan.willRun.timeoutMs, killGraceMs, drainMs: deps.drainMs }, MAX_STREAM_BYTES, afterExit);
-      slot.proc = proc;
-      if (slot.cancelled) proc.cancel();
-      // Security: without a tmpfs the watcher is the workspace's cap: the first look over it stops the run.
-      watch = watchWorkspace(ws, tmpfs ? 'tmpfs' : 'watch', cap, () => proc.cancel('workspace-full'));
-      const o = await proc.outcome;
-      // The last look, with nothing of the run left running (or the first one over the cap).
-      const usage: WorkspaceUsage = await watch.finish();
-      watch = undefined;
-      // The proxy's lines (one per connection) come before the run's exit line.
-      const egress: { totals: RunProxyTotals; summary: EgressSummary } | undefined = await proxy?.close();
-      proxy = undefined;
-      // Security: read only once nothing of the run is left alive to change the tree under the walk.
-      const collected: Collected = leftovers.remaining > 0
-        ? { files: [], bytes: 0, note: `${leftovers.remaining} processes of the run outlived it, so its workspace was not read; nothing of it is returned` }
-        : collectOutputs(ws, deps.limits.outputFilesBytes);
-      // The workspace never outlives the result (the finally below removes it again on every other path);
-      // its tmpfs comes off first, lazily when a survivor still holds it.
-      const off: Unmounted | undefined = tmpfs ? unmountAll(scratch) : undefined;
-      const removed = removeRunFolder(scratch);
-      // So is the run's copy of its skill: nothing of the run is on disk once its exit line is written.
-      copy.remove();
-      const full = usage.over !== undefined ? workspaceFullNote(usage.over, tmpfs ? 'tmpfs' : 'watch', cap, usage.why, o.ending === 'workspace-full') : undefined;
-      const filesNote = [collected.note, removed ? undefined : 'the run\'s workspace could not be removed in full; the operator was told in the audit log'].filter((n) => n !== undefined).join('; ');
-      slot.ended = true;
-      this.stats.ended(o.ending);
-      slot.lines.push(deps.audit.append({
-        event: 'run.exit', run_id: slot.runId, exit_code: o.exitCode, signal: o.signal, ended: o.ending, duration_ms: o.durationMs,
-        stdout_bytes: o.stdoutBytes, stderr_bytes: o.stderrBytes, stdout_sha256: o.stdoutSha256, stderr_sha256: o.stderrSha256,
-        truncated: o.truncated, leftovers_killed: leftovers.killed, leftovers_remaining: leftovers.remaining,
-        ...(ipcRemoved > 0 ? { ipc_removed: ipcRemoved } : {}),
-        ...(egress?.totals ?? {}),
-        ...outputsAudit(collected),
-        workspace_bytes: usage.bytes, workspace_files: usage.files,
-        ...(usage.over !== undefined ? { workspace_full: usage.over } : {}),
-        ...(off !== undefined && off.lazy > 0 ? { workspace_unmount: 'lazy' } : {}),
-        ...(removed ? {} : { workspace_left: true }),
-        ...(who.requester !== undefined ? { requester: who.requester } : {}),
-      }));
-      return {
-        ok: true,
-        result: {
-          runId: slot.runId, exitCode: o.exitCode, signal: o.signal, stdout: o.stdout, stderr: o.stderr,
-          truncated: o.truncated, timedOut: o.ending === 'timeout', cancelled: o.ending === 'cancelled', durationMs: o.durationMs,
-          stdoutBytes: o.stdoutBytes, stderrBytes: o.stderrBytes,
-          memoryLimited: hitMemoryLimit(o.exitCode, o.signal, o.stderr) || (cgroup?.oomKilled() ?? false),
-          files: collected.files,
-          ...(filesNote !== '' ? { filesNote } : {}),
-          // What the proxy refused, so the model can tell a refusal from a failing network.
-          ...(egress ? { egress: egress.summary } : {}),
-          ...(full !== undefined ? { workspaceFull: true, workspaceNote: full } : {}),
-        },
-      };
-    } catch (error) {
-      // Security: a failure after the spend still leaves its line — a reject before the accept, an
-      // exit after it — so no spent token and no accepted run is left without its end on record.
-      const code = isSkillMcpError(error) ? error.code : 'INTERNAL';
-      if (slot.ended) throw error;
-      if (!accepted) return reject('internal', code, `the run could not be started (${code}); nothing ran, but its token was spent — ask again for a fresh preview`, { token_id: tokenId, error: code });
-      slot.ended = true;
-      this.stats.ended('error');
-      slot.lines.push(deps.audit.append({ event: 'run.exit', run_id: slot.runId, ended: 'error', error: code, ...(who.requester !== undefined ? { requester: who.requester } : {}) }));
-      throw error;
-    } finally {
-      await proxy?.close();
-      await watch?.finish();
-      // Security: no run's tmpfs stays mounted, whatever way this ended (before the folder's removal, which it would stop).
-      if (tmpfs) unmountAll(scratch);
-      cgroup?.remove();
-      removeRunFolder(scratch);
-      if (uid !== undefined) await deps.uidPool?.release(uid);
-    }
+    // The run itself, from its workspace to its exit line, and the cleanup after it: runner/requests/run-path.ts.
+    return await runSpent(deps, this.stats, this.admission, { req, slot, reject, copy, who, tokenId, claims, plan, inputs, files, scratch, proxied, uid, cap: this.cap });
   }
 
   /** Kills every run (waiting ones leave the queue) and waits for them to wind down (shutdown). */

@@ -1,0 +1,264 @@
+/**
+ * @module The run after its token is spent: it makes the run's folder and workspace (a tmpfs of the
+ * cap's size as root), its egress proxy and memory cgroup, writes the run.accept line (nothing runs
+ * whose accept line is not on disk), spawns the script, reaps what it left, collects its output
+ * files, removes its workspace and copy and writes its run.exit line. A failure after the spend
+ * still ends on record (a reject before the accept, an exit after it), and the finally below
+ * unmounts, removes and releases whatever way the run ended. The checks that lead here (token,
+ * ledger, re-derivation, the spend itself) stay in runner/requests/service.ts, in their order.
+ */
+import { chownSync, mkdirSync } from 'node:fs';
+import { isSkillMcpError } from '../../shared/errors.js';
+import { MAX_STREAM_BYTES } from '../../shared/limits.js';
+import type { EgressSummary, ResultOf, RunnerRequest } from '../../shared/protocol.js';
+import type { InputDigest, InputFile } from '../../shared/run-io.js';
+import type { TokenClaims } from '../../shared/token.js';
+import type { AuditLog } from '../audit/log.js';
+import type { AuditEvent, RunGrant, RunWho } from '../audit/events.js';
+import { openRunProxy } from '../egress/run-proxy.js';
+import type { RunProxy, RunProxyTotals } from '../egress/run-proxy.js';
+import { hitMemoryLimit } from '../sandbox/memory-limit.js';
+import { runProcess } from '../sandbox/process.js';
+import { usesBwrap } from '../sandbox/platform.js';
+import { makeRunCgroup, runCgroupLimit } from '../sandbox/run-cgroup.js';
+import type { RunCgroup } from '../sandbox/run-cgroup.js';
+import { buildSpawn, egressSocketPath } from '../sandbox/spawn.js';
+import type { SandboxLimits } from '../sandbox/spawn.js';
+import { removeIpcOf } from '../sandbox/sysv-ipc.js';
+import { reapUid } from '../uids/pool.js';
+import type { UidPool } from '../uids/pool.js';
+import { workspaceFullNote } from '../workspace/capacity.js';
+import type { WorkspaceCap, WorkspaceMode, WorkspaceUsage } from '../workspace/capacity.js';
+import { mountWorkspace, unmountAll } from '../workspace/mount.js';
+import type { Unmounted } from '../workspace/mount.js';
+import { collectOutputs } from '../workspace/outputs.js';
+import type { Collected } from '../workspace/outputs.js';
+import type { RunCopy } from '../workspace/run-copy.js';
+import { runFolderName } from '../workspace/scratch.js';
+import { makeHome, makeWorkspace, removeRunFolder } from '../workspace/workspace.js';
+import type { Workspace } from '../workspace/workspace.js';
+import { watchWorkspace } from '../workspace/watch.js';
+import type { WorkspaceWatch } from '../workspace/watch.js';
+import type { RunAdmission } from './admission.js';
+import type { DeriveContext, RunPlan } from './derive.js';
+import type { RunStats } from './stats.js';
+import type { Answer, Reject, Slot } from './slot.js';
+
+type RunRequest = Extract<RunnerRequest, { type: 'run' }>;
+
+/** Past a run's timeout, kill grace and drain: reaping its uid's leftovers (uids.ts gives up after ~2 s). */
+export const REAP_MS = 2_500;
+
+const AUDIT_DOWN_SPENT = 'the audit log could not be written just before the run would start, so it did not start (every run must be on record first); its token was spent — once the operator has freed the disk holding the audit log, ask again for a fresh preview';
+
+/** What the run path reads of the runner service's deps (runner/requests/service.ts passes its own). */
+export interface RunPathDeps {
+  ctx: DeriveContext;
+  audit: AuditLog;
+  uidPool: UidPool | undefined;
+  limits: SandboxLimits;
+  /** How the workspace cap is kept: a tmpfs the runner (root) mounts, or its watcher (runner/workspace/capacity.ts). */
+  workspaceMode: WorkspaceMode;
+  killGraceMs: number;
+  drainMs: number;
+}
+
+/** A run whose token is spent, as the checks before the spend left it. */
+export interface SpentRun {
+  req: RunRequest;
+  slot: Slot;
+  reject: Reject;
+  copy: RunCopy;
+  who: RunWho;
+  tokenId: string;
+  claims: TokenClaims;
+  /** The re-derived plan, its inputs' digests joined (what the token was minted for). */
+  plan: RunPlan;
+  inputs: { files: InputDigest[]; stdin?: { size: number; sha256: string } };
+  files: readonly InputFile[];
+  /** The run's folder under the scratch directory. */
+  scratch: string;
+  proxied: boolean;
+  /** The run's own uid, taken before the spend (released by the finally below). */
+  uid: number | undefined;
+  /** The run's workspace caps (SKILL_MCP_RUN_WORKSPACE_BYTES, SKILL_MCP_RUN_WORKSPACE_FILES). */
+  cap: WorkspaceCap;
+}
+
+function grantOf(plan: RunPlan): RunGrant {
+  const declarationFrom = (plan.willRun as { declarationFrom?: unknown }).declarationFrom;
+  return { ...(plan.grantedBy ? { grant: plan.grantedBy } : {}), ...(typeof declarationFrom === 'string' ? { declaration_from: declarationFrom } : {}) };
+}
+
+/** Output files the run.exit line names at most (one line stays readable); the rest are counted. */
+const AUDIT_MAX_OUTPUTS = 1000;
+
+/** The run.exit fields for a run's output files: names, sizes, digests and why any was not carried. */
+function outputsAudit(collected: Collected): Record<string, unknown> {
+  const listed = collected.files.slice(0, AUDIT_MAX_OUTPUTS).map((f) => ({ path: f.path, size: f.size, ...(f.sha256 ? { sha256: f.sha256 } : {}), ...(f.omitted ? { omitted: f.omitted } : {}) }));
+  return {
+    outputs: listed, output_bytes: collected.bytes,
+    ...(collected.files.length > listed.length ? { outputs_not_logged: collected.files.length - listed.length } : {}),
+    ...(collected.note !== undefined ? { outputs_note: collected.note } : {}),
+  };
+}
+
+/** Runs a run whose token is spent: workspace, proxy, cgroup, accept line, spawn, reap, collect, exit line. */
+export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: RunAdmission, run: SpentRun): Promise<Answer<ResultOf<'run'>>> {
+  const { req, slot, reject, copy, who, tokenId, claims, plan, inputs, files, scratch, proxied, uid, cap } = run;
+  let proxy: RunProxy | undefined;
+  let cgroup: RunCgroup | undefined;
+  let watch: WorkspaceWatch | undefined;
+  let tmpfs = false;
+  let accepted = false;
+  try {
+    // The run's folder holds its workspace (the cwd), at the other levels its HOME (the namespace
+    // levels give the run a RAM-backed /tmp instead), and a proxied run's egress socket.
+    mkdirSync(scratch, { mode: 0o700 });
+    if (uid !== undefined) chownSync(scratch, uid, uid);
+    let ws: Workspace;
+    let home: string;
+    // Security: as root the workspace is a tmpfs of the cap's size, mounted before the inputs go in (mount.ts).
+    tmpfs = deps.workspaceMode === 'tmpfs' && uid !== undefined;
+    let mountFailed: string | undefined;
+    const mount = tmpfs ? (dir: string): void => {
+      try {
+        mountWorkspace(dir, cap, uid!);
+      } catch (error) {
+        mountFailed = (error as NodeJS.ErrnoException).code ?? 'error';
+        throw error;
+      }
+    } : undefined;
+    try {
+      ws = makeWorkspace(scratch, uid, files, mount);
+      home = usesBwrap(deps.ctx.platform) ? scratch : makeHome(scratch, uid);
+    } catch (error) {
+      // Never run without the cap the runner keeps for every run.
+      if (mountFailed !== undefined) return reject('sandbox-failed', 'SANDBOX_UNAVAILABLE', `the run's workspace could not be mounted with its size cap (${mountFailed}); nothing was run`, { token_id: tokenId });
+      return reject('sandbox-failed', 'INTERNAL', `the runner could not write the run's workspace (${(error as NodeJS.ErrnoException).code ?? 'error'}); nothing was run — check the scratch directory's free space`, { token_id: tokenId });
+    }
+    if (proxied) proxy = await openRunProxy({ socketPath: egressSocketPath(scratch), uid, entries: plan.egress.entries, audit: deps.audit, runId: slot.runId });
+    // Security: a root runner caps and ends the run by its own cgroup (every page counted, every task killed).
+    const { cgroups } = deps.ctx.platform;
+    if (cgroups) {
+      try {
+        // A tmpfs workspace's pages are charged to the group too.
+        cgroup = makeRunCgroup(cgroups, runFolderName(slot.runId), runCgroupLimit(plan.willRun.memoryBytes, deps.limits.tmpBytes + (tmpfs ? cap.bytes : 0)));
+      } catch (error) {
+        // Never run uncapped what the preview said would be capped.
+        return reject('sandbox-failed', 'SANDBOX_UNAVAILABLE', `the run's memory cgroup could not be made (${(error as NodeJS.ErrnoException).code ?? 'error'}); nothing was run`, { token_id: tokenId });
+      }
+    }
+    // Without a tmpfs, no one file may pass the workspace cap either (RLIMIT_FSIZE): the watcher then bounds the rest.
+    const limits = tmpfs ? deps.limits : { ...deps.limits, fsizeBytes: Math.min(deps.limits.fsizeBytes, cap.bytes) };
+    const spec = { ...buildSpawn(plan, deps.ctx.platform, deps.ctx.env, scratch, uid, limits, { workspace: ws.dir, home }, { ...(cgroup ? { cgroupProcs: cgroup.procs } : {}) }), ...(req.stdin !== undefined ? { stdin: req.stdin } : {}) };
+    if (spec.envNames.join('\0') !== plan.willRun.envNames.join('\0')) return reject('sandbox-failed', 'INTERNAL', 'the run environment differs from the preview; nothing was run', { token_id: tokenId });
+    // Security: nothing runs whose accept line is not on disk.
+    const acceptLine: AuditEvent = {
+      event: 'run.accept', run_id: slot.runId, runner_pid: process.pid, token_id: tokenId, skill: plan.willRun.skill, script: req.script, interpreter: plan.willRun.interpreter,
+      argv: plan.willRun.argv, env_names: spec.envNames, timeout_ms: plan.willRun.timeoutMs, isolation: plan.willRun.isolation, sandbox: plan.willRun.sandbox,
+      memory_bytes: plan.willRun.memoryBytes, uid: uid ?? process.getuid!(), script_sha256: plan.willRun.content.script, files_sha256: plan.willRun.content.files,
+      ...(plan.egress.entries.length > 0 ? { egress: plan.egress.entries, egress_mode: plan.egress.mode } : {}),
+      ...(plan.willRun.deps ? { deps: plan.willRun.deps.map((d) => `${d.kind}:${d.digest}`) } : {}),
+      ...(inputs.files.length > 0 ? { inputs: inputs.files } : {}),
+      ...(inputs.stdin ? { stdin_bytes: inputs.stdin.size, stdin_sha256: inputs.stdin.sha256 } : {}),
+      client: slot.client, queued_ms: slot.lease?.waitedMs ?? 0, runs_in_progress: admission.running,
+      will_run_sha256: claims.wr, ...who, ...grantOf(plan),
+    };
+    try {
+      await deps.audit.commit(acceptLine);
+    } catch {
+      return reject('audit-unavailable', 'AUDIT_UNAVAILABLE', AUDIT_DOWN_SPENT, { token_id: tokenId });
+    }
+    accepted = true;
+    slot.lease?.endsBy(Date.now() + plan.willRun.timeoutMs + deps.killGraceMs + deps.drainMs + REAP_MS);
+    const { setpriv, kill, ipcrm } = deps.ctx.platform.tools;
+    let leftovers = { killed: 0, remaining: 0 };
+    let ipcRemoved = 0;
+    const afterExit = async (): Promise<void> => {
+      const reapStarted = performance.now();
+      await reapLeftovers();
+      stats.reaped(performance.now() - reapStarted);
+    };
+    const reapLeftovers = async (): Promise<void> => {
+      if (cgroup) leftovers = await cgroup.kill();
+      else if (uid !== undefined && setpriv && kill) leftovers = await reapUid(uid, setpriv, kill);
+      // Security: without an ipc namespace, SysV objects of the uid would wait for its next run.
+      if (uid !== undefined && ipcrm && deps.ctx.platform.isolation === 'uid') ipcRemoved = await removeIpcOf(uid, ipcrm);
+    };
+    // In bubblewrap a SIGTERM would only reach bubblewrap, whose death kills the script at once:
+    // the namespace levels end a timed-out run with SIGKILL straight away (its /tmp goes with it).
+    const killGraceMs = usesBwrap(deps.ctx.platform) ? 0 : deps.killGraceMs;
+    const proc = runProcess(spec, { timeoutMs: plan.willRun.timeoutMs, killGraceMs, drainMs: deps.drainMs }, MAX_STREAM_BYTES, afterExit);
+    slot.proc = proc;
+    if (slot.cancelled) proc.cancel();
+    // Security: without a tmpfs the watcher is the workspace's cap: the first look over it stops the run.
+    watch = watchWorkspace(ws, tmpfs ? 'tmpfs' : 'watch', cap, () => proc.cancel('workspace-full'));
+    const o = await proc.outcome;
+    // The last look, with nothing of the run left running (or the first one over the cap).
+    const usage: WorkspaceUsage = await watch.finish();
+    watch = undefined;
+    // The proxy's lines (one per connection) come before the run's exit line.
+    const egress: { totals: RunProxyTotals; summary: EgressSummary } | undefined = await proxy?.close();
+    proxy = undefined;
+    // Security: read only once nothing of the run is left alive to change the tree under the walk.
+    const collected: Collected = leftovers.remaining > 0
+      ? { files: [], bytes: 0, note: `${leftovers.remaining} processes of the run outlived it, so its workspace was not read; nothing of it is returned` }
+      : collectOutputs(ws, deps.limits.outputFilesBytes);
+    // The workspace never outlives the result (the finally below removes it again on every other path);
+    // its tmpfs comes off first, lazily when a survivor still holds it.
+    const off: Unmounted | undefined = tmpfs ? unmountAll(scratch) : undefined;
+    const removed = removeRunFolder(scratch);
+    // So is the run's copy of its skill: nothing of the run is on disk once its exit line is written.
+    copy.remove();
+    const full = usage.over !== undefined ? workspaceFullNote(usage.over, tmpfs ? 'tmpfs' : 'watch', cap, usage.why, o.ending === 'workspace-full') : undefined;
+    const filesNote = [collected.note, removed ? undefined : 'the run\'s workspace could not be removed in full; the operator was told in the audit log'].filter((n) => n !== undefined).join('; ');
+    slot.ended = true;
+    stats.ended(o.ending);
+    slot.lines.push(deps.audit.append({
+      event: 'run.exit', run_id: slot.runId, exit_code: o.exitCode, signal: o.signal, ended: o.ending, duration_ms: o.durationMs,
+      stdout_bytes: o.stdoutBytes, stderr_bytes: o.stderrBytes, stdout_sha256: o.stdoutSha256, stderr_sha256: o.stderrSha256,
+      truncated: o.truncated, leftovers_killed: leftovers.killed, leftovers_remaining: leftovers.remaining,
+      ...(ipcRemoved > 0 ? { ipc_removed: ipcRemoved } : {}),
+      ...(egress?.totals ?? {}),
+      ...outputsAudit(collected),
+      workspace_bytes: usage.bytes, workspace_files: usage.files,
+      ...(usage.over !== undefined ? { workspace_full: usage.over } : {}),
+      ...(off !== undefined && off.lazy > 0 ? { workspace_unmount: 'lazy' } : {}),
+      ...(removed ? {} : { workspace_left: true }),
+      ...(who.requester !== undefined ? { requester: who.requester } : {}),
+    }));
+    return {
+      ok: true,
+      result: {
+        runId: slot.runId, exitCode: o.exitCode, signal: o.signal, stdout: o.stdout, stderr: o.stderr,
+        truncated: o.truncated, timedOut: o.ending === 'timeout', cancelled: o.ending === 'cancelled', durationMs: o.durationMs,
+        stdoutBytes: o.stdoutBytes, stderrBytes: o.stderrBytes,
+        memoryLimited: hitMemoryLimit(o.exitCode, o.signal, o.stderr) || (cgroup?.oomKilled() ?? false),
+        files: collected.files,
+        ...(filesNote !== '' ? { filesNote } : {}),
+        // What the proxy refused, so the model can tell a refusal from a failing network.
+        ...(egress ? { egress: egress.summary } : {}),
+        ...(full !== undefined ? { workspaceFull: true, workspaceNote: full } : {}),
+      },
+    };
+  } catch (error) {
+    // Security: a failure after the spend still leaves its line — a reject before the accept, an
+    // exit after it — so no spent token and no accepted run is left without its end on record.
+    const code = isSkillMcpError(error) ? error.code : 'INTERNAL';
+    if (slot.ended) throw error;
+    if (!accepted) return reject('internal', code, `the run could not be started (${code}); nothing ran, but its token was spent — ask again for a fresh preview`, { token_id: tokenId, error: code });
+    slot.ended = true;
+    stats.ended('error');
+    slot.lines.push(deps.audit.append({ event: 'run.exit', run_id: slot.runId, ended: 'error', error: code, ...(who.requester !== undefined ? { requester: who.requester } : {}) }));
+    throw error;
+  } finally {
+    await proxy?.close();
+    await watch?.finish();
+    // Security: no run's tmpfs stays mounted, whatever way this ended (before the folder's removal, which it would stop).
+    if (tmpfs) unmountAll(scratch);
+    cgroup?.remove();
+    removeRunFolder(scratch);
+    if (uid !== undefined) await deps.uidPool?.release(uid);
+  }
+}
