@@ -14,8 +14,9 @@
  * The callers check what was opened after either (open-inside.ts: type, place, owner, link count).
  */
 import { closeSync, constants, openSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { getSystemErrorName } from 'node:util';
+import { koffiWhy, loadLibc } from './libc.js';
+import type { Libc } from './libc.js';
 
 export interface BeneathOpener {
   readonly mechanism: 'openat2' | 'per-component';
@@ -83,10 +84,6 @@ const OPEN2_FILE_FLAGS = FILE_FLAGS | O_CLOEXEC;
 const OPEN2_ROOT_FLAGS = O_PATH | constants.O_DIRECTORY | constants.O_NOFOLLOW;
 
 type Syscall = (...args: unknown[]) => number;
-interface KoffiLike {
-  load(name: string): { func(signature: string): Syscall };
-  errno(): number;
-}
 
 function errnoError(errno: number, path: string): NodeJS.ErrnoException {
   const code = getSystemErrorName(-errno);
@@ -94,11 +91,11 @@ function errnoError(errno: number, path: string): NodeJS.ErrnoException {
 }
 
 /** One openat2 call; the fd, or minus errno. */
-function callOpenat2(syscall: Syscall, koffi: KoffiLike, nr: number, dirFd: number, path: string, flags: number, resolve: number): number {
+function callOpenat2(syscall: Syscall, libc: Libc, nr: number, dirFd: number, path: string, flags: number, resolve: number): number {
   // struct open_how { u64 flags; u64 mode; u64 resolve; } in native byte order.
   const how = new BigUint64Array([BigInt(flags), 0n, BigInt(resolve)]);
   const fd = syscall(nr, 'int', dirFd, 'const char *', path, 'void *', how, 'size_t', how.byteLength);
-  return fd >= 0 ? fd : -koffi.errno();
+  return fd >= 0 ? fd : -libc.errno();
 }
 
 /**
@@ -110,15 +107,16 @@ function callOpenat2(syscall: Syscall, koffi: KoffiLike, nr: number, dirFd: numb
 export function loadOpenat2(): BeneathOpener | { why: string } {
   const nr = SYS_OPENAT2[process.arch];
   if (process.platform !== 'linux' || nr === undefined) return { why: `openat2 is Linux on x86_64 or aarch64 only (this is ${process.platform}/${process.arch})` };
-  let koffi: KoffiLike;
+  const loaded = loadLibc();
+  if (!loaded.ok) return { why: koffiWhy(loaded.error) };
+  const { libc } = loaded;
   let syscall: Syscall;
   try {
-    koffi = createRequire(import.meta.url)('koffi') as KoffiLike;
-    syscall = koffi.load('libc.so.6').func('long syscall(long, ...)');
+    syscall = libc.func('long syscall(long, ...)');
   } catch (error) {
-    return { why: `koffi could not be loaded (${(error as Error).message.split('\n')[0]})` };
+    return { why: koffiWhy(error) };
   }
-  const probe = callOpenat2(syscall, koffi, nr, AT_FDCWD, '.', O_PATH | O_CLOEXEC | constants.O_DIRECTORY, RESOLVE);
+  const probe = callOpenat2(syscall, libc, nr, AT_FDCWD, '.', O_PATH | O_CLOEXEC | constants.O_DIRECTORY, RESOLVE);
   if (probe < 0) {
     const code = getSystemErrorName(probe);
     return { why: `openat2 is not usable here (${code}${code === 'ENOSYS' ? ': Linux before 5.6' : code === 'EPERM' ? ': a syscall filter denies it' : ''})` };
@@ -132,7 +130,7 @@ export function loadOpenat2(): BeneathOpener | { why: string } {
       // Security: a NUL would end the C string early and open a shorter name (the string checks
       // refuse it long before; this is the FFI boundary's own guard).
       if (path.includes('\0') || segments.length === 0) throw Object.assign(new Error(`EINVAL: not a path below the folder, '${path}'`), { code: 'EINVAL' });
-      const fd = callOpenat2(syscall, koffi, nr, rootFd, path, OPEN2_FILE_FLAGS, RESOLVE);
+      const fd = callOpenat2(syscall, libc, nr, rootFd, path, OPEN2_FILE_FLAGS, RESOLVE);
       if (fd < 0) throw errnoError(-fd, path);
       return fd;
     },

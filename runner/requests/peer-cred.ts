@@ -3,8 +3,8 @@
  * FFI (prebuilt, no compiler; Node has no API for it). When koffi cannot load, the runner says so
  * at start and relies on the socket directory's and socket's modes alone.
  */
-import { createRequire } from 'node:module';
 import type { Socket } from 'node:net';
+import { koffiWhy, loadLibc } from '../../shared/libc.js';
 
 export interface PeerCred {
   pid: number;
@@ -18,19 +18,16 @@ const SOL_SOCKET = 1;
 const SO_PEERCRED = 17;
 const UCRED_BYTES = 12;
 
-interface KoffiLike {
-  load(name: string): { func(signature: string): (...args: unknown[]) => number };
-}
-
 /** Loads the reader, or returns why it is unavailable. */
 export function loadPeerCredReader(): { read: PeerCredReader } | { why: string } {
   if (process.platform !== 'linux') return { why: 'SO_PEERCRED is read on Linux only' };
   let getsockopt: (...args: unknown[]) => number;
+  const loaded = loadLibc();
+  if (!loaded.ok) return { why: koffiWhy(loaded.error) };
   try {
-    const koffi = createRequire(import.meta.url)('koffi') as KoffiLike;
-    getsockopt = koffi.load('libc.so.6').func('int getsockopt(int, int, int, _Out_ uint8_t *, _Inout_ uint32_t *)');
+    getsockopt = loaded.libc.func('int getsockopt(int, int, int, _Out_ uint8_t *, _Inout_ uint32_t *)');
   } catch (error) {
-    return { why: `koffi could not be loaded (${(error as Error).message.split('\n')[0]})` };
+    return { why: koffiWhy(error) };
   }
   return {
     read(socket: Socket): PeerCred | undefined {

@@ -6,24 +6,22 @@
  * none of them can read or write (the syscall filter denies every keyring call); the runs without
  * bubblewrap join one of their own in the launcher (launch.ts).
  */
-import { createRequire } from 'node:module';
+import { koffiWhy, loadLibc } from '../../shared/libc.js';
 import { hostArch, SYSCALL_RULES } from './seccomp-policy.js';
 
 const KEYCTL_JOIN_SESSION_KEYRING = 1;
-
-interface KoffiLike {
-  load(name: string): { func(signature: string): (...args: unknown[]) => number };
-}
 
 /** Joins a fresh session keyring; true when done, else why not. */
 export function joinFreshSessionKeyring(): true | { why: string } {
   const arch = hostArch();
   if (process.platform !== 'linux' || arch === undefined) return { why: `no keyring call known for ${process.platform}/${process.arch}` };
   let syscall: (...args: unknown[]) => number;
+  const loaded = loadLibc();
+  if (!loaded.ok) return { why: koffiWhy(loaded.error) };
   try {
-    syscall = (createRequire(import.meta.url)('koffi') as KoffiLike).load('libc.so.6').func('long syscall(long, ...)');
+    syscall = loaded.libc.func('long syscall(long, ...)');
   } catch (error) {
-    return { why: `koffi could not be loaded (${(error as Error).message.split('\n')[0]})` };
+    return { why: koffiWhy(error) };
   }
   const nr = SYSCALL_RULES.find((r) => r.name === 'keyctl')!.nr[arch];
   return syscall(nr, 'int', KEYCTL_JOIN_SESSION_KEYRING, 'void *', null) >= 0 ? true : { why: 'keyctl(KEYCTL_JOIN_SESSION_KEYRING) failed' };

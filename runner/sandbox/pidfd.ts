@@ -5,7 +5,7 @@
  * 5.3+); undefined when either is missing, and the caller falls back to `kill -1` as the uid.
  */
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { loadLibc } from '../../shared/libc.js';
 
 const PIDFD_OPEN = 434;
 const PIDFD_SEND_SIGNAL = 424;
@@ -14,10 +14,6 @@ const SIGKILL = 9;
 export interface PidfdKiller {
   /** SIGKILLs `pid` if it is (still) a process of `uid`; whether it was signalled. */
   kill(pid: number, uid: number): boolean;
-}
-
-interface KoffiLike {
-  load(name: string): { func(signature: string): (...args: unknown[]) => number };
 }
 
 function uidsOf(pid: number): number[] {
@@ -33,10 +29,11 @@ export function loadPidfdKiller(): PidfdKiller | undefined {
   if (process.platform !== 'linux' || !['x64', 'arm64'].includes(process.arch)) return undefined;
   let syscall: (...args: unknown[]) => number;
   let close: (fd: number) => number;
+  const loaded = loadLibc();
+  if (!loaded.ok) return undefined;
   try {
-    const libc = (createRequire(import.meta.url)('koffi') as KoffiLike).load('libc.so.6');
-    syscall = libc.func('long syscall(long, ...)');
-    close = libc.func('int close(int)');
+    syscall = loaded.libc.func('long syscall(long, ...)');
+    close = loaded.libc.func('int close(int)');
   } catch {
     return undefined;
   }

@@ -7,7 +7,7 @@
  * unmounts it; nothing of a run is left mounted on the host, on any way out, and a runner starting
  * after a crash unmounts what its dead predecessor left (scratch.ts).
  *
- * Why mount(2) and umount2(2) through koffi (as keyring.ts does), not the mount binaries: no
+ * Why mount(2) and umount2(2) through koffi (shared/libc.ts), not the mount binaries: no
  * process per run, the errno itself, no fstab or mtab in the way, the target used exactly as given
  * (util-linux canonicalises paths, following links), and UMOUNT_NOFOLLOW, which refuses to unmount
  * through a link put in the mount point's place.
@@ -17,19 +17,14 @@
  * /tmp; noexec would not stop an interpreter from running code it wrote anyway.
  */
 import { mkdirSync, readFileSync, realpathSync, rmdirSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { sep } from 'node:path';
+import { koffiWhy, loadLibc } from '../../shared/libc.js';
 import type { WorkspaceCap } from './capacity.js';
 
 const MS_NOSUID = 2;
 const MS_NODEV = 4;
 const MNT_DETACH = 2;
 const UMOUNT_NOFOLLOW = 8;
-
-interface Koffi {
-  load(name: string): { func(signature: string): (...args: unknown[]) => number };
-  errno(): number;
-}
 
 interface Calls {
   mount(source: string, target: string, type: string, flags: number, data: string): number;
@@ -41,14 +36,18 @@ let calls: Calls | { why: string } | undefined;
 
 function load(): Calls | { why: string } {
   if (calls !== undefined) return calls;
+  const loaded = loadLibc();
+  if (!loaded.ok) {
+    calls = { why: koffiWhy(loaded.error) };
+    return calls;
+  }
+  const { libc } = loaded;
   try {
-    const koffi = createRequire(import.meta.url)('koffi') as Koffi;
-    const libc = koffi.load('libc.so.6');
     const mount = libc.func('int mount(const char *, const char *, const char *, unsigned long, const char *)');
     const umount2 = libc.func('int umount2(const char *, int)');
-    calls = { mount: (...a) => mount(...a), umount2: (...a) => umount2(...a), errno: () => koffi.errno() };
+    calls = { mount: (...a) => mount(...a), umount2: (...a) => umount2(...a), errno: () => libc.errno() };
   } catch (error) {
-    calls = { why: `koffi could not be loaded (${(error as Error).message.split('\n')[0]})` };
+    calls = { why: koffiWhy(error) };
   }
   return calls;
 }
