@@ -22,6 +22,12 @@ export const WORKLOADS = [
   { id: 'huge', skills: 5000, files: 50_000, largeFiles: 10 },
 ];
 
+/**
+ * Beyond `npm run bench`: 20,000 skills for the cost curves (bench/curves.mjs), four times the
+ * default `SKILL_MCP_MAX_SKILLS`, five files a skill. Same generator, same cache.
+ */
+export const GIANT = { id: 'giant', skills: 20_000, files: 100_000, largeFiles: 20 };
+
 /** The skill the harness reads from, and what it reads. */
 export const PROBE = {
   name: 'bench-probe',
