@@ -7,7 +7,7 @@
  *
  * Both processes use it: the front for what it serves, the runner for the bytes it would run.
  */
-import { closeSync, fstatSync, openSync, readSync, constants } from 'node:fs';
+import { closeSync, fstatSync, lstatSync, openSync, readSync, constants } from 'node:fs';
 import { basename, join } from 'node:path';
 import { z } from 'zod';
 import { LOCK_FILE, LockSchema, type Lock, type LockedSkill } from './pull-lock.js';
@@ -36,15 +36,27 @@ export const provenanceSchema = z.strictObject({
 });
 export type Provenance = z.infer<typeof provenanceSchema>;
 
+/** The last parse of each lockfile, by its path, with the identity of the file it came from. */
+const parsedLocks = new Map<string, { identity: string; lock: Lock | undefined }>();
+const MAX_REMEMBERED_LOCKS = 64;
+
 /** Reads a lock without following a link, within a size cap; undefined when there is none or it does not parse. */
 export function readPullLock(rootDir: string): Lock | undefined {
+  const path = join(rootDir, LOCK_FILE);
+  // Most roots hold no lock, and every catalog entry asks: answer that without a throw.
+  if (lstatSync(path, { throwIfNoEntry: false }) === undefined) return undefined;
   let fd: number | undefined;
   try {
     // Security: O_NOFOLLOW: a lockfile planted as a link to another file is not read.
-    fd = openSync(join(rootDir, LOCK_FILE), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-    const stat = fstatSync(fd);
-    if (!stat.isFile() || stat.size > MAX_LOCK_BYTES) return undefined;
-    const bytes = Buffer.alloc(stat.size);
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    const stat = fstatSync(fd, { bigint: true });
+    if (!stat.isFile() || stat.size > BigInt(MAX_LOCK_BYTES)) return undefined;
+    // The same file as last time (pull replaces the lock by rename: a new inode, new times) is not
+    // parsed again for every entry of every page; its identity is taken from the open fd.
+    const identity = `${stat.dev}:${stat.ino}:${stat.size}:${stat.mtimeNs}:${stat.ctimeNs}`;
+    const known = parsedLocks.get(path);
+    if (known?.identity === identity) return known.lock;
+    const bytes = Buffer.alloc(Number(stat.size));
     let got = 0;
     while (got < bytes.length) {
       const n = readSync(fd, bytes, got, bytes.length - got, got);
@@ -52,7 +64,10 @@ export function readPullLock(rootDir: string): Lock | undefined {
       got += n;
     }
     const parsed = LockSchema.safeParse(JSON.parse(bytes.subarray(0, got).toString('utf8')));
-    return parsed.success ? parsed.data : undefined;
+    const lock = parsed.success ? parsed.data : undefined;
+    if (parsedLocks.size >= MAX_REMEMBERED_LOCKS) parsedLocks.clear();
+    parsedLocks.set(path, { identity, lock });
+    return lock;
   } catch {
     return undefined;
   } finally {
