@@ -1,39 +1,16 @@
-/**
- * "Run a published skill", end to end: a skill in the shape of anthropics/skills' `pdf` (a
- * spec-valid SKILL.md with nothing of ours in it; Python scripts that import pypdf and take input
- * and output paths) made runnable by an operator declaration (SKILL_MCP_DECLARATIONS), its pypdf
- * installed by `skill-mcp deps install` from a loopback index serving the real pypdf wheel, then
- * driven through a real MCP client over stdio: a PDF form in, the field JSON and the filled PDF
- * back. At this machine's level (CI: root and an ordinary uid, bubblewrap and not).
- */
-import { spawn } from 'node:child_process';
-import { cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createHash } from 'node:crypto';
+
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPypiIndex } from '../fixtures/deps/servers.js';
+import { exec, PDF_SKIP_REASON, PDF_VERSION, PDF_WHEEL, publishPdfSkill, startPdfIndex } from '../fixtures/published/pdf-fixture.js';
 import type { Served as Index } from '../fixtures/deps/servers.js';
 import { baseEnv, ERAS, REPO, serve, SERVER_JS, tempDir, type Served } from './harness.js';
 
-const WHEELS = join(REPO, '.tmp', 'wheels');
-const wheel = existsSync(WHEELS) ? readdirSync(WHEELS).find((n) => /^pypdf-6\.\d+\.\d+-py3-none-any\.whl$/.test(n)) : undefined;
-const version = wheel?.split('-')[1];
-// CI downloads the wheel (.ci/run); elsewhere the test says how to get it instead of failing.
-const reason = 'the pypdf wheel is not in .tmp/wheels (pip download "pypdf==6.19.0" --no-deps --only-binary :all: -d .tmp/wheels)';
-if (!wheel && process.env['CI']) throw new Error(reason);
+const wheel = PDF_WHEEL;
+const version = PDF_VERSION;
+const reason = PDF_SKIP_REASON;
 
 type Resource = { type: 'resource'; resource: { uri: string; mimeType?: string; text?: string; blob?: string } };
-
-function exec(command: string, args: string[], env: Record<string, string>): Promise<{ code: number | null; out: string }> {
-  // Not spawnSync: the index answers from this process.
-  return new Promise((resolve) => {
-    const child = spawn(command, args, { env });
-    let out = '';
-    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (out += c.toString()));
-    child.on('close', (code) => resolve({ code, out }));
-  });
-}
 
 describe.skipIf(!wheel)(`run a published skill: pdf with pypdf ${version ?? ''} (${wheel ? 'wheel found' : reason})`, () => {
   let served: Served;
@@ -57,20 +34,11 @@ describe.skipIf(!wheel)(`run a published skill: pdf with pypdf ${version ?? ''} 
   }
 
   beforeAll(async () => {
-    const file = join(WHEELS, wheel!);
-    index = await startPypiIndex({ pypdf: [{ file, name: wheel!, sha256: createHash('sha256').update(readFileSync(file)).digest('hex') }] });
+    index = await startPdfIndex();
     const root = tempDir('published');
-    // The skill as published: its SKILL.md passes the Agent Skills frontmatter rules; we add nothing to it.
-    cpSync(join(REPO, 'test/fixtures/published/pdf'), join(root, 'pdf'), { recursive: true });
     const declarations = tempDir('declarations');
-    writeFileSync(join(declarations, 'pdf.yaml'), [
-      'version: 1',
-      'run:',
-      ...['check_fillable_fields.py', 'extract_form_field_info.py', 'fill_fillable_fields.py'].flatMap((s) => [`  - script: scripts/${s}`, '    interpreter: python3', '    timeout: 60']),
-      'requirements:',
-      `  python: ["pypdf==${version}"]`,
-      '',
-    ].join('\n'), { mode: 0o644 });
+    // The skill as published: its SKILL.md passes the Agent Skills frontmatter rules; we add nothing to it.
+    publishPdfSkill(root, declarations);
     stateDir = join(tempDir('published-state'), 'state');
     env = { SKILLS_DIR: root, SKILL_MCP_DECLARATIONS: declarations, SKILL_MCP_STATE_DIR: stateDir, SKILL_MCP_PIP_INDEX_URL: `${index.url}/simple/`, MCP_CONFIRM_MODE: 'auto' };
     served = await serve(env, ERAS[1]!);

@@ -1,41 +1,20 @@
-/**
- * "Run a published skill" in hosted mode: the pdf-shaped skill of test/e2e/pdf-skill.test.ts (a
- * spec-valid SKILL.md with nothing of ours in it, Python scripts importing pypdf), made runnable by
- * an operator declaration, with the front over HTTP and a runner started on its own. The operator
- * runs `skill-mcp deps install` for that runner's state directory (the real pypdf wheel from a
- * loopback index); a client over Streamable HTTP sends a PDF form and gets the field JSON and the
- * filled PDF back. At this machine's level (as root the front drops to uid 61183, as the recipe does).
- */
-import { spawn } from 'node:child_process';
-import { randomBytes, createHash } from 'node:crypto';
-import { cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+
+import { randomBytes } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { startPypiIndex } from '../fixtures/deps/servers.js';
+import { exec, PDF_SKIP_REASON, PDF_VERSION, PDF_WHEEL, publishPdfSkill, startPdfIndex } from '../fixtures/published/pdf-fixture.js';
 import type { Served as Index } from '../fixtures/deps/servers.js';
 import { startRunner, tempDir, type RunnerHandle } from '../runner/harness.js';
 import { baseEnv } from '../e2e/harness.js';
 import { connectClient, REPO, SERVER_JS, startHttp, type HttpServer } from './harness.js';
 
-const WHEELS = join(REPO, '.tmp', 'wheels');
-const wheel = existsSync(WHEELS) ? readdirSync(WHEELS).find((n) => /^pypdf-6\.\d+\.\d+-py3-none-any\.whl$/.test(n)) : undefined;
-const version = wheel?.split('-')[1];
-const reason = 'the pypdf wheel is not in .tmp/wheels (pip download "pypdf==6.19.0" --no-deps --only-binary :all: -d .tmp/wheels)';
-if (!wheel && process.env['CI']) throw new Error(reason);
+const wheel = PDF_WHEEL;
+const version = PDF_VERSION;
+const reason = PDF_SKIP_REASON;
 const TOKEN = randomBytes(24).toString('hex');
 
 type Resource = { type: 'resource'; resource: { uri: string; text?: string; blob?: string } };
-
-function exec(command: string, args: string[], env: Record<string, string>): Promise<{ code: number | null; out: string }> {
-  // Not spawnSync: the index answers from this process.
-  return new Promise((resolve) => {
-    const child = spawn(command, args, { env });
-    let out = '';
-    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (out += c.toString()));
-    child.on('close', (code) => resolve({ code, out }));
-  });
-}
 
 describe.skipIf(!wheel)(`a published skill over HTTP (hosted pair): pdf with pypdf ${version ?? ''} (${wheel ? 'wheel found' : reason})`, () => {
   let index: Index;
@@ -44,19 +23,11 @@ describe.skipIf(!wheel)(`a published skill over HTTP (hosted pair): pdf with pyp
   let shared: Record<string, string>;
 
   beforeAll(async () => {
-    const file = join(WHEELS, wheel!);
-    index = await startPypiIndex({ pypdf: [{ file, name: wheel!, sha256: createHash('sha256').update(readFileSync(file)).digest('hex') }] });
+    index = await startPdfIndex();
     const root = tempDir('http-published');
-    cpSync(join(REPO, 'test/fixtures/published/pdf'), join(root, 'pdf'), { recursive: true });
     const declarations = tempDir('http-declarations');
-    writeFileSync(join(declarations, 'pdf.yaml'), [
-      'version: 1',
-      'run:',
-      ...['check_fillable_fields.py', 'extract_form_field_info.py', 'fill_fillable_fields.py'].flatMap((s) => [`  - script: scripts/${s}`, '    interpreter: python3', '    timeout: 60']),
-      'requirements:',
-      `  python: ["pypdf==${version}"]`,
-      '',
-    ].join('\n'), { mode: 0o644 });
+    // The skill as published: its SKILL.md passes the Agent Skills frontmatter rules; we add nothing to it.
+    publishPdfSkill(root, declarations);
     // Front and runner are configured alike (skills, declarations); only the runner reads the index.
     shared = { SKILLS_DIR: root, SKILL_MCP_DECLARATIONS: declarations };
     runner = await startRunner({
