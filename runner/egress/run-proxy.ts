@@ -8,6 +8,7 @@ import { chmodSync, chownSync } from 'node:fs';
 import { parseEgressList } from '../../shared/egress.js';
 import type { EgressSummary } from '../../shared/protocol.js';
 import type { AuditLog } from '../audit/log.js';
+import type { SecretBinding } from '../secrets/binding.js';
 import type { Lookup } from './policy.js';
 import { startEgressProxy } from './proxy.js';
 import { refusalTally } from './refusals.js';
@@ -35,7 +36,11 @@ export function socketPathProblem(path: string): string | undefined {
   return `the run's egress socket path would be ${Buffer.byteLength(path)} bytes, over the ${MAX_SOCKET_PATH_BYTES} a unix socket allows; set a shorter SKILL_MCP_SCRATCH_DIR`;
 }
 
-export async function openRunProxy(opts: { socketPath: string; uid: number | undefined; entries: readonly string[]; audit: AuditLog; runId: string; lookup?: Lookup; maxAuditLines?: number }): Promise<RunProxy> {
+export async function openRunProxy(opts: {
+  socketPath: string; uid: number | undefined; entries: readonly string[]; audit: AuditLog; runId: string; lookup?: Lookup; maxAuditLines?: number;
+  /** Issue 30: the run's secrets, injected for their hosts (not yet used). */
+  secrets?: readonly SecretBinding[];
+}): Promise<RunProxy> {
   const maxLines = opts.maxAuditLines ?? MAX_EGRESS_AUDIT_LINES;
   const totals: RunProxyTotals = { egress_allowed: 0, egress_refused: 0, egress_unlogged: 0 };
   let lines = 0;

@@ -40,6 +40,7 @@ import type { Platform } from '../sandbox/platform.js';
 import { usesBwrap } from '../sandbox/platform.js';
 import { depsVariables, planDeps } from '../deps/run-env.js';
 import type { DepsContext, RunDeps } from '../deps/run-env.js';
+import type { RedactionValue, SecretBinding } from '../secrets/binding.js';
 
 /** Stand-ins for the sandbox's private HOME/TMPDIR and the skill's folder, so previews name them as the run will. */
 export const SANDBOX_PLACEHOLDERS = {
@@ -84,6 +85,10 @@ export interface RunPlan {
   deps: RunDeps;
   /** Which grant rule allowed the run (for its audit lines). */
   grantedBy?: ScriptGrant['grantedBy'];
+  /** The run's secrets, resolved for its caller (runner/secrets/binding.ts): the proxy injects them. */
+  secrets: SecretBinding[];
+  /** Every value the run could see or reach, searched for in what it returns (runner/secrets/binding.ts). */
+  redact: RedactionValue[];
 }
 
 /**
@@ -254,12 +259,15 @@ export async function deriveRun(ctx: DeriveContext, skillName: string, script: s
     if (egressWarning !== '') willRun.egressWarning = egressWarning;
     if (egress.note !== undefined) willRun.egressNote = egress.note;
   }
+  // Issue 30: filled by the secrets rooms (runner/secrets/); none yet.
+  const secrets: SecretBinding[] = [];
+  const redact: RedactionValue[] = [];
   return {
     ok: true,
     // A copy holds every served path as a regular file: the script runs under its declared path there.
     plan: content.runDir !== undefined
-      ? { willRun, interpreterPath: interpreter.path, realDir: content.runDir, scriptRelative: served, args, grantedEnv: grant.env, egress, grantedBy: grant.grantedBy, deps: deps.run }
-      : { willRun, interpreterPath: interpreter.path, realDir: skill.realDir, scriptRelative: relative(skill.realDir, resolved.real), args, grantedEnv: grant.env, egress, grantedBy: grant.grantedBy, deps: deps.run },
+      ? { willRun, interpreterPath: interpreter.path, realDir: content.runDir, scriptRelative: served, args, grantedEnv: grant.env, egress, grantedBy: grant.grantedBy, deps: deps.run, secrets, redact }
+      : { willRun, interpreterPath: interpreter.path, realDir: skill.realDir, scriptRelative: relative(skill.realDir, resolved.real), args, grantedEnv: grant.env, egress, grantedBy: grant.grantedBy, deps: deps.run, secrets, redact },
   };
 }
 
