@@ -42,10 +42,14 @@ const READY_POLL_MS = 20;
  */
 const GUARD_BOOT_DELAY_MS = 2_000;
 
-/** Only what the front reads survives in its memory (MCP_*, SKILL_MCP_*, SKILLS_DIR). */
+/**
+ * Only what the front reads survives in its memory (MCP_*, SKILL_MCP_*, SKILLS_DIR). Security: never
+ * the secret values (`SKILL_MCP_SECRET_<NAME>`, docs/secrets.md): the runner alone holds them.
+ */
 function frontVariables(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const kept: NodeJS.ProcessEnv = {};
   for (const [name, value] of Object.entries(env)) {
+    if (name.startsWith('SKILL_MCP_SECRET_')) continue;
     if (/^(MCP_|SKILL_MCP_)/.test(name) || name === 'SKILLS_DIR' || name === 'HOME') kept[name] = value;
   }
   return kept;

@@ -12,6 +12,7 @@ import { MIN_MEMORY_BYTES } from '../shared/declaration.js';
 import { ConfigError, readValue, readVariable, refuseToStart, wholeNumber, type SettingIssue, type VariableSpec } from '../shared/settings-schema.js';
 import type { SandboxLimits } from './sandbox/spawn.js';
 import { DEFAULT_UID_RANGE, parseUidRange } from './uids/pool.js';
+import { SECRETS_DIR, SECRETS_SHARED } from './secrets/source.js';
 import { DEFAULT_RUN_QUEUE_MS, MAX_RUN_QUEUE_MS } from '../shared/limits.js';
 import { RUN_INPUT_BYTES, RUN_OUTPUT_FILES_BYTES } from '../shared/run-io.js';
 import { DEFAULT_WORKSPACE_BYTES, DEFAULT_WORKSPACE_FILES, MAX_WORKSPACE_FILES } from './workspace/capacity.js';
@@ -71,6 +72,10 @@ SKILL_MCP_RUN_MEMORY_BYTES (default 1 GiB per run), SKILL_MCP_RUN_TMP_BYTES (pri
 256 MiB and 10000 entries), SKILL_MCP_RUN_NPROC, SKILL_MCP_RUN_FSIZE_BYTES, SKILL_MCP_RUN_NOFILE.
 SKILL_MCP_RUN_QUEUE_MS: how long a run over the limit waits for a slot before BUSY (default
 ${DEFAULT_RUN_QUEUE_MS}, at most ${MAX_RUN_QUEUE_MS}).
+Secrets (docs/secrets.md): SKILL_MCP_SECRET_<NAME> (a value, for callers without an identity),
+SKILL_MCP_SECRETS_DIR (a folder: <NAME> files, and <subject>/<NAME> per verified identity; 0600,
+owned by the runner's user), SKILL_MCP_SECRETS_SHARED (NAME,NAME: secrets whose operator value a
+verified identity without its own may use).
 Audit log (docs/audit.md): SKILL_MCP_AUDIT_MAX_BYTES rotates the log before its live segment passes
 that size (default 0: never); SKILL_MCP_AUDIT_KEEP keeps that many rotated segments (default 0: all).
 
@@ -158,6 +163,8 @@ export function runnerVariableIssues(env: Env): SettingIssue[] {
   readVariable(env, UID_RANGE, issues);
   readVariable(env, unprivilegedId('SKILL_MCP_FRONT_UID'), issues);
   readVariable(env, unprivilegedId('SKILL_MCP_FRONT_GID'), issues);
+  readVariable(env, SECRETS_DIR, issues);
+  readVariable(env, SECRETS_SHARED, issues);
   return issues;
 }
 
@@ -213,6 +220,9 @@ export function parseRunnerOptions(argv: string[], env: Env): RunnerOptions {
   const auditKeep = readVariable(env, RUNNER_VARIABLES.auditKeep, issues);
   const maxRuns = setting('max-runs', runCount('SKILL_MCP_MAX_RUNS', true));
   const runsPerClient = setting('runs-per-client', runCount('SKILL_MCP_RUNS_PER_CLIENT', false));
+  // Read again at every prepare and run (runner/secrets/source.ts); a malformed one stops the start.
+  readVariable(env, SECRETS_DIR, issues);
+  readVariable(env, SECRETS_SHARED, issues);
   refuseToStart(issues);
   if (frontUid !== undefined && frontGid === undefined) {
     frontGid = primaryGid(frontUid);

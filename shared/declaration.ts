@@ -8,6 +8,7 @@
  * rejects the whole declaration; unknown keys are ignored but named.
  */
 import { formatEgressEntry, MAX_EGRESS_ENTRIES, parseEgressEntry } from './egress.js';
+import { parseSecrets, type DeclaredSecret } from './declaration-secrets.js';
 import { checkPathString } from './paths.js';
 import { DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS } from './limits.js';
 import { parseRequirements } from './requirements.js';
@@ -43,6 +44,11 @@ export interface Declaration {
   egress: string[];
   /** Packages the scripts import (shared/requirements.ts), installed by the operator ahead of time. */
   requirements?: Requirements;
+  /**
+   * Credentials the scripts use but never hold (shared/declaration-secrets.ts, docs/secrets.md):
+   * each script gets a placeholder, the run's proxy adds the value for the declared hosts. Absent: none.
+   */
+  secrets?: DeclaredSecret[];
 }
 
 export interface DeclarationResult {
@@ -72,7 +78,7 @@ const RUN_KEYS = new Set(['script', 'interpreter', 'env', 'timeout', 'memory']);
 const ENV_KEYS = new Set(['name', 'secret']);
 const TOP_KEYS = new Set([
   'version', 'run', 'env', 'egress',
-  'requirements',
+  'requirements', 'secrets',
 ]);
 
 function isRecord(value: unknown): value is Record<string, JsonValue> {
@@ -192,10 +198,17 @@ export function parseDeclaration(block: JsonValue | undefined, options: Declarat
     unknown.push(...requirements.unknown);
     if (!requirements.ok) throw new Rejected(requirements.why);
 
+    // Security: a secret's name may be no plain variable of the skill (declared or asked for by a
+    // script, dropped or not): the legacy path would hand that name's real value to the script.
+    const taken = new Set([...envProposals.map((e) => e.name), ...run.flatMap((row) => (isRecord(row) && Array.isArray(row['env']) ? row['env'].filter((n): n is string => typeof n === 'string') : []))]);
+    const secrets = parseSecrets(block['secrets'], `${p}secrets`, egress, taken, isNeverGrantable);
+    unknown.push(...secrets.unknown);
+    if (!secrets.ok) throw new Rejected(secrets.why);
+
     const problems: string[] = [];
     if (unknown.length > 0) problems.push(`unknown keys ignored: ${unknown.join(', ')}`);
     if (dropped.length > 0) problems.push(`variables that can never be granted were dropped: ${dropped.join(', ')}`);
-    return { declaration: { version: typeof version === 'number' ? version : major, run: scripts, env: envProposals, egress, ...(requirements.value ? { requirements: requirements.value } : {}) }, problems };
+    return { declaration: { version: typeof version === 'number' ? version : major, run: scripts, env: envProposals, egress, ...(requirements.value ? { requirements: requirements.value } : {}), ...(secrets.secrets.length > 0 ? { secrets: secrets.secrets } : {}) }, problems };
   } catch (error) {
     if (!(error instanceof Rejected)) throw error;
     const problems = [`the ${options.what ?? 'mcp-host block'} was rejected: ${error.message}; the skill's scripts are not runnable, its instructions are still served`];

@@ -173,3 +173,37 @@ export function parseEgressList(list: readonly string[]): EgressEntry[] {
     return parsed.ok ? [parsed.value] : [];
   });
 }
+
+/**
+ * What both entries let through, as one entry, or undefined when nothing is: the narrower host and
+ * the common ports (`*.example.com:443` ∩ `api.example.com` = `api.example.com:443`). Security: the
+ * result never lets through anything either side would refuse, so narrowing a secret's hosts by a
+ * grant or by the run's egress can only shrink them.
+ */
+export function intersectEntries(a: EgressEntry, b: EgressEntry): EgressEntry | undefined {
+  const ports = portsOf(a).filter((port) => portsOf(b).includes(port));
+  if (ports.length === 0) return undefined;
+  const port = a.port ?? b.port;
+  let host: EgressEntry | undefined;
+  if (!a.wildcard && !b.wildcard) host = a.host === b.host ? a : undefined;
+  else if (a.wildcard && b.wildcard) host = b.host === a.host || b.host.endsWith(`.${a.host}`) ? b : a.host.endsWith(`.${b.host}`) ? a : undefined;
+  else {
+    const [wild, exact] = a.wildcard ? [a, b] : [b, a];
+    host = exact.ip === 0 && exact.host.endsWith(`.${wild.host}`) ? exact : undefined;
+  }
+  if (host === undefined) return undefined;
+  return { host: host.host, ip: host.ip, wildcard: host.wildcard, ...(port !== undefined ? { port } : {}) };
+}
+
+/** Every pairwise {@link intersectEntries} of two lists of canonical entries: canonical, without duplicates, sorted. */
+export function intersectEgressLists(a: readonly string[], b: readonly string[]): string[] {
+  const right = parseEgressList(b);
+  const out = new Set<string>();
+  for (const left of parseEgressList(a)) {
+    for (const other of right) {
+      const both = intersectEntries(left, other);
+      if (both !== undefined) out.add(formatEgressEntry(both));
+    }
+  }
+  return [...out].sort();
+}

@@ -36,6 +36,8 @@ export type ErrorCode =
   | 'AUTH_REQUIRED'
   | 'LEDGER_UNAVAILABLE'
   | 'DEPS_MISSING'
+  /** A secret the run uses has no usable value for this caller (runner/secrets/source.ts): nothing runs. */
+  | 'SECRET_MISSING'
   | 'AUDIT_UNAVAILABLE'
   // tokens (docs/architecture.md §7)
   | 'TOKEN_INVALID'

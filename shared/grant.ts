@@ -7,7 +7,8 @@
 import type { Declaration, DeclaredScript } from './declaration.js';
 import { isNeverGrantable } from './declaration.js';
 import { z } from 'zod';
-import { entryCovers, formatEgressEntry, parseEgressEntry, parseEgressList } from './egress.js';
+import type { DeclaredSecret } from './declaration-secrets.js';
+import { entryCovers, formatEgressEntry, intersectEgressLists, parseEgressEntry, parseEgressList } from './egress.js';
 import { isHosted } from './mode.js';
 import type { Identity } from './protocol.js';
 
@@ -17,6 +18,12 @@ export interface GrantRow {
   env: string[];
   /** Destinations granted to this script (canonical egress entries); none when the row has no `egress`. */
   egress: string[];
+  /**
+   * Declared secrets granted to this script (docs/secrets.md, "Granting"): by name, optionally
+   * narrowed to some of their hosts (canonical entries; absent: the declared hosts). None when the
+   * row has no `secrets`.
+   */
+  secrets?: { name: string; hosts?: string[] }[];
   /** Its place in the MCP_SKILL_RUN array (0-based), so an audit line can say which row allowed a run. */
   index?: number;
   /** Who the row is for: exact `sub` values or `group:<g>`; absent: every caller. */
@@ -43,6 +50,7 @@ const GrantRowSchema = z.object({
   script: z.string(),
   env: z.array(z.string()).default([]),
   egress: z.array(z.string()).default([]),
+  secrets: z.array(z.strictObject({ name: z.string().min(1).max(128), hosts: z.array(z.string()).min(1).max(64).optional() })).max(64).default([]),
   // Security: an empty list is refused rather than read as "everyone" (or silently as "no one").
   subjects: z.array(z.string().min(1).max(262)).min(1).max(1000).optional(),
 });
@@ -86,14 +94,29 @@ export function readGrantSource(env: Readonly<Record<string, string | undefined>
     // holding one that does not parse grants nothing at all rather than a guess.
     const entries = parsed.success ? parsed.data.egress.map(parseEgressEntry) : [];
     const canonical = entries.flatMap((e) => (e.ok ? [formatEgressEntry(e.value)] : []));
-    if (parsed.success && canonical.length === entries.length) {
+    // The same for a secret's hosts: one that does not parse costs the row, never widens it.
+    const secrets = parsed.success ? parsed.data.secrets.map((s) => ({ name: s.name, hosts: s.hosts === undefined ? undefined : canonicalEntries(s.hosts) })) : [];
+    const secretsRead = secrets.every((s) => s.hosts !== null);
+    if (parsed.success && canonical.length === entries.length && secretsRead) {
       const { subjects, ...rest } = parsed.data;
-      rows.push({ ...rest, egress: [...new Set(canonical)], index: i, ...(subjects ? { subjects: [...new Set(subjects)] } : {}) });
+      const rowSecrets = secrets.map((s) => ({ name: s.name, ...(s.hosts ? { hosts: s.hosts } : {}) }));
+      rows.push({ ...rest, egress: [...new Set(canonical)], secrets: rowSecrets, index: i, ...(subjects ? { subjects: [...new Set(subjects)] } : {}) });
     }
     else bad.push(i);
   });
-  const error = bad.length > 0 ? `MCP_SKILL_RUN rows ${bad.join(', ')} are not {skill, script, env?, egress?, subjects?} (egress: host, host:port or *.domain; subjects: a non-empty list of sub values or group:<g>); they grant nothing` : undefined;
+  const error = bad.length > 0 ? `MCP_SKILL_RUN rows ${bad.join(', ')} are not {skill, script, env?, egress?, secrets?, subjects?} (egress and a secret's hosts: host, host:port or *.domain; secrets: [{name, hosts?}]; subjects: a non-empty list of sub values or group:<g>); they grant nothing` : undefined;
   return error ? { kind: 'owner', rows, error } : { kind: 'owner', rows };
+}
+
+/** Canonical entries (sorted, without duplicates), or null when any does not parse. */
+function canonicalEntries(list: readonly string[]): string[] | null {
+  const out = new Set<string>();
+  for (const text of list) {
+    const parsed = parseEgressEntry(text);
+    if (!parsed.ok) return null;
+    out.add(formatEgressEntry(parsed.value));
+  }
+  return [...out].sort();
 }
 
 /** What `skill_list` says about the grant as a whole, when there is something to say. */
@@ -131,6 +154,10 @@ export interface ScriptGrant {
   selfGranted: boolean;
   /** Destinations this script may reach (canonical entries, sorted): declared ∩ granted. */
   egress: string[];
+  /** Secrets bound for this script (docs/secrets.md): their hosts declared ∩ granted ∩ `egress`, never empty; sorted by name. */
+  secrets: DeclaredSecret[];
+  /** Declared secrets this script does not get, and why (not granted, or no host left): the preview says so. */
+  secretsNotBound: { name: string; why: string }[];
   /** What allowed it: the MCP_SKILL_RUN rows that match (their 0-based indexes), or the declaration itself (standalone). */
   grantedBy?: { from: 'MCP_SKILL_RUN'; rows: number[] } | { from: 'declaration' };
 }
@@ -145,21 +172,50 @@ export function grantedEgress(declared: readonly string[], granted: readonly str
   return parseEgressList(granted).filter((entry) => wider.some((d) => entryCovers(d, entry))).map(formatEgressEntry).sort();
 }
 
+/**
+ * The script's secrets: each declared one whose hosts, narrowed by the rows that name it (none in
+ * `rows`: the declaration is the grant) and by the script's granted `egress`, are not empty.
+ * Security: only ever an intersection — a row naming hosts the declaration does not cover, or a
+ * secret it does not declare, binds nothing more (deadGrantRows names it).
+ */
+export function grantedSecrets(declared: readonly DeclaredSecret[], egress: readonly string[], rows: readonly GrantRow[] | undefined): Pick<ScriptGrant, 'secrets' | 'secretsNotBound'> {
+  const secrets: DeclaredSecret[] = [];
+  const secretsNotBound: { name: string; why: string }[] = [];
+  for (const secret of declared) {
+    let hosts = secret.hosts;
+    if (rows !== undefined) {
+      const named = rows.flatMap((row) => (row.secrets ?? []).filter((s) => s.name === secret.name));
+      if (named.length === 0) {
+        secretsNotBound.push({ name: secret.name, why: 'not granted: no MCP_SKILL_RUN row for this script names it in secrets' });
+        continue;
+      }
+      hosts = [...new Set(named.flatMap((s) => intersectEgressLists(secret.hosts, s.hosts ?? secret.hosts)))].sort();
+    }
+    const bound = intersectEgressLists(hosts, egress);
+    if (bound.length === 0) secretsNotBound.push({ name: secret.name, why: `none of its hosts (${secret.hosts.join(', ')}) is both granted for it and granted as this script's egress` });
+    else secrets.push({ ...secret, hosts: bound });
+  }
+  return { secrets, secretsNotBound };
+}
+
 /** The effective grant for each script the skill declares. */
 export function grantScripts(skill: string, declaration: Declaration | undefined, source: GrantSource, identity?: Caller): ScriptGrant[] {
   if (!declaration) return [];
+  const none = { secrets: [], secretsNotBound: [] };
   return declaration.run.map((declared) => {
-    if (source.kind === 'hosted-default') return { declared, granted: false, env: [], selfGranted: false, egress: [] };
+    if (source.kind === 'hosted-default') return { declared, granted: false, env: [], selfGranted: false, egress: [], ...none };
     if (source.kind === 'declaration') {
-      return { declared, granted: true, env: [...declared.env].sort(), selfGranted: declared.env.length > 0, egress: [...declaration.egress].sort(), grantedBy: { from: 'declaration' } };
+      const egress = [...declaration.egress].sort();
+      return { declared, granted: true, env: [...declared.env].sort(), selfGranted: declared.env.length > 0, egress, ...grantedSecrets(declaration.secrets ?? [], egress, undefined), grantedBy: { from: 'declaration' } };
     }
     const rows = source.rows.filter((row) => row.skill === skill && row.script === declared.script && rowApplies(row, identity));
-    if (rows.length === 0) return { declared, granted: false, env: [], selfGranted: false, egress: [] };
+    if (rows.length === 0) return { declared, granted: false, env: [], selfGranted: false, egress: [], ...none };
     // A granted variable must also be asked for by the script; never a variable nobody may grant.
     const asked = new Set(declared.env);
     const env = [...new Set(rows.flatMap((row) => row.env))].filter((name) => asked.has(name) && !isNeverGrantable(name));
     const grantedBy = { from: 'MCP_SKILL_RUN' as const, rows: rows.map((row) => row.index ?? -1) };
-    return { declared, granted: true, env: env.sort(), selfGranted: false, egress: grantedEgress(declaration.egress, rows.flatMap((row) => row.egress)), grantedBy };
+    const egress = grantedEgress(declaration.egress, rows.flatMap((row) => row.egress));
+    return { declared, granted: true, env: env.sort(), selfGranted: false, egress, ...grantedSecrets(declaration.secrets ?? [], egress, rows), grantedBy };
   });
 }
 
@@ -172,6 +228,7 @@ export function deadGrantRows(
   source: GrantSource,
   declared: (skill: string) => readonly DeclaredScript[] | undefined,
   declaredEgress: (skill: string) => readonly string[] = () => [],
+  declaredSecrets: (skill: string) => readonly DeclaredSecret[] = () => [],
 ): { row: GrantRow; why: string }[] {
   if (source.kind !== 'owner') return [];
   const dead: { row: GrantRow; why: string }[] = [];
@@ -189,6 +246,17 @@ export function deadGrantRows(
       const undeclared = row.egress.filter((entry) => !kept.has(entry));
       if (undeclared.length > 0) {
         dead.push({ row, why: `MCP_SKILL_RUN grants egress ${undeclared.join(', ')} to ${row.skill}/${row.script}, which the skill's mcp-host.egress does not cover; a grant only narrows, so no run reaches ${undeclared.length > 1 ? 'them' : 'it'}` });
+      }
+      const secrets = declaredSecrets(row.skill);
+      for (const granted of row.secrets ?? []) {
+        const secret = secrets.find((s) => s.name === granted.name);
+        if (secret === undefined) {
+          dead.push({ row, why: `MCP_SKILL_RUN grants secret ${granted.name} to ${row.skill}/${row.script}, which the skill does not declare in mcp-host.secrets; nothing is bound for it` });
+          continue;
+        }
+        const wider = parseEgressList(secret.hosts);
+        const outside = (granted.hosts ?? []).filter((host) => !parseEgressList([host]).every((entry) => wider.some((d) => entryCovers(d, entry))));
+        if (outside.length > 0) dead.push({ row, why: `MCP_SKILL_RUN grants secret ${granted.name} for ${outside.join(', ')}, which its declaration's hosts do not cover; a grant only narrows, so it is never sent there` });
       }
     }
   }

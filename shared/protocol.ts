@@ -130,6 +130,15 @@ export const depsInfoSchema = z.strictObject({
 });
 export type DepsInfo = z.infer<typeof depsInfoSchema>;
 
+/**
+ * A secret as a preview shows it and the approval binds it (docs/secrets.md): the name the script
+ * gets (holding a placeholder), the hosts the run's proxy sends the value to, and how — never a
+ * value, never a placeholder (those are made per run, after the approval).
+ */
+export const secretShownSchema = z.strictObject({ name: z.string(), hosts: z.array(z.string()), header: z.string(), format: z.string() });
+/** A declared secret the run does not get, and why (not granted, or none of its hosts left). */
+const secretNotBoundSchema = z.strictObject({ name: z.string(), why: z.string() });
+
 /** What a person approves; the token is bound to its canonical hash. */
 export const willRunSchema = z.strictObject({
   skill: z.string(),
@@ -169,6 +178,11 @@ export const willRunSchema = z.strictObject({
   deps: z.array(depsInfoSchema).optional(),
   /** Where `skill-mcp pull` brought the skill from, judged on these very bytes (shared/provenance.ts). */
   provenance: provenanceSchema.optional(),
+  /** The run's secrets (sorted by name): a change between prepare and run is DRAFT_CHANGED. Absent: none. */
+  secrets: z.array(secretShownSchema).optional(),
+  secretsNotBound: z.array(secretNotBoundSchema).optional(),
+  /** Standalone: secrets the skill's own declaration sends. */
+  secretsWarning: z.string().optional(),
 });
 export type WillRun = z.infer<typeof willRunSchema>;
 
@@ -258,6 +272,10 @@ const scriptInfo = z.strictObject({
   egressNote: z.string().optional(),
   /** As in `willRun`, or the environments' states when they keep the script from running. */
   deps: z.array(depsInfoSchema).optional(),
+  /** As in `willRun`: names, hosts, header and format of the script's secrets, never a value. */
+  secrets: z.array(secretShownSchema).optional(),
+  secretsNotBound: z.array(secretNotBoundSchema).optional(),
+  secretsWarning: z.string().optional(),
 });
 export type ScriptInfo = z.infer<typeof scriptInfo>;
 

@@ -11,6 +11,7 @@ export type RejectReason =
   | 'interpreter-unavailable' | 'environ-unscrubbed' | 'sandbox-failed' | 'too-large' | 'content-unreadable' | 'cancelled' | 'ledger-unavailable'
   | 'audit-unavailable'
   | 'deps-missing'
+  | 'secret-missing' | 'secrets-unavailable'
   | 'internal';
 
 /** Who asked and how the yes reached the front: on every line about a run request. */
@@ -44,7 +45,7 @@ export type AuditEvent =
   | ({ event: 'run.prepare'; skill: string; script: string; token_id?: string; refused?: string; will_run_sha256?: string; draft_changed?: true } & RunWho)
   | ({ event: 'run.reject'; reason: RejectReason; skill?: string; script?: string; token_id?: string; run_id?: string; client?: string; running?: number; max_runs?: number; queued?: number; client_running?: number; client_share?: number; waited_ms?: number; error?: string } & RunWho)
   | { event: 'run.wait'; run_id: string; skill: string; script: string; client: string; running: number; queued: number }
-  | ({ event: 'run.accept'; run_id: string; runner_pid: number; token_id: string; skill: string; script: string; interpreter: string; argv: string[]; env_names: string[]; timeout_ms: number; isolation: string; sandbox: string[]; memory_bytes: number; uid: number; script_sha256?: string; files_sha256?: string; will_run_sha256?: string; egress?: string[]; egress_mode?: string; deps?: string[]; client?: string; queued_ms?: number; runs_in_progress?: number } & RunInputsAudit & RunWho & RunGrant)
+  | ({ event: 'run.accept'; run_id: string; runner_pid: number; token_id: string; skill: string; script: string; interpreter: string; argv: string[]; env_names: string[]; timeout_ms: number; isolation: string; sandbox: string[]; memory_bytes: number; uid: number; script_sha256?: string; files_sha256?: string; will_run_sha256?: string; egress?: string[]; egress_mode?: string; deps?: string[]; secrets?: { name: string; hosts: string[] }[]; client?: string; queued_ms?: number; runs_in_progress?: number } & RunInputsAudit & RunWho & RunGrant)
   | { event: 'run.exit'; run_id: string; [key: string]: unknown }
   | ({ event: 'egress'; run_id: string } & EgressRecord)
   | { event: 'ledger.unavailable'; ledger: 'redis'; redis: string; why: string }

@@ -41,6 +41,8 @@ import { usesBwrap } from '../sandbox/platform.js';
 import { depsVariables, planDeps } from '../deps/run-env.js';
 import type { DepsContext, RunDeps } from '../deps/run-env.js';
 import type { RedactionValue, SecretBinding } from '../secrets/binding.js';
+import { planSecrets, secretsSelfGrantWarning, shownSecrets } from '../secrets/plan.js';
+import type { DeclaredSecret } from '../../shared/declaration-secrets.js';
 
 /** Stand-ins for the sandbox's private HOME/TMPDIR and the skill's folder, so previews name them as the run will. */
 export const SANDBOX_PLACEHOLDERS = {
@@ -134,6 +136,8 @@ export async function findSkill(ctx: DeriveContext, name: string): Promise<Disco
 export interface DeclaredNow {
   scripts: DeclaredScript[];
   egress: string[];
+  /** The declaration's secrets (shared/declaration-secrets.ts); empty when none. */
+  secrets: DeclaredSecret[];
   problems: string[];
   /** Where the declaration came from (absent: none applies). */
   origin?: DeclarationOrigin;
@@ -150,12 +154,12 @@ export function onceContent(content: ContentSource, skill: DiscoveredSkill): () 
 /** The skill's declared scripts and egress, where they were declared, or why it has none runnable. */
 export async function declaredScripts(ctx: DeriveContext, skill: DiscoveredSkill, read: () => Promise<ContentResult> = onceContent(contentInPlace(ctx), skill)): Promise<DeclaredNow> {
   const md = readSkillMdFile(skill.realDir);
-  if (!md.ok) return { scripts: [], egress: [], problems: [md.why] };
+  if (!md.ok) return { scripts: [], egress: [], secrets: [], problems: [md.why] };
   let parsed: ParsedSkillMd;
   try {
     parsed = parseSkillMd(md.text, ctx.limits.maxFrontmatterBytes);
   } catch (error) {
-    return { scripts: [], egress: [], problems: [`the frontmatter cannot be read: ${(error as Error).message}`] };
+    return { scripts: [], egress: [], secrets: [], problems: [`the frontmatter cannot be read: ${(error as Error).message}`] };
   }
   const resolved = await resolveDeclaration({
     name: skill.name,
@@ -171,6 +175,7 @@ export async function declaredScripts(ctx: DeriveContext, skill: DiscoveredSkill
   return {
     scripts: resolved.declaration?.run ?? [],
     egress: resolved.declaration?.egress ?? [],
+    secrets: resolved.declaration?.secrets ?? [],
     problems: resolved.problems.map((p) => p.detail),
     ...(resolved.origin ? { origin: resolved.origin } : {}),
     ...(resolved.declaration?.requirements ? { requirements: resolved.declaration.requirements } : {}),
@@ -184,7 +189,7 @@ export async function deriveRun(ctx: DeriveContext, skillName: string, script: s
   if (skill && !visibleTo(readVisibility(ctx.env as NodeJS.ProcessEnv), skill.name, caller)) return refuse('UNKNOWN_SKILL', 'unknown-skill', `no skill named ${JSON.stringify(skillName)} is served; skill_list shows the names`);
   if (!skill) return refuse('UNKNOWN_SKILL', 'unknown-skill', `no skill named ${JSON.stringify(skillName)} is served; skill_list shows the names`);
   const readContent = onceContent(content, skill);
-  const { scripts, egress: declaredEgress, origin, problems, requirements } = await declaredScripts(ctx, skill, readContent);
+  const { scripts, egress: declaredEgress, secrets: declaredSecrets, origin, problems, requirements } = await declaredScripts(ctx, skill, readContent);
   const declared = scripts.find((s) => s.script === script);
   // Security: only what the skill declares can run — never an arbitrary file of the bundle.
   if (!declared) {
@@ -192,7 +197,7 @@ export async function deriveRun(ctx: DeriveContext, skillName: string, script: s
     return refuse('NOT_DECLARED', 'not-declared', `skill ${JSON.stringify(skill.name)} does not declare a runnable script ${JSON.stringify(script)}${why}; skill_list shows its declared scripts`);
   }
   const source = readGrantSource(ctx.env as NodeJS.ProcessEnv);
-  const grant = grantScripts(skill.name, { version: 1, run: scripts, env: [], egress: declaredEgress }, source, caller).find((g) => g.declared.script === script)!;
+  const grant = grantScripts(skill.name, { version: 1, run: scripts, env: [], egress: declaredEgress, secrets: declaredSecrets }, source, caller).find((g) => g.declared.script === script)!;
   // Security: declared ∩ granted (docs/architecture.md §6); the front's view of the grant is not trusted.
   if (!grant.granted) return refuse('NOT_GRANTED', 'not-granted', notGrantedMessage(source, skill.name, script, caller === 'any-caller' ? undefined : caller));
   const interpreter = ctx.platform.interpreters.get(declared.interpreter);
@@ -226,9 +231,13 @@ export async function deriveRun(ctx: DeriveContext, skillName: string, script: s
   // Security: the environments are verified against their manifests now, for every preview and run.
   const deps = await planDeps(ctx.deps, interpreterPaths(ctx), skill.name, content.runDir ?? skill.realDir, requirements);
   if (!deps.ok) return { ok: false, code: 'DEPS_MISSING', reason: 'deps-missing', message: deps.why, deps: deps.infos };
+  // Security: refused at a level without the run's own proxy, and SECRET_MISSING before any approval.
+  const secretsPlan = planSecrets({ env: ctx.env, caller, granted: grant.secrets, egress, isolation: ctx.platform.isolation, what: `${skill.name}/${script}` });
+  if (!secretsPlan.ok) return refuse(secretsPlan.code, secretsPlan.reason, secretsPlan.message);
   // Inside bubblewrap PATH is the sandbox's own (buildSpawn): a placeholder keeps the names equal.
   const built = buildScriptEnv(ctx.env, grant.env, { ...egress.env, ...(usesBwrap(ctx.platform) ? { ...SANDBOX_PLACEHOLDERS, PATH: '(sandbox)' } : SANDBOX_PLACEHOLDERS) });
-  built.names = [...built.names, ...Object.keys(depsVariables(deps.run, usesBwrap(ctx.platform)))].sort();
+  // Each bound secret's variable holds its placeholder (sandbox/spawn.ts): named like any other.
+  built.names = [...built.names, ...Object.keys(depsVariables(deps.run, usesBwrap(ctx.platform))), ...grant.secrets.map((s) => s.name)].sort();
   const willRun: WillRun = {
     skill: skill.name,
     interpreter: declared.interpreter,
@@ -259,9 +268,14 @@ export async function deriveRun(ctx: DeriveContext, skillName: string, script: s
     if (egressWarning !== '') willRun.egressWarning = egressWarning;
     if (egress.note !== undefined) willRun.egressNote = egress.note;
   }
-  // Issue 30: filled by the secrets rooms (runner/secrets/); none yet.
-  const secrets: SecretBinding[] = [];
-  const redact: RedactionValue[] = [];
+  if (grant.secrets.length > 0) {
+    willRun.secrets = shownSecrets(grant.secrets);
+    const warning = source.kind === 'declaration' ? secretsSelfGrantWarning(grant.secrets) : undefined;
+    if (warning !== undefined) willRun.secretsWarning = warning;
+  }
+  if (grant.secretsNotBound.length > 0) willRun.secretsNotBound = grant.secretsNotBound;
+  const secrets: SecretBinding[] = secretsPlan.bindings;
+  const redact: RedactionValue[] = secretsPlan.redact;
   return {
     ok: true,
     // A copy holds every served path as a regular file: the script runs under its declared path there.

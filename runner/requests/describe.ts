@@ -42,6 +42,9 @@ export async function describeRunner(ctx: DeriveContext, environ: ScrubResult, r
         if (willRun.egressWarning !== undefined) info.egressWarning = willRun.egressWarning;
         if (willRun.egressNote !== undefined) info.egressNote = willRun.egressNote;
         if (willRun.deps !== undefined) info.deps = willRun.deps;
+        if (willRun.secrets !== undefined) info.secrets = willRun.secrets;
+        if (willRun.secretsNotBound !== undefined) info.secretsNotBound = willRun.secretsNotBound;
+        if (willRun.secretsWarning !== undefined) info.secretsWarning = willRun.secretsWarning;
         infos.push(info);
       } else {
         infos.push({ ...base, granted: derived.code !== 'NOT_GRANTED', runnable: false, why: derived.message, envNames: [], envNotSet: [], ...(derived.deps?.length ? { deps: derived.deps } : {}) });

@@ -137,7 +137,7 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
       if (mountFailed !== undefined) return reject('sandbox-failed', 'SANDBOX_UNAVAILABLE', `the run's workspace could not be mounted with its size cap (${mountFailed}); nothing was run`, { token_id: tokenId });
       return reject('sandbox-failed', 'INTERNAL', `the runner could not write the run's workspace (${(error as NodeJS.ErrnoException).code ?? 'error'}); nothing was run — check the scratch directory's free space`, { token_id: tokenId });
     }
-    if (proxied) proxy = await openRunProxy({ socketPath: egressSocketPath(scratch), uid, entries: plan.egress.entries, audit: deps.audit, runId: slot.runId });
+    if (proxied) proxy = await openRunProxy({ socketPath: egressSocketPath(scratch), uid, entries: plan.egress.entries, audit: deps.audit, runId: slot.runId, secrets: plan.secrets });
     // Security: a root runner caps and ends the run by its own cgroup (every page counted, every task killed).
     const { cgroups } = deps.ctx.platform;
     if (cgroups) {
@@ -160,6 +160,8 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
       memory_bytes: plan.willRun.memoryBytes, uid: uid ?? process.getuid!(), script_sha256: plan.willRun.content.script, files_sha256: plan.willRun.content.files,
       ...(plan.egress.entries.length > 0 ? { egress: plan.egress.entries, egress_mode: plan.egress.mode } : {}),
       ...(plan.willRun.deps ? { deps: plan.willRun.deps.map((d) => `${d.kind}:${d.digest}`) } : {}),
+      // Names and hosts only: never a value or a placeholder.
+      ...(plan.secrets.length > 0 ? { secrets: plan.secrets.map((s) => ({ name: s.name, hosts: [...s.hosts] })) } : {}),
       ...(inputs.files.length > 0 ? { inputs: inputs.files } : {}),
       ...(inputs.stdin ? { stdin_bytes: inputs.stdin.size, stdin_sha256: inputs.stdin.sha256 } : {}),
       client: slot.client, queued_ms: slot.lease?.waitedMs ?? 0, runs_in_progress: admission.running,

@@ -151,7 +151,10 @@ export function buildSpawn(plan: RunPlan, platform: Platform, sourceEnv: Readonl
   };
   const built = buildScriptEnv(sourceEnv, plan.grantedEnv, overrides);
   // The runner's own variables for the environments (never grantable, never from the host).
-  const env = { ...built.env, ...depsVariables(plan.deps, sandboxed) };
+  const env: Record<string, string> = { ...built.env, ...depsVariables(plan.deps, sandboxed) };
+  // Security: a secret's variable holds its run's placeholder, never the value (runner/secrets/);
+  // the proxy alone swaps it in, and only for the secret's hosts.
+  for (const secret of plan.secrets) env[secret.name] = secret.placeholder;
   const names = Object.keys(env).sort();
   const cpuSeconds = Math.ceil(plan.willRun.timeoutMs / 1000) + 1;
   const { prlimit, setpriv, unshare, sh, mount, bwrap } = platform.tools;

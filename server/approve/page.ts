@@ -80,11 +80,12 @@ export function previewTable(willRun: WillRun): string {
     row('timeout', `${Math.round(willRun.timeoutMs / 1000)} s`),
     row('memory cap', escapeHtml(formatBytes(willRun.memoryBytes))),
   ];
+  if (willRun.secrets?.length || willRun.secretsNotBound?.length) rows.push(row('secrets', secretsCell(willRun)));
   if (willRun.deps?.length) rows.push(row('packages', willRun.deps.map((d) => `${escapeHtml(d.kind)} ${code(`sha256:${d.digest}`)}`).join('<br>')));
   const warnings = [
     willRun.isolation === 'same-uid' ? 'No sandbox here: the script runs as the server\'s own user, with its files and its network.' : undefined,
     willRun.envNotSet?.length ? `Granted but not set here: ${willRun.envNotSet.join(', ')}` : undefined,
-    willRun.envWarning, willRun.egressNote, willRun.egressWarning,
+    willRun.envWarning, willRun.egressNote, willRun.egressWarning, willRun.secretsWarning,
   ].filter((w): w is string => w !== undefined && w !== '');
   return `<table id="preview">${rows.join('')}</table>${warnings.map((w) => `<p class="warn">Warning: ${escapeHtml(w)}</p>`).join('')}`;
 }
@@ -94,6 +95,13 @@ function inputsCell(willRun: WillRun): string {
   if (inputs === undefined || (inputs.files.length === 0 && !inputs.stdin)) return '(none: the script starts in an empty workspace)';
   const lines = inputs.files.map((f) => `${code(f.path)} (${f.size} bytes, ${code(`sha256:${f.sha256}`)})`);
   if (inputs.stdin) lines.push(`stdin: ${inputs.stdin.size} bytes, ${code(`sha256:${inputs.stdin.sha256}`)}`);
+  return lines.join('<br>');
+}
+
+/** Each secret by name, hosts and header (never a value): the run's proxy adds it, the script holds a placeholder. */
+function secretsCell(willRun: WillRun): string {
+  const lines = (willRun.secrets ?? []).map((s) => `${code(s.name)}: sent only to ${s.hosts.map(code).join(', ')} as ${code(`${s.header}: ${s.format}`)} by the run's proxy (the script holds a placeholder, never the value)`);
+  for (const s of willRun.secretsNotBound ?? []) lines.push(`${code(s.name)}: not given to this run (${escapeHtml(s.why)})`);
   return lines.join('<br>');
 }
 

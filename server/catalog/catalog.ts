@@ -251,7 +251,7 @@ export class Catalog {
     this.#grantProblems = deadGrantRows(this.grant, (name) => {
       const record = this.#records.get(name);
       return record ? (record.declaration?.run ?? []) : undefined;
-    }, (name) => this.#records.get(name)?.declaration?.egress ?? []).map((dead) => ({ path: `MCP_SKILL_RUN/${dead.row.skill}/${dead.row.script}`, reason: 'grant' as const, detail: dead.why }));
+    }, (name) => this.#records.get(name)?.declaration?.egress ?? [], (name) => this.#records.get(name)?.declaration?.secrets ?? []).map((dead) => ({ path: `MCP_SKILL_RUN/${dead.row.skill}/${dead.row.script}`, reason: 'grant' as const, detail: dead.why }));
   }
 
   /** Files in the operator's folder that declare no served skill: reported, never silently ignored. */

@@ -131,7 +131,13 @@ export async function skillList(front: FrontContext, request: ListRequest = {}):
       else if (!grant.granted || info?.granted === false) {
         ungrantedScripts.push({ script, interpreter, why: catalog.grant.kind === 'hosted-default' ? 'hosted mode grants nothing without MCP_SKILL_RUN' : grantedToOthers(catalog.grant, record.name, script) ? 'granted by MCP_SKILL_RUN to other identities, not to you' : 'not granted by MCP_SKILL_RUN' });
       } else if (!described) unavailableScripts.push({ script, interpreter, why: runnerWhy });
-      else if (!info?.runnable) unavailableScripts.push({ script, interpreter, why: info?.why ?? 'the runner does not find this script', ...(info?.deps !== undefined ? { deps: info.deps } : {}) });
+      else if (!info?.runnable) {
+        unavailableScripts.push({
+          script, interpreter, why: info?.why ?? 'the runner does not find this script', ...(info?.deps !== undefined ? { deps: info.deps } : {}),
+          // What it would send where, had it run (names and hosts only).
+          ...(grant.secrets.length > 0 ? { secrets: grant.secrets.map(({ name, hosts, header, format }) => ({ name, hosts, header, format })) } : {}),
+        });
+      }
       else if (differs !== undefined) unavailableScripts.push({ script, interpreter, why: differs });
       else {
         scripts.push({
@@ -142,6 +148,10 @@ export async function skillList(front: FrontContext, request: ListRequest = {}):
           ...(info.egressWarning !== undefined ? { egressWarning: info.egressWarning } : {}),
           ...(info.egressNote !== undefined ? { egressNote: info.egressNote } : {}),
           ...(info.deps !== undefined ? { deps: info.deps } : {}),
+          // Names, hosts and how each is sent: never a value.
+          ...(info.secrets !== undefined ? { secrets: info.secrets } : {}),
+          ...(info.secretsNotBound !== undefined ? { secretsNotBound: info.secretsNotBound } : {}),
+          ...(info.secretsWarning !== undefined ? { secretsWarning: info.secretsWarning } : {}),
         });
       }
     }

@@ -86,9 +86,18 @@ function describeRun(willRun: WillRun): string {
     : willRun.egressNote ? `declared ${egress.join(', ')} (see the warning below)` : `only ${egress.join(', ')}, through the run's own proxy`;
   lines.push(`network: ${network}`);
   if (willRun.egressNote) lines.push(`WARNING: ${willRun.egressNote}`);
+  lines.push(...describeSecrets(willRun));
   if (willRun.deps?.length) lines.push(`packages: ${willRun.deps.map((d) => `${d.kind} environment ${shortDigest(d.digest)} (installed by the operator, read-only, checked against its manifest)`).join(', ')}`);
   if (willRun.egressWarning) lines.push(`WARNING: ${willRun.egressWarning}`);
+  if (willRun.secretsWarning) lines.push(`WARNING: ${willRun.secretsWarning}`);
   return lines.join('\n');
+}
+
+/** The secret lines of a preview: each by name, hosts and header, never a value (docs/secrets.md). */
+function describeSecrets(willRun: WillRun): string[] {
+  const lines = (willRun.secrets ?? []).map((s) => `secret ${s.name}: sent only to ${s.hosts.join(', ')} as ${s.header}: ${s.format} by the run's proxy; the script holds a placeholder, never the value`);
+  for (const s of willRun.secretsNotBound ?? []) lines.push(`secret ${s.name}: not given to this run (${s.why})`);
+  return lines;
 }
 
 /** The input lines of a preview: each file by name, size and a short digest, then stdin. */
