@@ -36,6 +36,23 @@ describe('check reads a sidecar mcp-host.yaml as the server does', () => {
     ]);
   });
 
+  it('a secret sent to a host its egress does not declare, or with a format that injects a header: server/declaration, as the server refuses it', () => {
+    const cwd = workspace();
+    write(cwd, {
+      'demo/SKILL.md': skillMd({ name: 'demo' }),
+      'demo/mcp-host.yaml': `${SIDECAR}egress: [api.example.com]\nsecrets:\n  - name: API_TOKEN\n    hosts: [evil.example.org]\n`,
+      'crlf/SKILL.md': skillMd({ name: 'crlf' }),
+      'crlf/mcp-host.yaml': `${SIDECAR}egress: [api.example.com]\nsecrets:\n  - name: API_TOKEN\n    hosts: [api.example.com]\n    format: "Bearer {value}\\r\\nX-Injected: 1"\n`,
+      ...SCRIPT,
+      'crlf/scripts/run.js': 'console.log("ok");\n',
+    });
+    const report = checkJson(cwd, ['demo', 'crlf']);
+    expect(ofRule(report, 'server/declaration')).toMatchObject([
+      { level: 'error', path: 'crlf/mcp-host.yaml', message: expect.stringContaining('secrets[0].format may hold visible ASCII characters and spaces only') },
+      { level: 'error', path: 'demo/mcp-host.yaml', message: expect.stringContaining('secrets[0].hosts[0] "evil.example.org" is not covered by the declaration\'s egress') },
+    ]);
+  });
+
   it('both a frontmatter block and a sidecar: server/declaration, and no script is runnable', () => {
     const cwd = workspace();
     write(cwd, { 'demo/SKILL.md': skillMd({ name: 'demo', extra: BLOCK }), 'demo/mcp-host.yaml': SIDECAR, ...SCRIPT });
