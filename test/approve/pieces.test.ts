@@ -122,6 +122,22 @@ describe('page', () => {
     });
   });
 
+  test('the secrets row names each secret, its hosts and header (escaped), never a value; one not bound says why', async () => {
+    const m = minted(Date.now() + 60_000);
+    const willRun = {
+      ...m.willRun,
+      secrets: [{ name: 'API_TOKEN', hosts: ['api.example.com', '*.example.org'], header: 'X-Api-Key', format: '<b>{value}</b>' }],
+      secretsNotBound: [{ name: 'OTHER', why: 'not granted: <i>no row</i>' }],
+      secretsWarning: 'No owner grant (standalone): <u>x</u>',
+    };
+    const text = await approvalPage({ id: 'i'.repeat(43), willRun, hash: 'h', csrf: 'c', requester: 'alice', viewer: 'alice', expiresAt: m.expiresAt }).text();
+    expect(text).toContain('<th>secrets</th>');
+    expect(text).toContain('<code>API_TOKEN</code>: sent only to <code>api.example.com</code>, <code>*.example.org</code> as <code>X-Api-Key: &lt;b&gt;{value}&lt;/b&gt;</code>');
+    expect(text).toContain('<code>OTHER</code>: not given to this run (not granted: &lt;i&gt;no row&lt;/i&gt;)');
+    expect(text).toContain('Warning: No owner grant (standalone): &lt;u&gt;x&lt;/u&gt;');
+    expect(text).not.toContain('<b>{value}');
+  });
+
   test('cookie parsing takes the named cookie only', () => {
     expect(cookieValue('a=1; skill_mcp_approver=x.y; b=2', 'skill_mcp_approver')).toBe('x.y');
     expect(cookieValue('xskill_mcp_approver=1', 'skill_mcp_approver')).toBeUndefined();

@@ -209,6 +209,29 @@ describe.skipIf(!bwrapWorks)('a secret without a value', () => {
   });
 });
 
+describe.skipIf(!bwrapWorks)('a client that shows a prompt', () => {
+  test('the elicitation names the secret, its hosts and header and the standalone warning, never the value; approving runs it', async () => {
+    const asked: string[] = [];
+    const served = await serve({ SKILLS_DIR: root, SKILL_MCP_STATE_DIR: join(tempDir('state'), 'state'), SKILL_MCP_SECRET_API_TOKEN: VALUE }, ERAS[1]!, {
+      onElicit: (params) => {
+        asked.push(params.message);
+        return { action: 'accept', content: {} };
+      },
+    });
+    try {
+      const ran = await callTool(served.client, 'skill_run', { name: 'keyed', script: 'show.js', args: [] });
+      expect(ran.value['status'], ran.text).toBe('completed');
+      expect(asked).toHaveLength(1);
+      expect(asked[0]).toContain("secret API_TOKEN: sent only to api.example.com as Authorization: Bearer {value} by the run's proxy; the script holds a placeholder, never the value");
+      expect(asked[0]).toContain('WARNING: No owner grant (standalone): the run\'s proxy sends your secret values (API_TOKEN to api.example.com)');
+      expect(asked[0]).not.toContain(VALUE);
+      expect(JSON.parse(String(ran.value['stdout'])).var).toMatch(PLACEHOLDER);
+    } finally {
+      await served.close();
+    }
+  });
+});
+
 describe.skipIf(!bwrapWorks)('the approval binds the bindings', () => {
   test('a declared secret\'s hosts changing between the preview and the run is DRAFT_CHANGED, with a fresh preview of the new hosts; nothing ran', async () => {
     const skills = tempDir('secrets-switch');
