@@ -7,11 +7,11 @@
  * name in SKILL_MCP_SECRETS_SHARED. (That each value reaches its API is the injecting proxy's
  * test; which value each subject gets is test/runner/secrets-source.test.ts.) Needs bubblewrap.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { bwrapWorks } from '../levels.js';
-import { startRunner, tempDir, text, uidRange, writeSkills, type RunnerHandle } from './harness.js';
+import { auditLines, startRunner, tempDir, text, uidRange, writeSkills, type RunnerHandle } from './harness.js';
 
 const PLACEHOLDER = /^skill-mcp-placeholder-[0-9a-f]{32}$/;
 const VALUES = { alice: 'alice-token-0000000001', bob: 'bob-token-00000000002', operator: 'operator-token-000003' };
@@ -86,6 +86,19 @@ describe.skipIf(!bwrapWorks)('hosted: each verified identity gets its own value'
   test('with the name in SKILL_MCP_SECRETS_SHARED carol runs (on the operator\'s value); alice still runs', async () => {
     expect((await runAs(shared, 'carol')).stdout).toMatch(PLACEHOLDER);
     expect((await runAs(shared, 'alice')).stdout).toMatch(PLACEHOLDER);
+  });
+
+  test('the audit names the secrets by name and hosts only, and every line (run.accept\'s secrets, the secret-missing refusals) fits docs/audit.schema.json', async () => {
+    type Validator = ((value: unknown) => boolean) & { errors?: unknown };
+    const mod = (await import('ajv/dist/2020.js')) as unknown as { default: new (options: object) => { compile(schema: object): Validator } };
+    const validate = new mod.default({ strict: false }).compile(JSON.parse(readFileSync(join(import.meta.dirname, '../../docs/audit.schema.json'), 'utf8')) as object);
+    const lines = auditLines(runner.stateDir);
+    expect(lines.filter((l) => l['event'] === 'run.accept').map((l) => l['secrets'])).toContainEqual([{ name: 'API_TOKEN', hosts: ['api.example.com'] }]);
+    expect(lines).toContainEqual(expect.objectContaining({ event: 'run.prepare', refused: 'secret-missing', requester: 'carol' }));
+    for (const line of lines) expect({ line, ok: validate(line), errors: validate.errors ?? null }).toMatchObject({ ok: true });
+    const text = readFileSync(join(runner.stateDir, 'audit.log'), 'utf8');
+    for (const v of Object.values(VALUES)) expect(text).not.toContain(v);
+    expect(text).not.toMatch(/skill-mcp-placeholder-/);
   });
 
   test('a caller without an identity gets the operator\'s value', async () => {
