@@ -80,12 +80,11 @@ try {
   const file = Buffer.from(randomBytes(12 * 1024).toString('base64'));
   const typical = () => {
     const redaction = new RunRedaction([values[0]]);
-    for (const stream of [stdout, stderr]) {
+    for (const stream of [stdout, stderr, file]) {
       const r = redaction.stream();
       r.push(stream);
       r.end(false);
     }
-    redaction.bytes(file);
     redaction.text('out/result.json');
     redaction.text('out/chart.png');
     return redaction.summary();

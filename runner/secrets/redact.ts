@@ -174,12 +174,6 @@ export class RunRedaction {
     return Buffer.concat([...r.push(Buffer.from(text, 'utf8')), ...r.end()]).toString('utf8');
   }
 
-  /** Bytes the run returns (a file's), redacted whole; the same bytes when nothing is searched. */
-  bytes(bytes: Buffer): Buffer {
-    const r = this.stream();
-    return r === undefined ? bytes : Buffer.concat([...r.push(bytes), ...r.end()]);
-  }
-
   summary(): RedactionSummary {
     const names = [...this.counts].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([name, count]) => ({ name, count }));
     return { count: names.reduce((n, e) => n + e.count, 0), names, ...(this.notSearched.length > 0 ? { notSearched: this.notSearched } : {}) };

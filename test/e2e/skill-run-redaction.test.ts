@@ -1,19 +1,21 @@
 /**
  * Redaction, the second wall (issue 30 item 5), as the client sees it: the SDK's real Client over
- * stdio, the built bin and its own runner, at whatever level this machine gives. A legacy `env`
- * secret (declared `secret: true`, granted, set in the runner's environment) that a hostile script
- * prints raw, base64, base64url, hex and URL-encoded to stdout and stderr, writes into a returned
- * file and uses as a file name comes back as `[secret:NAME]` in each place, and the result counts
- * the occurrences by name; a value straddling the output cap leaks no prefix; a value spelled into
- * a destination reaches neither the audit log nor the result (at the levels with a proxy). The audit
- * log never holds the value in any spelling, and its stdout digest is that of the redacted bytes.
- * Network: only the run's own proxy (a refused CONNECT; nothing leaves the machine).
+ * stdio, the built bin and its own runner, at whatever level this machine gives (as root, also with
+ * the front and runner dropped to an ordinary uid). A legacy `env` secret (declared `secret: true`,
+ * granted, set in the runner's environment) that a hostile script prints raw, base64, base64url, hex
+ * and URL-encoded to stdout and stderr, writes into a returned file and uses as a file name comes
+ * back as `[secret:NAME]` in each place, and the result counts the occurrences by name; a value
+ * straddling the output cap leaks no prefix; a value spelled into a destination reaches neither the
+ * audit log nor the result (at the levels with a proxy). The audit log never holds the value in any
+ * spelling, and its stdout digest is that of the redacted bytes. Network: only the run's own proxy
+ * (a refused CONNECT; nothing leaves the machine).
  */
 import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hasBwrap } from '../levels.js';
+import { execFileSync } from 'node:child_process';
+import { expectedLevel, hasBwrap, isRoot } from '../levels.js';
 import { ERAS, expectNoLeftovers, serve, tempDir, type Served } from './harness.js';
 import { askToken, audit } from './run-skills.js';
 
@@ -89,116 +91,136 @@ interface Ran {
   isolation: string;
 }
 
-let served: Served;
-let stateDir: string;
-
-beforeAll(async () => {
-  const root = tempDir('redaction');
-  writeSkill(root);
-  stateDir = join(tempDir('redaction-state'), 'state');
-  served = await serve({ SKILLS_DIR: root, SKILL_MCP_STATE_DIR: stateDir, MCP_CONFIRM_ELICITATION: 'off', LEAKY_API_KEY: KEY, LEAKY_PLAIN: PLAIN }, ERAS[1]!);
-}, 60_000);
-afterAll(async () => {
-  await served?.close();
-  await expectNoLeftovers();
-});
-
-async function run(script: string): Promise<Ran> {
-  const preview = await askToken(served.client, { name: 'leaky', script });
-  const result = await served.client.callTool({ name: 'skill_run', arguments: { name: 'leaky', script, args: [], confirmToken: preview.confirmToken } });
-  const value = result.structuredContent as Record<string, unknown>;
-  expect(value['status'], JSON.stringify(value)).toBe('completed');
-  const content = result.content as ({ type: 'text'; text: string } | Resource)[];
-  const texts = content.filter((c) => c.type === 'text').map((c) => (c as { text: string }).text);
-  const resources = content.filter((c): c is Resource => c.type === 'resource');
-  return { value, texts, resources, all: JSON.stringify(result), isolation: preview.preview.willRun.isolation };
-}
-
 /** Fails naming the spelling when any of the value's spellings is in `text`. */
 function expectNoSpelling(text: string, where: string): void {
   for (const [form, spelled] of Object.entries(SPELLED)) expect(text.includes(spelled), `${form} spelling in ${where}`).toBe(false);
 }
 
-/** Every audit file the runner wrote, as raw text. */
-function auditText(): string {
-  return readdirSync(stateDir).filter((n) => n.startsWith('audit')).map((n) => readFileSync(join(stateDir, n), 'latin1')).join('\n');
-}
+/**
+ * The runner as this test's own uid (as root: a per-run uid), and as root also a front and runner
+ * dropped to an ordinary uid, whose level is `namespace` with bubblewrap (`same-uid` without).
+ */
+const VARIANTS: { name: string; uid: number | undefined }[] = [
+  { name: `a runner as this test's uid (${expectedLevel(isRoot)})`, uid: undefined },
+  ...(isRoot ? [{ name: `a runner as an ordinary uid (${expectedLevel(false)})`, uid: 40212 }] : []),
+];
 
-describe('attack: a script prints its legacy env secret in every spelling', () => {
-  let ran: Ran;
+let root: string;
+beforeAll(() => {
+  root = tempDir('redaction');
+  writeSkill(root);
+});
+afterAll(async () => {
+  await expectNoLeftovers();
+});
+
+describe.each(VARIANTS)('redaction, $name', (variant) => {
+  let served: Served;
+  let stateDir: string;
+
   beforeAll(async () => {
-    ran = await run('leak.py');
-  }, 120_000);
-
-  it('stdout and stderr carry [secret:NAME] in each spelling; the variable not marked secret is untouched', () => {
-    for (const stream of ['stdout', 'stderr']) {
-      const lines = String(ran.value[stream]).trimEnd().split('\n');
-      expect(lines.map((l) => l.split('=')[0])).toEqual(['raw', 'base64', 'base64url', 'hex', 'HEX', 'url', 'form', 'plain']);
-      for (const line of lines.slice(0, 7)) expect(line, `${stream}: ${line}`).toMatch(/^[a-zA-Z0-9]+=.{0,3}\[secret:LEAKY_API_KEY\].{0,3}$/);
-      expect(lines[7]).toBe(`plain=${PLAIN}`);
-    }
+    const own = tempDir('redaction-front');
+    stateDir = join(own, 'state');
+    if (variant.uid !== undefined) execFileSync('chown', ['-R', `${variant.uid}:${variant.uid}`, own]);
+    served = await serve({ SKILLS_DIR: root, SKILL_MCP_STATE_DIR: stateDir, HOME: own, TMPDIR: own, MCP_CONFIRM_ELICITATION: 'off', LEAKY_API_KEY: KEY, LEAKY_PLAIN: PLAIN }, ERAS[1]!,
+      variant.uid !== undefined ? { spawnPrefix: ['setpriv', `--reuid=${variant.uid}`, `--regid=${variant.uid}`, '--clear-groups'] } : {});
+  }, 60_000);
+  afterAll(async () => {
+    await served?.close();
   });
 
-  it('a returned file\'s bytes and a file named after the value are redacted, with the digests of what is returned', () => {
-    const files = ran.value['files'] as { path: string; size: number; sha256: string }[];
-    expect(files.map((f) => f.path).sort()).toEqual(['out/[secret:LEAKY_API_KEY].txt', 'out/leak.txt']);
-    const leak = ran.resources.find((r) => r.resource.uri.endsWith('/out/leak.txt'))!;
-    expect(leak.resource.text).toBe(String(ran.value['stdout']));
-    const listed = files.find((f) => f.path === 'out/leak.txt')!;
-    expect(listed).toEqual({ path: 'out/leak.txt', size: Buffer.byteLength(leak.resource.text!), sha256: sha(leak.resource.text!) });
-    expect(ran.resources.map((r) => decodeURIComponent(r.resource.uri.split('/').pop()!)).sort()).toEqual(['[secret:LEAKY_API_KEY].txt', 'leak.txt']);
+  async function run(script: string): Promise<Ran> {
+    const preview = await askToken(served.client, { name: 'leaky', script });
+    const result = await served.client.callTool({ name: 'skill_run', arguments: { name: 'leaky', script, args: [], confirmToken: preview.confirmToken } });
+    const value = result.structuredContent as Record<string, unknown>;
+    expect(value['status'], JSON.stringify(value)).toBe('completed');
+    const content = result.content as ({ type: 'text'; text: string } | Resource)[];
+    const texts = content.filter((c) => c.type === 'text').map((c) => (c as { text: string }).text);
+    const resources = content.filter((c): c is Resource => c.type === 'resource');
+    return { value, texts, resources, all: JSON.stringify(result), isolation: preview.preview.willRun.isolation };
+  }
+
+  /** Every audit file the runner wrote, as raw text. */
+  function auditText(): string {
+    return readdirSync(stateDir).filter((n) => n.startsWith('audit')).map((n) => readFileSync(join(stateDir, n), 'latin1')).join('\n');
+  }
+
+  describe('attack: a script prints its legacy env secret in every spelling', () => {
+    let ran: Ran;
+    beforeAll(async () => {
+      ran = await run('leak.py');
+    }, 120_000);
+
+    it('stdout and stderr carry [secret:NAME] in each spelling; the variable not marked secret is untouched', () => {
+      for (const stream of ['stdout', 'stderr']) {
+        const lines = String(ran.value[stream]).trimEnd().split('\n');
+        expect(lines.map((l) => l.split('=')[0])).toEqual(['raw', 'base64', 'base64url', 'hex', 'HEX', 'url', 'form', 'plain']);
+        for (const line of lines.slice(0, 7)) expect(line, `${stream}: ${line}`).toMatch(/^[a-zA-Z0-9]+=.{0,3}\[secret:LEAKY_API_KEY\].{0,3}$/);
+        expect(lines[7]).toBe(`plain=${PLAIN}`);
+      }
+    });
+
+    it('a returned file\'s bytes and a file named after the value are redacted, with the digests of what is returned', () => {
+      const files = ran.value['files'] as { path: string; size: number; sha256: string }[];
+      expect(files.map((f) => f.path).sort()).toEqual(['out/[secret:LEAKY_API_KEY].txt', 'out/leak.txt']);
+      const leak = ran.resources.find((r) => r.resource.uri.endsWith('/out/leak.txt'))!;
+      expect(leak.resource.text).toBe(String(ran.value['stdout']));
+      const listed = files.find((f) => f.path === 'out/leak.txt')!;
+      expect(listed).toEqual({ path: 'out/leak.txt', size: Buffer.byteLength(leak.resource.text!), sha256: sha(leak.resource.text!) });
+      expect(ran.resources.map((r) => decodeURIComponent(r.resource.uri.split('/').pop()!)).sort()).toEqual(['[secret:LEAKY_API_KEY].txt', 'leak.txt']);
+    });
+
+    it('the result counts every occurrence by name, in structuredContent and in words', () => {
+      // 7 spellings in stdout, stderr and the file, and the file's name.
+      expect(ran.value['redaction']).toEqual({ count: 22, names: [{ name: 'LEAKY_API_KEY', count: 22 }] });
+      expect(JSON.parse(ran.texts[0]!)).toEqual(ran.value);
+      expect(ran.texts.find((t) => t.startsWith('redacted:'))).toBe('redacted: 22 occurrences of secret values (LEAKY_API_KEY ×22) in what the run returned, each replaced by [secret:NAME].');
+    });
+
+    it('nothing the model can read holds the value in any spelling', () => {
+      expectNoSpelling(ran.all, 'the tool result');
+      for (const r of ran.resources) expectNoSpelling(r.resource.blob ? Buffer.from(r.resource.blob, 'base64').toString('latin1') : r.resource.text!, r.resource.uri);
+    });
+
+    it('the audit log counts the redactions, digests the redacted stdout, and never holds the value', () => {
+      const exit = audit(stateDir).find((l) => l.event === 'run.exit' && l.run_id === ran.value['runId'])!;
+      expect(exit).toMatchObject({ redacted: 22, redacted_names: { LEAKY_API_KEY: 22 }, stdout_sha256: sha(String(ran.value['stdout'])) });
+      expect((exit['outputs'] as { path: string }[]).map((o) => o.path).sort()).toEqual(['out/[secret:LEAKY_API_KEY].txt', 'out/leak.txt']);
+      expectNoSpelling(auditText(), 'the audit log');
+    });
   });
 
-  it('the result counts every occurrence by name, in structuredContent and in words', () => {
-    // 7 spellings in stdout, stderr and the file, and the file's name.
-    expect(ran.value['redaction']).toEqual({ count: 22, names: [{ name: 'LEAKY_API_KEY', count: 22 }] });
-    expect(JSON.parse(ran.texts[0]!)).toEqual(ran.value);
-    expect(ran.texts.find((t) => t.startsWith('redacted:'))).toBe('redacted: 22 occurrences of secret values (LEAKY_API_KEY ×22) in what the run returned, each replaced by [secret:NAME].');
+  describe('attack: a value straddling the output cap', () => {
+    it('no prefix of the value comes back; the cut and what was held back are said', async () => {
+      const ran = await run('cap.py');
+      const stdout = String(ran.value['stdout']);
+      expect(ran.value).toMatchObject({ truncated: true, stdoutBytes: CAP - 10 + KEY.length + 1 });
+      expect(/^x+$/.test(stdout)).toBe(true);
+      const held = (ran.value['redaction'] as { heldBack?: { stdout: number; stderr: number } }).heldBack!;
+      // What was held back covers the 10 bytes of the value before the cap, and no more came back than the rest.
+      expect(held.stdout).toBeGreaterThanOrEqual(10);
+      expect(stdout.length).toBe(CAP - held.stdout);
+      expect(ran.value['redaction']).toMatchObject({ count: 0, names: [] });
+      expect(ran.texts.find((t) => t.startsWith('At the output cap'))).toBe(`At the output cap, ${held.stdout} bytes of stdout just before the cut were dropped (a secret value could have begun there).`);
+      expect(stdout.includes(KEY.slice(0, 3))).toBe(false);
+      const exit = audit(stateDir).find((l) => l.event === 'run.exit' && l.run_id === ran.value['runId'])!;
+      expect(exit).toMatchObject({ truncated: true, stdout_held_back: held.stdout, stderr_held_back: 0, stdout_sha256: sha(stdout) });
+      expectNoSpelling(auditText(), 'the audit log');
+    }, 120_000);
   });
 
-  it('nothing the model can read holds the value in any spelling', () => {
-    expectNoSpelling(ran.all, 'the tool result');
-    for (const r of ran.resources) expectNoSpelling(r.resource.blob ? Buffer.from(r.resource.blob, 'base64').toString('latin1') : r.resource.text!, r.resource.uri);
+  describe('attack: a value spelled into a destination', () => {
+    it('the proxy\'s refusal reaches the result and the audit log with the value redacted (levels with a proxy)', async (ctx) => {
+      const ran = await run('connect.py');
+      if (!hasBwrap(ran.isolation as never)) ctx.skip(`level ${ran.isolation} has no per-run proxy`);
+      expect(String(ran.value['stdout']).trim()).toBe('HTTP/1.1 403 Forbidden');
+      const egress = ran.value['egress'] as { refused: { host: string; port: number; reason: string }[] };
+      expect(egress.refused).toEqual([{ host: '[secret:LEAKY_API_KEY].example', port: 443, reason: 'not-allowed', count: 1 }]);
+      expect(ran.value['redaction']).toEqual({ count: 1, names: [{ name: 'LEAKY_API_KEY', count: 1 }] });
+      const line = audit(stateDir).find((l) => l.event === 'egress' && l.run_id === ran.value['runId'])!;
+      expect(line).toMatchObject({ destination: '[secret:LEAKY_API_KEY].example:443', decision: 'refused' });
+      expectNoSpelling(ran.all, 'the tool result');
+      expectNoSpelling(auditText(), 'the audit log');
+    }, 120_000);
   });
-
-  it('the audit log counts the redactions, digests the redacted stdout, and never holds the value', () => {
-    const exit = audit(stateDir).find((l) => l.event === 'run.exit' && l.run_id === ran.value['runId'])!;
-    expect(exit).toMatchObject({ redacted: 22, redacted_names: { LEAKY_API_KEY: 22 }, stdout_sha256: sha(String(ran.value['stdout'])) });
-    expect((exit['outputs'] as { path: string }[]).map((o) => o.path).sort()).toEqual(['out/[secret:LEAKY_API_KEY].txt', 'out/leak.txt']);
-    expectNoSpelling(auditText(), 'the audit log');
-  });
-});
-
-describe('attack: a value straddling the output cap', () => {
-  it('no prefix of the value comes back; the cut and what was held back are said', async () => {
-    const ran = await run('cap.py');
-    const stdout = String(ran.value['stdout']);
-    expect(ran.value).toMatchObject({ truncated: true, stdoutBytes: CAP - 10 + KEY.length + 1 });
-    expect(/^x+$/.test(stdout)).toBe(true);
-    const held = (ran.value['redaction'] as { heldBack?: { stdout: number; stderr: number } }).heldBack!;
-    // What was held back covers the 10 bytes of the value before the cap, and no more came back than the rest.
-    expect(held.stdout).toBeGreaterThanOrEqual(10);
-    expect(stdout.length).toBe(CAP - held.stdout);
-    expect(ran.value['redaction']).toMatchObject({ count: 0, names: [] });
-    expect(ran.texts.find((t) => t.startsWith('At the output cap'))).toBe(`At the output cap, ${held.stdout} bytes of stdout just before the cut were dropped (a secret value could have begun there).`);
-    expect(stdout.includes(KEY.slice(0, 3))).toBe(false);
-    const exit = audit(stateDir).find((l) => l.event === 'run.exit' && l.run_id === ran.value['runId'])!;
-    expect(exit).toMatchObject({ truncated: true, stdout_held_back: held.stdout, stderr_held_back: 0, stdout_sha256: sha(stdout) });
-    expectNoSpelling(auditText(), 'the audit log');
-  }, 120_000);
-});
-
-describe('attack: a value spelled into a destination', () => {
-  it('the proxy\'s refusal reaches the result and the audit log with the value redacted (levels with a proxy)', async (ctx) => {
-    const ran = await run('connect.py');
-    if (!hasBwrap(ran.isolation as never)) ctx.skip(`level ${ran.isolation} has no per-run proxy`);
-    expect(String(ran.value['stdout']).trim()).toBe('HTTP/1.1 403 Forbidden');
-    const egress = ran.value['egress'] as { refused: { host: string; port: number; reason: string }[] };
-    expect(egress.refused).toEqual([{ host: '[secret:LEAKY_API_KEY].example', port: 443, reason: 'not-allowed', count: 1 }]);
-    expect(ran.value['redaction']).toEqual({ count: 1, names: [{ name: 'LEAKY_API_KEY', count: 1 }] });
-    const line = audit(stateDir).find((l) => l.event === 'egress' && l.run_id === ran.value['runId'])!;
-    expect(line).toMatchObject({ destination: '[secret:LEAKY_API_KEY].example:443', decision: 'refused' });
-    expectNoSpelling(ran.all, 'the tool result');
-    expectNoSpelling(auditText(), 'the audit log');
-  }, 120_000);
 });
