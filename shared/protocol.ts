@@ -223,6 +223,22 @@ export const egressSummarySchema = z.strictObject({
 });
 export type EgressSummary = z.infer<typeof egressSummarySchema>;
 
+/**
+ * What redaction did to a run's returns (runner/secrets/redact.ts; docs/secrets-redaction.md): how many
+ * occurrences of its secret values were replaced by `[secret:NAME]` in stdout, stderr, returned files
+ * and their names, and the destinations its proxy saw — by name, never a value.
+ */
+export const redactionSummarySchema = z.strictObject({
+  count: z.number().int().nonnegative(),
+  /** The names with at least one occurrence, sorted, each with its count. */
+  names: z.array(z.strictObject({ name: z.string(), count: z.number().int().positive() })),
+  /** Values that were not searched for: shorter than 8 bytes (guessable, and they would match ordinary text). */
+  notSearched: z.array(z.string()).optional(),
+  /** Bytes just before an output cap that were held back and dropped (a value could have begun there), per stream. */
+  heldBack: z.strictObject({ stdout: z.number().int().nonnegative(), stderr: z.number().int().nonnegative() }).optional(),
+});
+export type RedactionSummaryView = z.infer<typeof redactionSummarySchema>;
+
 export const runResultSchema = z.strictObject({
   runId: z.string(),
   exitCode: z.number().int().nullable(),
@@ -236,6 +252,9 @@ export const runResultSchema = z.strictObject({
   durationMs: z.number(),
   stdoutBytes: z.number(),
   stderrBytes: z.number(),
+  /** Per stream: what is returned is not all the script wrote (cut at the cap). Absent: `stdoutBytes` > the bytes returned says it. */
+  stdoutTruncated: z.boolean().optional(),
+  stderrTruncated: z.boolean().optional(),
   /** The run failed to allocate memory under its cap (`memoryBytes`), as its stderr reports. */
   memoryLimited: z.boolean(),
   /** Every file the run created or changed in its workspace (runner/workspace/outputs.ts). */
@@ -253,6 +272,8 @@ export const runResultSchema = z.strictObject({
   /** The workspace reached its cap (runner/workspace/capacity.ts): a write past it failed, or the run was stopped; `workspaceNote` says which. */
   workspaceFull: z.boolean().optional(),
   workspaceNote: z.string().optional(),
+  /** Only for a run with secret values (issue 30): what redaction replaced. */
+  redaction: redactionSummarySchema.optional(),
 });
 export type RunResult = z.infer<typeof runResultSchema>;
 

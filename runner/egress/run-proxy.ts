@@ -40,6 +40,8 @@ export async function openRunProxy(opts: {
   socketPath: string; uid: number | undefined; entries: readonly string[]; audit: AuditLog; runId: string; lookup?: Lookup; maxAuditLines?: number;
   /** Issue 30: the run's secrets, injected for their hosts (not yet used). */
   secrets?: readonly SecretBinding[];
+  /** Issue 30: the run's redaction of text it chose (runner/secrets/redact.ts), for what its records carry. */
+  redact?: (text: string) => string;
 }): Promise<RunProxy> {
   const maxLines = opts.maxAuditLines ?? MAX_EGRESS_AUDIT_LINES;
   const totals: RunProxyTotals = { egress_allowed: 0, egress_refused: 0, egress_unlogged: 0 };
@@ -49,7 +51,11 @@ export async function openRunProxy(opts: {
     socketPath: opts.socketPath,
     entries: parseEgressList(opts.entries),
     ...(opts.lookup ? { lookup: opts.lookup } : {}),
-    onRecord(record) {
+    onRecord(seen) {
+      // Security: the destination and method are the script's own text: a value it holds (say, as a
+      // host name's first label) must reach neither the audit log nor the result.
+      const redact = opts.redact;
+      const record = redact ? { ...seen, destination: redact(seen.destination), method: redact(seen.method) } : seen;
       if (record.decision === 'allowed') {
         totals.egress_allowed += 1;
         tally.allowed();

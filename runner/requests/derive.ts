@@ -138,6 +138,8 @@ export interface DeclaredNow {
   egress: string[];
   /** The declaration's secrets (shared/declaration-secrets.ts); empty when none. */
   secrets: DeclaredSecret[];
+  /** Variables the declaration's top-level `env` marks `secret: true` (legacy `env` secrets, issue 30). */
+  secretEnv?: string[];
   problems: string[];
   /** Where the declaration came from (absent: none applies). */
   origin?: DeclarationOrigin;
@@ -172,10 +174,12 @@ export async function declaredScripts(ctx: DeriveContext, skill: DiscoveredSkill
       return content.ok ? { ok: true, digest: content.content.digest } : { ok: false, why: content.why };
     },
   });
+  const secretEnv = (resolved.declaration?.env ?? []).filter((e) => e.secret).map((e) => e.name);
   return {
     scripts: resolved.declaration?.run ?? [],
     egress: resolved.declaration?.egress ?? [],
     secrets: resolved.declaration?.secrets ?? [],
+    ...(secretEnv.length > 0 ? { secretEnv } : {}),
     problems: resolved.problems.map((p) => p.detail),
     ...(resolved.origin ? { origin: resolved.origin } : {}),
     ...(resolved.declaration?.requirements ? { requirements: resolved.declaration.requirements } : {}),
@@ -189,7 +193,7 @@ export async function deriveRun(ctx: DeriveContext, skillName: string, script: s
   if (skill && !visibleTo(readVisibility(ctx.env as NodeJS.ProcessEnv), skill.name, caller)) return refuse('UNKNOWN_SKILL', 'unknown-skill', `no skill named ${JSON.stringify(skillName)} is served; skill_list shows the names`);
   if (!skill) return refuse('UNKNOWN_SKILL', 'unknown-skill', `no skill named ${JSON.stringify(skillName)} is served; skill_list shows the names`);
   const readContent = onceContent(content, skill);
-  const { scripts, egress: declaredEgress, secrets: declaredSecrets, origin, problems, requirements } = await declaredScripts(ctx, skill, readContent);
+  const { scripts, egress: declaredEgress, secrets: declaredSecrets, origin, problems, requirements, secretEnv } = await declaredScripts(ctx, skill, readContent);
   const declared = scripts.find((s) => s.script === script);
   // Security: only what the skill declares can run — never an arbitrary file of the bundle.
   if (!declared) {
@@ -275,7 +279,8 @@ export async function deriveRun(ctx: DeriveContext, skillName: string, script: s
   }
   if (grant.secretsNotBound.length > 0) willRun.secretsNotBound = grant.secretsNotBound;
   const secrets: SecretBinding[] = secretsPlan.bindings;
-  const redact: RedactionValue[] = secretsPlan.redact;
+  // Legacy `env` secrets the script receives, and every bound secret's value (docs/secrets-redaction.md).
+  const redact: RedactionValue[] = redactionValues(built.env, built.passed, secretEnv ?? [], secrets);
   return {
     ok: true,
     // A copy holds every served path as a regular file: the script runs under its declared path there.
@@ -283,6 +288,17 @@ export async function deriveRun(ctx: DeriveContext, skillName: string, script: s
       ? { willRun, interpreterPath: interpreter.path, realDir: content.runDir, scriptRelative: served, args, grantedEnv: grant.env, egress, grantedBy: grant.grantedBy, deps: deps.run, secrets, redact }
       : { willRun, interpreterPath: interpreter.path, realDir: skill.realDir, scriptRelative: relative(skill.realDir, resolved.real), args, grantedEnv: grant.env, egress, grantedBy: grant.grantedBy, deps: deps.run, secrets, redact },
   };
+}
+
+/**
+ * What redaction searches a run's returns for (runner/secrets/redact.ts): each legacy `env` secret
+ * the script really receives (granted, set, and marked `secret: true` by the declaration), and each
+ * bound secret's value — which never enters the sandbox, but its bound host could echo it back.
+ */
+export function redactionValues(env: Readonly<Record<string, string>>, passed: readonly string[], secretEnv: readonly string[], secrets: readonly SecretBinding[]): RedactionValue[] {
+  const marked = new Set(secretEnv);
+  const legacy = passed.filter((name) => marked.has(name) && env[name] !== undefined).map((name) => ({ name, value: env[name]! }));
+  return [...legacy, ...secrets.map((b) => ({ name: b.name, value: b.value }))];
 }
 
 /** The runner's resolved interpreters, for the environments' identities. */

@@ -10,7 +10,7 @@
 import { chownSync, mkdirSync } from 'node:fs';
 import { isSkillMcpError } from '../../shared/errors.js';
 import { MAX_STREAM_BYTES } from '../../shared/limits.js';
-import type { EgressSummary, ResultOf, RunnerRequest } from '../../shared/protocol.js';
+import type { EgressSummary, RedactionSummaryView, ResultOf, RunnerRequest } from '../../shared/protocol.js';
 import type { InputDigest, InputFile } from '../../shared/run-io.js';
 import type { TokenClaims } from '../../shared/token.js';
 import type { AuditLog } from '../audit/log.js';
@@ -19,6 +19,8 @@ import { openRunProxy } from '../egress/run-proxy.js';
 import type { RunProxy, RunProxyTotals } from '../egress/run-proxy.js';
 import { hitMemoryLimit } from '../sandbox/memory-limit.js';
 import { runProcess } from '../sandbox/process.js';
+import type { ProcessOutcome } from '../sandbox/process.js';
+import { RunRedaction } from '../secrets/redact.js';
 import { usesBwrap } from '../sandbox/platform.js';
 import { makeRunCgroup, runCgroupLimit } from '../sandbox/run-cgroup.js';
 import type { RunCgroup } from '../sandbox/run-cgroup.js';
@@ -31,7 +33,7 @@ import { workspaceFullNote } from '../workspace/capacity.js';
 import type { WorkspaceCap, WorkspaceMode, WorkspaceUsage } from '../workspace/capacity.js';
 import { mountWorkspace, unmountAll } from '../workspace/mount.js';
 import type { Unmounted } from '../workspace/mount.js';
-import { collectOutputs } from '../workspace/outputs.js';
+import { collectOutputs, MAX_WALK_ENTRIES } from '../workspace/outputs.js';
 import type { Collected } from '../workspace/outputs.js';
 import type { RunCopy } from '../workspace/run-copy.js';
 import { runFolderName } from '../workspace/scratch.js';
@@ -103,6 +105,21 @@ function outputsAudit(collected: Collected): Record<string, unknown> {
   };
 }
 
+/** What the result says about redaction: the run's tally, and what each stream held back at its cap. */
+function redactionView(redaction: RunRedaction, o: ProcessOutcome): RedactionSummaryView {
+  const held = o.heldBack !== undefined && (o.heldBack.stdout > 0 || o.heldBack.stderr > 0) ? { heldBack: o.heldBack } : {};
+  return { ...redaction.summary(), ...held };
+}
+
+/** The run.exit fields for redaction: counts by name, never a value. */
+function redactionAudit(view: RedactionSummaryView): Record<string, unknown> {
+  return {
+    redacted: view.count, redacted_names: Object.fromEntries(view.names.map((n) => [n.name, n.count])),
+    ...(view.notSearched ? { redaction_not_searched: view.notSearched } : {}),
+    ...(view.heldBack ? { stdout_held_back: view.heldBack.stdout, stderr_held_back: view.heldBack.stderr } : {}),
+  };
+}
+
 /** Runs a run whose token is spent: workspace, proxy, cgroup, accept line, spawn, reap, collect, exit line. */
 export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: RunAdmission, run: SpentRun): Promise<Answer<ResultOf<'run'>>> {
   const { req, slot, reject, copy, who, tokenId, claims, plan, inputs, files, scratch, proxied, uid, cap } = run;
@@ -111,6 +128,8 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
   let watch: WorkspaceWatch | undefined;
   let tmpfs = false;
   let accepted = false;
+  // Issue 30: every value the run could see, searched for in everything it returns (runner/secrets/redact.ts).
+  const redaction = new RunRedaction(plan.redact);
   try {
     // The run's folder holds its workspace (the cwd), at the other levels its HOME (the namespace
     // levels give the run a RAM-backed /tmp instead), and a proxied run's egress socket.
@@ -137,7 +156,7 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
       if (mountFailed !== undefined) return reject('sandbox-failed', 'SANDBOX_UNAVAILABLE', `the run's workspace could not be mounted with its size cap (${mountFailed}); nothing was run`, { token_id: tokenId });
       return reject('sandbox-failed', 'INTERNAL', `the runner could not write the run's workspace (${(error as NodeJS.ErrnoException).code ?? 'error'}); nothing was run — check the scratch directory's free space`, { token_id: tokenId });
     }
-    if (proxied) proxy = await openRunProxy({ socketPath: egressSocketPath(scratch), uid, entries: plan.egress.entries, audit: deps.audit, runId: slot.runId, secrets: plan.secrets });
+    if (proxied) proxy = await openRunProxy({ socketPath: egressSocketPath(scratch), uid, entries: plan.egress.entries, audit: deps.audit, runId: slot.runId, secrets: plan.secrets, ...(redaction.reported ? { redact: (text: string) => redaction.text(text) } : {}) });
     // Security: a root runner caps and ends the run by its own cgroup (every page counted, every task killed).
     const { cgroups } = deps.ctx.platform;
     if (cgroups) {
@@ -191,7 +210,7 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
     // In bubblewrap a SIGTERM would only reach bubblewrap, whose death kills the script at once:
     // the namespace levels end a timed-out run with SIGKILL straight away (its /tmp goes with it).
     const killGraceMs = usesBwrap(deps.ctx.platform) ? 0 : deps.killGraceMs;
-    const proc = runProcess(spec, { timeoutMs: plan.willRun.timeoutMs, killGraceMs, drainMs: deps.drainMs }, MAX_STREAM_BYTES, afterExit);
+    const proc = runProcess(spec, { timeoutMs: plan.willRun.timeoutMs, killGraceMs, drainMs: deps.drainMs }, MAX_STREAM_BYTES, afterExit, { stdout: redaction.stream(), stderr: redaction.stream() });
     slot.proc = proc;
     if (slot.cancelled) proc.cancel();
     // Security: without a tmpfs the watcher is the workspace's cap: the first look over it stops the run.
@@ -206,7 +225,7 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
     // Security: read only once nothing of the run is left alive to change the tree under the walk.
     const collected: Collected = leftovers.remaining > 0
       ? { files: [], bytes: 0, note: `${leftovers.remaining} processes of the run outlived it, so its workspace was not read; nothing of it is returned` }
-      : collectOutputs(ws, deps.limits.outputFilesBytes);
+      : collectOutputs(ws, deps.limits.outputFilesBytes, MAX_WALK_ENTRIES, redaction);
     // The workspace never outlives the result (the finally below removes it again on every other path);
     // its tmpfs comes off first, lazily when a survivor still holds it.
     const off: Unmounted | undefined = tmpfs ? unmountAll(scratch) : undefined;
@@ -215,6 +234,7 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
     copy.remove();
     const full = usage.over !== undefined ? workspaceFullNote(usage.over, tmpfs ? 'tmpfs' : 'watch', cap, usage.why, o.ending === 'workspace-full') : undefined;
     const filesNote = [collected.note, removed ? undefined : 'the run\'s workspace could not be removed in full; the operator was told in the audit log'].filter((n) => n !== undefined).join('; ');
+    const redacted = redaction.reported ? redactionView(redaction, o) : undefined;
     slot.ended = true;
     stats.ended(o.ending);
     slot.lines.push(deps.audit.append({
@@ -228,6 +248,7 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
       ...(usage.over !== undefined ? { workspace_full: usage.over } : {}),
       ...(off !== undefined && off.lazy > 0 ? { workspace_unmount: 'lazy' } : {}),
       ...(removed ? {} : { workspace_left: true }),
+      ...(redacted ? redactionAudit(redacted) : {}),
       ...(who.requester !== undefined ? { requester: who.requester } : {}),
     }));
     return {
@@ -235,13 +256,14 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
       result: {
         runId: slot.runId, exitCode: o.exitCode, signal: o.signal, stdout: o.stdout, stderr: o.stderr,
         truncated: o.truncated, timedOut: o.ending === 'timeout', cancelled: o.ending === 'cancelled', durationMs: o.durationMs,
-        stdoutBytes: o.stdoutBytes, stderrBytes: o.stderrBytes,
+        stdoutBytes: o.stdoutBytes, stderrBytes: o.stderrBytes, stdoutTruncated: o.stdoutTruncated, stderrTruncated: o.stderrTruncated,
         memoryLimited: hitMemoryLimit(o.exitCode, o.signal, o.stderr) || (cgroup?.oomKilled() ?? false),
         files: collected.files,
         ...(filesNote !== '' ? { filesNote } : {}),
         // What the proxy refused, so the model can tell a refusal from a failing network.
         ...(egress ? { egress: egress.summary } : {}),
         ...(full !== undefined ? { workspaceFull: true, workspaceNote: full } : {}),
+        ...(redacted ? { redaction: redacted } : {}),
       },
     };
   } catch (error) {

@@ -3,7 +3,7 @@
  * process group, SIGKILL after a grace; after the process exits, a hook (kill the run uid's
  * leftovers), a short drain window, then the pipes are destroyed — so the call always returns,
  * even when a detached grandchild holds stdout. Each stream is kept up to a cap (`truncated`),
- * while bytes are still counted and hashed to the end.
+ * through a filter when given one (a run's redaction), while bytes are still counted to the end.
  */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -34,17 +34,42 @@ export interface ProcessOutcome {
   stdoutSha256: string;
   stderrSha256: string;
   truncated: boolean;
+  /** Per stream: the bytes returned are not all the script wrote (the cap cut it). */
+  stdoutTruncated: boolean;
+  stderrTruncated: boolean;
+  /** With filters: bytes each filter held back and dropped at the cap (runner/secrets/redact.ts). */
+  heldBack?: { stdout: number; stderr: number };
   durationMs: number;
 }
 
+/**
+ * A transform of one captured stream (runner/secrets/redact.ts's `Redactor`): `push` each chunk and
+ * keep what it gives back, in order; `end` once, with `cut` when the stream was cut at the cap.
+ */
+export interface StreamFilter {
+  push(chunk: Buffer): Uint8Array[];
+  end(cut: boolean): Uint8Array[];
+  readonly heldBack: number;
+}
+
+/**
+ * One stream up to the cap: at most `cap` bytes of the script's output go through the filter, and
+ * at most `cap` bytes of what comes out are kept (a filter may lengthen its input). Bytes past the
+ * cap are counted only. The digest is of the bytes kept: what the run returns (docs/audit.md).
+ */
 class Capture {
-  readonly chunks: Buffer[] = [];
+  readonly chunks: Uint8Array[] = [];
+  /** Bytes kept (returned). */
   kept = 0;
+  /** Bytes of the script's output taken in (at most the cap). */
+  taken = 0;
   total = 0;
+  /** What the filter gave back did not all fit under the cap. */
+  private over = false;
   readonly hash = createHash('sha256');
   ended: Promise<void>;
 
-  constructor(stream: Readable, private readonly cap: number) {
+  constructor(stream: Readable, private readonly cap: number, private readonly filter?: StreamFilter) {
     this.ended = new Promise((resolve) => {
       stream.on('end', resolve);
       stream.on('close', resolve);
@@ -52,13 +77,29 @@ class Capture {
     });
     stream.on('data', (chunk: Buffer) => {
       this.total += chunk.length;
-      this.hash.update(chunk);
-      if (this.kept < this.cap) {
-        const part = chunk.subarray(0, this.cap - this.kept);
-        this.chunks.push(part);
-        this.kept += part.length;
-      }
+      if (this.taken >= this.cap) return;
+      const part = chunk.subarray(0, this.cap - this.taken);
+      this.taken += part.length;
+      this.keep(this.filter ? this.filter.push(part) : [part]);
     });
+  }
+
+  private keep(pieces: Uint8Array[]): void {
+    for (const piece of pieces) {
+      const take = piece.subarray(0, Math.max(0, this.cap - this.kept));
+      if (take.length < piece.length) this.over = true;
+      if (take.length === 0) continue;
+      this.chunks.push(take);
+      this.kept += take.length;
+      this.hash.update(take);
+    }
+  }
+
+  /** Ends the filter (once the stream is done or given up on) and says whether the result is cut. */
+  finish(): boolean {
+    // Security: a stream cut at the cap ends its filter as cut, so what it held back is dropped (redact.ts).
+    if (this.filter) this.keep(this.filter.end(this.total > this.taken));
+    return this.total > this.taken || this.over;
   }
 }
 
@@ -70,7 +111,7 @@ export interface RunningProcess {
 }
 
 /** Starts `spec` and supervises it. `afterExit` runs once the main process has exited. */
-export function runProcess(spec: SpawnSpec, times: RunTimes, maxStreamBytes: number, afterExit: () => Promise<void>): RunningProcess {
+export function runProcess(spec: SpawnSpec, times: RunTimes, maxStreamBytes: number, afterExit: () => Promise<void>, filters: { stdout?: StreamFilter | undefined; stderr?: StreamFilter | undefined } = {}): RunningProcess {
   const started = performance.now();
   // Security: no shell, argv array, stdin /dev/null (or a pipe holding the approved stdin), own
   // session and group (detached), env given whole (never merged with ours); fds above 2 are not
@@ -89,8 +130,8 @@ export function runProcess(spec: SpawnSpec, times: RunTimes, maxStreamBytes: num
     stream.on('error', () => undefined); // the chain died before reading: its exit says why
     stream.end(bytes);
   });
-  const out = new Capture(child.stdout!, maxStreamBytes);
-  const err = new Capture(child.stderr!, maxStreamBytes);
+  const out = new Capture(child.stdout!, maxStreamBytes, filters.stdout);
+  const err = new Capture(child.stderr!, maxStreamBytes, filters.stderr);
   let ending: Ending = 'exit';
   const killGroup = (signal: NodeJS.Signals): void => {
     if (child.pid === undefined) return;
@@ -120,12 +161,15 @@ export function runProcess(spec: SpawnSpec, times: RunTimes, maxStreamBytes: num
       await Promise.race([Promise.all([out.ended, err.ended]), new Promise((r) => setTimeout(r, times.drainMs))]);
       child.stdout?.destroy();
       child.stderr?.destroy();
+      const stdoutTruncated = out.finish();
+      const stderrTruncated = err.finish();
       resolve({
         exitCode, signal, ending,
         stdout: Buffer.concat(out.chunks), stderr: Buffer.concat(err.chunks),
         stdoutBytes: out.total, stderrBytes: err.total,
         stdoutSha256: out.hash.digest('hex'), stderrSha256: err.hash.digest('hex'),
-        truncated: out.total > out.kept || err.total > err.kept,
+        truncated: stdoutTruncated || stderrTruncated, stdoutTruncated, stderrTruncated,
+        ...(filters.stdout || filters.stderr ? { heldBack: { stdout: filters.stdout?.heldBack ?? 0, stderr: filters.stderr?.heldBack ?? 0 } } : {}),
         durationMs: Math.round(performance.now() - started),
       });
     };

@@ -17,11 +17,25 @@
  * outlive it and race the walk; that level has no sandbox at all (the script holds the runner's own
  * rights), so the walk's checks there guard against mistakes, not against the script.
  */
+import { createHash } from 'node:crypto';
 import { closeSync, constants, fstatSync, lstatSync, openSync, opendirSync, readSync } from 'node:fs';
 import type { Stats } from 'node:fs';
 import { join } from 'node:path';
 import { sha256Hex } from '../../shared/run-io.js';
+import type { StreamFilter } from '../sandbox/process.js';
 import type { Workspace } from './workspace.js';
+
+/**
+ * A run's redaction as the walk uses it (runner/secrets/redact.ts `RunRedaction`): a filter per
+ * file's bytes, and the names the run chose (file and folder names) redacted as text.
+ */
+export interface OutputRedaction {
+  stream(): StreamFilter | undefined;
+  text(text: string): string;
+}
+
+/** Bytes read per step when a file goes through a filter (no whole raw copy of it is held). */
+const READ_CHUNK_BYTES = 64 * 1024;
 
 /** Entries (files, folders, anything) examined at most: bounds the walk of a 100k-file bomb. */
 export const MAX_WALK_ENTRIES = 4096;
@@ -60,10 +74,32 @@ function readWhole(fd: number, size: number): Buffer {
   return at === size ? buf : buf.subarray(0, at);
 }
 
-type Opened = { ok: true; bytes: Buffer } | { ok: false; omitted: string };
+/**
+ * Reads `size` bytes through `filter` a chunk at a time: only the filter's output is kept, and the
+ * raw bytes' digest (to tell an input returned unchanged) is taken on the way.
+ */
+function readFiltered(fd: number, size: number, filter: StreamFilter): { bytes: Buffer; rawSha256: string } {
+  const pieces: Uint8Array[] = [];
+  const hash = createHash('sha256');
+  let at = 0;
+  while (at < size) {
+    // A fresh buffer each step: the filter's output may be views of it.
+    const chunk = Buffer.allocUnsafe(Math.min(READ_CHUNK_BYTES, size - at));
+    const n = readSync(fd, chunk, 0, chunk.length, at);
+    if (n === 0) break;
+    at += n;
+    hash.update(chunk.subarray(0, n));
+    pieces.push(...filter.push(chunk.subarray(0, n)));
+  }
+  pieces.push(...filter.end(false));
+  return { bytes: Buffer.concat(pieces), rawSha256: hash.digest('hex') };
+}
+
+/** `bytes`: what is returned (redacted when the run redacts); `rawSha256`: the digest of what is on disk. */
+type Opened = { ok: true; bytes: Buffer; rawSha256: string } | { ok: false; omitted: string };
 
 /** Opens one entry that lstat showed as a regular file and reads it, if it is still that file. */
-function readRegular(path: string, seen: Stats, ws: Workspace): Opened {
+function readRegular(path: string, seen: Stats, ws: Workspace, filter: StreamFilter | undefined): Opened {
   // Security: a second name may sit outside the workspace; a file of another owner was not made by the run.
   if (seen.nlink !== 1) return { ok: false, omitted: 'a hard link (it has other names, maybe outside the workspace), so it was not read' };
   if (seen.uid !== ws.uid) return { ok: false, omitted: 'not owned by the run, so it was not read' };
@@ -78,7 +114,10 @@ function readRegular(path: string, seen: Stats, ws: Workspace): Opened {
     const st = fstatSync(fd);
     // Security: what was opened must be the very inode lstat saw (no swap to a FIFO or device).
     if (!st.isFile() || st.ino !== seen.ino || st.dev !== seen.dev) return { ok: false, omitted: NOT_REGULAR };
-    return { ok: true, bytes: readWhole(fd, Math.min(st.size, seen.size)) };
+    const size = Math.min(st.size, seen.size);
+    if (filter) return { ok: true, ...readFiltered(fd, size, filter) };
+    const bytes = readWhole(fd, size);
+    return { ok: true, bytes, rawSha256: sha256Hex(bytes) };
   } finally {
     closeSync(fd);
   }
@@ -86,10 +125,13 @@ function readRegular(path: string, seen: Stats, ws: Workspace): Opened {
 
 /**
  * Walks the workspace after the run and gives back every file it created or changed, in path
- * order per folder, carrying bytes up to `budgetBytes` in all.
+ * order per folder, carrying bytes up to `budgetBytes` in all. With `redact`, every file's bytes
+ * and every path are redacted, and the sizes, digests and budget are those of the bytes returned.
  */
-export function collectOutputs(ws: Workspace, budgetBytes: number, maxEntries: number = MAX_WALK_ENTRIES): Collected {
+export function collectOutputs(ws: Workspace, budgetBytes: number, maxEntries: number = MAX_WALK_ENTRIES, redact?: OutputRedaction): Collected {
   const files: OutputFile[] = [];
+  // Security: a file name is the run's own text: a value it holds must not come back in a path.
+  const shown = (relPath: string): string => (redact ? redact.text(relPath) : relPath);
   let root: Stats;
   try {
     root = lstatSync(ws.dir);
@@ -120,7 +162,7 @@ export function collectOutputs(ws: Workspace, budgetBytes: number, maxEntries: n
         handle.closeSync();
       }
     } catch (error) {
-      files.push({ path: rel || '.', size: 0, omitted: `a folder that could not be read (${(error as NodeJS.ErrnoException).code ?? 'error'})` });
+      files.push({ path: shown(rel || '.'), size: 0, omitted: `a folder that could not be read (${(error as NodeJS.ErrnoException).code ?? 'error'})` });
       continue;
     }
     names.sort();
@@ -135,38 +177,39 @@ export function collectOutputs(ws: Workspace, budgetBytes: number, maxEntries: n
         continue; // cannot happen with the run over; nothing to report for an entry that is gone
       }
       if (st.isDirectory()) {
-        if (depth + 1 >= MAX_DEPTH) files.push({ path: relPath, size: 0, omitted: `a folder deeper than ${MAX_DEPTH} levels; not walked` });
+        if (depth + 1 >= MAX_DEPTH) files.push({ path: shown(relPath), size: 0, omitted: `a folder deeper than ${MAX_DEPTH} levels; not walked` });
         else folders.push({ dir: path, rel: relPath, depth: depth + 1 });
         continue;
       }
       if (st.isSymbolicLink()) {
-        files.push({ path: relPath, size: st.size, omitted: 'a symbolic link; links are never followed' });
+        files.push({ path: shown(relPath), size: st.size, omitted: 'a symbolic link; links are never followed' });
         continue;
       }
       if (!st.isFile()) {
-        files.push({ path: relPath, size: 0, omitted: NOT_REGULAR });
+        files.push({ path: shown(relPath), size: 0, omitted: NOT_REGULAR });
         continue;
       }
       const input = ws.inputs.get(relPath);
       // An input of another size has changed; one of the same size is read to compare (inputs are bounded).
       const mayBeInput = input !== undefined && input.size === st.size;
       if (!mayBeInput && st.size > left) {
-        files.push({ path: relPath, size: st.size, omitted: `past the output budget (${left} of ${budgetBytes} bytes were left; SKILL_MCP_RUN_OUTPUT_FILES_BYTES), so it was not read` });
+        files.push({ path: shown(relPath), size: st.size, omitted: `past the output budget (${left} of ${budgetBytes} bytes were left; SKILL_MCP_RUN_OUTPUT_FILES_BYTES), so it was not read` });
         continue;
       }
-      const read = readRegular(path, st, ws);
+      const read = readRegular(path, st, ws, redact?.stream());
       if (!read.ok) {
-        files.push({ path: relPath, size: st.size, omitted: read.omitted });
+        files.push({ path: shown(relPath), size: st.size, omitted: read.omitted });
         continue;
       }
-      const sha256 = sha256Hex(read.bytes);
-      if (input !== undefined && input.sha256 === sha256) continue; // an input returned unchanged
+      if (input !== undefined && input.sha256 === read.rawSha256) continue; // an input returned unchanged
+      // Security: the digest is of the bytes returned: one of raw bytes that are only a value would let it be guessed offline.
+      const sha256 = redact ? sha256Hex(read.bytes) : read.rawSha256;
       if (read.bytes.length > left) {
-        files.push({ path: relPath, size: read.bytes.length, sha256, omitted: `past the output budget (${left} of ${budgetBytes} bytes were left; SKILL_MCP_RUN_OUTPUT_FILES_BYTES)` });
+        files.push({ path: shown(relPath), size: read.bytes.length, sha256, omitted: `past the output budget (${left} of ${budgetBytes} bytes were left; SKILL_MCP_RUN_OUTPUT_FILES_BYTES)` });
         continue;
       }
       left -= read.bytes.length;
-      files.push({ path: relPath, size: read.bytes.length, sha256, bytes: read.bytes });
+      files.push({ path: shown(relPath), size: read.bytes.length, sha256, bytes: read.bytes });
     }
     // Reversed onto the stack, so folders are walked in name order.
     for (const folder of folders.reverse()) stack.push(folder);

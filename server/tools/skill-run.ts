@@ -23,6 +23,7 @@ import { decodeInputs } from './run-inputs.js';
 import type { DecodedInputs, FileInput } from './run-inputs.js';
 import { outputContent } from './run-outputs.js';
 import { egressLine } from './run-egress.js';
+import { redactionLine } from './run-redaction.js';
 
 export interface RunInput {
   name: string;
@@ -115,8 +116,8 @@ function describeInputs(willRun: WillRun): string[] {
  * (binary output, or text whose escaping would blow up the message), so a hostile script cannot
  * make the answer too large for the client to read.
  */
-function stream(name: 'stdout' | 'stderr', bytes: Uint8Array, total: number): Record<string, string> {
-  const text = total > bytes.length ? readablePrefix(bytes) : readableText(bytes);
+function stream(name: 'stdout' | 'stderr', bytes: Uint8Array, cut: boolean): Record<string, string> {
+  const text = cut ? readablePrefix(bytes) : readableText(bytes);
   return text !== undefined ? { [name]: text } : { [`${name}Base64`]: Buffer.from(bytes).toString('base64') };
 }
 
@@ -125,7 +126,9 @@ function runResult(result: RunResult): CallToolResult {
   const { files, resources } = outputContent(result);
   const answer = ok({
     status: cancelled ? 'cancelled' : 'completed', exitCode, signal,
-    ...stream('stdout', result.stdout, stdoutBytes), ...stream('stderr', result.stderr, stderrBytes),
+    // Redaction changes a stream's length, so the runner says which one was cut (older runners: by the counts).
+    ...stream('stdout', result.stdout, result.stdoutTruncated ?? stdoutBytes > result.stdout.length),
+    ...stream('stderr', result.stderr, result.stderrTruncated ?? stderrBytes > result.stderr.length),
     truncated, timedOut, durationMs, stdoutBytes, stderrBytes, runId,
     ...(memoryLimited ? { memoryLimited, note: 'the script ran out of memory under its cap (willRun.memoryBytes); it may declare a lower need or the owner may raise SKILL_MCP_RUN_MEMORY_BYTES' } : {}),
     // Listed, never their bytes: those travel once, as the resource items after this text.
@@ -135,10 +138,12 @@ function runResult(result: RunResult): CallToolResult {
     ...(result.egress ? { egress: result.egress } : {}),
     // Never silent: a workspace that filled (ENOSPC inside, or the run stopped) is said in the answer.
     ...(result.workspaceFull === true ? { workspaceFull: true, workspaceNote: result.workspaceNote ?? 'the run\'s workspace filled up' } : {}),
+    // Issue 30: what redaction replaced, by name (never a value).
+    ...(result.redaction ? { redaction: result.redaction } : {}),
   });
-  // One line in words after the JSON, so a refusal is not mistaken for a failing network.
-  const line = result.egress ? egressLine(result.egress) : undefined;
-  return { ...answer, content: [...answer.content, ...(line !== undefined ? [{ type: 'text' as const, text: line }] : []), ...resources] };
+  // Lines in words after the JSON: a refusal is not mistaken for a failing network, a marker for the script's own text.
+  const lines = [result.egress ? egressLine(result.egress) : undefined, result.redaction ? redactionLine(result.redaction) : undefined].filter((l) => l !== undefined);
+  return { ...answer, content: [...answer.content, ...lines.map((text) => ({ type: 'text' as const, text })), ...resources] };
 }
 
 function preview(minted: Minted, extra: Record<string, unknown>): CallToolResult {

@@ -1,0 +1,114 @@
+/**
+ * Redaction where the runner captures a run (runner/sandbox/process.ts, runner/workspace/outputs.ts):
+ * real child processes writing to real pipes, and a real workspace on disk. Attacks: a value cut by
+ * the stream cap, markers longer than the values they replace growing an answer past its caps, a
+ * file whose digest would let its value be guessed, and a file named after the value. Through the
+ * whole stack: test/e2e/skill-run-redaction.test.ts.
+ */
+import { createHash } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { runProcess } from '../../runner/sandbox/process.js';
+import type { SpawnSpec } from '../../runner/sandbox/spawn.js';
+import { RunRedaction } from '../../runner/secrets/redact.js';
+import { collectOutputs, MAX_WALK_ENTRIES } from '../../runner/workspace/outputs.js';
+import { makeWorkspace } from '../../runner/workspace/workspace.js';
+
+const sha = (bytes: Uint8Array | string): string => createHash('sha256').update(bytes).digest('hex');
+const KEY = 'tok-9Qm2Zr7Lw4Xc';
+const temp = mkdtempSync(join(tmpdir(), 'skill-mcp-redact-capture-'));
+afterAll(() => rmSync(temp, { recursive: true, force: true }));
+
+/** Runs `node -e code` with the value in its environment, each stream through the run's redactor. */
+async function capture(code: string, redaction: RunRedaction, cap: number) {
+  const spec: SpawnSpec = { command: process.execPath, args: ['-e', code], env: { KEY, PATH: process.env['PATH'] ?? '/usr/bin' }, cwd: temp, envNames: [], fds: [] };
+  const proc = runProcess(spec, { timeoutMs: 60_000, killGraceMs: 1000, drainMs: 2000 }, cap, async () => undefined, { stdout: redaction.stream(), stderr: redaction.stream() });
+  return proc.outcome;
+}
+
+describe('captured streams', () => {
+  it('attack: a value cut by the cap — no prefix is returned, what was held back is counted, the digest is of the bytes returned', async () => {
+    const cap = 4096;
+    const redaction = new RunRedaction([{ name: 'KEY', value: KEY }]);
+    const o = await capture(`process.stdout.write('x'.repeat(${cap} - 6) + process.env.KEY); process.stderr.write('fine ' + process.env.KEY)`, redaction, cap);
+    expect(o.stdout.toString()).toBe('x'.repeat(cap - o.heldBack!.stdout));
+    expect(o.heldBack!.stdout).toBeGreaterThanOrEqual(6);
+    expect(o).toMatchObject({ truncated: true, stdoutTruncated: true, stderrTruncated: false, stdoutBytes: cap - 6 + KEY.length, stdoutSha256: sha(o.stdout) });
+    expect(o.stderr.toString()).toBe('fine [secret:KEY]');
+    expect(redaction.summary()).toEqual({ count: 1, names: [{ name: 'KEY', count: 1 }] });
+  });
+
+  it('attack: markers longer than the values they replace cannot grow a stream past its cap', async () => {
+    const cap = 64 * 1024;
+    const name = 'A_VERY_LONG_NAME_FOR_A_SHORT_SECRET_VALUE';
+    const redaction = new RunRedaction([{ name, value: 'abcdefgh' }]);
+    // Well under the cap as written (9 bytes per value), about 5x over it once each is a marker.
+    const o = await capture(`process.stdout.write('abcdefgh-'.repeat(${Math.floor(cap / 9) - 1}))`, redaction, cap);
+    expect(o.stdoutBytes).toBeLessThan(cap);
+    expect(o.stdout.length).toBe(cap);
+    expect(o).toMatchObject({ truncated: true, stdoutTruncated: true });
+    expect(o.stdout.toString().startsWith(`[secret:${name}]-[secret:${name}]-`)).toBe(true);
+    expect(o.stdout.includes('abcdefgh')).toBe(false);
+  });
+
+  it('without a filter the capture is as before: the first cap bytes, cut and counted to the end', async () => {
+    const o = await capture(`process.stdout.write(Buffer.alloc(10000, 0x41))`, new RunRedaction([]), 4096);
+    expect(o).toMatchObject({ truncated: true, stdoutTruncated: true, stdoutBytes: 10000, stdoutSha256: sha(Buffer.alloc(4096, 0x41)) });
+    expect(o.stdout.equals(Buffer.alloc(4096, 0x41))).toBe(true);
+    expect(o.heldBack).toBeUndefined();
+  });
+});
+
+describe('returned files', () => {
+  let n = 0;
+  function workspace(files: Record<string, string | Buffer>, inputs: { path: string; bytes: Uint8Array }[] = []) {
+    const run = join(temp, `run-${n++}`);
+    mkdirSync(run, { mode: 0o700 });
+    const ws = makeWorkspace(run, undefined, inputs);
+    for (const [path, bytes] of Object.entries(files)) {
+      mkdirSync(join(ws.dir, path, '..'), { recursive: true });
+      writeFileSync(join(ws.dir, path), bytes);
+    }
+    return ws;
+  }
+
+  it('a file\'s bytes are redacted in chunks, with the size and digest of what is returned (never of the raw bytes)', () => {
+    // Values straddling every 64 KiB read: 3 MiB of filler with the value every 1000 bytes.
+    const big = Buffer.concat(Array.from({ length: 3000 }, () => Buffer.from(`${'.'.repeat(1000 - KEY.length)}${KEY}`)));
+    const ws = workspace({ 'out/big.txt': big, 'only-the-key.txt': KEY });
+    const redaction = new RunRedaction([{ name: 'KEY', value: KEY }]);
+    const got = collectOutputs(ws, 16 * 1024 * 1024, MAX_WALK_ENTRIES, redaction);
+    const only = got.files.find((f) => f.path === 'only-the-key.txt')!;
+    expect(Buffer.from(only.bytes!).toString()).toBe('[secret:KEY]');
+    expect(only.sha256).toBe(sha('[secret:KEY]'));
+    expect(only.sha256).not.toBe(sha(KEY));
+    const bigOut = got.files.find((f) => f.path === 'out/big.txt')!;
+    const expected = Buffer.from(big.toString().split(KEY).join('[secret:KEY]'));
+    expect(Buffer.from(bigOut.bytes!).equals(expected)).toBe(true);
+    expect(bigOut).toMatchObject({ size: expected.length, sha256: sha(expected) });
+    expect(redaction.summary().count).toBe(3001);
+  });
+
+  it('attack: a file named after the value — its path is redacted; an input returned unchanged is still recognised', () => {
+    // The input holds the value: unchanged, it is not returned (compared by its raw digest), redacted or not.
+    const ws = workspace({ [`${Buffer.from(KEY).toString('hex')}/note.txt`]: 'hi' }, [{ path: 'input.txt', bytes: Buffer.from(`in ${KEY}`) }]);
+    const redaction = new RunRedaction([{ name: 'KEY', value: KEY }]);
+    expect(collectOutputs(ws, 1024, MAX_WALK_ENTRIES, redaction).files.map((f) => f.path)).toEqual(['[secret:KEY]/note.txt']);
+    writeFileSync(join(ws.dir, 'input.txt'), `in ${KEY}!`);
+    expect(collectOutputs(ws, 1024, MAX_WALK_ENTRIES, redaction).files.map((f) => [f.path, f.bytes && Buffer.from(f.bytes).toString()])).toEqual([['input.txt', 'in [secret:KEY]!'], ['[secret:KEY]/note.txt', 'hi']]);
+  });
+
+  it('attack: markers longer than the values cannot grow the files past the output budget — the file is listed as omitted', () => {
+    const name = 'A_VERY_LONG_NAME_FOR_A_SHORT_SECRET_VALUE';
+    const ws = workspace({ 'grow.txt': 'abcdefgh-'.repeat(100) });
+    const redaction = new RunRedaction([{ name, value: 'abcdefgh' }]);
+    const got = collectOutputs(ws, 2000, MAX_WALK_ENTRIES, redaction);
+    expect(got.files).toHaveLength(1);
+    expect(got.files[0]).toMatchObject({ path: 'grow.txt', omitted: expect.stringContaining('past the output budget') });
+    expect(got.files[0]!.bytes).toBeUndefined();
+    expect(got.files[0]!.size).toBeGreaterThan(2000);
+    expect(got.bytes).toBe(0);
+  });
+});
