@@ -8,8 +8,8 @@
  *
  *   npm run build && node bench/http-compare.mjs [--slice=2] [--slices=4] [--clients=1,10,50] [--only=read10k,read1m,list] [--base=DIST/skill-mcp.js]
  *
- * `--base=PATH`: also a previous build of ours (say, a copy of dist/ from before a change), in the
- * same rotation, reported as ours/base. `npm run bench` runs the same rows (`httpCompareRows`) with
+ * `--base=PATH[,PATH]`: also previous builds of ours (say, a copy of dist/ from before a change), in
+ * the same rotation, reported as ours/base (the first; the others are printed as base2, ...). `npm run bench` runs the same rows (`httpCompareRows`) with
  * fewer, shorter slices.
  *
  * Writes bench/out/http-compare.json. The load generator is this process (node:http, keep-alive,
@@ -94,7 +94,8 @@ export async function httpCompareRows({ ours = join(REPO, 'dist/skill-mcp.js'), 
   const servers = [];
   try {
     servers.push(await startHttpServer({ name: 'ours', script: ours, args: ['--port', '0'], env: ourEnv, nodeFlags: ourFlags, node }));
-    if (base) servers.push(await startHttpServer({ name: 'base', script: base, args: ['--port', '0'], env: ourEnv, nodeFlags: ourFlags, node }));
+    const bases = base === undefined ? [] : String(base).split(',');
+    for (const [i, script] of bases.entries()) servers.push(await startHttpServer({ name: i === 0 ? 'base' : `base${i + 1}`, script, args: ['--port', '0'], env: ourEnv, nodeFlags: ourFlags, node }));
     servers.push(await startHttpServer({ name: 'ref', script: refBundle, args: ['--port', '0'], env: { SKILLS_DIR: root }, nodeFlags: flagsFrom(process.env.BENCH_REF_NODE_FLAGS), node }));
     const shapes = Object.fromEntries(await Promise.all(servers.map(async (s) => [s.name, await listShape(s)])));
     log(`skills/list: ${servers.map((s) => `${s.name} ${JSON.stringify(shapes[s.name])}`).join(', ')}`);
