@@ -14,21 +14,20 @@
  * is one stateless 2026-07-28 POST (`--era=legacy`: a 2025-era POST without a session, which the
  * stateless fallback serves the same way).
  */
-import { spawn } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { Agent, createServer, request } from 'node:http';
+import { Agent, createServer } from 'node:http';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { flagsFrom, loop, mcpPost, option as optionOf, percentile, post, startHttpServer } from './lib.mjs';
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));
 const argv = process.argv.slice(2);
-const option = (name, fallback) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
+const option = (name, fallback) => optionOf(argv, name, fallback);
 const SECONDS = Number(option('seconds', '5'));
 const CLIENTS = option('clients', '1,10,50').split(',').map(Number);
 const ERA = option('era', 'modern');
 const AUTH = option('auth', 'none');
-const MODERN = '2026-07-28';
 const FILE_BYTES = 10 * 1024;
 
 /** One skill with a 10 KB text file, in a temp folder. */
@@ -85,84 +84,16 @@ async function startAuthServer(skillsDir, auth) {
 
 function startServer(skillsDir, extraEnv = {}, port = 0) {
   // BENCH_NODE_FLAGS: flags for the server's node (e.g. --cpu-prof --cpu-prof-dir=DIR to profile it).
-  const nodeFlags = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter((f) => f !== '');
-  const child = spawn(process.execPath, [...nodeFlags, join(REPO, 'dist/skill-mcp.js'), '--http', '--port', String(port)], {
-    env: { PATH: process.env.PATH, SKILLS_DIR: skillsDir, ...extraEnv },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  return new Promise((resolve, reject) => {
-    child.stderr.on('data', (chunk) => {
-      stderr += chunk;
-      const match = /listening on (http:\/\/[^\s"]+)/.exec(stderr);
-      if (match) resolve({ child, url: new URL(match[1]) });
-    });
-    child.once('exit', (code) => reject(new Error(`server exited ${code}: ${stderr}`)));
-  });
-}
-
-function body(method, params) {
-  if (ERA === 'legacy') return JSON.stringify({ jsonrpc: '2.0', id: 1, method, params });
-  const _meta = {
-    'io.modelcontextprotocol/protocolVersion': MODERN,
-    'io.modelcontextprotocol/clientInfo': { name: 'http-load', version: '0' },
-    'io.modelcontextprotocol/clientCapabilities': {},
-  };
-  return JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: { ...params, _meta } });
-}
-
-function headers(method, params, payload) {
-  const base = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'content-length': Buffer.byteLength(payload) };
-  if (ERA === 'legacy') return { ...base, 'mcp-protocol-version': '2025-11-25' };
-  // 2026-07-28 over HTTP: Mcp-Method always, Mcp-Name for requests that name a resource or tool.
-  const name = params.uri ?? params.name;
-  return { ...base, 'mcp-protocol-version': MODERN, 'mcp-method': method, ...(name ? { 'mcp-name': name } : {}) };
-}
-
-/** One request; resolves with its latency in ms, rejects on a non-200 or a JSON-RPC error. */
-function once(url, agent, payload, head) {
-  const started = performance.now();
-  return new Promise((resolve, reject) => {
-    const req = request({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', agent, headers: head }, (res) => {
-      const chunks = [];
-      res.on('data', (c) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        if (res.statusCode !== 200 || text.includes('"error"')) reject(new Error(`HTTP ${res.statusCode}: ${text.slice(0, 200)}`));
-        else resolve(performance.now() - started);
-      });
-    });
-    req.on('error', reject);
-    req.end(payload);
-  });
-}
-
-function percentile(sorted, p) {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+  return startHttpServer({ name: 'server', script: join(REPO, 'dist/skill-mcp.js'), args: ['--port', String(port)], env: { SKILLS_DIR: skillsDir, ...extraEnv }, nodeFlags: flagsFrom(process.env.BENCH_NODE_FLAGS) });
 }
 
 async function measure(url, method, params, clients, authorization) {
-  const payload = body(method, params);
-  const head = { ...headers(method, params, payload), ...(authorization ? { authorization } : {}) };
+  const request_ = mcpPost(method, params, { era: ERA, client: 'http-load', authorization });
   const agent = new Agent({ keepAlive: true, maxSockets: clients });
   // Warm-up: JIT, the catalog's digests, one socket per client.
-  await Promise.all(Array.from({ length: clients }, () => once(url, agent, payload, head)));
+  await Promise.all(Array.from({ length: clients }, () => post(url, agent, request_)));
   const latencies = [];
-  let errors = 0;
-  const deadline = performance.now() + SECONDS * 1000;
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: clients }, async () => {
-      while (performance.now() < deadline) {
-        try {
-          latencies.push(await once(url, agent, payload, head));
-        } catch {
-          errors += 1;
-        }
-      }
-    }),
-  );
-  const elapsed = (performance.now() - started) / 1000;
+  const { elapsed, errors } = await loop(url, agent, request_, clients, SECONDS, latencies);
   agent.destroy();
   latencies.sort((a, b) => a - b);
   return { method, clients, requests: latencies.length, errors, rps: latencies.length / elapsed, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };

@@ -22,7 +22,8 @@ const fmt = (value, unit) => {
 
 /**
  * One table row. `ours`/`ref` are sample arrays (or undefined where that server has no such call);
- * `target` is an upper bound in the row's unit, or `{ratio}`: an upper bound on ours/ref (medians);
+ * `target` is an upper bound in the row's unit, or `{ratio}`: an upper bound on ours/ref (medians),
+ * or `{atLeast}`: a lower bound on ours/ref (for rates, where more is better);
  * `note` explains a row that is not a plain timing.
  */
 export function row(workload, label, unit, ours, ref, target, note) {
@@ -42,7 +43,7 @@ export function row(workload, label, unit, ours, ref, target, note) {
     runs: ours?.length ?? 0,
     ratio,
     target,
-    met: limit === undefined || bound === undefined ? undefined : bound <= limit,
+    met: target?.atLeast !== undefined ? (ratio === undefined ? undefined : ratio >= target.atLeast) : limit === undefined || bound === undefined ? undefined : bound <= limit,
     ...(note ? { note } : {}),
   };
 }
@@ -50,7 +51,8 @@ export function row(workload, label, unit, ours, ref, target, note) {
 /** A target as the table shows it. */
 function targetText(r) {
   if (r.target === undefined) return '';
-  return typeof r.target === 'object' ? `≤ ${r.target.ratio}× ref` : `≤ ${r.target} ${r.unit}`;
+  if (typeof r.target === 'object') return r.target.atLeast !== undefined ? `≥ ${r.target.atLeast}× ref` : `≤ ${r.target.ratio}× ref`;
+  return `≤ ${r.target} ${r.unit}`;
 }
 
 export function toMarkdown(rows) {

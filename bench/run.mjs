@@ -3,10 +3,14 @@
  * and the reference on the same folders, prints the table, writes bench/out/*.json and the
  * generated part of bench/RESULTS.md. Numbers only: nothing here fails on speed.
  *
- *   node bench/run.mjs [--only=small,large,huge,live,first] [--quick]
+ *   node bench/run.mjs [--only=small,large,huge,live,first,http] [--quick]
  *
  * `live` (bench/live.mjs: watch cost, write → notification, skill_search, skill_list size) runs on
  * the large and huge workloads; `--only=live` runs it alone and rewrites only its block of RESULTS.md.
+ * `http` (bench/http-compare.mjs: Streamable HTTP beside the SDK reference on the 30-skill folder,
+ * `resources/read` 10 KB and 1 MiB and `skills/list` at 1, 10 and 50 clients, in turns) reports
+ * requests per second and p99 with issue 31's targets, with fewer and shorter slices than the
+ * script's own defaults, so the whole run stays reasonable.
  */
 import { cp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { execFileSync } from 'node:child_process';
@@ -17,6 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { WORKLOADS, generate } from './generate.mjs';
 import { liveRows } from './live.mjs';
 import { firstListRows } from './first-list.mjs';
+import { HTTP_TARGET, httpCompareRows } from './http-compare.mjs';
 import { coldStart, rawSession, warmSession } from './measure.mjs';
 import { readCompareRows } from './read-compare.mjs';
 import { buildRefServer } from './ref-bundle.mjs';
@@ -35,6 +40,9 @@ const RUNS = { small: { cold: 15, warm: 20 }, large: { cold: 5, warm: 8 }, huge:
 
 /** Spawns per server for each first-list row (bundled and 30 skills × root and not × both eras). */
 const FIRST_LIST_RUNS = 11;
+
+/** Slices per server and row of the HTTP comparison, and their length in seconds (http-compare.mjs alone: 4 of 2 s). */
+const HTTP_SLICES = { full: { slices: 2, sliceSeconds: 1.5 }, quick: { slices: 2, sliceSeconds: 0.5 } };
 
 /** Issue 6 targets, in each row's unit; `{ratio}`: issue 9's, on ours/ref. */
 const TARGETS = {
@@ -147,6 +155,19 @@ function rowsOf({ workload, cold, warm, raw, firstPageUndigested, compared }) {
   return rows;
 }
 
+/** The HTTP comparison as table rows: req/s (ours/ref at least the target) and p99 (no worse than the reference's). */
+function httpRows(http) {
+  const loadNote = (r) => `load ${r.load1.map((l) => l.toFixed(1)).join('→')}`;
+  return http.flatMap((r) => {
+    const workload = `HTTP, ${r.clients} client${r.clients === 1 ? '' : 's'}`;
+    const errors = r.ours.errors + r.ref.errors > 0 ? `, errors ours/ref ${r.ours.errors}/${r.ref.errors}` : '';
+    return [
+      row(workload, `${r.label} req/s`, 'req/s', [r.ours.rps], [r.ref.rps], { atLeast: HTTP_TARGET.rps }, `${r.ours.requests}/${r.ref.requests} requests, ${loadNote(r)}${errors}`),
+      row(workload, `${r.label} p99`, 'ms', [r.ours.p99], [r.ref.p99], { ratio: HTTP_TARGET.p99 }),
+    ];
+  });
+}
+
 async function machine() {
   const cpuinfo = await readFile('/proc/cpuinfo', 'utf8').catch(() => '');
   const node = execFileSync(NODE, ['--version'], { encoding: 'utf8' }).trim();
@@ -189,6 +210,11 @@ if (!only || only.includes('live')) {
 if (!only || only.includes('first')) {
   log('first answer: bundled and 30 skills, as root and not, both eras (bare JSON-RPC client)');
   rows.push(...(await firstListRows({ node: NODE, servers: { ours: ourBin, ref: refBundle }, runs: quick ? 2 : FIRST_LIST_RUNS, log })));
+}
+if (!only || only.includes('http')) {
+  log('Streamable HTTP beside the reference: 30 skills, 1/10/50 clients, in turns');
+  const { rows: http } = await httpCompareRows({ ours: ourBin, ref: refBundle, node: NODE, ...(quick ? HTTP_SLICES.quick : HTTP_SLICES.full), log: (line) => log(`  ${line}`) });
+  rows.push(...httpRows(http));
 }
 const info = await machine();
 const seconds = (performance.now() - started) / 1000;

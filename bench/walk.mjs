@@ -5,7 +5,10 @@
  * the shared machine falls on both; the SDK's `Client` over stdio, as bench/session.mjs drives it.
  * Prints medians, ours/ref, pages per walk and the largest page's size, with load averages.
  *
- *   node bench/walk.mjs [--walks=N] [--only=small,large,huge] [--bin=PATH] [--prof=DIR]
+ *   node bench/walk.mjs [--walks=N] [--only=small,large,huge] [--bin=PATH[,PATH]] [--prof=DIR]
+ *
+ * `--bin=A,B`: several builds of ours (say, a copy of dist/ from before a change, then dist/), all
+ * up at once with the reference and walking in the same rotation; each is reported against it.
  *
  * Writes bench/out/walk.json. Numbers only: nothing here fails on speed.
  */
@@ -20,7 +23,7 @@ import { Session } from './session.mjs';
 const REPO = resolve(import.meta.dirname, '..');
 const argv = process.argv.slice(2);
 const opt = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
-const BIN = resolve(opt('bin') ?? join(REPO, 'dist/skill-mcp.js'));
+const BINS = (opt('bin') ?? join(REPO, 'dist/skill-mcp.js')).split(',').map((b) => resolve(b));
 const WALKS = Number(opt('walks') ?? 15);
 const only = opt('only')?.split(',');
 const prof = opt('prof');
@@ -52,46 +55,49 @@ const loads = { start: load() };
 for (const workload of WORKLOADS.filter((w) => !only || only.includes(w.id))) {
   const { root } = await generate(workload);
   const profEnv = prof ? { NODE_OPTIONS: `--require ${join(REPO, 'bench/prof-preload.cjs')}`, PROF_DIR: prof } : {};
-  const ours = await Session.open({ command: process.execPath, args: [BIN], env: { SKILLS_DIR: root, SKILL_MCP_MAX_SKILLS: String(workload.skills * 2), ...profEnv } });
-  const ref = await Session.open({ command: process.execPath, args: [refBundle], env: { SKILLS_DIR: root } });
+  const names = BINS.map((_, i) => (BINS.length === 1 ? 'ours' : `ours${i + 1}`));
+  const sessions = {};
+  for (const [i, bin] of BINS.entries()) sessions[names[i]] = await Session.open({ command: process.execPath, args: [bin], env: { SKILLS_DIR: root, SKILL_MCP_MAX_SKILLS: String(workload.skills * 2), ...profEnv } });
+  sessions.ref = await Session.open({ command: process.execPath, args: [refBundle], env: { SKILLS_DIR: root } });
+  const everyone = [...names, 'ref'];
   try {
-    // Untimed: our first walk waits for the digests; then both are warm.
-    for (let i = 0; i < 3; i++) {
-      await walk(ours);
-      await walk(ref);
-    }
-    const samples = { ours: [], ref: [] };
-    let shape;
+    // Untimed: our first walk waits for the digests; then all are warm.
+    for (let i = 0; i < 3; i++) for (const who of everyone) await walk(sessions[who]);
+    const samples = Object.fromEntries(everyone.map((who) => [who, []]));
+    const shapes = {};
     const at = load();
     for (let i = 0; i < WALKS; i++) {
-      // Alternate who goes first.
-      for (const who of i % 2 === 0 ? ['ours', 'ref'] : ['ref', 'ours']) {
-        const w = await walk(who === 'ours' ? ours : ref);
+      // Rotate who goes first, and reverse every other round.
+      const turn = everyone.map((_, k) => everyone[(k + i) % everyone.length]);
+      for (const who of i % 2 === 0 ? turn : turn.reverse()) {
+        const w = await walk(sessions[who]);
         samples[who].push(w.ms);
-        if (who === 'ours') shape = w;
-        else samples.refShape = w;
+        shapes[who] = w;
       }
     }
-    const row = {
-      skills: workload.skills, load: `${at} → ${load()}`,
-      oursMs: median(samples.ours), oursP90Ms: quantile(samples.ours, 0.9), refMs: median(samples.ref), refP90Ms: quantile(samples.ref, 0.9),
-      ratio: median(samples.ours) / median(samples.ref),
-      pages: shape.pages, refPages: samples.refShape.pages, largestPageBytes: Math.max(...shape.pageBytes), totalBytes: shape.pageBytes.reduce((a, b) => a + b, 0),
-      skillsSeen: shape.skills, samples,
-    };
-    rows.push(row);
-    process.stderr.write(`${workload.skills} skills: ours ${row.oursMs.toFixed(1)} ms, ref ${row.refMs.toFixed(1)} ms (load ${load()})\n`);
+    const end = load();
+    for (const [i, name] of names.entries()) {
+      const shape = shapes[name];
+      const row = {
+        skills: workload.skills, bin: BINS[i], load: `${at} → ${end}`,
+        oursMs: median(samples[name]), oursP90Ms: quantile(samples[name], 0.9), refMs: median(samples.ref), refP90Ms: quantile(samples.ref, 0.9),
+        ratio: median(samples[name]) / median(samples.ref),
+        pages: shape.pages, refPages: shapes.ref.pages, largestPageBytes: Math.max(...shape.pageBytes), totalBytes: shape.pageBytes.reduce((a, b) => a + b, 0),
+        skillsSeen: shape.skills, samples: { ours: samples[name], ref: samples.ref },
+      };
+      rows.push(row);
+      process.stderr.write(`${workload.skills} skills: ${name} ${row.oursMs.toFixed(1)} ms, ref ${row.refMs.toFixed(1)} ms, ×${row.ratio.toFixed(2)} (load ${end})\n`);
+    }
   } finally {
-    await ours.close();
-    await ref.close();
+    for (const who of everyone) await sessions[who].close();
   }
 }
 mkdirSync(join(REPO, 'bench/out'), { recursive: true });
-writeFileSync(join(REPO, 'bench/out/walk.json'), JSON.stringify({ date: new Date().toISOString(), node: process.version, walks: WALKS, bin: BIN, loads, rows }, null, 2));
+writeFileSync(join(REPO, 'bench/out/walk.json'), JSON.stringify({ date: new Date().toISOString(), node: process.version, walks: WALKS, bins: BINS, loads, rows }, null, 2));
 const kib = (b) => `${(b / 1024).toFixed(0)} KiB`;
-console.log(`${new Date().toISOString().slice(0, 16)} UTC, node ${process.version}, ${WALKS} warm walks each, interleaved; ${BIN}`);
-console.log('| skills | load average (1/5/15 min), start → end | ours median (p90) | ref median (p90) | ours/ref | pages: ours, ref | largest page (ours) | whole walk (ours) |');
-console.log('|---:|---|---:|---:|---:|---:|---:|---:|');
+console.log(`${new Date().toISOString().slice(0, 16)} UTC, node ${process.version}, ${WALKS} warm walks each, interleaved; ${BINS.join(', ')}`);
+console.log('| skills | build | load average (1/5/15 min), start → end | ours median (p90) | ref median (p90) | ours/ref | pages: ours, ref | largest page (ours) | whole walk (ours) |');
+console.log('|---:|---|---|---:|---:|---:|---:|---:|---:|');
 for (const r of rows) {
-  console.log(`| ${r.skills} | ${r.load} | ${r.oursMs.toFixed(1)} ms (${r.oursP90Ms.toFixed(1)}) | ${r.refMs.toFixed(1)} ms (${r.refP90Ms.toFixed(1)}) | ${r.ratio.toFixed(2)} | ${r.pages}, ${r.refPages} | ${kib(r.largestPageBytes)} | ${kib(r.totalBytes)} |`);
+  console.log(`| ${r.skills} | ${BINS.length === 1 ? 'ours' : r.bin} | ${r.load} | ${r.oursMs.toFixed(1)} ms (${r.oursP90Ms.toFixed(1)}) | ${r.refMs.toFixed(1)} ms (${r.refP90Ms.toFixed(1)}) | ${r.ratio.toFixed(2)} | ${r.pages}, ${r.refPages} | ${kib(r.largestPageBytes)} | ${kib(r.totalBytes)} |`);
 }

@@ -17,6 +17,7 @@ import { declarationsDigest, listDeclarationsDir, MAX_DECLARATION_ENTRIES, skill
 import { OPERATOR_PLACE, strayDeclarationProblems } from '../../shared/declaration-source.js';
 import { discoverSkills, rootLabel, type DiscoveredSkill } from '../../shared/discover.js';
 import { PROVENANCE_META_KEY, provenanceOf, readPullLock, type Provenance } from '../../shared/provenance.js';
+import type { Lock } from '../../shared/pull-lock.js';
 import { deadGrantRows, readGrantSource, type GrantSource } from '../../shared/grant.js';
 import type { CatalogLimits } from '../../shared/limits.js';
 import { PUBLISH_MAX_BYTES } from '../../shared/limits.js';
@@ -77,6 +78,19 @@ function realRootsOf(roots: readonly string[]): (string | undefined)[] {
       return undefined;
     }
   });
+}
+
+/**
+ * One answer's reads of each root's `.skill-mcp-lock.json`, by root: a page of entries (skills/list,
+ * skill_list) asks for the lock of every skill on it, and one look per root and page is enough to
+ * show what the lock says now (it was one `lstat` per entry: 6 % of a skills/list request).
+ */
+export type LockReads = Map<string, Lock | undefined>;
+
+function readLockOnce(root: string, locks: LockReads | undefined): Lock | undefined {
+  if (locks === undefined) return readPullLock(root);
+  if (!locks.has(root)) locks.set(root, readPullLock(root));
+  return locks.get(root);
 }
 
 /** Compares problem lists (already sorted by path). */
@@ -374,9 +388,9 @@ export class Catalog {
    * The SEP-2640 entry of a published skill: digests and sizes of the bytes served now, and in
    * `_meta` where a pull brought it from (shared/provenance.ts), read fresh from the lock each time.
    */
-  async entry(record: SkillRecord): Promise<Skill> {
+  async entry(record: SkillRecord, locks?: LockReads): Promise<Skill> {
     const entry = this.#entryNow(record);
-    const provenance = this.provenance(record);
+    const provenance = this.provenance(record, locks);
     return provenance ? { ...entry, _meta: { ...entry._meta, [PROVENANCE_META_KEY]: provenance } } : entry;
   }
 
@@ -385,12 +399,12 @@ export class Catalog {
    * `.skill-mcp-lock.json` with an entry for it; the pin only while every served file still has
    * the digest the lock records.
    */
-  provenance(record: SkillRecord): Provenance | undefined {
+  provenance(record: SkillRecord, locks?: LockReads): Provenance | undefined {
     const found = this.#found.get(record.name);
     const root = found === undefined ? undefined : this.#roots[found.root];
     // Only DIR/<name>: the lock describes the folders pull writes, at the top of the folder it wrote to.
     if (root === undefined || found!.displayPath !== `${rootLabel(root)}/${record.name}`) return undefined;
-    const lock = readPullLock(root);
+    const lock = readLockOnce(root, locks);
     if (!lock?.skills[record.name]) return undefined;
     let served: Map<string, string>;
     try {

@@ -8,7 +8,7 @@ import { ProtocolError, ProtocolErrorCode, type Resource } from '@modelcontextpr
 import type { Skill, SkillReadResult, SkillSource } from '@modelcontextprotocol/server/ext/skills';
 import { isSkillMcpError } from '../../shared/errors.js';
 import { PUBLISH_MAX_BYTES } from '../../shared/limits.js';
-import type { Catalog } from './catalog.js';
+import type { Catalog, LockReads } from './catalog.js';
 import { entryProblems } from './entry-check.js';
 import { FASTMCP_MANIFEST_PATH, fastmcpManifest } from './fastmcp-manifest.js';
 import { exactText, mediaTypeFor, readServedFile } from './read.js';
@@ -120,8 +120,9 @@ export class CatalogSkillSource implements SkillSource {
     const skills: Skill[] = [];
     let bytes = 0;
     let taken = 0;
+    const locks: LockReads = new Map();
     for (; i < records.length && taken < this.listPageSize; i++) {
-      const entry = await this.catalog.entry(records[i]!);
+      const entry = await this.catalog.entry(records[i]!, locks);
       const checked = this.#check(entry);
       if (taken > 0 && bytes + checked.bytes + 1 > PAGE_MAX_BYTES) break;
       taken++;

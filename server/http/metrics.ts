@@ -181,17 +181,11 @@ export class HttpMetrics {
   }
 }
 
-/** Bodies larger than this are not parsed again just for a label (they are `other`). */
-const MAX_LABEL_PARSE_BYTES = 256 * 1024;
-
-/** The method label of a request the handler is about to serve: its `Mcp-Method` header (2026-07-28), else its body's. */
-export async function methodOfRequest(request: Request): Promise<string> {
-  const header = request.headers.get('mcp-method');
-  if (header !== null) return methodLabel({ method: header });
-  if (Number(request.headers.get('content-length') ?? Infinity) > MAX_LABEL_PARSE_BYTES) return 'other';
-  try {
-    return methodLabel(await request.clone().json());
-  } catch {
-    return 'other';
-  }
+/**
+ * The method label of a request the handler is about to serve: its `Mcp-Method` header
+ * (2026-07-28), else its body's (`body`: the parsed JSON body, or undefined when it is not JSON).
+ */
+export function methodOfRequest(headers: Headers, body: unknown): string {
+  const header = headers.get('mcp-method');
+  return methodLabel(header !== null ? { method: header } : body);
 }

@@ -22,7 +22,7 @@ import { healthRoutes } from './health.js';
 import { lineWriter, type LineWriter } from '../../shared/log-line.js';
 import { identityOfAuth } from '../auth/resource-server.js';
 import { guardRequest, jsonRpcError, type GuardOptions } from './guard.js';
-import { requestPath, sendWebResponse, toWebRequest, webHeaders } from './node-adapter.js';
+import { requestPath, sendWebResponse, toMcpRequest, toWebRequest, webHeaders } from './node-adapter.js';
 import { bindsLoopbackOnly, HTTP_USAGE, MCP_PATH, readHttpOptions, type HttpOptions } from './options.js';
 import { createInFlight, shutdownGracefully, type InFlight } from './shutdown.js';
 import { HttpMetrics, methodOfRequest } from './metrics.js';
@@ -70,11 +70,12 @@ function createListener(handler: McpHttpHandler, options: HttpOptions, inFlight:
         res.once('close', () => cap.counts.remove(client));
       }
       const headers = webHeaders(req);
-      const refused = guardRequest(requestPath(req).pathname, headers, guard);
+      const path = requestPath(req);
+      const { pathname } = path;
+      const refused = guardRequest(pathname, headers, guard);
       // Refused on its headers: the body is never buffered (Node discards it after the answer, under
       // the request deadline, so the client still reads the refusal instead of a broken pipe).
       if (refused) return await sendWebResponse(res, refused);
-      const { pathname } = requestPath(req);
       // The approval page: a browser's, signed in by the page itself (never by the /mcp bearer gate); its small body is read under its own cap.
       if (desk?.has(pathname)) {
         const request = await toWebRequest(req, headers, APPROVAL_BODY_BYTES, aborter.signal);
@@ -86,10 +87,11 @@ function createListener(handler: McpHttpHandler, options: HttpOptions, inFlight:
       const authInfo = authenticate ? await authenticate(headers) : undefined;
       if (authInfo instanceof Response) return await sendWebResponse(res, authInfo);
       who = identityOfAuth(authInfo)?.subject ?? (authInfo ? 'static-token' : undefined);
-      const request = await toWebRequest(req, headers, options.maxBodyBytes, aborter.signal);
-      if (metrics && !(request instanceof Response)) method = await methodOfRequest(request);
+      const mcp = await toMcpRequest(req, headers, options.maxBodyBytes, aborter.signal, path);
+      if (mcp instanceof Response) return await sendWebResponse(res, mcp);
+      if (metrics) method = methodOfRequest(headers, mcp.parsedBody);
       // Past the gate: the verified caller (its identity, or the static token's hash) reaches the tools.
-      await sendWebResponse(res, request instanceof Response ? request : await handler.fetch(request, authInfo ? { authInfo } : undefined));
+      await sendWebResponse(res, await handler.fetch(mcp.request, { ...(authInfo ? { authInfo } : {}), ...(mcp.parsedBody !== undefined ? { parsedBody: mcp.parsedBody } : {}) }));
     } catch (error) {
       // A client that went away mid-request is normal; anything else is ours and logged without detail leaking out.
       if (!aborter.signal.aborted) warn(`http: ${error instanceof Error ? error.message : String(error)}`);

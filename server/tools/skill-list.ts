@@ -17,6 +17,7 @@ import type { Problem } from '../../shared/problems.js';
 import type { Provenance } from '../../shared/provenance.js';
 import type { DescribeResult, Identity } from '../../shared/protocol.js';
 import type { FrontContext } from '../context.js';
+import type { LockReads } from '../catalog/catalog.js';
 import { uriFor } from '../catalog/uri.js';
 import { contentMismatch, frontContent } from './content-check.js';
 
@@ -115,6 +116,7 @@ export async function skillList(front: FrontContext, request: ListRequest = {}):
     contentDiffers.set(record.name, why);
     problems.push({ path: record.displayPath, reason: 'content-mismatch', detail: why });
   }
+  const locks: LockReads = new Map();
   const shape = (record: (typeof records)[number]): Record<string, unknown> => {
     const scripts: unknown[] = [];
     const ungrantedScripts: unknown[] = [];
@@ -165,7 +167,7 @@ export async function skillList(front: FrontContext, request: ListRequest = {}):
       ...(record.declarationOrigin?.pinned ? { declarationPinned: true } : {}),
       ...(record.declarationOrigin?.replaces ? { declarationReplaces: record.declarationOrigin.replaces } : {}),
       ...(record.published ? { uri: uriFor(record.name, 'SKILL.md') } : {}),
-      ...provenanceField(catalog.provenance(record)),
+      ...provenanceField(catalog.provenance(record, locks)),
       runnable: scripts.length > 0,
       scripts,
       ...(ungrantedScripts.length > 0 ? { ungrantedScripts } : {}),
