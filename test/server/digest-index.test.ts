@@ -133,6 +133,6 @@ describe('an index file someone else could have written is refused', () => {
     const { digest, warnings } = start(dir, index, 0);
     expect(digest.hex).toBe(sha('x\n'));
     expect(warnings.join('\n')).toMatch(/cannot be read as an index/);
-    expect(JSON.parse(readFileSync(index, 'utf8'))).toMatchObject({ version: 1 });
+    expect(JSON.parse(readFileSync(index, 'utf8'))).toMatchObject({ version: 2 });
   });
 });
