@@ -3,10 +3,13 @@
  * and the reference on the same folders, prints the table, writes bench/out/*.json and the
  * generated part of bench/RESULTS.md. Numbers only: nothing here fails on speed.
  *
- *   node bench/run.mjs [--only=small,large,huge,live,first] [--quick]
+ *   node bench/run.mjs [--only=small,large,huge,live,first,warm] [--quick]
  *
  * `live` (bench/live.mjs: watch cost, write → notification, skill_search, skill_list size) runs on
  * the large and huge workloads; `--only=live` runs it alone and rewrites only its block of RESULTS.md.
+ * `warm` (bench/warm-start.mjs: spawn → whole skills/list on an unchanged catalog, with the digest
+ * index, without, and the reference, interleaved) runs on the 553-skill collection, whose row
+ * carries issue 31's target, and on the large and huge workloads.
  */
 import { cp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { execFileSync } from 'node:child_process';
@@ -20,6 +23,7 @@ import { firstListRows } from './first-list.mjs';
 import { coldStart, rawSession, warmSession } from './measure.mjs';
 import { readCompareRows } from './read-compare.mjs';
 import { buildRefServer } from './ref-bundle.mjs';
+import { measureWarmStart, warmStartRows } from './warm-start.mjs';
 import { median, row, toMarkdown, toTerminal } from './report.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -189,6 +193,11 @@ if (!only || only.includes('live')) {
 if (!only || only.includes('first')) {
   log('first answer: bundled and 30 skills, as root and not, both eras (bare JSON-RPC client)');
   rows.push(...(await firstListRows({ node: NODE, servers: { ours: ourBin, ref: refBundle }, runs: quick ? 2 : FIRST_LIST_RUNS, log })));
+}
+if (!only || only.includes('warm')) {
+  log('warm start: spawn → whole skills/list on an unchanged catalog, with and without the digest index, and the reference');
+  const warm = await measureWarmStart({ ids: ['collection', 'large', 'huge'], starts: quick ? 2 : 7, bin: ourBin, node: NODE, refBundle, log });
+  rows.push(...warmStartRows(warm));
 }
 const info = await machine();
 const seconds = (performance.now() - started) / 1000;
