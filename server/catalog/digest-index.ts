@@ -1,9 +1,11 @@
 /**
- * @module The front's warm-start digest index (issue 31, opt-in: SKILL_MCP_DIGEST_INDEX=<file>).
- * Publishing a catalog means a sha256 of every served file (catalog.ts): 200 MB at 5,000 skills,
- * ~1.5 s of hashing after every start. The index remembers, per file, the identity and times it
- * was hashed under — dev, ino, size, mtime and ctime in ns — and the digest; a file whose fstat
- * (of the very fd a read would use) is the same is not read again.
+ * @module The front's warm-start digest index (issue 31; docs/warm-start.md; SKILL_MCP_DIGEST_INDEX,
+ * by default in a standalone front's own state folder: server/start.ts). Publishing a catalog means
+ * a sha256 of every served file (catalog.ts): 200 MB at 5,000 skills, ~1.5 s of hashing after
+ * every start. The index remembers, per file, the identity and times it was hashed under — dev,
+ * ino, size, mtime and ctime in ns — and the digest; a file the walk finds in that same state is
+ * not opened again (digest.ts). It also remembers each SKILL.md's parse by the hash of its text
+ * (skill.ts), for the build that made it.
  *
  * Racily clean, as git: a file changed twice within one timestamp tick keeps its size and times,
  * so a digest taken in that tick would be wrong for ever. An entry is trusted only when its hash
@@ -14,7 +16,8 @@
  * in the key because no user can set it: restoring size and mtime after an edit (touch -d) still
  * changes ctime, so the edit is seen.
  *
- * Security: the index only saves work for what `skills/list` publishes. The runner never reads it
+ * Security: the index only saves work for what `skills/list` publishes; a read that finds other
+ * bytes than listed forgets the entry (catalog.ts confirmFresh). The runner never reads it
  * (it re-reads and hashes the skill it runs), nor does the front's check of the runner's content
  * (tools/content-check.ts), which hashes the disk afresh. The file must be a regular file owned by
  * the front's own uid with no access for group or others (0600), or it is refused — not read, not
