@@ -3,7 +3,7 @@
  * and the reference on the same folders, prints the table, writes bench/out/*.json and the
  * generated part of bench/RESULTS.md. Numbers only: nothing here fails on speed.
  *
- *   node bench/run.mjs [--only=small,large,huge,live,first,http] [--quick]
+ *   node bench/run.mjs [--only=small,large,huge,live,first,http,warm] [--quick]
  *
  * `live` (bench/live.mjs: watch cost, write → notification, skill_search, skill_list size) runs on
  * the large and huge workloads; `--only=live` runs it alone and rewrites only its block of RESULTS.md.
@@ -11,6 +11,9 @@
  * `resources/read` 10 KB and 1 MiB and `skills/list` at 1, 10 and 50 clients, in turns) reports
  * requests per second and p99 with issue 31's targets, with fewer and shorter slices than the
  * script's own defaults, so the whole run stays reasonable.
+ * `warm` (bench/warm-start.mjs: spawn → whole skills/list on an unchanged catalog, with the digest
+ * index, without, and the reference, interleaved) runs on the 553-skill collection, whose row
+ * carries issue 31's target, and on the large and huge workloads.
  */
 import { cp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { execFileSync } from 'node:child_process';
@@ -25,6 +28,7 @@ import { HTTP_TARGET, httpCompareRows } from './http-compare.mjs';
 import { coldStart, rawSession, warmSession } from './measure.mjs';
 import { readCompareRows } from './read-compare.mjs';
 import { buildRefServer } from './ref-bundle.mjs';
+import { measureWarmStart, warmStartRows } from './warm-start.mjs';
 import { median, row, toMarkdown, toTerminal } from './report.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -215,6 +219,11 @@ if (!only || only.includes('http')) {
   log('Streamable HTTP beside the reference: 30 skills, 1/10/50 clients, in turns');
   const { rows: http } = await httpCompareRows({ ours: ourBin, ref: refBundle, node: NODE, ...(quick ? HTTP_SLICES.quick : HTTP_SLICES.full), log: (line) => log(`  ${line}`) });
   rows.push(...httpRows(http));
+}
+if (!only || only.includes('warm')) {
+  log('warm start: spawn → whole skills/list on an unchanged catalog, with and without the digest index, and the reference');
+  const warm = await measureWarmStart({ ids: ['collection', 'large', 'huge'], starts: quick ? 2 : 7, bin: ourBin, node: NODE, refBundle, log });
+  rows.push(...warmStartRows(warm));
 }
 const info = await machine();
 const seconds = (performance.now() - started) / 1000;

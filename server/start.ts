@@ -3,8 +3,11 @@
  * runner does), scan the catalog once, build the context. A value that stops the runner stops the
  * front too; tuning mistakes become `config` problems and lines on stderr, never silent defaults.
  */
+import { lstatSync } from 'node:fs';
 import { setFlagsFromString } from 'node:v8';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
+import { isHosted } from '../shared/mode.js';
+import { stateDirOf } from '../shared/state-dir.js';
 import { configView } from '../shared/config-view.js';
 import type { Problem } from '../shared/problems.js';
 import { Announcer } from './announce.js';
@@ -50,6 +53,31 @@ export async function externalRunner(env: NodeJS.ProcessEnv): Promise<RunnerLink
   return { socketPath, frontSecret: readFrontSecretFile(secretFile) };
 }
 
+/** Where the front keeps its warm-start digest index by default, in its state directory. */
+export const DEFAULT_DIGEST_INDEX = 'front-digest-index.json';
+
+/**
+ * `SKILL_MCP_DIGEST_INDEX`: a path, or `off`. Unset: {@link DEFAULT_DIGEST_INDEX} in the state
+ * directory, standalone only and only when that folder is this uid's own and closed to others —
+ * a root-started front (another uid by now) and a hosted front have no folder of their own there,
+ * and get no index unless one is named.
+ */
+export function digestIndexPath(env: NodeJS.ProcessEnv): string | undefined {
+  const named = env['SKILL_MCP_DIGEST_INDEX'];
+  if (named === 'off') return undefined;
+  if (named) return resolve(named);
+  if (isHosted(env)) return undefined;
+  const dir = stateDirOf(env);
+  try {
+    const s = lstatSync(dir);
+    // Security: a folder others may write to could have the index swapped under us.
+    if (!s.isDirectory() || s.uid !== process.getuid?.() || (s.mode & 0o022) !== 0) return undefined;
+  } catch {
+    return undefined; // no state folder yet (the runner makes it): the next start has one
+  }
+  return join(dir, DEFAULT_DIGEST_INDEX);
+}
+
 export async function startFront(
   env: NodeJS.ProcessEnv,
   bundledSkills: string,
@@ -78,9 +106,9 @@ export async function startFront(
   // Where operators look: every refused value and every root problem, not only skill_list.
   const startLines = [...startupReport(settings), ...frontIssues.map((issue) => issue.message), ...watch.errors, ...confirm.warnings];
   for (const line of startLines) warn(line);
-  // Opt-in: digests remembered from the last start (catalog/digest-index.ts); the runner never reads it.
-  const indexPath = env['SKILL_MCP_DIGEST_INDEX'];
-  const digestIndex = indexPath ? DigestIndex.load(resolve(indexPath), warn) : undefined;
+  // Digests remembered from the last start (catalog/digest-index.ts); the runner never reads it.
+  const indexPath = digestIndexPath(env);
+  const digestIndex = indexPath ? DigestIndex.load(indexPath, warn) : undefined;
   const catalog = await Catalog.load({ roots: settings.roots, limits: settings.limits, env, configProblems, ...(digestIndex ? { digestIndex } : {}) });
   const notice = catalog.limitNotice();
   if (notice !== undefined) warn(notice);

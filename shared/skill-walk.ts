@@ -10,8 +10,9 @@
  * garbage; measured on 5,000 skills / 50,000 files (bench/), the parallel async walk took ~2.3 s of
  * CPU and ~480 MB of RSS, the synchronous one ~0.6 s. Nothing can be served before the scan anyway.
  */
-import { lstatSync, readdirSync, realpathSync, statSync, type Dirent, type Stats } from 'node:fs';
+import { lstatSync, readdirSync, realpathSync, statSync, type BigIntStats, type Dirent } from 'node:fs';
 import { join } from 'node:path';
+import { fileState } from './file-state.js';
 import { checkPathString, isInside } from './paths.js';
 import type { Problem } from './problems.js';
 import { uriFor } from './skill-uri.js';
@@ -27,15 +28,20 @@ export interface WalkResult {
   problems: Problem[];
   /** The walk stopped at a limit. */
   limited: boolean;
+  /**
+   * With `states` asked for: each listed file's state (file-state.ts) from the very stat that gave
+   * its size — of the file itself, or of a link's target — by path.
+   */
+  states?: Map<string, string>;
 }
 
 /** A folder still to walk: its real path, its path in the skill, the real folders above it. */
 type Subdir = [string, string, string[]];
 
 /** The entry's metadata, or undefined when it vanished or cannot be inspected (not served). */
-function metadata(call: typeof lstatSync, path: string): Stats | undefined {
+function metadata(call: typeof lstatSync, path: string): BigIntStats | undefined {
   try {
-    return call(path, { throwIfNoEntry: false });
+    return call(path, { throwIfNoEntry: false, bigint: true });
   } catch {
     return undefined;
   }
@@ -44,11 +50,14 @@ function metadata(call: typeof lstatSync, path: string): Stats | undefined {
 interface WalkLimits {
   maxFiles: number;
   maxDirs: number;
+  /** Also return each file's state ({@link WalkResult.states}). */
+  states?: boolean;
 }
 
 export async function walkSkill(name: string, realDir: string, display: string, limits: WalkLimits): Promise<WalkResult> {
   const files: FileRecord[] = [];
   const problems: Problem[] = [];
+  const states = limits.states ? new Map<string, string>() : undefined;
   let dirs = 0;
   let limited = false;
 
@@ -56,12 +65,13 @@ export async function walkSkill(name: string, realDir: string, display: string, 
     problems.push({ path: `${display}/${rel}`, reason, detail });
   };
 
-  const addFile = (rel: string, size: number): void => {
+  const addFile = (rel: string, info: BigIntStats): void => {
     if (files.length >= limits.maxFiles) {
       limited = true;
       return;
     }
-    files.push({ path: rel, size });
+    files.push({ path: rel, size: Number(info.size) });
+    states?.set(rel, fileState(info));
   };
 
   // `chain` holds the real folders from the skill down to this one: a link to any of them loops.
@@ -108,7 +118,7 @@ export async function walkSkill(name: string, realDir: string, display: string, 
         return;
       }
       const info = metadata(statSync, target);
-      if (info?.isFile()) addFile(childRel, info.size);
+      if (info?.isFile()) addFile(childRel, info);
       else if (info?.isDirectory()) {
         // A link back to the skill or to a folder holding the link would loop forever. Other
         // folder links are aliases, walked under their own path (the folder limit bounds the work).
@@ -129,7 +139,7 @@ export async function walkSkill(name: string, realDir: string, display: string, 
       return;
     }
     const info = metadata(lstatSync, full);
-    if (info?.isFile()) addFile(childRel, info.size);
+    if (info?.isFile()) addFile(childRel, info);
   };
 
   visit(realDir, '', [realDir]);
@@ -141,5 +151,5 @@ export async function walkSkill(name: string, realDir: string, display: string, 
       detail: `more than ${limits.maxFiles} files or ${limits.maxDirs} folders; the walk stopped and the manifest lists the ${files.length} files walked (raise SKILL_MCP_MAX_FILES / SKILL_MCP_MAX_DIRS)`,
     });
   }
-  return { files, problems, limited };
+  return { files, problems, limited, ...(states ? { states } : {}) };
 }

@@ -26,7 +26,7 @@ import { declarationsDirOf } from '../../shared/settings.js';
 import { SkillSearch } from '../search/skill-search.js';
 import { affectedBy } from './affected.js';
 import { digestServedFile } from './digest.js';
-import { DigestIndex } from './digest-index.js';
+import { DigestIndex, indexKey } from './digest-index.js';
 import { scanSkill, type SkillRecord } from './skill.js';
 import { uriFor } from './uri.js';
 
@@ -127,6 +127,11 @@ export class Catalog {
   #servedFingerprint: string | undefined;
   #scratch = Buffer.allocUnsafe(DIGEST_CHUNK_BYTES);
   #index: DigestIndex;
+  /**
+   * Whether a digest may be served from the index on the walk's stat alone (digest.ts): not in a
+   * root process. Taken when the catalog is made, after a root launcher dropped to its front's uid.
+   */
+  readonly #trustWalkedStates = process.getuid?.() !== 0;
   #queue: Promise<unknown> = Promise.resolve();
   #listeners = new Set<(change: CatalogChange) => void>();
 
@@ -308,7 +313,7 @@ export class Catalog {
   }
 
   async #scan(found: DiscoveredSkill): Promise<void> {
-    const { record, problems } = await scanSkill(found, this.#limits, this.declarationsDir);
+    const { record, problems } = await scanSkill(found, this.#limits, this.declarationsDir, this.#index.enabled ? this.#index : undefined);
     this.#found.set(found.name, found);
     this.#scanProblems.set(found.name, problems);
     if (record) {
@@ -423,7 +428,9 @@ export class Catalog {
     let entry = this.#entries.get(record);
     if (!entry) {
       const resources = record.files.map((file) => {
-        const { hex, size } = digestServedFile(record.realDir, file.path, PUBLISH_MAX_BYTES, this.#scratch, this.#index);
+        const state = this.#trustWalkedStates ? record.fileStates?.get(file.path) : undefined;
+        const walked = state === undefined ? undefined : { state, size: file.size };
+        const { hex, size } = digestServedFile(record.realDir, file.path, PUBLISH_MAX_BYTES, this.#scratch, this.#index, walked);
         return { uri: uriFor(record.name, file.path)!, digest: `sha256:${hex}`, size };
       });
       entry = { uri: uriFor(record.name, 'SKILL.md')!, frontmatter: record.frontmatter as Skill['frontmatter'], resources };
@@ -434,7 +441,8 @@ export class Catalog {
 
   /**
    * Whether `bytes` just read from `path` still match what this record published (or would). When
-   * not, the skill is rescanned so the next listing carries the new digest.
+   * not, the skill is rescanned so the next listing carries the digest of these bytes: resolved
+   * only after that, so the bytes a read returns match what is listed when it answers.
    */
   async confirmFresh(record: SkillRecord, path: string, bytes: Uint8Array): Promise<void> {
     const entry = this.#entries.get(record);
@@ -444,7 +452,12 @@ export class Catalog {
       const published = entry?.resources === 'dynamic' ? undefined : entry?.resources.find((r) => r.uri === uriFor(record.name, path));
       stale = published !== undefined && published.digest !== `sha256:${sha256Hex(bytes)}`;
     }
-    if (stale && this.#records.get(record.name) === record) await this.refresh(record.name);
+    if (!stale) return;
+    // Security: the listed digest may have come from the index (a file whose identity fields
+    // survived a change, or an index entry that is wrong): forget it, or the rescan below would
+    // find the same state and serve the same stale digest again, now and at the next start.
+    this.#index.forget(indexKey(record.realDir, path));
+    if (this.#records.get(record.name) === record) await this.refresh(record.name);
   }
 
   /**

@@ -1,9 +1,11 @@
 /**
- * @module The front's warm-start digest index (issue 31, opt-in: SKILL_MCP_DIGEST_INDEX=<file>).
- * Publishing a catalog means a sha256 of every served file (catalog.ts): 200 MB at 5,000 skills,
- * ~1.5 s of hashing after every start. The index remembers, per file, the identity and times it
- * was hashed under — dev, ino, size, mtime and ctime in ns — and the digest; a file whose fstat
- * (of the very fd a read would use) is the same is not read again.
+ * @module The front's warm-start digest index (issue 31; docs/warm-start.md; SKILL_MCP_DIGEST_INDEX,
+ * by default in a standalone front's own state folder: server/start.ts). Publishing a catalog means
+ * a sha256 of every served file (catalog.ts): 200 MB at 5,000 skills, ~1.5 s of hashing after
+ * every start. The index remembers, per file, the identity and times it was hashed under — dev,
+ * ino, size, mtime and ctime in ns — and the digest; a file the walk finds in that same state is
+ * not opened again (digest.ts). It also remembers each SKILL.md's parse by the hash of its text
+ * (skill.ts), for the build that made it.
  *
  * Racily clean, as git: a file changed twice within one timestamp tick keeps its size and times,
  * so a digest taken in that tick would be wrong for ever. An entry is trusted only when its hash
@@ -14,25 +16,28 @@
  * in the key because no user can set it: restoring size and mtime after an edit (touch -d) still
  * changes ctime, so the edit is seen.
  *
- * Security: the index only saves work for what `skills/list` publishes. The runner never reads it
+ * Security: the index only saves work for what `skills/list` publishes; a read that finds other
+ * bytes than listed forgets the entry (catalog.ts confirmFresh). The runner never reads it
  * (it re-reads and hashes the skill it runs), nor does the front's check of the runner's content
  * (tools/content-check.ts), which hashes the disk afresh. The file must be a regular file owned by
  * the front's own uid with no access for group or others (0600), or it is refused — not read, not
  * overwritten — and said so on stderr; it is written to a temporary file in the same folder, then
  * renamed.
  */
-import { closeSync, constants, fstatSync, openSync, readSync, renameSync, unlinkSync, writeSync, type BigIntStats } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { fileState } from '../../shared/file-state.js';
 
 /** Longer than any filesystem's timestamp step we allow for (FAT's 2 s). */
 export const SETTLE_MS = 2_000;
 /** An index larger than this is not read (a 50,000-file catalog's is ~12 MB). */
 const MAX_INDEX_BYTES = 256 * 1024 * 1024;
-const VERSION = 1;
+/** 2: the parsed SKILL.md table beside the digests. */
+const VERSION = 2;
 
-/** What a file's fstat says about its bytes. */
-export function fileState(s: BigIntStats): string {
-  return `${s.dev}:${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`;
+/** The index's key of a served file: the skill's real folder and the path inside it. */
+export function indexKey(realDir: string, rel: string): string {
+  return `${realDir}\0${rel}`;
 }
 
 interface Remembered {
@@ -46,19 +51,30 @@ interface Remembered {
 
 type Stored = [key: string, state: string, firstSeen: number, hashedAt: number, hex: string];
 
+interface Loaded {
+  digests: Map<string, Remembered>;
+  /** What parsing a SKILL.md gave (JSON text), by the hash of its text (skill.ts); only when made by this build. */
+  parsed: Map<string, string>;
+}
+
 export class DigestIndex {
   /** From the file read at start. */
   readonly #previous: Map<string, Remembered>;
   /** What this process saw and hashed: what the next save writes (files gone are forgotten). */
   readonly #current = new Map<string, Remembered>();
+  readonly #parsedBefore: Map<string, string>;
+  readonly #parsed = new Map<string, string>();
+  /** {@link buildTag}, taken once per process (at load). */
+  readonly #build = buildTag();
 
   private constructor(
     private readonly path: string | undefined,
-    previous: Map<string, Remembered>,
+    previous: Loaded,
     private readonly now: () => number,
     private readonly warn: (message: string) => void = () => undefined,
   ) {
-    this.#previous = previous;
+    this.#previous = previous.digests;
+    this.#parsedBefore = previous.parsed;
   }
 
   /** Whether digests are remembered at all (without, a digest costs no extra fstat). */
@@ -68,7 +84,7 @@ export class DigestIndex {
 
   /** No index: every file is hashed. */
   static none(): DigestIndex {
-    return new DigestIndex(undefined, new Map(), Date.now);
+    return new DigestIndex(undefined, empty(), Date.now);
   }
 
   /**
@@ -81,7 +97,7 @@ export class DigestIndex {
       fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT') return new DigestIndex(path, new Map(), now, warn);
+      if (code === 'ENOENT') return new DigestIndex(path, empty(), now, warn);
       warn(`SKILL_MCP_DIGEST_INDEX: ${path} cannot be opened (${code ?? 'error'}); every file is hashed and the index is not written`);
       return DigestIndex.none();
     }
@@ -99,10 +115,10 @@ export class DigestIndex {
         if (n === 0) break;
         got += n;
       }
-      return new DigestIndex(path, parse(bytes.subarray(0, got).toString('utf8')), now, warn);
+      return new DigestIndex(path, parse(bytes.subarray(0, got).toString('utf8'), buildTag()), now, warn);
     } catch {
       warn(`SKILL_MCP_DIGEST_INDEX: ${path} cannot be read as an index; every file is hashed and it is rewritten`);
-      return new DigestIndex(path, new Map(), now, warn);
+      return new DigestIndex(path, empty(), now, warn);
     } finally {
       closeSync(fd);
     }
@@ -114,6 +130,31 @@ export class DigestIndex {
     if (seen?.state !== state || seen.hashedAt - seen.firstSeen < SETTLE_MS) return undefined;
     this.#current.set(key, seen);
     return seen.hex;
+  }
+
+  /**
+   * Drops what is remembered of `key`: a read found bytes whose digest is not the one published
+   * (catalog.ts confirmFresh), so neither this start nor the next may serve it again. The file is
+   * hashed afresh and its new digest starts unsettled.
+   */
+  forget(key: string): void {
+    this.#current.delete(key);
+    this.#previous.delete(key);
+  }
+
+  /**
+   * What parsing a SKILL.md whose text hashes to `key` gave, as remembered by a start of this very
+   * build (a pure function of the text: no file state is involved), or undefined.
+   */
+  parsedSkillMd(key: string): string | undefined {
+    const json = this.#parsed.get(key) ?? this.#parsedBefore.get(key);
+    if (json !== undefined) this.#parsed.set(key, json);
+    return json;
+  }
+
+  /** Remembers what parsing the SKILL.md text hashing to `key` gave, as JSON text (a snapshot: later changes to the object are not saved). */
+  rememberParsedSkillMd(key: string, json: string): void {
+    if (this.path !== undefined) this.#parsed.set(key, json);
   }
 
   /** When a hash of `key` in `state` starts: the time, and since when that state has been seen. */
@@ -137,7 +178,7 @@ export class DigestIndex {
     let fd: number | undefined;
     try {
       fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
-      const text = Buffer.from(JSON.stringify({ version: VERSION, rows }));
+      const text = Buffer.from(JSON.stringify({ version: VERSION, build: this.#build, rows, parsed: [...this.#parsed] }));
       for (let at = 0; at < text.length; ) at += writeSync(fd, text, at);
       closeSync(fd);
       fd = undefined;
@@ -162,15 +203,37 @@ function refusal(s: { isFile(): boolean; uid: number; mode: number; size: number
   return undefined;
 }
 
-function parse(text: string): Map<string, Remembered> {
-  const value = JSON.parse(text) as { version?: unknown; rows?: unknown };
-  const out = new Map<string, Remembered>();
+const empty = (): Loaded => ({ digests: new Map(), parsed: new Map() });
+
+/**
+ * Which build of the server is running: the state (shared/file-state.ts) of the Node binary and of
+ * the program file it runs. A parse remembered by another build is not reused — an upgrade of the
+ * YAML parser or of our rules must not be hidden by what an older one made of the same text.
+ */
+function buildTag(): string {
+  const state = (path: string | undefined): string => {
+    try {
+      return path === undefined ? '-' : fileState(statSync(path, { bigint: true }));
+    } catch {
+      return '-';
+    }
+  };
+  return `${state(process.execPath)}|${state(process.argv[1])}`;
+}
+
+function parse(text: string, build: string): Loaded {
+  const value = JSON.parse(text) as { version?: unknown; build?: unknown; rows?: unknown; parsed?: unknown };
+  const out = empty();
   if (value.version !== VERSION || !Array.isArray(value.rows)) return out;
   for (const row of value.rows as unknown[]) {
     if (!Array.isArray(row) || row.length !== 5) continue;
     const [key, state, firstSeen, hashedAt, hex] = row as unknown[];
-    if (typeof key !== 'string' || typeof state !== 'string' || typeof firstSeen !== 'number' || typeof hashedAt !== 'number' || typeof hex !== 'string' || !/^[0-9a-f]{64}$/.test(hex)) continue;
-    out.set(key, { state, firstSeen, hashedAt, hex });
+    if (typeof key !== 'string' || typeof state !== 'string' || typeof firstSeen !== 'number' || typeof hashedAt !== 'number' || typeof hex !== 'string' || !HEX64.test(hex)) continue;
+    out.digests.set(key, { state, firstSeen, hashedAt, hex });
+  }
+  if (value.build === build && Array.isArray(value.parsed)) {
+    for (const row of value.parsed as unknown[]) if (Array.isArray(row) && row.length === 2 && typeof row[0] === 'string' && typeof row[1] === 'string') out.parsed.set(row[0], row[1]);
   }
   return out;
 }
+const HEX64 = /^[0-9a-f]{64}$/;

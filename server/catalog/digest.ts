@@ -7,7 +7,8 @@
  */
 import { createHash } from 'node:crypto';
 import { closeSync, fstatSync, readSync } from 'node:fs';
-import { DigestIndex, fileState } from './digest-index.js';
+import { fileState } from '../../shared/file-state.js';
+import { DigestIndex, indexKey } from './digest-index.js';
 import { openInsideSkill } from './open-checked.js';
 
 const NO_INDEX = DigestIndex.none();
@@ -32,12 +33,28 @@ function hashFd(fd: number, maxBytes: number, scratch: Buffer): FileDigest {
   return { hex: hash.digest('hex'), size };
 }
 
+/** What the walk saw of a file: its state (shared/file-state.ts) and size, from one stat. */
+export interface WalkedFile {
+  state: string;
+  size: number;
+}
+
 /**
  * Hashes `rel` (a path from the skill's own walk, already string-checked) inside `realDir`.
  * Throws a SkillMcpError when a read would refuse the file. With an enabled `index`
- * (digest-index.ts) a file in a remembered, settled state is not read again.
+ * (digest-index.ts) a file in a remembered, settled state is not read again; given `walked` (the
+ * walk's stat of it), such a file is not even opened.
+ *
+ * `walked` must not be given in a root process (the catalog decides once): a root process's reads
+ * also check the file's owner against the skill folder's (open-inside.ts), which a chown of the
+ * folder changes without touching the file's state, so only the checked open may vouch there.
  */
-export function digestServedFile(realDir: string, rel: string, maxBytes: number, scratch: Buffer, index: DigestIndex = NO_INDEX): FileDigest {
+export function digestServedFile(realDir: string, rel: string, maxBytes: number, scratch: Buffer, index: DigestIndex = NO_INDEX, walked?: WalkedFile): FileDigest {
+  // The warm start: the walk found the file in a state the index holds a settled digest for.
+  if (walked !== undefined && index.enabled && walked.size <= maxBytes) {
+    const hex = index.lookup(indexKey(realDir, rel), walked.state);
+    if (hex !== undefined) return { hex, size: walked.size };
+  }
   const { fd } = openInsideSkill(realDir, rel);
   if (!index.enabled) {
     try {
@@ -50,7 +67,7 @@ export function digestServedFile(realDir: string, rel: string, maxBytes: number,
     // The state of the very file a read would serve (opened the same way), not of its path.
     const stat = fstatSync(fd, { bigint: true });
     const indexed = stat.size <= BigInt(maxBytes);
-    const key = `${realDir}\0${rel}`;
+    const key = indexKey(realDir, rel);
     const state = fileState(stat);
     if (indexed) {
       const hex = index.lookup(key, state);

@@ -37,6 +37,11 @@ export interface SkillRecord {
   skillMdDigest: string;
   /** The Markdown headings of the body (`#` to `######`), in order: what skill_search indexes besides the frontmatter. */
   headings: string[];
+  /**
+   * With a digest index: each file's state when walked (shared/file-state.ts), by path — what a
+   * remembered digest is looked up by without opening the file (digest.ts).
+   */
+  fileStates?: ReadonlyMap<string, string>;
 }
 
 /** Headings kept per skill for search: a 600-line SKILL.md has a few dozen; this bounds a hostile one. */
@@ -110,18 +115,65 @@ function problemPath(at: string, name: string, problem: DeclarationProblem): str
   return `${at}/${problem.at}`;
 }
 
-/** `declarationsDir`: `SKILL_MCP_DECLARATIONS` (shared/settings.ts), undefined when unset. */
-export async function scanSkill(found: DiscoveredSkill, limits: CatalogLimits, declarationsDir?: string): Promise<ScanResult> {
+/**
+ * What a warm start remembers of a scan (the digest index, digest-index.ts): the parse of each
+ * SKILL.md text, by a hash of that text — the same text always parses the same, so no file state
+ * is trusted for it. Given one, the walk also keeps each file's state for the digests (digest.ts).
+ */
+export interface ScanMemory {
+  parsedSkillMd(key: string): string | undefined;
+  rememberParsedSkillMd(key: string, json: string): void;
+}
+
+/** What {@link parseSkillMd} and {@link headingsOf} make of a SKILL.md: all a record keeps of its text. */
+type SkillMdView = Omit<ParsedSkillMd, 'body'> & { headings: string[] };
+
+const isStringArray = (v: unknown): v is string[] => Array.isArray(v) && v.every((s) => typeof s === 'string');
+
+/** A remembered view, or undefined when it is not one (an index from elsewhere is never trusted blindly). */
+function rememberedView(json: string | undefined): SkillMdView | undefined {
+  if (json === undefined) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch {
+    return undefined;
+  }
+  if (value === null || typeof value !== 'object') return undefined;
+  const v = value as Record<string, unknown>;
+  const fm = v['frontmatter'];
+  if (fm === null || typeof fm !== 'object' || Array.isArray(fm) || typeof v['bom'] !== 'boolean' || !isStringArray(v['headings'])) return undefined;
+  if (v['declarationError'] !== undefined && typeof v['declarationError'] !== 'string') return undefined;
+  return v as unknown as SkillMdView;
+}
+
+/** The SKILL.md's view: remembered for this exact text (and frontmatter limit), else parsed now. Throws FrontmatterError. */
+function viewOf(text: string, textDigest: string, maxFrontmatterBytes: number, memory: ScanMemory | undefined): SkillMdView {
+  const key = `${maxFrontmatterBytes}:${textDigest}`;
+  const remembered = rememberedView(memory?.parsedSkillMd(key));
+  if (remembered) return remembered;
+  const { body, ...parsed } = parseSkillMd(text, maxFrontmatterBytes);
+  const view: SkillMdView = { ...parsed, headings: headingsOf(body) };
+  memory?.rememberParsedSkillMd(key, JSON.stringify(view));
+  return view;
+}
+
+/**
+ * `declarationsDir`: `SKILL_MCP_DECLARATIONS` (shared/settings.ts), undefined when unset;
+ * `memory`: what a warm start remembers ({@link ScanMemory}).
+ */
+export async function scanSkill(found: DiscoveredSkill, limits: CatalogLimits, declarationsDir?: string, memory?: ScanMemory): Promise<ScanResult> {
   const problems: Problem[] = [];
   const at = found.displayPath;
   const [md, walk] = await Promise.all([
     readSkillMdFile(found.realDir),
-    walkSkill(found.name, found.realDir, at, { maxFiles: limits.maxFilesPerSkill, maxDirs: limits.maxDirsPerSkill }),
+    walkSkill(found.name, found.realDir, at, { maxFiles: limits.maxFilesPerSkill, maxDirs: limits.maxDirsPerSkill, states: memory !== undefined }),
   ]);
   if (!md.ok) return { problems: [{ path: `${at}/SKILL.md`, reason: 'unreadable-skill-md', detail: `${md.why}; the skill is not served` }] };
-  let parsed: ParsedSkillMd;
+  const skillMdDigest = createHash('sha256').update(md.text).digest('hex');
+  let parsed: SkillMdView;
   try {
-    parsed = parseSkillMd(md.text, limits.maxFrontmatterBytes);
+    parsed = viewOf(md.text, skillMdDigest, limits.maxFrontmatterBytes, memory);
   } catch (error) {
     if (!(error instanceof FrontmatterError)) throw error;
     return { problems: [{ path: `${at}/SKILL.md`, reason: 'malformed-frontmatter', detail: `${error.message}; the skill is not served` }] };
@@ -175,8 +227,9 @@ export async function scanSkill(found: DiscoveredSkill, limits: CatalogLimits, d
       published: why.length === 0,
       skillMdSize: md.size,
       skillMdMtimeMs: md.mtimeMs,
-      skillMdDigest: createHash('sha256').update(md.text).digest('hex'),
-      headings: headingsOf(parsed.body),
+      skillMdDigest,
+      headings: parsed.headings,
+      ...(walk.states ? { fileStates: walk.states } : {}),
     },
     problems,
     ...(why.length > 0 ? { unpublished: why } : {}),

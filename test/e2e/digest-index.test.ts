@@ -18,19 +18,24 @@ const era = ERAS[0]!;
 const sha = (bytes: Uint8Array): string => `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
 
 /** Every published digest, by resource URI, from a fresh server's whole walk. */
-async function publishedDigests(env: Record<string, string>, savedWith?: { index: string; settled: number }): Promise<{ digests: Map<string, string>; stderr: string }> {
+async function publishedDigests(env: Record<string, string>, savedWith?: { index: string; settled: number }): Promise<{ digests: Map<string, string>; entries: Map<string, string>; stderr: string }> {
   const served = await serve({ SKILL_MCP_WATCH: 'off', ...env }, era);
   try {
     const digests = new Map<string, string>();
+    // Whole entries (frontmatter too: the index also remembers each SKILL.md's parse).
+    const entries = new Map<string, string>();
     let cursor: string | undefined;
     do {
       const page = await rpc(served.client, 'skills/list', cursor === undefined ? {} : { cursor });
-      for (const skill of page['skills'] as { resources: { uri: string; digest: string }[] }[]) for (const r of skill.resources) digests.set(r.uri, r.digest);
+      for (const skill of page['skills'] as { uri: string; resources: { uri: string; digest: string }[] }[]) {
+        entries.set(skill.uri, JSON.stringify(skill));
+        for (const r of skill.resources) digests.set(r.uri, r.digest);
+      }
       cursor = page['nextCursor'] as string | undefined;
     } while (cursor !== undefined);
     // The index is saved once the start's digest pass is done: wait for it while the server runs.
     if (savedWith) await expect.poll(() => settledRows(savedWith.index), { timeout: 30_000 }).toBe(savedWith.settled);
-    return { digests, stderr: served.stderr() };
+    return { digests, entries, stderr: served.stderr() };
   } finally {
     await served.close();
   }
@@ -54,7 +59,7 @@ describe('SKILL_MCP_DIGEST_INDEX through the real server', () => {
     const uri = 'skill://api-docs/SKILL.md';
     const file = join(root, 'api-docs', 'SKILL.md');
     utimesSync(file, 1_700_000_000, 1_700_000_000);
-    const fresh = await publishedDigests({ SKILLS_DIR: root });
+    const fresh = await publishedDigests({ SKILLS_DIR: root, SKILL_MCP_DIGEST_INDEX: 'off' });
     expect(fresh.digests.size).toBeGreaterThan(20);
     expect(fresh.digests.get(uri)).toBe(sha(readFileSync(file)));
 
@@ -64,7 +69,9 @@ describe('SKILL_MCP_DIGEST_INDEX through the real server', () => {
     await publishedDigests(env, { index, settled: fresh.digests.size });
     expect(statSync(index).mode & 0o777).toBe(0o600);
     if (process.getuid?.() === 0) expect(statSync(index).uid).toBe(FRONT_UID);
-    expect((await publishedDigests(env)).digests).toEqual(fresh.digests);
+    const warm = await publishedDigests(env);
+    expect(warm.digests).toEqual(fresh.digests);
+    expect(warm.entries).toEqual(fresh.entries);
 
     // An edit that keeps the size and the mtime (to the nanosecond: a whole second).
     const before = statSync(file, { bigint: true });

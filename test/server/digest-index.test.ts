@@ -14,6 +14,9 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { digestServedFile } from '../../server/catalog/digest.js';
 import { DigestIndex } from '../../server/catalog/digest-index.js';
+import { scanSkill, type ScanMemory } from '../../server/catalog/skill.js';
+import { DEFAULT_DIGEST_INDEX, digestIndexPath } from '../../server/start.js';
+import { DEFAULT_CATALOG_LIMITS } from '../../shared/limits.js';
 
 const base = mkdtempSync(join(tmpdir(), 'digest-index-'));
 afterAll(() => rmSync(base, { recursive: true, force: true }));
@@ -133,6 +136,66 @@ describe('an index file someone else could have written is refused', () => {
     const { digest, warnings } = start(dir, index, 0);
     expect(digest.hex).toBe(sha('x\n'));
     expect(warnings.join('\n')).toMatch(/cannot be read as an index/);
-    expect(JSON.parse(readFileSync(index, 'utf8'))).toMatchObject({ version: 1 });
+    expect(JSON.parse(readFileSync(index, 'utf8'))).toMatchObject({ version: 2 });
+  });
+});
+
+describe('a remembered SKILL.md parse is used only for the same text, by the same build', () => {
+  const skillMd = '---\nname: memo\ndescription: "remembered"\n---\n\n# Heading one\n\nbody\n';
+
+  /** A skill folder and a scan of it with `memory`, as the catalog scans. */
+  async function scanWith(memory: ScanMemory, text = skillMd) {
+    const dir = mkdtempSync(join(base, 'memo-'));
+    writeFileSync(join(dir, 'SKILL.md'), text);
+    const found = { name: 'memo', realDir: dir, displayPath: 'skills/memo', root: 0 };
+    return (await scanSkill(found, DEFAULT_CATALOG_LIMITS, undefined, memory)).record!;
+  }
+
+  it('a start of the same build reuses the parse; a different text is parsed afresh', async () => {
+    const path = join(base, `index-${n++}.json`);
+    const first = DigestIndex.load(path, () => undefined, () => 0);
+    const record = await scanWith(first);
+    expect(record.frontmatter).toEqual({ name: 'memo', description: 'remembered' });
+    expect(record.headings).toEqual(['Heading one']);
+    first.save();
+    const second = DigestIndex.load(path, () => undefined, () => 1);
+    const key = `${DEFAULT_CATALOG_LIMITS.maxFrontmatterBytes}:${sha(skillMd)}`;
+    expect(JSON.parse(second.parsedSkillMd(key)!)).toMatchObject({ frontmatter: { name: 'memo' }, headings: ['Heading one'] });
+    const other = await scanWith(second, skillMd.replace('remembered', 'edited'));
+    expect(other.frontmatter['description']).toBe('edited');
+  });
+
+  it('a parse remembered by another build (another program file or Node) is not reused', () => {
+    const path = join(base, `index-${n++}.json`);
+    writeFileSync(path, JSON.stringify({ version: 2, build: 'another build', rows: [], parsed: [['k', '{"frontmatter":{}}']] }), { mode: 0o600 });
+    expect(DigestIndex.load(path, () => undefined).parsedSkillMd('k')).toBeUndefined();
+  });
+
+  it('a remembered value that is not a parse (an index written by something else) is ignored: the text is parsed', async () => {
+    const garbage: ScanMemory = { parsedSkillMd: () => '{"frontmatter":"not a mapping","bom":false,"headings":[]}', rememberParsedSkillMd: () => undefined };
+    const record = await scanWith(garbage);
+    expect(record.frontmatter).toEqual({ name: 'memo', description: 'remembered' });
+  });
+});
+
+describe('where the index lives by default (server/start.ts digestIndexPath)', () => {
+  it('in a standalone front\'s own state folder; off when asked, hosted, or when the folder is not closed to others', () => {
+    const state = mkdtempSync(join(base, 'state-'));
+    chmodSync(state, 0o700);
+    expect(digestIndexPath({ SKILL_MCP_STATE_DIR: state })).toBe(join(state, DEFAULT_DIGEST_INDEX));
+    expect(digestIndexPath({ SKILL_MCP_STATE_DIR: state, SKILL_MCP_DIGEST_INDEX: 'off' })).toBeUndefined();
+    expect(digestIndexPath({ SKILL_MCP_STATE_DIR: state, SKILL_MCP_DIGEST_INDEX: 'rel/x.json' })).toBe(join(process.cwd(), 'rel/x.json'));
+    expect(digestIndexPath({ SKILL_MCP_STATE_DIR: state, MCP_DATA_DIR: '/data' })).toBeUndefined();
+    expect(digestIndexPath({ SKILL_MCP_STATE_DIR: join(state, 'not-made-yet') })).toBeUndefined();
+    // Security: a folder others may write to could have the index swapped under the front.
+    chmodSync(state, 0o770);
+    expect(digestIndexPath({ SKILL_MCP_STATE_DIR: state })).toBeUndefined();
+  });
+
+  it.skipIf(!isRoot)('not in a state folder another uid owns (a root-started front has dropped to its own uid by then)', () => {
+    const state = mkdtempSync(join(base, 'state-'));
+    chmodSync(state, 0o700);
+    chownSync(state, 65534, 65534);
+    expect(digestIndexPath({ SKILL_MCP_STATE_DIR: state })).toBeUndefined();
   });
 });
