@@ -106,6 +106,7 @@ function outputsAudit(collected: Collected): Record<string, unknown> {
 /** Runs a run whose token is spent: workspace, proxy, cgroup, accept line, spawn, reap, collect, exit line. */
 export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: RunAdmission, run: SpentRun): Promise<Answer<ResultOf<'run'>>> {
   const { req, slot, reject, copy, who, tokenId, claims, plan, inputs, files, scratch, proxied, uid, cap } = run;
+  const { phases } = slot;
   let proxy: RunProxy | undefined;
   let cgroup: RunCgroup | undefined;
   let watch: WorkspaceWatch | undefined;
@@ -137,8 +138,10 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
       if (mountFailed !== undefined) return reject('sandbox-failed', 'SANDBOX_UNAVAILABLE', `the run's workspace could not be mounted with its size cap (${mountFailed}); nothing was run`, { token_id: tokenId });
       return reject('sandbox-failed', 'INTERNAL', `the runner could not write the run's workspace (${(error as NodeJS.ErrnoException).code ?? 'error'}); nothing was run — check the scratch directory's free space`, { token_id: tokenId });
     }
+    phases.mark('workspace');
     if (proxied) proxy = await openRunProxy({ socketPath: egressSocketPath(scratch), uid, entries: plan.egress.entries, audit: deps.audit, runId: slot.runId });
     // Security: a root runner caps and ends the run by its own cgroup (every page counted, every task killed).
+    phases.mark('proxy');
     const { cgroups } = deps.ctx.platform;
     if (cgroups) {
       try {
@@ -149,6 +152,7 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
         return reject('sandbox-failed', 'SANDBOX_UNAVAILABLE', `the run's memory cgroup could not be made (${(error as NodeJS.ErrnoException).code ?? 'error'}); nothing was run`, { token_id: tokenId });
       }
     }
+    phases.mark('cgroup');
     // Without a tmpfs, no one file may pass the workspace cap either (RLIMIT_FSIZE): the watcher then bounds the rest.
     const limits = tmpfs ? deps.limits : { ...deps.limits, fsizeBytes: Math.min(deps.limits.fsizeBytes, cap.bytes) };
     const spec = { ...buildSpawn(plan, deps.ctx.platform, deps.ctx.env, scratch, uid, limits, { workspace: ws.dir, home }, { ...(cgroup ? { cgroupProcs: cgroup.procs } : {}) }), ...(req.stdin !== undefined ? { stdin: req.stdin } : {}) };
@@ -171,6 +175,7 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
       return reject('audit-unavailable', 'AUDIT_UNAVAILABLE', AUDIT_DOWN_SPENT, { token_id: tokenId });
     }
     accepted = true;
+    phases.mark('accept');
     slot.lease?.endsBy(Date.now() + plan.willRun.timeoutMs + deps.killGraceMs + deps.drainMs + REAP_MS);
     const { setpriv, kill, ipcrm } = deps.ctx.platform.tools;
     let leftovers = { killed: 0, remaining: 0 };
@@ -191,10 +196,14 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
     const killGraceMs = usesBwrap(deps.ctx.platform) ? 0 : deps.killGraceMs;
     const proc = runProcess(spec, { timeoutMs: plan.willRun.timeoutMs, killGraceMs, drainMs: deps.drainMs }, MAX_STREAM_BYTES, afterExit);
     slot.proc = proc;
+    phases.mark('spawn', proc.spawnedAt);
     if (slot.cancelled) proc.cancel();
     // Security: without a tmpfs the watcher is the workspace's cap: the first look over it stops the run.
     watch = watchWorkspace(ws, tmpfs ? 'tmpfs' : 'watch', cap, () => proc.cancel('workspace-full'));
     const o = await proc.outcome;
+    phases.mark('script', o.exitedAt);
+    phases.mark('reap', o.reapedAt);
+    phases.mark('drain');
     // The last look, with nothing of the run left running (or the first one over the cap).
     const usage: WorkspaceUsage = await watch.finish();
     watch = undefined;
@@ -207,6 +216,7 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
       : collectOutputs(ws, deps.limits.outputFilesBytes);
     // The workspace never outlives the result (the finally below removes it again on every other path);
     // its tmpfs comes off first, lazily when a survivor still holds it.
+    phases.mark('outputs');
     const off: Unmounted | undefined = tmpfs ? unmountAll(scratch) : undefined;
     const removed = removeRunFolder(scratch);
     // So is the run's copy of its skill: nothing of the run is on disk once its exit line is written.
@@ -215,6 +225,7 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
     const filesNote = [collected.note, removed ? undefined : 'the run\'s workspace could not be removed in full; the operator was told in the audit log'].filter((n) => n !== undefined).join('; ');
     slot.ended = true;
     stats.ended(o.ending);
+    phases.mark('cleanup');
     slot.lines.push(deps.audit.append({
       event: 'run.exit', run_id: slot.runId, exit_code: o.exitCode, signal: o.signal, ended: o.ending, duration_ms: o.durationMs,
       stdout_bytes: o.stdoutBytes, stderr_bytes: o.stderrBytes, stdout_sha256: o.stdoutSha256, stderr_sha256: o.stderrSha256,
@@ -227,6 +238,7 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
       ...(off !== undefined && off.lazy > 0 ? { workspace_unmount: 'lazy' } : {}),
       ...(removed ? {} : { workspace_left: true }),
       ...(who.requester !== undefined ? { requester: who.requester } : {}),
+      phases_ms: phases.snapshot(),
     }));
     return {
       ok: true,

@@ -35,6 +35,9 @@ export interface ProcessOutcome {
   stderrSha256: string;
   truncated: boolean;
   durationMs: number;
+  /** `performance.now()` when the main process's exit was seen, and when `afterExit` had run (the run's phases). */
+  exitedAt: number;
+  reapedAt: number;
 }
 
 class Capture {
@@ -64,6 +67,8 @@ class Capture {
 
 export interface RunningProcess {
   pid: number | undefined;
+  /** `performance.now()` once the spawn call returned (the chain's first program exec'd, or failed to). */
+  spawnedAt: number;
   outcome: Promise<ProcessOutcome>;
   /** Kills the whole group now; the outcome then reports `why` (`cancelled` unless said). */
   cancel(why?: 'cancelled' | 'workspace-full'): void;
@@ -78,6 +83,7 @@ export function runProcess(spec: SpawnSpec, times: RunTimes, maxStreamBytes: num
   // filter, each a pipe written once and closed.
   const extra = spec.fds.map((bytes) => (bytes === undefined ? 'ignore' : 'pipe') as 'ignore' | 'pipe');
   const child = spawn(spec.command, spec.args, { cwd: spec.cwd, env: spec.env, stdio: [spec.stdin !== undefined ? 'pipe' : 'ignore', 'pipe', 'pipe', ...extra], detached: true, shell: false });
+  const spawnedAt = performance.now();
   if (spec.stdin !== undefined && child.stdin) {
     // A script that exits without reading all of it closes the pipe: EPIPE is its choice, not an error.
     child.stdin.on('error', () => undefined);
@@ -113,9 +119,11 @@ export function runProcess(spec: SpawnSpec, times: RunTimes, maxStreamBytes: num
     const finish = async (exitCode: number | null, signal: string | null): Promise<void> => {
       if (settled) return;
       settled = true;
+      const exitedAt = performance.now();
       for (const timer of timers) clearTimeout(timer);
       killGroup('SIGKILL'); // the rest of the group is a leftover of a finished run
       await afterExit().catch(() => undefined);
+      const reapedAt = performance.now();
       // The drain window: output still in flight is kept; a pipe held open by an escapee is not waited on.
       await Promise.race([Promise.all([out.ended, err.ended]), new Promise((r) => setTimeout(r, times.drainMs))]);
       child.stdout?.destroy();
@@ -127,6 +135,7 @@ export function runProcess(spec: SpawnSpec, times: RunTimes, maxStreamBytes: num
         stdoutSha256: out.hash.digest('hex'), stderrSha256: err.hash.digest('hex'),
         truncated: out.total > out.kept || err.total > err.kept,
         durationMs: Math.round(performance.now() - started),
+        exitedAt, reapedAt,
       });
     };
     // The hard deadline: whatever happens to 'exit', the call returns and releases the slot.
@@ -143,6 +152,7 @@ export function runProcess(spec: SpawnSpec, times: RunTimes, maxStreamBytes: num
   });
   return {
     pid: child.pid,
+    spawnedAt,
     outcome,
     cancel(why: 'cancelled' | 'workspace-full' = 'cancelled'): void {
       if (ending === 'exit') ending = why;
