@@ -32,11 +32,7 @@ import { build } from 'esbuild';
 const REPO = resolve(import.meta.dirname, '..');
 const OUT = join(REPO, 'bench/out');
 const argOf = (name) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
-const BIN = resolve(argOf('bin') ?? join(REPO, 'dist/skill-mcp.js'));
-const RUNS = Number(argOf('runs') ?? process.env.BENCH_RUNS ?? 21);
-const only = argOf('only')?.split(',');
-/** `--prof=DIR`: every process of the server (front, runner) writes a CPU profile there (bench/prof-preload.cjs). */
-const prof = argOf('prof') ? resolve(argOf('prof')) : undefined;
+const DEFAULT_RUNS = 21;
 const asRoot = process.getuid() === 0;
 const USER = 40100;
 /** The uid bare and chain runs take as root: outside the runner's run-uid range (61184-61439). */
@@ -121,13 +117,13 @@ function phasesOf(home, runId) {
   throw new Error(`no run.exit line for ${runId}`);
 }
 
-async function measure(label, skills, env, prefix, spawnerJs) {
+async function measure(label, skills, env, prefix, spawnerJs, { bin, runs: RUNS, prof }) {
   const home = mkdtempSync(join(tmpdir(), 'skill-mcp-bench-home-'));
   // As root the front drops to its own uid and must traverse TMPDIR to reach the runner's socket.
   chmodSync(home, 0o755);
   if (prefix.length > 0) chownSync(home, USER, USER);
   const [command, ...pre] = prefix.length > 0 ? prefix : [process.execPath];
-  const args = prefix.length > 0 ? [...pre, process.execPath, BIN] : [BIN];
+  const args = prefix.length > 0 ? [...pre, process.execPath, bin] : [bin];
   const transport = new StdioClientTransport({ command, args, env: { PATH: process.env.PATH, HOME: home, TMPDIR: home, SKILLS_DIR: skills, MCP_CONFIRM_MODE: 'auto', ...env, ...(prof ? { NODE_OPTIONS: `--require ${join(REPO, 'bench/prof-preload.cjs')}`, PROF_DIR: prof } : {}) }, stderr: 'pipe' });
   const client = new Client({ name: 'bench-run-floor', version: '0' }, { capabilities: {} });
   await client.connect(transport);
@@ -184,6 +180,7 @@ async function measure(label, skills, env, prefix, spawnerJs) {
     chainOverBareMs: median(samples.chain.map((s, i) => s.ms - samples.bare[i].ms)),
     frontWireMs: median(samples.ours.map((s, i) => s.ms - runnerMs[i])),
     runnerMs: median(runnerMs),
+    runnerOverBareMs: median(runnerMs.map((ms, i) => ms - samples.bare[i].ms)),
     bareBeforeScriptMs: median(samples.bare.map((s) => s.pre)),
     scriptLifeMs: { ours: median(samples.ours.map((s) => s.life)), bare: median(samples.bare.map((s) => s.life)) },
     phases,
@@ -198,8 +195,11 @@ const CASES = [
   ['ordinary user, SKILL_MCP_BWRAP=off', 'same-uid', { SKILL_MCP_BWRAP: 'off' }, user, true],
 ];
 
-/** Measures every level this machine gives; the rows, for the table and for bench/run.mjs. */
-export async function runFloorRows(log = (m) => process.stderr.write(`${m}\n`)) {
+/**
+ * Measures every level this machine gives; the rows, for the table and for bench/run.mjs.
+ * `only`: level names; `prof`: a folder for every server process's CPU profile (bench/prof-preload.cjs).
+ */
+export async function runFloorRows({ runs = DEFAULT_RUNS, only, prof, bin = join(REPO, 'dist/skill-mcp.js'), log = (m) => process.stderr.write(`${m}\n`) } = {}) {
   const spawnerJs = await bundleSpawner();
   if (prof) {
     mkdirSync(prof, { recursive: true });
@@ -212,7 +212,7 @@ export async function runFloorRows(log = (m) => process.stderr.write(`${m}\n`)) 
       if (!enabled || (only && !only.includes(expected))) continue;
       log(`run-floor: ${label} (load ${load()})`);
       try {
-        rows.push(await measure(label, skills, env, prefix, spawnerJs));
+        rows.push(await measure(label, skills, env, prefix, spawnerJs, { bin, runs, prof }));
       } catch (error) {
         rows.push({ label, error: error.message.slice(0, 300) });
       }
@@ -228,14 +228,15 @@ const signed = (x) => (Number.isFinite(x) ? `${x >= 0 ? '+' : ''}${x.toFixed(1)}
 
 export function floorMarkdown(rows) {
   const out = [
-    `Our run call (token in hand) beside bare bubblewrap, interleaved; median of ${rows.find((r) => r.runs)?.runs ?? RUNS}, ${process.version}, ${cpus().length} cores. Target: ours − bare ≤ ${TARGET_MS} ms at \`namespace\`.`,
+    `Our run call (token in hand) beside bare bubblewrap, interleaved; median of ${rows.find((r) => r.runs)?.runs ?? DEFAULT_RUNS}, ${process.version}, ${cpus().length} cores. Target: ours − bare ≤ ${TARGET_MS} ms at \`namespace\`.`,
+    '"runner": the sum of its phases (connection → exit line); "front + wire": the client\'s time − that.',
     '',
-    '| launch | level | ours | bare | our chain alone | ours − bare | chain − bare | front + wire | runner | load before → after |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|---|',
+    '| launch | level | ours | bare | our chain alone | ours − bare | runner − bare | chain − bare | front + wire | runner | load before → after |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|',
   ];
   for (const r of rows) {
-    if (r.error) out.push(`| ${r.label} | not measured: ${r.error} | | | | | | | | |`);
-    else out.push(`| ${r.label} | \`${r.level}\` | ${f(r.oursMs)} ms | ${f(r.bareMs)} ms | ${f(r.chainMs)} ms | **${signed(r.oursOverBareMs)} ms** | ${signed(r.chainOverBareMs)} ms | ${f(r.frontWireMs)} ms | ${f(r.runnerMs)} ms | ${r.loadBefore} → ${r.loadAfter} |`);
+    if (r.error) out.push(`| ${r.label} | not measured: ${r.error} | | | | | | | | | |`);
+    else out.push(`| ${r.label} | \`${r.level}\` | ${f(r.oursMs)} ms | ${f(r.bareMs)} ms | ${f(r.chainMs)} ms | **${signed(r.oursOverBareMs)} ms** | ${signed(r.runnerOverBareMs)} ms | ${signed(r.chainOverBareMs)} ms | ${f(r.frontWireMs)} ms | ${f(r.runnerMs)} ms | ${r.loadBefore} → ${r.loadAfter} |`);
   }
   const measured = rows.filter((r) => !r.error);
   const names = [...new Set(measured.flatMap((r) => Object.keys(r.phases)))];
@@ -245,7 +246,8 @@ export function floorMarkdown(rows) {
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const rows = await runFloorRows();
+  const prof = argOf('prof');
+  const rows = await runFloorRows({ runs: Number(argOf('runs') ?? process.env.BENCH_RUNS ?? DEFAULT_RUNS), only: argOf('only')?.split(','), prof: prof ? resolve(prof) : undefined, bin: resolve(argOf('bin') ?? join(REPO, 'dist/skill-mcp.js')) });
   mkdirSync(OUT, { recursive: true });
   writeFileSync(join(OUT, 'run-floor.json'), JSON.stringify({ node: process.version, cores: cpus().length, date: new Date().toISOString(), rows }, null, 2));
   console.log(floorMarkdown(rows));

@@ -3,10 +3,12 @@
  * and the reference on the same folders, prints the table, writes bench/out/*.json and the
  * generated part of bench/RESULTS.md. Numbers only: nothing here fails on speed.
  *
- *   node bench/run.mjs [--only=small,large,huge,live,first] [--quick]
+ *   node bench/run.mjs [--only=small,large,huge,live,first,floor] [--quick]
  *
  * `live` (bench/live.mjs: watch cost, write → notification, skill_search, skill_list size) runs on
  * the large and huge workloads; `--only=live` runs it alone and rewrites only its block of RESULTS.md.
+ * `floor` (bench/run-floor.mjs: our run beside bare bubblewrap at each isolation level, issue 31
+ * item 2) adds a row per level: ours − bare, median of the per-sample differences.
  */
 import { cp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { execFileSync } from 'node:child_process';
@@ -19,6 +21,7 @@ import { liveRows } from './live.mjs';
 import { firstListRows } from './first-list.mjs';
 import { coldStart, rawSession, warmSession } from './measure.mjs';
 import { readCompareRows } from './read-compare.mjs';
+import { floorMarkdown, runFloorRows, TARGET_MS as FLOOR_TARGET_MS } from './run-floor.mjs';
 import { buildRefServer } from './ref-bundle.mjs';
 import { median, row, toMarkdown, toTerminal } from './report.mjs';
 
@@ -189,6 +192,16 @@ if (!only || only.includes('live')) {
 if (!only || only.includes('first')) {
   log('first answer: bundled and 30 skills, as root and not, both eras (bare JSON-RPC client)');
   rows.push(...(await firstListRows({ node: NODE, servers: { ours: ourBin, ref: refBundle }, runs: quick ? 2 : FIRST_LIST_RUNS, log })));
+}
+if (!only || only.includes('floor')) {
+  log('run floor: our run beside bare bubblewrap, each isolation level (bench/run-floor.mjs)');
+  const floor = await runFloorRows({ runs: quick ? 3 : 21, log });
+  await writeFile(join(OUT, 'run-floor.json'), JSON.stringify({ date: new Date().toISOString(), rows: floor }, null, 2));
+  log(floorMarkdown(floor));
+  for (const r of floor) {
+    if (r.error) rows.push({ workload: 'run floor', label: `skill_run over bare bubblewrap (${r.label})`, unit: 'ms', runs: 0, note: `not measured: ${r.error}` });
+    else rows.push(row('run floor', `skill_run over bare bubblewrap, \`${r.level}\``, 'ms', [r.oursOverBareMs], undefined, r.level === 'namespace' ? FLOOR_TARGET_MS : undefined, `ours ${r.oursMs.toFixed(1)} / bare ${r.bareMs.toFixed(1)} ms; runner − bare ${r.runnerOverBareMs.toFixed(1)}, chain − bare ${r.chainOverBareMs.toFixed(1)}, front + wire ${r.frontWireMs.toFixed(1)} ms; load ${r.loadBefore}`));
+  }
 }
 const info = await machine();
 const seconds = (performance.now() - started) / 1000;
