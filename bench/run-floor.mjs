@@ -16,14 +16,17 @@
  * its run.exit audit line (`phases_ms`, runner/requests/phases.ts) with "front + wire" = the client's
  * time − the runner's phases. Target (issue 31): ours − bare ≤ 5 ms median at the namespace level.
  *
- *   node bench/run-floor.mjs [--runs=N] [--only=namespace,namespace-uid,...] [--prof=DIR] [--bin=dist/skill-mcp.js]
+ *   node bench/run-floor.mjs [--runs=N] [--only=namespace,namespace-uid,...] [--prof=DIR] [--bin=A[,B…]]
+ *
+ * `--bin=A,B`: several builds (e.g. before and after a change), each its own server, all in the
+ * same rounds beside the same bare runs: their rows compare sample by sample.
  *
  * Writes bench/out/run-floor.json. Wall clock on a shared machine: the load average is printed.
  */
 import { spawn } from 'node:child_process';
 import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
@@ -117,7 +120,8 @@ function phasesOf(home, runId) {
   throw new Error(`no run.exit line for ${runId}`);
 }
 
-async function measure(label, skills, env, prefix, spawnerJs, { bin, runs: RUNS, prof }) {
+/** One server of build `bin` (SDK client over stdio) and its timed run call. */
+async function startOurs(bin, skills, env, prefix, prof) {
   const home = mkdtempSync(join(tmpdir(), 'skill-mcp-bench-home-'));
   // As root the front drops to its own uid and must traverse TMPDIR to reach the runner's socket.
   chmodSync(home, 0o755);
@@ -127,6 +131,27 @@ async function measure(label, skills, env, prefix, spawnerJs, { bin, runs: RUNS,
   const transport = new StdioClientTransport({ command, args, env: { PATH: process.env.PATH, HOME: home, TMPDIR: home, SKILLS_DIR: skills, MCP_CONFIRM_MODE: 'auto', ...env, ...(prof ? { NODE_OPTIONS: `--require ${join(REPO, 'bench/prof-preload.cjs')}`, PROF_DIR: prof } : {}) }, stderr: 'pipe' });
   const client = new Client({ name: 'bench-run-floor', version: '0' }, { capabilities: {} });
   await client.connect(transport);
+  const call = async (extra) => (await client.callTool({ name: 'skill_run', arguments: { name: 'probe', script: 'run.js', args: [], ...extra } })).structuredContent;
+  return {
+    async time() {
+      const first = await call({});
+      if (typeof first?.confirmToken !== 'string') throw new Error(`no token: ${JSON.stringify(first).slice(0, 300)}`);
+      const t0 = performance.now();
+      const second = await call({ confirmToken: first.confirmToken });
+      const ms = performance.now() - t0;
+      if (second?.exitCode !== 0) throw new Error(`run failed: ${JSON.stringify(second).slice(0, 300)}`);
+      const stamp = JSON.parse(second.stdout);
+      return { ms, level: first.preview.willRun.isolation, life: stamp.end - stamp.start, phases: phasesOf(home, second.runId) };
+    },
+    async close() {
+      await client.close();
+      rmSync(home, { recursive: true, force: true });
+    },
+  };
+}
+
+/** One level: every build's server, bare bubblewrap and the chain alone, interleaved round by round. */
+async function measure(label, skills, env, prefix, spawnerJs, { bins, runs: RUNS, prof }) {
   const floorDir = mkdtempSync(join(tmpdir(), 'skill-mcp-bench-floor-run-'));
   chmodSync(floorDir, 0o755);
   const workDir = join(floorDir, 'work');
@@ -137,54 +162,50 @@ async function measure(label, skills, env, prefix, spawnerJs, { bin, runs: RUNS,
   chownSync(workDir, owner, owner);
   chownSync(homeDir, owner, owner);
   if (prefix.length > 0) chownSync(floorDir, USER, USER);
+  const servers = [];
   const spawner = startSpawner(spawnerJs, prefix, env, { skillDir: join(skills, 'probe'), script: 'run.js', workDir, homeDir, ...(asRoot && prefix.length === 0 ? { uid: BARE_UID } : {}) });
-  const info = await spawner.ready;
-  const call = async (extra) => (await client.callTool({ name: 'skill_run', arguments: { name: 'probe', script: 'run.js', args: [], ...extra } })).structuredContent;
-  const ours = async () => {
-    const first = await call({});
-    if (typeof first?.confirmToken !== 'string') throw new Error(`no token: ${JSON.stringify(first).slice(0, 300)}`);
-    const t0 = performance.now();
-    const second = await call({ confirmToken: first.confirmToken });
-    const ms = performance.now() - t0;
-    if (second?.exitCode !== 0) throw new Error(`run failed: ${JSON.stringify(second).slice(0, 300)}`);
-    const stamp = JSON.parse(second.stdout);
-    return { ms, level: first.preview.willRun.isolation, life: stamp.end - stamp.start, phases: phasesOf(home, second.runId) };
-  };
-  const samples = { ours: [], bare: [], chain: [] };
+  const samples = { bare: [], chain: [], ...Object.fromEntries(bins.map((_, b) => [`ours${b}`, []])) };
   let level;
+  let info;
   const loadBefore = load();
   try {
+    info = await spawner.ready;
+    for (const bin of bins) servers.push(await startOurs(bin, skills, env, prefix, prof));
     for (let i = 0; i <= RUNS; i++) {
-      // The order rotates, so no one of the three always runs right after another.
-      const order = [['ours', ours], ['bare', () => spawner.time('bare')], ['chain', () => spawner.time('chain')]];
-      for (let k = 0; k < i % 3; k++) order.push(order.shift());
+      // The order rotates, so no one of them always runs right after another.
+      const order = [...servers.map((server, b) => [`ours${b}`, () => server.time()]), ['bare', () => spawner.time('bare')], ['chain', () => spawner.time('chain')]];
+      for (let k = 0; k < i % order.length; k++) order.push(order.shift());
       const round = {};
       for (const [name, fn] of order) round[name] = await fn();
-      level = round.ours.level;
+      level = round.ours0.level;
       if (i > 0) for (const name of Object.keys(samples)) samples[name].push(round[name]); // the first round warms everything
     }
   } finally {
     spawner.close();
-    await client.close();
-    rmSync(home, { recursive: true, force: true });
+    for (const server of servers) await server.close();
     rmSync(floorDir, { recursive: true, force: true });
   }
-  const ms = (name) => samples[name].map((s) => s.ms);
-  const phaseNames = [...new Set(samples.ours.flatMap((s) => Object.keys(s.phases)))];
-  const phases = Object.fromEntries(phaseNames.map((p) => [p, median(samples.ours.map((s) => s.phases[p] ?? 0))]));
-  const runnerMs = samples.ours.map((s) => Object.values(s.phases).reduce((a, b) => a + b, 0));
-  return {
-    label, level, floorLevel: info.level, seccomp: info.seccomp, runs: RUNS, loadBefore, loadAfter: load(),
-    oursMs: median(ms('ours')), bareMs: median(ms('bare')), chainMs: median(ms('chain')),
-    oursOverBareMs: median(samples.ours.map((s, i) => s.ms - samples.bare[i].ms)),
-    chainOverBareMs: median(samples.chain.map((s, i) => s.ms - samples.bare[i].ms)),
-    frontWireMs: median(samples.ours.map((s, i) => s.ms - runnerMs[i])),
-    runnerMs: median(runnerMs),
-    runnerOverBareMs: median(runnerMs.map((ms, i) => ms - samples.bare[i].ms)),
-    bareBeforeScriptMs: median(samples.bare.map((s) => s.pre)),
-    scriptLifeMs: { ours: median(samples.ours.map((s) => s.life)), bare: median(samples.bare.map((s) => s.life)) },
-    phases,
-  };
+  const loadAfter = load();
+  const bare = samples.bare;
+  return bins.map((bin, b) => {
+    const ours = samples[`ours${b}`];
+    const phaseNames = [...new Set(ours.flatMap((s) => Object.keys(s.phases)))];
+    const phases = Object.fromEntries(phaseNames.map((p) => [p, median(ours.map((s) => s.phases[p] ?? 0))]));
+    // A build from before phases_ms has no runner-side figures (NaN prints as –).
+    const runnerMs = ours.map((s) => (Object.keys(s.phases).length > 0 ? Object.values(s.phases).reduce((a, c) => a + c, 0) : Number.NaN));
+    return {
+      label: bins.length > 1 ? `${label}, build ${b + 1}` : label, bin: relative(REPO, bin), level, floorLevel: info.level, seccomp: info.seccomp, runs: RUNS, loadBefore, loadAfter,
+      oursMs: median(ours.map((s) => s.ms)), bareMs: median(bare.map((s) => s.ms)), chainMs: median(samples.chain.map((s) => s.ms)),
+      oursOverBareMs: median(ours.map((s, i) => s.ms - bare[i].ms)),
+      chainOverBareMs: median(samples.chain.map((s, i) => s.ms - bare[i].ms)),
+      frontWireMs: median(ours.map((s, i) => s.ms - runnerMs[i])),
+      runnerMs: median(runnerMs),
+      runnerOverBareMs: median(runnerMs.map((ms, i) => ms - bare[i].ms)),
+      bareBeforeScriptMs: median(bare.map((s) => s.pre)),
+      scriptLifeMs: { ours: median(ours.map((s) => s.life)), bare: median(bare.map((s) => s.life)) },
+      phases,
+    };
+  });
 }
 
 const user = asRoot ? ['setpriv', `--reuid=${USER}`, `--regid=${USER}`, '--clear-groups'] : [];
@@ -199,7 +220,7 @@ const CASES = [
  * Measures every level this machine gives; the rows, for the table and for bench/run.mjs.
  * `only`: level names; `prof`: a folder for every server process's CPU profile (bench/prof-preload.cjs).
  */
-export async function runFloorRows({ runs = DEFAULT_RUNS, only, prof, bin = join(REPO, 'dist/skill-mcp.js'), log = (m) => process.stderr.write(`${m}\n`) } = {}) {
+export async function runFloorRows({ runs = DEFAULT_RUNS, only, prof, bins = [join(REPO, 'dist/skill-mcp.js')], log = (m) => process.stderr.write(`${m}\n`) } = {}) {
   const spawnerJs = await bundleSpawner();
   if (prof) {
     mkdirSync(prof, { recursive: true });
@@ -212,7 +233,7 @@ export async function runFloorRows({ runs = DEFAULT_RUNS, only, prof, bin = join
       if (!enabled || (only && !only.includes(expected))) continue;
       log(`run-floor: ${label} (load ${load()})`);
       try {
-        rows.push(await measure(label, skills, env, prefix, spawnerJs, { bin, runs, prof }));
+        rows.push(...(await measure(label, skills, env, prefix, spawnerJs, { bins, runs, prof })));
       } catch (error) {
         rows.push({ label, error: error.message.slice(0, 300) });
       }
@@ -241,13 +262,13 @@ export function floorMarkdown(rows) {
   const measured = rows.filter((r) => !r.error);
   const names = [...new Set(measured.flatMap((r) => Object.keys(r.phases)))];
   out.push('', `Phases of ours (run.exit \`phases_ms\`, medians, ms):`, '', `| level | ${names.join(' | ')} |`, `|---|${names.map(() => '---:').join('|')}|`);
-  for (const r of measured) out.push(`| \`${r.level}\` | ${names.map((n) => f(r.phases[n])).join(' | ')} |`);
+  for (const r of measured) out.push(`| ${r.label.includes('build') ? `${r.label.replace(/.*, (build \d+)$/, '$1')} ` : ''}\`${r.level}\` | ${names.map((n) => f(r.phases[n])).join(' | ')} |`);
   return out.join('\n');
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1]).href) {
   const prof = argOf('prof');
-  const rows = await runFloorRows({ runs: Number(argOf('runs') ?? process.env.BENCH_RUNS ?? DEFAULT_RUNS), only: argOf('only')?.split(','), prof: prof ? resolve(prof) : undefined, bin: resolve(argOf('bin') ?? join(REPO, 'dist/skill-mcp.js')) });
+  const rows = await runFloorRows({ runs: Number(argOf('runs') ?? process.env.BENCH_RUNS ?? DEFAULT_RUNS), only: argOf('only')?.split(','), prof: prof ? resolve(prof) : undefined, bins: (argOf('bin') ?? join(REPO, 'dist/skill-mcp.js')).split(',').map((b) => resolve(b)) });
   mkdirSync(OUT, { recursive: true });
   writeFileSync(join(OUT, 'run-floor.json'), JSON.stringify({ node: process.version, cores: cpus().length, date: new Date().toISOString(), rows }, null, 2));
   console.log(floorMarkdown(rows));

@@ -112,6 +112,8 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
   let watch: WorkspaceWatch | undefined;
   let tmpfs = false;
   let accepted = false;
+  // Set once the run's cgroup was killed and found empty: its uid has no process left (uids/pool.ts).
+  let emptied = false;
   try {
     // The run's folder holds its workspace (the cwd), at the other levels its HOME (the namespace
     // levels give the run a RAM-backed /tmp instead), and a proxied run's egress socket.
@@ -186,7 +188,10 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
       stats.reaped(performance.now() - reapStarted);
     };
     const reapLeftovers = async (): Promise<void> => {
-      if (cgroup) leftovers = await cgroup.kill();
+      if (cgroup) {
+        leftovers = await cgroup.kill();
+        emptied = leftovers.remaining === 0;
+      }
       else if (uid !== undefined && setpriv && kill) leftovers = await reapUid(uid, setpriv, kill);
       // Security: without an ipc namespace, SysV objects of the uid would wait for its next run.
       if (uid !== undefined && ipcrm && deps.ctx.platform.isolation === 'uid') ipcRemoved = await removeIpcOf(uid, ipcrm);
@@ -271,6 +276,6 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
     if (tmpfs) unmountAll(scratch);
     cgroup?.remove();
     removeRunFolder(scratch);
-    if (uid !== undefined) await deps.uidPool?.release(uid);
+    if (uid !== undefined) await deps.uidPool?.release(uid, emptied);
   }
 }
