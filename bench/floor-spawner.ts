@@ -11,6 +11,8 @@
  *   `chain` — the runner's whole spawn command line (buildSpawn: setpriv, bubblewrap, env, prlimit,
  *             the launcher where the level has it) for the same script, spawned by the runner's own
  *             runProcess — everything a run starts, none of the runner's bookkeeping around it.
+ *   `cgroup` — as root with run cgroups: the same chain inside a fresh run cgroup (makeRunCgroup,
+ *             the `sh` step that enters it, the kill and removal after), as a run has it.
  *
  * Each answer: `{ms, pre, life}` — spawn to the process's end, spawn to the script's own start
  * (its `performance.timeOrigin`, printed by the probe script), and the script's own life.
@@ -24,6 +26,7 @@ import { runProcess } from '../runner/sandbox/process.js';
 import { buildSpawn, SECCOMP_FD } from '../runner/sandbox/spawn.js';
 import type { SandboxLimits, SpawnSpec } from '../runner/sandbox/spawn.js';
 import type { RunPlan } from '../runner/requests/derive.js';
+import { makeRunCgroup, runCgroupLimit } from '../runner/sandbox/run-cgroup.js';
 
 interface Config {
   skillDir: string;
@@ -56,31 +59,49 @@ function bareSpec(): SpawnSpec {
   return { command: argv[0]!, args: argv.slice(1), env: { ...scriptEnv, HOME: config.homeDir, TMPDIR: config.homeDir }, cwd: config.workDir, envNames: [], fds: [] };
 }
 
-function chainSpec(): SpawnSpec {
+function chainSpec(cgroupProcs?: string[]): SpawnSpec {
   const plan = {
     willRun: { interpreter: 'node', timeoutMs: 30_000, memoryBytes: limits.memoryBytes },
     interpreterPath: node, realDir: config.skillDir, scriptRelative: config.script, args: [], grantedEnv: [],
     egress: { mode: 'none', entries: [], env: {} }, deps: {}, secrets: [], redact: [],
   } as unknown as RunPlan;
-  return buildSpawn(plan, platform, { PATH: '/usr/bin:/bin', LANG: 'C.UTF-8' }, config.homeDir, uid, limits, { workspace: config.workDir, home: config.homeDir });
+  return buildSpawn(plan, platform, { PATH: '/usr/bin:/bin', LANG: 'C.UTF-8' }, config.homeDir, uid, limits, { workspace: config.workDir, home: config.homeDir }, cgroupProcs ? { cgroupProcs } : {});
 }
 
 mkdirSync(config.workDir, { recursive: true });
 const specs = { bare: bareSpec(), chain: chainSpec() };
 
-async function once(kind: 'bare' | 'chain'): Promise<{ ms: number; pre: number; life: number }> {
+let groups = 0;
+type Kind = 'bare' | 'chain' | 'cgroup';
+
+async function once(kind: Kind): Promise<{ ms: number; pre: number; life: number }> {
   const t0 = performance.timeOrigin + performance.now();
-  const proc = runProcess(specs[kind], { timeoutMs: 30_000, killGraceMs: 0, drainMs: 1000 }, MIB, async () => {});
+  let spec: SpawnSpec;
+  let after = async (): Promise<void> => {};
+  let remove = (): void => {};
+  if (kind === 'cgroup') {
+    if (!platform.cgroups) throw new Error('no run cgroups here (root with a memory controller only)');
+    const group = makeRunCgroup(platform.cgroups, `bench-floor-${process.pid}-${groups++}`, runCgroupLimit(limits.memoryBytes, limits.tmpBytes));
+    spec = chainSpec(group.procs);
+    after = async () => {
+      await group.kill();
+    };
+    remove = () => group.remove();
+  } else {
+    spec = specs[kind];
+  }
+  const proc = runProcess(spec, { timeoutMs: 30_000, killGraceMs: 0, drainMs: 1000 }, MIB, after);
   const o = await proc.outcome;
+  remove();
   const ms = performance.timeOrigin + performance.now() - t0;
   if (o.exitCode !== 0) throw new Error(`${kind} failed: ${o.exitCode} ${o.signal} ${o.stderr.toString().slice(0, 300)}`);
   const stamp = JSON.parse(o.stdout.toString()) as { start: number; end: number };
   return { ms, pre: stamp.start - t0, life: stamp.end - stamp.start };
 }
 
-process.stdout.write(`${JSON.stringify({ ready: true, level: platform.isolation, seccomp: platform.seccomp !== undefined, launcher: platform.launcher !== undefined, bare: [specs.bare.command, ...specs.bare.args].length, chain: [specs.chain.command, ...specs.chain.args].slice(0, 12) })}\n`);
+process.stdout.write(`${JSON.stringify({ ready: true, cgroups: platform.cgroups !== undefined, level: platform.isolation, seccomp: platform.seccomp !== undefined, launcher: platform.launcher !== undefined, bare: [specs.bare.command, ...specs.bare.args].length, chain: [specs.chain.command, ...specs.chain.args].slice(0, 12) })}\n`);
 createInterface({ input: process.stdin }).on('line', (line) => {
-  once(line.trim() as 'bare' | 'chain').then(
+  once(line.trim() as Kind).then(
     (r) => process.stdout.write(`${JSON.stringify(r)}\n`),
     (error: unknown) => process.stdout.write(`${JSON.stringify({ error: (error as Error).message })}\n`),
   );

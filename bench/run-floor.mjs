@@ -164,7 +164,7 @@ async function measure(label, skills, env, prefix, spawnerJs, { bins, runs: RUNS
   if (prefix.length > 0) chownSync(floorDir, USER, USER);
   const servers = [];
   const spawner = startSpawner(spawnerJs, prefix, env, { skillDir: join(skills, 'probe'), script: 'run.js', workDir, homeDir, ...(asRoot && prefix.length === 0 ? { uid: BARE_UID } : {}) });
-  const samples = { bare: [], chain: [], ...Object.fromEntries(bins.map((_, b) => [`ours${b}`, []])) };
+  const samples = { bare: [], chain: [], cgroup: [], ...Object.fromEntries(bins.map((_, b) => [`ours${b}`, []])) };
   let level;
   let info;
   const loadBefore = load();
@@ -173,7 +173,7 @@ async function measure(label, skills, env, prefix, spawnerJs, { bins, runs: RUNS
     for (const bin of bins) servers.push(await startOurs(bin, skills, env, prefix, prof));
     for (let i = 0; i <= RUNS; i++) {
       // The order rotates, so no one of them always runs right after another.
-      const order = [...servers.map((server, b) => [`ours${b}`, () => server.time()]), ['bare', () => spawner.time('bare')], ['chain', () => spawner.time('chain')]];
+      const order = [...servers.map((server, b) => [`ours${b}`, () => server.time()]), ['bare', () => spawner.time('bare')], ['chain', () => spawner.time('chain')], ...(info.cgroups ? [['cgroup', () => spawner.time('cgroup')]] : [])];
       for (let k = 0; k < i % order.length; k++) order.push(order.shift());
       const round = {};
       for (const [name, fn] of order) round[name] = await fn();
@@ -198,6 +198,9 @@ async function measure(label, skills, env, prefix, spawnerJs, { bins, runs: RUNS
       oursMs: median(ours.map((s) => s.ms)), bareMs: median(bare.map((s) => s.ms)), chainMs: median(samples.chain.map((s) => s.ms)),
       oursOverBareMs: median(ours.map((s, i) => s.ms - bare[i].ms)),
       chainOverBareMs: median(samples.chain.map((s, i) => s.ms - bare[i].ms)),
+      // The chain in a fresh run cgroup (root only): what the group, its entry step and its kill add.
+      cgroupChainMs: median(samples.cgroup.map((s) => s.ms)),
+      cgroupOverChainMs: median(samples.cgroup.map((s, i) => s.ms - samples.chain[i].ms)),
       frontWireMs: median(ours.map((s, i) => s.ms - runnerMs[i])),
       runnerMs: median(runnerMs),
       runnerOverBareMs: median(runnerMs.map((ms, i) => ms - bare[i].ms)),
@@ -252,12 +255,14 @@ export function floorMarkdown(rows) {
     `Our run call (token in hand) beside bare bubblewrap, interleaved; median of ${rows.find((r) => r.runs)?.runs ?? DEFAULT_RUNS}, ${process.version}, ${cpus().length} cores. Target: ours − bare ≤ ${TARGET_MS} ms at \`namespace\`.`,
     '"runner": the sum of its phases (connection → exit line); "front + wire": the client\'s time − that.',
     '',
-    '| launch | level | ours | bare | our chain alone | ours − bare | runner − bare | chain − bare | front + wire | runner | load before → after |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|',
+    '"chain in its cgroup − chain": root only, what a fresh run cgroup (made, entered by the chain\'s `sh` step, killed, removed) adds.',
+    '',
+    '| launch | level | ours | bare | our chain alone | ours − bare | runner − bare | chain − bare | chain in its cgroup − chain | front + wire | runner | load before → after |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
   ];
   for (const r of rows) {
-    if (r.error) out.push(`| ${r.label} | not measured: ${r.error} | | | | | | | | | |`);
-    else out.push(`| ${r.label} | \`${r.level}\` | ${f(r.oursMs)} ms | ${f(r.bareMs)} ms | ${f(r.chainMs)} ms | **${signed(r.oursOverBareMs)} ms** | ${signed(r.runnerOverBareMs)} ms | ${signed(r.chainOverBareMs)} ms | ${f(r.frontWireMs)} ms | ${f(r.runnerMs)} ms | ${r.loadBefore} → ${r.loadAfter} |`);
+    if (r.error) out.push(`| ${r.label} | not measured: ${r.error} | | | | | | | | | | |`);
+    else out.push(`| ${r.label} | \`${r.level}\` | ${f(r.oursMs)} ms | ${f(r.bareMs)} ms | ${f(r.chainMs)} ms | **${signed(r.oursOverBareMs)} ms** | ${signed(r.runnerOverBareMs)} ms | ${signed(r.chainOverBareMs)} ms | ${Number.isFinite(r.cgroupOverChainMs) ? `${signed(r.cgroupOverChainMs)} ms` : '–'} | ${f(r.frontWireMs)} ms | ${f(r.runnerMs)} ms | ${r.loadBefore} → ${r.loadAfter} |`);
   }
   const measured = rows.filter((r) => !r.error);
   const names = [...new Set(measured.flatMap((r) => Object.keys(r.phases)))];
