@@ -178,7 +178,7 @@ async function measure(label, skills, env, prefix, spawnerJs, { bins, runs: RUNS
       const round = {};
       for (const [name, fn] of order) round[name] = await fn();
       level = round.ours0.level;
-      if (i > 0) for (const name of Object.keys(samples)) samples[name].push(round[name]); // the first round warms everything
+      if (i > 0) for (const name of Object.keys(round)) samples[name].push(round[name]); // the first round warms everything
     }
   } finally {
     spawner.close();
@@ -205,7 +205,7 @@ async function measure(label, skills, env, prefix, spawnerJs, { bins, runs: RUNS
       runnerMs: median(runnerMs),
       runnerOverBareMs: median(runnerMs.map((ms, i) => ms - bare[i].ms)),
       bareBeforeScriptMs: median(bare.map((s) => s.pre)),
-      scriptLifeMs: { ours: median(ours.map((s) => s.life)), bare: median(bare.map((s) => s.life)) },
+      scriptLifeMs: { ours: median(ours.map((s) => s.life)), bare: median(bare.map((s) => s.life)), chain: median(samples.chain.map((s) => s.life)) },
       phases,
     };
   });
