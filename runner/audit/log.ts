@@ -29,7 +29,8 @@ import { closeSync, constants, fdatasync, fstatSync, fsyncSync, ftruncateSync, s
 import { dirname, basename, join } from 'node:path';
 import { promisify } from 'node:util';
 import { SkillMcpError } from '../../shared/errors.js';
-import { checkAnchor, readAnchor, writeAnchor } from './anchor.js';
+import { checkAnchor, publishAnchor, readAnchor, stageAnchor } from './anchor.js';
+import type { AuditAnchor } from './anchor.js';
 import type { AnchorCheck, TailEntry } from './anchor.js';
 import { firstLine, GENESIS_PREV, lastLine, lastSeq, lineHash, seqOf, tailLines } from './chain.js';
 import { CHECKPOINT_AFTER, KEPT_EVENTS } from './events.js';
@@ -270,12 +271,18 @@ export class AuditLog {
         this.failed(batch, error);
         return;
       }
+      const anchor: AuditAnchor = { v: 1, log: this.opts.path, seq: written.seq, sha256: lineHash(written.last) };
+      // The anchor's temp file is written and fsynced while the log is (one fsync's wait, not two in a
+      // row); it is renamed into place only once the lines it names are on disk.
+      const staged = stageAnchor(this.opts.anchorPath, anchor).then((s) => s, (error: unknown) => ({ error }));
       try {
         this.opts.fault?.('sync');
         await syncData(written.fd);
       } catch (error) {
         // The lines are in the file but may not survive a power cut: not written again, but no
         // commit among them is believed (its caller records why its run did not go ahead).
+        const s = await staged;
+        if (!('error' in s)) await s.discard();
         this.failed(batch, error);
         return;
       }
@@ -285,7 +292,8 @@ export class AuditLog {
       this.#linesWritten += written.lines;
       // On disk: what waits on a commit may go ahead (a run may start) while the anchor is written.
       for (const p of batch) p.commit?.resolve();
-      await writeAnchor(this.opts.anchorPath, { v: 1, log: this.opts.path, seq: written.seq, sha256: lineHash(written.last) }, (fn) => withLockAsync(this.#lockPath, fn)).catch((error: unknown) => {
+      const ready = await staged;
+      await ('error' in ready ? Promise.reject(ready.error) : publishAnchor(this.opts.anchorPath, anchor, ready, (fn) => withLockAsync(this.#lockPath, fn))).catch((error: unknown) => {
         this.warnOnce('anchor', `the audit anchor ${basename(this.opts.anchorPath)} could not be written (${errnoOf(error)}); verify may report the log as ahead of it`);
       });
       for (const p of batch) p.done?.();
