@@ -120,6 +120,39 @@ function phasesOf(home, runId) {
   throw new Error(`no run.exit line for ${runId}`);
 }
 
+/** Clock ticks per second of /proc/<pid>/stat's CPU times (USER_HZ: 100 on Linux). */
+const TICKS_PER_S = 100;
+
+function safe(fn, fallback) {
+  try {
+    return fn();
+  } catch {
+    return fallback;
+  }
+}
+
+/**
+ * CPU time (user + system, ms) the server's own node processes (front, guard, runner) have used so
+ * far: load on the machine stretches wall time, not this. Reaped scripts are not in it (their time
+ * is the runner's cutime), so it is our share alone. Read between rounds, when no run is alive.
+ */
+function serverCpuMs(pid) {
+  const pids = [pid];
+  for (let i = 0; i < pids.length; i++) {
+    for (const task of safe(() => readdirSync(`/proc/${pids[i]}/task`), [])) {
+      pids.push(...safe(() => readFileSync(`/proc/${pids[i]}/task/${task}/children`, 'utf8'), '').split(' ').filter(Boolean).map(Number));
+    }
+  }
+  let ticks = 0;
+  for (const p of pids) {
+    const stat = safe(() => readFileSync(`/proc/${p}/stat`, 'utf8'), undefined);
+    if (stat === undefined || !safe(() => readFileSync(`/proc/${p}/cmdline`, 'utf8'), '').includes('skill-mcp')) continue;
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    ticks += Number(fields[11]) + Number(fields[12]);
+  }
+  return (ticks * 1000) / TICKS_PER_S;
+}
+
 /** One server of build `bin` (SDK client over stdio) and its timed run call. */
 async function startOurs(bin, skills, env, prefix, prof) {
   const home = mkdtempSync(join(tmpdir(), 'skill-mcp-bench-home-'));
@@ -133,6 +166,7 @@ async function startOurs(bin, skills, env, prefix, prof) {
   await client.connect(transport);
   const call = async (extra) => (await client.callTool({ name: 'skill_run', arguments: { name: 'probe', script: 'run.js', args: [], ...extra } })).structuredContent;
   return {
+    cpuMs: () => serverCpuMs(transport.pid),
     async time() {
       const first = await call({});
       if (typeof first?.confirmToken !== 'string') throw new Error(`no token: ${JSON.stringify(first).slice(0, 300)}`);
@@ -141,7 +175,7 @@ async function startOurs(bin, skills, env, prefix, prof) {
       const ms = performance.now() - t0;
       if (second?.exitCode !== 0) throw new Error(`run failed: ${JSON.stringify(second).slice(0, 300)}`);
       const stamp = JSON.parse(second.stdout);
-      return { ms, level: first.preview.willRun.isolation, life: stamp.end - stamp.start, phases: phasesOf(home, second.runId) };
+      return { ms, level: first.preview.willRun.isolation, sandbox: first.preview.willRun.sandbox, life: stamp.end - stamp.start, phases: phasesOf(home, second.runId) };
     },
     async close() {
       await client.close();
@@ -165,8 +199,10 @@ async function measure(label, skills, env, prefix, spawnerJs, { bins, runs: RUNS
   const servers = [];
   const spawner = startSpawner(spawnerJs, prefix, env, { skillDir: join(skills, 'probe'), script: 'run.js', workDir, homeDir, ...(asRoot && prefix.length === 0 ? { uid: BARE_UID } : {}) });
   const samples = { bare: [], chain: [], cgroup: [], ...Object.fromEntries(bins.map((_, b) => [`ours${b}`, []])) };
+  let cpuPerRun = [];
   let level;
   let info;
+  let cpuStart = [];
   const loadBefore = load();
   try {
     info = await spawner.ready;
@@ -178,8 +214,14 @@ async function measure(label, skills, env, prefix, spawnerJs, { bins, runs: RUNS
       const round = {};
       for (const [name, fn] of order) round[name] = await fn();
       level = round.ours0.level;
+      for (const [b, bin] of bins.entries()) {
+        // A build that lost part of its sandbox (koffi not found beside a copied dist/, say) would time something else.
+        if (!round[`ours${b}`].sandbox.includes('seccomp')) throw new Error(`${bin}: runs without the syscall filter here (${round[`ours${b}`].sandbox.join(', ')}); put the build where node_modules (koffi) resolves`);
+      }
       if (i > 0) for (const name of Object.keys(round)) samples[name].push(round[name]); // the first round warms everything
+      if (i === 0) cpuStart = servers.map((server) => server.cpuMs());
     }
+    cpuPerRun = servers.map((server, b) => (server.cpuMs() - cpuStart[b]) / RUNS);
   } finally {
     spawner.close();
     for (const server of servers) await server.close();
@@ -194,7 +236,8 @@ async function measure(label, skills, env, prefix, spawnerJs, { bins, runs: RUNS
     // A build from before phases_ms has no runner-side figures (NaN prints as –).
     const runnerMs = ours.map((s) => (Object.keys(s.phases).length > 0 ? Object.values(s.phases).reduce((a, c) => a + c, 0) : Number.NaN));
     return {
-      label: bins.length > 1 ? `${label}, build ${b + 1}` : label, bin: relative(REPO, bin), level, floorLevel: info.level, seccomp: info.seccomp, runs: RUNS, loadBefore, loadAfter,
+      cpuPerRunMs: cpuPerRun[b],
+      label: bins.length > 1 ? `${label}, build ${b + 1}` : label, bin: relative(REPO, bin), level, sandbox: ours[0]?.sandbox, floorLevel: info.level, seccomp: info.seccomp, runs: RUNS, loadBefore, loadAfter,
       oursMs: median(ours.map((s) => s.ms)), bareMs: median(bare.map((s) => s.ms)), chainMs: median(samples.chain.map((s) => s.ms)),
       oursOverBareMs: median(ours.map((s, i) => s.ms - bare[i].ms)),
       chainOverBareMs: median(samples.chain.map((s, i) => s.ms - bare[i].ms)),
@@ -257,12 +300,14 @@ export function floorMarkdown(rows) {
     '',
     '"chain in its cgroup − chain": root only, what a fresh run cgroup (made, entered by the chain\'s `sh` step, killed, removed) adds.',
     '',
-    '| launch | level | ours | bare | our chain alone | ours − bare | runner − bare | chain − bare | chain in its cgroup − chain | front + wire | runner | load before → after |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
+    '"server CPU": user + system time of our front, guard and runner per skill_run (preview and run call), which load does not stretch.',
+    '',
+    '| launch | level | ours | bare | our chain alone | ours − bare | runner − bare | chain − bare | chain in its cgroup − chain | front + wire | runner | server CPU | load before → after |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
   ];
   for (const r of rows) {
-    if (r.error) out.push(`| ${r.label} | not measured: ${r.error} | | | | | | | | | | |`);
-    else out.push(`| ${r.label} | \`${r.level}\` | ${f(r.oursMs)} ms | ${f(r.bareMs)} ms | ${f(r.chainMs)} ms | **${signed(r.oursOverBareMs)} ms** | ${signed(r.runnerOverBareMs)} ms | ${signed(r.chainOverBareMs)} ms | ${Number.isFinite(r.cgroupOverChainMs) ? `${signed(r.cgroupOverChainMs)} ms` : '–'} | ${f(r.frontWireMs)} ms | ${f(r.runnerMs)} ms | ${r.loadBefore} → ${r.loadAfter} |`);
+    if (r.error) out.push(`| ${r.label} | not measured: ${r.error} | | | | | | | | | | | |`);
+    else out.push(`| ${r.label} | \`${r.level}\` | ${f(r.oursMs)} ms | ${f(r.bareMs)} ms | ${f(r.chainMs)} ms | **${signed(r.oursOverBareMs)} ms** | ${signed(r.runnerOverBareMs)} ms | ${signed(r.chainOverBareMs)} ms | ${Number.isFinite(r.cgroupOverChainMs) ? `${signed(r.cgroupOverChainMs)} ms` : '–'} | ${f(r.frontWireMs)} ms | ${f(r.runnerMs)} ms | ${f(r.cpuPerRunMs)} ms | ${r.loadBefore} → ${r.loadAfter} |`);
   }
   const measured = rows.filter((r) => !r.error);
   const names = [...new Set(measured.flatMap((r) => Object.keys(r.phases)))];
