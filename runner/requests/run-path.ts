@@ -142,8 +142,8 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
     }
     phases.mark('workspace');
     if (proxied) proxy = await openRunProxy({ socketPath: egressSocketPath(scratch), uid, entries: plan.egress.entries, audit: deps.audit, runId: slot.runId });
-    // Security: a root runner caps and ends the run by its own cgroup (every page counted, every task killed).
     phases.mark('proxy');
+    // Security: a root runner caps and ends the run by its own cgroup (every page counted, every task killed).
     const { cgroups } = deps.ctx.platform;
     if (cgroups) {
       try {
