@@ -3,7 +3,7 @@
  * and the reference on the same folders, prints the table, writes bench/out/*.json and the
  * generated part of bench/RESULTS.md. Numbers only: nothing here fails on speed.
  *
- *   node bench/run.mjs [--only=small,large,huge,live,first,http,warm] [--quick]
+ *   node bench/run.mjs [--only=small,large,huge,live,first,http,warm,floor] [--quick]
  *
  * `live` (bench/live.mjs: watch cost, write → notification, skill_search, skill_list size) runs on
  * the large and huge workloads; `--only=live` runs it alone and rewrites only its block of RESULTS.md.
@@ -14,6 +14,8 @@
  * `warm` (bench/warm-start.mjs: spawn → whole skills/list on an unchanged catalog, with the digest
  * index, without, and the reference, interleaved) runs on the 553-skill collection, whose row
  * carries issue 31's target, and on the large and huge workloads.
+ * `floor` (bench/run-floor.mjs: our run beside bare bubblewrap at each isolation level, issue 31
+ * item 2) adds a row per level: ours − bare, median of the per-sample differences.
  */
 import { cp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { execFileSync } from 'node:child_process';
@@ -27,6 +29,7 @@ import { firstListRows } from './first-list.mjs';
 import { HTTP_TARGET, httpCompareRows } from './http-compare.mjs';
 import { coldStart, rawSession, warmSession } from './measure.mjs';
 import { readCompareRows } from './read-compare.mjs';
+import { floorMarkdown, runFloorRows, TARGET_MS as FLOOR_TARGET_MS } from './run-floor.mjs';
 import { buildRefServer } from './ref-bundle.mjs';
 import { measureWarmStart, warmStartRows } from './warm-start.mjs';
 import { median, row, toMarkdown, toTerminal } from './report.mjs';
@@ -224,6 +227,16 @@ if (!only || only.includes('warm')) {
   log('warm start: spawn → whole skills/list on an unchanged catalog, with and without the digest index, and the reference');
   const warm = await measureWarmStart({ ids: ['collection', 'large', 'huge'], starts: quick ? 2 : 7, bin: ourBin, node: NODE, refBundle, log });
   rows.push(...warmStartRows(warm));
+}
+if (!only || only.includes('floor')) {
+  log('run floor: our run beside bare bubblewrap, each isolation level (bench/run-floor.mjs)');
+  const floor = await runFloorRows({ runs: quick ? 3 : 21, log });
+  await writeFile(join(OUT, 'run-floor.json'), JSON.stringify({ date: new Date().toISOString(), rows: floor }, null, 2));
+  log(floorMarkdown(floor));
+  for (const r of floor) {
+    if (r.error) rows.push({ workload: 'run floor', label: `skill_run over bare bubblewrap (${r.label})`, unit: 'ms', runs: 0, note: `not measured: ${r.error}` });
+    else rows.push(row('run floor', `skill_run over bare bubblewrap, \`${r.level}\``, 'ms', [r.oursOverBareMs], undefined, r.level === 'namespace' ? FLOOR_TARGET_MS : undefined, `ours ${r.oursMs.toFixed(1)} / bare ${r.bareMs.toFixed(1)} ms; runner − bare ${r.runnerOverBareMs.toFixed(1)}, chain − bare ${r.chainOverBareMs.toFixed(1)}, front + wire ${r.frontWireMs.toFixed(1)} ms; load ${r.loadBefore}`));
+  }
 }
 const info = await machine();
 const seconds = (performance.now() - started) / 1000;

@@ -47,6 +47,7 @@ import { UidPool } from './uids/pool.js';
 import { HashWorker } from '../shared/hash-worker.js';
 import { rootReads } from '../shared/open-beneath.js';
 import { FolderListings } from '../shared/folder-listing.js';
+import { SkillMdMemo } from './requests/skill-md-memo.js';
 
 /** One line on stderr, as text or JSON (SKILL_MCP_LOG_FORMAT; an unreadable value keeps text). */
 function log(message: string): void {
@@ -179,7 +180,7 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
   if (asRoot && reads.fallbackWhy !== undefined) log(`note: skill files are opened one folder at a time with O_NOFOLLOW, not with openat2 (${reads.fallbackWhy}); links are still never followed, mount points inside a skill are not refused`);
   const service = new RunnerService({
     ctx: {
-      env, bundledSkills: options.bundledSkills, limits, platform, memoryBytes: opts.limits.memoryBytes, hasher: new HashWorker(), listings: new FolderListings(),
+      env, bundledSkills: options.bundledSkills, limits, platform, memoryBytes: opts.limits.memoryBytes, hasher: new HashWorker(), listings: new FolderListings(), skillMd: new SkillMdMemo(),
       deps: { envsDir: envsDirOf(opts.stateDir), identities: new Identities(), verifier: new EnvVerifier(), index: readExplicitIndex(env) },
     },
     key, ledger, audit, environ, refusedWhy, ttlMs: settings.confirmTtlSeconds * 1000, scratchDir, uidPool,

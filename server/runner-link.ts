@@ -41,6 +41,12 @@ export class RunnerLink {
   #view: () => ConfigView;
   #client: Promise<RunnerClient> | undefined;
   #described: { at: number; key: string; value: Promise<DescribeResult> } | undefined;
+  /**
+   * Whether `wake` resolved since the last request that found no runner listening. Woken, a
+   * request goes straight to the socket: `wake` proves the runner listens by connecting, and that
+   * probe cost every prepare and run an extra connection to the runner (bench/run-floor.mjs).
+   */
+  #awake = false;
 
   constructor(options: RunnerLinkOptions, view: () => ConfigView) {
     this.#options = options;
@@ -53,7 +59,10 @@ export class RunnerLink {
     if (!socketPath) {
       throw new SkillMcpError('RUNNER_UNAVAILABLE', `no runner is configured, so no script can run: ${this.#options.missingWhy ?? 'set SKILL_MCP_RUNNER_SOCKET to the runner socket'}. Reading skills still works.`);
     }
-    await this.#options.wake?.();
+    if (!this.#awake) {
+      await this.#options.wake?.();
+      this.#awake = true;
+    }
     // Loaded on first use: the runner protocol's schemas and the msgpack codec cost the first
     // answer ~15 ms of start-up (bench/RESULTS.md), and many sessions never reach the runner.
     this.#client ??= import('./runner-client.js').then(({ RunnerClient }) => new RunnerClient(socketPath, { view: this.#view, frontSecret }));
@@ -73,6 +82,8 @@ export class RunnerLink {
       return await request(client);
     } catch (error) {
       if (!this.#options.wake || !unreached(error, options.idempotent)) throw error;
+      // The runner died (the guard restarts it): wait until it listens again, then send once more.
+      this.#awake = false;
       return request(await this.ready());
     }
   }

@@ -9,6 +9,7 @@
  */
 import { constants, readFileSync, renameSync, unlinkSync } from 'node:fs';
 import { open, rename, unlink } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 
 export const ANCHOR_FILE = 'audit.head';
@@ -81,21 +82,43 @@ export function readAnchor(path: string): AuditAnchor | undefined | { unreadable
   return { unreadable: 'not an anchor' };
 }
 
+/** An anchor written to its temp file and fsynced, not yet in place (see {@link stageAnchor}). */
+export interface StagedAnchor {
+  tmp: string;
+  /** Removes the temp file instead of publishing it (the lines it names did not reach the disk). */
+  discard(): Promise<void>;
+}
+
 /**
- * Replaces the anchor atomically, without blocking the event loop. Security: the temp file is
- * created O_EXCL|O_NOFOLLOW in the runner's own 0700 directory (one name per process, so two
- * runners anchoring at once never share one), so a planted link cannot redirect the write.
+ * Writes `anchor` to the runner's temp file and fsyncs it, without publishing it: the log's own
+ * fsync can run meanwhile (runner/audit/log.ts), and {@link publishAnchor} renames it into place
+ * only after that. Security: the temp file is created O_EXCL|O_NOFOLLOW in the runner's own 0700
+ * directory (one name per process, so two runners anchoring at once never share one), so a
+ * planted link cannot redirect the write; one left by a crash is removed and the create retried.
  */
-export async function writeAnchor(path: string, anchor: AuditAnchor, locked?: <T>(fn: () => T) => Promise<T>): Promise<void> {
+export async function stageAnchor(path: string, anchor: AuditAnchor): Promise<StagedAnchor> {
   const tmp = `${path}.${process.pid}.tmp`;
-  await unlink(tmp).catch(() => undefined); // left by a crash between create and rename
-  const file = await open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+  const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
+  let file: FileHandle;
+  try {
+    file = await open(tmp, flags, 0o600);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    await unlink(tmp); // left by a crash (or a failed write) between create and rename
+    file = await open(tmp, flags, 0o600);
+  }
   try {
     await file.writeFile(`${JSON.stringify(anchor)}\n`);
     await file.sync();
   } finally {
     await file.close();
   }
+  return { tmp, discard: () => unlink(tmp).catch(() => undefined) };
+}
+
+/** Renames a staged anchor into place (under the log's lock when given) and fsyncs the folder. */
+export async function publishAnchor(path: string, anchor: AuditAnchor, staged: StagedAnchor, locked?: <T>(fn: () => T) => Promise<T>): Promise<void> {
+  const { tmp } = staged;
   if (locked) {
     // Security: runners sharing one log anchor after their own fsyncs, in either order. Under the
     // log's lock an anchor is replaced only by one further along the same log, so it never points
@@ -119,6 +142,11 @@ export async function writeAnchor(path: string, anchor: AuditAnchor, locked?: <T
   } finally {
     await dir.close();
   }
+}
+
+/** Replaces the anchor atomically, without blocking the event loop: {@link stageAnchor}, then {@link publishAnchor}. */
+export async function writeAnchor(path: string, anchor: AuditAnchor, locked?: <T>(fn: () => T) => Promise<T>): Promise<void> {
+  await publishAnchor(path, anchor, await stageAnchor(path, anchor), locked);
 }
 
 export function anchorPathIn(stateDir: string): string {

@@ -17,6 +17,7 @@ import { findSkillByName, rootLabel } from '../../shared/discover.js';
 import { provenanceOf, readPullLock, type Provenance } from '../../shared/provenance.js';
 import type { DiscoveredSkill } from '../../shared/discover.js';
 import type { FolderListings } from '../../shared/folder-listing.js';
+import type { SkillMdMemo, SkillMdParse } from './skill-md-memo.js';
 import { buildScriptEnv, selfGrantWarning } from '../../shared/env.js';
 import type { ErrorCode } from '../../shared/errors.js';
 import { parseSkillMd, type ParsedSkillMd } from '../../shared/frontmatter.js';
@@ -67,6 +68,8 @@ export interface DeriveContext {
    * finding the skill costs a run the same at 30 skills as at 5,000. Absent: read per request.
    */
   listings?: FolderListings;
+  /** Parses of SKILL.md texts already seen, by their sha256 (runner/requests/skill-md-memo.ts). Absent: parsed per request. */
+  skillMd?: SkillMdMemo;
 }
 
 export interface RunPlan {
@@ -157,9 +160,9 @@ export function onceContent(content: ContentSource, skill: DiscoveredSkill): () 
 export async function declaredScripts(ctx: DeriveContext, skill: DiscoveredSkill, read: () => Promise<ContentResult> = onceContent(contentInPlace(ctx), skill)): Promise<DeclaredNow> {
   const md = readSkillMdFile(skill.realDir);
   if (!md.ok) return { scripts: [], egress: [], secrets: [], problems: [md.why] };
-  let parsed: ParsedSkillMd;
+  let parsed: ParsedSkillMd | SkillMdParse;
   try {
-    parsed = parseSkillMd(md.text, ctx.limits.maxFrontmatterBytes);
+    parsed = ctx.skillMd ? ctx.skillMd.parse(md.text, ctx.limits.maxFrontmatterBytes) : parseSkillMd(md.text, ctx.limits.maxFrontmatterBytes);
   } catch (error) {
     return { scripts: [], egress: [], secrets: [], problems: [`the frontmatter cannot be read: ${(error as Error).message}`] };
   }

@@ -123,6 +123,7 @@ function redactionAudit(view: RedactionSummaryView): Record<string, unknown> {
 /** Runs a run whose token is spent: workspace, proxy, cgroup, accept line, spawn, reap, collect, exit line. */
 export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: RunAdmission, run: SpentRun): Promise<Answer<ResultOf<'run'>>> {
   const { req, slot, reject, copy, who, tokenId, claims, plan, inputs, files, scratch, proxied, uid, cap } = run;
+  const { phases } = slot;
   let proxy: RunProxy | undefined;
   let cgroup: RunCgroup | undefined;
   let watch: WorkspaceWatch | undefined;
@@ -130,6 +131,8 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
   let accepted = false;
   // Issue 30: every value the run could see, searched for in everything it returns (runner/secrets/redact.ts).
   const redaction = new RunRedaction(plan.redact);
+  // Set once the run's cgroup was killed and found empty: its uid has no process left (uids/pool.ts).
+  let emptied = false;
   try {
     // The run's folder holds its workspace (the cwd), at the other levels its HOME (the namespace
     // levels give the run a RAM-backed /tmp instead), and a proxied run's egress socket.
@@ -156,7 +159,9 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
       if (mountFailed !== undefined) return reject('sandbox-failed', 'SANDBOX_UNAVAILABLE', `the run's workspace could not be mounted with its size cap (${mountFailed}); nothing was run`, { token_id: tokenId });
       return reject('sandbox-failed', 'INTERNAL', `the runner could not write the run's workspace (${(error as NodeJS.ErrnoException).code ?? 'error'}); nothing was run — check the scratch directory's free space`, { token_id: tokenId });
     }
+    phases.mark('workspace');
     if (proxied) proxy = await openRunProxy({ socketPath: egressSocketPath(scratch), uid, entries: plan.egress.entries, audit: deps.audit, runId: slot.runId, secrets: plan.secrets, ...(redaction.reported ? { redact: (text: string) => redaction.text(text) } : {}) });
+    phases.mark('proxy');
     // Security: a root runner caps and ends the run by its own cgroup (every page counted, every task killed).
     const { cgroups } = deps.ctx.platform;
     if (cgroups) {
@@ -168,6 +173,7 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
         return reject('sandbox-failed', 'SANDBOX_UNAVAILABLE', `the run's memory cgroup could not be made (${(error as NodeJS.ErrnoException).code ?? 'error'}); nothing was run`, { token_id: tokenId });
       }
     }
+    phases.mark('cgroup');
     // Without a tmpfs, no one file may pass the workspace cap either (RLIMIT_FSIZE): the watcher then bounds the rest.
     const limits = tmpfs ? deps.limits : { ...deps.limits, fsizeBytes: Math.min(deps.limits.fsizeBytes, cap.bytes) };
     const spec = { ...buildSpawn(plan, deps.ctx.platform, deps.ctx.env, scratch, uid, limits, { workspace: ws.dir, home }, { ...(cgroup ? { cgroupProcs: cgroup.procs } : {}) }), ...(req.stdin !== undefined ? { stdin: req.stdin } : {}) };
@@ -192,6 +198,7 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
       return reject('audit-unavailable', 'AUDIT_UNAVAILABLE', AUDIT_DOWN_SPENT, { token_id: tokenId });
     }
     accepted = true;
+    phases.mark('accept');
     slot.lease?.endsBy(Date.now() + plan.willRun.timeoutMs + deps.killGraceMs + deps.drainMs + REAP_MS);
     const { setpriv, kill, ipcrm } = deps.ctx.platform.tools;
     let leftovers = { killed: 0, remaining: 0 };
@@ -202,7 +209,10 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
       stats.reaped(performance.now() - reapStarted);
     };
     const reapLeftovers = async (): Promise<void> => {
-      if (cgroup) leftovers = await cgroup.kill();
+      if (cgroup) {
+        leftovers = await cgroup.kill();
+        emptied = leftovers.remaining === 0;
+      }
       else if (uid !== undefined && setpriv && kill) leftovers = await reapUid(uid, setpriv, kill);
       // Security: without an ipc namespace, SysV objects of the uid would wait for its next run.
       if (uid !== undefined && ipcrm && deps.ctx.platform.isolation === 'uid') ipcRemoved = await removeIpcOf(uid, ipcrm);
@@ -212,10 +222,14 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
     const killGraceMs = usesBwrap(deps.ctx.platform) ? 0 : deps.killGraceMs;
     const proc = runProcess(spec, { timeoutMs: plan.willRun.timeoutMs, killGraceMs, drainMs: deps.drainMs }, MAX_STREAM_BYTES, afterExit, { stdout: redaction.stream(), stderr: redaction.stream() });
     slot.proc = proc;
+    phases.mark('spawn', proc.spawnedAt);
     if (slot.cancelled) proc.cancel();
     // Security: without a tmpfs the watcher is the workspace's cap: the first look over it stops the run.
     watch = watchWorkspace(ws, tmpfs ? 'tmpfs' : 'watch', cap, () => proc.cancel('workspace-full'));
     const o = await proc.outcome;
+    phases.mark('script', o.exitedAt);
+    phases.mark('reap', o.reapedAt);
+    phases.mark('drain');
     // The last look, with nothing of the run left running (or the first one over the cap).
     const usage: WorkspaceUsage = await watch.finish();
     watch = undefined;
@@ -228,6 +242,7 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
       : collectOutputs(ws, deps.limits.outputFilesBytes, MAX_WALK_ENTRIES, redaction);
     // The workspace never outlives the result (the finally below removes it again on every other path);
     // its tmpfs comes off first, lazily when a survivor still holds it.
+    phases.mark('outputs');
     const off: Unmounted | undefined = tmpfs ? unmountAll(scratch) : undefined;
     const removed = removeRunFolder(scratch);
     // So is the run's copy of its skill: nothing of the run is on disk once its exit line is written.
@@ -237,6 +252,7 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
     const redacted = redaction.reported ? redactionView(redaction, o) : undefined;
     slot.ended = true;
     stats.ended(o.ending);
+    phases.mark('cleanup');
     slot.lines.push(deps.audit.append({
       event: 'run.exit', run_id: slot.runId, exit_code: o.exitCode, signal: o.signal, ended: o.ending, duration_ms: o.durationMs,
       stdout_bytes: o.stdoutBytes, stderr_bytes: o.stderrBytes, stdout_sha256: o.stdoutSha256, stderr_sha256: o.stderrSha256,
@@ -250,6 +266,7 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
       ...(removed ? {} : { workspace_left: true }),
       ...(redacted ? redactionAudit(redacted) : {}),
       ...(who.requester !== undefined ? { requester: who.requester } : {}),
+      phases_ms: phases.snapshot(),
     }));
     return {
       ok: true,
@@ -283,6 +300,6 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
     if (tmpfs) unmountAll(scratch);
     cgroup?.remove();
     removeRunFolder(scratch);
-    if (uid !== undefined) await deps.uidPool?.release(uid);
+    if (uid !== undefined) await deps.uidPool?.release(uid, emptied);
   }
 }

@@ -75,6 +75,8 @@ async function removeStaleSocket(path: string): Promise<void> {
 }
 
 function handleConnection(socket: Socket, opts: ListenOptions): void {
+  // A run's first phase (`receive`, runner/requests/phases.ts) starts when its connection does.
+  const connectedAt = performance.now();
   const codec = new FrameCodec(MAX_REQUEST_FRAME_BYTES);
   const out = new FrameCodec(MAX_RESPONSE_FRAME_BYTES);
   const gone = new AbortController();
@@ -148,14 +150,14 @@ function handleConnection(socket: Socket, opts: ListenOptions): void {
         continue;
       }
       pending++;
-      void dispatch(req, opts.service, session, gone.signal)
+      void dispatch(req, opts.service, session, gone.signal, connectedAt)
         .then(send, (error: unknown) => send({ ok: false, error: { code: isSkillMcpError(error) ? error.code : 'INTERNAL', message: isSkillMcpError(error) ? error.message : 'the runner failed to handle the request; see its log' } }))
         .finally(() => pending--);
     }
   });
 }
 
-async function dispatch(req: RunnerRequest, service: RunnerService, session: Session, gone: AbortSignal): Promise<unknown> {
+async function dispatch(req: RunnerRequest, service: RunnerService, session: Session, gone: AbortSignal, connectedAt: number): Promise<unknown> {
   const mismatch = session.differs.length > 0 ? { differs: session.differs, message: mismatchMessage(session.differs) } : undefined;
   switch (req.type) {
     case 'hello':
@@ -167,7 +169,7 @@ async function dispatch(req: RunnerRequest, service: RunnerService, session: Ses
       // Security: the person approved what the front showed; a runner reading other folders, another
       // mode or another grant would run something else under the same name.
       if (mismatch) return { ok: false, error: { code: 'CONFIG_MISMATCH', message: mismatch.message } };
-      return req.type === 'prepare' ? service.prepare(req) : service.run(req, gone);
+      return req.type === 'prepare' ? service.prepare(req) : service.run(req, gone, connectedAt);
     case 'cancel':
       return { ok: true, result: service.cancel(req.cancelId) };
   }

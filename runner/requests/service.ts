@@ -32,6 +32,7 @@ import { socketPathProblem } from '../egress/run-proxy.js';
 import { egressSocketPath } from '../sandbox/spawn.js';
 import type { SandboxLimits } from '../sandbox/spawn.js';
 import { RunStats } from './stats.js';
+import { RunPhases } from './phases.js';
 import type { UidPool } from '../uids/pool.js';
 import { admissionClient, RunAdmission } from './admission.js';
 import type { AdmissionLimits, BusyFigures } from './admission.js';
@@ -193,8 +194,13 @@ export class RunnerService {
     return { ok: false, error: { code: 'BUSY', message, busy: f } };
   }
 
-  /** Runs with a token. `abandoned` fires when the asker went away: the run is then killed. */
-  async run(req: RunRequest, abandoned?: AbortSignal): Promise<Answer<ResultOf<'run'>>> {
+  /**
+   * Runs with a token. `abandoned` fires when the asker went away: the run is then killed.
+   * `connectedAt`: the `performance.now()` its connection began (the start of its `receive` phase).
+   */
+  async run(req: RunRequest, abandoned?: AbortSignal, connectedAt?: number): Promise<Answer<ResultOf<'run'>>> {
+    const phases = new RunPhases(connectedAt);
+    phases.mark('receive');
     const runId = randomBytes(8).toString('hex');
     const who = whoOf(req, this.deps.osUser);
     let ended = false;
@@ -208,7 +214,7 @@ export class RunnerService {
     };
     // A cancel names one run: a second run under an id in use would make it ambiguous.
     if (this.named(req.cancelId)) return reject('internal', 'BAD_REQUEST', 'a run with this cancel id is already in progress; each run needs a fresh cancel id', { error: 'cancel-id-in-use' });
-    const slot: Slot = { runId, cancelId: req.cancelId, client: admissionClient(req.identity, req.client, UNNAMED_CLIENT), cancelled: false, leave: new AbortController(), lines };
+    const slot: Slot = { runId, cancelId: req.cancelId, client: admissionClient(req.identity, req.client, UNNAMED_CLIENT), cancelled: false, leave: new AbortController(), lines, phases };
     this.runs.add(slot);
     const onAbandon = (): void => this.kill(slot);
     abandoned?.addEventListener('abort', onAbandon);
@@ -224,6 +230,7 @@ export class RunnerService {
         return reject('cancelled', 'CANCELLED', 'the run was cancelled while it waited for a free slot; nothing ran and its approval still holds');
       }
       slot.lease = admitted.lease;
+      phases.mark('admission');
       try {
         return await this.runInSlot(req, slot, reject);
       } catch (error) {
@@ -282,10 +289,12 @@ export class RunnerService {
     const bad = inputsRefusal(files.map((f) => f.path), files.map((f) => f.bytes.length), req.stdin?.length ?? 0, deps.limits.inputBytes) ?? this.capRefusal(files.map((f) => f.path), files.map((f) => f.bytes.length));
     if (bad) return reject(bad.code === 'TOO_LARGE' ? 'too-large' : 'invalid-path', bad.code, bad.message, { token_id: tokenId });
     const inputs = digestInputs(files, req.stdin);
+    slot.phases.mark('verify');
     // Security: derived from the runner's private copy of the skill, hashed as it was written; the
     // plan runs that copy, so nothing edited in the skill folder from here on reaches the run.
     const derived = await deriveRun(deps.ctx, req.skill, req.script, req.args, undefined, copy.source(deps.ctx), req.identity);
     if (!derived.ok) return reject(derived.reason, derived.code, derived.message, { token_id: tokenId });
+    slot.phases.mark('derive');
     const plan = { ...derived.plan, willRun: withInputs(derived.plan.willRun, inputs) };
     // Security: the token is bound to what was approved; a different skill, script, argv, env set,
     // isolation or content (script, module, data file, link, added file) now means the person has
@@ -309,6 +318,7 @@ export class RunnerService {
     // atomically, so of two runners on one state dir racing with the same token only one gets past.
     // A uid first (BUSY when none is free), so a refused run never burns the person's approval.
     const uid = await deps.uidPool?.take();
+    slot.phases.mark('uid');
     let spent: SpendOutcome;
     try {
       spent = await deps.ledger.spend(claims.jti, claims.exp, Date.now());
@@ -319,6 +329,7 @@ export class RunnerService {
     if (spent !== 'spent' && uid !== undefined) await deps.uidPool?.release(uid);
     if (spent === 'reused') return reject('token-reused', 'TOKEN_REUSED', REUSED, { token_id: tokenId });
     if (spent === 'expired') return reject('token-expired', 'TOKEN_EXPIRED', EXPIRED, { token_id: tokenId });
+    slot.phases.mark('spend');
     // The run itself, from its workspace to its exit line, and the cleanup after it: runner/requests/run-path.ts.
     return await runSpent(deps, this.stats, this.admission, { req, slot, reject, copy, who, tokenId, claims, plan, inputs, files, scratch, proxied, uid, cap: this.cap });
   }

@@ -8,6 +8,7 @@ import type { Refusal } from '../../shared/protocol.js';
 import type { RejectReason } from '../audit/events.js';
 import type { RunningProcess } from '../sandbox/process.js';
 import type { Lease } from './admission.js';
+import type { RunPhases } from './phases.js';
 
 export type Answer<T> = { ok: true; result: T } | { ok: false; error: Refusal };
 
@@ -30,4 +31,6 @@ export interface Slot {
   ended?: boolean;
   /** Its queued lines (awaited before its answer). */
   lines: Promise<void>[];
+  /** Where its time went so far (its run.exit line's `phases_ms`). */
+  phases: RunPhases;
 }

@@ -40,6 +40,9 @@ export interface ProcessOutcome {
   /** With filters: bytes each filter held back and dropped at the cap (runner/secrets/redact.ts). */
   heldBack?: { stdout: number; stderr: number };
   durationMs: number;
+  /** `performance.now()` when the main process's exit was seen, and when `afterExit` had run (the run's phases). */
+  exitedAt: number;
+  reapedAt: number;
 }
 
 /**
@@ -105,6 +108,8 @@ class Capture {
 
 export interface RunningProcess {
   pid: number | undefined;
+  /** `performance.now()` once the spawn call returned (the chain's first program exec'd, or failed to). */
+  spawnedAt: number;
   outcome: Promise<ProcessOutcome>;
   /** Kills the whole group now; the outcome then reports `why` (`cancelled` unless said). */
   cancel(why?: 'cancelled' | 'workspace-full'): void;
@@ -119,6 +124,7 @@ export function runProcess(spec: SpawnSpec, times: RunTimes, maxStreamBytes: num
   // filter, each a pipe written once and closed.
   const extra = spec.fds.map((bytes) => (bytes === undefined ? 'ignore' : 'pipe') as 'ignore' | 'pipe');
   const child = spawn(spec.command, spec.args, { cwd: spec.cwd, env: spec.env, stdio: [spec.stdin !== undefined ? 'pipe' : 'ignore', 'pipe', 'pipe', ...extra], detached: true, shell: false });
+  const spawnedAt = performance.now();
   if (spec.stdin !== undefined && child.stdin) {
     // A script that exits without reading all of it closes the pipe: EPIPE is its choice, not an error.
     child.stdin.on('error', () => undefined);
@@ -154,9 +160,11 @@ export function runProcess(spec: SpawnSpec, times: RunTimes, maxStreamBytes: num
     const finish = async (exitCode: number | null, signal: string | null): Promise<void> => {
       if (settled) return;
       settled = true;
+      const exitedAt = performance.now();
       for (const timer of timers) clearTimeout(timer);
       killGroup('SIGKILL'); // the rest of the group is a leftover of a finished run
       await afterExit().catch(() => undefined);
+      const reapedAt = performance.now();
       // The drain window: output still in flight is kept; a pipe held open by an escapee is not waited on.
       await Promise.race([Promise.all([out.ended, err.ended]), new Promise((r) => setTimeout(r, times.drainMs))]);
       child.stdout?.destroy();
@@ -171,6 +179,7 @@ export function runProcess(spec: SpawnSpec, times: RunTimes, maxStreamBytes: num
         truncated: stdoutTruncated || stderrTruncated, stdoutTruncated, stderrTruncated,
         ...(filters.stdout || filters.stderr ? { heldBack: { stdout: filters.stdout?.heldBack ?? 0, stderr: filters.stderr?.heldBack ?? 0 } } : {}),
         durationMs: Math.round(performance.now() - started),
+        exitedAt, reapedAt,
       });
     };
     // The hard deadline: whatever happens to 'exit', the call returns and releases the slot.
@@ -187,6 +196,7 @@ export function runProcess(spec: SpawnSpec, times: RunTimes, maxStreamBytes: num
   });
   return {
     pid: child.pid,
+    spawnedAt,
     outcome,
     cancel(why: 'cancelled' | 'workspace-full' = 'cancelled'): void {
       if (ending === 'exit') ending = why;

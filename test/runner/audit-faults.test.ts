@@ -6,7 +6,7 @@
  * `audit.gap` line once the log can be written again.
  */
 import { generateKeyPairSync } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { AuditLog, type FaultPoint } from '../../runner/audit/log.js';
@@ -77,6 +77,11 @@ async function scenario(seed: number): Promise<void> {
   const refused = lines.filter((l) => l['reason'] === 'audit-unavailable').length;
   if (refused > 0) expect(gaps.length).toBeGreaterThan(0);
   for (const gap of gaps) expect(gap).toMatchObject({ error: expect.stringMatching(/^E/), from: expect.any(String), to: expect.any(String), lost: 0 });
+  // The anchor is staged beside the log's fsync: a batch whose fsync failed leaves no staged anchor
+  // behind, and the anchor in place names the last line written.
+  expect(readdirSync(dir).filter((name) => name.startsWith('audit.head.'))).toEqual([]);
+  const anchor = JSON.parse(readFileSync(join(dir, 'audit.head'), 'utf8')) as { seq: number };
+  expect(anchor.seq).toBe(lines.at(-1)!['seq']);
 }
 
 describe('audit appends with injected faults (seeded)', () => {

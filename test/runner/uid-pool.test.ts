@@ -82,6 +82,33 @@ describe('one uid per live run', () => {
     expect(next).toEqual([a, b].sort());
   });
 
+  it('attack: a uid released as emptied (its cgroup found empty) while a process of it does live on is still never handed out — every take scans again', async () => {
+    const { pool: p, dir, inUse } = pool(1);
+    const a = await p.take();
+    inUse.add(a); // the caller's "emptied" was wrong: a process of the uid lives
+    await p.release(a, true);
+    // The claim went (the release believed the caller), but the take's own pass sees the process.
+    expect(readdirSync(dir)).toEqual([]);
+    await expect(p.take()).rejects.toThrow(expect.objectContaining({ code: 'BUSY' }));
+    inUse.delete(a);
+    expect(await p.take()).toBe(a);
+  });
+
+  it('a release as emptied skips the /proc pass; a plain release makes one', async () => {
+    let passes = 0;
+    const p = new UidPool(range(2), [], new UidClaims(claimDir()), () => {
+      passes += 1;
+      return new Set<number>();
+    });
+    const a = await p.take();
+    const b = await p.take();
+    expect(passes).toBe(2);
+    await p.release(a, true);
+    expect(passes).toBe(2);
+    await p.release(b);
+    expect(passes).toBe(3);
+  });
+
   it("a second pool of this very process does not break the first pool's live claims", async () => {
     const dir = claimDir();
     const one = pool(2, dir).pool;
