@@ -9,6 +9,9 @@ import { parseEgressList } from '../../shared/egress.js';
 import type { EgressSummary } from '../../shared/protocol.js';
 import type { AuditLog } from '../audit/log.js';
 import type { SecretBinding } from '../secrets/binding.js';
+import { upstreamCaPem, writeCaBundle } from '../secrets/trust.js';
+import { makeInterceptor, placeholderNeedles } from './intercept.js';
+import type { Interceptor } from './intercept.js';
 import type { Lookup } from './policy.js';
 import { startEgressProxy } from './proxy.js';
 import { refusalTally } from './refusals.js';
@@ -36,12 +39,44 @@ export function socketPathProblem(path: string): string | undefined {
   return `the run's egress socket path would be ${Buffer.byteLength(path)} bytes, over the ${MAX_SOCKET_PATH_BYTES} a unix socket allows; set a shorter SKILL_MCP_SCRATCH_DIR`;
 }
 
+/** What a run with secret bindings adds to its proxy (issue 30, docs/secrets-proxy.md). */
+export interface RunProxySecrets {
+  /** The run's bindings (runner/secrets/binding.ts); their hosts are intercepted, every other destination stays a blind tunnel. */
+  bindings: readonly SecretBinding[];
+  /** Where the bundle (system CAs + the run CA) is written; the sandbox gets it read-only (runner/secrets/trust.ts). */
+  bundlePath: string;
+  /** The run's timeout: the run CA is valid for it plus a margin. */
+  timeoutMs: number;
+  /** The runner's own environment (for `SKILL_MCP_EGRESS_CA_FILE`). */
+  env: Readonly<Record<string, string | undefined>>;
+}
+
+/** The host part of each bound entry (`api.example.com:443` → `api.example.com`, `[::1]:8443` → `::1`), for the run CA. */
+function boundHosts(bindings: readonly SecretBinding[]): string[] {
+  return [...new Set(parseEgressList(bindings.flatMap((b) => b.hosts)).map((e) => `${e.wildcard ? '*.' : ''}${e.host}`))];
+}
+
+/**
+ * The interceptor of a run with bindings: its CA (the X.509 code is loaded only now, for such a
+ * run), its bundle written for the sandbox, and what the proxy verifies bound hosts against.
+ */
+async function interceptorFor(secrets: RunProxySecrets, connectTimeoutMs: number | undefined): Promise<Interceptor> {
+  const { makeRunCa, CA_MARGIN_MS } = await import('../secrets/ca.js');
+  const upstreamCa = upstreamCaPem(secrets.env);
+  const ca = await makeRunCa(boundHosts(secrets.bindings), secrets.timeoutMs + CA_MARGIN_MS);
+  writeCaBundle(secrets.bundlePath, ca.certPem);
+  return makeInterceptor({ bindings: secrets.bindings, ca, upstreamCa, connectTimeoutMs: connectTimeoutMs ?? 10_000 });
+}
+
 export async function openRunProxy(opts: {
   socketPath: string; uid: number | undefined; entries: readonly string[]; audit: AuditLog; runId: string; lookup?: Lookup; maxAuditLines?: number;
-  /** Issue 30: the run's secrets, injected for their hosts (not yet used). */
-  secrets?: readonly SecretBinding[];
+  /** Issue 30: the run's secrets, injected for their hosts; absent or with no bindings, the proxy intercepts nothing and no bundle is written. */
+  secrets?: RunProxySecrets;
+  connectTimeoutMs?: number;
 }): Promise<RunProxy> {
   const maxLines = opts.maxAuditLines ?? MAX_EGRESS_AUDIT_LINES;
+  const bindings = opts.secrets?.bindings ?? [];
+  const interceptor = opts.secrets && bindings.length > 0 ? await interceptorFor(opts.secrets, opts.connectTimeoutMs) : undefined;
   const totals: RunProxyTotals = { egress_allowed: 0, egress_refused: 0, egress_unlogged: 0 };
   let lines = 0;
   const tally = refusalTally();
@@ -49,6 +84,8 @@ export async function openRunProxy(opts: {
     socketPath: opts.socketPath,
     entries: parseEgressList(opts.entries),
     ...(opts.lookup ? { lookup: opts.lookup } : {}),
+    ...(opts.connectTimeoutMs !== undefined ? { connectTimeoutMs: opts.connectTimeoutMs } : {}),
+    ...(interceptor ? { interceptor, placeholders: placeholderNeedles(bindings) } : {}),
     onRecord(record) {
       if (record.decision === 'allowed') {
         totals.egress_allowed += 1;
@@ -73,11 +110,13 @@ export async function openRunProxy(opts: {
     if (opts.uid !== undefined) chownSync(opts.socketPath, opts.uid, opts.uid);
   } catch (error) {
     await proxy.close();
+    interceptor?.close();
     throw error;
   }
   return {
     async close() {
       await proxy.close();
+      interceptor?.close();
       return { totals, summary: tally.summary() };
     },
   };

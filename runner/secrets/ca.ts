@@ -37,7 +37,7 @@ x509.cryptoProvider.set(webcrypto as never);
 export interface RunCa {
   /** The CA certificate (PEM): what the sandbox's bundle adds to the system CAs. */
   readonly certPem: string;
-  /** The TLS context presenting `host`'s leaf (made on first use, then cached for the run). `host` must be a bound host. */
+  /** The TLS context presenting `host`'s leaf (made on first use, then cached for the run). `host` (a bare name or address) must be a bound host or below a bound wildcard. */
   contextFor(host: string): Promise<SecureContext>;
 }
 
@@ -48,7 +48,8 @@ export interface RunCa {
  * address every address is excluded; with no bound name only `.invalid` is permitted.
  */
 export function nameConstraintsDer(hosts: readonly string[]): ArrayBuffer {
-  const names = hosts.filter((h) => isIP(h) === 0);
+  // `*.example.com` permits `.example.com`: the names below it, not the domain itself (as the egress entry means).
+  const names = hosts.filter((h) => isIP(h) === 0).map((h) => (h.startsWith('*.') ? h.slice(1) : h));
   const addresses = hosts.filter((h) => isIP(h) !== 0);
   const permitted = [
     ...(names.length > 0 ? names : [NO_NAME]).map((name) => new GeneralSubtree({ base: new GeneralName({ dNSName: name }) })),
@@ -75,7 +76,8 @@ function keyPem(pkcs8: ArrayBuffer): string {
 }
 
 /**
- * Makes a run's CA for its bound `hosts` (bare names or addresses), valid `validForMs` from now
+ * Makes a run's CA for its bound `hosts` (bare names, `*.domain` wildcards or addresses, as the
+ * egress entries write them without their ports), valid `validForMs` from now
  * (the run's timeout plus {@link CA_MARGIN_MS}, as the caller passes it).
  */
 export async function makeRunCa(hosts: readonly string[], validForMs: number): Promise<RunCa> {
@@ -136,7 +138,7 @@ async function makeCa(hosts: readonly string[], validForMs: number): Promise<{ c
     certPem: `${caCert.toString('pem')}\n`,
     contextFor(host) {
       // Security: a leaf only ever for a bound host (the proxy intercepts nothing else).
-      if (!bound.includes(host)) return Promise.reject(new Error('the run CA signs only the run\'s bound hosts'));
+      if (!bound.some((h) => h === host || (h.startsWith('*.') && host.endsWith(h.slice(1))))) return Promise.reject(new Error('the run CA signs only the run\'s bound hosts'));
       let context = contexts.get(host);
       if (!context) {
         context = leaf(host).then((pair) => createSecureContext({ ...pair, minVersion: 'TLSv1.2' }));
