@@ -41,6 +41,7 @@ import { usesBwrap } from '../sandbox/platform.js';
 import { depsVariables, planDeps } from '../deps/run-env.js';
 import type { DepsContext, RunDeps } from '../deps/run-env.js';
 import type { RedactionValue, SecretBinding } from '../secrets/binding.js';
+import { caBundleEnv } from '../secrets/trust.js';
 
 /** Stand-ins for the sandbox's private HOME/TMPDIR and the skill's folder, so previews name them as the run will. */
 export const SANDBOX_PLACEHOLDERS = {
@@ -228,7 +229,12 @@ export async function deriveRun(ctx: DeriveContext, skillName: string, script: s
   if (!deps.ok) return { ok: false, code: 'DEPS_MISSING', reason: 'deps-missing', message: deps.why, deps: deps.infos };
   // Inside bubblewrap PATH is the sandbox's own (buildSpawn): a placeholder keeps the names equal.
   const built = buildScriptEnv(ctx.env, grant.env, { ...egress.env, ...(usesBwrap(ctx.platform) ? { ...SANDBOX_PLACEHOLDERS, PATH: '(sandbox)' } : SANDBOX_PLACEHOLDERS) });
-  built.names = [...built.names, ...Object.keys(depsVariables(deps.run, usesBwrap(ctx.platform)))].sort();
+  // Issue 30: filled by the secrets rooms (runner/secrets/); none yet.
+  const secrets: SecretBinding[] = [];
+  const redact: RedactionValue[] = [];
+  // A run whose secrets the proxy injects trusts the run's CA bundle (runner/secrets/trust.ts; buildSpawn sets the same names).
+  const bundleNames = Object.keys(caBundleEnv(usesBwrap(ctx.platform) && egress.mode === 'proxy' && secrets.length > 0));
+  built.names = [...built.names, ...Object.keys(depsVariables(deps.run, usesBwrap(ctx.platform))), ...bundleNames].sort();
   const willRun: WillRun = {
     skill: skill.name,
     interpreter: declared.interpreter,
@@ -259,9 +265,6 @@ export async function deriveRun(ctx: DeriveContext, skillName: string, script: s
     if (egressWarning !== '') willRun.egressWarning = egressWarning;
     if (egress.note !== undefined) willRun.egressNote = egress.note;
   }
-  // Issue 30: filled by the secrets rooms (runner/secrets/); none yet.
-  const secrets: SecretBinding[] = [];
-  const redact: RedactionValue[] = [];
   return {
     ok: true,
     // A copy holds every served path as a regular file: the script runs under its declared path there.

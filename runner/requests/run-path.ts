@@ -25,6 +25,7 @@ import type { RunCgroup } from '../sandbox/run-cgroup.js';
 import { buildSpawn, egressSocketPath } from '../sandbox/spawn.js';
 import type { SandboxLimits } from '../sandbox/spawn.js';
 import { removeIpcOf } from '../sandbox/sysv-ipc.js';
+import { caBundlePath } from '../secrets/trust.js';
 import { reapUid } from '../uids/pool.js';
 import type { UidPool } from '../uids/pool.js';
 import { workspaceFullNote } from '../workspace/capacity.js';
@@ -137,7 +138,11 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
       if (mountFailed !== undefined) return reject('sandbox-failed', 'SANDBOX_UNAVAILABLE', `the run's workspace could not be mounted with its size cap (${mountFailed}); nothing was run`, { token_id: tokenId });
       return reject('sandbox-failed', 'INTERNAL', `the runner could not write the run's workspace (${(error as NodeJS.ErrnoException).code ?? 'error'}); nothing was run — check the scratch directory's free space`, { token_id: tokenId });
     }
-    if (proxied) proxy = await openRunProxy({ socketPath: egressSocketPath(scratch), uid, entries: plan.egress.entries, audit: deps.audit, runId: slot.runId });
+    // Security: secrets are only ever injected by the run's own proxy; never a run that would hold them otherwise.
+    if (plan.secrets.length > 0 && !(proxied && usesBwrap(deps.ctx.platform))) return reject('sandbox-failed', 'SANDBOX_UNAVAILABLE', 'the run has secrets, which only the bubblewrap sandbox\'s egress proxy can inject; nothing was run', { token_id: tokenId });
+    // Issue 30: with bindings the proxy makes the run's CA, writes its bundle (bound read-only by buildSpawn) and injects them.
+    const secrets = plan.secrets.length > 0 ? { bindings: plan.secrets, bundlePath: caBundlePath(scratch), timeoutMs: plan.willRun.timeoutMs, env: deps.ctx.env } : undefined;
+    if (proxied) proxy = await openRunProxy({ socketPath: egressSocketPath(scratch), uid, entries: plan.egress.entries, audit: deps.audit, runId: slot.runId, ...(secrets ? { secrets } : {}) });
     // Security: a root runner caps and ends the run by its own cgroup (every page counted, every task killed).
     const { cgroups } = deps.ctx.platform;
     if (cgroups) {
