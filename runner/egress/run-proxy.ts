@@ -39,10 +39,8 @@ export function socketPathProblem(path: string): string | undefined {
   return `the run's egress socket path would be ${Buffer.byteLength(path)} bytes, over the ${MAX_SOCKET_PATH_BYTES} a unix socket allows; set a shorter SKILL_MCP_SCRATCH_DIR`;
 }
 
-/** What a run with secret bindings adds to its proxy (issue 30, docs/secrets-proxy.md). */
-export interface RunProxySecrets {
-  /** The run's bindings (runner/secrets/binding.ts); their hosts are intercepted, every other destination stays a blind tunnel. */
-  bindings: readonly SecretBinding[];
+/** Where a run with secret bindings keeps what its proxy needs to intercept (issue 30, docs/secrets-proxy.md). */
+export interface RunProxyIntercept {
   /** Where the bundle (system CAs + the run CA) is written; the sandbox gets it read-only (runner/secrets/trust.ts). */
   bundlePath: string;
   /** The run's timeout: the run CA is valid for it plus a margin. */
@@ -60,23 +58,27 @@ function boundHosts(bindings: readonly SecretBinding[]): string[] {
  * The interceptor of a run with bindings: its CA (the X.509 code is loaded only now, for such a
  * run), its bundle written for the sandbox, and what the proxy verifies bound hosts against.
  */
-async function interceptorFor(secrets: RunProxySecrets, connectTimeoutMs: number | undefined): Promise<Interceptor> {
+async function interceptorFor(bindings: readonly SecretBinding[], intercept: RunProxyIntercept, connectTimeoutMs: number | undefined): Promise<Interceptor> {
   const { makeRunCa, CA_MARGIN_MS } = await import('../secrets/ca.js');
-  const upstreamCa = upstreamCaPem(secrets.env);
-  const ca = await makeRunCa(boundHosts(secrets.bindings), secrets.timeoutMs + CA_MARGIN_MS);
-  writeCaBundle(secrets.bundlePath, ca.certPem);
-  return makeInterceptor({ bindings: secrets.bindings, ca, upstreamCa, connectTimeoutMs: connectTimeoutMs ?? 10_000 });
+  const upstreamCa = upstreamCaPem(intercept.env);
+  const ca = await makeRunCa(boundHosts(bindings), intercept.timeoutMs + CA_MARGIN_MS);
+  writeCaBundle(intercept.bundlePath, ca.certPem);
+  return makeInterceptor({ bindings, ca, upstreamCa, connectTimeoutMs: connectTimeoutMs ?? 10_000 });
 }
 
 export async function openRunProxy(opts: {
   socketPath: string; uid: number | undefined; entries: readonly string[]; audit: AuditLog; runId: string; lookup?: Lookup; maxAuditLines?: number;
-  /** Issue 30: the run's secrets, injected for their hosts; absent or with no bindings, the proxy intercepts nothing and no bundle is written. */
-  secrets?: RunProxySecrets;
+  /** Issue 30: the run's secrets, injected for their hosts; absent or empty, the proxy intercepts nothing and no bundle is written. */
+  secrets?: readonly SecretBinding[];
+  /** Issue 30: required with secrets — where the bundle goes, and what the CA and the upstream check need. */
+  intercept?: RunProxyIntercept;
   connectTimeoutMs?: number;
 }): Promise<RunProxy> {
   const maxLines = opts.maxAuditLines ?? MAX_EGRESS_AUDIT_LINES;
-  const bindings = opts.secrets?.bindings ?? [];
-  const interceptor = opts.secrets && bindings.length > 0 ? await interceptorFor(opts.secrets, opts.connectTimeoutMs) : undefined;
+  const bindings = opts.secrets ?? [];
+  // Never a run whose secrets silently go uninjected.
+  if (bindings.length > 0 && !opts.intercept) throw new Error('openRunProxy: a run with secrets needs `intercept` (its bundle path, timeout and the runner\'s env)');
+  const interceptor = bindings.length > 0 ? await interceptorFor(bindings, opts.intercept!, opts.connectTimeoutMs) : undefined;
   const totals: RunProxyTotals = { egress_allowed: 0, egress_refused: 0, egress_unlogged: 0 };
   let lines = 0;
   const tally = refusalTally();

@@ -107,7 +107,7 @@ beforeAll(async () => {
   proxy = await openRunProxy({
     socketPath: join(dir, 'egress.sock'), uid: undefined, audit, runId: 'r-secrets',
     entries: [`127.0.0.1:${bound}`, `127.0.0.1:${unbound}`, `127.0.0.1:${forged}`, `127.0.0.1:${plain}`],
-    secrets: { bindings: bindings(), bundlePath: runBundle, timeoutMs: 60_000, env: { SKILL_MCP_EGRESS_CA_FILE: join(dir, 'test-ca.pem') } },
+    secrets: bindings(), intercept: { bundlePath: runBundle, timeoutMs: 60_000, env: { SKILL_MCP_EGRESS_CA_FILE: join(dir, 'test-ca.pem') } },
   });
   widerBundle = join(dir, 'wider.pem');
   writeFileSync(widerBundle, readFileSync(runBundle, 'utf8') + readFileSync(join(dir, 'test-ca.pem'), 'utf8'));
@@ -310,6 +310,10 @@ print(urllib.request.urlopen(req).status)
     const subjects = execFileSync('openssl', ['crl2pkcs7', '-nocrl', '-certfile', runBundle], { encoding: 'utf8' });
     expect(subjects.length).toBeGreaterThan(0);
     expect(bundle.split('-----BEGIN CERTIFICATE-----').length - 1).toBeGreaterThan(10);
+  });
+
+  it('a run with secrets but nowhere to put its bundle is refused at the proxy, never run with its secrets uninjected', async () => {
+    await expect(openRunProxy({ socketPath: join(dir, 'other.sock'), uid: undefined, audit, runId: 'r2', entries: [`127.0.0.1:${bound}`], secrets: bindings() })).rejects.toThrow(/needs `intercept`/);
   });
 
   it('every line the proxy wrote validates against docs/audit.schema.json', async () => {

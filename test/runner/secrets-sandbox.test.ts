@@ -116,7 +116,7 @@ describe('a run with a secret binding, in bubblewrap', () => {
     audit.begin(() => ({ event: 'runner.start' }));
     const proxy = await openRunProxy({
       socketPath: egressSocketPath(scratch), uid: undefined, entries: egress.entries, audit, runId: 'r1',
-      secrets: { bindings: [binding], bundlePath: caBundlePath(scratch), timeoutMs: 30_000, env: { SKILL_MCP_EGRESS_CA_FILE: join(dir, 'ca.pem') } },
+      secrets: [binding], intercept: { bundlePath: caBundlePath(scratch), timeoutMs: 30_000, env: { SKILL_MCP_EGRESS_CA_FILE: join(dir, 'ca.pem') } },
     });
     const limits = { nproc: 256, fsizeBytes: 64 * MiB, nofile: 256, memoryBytes: 1024 * MiB, tmpBytes: 64 * MiB, workspaceBytes: 64 * MiB, workspaceFiles: 1000, inputBytes: MiB, outputFilesBytes: MiB };
     // The placeholder is what the declaration side will put in the script's variable; here it is added to the built env by hand.
