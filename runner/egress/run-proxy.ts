@@ -61,7 +61,10 @@ function boundHosts(bindings: readonly SecretBinding[]): string[] {
 async function interceptorFor(bindings: readonly SecretBinding[], intercept: RunProxyIntercept, connectTimeoutMs: number | undefined): Promise<Interceptor> {
   const { makeRunCa, CA_MARGIN_MS } = await import('../secrets/ca.js');
   const upstreamCa = upstreamCaPem(intercept.env);
-  const ca = await makeRunCa(boundHosts(bindings), intercept.timeoutMs + CA_MARGIN_MS);
+  const hosts = boundHosts(bindings);
+  const ca = await makeRunCa(hosts, intercept.timeoutMs + CA_MARGIN_MS);
+  // Each named host's leaf is started now (cached by the CA), so it is made while the sandbox starts, not on the script's first request.
+  for (const host of hosts.filter((h) => !h.startsWith('*.'))) ca.contextFor(host).catch(() => undefined);
   writeCaBundle(intercept.bundlePath, ca.certPem);
   return makeInterceptor({ bindings, ca, upstreamCa, connectTimeoutMs: connectTimeoutMs ?? 10_000 });
 }
