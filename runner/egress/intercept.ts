@@ -200,6 +200,7 @@ export function makeInterceptor(opts: InterceptOptions): Interceptor {
       res.end('skill-mcp egress proxy: the request could not be forwarded (a header Node refuses to send)\n');
       return;
     }
+    upstreamReq.once('socket', (socket: Socket) => socket.setNoDelay(true));
     upstreamReq.once('timeout', () => upstreamReq.destroy(Object.assign(new Error('no answer in time'), { code: 'ETIMEDOUT' })));
     upstreamReq.once('error', (error: NodeJS.ErrnoException) => {
       const code = error.code ?? error.message;

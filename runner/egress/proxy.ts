@@ -176,7 +176,8 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
         });
         return;
       }
-      const upstream = connect({ host: decision.address, port: parsed.value.port, family: decision.family, timeout: connectTimeoutMs });
+      // noDelay: a tunnel forwards small TLS records as they come; Nagle would hold them for the peer's delayed ACK.
+      const upstream = connect({ host: decision.address, port: parsed.value.port, family: decision.family, timeout: connectTimeoutMs, noDelay: true });
       flow.sockets.push(upstream);
       flow.set({ ...allowed, reason: 'connect-failed' }, upstream);
       let tunnelled = false;
