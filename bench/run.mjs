@@ -3,7 +3,7 @@
  * and the reference on the same folders, prints the table, writes bench/out/*.json and the
  * generated part of bench/RESULTS.md. Numbers only: nothing here fails on speed.
  *
- *   node bench/run.mjs [--only=small,large,huge,live,first] [--quick]
+ *   node bench/run.mjs [--only=small,large,huge,live,first,secrets] [--quick]
  *
  * `live` (bench/live.mjs: watch cost, write → notification, skill_search, skill_list size) runs on
  * the large and huge workloads; `--only=live` runs it alone and rewrites only its block of RESULTS.md.
@@ -19,6 +19,7 @@ import { liveRows } from './live.mjs';
 import { firstListRows } from './first-list.mjs';
 import { coldStart, rawSession, warmSession } from './measure.mjs';
 import { readCompareRows } from './read-compare.mjs';
+import { measureSecretsProxy, summarize } from './secrets-proxy.mjs';
 import { buildRefServer } from './ref-bundle.mjs';
 import { median, row, toMarkdown, toTerminal } from './report.mjs';
 
@@ -189,6 +190,16 @@ if (!only || only.includes('live')) {
 if (!only || only.includes('first')) {
   log('first answer: bundled and 30 skills, as root and not, both eras (bare JSON-RPC client)');
   rows.push(...(await firstListRows({ node: NODE, servers: { ours: ourBin, ref: refBundle }, runs: quick ? 2 : FIRST_LIST_RUNS, log })));
+}
+if (!only || only.includes('secrets')) {
+  // Issue 30: an HTTPS request through the injecting proxy, the same through a blind tunnel (bench/secrets-proxy.mjs).
+  log('secrets: HTTPS through the injecting proxy vs a blind tunnel (python http.client, alternated)');
+  const { samples } = await measureSecretsProxy(quick ? { first: 5, kept: 20 } : { first: 100, kept: 400 });
+  for (const r of summarize(samples)) {
+    const what = r.kind === 'first' ? 'first request (new CONNECT)' : 'request on a kept-alive connection';
+    rows.push(row('secrets', `HTTPS ${what}: injecting proxy`, 'ms', r.inject, r.blind, undefined, 'ref column: the same request through a blind tunnel'));
+    rows.push(row('secrets', `HTTPS ${what}: added by injecting (paired)`, 'ms', r.added, undefined, r.target_added_ms));
+  }
 }
 const info = await machine();
 const seconds = (performance.now() - started) / 1000;

@@ -22,9 +22,8 @@ import { pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 
 const REPO = resolve(import.meta.dirname, '..');
-const FIRST = Number(process.env.BENCH_FIRST ?? 100);
-const KEPT = Number(process.env.BENCH_KEPT ?? 400);
-const dir = mkdtempSync(join(tmpdir(), 'skill-mcp-bench-secrets-'));
+/** The bench's scratch folder (one per measurement). */
+let dir = '';
 
 const VALUE = 'sk-bench-value-0123456789abcdef';
 const PLACEHOLDER = 'skill-mcp-placeholder-00112233445566778899aabbccddeeff';
@@ -89,7 +88,21 @@ function quantile(xs, q) {
   return s[Math.min(s.length - 1, Math.floor(s.length * q))];
 }
 
-async function main() {
+/**
+ * One whole measurement: `first` new-connection and `kept` kept-alive samples per mode, alternated.
+ * Returns the samples (ms) paired by position, the run's setup costs, the load average before and
+ * after, and the injections the audit lines recorded. bench/run.mjs uses it for its `secrets` rows.
+ */
+export async function measureSecretsProxy({ first = 100, kept = 400 } = {}) {
+  dir = mkdtempSync(join(tmpdir(), 'skill-mcp-bench-secrets-'));
+  try {
+    return await measure(first, kept);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function measure(FIRST, KEPT) {
   openssl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'ca.key', '-out', 'ca.pem', '-subj', '/CN=bench CA', '-days', '1', '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign']);
   openssl(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'api.key', '-out', 'api.csr', '-subj', '/CN=api']);
   writeFileSync(join(dir, 'api.ext'), 'subjectAltName=IP:127.0.0.1\n');
@@ -147,17 +160,6 @@ async function main() {
   const lines = readFileSync(join(dir, 'audit.log'), 'utf8').trim().split('\n').map((l) => JSON.parse(l)).filter((l) => l.event === 'egress');
   const injected = lines.reduce((n, l) => n + (l.injected?.API_TOKEN ?? 0), 0);
 
-  const rows = [];
-  for (const kind of ['first', 'kept']) {
-    const inject = samples.inject[kind];
-    const blind = samples.blind[kind];
-    // Paired by position: sample i of each mode ran back to back.
-    const added = inject.map((x, i) => x - blind[i]);
-    rows.push({ kind, n: inject.length, inject_median_ms: quantile(inject, 0.5), blind_median_ms: quantile(blind, 0.5), added_median_ms: quantile(added, 0.5), inject_p90_ms: quantile(inject, 0.9), blind_p90_ms: quantile(blind, 0.9), target_added_ms: kind === 'first' ? 15 : 3 });
-  }
-  const fmt = (x) => x.toFixed(2).padStart(7);
-  process.stdout.write('request          n   inject  blind   added(paired median)  target   p90 inject/blind\n');
-  for (const r of rows) process.stdout.write(`${(r.kind === 'first' ? 'first (new conn)' : 'kept alive').padEnd(16)} ${String(r.n).padStart(3)} ${fmt(r.inject_median_ms)} ${fmt(r.blind_median_ms)} ${fmt(r.added_median_ms)} ms           ≤ +${r.target_added_ms}   ${r.inject_p90_ms.toFixed(2)}/${r.blind_p90_ms.toFixed(2)}\n`);
   // A whole proxy's opening, with and without a binding (what the run path waits for before the spawn), alternated.
   const openMs = { with: [], without: [] };
   for (let i = 0; i < 20; i++) {
@@ -173,14 +175,28 @@ async function main() {
   await audit.close();
   api.kill();
   const setup = { open_with_secrets_median_ms: quantile(openMs.with, 0.5), open_without_median_ms: quantile(openMs.without, 0.5), x509_load_ms: loadMs, ca_median_ms: quantile(caMs, 0.5), first_leaf_median_ms: quantile(leafMs, 0.5) };
+  return { samples, setup, load, injected };
+}
+
+/** The summary rows: medians per mode, and the paired difference against its target. */
+export function summarize(samples) {
+  return ['first', 'kept'].map((kind) => {
+    const inject = samples.inject[kind];
+    const blind = samples.blind[kind];
+    // Paired by position: sample i of each mode ran back to back.
+    const added = inject.map((x, i) => x - blind[i]);
+    return { kind, n: inject.length, inject, blind, added, inject_median_ms: quantile(inject, 0.5), blind_median_ms: quantile(blind, 0.5), added_median_ms: quantile(added, 0.5), inject_p90_ms: quantile(inject, 0.9), blind_p90_ms: quantile(blind, 0.9), target_added_ms: kind === 'first' ? 15 : 3 };
+  });
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const { samples, setup, load, injected } = await measureSecretsProxy({ first: Number(process.env.BENCH_FIRST ?? 100), kept: Number(process.env.BENCH_KEPT ?? 400) });
+  const rows = summarize(samples);
+  const fmt = (x) => x.toFixed(2).padStart(7);
+  process.stdout.write('request          n   inject  blind   added(paired median)  target   p90 inject/blind\n');
+  for (const r of rows) process.stdout.write(`${(r.kind === 'first' ? 'first (new conn)' : 'kept alive').padEnd(16)} ${String(r.n).padStart(3)} ${fmt(r.inject_median_ms)} ${fmt(r.blind_median_ms)} ${fmt(r.added_median_ms)} ms           ≤ +${r.target_added_ms}   ${r.inject_p90_ms.toFixed(2)}/${r.blind_p90_ms.toFixed(2)}\n`);
   process.stdout.write(`per run, before the script starts: openRunProxy ${setup.open_with_secrets_median_ms.toFixed(2)} ms with a binding vs ${setup.open_without_median_ms.toFixed(2)} ms without (medians of 20, alternated); of it the CA ${setup.ca_median_ms.toFixed(2)} ms, its first leaf ${setup.first_leaf_median_ms.toFixed(2)} ms (medians of 30); the X.509 code's first load ${setup.x509_load_ms.toFixed(1)} ms (once per runner)\n`);
   process.stdout.write(`load average before ${load[0].map((x) => x.toFixed(2)).join(' ')}, after ${load[1].map((x) => x.toFixed(2)).join(' ')}; ${injected} injections audited; node ${process.version}\n`);
   mkdirSync(join(REPO, 'bench/out'), { recursive: true });
-  writeFileSync(join(REPO, 'bench/out/secrets-proxy.json'), JSON.stringify({ date: new Date().toISOString(), node: process.version, load, rows, setup, injected }, null, 2));
-}
-
-try {
-  await main();
-} finally {
-  rmSync(dir, { recursive: true, force: true });
+  writeFileSync(join(REPO, 'bench/out/secrets-proxy.json'), JSON.stringify({ date: new Date().toISOString(), node: process.version, load, rows: rows.map(({ inject, blind, added, ...r }) => r), setup, injected }, null, 2));
 }
