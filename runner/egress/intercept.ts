@@ -16,8 +16,9 @@
  * - upstream, the certificate is checked against the host name (SNI set) with the system CAs or
  *   `SKILL_MCP_EGRESS_CA_FILE`; a refused certificate gets the script a 502 saying why and the
  *   request is never sent; the address is the one policy decided — never re-resolved;
- * - an echo of the value in a response (identity-encoded headers and bodies) is swapped back to
- *   the placeholder; compressed bodies are passed on unscanned and counted (the limit, documented).
+ * - responses are asked for uncompressed (`Accept-Encoding: identity`), and an echo of the value
+ *   in their headers and bodies is swapped back to the placeholder; a body compressed anyway is
+ *   passed on unscanned and counted (the limit, docs/secrets-proxy.md).
  */
 import { createServer } from 'node:http';
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
@@ -173,6 +174,10 @@ export function makeInterceptor(opts: InterceptOptions): Interceptor {
     }
     // Security: the request goes to the host policy allowed, under that host's name only.
     headers['Host'] = conn.authority;
+    // Security: bodies come back uncompressed, so an echo of the value in them can be swapped back
+    // (a host that compresses anyway is passed on unscanned, and counted).
+    for (const name of Object.keys(headers)) if (name.toLowerCase() === 'accept-encoding') delete headers[name];
+    headers['Accept-Encoding'] = 'identity';
     const path = req.url ?? '/';
     countPlaceholders(path, needles, stats.elsewhere);
     let decoded = path;

@@ -16,6 +16,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import { connect, createServer as createNetServer } from 'node:net';
 import type { AddressInfo, Server as NetServer } from 'node:net';
 import { tmpdir } from 'node:os';
+import { gzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditLog } from '../../runner/audit/log.js';
@@ -74,8 +75,15 @@ async function api(tls: { key: string; cert: string } | undefined): Promise<numb
       const port = (req.socket.address() as AddressInfo).port;
       const record = { url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString() };
       seen.get(port)!.push(record);
+      const body = JSON.stringify({ youSent: req.headers.authorization ?? null });
+      // Compresses when asked (as real APIs do), or always on /gzip-anyway (as some do).
+      if (/gzip/.test(String(req.headers['accept-encoding'] ?? '')) || req.url === '/gzip-anyway') {
+        res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' });
+        res.end(gzipSync(body));
+        return;
+      }
       res.writeHead(200, { 'Content-Type': 'application/json', 'X-Echo': String(req.headers.authorization ?? '') });
-      res.end(JSON.stringify({ youSent: req.headers.authorization ?? null }));
+      res.end(body);
     });
   };
   const server = tls ? createHttpsServer({ key: readFileSync(join(dir, tls.key)), cert: readFileSync(join(dir, tls.cert)) }, handler) : createHttpServer(handler);
@@ -191,8 +199,9 @@ describe('the injecting proxy, with real clients in a run\'s environment', () =>
     expect(out.stderr).toBe('');
     const got = seen.get(bound)!.slice(before);
     expect(got.map((r) => r.headers.authorization)).toEqual([`Bearer ${VALUE}`, `Bearer ${VALUE}`]);
-    // Security: Host is the CONNECT destination, whatever the script wrote.
+    // Security: Host is the CONNECT destination, whatever the script wrote; requests asks for gzip, the proxy for identity.
     expect(got[0]!.headers.host).toBe(`127.0.0.1:${bound}`);
+    expect(got[0]!.headers['accept-encoding']).toBe('identity');
     expect(out.stdout).not.toContain(VALUE);
     expect(out.stdout).toContain(`200 Bearer ${PLACEHOLDER} {"youSent":"Bearer ${PLACEHOLDER}"}`);
     // Kept alive: both requests on one intercepted connection, one audit line, counts and names only.
@@ -253,7 +262,9 @@ print(r.status_code)
     const before = seen.get(unbound)!.length;
     // This script trusts the test CA as well: only then can it reach the unbound API through its tunnel.
     const out = await run('python3', ['-c', PY_REQUESTS, `https://127.0.0.1:${unbound}/v1/me`], runEnv(widerBundle));
-    expect(out.stdout).toContain(`200 Bearer ${PLACEHOLDER}`);
+    // Through the blind tunnel the script's own gzip request reaches the API untouched.
+    expect(out.stdout).toContain(`{"youSent":"Bearer ${PLACEHOLDER}"}`);
+    expect(seen.get(unbound)!.at(-1)!.headers['accept-encoding']).toMatch(/gzip/);
     expect(seen.get(unbound)!.slice(before).map((r) => r.headers.authorization)).toEqual([`Bearer ${PLACEHOLDER}`]);
     const line = await lineFor(unbound);
     expect(line['intercepted']).toBeUndefined();
@@ -266,6 +277,18 @@ print(r.status_code)
     expect(out.code).not.toBe(0);
     expect(out.stderr).toMatch(/CERTIFICATE_VERIFY_FAILED/);
     expect(seen.get(unbound)!.length).toBe(before);
+  });
+
+  it('a bound host that compresses its echo anyway is passed on unscanned, and the audit line counts it', async () => {
+    const code = `
+import os, requests
+r = requests.get("https://127.0.0.1:${bound}/gzip-anyway", headers={"Authorization": "Bearer " + os.environ["API_TOKEN"]})
+print(r.status_code)
+`;
+    const out = await run('python3', ['-c', code], runEnv());
+    expect(out.stdout.trim()).toBe('200');
+    const line = await lineFor(bound, (l) => l['responses_unscanned'] === 1);
+    expect(line).toMatchObject({ intercepted: true, injected: { API_TOKEN: 1 }, responses_unscanned: 1 });
   });
 
   it('a bound host whose certificate the proxy cannot verify gets the script a 502 saying why, and is sent nothing', async () => {
