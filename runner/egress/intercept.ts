@@ -163,6 +163,8 @@ export function makeInterceptor(opts: InterceptOptions): Interceptor {
     for (const [name, raw] of forwardable(req.rawHeaders)) {
       let value = raw;
       const lower = name.toLowerCase();
+      // This hop answered `Expect: 100-continue` itself (Node's server does); the body follows regardless.
+      if (lower === 'expect') continue;
       // Security: the value goes only where its binding says, and only in place of its placeholder.
       const binding = conn.bindings.find((b) => b.header.toLowerCase() === lower && raw.includes(b.placeholder));
       if (binding) {

@@ -8,7 +8,7 @@
  * Network: loopback only. Skips, saying why, where bubblewrap cannot build a sandbox.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -65,9 +65,14 @@ let skip: string | undefined;
 let api: ReturnType<typeof createServer>;
 let port: number;
 const received: string[] = [];
+/** As root, a run uid of its own (as namespace-uid gives each run); outside the runner's pool range, so no other test's run shares it. */
+const RUN_UID = 40231;
+const asRoot = process.getuid?.() === 0;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'skill-mcp-secsbx-'));
+  // A run uid must reach its run folder inside.
+  chmodSync(dir, 0o711);
   const probed = probePlatform({ searchPath: process.env['PATH'], bwrapSetting: undefined, probeUid: undefined, tmpBytes: 64 * MiB });
   if (!usesBwrap(probed)) skip = `bubblewrap cannot build a sandbox here (${probed.isolation}: ${probed.missing.join('; ')})`;
   else if (!probed.interpreters.get('node') || !probed.interpreters.get('python3')) skip = 'no node or python3 the sandbox can run';
@@ -90,20 +95,27 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-describe('a run with a secret binding, in bubblewrap', () => {
+const variants: [string, number | undefined][] = [['the runner\'s own uid', undefined], ...(asRoot ? [[`a run uid of its own (${RUN_UID}, root runner)`, RUN_UID] as [string, number]] : [])];
+
+describe.each(variants)('a run with a secret binding, in bubblewrap, as %s', (_label, uid) => {
   it('gets the value injected on the way out, and nothing inside the sandbox holds it or the CA key', async (ctx) => {
     if (skip !== undefined) {
       console.warn(`skipped: ${skip}`);
       ctx.skip();
     }
     const p = platform!;
-    const scratch = join(dir, 'run');
+    const scratch = join(dir, `run-${uid ?? 'own'}`);
     mkdirSync(scratch, { mode: 0o700 });
     const skillDir = join(scratch, 'skill');
     const work = join(scratch, 'work');
-    mkdirSync(skillDir);
+    mkdirSync(skillDir, { mode: 0o755 });
     mkdirSync(work);
-    writeFileSync(join(skillDir, 'probe.py'), SCRIPT);
+    writeFileSync(join(skillDir, 'probe.py'), SCRIPT, { mode: 0o644 });
+    if (uid !== undefined) {
+      chownSync(scratch, uid, uid);
+      chownSync(work, uid, uid);
+    }
+    const before = received.length;
     const entry = `127.0.0.1:${port}`;
     const egress = planEgress(p.isolation, true, true, [entry]);
     const binding = { name: 'GH_TOKEN', hosts: [entry], header: 'Authorization', format: 'token {value}', placeholder: PLACEHOLDER, value: VALUE };
@@ -112,15 +124,15 @@ describe('a run with a secret binding, in bubblewrap', () => {
       interpreterPath: (p.interpreters.get('python3') as { path: string }).path, realDir: skillDir, scriptRelative: 'probe.py', args: [`https://${entry}/user`, Buffer.from(VALUE).toString('hex'), Buffer.from('PRIVATE KEY').toString('hex')],
       grantedEnv: [], egress, deps: {}, secrets: [binding], redact: [],
     } as unknown as RunPlan;
-    const audit = new AuditLog({ path: join(dir, 'audit.log'), anchorPath: join(dir, 'audit.head') });
+    const audit = new AuditLog({ path: join(dir, `audit-${uid ?? 'own'}.log`), anchorPath: join(dir, `audit-${uid ?? 'own'}.head`) });
     audit.begin(() => ({ event: 'runner.start' }));
     const proxy = await openRunProxy({
-      socketPath: egressSocketPath(scratch), uid: undefined, entries: egress.entries, audit, runId: 'r1',
+      socketPath: egressSocketPath(scratch), uid, entries: egress.entries, audit, runId: 'r1',
       secrets: [binding], intercept: { bundlePath: caBundlePath(scratch), timeoutMs: 30_000, env: { SKILL_MCP_EGRESS_CA_FILE: join(dir, 'ca.pem') } },
     });
     const limits = { nproc: 256, fsizeBytes: 64 * MiB, nofile: 256, memoryBytes: 1024 * MiB, tmpBytes: 64 * MiB, workspaceBytes: 64 * MiB, workspaceFiles: 1000, inputBytes: MiB, outputFilesBytes: MiB };
     // The placeholder is what the declaration side will put in the script's variable; here it is added to the built env by hand.
-    const spec = buildSpawn(plan, p, { PATH: process.env['PATH'] }, scratch, undefined, limits, { workspace: work, home: scratch });
+    const spec = buildSpawn(plan, p, { PATH: process.env['PATH'] }, scratch, uid, limits, { workspace: work, home: scratch });
     expect(spec.envNames).toEqual(expect.arrayContaining(['SSL_CERT_FILE', 'REQUESTS_CA_BUNDLE', 'NODE_EXTRA_CA_CERTS', 'PIP_CERT', 'CURL_CA_BUNDLE']));
     expect(spec.args).toEqual(expect.arrayContaining(['--ro-bind', caBundlePath(scratch), CA_BUNDLE_MOUNT]));
     const withPlaceholder = addToEnv(spec, 'GH_TOKEN', PLACEHOLDER);
@@ -136,8 +148,8 @@ describe('a run with a secret binding, in bubblewrap', () => {
     expect(stdout).toMatch(/bundle-writable False (30|13)/);
     expect(stdout).toContain('status 200 ok');
     expect(stdout).not.toContain(VALUE);
-    expect(received).toEqual([`token ${VALUE}`]);
-    const line = readFileSync(join(dir, 'audit.log'), 'utf8').split('\n').filter((l) => l.includes('"egress"')).map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(received.slice(before)).toEqual([`token ${VALUE}`]);
+    const line = readFileSync(join(dir, `audit-${uid ?? 'own'}.log`), 'utf8').split('\n').filter((l) => l.includes('"egress"')).map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(line).toEqual([expect.objectContaining({ destination: entry, intercepted: true, injected: { GH_TOKEN: 1 } })]);
   });
 });
