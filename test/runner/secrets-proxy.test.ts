@@ -258,6 +258,22 @@ print(r.status_code)
     expect(line['injected']).toBeUndefined();
   });
 
+  it('another secret\'s placeholder in the declared header is not injected, and a Host naming another virtual host is replaced (domain fronting)', async () => {
+    const before = seen.get(bound)!.length;
+    const code = `
+import os, requests
+r = requests.get("https://127.0.0.1:${bound}/front", headers={"Authorization": "Bearer " + os.environ["WRONG_TOKEN"], "Host": "evil.example"})
+print(r.status_code)
+`;
+    const out = await run('python3', ['-c', code], runEnv());
+    expect(out.stdout.trim()).toBe('200');
+    const got = seen.get(bound)!.slice(before);
+    expect(got.map((r) => [r.headers.authorization, r.headers.host])).toEqual([[`Bearer ${OTHER_PLACEHOLDER}`, `127.0.0.1:${bound}`]]);
+    expect(JSON.stringify(got)).not.toContain(OTHER_VALUE);
+    const line = await lineFor(bound, (l) => (l['placeholder_elsewhere'] as Record<string, number> | undefined)?.['WRONG_TOKEN'] === 1);
+    expect(line['injected']).toBeUndefined();
+  });
+
   it('the placeholder sent to a second declared host without the binding reaches it as the placeholder: the connection is a blind tunnel', async () => {
     const before = seen.get(unbound)!.length;
     // This script trusts the test CA as well: only then can it reach the unbound API through its tunnel.
