@@ -9,7 +9,7 @@
  * memory), and the variables naming it are never grantable (shared/declaration.ts), so a skill
  * cannot point them elsewhere or at a CA of its own.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { rootCertificates } from 'node:tls';
 
 /** Where the bundle appears inside the sandbox (beside the egress socket). */
@@ -66,7 +66,9 @@ export function upstreamCaPem(env: Readonly<Record<string, string | undefined>>)
 
 /** Writes the run's bundle (system CAs, then the run CA), readable by the run's uid; returns its path. */
 export function writeCaBundle(path: string, runCaPem: string, systemPem: string = systemCaPem()): string {
-  // 0644 and owned by the runner: the run reads it (read-only bind), never changes it.
+  // 0644 and owned by the runner: the run (its own uid as root) reads it through a read-only bind,
+  // never changes it. chmod: the runner's umask (077) would leave it 0600.
   writeFileSync(path, `${systemPem}${runCaPem}`, { mode: 0o644, flag: 'wx' });
+  chmodSync(path, 0o644);
   return path;
 }

@@ -4,14 +4,14 @@
  * variables and what a skill can never set (shared/declaration.ts); the trust sources
  * (runner/secrets/trust.ts) with a clear error for a bad SKILL_MCP_EGRESS_CA_FILE.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { rootCertificates } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isNeverGrantable } from '../../shared/declaration.js';
 import { makeReplacer, makeScanner } from '../../runner/egress/find.js';
-import { CA_BUNDLE_MOUNT, CA_BUNDLE_VARIABLES, caBundleEnv, systemCaPem, upstreamCaPem } from '../../runner/secrets/trust.js';
+import { CA_BUNDLE_MOUNT, CA_BUNDLE_VARIABLES, caBundleEnv, systemCaPem, upstreamCaPem, writeCaBundle } from '../../runner/secrets/trust.js';
 
 const PH = 'skmcp_ph_TOKEN_0123456789abcdef';
 
@@ -80,6 +80,21 @@ describe('the run\'s trust', () => {
   it('the system CAs come from the distro bundle when there is one, else from Node\'s own list', () => {
     expect(systemCaPem((path) => (path === '/etc/pki/tls/certs/ca-bundle.crt' ? '-----BEGIN CERTIFICATE-----\nX\n-----END CERTIFICATE-----' : (() => { throw new Error('ENOENT'); })()))).toBe('-----BEGIN CERTIFICATE-----\nX\n-----END CERTIFICATE-----\n');
     expect(systemCaPem(() => { throw new Error('ENOENT'); })).toBe(`${rootCertificates.join('\n')}\n`);
+  });
+
+  it('the bundle is readable by the run\'s own uid under the runner\'s umask (077), holds the system CAs then the run CA, and is never overwritten', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'skill-mcp-trust-'));
+    const old = process.umask(0o077);
+    try {
+      const path = writeCaBundle(join(dir, 'ca-bundle.pem'), 'RUN CA\n', 'SYSTEM CAS\n');
+      expect(statSync(path).mode & 0o777).toBe(0o644);
+      expect(readFileSync(path, 'utf8')).toBe('SYSTEM CAS\nRUN CA\n');
+      // Security: a file already there (planted, or a second call) is an error, not replaced.
+      expect(() => writeCaBundle(path, 'OTHER\n', 'X\n')).toThrow(/EEXIST/);
+    } finally {
+      process.umask(old);
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('a SKILL_MCP_EGRESS_CA_FILE that cannot be read, or holds no certificate, is a clear error, never a silent fallback', () => {
