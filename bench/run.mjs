@@ -3,7 +3,7 @@
  * and the reference on the same folders, prints the table, writes bench/out/*.json and the
  * generated part of bench/RESULTS.md. Numbers only: nothing here fails on speed.
  *
- *   node bench/run.mjs [--only=small,large,huge,live,first,http,warm,floor] [--quick]
+ *   node bench/run.mjs [--only=small,large,huge,live,first,http,warm,floor,secrets] [--quick]
  *
  * `live` (bench/live.mjs: watch cost, write → notification, skill_search, skill_list size) runs on
  * the large and huge workloads; `--only=live` runs it alone and rewrites only its block of RESULTS.md.
@@ -30,6 +30,7 @@ import { HTTP_TARGET, httpCompareRows } from './http-compare.mjs';
 import { coldStart, rawSession, warmSession } from './measure.mjs';
 import { readCompareRows } from './read-compare.mjs';
 import { floorMarkdown, runFloorRows, TARGET_MS as FLOOR_TARGET_MS } from './run-floor.mjs';
+import { measureSecretsProxy, summarize } from './secrets-proxy.mjs';
 import { buildRefServer } from './ref-bundle.mjs';
 import { measureWarmStart, warmStartRows } from './warm-start.mjs';
 import { median, row, toMarkdown, toTerminal } from './report.mjs';
@@ -236,6 +237,16 @@ if (!only || only.includes('floor')) {
   for (const r of floor) {
     if (r.error) rows.push({ workload: 'run floor', label: `skill_run over bare bubblewrap (${r.label})`, unit: 'ms', runs: 0, note: `not measured: ${r.error}` });
     else rows.push(row('run floor', `skill_run over bare bubblewrap, \`${r.level}\``, 'ms', [r.oursOverBareMs], undefined, r.level === 'namespace' ? FLOOR_TARGET_MS : undefined, `ours ${r.oursMs.toFixed(1)} / bare ${r.bareMs.toFixed(1)} ms; runner − bare ${r.runnerOverBareMs.toFixed(1)}, chain − bare ${r.chainOverBareMs.toFixed(1)}, front + wire ${r.frontWireMs.toFixed(1)} ms; load ${r.loadBefore}`));
+  }
+}
+if (!only || only.includes('secrets')) {
+  // Issue 30: an HTTPS request through the injecting proxy, the same through a blind tunnel (bench/secrets-proxy.mjs).
+  log('secrets: HTTPS through the injecting proxy vs a blind tunnel (python http.client, alternated)');
+  const { samples } = await measureSecretsProxy(quick ? { first: 5, kept: 20 } : { first: 100, kept: 400 });
+  for (const r of summarize(samples)) {
+    const what = r.kind === 'first' ? 'first request (new CONNECT)' : 'request on a kept-alive connection';
+    rows.push(row('secrets', `HTTPS ${what}: injecting proxy`, 'ms', r.inject, r.blind, undefined, 'ref column: the same request through a blind tunnel'));
+    rows.push(row('secrets', `HTTPS ${what}: added by injecting (paired)`, 'ms', r.added, undefined, r.target_added_ms));
   }
 }
 const info = await machine();

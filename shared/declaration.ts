@@ -71,6 +71,9 @@ export function isNeverGrantable(name: string): boolean {
   if (/^PYTHON/.test(name)) return true;
   if (/^(BASH_ENV|ENV|SHELLOPTS|PS4|IFS|PATH|HOME|TMPDIR|LANG|TZ|PERL5LIB|PERL5OPT|RUBYOPT|RUBYLIB)$/.test(name)) return true;
   if (/^(SKILL_MCP_|MCP_)/.test(name) || name === 'SKILLS_DIR') return true;
+  // Security: the trust of a run with secrets is the runner's (runner/secrets/trust.ts): a granted
+  // value could point a client at another CA bundle, or stand where the run's bundle must be.
+  if (/^(SSL_CERT_FILE|SSL_CERT_DIR|REQUESTS_CA_BUNDLE|PIP_CERT|CURL_CA_BUNDLE)$/.test(name)) return true;
   return false;
 }
 

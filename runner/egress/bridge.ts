@@ -27,7 +27,7 @@ const { spawn } = require('node:child_process');
 const { constants } = require('node:os');
 const [port, socketPath, command, ...args] = process.argv.slice(1);
 const say = (text) => process.stderr.write('skill-mcp egress bridge: ' + text + '\\n');
-const server = net.createServer({ allowHalfOpen: true }, (inside) => {
+const server = net.createServer({ allowHalfOpen: true, noDelay: true }, (inside) => {
   const proxy = net.connect({ path: socketPath, allowHalfOpen: true });
   inside.pipe(proxy);
   proxy.pipe(inside);

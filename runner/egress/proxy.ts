@@ -8,12 +8,16 @@
  */
 import { createServer, request as httpRequest } from 'node:http';
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import { connect } from 'node:net';
-import type { Socket } from 'node:net';
+import { connect, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { parseDestination } from '../../shared/egress.js';
+import { parseDestination, parseRequestHost } from '../../shared/egress.js';
 import type { EgressEntry } from '../../shared/egress.js';
 import type { EgressRefusalReason } from '../../shared/protocol.js';
+import { makeScanner } from './find.js';
+import type { Needle } from './find.js';
+import { forwardable } from './headers.js';
+import { countPlaceholders } from './intercept.js';
+import type { InterceptStats, Interceptor } from './intercept.js';
 import { decide, systemLookup } from './policy.js';
 import type { Decision, Lookup } from './policy.js';
 
@@ -31,6 +35,20 @@ export interface EgressRecord {
   /** Bytes received from it. */
   bytes_down: number;
   duration_ms: number;
+  /** Issue 30: the connection went to a bound host and was intercepted (intercept.ts); the fields below say what it did. */
+  intercepted?: true;
+  /** HTTP requests read from an intercepted connection. */
+  requests?: number;
+  /** Injections of each secret (by name) into its declared header. */
+  injected?: Record<string, number>;
+  /** Placeholders seen anywhere else (another header, the URL, a body, a plain-HTTP request) and forwarded as they were, by secret name. */
+  placeholder_elsewhere?: Record<string, number>;
+  /** Echoes of a value in a bound host's responses, swapped back to the placeholder, by secret name. */
+  value_echoed?: Record<string, number>;
+  /** Responses of an intercepted connection whose compressed body was not scanned for echoes. */
+  responses_unscanned?: number;
+  /** Why a request on an intercepted connection could not be sent (e.g. `certificate: DEPTH_ZERO_SELF_SIGNED_CERT`). */
+  upstream_error?: string;
 }
 
 export interface EgressProxyOptions {
@@ -41,6 +59,10 @@ export interface EgressProxyOptions {
   connectTimeoutMs?: number;
   /** Connections open at once from the run; more are refused (the runner's own descriptors are finite). */
   maxOpen?: number;
+  /** Issue 30: terminates TLS for the bound hosts of the run's secrets (intercept.ts); absent: every CONNECT is a blind tunnel. */
+  interceptor?: Interceptor;
+  /** The run's placeholders, counted where they pass in plain-HTTP requests (never injected there). */
+  placeholders?: readonly Needle[];
 }
 
 export interface EgressProxy {
@@ -50,15 +72,33 @@ export interface EgressProxy {
 
 const CONNECT_TIMEOUT_MS = 10_000;
 const MAX_OPEN = 64;
-/** Request headers that belong to one hop (the script ↔ proxy), never forwarded. */
-const HOP_BY_HOP = new Set(['connection', 'proxy-connection', 'keep-alive', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
 
-type Fields = Pick<EgressRecord, 'decision' | 'entry' | 'address' | 'reason'>;
+type Fields = Pick<EgressRecord, 'decision' | 'entry' | 'address' | 'reason' | 'intercepted' | 'requests' | 'injected' | 'placeholder_elsewhere' | 'value_echoed' | 'responses_unscanned' | 'upstream_error'>;
+
+/** What a record's byte counts are read from: the upstream socket, or for an intercepted connection the script's side. */
+interface Counted {
+  readonly bytesWritten: number;
+  readonly bytesRead: number;
+}
+
+/** The audit fields of an intercepted connection (empty counts left out). */
+function interceptFields(stats: InterceptStats): Fields {
+  const some = (counts: Record<string, number>): Record<string, number> | undefined => (Object.keys(counts).length > 0 ? counts : undefined);
+  const injected = some(stats.injected);
+  const elsewhere = some(stats.elsewhere);
+  const echoed = some(stats.echoed);
+  return {
+    decision: 'allowed', intercepted: true, requests: stats.requests,
+    ...(injected ? { injected } : {}), ...(elsewhere ? { placeholder_elsewhere: elsewhere } : {}), ...(echoed ? { value_echoed: echoed } : {}),
+    ...(stats.unscanned > 0 ? { responses_unscanned: stats.unscanned } : {}),
+    ...(stats.upstreamError !== undefined ? { upstream_error: stats.upstreamError } : {}),
+  };
+}
 
 interface Flow {
   sockets: Duplex[];
   /** What the record will say (replaced as the connection progresses), and the upstream socket whose bytes it counts. */
-  set(fields: Fields, upstream?: Socket): void;
+  set(fields: Fields, upstream?: Counted): void;
   /** Reports the connection, once. */
   finish(): void;
 }
@@ -70,19 +110,6 @@ function refusalText(status: number, message: string): string {
   return `HTTP/1.1 ${status} ${title}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Skill-Mcp-Egress: ${kind}\r\nConnection: close\r\n\r\n${body}`;
 }
 
-/** Headers of a message minus hop-by-hop ones and those its Connection header names. */
-function forwardable(raw: string[]): [string, string][] {
-  const named = new Set<string>();
-  for (let i = 0; i < raw.length; i += 2) {
-    if (raw[i]!.toLowerCase() === 'connection') for (const n of raw[i + 1]!.split(',')) named.add(n.trim().toLowerCase());
-  }
-  const out: [string, string][] = [];
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i]!.toLowerCase();
-    if (!HOP_BY_HOP.has(name) && !named.has(name) && name !== 'host') out.push([raw[i]!, raw[i + 1]!]);
-  }
-  return out;
-}
 
 /** Starts a run's proxy on `socketPath`; resolves once it listens. */
 export async function startEgressProxy(opts: EgressProxyOptions): Promise<EgressProxy> {
@@ -96,7 +123,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
   function track(destination: string, method: string): Flow {
     const started = performance.now();
     let fields: Fields = { decision: 'refused', reason: 'run-ended' };
-    let upstream: Socket | undefined;
+    let upstream: Counted | undefined;
     let done = false;
     const flow: Flow = {
       sockets: [],
@@ -137,7 +164,20 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       if (client.destroyed) return flow.finish();
       if (!decision.allowed) return refuse(decision.status, decision.reason, decision.message);
       const allowed = { decision: 'allowed' as const, entry: decision.entry, address: decision.address };
-      const upstream = connect({ host: decision.address, port: parsed.value.port, family: decision.family, timeout: connectTimeoutMs });
+      // Issue 30: a bound host's connection is ended here and its requests read (intercept.ts); every other stays a blind tunnel.
+      if (opts.interceptor?.binds(decision.entry) && client instanceof Socket) {
+        const side: Counted = { get bytesWritten() { return client.bytesRead; }, get bytesRead() { return client.bytesWritten; } };
+        flow.set({ ...allowed, intercepted: true, requests: 0 }, side);
+        client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+        const host = parseRequestHost(target.slice(0, target.lastIndexOf(':')));
+        opts.interceptor.take(client, head, { host: host.ok ? host.value.host : decision.address, port: parsed.value.port, entry: decision.entry, address: decision.address, family: decision.family }, (stats) => {
+          flow.set({ ...allowed, ...interceptFields(stats) }, side);
+          flow.finish();
+        });
+        return;
+      }
+      // noDelay: a tunnel forwards small TLS records as they come; Nagle would hold them for the peer's delayed ACK.
+      const upstream = connect({ host: decision.address, port: parsed.value.port, family: decision.family, timeout: connectTimeoutMs, noDelay: true });
       flow.sockets.push(upstream);
       flow.set({ ...allowed, reason: 'connect-failed' }, upstream);
       let tunnelled = false;
@@ -193,6 +233,18 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       const allowed = { decision: 'allowed' as const, entry: decision.entry, address: decision.address };
       flow.set({ ...allowed, reason: 'connect-failed' });
       const headers: OutgoingHttpHeaders = {};
+      // Issue 30: a placeholder is never injected into plain HTTP; where one passes it is counted for the audit line.
+      const seen: Record<string, number> = {};
+      const needles = opts.placeholders ?? [];
+      if (needles.length > 0) {
+        countPlaceholders(req.url ?? '', needles, seen);
+        for (const value of req.rawHeaders) countPlaceholders(value, needles, seen);
+      }
+      const bodyScan = needles.length > 0 ? makeScanner(needles) : undefined;
+      const noted = (): Fields => {
+        for (const [name, n] of bodyScan?.counts ?? []) seen[name] = (seen[name] ?? 0) + n;
+        return Object.keys(seen).length > 0 ? { ...allowed, placeholder_elsewhere: seen } : allowed;
+      };
       for (const [name, value] of forwardable(req.rawHeaders)) {
         const prev = headers[name];
         headers[name] = prev === undefined ? value : [...(Array.isArray(prev) ? prev : [String(prev)]), value];
@@ -204,8 +256,15 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       });
       upstreamReq.once('socket', (socket: Socket) => {
         flow.sockets.push(socket);
-        socket.once('connect', () => flow.set(allowed, socket));
-        socket.once('close', () => flow.finish());
+        let connected = false;
+        socket.once('connect', () => {
+          connected = true;
+          flow.set(allowed, socket);
+        });
+        socket.once('close', () => {
+          if (connected) flow.set(noted(), socket);
+          flow.finish();
+        });
         flow.set({ ...allowed, reason: 'connect-failed' }, socket);
       });
       upstreamReq.once('timeout', () => upstreamReq.destroy(Object.assign(new Error('no answer in time'), { code: 'ETIMEDOUT' })));
@@ -222,6 +281,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
         upstreamRes.pipe(res);
       });
       res.once('close', () => upstreamReq.destroy());
+      if (bodyScan) req.on('data', (chunk: Buffer) => bodyScan.push(chunk));
       req.pipe(upstreamReq);
     });
   });

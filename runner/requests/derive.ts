@@ -44,6 +44,7 @@ import type { DepsContext, RunDeps } from '../deps/run-env.js';
 import type { RedactionValue, SecretBinding } from '../secrets/binding.js';
 import { planSecrets, secretsSelfGrantWarning, shownSecrets } from '../secrets/plan.js';
 import type { DeclaredSecret } from '../../shared/declaration-secrets.js';
+import { caBundleEnv } from '../secrets/trust.js';
 
 /** Stand-ins for the sandbox's private HOME/TMPDIR and the skill's folder, so previews name them as the run will. */
 export const SANDBOX_PLACEHOLDERS = {
@@ -243,8 +244,11 @@ export async function deriveRun(ctx: DeriveContext, skillName: string, script: s
   if (!secretsPlan.ok) return refuse(secretsPlan.code, secretsPlan.reason, secretsPlan.message);
   // Inside bubblewrap PATH is the sandbox's own (buildSpawn): a placeholder keeps the names equal.
   const built = buildScriptEnv(ctx.env, grant.env, { ...egress.env, ...(usesBwrap(ctx.platform) ? { ...SANDBOX_PLACEHOLDERS, PATH: '(sandbox)' } : SANDBOX_PLACEHOLDERS) });
-  // Each bound secret's variable holds its placeholder (sandbox/spawn.ts): named like any other.
-  built.names = [...built.names, ...Object.keys(depsVariables(deps.run, usesBwrap(ctx.platform))), ...grant.secrets.map((s) => s.name)].sort();
+  // Each bound secret's variable holds its placeholder (sandbox/spawn.ts), and a run whose secrets the proxy
+  // injects trusts the run's CA bundle (runner/secrets/trust.ts; buildSpawn sets the same names). Keyed on
+  // the grant, not the bindings: describe reads no value, so it has none.
+  const bundleNames = Object.keys(caBundleEnv(usesBwrap(ctx.platform) && egress.mode === 'proxy' && grant.secrets.length > 0));
+  built.names = [...built.names, ...Object.keys(depsVariables(deps.run, usesBwrap(ctx.platform))), ...grant.secrets.map((s) => s.name), ...bundleNames].sort();
   const willRun: WillRun = {
     skill: skill.name,
     interpreter: declared.interpreter,

@@ -27,6 +27,7 @@ import type { RunCgroup } from '../sandbox/run-cgroup.js';
 import { buildSpawn, egressSocketPath } from '../sandbox/spawn.js';
 import type { SandboxLimits } from '../sandbox/spawn.js';
 import { removeIpcOf } from '../sandbox/sysv-ipc.js';
+import { caBundlePath } from '../secrets/trust.js';
 import { reapUid } from '../uids/pool.js';
 import type { UidPool } from '../uids/pool.js';
 import { workspaceFullNote } from '../workspace/capacity.js';
@@ -160,7 +161,11 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
       return reject('sandbox-failed', 'INTERNAL', `the runner could not write the run's workspace (${(error as NodeJS.ErrnoException).code ?? 'error'}); nothing was run — check the scratch directory's free space`, { token_id: tokenId });
     }
     phases.mark('workspace');
-    if (proxied) proxy = await openRunProxy({ socketPath: egressSocketPath(scratch), uid, entries: plan.egress.entries, audit: deps.audit, runId: slot.runId, secrets: plan.secrets, ...(redaction.reported ? { redact: (text: string) => redaction.text(text) } : {}) });
+    // Security: secrets are only ever injected by the run's own proxy; never a run that would hold them otherwise.
+    if (plan.secrets.length > 0 && !(proxied && usesBwrap(deps.ctx.platform))) return reject('sandbox-failed', 'SANDBOX_UNAVAILABLE', 'the run has secrets, which only the bubblewrap sandbox\'s egress proxy can inject; nothing was run', { token_id: tokenId });
+    // Issue 30: with bindings the proxy makes the run's CA, writes its bundle (bound read-only by buildSpawn) and injects them.
+    const intercept = { bundlePath: caBundlePath(scratch), timeoutMs: plan.willRun.timeoutMs, env: deps.ctx.env };
+    if (proxied) proxy = await openRunProxy({ socketPath: egressSocketPath(scratch), uid, entries: plan.egress.entries, audit: deps.audit, runId: slot.runId, secrets: plan.secrets, intercept, ...(redaction.reported ? { redact: (text: string) => redaction.text(text) } : {}) });
     phases.mark('proxy');
     // Security: a root runner caps and ends the run by its own cgroup (every page counted, every task killed).
     const { cgroups } = deps.ctx.platform;

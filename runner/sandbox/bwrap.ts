@@ -15,6 +15,7 @@
  * {@link systemView} and {@link SEAL_VIEW}, so a change here reaches both.
  */
 import { EGRESS_SOCKET_MOUNT } from '../egress/bridge.js';
+import { CA_BUNDLE_MOUNT } from '../secrets/trust.js';
 
 /** Where the run's own skill folder appears inside the sandbox (read-only; also `SKILL_DIR`). */
 export const SKILL_MOUNT = '/skill';
@@ -57,6 +58,8 @@ export interface RunView {
   tmpBytes: number;
   /** Host path of the run's egress proxy socket, when the run may reach any destination. */
   egressSocket?: string;
+  /** Host path of the run's CA bundle (system CAs + the run CA), when it has secret bindings (runner/secrets/trust.ts). */
+  caBundle?: string;
   /** The fd bubblewrap reads the syscall filter's BPF program from (seccomp-bpf.ts). */
   seccompFd?: number;
   /** Host path of the run's workspace (runner/workspace/workspace.ts): bound read-write, the cwd. */
@@ -141,6 +144,8 @@ export function bwrapArgs(layout: HostLayout, view: RunView): string[] {
   // Security: the network namespace stays empty; the one way out is this socket to the run's own
   // proxy, which decides every destination. Runs without egress get no socket at all.
   if (view.egressSocket !== undefined) args.push('--ro-bind', view.egressSocket, EGRESS_SOCKET_MOUNT);
+  // Security: read-only — the run trusts its own CA for its bound hosts, and cannot add another.
+  if (view.caBundle !== undefined) args.push('--ro-bind', view.caBundle, CA_BUNDLE_MOUNT);
   // Security: the syscall filter (keyrings, socket families, io_uring, bpf, mount, namespaces…),
   // applied by bubblewrap to the script's chain right before it execs it.
   if (view.seccompFd !== undefined) args.push('--seccomp', String(view.seccompFd));

@@ -37,6 +37,7 @@ import { bridgeNode } from '../egress/plan.js';
 import type { Platform } from './platform.js';
 import { UNSHARE_FLAGS, usesBwrap } from './platform.js';
 import { depsBinds, depsVariables } from '../deps/run-env.js';
+import { caBundleEnv, caBundlePath } from '../secrets/trust.js';
 
 export interface SandboxLimits {
   /** RLIMIT_NPROC for the run uid: Node alone needs ~12 threads, each counts. */
@@ -144,14 +145,16 @@ export function interpreterFlags(interpreter: string): string[] {
  */
 export function buildSpawn(plan: RunPlan, platform: Platform, sourceEnv: Readonly<Record<string, string | undefined>>, scratch: string, uid: number | undefined, limits: SandboxLimits, dirs: RunDirs, extras: RunExtras = {}): SpawnSpec {
   const sandboxed = usesBwrap(platform);
+  // Issue 30: only a proxied run in bubblewrap has bindings the proxy injects (derive refuses the rest).
+  const withBundle = sandboxed && plan.egress.mode === 'proxy' && plan.secrets.length > 0;
   const overrides: Record<string, string | null> = {
     ...plan.egress.env,
     ...(sandboxed ? { HOME: SANDBOX_HOME, TMPDIR: SANDBOX_HOME, PATH: sandboxPath(platform) } : { HOME: dirs.home, TMPDIR: dirs.home }),
     SKILL_DIR: sandboxed ? SKILL_MOUNT : plan.realDir,
   };
   const built = buildScriptEnv(sourceEnv, plan.grantedEnv, overrides);
-  // The runner's own variables for the environments (never grantable, never from the host).
-  const env: Record<string, string> = { ...built.env, ...depsVariables(plan.deps, sandboxed) };
+  // The runner's own variables for the environments and the CA bundle (never grantable, never from the host).
+  const env: Record<string, string> = { ...built.env, ...depsVariables(plan.deps, sandboxed), ...caBundleEnv(withBundle) };
   // Security: a secret's variable holds its run's placeholder, never the value (runner/secrets/);
   // the proxy alone swaps it in, and only for the secret's hosts.
   for (const secret of plan.secrets) env[secret.name] = secret.placeholder;
@@ -179,7 +182,7 @@ export function buildSpawn(plan: RunPlan, platform: Platform, sourceEnv: Readonl
     const target = proxied ? bridgeArgv(bridgeNode(platform)!, script) : script;
     // bubblewrap always exports PWD; the script must get exactly the approved variables.
     const inside = [platform.tools.env!, '-u', 'PWD', prlimit!, ...rlimits(true), ...target];
-    const view = { skillDir: plan.realDir, tmpBytes: limits.tmpBytes, workspace: dirs.workspace, ...(proxied ? { egressSocket: egressSocketPath(scratch) } : {}), ...(platform.seccomp ? { seccompFd: SECCOMP_FD } : {}), deps: depsBinds(plan.deps) };
+    const view = { skillDir: plan.realDir, tmpBytes: limits.tmpBytes, workspace: dirs.workspace, ...(proxied ? { egressSocket: egressSocketPath(scratch) } : {}), ...(withBundle ? { caBundle: caBundlePath(scratch) } : {}), ...(platform.seccomp ? { seccompFd: SECCOMP_FD } : {}), deps: depsBinds(plan.deps) };
     chain = [...drop, bwrap!, ...bwrapArgs(platform.layout!, view), '--', ...inside];
     return finish(platform, extras, [...launcherStep(platform), ...chain], env, '/', names, false);
   }

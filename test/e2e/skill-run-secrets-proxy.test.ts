@@ -1,0 +1,125 @@
+/**
+ * A declared secret end to end (issue 30): the SDK's real Client over stdio, the built bin with its
+ * own runner, a skill whose declaration binds API_TOKEN to a local HTTPS API (its certificate from
+ * a test CA made here, given to the runner as SKILL_MCP_EGRESS_CA_FILE), and a Python `urllib`
+ * script in bubblewrap that calls it with the placeholder. The API receives the real value in the
+ * declared header; the script's environment, its CA bundle and its output hold none of it (the
+ * API's echo comes back as the placeholder); the audit line says the value was injected, by name.
+ * At both bubblewrap levels: a runner as an ordinary uid, and a root runner.
+ *
+ * Skips, saying so, until the secrets declaration (shared/declaration-secrets.ts) is on this
+ * branch: the injecting proxy and the declaration were built side by side. Network: loopback only.
+ */
+import { execFileSync } from 'node:child_process';
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { parseDeclaration } from '../../shared/declaration.js';
+import { namespaceVariants } from '../levels.js';
+import { ERAS, callTool, expectNoLeftovers, serve, tempDir, type Served } from './harness.js';
+import { askToken, audit } from './run-skills.js';
+
+const VALUE = 'sk-e2e-proxy-value-0123456789abcdef';
+const PLACEHOLDER = /skill-mcp-placeholder-[0-9a-f]{32}/;
+
+/** Whether this build's declarations know `secrets` (wt-seccore's half of issue 30). */
+const declares = (() => {
+  const parsed = parseDeclaration({ version: 1, run: [{ script: 'a.py', interpreter: 'python3' }], egress: ['127.0.0.1:1'], secrets: [{ name: 'X_TOKEN', hosts: ['127.0.0.1:1'] }] });
+  return (parsed.declaration as Record<string, unknown> | undefined)?.['secrets'] !== undefined;
+})();
+if (!declares) console.warn('skipped: this build has no `secrets` declaration yet (shared/declaration-secrets.ts); the proxy\'s own tests are test/runner/secrets-*.test.ts');
+
+/** Calls the API with the placeholder; prints what the script can see. The needles arrive hex-encoded, so this file holds neither. */
+const CALL_PY = `import json, os, sys, urllib.request
+value = bytes.fromhex(sys.argv[2]); key = bytes.fromhex(sys.argv[3])
+def read(path):
+    try:
+        with open(path, "rb") as f: return f.read()
+    except Exception: return b""
+bundle = read(os.environ.get("SSL_CERT_FILE", "/nonexistent"))
+req = urllib.request.Request(sys.argv[1], headers={"Authorization": "Bearer " + os.environ["API_TOKEN"]})
+with urllib.request.urlopen(req) as r:
+    body = r.read().decode()
+print(json.dumps({"status": r.status, "body": body, "bundle": os.environ.get("SSL_CERT_FILE"), "bundle_has_key": key in bundle, "bundle_certs": bundle.count(b"BEGIN CERTIFICATE"),
+                  "value_in_environ": value in read("/proc/self/environ"), "var": os.environ.get("API_TOKEN")}))
+`;
+
+let dir: string;
+let port: number;
+let api: ReturnType<typeof createServer>;
+const received: string[] = [];
+
+beforeAll(async () => {
+  dir = tempDir('secrets-proxy-e2e');
+  const openssl = (args: string[]): void => void execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
+  openssl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'ca.key', '-out', 'ca.pem', '-subj', '/CN=e2e API CA', '-days', '1', '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign']);
+  openssl(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'api.key', '-out', 'api.csr', '-subj', '/CN=api']);
+  writeFileSync(join(dir, 'api.ext'), 'subjectAltName=IP:127.0.0.1\n');
+  openssl(['x509', '-req', '-in', 'api.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'api.pem', '-days', '1', '-extfile', 'api.ext']);
+  // The runner may run as an ordinary uid: it reads the CA file.
+  chmodSync(join(dir, 'ca.pem'), 0o644);
+  api = createServer({ key: readFileSync(join(dir, 'api.key')), cert: readFileSync(join(dir, 'api.pem')) }, (req, res) => {
+    received.push(String(req.headers.authorization));
+    res.writeHead(200, { 'Content-Type': 'application/json' });
+    res.end(JSON.stringify({ youSent: req.headers.authorization ?? null }));
+  });
+  await new Promise<void>((resolve) => api.listen(0, '127.0.0.1', resolve));
+  port = (api.address() as AddressInfo).port;
+  const skill = join(dir, 'skills', 'keyed');
+  mkdirSync(skill, { recursive: true, mode: 0o755 });
+  chmodSync(join(dir, 'skills'), 0o755);
+  writeFileSync(join(skill, 'SKILL.md'), '---\nname: keyed\ndescription: Calls an API with a key it never holds.\n---\nCall the API.\n', { mode: 0o644 });
+  writeFileSync(join(skill, 'call.py'), CALL_PY, { mode: 0o644 });
+  writeFileSync(join(skill, 'mcp-host.yaml'), `version: 1\nrun:\n  - script: call.py\n    interpreter: python3\n    timeout: 60\negress: [127.0.0.1:${port}]\nsecrets:\n  - name: API_TOKEN\n    hosts: [127.0.0.1:${port}]\n    header: Authorization\n    format: "Bearer {value}"\n`, { mode: 0o644 });
+});
+afterAll(async () => {
+  api?.close();
+  await expectNoLeftovers();
+});
+
+describe.each(namespaceVariants(40216))('a declared secret reaches its HTTPS API through the run\'s proxy: $name', (variant) => {
+  const run = variant.run && declares;
+  let served: Served;
+  let stateDir: string;
+
+  beforeAll(async () => {
+    if (!run) return;
+    const own = tempDir('secrets-proxy-front');
+    stateDir = join(own, 'state');
+    if (variant.uid !== undefined) execFileSync('chown', ['-R', `${variant.uid}:${variant.uid}`, own]);
+    served = await serve({
+      SKILLS_DIR: join(dir, 'skills'), SKILL_MCP_STATE_DIR: stateDir, HOME: own, TMPDIR: own, MCP_CONFIRM_ELICITATION: 'off',
+      SKILL_MCP_SECRET_API_TOKEN: VALUE, SKILL_MCP_EGRESS_CA_FILE: join(dir, 'ca.pem'),
+    }, ERAS[0]!, variant.uid !== undefined ? { spawnPrefix: ['setpriv', `--reuid=${variant.uid}`, `--regid=${variant.uid}`, '--clear-groups'] } : {});
+  });
+  afterAll(async () => {
+    await served?.close();
+  });
+
+  test.skipIf(!run)('the API gets the value in the declared header; the script, its bundle and its output never hold it', async () => {
+    const before = received.length;
+    const args = [`https://127.0.0.1:${port}/v1/me`, Buffer.from(VALUE).toString('hex'), Buffer.from('PRIVATE KEY').toString('hex')];
+    const preview = await askToken(served.client, { name: 'keyed', script: 'call.py', args });
+    const willRun = preview.preview.willRun as unknown as { envNames: string[]; isolation: string };
+    expect(willRun.isolation).toBe(variant.level);
+    // The preview names the bundle's variables like any other.
+    expect(willRun.envNames).toEqual(expect.arrayContaining(['API_TOKEN', 'SSL_CERT_FILE', 'REQUESTS_CA_BUNDLE', 'NODE_EXTRA_CA_CERTS', 'PIP_CERT', 'CURL_CA_BUNDLE']));
+    const ran = await callTool(served.client, 'skill_run', { name: 'keyed', script: 'call.py', args, confirmToken: preview.confirmToken });
+    expect(ran.value['status'], ran.text).toBe('completed');
+    expect(ran.value['exitCode'], String(ran.value['stderr'])).toBe(0);
+    const out = JSON.parse(String(ran.value['stdout'])) as { status: number; body: string; bundle: string; bundle_has_key: boolean; bundle_certs: number; value_in_environ: boolean; var: string };
+    expect(received.slice(before)).toEqual([`Bearer ${VALUE}`]);
+    expect(out).toMatchObject({ status: 200, bundle: '/run/skill-mcp/ca-bundle.pem', bundle_has_key: false, value_in_environ: false });
+    expect(out.bundle_certs).toBeGreaterThan(1);
+    expect(out.var).toMatch(PLACEHOLDER);
+    // The API echoed the header: the proxy swapped the value back to the script's own placeholder.
+    expect(JSON.parse(out.body)).toEqual({ youSent: `Bearer ${out.var}` });
+    expect(ran.text).not.toContain(VALUE);
+    const lines = audit(stateDir);
+    const egress = lines.filter((l) => l.event === 'egress' && l['run_id'] === ran.value['runId']);
+    expect(egress).toEqual([expect.objectContaining({ destination: `127.0.0.1:${port}`, decision: 'allowed', intercepted: true, requests: 1, injected: { API_TOKEN: 1 }, value_echoed: { API_TOKEN: 1 } })]);
+    expect(readFileSync(join(stateDir, 'audit.log'), 'utf8')).not.toContain(VALUE);
+  });
+});
