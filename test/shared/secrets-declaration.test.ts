@@ -90,8 +90,9 @@ describe('names that must never hold a secret', () => {
     ['a runtime variable', 'NODE_OPTIONS', 'a variable no script may ever be given'],
     ['PATH', 'PATH', 'a variable no script may ever be given'],
     ['a proxy variable the run sets', 'HTTPS_PROXY', 'set by the run itself'],
-    ['the CA bundle variable the run sets', 'SSL_CERT_FILE', 'set by the run itself'],
-    ['requests\' CA bundle', 'REQUESTS_CA_BUNDLE', 'set by the run itself'],
+    // Never grantable since the proxy's bundle (runner/secrets/trust.ts): refused by that rule first.
+    ['the CA bundle variable the run sets', 'SSL_CERT_FILE', 'a variable no script may ever be given'],
+    ['requests\' CA bundle', 'REQUESTS_CA_BUNDLE', 'a variable no script may ever be given'],
     ['the skill folder variable', 'SKILL_DIR', 'set by the run itself'],
   ])('%s (%s)', (_what, name, text) => {
     expect(refused([{ name, hosts: ['api.example.com'] }])).toContain(text);
