@@ -69,9 +69,9 @@ export interface Interceptor {
   binds(entry: string): boolean;
   /**
    * Takes over a CONNECT's client socket once the proxy has answered 200. `done` is called once,
-   * when the connection closes, with what it did.
+   * when the connection closes; the stats returned grow as its requests pass (read them at report time).
    */
-  take(client: Socket, head: Buffer, target: InterceptTarget, done: (stats: InterceptStats) => void): void;
+  take(client: Socket, head: Buffer, target: InterceptTarget, done: (stats: InterceptStats) => void): InterceptStats;
   /** Cuts every upstream connection. */
   close(): void;
 }
@@ -299,6 +299,7 @@ export function makeInterceptor(opts: InterceptOptions): Interceptor {
         client.destroy();
         finish();
       });
+      return stats;
     },
     close() {
       for (const agent of agents.values()) agent.destroy();

@@ -99,6 +99,11 @@ interface Flow {
   sockets: Duplex[];
   /** What the record will say (replaced as the connection progresses), and the upstream socket whose bytes it counts. */
   set(fields: Fields, upstream?: Counted): void;
+  /**
+   * Fields read when the connection is reported instead (an intercepted connection's counts grow
+   * as its requests pass): whichever way it ends — its own close or the proxy's — it reports them.
+   */
+  live(fields: () => Fields): void;
   /** Reports the connection, once. */
   finish(): void;
 }
@@ -124,6 +129,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     const started = performance.now();
     let fields: Fields = { decision: 'refused', reason: 'run-ended' };
     let upstream: Counted | undefined;
+    let current: (() => Fields) | undefined;
     let done = false;
     const flow: Flow = {
       sockets: [],
@@ -131,11 +137,14 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
         fields = next;
         if (socket) upstream = socket;
       },
+      live(read) {
+        current = read;
+      },
       finish() {
         if (done) return;
         done = true;
         flows.delete(flow);
-        opts.onRecord({ destination, method, ...fields, bytes_up: upstream?.bytesWritten ?? 0, bytes_down: upstream?.bytesRead ?? 0, duration_ms: Math.round(performance.now() - started) });
+        opts.onRecord({ destination, method, ...(current ? current() : fields), bytes_up: upstream?.bytesWritten ?? 0, bytes_down: upstream?.bytesRead ?? 0, duration_ms: Math.round(performance.now() - started) });
       },
     };
     flows.add(flow);
@@ -170,10 +179,10 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
         flow.set({ ...allowed, intercepted: true, requests: 0 }, side);
         client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
         const host = parseRequestHost(target.slice(0, target.lastIndexOf(':')));
-        opts.interceptor.take(client, head, { host: host.ok ? host.value.host : decision.address, port: parsed.value.port, entry: decision.entry, address: decision.address, family: decision.family }, (stats) => {
-          flow.set({ ...allowed, ...interceptFields(stats) }, side);
-          flow.finish();
-        });
+        const stats = opts.interceptor.take(client, head, { host: host.ok ? host.value.host : decision.address, port: parsed.value.port, entry: decision.entry, address: decision.address, family: decision.family }, () => flow.finish());
+        // Read at report time: a run that ends while the connection is still open (the proxy closes
+        // before the script's socket close reaches it) still reports the requests it carried.
+        flow.live(() => ({ ...allowed, ...interceptFields(stats) }));
         return;
       }
       // noDelay: a tunnel forwards small TLS records as they come; Nagle would hold them for the peer's delayed ACK.

@@ -355,6 +355,34 @@ print(urllib.request.urlopen(req).status)
     await expect(openRunProxy({ socketPath: join(dir, 'other.sock'), uid: undefined, audit, runId: 'r2', entries: [`127.0.0.1:${bound}`], secrets: bindings() })).rejects.toThrow(/needs `intercept`/);
   });
 
+  it('a run that ends while an intercepted connection is still open reports the requests it carried (the proxy closes first)', async () => {
+    // Its own proxy, closed with the connection kept alive: the record is written by close(), not by the socket's close.
+    const socketPath = join(dir, 'ends-open.sock');
+    const own = await openRunProxy({
+      socketPath, uid: undefined, audit, runId: 'r-ends-open', entries: [`127.0.0.1:${bound}`],
+      secrets: bindings(), intercept: { bundlePath: join(dir, 'ends-open.pem'), timeoutMs: 60_000, env: { SKILL_MCP_EGRESS_CA_FILE: join(dir, 'test-ca.pem') } },
+    });
+    const raw = connect({ path: socketPath });
+    await new Promise<void>((resolve) => raw.once('connect', () => resolve()));
+    raw.write(`CONNECT 127.0.0.1:${bound} HTTP/1.1\r\nHost: 127.0.0.1:${bound}\r\n\r\n`);
+    await new Promise<void>((resolve) => raw.once('data', () => resolve()));
+    const { connect: tlsConnect } = await import('node:tls');
+    const secure = tlsConnect({ socket: raw, ca: readFileSync(join(dir, 'ends-open.pem'), 'utf8'), servername: '', checkServerIdentity: () => undefined });
+    await new Promise<void>((resolve) => secure.once('secureConnect', () => resolve()));
+    secure.write(`GET /v1/me HTTP/1.1\r\nHost: 127.0.0.1:${bound}\r\nAuthorization: Bearer ${PLACEHOLDER}\r\nConnection: keep-alive\r\n\r\n`);
+    let answer = '';
+    await new Promise<void>((resolve) => {
+      secure.on('data', (chunk: Buffer) => {
+        answer += chunk.toString('latin1');
+        if (answer.includes('youSent')) resolve();
+      });
+    });
+    await own.close();
+    secure.destroy();
+    const line = (await egressLines()).find((l) => l['run_id'] === 'r-ends-open');
+    expect(line).toMatchObject({ decision: 'allowed', intercepted: true, requests: 1, injected: { API_TOKEN: 1 } });
+  });
+
   it('every line the proxy wrote validates against docs/audit.schema.json', async () => {
     type Validator = ((value: unknown) => boolean) & { errors?: unknown };
     const mod = (await import('ajv/dist/2020.js')) as unknown as { default: new (options: object) => { compile(schema: object): Validator } };
