@@ -7,8 +7,8 @@
  * API's echo comes back as the placeholder); the audit line says the value was injected, by name.
  * At both bubblewrap levels: a runner as an ordinary uid, and a root runner.
  *
- * Skips, saying so, until the secrets declaration (shared/declaration-secrets.ts) is on this
- * branch: the injecting proxy and the declaration were built side by side. Network: loopback only.
+ * A Node `fetch()` script the same way, where Node sends fetch through the proxy (Node 22.21+ and
+ * 24.5+; skipped on older Nodes, saying why). Network: loopback only.
  */
 import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -16,7 +16,7 @@ import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { parseDeclaration } from '../../shared/declaration.js';
+import { resolveBinary } from '../../runner/sandbox/platform.js';
 import { namespaceVariants } from '../levels.js';
 import { ERAS, callTool, expectNoLeftovers, serve, tempDir, type Served } from './harness.js';
 import { askToken, audit } from './run-skills.js';
@@ -24,12 +24,20 @@ import { askToken, audit } from './run-skills.js';
 const VALUE = 'sk-e2e-proxy-value-0123456789abcdef';
 const PLACEHOLDER = /skill-mcp-placeholder-[0-9a-f]{32}/;
 
-/** Whether this build's declarations know `secrets` (wt-seccore's half of issue 30). */
-const declares = (() => {
-  const parsed = parseDeclaration({ version: 1, run: [{ script: 'a.py', interpreter: 'python3' }], egress: ['127.0.0.1:1'], secrets: [{ name: 'X_TOKEN', hosts: ['127.0.0.1:1'] }] });
-  return (parsed.declaration as Record<string, unknown> | undefined)?.['secrets'] !== undefined;
+/**
+ * Node's own fetch() goes through HTTPS_PROXY only with NODE_USE_ENV_PROXY, from Node 22.21 and 24.5
+ * (Node 20 ignores it: a Node 20 script would have to speak CONNECT itself). The sandbox runs the
+ * node the runner resolves (system folders first: runner/sandbox/platform.ts), whatever Node runs
+ * this test; the proxy's own tests drive Node 22 and 24 fetch() directly (test/runner/secrets-proxy).
+ */
+const sandboxNode = (() => {
+  const found = resolveBinary('node', process.env['PATH'], false);
+  return 'path' in found ? execFileSync(found.path, ['--version'], { encoding: 'utf8' }).trim().replace(/^v/, '') : 'none';
 })();
-if (!declares) console.warn('skipped: this build has no `secrets` declaration yet (shared/declaration-secrets.ts); the proxy\'s own tests are test/runner/secrets-*.test.ts');
+const nodeFetchProxies = (() => {
+  const [major = 0, minor = 0] = sandboxNode.split('.').map(Number);
+  return major > 24 || (major === 24 && minor >= 5) || (major === 22 && minor >= 21) || major === 23;
+})();
 
 /** Calls the API with the placeholder; prints what the script can see. The needles arrive hex-encoded, so this file holds neither. */
 const CALL_PY = `import json, os, sys, urllib.request
@@ -44,6 +52,14 @@ with urllib.request.urlopen(req) as r:
     body = r.read().decode()
 print(json.dumps({"status": r.status, "body": body, "bundle": os.environ.get("SSL_CERT_FILE"), "bundle_has_key": key in bundle, "bundle_certs": bundle.count(b"BEGIN CERTIFICATE"),
                   "value_in_environ": value in read("/proc/self/environ"), "var": os.environ.get("API_TOKEN")}))
+`;
+
+/** The same through Node's fetch(): NODE_USE_ENV_PROXY sends it to the proxy, NODE_EXTRA_CA_CERTS trusts the run's CA. */
+const CALL_MJS = `import { readFileSync } from 'node:fs';
+const value = Buffer.from(process.argv[3], 'hex');
+const r = await fetch(process.argv[2], { headers: { Authorization: 'Bearer ' + process.env.API_TOKEN } });
+const body = await r.text();
+console.log(JSON.stringify({ status: r.status, body, bundle: process.env.NODE_EXTRA_CA_CERTS, value_in_environ: readFileSync('/proc/self/environ').includes(value), var: process.env.API_TOKEN }));
 `;
 
 let dir: string;
@@ -72,7 +88,8 @@ beforeAll(async () => {
   chmodSync(join(dir, 'skills'), 0o755);
   writeFileSync(join(skill, 'SKILL.md'), '---\nname: keyed\ndescription: Calls an API with a key it never holds.\n---\nCall the API.\n', { mode: 0o644 });
   writeFileSync(join(skill, 'call.py'), CALL_PY, { mode: 0o644 });
-  writeFileSync(join(skill, 'mcp-host.yaml'), `version: 1\nrun:\n  - script: call.py\n    interpreter: python3\n    timeout: 60\negress: [127.0.0.1:${port}]\nsecrets:\n  - name: API_TOKEN\n    hosts: [127.0.0.1:${port}]\n    header: Authorization\n    format: "Bearer {value}"\n`, { mode: 0o644 });
+  writeFileSync(join(skill, 'call.mjs'), CALL_MJS, { mode: 0o644 });
+  writeFileSync(join(skill, 'mcp-host.yaml'), `version: 1\nrun:\n  - script: call.py\n    interpreter: python3\n    timeout: 60\n  - script: call.mjs\n    interpreter: node\n    timeout: 60\negress: [127.0.0.1:${port}]\nsecrets:\n  - name: API_TOKEN\n    hosts: [127.0.0.1:${port}]\n    header: Authorization\n    format: "Bearer {value}"\n`, { mode: 0o644 });
 });
 afterAll(async () => {
   api?.close();
@@ -80,7 +97,7 @@ afterAll(async () => {
 });
 
 describe.each(namespaceVariants(40216))('a declared secret reaches its HTTPS API through the run\'s proxy: $name', (variant) => {
-  const run = variant.run && declares;
+  const run = variant.run;
   let served: Served;
   let stateDir: string;
 
@@ -121,5 +138,19 @@ describe.each(namespaceVariants(40216))('a declared secret reaches its HTTPS API
     const egress = lines.filter((l) => l.event === 'egress' && l['run_id'] === ran.value['runId']);
     expect(egress).toEqual([expect.objectContaining({ destination: `127.0.0.1:${port}`, decision: 'allowed', intercepted: true, requests: 1, injected: { API_TOKEN: 1 }, value_echoed: { API_TOKEN: 1 } })]);
     expect(readFileSync(join(stateDir, 'audit.log'), 'utf8')).not.toContain(VALUE);
+  });
+
+  test.skipIf(!run || !nodeFetchProxies)(`a Node fetch() script: the API gets the value, the script only its placeholder (the sandbox's Node ${sandboxNode}${nodeFetchProxies ? '' : ': its fetch ignores HTTPS_PROXY before 22.21 / 24.5, skipped'})`, async () => {
+    const before = received.length;
+    const args = [`https://127.0.0.1:${port}/v1/node`, Buffer.from(VALUE).toString('hex')];
+    const preview = await askToken(served.client, { name: 'keyed', script: 'call.mjs', args });
+    const ran = await callTool(served.client, 'skill_run', { name: 'keyed', script: 'call.mjs', args, confirmToken: preview.confirmToken });
+    expect(ran.value['exitCode'], String(ran.value['stderr'])).toBe(0);
+    const out = JSON.parse(String(ran.value['stdout'])) as { status: number; body: string; bundle: string; value_in_environ: boolean; var: string };
+    expect(received.slice(before)).toEqual([`Bearer ${VALUE}`]);
+    expect(out).toMatchObject({ status: 200, bundle: '/run/skill-mcp/ca-bundle.pem', value_in_environ: false });
+    expect(out.var).toMatch(PLACEHOLDER);
+    expect(JSON.parse(out.body)).toEqual({ youSent: `Bearer ${out.var}` });
+    expect(ran.text).not.toContain(VALUE);
   });
 });
