@@ -13,6 +13,7 @@ import { ConfigError, readValue, readVariable, refuseToStart, wholeNumber, type 
 import type { SandboxLimits } from './sandbox/spawn.js';
 import { DEFAULT_UID_RANGE, parseUidRange } from './uids/pool.js';
 import { SECRETS_DIR, SECRETS_SHARED } from './secrets/source.js';
+import { egressCaFileProblem } from './secrets/trust.js';
 import { DEFAULT_RUN_QUEUE_MS, MAX_RUN_QUEUE_MS } from '../shared/limits.js';
 import { RUN_INPUT_BYTES, RUN_OUTPUT_FILES_BYTES } from '../shared/run-io.js';
 import { DEFAULT_WORKSPACE_BYTES, DEFAULT_WORKSPACE_FILES, MAX_WORKSPACE_FILES } from './workspace/capacity.js';
@@ -156,6 +157,12 @@ const runCount = (name: string, auto: boolean): VariableSpec<number | undefined>
 
 type Env = Readonly<Record<string, string | undefined>>;
 
+/** A `SKILL_MCP_EGRESS_CA_FILE` that cannot be read or parsed stops the start (else every run with secrets would fail at its start). */
+function egressCaIssue(env: Env, issues: SettingIssue[]): void {
+  const problem = egressCaFileProblem(env);
+  if (problem !== undefined) issues.push({ variable: 'SKILL_MCP_EGRESS_CA_FILE', policy: 'stop', message: problem });
+}
+
 /** The runner-only variables (no flags), with every refused value: what a standalone launcher checks before it starts its runner. */
 export function runnerVariableIssues(env: Env): SettingIssue[] {
   const issues: SettingIssue[] = [];
@@ -165,6 +172,7 @@ export function runnerVariableIssues(env: Env): SettingIssue[] {
   readVariable(env, unprivilegedId('SKILL_MCP_FRONT_GID'), issues);
   readVariable(env, SECRETS_DIR, issues);
   readVariable(env, SECRETS_SHARED, issues);
+  egressCaIssue(env, issues);
   return issues;
 }
 
@@ -223,6 +231,7 @@ export function parseRunnerOptions(argv: string[], env: Env): RunnerOptions {
   // Read again at every prepare and run (runner/secrets/source.ts); a malformed one stops the start.
   readVariable(env, SECRETS_DIR, issues);
   readVariable(env, SECRETS_SHARED, issues);
+  egressCaIssue(env, issues);
   refuseToStart(issues);
   if (frontUid !== undefined && frontGid === undefined) {
     frontGid = primaryGid(frontUid);

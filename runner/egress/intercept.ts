@@ -81,6 +81,8 @@ export interface InterceptOptions {
   ca: RunCa;
   /** PEM the upstream certificates are verified against (runner/secrets/trust.ts upstreamCaPem). */
   upstreamCa: string;
+  /** The same, already parsed (runner/secrets/trust.ts upstreamContext: made once per runner); wins over `upstreamCa`. */
+  upstreamContext?: SecureContext;
   connectTimeoutMs: number;
 }
 
@@ -130,7 +132,7 @@ export function makeInterceptor(opts: InterceptOptions): Interceptor {
   const needles = placeholderNeedles(opts.bindings);
   // Parsed once per run, before the script starts (a list of ~140 CAs takes ~35 ms here; per TLS
   // connection it would cost that much each). A list that cannot be parsed fails the run's start.
-  const upstreamContext: SecureContext = createSecureContext({ ca: opts.upstreamCa });
+  const upstreamContext: SecureContext = opts.upstreamContext ?? createSecureContext({ ca: opts.upstreamCa });
   /** One keep-alive pool per destination entry and decided address (a new address never reuses an old pool). */
   const agents = new Map<string, Agent>();
   const conns = new WeakMap<object, Conn>();

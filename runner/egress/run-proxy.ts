@@ -9,7 +9,7 @@ import { parseEgressList } from '../../shared/egress.js';
 import type { EgressSummary } from '../../shared/protocol.js';
 import type { AuditLog } from '../audit/log.js';
 import type { SecretBinding } from '../secrets/binding.js';
-import { upstreamCaPem, writeCaBundle } from '../secrets/trust.js';
+import { upstreamCaPem, upstreamContext, writeCaBundle } from '../secrets/trust.js';
 import { makeInterceptor, placeholderNeedles } from './intercept.js';
 import type { Interceptor } from './intercept.js';
 import type { Lookup } from './policy.js';
@@ -61,12 +61,13 @@ function boundHosts(bindings: readonly SecretBinding[]): string[] {
 async function interceptorFor(bindings: readonly SecretBinding[], intercept: RunProxyIntercept, connectTimeoutMs: number | undefined): Promise<Interceptor> {
   const { makeRunCa, CA_MARGIN_MS } = await import('../secrets/ca.js');
   const upstreamCa = upstreamCaPem(intercept.env);
+  const context = upstreamContext(intercept.env);
   const hosts = boundHosts(bindings);
   const ca = await makeRunCa(hosts, intercept.timeoutMs + CA_MARGIN_MS);
   // Each named host's leaf is started now (cached by the CA), so it is made while the sandbox starts, not on the script's first request.
   for (const host of hosts.filter((h) => !h.startsWith('*.'))) ca.contextFor(host).catch(() => undefined);
   writeCaBundle(intercept.bundlePath, ca.certPem);
-  return makeInterceptor({ bindings, ca, upstreamCa, connectTimeoutMs: connectTimeoutMs ?? 10_000 });
+  return makeInterceptor({ bindings, ca, upstreamCa, upstreamContext: context, connectTimeoutMs: connectTimeoutMs ?? 10_000 });
 }
 
 export async function openRunProxy(opts: {

@@ -9,8 +9,10 @@
  * memory), and the variables naming it are never grantable (shared/declaration.ts), so a skill
  * cannot point them elsewhere or at a CA of its own.
  */
+import { X509Certificate } from 'node:crypto';
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
-import { rootCertificates } from 'node:tls';
+import { createSecureContext, rootCertificates } from 'node:tls';
+import type { SecureContext } from 'node:tls';
 
 /** Where the bundle appears inside the sandbox (beside the egress socket). */
 export const CA_BUNDLE_MOUNT = '/run/skill-mcp/ca-bundle.pem';
@@ -62,6 +64,34 @@ export function upstreamCaPem(env: Readonly<Record<string, string | undefined>>)
   }
   if (!text.includes('-----BEGIN CERTIFICATE-----')) throw new Error('SKILL_MCP_EGRESS_CA_FILE holds no PEM certificate; fix it or unset it');
   return text;
+}
+
+let remembered: { pem: string; context: SecureContext } | undefined;
+
+/**
+ * The context the proxy verifies bound hosts against, made once per runner for the same CAs
+ * (parsing ~140 system CAs costs ~35 ms: per run it would be on every secrets run's start). The
+ * file is read again each run, so a changed `SKILL_MCP_EGRESS_CA_FILE` or system bundle is used
+ * from the next run on.
+ */
+export function upstreamContext(env: Readonly<Record<string, string | undefined>>): SecureContext {
+  const pem = upstreamCaPem(env);
+  if (remembered?.pem !== pem) remembered = { pem, context: createSecureContext({ ca: pem }) };
+  return remembered.context;
+}
+
+/** Why `SKILL_MCP_EGRESS_CA_FILE` cannot be used, checked at the runner's start (else every secrets run would fail), or undefined. */
+export function egressCaFileProblem(env: Readonly<Record<string, string | undefined>>): string | undefined {
+  const file = env['SKILL_MCP_EGRESS_CA_FILE'];
+  if (file === undefined || file === '') return undefined;
+  try {
+    // Each block parsed on its own: OpenSSL passes over a block it cannot read, and then only the
+    // first run's TLS check would fail.
+    for (const block of upstreamCaPem(env).match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g) ?? []) new X509Certificate(block);
+    return undefined;
+  } catch (error) {
+    return (error as Error).message.startsWith('SKILL_MCP_EGRESS_CA_FILE') ? (error as Error).message : `SKILL_MCP_EGRESS_CA_FILE holds a certificate that cannot be parsed (${(error as Error).message}); fix it or unset it`;
+  }
 }
 
 /** Writes the run's bundle (system CAs, then the run CA), readable by the run's uid; returns its path. */
