@@ -79,6 +79,12 @@ export async function openRunProxy(opts: {
   /** Issue 30: required with secrets — where the bundle goes, and what the CA and the upstream check need. */
   intercept?: RunProxyIntercept;
   connectTimeoutMs?: number;
+  /**
+   * The run's requester (the verified subject when hosted, the OS user standalone), written on every
+   * `egress` line like every other line about the run: an auditor reading whose credential a
+   * connection carried needs no join with `run.accept`.
+   */
+  requester?: string;
 }): Promise<RunProxy> {
   const maxLines = opts.maxAuditLines ?? MAX_EGRESS_AUDIT_LINES;
   const bindings = opts.secrets ?? [];
@@ -113,7 +119,7 @@ export async function openRunProxy(opts: {
         return;
       }
       lines += 1;
-      void opts.audit.append({ event: 'egress', run_id: opts.runId, ...record });
+      void opts.audit.append({ event: 'egress', run_id: opts.runId, ...record, ...(opts.requester !== undefined ? { requester: opts.requester } : {}) });
     },
   });
   try {

@@ -165,7 +165,7 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
     if (plan.secrets.length > 0 && !(proxied && usesBwrap(deps.ctx.platform))) return reject('sandbox-failed', 'SANDBOX_UNAVAILABLE', 'the run has secrets, which only the bubblewrap sandbox\'s egress proxy can inject; nothing was run', { token_id: tokenId });
     // Issue 30: with bindings the proxy makes the run's CA, writes its bundle (bound read-only by buildSpawn) and injects them.
     const intercept = { bundlePath: caBundlePath(scratch), timeoutMs: plan.willRun.timeoutMs, env: deps.ctx.env };
-    if (proxied) proxy = await openRunProxy({ socketPath: egressSocketPath(scratch), uid, entries: plan.egress.entries, audit: deps.audit, runId: slot.runId, secrets: plan.secrets, intercept, ...(redaction.reported ? { redact: (text: string) => redaction.text(text) } : {}) });
+    if (proxied) proxy = await openRunProxy({ socketPath: egressSocketPath(scratch), uid, entries: plan.egress.entries, audit: deps.audit, runId: slot.runId, secrets: plan.secrets, intercept, ...(who.requester !== undefined ? { requester: who.requester } : {}), ...(redaction.reported ? { redact: (text: string) => redaction.text(text) } : {}) });
     phases.mark('proxy');
     // Security: a root runner caps and ends the run by its own cgroup (every page counted, every task killed).
     const { cgroups } = deps.ctx.platform;
