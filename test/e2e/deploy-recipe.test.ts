@@ -187,7 +187,7 @@ describe('deploy/systemd', () => {
     expect(runnerUnit).toMatch(/^StateDirectory=skill-mcp$/m);
     const http = readHttpOptions(execArgs(frontUnit).slice(1), { ...skills, ...frontEnv, SKILL_MCP_HTTP_TOKEN_FILE: '' });
     expect(http.metrics).toEqual({ host: '127.0.0.1', port: 9464 });
-    expect(readGrantSource(skills)).toEqual({ kind: 'owner', rows: [{ skill: 'commit-message', script: 'scripts/check-message.js', env: [], egress: [], index: 0 }] });
+    expect(readGrantSource(skills)).toEqual({ kind: 'owner', rows: [{ skill: 'commit-message', script: 'scripts/check-message.js', env: [], egress: [], secrets: [], index: 0 }] });
     expect(parseRedisUrl(runnerEnv['SKILL_MCP_REDIS_URL']!)).toMatchObject({ tls: true, username: 'skill-mcp' });
     expect(runnerEnv['MCP_CONFIRM_SECRET']).toBe(frontEnv['MCP_CONFIRM_SECRET']);
   });
