@@ -19,11 +19,11 @@
  */
 import { cp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { WORKLOADS, generate } from './generate.mjs';
+import { serverNode } from './lib.mjs';
 import { liveRows } from './live.mjs';
 import { firstListRows } from './first-list.mjs';
 import { HTTP_TARGET, httpCompareRows } from './http-compare.mjs';
@@ -65,18 +65,6 @@ const TARGETS = {
 
 const log = (message) => process.stderr.write(`${message}\n`);
 
-/**
- * The node that serves: BENCH_NODE, else the first on PATH outside node_modules (npm puts
- * node_modules/.bin first, and a devDependency may ship another node there), else this one.
- */
-function serverNode() {
-  if (process.env.BENCH_NODE) return process.env.BENCH_NODE;
-  for (const dir of (process.env.PATH ?? '').split(':')) {
-    if (dir.includes('node_modules') || dir === '') continue;
-    if (existsSync(join(dir, 'node'))) return join(dir, 'node');
-  }
-  return process.execPath;
-}
 const NODE = serverNode();
 
 /** A private copy of dist/: a rebuild in the same checkout during the run must not pull the rug. */
