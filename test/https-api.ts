@@ -5,7 +5,7 @@
  * Network: loopback only.
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -66,4 +66,21 @@ export async function startHttpsApi(certs: TestCerts, answer: (authorization: st
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return { port: (server.address() as AddressInfo).port, received, close: () => void server.close() };
+}
+
+/**
+ * Writes the skill `keyed` in `dir/skills` (folders 0755, files 0644, so a runner as another uid
+ * reads them): each script run by its interpreter, egress to the API on `port` alone, and API_TOKEN
+ * bound to it, sent as `Authorization: Bearer {value}`. Returns the skills folder.
+ */
+export function writeKeyedSkill(dir: string, port: number, scripts: Record<string, { text: string; interpreter: string }>): string {
+  const skills = join(dir, 'skills');
+  const skill = join(skills, 'keyed');
+  mkdirSync(skill, { recursive: true, mode: 0o755 });
+  chmodSync(skills, 0o755);
+  writeFileSync(join(skill, 'SKILL.md'), '---\nname: keyed\ndescription: Calls an API with a key it never holds.\n---\nCall the API.\n', { mode: 0o644 });
+  for (const [name, { text }] of Object.entries(scripts)) writeFileSync(join(skill, name), text, { mode: 0o644 });
+  const rows = Object.entries(scripts).map(([name, { interpreter }]) => `  - script: ${name}\n    interpreter: ${interpreter}\n    timeout: 60\n`).join('');
+  writeFileSync(join(skill, 'mcp-host.yaml'), `version: 1\nrun:\n${rows}egress: [127.0.0.1:${port}]\nsecrets:\n  - name: API_TOKEN\n    hosts: [127.0.0.1:${port}]\n    header: Authorization\n    format: "Bearer {value}"\n`, { mode: 0o644 });
+  return skills;
 }

@@ -11,11 +11,11 @@
  * 24.5+; skipped on older Nodes, saying why). Network: loopback only.
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { resolveBinary } from '../../runner/sandbox/platform.js';
-import { makeTestCerts, startHttpsApi, type HttpsApi, type TestCerts } from '../https-api.js';
+import { makeTestCerts, startHttpsApi, writeKeyedSkill, type HttpsApi, type TestCerts } from '../https-api.js';
 import { namespaceVariants } from '../levels.js';
 import { ERAS, callTool, expectNoLeftovers, serve, tempDir, type Served } from './harness.js';
 import { askToken, audit } from './run-skills.js';
@@ -71,13 +71,7 @@ beforeAll(async () => {
   certs = makeTestCerts(dir, 'e2e API CA');
   api = await startHttpsApi(certs, (authorization) => ({ youSent: authorization ?? null }));
   port = api.port;
-  const skill = join(dir, 'skills', 'keyed');
-  mkdirSync(skill, { recursive: true, mode: 0o755 });
-  chmodSync(join(dir, 'skills'), 0o755);
-  writeFileSync(join(skill, 'SKILL.md'), '---\nname: keyed\ndescription: Calls an API with a key it never holds.\n---\nCall the API.\n', { mode: 0o644 });
-  writeFileSync(join(skill, 'call.py'), CALL_PY, { mode: 0o644 });
-  writeFileSync(join(skill, 'call.mjs'), CALL_MJS, { mode: 0o644 });
-  writeFileSync(join(skill, 'mcp-host.yaml'), `version: 1\nrun:\n  - script: call.py\n    interpreter: python3\n    timeout: 60\n  - script: call.mjs\n    interpreter: node\n    timeout: 60\negress: [127.0.0.1:${port}]\nsecrets:\n  - name: API_TOKEN\n    hosts: [127.0.0.1:${port}]\n    header: Authorization\n    format: "Bearer {value}"\n`, { mode: 0o644 });
+  writeKeyedSkill(dir, port, { 'call.py': { text: CALL_PY, interpreter: 'python3' }, 'call.mjs': { text: CALL_MJS, interpreter: 'node' } });
 });
 afterAll(async () => {
   api?.close();

@@ -19,11 +19,11 @@
  * tests skip, saying so. Network: loopback only.
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { Client, ClientCredentialsProvider, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { makeTestCerts, startHttpsApi, type HttpsApi, type TestCerts } from '../https-api.js';
+import { makeTestCerts, startHttpsApi, writeKeyedSkill, type HttpsApi, type TestCerts } from '../https-api.js';
 import { bwrapWorks, namespaceVariants, type NamespaceVariant } from '../levels.js';
 import { auditLines, startRunner, tempDir, type RunnerHandle } from '../runner/harness.js';
 import { startHttp, type HttpServer } from './harness.js';
@@ -68,12 +68,7 @@ beforeAll(async () => {
   // Says whose value came, never the value (an echo would be swapped back by the proxy anyway).
   api = await startHttpsApi(certs, (authorization) => ({ who: whose(authorization) }));
   port = api.port;
-  const skill = join(dir, 'skills', 'keyed');
-  mkdirSync(skill, { recursive: true, mode: 0o755 });
-  chmodSync(join(dir, 'skills'), 0o755);
-  writeFileSync(join(skill, 'SKILL.md'), '---\nname: keyed\ndescription: Calls an API with a key it never holds.\n---\nCall the API.\n', { mode: 0o644 });
-  writeFileSync(join(skill, 'call.py'), CALL_PY, { mode: 0o644 });
-  writeFileSync(join(skill, 'mcp-host.yaml'), `version: 1\nrun:\n  - script: call.py\n    interpreter: python3\n    timeout: 60\negress: [127.0.0.1:${port}]\nsecrets:\n  - name: API_TOKEN\n    hosts: [127.0.0.1:${port}]\n    header: Authorization\n    format: "Bearer {value}"\n`, { mode: 0o644 });
+  writeKeyedSkill(dir, port, { 'call.py': { text: CALL_PY, interpreter: 'python3' } });
   issuer = await startIssuer({
     alice: { secret: 'alice-secret-0123456789', scopes: BOTH },
     bob: { secret: 'bob-secret-0123456789', scopes: BOTH },
