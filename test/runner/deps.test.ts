@@ -16,7 +16,7 @@ import { PY_PROBE, writeDepsSkills } from '../fixtures/deps/skills.js';
 import { removeTree } from '../../runner/deps/store.js';
 import { BIN, prepareAndRun, startRunner, tempDir, text, uidRange } from './harness.js';
 import type { RunnerHandle } from './harness.js';
-import { SYSCALLS_PY, keyctlHere } from './syscalls.js';
+import { SOCKETS_PY, SYSCALLS_PY, keyctlHere } from './syscalls.js';
 
 const level = expectedLevel(isRoot);
 const range = uidRange(13);
@@ -37,20 +37,14 @@ const keyedSession = keyctlHere ? ['keyctl', 'session', '-', 'sh', '-c', `keyctl
  * A package build (in-tree PEP 517 backend, run by pip in the install sandbox) that tries what the
  * run filter closes and records each answer in the module it builds (`BUILD_RESULT`, JSON).
  */
-const KERNEL_BUILD = `import json, socket
-${SYSCALLS_PY}out = {}
-out["keyctl_get_session"] = res(libc.syscall(NR["keyctl"], 0, ctypes.c_long(-3), 0))
+const KERNEL_BUILD = `import json
+${SYSCALLS_PY}${SOCKETS_PY}out["keyctl_get_session"] = res(libc.syscall(NR["keyctl"], 0, ctypes.c_long(-3), 0))
 out["request_key"] = res(libc.syscall(NR["request_key"], b"user", b"${KEY}", None, 0))
 out["add_key_plant"] = res(libc.syscall(NR["add_key"], b"user", b"planted-by-a-build", b"x", 1, ctypes.c_long(-3)))
 try:
     out["proc_keys"] = open("/proc/keys").read()
 except OSError as e:
     out["proc_keys"] = os.strerror(e.errno)
-def sock(name, *a):
-    try:
-        socket.socket(*a).close(); out[name] = "ok"
-    except OSError as e:
-        out[name] = os.strerror(e.errno)
 sock("af_vsock", 40, socket.SOCK_STREAM)
 sock("netlink_generic", 16, socket.SOCK_RAW, 16)
 sock("netlink_netfilter", 16, socket.SOCK_RAW, 12)

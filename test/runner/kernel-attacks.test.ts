@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectedLevel, hasBwrap } from '../levels.js';
 import { isRoot, prepareAndRun, startRunner, text, uidRange, writeSkills } from './harness.js';
 import type { RunnerHandle } from './harness.js';
-import { SYSCALLS_PY, keyctlHere } from './syscalls.js';
+import { SOCKETS_PY, SYSCALLS_PY, keyctlHere } from './syscalls.js';
 
 const MIB = 1024 * 1024;
 const level = expectedLevel(isRoot);
@@ -80,13 +80,7 @@ except OSError as e:
 `,
   // The kernel interfaces the filter closes, and what must keep working.
   'kernel.py': `import ctypes, json, os, socket, subprocess, threading
-${SYSCALLS_PY}out = {}
-def sock(name, *a):
-    try:
-        socket.socket(*a).close(); out[name] = "ok"
-    except OSError as e:
-        out[name] = os.strerror(e.errno)
-sock("af_vsock", 40, socket.SOCK_STREAM)
+${SYSCALLS_PY}${SOCKETS_PY}sock("af_vsock", 40, socket.SOCK_STREAM)
 sock("af_packet", 17, socket.SOCK_RAW)
 sock("af_alg", 38, socket.SOCK_SEQPACKET)
 sock("netlink_netfilter", 16, socket.SOCK_RAW, 12)

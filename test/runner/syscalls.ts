@@ -1,7 +1,7 @@
 /**
  * @module What the kernel-interface attack scripts share (test/runner/kernel-attacks.test.ts, the
  * kernel build in test/runner/deps.test.ts): whether `keyctl` is here to give the runner a session
- * keyring holding a key, and a Python preamble for calling syscalls by number.
+ * keyring holding a key, a Python preamble for calling syscalls by number, and one for trying sockets.
  */
 import { execFileSync } from 'node:child_process';
 
@@ -27,4 +27,18 @@ libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
 def res(r):
     return "ok" if r >= 0 else os.strerror(ctypes.get_errno())
+`;
+
+/**
+ * Python (top level, after SYSCALLS_PY or its own imports): `out`, the dict of answers the script
+ * prints, and `sock(name, *args)`, which opens and closes a `socket.socket(*args)` and records "ok"
+ * or the errno's message under `name`.
+ */
+export const SOCKETS_PY = `import socket
+out = {}
+def sock(name, *a):
+    try:
+        socket.socket(*a).close(); out[name] = "ok"
+    except OSError as e:
+        out[name] = os.strerror(e.errno)
 `;
