@@ -23,7 +23,7 @@ import { cpus, loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { GIANT, PROBE, WORKLOADS, generate } from './generate.mjs';
-import { serverNode } from './lib.mjs';
+import { option, serverNode } from './lib.mjs';
 import { skillRunOnce, spawnDirect } from './measure.mjs';
 import { buildRefServer } from './ref-bundle.mjs';
 import { Session, now } from './session.mjs';
@@ -32,7 +32,7 @@ const HERE = dirname(fileURLToPath(import.meta.url));
 const REPO = join(HERE, '..');
 const OUT = join(HERE, 'out');
 const argv = process.argv.slice(2);
-const only = argv.find((a) => a.startsWith('--only='))?.slice(7).split(',');
+const only = option(argv, 'only')?.split(',');
 const quick = argv.includes('--quick');
 
 const ALL = [...WORKLOADS, GIANT].filter((w) => !only || only.includes(w.id));

@@ -23,7 +23,7 @@ import { cpus } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { WORKLOADS, generate } from './generate.mjs';
-import { serverNode } from './lib.mjs';
+import { option, serverNode } from './lib.mjs';
 import { liveRows } from './live.mjs';
 import { firstListRows } from './first-list.mjs';
 import { HTTP_TARGET, httpCompareRows } from './http-compare.mjs';
@@ -40,7 +40,7 @@ const REPO = join(HERE, '..');
 const OUT = join(HERE, 'out');
 
 const argv = process.argv.slice(2);
-const only = argv.find((a) => a.startsWith('--only='))?.slice(7).split(',');
+const only = option(argv, 'only')?.split(',');
 const quick = argv.includes('--quick');
 
 /** Fresh processes per cold row, calls per warm row: sized so the whole run stays under ~5 min on 2 cores. */
