@@ -20,17 +20,13 @@
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { GIANT, PROBE, WORKLOADS, generate } from './generate.mjs';
-import { option, serverNode } from './lib.mjs';
+import { BENCH_DIR as HERE, OUT, REPO, option, serverNode } from './lib.mjs';
 import { skillRunOnce, spawnDirect } from './measure.mjs';
 import { buildRefServer } from './ref-bundle.mjs';
 import { Session, now } from './session.mjs';
 
-const HERE = dirname(fileURLToPath(import.meta.url));
-const REPO = join(HERE, '..');
-const OUT = join(HERE, 'out');
 const argv = process.argv.slice(2);
 const only = option(argv, 'only')?.split(',');
 const quick = argv.includes('--quick');

@@ -8,7 +8,13 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { request } from 'node:http';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** bench/ itself, the repository, and bench/out (git ignores it), where the benches write. */
+export const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
+export const REPO = join(BENCH_DIR, '..');
+export const OUT = join(BENCH_DIR, 'out');
 
 export const MODERN = '2026-07-28';
 

@@ -20,10 +20,9 @@
 import { cp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { execFileSync } from 'node:child_process';
 import { cpus } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { WORKLOADS, generate } from './generate.mjs';
-import { option, serverNode } from './lib.mjs';
+import { BENCH_DIR as HERE, OUT, REPO, option, serverNode } from './lib.mjs';
 import { liveRows } from './live.mjs';
 import { firstListRows } from './first-list.mjs';
 import { HTTP_TARGET, httpCompareRows } from './http-compare.mjs';
@@ -35,9 +34,6 @@ import { buildRefServer } from './ref-bundle.mjs';
 import { measureWarmStart, warmStartRows } from './warm-start.mjs';
 import { median, row, toMarkdown, toTerminal } from './report.mjs';
 
-const HERE = dirname(fileURLToPath(import.meta.url));
-const REPO = join(HERE, '..');
-const OUT = join(HERE, 'out');
 
 const argv = process.argv.slice(2);
 const only = option(argv, 'only')?.split(',');
