@@ -18,20 +18,17 @@
  * panel per measure). Takes ~6-10 minutes on 2 shared cores, most of it the reference's start on
  * 20,000 skills. Numbers only: nothing here fails on speed.
  */
-import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { GIANT, PROBE, WORKLOADS, generate } from './generate.mjs';
+import { BENCH_DIR as HERE, OUT, REPO, option, serverNode } from './lib.mjs';
+import { skillRunOnce, spawnDirect } from './measure.mjs';
 import { buildRefServer } from './ref-bundle.mjs';
 import { Session, now } from './session.mjs';
 
-const HERE = dirname(fileURLToPath(import.meta.url));
-const REPO = join(HERE, '..');
-const OUT = join(HERE, 'out');
 const argv = process.argv.slice(2);
-const only = argv.find((a) => a.startsWith('--only='))?.slice(7).split(',');
+const only = option(argv, 'only')?.split(',');
 const quick = argv.includes('--quick');
 
 const ALL = [...WORKLOADS, GIANT].filter((w) => !only || only.includes(w.id));
@@ -42,15 +39,6 @@ const RUNS = quick ? 2 : 6;
 
 const log = (message) => process.stderr.write(`${message}\n`);
 
-/** The node that serves: BENCH_NODE, else the first on PATH outside node_modules, else this one (as run.mjs). */
-function serverNode() {
-  if (process.env.BENCH_NODE) return process.env.BENCH_NODE;
-  for (const dir of (process.env.PATH ?? '').split(':')) {
-    if (dir.includes('node_modules') || dir === '') continue;
-    if (existsSync(join(dir, 'node'))) return join(dir, 'node');
-  }
-  return process.execPath;
-}
 const NODE = serverNode();
 
 function servers(refBundle, root, workload) {
@@ -115,25 +103,6 @@ async function sample(server, withRuns, root) {
   } finally {
     await session.close();
   }
-}
-
-function spawnDirect(node, script) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(node, [script], { stdio: ['ignore', 'pipe', 'pipe'] });
-    child.stdout.resume();
-    child.stderr.resume();
-    child.on('error', reject);
-    child.on('close', () => resolve());
-  });
-}
-
-async function skillRunOnce(session) {
-  const args = { name: PROBE.name, script: PROBE.script, args: [] };
-  const first = await session.callTool('skill_run', args);
-  const token = first.structuredContent?.confirmToken;
-  if (first.structuredContent?.status !== 'confirmation-required' || typeof token !== 'string') throw new Error(`skill_run gave no confirmation token: ${JSON.stringify(first.structuredContent).slice(0, 300)}`);
-  const second = await session.callTool('skill_run', { ...args, confirmToken: token });
-  if (second.structuredContent?.exitCode !== 0) throw new Error(`skill_run of the probe did not exit 0: ${JSON.stringify(second.structuredContent).slice(0, 300)}`);
 }
 
 async function runSamples(session, node, script) {

@@ -7,12 +7,12 @@
  * spawned directly with the same node. Prints a table and writes bench/out/isolation.json.
  * Timings are wall clock on a shared machine: medians of N (default 15, BENCH_RUNS overrides).
  */
-import { spawn } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, writeFileSync, rmSync, chownSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import { directSpawner } from './lib.mjs';
 
 const REPO = resolve(import.meta.dirname, '..');
 const BIN = join(REPO, 'dist/skill-mcp.js');
@@ -29,38 +29,6 @@ function makeSkill() {
   writeFileSync(join(root, 'probe', 'SKILL.md'), '---\nname: probe\ndescription: bench probe\nmcp-host:\n  version: 1\n  run:\n    - script: run.js\n      interpreter: node\n---\nprobe\n', { mode: 0o644 });
   writeFileSync(join(root, 'probe', 'run.js'), "process.stdout.write('ok')\n", { mode: 0o644 });
   return root;
-}
-
-/**
- * Times `node script` spawned from a small, fresh node process (as the same uid the server runs as,
- * through the same setpriv prefix, if any), with an environment as small as a run's: spawning from
- * the bench's own large process, or with the shell's variables (NODE_EXTRA_CA_CERTS loads a
- * certificate file at every start), would time something else than what the runner adds.
- */
-const SPAWNER = `const { spawn } = require('node:child_process');
-const [command, ...args] = JSON.parse(process.argv[1]);
-require('node:readline').createInterface({ input: process.stdin }).on('line', () => {
-  const t0 = performance.now();
-  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: '/usr/bin:/bin', HOME: '/tmp', LANG: 'C.UTF-8' } });
-  child.stdout.resume(); child.stderr.resume();
-  child.on('close', () => process.stdout.write((performance.now() - t0) + '\\n'));
-});`;
-
-function directSpawner(prefix, script) {
-  const child = spawn(process.execPath, ['-e', SPAWNER, JSON.stringify([...prefix, process.execPath, script])], { stdio: ['pipe', 'pipe', 'inherit'] });
-  const waiting = [];
-  let buffered = '';
-  child.stdout.on('data', (chunk) => {
-    buffered += chunk;
-    for (let at = buffered.indexOf('\n'); at >= 0; at = buffered.indexOf('\n')) {
-      waiting.shift()?.(Number(buffered.slice(0, at)));
-      buffered = buffered.slice(at + 1);
-    }
-  });
-  return {
-    time: () => new Promise((done) => { waiting.push(done); child.stdin.write('go\n'); }),
-    close: () => child.kill(),
-  };
 }
 
 async function measure(label, skills, env, prefix) {

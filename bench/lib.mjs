@@ -1,10 +1,20 @@
 /**
- * @module What the HTTP benchmarks share (http-compare.mjs, http-load.mjs): starting a server that
- * announces `listening on URL` on stderr, one stateless MCP POST as a load generator sends it,
- * closed loops of clients for a while, and percentiles. Loopback only; node:http keep-alive.
+ * @module What the benchmarks share: the node that serves (run.mjs, curves.mjs), timing a direct
+ * spawn from a small fresh process (isolation.mjs, run-catalog.mjs), and for the HTTP benchmarks
+ * (http-compare.mjs, http-load.mjs) starting a server that announces `listening on URL` on stderr,
+ * one stateless MCP POST as a load generator sends it, closed loops of clients for a while, and
+ * percentiles. Loopback only; node:http keep-alive.
  */
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { request } from 'node:http';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** bench/ itself, the repository, and bench/out (git ignores it), where the benches write. */
+export const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
+export const REPO = join(BENCH_DIR, '..');
+export const OUT = join(BENCH_DIR, 'out');
 
 export const MODERN = '2026-07-28';
 
@@ -13,6 +23,53 @@ export const option = (argv, name, fallback) => argv.find((a) => a.startsWith(`-
 
 /** Space-separated node flags from an environment variable (e.g. `--cpu-prof --cpu-prof-dir=DIR`). */
 export const flagsFrom = (value) => (value ?? '').split(' ').filter((f) => f !== '');
+
+/**
+ * The node that serves: BENCH_NODE, else the first on PATH outside node_modules (npm puts
+ * node_modules/.bin first, and a devDependency may ship another node there), else this one.
+ */
+export function serverNode() {
+  if (process.env.BENCH_NODE) return process.env.BENCH_NODE;
+  for (const dir of (process.env.PATH ?? '').split(':')) {
+    if (dir.includes('node_modules') || dir === '') continue;
+    if (existsSync(join(dir, 'node'))) return join(dir, 'node');
+  }
+  return process.execPath;
+}
+
+/** Spawns `command ...args` (JSON in argv[1]) once per line on stdin; writes each spawn-to-close time in ms. */
+const SPAWNER = `const { spawn } = require('node:child_process');
+const [command, ...args] = JSON.parse(process.argv[1]);
+require('node:readline').createInterface({ input: process.stdin }).on('line', () => {
+  const t0 = performance.now();
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: '/usr/bin:/bin', HOME: '/tmp', LANG: 'C.UTF-8' } });
+  child.stdout.resume(); child.stderr.resume();
+  child.on('close', () => process.stdout.write((performance.now() - t0) + '\\n'));
+});`;
+
+/**
+ * Times `node script` spawned from a small, fresh node process (as the same uid the server runs as,
+ * through the same setpriv `prefix`, if any), with an environment as small as a run's: spawning
+ * from the bench's own large process, or with the shell's variables (NODE_EXTRA_CA_CERTS loads a
+ * certificate file at every start), would time something else than what the runner adds.
+ * `time()` resolves with one spawn's ms; `close()` ends the spawner.
+ */
+export function directSpawner(prefix, script) {
+  const child = spawn(process.execPath, ['-e', SPAWNER, JSON.stringify([...prefix, process.execPath, script])], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const waiting = [];
+  let buffered = '';
+  child.stdout.on('data', (chunk) => {
+    buffered += chunk;
+    for (let at = buffered.indexOf('\n'); at >= 0; at = buffered.indexOf('\n')) {
+      waiting.shift()?.(Number(buffered.slice(0, at)));
+      buffered = buffered.slice(at + 1);
+    }
+  });
+  return {
+    time: () => new Promise((done) => { waiting.push(done); child.stdin.write('go\n'); }),
+    close: () => child.kill(),
+  };
+}
 
 /** Spawns `node [flags] script --http --port 0 [args]` and resolves once it says where it listens. */
 export function startHttpServer({ name, script, args = [], env, nodeFlags = [], node = process.execPath }) {

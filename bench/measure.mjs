@@ -32,7 +32,7 @@ async function repeat(times, fn) {
 }
 
 /** Runs the declared probe script directly, as the baseline for skill_run. */
-function spawnDirect(node, script) {
+export function spawnDirect(node, script) {
   return new Promise((resolve, reject) => {
     const child = spawn(node, [script], { stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout.resume();
@@ -43,7 +43,7 @@ function spawnDirect(node, script) {
 }
 
 /** skill_run on the token path: the first call returns a token, the second runs the script. */
-async function skillRunOnce(session) {
+export async function skillRunOnce(session) {
   const args = { name: PROBE.name, script: PROBE.script, args: [] };
   const first = await session.callTool('skill_run', args);
   const token = first.structuredContent?.confirmToken;

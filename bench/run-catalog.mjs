@@ -14,11 +14,11 @@
  * and writes DIR/<pid>-<argv>.cpuprofile when each exits.
  * Writes bench/out/run-catalog.json. Numbers only: nothing here fails on speed.
  */
-import { spawn } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { PROBE, WORKLOADS, generate } from './generate.mjs';
+import { directSpawner } from './lib.mjs';
 import { median, quantile } from './report.mjs';
 import { Session } from './session.mjs';
 
@@ -79,30 +79,6 @@ function cpuMs(pid) {
   return (ticks * 1000) / TICKS_PER_S;
 }
 
-/** Spawns `node script` from a small fresh process with a run's small environment (as bench/isolation.mjs does). */
-const SPAWNER = `const { spawn } = require('node:child_process');
-const [command, ...args] = JSON.parse(process.argv[1]);
-require('node:readline').createInterface({ input: process.stdin }).on('line', () => {
-  const t0 = performance.now();
-  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: '/usr/bin:/bin', HOME: '/tmp', LANG: 'C.UTF-8' } });
-  child.stdout.resume(); child.stderr.resume();
-  child.on('close', () => process.stdout.write((performance.now() - t0) + '\\n'));
-});`;
-
-function directSpawner(script) {
-  const child = spawn(process.execPath, ['-e', SPAWNER, JSON.stringify([process.execPath, script])], { stdio: ['pipe', 'pipe', 'inherit'] });
-  const waiting = [];
-  let buffered = '';
-  child.stdout.on('data', (chunk) => {
-    buffered += chunk;
-    for (let at = buffered.indexOf('\n'); at >= 0; at = buffered.indexOf('\n')) {
-      waiting.shift()?.(Number(buffered.slice(0, at)));
-      buffered = buffered.slice(at + 1);
-    }
-  });
-  return { time: () => new Promise((done) => { waiting.push(done); child.stdin.write('go\n'); }), close: () => child.kill() };
-}
-
 /** One skill_run on the token path: the preview call's and the run call's times. */
 async function runOnce(session) {
   const args = { name: PROBE.name, script: PROBE.script, args: [] };
@@ -149,7 +125,7 @@ try {
   // A runner reuses a root's listing once the root has been still for SETTLE_MS (shared/folder-listing.ts):
   // measure the steady state of a runner that has been up a while, not its first seconds.
   await new Promise((resolve) => setTimeout(resolve, SETTLE_MS + 500));
-  spawner = directSpawner(join(servers[0].root, PROBE.name, PROBE.script));
+  spawner = directSpawner([], join(servers[0].root, PROBE.name, PROBE.script));
   for (let i = 0; i < 3; i++) await spawner.time();
   const direct = [];
   loads.measuring = load();

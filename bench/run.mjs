@@ -19,11 +19,10 @@
  */
 import { cp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { cpus } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { WORKLOADS, generate } from './generate.mjs';
+import { BENCH_DIR as HERE, OUT, REPO, option, serverNode } from './lib.mjs';
 import { liveRows } from './live.mjs';
 import { firstListRows } from './first-list.mjs';
 import { HTTP_TARGET, httpCompareRows } from './http-compare.mjs';
@@ -35,12 +34,9 @@ import { buildRefServer } from './ref-bundle.mjs';
 import { measureWarmStart, warmStartRows } from './warm-start.mjs';
 import { median, row, toMarkdown, toTerminal } from './report.mjs';
 
-const HERE = dirname(fileURLToPath(import.meta.url));
-const REPO = join(HERE, '..');
-const OUT = join(HERE, 'out');
 
 const argv = process.argv.slice(2);
-const only = argv.find((a) => a.startsWith('--only='))?.slice(7).split(',');
+const only = option(argv, 'only')?.split(',');
 const quick = argv.includes('--quick');
 
 /** Fresh processes per cold row, calls per warm row: sized so the whole run stays under ~5 min on 2 cores. */
@@ -65,18 +61,6 @@ const TARGETS = {
 
 const log = (message) => process.stderr.write(`${message}\n`);
 
-/**
- * The node that serves: BENCH_NODE, else the first on PATH outside node_modules (npm puts
- * node_modules/.bin first, and a devDependency may ship another node there), else this one.
- */
-function serverNode() {
-  if (process.env.BENCH_NODE) return process.env.BENCH_NODE;
-  for (const dir of (process.env.PATH ?? '').split(':')) {
-    if (dir.includes('node_modules') || dir === '') continue;
-    if (existsSync(join(dir, 'node'))) return join(dir, 'node');
-  }
-  return process.execPath;
-}
 const NODE = serverNode();
 
 /** A private copy of dist/: a rebuild in the same checkout during the run must not pull the rug. */

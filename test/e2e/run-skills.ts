@@ -21,6 +21,23 @@ process.stdout.write('started\\n');
 setTimeout(() => process.stdout.write('slept ' + ms + '\\n'), ms);
 `;
 
+/**
+ * A Python module (`from connect import connect`): `connect(target)` sends `CONNECT target` to the
+ * run's proxy (`HTTPS_PROXY`) on a fresh connection and returns the proxy's status line.
+ */
+export const CONNECT_PY = `import os, socket, urllib.parse
+proxy = urllib.parse.urlsplit(os.environ["HTTPS_PROXY"])
+def connect(target):
+    s = socket.create_connection((proxy.hostname, proxy.port), timeout=20)
+    s.sendall(("CONNECT %s HTTP/1.1\\r\\nHost: %s\\r\\n\\r\\n" % (target, target)).encode())
+    answer = b""
+    while b"\\r\\n\\r\\n" not in answer:
+        chunk = s.recv(4096)
+        if not chunk: break
+        answer += chunk
+    s.close()
+    return answer.split(b"\\r\\n", 1)[0].decode()
+`;
 interface Row {
   script: string;
   env?: string[];

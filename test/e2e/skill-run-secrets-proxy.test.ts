@@ -11,12 +11,11 @@
  * 24.5+; skipped on older Nodes, saying why). Network: loopback only.
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { resolveBinary } from '../../runner/sandbox/platform.js';
+import { makeTestCerts, startHttpsApi, writeKeyedSkill, type HttpsApi, type TestCerts } from '../https-api.js';
 import { namespaceVariants } from '../levels.js';
 import { ERAS, callTool, expectNoLeftovers, serve, tempDir, type Served } from './harness.js';
 import { askToken, audit } from './run-skills.js';
@@ -64,32 +63,15 @@ console.log(JSON.stringify({ status: r.status, body, bundle: process.env.NODE_EX
 
 let dir: string;
 let port: number;
-let api: ReturnType<typeof createServer>;
-const received: string[] = [];
+let certs: TestCerts;
+let api: HttpsApi;
 
 beforeAll(async () => {
   dir = tempDir('secrets-proxy-e2e');
-  const openssl = (args: string[]): void => void execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
-  openssl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'ca.key', '-out', 'ca.pem', '-subj', '/CN=e2e API CA', '-days', '1', '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign']);
-  openssl(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'api.key', '-out', 'api.csr', '-subj', '/CN=api']);
-  writeFileSync(join(dir, 'api.ext'), 'subjectAltName=IP:127.0.0.1\n');
-  openssl(['x509', '-req', '-in', 'api.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'api.pem', '-days', '1', '-extfile', 'api.ext']);
-  // The runner may run as an ordinary uid: it reads the CA file.
-  chmodSync(join(dir, 'ca.pem'), 0o644);
-  api = createServer({ key: readFileSync(join(dir, 'api.key')), cert: readFileSync(join(dir, 'api.pem')) }, (req, res) => {
-    received.push(String(req.headers.authorization));
-    res.writeHead(200, { 'Content-Type': 'application/json' });
-    res.end(JSON.stringify({ youSent: req.headers.authorization ?? null }));
-  });
-  await new Promise<void>((resolve) => api.listen(0, '127.0.0.1', resolve));
-  port = (api.address() as AddressInfo).port;
-  const skill = join(dir, 'skills', 'keyed');
-  mkdirSync(skill, { recursive: true, mode: 0o755 });
-  chmodSync(join(dir, 'skills'), 0o755);
-  writeFileSync(join(skill, 'SKILL.md'), '---\nname: keyed\ndescription: Calls an API with a key it never holds.\n---\nCall the API.\n', { mode: 0o644 });
-  writeFileSync(join(skill, 'call.py'), CALL_PY, { mode: 0o644 });
-  writeFileSync(join(skill, 'call.mjs'), CALL_MJS, { mode: 0o644 });
-  writeFileSync(join(skill, 'mcp-host.yaml'), `version: 1\nrun:\n  - script: call.py\n    interpreter: python3\n    timeout: 60\n  - script: call.mjs\n    interpreter: node\n    timeout: 60\negress: [127.0.0.1:${port}]\nsecrets:\n  - name: API_TOKEN\n    hosts: [127.0.0.1:${port}]\n    header: Authorization\n    format: "Bearer {value}"\n`, { mode: 0o644 });
+  certs = makeTestCerts(dir, 'e2e API CA');
+  api = await startHttpsApi(certs, (authorization) => ({ youSent: authorization ?? null }));
+  port = api.port;
+  writeKeyedSkill(dir, port, { 'call.py': { text: CALL_PY, interpreter: 'python3' }, 'call.mjs': { text: CALL_MJS, interpreter: 'node' } });
 });
 afterAll(async () => {
   api?.close();
@@ -108,7 +90,7 @@ describe.each(namespaceVariants(40216))('a declared secret reaches its HTTPS API
     if (variant.uid !== undefined) execFileSync('chown', ['-R', `${variant.uid}:${variant.uid}`, own]);
     served = await serve({
       SKILLS_DIR: join(dir, 'skills'), SKILL_MCP_STATE_DIR: stateDir, HOME: own, TMPDIR: own, MCP_CONFIRM_ELICITATION: 'off',
-      SKILL_MCP_SECRET_API_TOKEN: VALUE, SKILL_MCP_EGRESS_CA_FILE: join(dir, 'ca.pem'),
+      SKILL_MCP_SECRET_API_TOKEN: VALUE, SKILL_MCP_EGRESS_CA_FILE: certs.ca,
     }, ERAS[0]!, variant.uid !== undefined ? { spawnPrefix: ['setpriv', `--reuid=${variant.uid}`, `--regid=${variant.uid}`, '--clear-groups'] } : {});
   });
   afterAll(async () => {
@@ -116,7 +98,7 @@ describe.each(namespaceVariants(40216))('a declared secret reaches its HTTPS API
   });
 
   test.skipIf(!run)('the API gets the value in the declared header; the script, its bundle and its output never hold it', async () => {
-    const before = received.length;
+    const before = api.received.length;
     const args = [`https://127.0.0.1:${port}/v1/me`, Buffer.from(VALUE).toString('hex'), Buffer.from('PRIVATE KEY').toString('hex')];
     const preview = await askToken(served.client, { name: 'keyed', script: 'call.py', args });
     const willRun = preview.preview.willRun as unknown as { envNames: string[]; isolation: string };
@@ -127,7 +109,7 @@ describe.each(namespaceVariants(40216))('a declared secret reaches its HTTPS API
     expect(ran.value['status'], ran.text).toBe('completed');
     expect(ran.value['exitCode'], String(ran.value['stderr'])).toBe(0);
     const out = JSON.parse(String(ran.value['stdout'])) as { status: number; body: string; bundle: string; bundle_has_key: boolean; bundle_certs: number; value_in_environ: boolean; var: string };
-    expect(received.slice(before)).toEqual([`Bearer ${VALUE}`]);
+    expect(api.received.slice(before)).toEqual([`Bearer ${VALUE}`]);
     expect(out).toMatchObject({ status: 200, bundle: '/run/skill-mcp/ca-bundle.pem', bundle_has_key: false, value_in_environ: false });
     expect(out.bundle_certs).toBeGreaterThan(1);
     expect(out.var).toMatch(PLACEHOLDER);
@@ -141,13 +123,13 @@ describe.each(namespaceVariants(40216))('a declared secret reaches its HTTPS API
   });
 
   test.skipIf(!run || !nodeFetchProxies)(`a Node fetch() script: the API gets the value, the script only its placeholder (the sandbox's Node ${sandboxNode}${nodeFetchProxies ? '' : ': its fetch ignores HTTPS_PROXY before 22.21 / 24.5, skipped'})`, async () => {
-    const before = received.length;
+    const before = api.received.length;
     const args = [`https://127.0.0.1:${port}/v1/node`, Buffer.from(VALUE).toString('hex')];
     const preview = await askToken(served.client, { name: 'keyed', script: 'call.mjs', args });
     const ran = await callTool(served.client, 'skill_run', { name: 'keyed', script: 'call.mjs', args, confirmToken: preview.confirmToken });
     expect(ran.value['exitCode'], String(ran.value['stderr'])).toBe(0);
     const out = JSON.parse(String(ran.value['stdout'])) as { status: number; body: string; bundle: string; value_in_environ: boolean; var: string };
-    expect(received.slice(before)).toEqual([`Bearer ${VALUE}`]);
+    expect(api.received.slice(before)).toEqual([`Bearer ${VALUE}`]);
     expect(out).toMatchObject({ status: 200, bundle: '/run/skill-mcp/ca-bundle.pem', value_in_environ: false });
     expect(out.var).toMatch(PLACEHOLDER);
     expect(JSON.parse(out.body)).toEqual({ youSent: `Bearer ${out.var}` });

@@ -19,12 +19,11 @@
  * tests skip, saying so. Network: loopback only.
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { Client, ClientCredentialsProvider, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { makeTestCerts, startHttpsApi, writeKeyedSkill, type HttpsApi, type TestCerts } from '../https-api.js';
 import { bwrapWorks, namespaceVariants, type NamespaceVariant } from '../levels.js';
 import { auditLines, startRunner, tempDir, type RunnerHandle } from '../runner/harness.js';
 import { startHttp, type HttpServer } from './harness.js';
@@ -52,10 +51,10 @@ print(json.dumps({"status": r.status, "body": body, "var": os.environ.get("API_T
 
 let dir: string;
 let port: number;
-let api: ReturnType<typeof createServer>;
+let certs: TestCerts;
+/** Records every Authorization header it received, in order. */
+let api: HttpsApi;
 let issuer: TestIssuer;
-/** Every Authorization header the API received, in order. */
-const received: string[] = [];
 
 /** Whose value an Authorization header carries, as the API sees it. */
 function whose(header: string | undefined): Whose | 'none' {
@@ -65,27 +64,11 @@ function whose(header: string | undefined): Whose | 'none' {
 
 beforeAll(async () => {
   dir = tempDir('secrets-identities');
-  const openssl = (args: string[]): void => void execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
-  openssl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'ca.key', '-out', 'ca.pem', '-subj', '/CN=identities API CA', '-days', '1', '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign']);
-  openssl(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'api.key', '-out', 'api.csr', '-subj', '/CN=api']);
-  writeFileSync(join(dir, 'api.ext'), 'subjectAltName=IP:127.0.0.1\n');
-  openssl(['x509', '-req', '-in', 'api.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'api.pem', '-days', '1', '-extfile', 'api.ext']);
-  // A runner as an ordinary uid reads the CA file.
-  chmodSync(join(dir, 'ca.pem'), 0o644);
-  api = createServer({ key: readFileSync(join(dir, 'api.key')), cert: readFileSync(join(dir, 'api.pem')) }, (req, res) => {
-    received.push(String(req.headers.authorization));
-    res.writeHead(200, { 'Content-Type': 'application/json' });
-    // Says whose value came, never the value (an echo would be swapped back by the proxy anyway).
-    res.end(JSON.stringify({ who: whose(req.headers.authorization) }));
-  });
-  await new Promise<void>((resolve) => api.listen(0, '127.0.0.1', resolve));
-  port = (api.address() as AddressInfo).port;
-  const skill = join(dir, 'skills', 'keyed');
-  mkdirSync(skill, { recursive: true, mode: 0o755 });
-  chmodSync(join(dir, 'skills'), 0o755);
-  writeFileSync(join(skill, 'SKILL.md'), '---\nname: keyed\ndescription: Calls an API with a key it never holds.\n---\nCall the API.\n', { mode: 0o644 });
-  writeFileSync(join(skill, 'call.py'), CALL_PY, { mode: 0o644 });
-  writeFileSync(join(skill, 'mcp-host.yaml'), `version: 1\nrun:\n  - script: call.py\n    interpreter: python3\n    timeout: 60\negress: [127.0.0.1:${port}]\nsecrets:\n  - name: API_TOKEN\n    hosts: [127.0.0.1:${port}]\n    header: Authorization\n    format: "Bearer {value}"\n`, { mode: 0o644 });
+  certs = makeTestCerts(dir, 'identities API CA');
+  // Says whose value came, never the value (an echo would be swapped back by the proxy anyway).
+  api = await startHttpsApi(certs, (authorization) => ({ who: whose(authorization) }));
+  port = api.port;
+  writeKeyedSkill(dir, port, { 'call.py': { text: CALL_PY, interpreter: 'python3' } });
   issuer = await startIssuer({
     alice: { secret: 'alice-secret-0123456789', scopes: BOTH },
     bob: { secret: 'bob-secret-0123456789', scopes: BOTH },
@@ -134,7 +117,7 @@ async function startPair(variant: NamespaceVariant, uidRange: string, extra: Rec
   const values = writeValues(owner);
   if (variant.uid !== undefined) execFileSync('chown', ['-R', `${variant.uid}:${variant.uid}`, base]);
   const runner = await startRunner({
-    env: { SKILLS_DIR: join(dir, 'skills'), MCP_SKILL_RUN: grant(), SKILL_MCP_UID_RANGE: uidRange, SKILL_MCP_SECRETS_DIR: values, SKILL_MCP_EGRESS_CA_FILE: join(dir, 'ca.pem'), ...extra },
+    env: { SKILLS_DIR: join(dir, 'skills'), MCP_SKILL_RUN: grant(), SKILL_MCP_UID_RANGE: uidRange, SKILL_MCP_SECRETS_DIR: values, SKILL_MCP_EGRESS_CA_FILE: certs.ca, ...extra },
     base,
     // A root runner is told which unprivileged uid its front runs as; a runner as an ordinary uid takes a root front as it is.
     args: variant.level === 'namespace-uid' ? ['--front-uid', '61183', '--front-gid', '61183'] : [],
@@ -198,14 +181,14 @@ interface Ran {
 async function runAs(pair: Pair, id: string): Promise<Ran> {
   const client = await as(pair.server, id);
   try {
-    const before = received.length;
+    const before = api.received.length;
     const args = { name: 'keyed', script: 'call.py', args: [`https://127.0.0.1:${port}/v1/me`] };
     const preview = await call(client, args);
     expect(preview.value, preview.text).toMatchObject({ status: 'confirmation-required' });
     const ran = await call(client, { ...args, confirmToken: preview.value['confirmToken'] });
     expect(ran.isError, ran.text).toBe(false);
     expect(ran.value['exitCode'], String(ran.value['stderr'])).toBe(0);
-    return { answers: [preview, ran], runId: String(ran.value['runId']), out: JSON.parse(String(ran.value['stdout'])) as Ran['out'], apiSaw: received.slice(before) };
+    return { answers: [preview, ran], runId: String(ran.value['runId']), out: JSON.parse(String(ran.value['stdout'])) as Ran['out'], apiSaw: api.received.slice(before) };
   } finally {
     await client.close();
   }
@@ -277,7 +260,7 @@ describe.each(namespaceVariants(40218))('hosted, each identity\'s own secret val
     }, 120_000);
 
     test.skipIf(!run)('carol has no value of her own and the name is not shared: SECRET_MISSING before approval, and nothing runs', async () => {
-      const before = received.length;
+      const before = api.received.length;
       const carol = await as(pair.server, 'carol');
       try {
         const refused = await call(carol, { name: 'keyed', script: 'call.py', args: [`https://127.0.0.1:${port}/v1/me`] });
@@ -294,7 +277,7 @@ describe.each(namespaceVariants(40218))('hosted, each identity\'s own secret val
       } finally {
         await carol.close();
       }
-      expect(received.length).toBe(before);
+      expect(api.received.length).toBe(before);
       const lines = auditLines(pair.runner.stateDir);
       expect(lines).toContainEqual(expect.objectContaining({ event: 'run.prepare', refused: 'secret-missing', requester: 'carol', requester_from: 'oauth' }));
       expect(lines.filter((l) => l['requester'] === 'carol' && l['event'] !== 'run.prepare')).toEqual([]);

@@ -4,7 +4,7 @@
  * source build that tries to reach the network, one that tries the kernel interfaces the run
  * filter closes, and an npm package with an install script served by a loopback registry. At this machine's level (root or not, bubblewrap or not — CI's four passes).
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { appendFileSync, chmodSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,6 +16,7 @@ import { PY_PROBE, writeDepsSkills } from '../fixtures/deps/skills.js';
 import { removeTree } from '../../runner/deps/store.js';
 import { BIN, prepareAndRun, startRunner, tempDir, text, uidRange } from './harness.js';
 import type { RunnerHandle } from './harness.js';
+import { SOCKETS_PY, SYSCALLS_PY, keyctlHere } from './syscalls.js';
 
 const level = expectedLevel(isRoot);
 const range = uidRange(13);
@@ -30,40 +31,20 @@ let env: Record<string, string>;
 let installAll = '';
 // The first install runs in a session keyring holding a key, as an operator's login session would.
 const KEY = `skill-mcp-deps-key-${process.pid}-${Date.now()}`;
-const keyctlHere = (() => {
-  try {
-    execFileSync('keyctl', ['--version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
 const keyedSession = keyctlHere ? ['keyctl', 'session', '-', 'sh', '-c', `keyctl add user ${KEY} deps-key-secret @s >/dev/null && exec "$@"`, 'sh'] : [];
 
 /**
  * A package build (in-tree PEP 517 backend, run by pip in the install sandbox) that tries what the
  * run filter closes and records each answer in the module it builds (`BUILD_RESULT`, JSON).
  */
-const KERNEL_BUILD = String.raw`import ctypes, json, os, platform, socket
-NR = {"x86_64": dict(keyctl=250, add_key=248, request_key=249, io_uring_setup=425, bpf=321),
-      "aarch64": dict(keyctl=219, add_key=217, request_key=218, io_uring_setup=425, bpf=280)}[platform.machine()]
-libc = ctypes.CDLL(None, use_errno=True)
-libc.syscall.restype = ctypes.c_long
-def res(r):
-    return "ok" if r >= 0 else os.strerror(ctypes.get_errno())
-out = {}
-out["keyctl_get_session"] = res(libc.syscall(NR["keyctl"], 0, ctypes.c_long(-3), 0))
+const KERNEL_BUILD = `import json
+${SYSCALLS_PY}${SOCKETS_PY}out["keyctl_get_session"] = res(libc.syscall(NR["keyctl"], 0, ctypes.c_long(-3), 0))
 out["request_key"] = res(libc.syscall(NR["request_key"], b"user", b"${KEY}", None, 0))
 out["add_key_plant"] = res(libc.syscall(NR["add_key"], b"user", b"planted-by-a-build", b"x", 1, ctypes.c_long(-3)))
 try:
     out["proc_keys"] = open("/proc/keys").read()
 except OSError as e:
     out["proc_keys"] = os.strerror(e.errno)
-def sock(name, *a):
-    try:
-        socket.socket(*a).close(); out[name] = "ok"
-    except OSError as e:
-        out[name] = os.strerror(e.errno)
 sock("af_vsock", 40, socket.SOCK_STREAM)
 sock("netlink_generic", 16, socket.SOCK_RAW, 16)
 sock("netlink_netfilter", 16, socket.SOCK_RAW, 12)

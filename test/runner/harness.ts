@@ -161,6 +161,19 @@ export async function awaitAuditLine(stateDir: string, match: (line: Record<stri
   }
 }
 
+/**
+ * Whether `check` comes to hold, looked at every 25 ms; false once `withinMs` has passed (a backstop
+ * against a hang, for a state another process makes that gives no event to wait on).
+ */
+export async function until(check: () => boolean, withinMs: number): Promise<boolean> {
+  const deadline = Date.now() + withinMs;
+  while (!check()) {
+    if (Date.now() > deadline) return false;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  return true;
+}
+
 /** The uid the runner gave to `runId` (from its audit log). */
 export function runUid(stateDir: string, runId: string): number {
   const accept = auditLines(stateDir).find((l) => l['event'] === 'run.accept' && l['run_id'] === runId);

@@ -6,41 +6,23 @@
  * bubblewrap). The runner is started inside a session keyring that holds a key, as a person's
  * login session would.
  */
-import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectedLevel, hasBwrap } from '../levels.js';
 import { isRoot, prepareAndRun, startRunner, text, uidRange, writeSkills } from './harness.js';
 import type { RunnerHandle } from './harness.js';
+import { SOCKETS_PY, SYSCALLS_PY, keyctlHere } from './syscalls.js';
 
 const MIB = 1024 * 1024;
 const level = expectedLevel(isRoot);
 const KEY = `skill-mcp-launcher-key-${process.pid}-${Date.now()}`;
 const KEY_SECRET = `keyring-secret-${Date.now()}-qv`;
 const PLANT = `skill-mcp-planted-${process.pid}`;
-const keyctlHere = (() => {
-  try {
-    execFileSync('keyctl', ['--version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
-
-// Syscall numbers the scripts call directly (python ctypes), per arch.
-const NR = `import platform
-NR = {"x86_64": dict(keyctl=250, add_key=248, request_key=249, io_uring_setup=425, bpf=321, clone3=435, perf_event_open=298, userfaultfd=323, setns=308),
-      "aarch64": dict(keyctl=219, add_key=217, request_key=218, io_uring_setup=425, bpf=280, clone3=435, perf_event_open=241, userfaultfd=282, setns=268)}[platform.machine()]
-`;
 
 const scripts = {
   // Reads the runner's session keyring every way there is, and tries to plant a key in it.
   'keyring.py': `import ctypes, json, os, subprocess
-${NR}
-libc = ctypes.CDLL(None, use_errno=True)
-libc.syscall.restype = ctypes.c_long
-def call(name, *args):
-    r = libc.syscall(NR[name], *args)
-    return "ok" if r >= 0 else os.strerror(ctypes.get_errno())
+${SYSCALLS_PY}def call(name, *args):
+    return res(libc.syscall(NR[name], *args))
 out = {}
 out["keyctl_get_session"] = call("keyctl", 0, ctypes.c_long(-3), 0)
 out["request_key"] = call("request_key", b"user", b"${KEY}", None, 0)
@@ -98,18 +80,7 @@ except OSError as e:
 `,
   // The kernel interfaces the filter closes, and what must keep working.
   'kernel.py': `import ctypes, json, os, socket, subprocess, threading
-${NR}
-libc = ctypes.CDLL(None, use_errno=True)
-libc.syscall.restype = ctypes.c_long
-def res(r):
-    return "ok" if r >= 0 else os.strerror(ctypes.get_errno())
-out = {}
-def sock(name, *a):
-    try:
-        socket.socket(*a).close(); out[name] = "ok"
-    except OSError as e:
-        out[name] = os.strerror(e.errno)
-sock("af_vsock", 40, socket.SOCK_STREAM)
+${SYSCALLS_PY}${SOCKETS_PY}sock("af_vsock", 40, socket.SOCK_STREAM)
 sock("af_packet", 17, socket.SOCK_RAW)
 sock("af_alg", 38, socket.SOCK_SEQPACKET)
 sock("netlink_netfilter", 16, socket.SOCK_RAW, 12)

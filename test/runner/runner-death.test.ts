@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { expectedLevel } from '../levels.js';
-import { awaitAuditLine, isRoot, startRunner, tempDir, uidRange, writeSkills } from './harness.js';
+import { awaitAuditLine, isRoot, startRunner, tempDir, uidRange, until, writeSkills } from './harness.js';
 
 const marker = `runner-death-${process.pid}-${Date.now()}`;
 // The script and a detached child of its own, each with the marker in its command line.
@@ -28,15 +28,6 @@ function survivors(which: 'all' | 'script' = 'all'): number[] {
       return [];
     }
   });
-}
-
-async function until(check: () => boolean, withinMs: number): Promise<boolean> {
-  const deadline = Date.now() + withinMs;
-  while (!check()) {
-    if (Date.now() > deadline) return false;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  return true;
 }
 
 const variants = [

@@ -24,6 +24,7 @@ import { openRunProxy } from '../../runner/egress/run-proxy.js';
 import type { RunProxy } from '../../runner/egress/run-proxy.js';
 import type { SecretBinding } from '../../runner/secrets/binding.js';
 import { caBundleEnv, caBundlePath } from '../../runner/secrets/trust.js';
+import { makeTestCerts, openssl } from '../https-api.js';
 
 const VALUE = 'sk-live-REAL-value-0123456789';
 const PLACEHOLDER = 'skmcp_ph_API_TOKEN_5f0c2a9e7d41b3c8';
@@ -52,18 +53,10 @@ let runBundle: string;
 /** The run's bundle plus the test CA: what a script needs to reach the *unbound* API through its blind tunnel. */
 let widerBundle: string;
 
-function openssl(args: string[]): void {
-  execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
-}
-
 /** A test CA and a certificate for 127.0.0.1 signed by it (`api`), and one self-signed for 127.0.0.1 (`forged`). */
-function makeTestCerts(): void {
-  openssl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'test-ca.key', '-out', 'test-ca.pem', '-subj', '/CN=skill-mcp test API CA', '-days', '1',
-    '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign']);
-  openssl(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'api.key', '-out', 'api.csr', '-subj', '/CN=api']);
-  writeFileSync(join(dir, 'api.ext'), 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n');
-  openssl(['x509', '-req', '-in', 'api.csr', '-CA', 'test-ca.pem', '-CAkey', 'test-ca.key', '-CAcreateserial', '-out', 'api.pem', '-days', '1', '-extfile', 'api.ext']);
-  openssl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'forged.key', '-out', 'forged.pem', '-subj', '/CN=forged', '-days', '1', '-addext', 'subjectAltName=IP:127.0.0.1']);
+function makeCerts(): void {
+  makeTestCerts(dir, 'skill-mcp test API CA', 'test-ca');
+  openssl(dir, ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'forged.key', '-out', 'forged.pem', '-subj', '/CN=forged', '-days', '1', '-addext', 'subjectAltName=IP:127.0.0.1']);
 }
 
 /** An API that records each request and answers with what it saw (echoing the Authorization header). */
@@ -104,7 +97,7 @@ function bindings(): SecretBinding[] {
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'skill-mcp-secproxy-'));
-  makeTestCerts();
+  makeCerts();
   bound = await api({ key: 'api.key', cert: 'api.pem' });
   unbound = await api({ key: 'api.key', cert: 'api.pem' });
   forged = await api({ key: 'forged.key', cert: 'forged.pem' });

@@ -7,11 +7,7 @@
  * writable or replaceable from inside, and the injection not working through a real sandbox.
  * Network: loopback only. Skips, saying why, where bubblewrap cannot build a sandbox.
  */
-import { execFileSync } from 'node:child_process';
 import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -24,6 +20,7 @@ import type { Platform } from '../../runner/sandbox/platform.js';
 import { runProcess } from '../../runner/sandbox/process.js';
 import { buildSpawn, egressSocketPath } from '../../runner/sandbox/spawn.js';
 import { CA_BUNDLE_MOUNT, caBundlePath } from '../../runner/secrets/trust.js';
+import { makeTestCerts, startHttpsApi, type HttpsApi, type TestCerts } from '../https-api.js';
 
 const VALUE = 'ghp_REALVALUE_never_in_the_sandbox_7Qx';
 const PLACEHOLDER = 'skmcp_ph_GH_TOKEN_0f1e2d3c4b5a6978';
@@ -62,9 +59,9 @@ with urllib.request.urlopen(req) as r:
 let dir: string;
 let platform: Platform | undefined;
 let skip: string | undefined;
-let api: ReturnType<typeof createServer>;
+let certs: TestCerts;
+let api: HttpsApi;
 let port: number;
-const received: string[] = [];
 /** As root, a run uid of its own (as namespace-uid gives each run); outside the runner's pool range, so no other test's run shares it. */
 const RUN_UID = 40231;
 const asRoot = process.getuid?.() === 0;
@@ -77,17 +74,9 @@ beforeAll(async () => {
   if (!usesBwrap(probed)) skip = `bubblewrap cannot build a sandbox here (${probed.isolation}: ${probed.missing.join('; ')})`;
   else if (!probed.interpreters.get('node') || !probed.interpreters.get('python3')) skip = 'no node or python3 the sandbox can run';
   else platform = probed;
-  const opts = (args: string[]): void => void execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
-  opts(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'ca.key', '-out', 'ca.pem', '-subj', '/CN=test CA', '-days', '1', '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign']);
-  opts(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'api.key', '-out', 'api.csr', '-subj', '/CN=api']);
-  writeFileSync(join(dir, 'api.ext'), 'subjectAltName=IP:127.0.0.1\n');
-  opts(['x509', '-req', '-in', 'api.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'api.pem', '-days', '1', '-extfile', 'api.ext']);
-  api = createServer({ key: readFileSync(join(dir, 'api.key')), cert: readFileSync(join(dir, 'api.pem')) }, (req: IncomingMessage, res: ServerResponse) => {
-    received.push(String(req.headers.authorization));
-    res.end('ok');
-  });
-  await new Promise<void>((resolve) => api.listen(0, '127.0.0.1', resolve));
-  port = (api.address() as AddressInfo).port;
+  certs = makeTestCerts(dir, 'test CA');
+  api = await startHttpsApi(certs, () => 'ok');
+  port = api.port;
 });
 
 afterAll(() => {
@@ -115,7 +104,7 @@ describe.each(variants)('a run with a secret binding, in bubblewrap, as %s', (_l
       chownSync(scratch, uid, uid);
       chownSync(work, uid, uid);
     }
-    const before = received.length;
+    const before = api.received.length;
     const entry = `127.0.0.1:${port}`;
     const egress = planEgress(p.isolation, true, true, [entry]);
     const binding = { name: 'GH_TOKEN', hosts: [entry], header: 'Authorization', format: 'token {value}', placeholder: PLACEHOLDER, value: VALUE };
@@ -128,7 +117,7 @@ describe.each(variants)('a run with a secret binding, in bubblewrap, as %s', (_l
     audit.begin(() => ({ event: 'runner.start' }));
     const proxy = await openRunProxy({
       socketPath: egressSocketPath(scratch), uid, entries: egress.entries, audit, runId: 'r1',
-      secrets: [binding], intercept: { bundlePath: caBundlePath(scratch), timeoutMs: 30_000, env: { SKILL_MCP_EGRESS_CA_FILE: join(dir, 'ca.pem') } },
+      secrets: [binding], intercept: { bundlePath: caBundlePath(scratch), timeoutMs: 30_000, env: { SKILL_MCP_EGRESS_CA_FILE: certs.ca } },
     });
     const limits = { nproc: 256, fsizeBytes: 64 * MiB, nofile: 256, memoryBytes: 1024 * MiB, tmpBytes: 64 * MiB, workspaceBytes: 64 * MiB, workspaceFiles: 1000, inputBytes: MiB, outputFilesBytes: MiB };
     // The placeholder is what the declaration side will put in the script's variable; here it is added to the built env by hand.
@@ -148,7 +137,7 @@ describe.each(variants)('a run with a secret binding, in bubblewrap, as %s', (_l
     expect(stdout).toMatch(/bundle-writable False (30|13)/);
     expect(stdout).toContain('status 200 ok');
     expect(stdout).not.toContain(VALUE);
-    expect(received.slice(before)).toEqual([`token ${VALUE}`]);
+    expect(api.received.slice(before)).toEqual([`token ${VALUE}`]);
     const line = readFileSync(join(dir, `audit-${uid ?? 'own'}.log`), 'utf8').split('\n').filter((l) => l.includes('"egress"')).map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(line).toEqual([expect.objectContaining({ destination: entry, intercepted: true, injected: { GH_TOKEN: 1 } })]);
   });

@@ -11,12 +11,14 @@
 import { chmodSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { UidClaims } from '../../runner/uids/claims.js';
 import { auditLines, isRoot, startRunner, tempDir, text, writeSkills } from './harness.js';
 import type { RunnerHandle } from './harness.js';
 
 const HOLDING = 24;
 const QUICK = 60;
-const RANGE = '62000-62031';
+/** How many uids the runner gets: the cursor must go round them again and again. */
+const RANGE_SIZE = 32;
 /** Unique to this test process: other files' sleepers never match. */
 const MARK = `${process.pid}`;
 
@@ -33,9 +35,35 @@ sys.stdout.write(json.dumps({'uid': os.getuid()}))
 
 const skills = writeSkills({ hold: { run: [{ script: 'hold.py', interpreter: 'python3', timeout: 300 }], files: { 'hold.py': HOLD_PY } } });
 const runners: RunnerHandle[] = [];
+let block: { claims: UidClaims; first: number } | undefined;
 afterAll(async () => {
   await Promise.all(runners.map((r) => r.stop()));
+  block?.claims.release(block.first);
 });
+
+const FIRST_BLOCK = 62464;
+const BLOCKS = 90;
+const BLOCK_CLAIM_DIR = '/run/skill-mcp-test-uid-blocks';
+
+/**
+ * A run-uid range of this test process's own, so two copies of the suite on one machine never
+ * share a uid (a runner kills every process of a uid after its run): one of 90 blocks of 32 from
+ * 62464, past every other test's range (grep SKILL_MCP_UID_RANGE and --uid-range in test/:
+ * 61184-62143, 62400-62415), starting at the block the pid names and taking the first whose claim
+ * no live process holds. The claim is the runner's own (runner/uids/claims.ts) on the block's first
+ * uid, in a machine-wide folder of this test's alone; it is dropped after the test, and a dead
+ * copy's claim is taken over.
+ */
+function ownRange(): string {
+  const claims = new UidClaims(BLOCK_CLAIM_DIR);
+  for (let i = 0; i < BLOCKS; i++) {
+    const first = FIRST_BLOCK + ((process.pid + i) % BLOCKS) * RANGE_SIZE;
+    if (!claims.tryClaim(first)) continue;
+    block = { claims, first };
+    return `${first}-${first + RANGE_SIZE - 1}`;
+  }
+  throw new Error(`every one of the ${BLOCKS} uid blocks is claimed by a live process (${BLOCK_CLAIM_DIR})`);
+}
 
 interface Leftover {
   pid: number;
@@ -69,13 +97,14 @@ function alive(pid: number): boolean {
 }
 
 describe.skipIf(!isRoot)('one uid per live run (root only: only a root runner gives each run a uid)', () => {
-  it(`attack: ${HOLDING} held and ${QUICK} quick runs at once over ${RANGE}, each leaving a background process — no two live runs share a uid, and no run's cleanup kills another run`, async () => {
+  it(`attack: ${HOLDING} held and ${QUICK} quick runs at once over ${RANGE_SIZE} uids, each leaving a background process — no two live runs share a uid, and no run's cleanup kills another run`, async () => {
+    const range = ownRange();
     const claims = join(tempDir('uid-claims'), 'claims');
     mkdirSync(claims, { mode: 0o700 });
     chmodSync(claims, 0o700);
     const r = await startRunner({
       env: { SKILLS_DIR: skills, SKILL_MCP_MAX_RUNS: '32', SKILL_MCP_RUNS_PER_CLIENT: '32', SKILL_MCP_RUN_QUEUE_MS: '30000', SKILL_MCP_UID_CLAIM_DIR: claims },
-      args: ['--uid-range', RANGE],
+      args: ['--uid-range', range],
     });
     runners.push(r);
     const digits = Array.from({ length: HOLDING + QUICK }, (_, i) => `${MARK}${String(i).padStart(3, '0')}`);

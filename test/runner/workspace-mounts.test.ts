@@ -11,18 +11,9 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { mountsAtOrBelow } from '../../runner/workspace/mount.js';
 import { expectedLevel } from '../levels.js';
-import { awaitAuditLine, isRoot, startRunner, tempDir, uidRange, writeSkills } from './harness.js';
+import { awaitAuditLine, isRoot, startRunner, tempDir, uidRange, until, writeSkills } from './harness.js';
 
 const skills = writeSkills({ hold: { run: [{ script: 'hold.py', interpreter: 'python3', timeout: 60 }], files: { 'hold.py': 'import time\nopen("started", "w").write("yes")\ntime.sleep(120)\n' } } });
-
-async function until(check: () => boolean, withinMs: number): Promise<boolean> {
-  const deadline = Date.now() + withinMs;
-  while (!check()) {
-    if (Date.now() > deadline) return false;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  return true;
-}
 
 describe(`a root runner's workspace tmpfs after a crash (${expectedLevel(true)})`, () => {
   it.skipIf(!isRoot)('a runner SIGKILLed mid-run leaves its run\'s tmpfs mounted; the next runner unmounts it and removes the folder', async () => {
