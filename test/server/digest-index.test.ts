@@ -98,6 +98,93 @@ describe('a remembered digest is never published for changed bytes', () => {
   });
 });
 
+describe('an unchanged start does not rewrite the index; any difference does', () => {
+  /** The index file's inode: a save writes a new file and renames it over the old one. */
+  const inode = (path: string): bigint => statSync(path, { bigint: true }).ino;
+  const stateOf = (file: string): string => {
+    const st = statSync(file, { bigint: true });
+    return `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+  };
+
+  it('every entry found settled and unchanged: the file is left as it is, and the next start still reuses it', () => {
+    const { dir, index } = setup('same\n');
+    start(dir, index, 0);
+    start(dir, index, 3_000); // settled: recorded, so written
+    const written = inode(index);
+    const was = readFileSync(index);
+    start(dir, index, 6_000);
+    expect(inode(index)).toBe(written);
+    expect(readFileSync(index).equals(was)).toBe(true);
+    expect(DigestIndex.load(index, () => undefined, () => 9_000).lookup(`${dir}\0a.md`, stateOf(join(dir, 'a.md')))).toBe(sha('same\n'));
+  });
+
+  it('a changed file (hashed again) is written', () => {
+    const { dir, index } = setup('one\n');
+    start(dir, index, 0);
+    start(dir, index, 3_000);
+    const written = inode(index);
+    writeFileSync(join(dir, 'a.md'), 'two, longer\n');
+    start(dir, index, 6_000);
+    expect(inode(index)).not.toBe(written);
+    expect(readFileSync(index, 'utf8')).toContain(sha('two, longer\n'));
+  });
+
+  it('a forgotten entry (a read found other bytes) is written, even with nothing else changed', () => {
+    const { dir, index } = setup('x\n');
+    start(dir, index, 0);
+    start(dir, index, 3_000);
+    const key = `${dir}\0a.md`;
+    const loaded = DigestIndex.load(index, () => undefined, () => 6_000);
+    expect(loaded.lookup(key, stateOf(join(dir, 'a.md')))).toBe(sha('x\n'));
+    loaded.forget(key);
+    loaded.save();
+    expect(DigestIndex.load(index, () => undefined, () => 9_000).lookup(key, stateOf(join(dir, 'a.md')))).toBeUndefined();
+  });
+
+  it('an entry not looked up this start is dropped by a write', () => {
+    const { dir, index } = setup('x\n');
+    start(dir, index, 0);
+    start(dir, index, 3_000);
+    const written = inode(index);
+    DigestIndex.load(index, () => undefined, () => 6_000).save();
+    expect(inode(index)).not.toBe(written);
+    expect(JSON.parse(readFileSync(index, 'utf8')).rows).toEqual([]);
+  });
+
+  it('a file holding rows it could not use (malformed, or a key twice) is rewritten without them', () => {
+    const { dir, index } = setup('x\n');
+    start(dir, index, 0);
+    start(dir, index, 3_000);
+    const good = JSON.parse(readFileSync(index, 'utf8'));
+    for (const extra of [['k', 'S', 0, 5_000, 'not hex'], good.rows[0]]) {
+      writeFileSync(index, JSON.stringify({ ...good, rows: [...good.rows, extra] }), { mode: 0o600 });
+      start(dir, index, 6_000);
+      expect(JSON.parse(readFileSync(index, 'utf8')).rows).toEqual(good.rows);
+    }
+  });
+
+  it('parses remembered by another build are replaced by this build\'s', async () => {
+    const path = join(base, `index-${n++}.json`);
+    writeFileSync(path, JSON.stringify({ version: 2, build: 'another build', rows: [], parsed: [['k', '{"frontmatter":{}}']] }), { mode: 0o600 });
+    DigestIndex.load(path, () => undefined).save();
+    const after = JSON.parse(readFileSync(path, 'utf8'));
+    expect(after.build).not.toBe('another build');
+    expect(after.parsed).toEqual([]);
+  });
+
+  it('a parse remembered afresh (the remembered one was not usable) is written', () => {
+    const path = join(base, `index-${n++}.json`);
+    const first = DigestIndex.load(path, () => undefined, () => 0);
+    first.rememberParsedSkillMd('k', '{"old":1}');
+    first.save();
+    const second = DigestIndex.load(path, () => undefined, () => 1);
+    expect(second.parsedSkillMd('k')).toBe('{"old":1}');
+    second.rememberParsedSkillMd('k', '{"new":1}');
+    second.save();
+    expect(DigestIndex.load(path, () => undefined, () => 2).parsedSkillMd('k')).toBe('{"new":1}');
+  });
+});
+
 describe('an index file someone else could have written is refused', () => {
   it('mode 0644: not read, not overwritten, said so', () => {
     const { dir, index } = setup('x\n');
