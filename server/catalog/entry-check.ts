@@ -36,9 +36,10 @@ export function resourceProblem(resource: unknown): string | undefined {
 
 /** Why `entry` must not be listed; empty when it may. */
 export function entryProblems(entry: Skill): string[] {
-  // The SDK's schema for everything but the items of a resources array, which resourceProblem checks.
+  // The SDK's schema for everything but the items of a resources array (given it empty: the union's
+  // first branch), which resourceProblem checks.
   const items: unknown = entry.resources;
-  const parsed = SkillSchema.safeParse(Array.isArray(items) ? { ...entry, resources: 'dynamic' } : entry);
+  const parsed = SkillSchema.safeParse(Array.isArray(items) ? { ...entry, resources: [] } : entry);
   if (!parsed.success) return parsed.error.issues.map((issue) => `${issue.path.join('.') || '(entry)'}: ${issue.message}`);
   if (Array.isArray(items)) {
     const bad: string[] = [];
