@@ -4,7 +4,7 @@
  * a sha256 of every served file (catalog.ts): 200 MB at 5,000 skills, ~1.5 s of hashing after
  * every start. The index remembers, per file, the identity and times it was hashed under — dev,
  * ino, size, mtime and ctime in ns — and the digest; a file the walk finds in that same state is
- * not opened again (digest.ts). It also remembers each SKILL.md's parse by the hash of its text
+ * not opened again (digest.ts). It also remembers each SKILL.md's parse by the hash of its bytes
  * (skill.ts), for the build that made it.
  *
  * Racily clean, as git: a file changed twice within one timestamp tick keeps its size and times,
@@ -53,7 +53,7 @@ type Stored = [key: string, state: string, firstSeen: number, hashedAt: number, 
 
 interface Loaded {
   digests: Map<string, Remembered>;
-  /** What parsing a SKILL.md gave (JSON text), by the hash of its text (skill.ts); only when made by this build. */
+  /** What parsing a SKILL.md gave (JSON text), by the hash of its bytes (skill.ts); only when made by this build. */
   parsed: Map<string, string>;
   /** Whether the file holds exactly `digests` and `parsed` (this version and build, no row dropped). */
   exact: boolean;
@@ -155,7 +155,7 @@ export class DigestIndex {
   }
 
   /**
-   * What parsing a SKILL.md whose text hashes to `key` gave, as remembered by a start of this very
+   * What parsing a SKILL.md whose bytes hash to `key` gave, as remembered by a start of this very
    * build (a pure function of the text: no file state is involved), or undefined.
    */
   parsedSkillMd(key: string): string | undefined {
@@ -164,7 +164,7 @@ export class DigestIndex {
     return json;
   }
 
-  /** Remembers what parsing the SKILL.md text hashing to `key` gave, as JSON text (a snapshot: later changes to the object are not saved). */
+  /** Remembers what parsing the SKILL.md whose bytes hash to `key` gave, as JSON text (a snapshot: later changes to the object are not saved). */
   rememberParsedSkillMd(key: string, json: string): void {
     if (this.path === undefined) return;
     if ((this.#parsed.get(key) ?? this.#parsedBefore.get(key)) !== json) this.#dirty = true;

@@ -114,8 +114,9 @@ function problemPath(at: string, name: string, problem: DeclarationProblem): str
 
 /**
  * What a warm start remembers of a scan (the digest index, digest-index.ts): the parse of each
- * SKILL.md text, by a hash of that text — the same text always parses the same, so no file state
- * is trusted for it. Given one, the walk also keeps each file's state for the digests (digest.ts).
+ * SKILL.md, by a hash of its bytes — the same bytes always parse the same, so no file state is
+ * trusted for the parse itself. Given one, the walk also keeps each file's state for the digests
+ * (digest.ts), and a settled digest lets SKILL.md go unread ({@link rememberedSkillMd}).
  */
 export interface ScanMemory {
   parsedSkillMd(key: string): string | undefined;
