@@ -25,6 +25,13 @@ const UTF8 = new TextDecoder('utf-8', { fatal: true });
  * opened and the read stops one byte past the cap, so a file that grows while read cannot blow it.
  */
 export function readDeclarationFile(path: string, shown: string): FileRead {
+  // Most skills have no mcp-host.yaml: a failed open costs an exception (~5 µs, and garbage) per
+  // skill per scan, a stat that finds nothing does not. Whatever is there is opened as below.
+  try {
+    if (lstatSync(path, { throwIfNoEntry: false }) === undefined) return { kind: 'absent' };
+  } catch {
+    // ENAMETOOLONG, EACCES, ...: the open below says what it is.
+  }
   let fd: number;
   try {
     fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY);

@@ -7,7 +7,7 @@ import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { MAX_SKILL_MD_BYTES } from './limits.js';
 
-export type SkillMdRead = { ok: true; text: string; size: number; mtimeMs: number } | { ok: false; why: string };
+export type SkillMdRead = { ok: true; text: string; bytes: Buffer; size: number; mtimeMs: number } | { ok: false; why: string };
 
 export function readSkillMdFile(realDir: string): SkillMdRead {
   let fd: number;
@@ -30,7 +30,8 @@ export function readSkillMdFile(realDir: string): SkillMdRead {
       if (read === 0) break;
       got += read;
     }
-    return { ok: true, text: bytes.subarray(0, got).toString('utf8'), size: got, mtimeMs: info.mtimeMs };
+    const read = bytes.subarray(0, got);
+    return { ok: true, text: read.toString('utf8'), bytes: read, size: got, mtimeMs: info.mtimeMs };
   } catch (error) {
     return { ok: false, why: `SKILL.md cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})` };
   } finally {

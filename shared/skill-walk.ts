@@ -33,6 +33,8 @@ export interface WalkResult {
    * its size — of the file itself, or of a link's target — by path.
    */
   states?: Map<string, string>;
+  /** With `states`: the listed files reached through a link (their state is the target's). */
+  linked?: Set<string>;
 }
 
 /** A folder still to walk: its real path, its path in the skill, the real folders above it. */
@@ -58,6 +60,7 @@ export async function walkSkill(name: string, realDir: string, display: string, 
   const files: FileRecord[] = [];
   const problems: Problem[] = [];
   const states = limits.states ? new Map<string, string>() : undefined;
+  const linked = limits.states ? new Set<string>() : undefined;
   let dirs = 0;
   let limited = false;
 
@@ -118,7 +121,10 @@ export async function walkSkill(name: string, realDir: string, display: string, 
         return;
       }
       const info = metadata(statSync, target);
-      if (info?.isFile()) addFile(childRel, info);
+      if (info?.isFile()) {
+        addFile(childRel, info);
+        linked?.add(childRel);
+      }
       else if (info?.isDirectory()) {
         // A link back to the skill or to a folder holding the link would loop forever. Other
         // folder links are aliases, walked under their own path (the folder limit bounds the work).
@@ -151,5 +157,5 @@ export async function walkSkill(name: string, realDir: string, display: string, 
       detail: `more than ${limits.maxFiles} files or ${limits.maxDirs} folders; the walk stopped and the manifest lists the ${files.length} files walked (raise SKILL_MCP_MAX_FILES / SKILL_MCP_MAX_DIRS)`,
     });
   }
-  return { files, problems, limited, ...(states ? { states } : {}) };
+  return { files, problems, limited, ...(states ? { states } : {}), ...(linked ? { linked } : {}) };
 }

@@ -27,7 +27,7 @@ import { SkillSearch } from '../search/skill-search.js';
 import { affectedBy } from './affected.js';
 import { digestServedFile } from './digest.js';
 import { DigestIndex, indexKey } from './digest-index.js';
-import { scanSkill, type SkillRecord } from './skill.js';
+import { scanSkill, type ScanMemory, type SkillRecord } from './skill.js';
 import { uriFor } from './uri.js';
 
 export interface CatalogOptions {
@@ -132,6 +132,8 @@ export class Catalog {
    * root process. Taken when the catalog is made, after a root launcher dropped to its front's uid.
    */
   readonly #trustWalkedStates = process.getuid?.() !== 0;
+  /** What a scan may take from the index (skill.ts ScanMemory); undefined without one. */
+  readonly #memory: ScanMemory | undefined;
   #queue: Promise<unknown> = Promise.resolve();
   #listeners = new Set<(change: CatalogChange) => void>();
 
@@ -141,6 +143,15 @@ export class Catalog {
     this.#realRoots = realRootsOf(options.roots);
     this.#limits = options.limits;
     this.#index = options.digestIndex ?? DigestIndex.none();
+    const index = this.#index;
+    this.#memory = !index.enabled
+      ? undefined
+      : {
+          parsedSkillMd: (key) => index.parsedSkillMd(key),
+          rememberParsedSkillMd: (key, json) => index.rememberParsedSkillMd(key, json),
+          // The same rule as the digests' (#entryNow): walked states vouch only outside a root process.
+          ...(this.#trustWalkedStates ? { walkedDigest: (realDir: string, rel: string, state: string) => index.lookup(indexKey(realDir, rel), state) } : {}),
+        };
     this.declarationsDir = declarationsDirOf(options.env);
     this.#configProblems = [...(options.configProblems ?? [])];
     if (this.grant.kind === 'owner' && this.grant.error) this.#configProblems.push({ path: 'MCP_SKILL_RUN', reason: 'grant', detail: this.grant.error });
@@ -313,7 +324,7 @@ export class Catalog {
   }
 
   async #scan(found: DiscoveredSkill): Promise<void> {
-    const { record, problems } = await scanSkill(found, this.#limits, this.declarationsDir, this.#index.enabled ? this.#index : undefined);
+    const { record, problems } = await scanSkill(found, this.#limits, this.declarationsDir, this.#memory);
     this.#found.set(found.name, found);
     this.#scanProblems.set(found.name, problems);
     if (record) {

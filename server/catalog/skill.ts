@@ -9,13 +9,13 @@ import { OPERATOR_PLACE, resolveDeclaration, type DeclarationOrigin, type Declar
 import type { DiscoveredSkill } from '../../shared/discover.js';
 import { FrontmatterError, parseSkillMd, type Frontmatter, type ParsedSkillMd } from '../../shared/frontmatter.js';
 import type { CatalogLimits } from '../../shared/limits.js';
-import { MAX_DESCRIPTION_CHARS, MAX_SKILL_NAME_CHARS, PUBLISH_MAX_BYTES, PUBLISH_MAX_FILE_BYTES, PUBLISH_MAX_FILES } from '../../shared/limits.js';
+import { MAX_DESCRIPTION_CHARS, MAX_SKILL_MD_BYTES, MAX_SKILL_NAME_CHARS, PUBLISH_MAX_BYTES, PUBLISH_MAX_FILE_BYTES, PUBLISH_MAX_FILES } from '../../shared/limits.js';
 import { PUBLISHABLE_NAME } from '../../shared/paths.js';
 import { readSkillMdFile } from '../../shared/skill-md.js';
 import { MAX_RUN_CONTENT_BYTES, readSkillContent } from '../../shared/skill-content.js';
 import { FASTMCP_MANIFEST_PATH, holdsManifestPath } from './fastmcp-manifest.js';
 import type { Problem } from '../../shared/problems.js';
-import { walkSkill, type FileRecord } from './walk.js';
+import { walkSkill, type FileRecord, type WalkResult } from './walk.js';
 
 export interface SkillRecord {
   name: string;
@@ -30,10 +30,7 @@ export interface SkillRecord {
   files: FileRecord[];
   /** In the `skill://` namespace (skills/list, skills/get, resources). */
   published: boolean;
-  /** Size and mtime of SKILL.md when scanned: a cheap staleness check for reads of the body. */
-  skillMdSize: number;
-  skillMdMtimeMs: number;
-  /** sha256 of the SKILL.md text scanned: tells a real edit from a rewrite of the same bytes. */
+  /** sha256 of the SKILL.md bytes scanned: tells a real edit from a rewrite of the same bytes. */
   skillMdDigest: string;
   /** The Markdown headings of the body (`#` to `######`), in order: what skill_search indexes besides the frontmatter. */
   headings: string[];
@@ -117,16 +114,23 @@ function problemPath(at: string, name: string, problem: DeclarationProblem): str
 
 /**
  * What a warm start remembers of a scan (the digest index, digest-index.ts): the parse of each
- * SKILL.md text, by a hash of that text — the same text always parses the same, so no file state
- * is trusted for it. Given one, the walk also keeps each file's state for the digests (digest.ts).
+ * SKILL.md, by a hash of its bytes — the same bytes always parse the same, so no file state is
+ * trusted for the parse itself. Given one, the walk also keeps each file's state for the digests
+ * (digest.ts), and a settled digest lets SKILL.md go unread ({@link rememberedSkillMd}).
  */
 export interface ScanMemory {
   parsedSkillMd(key: string): string | undefined;
   rememberParsedSkillMd(key: string, json: string): void;
+  /**
+   * The settled digest remembered for file `rel` of `realDir` in the `state` its walk found, as
+   * digest.ts uses it; absent where walked states may not vouch (a root process), and SKILL.md
+   * is then always read.
+   */
+  walkedDigest?(realDir: string, rel: string, state: string): string | undefined;
 }
 
 /** What {@link parseSkillMd} and {@link headingsOf} make of a SKILL.md: all a record keeps of its text. */
-type SkillMdView = Omit<ParsedSkillMd, 'body'> & { headings: string[] };
+type SkillMdView = Omit<ParsedSkillMd, 'body'> & { headings: string[]; validUtf8: boolean };
 
 const isStringArray = (v: unknown): v is string[] => Array.isArray(v) && v.every((s) => typeof s === 'string');
 
@@ -142,20 +146,43 @@ function rememberedView(json: string | undefined): SkillMdView | undefined {
   if (value === null || typeof value !== 'object') return undefined;
   const v = value as Record<string, unknown>;
   const fm = v['frontmatter'];
-  if (fm === null || typeof fm !== 'object' || Array.isArray(fm) || typeof v['bom'] !== 'boolean' || !isStringArray(v['headings'])) return undefined;
+  if (fm === null || typeof fm !== 'object' || Array.isArray(fm) || typeof v['bom'] !== 'boolean' || typeof v['validUtf8'] !== 'boolean' || !isStringArray(v['headings'])) return undefined;
   if (v['declarationError'] !== undefined && typeof v['declarationError'] !== 'string') return undefined;
   return v as unknown as SkillMdView;
 }
 
-/** The SKILL.md's view: remembered for this exact text (and frontmatter limit), else parsed now. Throws FrontmatterError. */
-function viewOf(text: string, textDigest: string, maxFrontmatterBytes: number, memory: ScanMemory | undefined): SkillMdView {
-  const key = `${maxFrontmatterBytes}:${textDigest}`;
+const viewKey = (maxFrontmatterBytes: number, bytesDigest: string): string => `${maxFrontmatterBytes}:${bytesDigest}`;
+
+/** The SKILL.md's view: remembered for these exact bytes (and frontmatter limit), else parsed now. Throws FrontmatterError. */
+function viewOf(md: { text: string; size: number }, bytesDigest: string, maxFrontmatterBytes: number, memory: ScanMemory | undefined): SkillMdView {
+  const key = viewKey(maxFrontmatterBytes, bytesDigest);
   const remembered = rememberedView(memory?.parsedSkillMd(key));
   if (remembered) return remembered;
-  const { body, ...parsed } = parseSkillMd(text, maxFrontmatterBytes);
-  const view: SkillMdView = { ...parsed, headings: headingsOf(body) };
+  const { body, ...parsed } = parseSkillMd(md.text, maxFrontmatterBytes);
+  const validUtf8 = !md.text.includes('\uFFFD') || Buffer.byteLength(md.text, 'utf8') === md.size;
+  const view: SkillMdView = { ...parsed, headings: headingsOf(body), validUtf8 };
   memory?.rememberParsedSkillMd(key, JSON.stringify(view));
   return view;
+}
+
+/**
+ * The warm start's SKILL.md, not opened: the walk's own lstat of it (not through a link: the read
+ * below refuses links) found it a regular file within MAX_SKILL_MD_BYTES, in a state the digest
+ * index holds a settled digest for, and the parse of the bytes with that digest is remembered.
+ * That digest is the one skills/list publishes for the file on the same evidence (digest.ts), so
+ * what is listed of it — frontmatter and digest — describes one and the same text; a read that
+ * finds other bytes forgets the entry and rescans (catalog.ts confirmFresh), and the rescan reads.
+ * Undefined otherwise: the file is read.
+ */
+function rememberedSkillMd(walk: WalkResult, realDir: string, maxFrontmatterBytes: number, memory: ScanMemory | undefined): { digest: string; view: SkillMdView } | undefined {
+  const state = walk.states?.get('SKILL.md');
+  if (state === undefined || walk.linked === undefined || walk.linked.has('SKILL.md') || memory?.walkedDigest === undefined) return undefined;
+  const size = walk.files.find((f) => f.path === 'SKILL.md')?.size;
+  if (size === undefined || size > MAX_SKILL_MD_BYTES) return undefined;
+  const digest = memory.walkedDigest(realDir, 'SKILL.md', state);
+  if (digest === undefined) return undefined;
+  const view = rememberedView(memory.parsedSkillMd(viewKey(maxFrontmatterBytes, digest)));
+  return view ? { digest, view } : undefined;
 }
 
 /**
@@ -165,18 +192,21 @@ function viewOf(text: string, textDigest: string, maxFrontmatterBytes: number, m
 export async function scanSkill(found: DiscoveredSkill, limits: CatalogLimits, declarationsDir?: string, memory?: ScanMemory): Promise<ScanResult> {
   const problems: Problem[] = [];
   const at = found.displayPath;
-  const [md, walk] = await Promise.all([
-    readSkillMdFile(found.realDir),
-    walkSkill(found.name, found.realDir, at, { maxFiles: limits.maxFilesPerSkill, maxDirs: limits.maxDirsPerSkill, states: memory !== undefined }),
-  ]);
-  if (!md.ok) return { problems: [{ path: `${at}/SKILL.md`, reason: 'unreadable-skill-md', detail: `${md.why}; the skill is not served` }] };
-  const skillMdDigest = createHash('sha256').update(md.text).digest('hex');
+  const walk = await walkSkill(found.name, found.realDir, at, { maxFiles: limits.maxFilesPerSkill, maxDirs: limits.maxDirsPerSkill, states: memory !== undefined });
+  let skillMdDigest: string;
   let parsed: SkillMdView;
-  try {
-    parsed = viewOf(md.text, skillMdDigest, limits.maxFrontmatterBytes, memory);
-  } catch (error) {
-    if (!(error instanceof FrontmatterError)) throw error;
-    return { problems: [{ path: `${at}/SKILL.md`, reason: 'malformed-frontmatter', detail: `${error.message}; the skill is not served` }] };
+  const remembered = rememberedSkillMd(walk, found.realDir, limits.maxFrontmatterBytes, memory);
+  if (remembered) ({ digest: skillMdDigest, view: parsed } = remembered);
+  else {
+    const md = readSkillMdFile(found.realDir);
+    if (!md.ok) return { problems: [{ path: `${at}/SKILL.md`, reason: 'unreadable-skill-md', detail: `${md.why}; the skill is not served` }] };
+    skillMdDigest = createHash('sha256').update(md.bytes).digest('hex');
+    try {
+      parsed = viewOf(md, skillMdDigest, limits.maxFrontmatterBytes, memory);
+    } catch (error) {
+      if (!(error instanceof FrontmatterError)) throw error;
+      return { problems: [{ path: `${at}/SKILL.md`, reason: 'malformed-frontmatter', detail: `${error.message}; the skill is not served` }] };
+    }
   }
   problems.push(...walk.problems);
   const fm = parsed.frontmatter;
@@ -206,8 +236,7 @@ export async function scanSkill(found: DiscoveredSkill, limits: CatalogLimits, d
     declaration = { ...declaration, run: declaration.run.filter((s) => present.has(s.script)) };
   }
 
-  const validUtf8 = !md.text.includes('\uFFFD') || Buffer.from(md.text, 'utf8').length === md.size;
-  const why = unpublishable(found.name, fm, parsed.bom, walk.files, walk.limited, validUtf8, parsed.declarationError !== undefined);
+  const why = unpublishable(found.name, fm, parsed.bom, walk.files, walk.limited, parsed.validUtf8, parsed.declarationError !== undefined);
   if (why.length > 0) {
     problems.push({ path: at, reason: 'not-published', detail: `served by the tools and prompts, but not in the skill:// namespace: ${why.join('; ')}` });
   }
@@ -225,8 +254,6 @@ export async function scanSkill(found: DiscoveredSkill, limits: CatalogLimits, d
       ...(resolved.origin ? { declarationOrigin: resolved.origin } : {}),
       files: walk.files,
       published: why.length === 0,
-      skillMdSize: md.size,
-      skillMdMtimeMs: md.mtimeMs,
       skillMdDigest,
       headings: parsed.headings,
       ...(walk.states ? { fileStates: walk.states } : {}),

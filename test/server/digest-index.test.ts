@@ -8,7 +8,7 @@
  * not read, not overwritten.
  */
 import { createHash } from 'node:crypto';
-import { chmodSync, chownSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -98,6 +98,93 @@ describe('a remembered digest is never published for changed bytes', () => {
   });
 });
 
+describe('an unchanged start does not rewrite the index; any difference does', () => {
+  /** The index file's inode: a save writes a new file and renames it over the old one. */
+  const inode = (path: string): bigint => statSync(path, { bigint: true }).ino;
+  const stateOf = (file: string): string => {
+    const st = statSync(file, { bigint: true });
+    return `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+  };
+
+  it('every entry found settled and unchanged: the file is left as it is, and the next start still reuses it', () => {
+    const { dir, index } = setup('same\n');
+    start(dir, index, 0);
+    start(dir, index, 3_000); // settled: recorded, so written
+    const written = inode(index);
+    const was = readFileSync(index);
+    start(dir, index, 6_000);
+    expect(inode(index)).toBe(written);
+    expect(readFileSync(index).equals(was)).toBe(true);
+    expect(DigestIndex.load(index, () => undefined, () => 9_000).lookup(`${dir}\0a.md`, stateOf(join(dir, 'a.md')))).toBe(sha('same\n'));
+  });
+
+  it('a changed file (hashed again) is written', () => {
+    const { dir, index } = setup('one\n');
+    start(dir, index, 0);
+    start(dir, index, 3_000);
+    const written = inode(index);
+    writeFileSync(join(dir, 'a.md'), 'two, longer\n');
+    start(dir, index, 6_000);
+    expect(inode(index)).not.toBe(written);
+    expect(readFileSync(index, 'utf8')).toContain(sha('two, longer\n'));
+  });
+
+  it('a forgotten entry (a read found other bytes) is written, even with nothing else changed', () => {
+    const { dir, index } = setup('x\n');
+    start(dir, index, 0);
+    start(dir, index, 3_000);
+    const key = `${dir}\0a.md`;
+    const loaded = DigestIndex.load(index, () => undefined, () => 6_000);
+    expect(loaded.lookup(key, stateOf(join(dir, 'a.md')))).toBe(sha('x\n'));
+    loaded.forget(key);
+    loaded.save();
+    expect(DigestIndex.load(index, () => undefined, () => 9_000).lookup(key, stateOf(join(dir, 'a.md')))).toBeUndefined();
+  });
+
+  it('an entry not looked up this start is dropped by a write', () => {
+    const { dir, index } = setup('x\n');
+    start(dir, index, 0);
+    start(dir, index, 3_000);
+    const written = inode(index);
+    DigestIndex.load(index, () => undefined, () => 6_000).save();
+    expect(inode(index)).not.toBe(written);
+    expect(JSON.parse(readFileSync(index, 'utf8')).rows).toEqual([]);
+  });
+
+  it('a file holding rows it could not use (malformed, or a key twice) is rewritten without them', () => {
+    const { dir, index } = setup('x\n');
+    start(dir, index, 0);
+    start(dir, index, 3_000);
+    const good = JSON.parse(readFileSync(index, 'utf8'));
+    for (const extra of [['k', 'S', 0, 5_000, 'not hex'], good.rows[0]]) {
+      writeFileSync(index, JSON.stringify({ ...good, rows: [...good.rows, extra] }), { mode: 0o600 });
+      start(dir, index, 6_000);
+      expect(JSON.parse(readFileSync(index, 'utf8')).rows).toEqual(good.rows);
+    }
+  });
+
+  it('parses remembered by another build are replaced by this build\'s', async () => {
+    const path = join(base, `index-${n++}.json`);
+    writeFileSync(path, JSON.stringify({ version: 2, build: 'another build', rows: [], parsed: [['k', '{"frontmatter":{}}']] }), { mode: 0o600 });
+    DigestIndex.load(path, () => undefined).save();
+    const after = JSON.parse(readFileSync(path, 'utf8'));
+    expect(after.build).not.toBe('another build');
+    expect(after.parsed).toEqual([]);
+  });
+
+  it('a parse remembered afresh (the remembered one was not usable) is written', () => {
+    const path = join(base, `index-${n++}.json`);
+    const first = DigestIndex.load(path, () => undefined, () => 0);
+    first.rememberParsedSkillMd('k', '{"old":1}');
+    first.save();
+    const second = DigestIndex.load(path, () => undefined, () => 1);
+    expect(second.parsedSkillMd('k')).toBe('{"old":1}');
+    second.rememberParsedSkillMd('k', '{"new":1}');
+    second.save();
+    expect(DigestIndex.load(path, () => undefined, () => 2).parsedSkillMd('k')).toBe('{"new":1}');
+  });
+});
+
 describe('an index file someone else could have written is refused', () => {
   it('mode 0644: not read, not overwritten, said so', () => {
     const { dir, index } = setup('x\n');
@@ -175,6 +262,120 @@ describe('a remembered SKILL.md parse is used only for the same text, by the sam
     const garbage: ScanMemory = { parsedSkillMd: () => '{"frontmatter":"not a mapping","bom":false,"headings":[]}', rememberParsedSkillMd: () => undefined };
     const record = await scanWith(garbage);
     expect(record.frontmatter).toEqual({ name: 'memo', description: 'remembered' });
+  });
+});
+
+describe('a warm start takes SKILL.md from the index only on the evidence its digest is published on', () => {
+  const skillMd = '---\nname: memo\ndescription: "on disk"\n---\n\n# Heading\n';
+  const limits = DEFAULT_CATALOG_LIMITS;
+  const keyOf = (digest: string): string => `${limits.maxFrontmatterBytes}:${digest}`;
+  /** A parse as the index would hold it, but saying something the file does not: shows whether the file was read. */
+  const fromMemory = JSON.stringify({ frontmatter: { name: 'memo', description: 'from memory' }, bom: false, validUtf8: true, headings: ['Remembered'] });
+
+  function folder(text = skillMd) {
+    const dir = mkdtempSync(join(base, 'warm-md-'));
+    writeFileSync(join(dir, 'SKILL.md'), text);
+    return { dir, found: { name: 'memo', realDir: dir, displayPath: 'skills/memo', root: 0 } };
+  }
+
+  /** A memory holding `digest` for SKILL.md in exactly the state the walk sees, and `parses`; records what is remembered. */
+  function memoryFor(dir: string, digest: string | undefined, parses: Record<string, string>, walked = true) {
+    const remembered: string[] = [];
+    const asked: string[] = [];
+    const memory: ScanMemory = {
+      parsedSkillMd: (key) => parses[key],
+      rememberParsedSkillMd: (key) => void remembered.push(key),
+      ...(walked ? { walkedDigest: (realDir: string, rel: string, state: string) => {
+        asked.push(rel);
+        return realDir === dir && rel === 'SKILL.md' && state === stateOfFile(join(dir, 'SKILL.md')) ? digest : undefined;
+      } } : {}),
+    };
+    return { memory, remembered, asked };
+  }
+  const stateOfFile = (file: string): string => {
+    const st = statSync(file, { bigint: true });
+    return `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+  };
+
+  it('settled digest and its parse remembered: SKILL.md is not read, and the record carries that digest', async () => {
+    const { dir, found } = folder();
+    const digest = sha(skillMd);
+    const { memory } = memoryFor(dir, digest, { [keyOf(digest)]: fromMemory });
+    const { record } = await scanSkill(found, limits, undefined, memory);
+    expect(record?.description).toBe('from memory');
+    expect(record?.skillMdDigest).toBe(digest);
+    expect(record?.published).toBe(true);
+  });
+
+  it('no settled digest for the walked state (changed, or not yet settled): read, and keyed by the bytes\' own digest', async () => {
+    const { dir, found } = folder();
+    const { memory, remembered } = memoryFor(dir, undefined, { [keyOf(sha(skillMd))]: fromMemory.replace('from memory', 'parse of these bytes') });
+    const { record } = await scanSkill(found, limits, undefined, memory);
+    // The parse cache is still used, by the hash of what was read.
+    expect(record?.description).toBe('parse of these bytes');
+    expect(record?.skillMdDigest).toBe(sha(skillMd));
+    expect(remembered).toEqual([]);
+  });
+
+  it('a settled digest whose parse is not remembered: read and parsed, remembered under the digest of the bytes read, never under the index\'s', async () => {
+    const { dir, found } = folder();
+    const stale = sha('what the index believes the file holds');
+    const { memory, remembered } = memoryFor(dir, stale, {});
+    const { record } = await scanSkill(found, limits, undefined, memory);
+    expect(record?.description).toBe('on disk');
+    expect(record?.skillMdDigest).toBe(sha(skillMd));
+    expect(remembered).toEqual([keyOf(sha(skillMd))]);
+  });
+
+  it('walked states not trusted (a root process: no walkedDigest): always read', async () => {
+    const { dir, found } = folder();
+    const { memory } = memoryFor(dir, sha(skillMd), { [keyOf(sha('other'))]: fromMemory }, false);
+    const { record } = await scanSkill(found, limits, undefined, memory);
+    expect(record?.description).toBe('on disk');
+  });
+
+  it('a SKILL.md that is a link (to a file inside the skill) is never taken from memory: the read refuses it as before', async () => {
+    const { dir, found } = folder('---\nname: memo\ndescription: real\n---\n');
+    mkdirSync(join(dir, 'docs'));
+    writeFileSync(join(dir, 'docs', 'real.md'), skillMd);
+    rmSync(join(dir, 'SKILL.md'));
+    symlinkSync('docs/real.md', join(dir, 'SKILL.md'));
+    const digest = sha(skillMd);
+    // Even a memory answering for whatever state the walk reports.
+    const memory: ScanMemory = { parsedSkillMd: () => fromMemory, rememberParsedSkillMd: () => undefined, walkedDigest: () => digest };
+    const { record, problems } = await scanSkill(found, limits, undefined, memory);
+    expect(record).toBeUndefined();
+    expect(problems.map((p) => p.reason)).toEqual(['unreadable-skill-md']);
+  });
+
+  it('through a real index: the start after the one that settled SKILL.md does not read it; an edit keeping size and mtime is read', async () => {
+    const { dir, found } = folder();
+    const file = join(dir, 'SKILL.md');
+    const SECONDS = 1_700_000_000;
+    utimesSync(file, SECONDS, SECONDS);
+    const path = join(base, `index-${n++}.json`);
+    const startAt = async (at: number) => {
+      const index = DigestIndex.load(path, () => undefined, () => at);
+      const memory: ScanMemory = { parsedSkillMd: (k) => index.parsedSkillMd(k), rememberParsedSkillMd: (k, j) => index.rememberParsedSkillMd(k, j), walkedDigest: (d, rel, state) => index.lookup(`${d}\0${rel}`, state) };
+      const { record } = await scanSkill(found, limits, undefined, memory);
+      digestServedFile(dir, 'SKILL.md', 1024 * 1024, scratch, index, { state: record!.fileStates!.get('SKILL.md')!, size: record!.files[0]!.size });
+      index.save();
+      return record!;
+    };
+    await startAt(0);
+    await startAt(3_000); // settles
+    // Make the remembered parse say something else: if the next start reads the file, it will not show.
+    const saved = JSON.parse(readFileSync(path, 'utf8'));
+    saved.parsed = saved.parsed.map(([k, v]: [string, string]) => [k, v.replace('on disk', 'from memory')]);
+    writeFileSync(path, JSON.stringify(saved), { mode: 0o600 });
+    expect((await startAt(6_000)).description).toBe('from memory');
+    const before = statSync(file, { bigint: true });
+    writeFileSync(file, skillMd.replace('on disk', 'edited!'));
+    utimesSync(file, SECONDS, SECONDS);
+    expect(statSync(file, { bigint: true }).mtimeNs).toBe(before.mtimeNs);
+    const edited = await startAt(9_000);
+    expect(edited.description).toBe('edited!');
+    expect(edited.skillMdDigest).toBe(sha(skillMd.replace('on disk', 'edited!')));
   });
 });
 
