@@ -17,6 +17,7 @@
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { PROBE, WORKLOADS, generate } from './generate.mjs';
 import { directSpawner } from './lib.mjs';
 import { median, quantile } from './report.mjs';
@@ -93,90 +94,111 @@ async function runOnce(session) {
   return { preview: t1 - t0, run: t2 - t1, both: t2 - t0 };
 }
 
-const workloads = WORKLOADS.filter((w) => !only || only.includes(w.id));
-const state = mkdtempSync(join(tmpdir(), 'skill-mcp-bench-runcat-'));
-if (prof) {
-  mkdirSync(prof, { recursive: true });
-  chmodSync(prof, 0o1777); // the front drops to its own uid when started as root
-}
-const servers = [];
-let spawner;
-const loads = { start: load() };
-try {
-  for (const [b, bin] of BINS.entries()) for (const workload of workloads) {
-    const { root } = await generate(workload);
-    const session = await Session.open({
-      command: process.execPath,
-      args: [bin],
-      env: {
-        SKILLS_DIR: root, SKILL_MCP_MAX_SKILLS: String(workload.skills * 2), MCP_CONFIRM_ELICITATION: 'off',
-        SKILL_MCP_STATE_DIR: join(state, `${b}-${workload.id}`),
-        // The launcher starts the runner with its own node and environment: both are profiled
-        // (--cpu-prof is not allowed in NODE_OPTIONS; a preload running V8's profiler is).
-        ...(prof ? { NODE_OPTIONS: `--require ${join(REPO, 'bench/prof-preload.cjs')}`, PROF_DIR: prof } : {}),
-      },
+/**
+ * Measures every build on every workload (the rounds above), and returns what the CLI prints and
+ * writes: `rows` per build and workload, the direct spawn's median, the load averages.
+ * `npm run bench` calls it too (bench/run.mjs, the `catalog` part).
+ */
+export async function measureRunCatalog({ bins = BINS, ids = only, rounds = ROUNDS, previews: previewRounds = PREVIEWS, prof: profDir = prof, node = process.execPath, log = (m) => process.stderr.write(`${m}\n`) } = {}) {
+  const workloads = WORKLOADS.filter((w) => !ids || ids.includes(w.id));
+  const state = mkdtempSync(join(tmpdir(), 'skill-mcp-bench-runcat-'));
+  if (profDir) {
+    mkdirSync(profDir, { recursive: true });
+    chmodSync(profDir, 0o1777); // the front drops to its own uid when started as root
+  }
+  const servers = [];
+  let spawner;
+  const loads = { start: load() };
+  try {
+    for (const [b, bin] of bins.entries()) for (const workload of workloads) {
+      const { root } = await generate(workload);
+      const session = await Session.open({
+        command: process.execPath,
+        args: [bin],
+        env: {
+          SKILLS_DIR: root, SKILL_MCP_MAX_SKILLS: String(workload.skills * 2), MCP_CONFIRM_ELICITATION: 'off',
+          SKILL_MCP_STATE_DIR: join(state, `${b}-${workload.id}`),
+          // The launcher starts the runner with its own node and environment: both are profiled
+          // (--cpu-prof is not allowed in NODE_OPTIONS; a preload running V8's profiler is).
+          ...(profDir ? { NODE_OPTIONS: `--require ${join(REPO, 'bench/prof-preload.cjs')}`, PROF_DIR: profDir } : {}),
+        },
+      });
+      // The catalog first (its digest pass), then the runner's first runs (its warm-up).
+      await session.walkSkills();
+      for (let i = 0; i < 3; i++) await runOnce(session);
+      servers.push({ bin, build: b, workload, root, session, samples: [] });
+      log(`${bin}: ${workload.skills} skills up, runner warm (load ${load()})`);
+    }
+    // A runner reuses a root's listing once the root has been still for SETTLE_MS (shared/folder-listing.ts):
+    // measure the steady state of a runner that has been up a while, not its first seconds.
+    await new Promise((resolve) => setTimeout(resolve, SETTLE_MS + 500));
+    spawner = directSpawner([], join(servers[0].root, PROBE.name, PROBE.script));
+    for (let i = 0; i < 3; i++) await spawner.time();
+    const direct = [];
+    loads.measuring = load();
+    for (const s of servers) s.cpuBefore = cpuMs(s.session.pid);
+    for (let round = 0; round < rounds; round++) {
+      // Rotate who goes first: none of them always follows the direct spawn or another's run.
+      const order = [...servers.map((s) => s), 'direct'];
+      for (let k = 0; k < round % order.length; k++) order.push(order.shift());
+      for (const who of order) {
+        if (who === 'direct') direct.push(await spawner.time());
+        else who.samples.push(await runOnce(who.session));
+      }
+      if ((round + 1) % 5 === 0) log(`  round ${round + 1}/${rounds} (load ${load()})`);
+    }
+    for (const s of servers) s.cpuRuns = cpuMs(s.session.pid) - s.cpuBefore;
+    // The preview call alone, interleaved the same way: the catalog's term without the spawn's noise.
+    const previews = servers.map(() => []);
+    for (const s of servers) s.cpuBefore = cpuMs(s.session.pid);
+    for (let round = 0; round < previewRounds; round++) {
+      const order = servers.map((_, i) => i);
+      for (let k = 0; k < round % order.length; k++) order.push(order.shift());
+      for (const i of order) {
+        const t0 = performance.now();
+        const first = await servers[i].session.callTool('skill_run', { name: PROBE.name, script: PROBE.script, args: [] });
+        previews[i].push(performance.now() - t0);
+        if (typeof first.structuredContent?.confirmToken !== 'string') throw new Error('no confirmation token');
+      }
+    }
+    for (const s of servers) s.cpuPreviews = cpuMs(s.session.pid) - s.cpuBefore;
+    loads.end = load();
+    const m = (s, k) => median(s.samples.map((x) => x[k]));
+    const rows = servers.map((s, i) => {
+      // Differences are against the smallest workload of the same build.
+      const base = servers.find((o) => o.build === s.build);
+      const baseAt = servers.indexOf(base);
+      return {
+      bin: s.bin, workload: s.workload.id, skills: s.workload.skills,
+      previewMs: m(s, 'preview'), runMs: m(s, 'run'), bothMs: m(s, 'both'), bothP90Ms: quantile(s.samples.map((x) => x.both), 0.9),
+      addedOverDirectMs: m(s, 'both') - median(direct),
+      cpuPerRunMs: s.cpuRuns / rounds, cpuPerPreviewMs: s.cpuPreviews / previewRounds,
+      cpuPerRunOverSmallestMs: s.cpuRuns / rounds - base.cpuRuns / rounds, cpuPerPreviewOverSmallestMs: s.cpuPreviews / previewRounds - base.cpuPreviews / previewRounds,
+      previewAloneMs: median(previews[i]), previewAloneOverSmallestMs: median(previews[i]) - median(previews[baseAt]),
+      overSmallestMs: { preview: m(s, 'preview') - m(base, 'preview'), run: m(s, 'run') - m(base, 'run'), both: m(s, 'both') - m(base, 'both') },
+      // Paired by round (each round runs every server once, back to back): the catalog's term with the round's load taken out.
+      pairedOverSmallestMs: { both: median(s.samples.map((x, r) => x.both - base.samples[r].both)), run: median(s.samples.map((x, r) => x.run - base.samples[r].run)) },
+      pairedBothSamplesMs: s.samples.map((x, r) => x.both - base.samples[r].both),
+      };
     });
-    // The catalog first (its digest pass), then the runner's first runs (its warm-up).
-    await session.walkSkills();
-    for (let i = 0; i < 3; i++) await runOnce(session);
-    servers.push({ bin, build: b, workload, root, session, samples: [] });
-    process.stderr.write(`${bin}: ${workload.skills} skills up, runner warm (load ${load()})\n`);
+    const out = { date: new Date().toISOString(), node: process.version, rounds, previews: previewRounds, loads, directMs: median(direct), rows, raw: servers.map((s, i) => ({ bin: s.bin, workload: s.workload.id, samples: s.samples, previews: previews[i] })), direct };
+    return out;
+  } finally {
+    spawner?.close();
+    for (const s of servers) await s.session.close();
+    rmSync(state, { recursive: true, force: true });
   }
-  // A runner reuses a root's listing once the root has been still for SETTLE_MS (shared/folder-listing.ts):
-  // measure the steady state of a runner that has been up a while, not its first seconds.
-  await new Promise((resolve) => setTimeout(resolve, SETTLE_MS + 500));
-  spawner = directSpawner([], join(servers[0].root, PROBE.name, PROBE.script));
-  for (let i = 0; i < 3; i++) await spawner.time();
-  const direct = [];
-  loads.measuring = load();
-  for (const s of servers) s.cpuBefore = cpuMs(s.session.pid);
-  for (let round = 0; round < ROUNDS; round++) {
-    // Rotate who goes first: none of them always follows the direct spawn or another's run.
-    const order = [...servers.map((s) => s), 'direct'];
-    for (let k = 0; k < round % order.length; k++) order.push(order.shift());
-    for (const who of order) {
-      if (who === 'direct') direct.push(await spawner.time());
-      else who.samples.push(await runOnce(who.session));
-    }
-    if ((round + 1) % 5 === 0) process.stderr.write(`  round ${round + 1}/${ROUNDS} (load ${load()})\n`);
-  }
-  for (const s of servers) s.cpuRuns = cpuMs(s.session.pid) - s.cpuBefore;
-  // The preview call alone, interleaved the same way: the catalog's term without the spawn's noise.
-  const previews = servers.map(() => []);
-  for (const s of servers) s.cpuBefore = cpuMs(s.session.pid);
-  for (let round = 0; round < PREVIEWS; round++) {
-    const order = servers.map((_, i) => i);
-    for (let k = 0; k < round % order.length; k++) order.push(order.shift());
-    for (const i of order) {
-      const t0 = performance.now();
-      const first = await servers[i].session.callTool('skill_run', { name: PROBE.name, script: PROBE.script, args: [] });
-      previews[i].push(performance.now() - t0);
-      if (typeof first.structuredContent?.confirmToken !== 'string') throw new Error('no confirmation token');
-    }
-  }
-  for (const s of servers) s.cpuPreviews = cpuMs(s.session.pid) - s.cpuBefore;
-  loads.end = load();
-  const m = (s, k) => median(s.samples.map((x) => x[k]));
-  const rows = servers.map((s, i) => {
-    // Differences are against the smallest workload of the same build.
-    const base = servers.find((o) => o.build === s.build);
-    const baseAt = servers.indexOf(base);
-    return {
-    bin: s.bin, workload: s.workload.id, skills: s.workload.skills,
-    previewMs: m(s, 'preview'), runMs: m(s, 'run'), bothMs: m(s, 'both'), bothP90Ms: quantile(s.samples.map((x) => x.both), 0.9),
-    addedOverDirectMs: m(s, 'both') - median(direct),
-    cpuPerRunMs: s.cpuRuns / ROUNDS, cpuPerPreviewMs: s.cpuPreviews / PREVIEWS,
-    cpuPerRunOverSmallestMs: s.cpuRuns / ROUNDS - base.cpuRuns / ROUNDS, cpuPerPreviewOverSmallestMs: s.cpuPreviews / PREVIEWS - base.cpuPreviews / PREVIEWS,
-    previewAloneMs: median(previews[i]), previewAloneOverSmallestMs: median(previews[i]) - median(previews[baseAt]),
-    overSmallestMs: { preview: m(s, 'preview') - m(base, 'preview'), run: m(s, 'run') - m(base, 'run'), both: m(s, 'both') - m(base, 'both') },
-    };
-  });
-  const out = { date: new Date().toISOString(), node: process.version, rounds: ROUNDS, previews: PREVIEWS, loads, directMs: median(direct), rows, raw: servers.map((s, i) => ({ bin: s.bin, workload: s.workload.id, samples: s.samples, previews: previews[i] })), direct };
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const out = await measureRunCatalog();
+  const { rows, loads } = out;
+  const direct = out.direct;
   mkdirSync(join(REPO, 'bench/out'), { recursive: true });
   writeFileSync(join(REPO, 'bench/out/run-catalog.json'), JSON.stringify(out, null, 2));
   const f = (x) => `${x.toFixed(2)} ms`;
   const signed = (x) => `${x >= 0 ? '+' : ''}${x.toFixed(2)} ms`;
-  console.log(`${new Date().toISOString().slice(0, 16)} UTC, node ${process.version}, ${ROUNDS} skill_run rounds then ${PREVIEWS} preview rounds, interleaved; load average (1/5/15 min) ${loads.start} at start, ${loads.measuring} when measuring began, ${loads.end} at the end`);
+  console.log(`${new Date().toISOString().slice(0, 16)} UTC, node ${process.version}, ${out.rounds} skill_run rounds then ${out.previews} preview rounds, interleaved; load average (1/5/15 min) ${loads.start} at start, ${loads.measuring} when measuring began, ${loads.end} at the end`);
   console.log(`direct spawn of the probe: median ${f(median(direct))}`);
   for (const [b, bin] of BINS.entries()) console.log(`build ${b + 1}: ${bin}`);
   console.log('| build | skills | preview call | run call | both calls (p90) | added over a direct spawn | both calls − the 30-skill server\'s (preview, run) | preview alone, median of many | − the 30-skill server\'s | CPU of front + runner per skill_run (− 30 skills\') | per preview alone (− 30 skills\') |');
@@ -184,8 +206,4 @@ try {
   for (const r of rows) {
     console.log(`| ${BINS.indexOf(r.bin) + 1} | ${r.skills} | ${f(r.previewMs)} | ${f(r.runMs)} | ${f(r.bothMs)} (${f(r.bothP90Ms)}) | ${signed(r.addedOverDirectMs)} | ${signed(r.overSmallestMs.both)} (${signed(r.overSmallestMs.preview)}, ${signed(r.overSmallestMs.run)}) | ${f(r.previewAloneMs)} | ${signed(r.previewAloneOverSmallestMs)} | ${f(r.cpuPerRunMs)} (${signed(r.cpuPerRunOverSmallestMs)}) | ${f(r.cpuPerPreviewMs)} (${signed(r.cpuPerPreviewOverSmallestMs)}) |`);
   }
-} finally {
-  spawner?.close();
-  for (const s of servers) await s.session.close();
-  rmSync(state, { recursive: true, force: true });
 }

@@ -3,7 +3,7 @@
  * and the reference on the same folders, prints the table, writes bench/out/*.json and the
  * generated part of bench/RESULTS.md. Numbers only: nothing here fails on speed.
  *
- *   node bench/run.mjs [--only=small,large,huge,live,first,http,warm,floor,secrets] [--quick]
+ *   node bench/run.mjs [--only=small,large,huge,live,first,http,warm,floor,catalog,secrets] [--quick]
  *
  * `live` (bench/live.mjs: watch cost, write → notification, skill_search, skill_list size) runs on
  * the large and huge workloads; `--only=live` runs it alone and rewrites only its block of RESULTS.md.
@@ -16,6 +16,10 @@
  * carries issue 31's target, and on the large and huge workloads.
  * `floor` (bench/run-floor.mjs: our run beside bare bubblewrap at each isolation level, issue 31
  * item 2) adds a row per level: ours − bare, median of the per-sample differences.
+ * `catalog` (bench/run-catalog.mjs: 30, 1,000 and 5,000-skill servers up at once, one skill_run
+ * each per round, issue 31 item 1) adds a row per larger catalog: its run − the 30-skill server's,
+ * paired by round. Every workload also walks `skills/list` interleaved with the reference
+ * (bench/walk.mjs, issue 31 item 3), and its first walk is set against the reference's first answer.
  */
 import { cp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { execFileSync } from 'node:child_process';
@@ -32,6 +36,8 @@ import { floorMarkdown, runFloorRows, TARGET_MS as FLOOR_TARGET_MS } from './run
 import { measureSecretsProxy, summarize } from './secrets-proxy.mjs';
 import { buildRefServer } from './ref-bundle.mjs';
 import { measureWarmStart, warmStartRows } from './warm-start.mjs';
+import { compareWalks } from './walk.mjs';
+import { measureRunCatalog } from './run-catalog.mjs';
 import { median, row, toMarkdown, toTerminal } from './report.mjs';
 
 
@@ -57,7 +63,13 @@ const TARGETS = {
   rss: { small: 80, huge: 250 },
   peak: { small: 130 },
   skillRunAddedMs: 20,
+  /** Issue 31 item 3: a warm whole walk, and the first walk after start against the ref's first answer. */
+  walk: { ratio: 1 },
+  /** Issue 31 item 1: a run at 5,000 skills within 1 ms of the 30-skill figure. */
+  runCatalogMs: 1,
 };
+/** Timed interleaved walks per workload (bench/walk.mjs), each server. */
+const WALKS = { small: 15, large: 9, huge: 5 };
 
 const log = (message) => process.stderr.write(`${message}\n`);
 
@@ -107,10 +119,12 @@ async function measureWorkload(workload, ourBin, refBundle) {
   const warm = { ours: await warmSession(server.ours, 'ours', root, runs.warm), ref: await warmSession(server.ref, 'ref', root, runs.warm) };
   const raw = { ours: await rawSession(server.ours, 'ours', runs.warm), ref: await rawSession(server.ref, 'ref', runs.warm) };
   const compared = await readCompareRows({ workload, servers: server, times: runs.warm, targets: TARGETS });
-  return { workload, runs, cold, warm, raw, firstPageUndigested, compared };
+  // Both servers up at once, walking in turns (bench/walk.mjs): a busy moment falls on both alike.
+  const [walked] = await compareWalks({ workload, bins: [ourBin], refBundle, walks: quick ? 2 : WALKS[workload.id], node: NODE, log: (line) => log(`  walk: ${line}`) });
+  return { workload, runs, cold, warm, raw, firstPageUndigested, compared, walked };
 }
 
-function rowsOf({ workload, cold, warm, raw, firstPageUndigested, compared }) {
+function rowsOf({ workload, cold, warm, raw, firstPageUndigested, compared, walked }) {
   const id = workload.id;
   const w = `${workload.skills} skills`;
   const { ours, ref } = warm;
@@ -121,6 +135,8 @@ function rowsOf({ workload, cold, warm, raw, firstPageUndigested, compared }) {
     row(w, 'spawn → first tools/list', 'ms', cold.ours.tools, undefined),
     row(w, 'skills/list full walk, first (right after start)', 'ms', ours.firstWalkMs, ref.firstWalkMs, undefined, `ours: ${digestNote(ours.walk)}; ref: ${ref.walk.skills} skills`),
     row(w, 'skills/list full walk, warm', 'ms', ours.walkMs, ref.walkMs),
+    row(w, 'skills/list full walk, warm, interleaved with the ref', 'ms', walked.samples.ours, walked.samples.ref, TARGETS.walk, `ours ${walked.pages} pages (largest ${Math.round(walked.largestPageBytes / 1024)} KiB), ref ${walked.refPages}; load ${walked.load}`),
+    row(w, 'skills/list full walk right after start', 'ms', ours.firstWalkMs, cold.ref.list, TARGETS.walk, "ref column: the ref's spawn → first skills/list"),
     row(w, 'skills/list one page, warm', 'ms', ours.pageMs, ref.pageMs, TARGETS.page),
     row(w, 'skills/list first page, bare JSON-RPC client', 'ms', raw.ours.pageMs, raw.ref.pageMs, undefined, 'no SDK client parsing'),
     row(w, 'skill_list', 'ms', ours.skillListMs, undefined),
@@ -221,6 +237,18 @@ if (!only || only.includes('floor')) {
   for (const r of floor) {
     if (r.error) rows.push({ workload: 'run floor', label: `skill_run over bare bubblewrap (${r.label})`, unit: 'ms', runs: 0, note: `not measured: ${r.error}` });
     else rows.push(row('run floor', `skill_run over bare bubblewrap, \`${r.level}\``, 'ms', [r.oursOverBareMs], undefined, r.level === 'namespace' ? FLOOR_TARGET_MS : undefined, `ours ${r.oursMs.toFixed(1)} / bare ${r.bareMs.toFixed(1)} ms; runner − bare ${r.runnerOverBareMs.toFixed(1)}, chain − bare ${r.chainOverBareMs.toFixed(1)}, front + wire ${r.frontWireMs.toFixed(1)} ms; load ${r.loadBefore}`));
+  }
+}
+if (!only || only.includes('catalog')) {
+  // Issue 31 item 1: does a run's cost grow with the catalog? 30 / 1,000 / 5,000-skill servers up
+  // at once, one skill_run each per round in a rotating order (bench/run-catalog.mjs).
+  log('run against the catalog: skill_run on 30, 1,000 and 5,000-skill servers, in turns (bench/run-catalog.mjs)');
+  const cat = await measureRunCatalog({ bins: [ourBin], ids: ['small', 'large', 'huge'], rounds: quick ? 3 : 21, previews: quick ? 10 : 60, node: NODE, log: (line) => log(`  ${line}`) });
+  await writeFile(join(OUT, 'run-catalog.json'), JSON.stringify(cat, null, 2));
+  for (const r of cat.rows.filter((x) => x.skills !== 30)) {
+    const signed = (x) => `${x >= 0 ? '+' : ''}${x.toFixed(2)}`;
+    rows.push(row(`${r.skills} skills`, 'skill_run (both calls) − the 30-skill server\'s, paired by round', 'ms', r.pairedBothSamplesMs, undefined, r.skills === 5000 ? TARGETS.runCatalogMs : undefined,
+      `${r.bothMs.toFixed(1)} ms against ${(r.bothMs - r.overSmallestMs.both).toFixed(1)}; preview alone ${signed(r.previewAloneOverSmallestMs)} ms; front + runner CPU per run ${signed(r.cpuPerRunOverSmallestMs)} ms; load ${cat.loads.measuring} → ${cat.loads.end}`));
   }
 }
 if (!only || only.includes('secrets')) {
