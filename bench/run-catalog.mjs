@@ -113,7 +113,7 @@ export async function measureRunCatalog({ bins = BINS, ids = only, rounds = ROUN
     for (const [b, bin] of bins.entries()) for (const workload of workloads) {
       const { root } = await generate(workload);
       const session = await Session.open({
-        command: process.execPath,
+        command: node,
         args: [bin],
         env: {
           SKILLS_DIR: root, SKILL_MCP_MAX_SKILLS: String(workload.skills * 2), MCP_CONFIRM_ELICITATION: 'off',
