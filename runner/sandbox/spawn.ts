@@ -6,7 +6,7 @@
  *
  *   namespace-uid: setpriv (run uid/gid, no groups, no caps, no_new_privs, die with the runner)
  *                    → bwrap (namespaces, file-system view) → env -u PWD → prlimit → interpreter
- *   namespace:     setpriv (no_new_privs, die with the runner) → bwrap → env -u PWD → prlimit
+ *   namespace:     bwrap (no_new_privs and death with the runner by itself) → env -u PWD → prlimit
  *                    → interpreter
  *   uid-sandbox:   setpriv (die with the runner) → unshare (mount/pid/net/ipc/uts) → sh (fixed text: a capped tmpfs HOME, read-only binds over shared
  *                    writable dirs) → prlimit → setpriv (run uid …) → interpreter
@@ -183,7 +183,13 @@ export function buildSpawn(plan: RunPlan, platform: Platform, sourceEnv: Readonl
     // bubblewrap always exports PWD; the script must get exactly the approved variables.
     const inside = [platform.tools.env!, '-u', 'PWD', prlimit!, ...rlimits(true), ...target];
     const view = { skillDir: plan.realDir, tmpBytes: limits.tmpBytes, workspace: dirs.workspace, ...(proxied ? { egressSocket: egressSocketPath(scratch) } : {}), ...(withBundle ? { caBundle: caBundlePath(scratch) } : {}), ...(platform.seccomp ? { seccompFd: SECCOMP_FD } : {}), deps: depsBinds(plan.deps) };
-    chain = [...drop, bwrap!, ...bwrapArgs(platform.layout!, view), '--', ...inside];
+    // Security: at `namespace` bubblewrap is the chain's first step, as it gives by itself what a
+    // setpriv before it gave (one exec less, docs/isolation.md): no_new_privs, set first thing in
+    // its main for itself and all it starts, and death with the runner, as `--die-with-parent`
+    // arms the parent-death signal in its own outer process too, not only in the sandbox's pid 1.
+    // A runner killed before that is the gap either chain has (until pid 1 arms its own, just
+    // before the exec). As root setpriv stays: only it switches the real uid.
+    chain = [...(uid === undefined ? [] : drop), bwrap!, ...bwrapArgs(platform.layout!, view), '--', ...inside];
     return finish(platform, extras, [...launcherStep(platform), ...chain], env, '/', names, false);
   }
   // The launcher goes last, right before the interpreter: unshare and mount above it need the

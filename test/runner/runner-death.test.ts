@@ -7,28 +7,35 @@ import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { expectedLevel } from '../levels.js';
+import { expectedLevel, hasBwrap } from '../levels.js';
 import { awaitAuditLine, isRoot, startRunner, tempDir, uidRange, until, writeSkills } from './harness.js';
 
 const marker = `runner-death-${process.pid}-${Date.now()}`;
 // The script and a detached child of its own, each with the marker in its command line.
 const skills = writeSkills({ slow: { run: [{ script: 'wait.js', interpreter: 'node', timeout: 60 }], files: { 'wait.js': "require('child_process').spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)', process.argv[2]], { detached: true, stdio: 'ignore' });\nsetInterval(() => {}, 1000);\n" } } });
 
-/** Live processes whose command line names the marker (the script and its detached child). */
-function survivors(which: 'all' | 'script' = 'all'): number[] {
+/** Live processes named `name` whose command line names the marker, with their status text. */
+function markedProcesses(name: string): { pid: number; status: string; cmdline: string }[] {
   return readdirSync('/proc').filter((p) => /^\d+$/.test(p)).flatMap((p) => {
     try {
       const status = readFileSync(`/proc/${p}/status`, 'utf8');
       const cmdline = readFileSync(`/proc/${p}/cmdline`, 'utf8');
-      // Only the script and its child themselves: bubblewrap's own command line names the marker
-      // too, and counting it would let the kill land while the sandbox is still being set up.
-      const isNode = /^Name:\s+node$/m.test(status);
-      return !/^State:\s+Z/m.test(status) && isNode && cmdline.includes(marker) && (which === 'all' || cmdline.includes('wait.js')) ? [Number(p)] : [];
+      return !/^State:\s+Z/m.test(status) && new RegExp(`^Name:\\s+${name}$`, 'm').test(status) && cmdline.includes(marker) ? [{ pid: Number(p), status, cmdline }] : [];
     } catch {
       return [];
     }
   });
 }
+
+/** Live processes whose command line names the marker (the script and its detached child). */
+function survivors(which: 'all' | 'script' = 'all'): number[] {
+  // Only the script and its child themselves: bubblewrap's own command line names the marker
+  // too, and counting it would let the kill land while the sandbox is still being set up.
+  return markedProcesses('node').filter((p) => which === 'all' || p.cmdline.includes('wait.js')).map((p) => p.pid);
+}
+
+/** bubblewrap's own processes of the run (outside its namespaces, and its pid 1 until the exec). */
+const bwrapProcesses = (): { pid: number; status: string }[] => markedProcesses('bwrap');
 
 const variants = [
   { name: `as root (${expectedLevel(true)})`, run: isRoot, uid: undefined as number | undefined, level: expectedLevel(true) },
@@ -52,14 +59,21 @@ describe.each(variants)('a runner SIGKILLed mid-run, $name', ({ run, uid, level 
     const finished = runner.client.run({ skill: 'slow', script: 'wait.js', args: [marker], confirmToken: prepared.result.confirmToken }, { timeoutMs: 60_000, cancelId: randomBytes(16).toString('hex') }).catch((e: unknown) => e);
     await awaitAuditLine(runner.stateDir, (e) => e['event'] === 'run.accept');
     expect(await until(() => survivors().length >= 2, 20_000)).toBe(true);
+    // At `namespace` no setpriv stands between the runner and bubblewrap: bubblewrap's outer
+    // process gives no_new_privs itself (privilege escalation through a setuid binary it execs).
+    const wrapped = hasBwrap(level) ? bwrapProcesses() : [];
+    if (hasBwrap(level)) expect(wrapped.length, 'bubblewrap runs the sandbox').toBeGreaterThan(0);
+    for (const p of wrapped) expect(/^NoNewPrivs:\s+1$/m.test(p.status), `bubblewrap ${p.pid} without no_new_privs`).toBe(true);
     const exited = new Promise((r) => runner.proc.once('exit', r));
     runner.proc.kill('SIGKILL');
     await exited;
     await finished;
     try {
       expect(await until(() => survivors(what).length === 0, 10_000), `still running: ${survivors(what).join(', ')}`).toBe(true);
+      // An orphaned sandbox: bubblewrap itself dies with the runner too (its own --die-with-parent).
+      expect(await until(() => bwrapProcesses().length === 0, 10_000), `bubblewrap still running: ${bwrapProcesses().map((p) => p.pid).join(', ')}`).toBe(true);
     } finally {
-      for (const pid of survivors()) process.kill(pid, 'SIGKILL');
+      for (const pid of [...survivors(), ...bwrapProcesses().map((p) => p.pid)]) process.kill(pid, 'SIGKILL');
     }
   });
 });
