@@ -19,7 +19,8 @@
  *   node bench/run-floor.mjs [--runs=N] [--only=namespace,namespace-uid,...] [--prof=DIR] [--bin=A[,B…]]
  *
  * `--bin=A,B`: several builds (e.g. before and after a change), each its own server, all in the
- * same rounds beside the same bare runs: their rows compare sample by sample.
+ * same rounds beside the same bare runs: their rows compare sample by sample (each build after the
+ * first also gets the median of its per-round differences to build 1).
  *
  * Writes bench/out/run-floor.json. Wall clock on a shared machine: the load average is printed.
  */
@@ -240,6 +241,8 @@ async function measure(label, skills, env, prefix, spawnerJs, { bins, runs: RUNS
       label: bins.length > 1 ? `${label}, build ${b + 1}` : label, bin: relative(REPO, bin), level, sandbox: ours[0]?.sandbox, floorLevel: info.level, seccomp: info.seccomp, runs: RUNS, loadBefore, loadAfter,
       oursMs: median(ours.map((s) => s.ms)), bareMs: median(bare.map((s) => s.ms)), chainMs: median(samples.chain.map((s) => s.ms)),
       oursOverBareMs: median(ours.map((s, i) => s.ms - bare[i].ms)),
+      // Builds side by side: this one against build 1 in the same rounds (the finer comparison).
+      oursOverFirstMs: b === 0 ? Number.NaN : median(ours.map((s, i) => s.ms - samples.ours0[i].ms)),
       chainOverBareMs: median(samples.chain.map((s, i) => s.ms - bare[i].ms)),
       // The chain in a fresh run cgroup (root only): what the group, its entry step and its kill add.
       cgroupChainMs: median(samples.cgroup.map((s) => s.ms)),
@@ -310,6 +313,11 @@ export function floorMarkdown(rows) {
     else out.push(`| ${r.label} | \`${r.level}\` | ${f(r.oursMs)} ms | ${f(r.bareMs)} ms | ${f(r.chainMs)} ms | **${signed(r.oursOverBareMs)} ms** | ${signed(r.runnerOverBareMs)} ms | ${signed(r.chainOverBareMs)} ms | ${Number.isFinite(r.cgroupOverChainMs) ? `${signed(r.cgroupOverChainMs)} ms` : '–'} | ${f(r.frontWireMs)} ms | ${f(r.runnerMs)} ms | ${f(r.cpuPerRunMs)} ms | ${r.loadBefore} → ${r.loadAfter} |`);
   }
   const measured = rows.filter((r) => !r.error);
+  const against = measured.filter((r) => Number.isFinite(r.oursOverFirstMs));
+  if (against.length > 0) {
+    out.push('', 'Builds against build 1 (`--bin`), the median of the per-round differences of ours (the same rounds, so the load they share cancels):', '');
+    for (const r of against) out.push(`- ${r.label}: **${signed(r.oursOverFirstMs)} ms**`);
+  }
   const names = [...new Set(measured.flatMap((r) => Object.keys(r.phases)))];
   out.push('', `Phases of ours (run.exit \`phases_ms\`, medians, ms):`, '', `| level | ${names.join(' | ')} |`, `|---|${names.map(() => '---:').join('|')}|`);
   for (const r of measured) out.push(`| ${r.label.includes('build') ? `${r.label.replace(/.*, (build \d+)$/, '$1')} ` : ''}\`${r.level}\` | ${names.map((n) => f(r.phases[n])).join(' | ')} |`);

@@ -47,6 +47,7 @@ export type AuditEvent =
   | { event: 'run.wait'; run_id: string; skill: string; script: string; client: string; running: number; queued: number }
   | ({ event: 'run.accept'; run_id: string; runner_pid: number; token_id: string; skill: string; script: string; interpreter: string; argv: string[]; env_names: string[]; timeout_ms: number; isolation: string; sandbox: string[]; memory_bytes: number; uid: number; script_sha256?: string; files_sha256?: string; will_run_sha256?: string; egress?: string[]; egress_mode?: string; deps?: string[]; secrets?: { name: string; hosts: string[] }[]; client?: string; queued_ms?: number; runs_in_progress?: number } & RunInputsAudit & RunWho & RunGrant)
   | { event: 'run.exit'; run_id: string; [key: string]: unknown }
+  | { event: 'run.cleanup'; run_id: string; workspace_unmount?: 'lazy'; workspace_left?: true; copy_left?: true }
   | ({ event: 'egress'; run_id: string } & EgressRecord)
   | { event: 'ledger.unavailable'; ledger: 'redis'; redis: string; why: string }
   | { event: 'ledger.restored'; ledger: 'redis'; redis: string; down_ms: number }

@@ -38,8 +38,7 @@ export const RUN_PHASES = [
   'drain',
   /** The workspace's last look, the proxy closed, the output files read. */
   'outputs',
-  /** The workspace unmounted and removed, the copy removed. */
-  'cleanup',
+  // Then the exit line; the workspace and the copy are removed while it is fsynced (run-path.ts).
 ] as const;
 
 export type RunPhase = (typeof RUN_PHASES)[number];

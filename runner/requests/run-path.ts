@@ -33,12 +33,11 @@ import type { UidPool } from '../uids/pool.js';
 import { workspaceFullNote } from '../workspace/capacity.js';
 import type { WorkspaceCap, WorkspaceMode, WorkspaceUsage } from '../workspace/capacity.js';
 import { mountWorkspace, unmountAll } from '../workspace/mount.js';
-import type { Unmounted } from '../workspace/mount.js';
 import { collectOutputs, MAX_WALK_ENTRIES } from '../workspace/outputs.js';
 import type { Collected } from '../workspace/outputs.js';
 import type { RunCopy } from '../workspace/run-copy.js';
 import { runFolderName } from '../workspace/scratch.js';
-import { makeHome, makeWorkspace, removeRunFolder } from '../workspace/workspace.js';
+import { makeHome, makeWorkspace, removeRunFolder, removeRunFolderAsync } from '../workspace/workspace.js';
 import type { Workspace } from '../workspace/workspace.js';
 import { watchWorkspace } from '../workspace/watch.js';
 import type { WorkspaceWatch } from '../workspace/watch.js';
@@ -119,6 +118,29 @@ function redactionAudit(view: RedactionSummaryView): Record<string, unknown> {
     ...(view.notSearched ? { redaction_not_searched: view.notSearched } : {}),
     ...(view.heldBack ? { stdout_held_back: view.heldBack.stdout, stderr_held_back: view.heldBack.stderr } : {}),
   };
+}
+
+/** What a run's cleanup did, and the `run.cleanup` line's fields when it has something to record. */
+interface Cleanup {
+  removed: boolean;
+  line?: { workspace_unmount?: 'lazy'; workspace_left?: true; copy_left?: true };
+}
+
+/**
+ * Removes what a finished run left on disk: its workspace's tmpfs (lazily when a survivor still
+ * holds it), its run folder and its copy of the skill. Never throws; only what was lazy or could
+ * not be removed is recorded (the `run.cleanup` line).
+ */
+async function cleanUpRun(scratch: string, tmpfs: boolean, copy: RunCopy): Promise<Cleanup> {
+  let lazy = false;
+  try {
+    lazy = tmpfs && unmountAll(scratch).lazy > 0;
+  } catch {
+    // Then the removal below fails on the mount and says so.
+  }
+  const [removed, copyLeft] = await Promise.all([removeRunFolderAsync(scratch), copy.removeAsync().then(() => false, () => true)]);
+  const line = { ...(lazy ? { workspace_unmount: 'lazy' as const } : {}), ...(removed ? {} : { workspace_left: true as const }), ...(copyLeft ? { copy_left: true as const } : {}) };
+  return { removed, ...(Object.keys(line).length > 0 ? { line } : {}) };
 }
 
 /** Runs a run whose token is spent: workspace, proxy, cgroup, accept line, spawn, reap, collect, exit line. */
@@ -245,19 +267,11 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
     const collected: Collected = leftovers.remaining > 0
       ? { files: [], bytes: 0, note: `${leftovers.remaining} processes of the run outlived it, so its workspace was not read; nothing of it is returned` }
       : collectOutputs(ws, deps.limits.outputFilesBytes, MAX_WALK_ENTRIES, redaction);
-    // The workspace never outlives the result (the finally below removes it again on every other path);
-    // its tmpfs comes off first, lazily when a survivor still holds it.
     phases.mark('outputs');
-    const off: Unmounted | undefined = tmpfs ? unmountAll(scratch) : undefined;
-    const removed = removeRunFolder(scratch);
-    // So is the run's copy of its skill: nothing of the run is on disk once its exit line is written.
-    copy.remove();
     const full = usage.over !== undefined ? workspaceFullNote(usage.over, tmpfs ? 'tmpfs' : 'watch', cap, usage.why, o.ending === 'workspace-full') : undefined;
-    const filesNote = [collected.note, removed ? undefined : 'the run\'s workspace could not be removed in full; the operator was told in the audit log'].filter((n) => n !== undefined).join('; ');
     const redacted = redaction.reported ? redactionView(redaction, o) : undefined;
     slot.ended = true;
     stats.ended(o.ending);
-    phases.mark('cleanup');
     slot.lines.push(deps.audit.append({
       event: 'run.exit', run_id: slot.runId, exit_code: o.exitCode, signal: o.signal, ended: o.ending, duration_ms: o.durationMs,
       stdout_bytes: o.stdoutBytes, stderr_bytes: o.stderrBytes, stdout_sha256: o.stdoutSha256, stderr_sha256: o.stderrSha256,
@@ -267,12 +281,17 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
       ...outputsAudit(collected),
       workspace_bytes: usage.bytes, workspace_files: usage.files,
       ...(usage.over !== undefined ? { workspace_full: usage.over } : {}),
-      ...(off !== undefined && off.lazy > 0 ? { workspace_unmount: 'lazy' } : {}),
-      ...(removed ? {} : { workspace_left: true }),
       ...(redacted ? redactionAudit(redacted) : {}),
       ...(who.requester !== undefined ? { requester: who.requester } : {}),
       phases_ms: phases.snapshot(),
     }));
+    // The workspace and the run's copy of its skill never outlive the answer (the finally below
+    // removes them again on every other path; a runner that dies first leaves them to the next
+    // one's start-up sweep, runner/workspace/scratch.ts). Removed while the exit line is fsynced
+    // and anchored — the answer waits for that anyway — on the thread pool, the event loop free for the log.
+    const cleanup = await cleanUpRun(scratch, tmpfs, copy);
+    if (cleanup.line) slot.lines.push(deps.audit.append({ event: 'run.cleanup', run_id: slot.runId, ...cleanup.line }));
+    const filesNote = [collected.note, cleanup.removed ? undefined : 'the run\'s workspace could not be removed in full; the operator was told in the audit log'].filter((n) => n !== undefined).join('; ');
     return {
       ok: true,
       result: {

@@ -14,6 +14,7 @@
  */
 import { chmodSync, closeSync, fchmodSync, mkdirSync, openSync, rmSync, write, constants } from 'node:fs';
 import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { isBytecode } from '../../shared/bytecode.js';
 import type { ContentSink } from '../../shared/skill-content.js';
@@ -100,6 +101,13 @@ export class RunCopy {
         };
       },
     };
+  }
+
+  /** {@link remove} on the thread pool (after a run, while its exit line is fsynced). */
+  async removeAsync(): Promise<void> {
+    if (!this.#made) return;
+    await rm(this.dir, { recursive: true, force: true });
+    this.#made = false;
   }
 
   /** Removes the copy (after the run, or before a fresh one under the same name). */

@@ -9,6 +9,7 @@
  */
 import { chmodSync, chownSync, closeSync, constants, fchownSync, lstatSync, mkdirSync, openSync, readdirSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
 import type { Inputs, WillRun } from '../../shared/protocol.js';
 import type { InputFile } from '../../shared/run-io.js';
 import { sha256Hex } from '../../shared/run-io.js';
@@ -96,6 +97,19 @@ function reopenFolders(dir: string): void {
     } catch {
       // gone already, or not ours to open: the removal below reports what is left
     }
+  }
+}
+
+/**
+ * {@link removeRunFolder} on the thread pool: the event loop stays free meanwhile (for the audit
+ * log's fsync and anchor, which a run's answer waits for). Security: rm unlinks links too.
+ */
+export async function removeRunFolderAsync(dir: string): Promise<boolean> {
+  try {
+    await rm(dir, { recursive: true, force: true });
+    return true;
+  } catch {
+    return removeRunFolder(dir);
   }
 }
 

@@ -33,7 +33,7 @@ afterAll(async () => {
 });
 
 describe('run.exit phases_ms', () => {
-  it('a real run records every phase from receive to cleanup, and they add up to no more than the front waited', async () => {
+  it('a real run records every phase from receive to outputs, and they add up to no more than the front waited', async () => {
     const runner = await startRunner({ env: { SKILLS_DIR: skills }, args: isRoot ? ['--uid-range', uidRange(29)] : [] });
     started.push(runner);
     const prepared = await runner.client.prepare({ skill: 's', script: 'a.js', args: [] });
