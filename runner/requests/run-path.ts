@@ -121,7 +121,7 @@ function redactionAudit(view: RedactionSummaryView): Record<string, unknown> {
 }
 
 /** What a run's cleanup did, and the `run.cleanup` line's fields when it has something to record. */
-interface Cleanup {
+export interface Cleanup {
   removed: boolean;
   line?: { workspace_unmount?: 'lazy'; workspace_left?: true; copy_left?: true };
 }
@@ -131,7 +131,7 @@ interface Cleanup {
  * holds it), its run folder and its copy of the skill. Never throws; only what was lazy or could
  * not be removed is recorded (the `run.cleanup` line).
  */
-async function cleanUpRun(scratch: string, tmpfs: boolean, copy: RunCopy): Promise<Cleanup> {
+export async function cleanUpRun(scratch: string, tmpfs: boolean, copy: RunCopy): Promise<Cleanup> {
   let lazy = false;
   try {
     lazy = tmpfs && unmountAll(scratch).lazy > 0;
