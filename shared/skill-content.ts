@@ -5,7 +5,8 @@
  * hands a `copy` sink here so the bytes it writes into a run's private folder are the very bytes it
  * hashed; the front calls it without one to compare its view with its runner's.
  */
-import { closeSync, fstatSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { closeSync, fstatSync, readSync, writeSync } from 'node:fs';
 import type { HashWorker } from './hash-worker.js';
 import type { ErrorCode } from './errors.js';
 import { isSkillMcpError } from './errors.js';
@@ -65,6 +66,36 @@ function tooLarge(holds: string, max: number): ContentResult {
   return { ok: false, code: 'TOO_LARGE', why: `the skill holds ${holds} bytes of served files; a run copies and hashes all of them, and takes at most ${max} (move large data out of the skill)` };
 }
 
+/**
+ * Files up to this size are read, hashed and copied on the calling thread: one read of a few KiB
+ * and its hash take microseconds, less than a trip to the hashing thread and back (bench/run-floor.mjs).
+ */
+const SMALL_FILE_BYTES = 64 * 1024;
+
+/**
+ * The whole of a small file, read from offset 0 to its end in one bounded span: its bytes, `over`
+ * when it already holds more than `room`, or undefined when it is larger than a small file (read
+ * it the usual way; nothing was written). Security: at most SMALL_FILE_BYTES + 1 bytes are read
+ * here however the file grows meanwhile, so a growing file cannot hold the event loop.
+ */
+function readSmallFile(fd: number, scratch: Buffer, room: number): { bytes: Buffer } | { over: true } | undefined {
+  const limit = Math.min(SMALL_FILE_BYTES + 1, scratch.length);
+  let size = 0;
+  for (;;) {
+    const got = readSync(fd, scratch, size, limit - size, size);
+    if (got === 0) break;
+    size += got;
+    if (size >= limit) return undefined;
+  }
+  if (size > room) return { over: true };
+  return { bytes: Buffer.from(scratch.subarray(0, size)) };
+}
+
+/** Writes all of `bytes` to `fd`. */
+function writeAll(fd: number, bytes: Buffer): void {
+  for (let at = 0; at < bytes.length;) at += writeSync(fd, bytes, at, bytes.length - at);
+}
+
 /** Walks, reads and hashes every served file of the skill at `realDir`, copying each into `sink` when given. */
 export async function readSkillContent(name: string, realDir: string, limits: ContentLimits, sink?: ContentSink): Promise<ContentResult> {
   const walk = await walkSkill(name, realDir, name, limits);
@@ -89,9 +120,13 @@ export async function readSkillContent(name: string, realDir: string, limits: Co
       const out = sink?.open(file.path, fstatSync(opened.fd).mode);
       try {
         const room = limits.maxBytes - bytes;
-        const hashed = limits.hasher && (out === undefined || out.fd !== undefined)
-          ? await limits.hasher.hash(opened.fd, room, out?.fd)
-          : await hashOpenFileAsync(opened.fd, scratch, room, out ? (chunk) => out.write(chunk) : undefined);
+        const small = readSmallFile(opened.fd, scratch, room);
+        if (small && 'bytes' in small && out) await (out.fd !== undefined ? writeAll(out.fd, small.bytes) : out.write(small.bytes));
+        const hashed = small
+          ? ('over' in small ? small : { sha256: createHash('sha256').update(small.bytes).digest('hex'), size: small.bytes.length })
+          : limits.hasher && (out === undefined || out.fd !== undefined)
+            ? await limits.hasher.hash(opened.fd, room, out?.fd)
+            : await hashOpenFileAsync(opened.fd, scratch, room, out ? (chunk) => out.write(chunk) : undefined);
         // Security: files that grew after the walk still cannot take the copy past its cap.
         if ('over' in hashed) return tooLarge(`more than ${limits.maxBytes}`, limits.maxBytes);
         files.push({ path: file.path, sha256: hashed.sha256, size: hashed.size });
