@@ -5,6 +5,8 @@
  * Here one worker thread reads, hashes and (for a run's copy) writes each file, by descriptor
  * (descriptors are the process's, shared by its threads); the event loop only waits for its
  * answer, and so wakes at once for a socket. Files are taken one at a time, in arrival order.
+ * Files of at most 64 KiB never come here (shared/skill-content.ts reads them in one bounded read:
+ * microseconds, less than the trip to this thread and back).
  */
 import { Worker } from 'node:worker_threads';
 
