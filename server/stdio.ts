@@ -5,12 +5,13 @@
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { createServerFactory } from './front.js';
 import type { RunnerLinkOptions } from './runner-link.js';
-import { startFront } from './start.js';
+import { keepHeapSmall, startFront } from './start.js';
 import { LineTransport } from './stdio/transport.js';
 import { messageCapFor } from '../shared/run-io.js';
 
 export async function serveOverStdio(options: { bundledSkills: string; env: NodeJS.ProcessEnv; runner?: RunnerLinkOptions; requestStateKey?: Buffer | undefined }): Promise<void> {
   const warn = (message: string): void => void process.stderr.write(`skill-mcp: ${message}\n`);
+  keepHeapSmall();
   const front = await startFront(options.env, options.bundledSkills, options.runner, warn, undefined, options.requestStateKey);
   // The session ends when input has ended and every request read was answered (or stdout broke):
   // stop watching, close, then exit even if a runner guard's pipes are still open (the guard sees
