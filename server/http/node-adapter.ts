@@ -104,15 +104,57 @@ function parseJson(body: Buffer): unknown {
   }
 }
 
-/** Writes `response` to `res`, streaming the body (SSE included) and honouring backpressure. */
-export async function sendWebResponse(res: ServerResponse, response: Response): Promise<void> {
+/** A JSON answer (the SDK's `Response.json`, our own errors): its whole body is already in memory. */
+function isWholeJson(response: Response): boolean {
+  const type = response.headers.get('content-type') ?? '';
+  return /^application\/json\s*(;|$)/i.test(type) && !response.headers.has('content-length') && !response.headers.has('transfer-encoding');
+}
+
+/** Every chunk of a body that is already in memory (no chunk waits on anything but a microtask). */
+async function chunksOf(body: ReadableStream<Uint8Array>): Promise<Uint8Array[]> {
+  const reader = body.getReader();
+  const chunks: Uint8Array[] = [];
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return chunks;
+    chunks.push(value);
+  }
+}
+
+/** The response's headers for `writeHead`, `set-cookie` kept as a list. */
+function nodeHeaders(response: Response): Record<string, string | string[]> {
   const headers: Record<string, string | string[]> = {};
   response.headers.forEach((value, name) => {
     headers[name] = name === 'set-cookie' ? response.headers.getSetCookie() : value;
   });
+  return headers;
+}
+
+function writeHead(res: ServerResponse, response: Response, headers: Record<string, string | string[]>): void {
   // An empty statusText would send a blank reason phrase; let Node use the standard one.
   if (response.statusText) res.writeHead(response.status, response.statusText, headers);
   else res.writeHead(response.status, headers);
+}
+
+/**
+ * Writes `response` to `res`, streaming the body (SSE included) and honouring backpressure. A
+ * JSON answer is whole before it is sent (the SDK builds it with `Response.json`), so it goes out
+ * with a `content-length` in one `end`: headers and body in one write, where streaming it waited
+ * for the socket to drain a body over 16 KiB and then wrote the chunked terminator on its own
+ * (one more syscall per answer, bench/RESULTS.md). Holding it costs no memory: the chunks are the
+ * ones the `Response` already holds, not copies.
+ */
+export async function sendWebResponse(res: ServerResponse, response: Response): Promise<void> {
+  const headers = nodeHeaders(response);
+  if (response.body && isWholeJson(response)) {
+    const chunks = await chunksOf(response.body);
+    headers['content-length'] = String(chunks.reduce((total, chunk) => total + chunk.byteLength, 0));
+    writeHead(res, response, headers);
+    for (const chunk of chunks.slice(0, -1)) res.write(chunk);
+    res.end(chunks.at(-1));
+    return;
+  }
+  writeHead(res, response, headers);
   if (!response.body) {
     res.end();
     return;
