@@ -26,6 +26,7 @@ import { fileURLToPath } from 'node:url';
 import { PROBE, WORKLOADS, generate } from './generate.mjs';
 import { flagsFrom, loop, mcpPost, option, percentile, post, startHttpServer } from './lib.mjs';
 import { buildRefServer } from './ref-bundle.mjs';
+import { memoryOf } from './session.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const REPO = join(HERE, '..');
@@ -39,33 +40,48 @@ export const HTTP_CASES = [
   { id: 'list', label: 'skills/list (30 skills, 450 files, one page)', method: 'skills/list', params: {} },
 ];
 
-/** The servers' requests per second, p50 and p99 for one request at one concurrency, in turns. */
+/** How often the servers' RSS is sampled while a row runs (VmRSS of the process serving HTTP). */
+export const RSS_SAMPLE_MS = 50;
+
+/** The servers' requests per second, p50 and p99 for one request at one concurrency, in turns; and the highest RSS each reached. */
 async function cell(servers, testCase, clients, { slices, sliceSeconds }) {
   const request_ = mcpPost(testCase.method, testCase.params, { client: 'http-compare' });
-  const state = Object.fromEntries(servers.map((s) => [s.name, { agent: new Agent({ keepAlive: true, maxSockets: clients }), latencies: [], elapsed: 0, errors: 0, errorMessages: [], bytes: 0 }]));
-  for (const s of servers) {
-    const st = state[s.name];
-    // Warm-up: JIT, one socket per client; also checks the answer is what we think it is.
-    const first = await post(s.url, st.agent, request_);
-    st.bytes = first.bytes;
-    await loop(s.url, st.agent, request_, clients, Math.min(1, sliceSeconds), []);
-  }
-  for (let i = 0; i < slices; i++) {
-    // ABBA order: neither server always goes first after a pause.
-    const order = i % 2 === 0 ? servers : [...servers].reverse();
-    for (const s of order) {
-      const st = state[s.name];
-      const r = await loop(s.url, st.agent, request_, clients, sliceSeconds, st.latencies, st.errorMessages);
-      st.elapsed += r.elapsed;
-      st.errors += r.errors;
+  const state = Object.fromEntries(servers.map((s) => [s.name, { agent: new Agent({ keepAlive: true, maxSockets: clients }), latencies: [], elapsed: 0, errors: 0, errorMessages: [], bytes: 0, rssMaxMB: 0 }]));
+  const sample = () => {
+    for (const s of servers) {
+      const m = memoryOf(s.child.pid);
+      if (m && m.rssMB > state[s.name].rssMaxMB) state[s.name].rssMaxMB = m.rssMB;
     }
+  };
+  const sampler = setInterval(sample, RSS_SAMPLE_MS);
+  try {
+    for (const s of servers) {
+      const st = state[s.name];
+      // Warm-up: JIT, one socket per client; also checks the answer is what we think it is.
+      const first = await post(s.url, st.agent, request_);
+      st.bytes = first.bytes;
+      await loop(s.url, st.agent, request_, clients, Math.min(1, sliceSeconds), []);
+    }
+    for (let i = 0; i < slices; i++) {
+      // ABBA order: neither server always goes first after a pause.
+      const order = i % 2 === 0 ? servers : [...servers].reverse();
+      for (const s of order) {
+        const st = state[s.name];
+        const r = await loop(s.url, st.agent, request_, clients, sliceSeconds, st.latencies, st.errorMessages);
+        st.elapsed += r.elapsed;
+        st.errors += r.errors;
+      }
+    }
+  } finally {
+    clearInterval(sampler);
   }
+  sample();
   const out = {};
   for (const s of servers) {
     const st = state[s.name];
     st.agent.destroy();
     st.latencies.sort((a, b) => a - b);
-    out[s.name] = { requests: st.latencies.length, errors: st.errors, rps: st.latencies.length / st.elapsed, p50: percentile(st.latencies, 50), p99: percentile(st.latencies, 99), responseBytes: st.bytes, ...(st.errors ? { errorMessages: st.errorMessages } : {}) };
+    out[s.name] = { requests: st.latencies.length, errors: st.errors, rps: st.latencies.length / st.elapsed, p50: percentile(st.latencies, 50), p99: percentile(st.latencies, 99), rssMaxMB: st.rssMaxMB, responseBytes: st.bytes, ...(st.errors ? { errorMessages: st.errorMessages } : {}) };
   }
   return out;
 }
@@ -138,13 +154,13 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const cpu = cpus();
   console.log(`Streamable HTTP, ours vs the reference, interleaved (${slices} slices of ${sliceSeconds} s each per server and row), loopback, 2026-07-28 stateless POSTs; ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC, node ${process.version}, ${cpu.length} × ${cpu[0]?.model ?? 'cpu'}, load average ${Math.min(...load).toFixed(1)}-${Math.max(...load).toFixed(1)} (load generator on the same cores)\n`);
   const baseCols = base ? ' base req/s | ours/base req/s | base p99 ms |' : '';
-  console.log(`| request | clients | ours req/s | ref req/s | ours/ref req/s (target ≥ ${HTTP_TARGET.rps}) | ours p50 ms | ref p50 ms | ours p99 ms | ref p99 ms | p99 ours/ref (target ≤ ${HTTP_TARGET.p99}) | errors ours/ref |${baseCols}`);
-  console.log(`|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|${base ? '---:|---:|---:|' : ''}`);
+  console.log(`| request | clients | ours req/s | ref req/s | ours/ref req/s (target ≥ ${HTTP_TARGET.rps}) | ours p50 ms | ref p50 ms | ours p99 ms | ref p99 ms | p99 ours/ref (target ≤ ${HTTP_TARGET.p99}) | errors ours/ref | highest RSS ours / ref MB |${baseCols}`);
+  console.log(`|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|${base ? '---:|---:|---:|' : ''}`);
   for (const r of rows) {
     const met = (ok) => (ok ? '' : ' **(missed)**');
     const extra = r.base ? ` ${r.base.rps.toFixed(0)} | ${r.rpsOverBase.toFixed(2)} | ${r.base.p99.toFixed(2)} |` : '';
     console.log(
-      `| ${r.label} | ${r.clients} | ${r.ours.rps.toFixed(0)} | ${r.ref.rps.toFixed(0)} | ${r.rpsRatio.toFixed(2)}${met(r.rpsRatio >= HTTP_TARGET.rps)} | ${r.ours.p50.toFixed(2)} | ${r.ref.p50.toFixed(2)} | ${r.ours.p99.toFixed(2)} | ${r.ref.p99.toFixed(2)} | ${r.p99Ratio.toFixed(2)}${met(r.p99Ratio <= HTTP_TARGET.p99)} | ${r.ours.errors}/${r.ref.errors} |${extra}`,
+      `| ${r.label} | ${r.clients} | ${r.ours.rps.toFixed(0)} | ${r.ref.rps.toFixed(0)} | ${r.rpsRatio.toFixed(2)}${met(r.rpsRatio >= HTTP_TARGET.rps)} | ${r.ours.p50.toFixed(2)} | ${r.ref.p50.toFixed(2)} | ${r.ours.p99.toFixed(2)} | ${r.ref.p99.toFixed(2)} | ${r.p99Ratio.toFixed(2)}${met(r.p99Ratio <= HTTP_TARGET.p99)} | ${r.ours.errors}/${r.ref.errors} | ${r.ours.rssMaxMB.toFixed(0)} / ${r.ref.rssMaxMB.toFixed(0)} |${extra}`,
     );
   }
 }

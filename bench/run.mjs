@@ -29,7 +29,7 @@ import { WORKLOADS, generate } from './generate.mjs';
 import { BENCH_DIR as HERE, OUT, REPO, option, serverNode } from './lib.mjs';
 import { liveRows } from './live.mjs';
 import { firstListRows } from './first-list.mjs';
-import { HTTP_TARGET, httpCompareRows } from './http-compare.mjs';
+import { HTTP_TARGET, httpCompareRows, RSS_SAMPLE_MS } from './http-compare.mjs';
 import { coldStart, rawSession, warmSession } from './measure.mjs';
 import { readCompareRows } from './read-compare.mjs';
 import { floorMarkdown, runFloorRows, TARGET_MS as FLOOR_TARGET_MS } from './run-floor.mjs';
@@ -172,6 +172,8 @@ function httpRows(http) {
     return [
       row(workload, `${r.label} req/s`, 'req/s', [r.ours.rps], [r.ref.rps], { atLeast: HTTP_TARGET.rps }, `${r.ours.requests}/${r.ref.requests} requests, ${loadNote(r)}${errors}`),
       row(workload, `${r.label} p99`, 'ms', [r.ours.p99], [r.ref.p99], { ratio: HTTP_TARGET.p99 }),
+      // No target: the HTTP front keeps V8's default heap growth (server/start.ts), so its RSS under load is shown beside the reference's.
+      row(workload, `${r.label}: highest RSS while the row ran`, 'MB', [r.ours.rssMaxMB], [r.ref.rssMaxMB], undefined, `VmRSS of the process serving HTTP, sampled every ${RSS_SAMPLE_MS} ms`),
     ];
   });
 }
