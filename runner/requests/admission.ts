@@ -121,7 +121,8 @@ export class RunAdmission {
     const since = this.now();
     if (leave.aborted) return Promise.resolve({ ok: false, why: 'left' });
     // After every change the queue holds only runs that do not fit, so one that fits now overtakes nobody.
-    if (this.fits(client)) return Promise.resolve({ ok: true, lease: this.grant(client, since) });
+    // A run that fits did not queue: its lease says 0, even when the clock ticked since `since`.
+    if (this.fits(client)) return Promise.resolve({ ok: true, lease: this.grant(client) });
     const mine = this.waiters.filter((w) => w.client === client).length;
     // Security: a burst from one client cannot fill the queue and push every other client out.
     if (this.waiters.length >= this.maxWaiting || mine >= this.maxWaitingPerClient || this.limits.queueMs === 0) {
@@ -156,12 +157,13 @@ export class RunAdmission {
     });
   }
 
-  private grant(client: string, since: number): Lease {
+  /** `since`: when a queued run began to wait; absent for one that took a free slot at once. */
+  private grant(client: string, since?: number): Lease {
     const held: Held = { client, endsAt: this.now() + this.endsAtFallbackMs };
     this.held.add(held);
     let released = false;
     return {
-      waitedMs: this.now() - since,
+      waitedMs: since === undefined ? 0 : this.now() - since,
       endsBy: (atMs) => { held.endsAt = atMs; },
       release: () => {
         if (released) return;

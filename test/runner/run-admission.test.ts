@@ -89,3 +89,18 @@ describe('the queue', () => {
     expect(await slots.acquire('b', never)).toMatchObject({ ok: false, why: 'busy', figures: { waitedMs: expect.any(Number), queued: 0 } });
   });
 });
+
+describe('the time a run waited', () => {
+  it('a run that takes a free slot at once waited 0 ms, even when the clock ticks between its checks; a queued run counts its wait', async () => {
+    let clock = 1_000;
+    // Every reading of the clock is a millisecond later: the worst a loaded machine can do.
+    const slots = new RunAdmission({ maxRuns: 1, perClient: 1, queueMs: LONG_MS }, LONG_MS, () => clock++);
+    const never = new AbortController().signal;
+    const first = leaseOf(await slots.acquire('a', never));
+    expect(first.waitedMs).toBe(0);
+    const queued = slots.acquire('b', never);
+    clock += 50;
+    first.release();
+    expect(leaseOf(await queued).waitedMs).toBeGreaterThanOrEqual(50);
+  });
+});
