@@ -13,7 +13,6 @@
  */
 import { randomBytes } from 'node:crypto';
 import { closeSync, constants, fsyncSync, linkSync, lstatSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
-import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SkillMcpError } from '../../shared/errors.js';
 import type { LedgerStatus, SpendOutcome, TokenLedger } from './types.js';
@@ -32,23 +31,13 @@ const LEGACY_FILE = 'spent-tokens';
 
 export type { SpendOutcome } from './types.js';
 
-/** The folder's entries made durable (start-up: the legacy migration). */
+/** The folder's entries made durable. */
 function fsyncDirSync(dir: string): void {
   const fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
   try {
     fsyncSync(fd);
   } finally {
     closeSync(fd);
-  }
-}
-
-/** The folder's entries made durable, off the event loop (a spend is on the request path). */
-async function fsyncDir(dir: string): Promise<void> {
-  const handle = await open(dir, constants.O_RDONLY | constants.O_DIRECTORY);
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
   }
 }
 
@@ -80,7 +69,15 @@ export class SpentLedger implements TokenLedger {
     }
   }
 
-  /** {@link place} at start-up, before any request (the legacy migration), blocking. */
+  /**
+   * Creates the marker atomically; false when it exists. Durable only after fsyncDirSync.
+   *
+   * Blocking on purpose, also on the request path: the whole spend (open, write, fsync, close, link,
+   * unlink, then the folder's fsync) is about 0.35 ms of system calls on an idle ext4 disk
+   * (bench/durable-floor.mjs). As promises, the same calls were seven trips through the libuv thread
+   * pool, and the run's `spend` phase took twice as long as it does now (1.8–2.0 → 0.9–1.0 ms,
+   * bench/run-floor.mjs side by side, docs in bench/RESULTS.md). Other requests wait that long.
+   */
   private placeSync(jti: string, exp: number): boolean {
     const target = this.markerPath(jti);
     const tmp = join(this.dir, `.${jti}.${randomBytes(6).toString('hex')}.tmp`);
@@ -107,30 +104,24 @@ export class SpentLedger implements TokenLedger {
     }
   }
 
-  /** Creates the marker atomically (written and fsynced off the event loop); false when it exists. Durable only after fsyncDir. */
-  private async place(jti: string, exp: number): Promise<boolean> {
-    const target = this.markerPath(jti);
-    const tmp = join(this.dir, `.${jti}.${randomBytes(6).toString('hex')}.tmp`);
-    const handle = await open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
-    try {
-      await handle.writeFile(`${exp}\n`);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    return this.link(tmp, target);
-  }
-
   /**
    * Spends a token; returns only once the marker is on disk. Security: `reused` means another use
    * (in this runner or another) got there first, even by a microsecond: the caller must not run.
    * `expired` is decided here again, at the moment of spending, so a marker can never be pruned
    * (PRUNE_GRACE_MS after expiry) while a use of its token is still being decided.
    */
-  async spend(jti: string, exp: number, nowMs: number): Promise<SpendOutcome> {
+  spend(jti: string, exp: number, nowMs: number): Promise<SpendOutcome> {
+    try {
+      return Promise.resolve(this.spendSync(jti, exp, nowMs));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  private spendSync(jti: string, exp: number, nowMs: number): SpendOutcome {
     if (exp <= nowMs) return 'expired';
-    if (!(await this.place(jti, exp))) return 'reused';
-    await fsyncDir(this.dir);
+    if (!this.placeSync(jti, exp)) return 'reused';
+    fsyncDirSync(this.dir);
     if (nowMs - this.lastPruneMs > PRUNE_EVERY_MS) this.prune(nowMs);
     return 'spent';
   }
