@@ -48,7 +48,7 @@ function startServer(root, limit) {
     ...(limit === 'default' ? {} : { SKILL_MCP_MAX_RUNS: limit }),
     ...(process.env.SKILL_MCP_BWRAP ? { SKILL_MCP_BWRAP: process.env.SKILL_MCP_BWRAP } : {}),
   };
-  const child = spawn(process.execPath, [join(REPO, 'dist/skill-mcp.js'), '--http', '--port', '0'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [process.env.BENCH_BIN ?? join(REPO, 'dist/skill-mcp.js'), '--http', '--port', '0'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   return new Promise((resolve, reject) => {
     child.stderr.on('data', (chunk) => {
@@ -156,7 +156,8 @@ try {
     }
   }
 } finally {
-  rmSync(root, { recursive: true, force: true });
+  // The runner (its guard's child) may still be writing its stop line just after the front exits.
+  rmSync(root, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
 }
 
 const cpu = cpus();
