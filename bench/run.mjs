@@ -52,7 +52,7 @@ const RUNS = { small: { cold: 15, warm: 20 }, large: { cold: 5, warm: 8 }, huge:
 const FIRST_LIST_RUNS = 11;
 
 /** Slices per server and row of the HTTP comparison, and their length in seconds (http-compare.mjs alone: 4 of 2 s). */
-const HTTP_SLICES = { full: { slices: 2, sliceSeconds: 1.5 }, quick: { slices: 2, sliceSeconds: 0.5 } };
+const HTTP_SLICES = { full: { slices: 4, sliceSeconds: 2 }, quick: { slices: 2, sliceSeconds: 0.5 } };
 
 /** Issue 6 targets, in each row's unit; `{ratio}`: issue 9's, on ours/ref. */
 const TARGETS = {
@@ -69,7 +69,16 @@ const TARGETS = {
   runCatalogMs: 1,
 };
 /** Timed interleaved walks per workload (bench/walk.mjs), each server. */
-const WALKS = { small: 15, large: 9, huge: 5 };
+/** A 30-skill walk takes about a millisecond: 15 samples could not tell 0.97× from 1.04× (2026-12-04). */
+const WALKS = { small: 61, large: 15, huge: 7 };
+
+/**
+ * Rounds of the run-against-catalog part: its per-round differences spread by ±10 ms on a shared
+ * machine, so 21 rounds left a median about ±2 ms wide around a 1 ms target; 61 narrow it (~45 s).
+ */
+const RUN_CATALOG_ROUNDS = 61;
+/** Rounds per isolation level of the run-floor part (its target is a 5 ms median of per-round differences). */
+const FLOOR_RUNS = 41;
 
 const log = (message) => process.stderr.write(`${message}\n`);
 
@@ -233,7 +242,7 @@ if (!only || only.includes('warm')) {
 }
 if (!only || only.includes('floor')) {
   log('run floor: our run beside bare bubblewrap, each isolation level (bench/run-floor.mjs)');
-  const floor = await runFloorRows({ runs: quick ? 3 : 21, log });
+  const floor = await runFloorRows({ runs: quick ? 3 : FLOOR_RUNS, log });
   await writeFile(join(OUT, 'run-floor.json'), JSON.stringify({ date: new Date().toISOString(), rows: floor }, null, 2));
   log(floorMarkdown(floor));
   for (const r of floor) {
@@ -245,7 +254,7 @@ if (!only || only.includes('catalog')) {
   // Issue 31 item 1: does a run's cost grow with the catalog? 30 / 1,000 / 5,000-skill servers up
   // at once, one skill_run each per round in a rotating order (bench/run-catalog.mjs).
   log('run against the catalog: skill_run on 30, 1,000 and 5,000-skill servers, in turns (bench/run-catalog.mjs)');
-  const cat = await measureRunCatalog({ bins: [ourBin], ids: ['small', 'large', 'huge'], rounds: quick ? 3 : 21, previews: quick ? 10 : 60, node: NODE, log: (line) => log(`  ${line}`) });
+  const cat = await measureRunCatalog({ bins: [ourBin], ids: ['small', 'large', 'huge'], rounds: quick ? 3 : RUN_CATALOG_ROUNDS, previews: quick ? 10 : 60, node: NODE, log: (line) => log(`  ${line}`) });
   await writeFile(join(OUT, 'run-catalog.json'), JSON.stringify(cat, null, 2));
   for (const r of cat.rows.filter((x) => x.skills !== 30)) {
     const signed = (x) => `${x >= 0 ? '+' : ''}${x.toFixed(2)}`;
