@@ -10,6 +10,7 @@
 import type { McpServer } from '@modelcontextprotocol/server';
 import { ListSkillsRequestParamsSchema, SKILLS_LIST_METHOD } from '@modelcontextprotocol/core/ext/skills';
 import type { CatalogSkillSource } from './catalog/source.js';
+import { withJson } from './pre-encoded.js';
 
 /** The first protocol version of the 2026 era, whose skills/list results carry `ttlMs` and `cacheScope`. */
 const FIRST_MODERN_VERSION = '2026-07-28';
@@ -22,6 +23,9 @@ export function serveCheckedSkillsList(mcp: McpServer, source: CatalogSkillSourc
   mcp.server.setRequestHandler(SKILLS_LIST_METHOD, { params: ListSkillsRequestParamsSchema }, async (params) => {
     const page = await source.checkedPage(params.cursor);
     const modern = (mcp.server.getNegotiatedProtocolVersion() ?? '') >= FIRST_MODERN_VERSION;
-    return { ...page, ...(modern ? SKILLS_CACHE_HINT : {}) };
+    const extra = modern ? SKILLS_CACHE_HINT : {};
+    // Its JSON is joined from the entries' own when the answer is written (pre-encoded.ts), not stringified again.
+    Object.freeze(page.skills);
+    return withJson({ ...page, ...extra }, () => source.pageJson(page, extra));
   });
 }

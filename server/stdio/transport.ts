@@ -15,6 +15,7 @@ import { parseJSONRPCMessage, ProtocolErrorCode } from '@modelcontextprotocol/se
 import { DEFAULT_RUN_INPUT_BYTES, messageCapFor } from '../../shared/run-io.js';
 import type { JSONRPCMessage, Transport } from '@modelcontextprotocol/server';
 import { LineReader, type LineEvent } from './lines.js';
+import { encodeAnswer } from '../pre-encoded.js';
 
 /**
  * Largest JSON-RPC message read from stdin by default: the HTTP front's default request-body cap,
@@ -88,8 +89,20 @@ export class LineTransport implements Transport {
     } else if (!('method' in message) && isId(m.id)) {
       this.inbound.delete(m.id);
     }
+    // A result whose JSON the server already holds (a skills/list page) goes out as those bytes.
+    const encoded = encodeAnswer(message, '\n');
     const sent = new Promise<void>((resolve, reject) => {
-      this.stdout.write(`${JSON.stringify(message)}\n`, (error) => (error ? reject(error) : resolve()));
+      const done = (error?: Error | null): void => (error ? reject(error) : resolve());
+      if (encoded === undefined) {
+        this.stdout.write(`${JSON.stringify(message)}\n`, done);
+        return;
+      }
+      // The pieces (the page's entries, shared, never copied) go out together in one writev.
+      const out = this.stdout as NodeJS.WritableStream & { cork?: () => void; uncork?: () => void };
+      out.cork?.();
+      for (const piece of encoded.slice(0, -1)) this.stdout.write(piece);
+      this.stdout.write(encoded.at(-1)!, done);
+      out.uncork?.();
     });
     void sent.then(() => this.maybeFinish(), () => undefined);
     return sent;
