@@ -12,16 +12,23 @@ import { ListSkillsRequestParamsSchema, SKILLS_LIST_METHOD } from '@modelcontext
 import type { CatalogSkillSource } from './catalog/source.js';
 
 /** The first protocol version of the 2026 era, whose skills/list results carry `ttlMs` and `cacheScope`. */
-const FIRST_MODERN_VERSION = '2026-07-28';
+export const FIRST_MODERN_VERSION = '2026-07-28';
 
 /** Lists are per identity (SKILL_MCP_VISIBLE, grants by subject): never shared between users' caches. */
 export const SKILLS_CACHE_HINT = { ttlMs: 0, cacheScope: 'private' } as const;
 
+/**
+ * One skills/list result: the one function both the SDK's handler (below) and the HTTP fast path
+ * (http/fast-path.ts) call, so their answers cannot drift.
+ */
+export async function skillsListResult(source: CatalogSkillSource, cursor: string | undefined, modern: boolean) {
+  const page = await source.checkedPage(cursor);
+  return { ...page, ...(modern ? SKILLS_CACHE_HINT : {}) };
+}
+
 /** Call after the extension's `attach(mcp)`: the method is then ours. */
 export function serveCheckedSkillsList(mcp: McpServer, source: CatalogSkillSource): void {
-  mcp.server.setRequestHandler(SKILLS_LIST_METHOD, { params: ListSkillsRequestParamsSchema }, async (params) => {
-    const page = await source.checkedPage(params.cursor);
-    const modern = (mcp.server.getNegotiatedProtocolVersion() ?? '') >= FIRST_MODERN_VERSION;
-    return { ...page, ...(modern ? SKILLS_CACHE_HINT : {}) };
-  });
+  mcp.server.setRequestHandler(SKILLS_LIST_METHOD, { params: ListSkillsRequestParamsSchema }, (params) =>
+    skillsListResult(source, params.cursor, (mcp.server.getNegotiatedProtocolVersion() ?? '') >= FIRST_MODERN_VERSION),
+  );
 }
