@@ -76,8 +76,8 @@ export function fastRequest(headers: Headers, body: unknown): FastRequest | unde
   const protocolVersionHeader = headers.get('mcp-protocol-version');
   const mcpMethodHeader = headers.get('mcp-method');
   const mcpNameHeader = headers.get('mcp-name');
-  // Exactly equal, not equal after the SDK's whitespace stripping: a second value (joined with
-  // ", ") or padding is the SDK's to judge.
+  // Security: header smuggling — exactly equal, not equal after the SDK's whitespace stripping: a
+  // second value (joined with ", ") or padding is the SDK's to judge (and refuse).
   if (protocolVersionHeader !== MODERN_REVISION || mcpMethodHeader !== method) return undefined;
   if (!isPlainObject(params) || !isPlainObject(params['_meta']) || !onlyKeys(params['_meta'], ENVELOPE_KEYS)) return undefined;
   if (params['_meta']['io.modelcontextprotocol/protocolVersion'] !== MODERN_REVISION) return undefined;
@@ -85,7 +85,8 @@ export function fastRequest(headers: Headers, body: unknown): FastRequest | unde
   if (method === 'resources/read') {
     const uri = params['uri'];
     if (!onlyKeys(params, READ_PARAMS) || typeof uri !== 'string') return undefined;
-    // Mcp-Name must be the URI itself: a base64 sentinel (`=?base64?…?=`) is decoded by the SDK first.
+    // Security: a proxy routing on Mcp-Name must see the resource the body reads: the URI itself,
+    // never a base64 sentinel (`=?base64?…?=`, which the SDK decodes and checks first).
     if (mcpNameHeader !== uri || uri.startsWith('=?')) return undefined;
     request = { id, method, uri };
   } else {
@@ -93,7 +94,8 @@ export function fastRequest(headers: Headers, body: unknown): FastRequest | unde
     if (!onlyKeys(params, LIST_PARAMS) || (cursor !== undefined && typeof cursor !== 'string') || mcpNameHeader !== null) return undefined;
     request = { id, method, cursor };
   }
-  // Last, as the SDK's own verdict on everything else (JSON-RPC shape, the envelope's schema).
+  // Security: nothing the SDK would refuse is answered here — last, its own verdict on everything
+  // else (JSON-RPC shape, the envelope's schema, header/body cross-checks).
   const route = classifyInboundRequest({ httpMethod: 'POST', protocolVersionHeader, mcpMethodHeader, ...(mcpNameHeader !== null ? { mcpNameHeader } : {}), body });
   if (route.kind !== 'modern' || route.messageKind !== 'request' || route.classification.revision !== MODERN_REVISION) return undefined;
   return request;
@@ -127,6 +129,8 @@ function encodeResult(method: FastRequest['method'], result: Record<string, unkn
 export async function answerFast(readsFor: (authInfo: AuthInfo | undefined) => SkillReads, authInfo: AuthInfo | undefined, request: FastRequest): Promise<Buffer | undefined> {
   let result: Record<string, unknown>;
   try {
+    // Security: the caller's own view of the catalog (SKILL_MCP_VISIBLE), picked as the SDK path's
+    // factory picks it: another identity's hidden skill is not found here either.
     const { source } = readsFor(authInfo);
     result = request.method === 'resources/read' ? await readSkillResource(source, request.uri) : await skillsListResult(source, request.cursor, true);
   } catch {
