@@ -2,7 +2,7 @@
  * @module The MCP front: builds one `McpServer` per connection (stdio) or request (HTTP) from
  * the shared context. Tools, prompts, and the SEP-2640 skills extension over our catalog.
  */
-import { CLIENT_CAPABILITIES_META_KEY, McpServer, type McpRequestContext, type CallToolResult, type ClientCapabilities, type ServerContext, type ServerOptions } from '@modelcontextprotocol/server';
+import { CLIENT_CAPABILITIES_META_KEY, McpServer, type AuthInfo, type McpRequestContext, type CallToolResult, type ClientCapabilities, type ServerContext, type ServerOptions } from '@modelcontextprotocol/server';
 import { SkillsExtension } from '@modelcontextprotocol/server/ext/skills';
 import { identityOfAuth } from './auth/resource-server.js';
 import { visibleFront } from './auth/visible-catalog.js';
@@ -34,18 +34,46 @@ function elicitationModes(mcp: McpServer, ctx: ServerContext): ClientElicitation
   return { form: elicitation['form'] !== undefined || Object.keys(elicitation).length === 0, url: elicitation['url'] !== undefined };
 }
 
+/** What a request reads the skills through: its identity's view of the front, and that view's skill source. */
+export interface SkillReads {
+  front: FrontContext;
+  source: CatalogSkillSource;
+  extension: SkillsExtension;
+}
+
+/**
+ * The reads for a request's `authInfo`: the one way both the per-request `McpServer` (below) and
+ * the HTTP fast path (http/fast-path.ts) pick what a caller sees. Without limited skills every
+ * caller shares the base's source (and its per-entry check cache); with them each request gets
+ * its identity's view, built fresh as before.
+ */
+export function skillReadsFor(base: FrontContext, onWarning: (message: string) => void): (authInfo: AuthInfo | undefined) => SkillReads {
+  const reads = (front: FrontContext): SkillReads => {
+    const source = new CatalogSkillSource(front.catalog, front.pageSize, front.skillsPageSize, (uri, problems) => onWarning(`skills extension: ${uri}: invalid skill entry: ${problems.join('; ')} (dropped from skills/list)`));
+    const extension = new SkillsExtension({ source, cacheHint: SKILLS_CACHE_HINT, onWarning: (w) => onWarning(`skills extension: ${w.path}: ${w.message}`) });
+    return { front, source, extension };
+  };
+  const shared = reads(base);
+  return (authInfo) => {
+    // Security: with skills limited to some identities, this request sees only its own view of the catalog.
+    const front = visibleFront(base, identityOfAuth(authInfo));
+    return front === base ? shared : reads(front);
+  };
+}
+
 /**
  * @param onServer told of every server built (stdio tracks its connection's server to announce
  * catalog changes on it; HTTP servers live for one request and are not tracked)
  * @param onToolResult hears each tool's result (the HTTP front's metrics); it must not change it
+ * @param readsFor pass the HTTP front's own, which its fast path shares
  */
-export function createServerFactory(base: FrontContext, onWarning: (message: string) => void, onServer: (mcp: McpServer) => void = () => undefined, onToolResult?: (tool: string, result: CallToolResult) => void): (request?: McpRequestContext) => McpServer {
-  const reads = (front: FrontContext): { source: CatalogSkillSource; extension: SkillsExtension } => {
-    const source = new CatalogSkillSource(front.catalog, front.pageSize, front.skillsPageSize, (uri, problems) => onWarning(`skills extension: ${uri}: invalid skill entry: ${problems.join('; ')} (dropped from skills/list)`));
-    const extension = new SkillsExtension({ source, cacheHint: SKILLS_CACHE_HINT, onWarning: (w) => onWarning(`skills extension: ${w.path}: ${w.message}`) });
-    return { source, extension };
-  };
-  const shared = reads(base);
+export function createServerFactory(
+  base: FrontContext,
+  onWarning: (message: string) => void,
+  onServer: (mcp: McpServer) => void = () => undefined,
+  onToolResult?: (tool: string, result: CallToolResult) => void,
+  readsFor = skillReadsFor(base, onWarning),
+): (request?: McpRequestContext) => McpServer {
   // Built once, not per server (per request over HTTP): the declarations and the options hold
   // nothing per caller — every view of the front shares the base's watching flag and approval codec.
   const tools = toolDefinitions(base);
@@ -56,9 +84,7 @@ export function createServerFactory(base: FrontContext, onWarning: (message: str
     instructions: INSTRUCTIONS,
   };
   return (request) => {
-    // Security: with skills limited to some identities, this request sees only its own view of the catalog.
-    const front = visibleFront(base, identityOfAuth(request?.authInfo));
-    const { source, extension } = front === base ? shared : reads(front);
+    const { front, source, extension } = readsFor(request?.authInfo);
     const mcp = new McpServer(SERVER_INFO, options);
     mcp.registerTool('skill_list', tools.skill_list, ({ cursor, limit, problems }, ctx) => guarded(async () => ok(await skillList(front, { cursor, limit, problems, identity: front.identityOf(ctx) }))));
     mcp.registerTool('skill_search', tools.skill_search, ({ query, limit }) => guarded(async () => ok(skillSearch(front, query, limit))));

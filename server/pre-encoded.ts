@@ -11,21 +11,30 @@
  * exactly `JSON.stringify(result)`: test/server/pre-encoded.test.ts checks every page shape.
  */
 
-const encoders = new WeakMap<object, () => Buffer[]>();
+/** Makes the JSON of the result it was registered for, with `more` members after its own. */
+export type Encoder = (more: Readonly<Record<string, unknown>>) => Buffer[];
+
+const encoders = new WeakMap<object, Encoder>();
+
+const NO_MORE: Readonly<Record<string, unknown>> = Object.freeze({});
 
 /**
  * Registers `encode` as the way to `result`'s JSON, and freezes `result` (its own members; what it
  * holds is frozen by whoever built it, or, for catalog entries, never changed by design) so the
  * bytes cannot come to differ from the object they stand for.
  */
-export function withJson<T extends object>(result: T, encode: () => Buffer[]): T {
+export function withJson<T extends object>(result: T, encode: Encoder): T {
   encoders.set(Object.freeze(result), encode);
   return result;
 }
 
-/** The JSON of `value` if it was registered with {@link withJson} (in pieces, to be sent one after the other), else undefined. */
-export function jsonOf(value: unknown): Buffer[] | undefined {
-  return typeof value === 'object' && value !== null ? encoders.get(value)?.() : undefined;
+/**
+ * The JSON of `value` if it was registered with {@link withJson} (in pieces, to be sent one after
+ * the other), else undefined. With `more`: `JSON.stringify({ ...value, ...more })`, for members
+ * `value` does not have (the caller's to make sure: a repeated member would be written twice).
+ */
+export function jsonOf(value: unknown, more: Readonly<Record<string, unknown>> = NO_MORE): Buffer[] | undefined {
+  return typeof value === 'object' && value !== null ? encoders.get(value)?.(more) : undefined;
 }
 
 /**

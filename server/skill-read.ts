@@ -10,25 +10,32 @@ import { ProtocolError, ProtocolErrorCode, ResourceNotFoundError, type McpServer
 import type { CatalogSkillSource } from './catalog/source.js';
 
 /**
+ * The result of reading `uriText` through `source`: the one function both the SDK's handler
+ * (below) and the HTTP fast path (http/fast-path.ts) call, so their answers cannot drift. Nothing
+ * but skills is a resource here, so a URI the source does not serve is not found, exactly as the
+ * SDK answers: -32602 in both eras. Throws the SDK's protocol errors.
+ */
+export async function readSkillResource(source: CatalogSkillSource, uriText: string): Promise<ReadResourceResult> {
+  let uri: URL;
+  try {
+    uri = new URL(uriText);
+  } catch {
+    throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Resource URI ${uriText} is invalid`, { uri: uriText, reason: 'invalid_uri' });
+  }
+  // As the SDK does: the URL's normalized form is what is looked up and what the answer names.
+  const result = await source.read(uri.href);
+  if (result === undefined) throw new ResourceNotFoundError(uri.href);
+  const mimeType = result.mimeType === undefined ? {} : { mimeType: result.mimeType };
+  if ('text' in result) return { contents: [{ uri: uri.href, ...mimeType, text: result.text }] };
+  const { bytes } = result;
+  const blob = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
+  return { contents: [{ uri: uri.href, ...mimeType, blob }] };
+}
+
+/**
  * Takes over `resources/read` on `mcp`; call right after the extension's `attach` (which registers
- * the template, and with it the SDK's own handler). Nothing but skills is a resource here, so a URI
- * the source does not serve is not found, exactly as the SDK answers: -32602 in both eras.
+ * the template, and with it the SDK's own handler).
  */
 export function serveSkillReads(mcp: McpServer, source: CatalogSkillSource): void {
-  mcp.server.setRequestHandler('resources/read', async (request): Promise<ReadResourceResult> => {
-    let uri: URL;
-    try {
-      uri = new URL(request.params.uri);
-    } catch {
-      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Resource URI ${request.params.uri} is invalid`, { uri: request.params.uri, reason: 'invalid_uri' });
-    }
-    // As the SDK does: the URL's normalized form is what is looked up and what the answer names.
-    const result = await source.read(uri.href);
-    if (result === undefined) throw new ResourceNotFoundError(uri.href);
-    const mimeType = result.mimeType === undefined ? {} : { mimeType: result.mimeType };
-    if ('text' in result) return { contents: [{ uri: uri.href, ...mimeType, text: result.text }] };
-    const { bytes } = result;
-    const blob = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
-    return { contents: [{ uri: uri.href, ...mimeType, blob }] };
-  });
+  mcp.server.setRequestHandler('resources/read', (request) => readSkillResource(source, request.params.uri));
 }

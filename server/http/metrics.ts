@@ -65,6 +65,7 @@ export class HttpMetrics {
   readonly #runs: Counter<'result'>;
   readonly #refusals: Counter<'code'>;
   readonly #ledgerErrors: Counter;
+  readonly #fastPath: Counter<'method'>;
 
   constructor(front: FrontContext) {
     const registers = [this.registry];
@@ -78,6 +79,7 @@ export class HttpMetrics {
     this.#runs = new Counter({ name: 'skill_mcp_skill_run_total', help: 'skill_run calls by what they came to: completed, confirmation-required, cancelled, draft-changed, input-required or refused', labelNames: ['result'], registers });
     this.#refusals = new Counter({ name: 'skill_mcp_skill_run_refusals_total', help: 'Refused skill_run calls by refusal code (NOT_GRANTED, TOKEN_REUSED, BUSY, ...)', labelNames: ['code'], registers });
     this.#ledgerErrors = new Counter({ name: 'skill_mcp_ledger_errors_total', help: 'skill_run calls refused because the spent-token ledger could not be reached (LEDGER_UNAVAILABLE)', registers });
+    this.#fastPath = new Counter({ name: 'skill_mcp_http_fast_path_total', help: 'Requests to /mcp answered by the fast path (http/fast-path.ts) instead of the SDK handler, by JSON-RPC method', labelNames: ['method'], registers });
     new Gauge({
       name: 'skill_mcp_runner_up', help: '1 when the runner answers describe, else 0', registers,
       async collect() {
@@ -169,6 +171,11 @@ export class HttpMetrics {
   request(method: string, status: number, seconds: number): void {
     this.#requests.inc({ method, status: statusLabel(status) });
     this.#latency.observe({ method }, seconds);
+  }
+
+  /** A request the fast path answered (`method`: resources/read or skills/list, a closed set). */
+  fastPath(method: string): void {
+    this.#fastPath.inc({ method: methodLabel({ method }) });
   }
 
   /** Hears every tool result the factory hands out; counts skill_run's. */

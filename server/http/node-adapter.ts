@@ -71,26 +71,40 @@ function webRequest(req: IncomingMessage, headers: Headers, body: Buffer | undef
 /** Decodes as the SDK's own body reader does (UTF-8, a leading BOM dropped, bad bytes replaced). */
 const UTF8 = new TextDecoder();
 
-/** An MCP request for the SDK handler: the web `Request`, and its body already parsed when it is JSON. */
-export interface McpWebRequest {
-  request: Request;
+/** A request body for the MCP endpoint, read under the cap. */
+export interface McpBody {
+  /** The bytes, or `undefined` for a GET/HEAD. */
+  body: Buffer | undefined;
   /** The JSON body (any JSON value, `null` included); `undefined` when there is none or it is not JSON. */
   parsedBody: unknown;
 }
 
+/** An MCP request for the SDK handler: the web `Request`, and its body already parsed when it is JSON. */
+export interface McpWebRequest {
+  request: Request;
+  parsedBody: unknown;
+}
+
 /**
- * The request for the MCP endpoint, or the 413 to answer instead. A body that parses as JSON is
- * handed to the SDK parsed (`parsedBody`) and the `Request` carries none: the SDK would otherwise
- * clone the request's stream and read and parse it again (about 6 % of a small request's CPU,
- * bench/RESULTS.md). A body that is empty or not JSON stays in the `Request`, for the SDK to
- * answer exactly as it always does. Security: the cap is applied here, before anything is
- * parsed; the SDK applies its own only to bodies it reads itself.
+ * The body of a request for the MCP endpoint, or the 413 to answer instead. Security: the cap is
+ * applied here, before anything is parsed; the SDK applies its own only to bodies it reads itself.
  */
-export async function toMcpRequest(req: IncomingMessage, headers: Headers, maxBytes: number, signal: AbortSignal, path = requestPath(req)): Promise<McpWebRequest | Response> {
+export async function readMcpBody(req: IncomingMessage, maxBytes: number): Promise<McpBody | Response> {
   const hasBody = req.method !== 'GET' && req.method !== 'HEAD';
   const body = hasBody ? await readCapped(req, maxBytes) : undefined;
   if (body === 'too-large') return tooLarge(maxBytes);
-  const parsedBody = body === undefined || body.length === 0 ? undefined : parseJson(body);
+  return { body, parsedBody: body === undefined || body.length === 0 ? undefined : parseJson(body) };
+}
+
+/**
+ * The SDK handler's `Request` for a body read by {@link readMcpBody}. A body that parsed as JSON
+ * is handed to the SDK parsed (`parsedBody`) and the `Request` carries none: the SDK would
+ * otherwise clone the request's stream and read and parse it again (about 6 % of a small
+ * request's CPU, bench/RESULTS.md). A body that is empty or not JSON stays in the `Request`, for
+ * the SDK to answer exactly as it always does.
+ */
+export function toMcpRequest(req: IncomingMessage, headers: Headers, read: McpBody, signal: AbortSignal, path = requestPath(req)): McpWebRequest {
+  const { body, parsedBody } = read;
   if (parsedBody === undefined) return { request: webRequest(req, headers, body, signal, path), parsedBody };
   headers.delete('content-length');
   return { request: webRequest(req, headers, undefined, signal, path), parsedBody };

@@ -51,6 +51,8 @@ export interface HttpOptions {
   shutdownGraceMs: number;
   /** Where Prometheus metrics are served (`--metrics-port`); undefined: not at all (the default). */
   metrics: { host: string; port: number } | undefined;
+  /** Plain 2026-07-28 resources/read and skills/list answered without the SDK's pipeline (http/fast-path.ts); on by default. */
+  fastPath: boolean;
 }
 
 /** Every variable the HTTP front reads, with what it means (printed by `--http --help`, listed in docs/http.md). */
@@ -72,6 +74,7 @@ export const HTTP_VARIABLES = {
   SKILL_MCP_HTTP_REQUEST_TIMEOUT_MS: `time a client has to send its whole request (default ${DEFAULT_REQUEST_TIMEOUT_MS}); then 408 and the connection is closed`,
   SKILL_MCP_HTTP_KEEP_ALIVE_TIMEOUT_MS: 'idle keep-alive connections are closed after this (default 5000)',
   SKILL_MCP_HTTP_SHUTDOWN_GRACE_MS: 'on SIGTERM, time in-flight requests get before connections are cut (default 30000)',
+  SKILL_MCP_HTTP_FAST_PATH: 'on (default) or off: answer plain 2026-07-28 resources/read and skills/list without the SDK pipeline (same answers; off sends every request through the SDK handler)',
   SKILL_MCP_METRICS_PORT: 'serve Prometheus metrics at http://METRICS_HOST:PORT/metrics (default: off; 0 = any free port; --metrics-port wins)',
   SKILL_MCP_METRICS_HOST: `address of the metrics endpoint (default ${DEFAULT_HOST}; --metrics-host wins); unauthenticated: keep it private`,
 } as const;
@@ -129,6 +132,15 @@ function readToken(env: NodeJS.ProcessEnv): string | undefined {
   // Security: a short or blank token would be guessable; refuse rather than serve "protected".
   if (token.trim().length < 16 || /\s/.test(token)) throw new HttpConfigError('the HTTP token must be at least 16 characters with no whitespace (generate one with: openssl rand -hex 32)');
   return token;
+}
+
+/** on/off; anything else stops the front rather than guess. */
+function readSwitch(name: string, raw: string | undefined, fallback: boolean): boolean {
+  const value = (raw ?? '').trim().toLowerCase();
+  if (value === '') return fallback;
+  if (value === 'on') return true;
+  if (value === 'off') return false;
+  throw new HttpConfigError(`${name}=${JSON.stringify(raw)}: expected on or off`);
 }
 
 /** IP literals only: a name would be resolved who knows when, and a wrong entry would trust forged headers. */
@@ -213,6 +225,7 @@ export function readHttpOptions(args: string[], env: NodeJS.ProcessEnv): HttpOpt
     keepAliveTimeoutMs: integer('SKILL_MCP_HTTP_KEEP_ALIVE_TIMEOUT_MS', env['SKILL_MCP_HTTP_KEEP_ALIVE_TIMEOUT_MS'], 5_000, 100),
     shutdownGraceMs: integer('SKILL_MCP_HTTP_SHUTDOWN_GRACE_MS', env['SKILL_MCP_HTTP_SHUTDOWN_GRACE_MS'], 30_000, 0),
     metrics,
+    fastPath: readSwitch('SKILL_MCP_HTTP_FAST_PATH', env['SKILL_MCP_HTTP_FAST_PATH'], true),
   };
 }
 

@@ -8,7 +8,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { createMcpHandler, type McpHttpHandler } from '@modelcontextprotocol/server';
-import { createServerFactory } from '../front.js';
+import { createServerFactory, skillReadsFor } from '../front.js';
 import type { RunnerLinkOptions } from '../runner-link.js';
 import { startFront } from '../start.js';
 import { bearerTokenCheck, oauthBearer, staticBearer, type Authenticate } from './auth.js';
@@ -22,7 +22,8 @@ import { healthRoutes } from './health.js';
 import { lineWriter, type LineWriter } from '../../shared/log-line.js';
 import { identityOfAuth } from '../auth/resource-server.js';
 import { guardRequest, jsonRpcError, type GuardOptions } from './guard.js';
-import { requestPath, sendWebResponse, toMcpRequest, toWebRequest, webHeaders } from './node-adapter.js';
+import { readMcpBody, requestPath, sendWebResponse, toMcpRequest, toWebRequest, webHeaders } from './node-adapter.js';
+import { answerFast, fastRequest } from './fast-path.js';
 import { bindsLoopbackOnly, HTTP_USAGE, MCP_PATH, readHttpOptions, type HttpOptions } from './options.js';
 import { createInFlight, shutdownGracefully, type InFlight } from './shutdown.js';
 import { HttpMetrics, methodOfRequest } from './metrics.js';
@@ -38,8 +39,14 @@ const AUTH_REQUIRED_MESSAGE =
 /** Answers for the paths besides /mcp (OAuth metadata, health), or undefined for /mcp itself. */
 export type OtherRoutes = { has(pathname: string): boolean; answer(pathname: string, method: string): Promise<Response> | Response };
 
-/** The request listener: guards on the headers, then the capped body, the SDK handler, a streamed response. */
-function createListener(handler: McpHttpHandler, options: HttpOptions, inFlight: InFlight, state: { stopping: boolean }, warn: Warn, cap: AddressCap | undefined, authenticate: Authenticate | undefined, routes: OtherRoutes, log: LineWriter, metrics?: HttpMetrics, desk?: ApprovalDesk) {
+/** What a request reads the skills through, for its auth (front.ts): shared by the SDK's factory and the fast path. */
+type ReadsFor = ReturnType<typeof skillReadsFor>;
+
+/**
+ * The request listener: guards on the headers, the auth gate, the capped body, then the fast path
+ * (undefined `readsFor`: off) or the SDK handler, a streamed response.
+ */
+function createListener(handler: McpHttpHandler, readsFor: ReadsFor | undefined, options: HttpOptions, inFlight: InFlight, state: { stopping: boolean }, warn: Warn, cap: AddressCap | undefined, authenticate: Authenticate | undefined, routes: OtherRoutes, log: LineWriter, metrics?: HttpMetrics, desk?: ApprovalDesk) {
   const guard: GuardOptions = {
     allowedHosts: options.allowedHosts,
     allowedOrigins: options.allowedOrigins,
@@ -87,9 +94,26 @@ function createListener(handler: McpHttpHandler, options: HttpOptions, inFlight:
       const authInfo = authenticate ? await authenticate(headers) : undefined;
       if (authInfo instanceof Response) return await sendWebResponse(res, authInfo);
       who = identityOfAuth(authInfo)?.subject ?? (authInfo ? 'static-token' : undefined);
-      const mcp = await toMcpRequest(req, headers, options.maxBodyBytes, aborter.signal, path);
-      if (mcp instanceof Response) return await sendWebResponse(res, mcp);
-      if (metrics) method = methodOfRequest(headers, mcp.parsedBody);
+      const read = await readMcpBody(req, options.maxBodyBytes);
+      if (read instanceof Response) return await sendWebResponse(res, read);
+      if (metrics) method = methodOfRequest(headers, read.parsedBody);
+      // Past the gate and the cap: a plain read or list is answered here, anything else by the SDK.
+      const fast = readsFor && req.method === 'POST' ? fastRequest(headers, read.parsedBody) : undefined;
+      if (fast && readsFor) {
+        const answer = await answerFast(readsFor, authInfo, fast);
+        if (answer) {
+          metrics?.fastPath(fast.method);
+          // As the SDK path: a client gone before its answer is ready is sent nothing.
+          if (aborter.signal.aborted) return;
+          res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(answer.reduce((total, piece) => total + piece.length, 0)) });
+          // Headers and every piece in one writev: corked until the end.
+          res.cork();
+          for (const piece of answer) res.write(piece);
+          res.end();
+          return;
+        }
+      }
+      const mcp = toMcpRequest(req, headers, read, aborter.signal, path);
       // Past the gate: the verified caller (its identity, or the static token's hash) reaches the tools.
       await sendWebResponse(res, await handler.fetch(mcp.request, { ...(authInfo ? { authInfo } : {}), ...(mcp.parsedBody !== undefined ? { parsedBody: mcp.parsedBody } : {}) }));
     } catch (error) {
@@ -237,7 +261,8 @@ export async function serveOverHttp(options: { args: string[]; bundledSkills: st
     warn(`approval page at ${http.approval.origin}/approve/<id> (${login ? `sign-in at ${http.oauth?.issuer} as client ${http.approval.client?.id}` : 'sign-in with the bearer token'})`);
   }
   const metrics = http.metrics ? new HttpMetrics(front) : undefined;
-  const handler = createMcpHandler(createServerFactory(front, warn, undefined, metrics && ((tool, result) => metrics.toolResult(tool, result))), {
+  const readsFor = skillReadsFor(front, warn);
+  const handler = createMcpHandler(createServerFactory(front, warn, undefined, metrics && ((tool, result) => metrics.toolResult(tool, result)), readsFor), {
     legacy: 'stateless',
     maxRequestBodySize: http.maxBodyBytes,
     onerror: (error) => warn(`http: ${error.message}`),
@@ -250,7 +275,7 @@ export async function serveOverHttp(options: { args: string[]; bundledSkills: st
   const cap: AddressCap | undefined = http.maxConnectionsPerAddress > 0 ? { counts: new AddressCounts(http.maxConnectionsPerAddress), trusted: new Set(http.trustedProxies) } : undefined;
   const health = healthRoutes(front, warn);
   const routes = otherRoutes(resourceServer, health);
-  const server = createServer({ connectionsCheckingInterval: 1_000 }, createListener(handler, http, inFlight, state, warn, cap, authenticate, routes, log, metrics, desk));
+  const server = createServer({ connectionsCheckingInterval: 1_000 }, createListener(handler, http.fastPath ? readsFor : undefined, http, inFlight, state, warn, cap, authenticate, routes, log, metrics, desk));
   configure(server, http);
   if (cap) capConnections(server, cap);
   server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
