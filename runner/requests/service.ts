@@ -364,8 +364,8 @@ export class RunnerService {
 
   /**
    * Kills every run (waiting ones leave the queue) and waits, for at most `waitMs`, until each has
-   * answered and its folders are removed (shutdown). Returns how many removals were still pending
-   * (the runner.stop line says so; the next start's sweep removes what they leave).
+   * answered and its folders are removed (shutdown). Returns how many runs were still answering or
+   * removing by then (the runner.stop line says so; the next start's sweep removes what they leave).
    */
   async stop(waitMs = STOP_WAIT_MS): Promise<{ removalsPending: number }> {
     for (const slot of this.runs) this.kill(slot);
@@ -373,6 +373,6 @@ export class RunnerService {
     const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, waitMs)));
     await Promise.race([Promise.all(this.answering).then(() => Promise.all(this.removing)), deadline]);
     clearTimeout(timer);
-    return { removalsPending: this.removing.size };
+    return { removalsPending: this.answering.size + this.removing.size };
   }
 }
