@@ -4,7 +4,8 @@
  * state dir, scratch dir (removing crashed runs' folders), token key, ledger (spent-token markers,
  * an old single-file ledger migrated), audit log (checked against its anchor, under the audit lock
  * other runners on this state dir share, before anything is appended) → probe interpreters and sandbox tools → listen.
- * SIGTERM/SIGINT kill every run (waiting ones too), close the socket and exit.
+ * SIGTERM/SIGINT kill every run (waiting ones too), close the socket, wait (bounded) for the runs'
+ * folders to be removed, and exit.
  */
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -223,13 +224,14 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
   // Every step is awaited in turn and a failed one is said on stderr: whatever happens, the audit
   // log is closed (runner.stop) and the process exits.
   const shutDown = async (): Promise<void> => {
+    let removalsPending = 0;
     try {
-      await service.stop();
+      ({ removalsPending } = await service.stop());
       await ledgers.close();
     } catch (error) {
       log(`stopping did not finish cleanly (${(error as Error).message}); closing the audit log and exiting anyway`);
     }
-    await audit.close(() => ({ event: 'runner.stop', pid: process.pid, config_sha256: configSha256, uptime_ms: Date.now() - startedAt, lines: audit.linesWritten, why }))
+    await audit.close(() => ({ event: 'runner.stop', pid: process.pid, config_sha256: configSha256, uptime_ms: Date.now() - startedAt, lines: audit.linesWritten, why, ...(removalsPending > 0 ? { removals_pending: removalsPending } : {}) }))
       .catch((error: unknown) => log(`the audit log could not be closed cleanly (${(error as Error).message})`));
     process.exit(0);
   };

@@ -70,6 +70,9 @@ export function isNeverGrantable(name: string): boolean {
   if (/^(NODE_OPTIONS|NODE_PATH|NODE_REPL_EXTERNAL_MODULE|NODE_EXTRA_CA_CERTS|NODE_V8_COVERAGE|NODE_USE_ENV_PROXY|NODE_TLS_REJECT_UNAUTHORIZED)$/.test(name)) return true;
   if (/^PYTHON/.test(name)) return true;
   if (/^(BASH_ENV|ENV|SHELLOPTS|PS4|IFS|PATH|HOME|TMPDIR|LANG|TZ|PERL5LIB|PERL5OPT|RUBYOPT|RUBYLIB)$/.test(name)) return true;
+  // Security: the working directory is the runner's to say (bubblewrap's PWD=/work, sandbox/bwrap.ts);
+  // a granted PWD or OLDPWD would tell a script a host path, or a place it is not.
+  if (name === 'PWD' || name === 'OLDPWD') return true;
   if (/^(SKILL_MCP_|MCP_)/.test(name) || name === 'SKILLS_DIR') return true;
   // Security: the trust of a run with secrets is the runner's (runner/secrets/trust.ts): a granted
   // value could point a client at another CA bundle, or stand where the run's bundle must be.

@@ -25,6 +25,12 @@ export function hasNamespaces(level: IsolationLevel): boolean {
   return level === 'namespace' || level === 'namespace-uid' || level === 'uid-sandbox';
 }
 
+/**
+ * The variables every script gets here besides the granted ones, sorted: in bubblewrap also
+ * `PWD=/work`, which bubblewrap exports and the runner names (runner/sandbox/bwrap.ts sandboxPwd).
+ */
+export const BASE_ENV_NAMES: readonly string[] = bwrapWorks ? ['HOME', 'PATH', 'PWD', 'SKILL_DIR', 'TMPDIR'] : ['HOME', 'PATH', 'SKILL_DIR', 'TMPDIR'];
+
 /** The bubblewrap levels: private /tmp, nothing of the host but system folders and the skill. */
 export function hasBwrap(level: IsolationLevel): boolean {
   return level === 'namespace' || level === 'namespace-uid';

@@ -39,6 +39,7 @@ import { specialAddressWarning } from '../egress/address.js';
 import type { EgressPlan } from '../egress/plan.js';
 import type { Platform } from '../sandbox/platform.js';
 import { usesBwrap } from '../sandbox/platform.js';
+import { sandboxPwd } from '../sandbox/bwrap.js';
 import { depsVariables, planDeps } from '../deps/run-env.js';
 import type { DepsContext, RunDeps } from '../deps/run-env.js';
 import type { RedactionValue, SecretBinding } from '../secrets/binding.js';
@@ -248,7 +249,8 @@ export async function deriveRun(ctx: DeriveContext, skillName: string, script: s
   // injects trusts the run's CA bundle (runner/secrets/trust.ts; buildSpawn sets the same names). Keyed on
   // the grant, not the bindings: describe reads no value, so it has none.
   const bundleNames = Object.keys(caBundleEnv(usesBwrap(ctx.platform) && egress.mode === 'proxy' && grant.secrets.length > 0));
-  built.names = [...built.names, ...Object.keys(depsVariables(deps.run, usesBwrap(ctx.platform))), ...grant.secrets.map((s) => s.name), ...bundleNames].sort();
+  // bubblewrap's PWD is named too (sandbox/bwrap.ts sandboxPwd): the person approves every variable the script gets.
+  built.names = [...new Set([...built.names, ...Object.keys(depsVariables(deps.run, usesBwrap(ctx.platform))), ...grant.secrets.map((s) => s.name), ...bundleNames, ...Object.keys(sandboxPwd(usesBwrap(ctx.platform)))])].sort();
   const willRun: WillRun = {
     skill: skill.name,
     interpreter: declared.interpreter,

@@ -2,9 +2,11 @@
  * @module The run after its token is spent: it makes the run's folder and workspace (a tmpfs of the
  * cap's size as root), its egress proxy and memory cgroup, writes the run.accept line (nothing runs
  * whose accept line is not on disk), spawns the script, reaps what it left, collects its output
- * files, removes its workspace and copy and writes its run.exit line. A failure after the spend
- * still ends on record (a reject before the accept, an exit after it), and the finally below
- * unmounts, removes and releases whatever way the run ended. The checks that lead here (token,
+ * files and writes its run.exit line. Its answer waits for that line (fsynced, anchored), not for
+ * the removal of its workspace and copy: that runs after, and the run keeps its uid and its slot
+ * until it is done (`slot.after`). A failure after the spend still ends on record (a reject before
+ * the accept, an exit after it), and the finally below unmounts, removes and releases whatever
+ * other way the run ended. The checks that lead here (token,
  * ledger, re-derivation, the spend itself) stay in runner/requests/service.ts, in their order.
  */
 import { chownSync, mkdirSync } from 'node:fs';
@@ -152,6 +154,8 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
   let watch: WorkspaceWatch | undefined;
   let tmpfs = false;
   let accepted = false;
+  // Set once the answer is ready and afterAnswer took over the removal and the releases.
+  let handedOff = false;
   // Issue 30: every value the run could see, searched for in everything it returns (runner/secrets/redact.ts).
   const redaction = new RunRedaction(plan.redact);
   // Set once the run's cgroup was killed and found empty: its uid has no process left (uids/pool.ts).
@@ -272,7 +276,7 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
     const redacted = redaction.reported ? redactionView(redaction, o) : undefined;
     slot.ended = true;
     stats.ended(o.ending);
-    slot.lines.push(deps.audit.append({
+    const exitLine = deps.audit.append({
       event: 'run.exit', run_id: slot.runId, exit_code: o.exitCode, signal: o.signal, ended: o.ending, duration_ms: o.durationMs,
       stdout_bytes: o.stdoutBytes, stderr_bytes: o.stderrBytes, stdout_sha256: o.stdoutSha256, stderr_sha256: o.stderrSha256,
       truncated: o.truncated, leftovers_killed: leftovers.killed, leftovers_remaining: leftovers.remaining,
@@ -284,14 +288,13 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
       ...(redacted ? redactionAudit(redacted) : {}),
       ...(who.requester !== undefined ? { requester: who.requester } : {}),
       phases_ms: phases.snapshot(),
-    }));
-    // The workspace and the run's copy of its skill never outlive the answer (the finally below
-    // removes them again on every other path; a runner that dies first leaves them to the next
-    // one's start-up sweep, runner/workspace/scratch.ts). Removed while the exit line is fsynced
-    // and anchored — the answer waits for that anyway — on the thread pool, the event loop free for the log.
-    const cleanup = await cleanUpRun(scratch, tmpfs, copy);
-    if (cleanup.line) slot.lines.push(deps.audit.append({ event: 'run.cleanup', run_id: slot.runId, ...cleanup.line }));
-    const filesNote = [collected.note, cleanup.removed ? undefined : 'the run\'s workspace could not be removed in full; the operator was told in the audit log'].filter((n) => n !== undefined).join('; ');
+    });
+    slot.lines.push(exitLine);
+    // The answer goes once the exit line is durable; the folders go after it (afterAnswer), the
+    // run's uid and slot held until then. So the result says nothing of the removal — it cannot
+    // know yet; a lazy unmount or anything left is the run.cleanup line's to record.
+    slot.after = afterAnswer(deps, slot.runId, exitLine, { scratch, tmpfs, copy, cgroup, uid, emptied });
+    handedOff = true;
     return {
       ok: true,
       result: {
@@ -300,7 +303,7 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
         stdoutBytes: o.stdoutBytes, stderrBytes: o.stderrBytes, stdoutTruncated: o.stdoutTruncated, stderrTruncated: o.stderrTruncated,
         memoryLimited: hitMemoryLimit(o.exitCode, o.signal, o.stderr) || (cgroup?.oomKilled() ?? false),
         files: collected.files,
-        ...(filesNote !== '' ? { filesNote } : {}),
+        ...(collected.note !== undefined ? { filesNote: collected.note } : {}),
         // What the proxy refused, so the model can tell a refusal from a failing network.
         ...(egress ? { egress: egress.summary } : {}),
         ...(full !== undefined ? { workspaceFull: true, workspaceNote: full } : {}),
@@ -320,10 +323,42 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
   } finally {
     await proxy?.close();
     await watch?.finish();
-    // Security: no run's tmpfs stays mounted, whatever way this ended (before the folder's removal, which it would stop).
-    if (tmpfs) unmountAll(scratch);
-    cgroup?.remove();
-    removeRunFolder(scratch);
-    if (uid !== undefined) await deps.uidPool?.release(uid, emptied);
+    if (!handedOff) {
+      // Security: no run's tmpfs stays mounted, whatever way this ended (before the folder's removal, which it would stop).
+      if (tmpfs) unmountAll(scratch);
+      cgroup?.remove();
+      const removed = removeRunFolder(scratch);
+      if (uid !== undefined) await deps.uidPool?.release(uid, emptied, !removed);
+    }
   }
+}
+
+/** What a run that answered leaves to remove, and what it holds until then. */
+export interface Leftover {
+  scratch: string;
+  tmpfs: boolean;
+  copy: RunCopy;
+  cgroup: RunCgroup | undefined;
+  uid: number | undefined;
+  /** Its cgroup was killed and found empty (uids/pool.ts). */
+  emptied: boolean;
+}
+
+/**
+ * A run's end after its answer: once its exit line is durable, removes its workspace and copy
+ * (cleanUpRun, on the thread pool), then its cgroup, then gives back its uid; records a lazy
+ * unmount or anything left in a `run.cleanup` line. Never rejects. The caller holds the run's
+ * slot until this settles (service.ts).
+ * Security: the uid is released only after the removal, so no later run gets a uid whose previous
+ * run's files are still on disk, and one whose folder could not be removed is never handed out
+ * again by this runner (uids/pool.ts). A runner that dies before the removal leaves both folders
+ * to the next start's sweep (runner/workspace/scratch.ts: named by the dead runner's pid).
+ */
+export async function afterAnswer(deps: { uidPool: UidPool | undefined; audit: Pick<AuditLog, 'append'> }, runId: string, exitLine: Promise<void>, left: Leftover): Promise<void> {
+  // After the exit line's fsync, not beside it: the removal's metadata would join its journal commit.
+  await exitLine;
+  const cleanup = await cleanUpRun(left.scratch, left.tmpfs, left.copy);
+  left.cgroup?.remove();
+  if (left.uid !== undefined) await deps.uidPool?.release(left.uid, left.emptied, !cleanup.removed);
+  if (cleanup.line) await deps.audit.append({ event: 'run.cleanup', run_id: runId, ...cleanup.line });
 }

@@ -64,6 +64,9 @@ export interface ServiceDeps {
 type RunRequest = Extract<RunnerRequest, { type: 'run' }>;
 type PrepareRequest = Extract<RunnerRequest, { type: 'prepare' }>;
 
+/** How long a stopping runner waits for its runs to end and their folders to go (a run's reap alone may take REAP_MS). */
+const STOP_WAIT_MS = 10_000;
+
 /** The client of a front that names none (each such front's runs count as one client). */
 const UNNAMED_CLIENT = '-';
 
@@ -92,6 +95,10 @@ function whoOf(req: PrepareRequest | RunRequest, osUser: string | undefined): Ru
 export class RunnerService {
   /** Every run from its request to its end, waiting or running. */
   private readonly runs = new Set<Slot>();
+  /** Runs that answered and whose folders are still being removed (each holds its slot and uid until done). */
+  private readonly removing = new Set<Promise<void>>();
+  /** Every run() in progress, from its request to its answer. */
+  private readonly answering = new Set<Promise<unknown>>();
   private readonly admission: RunAdmission;
   /** Counts for the metrics endpoint (describe carries them). */
   readonly stats = new RunStats();
@@ -199,6 +206,14 @@ export class RunnerService {
    * `connectedAt`: the `performance.now()` its connection began (the start of its `receive` phase).
    */
   async run(req: RunRequest, abandoned?: AbortSignal, connectedAt?: number): Promise<Answer<ResultOf<'run'>>> {
+    const answer = this.answer(req, abandoned, connectedAt);
+    const tracked = answer.catch(() => undefined);
+    this.answering.add(tracked);
+    void tracked.finally(() => this.answering.delete(tracked));
+    return answer;
+  }
+
+  private async answer(req: RunRequest, abandoned?: AbortSignal, connectedAt?: number): Promise<Answer<ResultOf<'run'>>> {
     const phases = new RunPhases(connectedAt);
     phases.mark('receive');
     const runId = randomBytes(8).toString('hex');
@@ -239,7 +254,10 @@ export class RunnerService {
         if (ended || slot.ended) throw error;
         return reject('internal', code, `the runner failed to handle the run (${code}); see its log`, { error: code });
       } finally {
-        admitted.lease.release();
+        // Security: a run that answered before its folders were gone keeps its slot until they are
+        // (run-path.ts): a slot counts toward the caps until the run's disk use is gone.
+        if (slot.after !== undefined) this.settleAfter(slot.after, () => admitted.lease.release());
+        else admitted.lease.release();
       }
     } finally {
       abandoned?.removeEventListener('abort', onAbandon);
@@ -248,12 +266,22 @@ export class RunnerService {
     }
   }
 
+  /** Tracks a run's removal after its answer (stop waits for it), then gives back its slot. */
+  private settleAfter(after: Promise<void>, release: () => void): void {
+    const settled = after.finally(() => {
+      release();
+      this.removing.delete(settled);
+    });
+    this.removing.add(settled);
+  }
+
   private async runInSlot(req: RunRequest, slot: Slot, reject: Reject): Promise<Answer<ResultOf<'run'>>> {
     const copy = new RunCopy(this.deps.scratchDir, slot.runId);
     try {
       return await this.checkAndSpawn(req, slot, reject, copy);
     } finally {
-      copy.remove();
+      // A run that answered removes its copy after the answer (run-path.ts afterAnswer).
+      if (slot.after === undefined) copy.remove();
     }
   }
 
@@ -334,10 +362,17 @@ export class RunnerService {
     return await runSpent(deps, this.stats, this.admission, { req, slot, reject, copy, who, tokenId, claims, plan, inputs, files, scratch, proxied, uid, cap: this.cap });
   }
 
-  /** Kills every run (waiting ones leave the queue) and waits for them to wind down (shutdown). */
-  async stop(): Promise<void> {
-    const slots = [...this.runs];
-    for (const slot of slots) this.kill(slot);
-    await Promise.all(slots.map((slot) => slot.proc?.outcome));
+  /**
+   * Kills every run (waiting ones leave the queue) and waits, for at most `waitMs`, until each has
+   * answered and its folders are removed (shutdown). Returns how many runs were still answering or
+   * removing by then (the runner.stop line says so; the next start's sweep removes what they leave).
+   */
+  async stop(waitMs = STOP_WAIT_MS): Promise<{ removalsPending: number }> {
+    for (const slot of this.runs) this.kill(slot);
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, waitMs)));
+    await Promise.race([Promise.all(this.answering).then(() => Promise.all(this.removing)), deadline]);
+    clearTimeout(timer);
+    return { removalsPending: this.answering.size + this.removing.size };
   }
 }

@@ -33,4 +33,6 @@ export interface Slot {
   lines: Promise<void>[];
   /** Where its time went so far (its run.exit line's `phases_ms`). */
   phases: RunPhases;
+  /** Set when it answered before its folders were removed: settles once they are gone and its uid is back (run-path.ts). */
+  after?: Promise<void>;
 }

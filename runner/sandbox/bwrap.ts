@@ -21,6 +21,15 @@ import { CA_BUNDLE_MOUNT } from '../secrets/trust.js';
 export const SKILL_MOUNT = '/skill';
 /** Where the run's workspace appears inside the sandbox (read-write; the script's cwd). */
 export const WORKSPACE_MOUNT = '/work';
+/**
+ * The `PWD` a script gets in bubblewrap: its working directory. bubblewrap exports PWD itself (the
+ * `--chdir` folder, after its own option parsing, so `--unsetenv` cannot remove it); the runner sets
+ * the same value and the preview names it, so the script gets exactly the approved variables
+ * without an `env -u PWD` step in the chain. Never from the host, never grantable (shared/declaration.ts).
+ */
+export function sandboxPwd(sandboxed: boolean): Record<string, string> {
+  return sandboxed ? { PWD: WORKSPACE_MOUNT } : {};
+}
 /** The run's private, size-capped writable folder: HOME, TMPDIR and /tmp at once. */
 export const SANDBOX_HOME = '/tmp';
 /** /dev/shm is tiny: python's multiprocessing needs it for semaphores, nothing needs more. */

@@ -147,7 +147,7 @@ function probeBwrap(tools: Platform['tools'], layout: HostLayout, opts: ProbeOpt
   if (!tools.bwrap) return { ok: false, why: opts.bwrapSetting ? 'SKILL_MCP_BWRAP does not name an executable file (an absolute path, or "off")' : 'bubblewrap (bwrap) is not installed' };
   if (!tools.prlimit || !tools.env) return { ok: false, why: 'util-linux prlimit or coreutils env is not installed' };
   // The filter comes on stdin here (fd 0; bubblewrap closes it after reading), on fd 4 in a run.
-  const sandbox = [tools.bwrap, ...bwrapArgs(layout, { skillDir: '/usr', tmpBytes: opts.tmpBytes, ...(filter ? { seccompFd: 0 } : {}) }), '--', tools.env, '-u', 'PWD', tools.prlimit, '--nproc=64', '--', '/usr/bin/true'];
+  const sandbox = [tools.bwrap, ...bwrapArgs(layout, { skillDir: '/usr', tmpBytes: opts.tmpBytes, ...(filter ? { seccompFd: 0 } : {}) }), '--', tools.prlimit, '--nproc=64', '--', '/usr/bin/true'];
   const argv = opts.probeUid !== undefined && tools.setpriv ? [tools.setpriv, ...ROOT_DROP(opts.probeUid), ...sandbox] : sandbox;
   const tried = tryRun(argv, filter);
   return tried.ok ? tried : { ok: false, why: `bubblewrap could not build the sandbox here (${tried.why}); unprivileged user namespaces may be disabled (sysctl kernel.unprivileged_userns_clone, user.max_user_namespaces, AppArmor, or a container)` };

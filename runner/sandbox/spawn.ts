@@ -5,9 +5,8 @@
  * shell around the script. The chains by level (each step execs or supervises the next):
  *
  *   namespace-uid: setpriv (run uid/gid, no groups, no caps, no_new_privs, die with the runner)
- *                    → bwrap (namespaces, file-system view) → env -u PWD → prlimit → interpreter
- *   namespace:     bwrap (no_new_privs and death with the runner by itself) → env -u PWD → prlimit
- *                    → interpreter
+ *                    → bwrap (namespaces, file-system view) → prlimit → interpreter
+ *   namespace:     bwrap (no_new_privs and death with the runner by itself) → prlimit → interpreter
  *   uid-sandbox:   setpriv (die with the runner) → unshare (mount/pid/net/ipc/uts) → sh (fixed text: a capped tmpfs HOME, read-only binds over shared
  *                    writable dirs) → prlimit → setpriv (run uid …) → interpreter
  *   uid:           prlimit → setpriv (run uid …) → interpreter
@@ -30,7 +29,7 @@
  * paths in the arguments are then relative to the workspace, as in a terminal.
  */
 import { buildScriptEnv } from '../../shared/env.js';
-import { bwrapArgs, SANDBOX_HOME, SKILL_MOUNT } from './bwrap.js';
+import { bwrapArgs, SANDBOX_HOME, sandboxPwd, SKILL_MOUNT } from './bwrap.js';
 import type { RunPlan } from '../requests/derive.js';
 import { bridgeArgv } from '../egress/bridge.js';
 import { bridgeNode } from '../egress/plan.js';
@@ -153,8 +152,8 @@ export function buildSpawn(plan: RunPlan, platform: Platform, sourceEnv: Readonl
     SKILL_DIR: sandboxed ? SKILL_MOUNT : plan.realDir,
   };
   const built = buildScriptEnv(sourceEnv, plan.grantedEnv, overrides);
-  // The runner's own variables for the environments and the CA bundle (never grantable, never from the host).
-  const env: Record<string, string> = { ...built.env, ...depsVariables(plan.deps, sandboxed), ...caBundleEnv(withBundle) };
+  // The runner's own variables for the environments, the CA bundle and bubblewrap's PWD (never grantable, never from the host).
+  const env: Record<string, string> = { ...built.env, ...depsVariables(plan.deps, sandboxed), ...caBundleEnv(withBundle), ...sandboxPwd(sandboxed) };
   // Security: a secret's variable holds its run's placeholder, never the value (runner/secrets/);
   // the proxy alone swaps it in, and only for the secret's hosts.
   for (const secret of plan.secrets) env[secret.name] = secret.placeholder;
@@ -180,8 +179,8 @@ export function buildSpawn(plan: RunPlan, platform: Platform, sourceEnv: Readonl
     const proxied = plan.egress.mode === 'proxy';
     // A proxied run starts the bridge first (under the same limits); it starts the script once it listens.
     const target = proxied ? bridgeArgv(bridgeNode(platform)!, script) : script;
-    // bubblewrap always exports PWD; the script must get exactly the approved variables.
-    const inside = [platform.tools.env!, '-u', 'PWD', prlimit!, ...rlimits(true), ...target];
+    // bubblewrap exports PWD=/work itself: the env above holds the same (sandboxPwd), so no step removes it.
+    const inside = [prlimit!, ...rlimits(true), ...target];
     const view = { skillDir: plan.realDir, tmpBytes: limits.tmpBytes, workspace: dirs.workspace, ...(proxied ? { egressSocket: egressSocketPath(scratch) } : {}), ...(withBundle ? { caBundle: caBundlePath(scratch) } : {}), ...(platform.seccomp ? { seccompFd: SECCOMP_FD } : {}), deps: depsBinds(plan.deps) };
     // Security: at `namespace` bubblewrap is the chain's first step, as it gives by itself what a
     // setpriv before it gave (one exec less, docs/isolation.md): no_new_privs, set first thing in

@@ -111,8 +111,11 @@ export async function uidsWithProcesses(): Promise<Set<number>> {
  */
 export class UidPool {
   private cursor: number;
-  /** Uids of this runner: `run` while a run holds one, `leftovers` when its run ended with processes still left. */
-  readonly #held = new Map<number, 'run' | 'leftovers'>();
+  /**
+   * Uids of this runner: `run` while a run holds one, `leftovers` when its run ended with processes
+   * still left, `files` when its run's folder could not be removed (never handed out again by this runner).
+   */
+  readonly #held = new Map<number, 'run' | 'leftovers' | 'files'>();
 
   constructor(
     private readonly range: { first: number; last: number },
@@ -147,7 +150,7 @@ export class UidPool {
       const uid = this.range.first + ((this.cursor + i) % size);
       if (named.has(uid) || this.exclude.includes(uid) || busy.has(uid)) continue;
       const mine = this.#held.get(uid);
-      if (mine === 'run') continue;
+      if (mine === 'run' || mine === 'files') continue;
       // Our claim file was kept while the ended run's processes lingered; they are gone now.
       if (mine === undefined && this.claims && !this.claims.tryClaim(uid)) continue;
       this.#held.set(uid, 'run');
@@ -163,9 +166,15 @@ export class UidPool {
    * handed out again only once a later `take` finds nothing of it left. `emptied`: the caller saw
    * the run's cgroup killed and found empty — every process of the uid started inside it and none
    * can leave it, so the /proc pass is skipped (every `take` still makes its own).
+   * Security: `filesLeft` — the run's folder could not be removed: the uid stays claimed for this
+   * runner's life, so no later run owns (and can read or change) files a previous run left.
    */
-  async release(uid: number, emptied = false): Promise<void> {
+  async release(uid: number, emptied = false, filesLeft = false): Promise<void> {
     if (this.#held.get(uid) !== 'run') return;
+    if (filesLeft) {
+      this.#held.set(uid, 'files');
+      return;
+    }
     let left: boolean;
     try {
       left = emptied ? false : (await this.inUse()).has(uid);

@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { BASE_ENV_NAMES } from '../levels.js';
 import { BUNDLED_SKILLS, ERAS, REPO, VARIED_SKILLS, callTool, expectNoLeftovers, rpc, rpcErrorCode, serve, skillList, type Served } from './harness.js';
 
 afterAll(expectNoLeftovers);
@@ -72,7 +73,7 @@ describe.each(ERAS)('read path on varied skills, $name', (era) => {
     // Standalone self-grant: the declared variable is granted but unset here, so the script gets only
     // the allowlist (the runner's private HOME and TMPDIR, our PATH) and no envWarning names it.
     expect(byName.get('python-tool')!.scripts).toEqual([
-      { script: 'scripts/csv_to_json.py', interpreter: 'python3', timeoutMs: 30_000, envNames: ['HOME', 'PATH', 'SKILL_DIR', 'TMPDIR'], envNotSet: ['CSV_DELIMITER'] },
+      { script: 'scripts/csv_to_json.py', interpreter: 'python3', timeoutMs: 30_000, envNames: BASE_ENV_NAMES, envNotSet: ['CSV_DELIMITER'] },
     ]);
     expect(byName.get('declared-env')!.scripts[0]!.envNotSet).toEqual(['WEATHER_API_KEY', 'WEATHER_UNITS']);
     expect(byName.get('nested-refs')!.scripts.map((s) => s.interpreter)).toEqual(['node', 'python3']);
@@ -296,7 +297,7 @@ describe.each(ERAS)('bundled skills, $name', (era) => {
       const list = await skillList(served.client);
       expect(list.problems).toEqual([]);
       expect(list.skills.map((s) => s.name)).toEqual(['commit-message']);
-      expect(list.skills[0]!.scripts).toEqual([{ script: 'scripts/check-message.js', interpreter: 'node', timeoutMs: 10_000, envNames: ['HOME', 'PATH', 'SKILL_DIR', 'TMPDIR'] }]);
+      expect(list.skills[0]!.scripts).toEqual([{ script: 'scripts/check-message.js', interpreter: 'node', timeoutMs: 10_000, envNames: BASE_ENV_NAMES }]);
       const { skills } = await served.skills.list();
       for (const skill of skills) {
         if (skill.resources === 'dynamic') throw new Error('not dynamic');

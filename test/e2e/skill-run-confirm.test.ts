@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { ERAS, callTool, expectNoLeftovers, serve, tempDir, type Era, type ServeOptions, type Served } from './harness.js';
 import { askToken, audit, refusal, reported, runsStarted, writeRunSkills } from './run-skills.js';
+import { BASE_ENV_NAMES } from '../levels.js';
 
 let root: string;
 beforeAll(() => {
@@ -64,7 +65,7 @@ describe.each(ERAS)('a client that can show a prompt (form elicitation), $name',
     expect(message).toMatch(/cwd: a fresh workspace of this run \(the skill run-skills-\w+\/reporter is read-only in SKILL_DIR\)\n/);
     expect(message).toMatch(/isolation: \S+/);
     expect(message).toContain('timeout: 20 s');
-    expect(message).toContain('variables the script receives: HOME, PATH, SKILL_DIR, TMPDIR');
+    expect(message).toContain(`variables the script receives: ${BASE_ENV_NAMES.join(', ')}`);
   });
 
   test.each(['decline', 'cancel'] as const)('%s returns cancelled and nothing runs', async (action) => {
@@ -125,7 +126,7 @@ describe.each(ERAS)('a client without a prompt: the token path, $name', (era) =>
     const preview = await askToken(served.client, { name: 'reporter', script: 'scripts/report.js', args: ['x', 'y z'] });
     expect(preview.mode).toBe('ask-user');
     expect(preview.instructions).toMatch(/approve/i);
-    expect(preview.preview.willRun).toMatchObject({ skill: 'reporter', argv: ['scripts/report.js', 'x', 'y z'], timeoutMs: 20_000, envNames: ['HOME', 'PATH', 'SKILL_DIR', 'TMPDIR'] });
+    expect(preview.preview.willRun).toMatchObject({ skill: 'reporter', argv: ['scripts/report.js', 'x', 'y z'], timeoutMs: 20_000, envNames: BASE_ENV_NAMES });
     expect(preview.confirmToken.length).toBeGreaterThan(20);
     expect(preview.expiresAt).toBeDefined();
     expect(runsStarted(stateDir)).toBe(before);

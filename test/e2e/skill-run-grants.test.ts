@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startRunner, type RunnerHandle } from '../runner/harness.js';
 import { ERAS, baseEnv, callTool, expectNoLeftovers, hostedRunnerArgs, serve, skillList, tempDir, type Served } from './harness.js';
 import { SET_VALUE, SET_VAR, UNSET_VAR, askToken, refusal, reported, runsStarted, writeRunSkills } from './run-skills.js';
+import { BASE_ENV_NAMES } from '../levels.js';
 
 let root: string;
 beforeAll(() => {
@@ -117,7 +118,7 @@ describe('standalone self-grant: envNames are what the script really gets', () =
 
   test('a declared variable set in the server env is passed and named in envWarning; an unset one is only in envNotSet', async () => {
     const { willRun, ran } = await runWithToken(served.client, 'reporter', 'scripts/env.js');
-    expect(willRun.envNames).toEqual([SET_VAR, 'HOME', 'PATH', 'SKILL_DIR', 'TMPDIR']); // sorted
+    expect(willRun.envNames).toEqual([SET_VAR, ...BASE_ENV_NAMES].sort());
     expect(willRun.envNotSet).toEqual([UNSET_VAR]);
     expect(willRun.envWarning).toContain(SET_VAR);
     expect(willRun.envWarning).not.toContain(UNSET_VAR);
@@ -131,6 +132,6 @@ describe('standalone self-grant: envNames are what the script really gets', () =
   test('a script that asks for nothing gets only the allowlist, none of the server environment', async () => {
     const { willRun, ran } = await runWithToken(served.client, 'reporter', 'scripts/report.js');
     expect(reported(ran).env).toEqual(willRun.envNames);
-    expect(willRun.envNames).toEqual(['HOME', 'PATH', 'SKILL_DIR', 'TMPDIR']);
+    expect(willRun.envNames).toEqual(BASE_ENV_NAMES);
   });
 });

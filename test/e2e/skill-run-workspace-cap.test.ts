@@ -6,13 +6,14 @@
  * file is held to the cap by RLIMIT_FSIZE). Either way the answer says the workspace filled —
  * never silently — and nothing of the run stays mounted. Attack-named tests.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { mountsAtOrBelow } from '../../runner/workspace/mount.js';
 import { isRoot } from '../levels.js';
 import { ERAS, expectNoLeftovers, serve, SUITE_TMP, tempDir, type Served } from './harness.js';
 import { audit } from './run-skills.js';
+import { runFoldersGone, runFoldersIn } from '../scratch-wait.js';
 
 const MIB = 1024 * 1024;
 const CAP = 8 * MIB;
@@ -141,10 +142,11 @@ beforeAll(async () => {
     SKILL_MCP_RUN_WORKSPACE_BYTES: String(CAP), SKILL_MCP_RUN_WORKSPACE_FILES: String(FILES),
   }, ERAS[1]!);
 }, 60_000);
-afterEach(() => {
-  // Security: whatever way a run ended, nothing of it is still mounted on the host.
+afterEach(async () => {
+  // Security: whatever way a run ended, nothing of it is left on the host: its folder goes after
+  // its answer (the run holding its slot until then), its tmpfs before its folder.
+  expect(await runFoldersGone(scratch)).toEqual([]);
   expect(mountsAtOrBelow(scratch)).toEqual([]);
-  expect(runFolders()).toEqual([]);
 });
 afterAll(async () => {
   await served?.close();
@@ -152,7 +154,7 @@ afterAll(async () => {
   await expectNoLeftovers();
 });
 
-const runFolders = (): string[] => (existsSync(scratch) ? readdirSync(scratch).filter((n) => n.startsWith('run-')) : []);
+const runFolders = (): string[] => runFoldersIn(scratch);
 
 async function call(args: Record<string, unknown>, signal?: AbortSignal): Promise<RunAnswer> {
   const result = await served.client.callTool({ name: 'skill_run', arguments: { name: 'capped', args: [], ...args } }, { timeout: 300_000, ...(signal ? { signal } : {}) });
@@ -318,7 +320,8 @@ describe('nothing of a run stays mounted, on any way out', () => {
     aborter.abort();
     await pending;
     const exit = (): Record<string, unknown> | undefined => audit(stateDir).find((l) => l.event === 'run.exit' && l['ended'] === 'cancelled');
-    while ((exit() === undefined || runFolders().length > 0) && Date.now() < deadline + 30_000) await new Promise((resolve) => setTimeout(resolve, 25));
+    while (exit() === undefined && Date.now() < deadline + 30_000) await new Promise((resolve) => setTimeout(resolve, 25));
     expect(exit()).toBeDefined();
+    expect(await runFoldersGone(scratch)).toEqual([]);
   }, 120_000);
 });

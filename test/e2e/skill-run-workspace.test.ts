@@ -6,12 +6,13 @@
  * resource — up to the output budget. Attack-named tests: hostile input paths, planted links,
  * FIFOs, devices and hard links, output bombs, and a workspace that must never outlive the result.
  */
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERAS, expectNoLeftovers, serve, SUITE_TMP, tempDir, type Served } from './harness.js';
 import { audit } from './run-skills.js';
+import { runFoldersGone, runFoldersIn } from '../scratch-wait.js';
 import { writeWorkspaceSkill } from './workspace-skill.js';
 
 const MIB = 1024 * 1024;
@@ -66,7 +67,7 @@ async function run(args: Record<string, unknown>): Promise<RunAnswer & { preview
 type Listed = { path: string; size: number; sha256?: string; omitted?: string };
 const listed = (answer: RunAnswer): Listed[] => answer.value['files'] as Listed[];
 const entry = (answer: RunAnswer, path: string): Listed | undefined => listed(answer).find((f) => f.path === path);
-const runFolders = (): string[] => (existsSync(scratch) ? readdirSync(scratch).filter((n) => n.startsWith('run-')) : []);
+const runFolders = (): string[] => runFoldersIn(scratch);
 
 describe('a workspace per run', () => {
   it('the happy path: a script reads form.txt from its cwd and stdin, writes out/result.json, and it comes back', async () => {
@@ -88,7 +89,8 @@ describe('a workspace per run', () => {
     const lines = audit(stateDir).filter((l) => l.run_id === answer.value['runId']);
     expect(lines.find((l) => l.event === 'run.accept')).toMatchObject({ inputs: [{ path: 'form.txt', size: form.length, sha256: sha(form) }], stdin_bytes: 10, stdin_sha256: sha('from stdin') });
     expect(lines.find((l) => l.event === 'run.exit')).toMatchObject({ outputs: [{ path: 'out/result.json', sha256: sha(result.resource.text!) }] });
-    expect(runFolders()).toEqual([]);
+    // Removed after the answer, before the run's slot is given back (runner/requests/run-path.ts).
+    expect(await runFoldersGone(scratch)).toEqual([]);
   });
 
   it('the skill stays read-only: a script cannot write into SKILL_DIR (except at same-uid, where it owns its copy)', async () => {
@@ -175,7 +177,8 @@ describe('output bombs', () => {
     expect(answer.value['exitCode'], JSON.stringify(answer.value).slice(0, 500)).toBe(0);
     expect(answer.value['filesNote']).toMatch(/more than \d+ entries; the walk stopped/);
     expect(listed(answer).length).toBeLessThanOrEqual(4096);
-    expect(runFolders()).toEqual([]);
+    // Removed after the answer, before the run's slot is given back (runner/requests/run-path.ts).
+    expect(await runFoldersGone(scratch)).toEqual([]);
   }, 400_000);
 
   it('attack: one huge file is listed as omitted past the budget; the small one still comes back', async () => {
@@ -206,7 +209,8 @@ describe('the workspace never outlives the result', () => {
     const answer = await run({ script: 'scripts/hold.py' });
     expect(answer.value).toMatchObject({ timedOut: true });
     expect(entry(answer, 'started')).toMatchObject({ size: 3 });
-    expect(runFolders()).toEqual([]);
+    // Removed after the answer, before the run's slot is given back (runner/requests/run-path.ts).
+    expect(await runFoldersGone(scratch)).toEqual([]);
   });
 
   it('after a cancel the workspace is gone', async () => {
@@ -226,9 +230,8 @@ describe('the workspace never outlives the result', () => {
     const exit = (): Record<string, unknown> | undefined => audit(stateDir).find((l) => l.event === 'run.exit' && l['ended'] === 'cancelled');
     while (exit() === undefined && Date.now() < gone) await new Promise((resolve) => setTimeout(resolve, 50));
     expect(exit(), 'the run ended as cancelled, not by its timeout').toBeDefined();
-    // The run folder (workspace, HOME) and the skill's copy are removed right after the exit line is written.
-    while (runFolders().length > 0 && Date.now() < gone) await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(runFolders()).toEqual([]);
+    // The run folder (workspace, HOME) and the skill's copy are removed once the exit line is written.
+    expect(await runFoldersGone(scratch)).toEqual([]);
   });
 });
 

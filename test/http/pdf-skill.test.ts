@@ -1,6 +1,6 @@
 
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { exec, PDF_SKIP_REASON, PDF_VERSION, PDF_WHEEL, publishPdfSkill, startPdfIndex } from '../fixtures/published/pdf-fixture.js';
@@ -8,6 +8,7 @@ import type { Served as Index } from '../fixtures/deps/servers.js';
 import { startRunner, tempDir, type RunnerHandle } from '../runner/harness.js';
 import { baseEnv } from '../e2e/harness.js';
 import { connectClient, REPO, SERVER_JS, startHttp, type HttpServer } from './harness.js';
+import { runFoldersGone } from '../scratch-wait.js';
 
 const wheel = PDF_WHEEL;
 const version = PDF_VERSION;
@@ -95,8 +96,7 @@ describe.skipIf(!wheel)(`a published skill over HTTP (hosted pair): pdf with pyp
       const read = await exec('python3', ['-c', 'import json,sys; from pypdf import PdfReader; print(json.dumps({k: str(v.get("/V")) for k, v in PdfReader(sys.argv[1]).get_fields().items()}))', join(work, 'filled.pdf')], { PATH: '/usr/bin:/bin', PYTHONPATH: site });
       expect(JSON.parse(read.out.trim().split('\n').pop()!)).toEqual({ full_name: 'Grace Hopper', city: 'Arlington' });
       // Nothing of the runs is left in the runner's scratch directory.
-      const scratch = join(runner.stateDir, '..', 'scratch');
-      expect(existsSync(scratch) ? readdirSync(scratch).filter((n) => n.startsWith('run-')) : []).toEqual([]);
+      expect(await runFoldersGone(join(runner.stateDir, '..', 'scratch'))).toEqual([]);
     } finally {
       await client.close();
     }

@@ -5,12 +5,13 @@
  * writes a file that comes back as an embedded resource; the run's folder is gone afterwards.
  */
 import { randomBytes, createHash } from 'node:crypto';
-import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startRunner, tempDir, type RunnerHandle } from '../runner/harness.js';
 import { connectClient, startHttp, type HttpServer } from './harness.js';
 import { writeWorkspaceSkill } from '../e2e/workspace-skill.js';
+import { runFoldersGone } from '../scratch-wait.js';
 
 let runner: RunnerHandle;
 let server: HttpServer;
@@ -50,8 +51,8 @@ describe.each(['legacy', 'modern'] as const)('skill_run with files over HTTP (ho
       expect(resource.uri).toMatch(/^skill-run:\/\/[0-9a-f]+\/out\/result\.json$/);
       const written = JSON.parse(resource.text!) as { form: string; stdin: string };
       expect([written.form.length, written.form === form, written.stdin]).toEqual([form.length, true, 'hosted']);
-      const scratch = join(base, 'scratch');
-      expect(existsSync(scratch) ? readdirSync(scratch).filter((n) => n.startsWith('run-')) : []).toEqual([]);
+      // Removed after the answer, before the run's slot is given back (runner/requests/run-path.ts).
+      expect(await runFoldersGone(join(base, 'scratch'))).toEqual([]);
     } finally {
       await client.close();
     }

@@ -8,7 +8,7 @@
  * live longer than the runner's TTL is refused.
  */
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, readdirSync, rmSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, rmSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deriveKey } from '../../shared/keys.js';
@@ -16,6 +16,7 @@ import type { Minted } from '../../shared/protocol.js';
 import { mintToken } from '../../shared/token.js';
 import { auditLines, startRunner, tempDir, text, uidRange, writeSkills } from './harness.js';
 import type { RunnerHandle } from './harness.js';
+import { runFoldersGone } from '../scratch-wait.js';
 
 /** Says which bytes ran: its own marker, a required module, a module behind a link, a data file, an optional file, where it runs from. */
 const MAIN_JS = `const fs = require('node:fs');
@@ -130,7 +131,8 @@ describe('a skill edited between the preview and the run', () => {
     // Bubblewrap: the source of the /skill mount; other levels: the working directory.
     expect(out['where']).toMatch(/\/run-\d+-[0-9a-f]{16}-skill$/);
     expect(out['where']).not.toContain(root);
-    expect(readdirSync(join(base, 'scratch')).filter((n) => n.endsWith('-skill'))).toEqual([]);
+    // Removed after the answer (runner/requests/run-path.ts), before the run's slot is given back.
+    expect((await runFoldersGone(join(base, 'scratch'))).filter((n) => n.endsWith('-skill'))).toEqual([]);
   });
 
   it('a hidden file (.env) is neither served nor bound nor copied: the run does not see it', async () => {

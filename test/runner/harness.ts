@@ -162,6 +162,22 @@ export async function awaitAuditLine(stateDir: string, match: (line: Record<stri
 }
 
 /**
+ * Resolves once the runner holds no slot and queues no run (describe's `runs`), looked at every
+ * 25 ms, or rejects after `withinMs`. A run answers before its folders are removed and keeps its
+ * slot until they are (runner/requests/run-path.ts): a test that needs the slot back right after
+ * an answer (one slot, no queue) waits for this.
+ */
+export async function slotsFree(client: RunnerClient, withinMs = 30_000): Promise<void> {
+  const deadline = Date.now() + withinMs;
+  for (;;) {
+    const described = await client.describe();
+    if (described.ok && described.result.runs?.running === 0 && described.result.runs.queued === 0) return;
+    if (Date.now() > deadline) throw new Error(`the runner still holds a slot after ${withinMs} ms: ${JSON.stringify(described)}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/**
  * Whether `check` comes to hold, looked at every 25 ms; false once `withinMs` has passed (a backstop
  * against a hang, for a state another process makes that gives no event to wait on).
  */

@@ -92,7 +92,7 @@ except OSError as e:
     print("stopped", n, e.errno)
 `,
   'whoami.py': `import os, json
-print(json.dumps({"cwd": os.getcwd(), "home": os.environ["HOME"], "tmp": os.environ["TMPDIR"], "root": sorted(os.listdir("/")), "host": os.uname().nodename}))
+print(json.dumps({"cwd": os.getcwd(), "home": os.environ["HOME"], "tmp": os.environ["TMPDIR"], "root": sorted(os.listdir("/")), "host": os.uname().nodename, "env": dict(os.environ)}))
 `,
 };
 const declared = Object.keys(probe).map((script) => ({ script, interpreter: script.endsWith('.js') ? 'node' : 'python3', timeout: 20 }));
@@ -159,6 +159,15 @@ describe.each(variants)('the namespace sandbox, $name', (variant) => {
     for (const entry of seen.root) expect(['bin', 'dev', 'etc', 'lib', 'lib32', 'lib64', 'libx32', 'proc', 'sbin', 'skill', 'tmp', 'usr', 'work']).toContain(entry);
     expect(seen.root).not.toContain('home');
     expect(seen.root).not.toContain('root');
+  });
+
+  it.skipIf(skip)('gets exactly the variables the preview named, PWD=/work among them (bubblewrap exports it; the runner names it, no step removes it)', async () => {
+    const { willRun, result } = await run('whoami.py');
+    const env = (JSON.parse(text(result.stdout)) as { env: Record<string, string> }).env;
+    expect(Object.keys(env).sort()).toEqual(willRun.envNames);
+    expect(willRun.envNames).toContain('PWD');
+    expect(env['PWD']).toBe('/work');
+    expect(env['OLDPWD']).toBeUndefined();
   });
 
   it.skipIf(skip)("cannot read the person's ~/.ssh keys, a 0600 file of theirs, another skill, or the runner's state", async () => {

@@ -7,11 +7,11 @@
 import { createConnection } from 'node:net';
 import { rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { FrameCodec } from '../../shared/frame.js';
 import { mintToken } from '../../shared/token.js';
 import { randomBytes } from 'node:crypto';
-import { auditLines, awaitAuditLine, helloFor, prepareAndRun, startRunner, uidRange, writeSkills, text } from './harness.js';
+import { auditLines, awaitAuditLine, helloFor, prepareAndRun, slotsFree, startRunner, uidRange, writeSkills, text } from './harness.js';
 import type { RunnerHandle } from './harness.js';
 
 /**
@@ -67,6 +67,8 @@ async function stillServes(): Promise<void> {
 beforeAll(async () => {
   runner = await startRunner({ env, args: ['--uid-range', uidRange(0)] });
 });
+// One slot, no queue: a run holds its slot until its folder is removed, after its answer; each test starts with it free.
+beforeEach(() => slotsFree(runner.client));
 afterAll(async () => {
   await runner?.stop();
 });
@@ -122,6 +124,8 @@ describe('hostile peer: tokens', () => {
   it('a replayed token → TOKEN_REUSED, also after the runner restarts', async () => {
     const first = await prepareAndRun(runner.client, 'echo', 'run.js', ['once']);
     expect(text(first.result.stdout)).toBe('["once"]');
+    // One slot and no queue here: the first run holds its slot until its folder is removed, after its answer.
+    await slotsFree(runner.client);
     const again = await runner.client.run({ skill: 'echo', script: 'run.js', args: ['once'], confirmToken: first.token });
     expect(again).toMatchObject({ ok: false, error: { code: 'TOKEN_REUSED' } });
     await runner.stop();
@@ -201,7 +205,8 @@ describe('one run at a time, cancellation', () => {
     expect(result).toMatchObject({ ok: true, result: { cancelled: true, signal: 'SIGKILL' } });
     // Well before the script's own 15 s end (the bound is not the behaviour; the SIGKILL is).
     expect(Date.now() - started).toBeLessThan(12_000);
-    // The refused second token was not spent: it runs now.
+    // The refused second token was not spent: it runs now (once the first's folder is gone and its slot free).
+    await slotsFree(runner.client);
     const retry = await runner.client.run({ skill: 'echo', script: 'run.js', args: ['second'], confirmToken: b.ok ? b.result.confirmToken : '' });
     expect(retry).toMatchObject({ ok: true, result: { stdout: Buffer.from('["second"]') } });
   });

@@ -7,7 +7,7 @@
 import { chmodSync, mkdirSync, readdirSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isRoot, prepareAndRun, runUid, startRunner, tempDir, writeSkills } from './harness.js';
+import { isRoot, prepareAndRun, runUid, slotsFree, startRunner, tempDir, writeSkills } from './harness.js';
 import type { RunnerHandle } from './harness.js';
 
 const FIRST = 61500; // a range of its own (other runner tests use 61184-61439)
@@ -38,6 +38,8 @@ describe.skipIf(!isRoot)('run-uid claims (root only: only a root runner switches
     const r = await runner(dir, `${FIRST}-${FIRST + 1}`);
     const { result } = await prepareAndRun(r.client, 's', 'a.js');
     expect(runUid(r.stateDir, result.runId)).toBe(FIRST + 1);
+    // The uid (and its claim) is given back after the run's folder is removed, after its answer; the slot right after that.
+    await slotsFree(r.client);
     expect(readdirSync(dir).sort()).toEqual([String(FIRST)]); // ours is gone, the other stays
   });
 

@@ -43,6 +43,19 @@ describe('one uid per live run', () => {
     await expect(p.take()).rejects.toThrow(expect.objectContaining({ code: 'BUSY' }));
   });
 
+  it('attack: a uid whose run folder could not be removed is never handed out again (its files would be the next run\'s), and its claim stays', async () => {
+    const { pool: p, dir } = pool(2);
+    const [left, other] = [await p.take(), await p.take()];
+    await p.release(left, true, true);
+    await p.release(other, true);
+    expect(await p.take()).toBe(other);
+    await expect(p.take()).rejects.toThrow(expect.objectContaining({ code: 'BUSY' }));
+    // A second release (a later path of the same run) does not give it back either.
+    await p.release(left, true);
+    await expect(p.take()).rejects.toThrow(expect.objectContaining({ code: 'BUSY' }));
+    expect(readdirSync(dir)).toContain(String(left));
+  });
+
   it('attack: takes started together (each awaiting its /proc scan) never pick the same uid', async () => {
     const { pool: p } = pool(8);
     const taken = await Promise.all(Array.from({ length: 8 }, () => p.take()));
