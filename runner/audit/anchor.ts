@@ -7,9 +7,8 @@
  * half-written value. Someone who can write the state directory can rewrite the anchor too: it
  * catches tampering with the log alone, and rollbacks; it is not a signature.
  */
-import { constants, readFileSync, renameSync, unlinkSync } from 'node:fs';
-import { open, rename, unlink } from 'node:fs/promises';
-import type { FileHandle } from 'node:fs/promises';
+import { closeSync, constants, fsync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 
 export const ANCHOR_FILE = 'audit.head';
@@ -89,35 +88,64 @@ export interface StagedAnchor {
   discard(): Promise<void>;
 }
 
+/** `fsync(fd)` on the thread pool, then the fd closed (also when the fsync failed). */
+function syncThenClose(fd: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    fsync(fd, (error) => {
+      try {
+        closeSync(fd);
+      } catch {
+        // the fsync's outcome is what counts
+      }
+      if (error) reject(error);
+      else resolve();
+    });
+  });
+}
+
 /**
  * Writes `anchor` to the runner's temp file and fsyncs it, without publishing it: the log's own
  * fsync can run meanwhile (runner/audit/log.ts), and {@link publishAnchor} renames it into place
- * only after that. Security: the temp file is created O_EXCL|O_NOFOLLOW in the runner's own 0700
- * directory (one name per process, so two runners anchoring at once never share one), so a
- * planted link cannot redirect the write; one left by a crash is removed and the create retried.
+ * only after that. The create and the write of its few bytes are synchronous (microseconds, like
+ * the lock file's); only the fsync goes to the thread pool, so the anchor is one pool trip behind
+ * the log's fsync rather than four in a row (bench/RESULTS.md, "the exit line's anchor").
+ * Security: the temp file is created O_EXCL|O_NOFOLLOW in the runner's own 0700 directory (one
+ * name per process, so two runners anchoring at once never share one), so a planted link cannot
+ * redirect the write; one left by a crash is removed and the create retried.
  */
-export async function stageAnchor(path: string, anchor: AuditAnchor): Promise<StagedAnchor> {
+export function stageAnchor(path: string, anchor: AuditAnchor): Promise<StagedAnchor> {
   const tmp = `${path}.${process.pid}.tmp`;
   const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
-  let file: FileHandle;
+  let fd: number;
   try {
-    file = await open(tmp, flags, 0o600);
+    try {
+      fd = openSync(tmp, flags, 0o600);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      unlinkSync(tmp); // left by a crash (or a failed write) between create and rename
+      fd = openSync(tmp, flags, 0o600);
+    }
+    try {
+      const bytes = Buffer.from(`${JSON.stringify(anchor)}\n`);
+      for (let off = 0; off < bytes.length;) off += writeSync(fd, bytes, off);
+    } catch (error) {
+      closeSync(fd);
+      throw error;
+    }
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    await unlink(tmp); // left by a crash (or a failed write) between create and rename
-    file = await open(tmp, flags, 0o600);
+    return Promise.reject(error);
   }
-  try {
-    await file.writeFile(`${JSON.stringify(anchor)}\n`);
-    await file.sync();
-  } finally {
-    await file.close();
-  }
-  return { tmp, discard: () => unlink(tmp).catch(() => undefined) };
+  return syncThenClose(fd).then(() => ({ tmp, discard: () => unlink(tmp).catch(() => undefined) }));
 }
 
-/** Renames a staged anchor into place (under the log's lock when given) and fsyncs the folder. */
-export async function publishAnchor(path: string, anchor: AuditAnchor, staged: StagedAnchor, locked?: <T>(fn: () => T) => Promise<T>): Promise<void> {
+/**
+ * Renames a staged anchor into place (under the log's lock when given) and fsyncs the folder.
+ * `onVisible` is called right after the rename: a reader sees the new anchor from there on, and
+ * the folder's fsync only makes the rename survive a power cut — a crash before it leaves the
+ * previous anchor, the log one batch ahead of it, as a crash between the log's fsync and the
+ * rename always did (recorded at the next start).
+ */
+export async function publishAnchor(path: string, anchor: AuditAnchor, staged: StagedAnchor, locked?: <T>(fn: () => T) => Promise<T>, onVisible?: () => void): Promise<void> {
   const { tmp } = staged;
   if (locked) {
     // Security: runners sharing one log anchor after their own fsyncs, in either order. Under the
@@ -134,17 +162,14 @@ export async function publishAnchor(path: string, anchor: AuditAnchor, staged: S
     });
     if (!moved) return;
   } else {
-    await rename(tmp, path);
+    renameSync(tmp, path);
   }
-  const dir = await open(dirname(path), constants.O_RDONLY | constants.O_DIRECTORY);
-  try {
-    await dir.sync(); // the rename itself survives a power cut
-  } finally {
-    await dir.close();
-  }
+  onVisible?.();
+  // The rename itself survives a power cut: the folder's fsync, the one pool trip here.
+  await syncThenClose(openSync(dirname(path), constants.O_RDONLY | constants.O_DIRECTORY));
 }
 
-/** Replaces the anchor atomically, without blocking the event loop: {@link stageAnchor}, then {@link publishAnchor}. */
+/** Replaces the anchor atomically, its fsyncs on the thread pool: {@link stageAnchor}, then {@link publishAnchor}. */
 export async function writeAnchor(path: string, anchor: AuditAnchor, locked?: <T>(fn: () => T) => Promise<T>): Promise<void> {
   await publishAnchor(path, anchor, await stageAnchor(path, anchor), locked);
 }

@@ -10,10 +10,11 @@
  * runners may share one log) the batch gets its seqs from the file's last line and is written;
  * then it is fsynced (asynchronously) and anchored. A `commit` goes ahead once its batch's fsync
  * returned — the line is on disk, which is what it guards — while the anchor is written (temp
- * file, fsync, rename, fsync of the folder: ~2-4 ms, bench/run-floor.mjs) before the next batch;
- * a crash in between leaves what a crash between fsync and anchor always left (the log one batch
- * ahead, recorded at the next start). An `append` resolves once anchored, so an answer that
- * waited for its lines finds the anchor naming them.
+ * file staged and fsynced beside the log's fsync, renamed, the folder fsynced: anchor.ts) before
+ * the next batch; a crash in between leaves what a crash between fsync and anchor always left (the
+ * log one batch ahead, recorded at the next start). An `append` resolves once the anchor is
+ * renamed into place (before the folder's fsync, which only makes the rename survive a power cut),
+ * so an answer that waited for its lines finds the anchor naming them.
  * When a write fails (ENOSPC, EIO, EACCES):
  *   - a `commit` (the line a run or a token needs before it may go ahead) is refused at once with
  *     AUDIT_UNAVAILABLE: nothing runs whose accept line is not on disk;
@@ -293,7 +294,10 @@ export class AuditLog {
       // On disk: what waits on a commit may go ahead (a run may start) while the anchor is written.
       for (const p of batch) p.commit?.resolve();
       const ready = await staged;
-      await ('error' in ready ? Promise.reject(ready.error) : publishAnchor(this.opts.anchorPath, anchor, ready, (fn) => withLockAsync(this.#lockPath, fn))).catch((error: unknown) => {
+      await ('error' in ready ? Promise.reject(ready.error) : publishAnchor(this.opts.anchorPath, anchor, ready, (fn) => withLockAsync(this.#lockPath, fn), () => {
+        // Appends resolve once the anchor names their lines; the folder's fsync finishes before the next batch.
+        for (const p of batch) p.done?.();
+      })).catch((error: unknown) => {
         this.warnOnce('anchor', `the audit anchor ${basename(this.opts.anchorPath)} could not be written (${errnoOf(error)}); verify may report the log as ahead of it`);
       });
       for (const p of batch) p.done?.();

@@ -5,10 +5,10 @@
  * was cut while the runner was stopped and the runner has started again since.
  */
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, lstatSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { checkAnchor } from '../../runner/audit/anchor.js';
+import { checkAnchor, publishAnchor, stageAnchor } from '../../runner/audit/anchor.js';
 import type { AuditAnchor, TailEntry } from '../../runner/audit/anchor.js';
 import { lineHash } from '../../runner/audit/log.js';
 import { BIN, prepareAndRun, startRunner, tempDir, uidRange, writeSkills } from './harness.js';
@@ -116,5 +116,47 @@ describe('checkAnchor', () => {
   });
   it('reports a different line at the anchored seq as replaced', () => {
     expect(checkAnchor(entries, anchor(3, 'other'))).toEqual({ state: 'replaced', line: 3, anchorSeq: 3 });
+  });
+});
+
+describe('staging and publishing the anchor (anchor.ts)', () => {
+  const anchor = (seq: number): AuditAnchor => ({ v: 1, log: '/state/audit.log', seq, sha256: 'a'.repeat(64) });
+
+  it('attack: a link planted at the temp name is removed, not followed — the file it points at keeps its bytes', async () => {
+    const dir = tempDir('anchor-stage');
+    const head = join(dir, 'audit.head');
+    const victim = join(dir, 'victim');
+    writeFileSync(victim, 'precious\n');
+    symlinkSync(victim, `${head}.${process.pid}.tmp`);
+    await publishAnchor(head, anchor(7), await stageAnchor(head, anchor(7)));
+    expect(readFileSync(victim, 'utf8')).toBe('precious\n');
+    expect(JSON.parse(readFileSync(head, 'utf8'))).toEqual(anchor(7));
+    expect(lstatSync(head).isFile()).toBe(true);
+    expect(existsSync(`${head}.${process.pid}.tmp`)).toBe(false);
+  });
+
+  it('the new anchor is in place when onVisible is called, before the folder fsync resolves the publish', async () => {
+    const dir = tempDir('anchor-visible');
+    const head = join(dir, 'audit.head');
+    await publishAnchor(head, anchor(1), await stageAnchor(head, anchor(1)));
+    let seen: unknown;
+    const published = publishAnchor(head, anchor(2), await stageAnchor(head, anchor(2)), undefined, () => {
+      seen = JSON.parse(readFileSync(head, 'utf8'));
+    });
+    expect(seen).toEqual(anchor(2));
+    await published;
+    expect(statSync(head).mode & 0o777).toBe(0o600);
+  });
+
+  it('under the lock, an anchor further along is not replaced by an older one (and the temp file goes)', async () => {
+    const dir = tempDir('anchor-order');
+    const head = join(dir, 'audit.head');
+    const locked = <T>(fn: () => T): Promise<T> => Promise.resolve(fn());
+    await publishAnchor(head, anchor(9), await stageAnchor(head, anchor(9)), locked);
+    let visible = false;
+    await publishAnchor(head, anchor(8), await stageAnchor(head, anchor(8)), locked, () => (visible = true));
+    expect(JSON.parse(readFileSync(head, 'utf8'))).toEqual(anchor(9));
+    expect(visible).toBe(false);
+    expect(existsSync(`${head}.${process.pid}.tmp`)).toBe(false);
   });
 });
