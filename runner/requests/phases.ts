@@ -38,7 +38,7 @@ export const RUN_PHASES = [
   'drain',
   /** The workspace's last look, the proxy closed, the output files read. */
   'outputs',
-  // Then the exit line; the workspace and the copy are removed while it is fsynced (run-path.ts).
+  // Then the exit line; the answer goes once it is durable, and the workspace and the copy are removed after it (run-path.ts afterAnswer).
 ] as const;
 
 export type RunPhase = (typeof RUN_PHASES)[number];
