@@ -8,6 +8,7 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
+import { loadPosixSpawn, type SpawnedChild } from './posix-spawn.js';
 import type { SpawnSpec } from './spawn.js';
 
 /** Past timeout + grace, how long to wait for 'exit' before returning anyway. */
@@ -115,15 +116,22 @@ export interface RunningProcess {
   cancel(why?: 'cancelled' | 'workspace-full'): void;
 }
 
+/** The same child through Node's `child_process.spawn` (libuv: fork + exec). */
+function spawnWithNode(spec: SpawnSpec): SpawnedChild {
+  const extra = spec.fds.map((bytes) => (bytes === undefined ? 'ignore' : 'pipe') as 'ignore' | 'pipe');
+  return spawn(spec.command, spec.args, { cwd: spec.cwd, env: spec.env, stdio: [spec.stdin !== undefined ? 'pipe' : 'ignore', 'pipe', 'pipe', ...extra], detached: true, shell: false }) as unknown as SpawnedChild;
+}
+
 /** Starts `spec` and supervises it. `afterExit` runs once the main process has exited. */
 export function runProcess(spec: SpawnSpec, times: RunTimes, maxStreamBytes: number, afterExit: () => Promise<void>, filters: { stdout?: StreamFilter | undefined; stderr?: StreamFilter | undefined } = {}): RunningProcess {
   const started = performance.now();
   // Security: no shell, argv array, stdin /dev/null (or a pipe holding the approved stdin), own
-  // session and group (detached), env given whole (never merged with ours); fds above 2 are not
-  // passed (Node sets CLOEXEC on its own) but for fds 3+: the launcher's orders and bubblewrap's
-  // filter, each a pipe written once and closed.
-  const extra = spec.fds.map((bytes) => (bytes === undefined ? 'ignore' : 'pipe') as 'ignore' | 'pipe');
-  const child = spawn(spec.command, spec.args, { cwd: spec.cwd, env: spec.env, stdio: [spec.stdin !== undefined ? 'pipe' : 'ignore', 'pipe', 'pipe', ...extra], detached: true, shell: false });
+  // session and group (detached), env given whole (never merged with ours), every signal at its
+  // default; fds above 2 are not passed (Node's are close-on-exec; posix_spawn also closes any the
+  // runner inherited without it) but for fds 3+: the launcher's orders and bubblewrap's filter,
+  // each a pipe written once and closed. posix_spawn where libc gives it (posix-spawn.ts: no fork
+  // of the runner), else libuv's fork + exec.
+  const child = loadPosixSpawn()?.spawn(spec) ?? spawnWithNode(spec);
   const spawnedAt = performance.now();
   if (spec.stdin !== undefined && child.stdin) {
     // A script that exits without reading all of it closes the pipe: EPIPE is its choice, not an error.

@@ -1,0 +1,269 @@
+/**
+ * @module A run's spawn through libc's `posix_spawn` (docs/isolation.md, "How a run is spawned").
+ *
+ * Why: Node's `child_process.spawn` forks the runner (libuv 1.46: `fork` + `execve`). On the
+ * 2-core VM the bench uses, that call alone took 4.5 ms for `/bin/true` from a bare node and 6-8 ms
+ * from the runner, and the fork's copy-on-write left the runner ~11 ms more CPU per run
+ * (bench/RESULTS.md, "A run's spawn through posix_spawn"). glibc's and musl's `posix_spawn` start
+ * the child with a vfork-style clone (no copy of the runner's page tables): 0.6 ms for the same
+ * `/bin/true`.
+ *
+ * What the child gets is what `runProcess` asked libuv for, made explicit here:
+ *   - stdin `/dev/null` (or a pipe holding the approved stdin), stdout and stderr pipes, and for
+ *     fds 3, 4, … a pipe each (the launcher's orders, bubblewrap's filter) or nothing;
+ *   - no other fd: Node opens every fd O_CLOEXEC and so does this module (pipe2), and dup2 clears
+ *     the flag on the copies only. Security: a runner fd reaching the script would hand it the
+ *     audit log or the runner's socket (tested: test/runner/posix-spawn.test.ts);
+ *   - every signal at its default disposition and none blocked. Security/correctness: Node ignores
+ *     SIGPIPE, and an ignored signal survives exec — a script must not start with it ignored;
+ *   - its own session and process group (`setsid`), so the group kill reaches all of it;
+ *   - argv and the environment as given, whole, no shell; the working folder by
+ *     `posix_spawn_file_actions_addchdir_np` (glibc 2.29+, musl 1.1.24+).
+ * Reaping: libuv reaps only its own children, each by its pid, never `waitpid(-1)`, so a SIGCHLD
+ * listener reaps ours the same way (`waitpid(pid, WNOHANG)` for each child still waited for).
+ *
+ * Everything needed is bound once, through koffi (shared/libc.ts); when any of it is missing
+ * (no koffi, another libc, an old glibc) `loadPosixSpawn` returns undefined and runs go through
+ * `child_process.spawn` as before. `SKILL_MCP_SPAWN=node` forces that path.
+ */
+import { EventEmitter } from 'node:events';
+import { Socket } from 'node:net';
+import { constants as osConstants } from 'node:os';
+import { loadLibc } from '../../shared/libc.js';
+import type { SpawnSpec } from './spawn.js';
+
+const O_CLOEXEC = 0o2000000;
+const O_RDONLY = 0;
+// <spawn.h>, the same values in glibc and musl.
+const POSIX_SPAWN_SETSIGDEF = 0x04;
+const POSIX_SPAWN_SETSIGMASK = 0x08;
+const POSIX_SPAWN_SETSID = 0x80;
+const WNOHANG = 1;
+/** Opaque libc objects, given more room than any libc uses (glibc x86_64: 80, 336 and 128 bytes). */
+const FILE_ACTIONS_BYTES = 256;
+const ATTR_BYTES = 1024;
+const SIGSET_BYTES = 256;
+
+type Fn = (...args: unknown[]) => number;
+
+interface Bound {
+  pipe2: Fn;
+  spawn: Fn;
+  faInit: Fn;
+  faDestroy: Fn;
+  faDup2: Fn;
+  faOpen: Fn;
+  faChdir: Fn;
+  attrInit: Fn;
+  attrDestroy: Fn;
+  attrFlags: Fn;
+  attrMask: Fn;
+  attrDefault: Fn;
+  sigEmpty: Fn;
+  sigFill: Fn;
+  waitpid: Fn;
+  close: Fn;
+  /** glibc 2.34+: closes every fd from N up in the child; undefined where libc lacks it. */
+  faCloseFrom: Fn | undefined;
+}
+
+/** The child as `runProcess` uses it: the subset of Node's ChildProcess it touches. */
+export interface SpawnedChild extends EventEmitter {
+  readonly pid: number | undefined;
+  readonly stdin: Socket | null;
+  readonly stdout: Socket;
+  readonly stderr: Socket;
+  /** fds 0, 1, 2, then 3, 4, …: the parent's end of each pipe, or null. */
+  readonly stdio: (Socket | null)[];
+}
+
+export interface PosixSpawner {
+  /** Whether fds the runner inherited without close-on-exec are closed in the child too (closefrom). */
+  readonly closesInherited: boolean;
+  /** Starts `spec`; undefined when the spawn could not even be set up (then use child_process). */
+  spawn(spec: SpawnSpec): SpawnedChild | undefined;
+}
+
+const signalNames = new Map<number, string>(Object.entries(osConstants.signals).map(([name, n]) => [n, name]));
+
+/** A wait status as Node reports it: the exit code, or the signal's name. */
+export function decodeWaitStatus(status: number): { code: number | null; signal: string | null } {
+  const signal = status & 0x7f;
+  if (signal === 0) return { code: (status >> 8) & 0xff, signal: null };
+  return { code: null, signal: signalNames.get(signal) ?? `SIG${signal}` };
+}
+
+let loaded: PosixSpawner | undefined | null = null;
+
+/** The posix_spawn path, or undefined where it is not available (see the module doc). */
+export function loadPosixSpawn(env: NodeJS.ProcessEnv = process.env): PosixSpawner | undefined {
+  if (env['SKILL_MCP_SPAWN'] === 'node' || process.platform !== 'linux') return undefined;
+  if (loaded !== null) return loaded;
+  loaded = undefined;
+  const libc = loadLibc();
+  if (!libc.ok) return undefined;
+  let bound: Bound;
+  try {
+    const f = libc.libc.func;
+    bound = {
+      pipe2: f('int pipe2(_Out_ int *fds, int flags)'),
+      spawn: f('int posix_spawn(_Out_ int *pid, const char *path, void *actions, void *attr, const char **argv, const char **envp)'),
+      faInit: f('int posix_spawn_file_actions_init(void *actions)'),
+      faDestroy: f('int posix_spawn_file_actions_destroy(void *actions)'),
+      faDup2: f('int posix_spawn_file_actions_adddup2(void *actions, int fd, int to)'),
+      faOpen: f('int posix_spawn_file_actions_addopen(void *actions, int fd, const char *path, int flags, int mode)'),
+      faChdir: f('int posix_spawn_file_actions_addchdir_np(void *actions, const char *path)'),
+      attrInit: f('int posix_spawnattr_init(void *attr)'),
+      attrDestroy: f('int posix_spawnattr_destroy(void *attr)'),
+      attrFlags: f('int posix_spawnattr_setflags(void *attr, short flags)'),
+      attrMask: f('int posix_spawnattr_setsigmask(void *attr, void *set)'),
+      attrDefault: f('int posix_spawnattr_setsigdefault(void *attr, void *set)'),
+      sigEmpty: f('int sigemptyset(void *set)'),
+      sigFill: f('int sigfillset(void *set)'),
+      waitpid: f('int waitpid(int pid, _Out_ int *status, int options)'),
+      close: f('int close(int fd)'),
+      faCloseFrom: optional(() => f('int posix_spawn_file_actions_addclosefrom_np(void *actions, int from)')),
+    };
+  } catch {
+    return undefined;
+  }
+  loaded = spawnerOf(bound);
+  return loaded;
+}
+
+function optional(bind: () => Fn): Fn | undefined {
+  try {
+    return bind();
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Every signal 1-64 in `set`. sigfillset leaves out the two libc keeps for itself (32 and 33 in
+ * glibc), and posix_spawn sets those to SIG_IGN in the child while it runs there — an ignored
+ * signal survives exec, so the script would start with them ignored. Set in the mask by hand, they
+ * are reset to the default like the rest (Linux: the set is a little-endian bit mask, signal n at
+ * bit n - 1, 64 signals on x86_64 and aarch64).
+ */
+function allSignals(c: Bound, set: Buffer): number {
+  const rc = c.sigFill(set);
+  set.fill(0xff, 0, 8);
+  return rc;
+}
+
+function spawnerOf(c: Bound): PosixSpawner {
+  /** Our children not reaped yet, by pid. */
+  const waiting = new Map<number, (status: number) => void>();
+  let listening = false;
+  const reap = (): void => {
+    for (const [pid, done] of waiting) {
+      const status = [0];
+      // Only our own pids: libuv's children are libuv's to reap.
+      if (c.waitpid(pid, status, WNOHANG) !== pid) continue;
+      waiting.delete(pid);
+      done(status[0]!);
+    }
+  };
+  const closeAll = (fds: (number | undefined)[]): void => {
+    for (const fd of fds) if (fd !== undefined) c.close(fd);
+  };
+
+  return {
+    closesInherited: c.faCloseFrom !== undefined,
+    spawn(spec) {
+      const made: number[] = [];
+      const pipe = (): [number, number] | undefined => {
+        const fds = [-1, -1];
+        if (c.pipe2(fds, O_CLOEXEC) !== 0) return undefined;
+        made.push(fds[0]!, fds[1]!);
+        return [fds[0]!, fds[1]!];
+      };
+      const stdinPipe = spec.stdin !== undefined ? pipe() : undefined;
+      const out = pipe();
+      const err = pipe();
+      const extra = spec.fds.map((bytes) => (bytes === undefined ? undefined : pipe()));
+      // The file actions run in order: a pipe numbered below the child's last fd could be
+      // overwritten by an earlier dup2 before its own. Never so in a running runner (its low fds
+      // are long taken); if it happens, child_process (which moves them first) spawns this one.
+      if ((spec.stdin !== undefined && !stdinPipe) || !out || !err || extra.some((p, i) => p === undefined && spec.fds[i] !== undefined) || made.some((fd) => fd < 3 + spec.fds.length)) {
+        closeAll(made);
+        return undefined;
+      }
+      const actions = Buffer.alloc(FILE_ACTIONS_BYTES);
+      const attr = Buffer.alloc(ATTR_BYTES);
+      const signals = Buffer.alloc(SIGSET_BYTES);
+      if (c.faInit(actions) !== 0) {
+        closeAll(made);
+        return undefined;
+      }
+      if (c.attrInit(attr) !== 0) {
+        c.faDestroy(actions);
+        closeAll(made);
+        return undefined;
+      }
+      try {
+        const steps = [
+          stdinPipe ? c.faDup2(actions, stdinPipe[0], 0) : c.faOpen(actions, 0, '/dev/null', O_RDONLY, 0),
+          c.faDup2(actions, out[1], 1),
+          c.faDup2(actions, err[1], 2),
+          ...extra.map((p, i) => (p ? c.faDup2(actions, p[0], 3 + i) : 0)),
+          // Security: an fd the runner itself inherited without close-on-exec (from whoever started
+          // it) goes no further: every fd above the child's own is closed in the child.
+          c.faCloseFrom ? c.faCloseFrom(actions, 3 + extra.length) : 0,
+          c.faChdir(actions, spec.cwd),
+          c.sigEmpty(signals),
+          c.attrMask(attr, signals),
+          allSignals(c, signals),
+          c.attrDefault(attr, signals),
+          c.attrFlags(attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF),
+        ];
+        if (steps.some((rc) => rc !== 0)) {
+          closeAll(made);
+          return undefined;
+        }
+        if (!listening) {
+          listening = true;
+          process.on('SIGCHLD', reap);
+        }
+        const pid = [0];
+        const argv = [spec.command, ...spec.args, null];
+        const envp = [...Object.entries(spec.env).map(([name, value]) => `${name}=${value}`), null];
+        const rc = c.spawn(pid, spec.command, actions, attr, argv, envp);
+        // The child's ends are the child's (or nobody's) now.
+        closeAll([stdinPipe?.[0], out[1], err[1], ...extra.map((p) => p?.[0])]);
+        const child = new EventEmitter() as SpawnedChild & { pid: number | undefined; stdin: Socket | null; stdout: Socket; stderr: Socket; stdio: (Socket | null)[] };
+        if (rc !== 0) {
+          // The chain's first program could not be started (ENOENT, EACCES …): `error`, as libuv says it.
+          closeAll([stdinPipe?.[1], ...extra.map((p) => p?.[1])]);
+          Object.assign(child, { pid: undefined, stdin: null, stdout: new Socket({ fd: out[0], readable: true, writable: false }), stderr: new Socket({ fd: err[0], readable: true, writable: false }) });
+          child.stdio = [null, child.stdout, child.stderr];
+          const error = Object.assign(new Error(`spawn ${spec.command}: ${osErrorName(rc)}`), { code: osErrorName(rc), errno: -rc });
+          queueMicrotask(() => child.emit('error', error));
+          return child;
+        }
+        child.pid = pid[0]!;
+        child.stdin = stdinPipe ? new Socket({ fd: stdinPipe[1], readable: false, writable: true }) : null;
+        child.stdout = new Socket({ fd: out[0], readable: true, writable: false });
+        child.stderr = new Socket({ fd: err[0], readable: true, writable: false });
+        child.stdio = [child.stdin, child.stdout, child.stderr, ...extra.map((p) => (p ? new Socket({ fd: p[1], readable: false, writable: true }) : null))];
+        waiting.set(child.pid, (status) => {
+          const { code, signal } = decodeWaitStatus(status);
+          child.emit('exit', code, signal);
+        });
+        // A child that exited before the listener saw its SIGCHLD is reaped on the next turn.
+        setImmediate(reap);
+        return child;
+      } finally {
+        c.faDestroy(actions);
+        c.attrDestroy(attr);
+      }
+    },
+  };
+}
+
+const errnoNames = new Map<number, string>(Object.entries(osConstants.errno).map(([name, n]) => [n, name]));
+
+function osErrorName(errno: number): string {
+  return errnoNames.get(errno) ?? `errno ${errno}`;
+}

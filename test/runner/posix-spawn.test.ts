@@ -1,0 +1,159 @@
+/**
+ * A run's spawn (runner/sandbox/posix-spawn.ts): through libc's posix_spawn where it is there, else
+ * Node's child_process. Every case runs through both paths and must come out the same: the exit
+ * code or signal, the streams, stdin, the extra fds, the working folder, the environment given
+ * whole, the child in its own session with default signals — and no runner fd in the child.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, openSync, closeSync, realpathSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { decodeWaitStatus, loadPosixSpawn } from '../../runner/sandbox/posix-spawn.js';
+import { loadLibc } from '../../shared/libc.js';
+import { runProcess } from '../../runner/sandbox/process.js';
+import type { SpawnSpec } from '../../runner/sandbox/spawn.js';
+
+const temp = realpathSync(mkdtempSync(join(tmpdir(), 'skill-mcp-posix-spawn-')));
+afterAll(() => rmSync(temp, { recursive: true, force: true }));
+const PATH = '/usr/bin:/bin';
+
+function spec(command: string, args: string[], extra: Partial<SpawnSpec> = {}): SpawnSpec {
+  return { command, args, env: { PATH }, cwd: temp, envNames: [], fds: [], ...extra };
+}
+
+function run(s: SpawnSpec) {
+  return runProcess(s, { timeoutMs: 30_000, killGraceMs: 1000, drainMs: 2000 }, 1 << 20, async () => undefined).outcome;
+}
+
+const sh = (script: string, extra: Partial<SpawnSpec> = {}): SpawnSpec => spec('/bin/sh', ['-c', script], extra);
+
+// koffi is an optional dependency: without it the runner spawns through Node only, and says so nowhere
+// else than here — this test names it.
+const posixAvailable = loadPosixSpawn() !== undefined;
+
+describe('the posix_spawn path is there', () => {
+  it.skipIf(process.platform !== 'linux')('on Linux with koffi, runs go through posix_spawn; SKILL_MCP_SPAWN=node turns it off', () => {
+    expect(posixAvailable).toBe(true);
+    expect(loadPosixSpawn({ SKILL_MCP_SPAWN: 'node' })).toBeUndefined();
+  });
+
+  it('decodes wait statuses as Node reports them', () => {
+    expect(decodeWaitStatus(3 << 8)).toEqual({ code: 3, signal: null });
+    expect(decodeWaitStatus(0)).toEqual({ code: 0, signal: null });
+    expect(decodeWaitStatus(9)).toEqual({ code: null, signal: 'SIGKILL' });
+    expect(decodeWaitStatus(15 | 0x80)).toEqual({ code: null, signal: 'SIGTERM' }); // core dumped
+  });
+});
+
+const paths = [['posix_spawn', undefined], ['child_process', 'node']] as const;
+
+describe.each(paths)('spawned through %s', (_name, force) => {
+  const before = process.env['SKILL_MCP_SPAWN'];
+  const use = (): void => {
+    if (force === undefined) delete process.env['SKILL_MCP_SPAWN'];
+    else process.env['SKILL_MCP_SPAWN'] = force;
+  };
+  afterEach(() => {
+    if (before === undefined) delete process.env['SKILL_MCP_SPAWN'];
+    else process.env['SKILL_MCP_SPAWN'] = before;
+  });
+  const skip = force === undefined && !posixAvailable;
+
+  it.skipIf(skip)('exit code, stdout and stderr', async () => {
+    use();
+    const o = await run(sh('printf out; printf err >&2; exit 3'));
+    expect(o).toMatchObject({ exitCode: 3, signal: null, ending: 'exit' });
+    expect(o.stdout.toString()).toBe('out');
+    expect(o.stderr.toString()).toBe('err');
+  });
+
+  it.skipIf(skip)('a death by signal is reported by its name', async () => {
+    use();
+    const o = await run(sh('kill -TERM $$'));
+    expect(o).toMatchObject({ exitCode: null, signal: 'SIGTERM' });
+  });
+
+  it.skipIf(skip)('stdin holds the bytes given; without them it is /dev/null', async () => {
+    use();
+    const bytes = Buffer.from('line one\nline two\n');
+    expect((await run(spec('/bin/cat', [], { stdin: bytes }))).stdout).toEqual(bytes);
+    expect((await run(sh('readlink /proc/self/fd/0'))).stdout.toString().trim()).toBe('/dev/null');
+  });
+
+  it.skipIf(skip)('fds 3, 4, … hold their bytes; a slot given none is not open', async () => {
+    use();
+    const o = await run(sh('cat <&4; if [ -e /proc/self/fd/3 ]; then echo " 3 open"; else echo " 3 closed"; fi', { fds: [undefined, Buffer.from('filter-bytes')] }));
+    expect(o.stdout.toString()).toBe('filter-bytes 3 closed\n');
+  });
+
+  it.skipIf(skip)('attack: the runner\'s own files do not reach the child (Node opens them close-on-exec)', async () => {
+    use();
+    const held = openSync(join(temp, 'runner-file'), 'w');
+    try {
+      const o = await run(sh(`ls -l /proc/$$/fd`));
+      expect(o.stdout.toString()).not.toContain('runner-file');
+    } finally {
+      closeSync(held);
+    }
+  });
+
+  // child_process (libuv) closes nothing itself: an fd the runner inherited without close-on-exec
+  // would pass on there, which is why posix_spawn closes every fd above the child's own.
+  it.skipIf(force !== undefined || !posixAvailable || !loadPosixSpawn()?.closesInherited)('attack: an fd the runner inherited without close-on-exec does not reach the child', async () => {
+    use();
+    const libc = loadLibc();
+    if (!libc.ok) throw libc.error;
+    const dup = libc.libc.func('int dup(int fd)');
+    const close = libc.libc.func('int close(int fd)');
+    const held = openSync(join(temp, 'inherited-file'), 'w');
+    const leaky = dup(held); // dup: no close-on-exec on the copy
+    try {
+      expect(leaky).toBeGreaterThan(2);
+      const o = await run(sh('ls /proc/$$/fd', { fds: [undefined, Buffer.from('x')] }));
+      expect(o.stdout.toString().split('\n').filter(Boolean).sort()).toEqual(['0', '1', '2', '4']);
+    } finally {
+      close(leaky);
+      closeSync(held);
+    }
+  });
+
+  it.skipIf(skip)('the working folder, and the environment exactly as given (nothing of the runner\'s)', async () => {
+    use();
+    const o = await run(spec('/usr/bin/env', [], { env: { ONLY: 'this', PATH } }));
+    expect(o.stdout.toString().split('\n').filter(Boolean).sort()).toEqual([`PATH=${PATH}`, 'ONLY=this'].sort());
+    expect((await run(spec('/bin/pwd', ['-P']))).stdout.toString().trim()).toBe(temp);
+  });
+
+  it.skipIf(skip)('security: the child leads its own session and group, with no signal ignored or blocked (Node ignores SIGPIPE)', async () => {
+    use();
+    const o = await run(sh('cat /proc/$$/stat; grep -E "^Sig(Ign|Blk):" /proc/$$/status'));
+    const [stat, ...masks] = o.stdout.toString().trim().split('\n');
+    const fields = stat!.slice(stat!.lastIndexOf(')') + 2).split(' ');
+    const pid = stat!.split(' ')[0];
+    expect(fields[2]).toBe(pid); // process group
+    expect(fields[3]).toBe(pid); // session
+    expect(masks).toEqual(['SigBlk:\t0000000000000000', 'SigIgn:\t0000000000000000']);
+  });
+
+  it.skipIf(skip)('a command that cannot be started is spawn-failed, and the call returns', async () => {
+    use();
+    const o = await run(spec(join(temp, 'no-such-program'), []));
+    expect(o.ending).toBe('spawn-failed');
+    expect(o.exitCode).toBeNull();
+  });
+
+  it.skipIf(skip)('twenty children at once are each reaped with their own code', async () => {
+    use();
+    const codes = Array.from({ length: 20 }, (_, i) => i);
+    const outcomes = await Promise.all(codes.map((code) => run(sh(`exit ${code}`))));
+    expect(outcomes.map((o) => o.exitCode)).toEqual(codes);
+  });
+
+  it.skipIf(skip)('children Node spawns itself are still reaped by Node alongside', async () => {
+    use();
+    await run(sh('exit 0'));
+    const code = await new Promise<number | null>((resolve) => spawn('/bin/sh', ['-c', 'exit 7']).on('exit', resolve));
+    expect(code).toBe(7);
+  });
+});
