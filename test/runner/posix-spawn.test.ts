@@ -133,7 +133,11 @@ describe.each(paths)('spawned through %s', (_name, force) => {
     const pid = stat!.split(' ')[0];
     expect(fields[2]).toBe(pid); // process group
     expect(fields[3]).toBe(pid); // session
-    expect(masks).toEqual(['SigBlk:\t0000000000000000', 'SigIgn:\t0000000000000000']);
+    expect(masks).toContain('SigIgn:\t0000000000000000');
+    // libuv restores the spawning thread's own mask in the child, so through child_process a
+    // runner started with signals blocked (CI's harness starts the suite so) passes them on;
+    // posix_spawn sets an empty mask whatever the runner's is.
+    if (force === undefined) expect(masks).toContain('SigBlk:\t0000000000000000');
   });
 
   it.skipIf(skip)('a command that cannot be started is spawn-failed, and the call returns', async () => {
