@@ -169,11 +169,6 @@ export async function publishAnchor(path: string, anchor: AuditAnchor, staged: S
   await syncThenClose(openSync(dirname(path), constants.O_RDONLY | constants.O_DIRECTORY));
 }
 
-/** Replaces the anchor atomically, its fsyncs on the thread pool: {@link stageAnchor}, then {@link publishAnchor}. */
-export async function writeAnchor(path: string, anchor: AuditAnchor, locked?: <T>(fn: () => T) => Promise<T>): Promise<void> {
-  await publishAnchor(path, anchor, await stageAnchor(path, anchor), locked);
-}
-
 export function anchorPathIn(stateDir: string): string {
   return join(stateDir, ANCHOR_FILE);
 }

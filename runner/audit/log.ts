@@ -300,6 +300,8 @@ export class AuditLog {
       })).catch((error: unknown) => {
         this.warnOnce('anchor', `the audit anchor ${basename(this.opts.anchorPath)} could not be written (${errnoOf(error)}); verify may report the log as ahead of it`);
       });
+      // Also when the anchor failed or another runner's was further along (onVisible not called);
+      // resolving an append twice is a no-op.
       for (const p of batch) p.done?.();
       this.afterAppend?.();
     }
