@@ -31,6 +31,7 @@ import { joinFreshSessionKeyring } from './sandbox/keyring.js';
 import { sweepRunCgroups } from './sandbox/run-cgroup.js';
 import { pidAlive } from './file-lock.js';
 import { probePlatform } from './sandbox/platform.js';
+import { onSpawnFallback, probePosixSpawn, spawnFallbackCount } from './sandbox/posix-spawn.js';
 import { listen } from './requests/server.js';
 import { chooseScratchDir, removeStaleRunFolders, runFolderName, sharedAncestor } from './workspace/scratch.js';
 import { probeWorkspaceMount } from './workspace/mount.js';
@@ -178,6 +179,13 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
   const peer = loadPeerCredReader();
   if ('why' in peer) log(`warning: no peer-credential check (${peer.why}); relying on socket directory modes`);
   const reads = rootReads();
+  // How runs are spawned (runner/sandbox/posix-spawn.ts): said when it is not posix_spawn, and a
+  // single spawn that falls back is said the first time (all are counted in the stop line).
+  const spawnPath = probePosixSpawn(env);
+  if ('why' in spawnPath) log(`note: runs are spawned by Node's child_process, not posix_spawn (${spawnPath.why}): each spawn forks the runner (a few ms more per run)`);
+  onSpawnFallback((why, count) => {
+    if (count === 1) log(`note: a run was spawned by Node's child_process because posix_spawn could not be set up for it (${why}); later ones are counted in the runner.stop line, not said`);
+  });
   if (asRoot && reads.fallbackWhy !== undefined) log(`note: skill files are opened one folder at a time with O_NOFOLLOW, not with openat2 (${reads.fallbackWhy}); links are still never followed, mount points inside a skill are not refused`);
   const service = new RunnerService({
     ctx: {
@@ -208,7 +216,7 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
     interpreters: Object.fromEntries([...platform.interpreters].map(([name, r]) => [name, 'path' in r])),
     max_runs: capacity.maxRuns, max_runs_from: capacity.maxRunsFrom, runs_per_client: capacity.perClient, run_queue_ms: opts.runQueueMs,
     workspace_mode: workspaceMode, workspace_bytes: opts.limits.workspaceBytes, workspace_files: opts.limits.workspaceFiles,
-    peer_check: 'read' in peer, front_secret: opts.frontSecret?.from ?? 'none', audit_max_bytes: opts.auditMaxBytes, audit_keep: opts.auditKeep,
+    peer_check: 'read' in peer, spawn: 'spawner' in spawnPath ? 'posix_spawn' : 'child_process', front_secret: opts.frontSecret?.from ?? 'none', audit_max_bytes: opts.auditMaxBytes, audit_keep: opts.auditKeep,
   };
   const configSha256 = configDigest({ ...config, view: configView(env, options.bundledSkills) });
   const startedAt = Date.now();
@@ -231,7 +239,7 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
     } catch (error) {
       log(`stopping did not finish cleanly (${(error as Error).message}); closing the audit log and exiting anyway`);
     }
-    await audit.close(() => ({ event: 'runner.stop', pid: process.pid, config_sha256: configSha256, uptime_ms: Date.now() - startedAt, lines: audit.linesWritten, why, ...(removalsPending > 0 ? { removals_pending: removalsPending } : {}) }))
+    await audit.close(() => ({ event: 'runner.stop', pid: process.pid, config_sha256: configSha256, uptime_ms: Date.now() - startedAt, lines: audit.linesWritten, why, ...(removalsPending > 0 ? { removals_pending: removalsPending } : {}), ...(spawnFallbackCount() > 0 ? { spawn_fallbacks: spawnFallbackCount() } : {}) }))
       .catch((error: unknown) => log(`the audit log could not be closed cleanly (${(error as Error).message})`));
     process.exit(0);
   };

@@ -40,7 +40,7 @@ export interface RunInputsAudit {
 
 export type AuditEvent =
   | { event: 'runner.start'; [key: string]: unknown }
-  | { event: 'runner.stop'; pid: number; config_sha256: string; uptime_ms: number; lines: number; why: string; removals_pending?: number }
+  | { event: 'runner.stop'; pid: number; config_sha256: string; uptime_ms: number; lines: number; why: string; removals_pending?: number; spawn_fallbacks?: number }
   | { event: 'peer.refuse'; uid: number; gid: number; pid: number; reason?: 'front-secret' }
   | ({ event: 'run.prepare'; skill: string; script: string; token_id?: string; refused?: string; will_run_sha256?: string; draft_changed?: true } & RunWho)
   | ({ event: 'run.reject'; reason: RejectReason; skill?: string; script?: string; token_id?: string; run_id?: string; client?: string; running?: number; max_runs?: number; queued?: number; client_running?: number; client_share?: number; waited_ms?: number; error?: string } & RunWho)

@@ -23,13 +23,16 @@
  * listener reaps ours the same way (`waitpid(pid, WNOHANG)` for each child still waited for).
  *
  * Everything needed is bound once, through koffi (shared/libc.ts); when any of it is missing
- * (no koffi, another libc, an old glibc) `loadPosixSpawn` returns undefined and runs go through
- * `child_process.spawn` as before. `SKILL_MCP_SPAWN=node` forces that path.
+ * (no koffi, another libc, an old glibc) `probePosixSpawn` says why, and runs go through
+ * `child_process.spawn` as before. `SKILL_MCP_SPAWN=node` forces that path. Nothing silent: the
+ * runner says at start which path its runs take (and `skill-mcp doctor` does), and a single spawn
+ * that could not be set up here (then spawned by child_process) is said through
+ * {@link onSpawnFallback} and counted in the runner's stop line.
  */
 import { EventEmitter } from 'node:events';
 import { Socket } from 'node:net';
 import { constants as osConstants } from 'node:os';
-import { loadLibc } from '../../shared/libc.js';
+import { koffiWhy, loadLibc } from '../../shared/libc.js';
 import type { SpawnSpec } from './spawn.js';
 
 const O_CLOEXEC = 0o2000000;
@@ -65,6 +68,8 @@ interface Bound {
   close: Fn;
   /** glibc 2.34+: closes every fd from N up in the child; undefined where libc lacks it. */
   faCloseFrom: Fn | undefined;
+  /** The errno the last call left. */
+  errno: () => number;
 }
 
 /** The child as `runProcess` uses it: the subset of Node's ChildProcess it touches. */
@@ -80,8 +85,8 @@ export interface SpawnedChild extends EventEmitter {
 export interface PosixSpawner {
   /** Whether fds the runner inherited without close-on-exec are closed in the child too (closefrom). */
   readonly closesInherited: boolean;
-  /** Starts `spec`; undefined when the spawn could not even be set up (then use child_process). */
-  spawn(spec: SpawnSpec): SpawnedChild | undefined;
+  /** Starts `spec`; `fallback` says why the spawn could not even be set up (then use child_process). */
+  spawn(spec: SpawnSpec): { child: SpawnedChild } | { fallback: string };
 }
 
 const signalNames = new Map<number, string>(Object.entries(osConstants.signals).map(([name, n]) => [n, name]));
@@ -93,42 +98,71 @@ export function decodeWaitStatus(status: number): { code: number | null; signal:
   return { code: null, signal: signalNames.get(signal) ?? `SIG${signal}` };
 }
 
-let loaded: PosixSpawner | undefined | null = null;
+let probed: { spawner: PosixSpawner } | { why: string } | undefined;
 
-/** The posix_spawn path, or undefined where it is not available (see the module doc). */
-export function loadPosixSpawn(env: NodeJS.ProcessEnv = process.env): PosixSpawner | undefined {
-  if (env['SKILL_MCP_SPAWN'] === 'node' || process.platform !== 'linux') return undefined;
-  if (loaded !== null) return loaded;
-  loaded = undefined;
+/** The posix_spawn path, or why runs go through child_process instead (see the module doc). */
+export function probePosixSpawn(env: NodeJS.ProcessEnv = process.env): { spawner: PosixSpawner } | { why: string } {
+  if (env['SKILL_MCP_SPAWN'] === 'node') return { why: 'SKILL_MCP_SPAWN=node' };
+  if (process.platform !== 'linux') return { why: `not Linux (${process.platform})` };
+  if (probed !== undefined) return probed;
   const libc = loadLibc();
-  if (!libc.ok) return undefined;
-  let bound: Bound;
-  try {
-    const f = libc.libc.func;
-    bound = {
-      pipe2: f('int pipe2(_Out_ int *fds, int flags)'),
-      spawn: f('int posix_spawn(_Out_ int *pid, const char *path, void *actions, void *attr, const char **argv, const char **envp)'),
-      faInit: f('int posix_spawn_file_actions_init(void *actions)'),
-      faDestroy: f('int posix_spawn_file_actions_destroy(void *actions)'),
-      faDup2: f('int posix_spawn_file_actions_adddup2(void *actions, int fd, int to)'),
-      faOpen: f('int posix_spawn_file_actions_addopen(void *actions, int fd, const char *path, int flags, int mode)'),
-      faChdir: f('int posix_spawn_file_actions_addchdir_np(void *actions, const char *path)'),
-      attrInit: f('int posix_spawnattr_init(void *attr)'),
-      attrDestroy: f('int posix_spawnattr_destroy(void *attr)'),
-      attrFlags: f('int posix_spawnattr_setflags(void *attr, short flags)'),
-      attrMask: f('int posix_spawnattr_setsigmask(void *attr, void *set)'),
-      attrDefault: f('int posix_spawnattr_setsigdefault(void *attr, void *set)'),
-      sigEmpty: f('int sigemptyset(void *set)'),
-      sigFill: f('int sigfillset(void *set)'),
-      waitpid: f('int waitpid(int pid, _Out_ int *status, int options)'),
-      close: f('int close(int fd)'),
-      faCloseFrom: optional(() => f('int posix_spawn_file_actions_addclosefrom_np(void *actions, int from)')),
-    };
-  } catch {
-    return undefined;
+  if (!libc.ok) return (probed = { why: koffiWhy(libc.error) });
+  const f = (signature: string): Fn => libc.libc.func(signature) as Fn;
+  const signatures = {
+    pipe2: 'int pipe2(_Out_ int *fds, int flags)',
+    spawn: 'int posix_spawn(_Out_ int *pid, const char *path, void *actions, void *attr, const char **argv, const char **envp)',
+    faInit: 'int posix_spawn_file_actions_init(void *actions)',
+    faDestroy: 'int posix_spawn_file_actions_destroy(void *actions)',
+    faDup2: 'int posix_spawn_file_actions_adddup2(void *actions, int fd, int to)',
+    faOpen: 'int posix_spawn_file_actions_addopen(void *actions, int fd, const char *path, int flags, int mode)',
+    faChdir: 'int posix_spawn_file_actions_addchdir_np(void *actions, const char *path)',
+    attrInit: 'int posix_spawnattr_init(void *attr)',
+    attrDestroy: 'int posix_spawnattr_destroy(void *attr)',
+    attrFlags: 'int posix_spawnattr_setflags(void *attr, short flags)',
+    attrMask: 'int posix_spawnattr_setsigmask(void *attr, void *set)',
+    attrDefault: 'int posix_spawnattr_setsigdefault(void *attr, void *set)',
+    sigEmpty: 'int sigemptyset(void *set)',
+    sigFill: 'int sigfillset(void *set)',
+    waitpid: 'int waitpid(int pid, _Out_ int *status, int options)',
+    close: 'int close(int fd)',
+  } as const;
+  const bound: Partial<Bound> = {};
+  for (const [key, signature] of Object.entries(signatures)) {
+    try {
+      bound[key as keyof typeof signatures] = f(signature);
+    } catch {
+      return (probed = { why: `libc has no ${signature.split('(')[0]!.split(' ').pop()} (glibc 2.29+ or musl 1.1.24+ has every function used)` });
+    }
   }
-  loaded = spawnerOf(bound);
-  return loaded;
+  bound.errno = libc.libc.errno;
+  bound.faCloseFrom = optional(() => f('int posix_spawn_file_actions_addclosefrom_np(void *actions, int from)'));
+  return (probed = { spawner: spawnerOf(bound as Bound) });
+}
+
+/** The posix_spawn path, or undefined where it is not available ({@link probePosixSpawn} says why). */
+export function loadPosixSpawn(env: NodeJS.ProcessEnv = process.env): PosixSpawner | undefined {
+  const found = probePosixSpawn(env);
+  return 'spawner' in found ? found.spawner : undefined;
+}
+
+type FallbackListener = (why: string, count: number) => void;
+let fallbackListener: FallbackListener | undefined;
+let fallbacks = 0;
+
+/** Who hears of a spawn that posix_spawn could not set up (the runner: its log). One listener. */
+export function onSpawnFallback(listener: FallbackListener | undefined): void {
+  fallbackListener = listener;
+}
+
+/** How many spawns went to child_process because their posix_spawn setup failed, since start. */
+export function spawnFallbackCount(): number {
+  return fallbacks;
+}
+
+/** Records one such spawn and tells the listener. */
+export function noteSpawnFallback(why: string): void {
+  fallbacks += 1;
+  fallbackListener?.(why, fallbacks);
 }
 
 function optional(bind: () => Fn): Fn | undefined {
@@ -186,21 +220,25 @@ function spawnerOf(c: Bound): PosixSpawner {
       // The file actions run in order: a pipe numbered below the child's last fd could be
       // overwritten by an earlier dup2 before its own. Never so in a running runner (its low fds
       // are long taken); if it happens, child_process (which moves them first) spawns this one.
-      if ((spec.stdin !== undefined && !stdinPipe) || !out || !err || extra.some((p, i) => p === undefined && spec.fds[i] !== undefined) || made.some((fd) => fd < 3 + spec.fds.length)) {
+      if ((spec.stdin !== undefined && !stdinPipe) || !out || !err || extra.some((p, i) => p === undefined && spec.fds[i] !== undefined)) {
         closeAll(made);
-        return undefined;
+        return { fallback: `a pipe could not be made (${osErrorName(c.errno())})` };
+      }
+      if (made.some((fd) => fd < 3 + spec.fds.length)) {
+        closeAll(made);
+        return { fallback: `a pipe got fd ${Math.min(...made)}, below the child's fd ${2 + spec.fds.length}` };
       }
       const actions = Buffer.alloc(FILE_ACTIONS_BYTES);
       const attr = Buffer.alloc(ATTR_BYTES);
       const signals = Buffer.alloc(SIGSET_BYTES);
       if (c.faInit(actions) !== 0) {
         closeAll(made);
-        return undefined;
+        return { fallback: 'posix_spawn_file_actions_init failed' };
       }
       if (c.attrInit(attr) !== 0) {
         c.faDestroy(actions);
         closeAll(made);
-        return undefined;
+        return { fallback: 'posix_spawnattr_init failed' };
       }
       try {
         const steps = [
@@ -218,9 +256,10 @@ function spawnerOf(c: Bound): PosixSpawner {
           c.attrDefault(attr, signals),
           c.attrFlags(attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF),
         ];
-        if (steps.some((rc) => rc !== 0)) {
+        const failed = steps.findIndex((rc) => rc !== 0);
+        if (failed >= 0) {
           closeAll(made);
-          return undefined;
+          return { fallback: `a file action or attribute could not be set (step ${failed + 1}: ${osErrorName(steps[failed]!)})` };
         }
         if (!listening) {
           listening = true;
@@ -240,7 +279,7 @@ function spawnerOf(c: Bound): PosixSpawner {
           child.stdio = [null, child.stdout, child.stderr];
           const error = Object.assign(new Error(`spawn ${spec.command}: ${osErrorName(rc)}`), { code: osErrorName(rc), errno: -rc });
           queueMicrotask(() => child.emit('error', error));
-          return child;
+          return { child };
         }
         child.pid = pid[0]!;
         child.stdin = stdinPipe ? new Socket({ fd: stdinPipe[1], readable: false, writable: true }) : null;
@@ -253,7 +292,7 @@ function spawnerOf(c: Bound): PosixSpawner {
         });
         // A child that exited before the listener saw its SIGCHLD is reaped on the next turn.
         setImmediate(reap);
-        return child;
+        return { child };
       } finally {
         c.faDestroy(actions);
         c.attrDestroy(attr);

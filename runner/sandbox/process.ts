@@ -8,7 +8,7 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import { loadPosixSpawn, type SpawnedChild } from './posix-spawn.js';
+import { loadPosixSpawn, noteSpawnFallback, type SpawnedChild } from './posix-spawn.js';
 import type { SpawnSpec } from './spawn.js';
 
 /** Past timeout + grace, how long to wait for 'exit' before returning anyway. */
@@ -131,7 +131,9 @@ export function runProcess(spec: SpawnSpec, times: RunTimes, maxStreamBytes: num
   // runner inherited without it) but for fds 3+: the launcher's orders and bubblewrap's filter,
   // each a pipe written once and closed. posix_spawn where libc gives it (posix-spawn.ts: no fork
   // of the runner), else libuv's fork + exec.
-  const child = loadPosixSpawn()?.spawn(spec) ?? spawnWithNode(spec);
+  const made = loadPosixSpawn()?.spawn(spec);
+  if (made && 'fallback' in made) noteSpawnFallback(made.fallback);
+  const child = made && 'child' in made ? made.child : spawnWithNode(spec);
   const spawnedAt = performance.now();
   if (spec.stdin !== undefined && child.stdin) {
     // A script that exits without reading all of it closes the pipe: EPIPE is its choice, not an error.

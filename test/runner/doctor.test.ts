@@ -25,11 +25,12 @@ describe('skill-mcp doctor', () => {
     const report = JSON.parse(r.stdout) as { thisRunner: { level: string; mechanisms: string[] }; skillRun: { allowed: boolean }; mechanisms: { name: string; found: boolean }[] };
     expect(report.thisRunner.level).toBe(expectedLevel(isRoot));
     expect(report.skillRun.allowed).toBe(true);
-    expect(report.mechanisms.map((m) => m.name)).toEqual(['bubblewrap', 'unprivileged user namespaces', 'util-linux setpriv and prlimit', 'syscall filter', 'fresh session keyring', 'memory cgroup', 'SO_PEERCRED', 'openat2 for skill reads']);
+    expect(report.mechanisms.map((m) => m.name)).toEqual(['bubblewrap', 'unprivileged user namespaces', 'util-linux setpriv and prlimit', 'syscall filter', 'fresh session keyring', 'memory cgroup', 'SO_PEERCRED', 'openat2 for skill reads', 'posix_spawn for runs']);
     const found = Object.fromEntries(report.mechanisms.map((m) => [m.name, m.found]));
     // Every level CI runs has the filter and the keyring; the memory cgroup only a root runner makes.
     // CI's kernels are 5.6+ and koffi is installed: skill files are opened with openat2.
-    expect(found).toMatchObject({ 'syscall filter': true, 'fresh session keyring': true, 'memory cgroup': isRoot, 'openat2 for skill reads': true });
+    // CI's glibc has posix_spawn with addchdir_np: runs are spawned without a fork of the runner.
+    expect(found).toMatchObject({ 'syscall filter': true, 'fresh session keyring': true, 'memory cgroup': isRoot, 'openat2 for skill reads': true, 'posix_spawn for runs': true });
     expect(report.thisRunner.mechanisms).toContain('seccomp');
   });
 
@@ -74,6 +75,18 @@ describe('skill-mcp doctor', () => {
     const r = doctor([], {}, ['unshare', '--mount', '--', 'sh', '-c', 'mount --bind "$0" "$1" && shift && exec "$@"', join(empty, 'koffi'), join(REPO, 'node_modules', 'koffi')]);
     const lines = r.stdout.split('\n').filter((line) => line.includes('openat2 for skill reads'));
     expect(lines, r.stderr).toEqual([expect.stringMatching(/^ {2}missing openat2 for skill reads: skill files are opened one folder at a time with O_NOFOLLOW \(koffi could not be loaded/)]);
+  });
+
+  it('with SKILL_MCP_SPAWN=node it says runs are spawned by child_process, and why', () => {
+    const r = doctor([], { SKILL_MCP_SPAWN: 'node' });
+    expect(r.stdout, r.stderr).toContain("missing posix_spawn for runs: runs are started by Node's child_process, which forks the runner for each (SKILL_MCP_SPAWN=node)");
+  });
+
+  it.skipIf(!isRoot)('where koffi cannot load, runs are spawned by child_process and doctor says why (root only: hides koffi in a mount namespace)', () => {
+    const empty = tempDir('no-koffi-spawn');
+    mkdirSync(join(empty, 'koffi'));
+    const r = doctor([], {}, ['unshare', '--mount', '--', 'sh', '-c', 'mount --bind "$0" "$1" && shift && exec "$@"', join(empty, 'koffi'), join(REPO, 'node_modules', 'koffi')]);
+    expect(r.stdout, r.stderr).toMatch(/missing posix_spawn for runs: runs are started by Node's child_process, which forks the runner for each \(koffi could not be loaded/);
   });
 
   it('--help goes to stdout and exits 0; an unknown option exits 2', () => {

@@ -9,7 +9,7 @@ import { mkdtempSync, openSync, closeSync, realpathSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { decodeWaitStatus, loadPosixSpawn } from '../../runner/sandbox/posix-spawn.js';
+import { decodeWaitStatus, loadPosixSpawn, onSpawnFallback, probePosixSpawn, spawnFallbackCount } from '../../runner/sandbox/posix-spawn.js';
 import { loadLibc } from '../../shared/libc.js';
 import { runProcess } from '../../runner/sandbox/process.js';
 import type { SpawnSpec } from '../../runner/sandbox/spawn.js';
@@ -36,6 +36,25 @@ describe('the posix_spawn path is there', () => {
   it.skipIf(process.platform !== 'linux')('on Linux with koffi, runs go through posix_spawn; SKILL_MCP_SPAWN=node turns it off', () => {
     expect(posixAvailable).toBe(true);
     expect(loadPosixSpawn({ SKILL_MCP_SPAWN: 'node' })).toBeUndefined();
+    expect(probePosixSpawn({ SKILL_MCP_SPAWN: 'node' })).toEqual({ why: 'SKILL_MCP_SPAWN=node' });
+  });
+
+  it.skipIf(!posixAvailable)('a spawn posix_spawn cannot set up (its pipes would sit below the child\'s fds) goes to child_process, is said and counted, and still runs', async () => {
+    const heard: [string, number][] = [];
+    onSpawnFallback((why, count) => heard.push([why, count]));
+    try {
+      const before = spawnFallbackCount();
+      // 200 fds in the child: every pipe the runner makes is numbered below 203.
+      const wide = sh('exit 4', { fds: Array.from({ length: 200 }, () => undefined) });
+      const direct = loadPosixSpawn()!.spawn(wide);
+      expect(direct).toEqual({ fallback: expect.stringMatching(/^a pipe got fd \d+, below the child's fd 202$/) });
+      const o = await run(wide);
+      expect(o).toMatchObject({ exitCode: 4, signal: null });
+      expect(spawnFallbackCount()).toBe(before + 1);
+      expect(heard).toEqual([[expect.stringContaining("below the child's fd 202"), before + 1]]);
+    } finally {
+      onSpawnFallback(undefined);
+    }
   });
 
   it('decodes wait statuses as Node reports them', () => {
