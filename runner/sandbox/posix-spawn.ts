@@ -104,9 +104,14 @@ let probed: { spawner: PosixSpawner } | { why: string } | undefined;
 export function probePosixSpawn(env: NodeJS.ProcessEnv = process.env): { spawner: PosixSpawner } | { why: string } {
   if (env['SKILL_MCP_SPAWN'] === 'node') return { why: 'SKILL_MCP_SPAWN=node' };
   if (process.platform !== 'linux') return { why: `not Linux (${process.platform})` };
-  if (probed !== undefined) return probed;
+  probed ??= bindSpawner();
+  return probed;
+}
+
+/** Binds every function through koffi, once; the first one missing says why none is used. */
+function bindSpawner(): { spawner: PosixSpawner } | { why: string } {
   const libc = loadLibc();
-  if (!libc.ok) return (probed = { why: koffiWhy(libc.error) });
+  if (!libc.ok) return { why: koffiWhy(libc.error) };
   const f = (signature: string): Fn => libc.libc.func(signature) as Fn;
   const signatures = {
     pipe2: 'int pipe2(_Out_ int *fds, int flags)',
@@ -131,12 +136,12 @@ export function probePosixSpawn(env: NodeJS.ProcessEnv = process.env): { spawner
     try {
       bound[key as keyof typeof signatures] = f(signature);
     } catch {
-      return (probed = { why: `libc has no ${signature.split('(')[0]!.split(' ').pop()} (glibc 2.29+ or musl 1.1.24+ has every function used)` });
+      return { why: `libc has no ${signature.split('(')[0]!.split(' ').pop()} (glibc 2.29+ or musl 1.1.24+ has every function used)` };
     }
   }
   bound.errno = libc.libc.errno;
   bound.faCloseFrom = optional(() => f('int posix_spawn_file_actions_addclosefrom_np(void *actions, int from)'));
-  return (probed = { spawner: spawnerOf(bound as Bound) });
+  return { spawner: spawnerOf(bound as Bound) };
 }
 
 /** The posix_spawn path, or undefined where it is not available ({@link probePosixSpawn} says why). */
