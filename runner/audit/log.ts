@@ -84,6 +84,8 @@ interface Pending {
   fields: Record<string, unknown> & { event: string };
   ts: string;
   commit?: { resolve: () => void; reject: (error: Error) => void };
+  /** Resolve `done` once the line is on disk, not only once the anchor names it ({@link AuditLog.appendDurable}). */
+  early?: boolean;
   /** For `append`: resolves when the line is written, or at the first failed attempt (it then waits on). */
   done?: () => void;
 }
@@ -204,6 +206,23 @@ export class AuditLog {
   }
 
   /**
+   * Like {@link append}, but resolves as soon as the line is on disk (the log's fdatasync), while
+   * the anchor that names it is still being published — for a line an answer waits on (run.exit).
+   * Why that is no weaker: a crash between the fdatasync and the anchor's rename leaves the log one
+   * batch ahead of its anchor whether or not an answer went out, and that state is recorded at the
+   * next start and reported by verify as "ahead", never as a cut; the anchor is renamed right after
+   * either way. Never rejects, like append.
+   */
+  appendDurable(entry: AuditEvent): Promise<void> {
+    if (this.#closed) return this.append(entry);
+    return new Promise((resolve) => {
+      this.#queue.push({ fields: entry as Pending['fields'], ts: new Date().toISOString(), done: resolve, early: true });
+      this.trim();
+      this.kick();
+    });
+  }
+
+  /**
    * Records a decision that something may go ahead only once it is on disk (a run's accept, a
    * prepared token). Rejects with AUDIT_UNAVAILABLE when it cannot be written now; the line is then
    * not written later either (fsync failure aside: then it may be on disk, and the caller records
@@ -292,7 +311,10 @@ export class AuditLog {
       this.#retryMs = RETRY_FIRST_MS;
       this.#linesWritten += written.lines;
       // On disk: what waits on a commit may go ahead (a run may start) while the anchor is written.
-      for (const p of batch) p.commit?.resolve();
+      for (const p of batch) {
+        p.commit?.resolve();
+        if (p.early) p.done?.();
+      }
       const ready = await staged;
       await ('error' in ready ? Promise.reject(ready.error) : publishAnchor(this.opts.anchorPath, anchor, ready, (fn) => withLockAsync(this.#lockPath, fn), () => {
         // Appends resolve once the anchor names their lines; the folder's fsync finishes before the next batch.

@@ -2,7 +2,7 @@
  * @module The run after its token is spent: it makes the run's folder and workspace (a tmpfs of the
  * cap's size as root), its egress proxy and memory cgroup, writes the run.accept line (nothing runs
  * whose accept line is not on disk), spawns the script, reaps what it left, collects its output
- * files and writes its run.exit line. Its answer waits for that line (fsynced, anchored), not for
+ * files and writes its run.exit line. Its answer waits for that line on disk (its anchor follows), not for
  * the removal of its workspace and copy: that runs after, and the run keeps its uid and its slot
  * until it is done (`slot.after`). A failure after the spend still ends on record (a reject before
  * the accept, an exit after it), and the finally below unmounts, removes and releases whatever
@@ -276,7 +276,7 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
     const redacted = redaction.reported ? redactionView(redaction, o) : undefined;
     slot.ended = true;
     stats.ended(o.ending);
-    const exitLine = deps.audit.append({
+    const exitLine = deps.audit.appendDurable({
       event: 'run.exit', run_id: slot.runId, exit_code: o.exitCode, signal: o.signal, ended: o.ending, duration_ms: o.durationMs,
       stdout_bytes: o.stdoutBytes, stderr_bytes: o.stderrBytes, stdout_sha256: o.stdoutSha256, stderr_sha256: o.stderrSha256,
       truncated: o.truncated, leftovers_killed: leftovers.killed, leftovers_remaining: leftovers.remaining,

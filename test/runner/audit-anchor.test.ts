@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { checkAnchor, publishAnchor, stageAnchor } from '../../runner/audit/anchor.js';
 import type { AuditAnchor, TailEntry } from '../../runner/audit/anchor.js';
-import { lineHash } from '../../runner/audit/log.js';
+import { AuditLog, lineHash } from '../../runner/audit/log.js';
 import { BIN, prepareAndRun, startRunner, tempDir, uidRange, writeSkills } from './harness.js';
 import type { RunnerHandle } from './harness.js';
 
@@ -33,7 +33,20 @@ async function busyRunner(base = tempDir('anchor')): Promise<{ runner: RunnerHan
   const runner = await startRunner({ env: { SKILLS_DIR: skills }, base, args: ['--uid-range', uidRange(6)] });
   started.push(runner);
   await prepareAndRun(runner.client, 's', 'a.js');
-  return { runner, log: join(runner.stateDir, 'audit.log'), base };
+  const log = join(runner.stateDir, 'audit.log');
+  // The answer waits for the exit line on disk; the anchor naming it follows at once (log.ts appendDurable).
+  await anchorCaughtUp(log, join(runner.stateDir, 'audit.head'));
+  return { runner, log, base };
+}
+
+/** Waits (a bounded while) until the anchor names the log's last line. */
+async function anchorCaughtUp(log: string, head: string): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    const last = lines(log).at(-1);
+    const anchor = existsSync(head) ? (JSON.parse(readFileSync(head, 'utf8')) as AuditAnchor) : undefined;
+    if (last !== undefined && anchor?.seq === (JSON.parse(last) as { seq: number }).seq) return;
+    await new Promise((ok) => setTimeout(ok, 25));
+  }
 }
 
 const lines = (file: string): string[] => readFileSync(file, 'utf8').split('\n').filter(Boolean);
@@ -116,6 +129,30 @@ describe('checkAnchor', () => {
   });
   it('reports a different line at the anchored seq as replaced', () => {
     expect(checkAnchor(entries, anchor(3, 'other'))).toEqual({ state: 'replaced', line: 3, anchorSeq: 3 });
+  });
+});
+
+describe('a line an answer waits on (appendDurable)', () => {
+  it('resolves with its line in the log; the anchor names it right after; a failed fsync neither rejects nor loses it', async () => {
+    const dir = tempDir('anchor-durable');
+    const path = join(dir, 'audit.log');
+    const head = join(dir, 'audit.head');
+    let failSync = false;
+    const audit = new AuditLog({ path, anchorPath: head, fault: (point) => {
+      if (failSync && point === 'sync') throw Object.assign(new Error('injected'), { code: 'EIO' });
+    } });
+    audit.begin(() => ({ event: 'runner.start' }));
+    await audit.appendDurable({ event: 'run.exit', run_id: 'one', exit_code: 0 });
+    expect(lines(path).map((l) => JSON.parse(l) as { event: string; run_id?: string }).at(-1)).toMatchObject({ event: 'run.exit', run_id: 'one' });
+    await audit.flush();
+    expect((JSON.parse(readFileSync(head, 'utf8')) as AuditAnchor).seq).toBe(lines(path).length);
+    failSync = true;
+    await expect(audit.appendDurable({ event: 'run.exit', run_id: 'two', exit_code: 0 })).resolves.toBeUndefined();
+    failSync = false;
+    await audit.close(() => ({ event: 'runner.stop', pid: process.pid, config_sha256: '0'.repeat(64), uptime_ms: 0, lines: 0, why: 'test' }));
+    // Written once (the failed fsync's batch is not written again), and the chain holds.
+    expect(lines(path).filter((l) => l.includes('"run_id":"two"'))).toHaveLength(1);
+    expect(verify([path])).toMatchObject({ status: 0 });
   });
 });
 

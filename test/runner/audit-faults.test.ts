@@ -53,7 +53,8 @@ async function scenario(seed: number): Promise<void> {
       return;
     }
     for (let n = Math.floor(random() * 3); n > 0; n--) void audit.append({ event: 'egress', run_id: runId, destination: 'x:443', decision: 'allowed' } as never);
-    await audit.append({ event: 'run.exit', run_id: runId, exit_code: 0 });
+    // The exit line as the run path writes it: its answer waits for the line on disk, not for the anchor.
+    await audit.appendDurable({ event: 'run.exit', run_id: runId, exit_code: 0 });
   }));
   failing = false;
   // The disk is back: the next line (and the retry timer) write what waited.

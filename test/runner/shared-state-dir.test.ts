@@ -45,9 +45,19 @@ function verify(stateDir: string): { status: number | null; stdout: string } {
   return { status: r.status, stdout: r.stdout };
 }
 
-/** The whole log is one chain: seq 1..n with no gap or duplicate, and the anchor names its last line. */
-function expectOneChain(stateDir: string): void {
-  expect(verify(stateDir)).toMatchObject({ status: 0, stdout: expect.stringContaining('tail matches the anchor') });
+/**
+ * The whole log is one chain: seq 1..n with no gap or duplicate, and the anchor names its last line.
+ * A run's answer waits for its exit line on disk, not for the anchor naming it (runner/audit/log.ts
+ * appendDurable): the anchor follows at once, so verify may see the tail "anchored: 1 line(s) after"
+ * for a moment — it is asked again until the anchor caught up, never accepting a cut.
+ */
+async function expectOneChain(stateDir: string): Promise<void> {
+  let verdict = verify(stateDir);
+  for (let i = 0; i < 100 && verdict.status === 0 && verdict.stdout.includes('tail anchored'); i++) {
+    await new Promise((ok) => setTimeout(ok, 50));
+    verdict = verify(stateDir);
+  }
+  expect(verdict).toMatchObject({ status: 0, stdout: expect.stringContaining('tail matches the anchor') });
   const raw = readFileSync(join(stateDir, 'audit.log'), 'utf8').split('\n').filter(Boolean);
   expect(raw.map((l) => (JSON.parse(l) as { seq: number }).seq)).toEqual(raw.map((_, i) => i + 1));
   const anchor = JSON.parse(readFileSync(join(stateDir, 'audit.head'), 'utf8')) as { seq: number; sha256: string };
@@ -80,7 +90,7 @@ describe('two runners on one state dir: spent tokens', () => {
       expect(about.filter((l) => l['event'] === 'run.accept')).toHaveLength(1);
       expect(about.filter((l) => l['event'] === 'run.reject').map((l) => l['reason'])).toEqual(['token-reused']);
     }
-    expectOneChain(a.stateDir);
+    await expectOneChain(a.stateDir);
   });
 });
 
@@ -98,7 +108,7 @@ describe('two runners on one state dir: the audit chain', () => {
     const lines = auditLines(a.stateDir);
     expect(lines.filter((l) => l['event'] === 'run.prepare')).toHaveLength(128);
     expect(lines.filter((l) => l['event'] === 'runner.start').map((l) => l['pid']).sort()).toEqual([a.proc.pid, b.proc.pid].sort());
-    expectOneChain(a.stateDir);
+    await expectOneChain(a.stateDir);
   });
 
   it('a runner starting beside a live one that keeps appending does not report the log as cut', async () => {
@@ -122,7 +132,7 @@ describe('two runners on one state dir: the audit chain', () => {
     // may find lines past it ('ahead', which verify accepts) — never a cut or rolled-back log.
     expect(starts).toHaveLength(3);
     for (const start of starts) expect(['matched', 'ahead']).toContain(start['audit_anchor']);
-    expectOneChain(stateDir);
+    await expectOneChain(stateDir);
   });
 
   it('a lock left by a killed process is broken and the next append goes through at once', async () => {
@@ -150,7 +160,7 @@ describe('two runners on one state dir: the audit chain', () => {
     utimesSync(lock, old, old);
     expect(await runner.client.prepare({ skill: 's', script: 'a.js', args: [] })).toMatchObject({ ok: true });
     while (existsSync(lock)) await new Promise((ok) => setTimeout(ok, 10));
-    expectOneChain(stateDir);
+    await expectOneChain(stateDir);
   });
 });
 
