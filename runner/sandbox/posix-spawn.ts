@@ -212,9 +212,13 @@ function spawnerOf(c: Bound): PosixSpawner {
     closesInherited: c.faCloseFrom !== undefined,
     spawn(spec) {
       const made: number[] = [];
+      let pipeErrno = 0;
       const pipe = (): [number, number] | undefined => {
         const fds = [-1, -1];
-        if (c.pipe2(fds, O_CLOEXEC) !== 0) return undefined;
+        if (c.pipe2(fds, O_CLOEXEC) !== 0) {
+          pipeErrno ||= c.errno(); // read now: the closes below may change errno
+          return undefined;
+        }
         made.push(fds[0]!, fds[1]!);
         return [fds[0]!, fds[1]!];
       };
@@ -227,7 +231,7 @@ function spawnerOf(c: Bound): PosixSpawner {
       // are long taken); if it happens, child_process (which moves them first) spawns this one.
       if ((spec.stdin !== undefined && !stdinPipe) || !out || !err || extra.some((p, i) => p === undefined && spec.fds[i] !== undefined)) {
         closeAll(made);
-        return { fallback: `a pipe could not be made (${osErrorName(c.errno())})` };
+        return { fallback: `a pipe could not be made (${osErrorName(pipeErrno)})` };
       }
       if (made.some((fd) => fd < 3 + spec.fds.length)) {
         closeAll(made);
