@@ -194,15 +194,7 @@ export class AuditLog {
    * failed — so an answer can follow its own line without ever hanging on a full disk.
    */
   append(entry: AuditEvent): Promise<void> {
-    if (this.#closed) {
-      this.warnOnce('closed', `an audit line (${entry.event}) came after the log was closed and was not written`);
-      return Promise.resolve();
-    }
-    return new Promise((resolve) => {
-      this.#queue.push({ fields: entry as Pending['fields'], ts: new Date().toISOString(), done: resolve });
-      this.trim();
-      this.kick();
-    });
+    return this.#enqueue(entry, false);
   }
 
   /**
@@ -214,9 +206,16 @@ export class AuditLog {
    * either way. Never rejects, like append.
    */
   appendDurable(entry: AuditEvent): Promise<void> {
-    if (this.#closed) return this.append(entry);
+    return this.#enqueue(entry, true);
+  }
+
+  #enqueue(entry: AuditEvent, early: boolean): Promise<void> {
+    if (this.#closed) {
+      this.warnOnce('closed', `an audit line (${entry.event}) came after the log was closed and was not written`);
+      return Promise.resolve();
+    }
     return new Promise((resolve) => {
-      this.#queue.push({ fields: entry as Pending['fields'], ts: new Date().toISOString(), done: resolve, early: true });
+      this.#queue.push({ fields: entry as Pending['fields'], ts: new Date().toISOString(), done: resolve, ...(early ? { early } : {}) });
       this.trim();
       this.kick();
     });

@@ -142,7 +142,17 @@ describe('a line an answer waits on (appendDurable)', () => {
       if (failSync && point === 'sync') throw Object.assign(new Error('injected'), { code: 'EIO' });
     } });
     audit.begin(() => ({ event: 'runner.start' }));
-    await audit.appendDurable({ event: 'run.exit', run_id: 'one', exit_code: 0 });
+    // In one batch with an ordinary append: the durable line is answered first, before the anchor
+    // is published (an ordinary append waits for that), while the anchor still names it right after.
+    const order: string[] = [];
+    // A first line starts a batch; the two below queue behind it and go out together in the next.
+    const first = audit.append({ event: 'run.prepare', skill: 's', script: 'first' });
+    await Promise.all([
+      first,
+      audit.append({ event: 'run.prepare', skill: 's', script: 'a' }).then(() => order.push('append')),
+      audit.appendDurable({ event: 'run.exit', run_id: 'one', exit_code: 0 }).then(() => order.push('durable')),
+    ]);
+    expect(order).toEqual(['durable', 'append']);
     expect(lines(path).map((l) => JSON.parse(l) as { event: string; run_id?: string }).at(-1)).toMatchObject({ event: 'run.exit', run_id: 'one' });
     await audit.flush();
     expect((JSON.parse(readFileSync(head, 'utf8')) as AuditAnchor).seq).toBe(lines(path).length);
