@@ -233,6 +233,7 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
     slot.lease?.endsBy(Date.now() + plan.willRun.timeoutMs + deps.killGraceMs + deps.drainMs + REAP_MS);
     const { setpriv, kill, ipcrm } = deps.ctx.platform.tools;
     let leftovers = { killed: 0, remaining: 0 };
+    let reapError: string | undefined;
     let ipcRemoved = 0;
     const afterExit = async (): Promise<void> => {
       const reapStarted = performance.now();
@@ -241,8 +242,16 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
     };
     const reapLeftovers = async (): Promise<void> => {
       if (cgroup) {
-        leftovers = await cgroup.kill();
-        emptied = leftovers.remaining === 0;
+        try {
+          leftovers = await cgroup.kill();
+          emptied = leftovers.remaining === 0;
+        } catch (error) {
+          // Security: a group whose kill failed is never taken as empty. The uid sweep (root) kills
+          // what the run's uid still has; without it, the run counts one process left, so its
+          // workspace is not read and the exit line says why (reap_error).
+          reapError = (error as NodeJS.ErrnoException).code ?? 'error';
+          leftovers = uid !== undefined && setpriv && kill ? await reapUid(uid, setpriv, kill) : { killed: 0, remaining: 1 };
+        }
       }
       else if (uid !== undefined && setpriv && kill) leftovers = await reapUid(uid, setpriv, kill);
       // Security: without an ipc namespace, SysV objects of the uid would wait for its next run.
@@ -280,6 +289,7 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
       event: 'run.exit', run_id: slot.runId, exit_code: o.exitCode, signal: o.signal, ended: o.ending, duration_ms: o.durationMs,
       stdout_bytes: o.stdoutBytes, stderr_bytes: o.stderrBytes, stdout_sha256: o.stdoutSha256, stderr_sha256: o.stderrSha256,
       truncated: o.truncated, leftovers_killed: leftovers.killed, leftovers_remaining: leftovers.remaining,
+      ...(reapError !== undefined ? { reap_error: `the run's cgroup could not be killed (${reapError})` } : {}),
       ...(ipcRemoved > 0 ? { ipc_removed: ipcRemoved } : {}),
       ...(egress?.totals ?? {}),
       ...outputsAudit(collected),

@@ -40,14 +40,31 @@ function sleepers(marker: string): { pid: number; cmdline: string }[] {
   return processesNaming(marker).filter((p) => p.cmdline.includes('sleep.js'));
 }
 
-/** Waits until no process of the sleep run carrying `marker` remains. */
-async function sleepersGone(marker: string, withinMs = 20_000): Promise<{ pid: number; cmdline: string }[]> {
+/**
+ * Waits until no process of the sleep run carrying `marker` remains. What is left at the deadline
+ * comes with what the kernel says of it (state, parent, namespaces' pids, uids, cgroups), so a
+ * failure shows how the process escaped, not only that it did.
+ */
+async function sleepersGone(marker: string, withinMs = 20_000): Promise<{ pid: number; cmdline: string; proc?: string }[]> {
   const deadline = Date.now() + withinMs;
   for (;;) {
     const left = sleepers(marker);
-    if (left.length === 0 || Date.now() > deadline) return left;
+    if (left.length === 0) return left;
+    if (Date.now() > deadline) return left.map((p) => ({ ...p, proc: procReport(p.pid) }));
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
+}
+
+function procReport(pid: number): string {
+  const read = (name: string): string => {
+    try {
+      return readFileSync(`/proc/${pid}/${name}`, 'utf8');
+    } catch (error) {
+      return `(${(error as NodeJS.ErrnoException).code})`;
+    }
+  };
+  const status = read('status').split('\n').filter((l) => /^(State|PPid|NSpid|NSsid|NSpgid|Uid|SigPnd|ShdPnd|SigBlk|SigIgn):/.test(l));
+  return [...status, `cgroup: ${read('cgroup').trim().split('\n').join(' | ')}`, `wchan: ${read('wchan')}`].join('; ');
 }
 
 const isRoot = process.getuid?.() === 0;
@@ -131,7 +148,7 @@ describe.each(ERAS)('runner and run lifecycle, $name', (era) => {
     await expect(call).rejects.toThrow();
     const exit = await awaitAudit(stateDir, (l) => l.event === 'run.exit' && l.run_id === accepted.run_id);
     expect(JSON.stringify(exit)).toMatch(/cancel/);
-    expect(await sleepersGone(marker)).toEqual([]);
+    expect(await sleepersGone(marker), `the run.exit line: ${JSON.stringify(exit)}`).toEqual([]);
     // The slot was released (a second run is not BUSY) and the front still answers.
     const next = await callTool(served.client, 'skill_run', await approved('scripts/report.js', ['after-cancel']));
     expect(reported(next).args).toEqual(['after-cancel']);
