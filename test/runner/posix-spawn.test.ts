@@ -5,11 +5,11 @@
  * whole, the child in its own session with default signals — and no runner fd in the child.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, openSync, closeSync, realpathSync, rmSync } from 'node:fs';
+import { mkdtempSync, openSync, closeSync, readdirSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { decodeWaitStatus, loadPosixSpawn, onSpawnFallback, probePosixSpawn, spawnFallbackCount } from '../../runner/sandbox/posix-spawn.js';
+import { decodeWaitStatus, loadPosixSpawn, onSpawnFallback, probePosixSpawn, spawnFallbackCount, type PosixSpawner } from '../../runner/sandbox/posix-spawn.js';
 import { loadLibc } from '../../shared/libc.js';
 import { runProcess } from '../../runner/sandbox/process.js';
 import type { SpawnSpec } from '../../runner/sandbox/spawn.js';
@@ -55,6 +55,32 @@ describe('the posix_spawn path is there', () => {
     } finally {
       onSpawnFallback(undefined);
     }
+  });
+
+  it.skipIf(!posixAvailable)('fault: no fd left for a pipe (EMFILE) — the spawn is given up before posix_spawn, closing what it made, and the reason names the errno', () => {
+    const libc = loadLibc();
+    if (!libc.ok) throw new Error('koffi loads (posixAvailable said so)');
+    const getrlimit = libc.libc.func('int getrlimit(int resource, _Out_ uint64_t *limits)') as (r: number, l: bigint[]) => number;
+    const setrlimit = libc.libc.func('int setrlimit(int resource, uint64_t *limits)') as (r: number, l: bigint[]) => number;
+    const RLIMIT_NOFILE = 7;
+    const saved = [0n, 0n];
+    expect(getrlimit(RLIMIT_NOFILE, saved)).toBe(0);
+    const open = (): Set<number> => new Set(readdirSync('/proc/self/fd').map(Number));
+    const before = open();
+    // The soft limit just above the two lowest free fd numbers: the first pipe2 (stdin's) takes
+    // both, the next finds no fd left. Nothing between the two setrlimit calls yields to the event loop.
+    const free: number[] = [];
+    for (let fd = 0; free.length < 2; fd += 1) if (!before.has(fd)) free.push(fd);
+    expect(setrlimit(RLIMIT_NOFILE, [BigInt(free[1]! + 1), saved[1]!])).toBe(0);
+    let made: ReturnType<PosixSpawner['spawn']>;
+    try {
+      made = loadPosixSpawn()!.spawn(sh('exit 0', { stdin: Buffer.from('x'), fds: [Buffer.from('y')] }));
+    } finally {
+      expect(setrlimit(RLIMIT_NOFILE, saved)).toBe(0);
+    }
+    expect(made).toEqual({ fallback: 'a pipe could not be made (EMFILE)' });
+    // Nothing it made is left open: the pipe made before the one that failed is closed again.
+    expect([...open()].filter((fd) => !before.has(fd))).toEqual([]);
   });
 
   it('decodes wait statuses as Node reports them', () => {
