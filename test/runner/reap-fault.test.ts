@@ -4,20 +4,26 @@
  * group could not be killed (`reap_error`). The fault is made for real: a read-only
  * file bound over the run group's `cgroup.kill`, so the runner's write fails with EROFS.
  *
+ * A run whose script dies with its sandbox leaves its group empty before the runner looks, and an
+ * empty group is not written to at all. So the test puts a stand-in for a process of the run that
+ * outlived it into the group: `sleep` as the run's uid, which only the kill or the uid sweep ends.
+ *
  * Root only: a run uid of its own, cgroups and mounts; skipped where the run's groups have no
  * `cgroup.kill` (cgroup v1 with a freezer only), which this fault needs.
  */
-import { execFileSync } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { awaitAllTitled, findTitled, HELD_JS, tags } from '../held-scripts.js';
-import { awaitAuditLine, isRoot, startRunner, tempDir, uidRange, until, writeSkills } from './harness.js';
+import { awaitAuditLine, isRoot, runUid, startRunner, tempDir, uidRange, until, writeSkills } from './harness.js';
 import type { RunnerHandle } from './harness.js';
 
 const runners: RunnerHandle[] = [];
+const leftovers: ChildProcess[] = [];
 afterAll(async () => {
+  for (const child of leftovers) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   await Promise.all(runners.map((r) => r.stop()));
 });
 
@@ -54,6 +60,20 @@ describe('a run whose cgroup cannot be killed', () => {
       ctx.skip(`the run's groups have no cgroup.kill here (${group ?? 'no cgroup v2 folder'}): this fault needs one`);
       return;
     }
+    // The stand-in leftover: the run's uid, in the run's group, outside its process group and sandbox.
+    const uid = runUid(r.stateDir, String((await awaitAuditLine(r.stateDir, (l) => l['event'] === 'run.accept'))['run_id']));
+    const leftover = spawn('setpriv', [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--', 'sleep', '120'], { stdio: 'ignore', detached: true });
+    leftovers.push(leftover);
+    writeFileSync(join(group, 'cgroup.procs'), String(leftover.pid));
+    // Only once it runs as the run's uid is it the sweep's to find.
+    const asRunUid = (): boolean => {
+      try {
+        return new RegExp(`^Uid:\\s+${uid}\\s`, 'm').test(readFileSync(`/proc/${leftover.pid}/status`, 'utf8')) && readFileSync(`/proc/${leftover.pid}/cmdline`, 'utf8').startsWith('sleep');
+      } catch {
+        return false;
+      }
+    };
+    expect(await until(asRunUid, 20_000)).toBe(true);
     const blocker = join(tempDir('reap-fault'), 'cgroup.kill');
     writeFileSync(blocker, '');
     const target = join(group, 'cgroup.kill');
@@ -64,7 +84,9 @@ describe('a run whose cgroup cannot be killed', () => {
     await answer;
     const exit = await awaitAuditLine(r.stateDir, (l) => l['event'] === 'run.exit');
     expect(exit).toMatchObject({ ended: 'cancelled', reap_error: "the run's cgroup could not be killed (EROFS)", leftovers_remaining: 0 });
-    // The script is gone (at the namespace levels bubblewrap's death takes it; the uid sweep finds what is left).
+    expect(exit['leftovers_killed']).toBeGreaterThanOrEqual(1);
+    // The uid sweep ended the leftover; the script is gone too.
+    expect(await new Promise((resolve) => (leftover.exitCode !== null || leftover.signalCode !== null ? resolve(leftover.signalCode) : leftover.once('exit', (_code, signal) => resolve(signal))))).toBe('SIGKILL');
     expect(await until(() => findTitled(`held:${tag}`) === undefined, 10_000)).toBe(true);
   });
 });
