@@ -86,7 +86,8 @@ describe('a run whose cgroup cannot be killed', () => {
     expect(exit).toMatchObject({ ended: 'cancelled', reap_error: "the run's cgroup could not be killed (EROFS)", leftovers_remaining: 0 });
     expect(exit['leftovers_killed']).toBeGreaterThanOrEqual(1);
     // The uid sweep ended the leftover; the script is gone too.
-    expect(await new Promise((resolve) => (leftover.exitCode !== null || leftover.signalCode !== null ? resolve(leftover.signalCode) : leftover.once('exit', (_code, signal) => resolve(signal))))).toBe('SIGKILL');
+    expect(await until(() => leftover.exitCode !== null || leftover.signalCode !== null, 10_000)).toBe(true);
+    expect(leftover.signalCode).toBe('SIGKILL');
     expect(await until(() => findTitled(`held:${tag}`) === undefined, 10_000)).toBe(true);
   });
 });
