@@ -7,7 +7,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { lineHash } from '../../runner/audit/log.js';
@@ -141,7 +141,10 @@ describe('two runners on one state dir: the audit chain', () => {
     started.push(runner);
     const lock = join(stateDir, 'audit.lock');
     // A process that took the lock (pid and nonce, the holder's format) and was killed holding it.
-    const holder = spawn(process.execPath, ['-e', `require('fs').writeFileSync(${JSON.stringify(lock)}, process.pid + ' 0123456789abcdef\\n'); console.log('held'); setInterval(() => {}, 1000)`], { stdio: ['ignore', 'pipe', 'inherit'] });
+    // Taken the way a holder takes it (a whole file linked into place, EEXIST while another holds it):
+    // writing the lock's path directly could land on the runner's own lock file of the moment, which
+    // its release then deletes (CI once saw the lock vanish under the test that way).
+    const holder = spawn(process.execPath, ['-e', `const fs = require('fs'); const tmp = ${JSON.stringify(`${lock}.test-holder`)}; fs.writeFileSync(tmp, process.pid + ' 0123456789abcdef\\n'); const take = () => { try { fs.linkSync(tmp, ${JSON.stringify(lock)}); } catch (e) { if (e.code !== 'EEXIST') throw e; return setTimeout(take, 5); } fs.unlinkSync(tmp); console.log('held'); setInterval(() => {}, 1000); }; take();`], { stdio: ['ignore', 'pipe', 'inherit'] });
     await new Promise((ok) => holder.stdout!.once('data', ok));
     holder.kill('SIGKILL');
     await new Promise((ok) => holder.once('exit', ok));
@@ -152,17 +155,44 @@ describe('two runners on one state dir: the audit chain', () => {
     expect(Date.now() - t0).toBeLessThan(8_000);
     // The dead holder's lock is gone: the answer may come while the anchor is published under a lock of
     // its own (runner/audit/log.ts: a commit goes ahead at its fsync), so that one is waited out.
-    while (existsSync(lock) && readFileSync(lock, 'utf8').includes('0123456789abcdef')) await new Promise((ok) => setTimeout(ok, 10));
+    // (Read without a separate exists check: the runner's own lock of the moment may go in between.)
+    const deadHolderLock = (): boolean => {
+      try {
+        return readFileSync(lock, 'utf8').includes('0123456789abcdef');
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+        throw error;
+      }
+    };
+    while (deadHolderLock()) await new Promise((ok) => setTimeout(ok, 10));
     while (existsSync(lock)) await new Promise((ok) => setTimeout(ok, 10));
     // A live pid cannot keep a lock forever either (a reused pid, or a holder frozen far longer than an append takes).
-    writeFileSync(lock, `${process.pid} fedcba9876543210\n`);
+    // Made old before it is linked into place (a link keeps the file's times), and linked the way a
+    // holder takes the lock, so it never lands on a lock the runner holds at that moment.
+    const aged = `${lock}.test-aged`;
+    writeFileSync(aged, `${process.pid} fedcba9876543210\n`);
     const old = new Date(Date.now() - 60_000);
-    utimesSync(lock, old, old);
+    utimesSync(aged, old, old);
+    await takeLock(aged, lock);
     expect(await runner.client.prepare({ skill: 's', script: 'a.js', args: [] })).toMatchObject({ ok: true });
     while (existsSync(lock)) await new Promise((ok) => setTimeout(ok, 10));
     await expectOneChain(stateDir);
   });
 });
+
+/** Links `file` to the lock's name once no one holds it (as runner/file-lock.ts takes it), then drops `file`. */
+async function takeLock(file: string, lock: string): Promise<void> {
+  for (;;) {
+    try {
+      linkSync(file, lock);
+      break;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      await new Promise((ok) => setTimeout(ok, 5));
+    }
+  }
+  unlinkSync(file);
+}
 
 describe('upgrade from the single spent-tokens file', () => {
   it('tokens spent before the upgrade are still refused as TOKEN_REUSED, and the old file is migrated to markers', async () => {
