@@ -111,6 +111,13 @@ function mechanisms(platform: Platform): Check[] {
         : `runs are started by Node's child_process, which forks the runner for each (${spawnPath.why})`,
       fix: 'a few ms and the runner\'s copy-on-write CPU less per run: the optional koffi package on glibc 2.29+ or musl 1.1.24+ (and SKILL_MCP_SPAWN unset)',
     },
+    ...(bwrapOk ? [{
+      name: 'rlimits without a prlimit step', found: platform.limitsBy === 'runner',
+      detail: platform.limitsBy === 'runner'
+        ? 'the runner sets each run\'s rlimits on bubblewrap\'s sandbox while it waits, before anything of the script starts (prlimit(2))'
+        : `a prlimit step between bubblewrap and the interpreter sets them (${platform.limitsByWhy ?? 'unknown'})`,
+      fix: 'one exec (2-3 ms) less per run: posix_spawn for runs (above) and, as root, CAP_SYS_RESOURCE',
+    }] : []),
   ];
 }
 

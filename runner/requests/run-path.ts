@@ -290,6 +290,7 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
       stdout_bytes: o.stdoutBytes, stderr_bytes: o.stderrBytes, stdout_sha256: o.stdoutSha256, stderr_sha256: o.stderrSha256,
       truncated: o.truncated, leftovers_killed: leftovers.killed, leftovers_remaining: leftovers.remaining,
       ...(reapError !== undefined ? { reap_error: `the run's cgroup could not be killed (${reapError})` } : {}),
+      ...(o.startError !== undefined ? { start_error: o.startError } : {}),
       ...(ipcRemoved > 0 ? { ipc_removed: ipcRemoved } : {}),
       ...(egress?.totals ?? {}),
       ...outputsAudit(collected),

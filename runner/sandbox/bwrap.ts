@@ -75,6 +75,8 @@ export interface RunView {
   workspace?: string;
   /** The run's environments (runner/deps/), each bound read-only at its mount. */
   deps?: { source: string; mount: string }[];
+  /** The go-ahead's fds (runner/sandbox/go-ahead.ts): the child waits on `blockFd`, the pid comes on `infoFd`. */
+  gate?: { blockFd: number; infoFd: number };
 }
 
 /**
@@ -158,6 +160,8 @@ export function bwrapArgs(layout: HostLayout, view: RunView): string[] {
   // Security: the syscall filter (keyrings, socket families, io_uring, bpf, mount, namespaces…),
   // applied by bubblewrap to the script's chain right before it execs it.
   if (view.seccompFd !== undefined) args.push('--seccomp', String(view.seccompFd));
+  // Security: the child waits, its sandbox made, until the runner has set its rlimits (go-ahead.ts).
+  if (view.gate !== undefined) args.push('--info-fd', String(view.gate.infoFd), '--block-fd', String(view.gate.blockFd));
   // The one host folder the run may write: its own fresh workspace, holding the approved inputs.
   if (view.workspace !== undefined) args.push('--bind', view.workspace, WORKSPACE_MOUNT);
   // Security: read-only — a run can import its packages, never change them for the next run.

@@ -14,6 +14,8 @@ import { bwrapArgs, SYSTEM_TOP } from './bwrap.js';
 import type { HostLayout } from './bwrap.js';
 import type { CgroupHost } from './cgroup.js';
 import { hostFilter, probeCgroups, probeLauncher } from './hardening.js';
+import { ownCapEff, runnerMaySetLimits } from './go-ahead.js';
+import { loadPosixSpawn } from './posix-spawn.js';
 
 const SYSTEM_DIRS = ['/usr/local/bin', '/usr/bin', '/bin', '/usr/sbin', '/sbin'];
 
@@ -39,6 +41,13 @@ export interface Platform {
   launcher?: string[];
   /** Root: where run cgroups go, when the host lets the runner make them (memory cap, reaping). */
   cgroups?: CgroupHost;
+  /**
+   * `runner`: in bubblewrap the runner sets a run's rlimits itself on bubblewrap's waiting child
+   * (go-ahead.ts), with no prlimit step; set where the filter and posix_spawn's go-ahead are both there.
+   */
+  limitsBy?: 'runner';
+  /** In bubblewrap without `limitsBy`: why a prlimit step sets the limits instead (said at start, and by doctor). */
+  limitsByWhy?: string;
 }
 
 /** Whether every other uid may traverse to and execute `path` (a run uid owns nothing here). */
@@ -276,5 +285,12 @@ function harden(level: Platform, opts: ProbeOptions): Platform {
     missing.push('memory shared with MAP_SHARED or System V shm is not counted by the per-process cap (a memory cgroup would count it)');
     words.push('Memory shared with MAP_SHARED or System V shm is not counted by the per-process cap.');
   }
-  return { ...level, mechanisms, missing, isolationDetail: `${level.isolationDetail} ${words.join(' ')}`, ...(seccomp ? { seccomp } : {}), ...(launcher ? { launcher } : {}), ...(cgroups ? { cgroups } : {}) };
+  // The go-ahead carries the filter on fd 4 and needs posix_spawn's socket pair and prlimit (go-ahead.ts).
+  const limitsByWhy = !bwrapped ? undefined
+    : !seccomp ? 'there is no syscall filter to carry on its fd'
+    : loadPosixSpawn()?.gates !== true ? 'runs are not spawned by posix_spawn with socketpair and prlimit (koffi, libc, or SKILL_MCP_SPAWN=node)'
+    : !runnerMaySetLimits(level.asRoot, ownCapEff()) ? 'the runner is root without CAP_SYS_RESOURCE, which setting a run uid\'s limits needs'
+    : undefined;
+  const limits = bwrapped ? (limitsByWhy === undefined ? { limitsBy: 'runner' as const } : { limitsByWhy }) : {};
+  return { ...level, mechanisms, missing, isolationDetail: `${level.isolationDetail} ${words.join(' ')}`, ...(seccomp ? { seccomp } : {}), ...(launcher ? { launcher } : {}), ...(cgroups ? { cgroups } : {}), ...limits };
 }

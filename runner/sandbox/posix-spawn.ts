@@ -32,7 +32,9 @@
 import { EventEmitter } from 'node:events';
 import { Socket } from 'node:net';
 import { constants as osConstants } from 'node:os';
+import { writeSync } from 'node:fs';
 import { koffiWhy, loadLibc } from '../../shared/libc.js';
+import { GATE_BLOCK_FD, GATE_FILTER_FD, GATE_INFO_FD } from './go-ahead.js';
 import type { SpawnSpec } from './spawn.js';
 
 const O_CLOEXEC = 0o2000000;
@@ -42,6 +44,11 @@ const POSIX_SPAWN_SETSIGDEF = 0x04;
 const POSIX_SPAWN_SETSIGMASK = 0x08;
 const POSIX_SPAWN_SETSID = 0x80;
 const WNOHANG = 1;
+const AF_UNIX = 1;
+const SOCK_STREAM = 1;
+const SHUT_WR = 1;
+/** The filter is written whole into the socket before the spawn: far under any socket's buffer. */
+const MAX_GATE_FILTER_BYTES = 32 * 1024;
 /** Opaque libc objects, given more room than any libc uses (glibc x86_64: 80, 336 and 128 bytes). */
 const FILE_ACTIONS_BYTES = 256;
 const ATTR_BYTES = 1024;
@@ -68,6 +75,8 @@ interface Bound {
   close: Fn;
   /** glibc 2.34+: closes every fd from N up in the child; undefined where libc lacks it. */
   faCloseFrom: Fn | undefined;
+  /** For the sandbox's go-ahead (go-ahead.ts); undefined where libc lacks one of them. */
+  gate: { socketpair: Fn; shutdown: Fn; prlimit: Fn } | undefined;
   /** The errno the last call left. */
   errno: () => number;
 }
@@ -80,11 +89,27 @@ export interface SpawnedChild extends EventEmitter {
   readonly stderr: Socket;
   /** fds 0, 1, 2, then 3, 4, …: the parent's end of each pipe, or null. */
   readonly stdio: (Socket | null)[];
+  /** With `spec.gate`: the runner's side of the sandbox's go-ahead (go-ahead.ts). */
+  readonly gate?: ChildGate;
+}
+
+/** The runner's ends of a gated spawn: bubblewrap's info, and the byte that lets its child go on. */
+export interface ChildGate {
+  /** The read end of bubblewrap's `--info-fd`. */
+  readonly info: Socket;
+  /** prlimit(pid, resource, {value, value}) through libc: 0, or the errno. */
+  prlimit(pid: number, resource: number, value: number): number;
+  /** Writes the go-ahead byte (once) and lets go of the runner's end. */
+  goAhead(): void;
+  /** Lets go of the runner's end without the byte: the child stays waiting until it is killed. */
+  close(): void;
 }
 
 export interface PosixSpawner {
   /** Whether fds the runner inherited without close-on-exec are closed in the child too (closefrom). */
   readonly closesInherited: boolean;
+  /** Whether a spawn can carry a sandbox go-ahead (`spec.gate`: socketpair, shutdown, prlimit bound). */
+  readonly gates: boolean;
   /** Starts `spec`; `fallback` says why the spawn could not even be set up (then use child_process). */
   spawn(spec: SpawnSpec): { child: SpawnedChild } | { fallback: string };
 }
@@ -141,6 +166,10 @@ function bindSpawner(): { spawner: PosixSpawner } | { why: string } {
   }
   bound.errno = libc.libc.errno;
   bound.faCloseFrom = optional(() => f('int posix_spawn_file_actions_addclosefrom_np(void *actions, int from)'));
+  const socketpair = optional(() => f('int socketpair(int domain, int type, int protocol, _Out_ int *fds)'));
+  const shutdown = optional(() => f('int shutdown(int fd, int how)'));
+  const prlimit = optional(() => f('int prlimit(int pid, int resource, void *limit, void *old)'));
+  bound.gate = socketpair && shutdown && prlimit ? { socketpair, shutdown, prlimit } : undefined;
   return { spawner: spawnerOf(bound as Bound) };
 }
 
@@ -208,8 +237,10 @@ function spawnerOf(c: Bound): PosixSpawner {
     for (const fd of fds) if (fd !== undefined) c.close(fd);
   };
 
+  const gateOps = c.gate;
   return {
     closesInherited: c.faCloseFrom !== undefined,
+    gates: gateOps !== undefined,
     spawn(spec) {
       const made: number[] = [];
       let pipeErrno = 0;
@@ -233,9 +264,43 @@ function spawnerOf(c: Bound): PosixSpawner {
         closeAll(made);
         return { fallback: `a pipe could not be made (${osErrorName(pipeErrno)})` };
       }
-      if (made.some((fd) => fd < 3 + spec.fds.length)) {
+      // The go-ahead's fds (go-ahead.ts): a socket pair (the filter's fd and the block fd) and the info pipe.
+      let gate: { pair: [number, number]; info: [number, number] } | undefined;
+      if (spec.gate) {
+        if (!gateOps) {
+          closeAll(made);
+          return { fallback: 'libc has no socketpair, shutdown or prlimit for the sandbox\'s go-ahead' };
+        }
+        if (spec.fds.length !== GATE_FILTER_FD - 3 || spec.gate.filter.length > MAX_GATE_FILTER_BYTES) {
+          closeAll(made);
+          return { fallback: 'the go-ahead needs fds 4-6 free and a filter under 32 KiB' };
+        }
+        const pair = [-1, -1];
+        if (gateOps.socketpair(AF_UNIX, SOCK_STREAM | O_CLOEXEC, 0, pair) !== 0) {
+          const errno = c.errno();
+          closeAll(made);
+          return { fallback: `the go-ahead's socket pair could not be made (${osErrorName(errno)})` };
+        }
+        made.push(pair[0]!, pair[1]!);
+        const info = pipe();
+        if (!info) {
+          closeAll(made);
+          return { fallback: `a pipe could not be made (${osErrorName(pipeErrno)})` };
+        }
+        // The filter waits in fd 4's end; shut for writing, fd 4 then reads its end after it.
+        // Blocking writes of a few KiB into an empty socket: they cannot wait.
+        writeSync(pair[1]!, spec.gate.filter);
+        if (gateOps.shutdown(pair[1]!, SHUT_WR) !== 0) {
+          const errno = c.errno();
+          closeAll(made);
+          return { fallback: `the go-ahead's socket could not be shut (${osErrorName(errno)})` };
+        }
+        gate = { pair: [pair[0]!, pair[1]!], info };
+      }
+      const lastFd = gate ? GATE_INFO_FD : 2 + spec.fds.length;
+      if (made.some((fd) => fd <= lastFd)) {
         closeAll(made);
-        return { fallback: `a pipe got fd ${Math.min(...made)}, below the child's fd ${2 + spec.fds.length}` };
+        return { fallback: `a pipe got fd ${Math.min(...made)}, at or below the child's fd ${lastFd}` };
       }
       const actions = Buffer.alloc(FILE_ACTIONS_BYTES);
       const attr = Buffer.alloc(ATTR_BYTES);
@@ -255,9 +320,10 @@ function spawnerOf(c: Bound): PosixSpawner {
           c.faDup2(actions, out[1], 1),
           c.faDup2(actions, err[1], 2),
           ...extra.map((p, i) => (p ? c.faDup2(actions, p[0], 3 + i) : 0)),
+          ...(gate ? [c.faDup2(actions, gate.pair[0], GATE_FILTER_FD), c.faDup2(actions, gate.pair[1], GATE_BLOCK_FD), c.faDup2(actions, gate.info[1], GATE_INFO_FD)] : []),
           // Security: an fd the runner itself inherited without close-on-exec (from whoever started
           // it) goes no further: every fd above the child's own is closed in the child.
-          c.faCloseFrom ? c.faCloseFrom(actions, 3 + extra.length) : 0,
+          c.faCloseFrom ? c.faCloseFrom(actions, lastFd + 1) : 0,
           c.faChdir(actions, spec.cwd),
           c.sigEmpty(signals),
           c.attrMask(attr, signals),
@@ -278,12 +344,13 @@ function spawnerOf(c: Bound): PosixSpawner {
         const argv = [spec.command, ...spec.args, null];
         const envp = [...Object.entries(spec.env).map(([name, value]) => `${name}=${value}`), null];
         const rc = c.spawn(pid, spec.command, actions, attr, argv, envp);
-        // The child's ends are the child's (or nobody's) now.
-        closeAll([stdinPipe?.[0], out[1], err[1], ...extra.map((p) => p?.[0])]);
+        // The child's ends are the child's (or nobody's) now. Of the go-ahead's pair the runner
+        // keeps fd 4's end, to write the byte into (or to close without it).
+        closeAll([stdinPipe?.[0], out[1], err[1], ...extra.map((p) => p?.[0]), gate?.pair[1], gate?.info[1]]);
         const child = new EventEmitter() as SpawnedChild & { pid: number | undefined; stdin: Socket | null; stdout: Socket; stderr: Socket; stdio: (Socket | null)[] };
         if (rc !== 0) {
           // The chain's first program could not be started (ENOENT, EACCES …): `error`, as libuv says it.
-          closeAll([stdinPipe?.[1], ...extra.map((p) => p?.[1])]);
+          closeAll([stdinPipe?.[1], ...extra.map((p) => p?.[1]), gate?.pair[0], gate?.info[0]]);
           Object.assign(child, { pid: undefined, stdin: null, stdout: new Socket({ fd: out[0], readable: true, writable: false }), stderr: new Socket({ fd: err[0], readable: true, writable: false }) });
           child.stdio = [null, child.stdout, child.stderr];
           const error = Object.assign(new Error(`spawn ${spec.command}: ${osErrorName(rc)}`), { code: osErrorName(rc), errno: -rc });
@@ -295,6 +362,7 @@ function spawnerOf(c: Bound): PosixSpawner {
         child.stdout = new Socket({ fd: out[0], readable: true, writable: false });
         child.stderr = new Socket({ fd: err[0], readable: true, writable: false });
         child.stdio = [child.stdin, child.stdout, child.stderr, ...extra.map((p) => (p ? new Socket({ fd: p[1], readable: false, writable: true }) : null))];
+        if (gate && gateOps) Object.assign(child, { gate: childGate(c, gateOps.prlimit, gate.pair[0], gate.info[0]) });
         waiting.set(child.pid, (status) => {
           const { code, signal } = decodeWaitStatus(status);
           child.emit('exit', code, signal);
@@ -307,6 +375,32 @@ function spawnerOf(c: Bound): PosixSpawner {
         c.attrDestroy(attr);
       }
     },
+  };
+}
+
+/** The runner's side of one gated spawn: its end of the pair (fd 4's peer) and of the info pipe. */
+function childGate(c: Bound, prlimit: Fn, go: number, info: number): ChildGate {
+  let open = true;
+  const letGo = (): void => {
+    if (!open) return;
+    open = false;
+    c.close(go);
+  };
+  return {
+    info: new Socket({ fd: info, readable: true, writable: false }),
+    prlimit(pid, resource, value) {
+      const limit = Buffer.alloc(16);
+      limit.writeBigUInt64LE(BigInt(value), 0);
+      limit.writeBigUInt64LE(BigInt(value), 8);
+      return prlimit(pid, resource, limit, null) === 0 ? 0 : c.errno() || -1;
+    },
+    goAhead() {
+      if (!open) return;
+      // One byte into an empty socket (blocking, but it cannot wait).
+      writeSync(go, Buffer.of(1));
+      letGo();
+    },
+    close: letGo,
   };
 }
 

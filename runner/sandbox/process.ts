@@ -7,7 +7,9 @@
  */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import type { Readable } from 'node:stream';
+import { EventEmitter } from 'node:events';
+import { PassThrough, type Readable } from 'node:stream';
+import { openGate, readStat } from './go-ahead.js';
 import { loadPosixSpawn, noteSpawnFallback, type SpawnedChild } from './posix-spawn.js';
 import type { SpawnSpec } from './spawn.js';
 
@@ -44,6 +46,8 @@ export interface ProcessOutcome {
   /** `performance.now()` when the main process's exit was seen, and when `afterExit` had run (the run's phases). */
   exitedAt: number;
   reapedAt: number;
+  /** Why the script was never started, when the runner stopped it (the sandbox's go-ahead failed). */
+  startError?: string;
 }
 
 /**
@@ -88,6 +92,14 @@ class Capture {
     });
   }
 
+  /** A line of the runner's own (why the script was not started), kept like the script's output. */
+  note(text: string): void {
+    const bytes = Buffer.from(text);
+    this.total += bytes.length;
+    this.taken += bytes.length;
+    this.keep([bytes]);
+  }
+
   private keep(pieces: Uint8Array[]): void {
     for (const piece of pieces) {
       const take = piece.subarray(0, Math.max(0, this.cap - this.kept));
@@ -122,6 +134,13 @@ function spawnWithNode(spec: SpawnSpec): SpawnedChild {
   return spawn(spec.command, spec.args, { cwd: spec.cwd, env: spec.env, stdio: [spec.stdin !== undefined ? 'pipe' : 'ignore', 'pipe', 'pipe', ...extra], detached: true, shell: false }) as unknown as SpawnedChild;
 }
 
+/** A spawn that never happened: no pid, empty streams; the caller emits its exit. */
+function unstarted(): SpawnedChild {
+  const empty = (): PassThrough => new PassThrough().end() as PassThrough;
+  const child = Object.assign(new EventEmitter(), { pid: undefined, stdin: null, stdout: empty(), stderr: empty() });
+  return Object.assign(child, { stdio: [null, child.stdout, child.stderr] }) as unknown as SpawnedChild;
+}
+
 /** Starts `spec` and supervises it. `afterExit` runs once the main process has exited. */
 export function runProcess(spec: SpawnSpec, times: RunTimes, maxStreamBytes: number, afterExit: () => Promise<void>, filters: { stdout?: StreamFilter | undefined; stderr?: StreamFilter | undefined } = {}): RunningProcess {
   const started = performance.now();
@@ -131,9 +150,12 @@ export function runProcess(spec: SpawnSpec, times: RunTimes, maxStreamBytes: num
   // runner inherited without it) but for fds 3+: the launcher's orders and bubblewrap's filter,
   // each a pipe written once and closed. posix_spawn where libc gives it (posix-spawn.ts: no fork
   // of the runner), else libuv's fork + exec.
-  const made = loadPosixSpawn()?.spawn(spec);
-  if (made && 'fallback' in made) noteSpawnFallback(made.fallback);
-  const child = made && 'child' in made ? made.child : spawnWithNode(spec);
+  const spawner = loadPosixSpawn();
+  const made = spawner?.spawn(spec);
+  // Security: a gated chain has no prlimit step, so only a spawn that carries the go-ahead may start it.
+  const gateLost = spec.gate !== undefined && !(made && 'child' in made) ? (made && 'fallback' in made ? made.fallback : 'posix_spawn is not available') : undefined;
+  if (made && 'fallback' in made && gateLost === undefined) noteSpawnFallback(made.fallback);
+  const child = gateLost !== undefined ? unstarted() : made && 'child' in made ? made.child : spawnWithNode(spec);
   const spawnedAt = performance.now();
   if (spec.stdin !== undefined && child.stdin) {
     // A script that exits without reading all of it closes the pipe: EPIPE is its choice, not an error.
@@ -165,6 +187,38 @@ export function runProcess(spec: SpawnSpec, times: RunTimes, maxStreamBytes: num
     timers.push(setTimeout(() => killGroup('SIGKILL'), times.killGraceMs));
   }, times.timeoutMs));
 
+  let startError: string | undefined;
+  const refuseStart = (why: string): void => {
+    startError = why;
+    ending = 'spawn-failed';
+    err.note(`skill-mcp: ${why}; the script was not started\n`);
+  };
+  if (gateLost !== undefined) {
+    refuseStart(`the sandbox's go-ahead could not be set up (${gateLost})`);
+    queueMicrotask(() => child.emit('exit', null, null));
+  } else if (child.gate && child.pid !== undefined) {
+    const gate = child.gate;
+    const chainPid = child.pid;
+    const info: Buffer[] = [];
+    gate.info.on('data', (chunk: Buffer) => info.push(chunk));
+    const open = (): void => {
+      if (ending !== 'exit') {
+        gate.close(); // cancelled or timed out first: the group kill takes it
+        return;
+      }
+      const opened = openGate(Buffer.concat(info).toString('utf8'), chainPid, spec.gate!.limits, { prlimit: gate.prlimit, readStat, goAhead: gate.goAhead });
+      if (opened.ok) return;
+      gate.close();
+      // A child gone by itself: bubblewrap failed in its setup, and its exit and stderr say why.
+      if (opened.gone) return;
+      refuseStart(opened.why);
+      killGroup('SIGKILL');
+    };
+    gate.info.once('end', open);
+    gate.info.once('error', () => gate.info.destroy());
+    gate.info.once('close', () => gate.info.listenerCount('end') > 0 && open());
+  }
+
   const outcome = new Promise<ProcessOutcome>((resolve) => {
     let settled = false;
     const finish = async (exitCode: number | null, signal: string | null): Promise<void> => {
@@ -190,6 +244,7 @@ export function runProcess(spec: SpawnSpec, times: RunTimes, maxStreamBytes: num
         ...(filters.stdout || filters.stderr ? { heldBack: { stdout: filters.stdout?.heldBack ?? 0, stderr: filters.stderr?.heldBack ?? 0 } } : {}),
         durationMs: Math.round(performance.now() - started),
         exitedAt, reapedAt,
+        ...(startError !== undefined ? { startError } : {}),
       });
     };
     // The hard deadline: whatever happens to 'exit', the call returns and releases the slot.

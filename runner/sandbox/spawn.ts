@@ -5,8 +5,8 @@
  * shell around the script. The chains by level (each step execs or supervises the next):
  *
  *   namespace-uid: setpriv (run uid/gid, no groups, no caps, no_new_privs, die with the runner)
- *                    → bwrap (namespaces, file-system view) → prlimit → interpreter
- *   namespace:     bwrap (no_new_privs and death with the runner by itself) → prlimit → interpreter
+ *                    → bwrap (namespaces, file-system view) → interpreter
+ *   namespace:     bwrap (no_new_privs and death with the runner by itself) → interpreter
  *   uid-sandbox:   setpriv (die with the runner) → unshare (mount/pid/net/ipc/uts) → sh (fixed text: a capped tmpfs HOME, read-only binds over shared
  *                    writable dirs) → prlimit → setpriv (run uid …) → interpreter
  *   uid:           prlimit → setpriv (run uid …) → interpreter
@@ -19,8 +19,11 @@
  * interpreter; bubblewrap loads the same filter itself (`--seccomp 4`). The launcher takes the
  * script's environment on fd 3, so it and the steps before it run with {@link LAUNCHER_ENV}.
  *
- * prlimit runs inside bubblewrap's user namespace, where RLIMIT_NPROC counts only the run's own
- * processes (outside it would count every process of the person's uid and stop bubblewrap itself).
+ * In bubblewrap the runner sets the rlimits itself, with prlimit(2) on bubblewrap's child while it
+ * waits before the exec (go-ahead.ts, `platform.limitsBy === 'runner'`); where it cannot (no
+ * posix_spawn path, no filter) a `prlimit` step goes between bwrap and the interpreter. Either way
+ * the limits are set inside bubblewrap's user namespace, where RLIMIT_NPROC counts only the run's
+ * own processes (outside it would count every process of the person's uid and stop bubblewrap itself).
  * The `sh` step runs a constant script whose only inputs are the HOME path the runner made and
  * the mount binary; the script's own argv goes through `exec "$@"` untouched.
  *
@@ -37,6 +40,7 @@ import type { Platform } from './platform.js';
 import { UNSHARE_FLAGS, usesBwrap } from './platform.js';
 import { depsBinds, depsVariables } from '../deps/run-env.js';
 import { caBundleEnv, caBundlePath } from '../secrets/trust.js';
+import { GATE_BLOCK_FD, GATE_INFO_FD, type Rlimit } from './go-ahead.js';
 
 export interface SandboxLimits {
   /** RLIMIT_NPROC for the run uid: Node alone needs ~12 threads, each counts. */
@@ -66,6 +70,12 @@ export interface SpawnSpec {
   fds: (Buffer | undefined)[];
   /** The bytes the script reads on stdin (absent: stdin is /dev/null). */
   stdin?: Uint8Array;
+  /**
+   * The bubblewrap levels where the runner sets the rlimits itself (go-ahead.ts): the filter for
+   * fd 4 and the limits for bubblewrap's child, which waits for them on fd 5. Only the posix_spawn
+   * path can carry it; a spawn that cannot fails closed (process.ts).
+   */
+  gate?: { filter: Buffer; limits: Rlimit[] };
 }
 
 /** Host folders of one run (runner/workspace/workspace.ts): its workspace (the cwd) and, outside bubblewrap, its HOME. */
@@ -160,6 +170,7 @@ export function buildSpawn(plan: RunPlan, platform: Platform, sourceEnv: Readonl
   const names = Object.keys(env).sort();
   const cpuSeconds = Math.ceil(plan.willRun.timeoutMs / 1000) + 1;
   const { prlimit, setpriv, unshare, sh, mount, bwrap } = platform.tools;
+  const gated = sandboxed && platform.limitsBy === 'runner' && platform.seccomp !== undefined;
   const rlimits = (withNproc: boolean): string[] => [
     ...(withNproc ? [`--nproc=${limits.nproc}`] : []),
     `--fsize=${limits.fsizeBytes}`,
@@ -180,8 +191,12 @@ export function buildSpawn(plan: RunPlan, platform: Platform, sourceEnv: Readonl
     // A proxied run starts the bridge first (under the same limits); it starts the script once it listens.
     const target = proxied ? bridgeArgv(bridgeNode(platform)!, script) : script;
     // bubblewrap exports PWD=/work itself: the env above holds the same (sandboxPwd), so no step removes it.
-    const inside = [prlimit!, ...rlimits(true), ...target];
-    const view = { skillDir: plan.realDir, tmpBytes: limits.tmpBytes, workspace: dirs.workspace, ...(proxied ? { egressSocket: egressSocketPath(scratch) } : {}), ...(withBundle ? { caBundle: caBundlePath(scratch) } : {}), ...(platform.seccomp ? { seccompFd: SECCOMP_FD } : {}), deps: depsBinds(plan.deps) };
+    // Gated: bubblewrap execs the target itself, once the runner has set the limits on its child.
+    const inside = gated ? target : [prlimit!, ...rlimits(true), ...target];
+    const view = {
+      skillDir: plan.realDir, tmpBytes: limits.tmpBytes, workspace: dirs.workspace, ...(proxied ? { egressSocket: egressSocketPath(scratch) } : {}), ...(withBundle ? { caBundle: caBundlePath(scratch) } : {}),
+      ...(platform.seccomp ? { seccompFd: SECCOMP_FD } : {}), ...(gated ? { gate: { blockFd: GATE_BLOCK_FD, infoFd: GATE_INFO_FD } } : {}), deps: depsBinds(plan.deps),
+    };
     // Security: at `namespace` bubblewrap is the chain's first step, as it gives by itself what a
     // setpriv before it gave (one exec less, docs/isolation.md): no_new_privs, set first thing in
     // its main for itself and all it starts, and death with the runner, as `--die-with-parent`
@@ -189,7 +204,14 @@ export function buildSpawn(plan: RunPlan, platform: Platform, sourceEnv: Readonl
     // A runner killed before that is the gap either chain has (until pid 1 arms its own, just
     // before the exec). As root setpriv stays: only it switches the real uid.
     chain = [...(uid === undefined ? [] : drop), bwrap!, ...bwrapArgs(platform.layout!, view), '--', ...inside];
-    return finish(platform, extras, [...launcherStep(platform), ...chain], env, '/', names, false);
+    const spec = finish(platform, extras, [...launcherStep(platform), ...chain], env, '/', names, false);
+    if (!gated) return spec;
+    // The same limits the prlimit step sets (`--nproc=N` is soft and hard N), and the filter goes with the go-ahead's fds.
+    const gateLimits: Rlimit[] = [
+      { name: 'nproc', value: limits.nproc }, { name: 'fsize', value: limits.fsizeBytes }, { name: 'nofile', value: limits.nofile },
+      { name: 'cpu', value: cpuSeconds }, { name: 'data', value: plan.willRun.memoryBytes }, { name: 'core', value: 0 },
+    ];
+    return { ...spec, fds: spec.fds.slice(0, 1), gate: { filter: platform.seccomp!, limits: gateLimits } };
   }
   // The launcher goes last, right before the interpreter: unshare and mount above it need the
   // calls its filter denies.

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { buildFilter, encodeFilter } from '../../runner/sandbox/seccomp-bpf.js';
 import { ENOSYS } from '../../runner/sandbox/seccomp-policy.js';
+import { ownCapEff, runnerMaySetLimits } from '../../runner/sandbox/go-ahead.js';
 import { bwrapWorks, expectedLevel, isRoot } from '../levels.js';
 import { BIN, REPO, tempDir } from './harness.js';
 
@@ -25,8 +26,13 @@ describe('skill-mcp doctor', () => {
     const report = JSON.parse(r.stdout) as { thisRunner: { level: string; mechanisms: string[] }; skillRun: { allowed: boolean }; mechanisms: { name: string; found: boolean }[] };
     expect(report.thisRunner.level).toBe(expectedLevel(isRoot));
     expect(report.skillRun.allowed).toBe(true);
-    expect(report.mechanisms.map((m) => m.name)).toEqual(['bubblewrap', 'unprivileged user namespaces', 'util-linux setpriv and prlimit', 'syscall filter', 'fresh session keyring', 'memory cgroup', 'SO_PEERCRED', 'openat2 for skill reads', 'posix_spawn for runs']);
+    const level = expectedLevel(isRoot);
+    const bubblewrapped = level === 'namespace' || level === 'namespace-uid';
+    expect(report.mechanisms.map((m) => m.name)).toEqual(['bubblewrap', 'unprivileged user namespaces', 'util-linux setpriv and prlimit', 'syscall filter', 'fresh session keyring', 'memory cgroup', 'SO_PEERCRED', 'openat2 for skill reads', 'posix_spawn for runs', ...(bubblewrapped ? ['rlimits without a prlimit step'] : [])]);
     const found = Object.fromEntries(report.mechanisms.map((m) => [m.name, m.found]));
+    // In bubblewrap the runner sets the limits itself where the kernel lets it (runner/sandbox/go-ahead.ts):
+    // always as an ordinary uid; as root only with CAP_SYS_RESOURCE, which this machine's root may lack.
+    if (bubblewrapped) expect(found['rlimits without a prlimit step']).toBe(runnerMaySetLimits(isRoot, ownCapEff()));
     // Every level CI runs has the filter and the keyring; the memory cgroup only a root runner makes.
     // CI's kernels are 5.6+ and koffi is installed: skill files are opened with openat2.
     // CI's glibc has posix_spawn with addchdir_np: runs are spawned without a fork of the runner.

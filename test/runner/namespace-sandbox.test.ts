@@ -14,6 +14,8 @@ import type { Server } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { namespaceVariants } from '../levels.js';
+import { ownCapEff, runnerMaySetLimits } from '../../runner/sandbox/go-ahead.js';
+import { loadPosixSpawn } from '../../runner/sandbox/posix-spawn.js';
 import { prepareAndRun, startRunner, tempDir, text, uidRange, writeSkills } from './harness.js';
 import type { RunnerHandle } from './harness.js';
 
@@ -91,6 +93,12 @@ try:
 except OSError as e:
     print("stopped", n, e.errno)
 `,
+  'limits.py': `import json
+rows = {}
+for line in open("/proc/self/limits").read().splitlines()[1:]:
+    rows[line[:26].strip()] = line[26:].split()[:2]
+print(json.dumps(rows))
+`,
   'whoami.py': `import os, json
 print(json.dumps({"cwd": os.getcwd(), "home": os.environ["HOME"], "tmp": os.environ["TMPDIR"], "root": sorted(os.listdir("/")), "host": os.uname().nodename, "env": dict(os.environ)}))
 `,
@@ -150,6 +158,21 @@ describe.each(variants)('the namespace sandbox, $name', (variant) => {
     const { willRun } = await run('whoami.py');
     expect(willRun.sandbox).toEqual(mechanisms);
     expect(willRun.memoryBytes).toBe(512 * MIB);
+  });
+
+  it.skipIf(skip)('runs under the runner\'s six rlimits, set by the runner on the waiting sandbox where it may (no prlimit step), else by a prlimit step it names at start', async () => {
+    const { result } = await run('limits.py');
+    const rows = JSON.parse(text(result.stdout)) as Record<string, string[]>;
+    const both = (n: number): string[] => [String(n), String(n)];
+    expect(rows['Max processes']).toEqual(both(64));
+    expect(rows['Max file size']).toEqual(both(64 * MIB));
+    expect(rows['Max open files']).toEqual(both(256));
+    expect(rows['Max cpu time']).toEqual(both(21));
+    expect(rows['Max data size']).toEqual(both(512 * MIB));
+    expect(rows['Max core file size']).toEqual(both(0));
+    // Which way they were set: an ordinary runner's child is its own uid; a root runner needs CAP_SYS_RESOURCE.
+    const byRunner = loadPosixSpawn()?.gates === true && runnerMaySetLimits(variant.level === 'namespace-uid', ownCapEff());
+    expect(runner.stderr().includes('rlimits are set by a prlimit step')).toBe(!byRunner);
   });
 
   it.skipIf(skip)('sees only the system folders, a writable workspace as cwd (its skill read-only at /skill), and a private /tmp as HOME and TMPDIR', async () => {

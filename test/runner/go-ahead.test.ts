@@ -1,0 +1,216 @@
+/**
+ * The sandbox's go-ahead (runner/sandbox/go-ahead.ts): at the bubblewrap levels the runner sets a
+ * run's rlimits on bubblewrap's waiting child and only then lets it exec. The pure part (bubblewrap's
+ * info, the parent check, the order of the limits and the byte) by attack name; then real
+ * bubblewrap through the real posix_spawn path and runProcess: nothing runs before the go-ahead,
+ * a runner gone before it leaves the sandbox waiting (never running without limits), a limit the
+ * kernel refuses stops the run with a clear error, and the script sees exactly the limits asked.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { bwrapArgs } from '../../runner/sandbox/bwrap.js';
+import { GATE_BLOCK_FD, GATE_FILTER_FD, GATE_INFO_FD, openGate, parentOf, parseInfo, readStat, RLIMIT, runnerMaySetLimits, type GateOps, type Rlimit } from '../../runner/sandbox/go-ahead.js';
+import { hostFilter } from '../../runner/sandbox/hardening.js';
+import { readHostLayout } from '../../runner/sandbox/platform.js';
+import { loadPosixSpawn, type SpawnedChild } from '../../runner/sandbox/posix-spawn.js';
+import { runProcess } from '../../runner/sandbox/process.js';
+import type { SpawnSpec } from '../../runner/sandbox/spawn.js';
+
+const LIMITS: Rlimit[] = [
+  { name: 'nproc', value: 77 }, { name: 'fsize', value: 12_345_678 }, { name: 'nofile', value: 99 },
+  { name: 'cpu', value: 11 }, { name: 'data', value: 300 * 1024 * 1024 }, { name: 'core', value: 0 },
+];
+
+/** Fake system calls that record what was asked, in order. */
+function fakeOps(over: Partial<GateOps> & { parent?: number } = {}): GateOps & { calls: string[] } {
+  const calls: string[] = [];
+  return {
+    calls,
+    prlimit: over.prlimit ?? ((pid, resource, value) => {
+      calls.push(`prlimit ${pid} ${resource} ${value}`);
+      return 0;
+    }),
+    readStat: over.readStat ?? ((pid) => `${pid} (bwrap) S ${over.parent ?? 4242} 1 1 0 -1`),
+    goAhead: over.goAhead ?? (() => calls.push('go')),
+  };
+}
+
+describe('the go-ahead, by attack name', () => {
+  it('reads the pid from bubblewrap\'s info, and refuses info that is cut, not JSON, or names no usable pid', () => {
+    expect(parseInfo('{\n    "child-pid": 4243,\n    "cgroup-namespace": 4026531835\n}\n')).toEqual({ pid: 4243 });
+    expect(parseInfo('')).toEqual({ why: 'bubblewrap wrote no info (it ended before its sandbox was made)' });
+    expect(parseInfo('{\n    "child-pid": 42')).toEqual({ why: 'bubblewrap\'s info is not JSON' });
+    for (const bad of ['{}', '{"child-pid": "4243"}', '{"child-pid": 1}', '{"child-pid": 0}', '{"child-pid": -5}', '{"child-pid": 4.5}', 'null', '[4243]']) {
+      expect(parseInfo(bad)).toEqual({ why: 'bubblewrap\'s info names no child pid' });
+    }
+  });
+
+  it('reads the parent from /proc/PID/stat even when the process name holds ") " and digits', () => {
+    expect(parentOf('4243 (bwrap) S 4242 4242 4242 0 -1 4194560')).toBe(4242);
+    expect(parentOf('4243 (a) S 1 (b) S 7) S 4242 1 1')).toBe(4242);
+    expect(parentOf('4243 (x) S')).toBeUndefined();
+  });
+
+  it('sets all six limits on the child, in order, and only then writes the byte', () => {
+    const ops = fakeOps();
+    expect(openGate('{"child-pid": 4243}', 4242, LIMITS, ops)).toEqual({ ok: true, pid: 4243 });
+    expect(ops.calls).toEqual([...LIMITS.map((l) => `prlimit 4243 ${RLIMIT[l.name]} ${l.value}`), 'go']);
+  });
+
+  it('pid reuse: a pid whose parent is not the spawned chain gets no limits and no byte', () => {
+    const ops = fakeOps({ parent: 1 });
+    expect(openGate('{"child-pid": 4243}', 4242, LIMITS, ops)).toEqual({ ok: false, gone: false, why: 'the process bubblewrap named (4243) is not its child (its parent is 1)' });
+    expect(ops.calls).toEqual([]);
+  });
+
+  it('a limit the kernel refuses: no later limit is tried and the byte is never written', () => {
+    const calls: string[] = [];
+    const prlimit = (_pid: number, resource: number): number => {
+      calls.push(String(resource));
+      return resource === RLIMIT.nofile ? 1 : 0;
+    };
+    const ops = fakeOps({ prlimit, goAhead: () => calls.push('go') });
+    expect(openGate('{"child-pid": 4243}', 4242, LIMITS, ops)).toEqual({ ok: false, gone: false, why: 'the sandbox\'s nofile limit could not be set (EPERM)' });
+    expect(calls).toEqual([String(RLIMIT.nproc), String(RLIMIT.fsize), String(RLIMIT.nofile)]);
+  });
+
+  it('a child that ended by itself (bubblewrap failed its setup) is "gone": its exit says why, no byte', () => {
+    const noStat = fakeOps({ readStat: () => undefined });
+    expect(openGate('{"child-pid": 4243}', 4242, LIMITS, noStat)).toMatchObject({ ok: false, gone: true });
+    const esrch = fakeOps({ prlimit: () => 3 });
+    expect(openGate('{"child-pid": 4243}', 4242, LIMITS, esrch)).toMatchObject({ ok: false, gone: true });
+    expect([...noStat.calls, ...esrch.calls]).not.toContain('go');
+    expect(openGate('', 4242, LIMITS, fakeOps())).toMatchObject({ ok: false, gone: true });
+  });
+
+  it('root may set a run uid\'s limits only with CAP_SYS_RESOURCE; an ordinary runner always may (its child is its own uid)', () => {
+    expect(runnerMaySetLimits(false, undefined)).toBe(true);
+    expect(runnerMaySetLimits(true, '000001ffffffffff')).toBe(true);
+    expect(runnerMaySetLimits(true, '000001fffeffffff')).toBe(false); // bit 24 dropped, as some containers do
+    expect(runnerMaySetLimits(true, undefined)).toBe(false);
+    expect(runnerMaySetLimits(true, 'not hex')).toBe(false);
+  });
+});
+
+// Real bubblewrap, run as this test's own uid: its child is this uid, so this process may set its
+// limits (an ordinary runner's case; as root the child is root's too).
+const spawner = loadPosixSpawn();
+const bwrap = ['/usr/bin/bwrap', '/bin/bwrap'].find((p) => existsSync(p));
+const filter = hostFilter();
+const layout = readHostLayout([realpathSync('/bin/sh')]);
+const temp = realpathSync(mkdtempSync(join(tmpdir(), 'skill-mcp-go-ahead-')));
+afterAll(() => rmSync(temp, { recursive: true, force: true }));
+const bwrapWorks = bwrap !== undefined && filter !== undefined && spawnSync(bwrap, [...bwrapArgs(layout, { skillDir: temp, tmpBytes: 1 << 20 }), '--', '/bin/true']).status === 0;
+const skipWhy = !spawner?.gates ? 'no posix_spawn go-ahead here' : !bwrapWorks ? 'bubblewrap cannot build a sandbox as this uid here' : undefined;
+
+/** A gated bubblewrap running `script` in sh, the way spawn.ts builds a run's (fd 4 filter, 5 block, 6 info). */
+function gated(script: string, limits: Rlimit[] = LIMITS): SpawnSpec {
+  const args = [...bwrapArgs(layout, { skillDir: temp, tmpBytes: 1 << 20, seccompFd: GATE_FILTER_FD, gate: { blockFd: GATE_BLOCK_FD, infoFd: GATE_INFO_FD } }), '--', '/bin/sh', '-c', script];
+  return { command: bwrap!, args, env: { PATH: '/usr/bin:/bin' }, cwd: '/', envNames: [], fds: [undefined], gate: { filter: filter!, limits } };
+}
+
+/** The child bubblewrap named, once its info is read. */
+async function childPid(child: SpawnedChild): Promise<number> {
+  const chunks: Buffer[] = [];
+  child.gate!.info.on('data', (c: Buffer) => chunks.push(c));
+  await new Promise((ok) => child.gate!.info.once('end', ok));
+  const found = parseInfo(Buffer.concat(chunks).toString());
+  if (!('pid' in found)) throw new Error(found.why);
+  return found.pid;
+}
+
+/** Whether `pid` sits in read(2) on the block fd: /proc/PID/syscall is "0 0x5 …" (x86_64) or "63 0x5 …" (aarch64). */
+function waitingOnBlockFd(pid: number): boolean {
+  try {
+    const [nr, fd] = readFileSync(`/proc/${pid}/syscall`, 'utf8').split(' ');
+    return (nr === '0' || nr === '63') && Number(fd) === GATE_BLOCK_FD;
+  } catch {
+    return false;
+  }
+}
+
+async function until(what: string, ok: () => boolean, boundMs = 20_000): Promise<void> {
+  const end = Date.now() + boundMs;
+  while (!ok()) {
+    if (Date.now() > end) throw new Error(`${what}: not within ${boundMs} ms`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+describe.skipIf(skipWhy !== undefined)(`real bubblewrap held by the go-ahead${skipWhy ? ` (skipped: ${skipWhy})` : ''}`, () => {
+  it('nothing of the script runs before the byte; after it the script sees exactly the limits set', async () => {
+    const made = spawner!.spawn(gated('echo started; cat /proc/self/limits'));
+    if (!('child' in made)) throw new Error(made.fallback);
+    const { child } = made;
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    const exited = new Promise<[number | null, string | null]>((ok) => child.once('exit', (code, signal) => ok([code, signal])));
+    const pid = await childPid(child);
+    await until('the sandbox child waits on its block fd', () => waitingOnBlockFd(pid));
+    expect(out).toBe('');
+    expect(openGate(JSON.stringify({ 'child-pid': pid }), child.pid!, LIMITS, { prlimit: child.gate!.prlimit, readStat, goAhead: child.gate!.goAhead })).toEqual({ ok: true, pid });
+    expect(await exited).toEqual([0, null]);
+    expect(out.startsWith('started\n')).toBe(true);
+    const row = (label: string): string[] => out.split('\n').find((l) => l.startsWith(label))!.slice(26).trim().split(/\s+/).slice(0, 2);
+    expect(row('Max processes')).toEqual(['77', '77']);
+    expect(row('Max file size')).toEqual(['12345678', '12345678']);
+    expect(row('Max open files')).toEqual(['99', '99']);
+    expect(row('Max cpu time')).toEqual(['11', '11']);
+    expect(row('Max data size')).toEqual([String(300 * 1024 * 1024), String(300 * 1024 * 1024)]);
+    expect(row('Max core file size')).toEqual(['0', '0']);
+  });
+
+  it('a runner gone before the byte (its end closed, as its death closes it) leaves the sandbox waiting, never running', async () => {
+    const made = spawner!.spawn(gated('echo started'));
+    if (!('child' in made)) throw new Error(made.fallback);
+    const { child } = made;
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    const exited = new Promise<[number | null, string | null]>((ok) => child.once('exit', (code, signal) => ok([code, signal])));
+    const pid = await childPid(child);
+    await until('the sandbox child waits on its block fd', () => waitingOnBlockFd(pid));
+    // What the kernel does with a dead runner's fds. With a pipe as the block fd this end-of-file
+    // would let bubblewrap go on and exec the script with no limits; the child holds the pair's
+    // other end itself (its filter fd), so its read has no end-of-file to see.
+    child.gate!.close();
+    await new Promise((r) => setTimeout(r, 500));
+    expect(waitingOnBlockFd(pid)).toBe(true);
+    expect(out).toBe('');
+    process.kill(-child.pid!, 'SIGKILL');
+    process.kill(pid, 'SIGKILL');
+    expect((await exited)[1]).toBe('SIGKILL');
+    expect(out).toBe('');
+  });
+
+  it('a limit the kernel refuses stops the run through runProcess: spawn-failed, the reason on stderr, the script never started', async () => {
+    // RLIMIT_NOFILE above fs.nr_open is refused (EPERM) by every kernel, for every caller.
+    const nrOpen = Number(readFileSync('/proc/sys/fs/nr_open', 'utf8'));
+    const limits: Rlimit[] = [{ name: 'nproc', value: 77 }, { name: 'nofile', value: nrOpen + 1 }, { name: 'cpu', value: 11 }];
+    const marker = join(temp, 'ran');
+    const running = runProcess(gated(`echo started; : > ${marker}`, limits), { timeoutMs: 30_000, killGraceMs: 0, drainMs: 1000 }, 1 << 20, async () => undefined);
+    const o = await running.outcome;
+    expect(o.ending).toBe('spawn-failed');
+    expect(o.startError).toBe('the sandbox\'s nofile limit could not be set (EPERM)');
+    expect(o.stderr.toString()).toContain('skill-mcp: the sandbox\'s nofile limit could not be set (EPERM); the script was not started');
+    expect(o.stdout.toString()).toBe('');
+    expect(existsSync(marker)).toBe(false);
+  });
+
+  it('the script holds none of the go-ahead\'s fds (bubblewrap closes 4, 5 and 6 before the exec)', async () => {
+    // `ls` itself opens the folder it lists: fd 3, the lowest free one.
+    const o = await runProcess(gated('ls /proc/self/fd'), { timeoutMs: 30_000, killGraceMs: 0, drainMs: 1000 }, 1 << 20, async () => undefined).outcome;
+    expect(o).toMatchObject({ ending: 'exit', exitCode: 0 });
+    expect(o.stdout.toString().split('\n').filter(Boolean).sort()).toEqual(['0', '1', '2', '3']);
+  });
+
+  it('the same spawn through runProcess, with the limits the kernel takes, runs to its end', async () => {
+    const o = await runProcess(gated('grep -E "^Max (processes|open files)" /proc/self/limits'), { timeoutMs: 30_000, killGraceMs: 0, drainMs: 1000 }, 1 << 20, async () => undefined).outcome;
+    expect(o).toMatchObject({ ending: 'exit', exitCode: 0 });
+    expect(o.startError).toBeUndefined();
+    expect(o.stdout.toString()).toMatch(/Max processes\s+77\s+77/);
+    expect(o.stdout.toString()).toMatch(/Max open files\s+99\s+99/);
+  });
+});
