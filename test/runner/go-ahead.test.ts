@@ -140,21 +140,27 @@ async function until(what: string, ok: () => boolean, boundMs = 20_000): Promise
   }
 }
 
+/** A gated spawn of `script`, once its child waits on the block fd: nothing of the script has run. */
+async function heldSandbox(script: string) {
+  const made = spawner!.spawn(gated(script));
+  if (!('child' in made)) throw new Error(made.fallback);
+  const { child } = made;
+  let out = '';
+  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+  const exited = new Promise<[number | null, string | null]>((ok) => child.once('exit', (code, signal) => ok([code, signal])));
+  const pid = await childPid(child);
+  await until('the sandbox child waits on its block fd', () => waitingOnBlockFd(pid));
+  return { child, pid, exited, out: () => out };
+}
+
 describe.skipIf(skipWhy !== undefined)(`real bubblewrap held by the go-ahead${skipWhy ? ` (skipped: ${skipWhy})` : ''}`, () => {
   it('nothing of the script runs before the byte; after it the script sees exactly the limits set', async () => {
-    const made = spawner!.spawn(gated('echo started; cat /proc/self/limits'));
-    if (!('child' in made)) throw new Error(made.fallback);
-    const { child } = made;
-    let out = '';
-    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    const exited = new Promise<[number | null, string | null]>((ok) => child.once('exit', (code, signal) => ok([code, signal])));
-    const pid = await childPid(child);
-    await until('the sandbox child waits on its block fd', () => waitingOnBlockFd(pid));
-    expect(out).toBe('');
+    const { child, pid, exited, out } = await heldSandbox('echo started; cat /proc/self/limits');
+    expect(out()).toBe('');
     expect(openGate(JSON.stringify({ 'child-pid': pid }), child.pid!, LIMITS, { prlimit: child.gate!.prlimit, readStat, goAhead: child.gate!.goAhead })).toEqual({ ok: true, pid });
     expect(await exited).toEqual([0, null]);
-    expect(out.startsWith('started\n')).toBe(true);
-    const row = (label: string): string[] => out.split('\n').find((l) => l.startsWith(label))!.slice(26).trim().split(/\s+/).slice(0, 2);
+    expect(out().startsWith('started\n')).toBe(true);
+    const row = (label: string): string[] => out().split('\n').find((l) => l.startsWith(label))!.slice(26).trim().split(/\s+/).slice(0, 2);
     expect(row('Max processes')).toEqual(['77', '77']);
     expect(row('Max file size')).toEqual(['12345678', '12345678']);
     expect(row('Max open files')).toEqual(['99', '99']);
@@ -164,25 +170,18 @@ describe.skipIf(skipWhy !== undefined)(`real bubblewrap held by the go-ahead${sk
   });
 
   it('a runner gone before the byte (its end closed, as its death closes it) leaves the sandbox waiting, never running', async () => {
-    const made = spawner!.spawn(gated('echo started'));
-    if (!('child' in made)) throw new Error(made.fallback);
-    const { child } = made;
-    let out = '';
-    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    const exited = new Promise<[number | null, string | null]>((ok) => child.once('exit', (code, signal) => ok([code, signal])));
-    const pid = await childPid(child);
-    await until('the sandbox child waits on its block fd', () => waitingOnBlockFd(pid));
+    const { child, pid, exited, out } = await heldSandbox('echo started');
     // What the kernel does with a dead runner's fds. With a pipe as the block fd this end-of-file
     // would let bubblewrap go on and exec the script with no limits; the child holds the pair's
     // other end itself (its filter fd), so its read has no end-of-file to see.
     child.gate!.close();
     await new Promise((r) => setTimeout(r, 500));
     expect(waitingOnBlockFd(pid)).toBe(true);
-    expect(out).toBe('');
+    expect(out()).toBe('');
     process.kill(-child.pid!, 'SIGKILL');
     process.kill(pid, 'SIGKILL');
     expect((await exited)[1]).toBe('SIGKILL');
-    expect(out).toBe('');
+    expect(out()).toBe('');
   });
 
   it('a limit the kernel refuses stops the run through runProcess: spawn-failed, the reason on stderr, the script never started', async () => {
