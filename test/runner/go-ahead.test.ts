@@ -14,10 +14,11 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { bwrapArgs } from '../../runner/sandbox/bwrap.js';
 import { GATE_BLOCK_FD, GATE_FILTER_FD, GATE_INFO_FD, openGate, parentOf, parseInfo, readStat, RLIMIT, runnerMaySetLimits, type GateOps, type Rlimit } from '../../runner/sandbox/go-ahead.js';
 import { hostFilter } from '../../runner/sandbox/hardening.js';
-import { readHostLayout } from '../../runner/sandbox/platform.js';
+import { readHostLayout, type Platform } from '../../runner/sandbox/platform.js';
 import { loadPosixSpawn, type SpawnedChild } from '../../runner/sandbox/posix-spawn.js';
 import { runProcess } from '../../runner/sandbox/process.js';
-import type { SpawnSpec } from '../../runner/sandbox/spawn.js';
+import { buildSpawn, type SandboxLimits, type SpawnSpec } from '../../runner/sandbox/spawn.js';
+import type { RunPlan } from '../../runner/requests/derive.js';
 
 const LIMITS: Rlimit[] = [
   { name: 'nproc', value: 77 }, { name: 'fsize', value: 12_345_678 }, { name: 'nofile', value: 99 },
@@ -92,6 +93,61 @@ describe('the go-ahead, by attack name', () => {
     expect(runnerMaySetLimits(true, '000001fffeffffff')).toBe(false); // bit 24 dropped, as some containers do
     expect(runnerMaySetLimits(true, undefined)).toBe(false);
     expect(runnerMaySetLimits(true, 'not hex')).toBe(false);
+  });
+});
+
+describe('the chain buildSpawn makes at the bubblewrap levels', () => {
+  const MIB = 1024 * 1024;
+  const limits: SandboxLimits = { nproc: 64, fsizeBytes: 64 * MIB, nofile: 256, memoryBytes: 1024 * MIB, tmpBytes: 64 * MIB, workspaceBytes: 64 * MIB, workspaceFiles: 1000, inputBytes: MIB, outputFilesBytes: MIB };
+  const plan = {
+    willRun: { skill: 's', interpreter: 'python3', argv: ['a.py'], cwd: 's', timeoutMs: 29_500, envNames: [], isolation: 'namespace', sandbox: [], memoryBytes: 300 * MIB, content: { script: '', files: '', fileCount: 1, bytes: 1 } },
+    interpreterPath: '/usr/bin/python3', realDir: '/srv/skills/s', scriptRelative: 'a.py', args: ['x'], grantedEnv: [], egress: { mode: 'none', env: {}, entries: [] }, deps: {}, secrets: [], redact: [],
+  } as unknown as RunPlan;
+  const platform = (over: Partial<Platform>): Platform => ({
+    asRoot: false, interpreters: new Map(), isolation: 'namespace', isolationDetail: '', mechanisms: [], missing: [],
+    tools: { bwrap: '/usr/bin/bwrap', prlimit: '/usr/bin/prlimit', setpriv: '/usr/bin/setpriv', sh: '/bin/sh' },
+    layout: { links: [], dirs: [], extra: [] }, seccomp: Buffer.alloc(16, 7), ...over,
+  });
+  const build = (p: Platform, uid?: number): SpawnSpec => buildSpawn(plan, p, { PATH: '/usr/bin' }, '/run/x', uid, limits, { workspace: '/run/x/work', home: '/run/x/home' });
+  /** The prlimit step's options as the gate's names and values. */
+  const stepLimits = (argv: string[]): Record<string, number> => Object.fromEntries(argv.filter((a) => /^--[a-z]+=\d+$/.test(a)).map((a) => [a.slice(2, a.indexOf('=')), Number(a.slice(a.indexOf('=') + 1))]));
+
+  it('gated: no prlimit step, bubblewrap execs the interpreter; it is told --seccomp 4, --info-fd 6, --block-fd 5; the filter and the six limits go with the spawn', () => {
+    const spec = build(platform({ limitsBy: 'runner' }));
+    const argv = [spec.command, ...spec.args];
+    expect(argv).not.toContain('/usr/bin/prlimit');
+    expect(argv.slice(argv.indexOf('--') + 1)).toEqual(['/usr/bin/python3', '-B', '-X', 'pycache_prefix=/dev/null/skill-mcp-no-bytecode', '/skill/a.py', 'x']);
+    const options = argv.join(' ');
+    expect(options).toContain(`--seccomp ${GATE_FILTER_FD}`);
+    expect(options).toContain(`--info-fd ${GATE_INFO_FD} --block-fd ${GATE_BLOCK_FD}`);
+    expect(spec.fds).toEqual([undefined]);
+    expect(spec.gate?.filter).toEqual(Buffer.alloc(16, 7));
+  });
+
+  it('the gate sets exactly what the prlimit step sets where there is no gate (nproc, fsize, nofile, cpu = timeout + 1 s, data = the run\'s memory, core 0)', () => {
+    const gated = build(platform({ limitsBy: 'runner' })).gate!.limits;
+    const plain = build(platform({}));
+    const argv = [plain.command, ...plain.args];
+    const step = argv.slice(argv.indexOf('/usr/bin/prlimit'));
+    expect(step.slice(step.indexOf('--') + 1, step.indexOf('--') + 2)).toEqual(['/usr/bin/python3']);
+    expect(plain.gate).toBeUndefined();
+    expect(plain.fds).toEqual([undefined, Buffer.alloc(16, 7)]);
+    expect(Object.fromEntries(gated.map((l) => [l.name, l.value]))).toEqual(stepLimits(step));
+    expect(stepLimits(step)).toEqual({ nproc: 64, fsize: 64 * MIB, nofile: 256, cpu: 31, data: 300 * MIB, core: 0 });
+  });
+
+  it('as root (namespace-uid) the gated chain is setpriv to the run uid, then bubblewrap: the spawned pid is bubblewrap\'s own, the parent the gate checks', () => {
+    const spec = build(platform({ asRoot: true, isolation: 'namespace-uid', limitsBy: 'runner' }), 40_123);
+    expect(spec.command).toBe('/usr/bin/setpriv');
+    expect(spec.args).toContain('--reuid=40123');
+    expect(spec.args[spec.args.indexOf('--') + 1]).toBe('/usr/bin/bwrap');
+    expect(spec.args).not.toContain('/usr/bin/prlimit');
+  });
+
+  it('without the filter there is no gate (the filter travels on its fd): the prlimit step stays', () => {
+    const spec = build(platform({ limitsBy: 'runner', seccomp: undefined }));
+    expect(spec.gate).toBeUndefined();
+    expect(spec.args).toContain('/usr/bin/prlimit');
   });
 });
 
