@@ -261,6 +261,17 @@ describe.skipIf(skipWhy !== undefined)(`real bubblewrap held by the go-ahead${sk
     expect(o.stdout.toString().split('\n').filter(Boolean).sort()).toEqual(['0', '1', '2', '3']);
   });
 
+  it('a gated spawn posix_spawn cannot set up never goes to child_process (it has no prlimit step): spawn-failed, said, nothing ran', async () => {
+    const marker = join(temp, 'ran-unset');
+    // fd 3 unused but not declared: the go-ahead's fds 4-6 would not be where bubblewrap is told they are.
+    const spec = { ...gated(`: > ${marker}`), fds: [] };
+    const o = await runProcess(spec, { timeoutMs: 30_000, killGraceMs: 0, drainMs: 1000 }, 1 << 20, async () => undefined).outcome;
+    expect(o.ending).toBe('spawn-failed');
+    expect(o.startError).toBe('the sandbox\'s go-ahead could not be set up (the go-ahead needs fds 4-6 free and a filter under 32 KiB)');
+    expect(o.stderr.toString()).toContain('the script was not started');
+    expect(existsSync(marker)).toBe(false);
+  });
+
   it('the same spawn through runProcess, with the limits the kernel takes, runs to its end', async () => {
     const o = await runProcess(gated('grep -E "^Max (processes|open files)" /proc/self/limits'), { timeoutMs: 30_000, killGraceMs: 0, drainMs: 1000 }, 1 << 20, async () => undefined).outcome;
     expect(o).toMatchObject({ ending: 'exit', exitCode: 0 });
