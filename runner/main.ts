@@ -31,6 +31,7 @@ import { joinFreshSessionKeyring } from './sandbox/keyring.js';
 import { sweepRunCgroups } from './sandbox/run-cgroup.js';
 import { pidAlive } from './file-lock.js';
 import { probePlatform } from './sandbox/platform.js';
+import { GO_AHEAD_OFF } from './sandbox/go-ahead.js';
 import { onSpawnFallback, probePosixSpawn, spawnFallbackCount } from './sandbox/posix-spawn.js';
 import { listen } from './requests/server.js';
 import { chooseScratchDir, removeStaleRunFolders, runFolderName, sharedAncestor } from './workspace/scratch.js';
@@ -183,7 +184,7 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
   // single spawn that falls back is said the first time (all are counted in the stop line).
   const spawnPath = probePosixSpawn(env);
   if ('why' in spawnPath) log(`note: runs are spawned by Node's child_process, not posix_spawn (${spawnPath.why}): each spawn forks the runner (a few ms more per run)`);
-  if (platform.limitsByWhy !== undefined) log(`note: in bubblewrap each run's rlimits are set by a prlimit step, one exec more per run (${platform.limitsByWhy}); otherwise the runner sets them on the waiting sandbox itself`);
+  if (platform.limitsByWhy !== undefined && platform.limitsByWhy !== GO_AHEAD_OFF) log(`note: in bubblewrap each run's rlimits are set by a prlimit step, one exec more per run (${platform.limitsByWhy}); otherwise the runner sets them on the waiting sandbox itself`);
   onSpawnFallback((why, count) => {
     if (count === 1) log(`note: a run was spawned by Node's child_process because posix_spawn could not be set up for it (${why}); later ones are counted in the runner.stop line, not said`);
   });

@@ -109,6 +109,14 @@ function errnoName(errno: number): string {
   return ERRNO_NAMES[errno] ?? `errno ${errno}`;
 }
 
+/**
+ * Off unless `SKILL_MCP_GO_AHEAD=on`. Known defect that keeps it off: a runner killed between a
+ * spawn and its byte leaves that sandbox asleep in its read (its script never started) with nothing
+ * to end it at `namespace` — CI's lifecycle test (runner killed during a run) found one, as uid 40100
+ * under load. A runner start that finds and ends its predecessor's waiting sandboxes would close it.
+ */
+export const GO_AHEAD_OFF = 'the go-ahead is off unless SKILL_MCP_GO_AHEAD=on';
+
 const CAP_SYS_RESOURCE = 24;
 
 /**
