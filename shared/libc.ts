@@ -7,6 +7,7 @@
  * (runner/sandbox/launch.ts, a standalone bundle, loads koffi on its own.)
  */
 import { createRequire } from 'node:module';
+import { constants as osConstants } from 'node:os';
 
 export interface Libc {
   /** A libc function by its C prototype (koffi's syntax); throws when it cannot be bound. */
@@ -41,4 +42,11 @@ export function loadLibc(): LibcLoad {
 /** Why koffi or a function through it is not there, as callers report it: the error's first line. */
 export function koffiWhy(error: unknown): string {
   return `koffi could not be loaded (${(error as Error).message.split('\n')[0]})`;
+}
+
+const errnoNames = new Map<number, string>(Object.entries(osConstants.errno).map(([name, n]) => [n, name]));
+
+/** An errno a libc call left, by name (`EPERM`), for messages. */
+export function errnoName(errno: number): string {
+  return errnoNames.get(errno) ?? `errno ${errno}`;
 }

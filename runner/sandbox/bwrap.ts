@@ -75,8 +75,10 @@ export interface RunView {
   workspace?: string;
   /** The run's environments (runner/deps/), each bound read-only at its mount. */
   deps?: { source: string; mount: string }[];
-  /** The go-ahead's fds (runner/sandbox/go-ahead.ts): the child waits on `blockFd`, the pid comes on `infoFd`. */
-  gate?: { blockFd: number; infoFd: number };
+  /** The fd bubblewrap names its sandbox's pid 1 on (`--info-fd`): the runner kills that pid with the run (process.ts). */
+  infoFd?: number;
+  /** The go-ahead's fd (runner/sandbox/go-ahead.ts): the sandbox's pid 1 waits on it before the exec. */
+  blockFd?: number;
 }
 
 /**
@@ -160,8 +162,10 @@ export function bwrapArgs(layout: HostLayout, view: RunView): string[] {
   // Security: the syscall filter (keyrings, socket families, io_uring, bpf, mount, namespaces…),
   // applied by bubblewrap to the script's chain right before it execs it.
   if (view.seccompFd !== undefined) args.push('--seccomp', String(view.seccompFd));
-  // Security: the child waits, its sandbox made, until the runner has set its rlimits (go-ahead.ts).
-  if (view.gate !== undefined) args.push('--info-fd', String(view.gate.infoFd), '--block-fd', String(view.gate.blockFd));
+  // Security: the sandbox's pid 1 is named to the runner, which kills it with the run (process.ts),
+  // and, with the go-ahead, waits, its sandbox made, until the runner has set its rlimits (go-ahead.ts).
+  if (view.infoFd !== undefined) args.push('--info-fd', String(view.infoFd));
+  if (view.blockFd !== undefined) args.push('--block-fd', String(view.blockFd));
   // The one host folder the run may write: its own fresh workspace, holding the approved inputs.
   if (view.workspace !== undefined) args.push('--bind', view.workspace, WORKSPACE_MOUNT);
   // Security: read-only — a run can import its packages, never change them for the next run.

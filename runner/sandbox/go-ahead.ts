@@ -29,11 +29,13 @@
  * chain's group (the waiting child has not left it yet), and the run fails with what went wrong.
  */
 import { readFileSync } from 'node:fs';
+import { errnoName } from '../../shared/libc.js';
 
 /** The fds of the chain's first program (bubblewrap inherits them through setpriv and sh). */
 export const GATE_FILTER_FD = 4;
 export const GATE_BLOCK_FD = 5;
-export const GATE_INFO_FD = 6;
+/** bubblewrap's `--info-fd`, gated or not: every run learns its sandbox's pid 1 (process.ts). */
+export const SANDBOX_INFO_FD = 6;
 
 /** Linux resource numbers (asm-generic/resource.h: the same on x86_64 and aarch64). */
 export const RLIMIT = { cpu: 0, fsize: 1, data: 2, core: 4, nproc: 6, nofile: 7 } as const;
@@ -103,11 +105,6 @@ export function openGate(info: string, chainPid: number, limits: readonly Rlimit
 }
 
 const ESRCH = 3;
-const ERRNO_NAMES: Record<number, string> = { 1: 'EPERM', 3: 'ESRCH', 14: 'EFAULT', 22: 'EINVAL' };
-
-function errnoName(errno: number): string {
-  return ERRNO_NAMES[errno] ?? `errno ${errno}`;
-}
 
 /**
  * Off unless `SKILL_MCP_GO_AHEAD=on`. Known defect that keeps it off: a runner killed between a

@@ -33,8 +33,9 @@ import { EventEmitter } from 'node:events';
 import { Socket } from 'node:net';
 import { constants as osConstants } from 'node:os';
 import { writeSync } from 'node:fs';
-import { koffiWhy, loadLibc } from '../../shared/libc.js';
-import { GATE_BLOCK_FD, GATE_FILTER_FD, GATE_INFO_FD } from './go-ahead.js';
+import { errnoName, koffiWhy, loadLibc } from '../../shared/libc.js';
+import { GATE_BLOCK_FD, GATE_FILTER_FD, SANDBOX_INFO_FD } from './go-ahead.js';
+import type { Readable } from 'node:stream';
 import type { SpawnSpec } from './spawn.js';
 
 const O_CLOEXEC = 0o2000000;
@@ -63,6 +64,7 @@ interface Bound {
   faDestroy: Fn;
   faDup2: Fn;
   faOpen: Fn;
+  faClose: Fn;
   faChdir: Fn;
   attrInit: Fn;
   attrDestroy: Fn;
@@ -89,14 +91,14 @@ export interface SpawnedChild extends EventEmitter {
   readonly stderr: Socket;
   /** fds 0, 1, 2, then 3, 4, …: the parent's end of each pipe, or null. */
   readonly stdio: (Socket | null)[];
+  /** With `spec.infoFd`: the read end of bubblewrap's info. */
+  readonly info?: Readable;
   /** With `spec.gate`: the runner's side of the sandbox's go-ahead (go-ahead.ts). */
   readonly gate?: ChildGate;
 }
 
-/** The runner's ends of a gated spawn: bubblewrap's info, and the byte that lets its child go on. */
+/** The runner's end of a gated spawn: the byte that lets bubblewrap's child go on. */
 export interface ChildGate {
-  /** The read end of bubblewrap's `--info-fd`. */
-  readonly info: Socket;
   /** prlimit(pid, resource, {value, value}) through libc: 0, or the errno. */
   prlimit(pid: number, resource: number, value: number): number;
   /** Writes the go-ahead byte (once) and lets go of the runner's end. */
@@ -145,6 +147,7 @@ function bindSpawner(): { spawner: PosixSpawner } | { why: string } {
     faDestroy: 'int posix_spawn_file_actions_destroy(void *actions)',
     faDup2: 'int posix_spawn_file_actions_adddup2(void *actions, int fd, int to)',
     faOpen: 'int posix_spawn_file_actions_addopen(void *actions, int fd, const char *path, int flags, int mode)',
+    faClose: 'int posix_spawn_file_actions_addclose(void *actions, int fd)',
     faChdir: 'int posix_spawn_file_actions_addchdir_np(void *actions, const char *path)',
     attrInit: 'int posix_spawnattr_init(void *attr)',
     attrDestroy: 'int posix_spawnattr_destroy(void *attr)',
@@ -262,42 +265,43 @@ function spawnerOf(c: Bound): PosixSpawner {
       // are long taken); if it happens, child_process (which moves them first) spawns this one.
       if ((spec.stdin !== undefined && !stdinPipe) || !out || !err || extra.some((p, i) => p === undefined && spec.fds[i] !== undefined)) {
         closeAll(made);
-        return { fallback: `a pipe could not be made (${osErrorName(pipeErrno)})` };
+        return { fallback: `a pipe could not be made (${errnoName(pipeErrno)})` };
       }
-      // The go-ahead's fds (go-ahead.ts): a socket pair (the filter's fd and the block fd) and the info pipe.
-      let gate: { pair: [number, number]; info: [number, number] } | undefined;
+      // bubblewrap's info (the sandbox's pid 1): a pipe the child writes on `spec.infoFd`.
+      const info = spec.infoFd !== undefined ? pipe() : undefined;
+      if (spec.infoFd !== undefined && !info) {
+        closeAll(made);
+        return { fallback: `a pipe could not be made (${errnoName(pipeErrno)})` };
+      }
+      // The go-ahead's fds (go-ahead.ts): a socket pair, the filter's fd and the block fd.
+      let pair: [number, number] | undefined;
       if (spec.gate) {
         if (!gateOps) {
           closeAll(made);
           return { fallback: 'libc has no socketpair, shutdown or prlimit for the sandbox\'s go-ahead' };
         }
-        if (spec.fds.length !== GATE_FILTER_FD - 3 || spec.gate.filter.length > MAX_GATE_FILTER_BYTES) {
+        if (spec.fds.length !== GATE_FILTER_FD - 3 || spec.infoFd !== SANDBOX_INFO_FD || spec.gate.filter.length > MAX_GATE_FILTER_BYTES) {
           closeAll(made);
           return { fallback: 'the go-ahead needs fds 4-6 free and a filter under 32 KiB' };
         }
-        const pair = [-1, -1];
-        if (gateOps.socketpair(AF_UNIX, SOCK_STREAM | O_CLOEXEC, 0, pair) !== 0) {
+        const fds = [-1, -1];
+        if (gateOps.socketpair(AF_UNIX, SOCK_STREAM | O_CLOEXEC, 0, fds) !== 0) {
           const errno = c.errno();
           closeAll(made);
-          return { fallback: `the go-ahead's socket pair could not be made (${osErrorName(errno)})` };
+          return { fallback: `the go-ahead's socket pair could not be made (${errnoName(errno)})` };
         }
-        made.push(pair[0]!, pair[1]!);
-        const info = pipe();
-        if (!info) {
-          closeAll(made);
-          return { fallback: `a pipe could not be made (${osErrorName(pipeErrno)})` };
-        }
+        made.push(fds[0]!, fds[1]!);
         // The filter waits in fd 4's end; shut for writing, fd 4 then reads its end after it.
         // Blocking writes of a few KiB into an empty socket: they cannot wait.
-        writeSync(pair[1]!, spec.gate.filter);
-        if (gateOps.shutdown(pair[1]!, SHUT_WR) !== 0) {
+        writeSync(fds[1]!, spec.gate.filter);
+        if (gateOps.shutdown(fds[1]!, SHUT_WR) !== 0) {
           const errno = c.errno();
           closeAll(made);
-          return { fallback: `the go-ahead's socket could not be shut (${osErrorName(errno)})` };
+          return { fallback: `the go-ahead's socket could not be shut (${errnoName(errno)})` };
         }
-        gate = { pair: [pair[0]!, pair[1]!], info };
+        pair = [fds[0]!, fds[1]!];
       }
-      const lastFd = gate ? GATE_INFO_FD : 2 + spec.fds.length;
+      const lastFd = Math.max(pair ? GATE_BLOCK_FD : 0, spec.infoFd ?? 0, 2 + spec.fds.length);
       if (made.some((fd) => fd <= lastFd)) {
         closeAll(made);
         return { fallback: `a pipe got fd ${Math.min(...made)}, at or below the child's fd ${lastFd}` };
@@ -320,7 +324,11 @@ function spawnerOf(c: Bound): PosixSpawner {
           c.faDup2(actions, out[1], 1),
           c.faDup2(actions, err[1], 2),
           ...extra.map((p, i) => (p ? c.faDup2(actions, p[0], 3 + i) : 0)),
-          ...(gate ? [c.faDup2(actions, gate.pair[0], GATE_FILTER_FD), c.faDup2(actions, gate.pair[1], GATE_BLOCK_FD), c.faDup2(actions, gate.info[1], GATE_INFO_FD)] : []),
+          ...(pair ? [c.faDup2(actions, pair[0], GATE_FILTER_FD), c.faDup2(actions, pair[1], GATE_BLOCK_FD)] : []),
+          ...(info ? [c.faDup2(actions, info[1], spec.infoFd!)] : []),
+          // Security: an fd below the last one given that is not given itself (fd 3 or 5 at the
+          // bubblewrap levels) is closed too, as closefrom closes those above.
+          ...gaps(lastFd, spec, pair !== undefined).map((fd) => c.faClose(actions, fd)),
           // Security: an fd the runner itself inherited without close-on-exec (from whoever started
           // it) goes no further: every fd above the child's own is closed in the child.
           c.faCloseFrom ? c.faCloseFrom(actions, lastFd + 1) : 0,
@@ -334,7 +342,7 @@ function spawnerOf(c: Bound): PosixSpawner {
         const failed = steps.findIndex((rc) => rc !== 0);
         if (failed >= 0) {
           closeAll(made);
-          return { fallback: `a file action or attribute could not be set (step ${failed + 1}: ${osErrorName(steps[failed]!)})` };
+          return { fallback: `a file action or attribute could not be set (step ${failed + 1}: ${errnoName(steps[failed]!)})` };
         }
         if (!listening) {
           listening = true;
@@ -346,14 +354,14 @@ function spawnerOf(c: Bound): PosixSpawner {
         const rc = c.spawn(pid, spec.command, actions, attr, argv, envp);
         // The child's ends are the child's (or nobody's) now. Of the go-ahead's pair the runner
         // keeps fd 4's end, to write the byte into (or to close without it).
-        closeAll([stdinPipe?.[0], out[1], err[1], ...extra.map((p) => p?.[0]), gate?.pair[1], gate?.info[1]]);
+        closeAll([stdinPipe?.[0], out[1], err[1], ...extra.map((p) => p?.[0]), pair?.[1], info?.[1]]);
         const child = new EventEmitter() as SpawnedChild & { pid: number | undefined; stdin: Socket | null; stdout: Socket; stderr: Socket; stdio: (Socket | null)[] };
         if (rc !== 0) {
           // The chain's first program could not be started (ENOENT, EACCES …): `error`, as libuv says it.
-          closeAll([stdinPipe?.[1], ...extra.map((p) => p?.[1]), gate?.pair[0], gate?.info[0]]);
+          closeAll([stdinPipe?.[1], ...extra.map((p) => p?.[1]), pair?.[0], info?.[0]]);
           Object.assign(child, { pid: undefined, stdin: null, stdout: new Socket({ fd: out[0], readable: true, writable: false }), stderr: new Socket({ fd: err[0], readable: true, writable: false }) });
           child.stdio = [null, child.stdout, child.stderr];
-          const error = Object.assign(new Error(`spawn ${spec.command}: ${osErrorName(rc)}`), { code: osErrorName(rc), errno: -rc });
+          const error = Object.assign(new Error(`spawn ${spec.command}: ${errnoName(rc)}`), { code: errnoName(rc), errno: -rc });
           queueMicrotask(() => child.emit('error', error));
           return { child };
         }
@@ -362,7 +370,8 @@ function spawnerOf(c: Bound): PosixSpawner {
         child.stdout = new Socket({ fd: out[0], readable: true, writable: false });
         child.stderr = new Socket({ fd: err[0], readable: true, writable: false });
         child.stdio = [child.stdin, child.stdout, child.stderr, ...extra.map((p) => (p ? new Socket({ fd: p[1], readable: false, writable: true }) : null))];
-        if (gate && gateOps) Object.assign(child, { gate: childGate(c, gateOps.prlimit, gate.pair[0], gate.info[0]) });
+        if (info) Object.assign(child, { info: new Socket({ fd: info[0], readable: true, writable: false }) });
+        if (pair && gateOps) Object.assign(child, { gate: childGate(c, gateOps.prlimit, pair[0]) });
         waiting.set(child.pid, (status) => {
           const { code, signal } = decodeWaitStatus(status);
           child.emit('exit', code, signal);
@@ -378,8 +387,17 @@ function spawnerOf(c: Bound): PosixSpawner {
   };
 }
 
-/** The runner's side of one gated spawn: its end of the pair (fd 4's peer) and of the info pipe. */
-function childGate(c: Bound, prlimit: Fn, go: number, info: number): ChildGate {
+/** The child's fds from 3 to `lastFd` that no pipe or socket is put on. */
+function gaps(lastFd: number, spec: SpawnSpec, gated: boolean): number[] {
+  const given = new Set<number>([...(spec.infoFd !== undefined ? [spec.infoFd] : []), ...(gated ? [GATE_FILTER_FD, GATE_BLOCK_FD] : [])]);
+  for (const [i, bytes] of spec.fds.entries()) if (bytes !== undefined) given.add(3 + i);
+  const out: number[] = [];
+  for (let fd = 3; fd <= lastFd; fd++) if (!given.has(fd)) out.push(fd);
+  return out;
+}
+
+/** The runner's side of one gated spawn: its end of the pair (fd 4's peer). */
+function childGate(c: Bound, prlimit: Fn, go: number): ChildGate {
   let open = true;
   const letGo = (): void => {
     if (!open) return;
@@ -387,7 +405,6 @@ function childGate(c: Bound, prlimit: Fn, go: number, info: number): ChildGate {
     c.close(go);
   };
   return {
-    info: new Socket({ fd: info, readable: true, writable: false }),
     prlimit(pid, resource, value) {
       const limit = Buffer.alloc(16);
       limit.writeBigUInt64LE(BigInt(value), 0);
@@ -402,10 +419,4 @@ function childGate(c: Bound, prlimit: Fn, go: number, info: number): ChildGate {
     },
     close: letGo,
   };
-}
-
-const errnoNames = new Map<number, string>(Object.entries(osConstants.errno).map(([name, n]) => [n, name]));
-
-function osErrorName(errno: number): string {
-  return errnoNames.get(errno) ?? `errno ${errno}`;
 }

@@ -9,12 +9,15 @@ import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { PassThrough, type Readable } from 'node:stream';
-import { openGate, readStat } from './go-ahead.js';
+import { openGate, parentOf, parseInfo, readStat } from './go-ahead.js';
+import { holdChild, type HeldProcess } from './pidfd.js';
 import { loadPosixSpawn, noteSpawnFallback, type SpawnedChild } from './posix-spawn.js';
 import type { SpawnSpec } from './spawn.js';
 
 /** Past timeout + grace, how long to wait for 'exit' before returning anyway. */
 const HARD_DEADLINE_SLACK_MS = 5000;
+/** How long a kill waits for bubblewrap to name its sandbox's pid 1 (it does so right after its clone). */
+const INFO_WAIT_MS = 2000;
 
 export interface RunTimes {
   timeoutMs: number;
@@ -128,10 +131,21 @@ export interface RunningProcess {
   cancel(why?: 'cancelled' | 'workspace-full'): void;
 }
 
+/** The parent pid of `pid` (/proc), or undefined when it is gone. */
+function parentPidOf(pid: number): number | undefined {
+  const stat = readStat(pid);
+  return stat === undefined ? undefined : parentOf(stat);
+}
+
 /** The same child through Node's `child_process.spawn` (libuv: fork + exec). */
 function spawnWithNode(spec: SpawnSpec): SpawnedChild {
   const extra = spec.fds.map((bytes) => (bytes === undefined ? 'ignore' : 'pipe') as 'ignore' | 'pipe');
-  return spawn(spec.command, spec.args, { cwd: spec.cwd, env: spec.env, stdio: [spec.stdin !== undefined ? 'pipe' : 'ignore', 'pipe', 'pipe', ...extra], detached: true, shell: false }) as unknown as SpawnedChild;
+  if (spec.infoFd !== undefined) {
+    while (3 + extra.length < spec.infoFd) extra.push('ignore');
+    extra.push('pipe');
+  }
+  const child = spawn(spec.command, spec.args, { cwd: spec.cwd, env: spec.env, stdio: [spec.stdin !== undefined ? 'pipe' : 'ignore', 'pipe', 'pipe', ...extra], detached: true, shell: false });
+  return (spec.infoFd !== undefined ? Object.assign(child, { info: child.stdio[spec.infoFd] }) : child) as unknown as SpawnedChild;
 }
 
 /** A spawn that never happened: no pid, empty streams; the caller emits its exit. */
@@ -171,15 +185,33 @@ export function runProcess(spec: SpawnSpec, times: RunTimes, maxStreamBytes: num
   const out = new Capture(child.stdout!, maxStreamBytes, filters.stdout);
   const err = new Capture(child.stderr!, maxStreamBytes, filters.stderr);
   let ending: Ending = 'exit';
-  const killGroup = (signal: NodeJS.Signals): void => {
+  // The sandbox's pid 1: bubblewrap's child, named on its info fd (spawn.ts, `infoFd`). Security:
+  // it leaves the chain's group (a session of its own) a moment before it arms its own death
+  // signal, so a group kill in that moment — a cancel or a timeout — would leave its script running
+  // with no time limit and, at `namespace`, nothing to end it (CI saw one). So it is held by a pidfd
+  // from the moment it is named and killed with every SIGKILL of the group. A kill asked for before
+  // the info is read waits for it: bubblewrap writes it right after its clone, before the child may
+  // go on, so the wait is short; the hard deadline does not wait.
+  let pid1: HeldProcess | undefined;
+  const timers: NodeJS.Timeout[] = [];
+  let infoPending = child.info !== undefined && child.pid !== undefined;
+  let killWaiting: NodeJS.Signals | undefined;
+  /** The outcome is settled: a pid 1 named after it is killed and let go at once. */
+  let done = false;
+  const killGroup = (signal: NodeJS.Signals, now = false): void => {
     if (child.pid === undefined) return;
+    if (infoPending && !now) {
+      if (killWaiting === undefined) timers.push(setTimeout(() => killWaiting !== undefined && killGroup(killWaiting, true), INFO_WAIT_MS));
+      killWaiting = killWaiting === 'SIGKILL' ? killWaiting : signal;
+      return;
+    }
+    if (signal === 'SIGKILL') pid1?.kill();
     try {
       process.kill(-child.pid, signal);
     } catch {
       // the group is gone already
     }
   };
-  const timers: NodeJS.Timeout[] = [];
   timers.push(setTimeout(() => {
     ending = 'timeout';
     if (times.killGraceMs === 0) return killGroup('SIGKILL');
@@ -196,27 +228,40 @@ export function runProcess(spec: SpawnSpec, times: RunTimes, maxStreamBytes: num
   if (gateLost !== undefined) {
     refuseStart(`the sandbox's go-ahead could not be set up (${gateLost})`);
     queueMicrotask(() => child.emit('exit', null, null));
-  } else if (child.gate && child.pid !== undefined) {
-    const gate = child.gate;
+  } else if (child.info && child.pid !== undefined) {
+    const stream = child.info;
     const chainPid = child.pid;
-    const info: Buffer[] = [];
-    gate.info.on('data', (chunk: Buffer) => info.push(chunk));
-    const open = (): void => {
-      if (ending !== 'exit') {
-        gate.close(); // cancelled or timed out first: the group kill takes it
-        return;
+    const chunks: Buffer[] = [];
+    const named = (): void => {
+      if (!infoPending) return;
+      infoPending = false;
+      const text = Buffer.concat(chunks).toString('utf8');
+      const found = parseInfo(text);
+      if ('pid' in found) pid1 = holdChild(found.pid, chainPid, parentPidOf);
+      const gate = child.gate;
+      if (gate && (ending !== 'exit' || killWaiting !== undefined)) gate.close(); // cancelled or timed out first: the kill below takes it
+      else if (gate) {
+        const opened = openGate(text, chainPid, spec.gate!.limits, { prlimit: gate.prlimit, readStat, goAhead: gate.goAhead });
+        if (!opened.ok) {
+          gate.close();
+          // A child gone by itself: bubblewrap failed in its setup, and its exit and stderr say why.
+          if (!opened.gone) {
+            refuseStart(opened.why);
+            killWaiting = 'SIGKILL';
+          }
+        }
       }
-      const opened = openGate(Buffer.concat(info).toString('utf8'), chainPid, spec.gate!.limits, { prlimit: gate.prlimit, readStat, goAhead: gate.goAhead });
-      if (opened.ok) return;
-      gate.close();
-      // A child gone by itself: bubblewrap failed in its setup, and its exit and stderr say why.
-      if (opened.gone) return;
-      refuseStart(opened.why);
-      killGroup('SIGKILL');
+      if (killWaiting !== undefined) killGroup(killWaiting);
+      if (done) pid1?.release();
     };
-    gate.info.once('end', open);
-    gate.info.once('error', () => gate.info.destroy());
-    gate.info.once('close', () => gate.info.listenerCount('end') > 0 && open());
+    stream.on('data', (chunk: Buffer) => {
+      chunks.push(chunk);
+      // Whole once it parses (bubblewrap writes it in pieces, the last one the closing brace).
+      if ('pid' in parseInfo(Buffer.concat(chunks).toString('utf8'))) named();
+    });
+    stream.once('end', named);
+    stream.once('close', named);
+    stream.once('error', () => stream.destroy());
   }
 
   const outcome = new Promise<ProcessOutcome>((resolve) => {
@@ -233,6 +278,8 @@ export function runProcess(spec: SpawnSpec, times: RunTimes, maxStreamBytes: num
       await Promise.race([Promise.all([out.ended, err.ended]), new Promise((r) => setTimeout(r, times.drainMs))]);
       child.stdout?.destroy();
       child.stderr?.destroy();
+      done = true;
+      if (!infoPending) pid1?.release(); // else the kill that waits for the info still needs it
       const stdoutTruncated = out.finish();
       const stderrTruncated = err.finish();
       resolve({
@@ -250,7 +297,7 @@ export function runProcess(spec: SpawnSpec, times: RunTimes, maxStreamBytes: num
     // The hard deadline: whatever happens to 'exit', the call returns and releases the slot.
     timers.push(setTimeout(() => {
       ending = 'timeout';
-      killGroup('SIGKILL');
+      killGroup('SIGKILL', true);
       void finish(null, 'SIGKILL');
     }, times.timeoutMs + times.killGraceMs + HARD_DEADLINE_SLACK_MS));
     child.on('exit', (code, signal) => void finish(code, signal));

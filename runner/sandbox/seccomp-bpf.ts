@@ -51,6 +51,14 @@ function ruleBody(rule: Rule): Insn[] {
     case 'flags':
       // jset: any bit of the mask set → the errno (next), else allow (skip one).
       return [ld(argLow(0)), { code: JSET_K, jt: 0, jf: 1, k: rule.mask >>> 0 }, errno, ret(RET_ALLOW)];
+    case 'option': {
+      // Layout: ld arg0; jeq option (miss → the allow at the end); ld arg1; one jeq per allowed
+      // value (hit → that allow); errno; allow.
+      const out: Insn[] = [ld(argLow(0)), jeq(rule.option, 0, rule.values.length + 2), ld(argLow(1))];
+      for (const [i, v] of rule.values.entries()) out.push(jeq(v, rule.values.length - i, 0));
+      out.push(errno, ret(RET_ALLOW));
+      return out;
+    }
     case 'only':
     case 'socket': {
       const values = rule.kind === 'only' ? rule.values : rule.families;

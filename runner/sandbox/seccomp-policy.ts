@@ -36,16 +36,22 @@ export const UNSHARE_NAMESPACE_FLAGS = CLONE_NAMESPACE_FLAGS | 0x00000080;
 /** personality(2) values that change nothing: PER_LINUX and the query 0xffffffff. */
 export const PERSONALITY_ALLOWED = [0, 0xffffffff];
 
+/** prctl(2)'s option that sets the signal a process gets when its parent dies. */
+export const PR_SET_PDEATHSIG = 1;
+export const SIGKILL = 9;
+
 /**
  * What happens to one syscall. `deny`: always the errno. `flags`: the errno when arg0 has any bit
  * of `mask`. `socket`: the errno unless arg0 (the address family) is in `families`, or is
  * AF_NETLINK with arg2 (the protocol) in `netlink`. `only`: the errno unless arg0 is one of `values`.
+ * `option`: the errno when arg0 is `option` and arg1 is not one of `values` (other options pass).
  */
 export type Rule =
   | { kind: 'deny'; errno: number }
   | { kind: 'flags'; errno: number; mask: number }
   | { kind: 'socket'; errno: number; families: number[]; netlink: number[] }
-  | { kind: 'only'; errno: number; values: number[] };
+  | { kind: 'only'; errno: number; values: number[] }
+  | { kind: 'option'; errno: number; option: number; values: number[] };
 
 export interface SyscallRule {
   name: string;
@@ -104,6 +110,10 @@ export const SYSCALL_RULES: readonly SyscallRule[] = [
   {
     name: 'personality', nr: { x86_64: 135, aarch64: 92 }, rule: { kind: 'only', errno: EPERM, values: PERSONALITY_ALLOWED },
     why: 'ADDR_NO_RANDOMIZE and READ_IMPLIES_EXEC would switch off ASLR and NX for what the script starts; querying stays allowed',
+  },
+  {
+    name: 'prctl', nr: { x86_64: 157, aarch64: 167 }, rule: { kind: 'option', errno: EPERM, option: PR_SET_PDEATHSIG, values: [SIGKILL] },
+    why: 'the parent-death signal is what ends a run whose sandbox parent dies (bubblewrap\'s pid 1, a script started by setpriv): cleared, or set to a signal pid 1 ignores, the script would outlive a killed runner. Setting it to SIGKILL, and every other option, stays allowed',
   },
 ];
 

@@ -40,7 +40,7 @@ import type { Platform } from './platform.js';
 import { UNSHARE_FLAGS, usesBwrap } from './platform.js';
 import { depsBinds, depsVariables } from '../deps/run-env.js';
 import { caBundleEnv, caBundlePath } from '../secrets/trust.js';
-import { GATE_BLOCK_FD, GATE_INFO_FD, type Rlimit } from './go-ahead.js';
+import { GATE_BLOCK_FD, SANDBOX_INFO_FD, type Rlimit } from './go-ahead.js';
 
 export interface SandboxLimits {
   /** RLIMIT_NPROC for the run uid: Node alone needs ~12 threads, each counts. */
@@ -76,6 +76,11 @@ export interface SpawnSpec {
    * path can carry it; a spawn that cannot fails closed (process.ts).
    */
   gate?: { filter: Buffer; limits: Rlimit[] };
+  /**
+   * bubblewrap's `--info-fd`: a pipe the chain writes on this fd and the runner reads, which names
+   * the sandbox's pid 1 — killed with the run, as it leaves the chain's group (process.ts).
+   */
+  infoFd?: number;
 }
 
 /** Host folders of one run (runner/workspace/workspace.ts): its workspace (the cwd) and, outside bubblewrap, its HOME. */
@@ -195,7 +200,7 @@ export function buildSpawn(plan: RunPlan, platform: Platform, sourceEnv: Readonl
     const inside = gated ? target : [prlimit!, ...rlimits(true), ...target];
     const view = {
       skillDir: plan.realDir, tmpBytes: limits.tmpBytes, workspace: dirs.workspace, ...(proxied ? { egressSocket: egressSocketPath(scratch) } : {}), ...(withBundle ? { caBundle: caBundlePath(scratch) } : {}),
-      ...(platform.seccomp ? { seccompFd: SECCOMP_FD } : {}), ...(gated ? { gate: { blockFd: GATE_BLOCK_FD, infoFd: GATE_INFO_FD } } : {}), deps: depsBinds(plan.deps),
+      ...(platform.seccomp ? { seccompFd: SECCOMP_FD } : {}), infoFd: SANDBOX_INFO_FD, ...(gated ? { blockFd: GATE_BLOCK_FD } : {}), deps: depsBinds(plan.deps),
     };
     // Security: at `namespace` bubblewrap is the chain's first step, as it gives by itself what a
     // setpriv before it gave (one exec less, docs/isolation.md): no_new_privs, set first thing in
@@ -204,7 +209,7 @@ export function buildSpawn(plan: RunPlan, platform: Platform, sourceEnv: Readonl
     // A runner killed before that is the gap either chain has (until pid 1 arms its own, just
     // before the exec). As root setpriv stays: only it switches the real uid.
     chain = [...(uid === undefined ? [] : drop), bwrap!, ...bwrapArgs(platform.layout!, view), '--', ...inside];
-    const spec = finish(platform, extras, [...launcherStep(platform), ...chain], env, '/', names, false);
+    const spec = { ...finish(platform, extras, [...launcherStep(platform), ...chain], env, '/', names, false), infoFd: SANDBOX_INFO_FD };
     if (!gated) return spec;
     // The same limits the prlimit step sets (`--nproc=N` is soft and hard N), and the filter goes with the go-ahead's fds.
     const gateLimits: Rlimit[] = [

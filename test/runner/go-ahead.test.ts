@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { bwrapArgs } from '../../runner/sandbox/bwrap.js';
-import { GATE_BLOCK_FD, GATE_FILTER_FD, GATE_INFO_FD, openGate, parentOf, parseInfo, readStat, RLIMIT, runnerMaySetLimits, type GateOps, type Rlimit } from '../../runner/sandbox/go-ahead.js';
+import { GATE_BLOCK_FD, GATE_FILTER_FD, SANDBOX_INFO_FD, openGate, parentOf, parseInfo, readStat, RLIMIT, runnerMaySetLimits, type GateOps, type Rlimit } from '../../runner/sandbox/go-ahead.js';
 import { hostFilter } from '../../runner/sandbox/hardening.js';
 import { readHostLayout, type Platform } from '../../runner/sandbox/platform.js';
 import { loadPosixSpawn, type SpawnedChild } from '../../runner/sandbox/posix-spawn.js';
@@ -119,7 +119,7 @@ describe('the chain buildSpawn makes at the bubblewrap levels', () => {
     expect(argv.slice(argv.indexOf('--') + 1)).toEqual(['/usr/bin/python3', '-B', '-X', 'pycache_prefix=/dev/null/skill-mcp-no-bytecode', '/skill/a.py', 'x']);
     const options = argv.join(' ');
     expect(options).toContain(`--seccomp ${GATE_FILTER_FD}`);
-    expect(options).toContain(`--info-fd ${GATE_INFO_FD} --block-fd ${GATE_BLOCK_FD}`);
+    expect(options).toContain(`--info-fd ${SANDBOX_INFO_FD} --block-fd ${GATE_BLOCK_FD}`);
     expect(spec.fds).toEqual([undefined]);
     expect(spec.gate?.filter).toEqual(Buffer.alloc(16, 7));
   });
@@ -164,15 +164,15 @@ const skipWhy = !spawner?.gates ? 'no posix_spawn go-ahead here' : !bwrapWorks ?
 
 /** A gated bubblewrap running `script` in sh, the way spawn.ts builds a run's (fd 4 filter, 5 block, 6 info). */
 function gated(script: string, limits: Rlimit[] = LIMITS): SpawnSpec {
-  const args = [...bwrapArgs(layout, { skillDir: temp, tmpBytes: 1 << 20, seccompFd: GATE_FILTER_FD, gate: { blockFd: GATE_BLOCK_FD, infoFd: GATE_INFO_FD } }), '--', '/bin/sh', '-c', script];
-  return { command: bwrap!, args, env: { PATH: '/usr/bin:/bin' }, cwd: '/', envNames: [], fds: [undefined], gate: { filter: filter!, limits } };
+  const args = [...bwrapArgs(layout, { skillDir: temp, tmpBytes: 1 << 20, seccompFd: GATE_FILTER_FD, blockFd: GATE_BLOCK_FD, infoFd: SANDBOX_INFO_FD }), '--', '/bin/sh', '-c', script];
+  return { command: bwrap!, args, env: { PATH: '/usr/bin:/bin' }, cwd: '/', envNames: [], fds: [undefined], gate: { filter: filter!, limits }, infoFd: SANDBOX_INFO_FD };
 }
 
 /** The child bubblewrap named, once its info is read. */
 async function childPid(child: SpawnedChild): Promise<number> {
   const chunks: Buffer[] = [];
-  child.gate!.info.on('data', (c: Buffer) => chunks.push(c));
-  await new Promise((ok) => child.gate!.info.once('end', ok));
+  child.info!.on('data', (c: Buffer) => chunks.push(c));
+  await new Promise((ok) => child.info!.once('end', ok));
   const found = parseInfo(Buffer.concat(chunks).toString());
   if (!('pid' in found)) throw new Error(found.why);
   return found.pid;

@@ -106,6 +106,14 @@ out["mount_tmpfs"] = res(libc.mount(b"none", b"/tmp", b"tmpfs", 0, None))
 out["umount"] = res(libc.umount2(b"/proc", 2))
 out["clone3"] = res(libc.syscall(NR["clone3"], None, 0))
 out["personality_no_aslr"] = res(libc.personality(0x0040000))
+# The death signal the chain armed (SIGKILL): clearing it, or making it a signal pid 1 ignores, is refused.
+out["pdeathsig_clear"] = res(libc.prctl(1, 0, 0, 0, 0))
+out["pdeathsig_term"] = res(libc.prctl(1, 15, 0, 0, 0))
+out["pdeathsig_kill"] = res(libc.prctl(1, 9, 0, 0, 0))
+sig = ctypes.c_int(-1)
+libc.prctl(2, ctypes.byref(sig), 0, 0, 0)
+out["pdeathsig_after"] = sig.value
+out["prctl_name"] = res(libc.prctl(15, b"renamed", 0, 0, 0))
 t = threading.Thread(target=lambda: out.__setitem__("thread", "ok")); t.start(); t.join()
 out["subprocess"] = subprocess.run(["true"]).returncode
 print(json.dumps(out))
@@ -159,7 +167,7 @@ describe.skipIf(process.platform !== 'linux')(`kernel surface attacks at level $
     expect(text(result.stdout) + text(result.stderr)).not.toContain(KEY_SECRET);
   });
 
-  it('kernel surface: AF_VSOCK, AF_PACKET, AF_ALG, netfilter netlink, io_uring, bpf, perf, userfaultfd, unshare, setns, mount → EPERM; clone3 → ENOSYS; threads, fork and IP sockets still work', async () => {
+  it('kernel surface: AF_VSOCK, AF_PACKET, AF_ALG, netfilter netlink, io_uring, bpf, perf, userfaultfd, unshare, setns, mount, clearing the parent-death signal → EPERM; clone3 → ENOSYS; threads, fork, IP sockets and other prctl options still work', async () => {
     const { result } = await run('kernel.py');
     expect(text(result.stderr)).toBe('');
     const out = JSON.parse(text(result.stdout)) as Record<string, unknown>;
@@ -169,6 +177,8 @@ describe.skipIf(process.platform !== 'linux')(`kernel surface attacks at level $
       io_uring_setup: EPERM, bpf: EPERM, perf_event_open: EPERM, userfaultfd: EPERM,
       unshare_user: EPERM, unshare_net: EPERM, setns: EPERM, mount_tmpfs: EPERM, umount: EPERM,
       clone3: 'Function not implemented', personality_no_aslr: EPERM,
+      // Attack: a script clearing its death signal to outlive a killed runner (docs/isolation.md).
+      pdeathsig_clear: EPERM, pdeathsig_term: EPERM, pdeathsig_kill: 'ok', pdeathsig_after: 9, prctl_name: 'ok',
       netlink_route: 'ok', af_unix: 'ok', af_inet: 'ok', af_inet6: expect.stringMatching(/^(ok|Address family not supported by protocol)$/),
       unshare_files: 'ok', thread: 'ok', subprocess: 0,
     });

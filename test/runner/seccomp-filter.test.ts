@@ -109,6 +109,15 @@ describe('the syscall filter', () => {
         expect(run('personality', [0x0040000])).toBe(retErrno(EPERM));
       });
 
+      it('prctl: the parent-death signal may only be SIGKILL; every other option passes', () => {
+        expect(run('prctl', [1, 0])).toBe(retErrno(EPERM)); // PR_SET_PDEATHSIG, cleared
+        expect(run('prctl', [1, 15])).toBe(retErrno(EPERM)); // SIGTERM: pid 1 of a namespace ignores it
+        expect(run('prctl', [1, 9])).toBe(RET_ALLOW);
+        expect(run('prctl', [2, 0])).toBe(RET_ALLOW); // PR_GET_PDEATHSIG
+        expect(run('prctl', [15, 0])).toBe(RET_ALLOW); // PR_SET_NAME
+        expect(run('prctl', [38, 1])).toBe(RET_ALLOW); // PR_SET_NO_NEW_PRIVS
+      });
+
       it('everything not named passes (read, write, openat, mmap, execve)', () => {
         const others = arch === 'x86_64' ? [0, 1, 257, 9, 59] : [63, 64, 56, 222, 221];
         for (const n of others) expect(simulate(prog, record(AUDIT_ARCH[arch], n))).toBe(RET_ALLOW);
