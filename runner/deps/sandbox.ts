@@ -15,6 +15,7 @@ import { SANDBOX_PROCESS, SEAL_VIEW, systemView } from '../sandbox/bwrap.js';
 import type { HostLayout } from '../sandbox/bwrap.js';
 import type { Platform } from '../sandbox/platform.js';
 import { usesBwrap } from '../sandbox/platform.js';
+import { SANDBOX_INFO_FD } from '../sandbox/go-ahead.js';
 import type { SpawnSpec } from '../sandbox/spawn.js';
 
 /** Where the build folders appear inside the install sandbox. */
@@ -103,7 +104,8 @@ export function buildStep(platform: Platform, view: StepView, command: string[],
   let cwd: string;
   if (usesBwrap(platform)) {
     const inner = view.egressSocket !== undefined ? bridgeArgv(bridgeNode(platform)!, command) : command;
-    chain = [...drop, bwrap!, ...bwrapInstallArgs(platform.layout!, view, platform.seccomp ? INSTALL_SECCOMP_FD : undefined), '--', platform.tools.env!, '-u', 'PWD', ...inner];
+    // `--info-fd`: the step's sandbox pid 1 is killed with it, as a run's is (runner/sandbox/process.ts).
+    chain = [...drop, bwrap!, '--info-fd', String(SANDBOX_INFO_FD), ...bwrapInstallArgs(platform.layout!, view, platform.seccomp ? INSTALL_SECCOMP_FD : undefined), '--', platform.tools.env!, '-u', 'PWD', ...inner];
     cwd = '/';
   } else {
     // Deliberate: no filter without bubblewrap. No package code runs here (source builds are
@@ -113,5 +115,5 @@ export function buildStep(platform: Platform, view: StepView, command: string[],
   }
   // bubblewrap reads the filter's BPF program from fd 3 (a pipe written once and closed).
   const fds = usesBwrap(platform) && platform.seccomp ? [platform.seccomp] : [];
-  return { command: chain[0]!, args: chain.slice(1), env, cwd, envNames: Object.keys(env).sort(), fds };
+  return { command: chain[0]!, args: chain.slice(1), env, cwd, envNames: Object.keys(env).sort(), fds, ...(usesBwrap(platform) ? { infoFd: SANDBOX_INFO_FD } : {}) };
 }
