@@ -116,7 +116,7 @@ function mechanisms(platform: Platform): Check[] {
       detail: platform.limitsBy === 'runner'
         ? 'the runner sets each run\'s rlimits on bubblewrap\'s sandbox while it waits, before anything of the script starts (prlimit(2))'
         : `a prlimit step between bubblewrap and the interpreter sets them (${platform.limitsByWhy ?? 'unknown'})`,
-      fix: 'one exec (2-3 ms) less per run: posix_spawn for runs (above) and, as root, CAP_SYS_RESOURCE',
+      fix: 'one exec (2-3 ms) less per run: posix_spawn for runs (above), SKILL_MCP_GO_AHEAD not set to off and, as root, CAP_SYS_RESOURCE',
     }] : []),
   ];
 }

@@ -29,12 +29,13 @@ import { parseRunnerOptions, RUNNER_USAGE } from './options.js';
 import { loadPeerCredReader } from './requests/peer-cred.js';
 import { joinFreshSessionKeyring } from './sandbox/keyring.js';
 import { sweepRunCgroups } from './sandbox/run-cgroup.js';
+import { loadPidfdKiller } from './sandbox/pidfd.js';
 import { pidAlive } from './file-lock.js';
 import { probePlatform } from './sandbox/platform.js';
 import { GO_AHEAD_OFF } from './sandbox/go-ahead.js';
 import { onSpawnFallback, probePosixSpawn, spawnFallbackCount } from './sandbox/posix-spawn.js';
 import { listen } from './requests/server.js';
-import { chooseScratchDir, removeStaleRunFolders, runFolderName, sharedAncestor } from './workspace/scratch.js';
+import { chooseScratchDir, removeStaleRunFolders, runFolderName, sharedAncestor, staleSandboxes } from './workspace/scratch.js';
 import { probeWorkspaceMount } from './workspace/mount.js';
 import { RunnerService } from './requests/service.js';
 import { resolveCapacity, thisMachine } from './requests/capacity.js';
@@ -124,7 +125,14 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
   }
   const shared = sharedAncestor(scratchDir);
   if (shared !== undefined) log(`warning: the scratch directory is below ${shared}, which other users may write to: without bubblewrap, require() from a run's copy also looks for node_modules there (use --scratch-dir below a folder only you and root can write)`);
-  // A crashed predecessor's run folders (a script's HOME, maybe secrets it wrote) go before any run.
+  // A crashed predecessor's sandboxes (one waiting at the go-ahead never ends by itself), then its
+  // run folders (a script's HOME, maybe secrets it wrote), before any run.
+  const staleBoxes = staleSandboxes(scratchDir);
+  if (staleBoxes.length > 0) {
+    const killer = loadPidfdKiller();
+    const killed = killer ? staleBoxes.filter((p) => killer.kill(p.pid, p.uid)).length : 0;
+    log(`killed ${killed} of ${staleBoxes.length} sandbox process(es) a dead runner left${killer ? '' : ' (no pidfds here to kill them safely)'}`);
+  }
   const stale = removeStaleRunFolders(scratchDir);
   if (stale.failed > 0) log(`warning: ${stale.failed} stale run folder(s) under the scratch directory could not be removed`);
   const confirmSecret = readConfirmSecret(env);

@@ -21,7 +21,8 @@
  * the spawn and its byte would close the pipe's last writer, and the sandbox would start the
  * script with no rlimits at all. Here the child itself holds fd 4, the other end of its block fd,
  * until after that read: the read can never see end-of-file, only the runner's byte. A runner that
- * dies leaves the child waiting (its outer bubblewrap dies with the runner), never running.
+ * dies leaves the child waiting (its outer bubblewrap dies with the runner), never running, until
+ * the next runner's start finds it by its argv and kills it (runner/workspace/scratch.ts).
  *
  * Security: the limits are set on the process the info names only if its parent is the spawned
  * chain (the outer bubblewrap), so a pid reused since cannot get another process's limits. Any
@@ -107,12 +108,10 @@ export function openGate(info: string, chainPid: number, limits: readonly Rlimit
 const ESRCH = 3;
 
 /**
- * Off unless `SKILL_MCP_GO_AHEAD=on`. Known defect that keeps it off: a runner killed between a
- * spawn and its byte leaves that sandbox asleep in its read (its script never started) with nothing
- * to end it at `namespace` — CI's lifecycle test (runner killed during a run) found one, as uid 40100
- * under load. A runner start that finds and ends its predecessor's waiting sandboxes would close it.
+ * The operator's way back to the prlimit step (`SKILL_MCP_GO_AHEAD=off`). A sandbox left waiting by
+ * a killed runner is ended by the next runner's start (runner/workspace/scratch.ts, `staleSandboxes`).
  */
-export const GO_AHEAD_OFF = 'the go-ahead is off unless SKILL_MCP_GO_AHEAD=on';
+export const GO_AHEAD_OFF = 'SKILL_MCP_GO_AHEAD=off';
 
 const CAP_SYS_RESOURCE = 24;
 

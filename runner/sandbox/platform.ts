@@ -287,7 +287,7 @@ function harden(level: Platform, opts: ProbeOptions): Platform {
   }
   // The go-ahead carries the filter on fd 4 and needs posix_spawn's socket pair and prlimit (go-ahead.ts).
   const limitsByWhy = !bwrapped ? undefined
-    : process.env['SKILL_MCP_GO_AHEAD'] !== 'on' ? GO_AHEAD_OFF
+    : process.env['SKILL_MCP_GO_AHEAD'] === 'off' ? GO_AHEAD_OFF
     : !seccomp ? 'there is no syscall filter to carry on its fd'
     : loadPosixSpawn()?.gates !== true ? 'runs are not spawned by posix_spawn with socketpair and prlimit (koffi, libc, or SKILL_MCP_SPAWN=node)'
     : !runnerMaySetLimits(level.asRoot, ownCapEff()) ? 'the runner is root without CAP_SYS_RESOURCE, which setting a run uid\'s limits needs'

@@ -11,7 +11,7 @@
  * others may write to (module resolution from a run copy could reach it).
  */
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, realpathSync, rmSync, statSync } from 'node:fs';
+import { closeSync, constants, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { unmountAll } from './mount.js';
 
@@ -69,6 +69,41 @@ export function removeStaleRunFolders(scratchDir: string): StaleSweep {
     }
   }
   return sweep;
+}
+
+/**
+ * Sandboxes a dead runner left behind: bubblewrap processes whose command line binds one of that
+ * runner's run folders here. A sandbox waiting at the go-ahead (runner/sandbox/go-ahead.ts) when its
+ * runner died never starts its script and never ends by itself; an outer bubblewrap still alive
+ * would hold its run. Both are found by bubblewrap's own argv, which the waiting child still
+ * carries (it has not exec'd). Security: only a process whose argv[0] is a bubblewrap and that
+ * binds (`--bind`, `--ro-bind`) a run folder of this scratch directory whose runner is gone — a name
+ * only runners make, in a folder only their uid (or root) may write — with the uid it had when
+ * found, for the caller's pidfd kill to check again.
+ */
+export function staleSandboxes(scratchDir: string): { pid: number; uid: number }[] {
+  const found: { pid: number; uid: number }[] = [];
+  const prefix = scratchDir.endsWith('/') ? scratchDir : `${scratchDir}/`;
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    let argv: string[];
+    let status: string;
+    try {
+      argv = readFileSync(`/proc/${name}/cmdline`, 'latin1').split('\0');
+      if (!/(^|\/)bwrap$/.test(argv[0] ?? '')) continue;
+      status = readFileSync(`/proc/${name}/status`, 'latin1');
+    } catch {
+      continue; // exited while we looked
+    }
+    const stale = argv.some((arg, i) => {
+      if (i === 0 || (argv[i - 1] !== '--bind' && argv[i - 1] !== '--ro-bind') || !arg.startsWith(prefix)) return false;
+      const match = RUN_FOLDER.exec(arg.slice(prefix.length).split('/')[0]!);
+      return match !== null && isDead(Number(match[1]));
+    });
+    const uid = Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]);
+    if (stale && Number.isInteger(uid)) found.push({ pid: Number(name), uid });
+  }
+  return found;
 }
 
 /** Where a default scratch directory was put, and what was passed over on the way. */

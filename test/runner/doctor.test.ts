@@ -32,11 +32,12 @@ describe('skill-mcp doctor', () => {
     const found = Object.fromEntries(report.mechanisms.map((m) => [m.name, m.found]));
     // In bubblewrap the runner sets the limits itself where the kernel lets it (runner/sandbox/go-ahead.ts):
     // always as an ordinary uid; as root only with CAP_SYS_RESOURCE, which this machine's root may lack.
-    // Off unless SKILL_MCP_GO_AHEAD=on (runner/sandbox/go-ahead.ts GO_AHEAD_OFF); with it, where the kernel lets the runner.
-    if (bubblewrapped) expect(found['rlimits without a prlimit step']).toBe(false);
-    const on = doctor(['--json'], { SKILL_MCP_GO_AHEAD: 'on', ...(process.env['SKILL_MCP_BWRAP'] ? { SKILL_MCP_BWRAP: process.env['SKILL_MCP_BWRAP'] } : {}) });
-    const onFound = Object.fromEntries((JSON.parse(on.stdout) as typeof report).mechanisms.map((m) => [m.name, m.found]));
-    if (bubblewrapped) expect(onFound['rlimits without a prlimit step']).toBe(runnerMaySetLimits(isRoot, ownCapEff()));
+    // SKILL_MCP_GO_AHEAD=off turns it off (runner/sandbox/go-ahead.ts GO_AHEAD_OFF), and the row says so.
+    if (bubblewrapped) expect(found['rlimits without a prlimit step']).toBe(runnerMaySetLimits(isRoot, ownCapEff()));
+    const off = doctor(['--json'], { SKILL_MCP_GO_AHEAD: 'off', ...(process.env['SKILL_MCP_BWRAP'] ? { SKILL_MCP_BWRAP: process.env['SKILL_MCP_BWRAP'] } : {}) });
+    const offRow = (JSON.parse(off.stdout) as { mechanisms: { name: string; found: boolean; detail?: string }[] }).mechanisms.find((m) => m.name === 'rlimits without a prlimit step');
+    if (bubblewrapped) expect(offRow).toMatchObject({ found: false });
+    if (bubblewrapped) expect(JSON.stringify(offRow)).toContain('SKILL_MCP_GO_AHEAD=off');
     // Every level CI runs has the filter and the keyring; the memory cgroup only a root runner makes.
     // CI's kernels are 5.6+ and koffi is installed: skill files are opened with openat2.
     // CI's glibc has posix_spawn with addchdir_np: runs are spawned without a fork of the runner.

@@ -7,7 +7,7 @@
  * kernel refuses stops the run with a clear error, and the script sees exactly the limits asked.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -15,10 +15,12 @@ import { bwrapArgs } from '../../runner/sandbox/bwrap.js';
 import { GATE_BLOCK_FD, GATE_FILTER_FD, SANDBOX_INFO_FD, openGate, parentOf, parseInfo, readStat, RLIMIT, runnerMaySetLimits, type GateOps, type Rlimit } from '../../runner/sandbox/go-ahead.js';
 import { hostFilter } from '../../runner/sandbox/hardening.js';
 import { readHostLayout, type Platform } from '../../runner/sandbox/platform.js';
+import { loadPidfdKiller } from '../../runner/sandbox/pidfd.js';
 import { loadPosixSpawn, type SpawnedChild } from '../../runner/sandbox/posix-spawn.js';
 import { runProcess } from '../../runner/sandbox/process.js';
 import { buildSpawn, type SandboxLimits, type SpawnSpec } from '../../runner/sandbox/spawn.js';
 import type { RunPlan } from '../../runner/requests/derive.js';
+import { staleSandboxes } from '../../runner/workspace/scratch.js';
 
 const LIMITS: Rlimit[] = [
   { name: 'nproc', value: 77 }, { name: 'fsize', value: 12_345_678 }, { name: 'nofile', value: 99 },
@@ -163,8 +165,8 @@ const bwrapWorks = bwrap !== undefined && filter !== undefined && spawnSync(bwra
 const skipWhy = !spawner?.gates ? 'no posix_spawn go-ahead here' : !bwrapWorks ? 'bubblewrap cannot build a sandbox as this uid here' : undefined;
 
 /** A gated bubblewrap running `script` in sh, the way spawn.ts builds a run's (fd 4 filter, 5 block, 6 info). */
-function gated(script: string, limits: Rlimit[] = LIMITS): SpawnSpec {
-  const args = [...bwrapArgs(layout, { skillDir: temp, tmpBytes: 1 << 20, seccompFd: GATE_FILTER_FD, blockFd: GATE_BLOCK_FD, infoFd: SANDBOX_INFO_FD }), '--', '/bin/sh', '-c', script];
+function gated(script: string, limits: Rlimit[] = LIMITS, skillDir = temp): SpawnSpec {
+  const args = [...bwrapArgs(layout, { skillDir, tmpBytes: 1 << 20, seccompFd: GATE_FILTER_FD, blockFd: GATE_BLOCK_FD, infoFd: SANDBOX_INFO_FD }), '--', '/bin/sh', '-c', script];
   return { command: bwrap!, args, env: { PATH: '/usr/bin:/bin' }, cwd: '/', envNames: [], fds: [undefined], gate: { filter: filter!, limits }, infoFd: SANDBOX_INFO_FD };
 }
 
@@ -188,6 +190,15 @@ function waitingOnBlockFd(pid: number): boolean {
   }
 }
 
+/** No such process, or a zombie (an orphan may wait for its reaper a moment). */
+function gone(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z');
+  } catch {
+    return true;
+  }
+}
+
 async function until(what: string, ok: () => boolean, boundMs = 20_000): Promise<void> {
   const end = Date.now() + boundMs;
   while (!ok()) {
@@ -197,8 +208,8 @@ async function until(what: string, ok: () => boolean, boundMs = 20_000): Promise
 }
 
 /** A gated spawn of `script`, once its child waits on the block fd: nothing of the script has run. */
-async function heldSandbox(script: string) {
-  const made = spawner!.spawn(gated(script));
+async function heldSandbox(script: string, skillDir = temp) {
+  const made = spawner!.spawn(gated(script, LIMITS, skillDir));
   if (!('child' in made)) throw new Error(made.fallback);
   const { child } = made;
   let out = '';
@@ -238,6 +249,25 @@ describe.skipIf(skipWhy !== undefined)(`real bubblewrap held by the go-ahead${sk
     process.kill(pid, 'SIGKILL');
     expect((await exited)[1]).toBe('SIGKILL');
     expect(out()).toBe('');
+  });
+
+  it('a sandbox left waiting by a dead runner is found and killed at the next runner\'s start (its argv binds the dead runner\'s run folder)', async () => {
+    // The run's skill copy, as a runner names it: run-<runner pid>-<run id>-skill, of a runner that is gone.
+    const dead = spawnSync('true').pid!;
+    const copy = join(temp, `run-${dead}-0123456789abcdef-skill`);
+    mkdirSync(copy);
+    const { child, pid, exited, out } = await heldSandbox('echo started', copy);
+    child.gate!.close();
+    const found = staleSandboxes(temp).map((p) => p.pid);
+    // The waiting child and its outer bubblewrap (whose parent here is the test, not a dead runner).
+    expect(found.sort()).toEqual([child.pid!, pid].sort());
+    const killer = loadPidfdKiller();
+    expect(killer).toBeDefined();
+    for (const p of staleSandboxes(temp)) killer!.kill(p.pid, p.uid);
+    expect((await exited)[1]).toBe('SIGKILL');
+    await until('the waiting child is gone', () => gone(pid));
+    expect(out()).toBe('');
+    expect(staleSandboxes(temp)).toEqual([]);
   });
 
   it('a limit the kernel refuses stops the run through runProcess: spawn-failed, the reason on stderr, the script never started', async () => {

@@ -133,7 +133,7 @@ describe.each(variants)('the namespace sandbox, $name', (variant) => {
     await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
     port = (listener.address() as { port: number }).port;
     runner = await startRunner({
-      env: { SKILL_MCP_GO_AHEAD: 'on', SKILLS_DIR: skills, HOME: home, SKILL_MCP_RUN_TMP_BYTES: String(8 * MIB), SKILL_MCP_RUN_MEMORY_BYTES: String(512 * MIB) },
+      env: { SKILLS_DIR: skills, HOME: home, SKILL_MCP_RUN_TMP_BYTES: String(8 * MIB), SKILL_MCP_RUN_MEMORY_BYTES: String(512 * MIB) },
       base,
       args: ['--uid-range', uidRange(10)],
       ...(variant.uid !== undefined ? { spawnPrefix: ['setpriv', `--reuid=${variant.uid}`, `--regid=${variant.uid}`, '--clear-groups'] } : {}),
