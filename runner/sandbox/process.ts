@@ -205,12 +205,14 @@ export function runProcess(spec: SpawnSpec, times: RunTimes, maxStreamBytes: num
       killWaiting = killWaiting === 'SIGKILL' ? killWaiting : signal;
       return;
     }
-    if (signal === 'SIGKILL') pid1?.kill();
     try {
       process.kill(-child.pid, signal);
     } catch {
       // the group is gone already
     }
+    // After the group: pid 1 killed first would let the outer bubblewrap see its child die and exit
+    // by itself (137) before its own SIGKILL, and the run would not read as killed.
+    if (signal === 'SIGKILL') pid1?.kill();
   };
   timers.push(setTimeout(() => {
     ending = 'timeout';
