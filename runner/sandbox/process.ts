@@ -201,7 +201,7 @@ export function runProcess(spec: SpawnSpec, times: RunTimes, maxStreamBytes: num
   const killGroup = (signal: NodeJS.Signals, now = false): void => {
     if (child.pid === undefined) return;
     if (infoPending && !now) {
-      if (killWaiting === undefined) timers.push(setTimeout(() => killWaiting !== undefined && killGroup(killWaiting, true), INFO_WAIT_MS));
+      if (killWaiting === undefined) timers.push(setTimeout(killTheWaiting, INFO_WAIT_MS));
       killWaiting = killWaiting === 'SIGKILL' ? killWaiting : signal;
       return;
     }
@@ -213,6 +213,12 @@ export function runProcess(spec: SpawnSpec, times: RunTimes, maxStreamBytes: num
     // After the group: pid 1 killed first would let the outer bubblewrap see its child die and exit
     // by itself (137) before its own SIGKILL, and the run would not read as killed.
     if (signal === 'SIGKILL') pid1?.kill();
+  };
+  /** The kill that waited for the info, once (its info came, or the wait is over). */
+  const killTheWaiting = (): void => {
+    const signal = killWaiting;
+    killWaiting = undefined;
+    if (signal !== undefined) killGroup(signal, true);
   };
   timers.push(setTimeout(() => {
     ending = 'timeout';
@@ -253,7 +259,7 @@ export function runProcess(spec: SpawnSpec, times: RunTimes, maxStreamBytes: num
           }
         }
       }
-      if (killWaiting !== undefined) killGroup(killWaiting);
+      killTheWaiting();
       if (done) pid1?.release();
     };
     stream.on('data', (chunk: Buffer) => {

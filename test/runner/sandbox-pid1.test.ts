@@ -14,6 +14,7 @@ import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SANDBOX_INFO_FD } from '../../runner/sandbox/go-ahead.js';
 import { runProcess } from '../../runner/sandbox/process.js';
 import type { SpawnSpec } from '../../runner/sandbox/spawn.js';
+import { until } from './harness.js';
 
 const temp = realpathSync(mkdtempSync(join(tmpdir(), 'skill-mcp-pid1-')));
 afterAll(() => rmSync(temp, { recursive: true, force: true }));
@@ -25,14 +26,6 @@ function alive(pid: number): boolean {
     return !/^\S+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
   } catch {
     return false;
-  }
-}
-
-async function until(what: string, ok: () => boolean, boundMs = 20_000): Promise<void> {
-  const end = Date.now() + boundMs;
-  while (!ok()) {
-    if (Date.now() > end) throw new Error(`${what}: not within ${boundMs} ms`);
-    await new Promise((r) => setTimeout(r, 10));
   }
 }
 
@@ -57,7 +50,7 @@ function standIn(opts: { named?: number } = {}) {
   return {
     spec,
     sleeper: async (): Promise<number> => {
-      await until('the sleeper starts', () => existsSync(pidFile) && readFileSync(pidFile, 'utf8').endsWith('\n'));
+      expect(await until(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').endsWith('\n'), 20_000), 'the sleeper starts').toBe(true);
       return Number(readFileSync(pidFile, 'utf8'));
     },
     letInfoGo: () => writeFileSync(go, ''),
@@ -83,12 +76,12 @@ describe.each(paths)('the sandbox pid 1, spawned through %s', (_name, force) => 
     const proc = runProcess(s.spec, { timeoutMs: 60_000, killGraceMs: 0, drainMs: 200 }, 1 << 20, async () => undefined);
     const sleeper = await s.sleeper();
     // The info read before the cancel: the chain has closed its info fd.
-    await until('the chain closed its info fd', () => !existsSync(`/proc/${proc.pid}/fd/${SANDBOX_INFO_FD}`));
+    expect(await until(() => !existsSync(`/proc/${proc.pid}/fd/${SANDBOX_INFO_FD}`), 20_000), 'the chain closed its info fd').toBe(true);
     await new Promise((r) => setTimeout(r, 50));
     proc.cancel();
     const o = await proc.outcome;
     expect(o.ending).toBe('cancelled');
-    await until('the sleeper is killed', () => !alive(sleeper));
+    expect(await until(() => !alive(sleeper), 20_000), 'the sleeper is killed').toBe(true);
   });
 
   it('at its timeout, it is killed with the group', async () => {
@@ -98,7 +91,7 @@ describe.each(paths)('the sandbox pid 1, spawned through %s', (_name, force) => 
     const sleeper = await s.sleeper();
     const o = await proc.outcome;
     expect(o.ending).toBe('timeout');
-    await until('the sleeper is killed', () => !alive(sleeper));
+    expect(await until(() => !alive(sleeper), 20_000), 'the sleeper is killed').toBe(true);
   });
 
   it('a cancel that comes before the info is read waits for it, then kills the pid 1 it names', async () => {
@@ -112,7 +105,7 @@ describe.each(paths)('the sandbox pid 1, spawned through %s', (_name, force) => 
     s.letInfoGo();
     const o = await proc.outcome;
     expect(o.ending).toBe('cancelled');
-    await until('the sleeper is killed', () => !alive(sleeper));
+    expect(await until(() => !alive(sleeper), 20_000), 'the sleeper is killed').toBe(true);
   });
 
   it('pid reuse: a pid the info names that is not the chain\'s child is never signalled', async () => {
