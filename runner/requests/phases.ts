@@ -18,7 +18,7 @@ export const RUN_PHASES = [
   'derive',
   /** The run's own uid taken from the pool. */
   'uid',
-  /** The token spent in the ledger (durably). */
+  /** The token spent in the ledger (durably); in a held sandbox after the spawn call (run-path.ts). */
   'spend',
   /** The run's folder and workspace (a tmpfs as root) with the inputs written. */
   'workspace',
@@ -26,9 +26,12 @@ export const RUN_PHASES = [
   'proxy',
   /** The run's memory cgroup made. */
   'cgroup',
-  /** The spawn's command line built and the run.accept line on disk. */
+  /**
+   * The spawn's command line built and the run.accept line on disk. In a gated sandbox the line is
+   * written while bubblewrap builds it (run-path.ts): then only the wait left after the spawn call.
+   */
   'accept',
-  /** The spawn call itself: the chain's first program exec'd. */
+  /** The spawn call itself: the chain's first program exec'd (gated: with the command line built). */
   'spawn',
   /** From that exec to the run's main process gone: the sandbox built, the script's life, the sandbox taken down. */
   'script',

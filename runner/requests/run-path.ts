@@ -12,7 +12,7 @@
 import { chownSync, mkdirSync } from 'node:fs';
 import { isSkillMcpError } from '../../shared/errors.js';
 import { MAX_STREAM_BYTES } from '../../shared/limits.js';
-import type { EgressSummary, RedactionSummaryView, ResultOf, RunnerRequest } from '../../shared/protocol.js';
+import type { EgressSummary, RedactionSummaryView, Refusal, ResultOf, RunnerRequest } from '../../shared/protocol.js';
 import type { InputDigest, InputFile } from '../../shared/run-io.js';
 import type { TokenClaims } from '../../shared/token.js';
 import type { AuditLog } from '../audit/log.js';
@@ -26,7 +26,7 @@ import { RunRedaction } from '../secrets/redact.js';
 import { usesBwrap } from '../sandbox/platform.js';
 import { makeRunCgroup, runCgroupLimit } from '../sandbox/run-cgroup.js';
 import type { RunCgroup } from '../sandbox/run-cgroup.js';
-import { buildSpawn, egressSocketPath } from '../sandbox/spawn.js';
+import { buildSpawn, egressSocketPath, heldSpawn } from '../sandbox/spawn.js';
 import type { SandboxLimits } from '../sandbox/spawn.js';
 import { removeIpcOf } from '../sandbox/sysv-ipc.js';
 import { caBundlePath } from '../secrets/trust.js';
@@ -53,6 +53,9 @@ type RunRequest = Extract<RunnerRequest, { type: 'run' }>;
 /** Past a run's timeout, kill grace and drain: reaping its uid's leftovers (uids.ts gives up after ~2 s). */
 export const REAP_MS = 2_500;
 
+/** Why a held sandbox's script was not let go: its token could not be spent, or its run.accept line written. */
+const TOKEN_NOT_SPENT = 'the run\'s token could not be spent';
+const ACCEPT_NOT_WRITTEN = 'the run\'s accept line could not be written to the audit log';
 const AUDIT_DOWN_SPENT = 'the audit log could not be written just before the run would start, so it did not start (every run must be on record first); its token was spent — once the operator has freed the disk holding the audit log, ask again for a fresh preview';
 
 /** What the run path reads of the runner service's deps (runner/requests/service.ts passes its own). */
@@ -67,8 +70,8 @@ export interface RunPathDeps {
   drainMs: number;
 }
 
-/** A run whose token is spent, as the checks before the spend left it. */
-export interface SpentRun {
+/** A run whose token and inputs passed every check, its token not spent yet (`spend` does it). */
+export interface CheckedRun {
   req: RunRequest;
   slot: Slot;
   reject: Reject;
@@ -87,6 +90,8 @@ export interface SpentRun {
   uid: number | undefined;
   /** The run's workspace caps (SKILL_MCP_RUN_WORKSPACE_BYTES, SKILL_MCP_RUN_WORKSPACE_FILES). */
   cap: WorkspaceCap;
+  /** Spends the token durably and atomically in the ledger; a refusal (reused, expired, ledger down) when it cannot. */
+  spend: () => Promise<{ ok: false; error: Refusal } | undefined>;
 }
 
 function grantOf(plan: RunPlan): RunGrant {
@@ -145,10 +150,29 @@ export async function cleanUpRun(scratch: string, tmpfs: boolean, copy: RunCopy)
   return { removed, ...(Object.keys(line).length > 0 ? { line } : {}) };
 }
 
-/** Runs a run whose token is spent: workspace, proxy, cgroup, accept line, spawn, reap, collect, exit line. */
-export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: RunAdmission, run: SpentRun): Promise<Answer<ResultOf<'run'>>> {
+/**
+ * Runs a checked run: spend, workspace, proxy, cgroup, accept line, spawn, reap, collect, exit line.
+ * In a held sandbox (the go-ahead, runner/sandbox/go-ahead.ts) the spend and the accept line come
+ * after the spawn call instead, while bubblewrap builds the sandbox, and the script is let go only
+ * once both are on disk (runProcess's hold): the same promise — nothing of the script runs before
+ * its token is spent and its run is on record — at the cost of what is left of them after the spawn.
+ */
+export async function runChecked(deps: RunPathDeps, stats: RunStats, admission: RunAdmission, run: CheckedRun): Promise<Answer<ResultOf<'run'>>> {
   const { req, slot, reject, copy, who, tokenId, claims, plan, inputs, files, scratch, proxied, uid, cap } = run;
   const { phases } = slot;
+  const held = heldSpawn(deps.ctx.platform);
+  if (!held) {
+    const refused = await run.spend();
+    if (refused) {
+      if (uid !== undefined) await deps.uidPool?.release(uid);
+      return refused;
+    }
+    phases.mark('spend');
+  }
+  /** The token is spent: a failure from here on says so. */
+  let spent = !held;
+  /** Settles a held sandbox's hold; undefined lets its script go. Every path that does not let it go settles it with why. */
+  let settleRecord: (why: string | undefined) => void = () => undefined;
   let proxy: RunProxy | undefined;
   let cgroup: RunCgroup | undefined;
   let watch: WorkspaceWatch | undefined;
@@ -223,13 +247,20 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
       client: slot.client, queued_ms: slot.lease?.waitedMs ?? 0, runs_in_progress: admission.running,
       will_run_sha256: claims.wr, ...who, ...grantOf(plan),
     };
-    try {
-      await deps.audit.commit(acceptLine);
-    } catch {
-      return reject('audit-unavailable', 'AUDIT_UNAVAILABLE', AUDIT_DOWN_SPENT, { token_id: tokenId });
+    // Held (see above): the spend and the line come after the spawn call. Elsewhere the line first, then the spawn.
+    const gated = spec.gate !== undefined;
+    if (gated !== held) return reject('sandbox-failed', 'INTERNAL', 'the run\'s spawn is not the one its start was planned for; nothing was run', { token_id: tokenId });
+    let onRecord: Promise<string | undefined> | undefined;
+    if (gated) onRecord = new Promise((resolve) => (settleRecord = resolve));
+    else {
+      try {
+        await deps.audit.commit(acceptLine);
+      } catch {
+        return reject('audit-unavailable', 'AUDIT_UNAVAILABLE', AUDIT_DOWN_SPENT, { token_id: tokenId });
+      }
+      accepted = true;
+      phases.mark('accept');
     }
-    accepted = true;
-    phases.mark('accept');
     slot.lease?.endsBy(Date.now() + plan.willRun.timeoutMs + deps.killGraceMs + deps.drainMs + REAP_MS);
     const { setpriv, kill, ipcrm } = deps.ctx.platform.tools;
     let leftovers = { killed: 0, remaining: 0 };
@@ -260,9 +291,28 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
     // In bubblewrap a SIGTERM would only reach bubblewrap, whose death kills the script at once:
     // the namespace levels end a timed-out run with SIGKILL straight away (its /tmp goes with it).
     const killGraceMs = usesBwrap(deps.ctx.platform) ? 0 : deps.killGraceMs;
-    const proc = runProcess(spec, { timeoutMs: plan.willRun.timeoutMs, killGraceMs, drainMs: deps.drainMs }, MAX_STREAM_BYTES, afterExit, { stdout: redaction.stream(), stderr: redaction.stream() });
+    const proc = runProcess(spec, { timeoutMs: plan.willRun.timeoutMs, killGraceMs, drainMs: deps.drainMs }, MAX_STREAM_BYTES, afterExit, { stdout: redaction.stream(), stderr: redaction.stream() }, onRecord !== undefined ? { hold: onRecord } : {});
     slot.proc = proc;
     phases.mark('spawn', proc.spawnedAt);
+    if (onRecord !== undefined) {
+      // After the spawn call, while bubblewrap starts: the spend, then the line (never a line for a
+      // token that was not spent). The script waits for both; a refusal ends its sandbox unstarted.
+      const refused = await run.spend();
+      if (refused) {
+        settleRecord(TOKEN_NOT_SPENT);
+        await proc.outcome;
+        return refused;
+      }
+      spent = true;
+      phases.mark('spend');
+      deps.audit.commit(acceptLine).then(() => settleRecord(undefined), () => settleRecord(ACCEPT_NOT_WRITTEN));
+      if ((await onRecord) !== undefined) {
+        await proc.outcome;
+        return reject('audit-unavailable', 'AUDIT_UNAVAILABLE', AUDIT_DOWN_SPENT, { token_id: tokenId });
+      }
+      accepted = true;
+      phases.mark('accept');
+    }
     if (slot.cancelled) proc.cancel();
     // Security: without a tmpfs the watcher is the workspace's cap: the first look over it stops the run.
     watch = watchWorkspace(ws, tmpfs ? 'tmpfs' : 'watch', cap, () => proc.cancel('workspace-full'));
@@ -326,7 +376,13 @@ export async function runSpent(deps: RunPathDeps, stats: RunStats, admission: Ru
     // exit after it — so no spent token and no accepted run is left without its end on record.
     const code = isSkillMcpError(error) ? error.code : 'INTERNAL';
     if (slot.ended) throw error;
-    if (!accepted) return reject('internal', code, `the run could not be started (${code}); nothing ran, but its token was spent — ask again for a fresh preview`, { token_id: tokenId, error: code });
+    if (!accepted && slot.proc) {
+      // A held sandbox whose run failed before its accept line was confirmed: ended unstarted.
+      settleRecord('the run failed before it started');
+      slot.proc.cancel();
+      await slot.proc.outcome;
+    }
+    if (!accepted) return reject('internal', code, `the run could not be started (${code}); nothing ran${spent ? ', but its token was spent — ask again for a fresh preview' : ''}`, { token_id: tokenId, error: code });
     slot.ended = true;
     stats.ended('error');
     slot.lines.push(deps.audit.append({ event: 'run.exit', run_id: slot.runId, ended: 'error', error: code, ...(who.requester !== undefined ? { requester: who.requester } : {}) }));

@@ -36,7 +36,7 @@ import { RunPhases } from './phases.js';
 import type { UidPool } from '../uids/pool.js';
 import { admissionClient, RunAdmission } from './admission.js';
 import type { AdmissionLimits, BusyFigures } from './admission.js';
-import { REAP_MS, runSpent } from './run-path.js';
+import { REAP_MS, runChecked } from './run-path.js';
 import type { Answer, Reject, Slot } from './slot.js';
 
 export interface ServiceDeps {
@@ -347,19 +347,21 @@ export class RunnerService {
     // A uid first (BUSY when none is free), so a refused run never burns the person's approval.
     const uid = await deps.uidPool?.take();
     slot.phases.mark('uid');
-    let spent: SpendOutcome;
-    try {
-      spent = await deps.ledger.spend(claims.jti, claims.exp, Date.now());
-    } catch (error) {
-      if (uid !== undefined) await deps.uidPool?.release(uid);
-      return ledgerDown(error);
-    }
-    if (spent !== 'spent' && uid !== undefined) await deps.uidPool?.release(uid);
-    if (spent === 'reused') return reject('token-reused', 'TOKEN_REUSED', REUSED, { token_id: tokenId });
-    if (spent === 'expired') return reject('token-expired', 'TOKEN_EXPIRED', EXPIRED, { token_id: tokenId });
-    slot.phases.mark('spend');
-    // The run itself, from its workspace to its exit line, and the cleanup after it: runner/requests/run-path.ts.
-    return await runSpent(deps, this.stats, this.admission, { req, slot, reject, copy, who, tokenId, claims, plan, inputs, files, scratch, proxied, uid, cap: this.cap });
+    // When it is spent (before the workspace, or — a held sandbox — while bubblewrap builds it, always
+    // before the script may start), and the run itself to its exit line: runner/requests/run-path.ts.
+    // A refused spend gives the uid back there (its finally).
+    const spend = async (): Promise<{ ok: false; error: Refusal } | undefined> => {
+      let spent: SpendOutcome;
+      try {
+        spent = await deps.ledger.spend(claims.jti, claims.exp, Date.now());
+      } catch (error) {
+        return ledgerDown(error);
+      }
+      if (spent === 'reused') return reject('token-reused', 'TOKEN_REUSED', REUSED, { token_id: tokenId });
+      if (spent === 'expired') return reject('token-expired', 'TOKEN_EXPIRED', EXPIRED, { token_id: tokenId });
+      return undefined;
+    };
+    return await runChecked(deps, this.stats, this.admission, { req, slot, reject, copy, who, tokenId, claims, plan, inputs, files, scratch, proxied, uid, cap: this.cap, spend });
   }
 
   /**

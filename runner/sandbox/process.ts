@@ -155,8 +155,17 @@ function unstarted(): SpawnedChild {
   return Object.assign(child, { stdio: [null, child.stdout, child.stderr] }) as unknown as SpawnedChild;
 }
 
+/**
+ * What a gated spawn waits for besides its limits: `hold` settles with `undefined` when the script
+ * may start, or with why it may not (then it never does: the run ends `spawn-failed`, that reason
+ * its `startError`). The sandbox is built meanwhile; only the go-ahead's byte waits.
+ */
+export interface StartHold {
+  hold?: Promise<string | undefined>;
+}
+
 /** Starts `spec` and supervises it. `afterExit` runs once the main process has exited. */
-export function runProcess(spec: SpawnSpec, times: RunTimes, maxStreamBytes: number, afterExit: () => Promise<void>, filters: { stdout?: StreamFilter | undefined; stderr?: StreamFilter | undefined } = {}): RunningProcess {
+export function runProcess(spec: SpawnSpec, times: RunTimes, maxStreamBytes: number, afterExit: () => Promise<void>, filters: { stdout?: StreamFilter | undefined; stderr?: StreamFilter | undefined } = {}, start: StartHold = {}): RunningProcess {
   const started = performance.now();
   // Security: no shell, argv array, stdin /dev/null (or a pipe holding the approved stdin), own
   // session and group (detached), env given whole (never merged with ours), every signal at its
@@ -247,20 +256,34 @@ export function runProcess(spec: SpawnSpec, times: RunTimes, maxStreamBytes: num
       const found = parseInfo(text);
       if ('pid' in found) pid1 = holdChild(found.pid, chainPid, parentPidOf);
       const gate = child.gate;
-      if (gate && (ending !== 'exit' || killWaiting !== undefined)) gate.close(); // cancelled or timed out first: the kill below takes it
-      else if (gate) {
-        const opened = openGate(text, chainPid, spec.gate!.limits, { prlimit: gate.prlimit, readStat, goAhead: gate.goAhead });
-        if (!opened.ok) {
-          gate.close();
-          // A child gone by itself: bubblewrap failed in its setup, and its exit and stderr say why.
-          if (!opened.gone) {
-            refuseStart(opened.why);
-            killWaiting = 'SIGKILL';
-          }
-        }
-      }
+      if (gate && start.hold === undefined) letGo(gate, text, chainPid);
+      // Security: held, the byte waits for the hold too (the run's accept line on disk, run-path.ts);
+      // a hold that fails, or is refused, never lets the script start.
+      else if (gate) start.hold!.then((why) => (why === undefined ? letGo(gate, text, chainPid) : refuseHeld(gate, why)), () => refuseHeld(gate, 'its start was not confirmed'));
       killTheWaiting();
       if (done) pid1?.release();
+    };
+    /** Sets the limits and writes the byte, unless the run was killed or ended first. */
+    const letGo = (gate: NonNullable<SpawnedChild['gate']>, text: string, chainPid: number): void => {
+      // Cancelled, timed out or ended first: no byte; the kill takes it (or has).
+      if (ending !== 'exit' || killWaiting !== undefined || done) {
+        gate.close();
+        return;
+      }
+      const opened = openGate(text, chainPid, spec.gate!.limits, { prlimit: gate.prlimit, readStat, goAhead: gate.goAhead });
+      if (opened.ok) return;
+      gate.close();
+      // A child gone by itself: bubblewrap failed in its setup, and its exit and stderr say why.
+      if (!opened.gone) {
+        refuseStart(opened.why);
+        killGroup('SIGKILL');
+      }
+    };
+    const refuseHeld = (gate: NonNullable<SpawnedChild['gate']>, why: string): void => {
+      gate.close();
+      if (ending !== 'exit' || done) return;
+      refuseStart(why);
+      killGroup('SIGKILL');
     };
     stream.on('data', (chunk: Buffer) => {
       chunks.push(chunk);

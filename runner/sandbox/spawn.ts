@@ -153,6 +153,15 @@ export function interpreterFlags(interpreter: string): string[] {
 }
 
 /**
+ * Whether this platform's runs go through the go-ahead (go-ahead.ts): bubblewrap with its filter,
+ * the runner setting the limits. Such a spawn is held until the runner lets it go, so what must
+ * precede the script but not the sandbox (the token's spend, the accept line) may follow the spawn call.
+ */
+export function heldSpawn(platform: Platform): boolean {
+  return usesBwrap(platform) && platform.limitsBy === 'runner' && platform.seccomp !== undefined;
+}
+
+/**
  * Builds the spawn of one run. `uid` is the run's own id (root) or undefined (the runner's uid).
  * The script path handed to the interpreter is absolute (bubblewrap) or `./`-prefixed, so no
  * declared name can ever read as an interpreter option.
@@ -175,7 +184,7 @@ export function buildSpawn(plan: RunPlan, platform: Platform, sourceEnv: Readonl
   const names = Object.keys(env).sort();
   const cpuSeconds = Math.ceil(plan.willRun.timeoutMs / 1000) + 1;
   const { prlimit, setpriv, unshare, sh, mount, bwrap } = platform.tools;
-  const gated = sandboxed && platform.limitsBy === 'runner' && platform.seccomp !== undefined;
+  const gated = heldSpawn(platform);
   const rlimits = (withNproc: boolean): string[] => [
     ...(withNproc ? [`--nproc=${limits.nproc}`] : []),
     `--fsize=${limits.fsizeBytes}`,

@@ -7,7 +7,7 @@
  * kernel refuses stops the run with a clear error, and the script sees exactly the limits asked.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -190,6 +190,16 @@ function waitingOnBlockFd(pid: number): boolean {
   }
 }
 
+/** The child of `parent` (the sandbox's pid 1 under its outer bubblewrap), from /proc; undefined while there is none. */
+function childOf(parent: number): number | undefined {
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const stat = readStat(Number(name));
+    if (stat !== undefined && parentOf(stat) === parent) return Number(name);
+  }
+  return undefined;
+}
+
 /** No such process, or a zombie (an orphan may wait for its reaper a moment). */
 function gone(pid: number): boolean {
   try {
@@ -300,6 +310,49 @@ describe.skipIf(skipWhy !== undefined)(`real bubblewrap held by the go-ahead${sk
     expect(o.startError).toBe('the sandbox\'s go-ahead could not be set up (the go-ahead needs fds 4-6 free and a filter under 32 KiB)');
     expect(o.stderr.toString()).toContain('the script was not started');
     expect(existsSync(marker)).toBe(false);
+  });
+
+  it('a held start: the sandbox is built and waits on its block fd while the hold is open; let go, the script runs', async () => {
+    let settle!: (why: string | undefined) => void;
+    const hold = new Promise<string | undefined>((resolve) => (settle = resolve));
+    const running = runProcess(gated('echo started'), { timeoutMs: 30_000, killGraceMs: 0, drainMs: 1000 }, 1 << 20, async () => undefined, {}, { hold });
+    await until('the sandbox child waits on its block fd', () => waitingOnBlockFd(childOf(running.pid!) ?? -1));
+    // Long past the moment the limits would have been set and the byte written without a hold.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(waitingOnBlockFd(childOf(running.pid!) ?? -1)).toBe(true);
+    settle(undefined);
+    const o = await running.outcome;
+    expect(o).toMatchObject({ ending: 'exit', exitCode: 0 });
+    expect(o.stdout.toString()).toBe('started\n');
+  });
+
+  it('a held start refused (its token not spent, its accept line not written): the script never starts — spawn-failed, the reason said', async () => {
+    let settle!: (why: string | undefined) => void;
+    const hold = new Promise<string | undefined>((resolve) => (settle = resolve));
+    const running = runProcess(gated('echo started'), { timeoutMs: 30_000, killGraceMs: 0, drainMs: 1000 }, 1 << 20, async () => undefined, {}, { hold });
+    await until('the sandbox child waits on its block fd', () => waitingOnBlockFd(childOf(running.pid!) ?? -1));
+    const child = childOf(running.pid!)!;
+    settle('the test would not let it go');
+    const o = await running.outcome;
+    expect(o.ending).toBe('spawn-failed');
+    expect(o.startError).toBe('the test would not let it go');
+    expect(o.stderr.toString()).toContain('skill-mcp: the test would not let it go; the script was not started');
+    expect(o.stdout.toString()).toBe('');
+    await until('the waiting child is gone', () => gone(child));
+  });
+
+  it('a held start cancelled before its hold settles is killed unstarted; a hold that lets go afterwards starts nothing', async () => {
+    let settle!: (why: string | undefined) => void;
+    const hold = new Promise<string | undefined>((resolve) => (settle = resolve));
+    const running = runProcess(gated('echo started'), { timeoutMs: 30_000, killGraceMs: 0, drainMs: 1000 }, 1 << 20, async () => undefined, {}, { hold });
+    await until('the sandbox child waits on its block fd', () => waitingOnBlockFd(childOf(running.pid!) ?? -1));
+    const child = childOf(running.pid!)!;
+    running.cancel();
+    settle(undefined);
+    const o = await running.outcome;
+    expect(o.ending).toBe('cancelled');
+    expect(o.stdout.toString()).toBe('');
+    await until('the waiting child is gone', () => gone(child));
   });
 
   it('the same spawn through runProcess, with the limits the kernel takes, runs to its end', async () => {
