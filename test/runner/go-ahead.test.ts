@@ -230,6 +230,15 @@ async function heldSandbox(script: string, skillDir = temp) {
   return { child, pid, exited, out: () => out };
 }
 
+/** `script` in a gated sandbox through runProcess with a hold, once its child waits on the block fd. */
+async function heldRun(script: string) {
+  let settle!: (why: string | undefined) => void;
+  const hold = new Promise<string | undefined>((resolve) => (settle = resolve));
+  const running = runProcess(gated(script), { timeoutMs: 30_000, killGraceMs: 0, drainMs: 1000 }, 1 << 20, async () => undefined, {}, { hold });
+  await until('the sandbox child waits on its block fd', () => waitingOnBlockFd(childOf(running.pid!) ?? -1));
+  return { running, settle, child: childOf(running.pid!)! };
+}
+
 describe.skipIf(skipWhy !== undefined)(`real bubblewrap held by the go-ahead${skipWhy ? ` (skipped: ${skipWhy})` : ''}`, () => {
   it('nothing of the script runs before the byte; after it the script sees exactly the limits set', async () => {
     const { child, pid, exited, out } = await heldSandbox('echo started; cat /proc/self/limits');
@@ -313,13 +322,10 @@ describe.skipIf(skipWhy !== undefined)(`real bubblewrap held by the go-ahead${sk
   });
 
   it('a held start: the sandbox is built and waits on its block fd while the hold is open; let go, the script runs', async () => {
-    let settle!: (why: string | undefined) => void;
-    const hold = new Promise<string | undefined>((resolve) => (settle = resolve));
-    const running = runProcess(gated('echo started'), { timeoutMs: 30_000, killGraceMs: 0, drainMs: 1000 }, 1 << 20, async () => undefined, {}, { hold });
-    await until('the sandbox child waits on its block fd', () => waitingOnBlockFd(childOf(running.pid!) ?? -1));
+    const { running, settle, child } = await heldRun('echo started');
     // Long past the moment the limits would have been set and the byte written without a hold.
     await new Promise((r) => setTimeout(r, 300));
-    expect(waitingOnBlockFd(childOf(running.pid!) ?? -1)).toBe(true);
+    expect(waitingOnBlockFd(child)).toBe(true);
     settle(undefined);
     const o = await running.outcome;
     expect(o).toMatchObject({ ending: 'exit', exitCode: 0 });
@@ -327,11 +333,7 @@ describe.skipIf(skipWhy !== undefined)(`real bubblewrap held by the go-ahead${sk
   });
 
   it('a held start refused (its token not spent, its accept line not written): the script never starts — spawn-failed, the reason said', async () => {
-    let settle!: (why: string | undefined) => void;
-    const hold = new Promise<string | undefined>((resolve) => (settle = resolve));
-    const running = runProcess(gated('echo started'), { timeoutMs: 30_000, killGraceMs: 0, drainMs: 1000 }, 1 << 20, async () => undefined, {}, { hold });
-    await until('the sandbox child waits on its block fd', () => waitingOnBlockFd(childOf(running.pid!) ?? -1));
-    const child = childOf(running.pid!)!;
+    const { running, settle, child } = await heldRun('echo started');
     settle('the test would not let it go');
     const o = await running.outcome;
     expect(o.ending).toBe('spawn-failed');
@@ -342,11 +344,7 @@ describe.skipIf(skipWhy !== undefined)(`real bubblewrap held by the go-ahead${sk
   });
 
   it('a held start cancelled before its hold settles is killed unstarted; a hold that lets go afterwards starts nothing', async () => {
-    let settle!: (why: string | undefined) => void;
-    const hold = new Promise<string | undefined>((resolve) => (settle = resolve));
-    const running = runProcess(gated('echo started'), { timeoutMs: 30_000, killGraceMs: 0, drainMs: 1000 }, 1 << 20, async () => undefined, {}, { hold });
-    await until('the sandbox child waits on its block fd', () => waitingOnBlockFd(childOf(running.pid!) ?? -1));
-    const child = childOf(running.pid!)!;
+    const { running, settle, child } = await heldRun('echo started');
     running.cancel();
     settle(undefined);
     const o = await running.outcome;
