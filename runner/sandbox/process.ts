@@ -257,8 +257,8 @@ export function runProcess(spec: SpawnSpec, times: RunTimes, maxStreamBytes: num
       if ('pid' in found) pid1 = holdChild(found.pid, chainPid, parentPidOf);
       const gate = child.gate;
       if (gate && start.hold === undefined) letGo(gate, text, chainPid);
-      // Security: held, the byte waits for the hold too (the run's accept line on disk, run-path.ts);
-      // a hold that fails, or is refused, never lets the script start.
+      // Security: held, the byte waits for the hold too (the run's token spent and its accept line on
+      // disk, run-path.ts); a hold that fails, or is refused, never lets the script start.
       else if (gate) start.hold!.then((why) => (why === undefined ? letGo(gate, text, chainPid) : refuseHeld(gate, why)), () => refuseHeld(gate, 'its start was not confirmed'));
       killTheWaiting();
       if (done) pid1?.release();
