@@ -27,11 +27,11 @@ export const RUN_PHASES = [
   /** The run's memory cgroup made. */
   'cgroup',
   /**
-   * The spawn's command line built and the run.accept line on disk. In a gated sandbox the line is
+   * The spawn's command line built and the run.accept line on disk. In a held sandbox the line is
    * written while bubblewrap builds it (run-path.ts): then only the wait left after the spawn call.
    */
   'accept',
-  /** The spawn call itself: the chain's first program exec'd (gated: with the command line built). */
+  /** The spawn call itself: the chain's first program exec'd (held: with the command line built). */
   'spawn',
   /** From that exec to the run's main process gone: the sandbox built, the script's life, the sandbox taken down. */
   'script',

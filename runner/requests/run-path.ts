@@ -248,6 +248,8 @@ export async function runChecked(deps: RunPathDeps, stats: RunStats, admission: 
       will_run_sha256: claims.wr, ...who, ...grantOf(plan),
     };
     // Held (see above): the spend and the line come after the spawn call. Elsewhere the line first, then the spawn.
+    // Security: a held run whose spawn carried no gate would start unspent; buildSpawn gates exactly
+    // where heldSpawn says, and this keeps the two from ever parting silently.
     const gated = spec.gate !== undefined;
     if (gated !== held) return reject('sandbox-failed', 'INTERNAL', 'the run\'s spawn is not the one its start was planned for; nothing was run', { token_id: tokenId });
     let onRecord: Promise<string | undefined> | undefined;

@@ -49,7 +49,6 @@ describe.skipIf(skipWhy !== undefined)(`a held start at \`namespace\`${skipWhy ?
     expect(again).toMatchObject({ ok: false, error: { code: 'TOKEN_REUSED' } });
     const lines = auditLines(runner.stateDir).filter((l) => l['run_id'] === result.runId);
     expect(lines.map((l) => l['event'])).toEqual(['run.accept', 'run.exit']);
-    expect(Object.keys(lines[1]!['phases_ms'] as object)).toEqual(expect.arrayContaining(['spend', 'accept', 'spawn', 'script']));
   });
 
   it('token replay: the same token sent twice at once runs once; the other is TOKEN_REUSED, whichever check caught it', async () => {
