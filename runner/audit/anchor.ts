@@ -8,7 +8,6 @@
  * catches tampering with the log alone, and rollbacks; it is not a signature.
  */
 import { closeSync, constants, fsync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
-import { unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 
 export const ANCHOR_FILE = 'audit.head';
@@ -84,8 +83,6 @@ export function readAnchor(path: string): AuditAnchor | undefined | { unreadable
 /** An anchor written to its temp file and fsynced, not yet in place (see {@link stageAnchor}). */
 export interface StagedAnchor {
   tmp: string;
-  /** Removes the temp file instead of publishing it (the lines it names did not reach the disk). */
-  discard(): Promise<void>;
 }
 
 /** `fsync(fd)` on the thread pool, then the fd closed (also when the fsync failed). */
@@ -104,11 +101,10 @@ function syncThenClose(fd: number): Promise<void> {
 }
 
 /**
- * Writes `anchor` to the runner's temp file and fsyncs it, without publishing it: the log's own
- * fsync can run meanwhile (runner/audit/log.ts), and {@link publishAnchor} renames it into place
- * only after that. The create and the write of its few bytes are synchronous (microseconds, like
- * the lock file's); only the fsync goes to the thread pool, so the anchor is one pool trip behind
- * the log's fsync rather than four in a row (bench/RESULTS.md, "the exit line's anchor").
+ * Writes `anchor` to the runner's temp file and fsyncs it, without publishing it: the log calls it
+ * once the lines it names are on disk (runner/audit/log.ts), and {@link publishAnchor} renames it
+ * into place. The create and the write of its few bytes are synchronous (microseconds, like the
+ * lock file's); only the fsync goes to the thread pool.
  * Security: the temp file is created O_EXCL|O_NOFOLLOW in the runner's own 0700 directory (one
  * name per process, so two runners anchoring at once never share one), so a planted link cannot
  * redirect the write; one left by a crash is removed and the create retried.
@@ -135,7 +131,7 @@ export function stageAnchor(path: string, anchor: AuditAnchor): Promise<StagedAn
   } catch (error) {
     return Promise.reject(error);
   }
-  return syncThenClose(fd).then(() => ({ tmp, discard: () => unlink(tmp).catch(() => undefined) }));
+  return syncThenClose(fd).then(() => ({ tmp }));
 }
 
 /**

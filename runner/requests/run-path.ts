@@ -426,6 +426,9 @@ export interface Leftover {
 export async function afterAnswer(deps: { uidPool: UidPool | undefined; audit: Pick<AuditLog, 'append'> }, runId: string, exitLine: Promise<void>, left: Leftover): Promise<void> {
   // After the exit line's fsync, not beside it: the removal's metadata would join its journal commit.
   await exitLine;
+  // And after the answer has left: this continuation was attached to the exit line before the
+  // answer's, and the unmount is synchronous (a tmpfs's umount2 through koffi).
+  await new Promise((resolve) => setImmediate(resolve));
   const cleanup = await cleanUpRun(left.scratch, left.tmpfs, left.copy);
   left.cgroup?.remove();
   if (left.uid !== undefined) await deps.uidPool?.release(left.uid, left.emptied, !cleanup.removed);
