@@ -5,7 +5,8 @@
  * moment on the shared machine falls on both. Prints per build the median wall time and CPU (all
  * threads, /proc/<pid>/task/N/schedstat, at the end of the walk) and the median of the per-round
  * CPU and wall ratios B/A — what load does not stretch, unlike wall times alone.
- * `DIST|--flag` passes node flags to that build's server.
+ * `DIST|--flag` passes node flags to that build's server. `--user`: as root, the servers start as uid
+ * 61183 (setpriv) instead of dropping to it: an ordinary user's start, as a developer runs it.
  */
 import { chownSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -17,8 +18,9 @@ import { Session } from './session.mjs';
 /** Whom a front started as root becomes (SKILL_MCP_FRONT_UID's default): it owns its index. */
 const FRONT_UID = 61183;
 const builds = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+const asUser = process.argv.includes('--user') && process.getuid() === 0;
 const rounds = Number(process.argv.find((a) => a.startsWith('--n='))?.slice(4) ?? 8);
-if (builds.length !== 2) throw new Error('usage: node bench/warm-ab.mjs DIST_A DIST_B [--n=8]');
+if (builds.length !== 2) throw new Error('usage: node bench/warm-ab.mjs DIST_A DIST_B [--n=8] [--user]');
 
 const cpuMsOf = (pid) => {
   let ns = 0;
@@ -31,8 +33,8 @@ if (process.getuid() === 0) chownSync(dir, FRONT_UID, FRONT_UID);
 const server = (build, i) => {
   const [dist, ...flags] = build.split('|');
   return {
-    command: process.execPath,
-    args: [...flags, join(dist, 'skill-mcp.js')],
+    command: asUser ? 'setpriv' : process.execPath,
+    args: [...(asUser ? [`--reuid=${FRONT_UID}`, `--regid=${FRONT_UID}`, '--clear-groups', '--', process.execPath] : []), ...flags, join(dist, 'skill-mcp.js')],
     env: { SKILLS_DIR: made.root, SKILL_MCP_MAX_SKILLS: String(made.skills * 2), SKILL_MCP_WATCH: 'off', SKILL_MCP_STATE_DIR: join(dir, 'state'), SKILL_MCP_DIGEST_INDEX: join(dir, `${i}.json`) },
   };
 };
