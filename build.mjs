@@ -15,6 +15,9 @@ import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+/** The bundle's first and last bytes: a function of CommonJS's five names (the bin, cli/boot.ts, gets them by `define`). */
+const BUNDLE_HEAD = '(function (exports, require, module, __filename, __dirname) {';
+const BUNDLE_TAIL = '\n})';
 const common = { bundle: true, format: 'cjs', platform: 'node', target: 'node20', legalComments: 'none', logLevel: 'warning' };
 
 await rm('dist', { recursive: true, force: true });
@@ -32,7 +35,10 @@ bundled.push(await build({
   minifySyntax: true,
   charset: 'ascii',
   define: { 'import.meta.url': '__skillMcpBundleUrl' },
-  banner: { js: "var __skillMcpBundleUrl = require('node:url').pathToFileURL(__filename).href;" },
+  // The file is the very text the bin compiles: one function expression of CommonJS's five names
+  // (cli/boot.ts), so the bin makes one string of it, with no wrapper joined on at every start.
+  banner: { js: `${BUNDLE_HEAD}var __skillMcpBundleUrl = require('node:url').pathToFileURL(__filename).href;` },
+  footer: { js: BUNDLE_TAIL },
   // koffi loads a prebuilt native addon from its own package, so it cannot be bundled; it is an
   // optionalDependency, and without it the runner skips the peer-credential check and says so
   // (runner/requests/peer-cred.ts). msgpackr's optional native extractor is not loaded from the bundle.
@@ -56,7 +62,7 @@ bundled.push(await build({
 const metafiles = bundled.map((result) => result.metafile);
 await writeFile('dist/THIRD_PARTY_NOTICES.md', await thirdPartyNotices(metafiles));
 await writeFile('dist/sbom.cdx.json', await bundledSbom(metafiles, JSON.parse(await readFile('package.json', 'utf8'))));
-await build({ ...common, entryPoints: { 'skill-mcp': 'cli/boot.ts' }, outdir: 'dist', banner: { js: '#!/usr/bin/env node' } });
+await build({ ...common, entryPoints: { 'skill-mcp': 'cli/boot.ts' }, outdir: 'dist', banner: { js: '#!/usr/bin/env node' }, define: { SKILL_MCP_BUNDLE_HEAD: JSON.stringify(BUNDLE_HEAD), SKILL_MCP_BUNDLE_TAIL: JSON.stringify(BUNDLE_TAIL) } });
 // The run launcher (runner/sandbox/launch.ts): its own few-kB bundle, started once per run, so it
 // must not load the rest. koffi stays external, as above.
 await build({ ...common, entryPoints: { 'skill-mcp-launch': 'runner/sandbox/launch.ts' }, outExtension: { '.js': '.cjs' }, outdir: 'dist', external: ['koffi'] });

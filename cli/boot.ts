@@ -20,6 +20,10 @@ import { setFlagsFromString } from 'node:v8';
 import { constants as vmConstants, Script } from 'node:vm';
 import { cacheFileBytes, cacheVerdict, type FileFacts } from './code-cache.js';
 
+/** The bundle's first and last bytes, from build.mjs (`define`). */
+declare const SKILL_MCP_BUNDLE_HEAD: string;
+declare const SKILL_MCP_BUNDLE_TAIL: string;
+
 const BUNDLE = join(__dirname, 'skill-mcp.cjs');
 const CACHE = join(__dirname, 'skill-mcp.cache');
 const RUNNER_BUNDLE = join(__dirname, 'skill-mcp-runner.cjs');
@@ -49,8 +53,11 @@ function boot(): void {
   const bundle = facts(bundleFd);
   closeSync(bundleFd);
   const digest = createHash('sha256').update(bytes).digest();
-  // The bundle is ASCII (build.mjs checks), so latin1 is its exact text and the fastest decode.
-  const wrapped = `(function (exports, require, module, __filename, __dirname) {${bytes.toString('latin1')}\n})`;
+  // The bundle is ASCII (build.mjs checks), so latin1 is its exact text and the fastest decode. Its
+  // file is already one function expression (build.mjs), so this is the only copy of its 3 MB made
+  // here: joining a wrapper on at each start made V8 flatten a second one.
+  const text = bytes.toString('latin1');
+  const wrapped = text.startsWith(SKILL_MCP_BUNDLE_HEAD) ? text : `${SKILL_MCP_BUNDLE_HEAD}${text}${SKILL_MCP_BUNDLE_TAIL}`;
 
   const writeTo = process.env['SKILL_MCP_CODE_CACHE_WRITE'];
   const wanted = !writeTo && process.env['SKILL_MCP_CODE_CACHE'] !== 'off';

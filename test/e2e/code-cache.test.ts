@@ -93,6 +93,13 @@ describe('the built bin and its cache', () => {
     expect(await servesThrough(SERVER_JS)).not.toContain('code cache');
   });
 
+  test('the bundle is already the text the bin compiles: one function expression, so no wrapper is joined on (and copied) at each start', () => {
+    const bundle = readFileSync(join(REPO, 'dist/skill-mcp.cjs'), 'latin1');
+    expect(bundle.startsWith('(function (exports, require, module, __filename, __dirname) {')).toBe(true);
+    // The last statement closes it; only the source map's comment follows.
+    expect(bundle.trimEnd()).toMatch(/\n\}\)\n\/\/# sourceMappingURL=skill-mcp\.cjs\.map$/);
+  });
+
   test('stale cache: the cache of this build beside an edited bundle of the same length is refused', async () => {
     const dist = distCopy();
     const bundle = readFileSync(join(dist, 'skill-mcp.cjs'), 'latin1');
