@@ -15,7 +15,7 @@ import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-/** The bundle's first and last bytes: a function of CommonJS's five names (the bin, cli/boot.ts, gets them by `define`). */
+/** The bundle's first and last bytes: a function of CommonJS's five names (the bin, cli/boot.ts, checks the head: `define`). */
 const BUNDLE_HEAD = '(function (exports, require, module, __filename, __dirname) {';
 const BUNDLE_TAIL = '\n})';
 const common = { bundle: true, format: 'cjs', platform: 'node', target: 'node20', legalComments: 'none', logLevel: 'warning' };
@@ -62,7 +62,7 @@ bundled.push(await build({
 const metafiles = bundled.map((result) => result.metafile);
 await writeFile('dist/THIRD_PARTY_NOTICES.md', await thirdPartyNotices(metafiles));
 await writeFile('dist/sbom.cdx.json', await bundledSbom(metafiles, JSON.parse(await readFile('package.json', 'utf8'))));
-await build({ ...common, entryPoints: { 'skill-mcp': 'cli/boot.ts' }, outdir: 'dist', banner: { js: '#!/usr/bin/env node' }, define: { SKILL_MCP_BUNDLE_HEAD: JSON.stringify(BUNDLE_HEAD), SKILL_MCP_BUNDLE_TAIL: JSON.stringify(BUNDLE_TAIL) } });
+await build({ ...common, entryPoints: { 'skill-mcp': 'cli/boot.ts' }, outdir: 'dist', banner: { js: '#!/usr/bin/env node' }, define: { SKILL_MCP_BUNDLE_HEAD: JSON.stringify(BUNDLE_HEAD) } });
 // The run launcher (runner/sandbox/launch.ts): its own few-kB bundle, started once per run, so it
 // must not load the rest. koffi stays external, as above.
 await build({ ...common, entryPoints: { 'skill-mcp-launch': 'runner/sandbox/launch.ts' }, outExtension: { '.js': '.cjs' }, outdir: 'dist', external: ['koffi'] });

@@ -20,9 +20,8 @@ import { setFlagsFromString } from 'node:v8';
 import { constants as vmConstants, Script } from 'node:vm';
 import { cacheFileBytes, cacheVerdict, type FileFacts } from './code-cache.js';
 
-/** The bundle's first and last bytes, from build.mjs (`define`). */
+/** The bundle's first bytes, from build.mjs (`define`): the head of the function expression it is. */
 declare const SKILL_MCP_BUNDLE_HEAD: string;
-declare const SKILL_MCP_BUNDLE_TAIL: string;
 
 const BUNDLE = join(__dirname, 'skill-mcp.cjs');
 const CACHE = join(__dirname, 'skill-mcp.cache');
@@ -56,8 +55,11 @@ function boot(): void {
   // The bundle is ASCII (build.mjs checks), so latin1 is its exact text and the fastest decode. Its
   // file is already one function expression (build.mjs), so this is the only copy of its 3 MB made
   // here: joining a wrapper on at each start made V8 flatten a second one.
-  const text = bytes.toString('latin1');
-  const wrapped = text.startsWith(SKILL_MCP_BUNDLE_HEAD) ? text : `${SKILL_MCP_BUNDLE_HEAD}${text}${SKILL_MCP_BUNDLE_TAIL}`;
+  const wrapped = bytes.toString('latin1');
+  if (!wrapped.startsWith(SKILL_MCP_BUNDLE_HEAD)) {
+    say(`${BUNDLE} is not the bundle this bin was built with (it does not start as build.mjs writes it); run \`npm run build\` again`);
+    process.exit(1);
+  }
 
   const writeTo = process.env['SKILL_MCP_CODE_CACHE_WRITE'];
   const wanted = !writeTo && process.env['SKILL_MCP_CODE_CACHE'] !== 'off';

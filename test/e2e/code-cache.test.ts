@@ -100,6 +100,16 @@ describe('the built bin and its cache', () => {
     expect(bundle.trimEnd()).toMatch(/\n\}\)\n\/\/# sourceMappingURL=skill-mcp\.cjs\.map$/);
   });
 
+  test('a bundle that does not start as build.mjs writes it is refused with a line saying so, not run', () => {
+    const dist = distCopy();
+    const bundle = readFileSync(join(dist, 'skill-mcp.cjs'), 'latin1');
+    writeFileSync(join(dist, 'skill-mcp.cjs'), bundle.slice(bundle.indexOf('{') + 1), 'latin1');
+    const r = version(join(dist, 'skill-mcp.js'));
+    expect(r.status).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/^skill-mcp: \S+skill-mcp\.cjs is not the bundle this bin was built with .*run `npm run build` again\n$/);
+  });
+
   test('stale cache: the cache of this build beside an edited bundle of the same length is refused', async () => {
     const dist = distCopy();
     const bundle = readFileSync(join(dist, 'skill-mcp.cjs'), 'latin1');
