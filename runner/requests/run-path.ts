@@ -297,6 +297,16 @@ export async function runChecked(deps: RunPathDeps, stats: RunStats, admission: 
     slot.proc = proc;
     phases.mark('spawn', proc.spawnedAt);
     if (onRecord !== undefined) {
+      // A held spawn that started nothing (its go-ahead could not be set up — out of fds, say — or
+      // bubblewrap could not be executed) is known by now, with no pid: it ends before the spend,
+      // so the person's approval is not used up by a run that never began, and no accept line is
+      // written for it. The reason (never a host path: runProcess's startError) is the refusal's.
+      if (proc.pid === undefined) {
+        settleRecord('the sandbox did not start');
+        const o = await proc.outcome;
+        const why = o.startError ?? 'the sandbox could not be spawned';
+        return reject('sandbox-failed', 'SANDBOX_UNAVAILABLE', `${why}; nothing was run and its token was not spent`, { token_id: tokenId });
+      }
       // After the spawn call, while bubblewrap starts: the spend, then the line (never a line for a
       // token that was not spent). The script waits for both; a refusal ends its sandbox unstarted.
       const refused = await run.spend();

@@ -332,8 +332,10 @@ export function runProcess(spec: SpawnSpec, times: RunTimes, maxStreamBytes: num
       void finish(null, 'SIGKILL');
     }, times.timeoutMs + times.killGraceMs + HARD_DEADLINE_SLACK_MS));
     child.on('exit', (code, signal) => void finish(code, signal));
-    child.on('error', () => {
+    child.on('error', (error: NodeJS.ErrnoException) => {
       ending = 'spawn-failed';
+      // Only the code (ENOENT, EACCES …): the message would name the command's host path.
+      startError ??= `the run's first program could not be started (${error.code ?? 'error'})`;
       void finish(null, null);
     });
   });

@@ -4,16 +4,17 @@
  * the spawn call, while the sandbox is built, and the script waits for both. Through the real runner
  * on its real socket as an ordinary uid (level `namespace`, the go-ahead's level; setpriv to 40213
  * when the test is root), by attack name: a token sent twice at once runs once, and an accept line
- * the disk refuses (the runner's RLIMIT_FSIZE lowered under the log: EFBIG) refuses the run. That the
+ * the disk refuses (the runner's RLIMIT_FSIZE lowered under the log: EFBIG) refuses the run, and fd
+ * exhaustion at the spawn (RLIMIT_NOFILE lowered: EMFILE) refuses it before the spend. That the
  * script itself never starts without the hold is test/runner/go-ahead.test.ts's (runProcess).
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, statSync } from 'node:fs';
+import { chmodSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { namespaceVariants } from '../levels.js';
 import { loadPosixSpawn } from '../../runner/sandbox/posix-spawn.js';
-import { auditLines, prepareAndRun, startRunner, tempDir, text, uidRange, writeSkills } from './harness.js';
+import { auditLines, prepareAndRun, slotsFree, startRunner, tempDir, text, uidRange, writeSkills } from './harness.js';
 import type { RunnerHandle } from './harness.js';
 
 const variant = namespaceVariants(40213)[0]!;
@@ -99,5 +100,54 @@ describe.skipIf(skipWhy !== undefined)(`a held start at \`namespace\`${skipWhy ?
     // Spent before the line was tried: never usable again.
     const replay = await runner.client.run({ skill: 's', script: 'a.js', args: ['refused'], confirmToken: prepared.result.confirmToken });
     expect(replay).toMatchObject({ ok: false, error: { code: 'TOKEN_REUSED' } });
+  });
+
+  it('fd exhaustion at the spawn (EMFILE): a go-ahead that cannot be set up refuses the run SANDBOX_UNAVAILABLE before the spend — no accept line, the same token runs once fds are back, the runner keeps serving', async () => {
+    // The runner's RLIMIT_NOFILE lowered to what it holds now plus k, for k = 1, 2, …: below some k
+    // the connection or the skill's copy fails first; at some k they fit and the spawn's pipes and
+    // socket pair do not. Whatever fails, the runner answers; the spawn's failure must not spend.
+    const pid = String(runner.proc.pid);
+    const asRunner = variant.uid !== undefined ? ['setpriv', `--reuid=${variant.uid}`, `--regid=${variant.uid}`, '--clear-groups', '--'] : [];
+    const prlimit = (...args: string[]): string => {
+      const [command, ...rest] = [...asRunner, 'prlimit', '--pid', pid, ...args];
+      return execFileSync(command!, rest, { encoding: 'utf8' });
+    };
+    const [soft, hard] = prlimit('--nofile', '--output=SOFT,HARD', '--noheadings', '--raw').trim().split(/\s+/);
+    const gateRefused: { token: string; arg: string }[] = [];
+    let ran = false;
+    for (let k = 1; k <= 40 && !ran; k++) {
+      const arg = `fds-${k}`;
+      const prepared = await runner.client.prepare({ skill: 's', script: 'a.js', args: [arg] });
+      if (!prepared.ok) throw new Error(prepared.error.message);
+      // The last run's folders are removed after its answer (fds of their own): counted once it is done.
+      await slotsFree(runner.client);
+      const open = readdirSync(`/proc/${pid}/fd`).length;
+      prlimit(`--nofile=${open + k}:${hard}`);
+      let answer: Awaited<ReturnType<typeof runner.client.run>> | Error;
+      try {
+        answer = await runner.client.run({ skill: 's', script: 'a.js', args: [arg], confirmToken: prepared.result.confirmToken }).catch((error: Error) => error);
+      } finally {
+        prlimit(`--nofile=${soft}:${hard}`);
+      }
+      if (answer instanceof Error) continue; // not reached: the connection itself could not be accepted
+      if (answer.ok) {
+        expect(text(answer.result.stdout)).toBe(`ran ${arg}`);
+        ran = true;
+      }
+      else if (/go-ahead could not be set up/.test(answer.error.message)) {
+        expect(answer.error).toMatchObject({ code: 'SANDBOX_UNAVAILABLE', message: expect.stringMatching(/^the sandbox's go-ahead could not be set up \(.*EMFILE.*\); nothing was run and its token was not spent/) });
+        gateRefused.push({ token: prepared.result.confirmToken, arg });
+      }
+    }
+    expect(ran).toBe(true);
+    expect(gateRefused.length).toBeGreaterThan(0);
+    const lines = auditLines(runner.stateDir);
+    for (const { token, arg } of gateRefused) {
+      expect(lines.some((l) => l['event'] === 'run.accept' && (l['argv'] as string[]).includes(arg))).toBe(false);
+      expect(lines.some((l) => l['event'] === 'run.reject' && l['reason'] === 'sandbox-failed')).toBe(true);
+      // Not spent: the approval the person gave still runs, once.
+      const again = await runner.client.run({ skill: 's', script: 'a.js', args: [arg], confirmToken: token });
+      expect(again.ok && text(again.result.stdout)).toBe(`ran ${arg}`);
+    }
   });
 });

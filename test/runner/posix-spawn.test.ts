@@ -188,6 +188,7 @@ describe.each(paths)('spawned through %s', (_name, force) => {
     const o = await run(spec(join(temp, 'no-such-program'), []));
     expect(o.ending).toBe('spawn-failed');
     expect(o.exitCode).toBeNull();
+    expect(o.startError).toBe('the run\'s first program could not be started (ENOENT)');
   });
 
   it.skipIf(skip)('twenty children at once are each reaped with their own code', async () => {
