@@ -333,9 +333,10 @@ export function runProcess(spec: SpawnSpec, times: RunTimes, maxStreamBytes: num
     }, times.timeoutMs + times.killGraceMs + HARD_DEADLINE_SLACK_MS));
     child.on('exit', (code, signal) => void finish(code, signal));
     child.on('error', (error: NodeJS.ErrnoException) => {
+      // Said on the run's stderr as well, so a run that never started does not read as a silent one.
+      // Only the code (ENOENT, EACCES, EMFILE …): the message would name the command's host path.
+      if (startError === undefined) refuseStart(`the run's first program could not be started (${error.code ?? 'error'})`);
       ending = 'spawn-failed';
-      // Only the code (ENOENT, EACCES …): the message would name the command's host path.
-      startError ??= `the run's first program could not be started (${error.code ?? 'error'})`;
       void finish(null, null);
     });
   });

@@ -189,6 +189,7 @@ describe.each(paths)('spawned through %s', (_name, force) => {
     expect(o.ending).toBe('spawn-failed');
     expect(o.exitCode).toBeNull();
     expect(o.startError).toBe('the run\'s first program could not be started (ENOENT)');
+    expect(o.stderr.toString()).toBe('skill-mcp: the run\'s first program could not be started (ENOENT); the script was not started\n');
   });
 
   it.skipIf(skip)('twenty children at once are each reaped with their own code', async () => {
