@@ -130,9 +130,12 @@ describe.skipIf(skipWhy !== undefined)(`a held start at \`namespace\`${skipWhy ?
         prlimit(`--nofile=${soft}:${hard}`);
       }
       if (answer instanceof Error) continue; // not reached: the connection itself could not be accepted
-      if (answer.ok) {
+      if (answer.ok && answer.result.exitCode === 0) {
         expect(text(answer.result.stdout)).toBe(`ran ${arg}`);
         ran = true;
+      } else if (answer.ok) {
+        // Past the spawn, a step that found no fd may still stop the script: never silently.
+        expect(text(answer.result.stderr)).toMatch(/^skill-mcp: .+; the script was not started$/m);
       }
       else if (/go-ahead could not be set up/.test(answer.error.message)) {
         expect(answer.error).toMatchObject({ code: 'SANDBOX_UNAVAILABLE', message: expect.stringMatching(/^the sandbox's go-ahead could not be set up \(.*EMFILE.*\); nothing was run and its token was not spent/) });
