@@ -144,9 +144,14 @@ export async function startRunner(opts: {
   };
 }
 
-/** The audit log's lines as objects. */
+/**
+ * The audit log's whole lines as objects. A line the runner is writing right now may be seen in
+ * part (another process's read does not wait for its write: CI under load saw one), so the text
+ * after the last newline is not a line yet and is left for the next look.
+ */
 export function auditLines(stateDir: string): Record<string, unknown>[] {
-  return readFileSync(join(stateDir, 'audit.log'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+  const text = readFileSync(join(stateDir, 'audit.log'), 'utf8');
+  return text.slice(0, text.lastIndexOf('\n') + 1).split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
 }
 
 /**
