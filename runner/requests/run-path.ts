@@ -302,7 +302,6 @@ export async function runChecked(deps: RunPathDeps, stats: RunStats, admission: 
       // so the person's approval is not used up by a run that never began, and no accept line is
       // written for it. The reason (never a host path: runProcess's startError) is the refusal's.
       if (proc.pid === undefined) {
-        settleRecord('the sandbox did not start');
         const o = await proc.outcome;
         const why = o.startError ?? 'the sandbox could not be spawned';
         return reject('sandbox-failed', 'SANDBOX_UNAVAILABLE', `${why}; nothing was run and its token was not spent`, { token_id: tokenId });
