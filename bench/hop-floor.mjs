@@ -24,10 +24,10 @@ import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { REPO, option } from './lib.mjs';
 import { buildRefServer } from './ref-bundle.mjs';
+import { median } from './report.mjs';
 
 const ROUNDS = Number(option(process.argv, 'rounds', '61'));
 const GAP_MS = Number(option(process.argv, 'gap', '80'));
-const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
 const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 

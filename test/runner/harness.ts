@@ -11,6 +11,7 @@ import { dirname, join, resolve } from 'node:path';
 import { RunnerClient } from '../../server/runner-client.js';
 import { configView } from '../../shared/config-view.js';
 import type { RunnerRequest } from '../../shared/protocol.js';
+import { jtiLogId } from '../../shared/token.js';
 import { afterAll } from 'vitest';
 import { unmountAll } from '../../runner/workspace/mount.js';
 
@@ -142,6 +143,12 @@ export async function startRunner(opts: {
       await exited;
     },
   };
+}
+
+/** The `token_id` the runner's audit lines give a token (its claims read unverified: a test's own token). */
+export function tokenLogIdOf(token: string): string {
+  const claims = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8')) as { jti: string };
+  return jtiLogId(claims.jti);
 }
 
 /**

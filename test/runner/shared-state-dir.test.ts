@@ -6,12 +6,11 @@
  * block appends, and tokens spent before the upgrade (the old `spent-tokens` file) stay spent.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { lineHash } from '../../runner/audit/log.js';
-import { auditLines, BIN, prepareAndRun, startRunner, tempDir, uidRange, writeSkills } from './harness.js';
+import { auditLines, BIN, prepareAndRun, startRunner, tempDir, tokenLogIdOf, uidRange, writeSkills } from './harness.js';
 import type { RunnerHandle } from './harness.js';
 
 const skills = writeSkills({
@@ -38,7 +37,6 @@ async function mint(runner: RunnerHandle, args: string[] = []): Promise<string> 
 
 const run = (runner: RunnerHandle, token: string, args: string[] = []) => runner.client.run({ skill: 's', script: 'a.js', args, confirmToken: token });
 const claimsOf = (token: string) => JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8')) as { jti: string; exp: number };
-const logId = (token: string) => createHash('sha256').update(claimsOf(token).jti).digest('hex').slice(0, 16);
 
 function verify(stateDir: string): { status: number | null; stdout: string } {
   const r = spawnSync(process.execPath, [BIN, 'audit', 'verify'], { encoding: 'utf8', env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', SKILL_MCP_STATE_DIR: stateDir } });
@@ -86,7 +84,7 @@ describe('two runners on one state dir: spent tokens', () => {
       const answers = await Promise.all([run(a, token, [String(round)]), run(b, token, [String(round)])]);
       expect(answers.filter((x) => x.ok)).toHaveLength(1);
       expect(answers.filter((x) => !x.ok).map((x) => !x.ok && x.error.code)).toEqual(['TOKEN_REUSED']);
-      const about = auditLines(a.stateDir).filter((l) => l['token_id'] === logId(token));
+      const about = auditLines(a.stateDir).filter((l) => l['token_id'] === tokenLogIdOf(token));
       expect(about.filter((l) => l['event'] === 'run.accept')).toHaveLength(1);
       expect(about.filter((l) => l['event'] === 'run.reject').map((l) => l['reason'])).toEqual(['token-reused']);
     }
