@@ -1,8 +1,12 @@
 import { defineConfig } from 'vitest/config';
+import { tierFiles } from './test/tiers.mjs';
+
+/** One vitest project per CI tier (test/tiers.mjs): `.ci/run` picks the tiers each pass needs. */
+const tier = (name: 'unit' | 'front' | 'level' | 'node') => ({ extends: true as const, test: { name, include: tierFiles(name) } });
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
+    projects: [tier('unit'), tier('front'), tier('level'), tier('node')],
     setupFiles: ['test/expect-env.ts'],
     // Fails the run if a test wrote the real ~/.local/state/skill-mcp.
     globalSetup: ['test/global-setup.ts'],

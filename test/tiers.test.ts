@@ -1,0 +1,36 @@
+/**
+ * The CI tiers cover the suite: every test file is in exactly one of unit, front and level, and the
+ * Node-sensitive list names only files of front and level (unit already runs on every Node).
+ */
+import { readdirSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { describe, expect, test } from 'vitest';
+import { TIERS } from './tiers.mjs';
+
+const here = new URL('.', import.meta.url).pathname;
+
+function testFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return entry.name === 'fixtures' ? [] : testFiles(path);
+    return entry.name.endsWith('.test.ts') ? [relative(here, path)] : [];
+  });
+}
+
+describe('the CI tiers (test/tiers.mjs)', () => {
+  const onDisk = testFiles(here).sort();
+  const tiered = [...TIERS.unit, ...TIERS.front, ...TIERS.level];
+
+  test('every test file on disk is in a tier', () => {
+    expect(onDisk.filter((f) => !tiered.includes(f))).toEqual([]);
+  });
+
+  test('no file is in two tiers, and every listed file exists', () => {
+    expect(tiered.filter((f, i) => tiered.indexOf(f) !== i)).toEqual([]);
+    expect(tiered.filter((f) => !onDisk.includes(f))).toEqual([]);
+  });
+
+  test('the Node-sensitive list holds only front and level files', () => {
+    expect(TIERS.node.filter((f) => !TIERS.front.includes(f) && !TIERS.level.includes(f))).toEqual([]);
+  });
+});
