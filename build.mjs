@@ -22,50 +22,66 @@ const common = { bundle: true, format: 'cjs', platform: 'node', target: 'node20'
 
 await rm('dist', { recursive: true, force: true });
 const bundled = [];
-bundled.push(await build({
-  ...common,
-  metafile: true,
-  entryPoints: { 'skill-mcp': 'cli/main.ts' },
-  outExtension: { '.js': '.cjs' },
-  outdir: 'dist',
-  sourcemap: 'linked',
-  // Whitespace and syntax only: names stay readable in stack traces. ASCII output (non-ASCII
-  // escaped, comments dropped) lets the bin decode the bundle as latin1, the fastest way.
-  minifyWhitespace: true,
-  minifySyntax: true,
-  charset: 'ascii',
-  define: { 'import.meta.url': '__skillMcpBundleUrl' },
-  // The file is the very text the bin compiles: one function expression of CommonJS's five names
-  // (cli/boot.ts), so the bin makes one string of it, with no wrapper joined on at every start.
-  banner: { js: `${BUNDLE_HEAD}var __skillMcpBundleUrl = require('node:url').pathToFileURL(__filename).href;` },
-  footer: { js: BUNDLE_TAIL },
-  // koffi loads a prebuilt native addon from its own package, so it cannot be bundled; it is an
-  // optionalDependency, and without it the runner skips the peer-credential check and says so
-  // (runner/requests/peer-cred.ts). msgpackr's optional native extractor is not loaded from the bundle.
-  external: ['koffi'],
-}));
+bundled.push(
+  await build({
+    ...common,
+    metafile: true,
+    entryPoints: { 'skill-mcp': 'cli/main.ts' },
+    outExtension: { '.js': '.cjs' },
+    outdir: 'dist',
+    sourcemap: 'linked',
+    // Whitespace and syntax only: names stay readable in stack traces. ASCII output (non-ASCII
+    // escaped, comments dropped) lets the bin decode the bundle as latin1, the fastest way.
+    minifyWhitespace: true,
+    minifySyntax: true,
+    charset: 'ascii',
+    define: { 'import.meta.url': '__skillMcpBundleUrl' },
+    // The file is the very text the bin compiles: one function expression of CommonJS's five names
+    // (cli/boot.ts), so the bin makes one string of it, with no wrapper joined on at every start.
+    banner: { js: `${BUNDLE_HEAD}var __skillMcpBundleUrl = require('node:url').pathToFileURL(__filename).href;` },
+    footer: { js: BUNDLE_TAIL },
+    // koffi loads a prebuilt native addon from its own package, so it cannot be bundled; it is an
+    // optionalDependency, and without it the runner skips the peer-credential check and says so
+    // (runner/requests/peer-cred.ts). msgpackr's optional native extractor is not loaded from the bundle.
+    external: ['koffi'],
+  }),
+);
 // The privileged commands' own bundle (cli/runner-entry.ts): only the runner's code, loaded
 // without a code cache, so a root runner runs no compiled code from a file beside it.
-bundled.push(await build({
-  ...common,
-  metafile: true,
-  entryPoints: { 'skill-mcp-runner': 'cli/runner-entry.ts' },
-  outExtension: { '.js': '.cjs' },
-  outdir: 'dist',
-  sourcemap: 'linked',
-  minifyWhitespace: true,
-  minifySyntax: true,
-  define: { 'import.meta.url': '__skillMcpBundleUrl' },
-  banner: { js: "var __skillMcpBundleUrl = require('node:url').pathToFileURL(__filename).href;" },
-  external: ['koffi'],
-}));
+bundled.push(
+  await build({
+    ...common,
+    metafile: true,
+    entryPoints: { 'skill-mcp-runner': 'cli/runner-entry.ts' },
+    outExtension: { '.js': '.cjs' },
+    outdir: 'dist',
+    sourcemap: 'linked',
+    minifyWhitespace: true,
+    minifySyntax: true,
+    define: { 'import.meta.url': '__skillMcpBundleUrl' },
+    banner: { js: "var __skillMcpBundleUrl = require('node:url').pathToFileURL(__filename).href;" },
+    external: ['koffi'],
+  }),
+);
 const metafiles = bundled.map((result) => result.metafile);
 await writeFile('dist/THIRD_PARTY_NOTICES.md', await thirdPartyNotices(metafiles));
 await writeFile('dist/sbom.cdx.json', await bundledSbom(metafiles, JSON.parse(await readFile('package.json', 'utf8'))));
-await build({ ...common, entryPoints: { 'skill-mcp': 'cli/boot.ts' }, outdir: 'dist', banner: { js: '#!/usr/bin/env node' }, define: { SKILL_MCP_BUNDLE_HEAD: JSON.stringify(BUNDLE_HEAD) } });
+await build({
+  ...common,
+  entryPoints: { 'skill-mcp': 'cli/boot.ts' },
+  outdir: 'dist',
+  banner: { js: '#!/usr/bin/env node' },
+  define: { SKILL_MCP_BUNDLE_HEAD: JSON.stringify(BUNDLE_HEAD) },
+});
 // The run launcher (runner/sandbox/launch.ts): its own few-kB bundle, started once per run, so it
 // must not load the rest. koffi stays external, as above.
-await build({ ...common, entryPoints: { 'skill-mcp-launch': 'runner/sandbox/launch.ts' }, outExtension: { '.js': '.cjs' }, outdir: 'dist', external: ['koffi'] });
+await build({
+  ...common,
+  entryPoints: { 'skill-mcp-launch': 'runner/sandbox/launch.ts' },
+  outExtension: { '.js': '.cjs' },
+  outdir: 'dist',
+  external: ['koffi'],
+});
 // The package is "type": "module"; the bin and its bundle are CommonJS (vm.Script runs scripts only).
 await writeFile('dist/package.json', '{ "type": "commonjs" }\n');
 await chmod('dist/skill-mcp.js', 0o755);
@@ -81,7 +97,12 @@ async function makeCodeCache() {
   const home = await mkdtemp(join(tmpdir(), 'skill-mcp-build-'));
   try {
     const session = [
-      { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'build', version: '0' } } },
+      {
+        jsonrpc: '2.0',
+        id: 0,
+        method: 'initialize',
+        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'build', version: '0' } },
+      },
       { jsonrpc: '2.0', method: 'notifications/initialized' },
       { jsonrpc: '2.0', id: 1, method: 'skills/list', params: {} },
       { jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} },
@@ -90,7 +111,15 @@ async function makeCodeCache() {
     ];
     // NODE_OPTIONS passes through: V8 accepts a cache only under the flags it was made with.
     const nodeOptions = process.env.NODE_OPTIONS ? { NODE_OPTIONS: process.env.NODE_OPTIONS } : {};
-    const env = { ...nodeOptions, PATH: process.env.PATH, HOME: home, SKILL_MCP_STATE_DIR: join(home, 'state'), SKILLS_DIR: 'skills', SKILL_MCP_WATCH: 'off', SKILL_MCP_CODE_CACHE_WRITE: 'dist/skill-mcp.cache' };
+    const env = {
+      ...nodeOptions,
+      PATH: process.env.PATH,
+      HOME: home,
+      SKILL_MCP_STATE_DIR: join(home, 'state'),
+      SKILLS_DIR: 'skills',
+      SKILL_MCP_WATCH: 'off',
+      SKILL_MCP_CODE_CACHE_WRITE: 'dist/skill-mcp.cache',
+    };
     const answered = await runSession(['dist/skill-mcp.js'], env, session);
     if (answered !== session.filter((m) => 'id' in m).length) throw new Error(`the build session got ${answered} answers`);
     // The proof: a plain start uses it and says nothing about it.
@@ -113,7 +142,9 @@ function runSession(args, env, messages) {
     let answered = 0;
     let stderr = '';
     const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-    child.stderr.on('data', (chunk) => { stderr += chunk; });
+    child.stderr.on('data', (chunk) => {
+      stderr += chunk;
+    });
     child.stdout.on('data', (chunk) => {
       buffer += chunk;
       for (let nl = buffer.indexOf('\n'); nl >= 0; nl = buffer.indexOf('\n')) {
@@ -137,7 +168,9 @@ function runProcess(args, env) {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
-    child.stderr.on('data', (chunk) => { stderr += chunk; });
+    child.stderr.on('data', (chunk) => {
+      stderr += chunk;
+    });
     child.on('error', reject);
     child.on('exit', (code) => (code === 0 ? resolve({ stderr }) : reject(new Error(`--version exited ${code}: ${stderr}`))));
   });

@@ -28,9 +28,20 @@ async function loadClient() {
   const outfile = join(HERE, 'out', 'runner-client.mjs');
   mkdirSync(dirname(outfile), { recursive: true });
   await build({
-    stdin: { contents: "export { RunnerClient } from './server/runner-client.ts';\nexport { configView } from './shared/config-view.ts';\n", resolveDir: REPO, loader: 'ts' },
-    outfile, bundle: true, format: 'esm', platform: 'node', target: 'node20', logLevel: 'warning',
-    banner: { js: "import { createRequire as __benchCreateRequire } from 'node:module'; const require = __benchCreateRequire(import.meta.url);" },
+    stdin: {
+      contents: "export { RunnerClient } from './server/runner-client.ts';\nexport { configView } from './shared/config-view.ts';\n",
+      resolveDir: REPO,
+      loader: 'ts',
+    },
+    outfile,
+    bundle: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    logLevel: 'warning',
+    banner: {
+      js: "import { createRequire as __benchCreateRequire } from 'node:module'; const require = __benchCreateRequire(import.meta.url);",
+    },
   });
   return import(outfile);
 }
@@ -41,7 +52,11 @@ function makeTree() {
   const skill = (name, script, body, extra = {}) => {
     const dir = join(root, 'skills', name);
     mkdirSync(dir, { recursive: true, mode: 0o755 });
-    writeFileSync(join(dir, 'SKILL.md'), `---\nname: ${name}\ndescription: cancel bench ${name}\nmcp-host:\n  version: 1\n  run:\n    - script: ${script}\n      interpreter: node\n      timeout: 60\n---\nBench.\n`, { mode: 0o644 });
+    writeFileSync(
+      join(dir, 'SKILL.md'),
+      `---\nname: ${name}\ndescription: cancel bench ${name}\nmcp-host:\n  version: 1\n  run:\n    - script: ${script}\n      interpreter: node\n      timeout: 60\n---\nBench.\n`,
+      { mode: 0o644 },
+    );
     writeFileSync(join(dir, script), body, { mode: 0o644 });
     for (const [path, bytes] of Object.entries(extra)) writeFileSync(join(dir, path), bytes, { mode: 0o644 });
   };
@@ -52,9 +67,31 @@ function makeTree() {
 }
 
 function startRunner(root, env) {
-  const args = [join(REPO, 'dist/skill-mcp.js'), 'runner', '--socket', join(root, 'sock', 'runner.sock'), '--state-dir', join(root, 'state'), '--scratch-dir', join(root, 'scratch')];
+  const args = [
+    join(REPO, 'dist/skill-mcp.js'),
+    'runner',
+    '--socket',
+    join(root, 'sock', 'runner.sock'),
+    '--state-dir',
+    join(root, 'state'),
+    '--scratch-dir',
+    join(root, 'scratch'),
+  ];
   if (process.getuid?.() === 0) args.push('--uid-range', '62200-62231');
-  const child = spawn(process.execPath, [...(process.env.BENCH_RUNNER_NODE_ARGS ? process.env.BENCH_RUNNER_NODE_ARGS.split(' ') : []), ...args], { env: { PATH: process.env.PATH, LANG: 'C.UTF-8', HOME: root, ...env, ...(process.env.SKILL_MCP_BWRAP ? { SKILL_MCP_BWRAP: process.env.SKILL_MCP_BWRAP } : {}) }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    [...(process.env.BENCH_RUNNER_NODE_ARGS ? process.env.BENCH_RUNNER_NODE_ARGS.split(' ') : []), ...args],
+    {
+      env: {
+        PATH: process.env.PATH,
+        LANG: 'C.UTF-8',
+        HOME: root,
+        ...env,
+        ...(process.env.SKILL_MCP_BWRAP ? { SKILL_MCP_BWRAP: process.env.SKILL_MCP_BWRAP } : {}),
+      },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
   let stderr = '';
   return new Promise((resolve, reject) => {
     child.stderr.on('data', (chunk) => {
@@ -95,7 +132,11 @@ async function main() {
   const root = makeTree();
   const env = { SKILLS_DIR: join(root, 'skills'), SKILL_MCP_KILL_GRACE_MS: '500', SKILL_MCP_DRAIN_MS: '300' };
   const runner = await startRunner(root, env);
-  const client = new RunnerClient(join(root, 'sock', 'runner.sock'), { view: () => configView(env, join(REPO, 'skills')), requestTimeoutMs: 120_000, runSlackMs: 10_000 });
+  const client = new RunnerClient(join(root, 'sock', 'runner.sock'), {
+    view: () => configView(env, join(REPO, 'skills')),
+    requestTimeoutMs: 120_000,
+    runSlackMs: 10_000,
+  });
   const answered = [];
   const gone = [];
   try {
@@ -104,7 +145,10 @@ async function main() {
       const prepared = await client.prepare({ skill: 'waiter', script: 'wait.js', args: [marker] });
       if (!prepared.ok) throw new Error(prepared.error.message);
       const cancelId = randomBytes(16).toString('hex');
-      const run = client.run({ skill: 'waiter', script: 'wait.js', args: [marker], confirmToken: prepared.result.confirmToken }, { cancelId, timeoutMs: 60_000 });
+      const run = client.run(
+        { skill: 'waiter', script: 'wait.js', args: [marker], confirmToken: prepared.result.confirmToken },
+        { cancelId, timeoutMs: 60_000 },
+      );
       let pid = pidOf(marker);
       while (pid === undefined) {
         await new Promise((r) => setTimeout(r, 10));
@@ -133,7 +177,9 @@ async function main() {
     rmSync(root, { recursive: true, force: true });
   }
   const fmt = (xs) => `median ${median(xs).toFixed(1)} ms, max ${Math.max(...xs).toFixed(1)} ms`;
-  process.stdout.write(`cancel under ${DESCRIBES} describes of a 64 MiB skill, ${ROUNDS} rounds (Node ${process.version}, uid ${process.getuid?.()}):\n`);
+  process.stdout.write(
+    `cancel under ${DESCRIBES} describes of a 64 MiB skill, ${ROUNDS} rounds (Node ${process.version}, uid ${process.getuid?.()}):\n`,
+  );
   process.stdout.write(`  cancel answered: ${fmt(answered)}\n  script gone:     ${fmt(gone)}\n`);
 }
 

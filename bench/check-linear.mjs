@@ -32,7 +32,11 @@ try {
       resolveDir: REPO,
       loader: 'ts',
     },
-    bundle: true, platform: 'node', format: 'esm', outfile: join(out, 'rules.mjs'), logLevel: 'error',
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    outfile: join(out, 'rules.mjs'),
+    logLevel: 'error',
   });
   const m = await import(pathToFileURL(join(out, 'rules.mjs')).href);
   const rules = {
@@ -40,7 +44,14 @@ try {
     links: (t) => m.findDeadLinks(t, 0, [], () => false),
     'hidden-text': (t) => m.findHiddenInstructions(t, 0),
     unicode: (t) => m.findHiddenUnicode(t),
-    advice: (t) => m.adviseSkill({ text: t, description: t.slice(0, 1024), frontmatter: { name: 'x', description: t.slice(0, 1024) }, hasFrontmatterDeclaration: false, lineOf: () => undefined }),
+    advice: (t) =>
+      m.adviseSkill({
+        text: t,
+        description: t.slice(0, 1024),
+        frontmatter: { name: 'x', description: t.slice(0, 1024) },
+        hasFrontmatterDeclaration: false,
+        lineOf: () => undefined,
+      }),
   };
   const sizes = argv.includes('--sizes') ? [20_000, 40_000, 80_000, 160_000] : [mb * 1_000_000];
   const worst = {};
@@ -52,7 +63,8 @@ try {
         run(text);
         const ms = Number(process.hrtime.bigint() - started) / 1e6;
         if (size === sizes.at(-1)) worst[rule] = Math.max(worst[rule] ?? 0, ms);
-        if (ms > 200 || size !== sizes.at(-1)) console.log(`${String(size).padStart(9)} chars  ${rule.padEnd(12)} ${name.padEnd(28)} ${ms.toFixed(0).padStart(7)} ms`);
+        if (ms > 200 || size !== sizes.at(-1))
+          console.log(`${String(size).padStart(9)} chars  ${rule.padEnd(12)} ${name.padEnd(28)} ${ms.toFixed(0).padStart(7)} ms`);
       }
     }
   }

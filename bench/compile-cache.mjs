@@ -30,7 +30,18 @@ const REPO = join(HERE, '..');
 const OUT = join(HERE, 'out', 'compile-cache');
 const AS = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : undefined;
 /** What build.mjs reads: the sources, the bundled skills, the notices tool; node_modules is linked. */
-const SOURCES = ['build.mjs', 'package.json', 'tsconfig.json', 'tsconfig.base.json', 'cli', 'server', 'shared', 'runner', 'skills', 'tools/notices.mjs'];
+const SOURCES = [
+  'build.mjs',
+  'package.json',
+  'tsconfig.json',
+  'tsconfig.base.json',
+  'cli',
+  'server',
+  'shared',
+  'runner',
+  'skills',
+  'tools/notices.mjs',
+];
 
 /** The bench-only bin: Node's compile cache for the bundle, then the bundle by require. */
 const COMPILE_CACHE_BIN = `'use strict';
@@ -69,7 +80,8 @@ async function measure(node, runs) {
     'require, no cache': [ccBin, { NODE_DISABLE_COMPILE_CACHE: '1', SKILL_MCP_BENCH_CACHE_DIR: built.cacheDir }],
   };
   // Warm-up: the compile cache is written by the first start's exit; the second start proves it is read.
-  for (let i = 0; i < 2; i++) for (const [server, env] of Object.values(variants)) await once(node, server, built.skills, 'legacy', AS, env);
+  for (let i = 0; i < 2; i++)
+    for (const [server, env] of Object.values(variants)) await once(node, server, built.skills, 'legacy', AS, env);
   const samples = Object.fromEntries(Object.keys(variants).map((k) => [k, []]));
   const order = Object.keys(variants);
   for (let i = 0; i < runs; i++) {
@@ -92,7 +104,8 @@ for (const node of nodes.length > 0 ? nodes : [process.execPath]) {
   const result = await measure(node, runs);
   results.push(result);
   process.stdout.write(`\n${result.version} (${runs} interleaved spawns per variant; compile cache files: ${result.compileCacheFiles})\n`);
-  for (const [name, values] of Object.entries(result.samples)) process.stdout.write(`  ${name.padEnd(28)} median ${median(values).toFixed(1)} ms   p90 ${quantile(values, 0.9).toFixed(1)} ms\n`);
+  for (const [name, values] of Object.entries(result.samples))
+    process.stdout.write(`  ${name.padEnd(28)} median ${median(values).toFixed(1)} ms   p90 ${quantile(values, 0.9).toFixed(1)} ms\n`);
 }
 const load = (await readFile('/proc/loadavg', 'utf8').catch(() => '')).split(' ').slice(0, 3).join(' ');
 process.stdout.write(`\nload average at the end ${load}; started as ${AS ? `uid ${AS.uid}` : `uid ${process.getuid?.()}`}\n`);

@@ -48,10 +48,22 @@ async function skills() {
 
 async function functions(root) {
   const entry = join(work, 'entry.ts');
-  writeFileSync(entry, `export { readSkillContent } from ${JSON.stringify(join(REPO, 'shared/skill-content.ts'))};\nexport { RunCopy } from ${JSON.stringify(join(REPO, 'runner/workspace/run-copy.ts'))};\n`);
+  writeFileSync(
+    entry,
+    `export { readSkillContent } from ${JSON.stringify(join(REPO, 'shared/skill-content.ts'))};\nexport { RunCopy } from ${JSON.stringify(join(REPO, 'runner/workspace/run-copy.ts'))};\n`,
+  );
   const out = join(work, 'entry.mjs');
   const banner = "import { createRequire as __benchRequire } from 'node:module'; const require = __benchRequire(import.meta.url);";
-  await build({ entryPoints: [entry], outfile: out, bundle: true, format: 'esm', platform: 'node', target: 'node20', logLevel: 'warning', banner: { js: banner } });
+  await build({
+    entryPoints: [entry],
+    outfile: out,
+    bundle: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    logLevel: 'warning',
+    banner: { js: banner },
+  });
   const { readSkillContent, RunCopy } = await import(out);
   const limits = { maxFiles: 2000, maxDirs: 2000, maxBytes: 64 * 1024 * 1024 };
   const ctx = { limits: { maxFilesPerSkill: 2000, maxDirsPerSkill: 2000 } };
@@ -73,13 +85,20 @@ async function functions(root) {
       const made = await copy.source(ctx).read(skill);
       copy.remove();
       const b = performance.now() - t;
-      if (!read.ok || !made.ok || made.content.digest !== read.content.digest) throw new Error(`${name}: the copy's digest differs from the in-place one`);
+      if (!read.ok || !made.ok || made.content.digest !== read.content.digest)
+        throw new Error(`${name}: the copy's digest differs from the in-place one`);
       if (i >= 5) {
         inPlace.push(a);
         copied.push(b);
       }
     }
-    rows.push({ skill: name, files: content.files.length, bytes: content.bytes, inPlace: { median: median(inPlace), p90: p90(inPlace) }, copy: { median: median(copied), p90: p90(copied) } });
+    rows.push({
+      skill: name,
+      files: content.files.length,
+      bytes: content.bytes,
+      inPlace: { median: median(inPlace), p90: p90(inPlace) },
+      copy: { median: median(copied), p90: p90(copied) },
+    });
   }
   return rows;
 }
@@ -98,7 +117,20 @@ async function connect(bin, root, label) {
   const home = join(work, `home-${label}`);
   mkdirSync(home, { mode: 0o755 });
   chmodSync(home, 0o755);
-  const transport = new StdioClientTransport({ command: process.execPath, args: [bin], env: { PATH: process.env.PATH, HOME: home, TMPDIR: home, SKILL_MCP_STATE_DIR: join(home, 'state'), SKILLS_DIR: root, MCP_CONFIRM_MODE: 'auto', ...(process.env.SKILL_MCP_BWRAP ? { SKILL_MCP_BWRAP: process.env.SKILL_MCP_BWRAP } : {}) }, stderr: 'pipe' });
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [bin],
+    env: {
+      PATH: process.env.PATH,
+      HOME: home,
+      TMPDIR: home,
+      SKILL_MCP_STATE_DIR: join(home, 'state'),
+      SKILLS_DIR: root,
+      MCP_CONFIRM_MODE: 'auto',
+      ...(process.env.SKILL_MCP_BWRAP ? { SKILL_MCP_BWRAP: process.env.SKILL_MCP_BWRAP } : {}),
+    },
+    stderr: 'pipe',
+  });
   const client = new Client({ name: 'bench-content', version: '0' }, { capabilities: {} });
   await client.connect(transport);
   return client;
@@ -107,13 +139,18 @@ async function connect(bin, root, label) {
 async function endToEnd(root) {
   const bins = { now: join(REPO, 'dist/skill-mcp.js'), base: buildBase() };
   const clients = { now: await connect(bins.now, root, 'now'), base: await connect(bins.base, root, 'base') };
-  const scripts = { 'commit-message': { script: 'scripts/check-message.js', args: ['feat: bench'] }, [PROBE.name]: { script: PROBE.script, args: [] } };
+  const scripts = {
+    'commit-message': { script: 'scripts/check-message.js', args: ['feat: bench'] },
+    [PROBE.name]: { script: PROBE.script, args: [] },
+  };
   const samples = {};
   try {
     for (let i = 0; i < RUNS + 3; i++) {
       for (const skill of Object.keys(scripts)) {
         for (const version of ['base', 'now']) {
-          const call = async (extra) => (await clients[version].callTool({ name: 'skill_run', arguments: { name: skill, ...scripts[skill], ...extra } })).structuredContent;
+          const call = async (extra) =>
+            (await clients[version].callTool({ name: 'skill_run', arguments: { name: skill, ...scripts[skill], ...extra } }))
+              .structuredContent;
           let t = performance.now();
           const preview = await call({});
           const previewMs = performance.now() - t;
@@ -148,16 +185,27 @@ try {
   const root = await skills();
   const fn = await functions(root);
   console.log(`content binding, ${RUNS} samples each, node ${process.version}, uid ${process.getuid()}\n`);
-  console.log('| skill | files | bytes | read + hash in place (prepare; the front again) median / p90 | copy + hash + remove (run) median / p90 |');
+  console.log(
+    '| skill | files | bytes | read + hash in place (prepare; the front again) median / p90 | copy + hash + remove (run) median / p90 |',
+  );
   console.log('|---|---:|---:|---:|---:|');
-  for (const r of fn) console.log(`| ${r.skill} | ${r.files} | ${r.bytes} | ${ms(r.inPlace.median)} / ${ms(r.inPlace.p90)} | ${ms(r.copy.median)} / ${ms(r.copy.p90)} |`);
+  for (const r of fn)
+    console.log(
+      `| ${r.skill} | ${r.files} | ${r.bytes} | ${ms(r.inPlace.median)} / ${ms(r.inPlace.p90)} | ${ms(r.copy.median)} / ${ms(r.copy.p90)} |`,
+    );
   const e2e = await endToEnd(root);
   console.log(`\nend to end (real bin over stdio, token path), ${BASE} vs this build, medians:\n`);
   console.log('| skill | preview call: before → now (added) | run call: before → now (added) |');
   console.log('|---|---:|---:|');
-  for (const r of e2e) console.log(`| ${r.skill} | ${ms(r.preview.base)} → ${ms(r.preview.now)} (${r.preview.added >= 0 ? '+' : ''}${ms(r.preview.added)}) | ${ms(r.run.base)} → ${ms(r.run.now)} (${r.run.added >= 0 ? '+' : ''}${ms(r.run.added)}) |`);
+  for (const r of e2e)
+    console.log(
+      `| ${r.skill} | ${ms(r.preview.base)} → ${ms(r.preview.now)} (${r.preview.added >= 0 ? '+' : ''}${ms(r.preview.added)}) | ${ms(r.run.base)} → ${ms(r.run.now)} (${r.run.added >= 0 ? '+' : ''}${ms(r.run.added)}) |`,
+    );
   mkdirSync(join(REPO, 'bench/out'), { recursive: true });
-  writeFileSync(join(REPO, 'bench/out/content-binding.json'), `${JSON.stringify({ at: new Date().toISOString(), runs: RUNS, base: BASE, functions: fn, endToEnd: e2e }, null, 2)}\n`);
+  writeFileSync(
+    join(REPO, 'bench/out/content-binding.json'),
+    `${JSON.stringify({ at: new Date().toISOString(), runs: RUNS, base: BASE, functions: fn, endToEnd: e2e }, null, 2)}\n`,
+  );
 } finally {
   rmSync(work, { recursive: true, force: true });
 }

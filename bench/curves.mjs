@@ -46,7 +46,12 @@ function servers(refBundle, root, workload) {
     ours: {
       command: NODE,
       args: [join(REPO, 'dist/skill-mcp.js')],
-      env: { SKILLS_DIR: root, SKILL_MCP_MAX_SKILLS: String(workload.skills * 2), MCP_CONFIRM_ELICITATION: 'off', SKILL_MCP_STATE_DIR: join(OUT, 'state') },
+      env: {
+        SKILLS_DIR: root,
+        SKILL_MCP_MAX_SKILLS: String(workload.skills * 2),
+        MCP_CONFIRM_ELICITATION: 'off',
+        SKILL_MCP_STATE_DIR: join(OUT, 'state'),
+      },
     },
     ref: { command: NODE, args: [refBundle], env: { SKILLS_DIR: root } },
   };
@@ -97,7 +102,17 @@ async function sample(server, withRuns, root) {
     const walks = [];
     for (let i = 0; i < WARM_WALKS; i++) walks.push(await session.walkSkills());
     const memory = session.memory();
-    const out = { firstMs, settledMs, firstPageSkills: first.skills.length, firstWalkMs: firstWalk.ms, walkMs: walks.map((w) => w.ms), skills: firstWalk.skills, pages: firstWalk.pages.length, undigested: walks.at(-1).undigested, rssMB: memory?.rssMB };
+    const out = {
+      firstMs,
+      settledMs,
+      firstPageSkills: first.skills.length,
+      firstWalkMs: firstWalk.ms,
+      walkMs: walks.map((w) => w.ms),
+      skills: firstWalk.skills,
+      pages: firstWalk.pages.length,
+      undigested: walks.at(-1).undigested,
+      rssMB: memory?.rssMB,
+    };
     if (withRuns) out.run = await runSamples(session, server.command, join(root, PROBE.name, PROBE.script));
     return out;
   } finally {
@@ -128,7 +143,9 @@ async function runSamples(session, node, script) {
 async function measure(workload, refBundle) {
   const t = performance.now();
   const { root, cached } = await generate(workload);
-  log(`${workload.id}: ${workload.skills} skills / ${workload.files} files ${cached ? '(cached)' : `generated in ${Math.round(performance.now() - t)} ms`}`);
+  log(
+    `${workload.id}: ${workload.skills} skills / ${workload.files} files ${cached ? '(cached)' : `generated in ${Math.round(performance.now() - t)} ms`}`,
+  );
   const server = servers(refBundle, root, workload);
   const raw = { ours: [], ref: [] };
   const load = [loadavg()[0]];
@@ -138,7 +155,9 @@ async function measure(workload, refBundle) {
     for (const kind of order) {
       const s = await sample(server[kind], kind === 'ours' && i === 0, root);
       raw[kind].push(s);
-      log(`  ${kind} ${i + 1}/${SAMPLES[workload.id]}: first list ${s.firstMs.toFixed(0)} ms, settled after ${(s.settledMs / 1000).toFixed(1)} s, warm walk ${median(s.walkMs).toFixed(1)} ms (${s.skills} skills, ${s.pages} pages), RSS ${s.rssMB?.toFixed(0)} MB${s.run ? `, ${s.run.error ?? `skill_run ${median(s.run.skillRunMs).toFixed(1)} vs direct ${median(s.run.directMs).toFixed(1)} ms`}` : ''}`);
+      log(
+        `  ${kind} ${i + 1}/${SAMPLES[workload.id]}: first list ${s.firstMs.toFixed(0)} ms, settled after ${(s.settledMs / 1000).toFixed(1)} s, warm walk ${median(s.walkMs).toFixed(1)} ms (${s.skills} skills, ${s.pages} pages), RSS ${s.rssMB?.toFixed(0)} MB${s.run ? `, ${s.run.error ?? `skill_run ${median(s.run.skillRunMs).toFixed(1)} vs direct ${median(s.run.directMs).toFixed(1)} ms`}` : ''}`,
+      );
     }
     load.push(loadavg()[0]);
   }
@@ -171,7 +190,8 @@ const fmt = (v, unit) => {
   return `${v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2)} ${unit}`;
 };
 /** An axis tick: round numbers as they are (1 ms, 10 ms, 1 s, 250 MB). */
-const tickFmt = (v, unit) => (unit === 'ms' && v >= 1000 ? `${Number((v / 1000).toPrecision(3))} s` : `${Number(v.toPrecision(3))} ${unit}`);
+const tickFmt = (v, unit) =>
+  unit === 'ms' && v >= 1000 ? `${Number((v / 1000).toPrecision(3))} s` : `${Number(v.toPrecision(3))} ${unit}`;
 
 /** One panel: log-x catalog size; y log or linear; one polyline per series, values labelled. */
 function panel({ x0, y0, w, h, title, unit, logY, series, sizes }) {
@@ -205,7 +225,8 @@ function panel({ x0, y0, w, h, title, unit, logY, series, sizes }) {
   };
   // Per catalog size, the higher point's label goes above it and the lower's below: no overlap where the lines meet.
   const highest = new Map();
-  for (const s of series) for (const [size, v] of s.points) if (Number.isFinite(v)) highest.set(size, Math.max(highest.get(size) ?? -Infinity, v));
+  for (const s of series)
+    for (const [size, v] of s.points) if (Number.isFinite(v)) highest.set(size, Math.max(highest.get(size) ?? -Infinity, v));
   const parts = [];
   parts.push(`<text x="${x0 + w / 2}" y="${y0 + 20}" text-anchor="middle" class="title">${esc(title)}</text>`);
   parts.push(`<rect x="${x0 + pad.l}" y="${y0 + pad.t}" width="${pw}" height="${ph}" class="frame"/>`);
@@ -217,17 +238,27 @@ function panel({ x0, y0, w, h, title, unit, logY, series, sizes }) {
   for (const size of sizes) {
     const x = X(size);
     parts.push(`<line x1="${x.toFixed(1)}" x2="${x.toFixed(1)}" y1="${y0 + pad.t}" y2="${y0 + pad.t + ph}" class="grid"/>`);
-    parts.push(`<text x="${x.toFixed(1)}" y="${y0 + pad.t + ph + 16}" text-anchor="middle" class="tick">${size.toLocaleString('en-US')}</text>`);
+    parts.push(
+      `<text x="${x.toFixed(1)}" y="${y0 + pad.t + ph + 16}" text-anchor="middle" class="tick">${size.toLocaleString('en-US')}</text>`,
+    );
   }
-  parts.push(`<text x="${x0 + pad.l + pw / 2}" y="${y0 + h - 6}" text-anchor="middle" class="axis">skills in the catalog (log scale)${logY ? '; y log scale' : ''}</text>`);
+  parts.push(
+    `<text x="${x0 + pad.l + pw / 2}" y="${y0 + h - 6}" text-anchor="middle" class="axis">skills in the catalog (log scale)${logY ? '; y log scale' : ''}</text>`,
+  );
   for (const s of series) {
     const pts = s.points.filter((p) => Number.isFinite(p[1]) && p[1] > 0);
     parts.push(`<polyline points="${pts.map(([size, v]) => `${X(size).toFixed(1)},${Y(v).toFixed(1)}`).join(' ')}" class="${s.cls}"/>`);
     for (const [index, [size, v]] of pts.entries()) {
       // The last point's label goes to its left, inside the frame.
       const last = index === pts.length - 1;
-      parts.push(s.cls === 'ours' ? `<circle cx="${X(size).toFixed(1)}" cy="${Y(v).toFixed(1)}" r="3.5" class="ours-pt"/>` : `<rect x="${(X(size) - 3.5).toFixed(1)}" y="${(Y(v) - 3.5).toFixed(1)}" width="7" height="7" class="ref-pt"/>`);
-      parts.push(`<text x="${(X(size) + (last ? -6 : 5)).toFixed(1)}" y="${(Y(v) + (v === highest.get(size) ? -7 : 14)).toFixed(1)}"${last ? ' text-anchor="end"' : ''} class="val ${s.cls}-val">${esc(fmt(v, unit))}</text>`);
+      parts.push(
+        s.cls === 'ours'
+          ? `<circle cx="${X(size).toFixed(1)}" cy="${Y(v).toFixed(1)}" r="3.5" class="ours-pt"/>`
+          : `<rect x="${(X(size) - 3.5).toFixed(1)}" y="${(Y(v) - 3.5).toFixed(1)}" width="7" height="7" class="ref-pt"/>`,
+      );
+      parts.push(
+        `<text x="${(X(size) + (last ? -6 : 5)).toFixed(1)}" y="${(Y(v) + (v === highest.get(size) ? -7 : 14)).toFixed(1)}"${last ? ' text-anchor="end"' : ''} class="val ${s.cls}-val">${esc(fmt(v, unit))}</text>`,
+      );
     }
   }
   return parts.join('\n');
@@ -239,10 +270,42 @@ function chart(results, meta) {
   const W = 440;
   const H = 300;
   const panels = [
-    { title: 'spawn → first skills/list answer', unit: 'ms', logY: true, series: [{ cls: 'ours', points: pts((r) => r.ours.firstListMs) }, { cls: 'ref', points: pts((r) => r.ref.firstListMs) }] },
-    { title: 'whole skills/list walk, warm', unit: 'ms', logY: true, series: [{ cls: 'ours', points: pts((r) => r.ours.warmWalkMs) }, { cls: 'ref', points: pts((r) => r.ref.warmWalkMs) }] },
-    { title: 'server RSS after the walks', unit: 'MB', logY: false, series: [{ cls: 'ours', points: pts((r) => r.ours.rssAfterWalkMB) }, { cls: 'ref', points: pts((r) => r.ref.rssAfterWalkMB) }] },
-    { title: 'skill_run (both calls) vs a direct node spawn', unit: 'ms', logY: false, series: [{ cls: 'ours', points: pts((r) => r.ours.skillRunMs) }, { cls: 'ref', points: pts((r) => r.ref.directSpawnMs) }] },
+    {
+      title: 'spawn → first skills/list answer',
+      unit: 'ms',
+      logY: true,
+      series: [
+        { cls: 'ours', points: pts((r) => r.ours.firstListMs) },
+        { cls: 'ref', points: pts((r) => r.ref.firstListMs) },
+      ],
+    },
+    {
+      title: 'whole skills/list walk, warm',
+      unit: 'ms',
+      logY: true,
+      series: [
+        { cls: 'ours', points: pts((r) => r.ours.warmWalkMs) },
+        { cls: 'ref', points: pts((r) => r.ref.warmWalkMs) },
+      ],
+    },
+    {
+      title: 'server RSS after the walks',
+      unit: 'MB',
+      logY: false,
+      series: [
+        { cls: 'ours', points: pts((r) => r.ours.rssAfterWalkMB) },
+        { cls: 'ref', points: pts((r) => r.ref.rssAfterWalkMB) },
+      ],
+    },
+    {
+      title: 'skill_run (both calls) vs a direct node spawn',
+      unit: 'ms',
+      logY: false,
+      series: [
+        { cls: 'ours', points: pts((r) => r.ours.skillRunMs) },
+        { cls: 'ref', points: pts((r) => r.ref.directSpawnMs) },
+      ],
+    },
   ];
   const TOP = 62;
   const body = panels.map((p, i) => panel({ ...p, sizes, x0: (i % 2) * W, y0: TOP + Math.floor(i / 2) * H, w: W, h: H })).join('\n');
@@ -295,11 +358,18 @@ mkdirSync(OUT, { recursive: true });
 writeFileSync(join(OUT, 'curves.json'), `${JSON.stringify(run, null, 2)}\n`);
 if (results.length > 1) writeFileSync(join(HERE, 'curves.svg'), chart(results, meta));
 console.log(`Cost curves, ${meta}\n`);
-console.log('| skills | files | spawn → first skills/list ours / ref | warm walk ours / ref (ours pages) | RSS after walk ours / ref | skill_run ours / direct spawn (overhead) |');
+console.log(
+  '| skills | files | spawn → first skills/list ours / ref | warm walk ours / ref (ours pages) | RSS after walk ours / ref | skill_run ours / direct spawn (overhead) |',
+);
 console.log('|---:|---:|---:|---:|---:|---:|');
 for (const r of results) {
   const o = r.ours;
   const f = r.ref;
-  const runCell = o.skillRunMs === undefined ? `– (${o.skillRunError ?? 'not measured'})` : `${o.skillRunMs.toFixed(1)} / ${f.directSpawnMs.toFixed(1)} ms (${o.skillRunOverheadMs >= 0 ? '+' : ''}${o.skillRunOverheadMs.toFixed(1)} ms)`;
-  console.log(`| ${r.skills.toLocaleString('en-US')} | ${r.files.toLocaleString('en-US')} | ${fmt(o.firstListMs, 'ms')} / ${fmt(f.firstListMs, 'ms')} | ${fmt(o.warmWalkMs, 'ms')} / ${fmt(f.warmWalkMs, 'ms')} (${o.pages}) | ${fmt(o.rssAfterWalkMB, 'MB')} / ${fmt(f.rssAfterWalkMB, 'MB')} | ${runCell} |`);
+  const runCell =
+    o.skillRunMs === undefined
+      ? `– (${o.skillRunError ?? 'not measured'})`
+      : `${o.skillRunMs.toFixed(1)} / ${f.directSpawnMs.toFixed(1)} ms (${o.skillRunOverheadMs >= 0 ? '+' : ''}${o.skillRunOverheadMs.toFixed(1)} ms)`;
+  console.log(
+    `| ${r.skills.toLocaleString('en-US')} | ${r.files.toLocaleString('en-US')} | ${fmt(o.firstListMs, 'ms')} / ${fmt(f.firstListMs, 'ms')} | ${fmt(o.warmWalkMs, 'ms')} / ${fmt(f.warmWalkMs, 'ms')} (${o.pages}) | ${fmt(o.rssAfterWalkMB, 'MB')} / ${fmt(f.rssAfterWalkMB, 'MB')} | ${runCell} |`,
+  );
 }

@@ -28,7 +28,10 @@ if (!wheel) {
 const work = mkdtempSync(join(tmpdir(), 'skill-mcp-bench-deps-'));
 const env = join(work, 'env');
 try {
-  execFileSync('python3', ['-m', 'pip', 'install', '--quiet', '--no-index', '--no-deps', '--target', join(env, 'site'), wheel], { stdio: 'inherit', env: { ...process.env, PIP_CONFIG_FILE: '/dev/null' } });
+  execFileSync('python3', ['-m', 'pip', 'install', '--quiet', '--no-index', '--no-deps', '--target', join(env, 'site'), wheel], {
+    stdio: 'inherit',
+    env: { ...process.env, PIP_CONFIG_FILE: '/dev/null' },
+  });
   const entry = join(work, 'entry.ts');
   writeFileSync(entry, ['manifest', 'verify'].map((m) => `export * from ${JSON.stringify(join(REPO, `runner/deps/${m}.ts`))};`).join('\n'));
   const out = join(work, 'entry.mjs');
@@ -47,7 +50,20 @@ try {
   }
   const digest = '0'.repeat(64);
   execFileSync('chmod', ['u+w', env]);
-  writeFileSync(join(env, MANIFEST_FILE), JSON.stringify({ version: 1, digest, kind: 'python', interpreter: '', builtAt: '', index: [], resolved: '', sourceBuilds: false, entries }));
+  writeFileSync(
+    join(env, MANIFEST_FILE),
+    JSON.stringify({
+      version: 1,
+      digest,
+      kind: 'python',
+      interpreter: '',
+      builtAt: '',
+      index: [],
+      resolved: '',
+      sourceBuilds: false,
+      entries,
+    }),
+  );
   execFileSync('chmod', ['a-w', env]);
   const time = async (fn) => {
     const samples = [];
@@ -74,7 +90,8 @@ try {
   const walk = await time(async () => walkEnv(env));
   const files = entries.filter((e) => e.type === 'file').length;
   console.log(`pypdf environment: ${files} files, ${entries.length - files} folders, ${(bytes / 1024 / 1024).toFixed(1)} MiB`);
-  for (const [name, r] of Object.entries({ full, cached, walk })) console.log(`${name.padEnd(7)} median ${r.median.toFixed(2)} ms  p90 ${r.p90.toFixed(2)} ms`);
+  for (const [name, r] of Object.entries({ full, cached, walk }))
+    console.log(`${name.padEnd(7)} median ${r.median.toFixed(2)} ms  p90 ${r.p90.toFixed(2)} ms`);
 } finally {
   execFileSync('chmod', ['-R', 'u+w', work]);
   rmSync(work, { recursive: true, force: true });

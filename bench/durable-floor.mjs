@@ -23,7 +23,21 @@
  *
  *   node bench/durable-floor.mjs [--runs=N]
  */
-import { closeSync, constants, fdatasync, fdatasyncSync, fsync, fsyncSync, linkSync, mkdtempSync, openSync, renameSync, rmSync, unlinkSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  fdatasync,
+  fdatasyncSync,
+  fsync,
+  fsyncSync,
+  linkSync,
+  mkdtempSync,
+  openSync,
+  renameSync,
+  rmSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/client';
@@ -50,7 +64,9 @@ function fsyncDir(dir) {
 /** Measures the three durable steps of a run, in a fresh folder, `runs` times each in turn. */
 export function durableSteps(n = runs) {
   const dir = mkdtempSync(join(tmpdir(), 'skill-mcp-durable-'));
-  const line = Buffer.from(`${JSON.stringify({ event: 'run.accept', run_id: 'r'.repeat(26), skill: 'probe', script: 'probe', argv_hash: 'h'.repeat(64), pad: 'x'.repeat(250) })}\n`);
+  const line = Buffer.from(
+    `${JSON.stringify({ event: 'run.accept', run_id: 'r'.repeat(26), skill: 'probe', script: 'probe', argv_hash: 'h'.repeat(64), pad: 'x'.repeat(250) })}\n`,
+  );
   const log = openSync(join(dir, 'audit.log'), constants.O_WRONLY | constants.O_CREAT | constants.O_APPEND, 0o600);
   const out = { spend: [], accept: [], exit: [] };
   try {
@@ -139,7 +155,12 @@ export async function syncBeside(n = runs) {
 
 /** Median of `n` MCP pings through our front (dist/skill-mcp.js on the bundled skills) over stdio. */
 export async function pingRoundTrip(n = runs) {
-  const transport = new StdioClientTransport({ command: process.execPath, args: [join(REPO, 'dist/skill-mcp.js')], env: { PATH: process.env.PATH, SKILLS_DIR: join(REPO, 'skills') }, stderr: 'ignore' });
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [join(REPO, 'dist/skill-mcp.js')],
+    env: { PATH: process.env.PATH, SKILLS_DIR: join(REPO, 'skills') },
+    stderr: 'ignore',
+  });
   const client = new Client({ name: 'durable-floor', version: '0' });
   await client.connect(transport);
   try {

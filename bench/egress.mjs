@@ -54,7 +54,11 @@ function makeSkill(port) {
   const root = mkdtempSync(join(tmpdir(), 'skill-mcp-bench-egress-'));
   chmodSync(root, 0o755);
   mkdirSync(join(root, 'egress'), { mode: 0o755 });
-  writeFileSync(join(root, 'egress', 'SKILL.md'), `---\nname: egress\ndescription: bench egress\nmcp-host:\n  version: 1\n  run:\n    - script: bench.py\n      interpreter: python3\n      timeout: 300\n  egress: [127.0.0.1:${port}]\n---\nbench\n`, { mode: 0o644 });
+  writeFileSync(
+    join(root, 'egress', 'SKILL.md'),
+    `---\nname: egress\ndescription: bench egress\nmcp-host:\n  version: 1\n  run:\n    - script: bench.py\n      interpreter: python3\n      timeout: 300\n  egress: [127.0.0.1:${port}]\n---\nbench\n`,
+    { mode: 0o644 },
+  );
   writeFileSync(join(root, 'egress', 'bench.py'), BENCH_PY, { mode: 0o644 });
   return root;
 }
@@ -77,13 +81,16 @@ async function proxied(skills, prefix, args) {
   if (prefix.length > 0) chownSync(home, USER, USER);
   const [command, ...pre] = prefix.length > 0 ? prefix : [process.execPath];
   const transport = new StdioClientTransport({
-    command, args: prefix.length > 0 ? [...pre, process.execPath, BIN] : [BIN],
-    env: { PATH: process.env.PATH, HOME: home, TMPDIR: home, SKILLS_DIR: skills, MCP_CONFIRM_MODE: 'auto' }, stderr: 'pipe',
+    command,
+    args: prefix.length > 0 ? [...pre, process.execPath, BIN] : [BIN],
+    env: { PATH: process.env.PATH, HOME: home, TMPDIR: home, SKILLS_DIR: skills, MCP_CONFIRM_MODE: 'auto' },
+    stderr: 'pipe',
   });
   const client = new Client({ name: 'bench-egress', version: '0' }, { capabilities: {} });
   await client.connect(transport);
   try {
-    const call = async (extra) => (await client.callTool({ name: 'skill_run', arguments: { name: 'egress', script: 'bench.py', args, ...extra } })).structuredContent;
+    const call = async (extra) =>
+      (await client.callTool({ name: 'skill_run', arguments: { name: 'egress', script: 'bench.py', args, ...extra } })).structuredContent;
     const first = await call({});
     if (typeof first?.confirmToken !== 'string') throw new Error(`no token: ${JSON.stringify(first).slice(0, 300)}`);
     const ran = await call({ confirmToken: first.confirmToken });
@@ -140,8 +147,13 @@ try {
 }
 const out = join(REPO, 'bench/out');
 mkdirSync(out, { recursive: true });
-writeFileSync(join(out, 'egress.json'), JSON.stringify({ node: process.version, n: N, bigMiB: BIG_MIB, cores: (await import('node:os')).cpus().length, rows }, null, 2));
-console.log(`python3 script, ${N} sequential GETs (new connection each; median, p90) and one ${BIG_MIB} MiB download; through the run's proxy vs spawned directly on the host; ${process.version}`);
+writeFileSync(
+  join(out, 'egress.json'),
+  JSON.stringify({ node: process.version, n: N, bigMiB: BIG_MIB, cores: (await import('node:os')).cpus().length, rows }, null, 2),
+);
+console.log(
+  `python3 script, ${N} sequential GETs (new connection each; median, p90) and one ${BIG_MIB} MiB download; through the run's proxy vs spawned directly on the host; ${process.version}`,
+);
 console.log('| launch | level | path | request (median / p90) | direct (median / p90) | added | download | direct download |');
 console.log('|---|---|---|---|---|---|---|---|');
 for (const r of rows) {
@@ -150,5 +162,7 @@ for (const r of rows) {
     continue;
   }
   const f = (x) => x.toFixed(2);
-  console.log(`| ${r.label} | \`${r.level}\` | ${r.mode === 'http' ? 'plain HTTP (urllib)' : 'CONNECT tunnel'} | ${f(r.via.latency_ms)} / ${f(r.via.p90_ms)} ms | ${f(r.base.latency_ms)} / ${f(r.base.p90_ms)} ms | +${f(r.via.latency_ms - r.base.latency_ms)} ms | ${r.via.mb_s.toFixed(0)} MB/s | ${r.base.mb_s.toFixed(0)} MB/s |`);
+  console.log(
+    `| ${r.label} | \`${r.level}\` | ${r.mode === 'http' ? 'plain HTTP (urllib)' : 'CONNECT tunnel'} | ${f(r.via.latency_ms)} / ${f(r.via.p90_ms)} ms | ${f(r.base.latency_ms)} / ${f(r.base.p90_ms)} ms | +${f(r.via.latency_ms - r.base.latency_ms)} ms | ${r.via.mb_s.toFixed(0)} MB/s | ${r.base.mb_s.toFixed(0)} MB/s |`,
+  );
 }

@@ -28,7 +28,12 @@ const MODERN_META = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', '
 export const ERAS = {
   // 2025: initialize, initialized, then skills/list (what the SDK's Client does by default).
   legacy: [
-    { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'first-list', version: '0' } } },
+    {
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'first-list', version: '0' } },
+    },
     { jsonrpc: '2.0', method: 'notifications/initialized' },
     { jsonrpc: '2.0', id: 1, method: 'skills/list', params: {} },
   ],
@@ -52,7 +57,9 @@ export function once(node, server, root, era, as, env = {}) {
     let buffer = '';
     let stderr = '';
     let answered = false;
-    child.stderr.on('data', (chunk) => { stderr += chunk; });
+    child.stderr.on('data', (chunk) => {
+      stderr += chunk;
+    });
     child.stdout.on('data', (chunk) => {
       buffer += chunk;
       for (let nl = buffer.indexOf('\n'); nl >= 0; nl = buffer.indexOf('\n')) {
@@ -66,7 +73,9 @@ export function once(node, server, root, era, as, env = {}) {
         const { skills } = message.result;
         const undigested = skills.filter((s) => !Array.isArray(s.resources)).length;
         // Wait for the exit, so the next sample does not share the CPU with this one's shutdown.
-        child.once('exit', () => resolve({ ms, skills: skills.length, files: skills.reduce((n, s) => n + (s.resources?.length ?? 0), 0), undigested }));
+        child.once('exit', () =>
+          resolve({ ms, skills: skills.length, files: skills.reduce((n, s) => n + (s.resources?.length ?? 0), 0), undigested }),
+        );
       }
     });
     child.on('error', reject);
@@ -82,7 +91,10 @@ export function once(node, server, root, era, as, env = {}) {
 export async function firstListRows({ node, servers, runs, eras = Object.keys(ERAS), log = () => undefined }) {
   const small = WORKLOADS.find((w) => w.id === 'small');
   const folders = { 'bundled (1 skill)': fileURLToPath(new URL('../skills', import.meta.url)), '30 skills': (await generate(small)).root };
-  const users = process.getuid?.() === 0 ? { root: undefined, [`uid ${UNPRIVILEGED.uid}`]: UNPRIVILEGED } : { [`uid ${process.getuid?.()}`]: undefined };
+  const users =
+    process.getuid?.() === 0
+      ? { root: undefined, [`uid ${UNPRIVILEGED.uid}`]: UNPRIVILEGED }
+      : { [`uid ${process.getuid?.()}`]: undefined };
   const rows = [];
   for (const [folder, root] of Object.entries(folders)) {
     for (const [user, as] of Object.entries(users)) {
@@ -122,8 +134,17 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const era = option('era', 'both');
   await mkdir(OUT, { recursive: true });
   const servers = { ours: await snapshotOurs(), ref: await buildRefServer() };
-  const rows = await firstListRows({ node: process.execPath, servers, runs, eras: era === 'both' ? undefined : [era], log: (m) => process.stderr.write(`${m}\n`) });
+  const rows = await firstListRows({
+    node: process.execPath,
+    servers,
+    runs,
+    eras: era === 'both' ? undefined : [era],
+    log: (m) => process.stderr.write(`${m}\n`),
+  });
   const load = (await readFile('/proc/loadavg', 'utf8').catch(() => '')).split(' ').slice(0, 3).join(' ');
   process.stdout.write(`${toTerminal(rows)}\n\nmedians of ${runs} interleaved spawns per row; load average at the end ${load}\n`);
-  await writeFile(join(OUT, 'first-list.json'), JSON.stringify({ date: new Date().toISOString(), node: process.version, load, rows }, null, 2));
+  await writeFile(
+    join(OUT, 'first-list.json'),
+    JSON.stringify({ date: new Date().toISOString(), node: process.version, load, rows }, null, 2),
+  );
 }

@@ -49,7 +49,10 @@ function rng(seed) {
   };
 }
 
-const WORDS = 'the skill reads files writes output checks input table chart report data model query parse format convert merge split test build deploy review commit branch image font document page section list item value error result config option'.split(' ');
+const WORDS =
+  'the skill reads files writes output checks input table chart report data model query parse format convert merge split test build deploy review commit branch image font document page section list item value error result config option'.split(
+    ' ',
+  );
 
 function text(random, bytes) {
   const parts = [];
@@ -151,7 +154,10 @@ export async function generate(workload, seed = 2640) {
     // Pairs of skills share 2 × the mean (one above, one below), so the total stays on target.
     if (i % 2 === 0) pairJitter = random();
     const jitter = i % 2 === 0 ? pairJitter : 1 - pairJitter;
-    const count = i === regular - 1 ? Math.max(1, filesLeft) : Math.max(1, Math.min(filesLeft - (regular - 1 - i), Math.round(perSkill * (0.5 + jitter))));
+    const count =
+      i === regular - 1
+        ? Math.max(1, filesLeft)
+        : Math.max(1, Math.min(filesLeft - (regular - 1 - i), Math.round(perSkill * (0.5 + jitter))));
     filesLeft -= count;
     const files = [['SKILL.md', skillMd(name, random)]];
     for (let f = 1; f < count; f++) {
@@ -178,7 +184,10 @@ export async function generate(workload, seed = 2640) {
 export const COLLECTION = { id: 'collection', skills: 553, bytes: 74 * MIB, shape: 'collection' };
 
 const COLLECTION_VERSION = 2;
-const NAME_WORDS = 'pdf docx pptx xlsx canvas design brand guide web app test slack gif theme algorithmic art internal comms mcp builder skill creator artifacts frontend review writer data chart api docs git commit lint deploy cloud sql query notebook latex resume email meeting notes figma video audio image'.split(' ');
+const NAME_WORDS =
+  'pdf docx pptx xlsx canvas design brand guide web app test slack gif theme algorithmic art internal comms mcp builder skill creator artifacts frontend review writer data chart api docs git commit lint deploy cloud sql query notebook latex resume email meeting notes figma video audio image'.split(
+    ' ',
+  );
 
 /** [path, bytes, kind] of one skill before the large binaries are scaled. */
 function planCollectionSkill(random, index) {
@@ -190,9 +199,11 @@ function planCollectionSkill(random, index) {
   files.push(['SKILL.md', mdSize, 'md']);
   if (random() < 0.45) files.push(['LICENSE.txt', 0, 'license']);
   const refs = kind === 'plain' ? some(0, 2) : some(1, 5);
-  for (let r = 0; r < refs; r++) files.push([`references/${NAME_WORDS[some(0, NAME_WORDS.length - 1)]}-${r}.md`, some(2_000, 20_000), 'md']);
+  for (let r = 0; r < refs; r++)
+    files.push([`references/${NAME_WORDS[some(0, NAME_WORDS.length - 1)]}-${r}.md`, some(2_000, 20_000), 'md']);
   if (kind !== 'plain') {
-    for (let s = 0, n = some(2, 8); s < n; s++) files.push([`scripts/${NAME_WORDS[some(0, NAME_WORDS.length - 1)]}_${s}.py`, some(1_000, 15_000), 'script']);
+    for (let s = 0, n = some(2, 8); s < n; s++)
+      files.push([`scripts/${NAME_WORDS[some(0, NAME_WORDS.length - 1)]}_${s}.py`, some(1_000, 15_000), 'script']);
     if (random() < 0.3) files.push(['requirements.txt', some(40, 300), 'text']);
     for (let t = 0, n = some(0, 2); t < n; t++) files.push([`templates/template-${t}.json`, some(500, 6_000), 'text']);
   }

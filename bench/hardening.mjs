@@ -9,7 +9,14 @@ import { join } from 'node:path';
 import { build } from 'esbuild';
 
 const bundle = join(mkdtempSync(join(tmpdir(), 'skill-mcp-bench-bundle-')), 'hardening.mjs');
-await build({ entryPoints: ['runner/sandbox/hardening.ts'], bundle: true, platform: 'node', format: 'esm', outfile: bundle, logLevel: 'error' });
+await build({
+  entryPoints: ['runner/sandbox/hardening.ts'],
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  outfile: bundle,
+  logLevel: 'error',
+});
 const { hostFilter } = await import(bundle);
 
 const samples = Number(process.argv[2] ?? 20);
@@ -42,7 +49,10 @@ for (let i = 0; i < samples; i++) {
 // A syscall-heavy loop under the filter vs without: the per-syscall price of the BPF program.
 const loop = ['/usr/bin/python3', '-c', 'import os\nfor _ in range(200000): os.getppid()'];
 for (let i = 0; i < Math.max(3, samples / 4); i++) {
-  for (const [name, c] of Object.entries({ '200k getppid': { argv: loop }, '200k getppid under the filter': { argv: [process.execPath, 'dist/skill-mcp-launch.cjs', '--', ...loop], fd: orders } })) {
+  for (const [name, c] of Object.entries({
+    '200k getppid': { argv: loop },
+    '200k getppid under the filter': { argv: [process.execPath, 'dist/skill-mcp-launch.cjs', '--', ...loop], fd: orders },
+  })) {
     const fd = c.fd ? openSync(c.fd, 'r') : undefined;
     const t = performance.now();
     spawnSync(c.argv[0], c.argv.slice(1), { stdio: ['ignore', 'ignore', 'inherit', ...(fd !== undefined ? [fd] : [])] });

@@ -28,7 +28,10 @@ import { median } from './report.mjs';
 
 const ROUNDS = Number(option(process.argv, 'rounds', '61'));
 const GAP_MS = Number(option(process.argv, 'gap', '80'));
-const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
 const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function makeFolder() {
@@ -37,14 +40,23 @@ function makeFolder() {
   chmodSync(root, 0o755);
   mkdirSync(join(root, 'skills', 'probe'), { recursive: true, mode: 0o755 });
   mkdirSync(join(root, 'home'), { mode: 0o755 });
-  writeFileSync(join(root, 'skills', 'probe', 'SKILL.md'), '---\nname: probe\ndescription: bench probe\nmcp-host:\n  version: 1\n  run:\n    - script: run.js\n      interpreter: node\n---\nprobe\n', { mode: 0o644 });
+  writeFileSync(
+    join(root, 'skills', 'probe', 'SKILL.md'),
+    '---\nname: probe\ndescription: bench probe\nmcp-host:\n  version: 1\n  run:\n    - script: run.js\n      interpreter: node\n---\nprobe\n',
+    { mode: 0o644 },
+  );
   writeFileSync(join(root, 'skills', 'probe', 'run.js'), "process.stdout.write('ok')\n", { mode: 0o644 });
   return root;
 }
 
 async function connect(args, root) {
   const home = join(root, 'home');
-  const transport = new StdioClientTransport({ command: process.execPath, args, env: { PATH: process.env.PATH, HOME: home, TMPDIR: home, SKILLS_DIR: join(root, 'skills'), MCP_CONFIRM_MODE: 'auto' }, stderr: 'pipe' });
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args,
+    env: { PATH: process.env.PATH, HOME: home, TMPDIR: home, SKILLS_DIR: join(root, 'skills'), MCP_CONFIRM_MODE: 'auto' },
+    stderr: 'pipe',
+  });
   const client = new Client({ name: 'bench-hop-floor', version: '0' }, { capabilities: {} });
   await client.connect(transport);
   return { client, transport };
@@ -53,7 +65,10 @@ async function connect(args, root) {
 /** Median ms of `request`, hot (back to back) and after `GAP_MS` of quiet each time. */
 async function timed(request) {
   const out = {};
-  for (const [label, gap] of [['hot', 0], ['spaced', GAP_MS]]) {
+  for (const [label, gap] of [
+    ['hot', 0],
+    ['spaced', GAP_MS],
+  ]) {
     const samples = [];
     for (let i = 0; i < ROUNDS; i++) {
       if (gap > 0) await pause(gap);
@@ -103,7 +118,9 @@ try {
 }
 
 const ms = (v) => (v === undefined ? '–' : `${v.toFixed(2)} ms`);
-console.log(`${new Date().toISOString().slice(0, 16)} UTC, node ${process.version}, ${ROUNDS} rounds, gap ${GAP_MS} ms, load ${loadBefore} → ${load()}`);
+console.log(
+  `${new Date().toISOString().slice(0, 16)} UTC, node ${process.version}, ${ROUNDS} rounds, gap ${GAP_MS} ms, load ${loadBefore} → ${load()}`,
+);
 console.log('| server | request | hot (back to back) | spaced (after a pause) |');
 console.log('|---|---|---:|---:|');
 for (const [server, request, t] of rows) console.log(`| ${server} | ${request} | ${ms(t.hot)} | ${ms(t.spaced)} |`);

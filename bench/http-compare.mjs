@@ -35,8 +35,18 @@ const OUT = join(HERE, 'out');
 export const HTTP_TARGET = { rps: 1.5, p99: 1 };
 
 export const HTTP_CASES = [
-  { id: 'read10k', label: 'resources/read 10 KB (text)', method: 'resources/read', params: { uri: `skill://${PROBE.name}/${PROBE.tenKB}` } },
-  { id: 'read1m', label: 'resources/read 1 MiB (binary)', method: 'resources/read', params: { uri: `skill://${PROBE.name}/${PROBE.oneMiB}` } },
+  {
+    id: 'read10k',
+    label: 'resources/read 10 KB (text)',
+    method: 'resources/read',
+    params: { uri: `skill://${PROBE.name}/${PROBE.tenKB}` },
+  },
+  {
+    id: 'read1m',
+    label: 'resources/read 1 MiB (binary)',
+    method: 'resources/read',
+    params: { uri: `skill://${PROBE.name}/${PROBE.oneMiB}` },
+  },
   { id: 'list', label: 'skills/list (30 skills, 450 files, one page)', method: 'skills/list', params: {} },
 ];
 
@@ -46,7 +56,20 @@ export const RSS_SAMPLE_MS = 50;
 /** The servers' requests per second, p50 and p99 for one request at one concurrency, in turns; and the highest RSS each reached. */
 async function cell(servers, testCase, clients, { slices, sliceSeconds }) {
   const request_ = mcpPost(testCase.method, testCase.params, { client: 'http-compare' });
-  const state = Object.fromEntries(servers.map((s) => [s.name, { agent: new Agent({ keepAlive: true, maxSockets: clients }), latencies: [], elapsed: 0, errors: 0, errorMessages: [], bytes: 0, rssMaxMB: 0 }]));
+  const state = Object.fromEntries(
+    servers.map((s) => [
+      s.name,
+      {
+        agent: new Agent({ keepAlive: true, maxSockets: clients }),
+        latencies: [],
+        elapsed: 0,
+        errors: 0,
+        errorMessages: [],
+        bytes: 0,
+        rssMaxMB: 0,
+      },
+    ]),
+  );
   const sample = () => {
     for (const s of servers) {
       const m = memoryOf(s.child.pid);
@@ -81,7 +104,16 @@ async function cell(servers, testCase, clients, { slices, sliceSeconds }) {
     const st = state[s.name];
     st.agent.destroy();
     st.latencies.sort((a, b) => a - b);
-    out[s.name] = { requests: st.latencies.length, errors: st.errors, rps: st.latencies.length / st.elapsed, p50: percentile(st.latencies, 50), p99: percentile(st.latencies, 99), rssMaxMB: st.rssMaxMB, responseBytes: st.bytes, ...(st.errors ? { errorMessages: st.errorMessages } : {}) };
+    out[s.name] = {
+      requests: st.latencies.length,
+      errors: st.errors,
+      rps: st.latencies.length / st.elapsed,
+      p50: percentile(st.latencies, 50),
+      p99: percentile(st.latencies, 99),
+      rssMaxMB: st.rssMaxMB,
+      responseBytes: st.bytes,
+      ...(st.errors ? { errorMessages: st.errorMessages } : {}),
+    };
   }
   return out;
 }
@@ -91,9 +123,20 @@ async function listShape(server) {
   const agent = new Agent({ keepAlive: false });
   const { body } = await post(server.url, agent, mcpPost('skills/list', {}));
   const text = body.toString('utf8');
-  const json = JSON.parse(text.startsWith('{') ? text : text.split('\n').find((l) => l.startsWith('data: ')).slice(6));
+  const json = JSON.parse(
+    text.startsWith('{')
+      ? text
+      : text
+          .split('\n')
+          .find((l) => l.startsWith('data: '))
+          .slice(6),
+  );
   const skills = json.result.skills ?? [];
-  return { skills: skills.length, files: skills.reduce((n, s) => n + (Array.isArray(s.resources) ? s.resources.length : 0), 0), nextCursor: json.result.nextCursor ?? null };
+  return {
+    skills: skills.length,
+    files: skills.reduce((n, s) => n + (Array.isArray(s.resources) ? s.resources.length : 0), 0),
+    nextCursor: json.result.nextCursor ?? null,
+  };
 }
 
 /**
@@ -101,7 +144,17 @@ async function listShape(server) {
  * the 30-skill workload and measures every case at every concurrency in turns. Resolves with one
  * row per case and concurrency: each server's numbers, ours/ref (and ours/base), the load average.
  */
-export async function httpCompareRows({ ours = join(REPO, 'dist/skill-mcp.js'), base, ref, node = process.execPath, cases = HTTP_CASES, clients = [1, 10, 50], slices = 4, sliceSeconds = 2, log = () => undefined }) {
+export async function httpCompareRows({
+  ours = join(REPO, 'dist/skill-mcp.js'),
+  base,
+  ref,
+  node = process.execPath,
+  cases = HTTP_CASES,
+  clients = [1, 10, 50],
+  slices = 4,
+  sliceSeconds = 2,
+  log = () => undefined,
+}) {
   const workload = WORKLOADS.find((w) => w.id === 'small');
   const { root } = await generate(workload);
   const refBundle = ref ?? (await buildRefServer());
@@ -111,8 +164,27 @@ export async function httpCompareRows({ ours = join(REPO, 'dist/skill-mcp.js'), 
   try {
     servers.push(await startHttpServer({ name: 'ours', script: ours, args: ['--port', '0'], env: ourEnv, nodeFlags: ourFlags, node }));
     const bases = base === undefined ? [] : String(base).split(',');
-    for (const [i, script] of bases.entries()) servers.push(await startHttpServer({ name: i === 0 ? 'base' : `base${i + 1}`, script, args: ['--port', '0'], env: ourEnv, nodeFlags: ourFlags, node }));
-    servers.push(await startHttpServer({ name: 'ref', script: refBundle, args: ['--port', '0'], env: { SKILLS_DIR: root }, nodeFlags: flagsFrom(process.env.BENCH_REF_NODE_FLAGS), node }));
+    for (const [i, script] of bases.entries())
+      servers.push(
+        await startHttpServer({
+          name: i === 0 ? 'base' : `base${i + 1}`,
+          script,
+          args: ['--port', '0'],
+          env: ourEnv,
+          nodeFlags: ourFlags,
+          node,
+        }),
+      );
+    servers.push(
+      await startHttpServer({
+        name: 'ref',
+        script: refBundle,
+        args: ['--port', '0'],
+        env: { SKILLS_DIR: root },
+        nodeFlags: flagsFrom(process.env.BENCH_REF_NODE_FLAGS),
+        node,
+      }),
+    );
     const shapes = Object.fromEntries(await Promise.all(servers.map(async (s) => [s.name, await listShape(s)])));
     log(`skills/list: ${servers.map((s) => `${s.name} ${JSON.stringify(shapes[s.name])}`).join(', ')}`);
     const rows = [];
@@ -121,10 +193,21 @@ export async function httpCompareRows({ ours = join(REPO, 'dist/skill-mcp.js'), 
         const before = loadavg()[0];
         const r = await cell(servers, testCase, count, { slices, sliceSeconds });
         const after = loadavg()[0];
-        const row = { id: testCase.id, label: testCase.label, clients: count, ...r, rpsRatio: r.ours.rps / r.ref.rps, p99Ratio: r.ours.p99 / r.ref.p99, ...(r.base ? { rpsOverBase: r.ours.rps / r.base.rps, p99OverBase: r.ours.p99 / r.base.p99 } : {}), load1: [before, after] };
+        const row = {
+          id: testCase.id,
+          label: testCase.label,
+          clients: count,
+          ...r,
+          rpsRatio: r.ours.rps / r.ref.rps,
+          p99Ratio: r.ours.p99 / r.ref.p99,
+          ...(r.base ? { rpsOverBase: r.ours.rps / r.base.rps, p99OverBase: r.ours.p99 / r.base.p99 } : {}),
+          load1: [before, after],
+        };
         rows.push(row);
         const each = servers.map((s) => `${s.name} ${r[s.name].rps.toFixed(0)} req/s p99 ${r[s.name].p99.toFixed(2)} ms`).join(' | ');
-        log(`${testCase.label} c=${count}: ${each} | ours/ref ×${row.rpsRatio.toFixed(2)} req/s, p99 ×${row.p99Ratio.toFixed(2)}${r.base ? ` | ours/base ×${row.rpsOverBase.toFixed(2)} req/s, p99 ×${row.p99OverBase.toFixed(2)}` : ''} | errors ${servers.map((s) => r[s.name].errors).join('/')} | load ${before.toFixed(1)}→${after.toFixed(1)}`);
+        log(
+          `${testCase.label} c=${count}: ${each} | ours/ref ×${row.rpsRatio.toFixed(2)} req/s, p99 ×${row.p99Ratio.toFixed(2)}${r.base ? ` | ours/base ×${row.rpsOverBase.toFixed(2)} req/s, p99 ×${row.p99OverBase.toFixed(2)}` : ''} | errors ${servers.map((s) => r[s.name].errors).join('/')} | load ${before.toFixed(1)}→${after.toFixed(1)}`,
+        );
       }
     }
     return { rows, listShape: shapes };
@@ -149,12 +232,19 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     log: (line) => process.stderr.write(`${line}\n`),
   });
   mkdirSync(OUT, { recursive: true });
-  writeFileSync(join(OUT, 'http-compare.json'), `${JSON.stringify({ started: started.toISOString(), node: process.version, cpus: cpus().length, sliceSeconds, slices, listShape: shapes, rows }, null, 2)}\n`);
+  writeFileSync(
+    join(OUT, 'http-compare.json'),
+    `${JSON.stringify({ started: started.toISOString(), node: process.version, cpus: cpus().length, sliceSeconds, slices, listShape: shapes, rows }, null, 2)}\n`,
+  );
   const load = rows.flatMap((r) => r.load1);
   const cpu = cpus();
-  console.log(`Streamable HTTP, ours vs the reference, interleaved (${slices} slices of ${sliceSeconds} s each per server and row), loopback, 2026-07-28 stateless POSTs; ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC, node ${process.version}, ${cpu.length} × ${cpu[0]?.model ?? 'cpu'}, load average ${Math.min(...load).toFixed(1)}-${Math.max(...load).toFixed(1)} (load generator on the same cores)\n`);
+  console.log(
+    `Streamable HTTP, ours vs the reference, interleaved (${slices} slices of ${sliceSeconds} s each per server and row), loopback, 2026-07-28 stateless POSTs; ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC, node ${process.version}, ${cpu.length} × ${cpu[0]?.model ?? 'cpu'}, load average ${Math.min(...load).toFixed(1)}-${Math.max(...load).toFixed(1)} (load generator on the same cores)\n`,
+  );
   const baseCols = base ? ' base req/s | ours/base req/s | base p99 ms |' : '';
-  console.log(`| request | clients | ours req/s | ref req/s | ours/ref req/s (target ≥ ${HTTP_TARGET.rps}) | ours p50 ms | ref p50 ms | ours p99 ms | ref p99 ms | p99 ours/ref (target ≤ ${HTTP_TARGET.p99}) | errors ours/ref | highest RSS ours / ref MB |${baseCols}`);
+  console.log(
+    `| request | clients | ours req/s | ref req/s | ours/ref req/s (target ≥ ${HTTP_TARGET.rps}) | ours p50 ms | ref p50 ms | ours p99 ms | ref p99 ms | p99 ours/ref (target ≤ ${HTTP_TARGET.p99}) | errors ours/ref | highest RSS ours / ref MB |${baseCols}`,
+  );
   console.log(`|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|${base ? '---:|---:|---:|' : ''}`);
   for (const r of rows) {
     const met = (ok) => (ok ? '' : ' **(missed)**');

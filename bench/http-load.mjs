@@ -35,7 +35,10 @@ function makeSkills() {
   const root = mkdtempSync(join(tmpdir(), 'skill-mcp-http-load-'));
   const dir = join(root, 'load-test');
   mkdirSync(join(dir, 'data'), { recursive: true });
-  writeFileSync(join(dir, 'SKILL.md'), '---\nname: load-test\ndescription: A skill with a 10 KB file, for the HTTP load benchmark.\n---\n\nRead data/ten-kb.txt.\n');
+  writeFileSync(
+    join(dir, 'SKILL.md'),
+    '---\nname: load-test\ndescription: A skill with a 10 KB file, for the HTTP load benchmark.\n---\n\nRead data/ten-kb.txt.\n',
+  );
   const line = 'The quick brown fox jumps over the lazy dog. 0123456789 abcdefghijklmnopqrstuvwxyz\n';
   writeFileSync(join(dir, 'data', 'ten-kb.txt'), line.repeat(Math.ceil(FILE_BYTES / line.length)).slice(0, FILE_BYTES));
   // mkdtemp makes the folder 0700: a front started as root drops to an unprivileged uid and could not read it.
@@ -51,12 +54,19 @@ async function startIssuer(audience) {
   let issuer = '';
   const server = createServer((req, res) => {
     res.writeHead(200, { 'content-type': 'application/json' });
-    if (req.url === '/.well-known/oauth-authorization-server') res.end(JSON.stringify({ issuer, jwks_uri: `${issuer}/jwks`, token_endpoint: `${issuer}/token`, response_types_supported: ['code'] }));
+    if (req.url === '/.well-known/oauth-authorization-server')
+      res.end(
+        JSON.stringify({ issuer, jwks_uri: `${issuer}/jwks`, token_endpoint: `${issuer}/token`, response_types_supported: ['code'] }),
+      );
     else res.end(JSON.stringify({ keys: [jwk] }));
   });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   issuer = `http://127.0.0.1:${server.address().port}`;
-  const token = await new SignJWT({ sub: 'bench', scope: 'skills:read', aud: audience, iss: issuer }).setProtectedHeader({ alg: 'RS256', kid: 'bench' }).setIssuedAt().setExpirationTime('1h').sign(privateKey);
+  const token = await new SignJWT({ sub: 'bench', scope: 'skills:read', aud: audience, iss: issuer })
+    .setProtectedHeader({ alg: 'RS256', kid: 'bench' })
+    .setIssuedAt()
+    .setExpirationTime('1h')
+    .sign(privateKey);
   return { issuer, token, close: () => server.close() };
 }
 
@@ -84,7 +94,13 @@ async function startAuthServer(skillsDir, auth) {
 
 function startServer(skillsDir, extraEnv = {}, port = 0) {
   // BENCH_NODE_FLAGS: flags for the server's node (e.g. --cpu-prof --cpu-prof-dir=DIR to profile it).
-  return startHttpServer({ name: 'server', script: join(REPO, 'dist/skill-mcp.js'), args: ['--port', String(port)], env: { SKILLS_DIR: skillsDir, ...extraEnv }, nodeFlags: flagsFrom(process.env.BENCH_NODE_FLAGS) });
+  return startHttpServer({
+    name: 'server',
+    script: join(REPO, 'dist/skill-mcp.js'),
+    args: ['--port', String(port)],
+    env: { SKILLS_DIR: skillsDir, ...extraEnv },
+    nodeFlags: flagsFrom(process.env.BENCH_NODE_FLAGS),
+  });
 }
 
 async function measure(url, method, params, clients, authorization) {
@@ -96,16 +112,28 @@ async function measure(url, method, params, clients, authorization) {
   const { elapsed, errors } = await loop(url, agent, request_, clients, SECONDS, latencies);
   agent.destroy();
   latencies.sort((a, b) => a - b);
-  return { method, clients, requests: latencies.length, errors, rps: latencies.length / elapsed, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
+  return {
+    method,
+    clients,
+    requests: latencies.length,
+    errors,
+    rps: latencies.length / elapsed,
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+  };
 }
 
 const skillsDir = makeSkills();
 const rows = [];
 try {
   const read = ['resources/read', { uri: 'skill://load-test/data/ten-kb.txt' }, 'resources/read 10 KB'];
-  const plans = AUTH === 'both'
-    ? [['static', [read]], ['jwt', [read]]]
-    : [[AUTH, [read, ['skills/list', {}, 'skills/list (1 skill)']]]];
+  const plans =
+    AUTH === 'both'
+      ? [
+          ['static', [read]],
+          ['jwt', [read]],
+        ]
+      : [[AUTH, [read, ['skills/list', {}, 'skills/list (1 skill)']]]];
   for (const [auth, cases] of plans) {
     const server = await startAuthServer(skillsDir, auth);
     try {
@@ -114,7 +142,9 @@ try {
           const row = await measure(server.url, method, params, clients, server.authorization);
           const named = auth === 'none' ? label : `${label}, ${auth === 'jwt' ? 'JWT (RS256)' : 'static bearer'}`;
           rows.push({ label: named, ...row });
-          process.stderr.write(`${named} c=${clients}: ${row.rps.toFixed(0)} req/s p50 ${row.p50.toFixed(2)} ms p99 ${row.p99.toFixed(2)} ms errors ${row.errors}\n`);
+          process.stderr.write(
+            `${named} c=${clients}: ${row.rps.toFixed(0)} req/s p50 ${row.p50.toFixed(2)} ms p99 ${row.p99.toFixed(2)} ms errors ${row.errors}\n`,
+          );
         }
       }
     } finally {
@@ -127,7 +157,12 @@ try {
 }
 
 const cpu = cpus();
-console.log(`HTTP load, ${ERA} era, ${SECONDS} s per row, loopback; node ${process.version}, ${cpu.length} x ${cpu[0]?.model ?? 'cpu'} (load generator on the same cores)\n`);
+console.log(
+  `HTTP load, ${ERA} era, ${SECONDS} s per row, loopback; node ${process.version}, ${cpu.length} x ${cpu[0]?.model ?? 'cpu'} (load generator on the same cores)\n`,
+);
 console.log('| request | clients | req/s | p50 ms | p99 ms | requests | errors |');
 console.log('|---|---:|---:|---:|---:|---:|---:|');
-for (const r of rows) console.log(`| ${r.label} | ${r.clients} | ${r.rps.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.requests} | ${r.errors} |`);
+for (const r of rows)
+  console.log(
+    `| ${r.label} | ${r.clients} | ${r.rps.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.requests} | ${r.errors} |`,
+  );

@@ -26,7 +26,11 @@ function makeSkill() {
   const root = mkdtempSync(join(tmpdir(), 'skill-mcp-bench-iso-'));
   chmodSync(root, 0o755);
   mkdirSync(join(root, 'probe'), { mode: 0o755 });
-  writeFileSync(join(root, 'probe', 'SKILL.md'), '---\nname: probe\ndescription: bench probe\nmcp-host:\n  version: 1\n  run:\n    - script: run.js\n      interpreter: node\n---\nprobe\n', { mode: 0o644 });
+  writeFileSync(
+    join(root, 'probe', 'SKILL.md'),
+    '---\nname: probe\ndescription: bench probe\nmcp-host:\n  version: 1\n  run:\n    - script: run.js\n      interpreter: node\n---\nprobe\n',
+    { mode: 0o644 },
+  );
   writeFileSync(join(root, 'probe', 'run.js'), "process.stdout.write('ok')\n", { mode: 0o644 });
   return root;
 }
@@ -38,10 +42,16 @@ async function measure(label, skills, env, prefix) {
   if (prefix.length > 0) chownSync(home, USER, USER);
   const [command, ...pre] = prefix.length > 0 ? prefix : [process.execPath];
   const args = prefix.length > 0 ? [...pre, process.execPath, BIN] : [BIN];
-  const transport = new StdioClientTransport({ command, args, env: { PATH: process.env.PATH, HOME: home, TMPDIR: home, SKILLS_DIR: skills, MCP_CONFIRM_MODE: 'auto', ...env }, stderr: 'pipe' });
+  const transport = new StdioClientTransport({
+    command,
+    args,
+    env: { PATH: process.env.PATH, HOME: home, TMPDIR: home, SKILLS_DIR: skills, MCP_CONFIRM_MODE: 'auto', ...env },
+    stderr: 'pipe',
+  });
   const client = new Client({ name: 'bench-isolation', version: '0' }, { capabilities: {} });
   await client.connect(transport);
-  const call = async (extra) => (await client.callTool({ name: 'skill_run', arguments: { name: 'probe', script: 'run.js', args: [], ...extra } })).structuredContent;
+  const call = async (extra) =>
+    (await client.callTool({ name: 'skill_run', arguments: { name: 'probe', script: 'run.js', args: [], ...extra } })).structuredContent;
   let level;
   const run = [];
   const direct = [];
@@ -56,7 +66,8 @@ async function measure(label, skills, env, prefix) {
       const ms = performance.now() - t0;
       if (second?.exitCode !== 0) throw new Error(`run failed: ${JSON.stringify(second).slice(0, 300)}`);
       const dms = await spawner.time();
-      if (i > 0) { // the first pair warms the runner and the page cache
+      if (i > 0) {
+        // the first pair warms the runner and the page cache
         run.push(ms);
         direct.push(dms);
       }
@@ -75,7 +86,12 @@ const cases = [
   ['root, bubblewrap', {}, [], asRoot],
   ['root, SKILL_MCP_BWRAP=off', { SKILL_MCP_BWRAP: 'off' }, [], asRoot],
   ['ordinary user, bubblewrap', {}, asRoot ? ['setpriv', `--reuid=${USER}`, `--regid=${USER}`, '--clear-groups'] : [], true],
-  ['ordinary user, SKILL_MCP_BWRAP=off', { SKILL_MCP_BWRAP: 'off' }, asRoot ? ['setpriv', `--reuid=${USER}`, `--regid=${USER}`, '--clear-groups'] : [], true],
+  [
+    'ordinary user, SKILL_MCP_BWRAP=off',
+    { SKILL_MCP_BWRAP: 'off' },
+    asRoot ? ['setpriv', `--reuid=${USER}`, `--regid=${USER}`, '--clear-groups'] : [],
+    true,
+  ],
 ];
 try {
   for (const [label, env, prefix, enabled] of cases) {
@@ -91,11 +107,17 @@ try {
 }
 const out = join(REPO, 'bench/out');
 mkdirSync(out, { recursive: true });
-writeFileSync(join(out, 'isolation.json'), JSON.stringify({ node: process.version, cores: (await import('node:os')).cpus().length, rows }, null, 2));
+writeFileSync(
+  join(out, 'isolation.json'),
+  JSON.stringify({ node: process.version, cores: (await import('node:os')).cpus().length, rows }, null, 2),
+);
 console.log(`skill_run (the run call, token in hand) vs the same node script spawned directly; median of ${RUNS}, ${process.version}`);
 console.log('| launch | level | run call | direct spawn | added |');
 console.log('|---|---|---|---|---|');
 for (const r of rows) {
   if (r.error) console.log(`| ${r.label} | not measured: ${r.error} | | | |`);
-  else console.log(`| ${r.label} | \`${r.level}\` | ${r.runMs.toFixed(1)} ms | ${r.directMs.toFixed(1)} ms | ${r.addedMs >= 0 ? '+' : ''}${r.addedMs.toFixed(1)} ms |`);
+  else
+    console.log(
+      `| ${r.label} | \`${r.level}\` | ${r.runMs.toFixed(1)} ms | ${r.directMs.toFixed(1)} ms | ${r.addedMs >= 0 ? '+' : ''}${r.addedMs.toFixed(1)} ms |`,
+    );
 }

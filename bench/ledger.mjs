@@ -60,7 +60,20 @@ function start(command, args, env) {
 async function redisServer(dir, fsync) {
   const port = await freePort();
   mkdirSync(dir, { recursive: true });
-  const child = start('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'yes', '--appendfsync', fsync]);
+  const child = start('redis-server', [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--dir',
+    dir,
+    '--save',
+    '',
+    '--appendonly',
+    'yes',
+    '--appendfsync',
+    fsync,
+  ]);
   await waitFor(child, /Ready to accept connections/);
   return `redis://127.0.0.1:${port}`;
 }
@@ -68,7 +81,11 @@ async function redisServer(dir, fsync) {
 function makeSkill(base) {
   const root = join(base, 'skills');
   mkdirSync(join(root, 'probe'), { recursive: true, mode: 0o755 });
-  writeFileSync(join(root, 'probe', 'SKILL.md'), '---\nname: probe\ndescription: bench probe\nmcp-host:\n  version: 1\n  run:\n    - script: run.js\n      interpreter: node\n---\nprobe\n', { mode: 0o644 });
+  writeFileSync(
+    join(root, 'probe', 'SKILL.md'),
+    '---\nname: probe\ndescription: bench probe\nmcp-host:\n  version: 1\n  run:\n    - script: run.js\n      interpreter: node\n---\nprobe\n',
+    { mode: 0o644 },
+  );
   writeFileSync(join(root, 'probe', 'run.js'), "process.stdout.write('ok')\n", { mode: 0o644 });
   return root;
 }
@@ -78,10 +95,32 @@ async function stack(name, base, skills, uidRange, redisUrl) {
   mkdirSync(dir, { mode: 0o755 });
   const socket = join(dir, 'sock', 'runner.sock');
   const common = { SKILLS_DIR: skills, MCP_CONFIRM_SECRET: SECRET };
-  const runner = start(process.execPath, [BIN, 'runner', '--socket', socket, '--state-dir', join(dir, 'state'), '--scratch-dir', join(dir, 'scratch'), '--uid-range', uidRange,
-    ...(asRoot ? ['--front-uid', '61183', '--front-gid', '61183'] : [])], { ...common, ...(redisUrl ? { SKILL_MCP_REDIS_URL: redisUrl } : {}) });
+  const runner = start(
+    process.execPath,
+    [
+      BIN,
+      'runner',
+      '--socket',
+      socket,
+      '--state-dir',
+      join(dir, 'state'),
+      '--scratch-dir',
+      join(dir, 'scratch'),
+      '--uid-range',
+      uidRange,
+      ...(asRoot ? ['--front-uid', '61183', '--front-gid', '61183'] : []),
+    ],
+    { ...common, ...(redisUrl ? { SKILL_MCP_REDIS_URL: redisUrl } : {}) },
+  );
   await waitFor(runner, /ready on/);
-  const front = start(process.execPath, [BIN, '--http', '--port', '0'], { ...common, HOME: dir, TMPDIR: dir, SKILL_MCP_RUNNER_SOCKET: socket, MCP_CONFIRM_MODE: 'auto', SKILL_MCP_HTTP_TOKEN: TOKEN });
+  const front = start(process.execPath, [BIN, '--http', '--port', '0'], {
+    ...common,
+    HOME: dir,
+    TMPDIR: dir,
+    SKILL_MCP_RUNNER_SOCKET: socket,
+    MCP_CONFIRM_MODE: 'auto',
+    SKILL_MCP_HTTP_TOKEN: TOKEN,
+  });
   const [, url] = await waitFor(front, /listening on (http:\/\/\S+)/);
   const client = new Client({ name: 'bench-ledger', version: '0' });
   await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${TOKEN}` } } }));
@@ -150,8 +189,19 @@ async function spendMicro(base, always, everysec) {
     client.disconnect();
     return times;
   };
-  const rows = [['file ledger (write, fsync, link, fsync dir)', file], ['Redis EVAL SET NX PX, appendfsync always', await redis(always)], ['Redis EVAL SET NX PX, appendfsync everysec', await redis(everysec)]];
-  return ['| one spend, 500 times | median | p90 | p99 |', '|---|---:|---:|---:|', ...rows.map(([name, xs]) => `| ${name} | ${quantile(xs, 0.5).toFixed(3)} ms | ${quantile(xs, 0.9).toFixed(3)} ms | ${quantile(xs, 0.99).toFixed(3)} ms |`)].join('\n');
+  const rows = [
+    ['file ledger (write, fsync, link, fsync dir)', file],
+    ['Redis EVAL SET NX PX, appendfsync always', await redis(always)],
+    ['Redis EVAL SET NX PX, appendfsync everysec', await redis(everysec)],
+  ];
+  return [
+    '| one spend, 500 times | median | p90 | p99 |',
+    '|---|---:|---:|---:|',
+    ...rows.map(
+      ([name, xs]) =>
+        `| ${name} | ${quantile(xs, 0.5).toFixed(3)} ms | ${quantile(xs, 0.9).toFixed(3)} ms | ${quantile(xs, 0.99).toFixed(3)} ms |`,
+    ),
+  ].join('\n');
 }
 
 const base = mkdtempSync(join(tmpdir(), 'skill-mcp-bench-ledger-'));
@@ -168,20 +218,37 @@ try {
   for (let i = 0; i < WARMUP + RUNS; i++) for (const s of stacks) await once(s, i, i >= WARMUP);
   const rows = stacks.map((s) => ({
     ledger: s.name,
-    previewMedianMs: quantile(s.preview, 0.5), runMedianMs: quantile(s.run, 0.5), runP90Ms: quantile(s.run, 0.9),
-    bothMedianMs: quantile(s.preview.map((p, i) => p + s.run[i]), 0.5),
+    previewMedianMs: quantile(s.preview, 0.5),
+    runMedianMs: quantile(s.run, 0.5),
+    runP90Ms: quantile(s.run, 0.9),
+    bothMedianMs: quantile(
+      s.preview.map((p, i) => p + s.run[i]),
+      0.5,
+    ),
     reusedMedianMs: quantile(s.reused, 0.5),
   }));
   const file = rows[0];
-  console.log(`skill_run over HTTP (token path), ${RUNS} runs each after ${WARMUP} warm-up, ${cpus().length} × ${cpus()[0]?.model}, node ${process.version}${asRoot ? ', as root' : ''}`);
+  console.log(
+    `skill_run over HTTP (token path), ${RUNS} runs each after ${WARMUP} warm-up, ${cpus().length} × ${cpus()[0]?.model}, node ${process.version}${asRoot ? ', as root' : ''}`,
+  );
   const delta = (x) => `${x >= 0 ? '+' : ''}${x.toFixed(1)} ms`;
   console.log('| ledger | preview median | run median | run p90 | both calls median | run vs file ledger | reused token median |');
   console.log('|---|---:|---:|---:|---:|---:|---:|');
-  for (const r of rows) console.log(`| ${r.ledger} | ${r.previewMedianMs.toFixed(1)} ms | ${r.runMedianMs.toFixed(1)} ms | ${r.runP90Ms.toFixed(1)} ms | ${r.bothMedianMs.toFixed(1)} ms | ${delta(r.runMedianMs - file.runMedianMs)} | ${r.reusedMedianMs.toFixed(1)} ms |`);
+  for (const r of rows)
+    console.log(
+      `| ${r.ledger} | ${r.previewMedianMs.toFixed(1)} ms | ${r.runMedianMs.toFixed(1)} ms | ${r.runP90Ms.toFixed(1)} ms | ${r.bothMedianMs.toFixed(1)} ms | ${delta(r.runMedianMs - file.runMedianMs)} | ${r.reusedMedianMs.toFixed(1)} ms |`,
+    );
   console.log('');
   console.log(await spendMicro(base, always, everysec));
   mkdirSync(join(REPO, 'bench/out'), { recursive: true });
-  writeFileSync(join(REPO, 'bench/out/ledger.json'), JSON.stringify({ at: new Date().toISOString(), runs: RUNS, rows, samples: stacks.map((s) => ({ ledger: s.name, preview: s.preview, run: s.run })) }, null, 2));
+  writeFileSync(
+    join(REPO, 'bench/out/ledger.json'),
+    JSON.stringify(
+      { at: new Date().toISOString(), runs: RUNS, rows, samples: stacks.map((s) => ({ ledger: s.name, preview: s.preview, run: s.run })) },
+      null,
+      2,
+    ),
+  );
   for (const s of stacks) await s.client.close();
 } finally {
   for (const child of children.reverse()) child.kill('SIGTERM');

@@ -55,7 +55,9 @@ require('node:readline').createInterface({ input: process.stdin }).on('line', ()
  * `time()` resolves with one spawn's ms; `close()` ends the spawner.
  */
 export function directSpawner(prefix, script) {
-  const child = spawn(process.execPath, ['-e', SPAWNER, JSON.stringify([...prefix, process.execPath, script])], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['-e', SPAWNER, JSON.stringify([...prefix, process.execPath, script])], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
   const waiting = [];
   let buffered = '';
   child.stdout.on('data', (chunk) => {
@@ -66,14 +68,21 @@ export function directSpawner(prefix, script) {
     }
   });
   return {
-    time: () => new Promise((done) => { waiting.push(done); child.stdin.write('go\n'); }),
+    time: () =>
+      new Promise((done) => {
+        waiting.push(done);
+        child.stdin.write('go\n');
+      }),
     close: () => child.kill(),
   };
 }
 
 /** Spawns `node [flags] script --http --port 0 [args]` and resolves once it says where it listens. */
 export function startHttpServer({ name, script, args = [], env, nodeFlags = [], node = process.execPath }) {
-  const child = spawn(node, [...nodeFlags, script, '--http', ...args], { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(node, [...nodeFlags, script, '--http', ...args], {
+    env: { PATH: process.env.PATH, ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let stderr = '';
   return new Promise((resolve, reject) => {
     child.stderr.on('data', (chunk) => {
@@ -102,7 +111,9 @@ export function mcpPost(method, params, { era = 'modern', client = 'bench', auth
     'content-type': 'application/json',
     accept: 'application/json, text/event-stream',
     'content-length': Buffer.byteLength(payload),
-    ...(modern ? { 'mcp-protocol-version': MODERN, 'mcp-method': method, ...(name ? { 'mcp-name': name } : {}) } : { 'mcp-protocol-version': '2025-11-25' }),
+    ...(modern
+      ? { 'mcp-protocol-version': MODERN, 'mcp-method': method, ...(name ? { 'mcp-name': name } : {}) }
+      : { 'mcp-protocol-version': '2025-11-25' }),
     ...(authorization ? { authorization } : {}),
   };
   return { payload, head };

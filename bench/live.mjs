@@ -159,7 +159,15 @@ async function listSize(server) {
       all += bytes(page);
       cursor = page.structuredContent.nextCursor;
     }
-    return { firstBytes: bytes(first), textBytes: Buffer.byteLength(first.content[0].text), skillsOnFirst: first.structuredContent.skills.length, total: first.structuredContent.total, firstMs, pages, allBytes: all };
+    return {
+      firstBytes: bytes(first),
+      textBytes: Buffer.byteLength(first.content[0].text),
+      skillsOnFirst: first.structuredContent.skills.length,
+      total: first.structuredContent.total,
+      firstMs,
+      pages,
+      allBytes: all,
+    };
   } finally {
     await session.close();
   }
@@ -176,20 +184,54 @@ export async function liveRows(workload, server, root, log, quick) {
   const rows = [];
   const rounds = quick ? 2 : 10;
   const search = await searchLatency(server, rounds);
-  rows.push(row(w, 'skill_search, one query, median (SDK client round trip)', 'ms', search, undefined, 5, `${QUERIES.length} queries × ${rounds}`));
+  rows.push(
+    row(w, 'skill_search, one query, median (SDK client round trip)', 'ms', search, undefined, 5, `${QUERIES.length} queries × ${rounds}`),
+  );
   rows.push(row(w, 'skill_search, one query, p99', 'ms', [quantile(search, 0.99)], undefined, 5));
   log(`  skill_search: p50 ${quantile(search, 0.5).toFixed(2)} ms, p99 ${quantile(search, 0.99).toFixed(2)} ms`);
   const size = await listSize(server);
-  rows.push(row(w, 'skill_list default page', 'KiB', [size.firstBytes / 1024], undefined, undefined, `${size.skillsOnFirst} of ${size.total} skills; the model reads the text part: ${kB(size.textBytes)}; all ${size.pages} pages: ${kB(size.allBytes)}`));
+  rows.push(
+    row(
+      w,
+      'skill_list default page',
+      'KiB',
+      [size.firstBytes / 1024],
+      undefined,
+      undefined,
+      `${size.skillsOnFirst} of ${size.total} skills; the model reads the text part: ${kB(size.textBytes)}; all ${size.pages} pages: ${kB(size.allBytes)}`,
+    ),
+  );
   rows.push(row(w, 'skill_list default page (runner already started)', 'ms', [size.firstMs], undefined));
   log(`  skill_list: first page ${kB(size.firstBytes)} (${size.skillsOnFirst} skills), all ${size.pages} pages ${kB(size.allBytes)}`);
   if (workload.id !== 'huge') return rows;
   const on = await idleCost(server, 'on');
   const off = await idleCost(server, 'off');
-  log(`  watch: ${on.watches} inotify watches for ${on.folders} folders; RSS ${on.rssMB?.toFixed(0)} MB (off: ${off.rssMB?.toFixed(0)}); idle CPU ${on.cpuPercent.toFixed(2)}% (off: ${off.cpuPercent.toFixed(2)}%)`);
-  rows.push(row(w, 'watch: inotify watches', 'count', [on.watches], undefined, undefined, `${on.folders} folders; ready ${(on.watchingAtMs / 1000).toFixed(1)} s after spawn`));
+  log(
+    `  watch: ${on.watches} inotify watches for ${on.folders} folders; RSS ${on.rssMB?.toFixed(0)} MB (off: ${off.rssMB?.toFixed(0)}); idle CPU ${on.cpuPercent.toFixed(2)}% (off: ${off.cpuPercent.toFixed(2)}%)`,
+  );
+  rows.push(
+    row(
+      w,
+      'watch: inotify watches',
+      'count',
+      [on.watches],
+      undefined,
+      undefined,
+      `${on.folders} folders; ready ${(on.watchingAtMs / 1000).toFixed(1)} s after spawn`,
+    ),
+  );
   rows.push(row(w, 'watch: RSS at idle, on vs SKILL_MCP_WATCH=off', 'MB', [on.rssMB], [off.rssMB], undefined, 'ref column: watch off'));
-  rows.push(row(w, 'watch: CPU at idle, on vs SKILL_MCP_WATCH=off', '%', [on.cpuPercent], [off.cpuPercent], undefined, `over ${IDLE_SECONDS} s; ref column: watch off`));
+  rows.push(
+    row(
+      w,
+      'watch: CPU at idle, on vs SKILL_MCP_WATCH=off',
+      '%',
+      [on.cpuPercent],
+      [off.cpuPercent],
+      undefined,
+      `over ${IDLE_SECONDS} s; ref column: watch off`,
+    ),
+  );
   const notify = await writeToNotification(server, root, quick ? 3 : 10);
   rows.push(row(w, 'file write → list_changed notification', 'ms', notify, undefined, 1000, 'includes the 250 ms settle window'));
   log(`  write → notification: p50 ${quantile(notify, 0.5).toFixed(0)} ms`);

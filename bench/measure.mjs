@@ -15,7 +15,11 @@ export async function coldStart(server, method) {
   try {
     const page = await session.request(method);
     const ms = now() - session.startedAt;
-    return { ms, memory: session.memory(), undigested: method === 'skills/list' ? page.skills.filter((s) => !Array.isArray(s.resources)).length : 0 };
+    return {
+      ms,
+      memory: session.memory(),
+      undigested: method === 'skills/list' ? page.skills.filter((s) => !Array.isArray(s.resources)).length : 0,
+    };
   } finally {
     await session.close();
   }
@@ -51,7 +55,8 @@ export async function skillRunOnce(session) {
     throw new Error(`skill_run did not return a confirmation token: ${JSON.stringify(first.structuredContent).slice(0, 300)}`);
   }
   const second = await session.callTool('skill_run', { ...args, confirmToken: token });
-  if (second.structuredContent?.exitCode !== 0) throw new Error(`skill_run of the probe did not exit 0: ${JSON.stringify(second.structuredContent).slice(0, 300)}`);
+  if (second.structuredContent?.exitCode !== 0)
+    throw new Error(`skill_run of the probe did not exit 0: ${JSON.stringify(second.structuredContent).slice(0, 300)}`);
 }
 
 /**
@@ -77,7 +82,9 @@ export async function warmSession(server, kind, root, times) {
     await repeat(times, () => session.request('resources/read', { uri: uri(PROBE.oneMiB) }));
     out.resourceRead1MiBMs = await repeat(times, () => session.request('resources/read', { uri: uri(PROBE.oneMiB) }));
     if (kind === 'ref') {
-      out.batch4MiBMs = await repeat(times, () => Promise.all(PROBE.fourMiB.map((p) => session.request('resources/read', { uri: uri(p) }))));
+      out.batch4MiBMs = await repeat(times, () =>
+        Promise.all(PROBE.fourMiB.map((p) => session.request('resources/read', { uri: uri(p) }))),
+      );
       out.afterBatchMemory = session.memory();
       return out;
     }

@@ -35,7 +35,11 @@ function makeTree() {
   const skill = join(root, 'skills', 'par-bench');
   mkdirSync(join(skill, 'scripts'), { recursive: true, mode: 0o755 });
   chmodSync(join(root, 'skills'), 0o755);
-  writeFileSync(join(skill, 'SKILL.md'), '---\nname: par-bench\ndescription: Scripts for the runs-at-once benchmark.\nmcp-host:\n  version: 1\n  run:\n    - script: scripts/quick.js\n      interpreter: node\n      timeout: 30\n    - script: scripts/sleep.js\n      interpreter: node\n      timeout: 30\n---\nBenchmark.\n', { mode: 0o644 });
+  writeFileSync(
+    join(skill, 'SKILL.md'),
+    '---\nname: par-bench\ndescription: Scripts for the runs-at-once benchmark.\nmcp-host:\n  version: 1\n  run:\n    - script: scripts/quick.js\n      interpreter: node\n      timeout: 30\n    - script: scripts/sleep.js\n      interpreter: node\n      timeout: 30\n---\nBenchmark.\n',
+    { mode: 0o644 },
+  );
   writeFileSync(join(skill, 'scripts', 'quick.js'), "process.stdout.write('ok\\n');\n", { mode: 0o644 });
   writeFileSync(join(skill, 'scripts', 'sleep.js'), "setTimeout(() => process.stdout.write('slept\\n'), 1000);\n", { mode: 0o644 });
   return root;
@@ -43,12 +47,20 @@ function makeTree() {
 
 function startServer(root, limit) {
   const env = {
-    PATH: process.env.PATH, HOME: root, TMPDIR: root, SKILL_MCP_STATE_DIR: join(root, `state-${limit}`),
-    SKILLS_DIR: join(root, 'skills'), MCP_CONFIRM_MODE: 'auto', SKILL_MCP_HTTP_TOKEN: TOKEN,
+    PATH: process.env.PATH,
+    HOME: root,
+    TMPDIR: root,
+    SKILL_MCP_STATE_DIR: join(root, `state-${limit}`),
+    SKILLS_DIR: join(root, 'skills'),
+    MCP_CONFIRM_MODE: 'auto',
+    SKILL_MCP_HTTP_TOKEN: TOKEN,
     ...(limit === 'default' ? {} : { SKILL_MCP_MAX_RUNS: limit }),
     ...(process.env.SKILL_MCP_BWRAP ? { SKILL_MCP_BWRAP: process.env.SKILL_MCP_BWRAP } : {}),
   };
-  const child = spawn(process.execPath, [process.env.BENCH_BIN ?? join(REPO, 'dist/skill-mcp.js'), '--http', '--port', '0'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [process.env.BENCH_BIN ?? join(REPO, 'dist/skill-mcp.js'), '--http', '--port', '0'], {
+    env,
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let stderr = '';
   return new Promise((resolve, reject) => {
     child.stderr.on('data', (chunk) => {
@@ -62,11 +74,24 @@ function startServer(root, limit) {
 
 /** One 2026-07-28 `tools/call` of skill_run; resolves with the tool's structured result. */
 function callRun(url, agent, args) {
-  const params = { name: 'skill_run', arguments: args, _meta: { 'io.modelcontextprotocol/protocolVersion': MODERN, 'io.modelcontextprotocol/clientInfo': { name: 'parallel-runs', version: '0' }, 'io.modelcontextprotocol/clientCapabilities': {} } };
+  const params = {
+    name: 'skill_run',
+    arguments: args,
+    _meta: {
+      'io.modelcontextprotocol/protocolVersion': MODERN,
+      'io.modelcontextprotocol/clientInfo': { name: 'parallel-runs', version: '0' },
+      'io.modelcontextprotocol/clientCapabilities': {},
+    },
+  };
   const payload = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params });
   const headers = {
-    'content-type': 'application/json', accept: 'application/json, text/event-stream', 'content-length': Buffer.byteLength(payload),
-    'mcp-protocol-version': MODERN, 'mcp-method': 'tools/call', 'mcp-name': 'skill_run', authorization: `Bearer ${TOKEN}`,
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    'content-length': Buffer.byteLength(payload),
+    'mcp-protocol-version': MODERN,
+    'mcp-method': 'tools/call',
+    'mcp-name': 'skill_run',
+    authorization: `Bearer ${TOKEN}`,
   };
   return new Promise((resolve, reject) => {
     const req = request({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', agent, headers }, (res) => {
@@ -75,7 +100,13 @@ function callRun(url, agent, args) {
       res.on('end', () => {
         const text = Buffer.concat(chunks).toString('utf8');
         // A JSON body, or an SSE stream whose last data line is the answer.
-        const json = text.trimStart().startsWith('{') ? text : text.split('\n').filter((l) => l.startsWith('data:')).at(-1)?.slice(5) ?? '';
+        const json = text.trimStart().startsWith('{')
+          ? text
+          : (text
+              .split('\n')
+              .filter((l) => l.startsWith('data:'))
+              .at(-1)
+              ?.slice(5) ?? '');
         try {
           const message = JSON.parse(json);
           if (message.error) return reject(new Error(`JSON-RPC ${message.error.code}: ${message.error.message}`));
@@ -133,7 +164,14 @@ async function measure(url, script, clients) {
   agent.destroy();
   latencies.sort((a, b) => a - b);
   if (lastError) process.stderr.write(`  last error: ${lastError}\n`);
-  return { runs: latencies.length, busy, errors, perSecond: latencies.length / elapsed, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
+  return {
+    runs: latencies.length,
+    busy,
+    errors,
+    perSecond: latencies.length / elapsed,
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+  };
 }
 
 const root = makeTree();
@@ -142,12 +180,17 @@ try {
   for (const limit of LIMITS) {
     const server = await startServer(root, limit);
     try {
-      for (const [script, label] of [['scripts/quick.js', 'print and exit'], ['scripts/sleep.js', 'sleep 1 s']]) {
+      for (const [script, label] of [
+        ['scripts/quick.js', 'print and exit'],
+        ['scripts/sleep.js', 'sleep 1 s'],
+      ]) {
         for (const clients of CLIENTS) {
           const row = await measure(server.url, script, clients);
           const ready = /(\d+) run\(s\) at once/.exec(server.stderr());
           rows.push({ limit: limit === 'default' ? `default (${ready?.[1] ?? '?'})` : limit, label, clients, ...row });
-          process.stderr.write(`limit ${limit} ${label} c=${clients}: ${row.perSecond.toFixed(2)} runs/s p50 ${row.p50.toFixed(0)} ms p99 ${row.p99.toFixed(0)} ms busy ${row.busy} errors ${row.errors}\n`);
+          process.stderr.write(
+            `limit ${limit} ${label} c=${clients}: ${row.perSecond.toFixed(2)} runs/s p50 ${row.p50.toFixed(0)} ms p99 ${row.p99.toFixed(0)} ms busy ${row.busy} errors ${row.errors}\n`,
+          );
         }
       }
     } finally {
@@ -161,7 +204,12 @@ try {
 }
 
 const cpu = cpus();
-console.log(`Runs at once over HTTP, ${SECONDS} s per row, loopback, standalone runner; node ${process.version}, ${cpu.length} x ${cpu[0]?.model ?? 'cpu'}, ${(totalmem() / 1024 ** 3).toFixed(0)} GiB (load generator, front, runner and scripts on the same cores)\n`);
+console.log(
+  `Runs at once over HTTP, ${SECONDS} s per row, loopback, standalone runner; node ${process.version}, ${cpu.length} x ${cpu[0]?.model ?? 'cpu'}, ${(totalmem() / 1024 ** 3).toFixed(0)} GiB (load generator, front, runner and scripts on the same cores)\n`,
+);
 console.log('| runs at once | script | clients | runs/s | p50 ms | p99 ms | runs | busy | errors |');
 console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|');
-for (const r of rows) console.log(`| ${r.limit} | ${r.label} | ${r.clients} | ${r.perSecond.toFixed(2)} | ${r.p50.toFixed(0)} | ${r.p99.toFixed(0)} | ${r.runs} | ${r.busy} | ${r.errors} |`);
+for (const r of rows)
+  console.log(
+    `| ${r.limit} | ${r.label} | ${r.clients} | ${r.perSecond.toFixed(2)} | ${r.p50.toFixed(0)} | ${r.p99.toFixed(0)} | ${r.runs} | ${r.busy} | ${r.errors} |`,
+  );

@@ -9,9 +9,16 @@ import { getDefaultEnvironment } from '@modelcontextprotocol/client/stdio';
 
 export class RawClient {
   static async open(server) {
-    const child = spawn(server.command, server.args, { env: { ...getDefaultEnvironment(), ...server.env }, stdio: ['pipe', 'pipe', 'ignore'] });
+    const child = spawn(server.command, server.args, {
+      env: { ...getDefaultEnvironment(), ...server.env },
+      stdio: ['pipe', 'pipe', 'ignore'],
+    });
     const client = new RawClient(child);
-    await client.request('initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'skill-mcp-bench-raw', version: '0.0.0' } });
+    await client.request('initialize', {
+      protocolVersion: '2025-06-18',
+      capabilities: {},
+      clientInfo: { name: 'skill-mcp-bench-raw', version: '0.0.0' },
+    });
     child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n`);
     return client;
   }

@@ -49,8 +49,24 @@ export async function readCompareRows({ workload, servers, times, targets }) {
   }
   const w = `${workload.skills} skills`;
   return [
-    row(w, 'resources/read 1 MiB (binary), interleaved with the ref', 'ms', samples.sdk.ours, samples.sdk.ref, targets.resourceRead1MiB, 'SDK client'),
-    row(w, 'resources/read 1 MiB (binary), interleaved with the ref', 'ms', samples.raw.ours, samples.raw.ref, undefined, 'bare JSON-RPC client'),
+    row(
+      w,
+      'resources/read 1 MiB (binary), interleaved with the ref',
+      'ms',
+      samples.sdk.ours,
+      samples.sdk.ref,
+      targets.resourceRead1MiB,
+      'SDK client',
+    ),
+    row(
+      w,
+      'resources/read 1 MiB (binary), interleaved with the ref',
+      'ms',
+      samples.raw.ours,
+      samples.raw.ref,
+      undefined,
+      'bare JSON-RPC client',
+    ),
     row(w, 'skill_file 1 MiB (binary), between those reads', 'ms', samples.file, undefined, targets.skillFile1MiB, 'SDK client'),
   ];
 }

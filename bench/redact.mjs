@@ -27,7 +27,11 @@ const out = mkdtempSync(join(tmpdir(), 'skill-mcp-redact-bench-'));
 try {
   await build({
     stdin: { contents: "export { RunRedaction } from './runner/secrets/redact.ts';", resolveDir: REPO, loader: 'ts' },
-    bundle: true, platform: 'node', format: 'esm', outfile: join(out, 'redact.mjs'), logLevel: 'error',
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    outfile: join(out, 'redact.mjs'),
+    logLevel: 'error',
   });
   const { RunRedaction } = await import(pathToFileURL(join(out, 'redact.mjs')).href);
   const values = Array.from({ length: VALUES }, (_, i) => ({ name: `SECRET_${i}`, value: randomBytes(24).toString('base64') }));
@@ -38,7 +42,8 @@ try {
     'base64 text': Array.from({ length: (MB * 1024 * 1024) / CHUNK }, () => Buffer.from(randomBytes((CHUNK * 3) / 4).toString('base64'))),
   };
   // A few real occurrences in each, so the matching path is exercised (not only the search).
-  for (const chunks of Object.values(inputs)) for (let i = 0; i < chunks.length; i += 97) Buffer.from(values[i % VALUES].value).copy(chunks[i], 100);
+  for (const chunks of Object.values(inputs))
+    for (let i = 0; i < chunks.length; i += 97) Buffer.from(values[i % VALUES].value).copy(chunks[i], 100);
 
   const redactAll = (chunks) => {
     const redaction = new RunRedaction(values);
@@ -54,7 +59,11 @@ try {
     return h.digest('hex');
   };
 
-  console.log(`load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}; ${MB} MiB in ${CHUNK / 1024} KiB chunks; ${VALUES} values of 32 characters; median of ${SAMPLES}`);
+  console.log(
+    `load average ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}; ${MB} MiB in ${CHUNK / 1024} KiB chunks; ${VALUES} values of 32 characters; median of ${SAMPLES}`,
+  );
   const results = {};
   for (const [name, chunks] of Object.entries(inputs)) {
     const red = [];
@@ -71,7 +80,9 @@ try {
     const mbps = MB / median(red);
     const shaMbps = MB / median(sha);
     results[name] = { mbps, shaMbps };
-    console.log(`  ${name.padEnd(13)} redactor ${mbps.toFixed(0).padStart(5)} MiB/s   sha256 ${shaMbps.toFixed(0).padStart(5)} MiB/s   redactor/sha256 time ${(median(red) / median(sha)).toFixed(2)}x   (${count} occurrences replaced)`);
+    console.log(
+      `  ${name.padEnd(13)} redactor ${mbps.toFixed(0).padStart(5)} MiB/s   sha256 ${shaMbps.toFixed(0).padStart(5)} MiB/s   redactor/sha256 time ${(median(red) / median(sha)).toFixed(2)}x   (${count} occurrences replaced)`,
+    );
   }
 
   // A typical run's path: made once per run, a few KiB through it.
@@ -96,7 +107,9 @@ try {
     typical();
     times.push(Number(process.hrtime.bigint() - t) / 1e3);
   }
-  console.log(`  typical run (1 value; 4 KiB stdout, 1 KiB stderr, a 16 KiB file, 2 names): median ${median(times).toFixed(1)} µs per run (of 2000, warm)`);
+  console.log(
+    `  typical run (1 value; 4 KiB stdout, 1 KiB stderr, a 16 KiB file, 2 names): median ${median(times).toFixed(1)} µs per run (of 2000, warm)`,
+  );
 } finally {
   rmSync(out, { recursive: true, force: true });
 }

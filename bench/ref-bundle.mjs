@@ -19,7 +19,9 @@ export async function buildRefServer() {
     format: 'esm',
     platform: 'node',
     target: 'node20',
-    banner: { js: "import { createRequire as __benchCreateRequire } from 'node:module'; const require = __benchCreateRequire(import.meta.url);" },
+    banner: {
+      js: "import { createRequire as __benchCreateRequire } from 'node:module'; const require = __benchCreateRequire(import.meta.url);",
+    },
     logLevel: 'warning',
   });
   return outfile;

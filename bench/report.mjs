@@ -43,7 +43,14 @@ export function row(workload, label, unit, ours, ref, target, note) {
     runs: ours?.length ?? 0,
     ratio,
     target,
-    met: target?.atLeast !== undefined ? (ratio === undefined ? undefined : ratio >= target.atLeast) : limit === undefined || bound === undefined ? undefined : bound <= limit,
+    met:
+      target?.atLeast !== undefined
+        ? ratio === undefined
+          ? undefined
+          : ratio >= target.atLeast
+        : limit === undefined || bound === undefined
+          ? undefined
+          : bound <= limit,
     ...(note ? { note } : {}),
   };
 }

@@ -11,7 +11,15 @@ import { build } from 'esbuild';
 
 mkdirSync('.tmp', { recursive: true });
 const bundle = join(mkdtempSync(join('.tmp', 'bench-root-reads-')), 'open.mjs');
-await build({ stdin: { contents: "export * from './shared/open-beneath.ts'; export * from './shared/open-inside.ts';", resolveDir: '.', loader: 'ts' }, bundle: true, platform: 'node', format: 'esm', outfile: bundle, external: ['koffi'], logLevel: 'error' });
+await build({
+  stdin: { contents: "export * from './shared/open-beneath.ts'; export * from './shared/open-inside.ts';", resolveDir: '.', loader: 'ts' },
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  outfile: bundle,
+  external: ['koffi'],
+  logLevel: 'error',
+});
 const { loadOpenat2, openInsideSkill, perComponentOpener } = await import(join(process.cwd(), bundle));
 
 const batches = Number(process.argv[2] ?? 21);
@@ -48,5 +56,7 @@ for (let b = 0; b < batches; b++) {
 rmSync(skill, { recursive: true, force: true });
 rmSync(join(bundle, '..'), { recursive: true, force: true });
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-console.log(`${process.version} ${process.platform}/${process.arch}; a file 4 folders down; ${batches} batches of ${perBatch} opens, median µs per open`);
+console.log(
+  `${process.version} ${process.platform}/${process.arch}; a file 4 folders down; ${batches} batches of ${perBatch} opens, median µs per open`,
+);
 for (const [name, xs] of Object.entries(times)) console.log(`  ${name.padEnd(36)} ${median(xs).toFixed(2)}`);

@@ -39,7 +39,10 @@ const ROUNDS = Number(opt('rounds') ?? 25);
 const PREVIEWS = Number(opt('previews') ?? 100);
 const only = opt('only')?.split(',');
 const prof = opt('prof');
-const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
 
 /** Clock ticks per second of /proc/<pid>/stat's CPU times (USER_HZ: 100 on Linux). */
 const TICKS_PER_S = 100;
@@ -49,7 +52,12 @@ function tree(pid) {
   const out = [pid];
   for (let i = 0; i < out.length; i++) {
     for (const task of safe(() => readdirSync(`/proc/${out[i]}/task`), [])) {
-      out.push(...safe(() => readFileSync(`/proc/${out[i]}/task/${task}/children`, 'utf8'), '').split(' ').filter(Boolean).map(Number));
+      out.push(
+        ...safe(() => readFileSync(`/proc/${out[i]}/task/${task}/children`, 'utf8'), '')
+          .split(' ')
+          .filter(Boolean)
+          .map(Number),
+      );
     }
   }
   return out;
@@ -90,7 +98,8 @@ async function runOnce(session) {
   if (typeof token !== 'string') throw new Error(`no confirmation token: ${JSON.stringify(first.structuredContent).slice(0, 300)}`);
   const second = await session.callTool('skill_run', { ...args, confirmToken: token });
   const t2 = performance.now();
-  if (second.structuredContent?.exitCode !== 0) throw new Error(`the probe did not exit 0: ${JSON.stringify(second.structuredContent).slice(0, 300)}`);
+  if (second.structuredContent?.exitCode !== 0)
+    throw new Error(`the probe did not exit 0: ${JSON.stringify(second.structuredContent).slice(0, 300)}`);
   return { preview: t1 - t0, run: t2 - t1, both: t2 - t0 };
 }
 
@@ -99,7 +108,15 @@ async function runOnce(session) {
  * writes: `rows` per build and workload, the direct spawn's median, the load averages.
  * `npm run bench` calls it too (bench/run.mjs, the `catalog` part).
  */
-export async function measureRunCatalog({ bins = BINS, ids = only, rounds = ROUNDS, previews: previewRounds = PREVIEWS, prof: profDir = prof, node = process.execPath, log = (m) => process.stderr.write(`${m}\n`) } = {}) {
+export async function measureRunCatalog({
+  bins = BINS,
+  ids = only,
+  rounds = ROUNDS,
+  previews: previewRounds = PREVIEWS,
+  prof: profDir = prof,
+  node = process.execPath,
+  log = (m) => process.stderr.write(`${m}\n`),
+} = {}) {
   const workloads = WORKLOADS.filter((w) => !ids || ids.includes(w.id));
   const state = mkdtempSync(join(tmpdir(), 'skill-mcp-bench-runcat-'));
   if (profDir) {
@@ -110,25 +127,28 @@ export async function measureRunCatalog({ bins = BINS, ids = only, rounds = ROUN
   let spawner;
   const loads = { start: load() };
   try {
-    for (const [b, bin] of bins.entries()) for (const workload of workloads) {
-      const { root } = await generate(workload);
-      const session = await Session.open({
-        command: node,
-        args: [bin],
-        env: {
-          SKILLS_DIR: root, SKILL_MCP_MAX_SKILLS: String(workload.skills * 2), MCP_CONFIRM_ELICITATION: 'off',
-          SKILL_MCP_STATE_DIR: join(state, `${b}-${workload.id}`),
-          // The launcher starts the runner with its own node and environment: both are profiled
-          // (--cpu-prof is not allowed in NODE_OPTIONS; a preload running V8's profiler is).
-          ...(profDir ? { NODE_OPTIONS: `--require ${join(REPO, 'bench/prof-preload.cjs')}`, PROF_DIR: profDir } : {}),
-        },
-      });
-      // The catalog first (its digest pass), then the runner's first runs (its warm-up).
-      await session.walkSkills();
-      for (let i = 0; i < 3; i++) await runOnce(session);
-      servers.push({ bin, build: b, workload, root, session, samples: [] });
-      log(`${bin}: ${workload.skills} skills up, runner warm (load ${load()})`);
-    }
+    for (const [b, bin] of bins.entries())
+      for (const workload of workloads) {
+        const { root } = await generate(workload);
+        const session = await Session.open({
+          command: node,
+          args: [bin],
+          env: {
+            SKILLS_DIR: root,
+            SKILL_MCP_MAX_SKILLS: String(workload.skills * 2),
+            MCP_CONFIRM_ELICITATION: 'off',
+            SKILL_MCP_STATE_DIR: join(state, `${b}-${workload.id}`),
+            // The launcher starts the runner with its own node and environment: both are profiled
+            // (--cpu-prof is not allowed in NODE_OPTIONS; a preload running V8's profiler is).
+            ...(profDir ? { NODE_OPTIONS: `--require ${join(REPO, 'bench/prof-preload.cjs')}`, PROF_DIR: profDir } : {}),
+          },
+        });
+        // The catalog first (its digest pass), then the runner's first runs (its warm-up).
+        await session.walkSkills();
+        for (let i = 0; i < 3; i++) await runOnce(session);
+        servers.push({ bin, build: b, workload, root, session, samples: [] });
+        log(`${bin}: ${workload.skills} skills up, runner warm (load ${load()})`);
+      }
     // A runner reuses a root's listing once the root has been still for SETTLE_MS (shared/folder-listing.ts):
     // measure the steady state of a runner that has been up a while, not its first seconds.
     await new Promise((resolve) => setTimeout(resolve, SETTLE_MS + 500));
@@ -169,19 +189,47 @@ export async function measureRunCatalog({ bins = BINS, ids = only, rounds = ROUN
       const base = servers.find((o) => o.build === s.build);
       const baseAt = servers.indexOf(base);
       return {
-      bin: s.bin, workload: s.workload.id, skills: s.workload.skills,
-      previewMs: m(s, 'preview'), runMs: m(s, 'run'), bothMs: m(s, 'both'), bothP90Ms: quantile(s.samples.map((x) => x.both), 0.9),
-      addedOverDirectMs: m(s, 'both') - median(direct),
-      cpuPerRunMs: s.cpuRuns / rounds, cpuPerPreviewMs: s.cpuPreviews / previewRounds,
-      cpuPerRunOverSmallestMs: s.cpuRuns / rounds - base.cpuRuns / rounds, cpuPerPreviewOverSmallestMs: s.cpuPreviews / previewRounds - base.cpuPreviews / previewRounds,
-      previewAloneMs: median(previews[i]), previewAloneOverSmallestMs: median(previews[i]) - median(previews[baseAt]),
-      overSmallestMs: { preview: m(s, 'preview') - m(base, 'preview'), run: m(s, 'run') - m(base, 'run'), both: m(s, 'both') - m(base, 'both') },
-      // Paired by round (each round runs every server once, back to back): the catalog's term with the round's load taken out.
-      pairedOverSmallestMs: { both: median(s.samples.map((x, r) => x.both - base.samples[r].both)), run: median(s.samples.map((x, r) => x.run - base.samples[r].run)) },
-      pairedBothSamplesMs: s.samples.map((x, r) => x.both - base.samples[r].both),
+        bin: s.bin,
+        workload: s.workload.id,
+        skills: s.workload.skills,
+        previewMs: m(s, 'preview'),
+        runMs: m(s, 'run'),
+        bothMs: m(s, 'both'),
+        bothP90Ms: quantile(
+          s.samples.map((x) => x.both),
+          0.9,
+        ),
+        addedOverDirectMs: m(s, 'both') - median(direct),
+        cpuPerRunMs: s.cpuRuns / rounds,
+        cpuPerPreviewMs: s.cpuPreviews / previewRounds,
+        cpuPerRunOverSmallestMs: s.cpuRuns / rounds - base.cpuRuns / rounds,
+        cpuPerPreviewOverSmallestMs: s.cpuPreviews / previewRounds - base.cpuPreviews / previewRounds,
+        previewAloneMs: median(previews[i]),
+        previewAloneOverSmallestMs: median(previews[i]) - median(previews[baseAt]),
+        overSmallestMs: {
+          preview: m(s, 'preview') - m(base, 'preview'),
+          run: m(s, 'run') - m(base, 'run'),
+          both: m(s, 'both') - m(base, 'both'),
+        },
+        // Paired by round (each round runs every server once, back to back): the catalog's term with the round's load taken out.
+        pairedOverSmallestMs: {
+          both: median(s.samples.map((x, r) => x.both - base.samples[r].both)),
+          run: median(s.samples.map((x, r) => x.run - base.samples[r].run)),
+        },
+        pairedBothSamplesMs: s.samples.map((x, r) => x.both - base.samples[r].both),
       };
     });
-    const out = { date: new Date().toISOString(), node: process.version, rounds, previews: previewRounds, loads, directMs: median(direct), rows, raw: servers.map((s, i) => ({ bin: s.bin, workload: s.workload.id, samples: s.samples, previews: previews[i] })), direct };
+    const out = {
+      date: new Date().toISOString(),
+      node: process.version,
+      rounds,
+      previews: previewRounds,
+      loads,
+      directMs: median(direct),
+      rows,
+      raw: servers.map((s, i) => ({ bin: s.bin, workload: s.workload.id, samples: s.samples, previews: previews[i] })),
+      direct,
+    };
     return out;
   } finally {
     spawner?.close();
@@ -198,12 +246,18 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   writeFileSync(join(REPO, 'bench/out/run-catalog.json'), JSON.stringify(out, null, 2));
   const f = (x) => `${x.toFixed(2)} ms`;
   const signed = (x) => `${x >= 0 ? '+' : ''}${x.toFixed(2)} ms`;
-  console.log(`${new Date().toISOString().slice(0, 16)} UTC, node ${process.version}, ${out.rounds} skill_run rounds then ${out.previews} preview rounds, interleaved; load average (1/5/15 min) ${loads.start} at start, ${loads.measuring} when measuring began, ${loads.end} at the end`);
+  console.log(
+    `${new Date().toISOString().slice(0, 16)} UTC, node ${process.version}, ${out.rounds} skill_run rounds then ${out.previews} preview rounds, interleaved; load average (1/5/15 min) ${loads.start} at start, ${loads.measuring} when measuring began, ${loads.end} at the end`,
+  );
   console.log(`direct spawn of the probe: median ${f(median(direct))}`);
   for (const [b, bin] of BINS.entries()) console.log(`build ${b + 1}: ${bin}`);
-  console.log('| build | skills | preview call | run call | both calls (p90) | added over a direct spawn | both calls − the 30-skill server\'s (preview, run) | preview alone, median of many | − the 30-skill server\'s | CPU of front + runner per skill_run (− 30 skills\') | per preview alone (− 30 skills\') |');
+  console.log(
+    "| build | skills | preview call | run call | both calls (p90) | added over a direct spawn | both calls − the 30-skill server's (preview, run) | preview alone, median of many | − the 30-skill server's | CPU of front + runner per skill_run (− 30 skills') | per preview alone (− 30 skills') |",
+  );
   console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const r of rows) {
-    console.log(`| ${BINS.indexOf(r.bin) + 1} | ${r.skills} | ${f(r.previewMs)} | ${f(r.runMs)} | ${f(r.bothMs)} (${f(r.bothP90Ms)}) | ${signed(r.addedOverDirectMs)} | ${signed(r.overSmallestMs.both)} (${signed(r.overSmallestMs.preview)}, ${signed(r.overSmallestMs.run)}) | ${f(r.previewAloneMs)} | ${signed(r.previewAloneOverSmallestMs)} | ${f(r.cpuPerRunMs)} (${signed(r.cpuPerRunOverSmallestMs)}) | ${f(r.cpuPerPreviewMs)} (${signed(r.cpuPerPreviewOverSmallestMs)}) |`);
+    console.log(
+      `| ${BINS.indexOf(r.bin) + 1} | ${r.skills} | ${f(r.previewMs)} | ${f(r.runMs)} | ${f(r.bothMs)} (${f(r.bothP90Ms)}) | ${signed(r.addedOverDirectMs)} | ${signed(r.overSmallestMs.both)} (${signed(r.overSmallestMs.preview)}, ${signed(r.overSmallestMs.run)}) | ${f(r.previewAloneMs)} | ${signed(r.previewAloneOverSmallestMs)} | ${f(r.cpuPerRunMs)} (${signed(r.cpuPerRunOverSmallestMs)}) | ${f(r.cpuPerPreviewMs)} (${signed(r.cpuPerPreviewOverSmallestMs)}) |`,
+    );
   }
 }

@@ -44,16 +44,23 @@ const BARE_UID = 40200;
 export const TARGET_MS = 5;
 
 const median = (xs) => (xs.length === 0 ? Number.NaN : [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]);
-const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
 
 /** The probe prints when it started (its process's time origin) and when it ended, epoch ms. */
-const PROBE = "process.stdout.write(JSON.stringify({ start: performance.timeOrigin, end: performance.timeOrigin + performance.now() }))\n";
+const PROBE = 'process.stdout.write(JSON.stringify({ start: performance.timeOrigin, end: performance.timeOrigin + performance.now() }))\n';
 
 function makeSkill() {
   const root = mkdtempSync(join(tmpdir(), 'skill-mcp-bench-floor-'));
   chmodSync(root, 0o755);
   mkdirSync(join(root, 'probe'), { mode: 0o755 });
-  writeFileSync(join(root, 'probe', 'SKILL.md'), '---\nname: probe\ndescription: bench probe\nmcp-host:\n  version: 1\n  run:\n    - script: run.js\n      interpreter: node\n---\nprobe\n', { mode: 0o644 });
+  writeFileSync(
+    join(root, 'probe', 'SKILL.md'),
+    '---\nname: probe\ndescription: bench probe\nmcp-host:\n  version: 1\n  run:\n    - script: run.js\n      interpreter: node\n---\nprobe\n',
+    { mode: 0o644 },
+  );
   writeFileSync(join(root, 'probe', 'run.js'), PROBE, { mode: 0o644 });
   return root;
 }
@@ -62,7 +69,17 @@ async function bundleSpawner() {
   const outfile = join(OUT, 'floor-spawner.cjs');
   mkdirSync(OUT, { recursive: true });
   // import.meta.url as the runner bundle's: the launcher is found beside it in dist/ (hardening.ts).
-  await build({ entryPoints: [join(REPO, 'bench/floor-spawner.ts')], outfile, bundle: true, format: 'cjs', platform: 'node', target: 'node20', external: ['koffi'], define: { 'import.meta.url': JSON.stringify(pathToFileURL(join(REPO, 'dist/skill-mcp-runner.cjs')).href) }, logLevel: 'warning' });
+  await build({
+    entryPoints: [join(REPO, 'bench/floor-spawner.ts')],
+    outfile,
+    bundle: true,
+    format: 'cjs',
+    platform: 'node',
+    target: 'node20',
+    external: ['koffi'],
+    define: { 'import.meta.url': JSON.stringify(pathToFileURL(join(REPO, 'dist/skill-mcp-runner.cjs')).href) },
+    logLevel: 'warning',
+  });
   return outfile;
 }
 
@@ -71,7 +88,10 @@ function startSpawner(spawnerJs, prefix, env, config) {
   const [command, ...pre] = prefix.length > 0 ? prefix : [process.execPath];
   const args = [...(prefix.length > 0 ? [...pre, process.execPath] : []), spawnerJs, JSON.stringify(config)];
   // NODE_PATH: the bundle leaves koffi out; the launcher's probe needs it from our node_modules.
-  const child = spawn(command, args, { stdio: ['pipe', 'pipe', 'inherit'], env: { PATH: '/usr/bin:/bin', LANG: 'C.UTF-8', NODE_PATH: join(REPO, 'node_modules'), ...env } });
+  const child = spawn(command, args, {
+    stdio: ['pipe', 'pipe', 'inherit'],
+    env: { PATH: '/usr/bin:/bin', LANG: 'C.UTF-8', NODE_PATH: join(REPO, 'node_modules'), ...env },
+  });
   const waiting = [];
   let buffered = '';
   child.stdout.on('data', (chunk) => {
@@ -141,7 +161,12 @@ function serverCpuMs(pid) {
   const pids = [pid];
   for (let i = 0; i < pids.length; i++) {
     for (const task of safe(() => readdirSync(`/proc/${pids[i]}/task`), [])) {
-      pids.push(...safe(() => readFileSync(`/proc/${pids[i]}/task/${task}/children`, 'utf8'), '').split(' ').filter(Boolean).map(Number));
+      pids.push(
+        ...safe(() => readFileSync(`/proc/${pids[i]}/task/${task}/children`, 'utf8'), '')
+          .split(' ')
+          .filter(Boolean)
+          .map(Number),
+      );
     }
   }
   let ticks = 0;
@@ -162,10 +187,24 @@ async function startOurs(bin, skills, env, prefix, prof) {
   if (prefix.length > 0) chownSync(home, USER, USER);
   const [command, ...pre] = prefix.length > 0 ? prefix : [process.execPath];
   const args = prefix.length > 0 ? [...pre, process.execPath, bin] : [bin];
-  const transport = new StdioClientTransport({ command, args, env: { PATH: process.env.PATH, HOME: home, TMPDIR: home, SKILLS_DIR: skills, MCP_CONFIRM_MODE: 'auto', ...env, ...(prof ? { NODE_OPTIONS: `--require ${join(REPO, 'bench/prof-preload.cjs')}`, PROF_DIR: prof } : {}) }, stderr: 'pipe' });
+  const transport = new StdioClientTransport({
+    command,
+    args,
+    env: {
+      PATH: process.env.PATH,
+      HOME: home,
+      TMPDIR: home,
+      SKILLS_DIR: skills,
+      MCP_CONFIRM_MODE: 'auto',
+      ...env,
+      ...(prof ? { NODE_OPTIONS: `--require ${join(REPO, 'bench/prof-preload.cjs')}`, PROF_DIR: prof } : {}),
+    },
+    stderr: 'pipe',
+  });
   const client = new Client({ name: 'bench-run-floor', version: '0' }, { capabilities: {} });
   await client.connect(transport);
-  const call = async (extra) => (await client.callTool({ name: 'skill_run', arguments: { name: 'probe', script: 'run.js', args: [], ...extra } })).structuredContent;
+  const call = async (extra) =>
+    (await client.callTool({ name: 'skill_run', arguments: { name: 'probe', script: 'run.js', args: [], ...extra } })).structuredContent;
   return {
     cpuMs: () => serverCpuMs(transport.pid),
     async time() {
@@ -176,7 +215,13 @@ async function startOurs(bin, skills, env, prefix, prof) {
       const ms = performance.now() - t0;
       if (second?.exitCode !== 0) throw new Error(`run failed: ${JSON.stringify(second).slice(0, 300)}`);
       const stamp = JSON.parse(second.stdout);
-      return { ms, level: first.preview.willRun.isolation, sandbox: first.preview.willRun.sandbox, life: stamp.end - stamp.start, phases: phasesOf(home, second.runId) };
+      return {
+        ms,
+        level: first.preview.willRun.isolation,
+        sandbox: first.preview.willRun.sandbox,
+        life: stamp.end - stamp.start,
+        phases: phasesOf(home, second.runId),
+      };
     },
     async close() {
       await client.close();
@@ -198,7 +243,13 @@ async function measure(label, skills, env, prefix, spawnerJs, { bins, runs: RUNS
   chownSync(homeDir, owner, owner);
   if (prefix.length > 0) chownSync(floorDir, USER, USER);
   const servers = [];
-  const spawner = startSpawner(spawnerJs, prefix, env, { skillDir: join(skills, 'probe'), script: 'run.js', workDir, homeDir, ...(asRoot && prefix.length === 0 ? { uid: BARE_UID } : {}) });
+  const spawner = startSpawner(spawnerJs, prefix, env, {
+    skillDir: join(skills, 'probe'),
+    script: 'run.js',
+    workDir,
+    homeDir,
+    ...(asRoot && prefix.length === 0 ? { uid: BARE_UID } : {}),
+  });
   const samples = { bare: [], chain: [], cgroup: [], ...Object.fromEntries(bins.map((_, b) => [`ours${b}`, []])) };
   let cpuPerRun = [];
   let level;
@@ -210,14 +261,22 @@ async function measure(label, skills, env, prefix, spawnerJs, { bins, runs: RUNS
     for (const bin of bins) servers.push(await startOurs(bin, skills, env, prefix, prof));
     for (let i = 0; i <= RUNS; i++) {
       // The order rotates, so no one of them always runs right after another.
-      const order = [...servers.map((server, b) => [`ours${b}`, () => server.time()]), ['bare', () => spawner.time('bare')], ['chain', () => spawner.time('chain')], ...(info.cgroups ? [['cgroup', () => spawner.time('cgroup')]] : [])];
+      const order = [
+        ...servers.map((server, b) => [`ours${b}`, () => server.time()]),
+        ['bare', () => spawner.time('bare')],
+        ['chain', () => spawner.time('chain')],
+        ...(info.cgroups ? [['cgroup', () => spawner.time('cgroup')]] : []),
+      ];
       for (let k = 0; k < i % order.length; k++) order.push(order.shift());
       const round = {};
       for (const [name, fn] of order) round[name] = await fn();
       level = round.ours0.level;
       for (const [b, bin] of bins.entries()) {
         // A build that lost part of its sandbox (koffi not found beside a copied dist/, say) would time something else.
-        if (!round[`ours${b}`].sandbox.includes('seccomp')) throw new Error(`${bin}: runs without the syscall filter here (${round[`ours${b}`].sandbox.join(', ')}); put the build where node_modules (koffi) resolves`);
+        if (!round[`ours${b}`].sandbox.includes('seccomp'))
+          throw new Error(
+            `${bin}: runs without the syscall filter here (${round[`ours${b}`].sandbox.join(', ')}); put the build where node_modules (koffi) resolves`,
+          );
       }
       if (i > 0) for (const name of Object.keys(round)) samples[name].push(round[name]); // the first round warms everything
       if (i === 0) cpuStart = servers.map((server) => server.cpuMs());
@@ -238,8 +297,18 @@ async function measure(label, skills, env, prefix, spawnerJs, { bins, runs: RUNS
     const runnerMs = ours.map((s) => (Object.keys(s.phases).length > 0 ? Object.values(s.phases).reduce((a, c) => a + c, 0) : Number.NaN));
     return {
       cpuPerRunMs: cpuPerRun[b],
-      label: bins.length > 1 ? `${label}, build ${b + 1}` : label, bin: relative(REPO, bin), level, sandbox: ours[0]?.sandbox, floorLevel: info.level, seccomp: info.seccomp, runs: RUNS, loadBefore, loadAfter,
-      oursMs: median(ours.map((s) => s.ms)), bareMs: median(bare.map((s) => s.ms)), chainMs: median(samples.chain.map((s) => s.ms)),
+      label: bins.length > 1 ? `${label}, build ${b + 1}` : label,
+      bin: relative(REPO, bin),
+      level,
+      sandbox: ours[0]?.sandbox,
+      floorLevel: info.level,
+      seccomp: info.seccomp,
+      runs: RUNS,
+      loadBefore,
+      loadAfter,
+      oursMs: median(ours.map((s) => s.ms)),
+      bareMs: median(bare.map((s) => s.ms)),
+      chainMs: median(samples.chain.map((s) => s.ms)),
       oursOverBareMs: median(ours.map((s, i) => s.ms - bare[i].ms)),
       // Builds side by side: this one against build 1 in the same rounds (the finer comparison).
       oursOverFirstMs: b === 0 ? Number.NaN : median(ours.map((s, i) => s.ms - samples.ours0[i].ms)),
@@ -251,7 +320,11 @@ async function measure(label, skills, env, prefix, spawnerJs, { bins, runs: RUNS
       runnerMs: median(runnerMs),
       runnerOverBareMs: median(runnerMs.map((ms, i) => ms - bare[i].ms)),
       bareBeforeScriptMs: median(bare.map((s) => s.pre)),
-      scriptLifeMs: { ours: median(ours.map((s) => s.life)), bare: median(bare.map((s) => s.life)), chain: median(samples.chain.map((s) => s.life)) },
+      scriptLifeMs: {
+        ours: median(ours.map((s) => s.life)),
+        bare: median(bare.map((s) => s.life)),
+        chain: median(samples.chain.map((s) => s.life)),
+      },
       phases,
     };
   });
@@ -269,7 +342,13 @@ const CASES = [
  * Measures every level this machine gives; the rows, for the table and for bench/run.mjs.
  * `only`: level names; `prof`: a folder for every server process's CPU profile (bench/prof-preload.cjs).
  */
-export async function runFloorRows({ runs = DEFAULT_RUNS, only, prof, bins = [join(REPO, 'dist/skill-mcp.js')], log = (m) => process.stderr.write(`${m}\n`) } = {}) {
+export async function runFloorRows({
+  runs = DEFAULT_RUNS,
+  only,
+  prof,
+  bins = [join(REPO, 'dist/skill-mcp.js')],
+  log = (m) => process.stderr.write(`${m}\n`),
+} = {}) {
   const spawnerJs = await bundleSpawner();
   if (prof) {
     mkdirSync(prof, { recursive: true });
@@ -310,24 +389,48 @@ export function floorMarkdown(rows) {
   ];
   for (const r of rows) {
     if (r.error) out.push(`| ${r.label} | not measured: ${r.error} | | | | | | | | | | | |`);
-    else out.push(`| ${r.label} | \`${r.level}\` | ${f(r.oursMs)} ms | ${f(r.bareMs)} ms | ${f(r.chainMs)} ms | **${signed(r.oursOverBareMs)} ms** | ${signed(r.runnerOverBareMs)} ms | ${signed(r.chainOverBareMs)} ms | ${Number.isFinite(r.cgroupOverChainMs) ? `${signed(r.cgroupOverChainMs)} ms` : '–'} | ${f(r.frontWireMs)} ms | ${f(r.runnerMs)} ms | ${f(r.cpuPerRunMs)} ms | ${r.loadBefore} → ${r.loadAfter} |`);
+    else
+      out.push(
+        `| ${r.label} | \`${r.level}\` | ${f(r.oursMs)} ms | ${f(r.bareMs)} ms | ${f(r.chainMs)} ms | **${signed(r.oursOverBareMs)} ms** | ${signed(r.runnerOverBareMs)} ms | ${signed(r.chainOverBareMs)} ms | ${Number.isFinite(r.cgroupOverChainMs) ? `${signed(r.cgroupOverChainMs)} ms` : '–'} | ${f(r.frontWireMs)} ms | ${f(r.runnerMs)} ms | ${f(r.cpuPerRunMs)} ms | ${r.loadBefore} → ${r.loadAfter} |`,
+      );
   }
   const measured = rows.filter((r) => !r.error);
   const against = measured.filter((r) => Number.isFinite(r.oursOverFirstMs));
   if (against.length > 0) {
-    out.push('', 'Builds against build 1 (`--bin`), the median of the per-round differences of ours (the same rounds, so the load they share cancels):', '');
+    out.push(
+      '',
+      'Builds against build 1 (`--bin`), the median of the per-round differences of ours (the same rounds, so the load they share cancels):',
+      '',
+    );
     for (const r of against) out.push(`- ${r.label}: **${signed(r.oursOverFirstMs)} ms**`);
   }
   const names = [...new Set(measured.flatMap((r) => Object.keys(r.phases)))];
-  out.push('', `Phases of ours (run.exit \`phases_ms\`, medians, ms):`, '', `| level | ${names.join(' | ')} |`, `|---|${names.map(() => '---:').join('|')}|`);
-  for (const r of measured) out.push(`| ${r.label.includes('build') ? `${r.label.replace(/.*, (build \d+)$/, '$1')} ` : ''}\`${r.level}\` | ${names.map((n) => f(r.phases[n])).join(' | ')} |`);
+  out.push(
+    '',
+    `Phases of ours (run.exit \`phases_ms\`, medians, ms):`,
+    '',
+    `| level | ${names.join(' | ')} |`,
+    `|---|${names.map(() => '---:').join('|')}|`,
+  );
+  for (const r of measured)
+    out.push(
+      `| ${r.label.includes('build') ? `${r.label.replace(/.*, (build \d+)$/, '$1')} ` : ''}\`${r.level}\` | ${names.map((n) => f(r.phases[n])).join(' | ')} |`,
+    );
   return out.join('\n');
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1]).href) {
   const prof = argOf('prof');
-  const rows = await runFloorRows({ runs: Number(argOf('runs') ?? process.env.BENCH_RUNS ?? DEFAULT_RUNS), only: argOf('only')?.split(','), prof: prof ? resolve(prof) : undefined, bins: (argOf('bin') ?? join(REPO, 'dist/skill-mcp.js')).split(',').map((b) => resolve(b)) });
+  const rows = await runFloorRows({
+    runs: Number(argOf('runs') ?? process.env.BENCH_RUNS ?? DEFAULT_RUNS),
+    only: argOf('only')?.split(','),
+    prof: prof ? resolve(prof) : undefined,
+    bins: (argOf('bin') ?? join(REPO, 'dist/skill-mcp.js')).split(',').map((b) => resolve(b)),
+  });
   mkdirSync(OUT, { recursive: true });
-  writeFileSync(join(OUT, 'run-floor.json'), JSON.stringify({ node: process.version, cores: cpus().length, date: new Date().toISOString(), rows }, null, 2));
+  writeFileSync(
+    join(OUT, 'run-floor.json'),
+    JSON.stringify({ node: process.version, cores: cpus().length, date: new Date().toISOString(), rows }, null, 2),
+  );
   console.log(floorMarkdown(rows));
 }

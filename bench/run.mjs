@@ -40,7 +40,6 @@ import { compareWalks } from './walk.mjs';
 import { measureRunCatalog } from './run-catalog.mjs';
 import { median, row, toMarkdown, toTerminal } from './report.mjs';
 
-
 const argv = process.argv.slice(2);
 const only = option(argv, 'only')?.split(',');
 const quick = argv.includes('--quick');
@@ -99,7 +98,12 @@ function servers(ourBin, refBundle, root, workload) {
       args: [ourBin],
       // A private state dir: the runner it starts must not write the real ~/.local/state/skill-mcp
       // (a test suite running beside a bench fails when that changes).
-      env: { SKILLS_DIR: root, SKILL_MCP_MAX_SKILLS: String(workload.skills * 2), MCP_CONFIRM_ELICITATION: 'off', SKILL_MCP_STATE_DIR: join(OUT, 'state') },
+      env: {
+        SKILLS_DIR: root,
+        SKILL_MCP_MAX_SKILLS: String(workload.skills * 2),
+        MCP_CONFIRM_ELICITATION: 'off',
+        SKILL_MCP_STATE_DIR: join(OUT, 'state'),
+      },
     },
     ref: { command: NODE, args: [refBundle], env: { SKILLS_DIR: root } },
   };
@@ -109,7 +113,9 @@ async function measureWorkload(workload, ourBin, refBundle) {
   const runs = quick ? { cold: 2, warm: 2 } : RUNS[workload.id];
   const t = performance.now();
   const { root, cached } = await generate(workload);
-  log(`${workload.id}: ${workload.skills} skills / ${workload.files} files ${cached ? '(cached)' : `generated in ${Math.round(performance.now() - t)} ms`} at ${root}`);
+  log(
+    `${workload.id}: ${workload.skills} skills / ${workload.files} files ${cached ? '(cached)' : `generated in ${Math.round(performance.now() - t)} ms`} at ${root}`,
+  );
   const server = servers(ourBin, refBundle, root, workload);
   const cold = { ours: { list: [], tools: [], rss: [] }, ref: { list: [], rss: [] } };
   let firstPageUndigested = 0;
@@ -125,11 +131,21 @@ async function measureWorkload(workload, ourBin, refBundle) {
     cold.ref.rss.push(ref.memory?.rssMB);
     log(`  cold ${i + 1}/${runs.cold}: ours ${ours.ms.toFixed(0)} ms, ref ${ref.ms.toFixed(0)} ms`);
   }
-  const warm = { ours: await warmSession(server.ours, 'ours', root, runs.warm), ref: await warmSession(server.ref, 'ref', root, runs.warm) };
+  const warm = {
+    ours: await warmSession(server.ours, 'ours', root, runs.warm),
+    ref: await warmSession(server.ref, 'ref', root, runs.warm),
+  };
   const raw = { ours: await rawSession(server.ours, 'ours', runs.warm), ref: await rawSession(server.ref, 'ref', runs.warm) };
   const compared = await readCompareRows({ workload, servers: server, times: runs.warm, targets: TARGETS });
   // Both servers up at once, walking in turns (bench/walk.mjs): a busy moment falls on both alike.
-  const [walked] = await compareWalks({ workload, bins: [ourBin], refBundle, walks: quick ? 2 : WALKS[workload.id], node: NODE, log: (line) => log(`  walk: ${line}`) });
+  const [walked] = await compareWalks({
+    workload,
+    bins: [ourBin],
+    refBundle,
+    walks: quick ? 2 : WALKS[workload.id],
+    node: NODE,
+    log: (line) => log(`  walk: ${line}`),
+  });
   return { workload, runs, cold, warm, raw, firstPageUndigested, compared, walked };
 }
 
@@ -138,35 +154,103 @@ function rowsOf({ workload, cold, warm, raw, firstPageUndigested, compared, walk
   const w = `${workload.skills} skills`;
   const { ours, ref } = warm;
   const one = (v) => (v === undefined ? undefined : [v]);
-  const digestNote = (walk) => `${walk.skills} skills in ${walk.pages} pages, ${walk.undigested === 0 ? 'all with digests' : `${walk.undigested} WITHOUT digests`}`;
+  const digestNote = (walk) =>
+    `${walk.skills} skills in ${walk.pages} pages, ${walk.undigested === 0 ? 'all with digests' : `${walk.undigested} WITHOUT digests`}`;
   const rows = [
-    row(w, 'spawn → first skills/list', 'ms', cold.ours.list, cold.ref.list, TARGETS.firstList[id], firstPageUndigested === 0 ? 'first page fully digested' : 'first page NOT digested'),
+    row(
+      w,
+      'spawn → first skills/list',
+      'ms',
+      cold.ours.list,
+      cold.ref.list,
+      TARGETS.firstList[id],
+      firstPageUndigested === 0 ? 'first page fully digested' : 'first page NOT digested',
+    ),
     row(w, 'spawn → first tools/list', 'ms', cold.ours.tools, undefined),
-    row(w, 'skills/list full walk, first (right after start)', 'ms', ours.firstWalkMs, ref.firstWalkMs, undefined, `ours: ${digestNote(ours.walk)}; ref: ${ref.walk.skills} skills`),
+    row(
+      w,
+      'skills/list full walk, first (right after start)',
+      'ms',
+      ours.firstWalkMs,
+      ref.firstWalkMs,
+      undefined,
+      `ours: ${digestNote(ours.walk)}; ref: ${ref.walk.skills} skills`,
+    ),
     row(w, 'skills/list full walk, warm', 'ms', ours.walkMs, ref.walkMs),
-    row(w, 'skills/list full walk, warm, interleaved with the ref', 'ms', walked.samples.ours, walked.samples.ref, TARGETS.walk, `ours ${walked.pages} pages (largest ${Math.round(walked.largestPageBytes / 1024)} KiB), ref ${walked.refPages}; load ${walked.load}`),
-    row(w, 'skills/list full walk right after start', 'ms', ours.firstWalkMs, cold.ref.list, TARGETS.walk, "ref column: the ref's spawn → first skills/list"),
+    row(
+      w,
+      'skills/list full walk, warm, interleaved with the ref',
+      'ms',
+      walked.samples.ours,
+      walked.samples.ref,
+      TARGETS.walk,
+      `ours ${walked.pages} pages (largest ${Math.round(walked.largestPageBytes / 1024)} KiB), ref ${walked.refPages}; load ${walked.load}`,
+    ),
+    row(
+      w,
+      'skills/list full walk right after start',
+      'ms',
+      ours.firstWalkMs,
+      cold.ref.list,
+      TARGETS.walk,
+      "ref column: the ref's spawn → first skills/list",
+    ),
     row(w, 'skills/list one page, warm', 'ms', ours.pageMs, ref.pageMs, TARGETS.page),
     row(w, 'skills/list first page, bare JSON-RPC client', 'ms', raw.ours.pageMs, raw.ref.pageMs, undefined, 'no SDK client parsing'),
     row(w, 'skill_list', 'ms', ours.skillListMs, undefined),
     row(w, 'skill_load', 'ms', ours.skillLoadMs, undefined),
     row(w, 'skill_file 1 MiB (binary)', 'ms', ours.skillFile1MiBMs, undefined, TARGETS.skillFile1MiB),
-    row(w, 'skill_file 1 MiB (binary), bare JSON-RPC client', 'ms', raw.ours.skillFile1MiBMs, undefined, undefined, 'no SDK client parsing'),
+    row(
+      w,
+      'skill_file 1 MiB (binary), bare JSON-RPC client',
+      'ms',
+      raw.ours.skillFile1MiBMs,
+      undefined,
+      undefined,
+      'no SDK client parsing',
+    ),
     row(w, 'skill_file 4 × 1 MiB', 'ms', ours.batch4MiBMs, ref.batch4MiBMs, undefined, 'ref: 4 parallel resources/read'),
     row(w, 'resources/read 1 MiB (binary)', 'ms', ours.resourceRead1MiBMs, ref.resourceRead1MiBMs),
-    row(w, 'resources/read 1 MiB (binary), bare JSON-RPC client', 'ms', raw.ours.resourceRead1MiBMs, raw.ref.resourceRead1MiBMs, undefined, 'no SDK client parsing'),
+    row(
+      w,
+      'resources/read 1 MiB (binary), bare JSON-RPC client',
+      'ms',
+      raw.ours.resourceRead1MiBMs,
+      raw.ref.resourceRead1MiBMs,
+      undefined,
+      'no SDK client parsing',
+    ),
     row(w, 'resources/read 10 KB', 'ms', ours.resourceRead10KBMs, ref.resourceRead10KBMs),
     ...compared,
     row(w, 'RSS at first skills/list answer', 'MB', cold.ours.rss.filter(Number.isFinite), cold.ref.rss.filter(Number.isFinite)),
     row(w, 'RSS after startup and a full walk', 'MB', one(ours.startupMemory?.rssMB), one(ref.startupMemory?.rssMB), TARGETS.rss[id]),
-    row(w, 'peak RSS (VmHWM) after the 4 MiB batch', 'MB', one(ours.afterBatchMemory?.peakMB), one(ref.afterBatchMemory?.peakMB), TARGETS.peak[id]),
+    row(
+      w,
+      'peak RSS (VmHWM) after the 4 MiB batch',
+      'MB',
+      one(ours.afterBatchMemory?.peakMB),
+      one(ref.afterBatchMemory?.peakMB),
+      TARGETS.peak[id],
+    ),
   ];
   if (ours.skillRunMs) {
     const added = median(ours.skillRunMs) - median(ours.directSpawnMs);
-    rows.push(row(w, 'skill_run, token path (both calls)', 'ms', ours.skillRunMs, ours.directSpawnMs, undefined, 'ref column: node spawned directly'));
+    rows.push(
+      row(
+        w,
+        'skill_run, token path (both calls)',
+        'ms',
+        ours.skillRunMs,
+        ours.directSpawnMs,
+        undefined,
+        'ref column: node spawned directly',
+      ),
+    );
     rows.push(row(w, 'skill_run added over a direct spawn', 'ms', [added], undefined, TARGETS.skillRunAddedMs));
   } else {
-    const why = ours.skillRunError ? `not measured: skill_run failed: ${ours.skillRunError}` : 'not measured: skill_run not built yet (fills in once tools/list lists it)';
+    const why = ours.skillRunError
+      ? `not measured: skill_run failed: ${ours.skillRunError}`
+      : 'not measured: skill_run not built yet (fills in once tools/list lists it)';
     rows.push({ workload: w, label: 'skill_run', unit: 'ms', runs: 0, note: why });
   }
   return rows;
@@ -179,10 +263,26 @@ function httpRows(http) {
     const workload = `HTTP, ${r.clients} client${r.clients === 1 ? '' : 's'}`;
     const errors = r.ours.errors + r.ref.errors > 0 ? `, errors ours/ref ${r.ours.errors}/${r.ref.errors}` : '';
     return [
-      row(workload, `${r.label} req/s`, 'req/s', [r.ours.rps], [r.ref.rps], { atLeast: HTTP_TARGET.rps }, `${r.ours.requests}/${r.ref.requests} requests, ${loadNote(r)}${errors}`),
+      row(
+        workload,
+        `${r.label} req/s`,
+        'req/s',
+        [r.ours.rps],
+        [r.ref.rps],
+        { atLeast: HTTP_TARGET.rps },
+        `${r.ours.requests}/${r.ref.requests} requests, ${loadNote(r)}${errors}`,
+      ),
       row(workload, `${r.label} p99`, 'ms', [r.ours.p99], [r.ref.p99], { ratio: HTTP_TARGET.p99 }),
       // No target: the HTTP front keeps V8's default heap growth (server/start.ts), so its RSS under load is shown beside the reference's.
-      row(workload, `${r.label}: highest RSS while the row ran`, 'MB', [r.ours.rssMaxMB], [r.ref.rssMaxMB], undefined, `VmRSS of the process serving HTTP, sampled every ${RSS_SAMPLE_MS} ms`),
+      row(
+        workload,
+        `${r.label}: highest RSS while the row ran`,
+        'MB',
+        [r.ours.rssMaxMB],
+        [r.ref.rssMaxMB],
+        undefined,
+        `VmRSS of the process serving HTTP, sampled every ${RSS_SAMPLE_MS} ms`,
+      ),
     ];
   });
 }
@@ -206,7 +306,10 @@ async function writeResults(markdown, BEGIN_MARK = BEGIN, END_MARK = END) {
   const old = await readFile(path, 'utf8').catch(() => `# Benchmark results\n\n${BEGIN}\n${END}\n`);
   const start = old.indexOf(BEGIN);
   const end = old.indexOf(END);
-  const next = start >= 0 && end > start ? `${old.slice(0, start)}${BEGIN}\n${markdown}\n${old.slice(end)}` : `${old}\n${BEGIN}\n${markdown}\n${END}\n`;
+  const next =
+    start >= 0 && end > start
+      ? `${old.slice(0, start)}${BEGIN}\n${markdown}\n${old.slice(end)}`
+      : `${old}\n${BEGIN}\n${markdown}\n${END}\n`;
   await writeFile(path, next);
 }
 
@@ -215,7 +318,8 @@ await mkdir(OUT, { recursive: true });
 const refBundle = await buildRefServer();
 const ourBin = await snapshotOurs();
 const results = [];
-for (const workload of WORKLOADS.filter((w) => !only || only.includes(w.id))) results.push(await measureWorkload(workload, ourBin, refBundle));
+for (const workload of WORKLOADS.filter((w) => !only || only.includes(w.id)))
+  results.push(await measureWorkload(workload, ourBin, refBundle));
 const rows = results.flatMap(rowsOf);
 const live = [];
 if (!only || only.includes('live')) {
@@ -232,12 +336,25 @@ if (!only || only.includes('first')) {
 }
 if (!only || only.includes('http')) {
   log('Streamable HTTP beside the reference: 30 skills, 1/10/50 clients, in turns');
-  const { rows: http } = await httpCompareRows({ ours: ourBin, ref: refBundle, node: NODE, ...(quick ? HTTP_SLICES.quick : HTTP_SLICES.full), log: (line) => log(`  ${line}`) });
+  const { rows: http } = await httpCompareRows({
+    ours: ourBin,
+    ref: refBundle,
+    node: NODE,
+    ...(quick ? HTTP_SLICES.quick : HTTP_SLICES.full),
+    log: (line) => log(`  ${line}`),
+  });
   rows.push(...httpRows(http));
 }
 if (!only || only.includes('warm')) {
   log('warm start: spawn → whole skills/list on an unchanged catalog, with and without the digest index, and the reference');
-  const warm = await measureWarmStart({ ids: ['collection', 'large', 'huge'], starts: quick ? 2 : 7, bin: ourBin, node: NODE, refBundle, log });
+  const warm = await measureWarmStart({
+    ids: ['collection', 'large', 'huge'],
+    starts: quick ? 2 : 7,
+    bin: ourBin,
+    node: NODE,
+    refBundle,
+    log,
+  });
   rows.push(...warmStartRows(warm));
 }
 if (!only || only.includes('floor')) {
@@ -246,20 +363,54 @@ if (!only || only.includes('floor')) {
   await writeFile(join(OUT, 'run-floor.json'), JSON.stringify({ date: new Date().toISOString(), rows: floor }, null, 2));
   log(floorMarkdown(floor));
   for (const r of floor) {
-    if (r.error) rows.push({ workload: 'run floor', label: `skill_run over bare bubblewrap (${r.label})`, unit: 'ms', runs: 0, note: `not measured: ${r.error}` });
-    else rows.push(row('run floor', `skill_run over bare bubblewrap, \`${r.level}\``, 'ms', [r.oursOverBareMs], undefined, r.level === 'namespace' ? FLOOR_TARGET_MS : undefined, `ours ${r.oursMs.toFixed(1)} / bare ${r.bareMs.toFixed(1)} ms; runner − bare ${r.runnerOverBareMs.toFixed(1)}, chain − bare ${r.chainOverBareMs.toFixed(1)}, front + wire ${r.frontWireMs.toFixed(1)} ms; load ${r.loadBefore}`));
+    if (r.error)
+      rows.push({
+        workload: 'run floor',
+        label: `skill_run over bare bubblewrap (${r.label})`,
+        unit: 'ms',
+        runs: 0,
+        note: `not measured: ${r.error}`,
+      });
+    else
+      rows.push(
+        row(
+          'run floor',
+          `skill_run over bare bubblewrap, \`${r.level}\``,
+          'ms',
+          [r.oursOverBareMs],
+          undefined,
+          r.level === 'namespace' ? FLOOR_TARGET_MS : undefined,
+          `ours ${r.oursMs.toFixed(1)} / bare ${r.bareMs.toFixed(1)} ms; runner − bare ${r.runnerOverBareMs.toFixed(1)}, chain − bare ${r.chainOverBareMs.toFixed(1)}, front + wire ${r.frontWireMs.toFixed(1)} ms; load ${r.loadBefore}`,
+        ),
+      );
   }
 }
 if (!only || only.includes('catalog')) {
   // Issue 31 item 1: does a run's cost grow with the catalog? 30 / 1,000 / 5,000-skill servers up
   // at once, one skill_run each per round in a rotating order (bench/run-catalog.mjs).
   log('run against the catalog: skill_run on 30, 1,000 and 5,000-skill servers, in turns (bench/run-catalog.mjs)');
-  const cat = await measureRunCatalog({ bins: [ourBin], ids: ['small', 'large', 'huge'], rounds: quick ? 3 : RUN_CATALOG_ROUNDS, previews: quick ? 10 : 60, node: NODE, log: (line) => log(`  ${line}`) });
+  const cat = await measureRunCatalog({
+    bins: [ourBin],
+    ids: ['small', 'large', 'huge'],
+    rounds: quick ? 3 : RUN_CATALOG_ROUNDS,
+    previews: quick ? 10 : 60,
+    node: NODE,
+    log: (line) => log(`  ${line}`),
+  });
   await writeFile(join(OUT, 'run-catalog.json'), JSON.stringify(cat, null, 2));
   for (const r of cat.rows.filter((x) => x.skills !== 30)) {
     const signed = (x) => `${x >= 0 ? '+' : ''}${x.toFixed(2)}`;
-    rows.push(row(`${r.skills} skills`, 'skill_run (both calls) − the 30-skill server\'s, paired by round', 'ms', r.pairedBothSamplesMs, undefined, r.skills === 5000 ? TARGETS.runCatalogMs : undefined,
-      `${r.bothMs.toFixed(1)} ms against ${(r.bothMs - r.overSmallestMs.both).toFixed(1)}; preview alone ${signed(r.previewAloneOverSmallestMs)} ms; front + runner CPU per run ${signed(r.cpuPerRunOverSmallestMs)} ms; load ${cat.loads.measuring} → ${cat.loads.end}`));
+    rows.push(
+      row(
+        `${r.skills} skills`,
+        "skill_run (both calls) − the 30-skill server's, paired by round",
+        'ms',
+        r.pairedBothSamplesMs,
+        undefined,
+        r.skills === 5000 ? TARGETS.runCatalogMs : undefined,
+        `${r.bothMs.toFixed(1)} ms against ${(r.bothMs - r.overSmallestMs.both).toFixed(1)}; preview alone ${signed(r.previewAloneOverSmallestMs)} ms; front + runner CPU per run ${signed(r.cpuPerRunOverSmallestMs)} ms; load ${cat.loads.measuring} → ${cat.loads.end}`,
+      ),
+    );
   }
 }
 if (!only || only.includes('secrets')) {
@@ -268,7 +419,17 @@ if (!only || only.includes('secrets')) {
   const { samples } = await measureSecretsProxy(quick ? { first: 5, kept: 20 } : { first: 100, kept: 400 });
   for (const r of summarize(samples)) {
     const what = r.kind === 'first' ? 'first request (new CONNECT)' : 'request on a kept-alive connection';
-    rows.push(row('secrets', `HTTPS ${what}: injecting proxy`, 'ms', r.inject, r.blind, undefined, 'ref column: the same request through a blind tunnel'));
+    rows.push(
+      row(
+        'secrets',
+        `HTTPS ${what}: injecting proxy`,
+        'ms',
+        r.inject,
+        r.blind,
+        undefined,
+        'ref column: the same request through a blind tunnel',
+      ),
+    );
     rows.push(row('secrets', `HTTPS ${what}: added by injecting (paired)`, 'ms', r.added, undefined, r.target_added_ms));
   }
 }
@@ -282,7 +443,11 @@ await writeFile(join(OUT, `results-${stamp}.json`), json);
 await writeFile(join(OUT, 'latest.json'), json);
 if (live.length > 0 && !quick) {
   await writeResults(
-    [`Run ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC with \`${only ? 'node bench/run.mjs --only=live' : 'npm run bench'}\` on ${info.nproc} × ${info.cpu}, node ${info.node}.`, '', toMarkdown(live)].join('\n'),
+    [
+      `Run ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC with \`${only ? 'node bench/run.mjs --only=live' : 'npm run bench'}\` on ${info.nproc} × ${info.cpu}, node ${info.node}.`,
+      '',
+      toMarkdown(live),
+    ].join('\n'),
     LIVE_BEGIN,
     LIVE_END,
   );
@@ -292,7 +457,9 @@ if (!only && !quick) {
   await writeResults(
     [
       `Run ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC with \`${command}\` in ${seconds.toFixed(0)} s on ${info.nproc} × ${info.cpu}, node ${info.node}.`,
-      `Cold rows: a fresh server per sample (${Object.entries(RUNS).map(([k, v]) => `${k}: ${v.cold}`).join(', ')}; first-list rows: ${FIRST_LIST_RUNS} per server, interleaved); warm rows: repeated calls on one running server.`,
+      `Cold rows: a fresh server per sample (${Object.entries(RUNS)
+        .map(([k, v]) => `${k}: ${v.cold}`)
+        .join(', ')}; first-list rows: ${FIRST_LIST_RUNS} per server, interleaved); warm rows: repeated calls on one running server.`,
       '',
       toMarkdown(rows),
     ].join('\n'),

@@ -55,7 +55,9 @@ try {
         perQuery.get(query).push(ms);
       }
     }
-    console.log(`${workload.skills} skills (index ${indexMs.toFixed(0)} ms): p50 ${quantile(times, 0.5).toFixed(3)} ms, p90 ${quantile(times, 0.9).toFixed(3)} ms, p99 ${quantile(times, 0.99).toFixed(3)} ms, max ${Math.max(...times).toFixed(3)} ms (${QUERIES.length} queries × ${rounds})`);
+    console.log(
+      `${workload.skills} skills (index ${indexMs.toFixed(0)} ms): p50 ${quantile(times, 0.5).toFixed(3)} ms, p90 ${quantile(times, 0.9).toFixed(3)} ms, p99 ${quantile(times, 0.99).toFixed(3)} ms, max ${Math.max(...times).toFixed(3)} ms (${QUERIES.length} queries × ${rounds})`,
+    );
     for (const [query, list] of perQuery) console.log(`  ${quantile(list, 0.5).toFixed(3).padStart(8)} ms  ${JSON.stringify(query)}`);
   }
 } finally {

@@ -103,21 +103,93 @@ export async function measureSecretsProxy({ first = 100, kept = 400 } = {}) {
 }
 
 async function measure(FIRST, KEPT) {
-  openssl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'ca.key', '-out', 'ca.pem', '-subj', '/CN=bench CA', '-days', '1', '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign']);
-  openssl(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'api.key', '-out', 'api.csr', '-subj', '/CN=api']);
+  openssl([
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:P-256',
+    '-nodes',
+    '-keyout',
+    'ca.key',
+    '-out',
+    'ca.pem',
+    '-subj',
+    '/CN=bench CA',
+    '-days',
+    '1',
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign',
+  ]);
+  openssl([
+    'req',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:P-256',
+    '-nodes',
+    '-keyout',
+    'api.key',
+    '-out',
+    'api.csr',
+    '-subj',
+    '/CN=api',
+  ]);
   writeFileSync(join(dir, 'api.ext'), 'subjectAltName=IP:127.0.0.1\n');
-  openssl(['x509', '-req', '-in', 'api.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'api.pem', '-days', '1', '-extfile', 'api.ext']);
+  openssl([
+    'x509',
+    '-req',
+    '-in',
+    'api.csr',
+    '-CA',
+    'ca.pem',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-out',
+    'api.pem',
+    '-days',
+    '1',
+    '-extfile',
+    'api.ext',
+  ]);
 
-  const api = spawn(process.execPath, ['-e', API_SOURCE, join(dir, 'api.key'), join(dir, 'api.pem')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const api = spawn(process.execPath, ['-e', API_SOURCE, join(dir, 'api.key'), join(dir, 'api.pem')], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const [bound, unbound] = await new Promise((done) => api.stdout.once('data', (d) => done(String(d).trim().split(' ').map(Number))));
 
   // The runner's proxy and bridge, from the sources the runner is built from.
   const out = join(dir, 'pieces.mjs');
-  await build({ stdin: { contents: "export { openRunProxy } from './runner/egress/run-proxy.ts'; export { AuditLog } from './runner/audit/log.ts'; export { BRIDGE_SOURCE } from './runner/egress/bridge.ts';", resolveDir: REPO, loader: 'ts' }, bundle: true, format: 'esm', platform: 'node', outfile: out, logLevel: 'warning', banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" } });
+  await build({
+    stdin: {
+      contents:
+        "export { openRunProxy } from './runner/egress/run-proxy.ts'; export { AuditLog } from './runner/audit/log.ts'; export { BRIDGE_SOURCE } from './runner/egress/bridge.ts';",
+      resolveDir: REPO,
+      loader: 'ts',
+    },
+    bundle: true,
+    format: 'esm',
+    platform: 'node',
+    outfile: out,
+    logLevel: 'warning',
+    banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
+  });
   const { openRunProxy, AuditLog, BRIDGE_SOURCE } = await import(pathToFileURL(out).href);
   // What a run with bindings pays once, before its script starts: the X.509 code's first load, then per run the CA and its first leaf.
   const caOut = join(dir, 'ca.mjs');
-  await build({ stdin: { contents: "export { makeRunCa } from './runner/secrets/ca.ts';", resolveDir: REPO, loader: 'ts' }, bundle: true, format: 'esm', platform: 'node', outfile: caOut, logLevel: 'warning', banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" } });
+  await build({
+    stdin: { contents: "export { makeRunCa } from './runner/secrets/ca.ts';", resolveDir: REPO, loader: 'ts' },
+    bundle: true,
+    format: 'esm',
+    platform: 'node',
+    outfile: caOut,
+    logLevel: 'warning',
+    banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
+  });
   let t = performance.now();
   const { makeRunCa } = await import(pathToFileURL(caOut).href);
   const loadMs = performance.now() - t;
@@ -136,10 +208,22 @@ async function measure(FIRST, KEPT) {
   audit.begin(() => ({ event: 'runner.start' }));
   const socketPath = join(dir, 'egress.sock');
   const bundlePath = join(dir, 'ca-bundle.pem');
-  const binding = { name: 'API_TOKEN', hosts: [`127.0.0.1:${bound}`], header: 'Authorization', format: 'Bearer {value}', placeholder: PLACEHOLDER, value: VALUE };
+  const binding = {
+    name: 'API_TOKEN',
+    hosts: [`127.0.0.1:${bound}`],
+    header: 'Authorization',
+    format: 'Bearer {value}',
+    placeholder: PLACEHOLDER,
+    value: VALUE,
+  };
   const proxy = await openRunProxy({
-    socketPath, uid: undefined, audit, runId: 'bench', entries: [`127.0.0.1:${bound}`, `127.0.0.1:${unbound}`],
-    secrets: [binding], intercept: { bundlePath, timeoutMs: 600_000, env: { SKILL_MCP_EGRESS_CA_FILE: join(dir, 'ca.pem') } },
+    socketPath,
+    uid: undefined,
+    audit,
+    runId: 'bench',
+    entries: [`127.0.0.1:${bound}`, `127.0.0.1:${unbound}`],
+    secrets: [binding],
+    intercept: { bundlePath, timeoutMs: 600_000, env: { SKILL_MCP_EGRESS_CA_FILE: join(dir, 'ca.pem') } },
   });
   // The client trusts the run's bundle (for the intercepted API) and the bench CA (for the blind tunnel).
   const clientCa = join(dir, 'client-ca.pem');
@@ -147,17 +231,43 @@ async function measure(FIRST, KEPT) {
 
   const load = [loadavg()];
   const bridgePort = await freePort();
-  const client = spawn(process.execPath, ['-e', BRIDGE_SOURCE, '--', String(bridgePort), socketPath, 'python3', '-c', CLIENT_PY, String(bridgePort), String(bound), String(unbound), String(FIRST), String(KEPT), clientCa], {
-    stdio: ['ignore', 'pipe', 'inherit'], env: { PATH: process.env.PATH, API_TOKEN: PLACEHOLDER },
-  });
+  const client = spawn(
+    process.execPath,
+    [
+      '-e',
+      BRIDGE_SOURCE,
+      '--',
+      String(bridgePort),
+      socketPath,
+      'python3',
+      '-c',
+      CLIENT_PY,
+      String(bridgePort),
+      String(bound),
+      String(unbound),
+      String(FIRST),
+      String(KEPT),
+      clientCa,
+    ],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: { PATH: process.env.PATH, API_TOKEN: PLACEHOLDER },
+    },
+  );
   let text = '';
-  client.stdout.on('data', (d) => { text += d; });
+  client.stdout.on('data', (d) => {
+    text += d;
+  });
   const code = await new Promise((done) => client.once('exit', done));
   load.push(loadavg());
   await proxy.close();
   if (code !== 0) throw new Error(`the client failed (exit ${code})`);
   const samples = JSON.parse(text);
-  const lines = readFileSync(join(dir, 'audit.log'), 'utf8').trim().split('\n').map((l) => JSON.parse(l)).filter((l) => l.event === 'egress');
+  const lines = readFileSync(join(dir, 'audit.log'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l))
+    .filter((l) => l.event === 'egress');
   const injected = lines.reduce((n, l) => n + (l.injected?.API_TOKEN ?? 0), 0);
 
   // A whole proxy's opening, with and without a binding (what the run path waits for before the spawn), alternated.
@@ -167,14 +277,27 @@ async function measure(FIRST, KEPT) {
       const sock = join(dir, `open-${i}-${withSecrets}.sock`);
       const b = join(dir, `open-${i}-${withSecrets}.pem`);
       const t0 = performance.now();
-      const p = await openRunProxy({ socketPath: sock, uid: undefined, audit, runId: 'open', entries: [`127.0.0.1:${bound}`], ...(withSecrets ? { secrets: [binding], intercept: { bundlePath: b, timeoutMs: 600_000, env: {} } } : {}) });
+      const p = await openRunProxy({
+        socketPath: sock,
+        uid: undefined,
+        audit,
+        runId: 'open',
+        entries: [`127.0.0.1:${bound}`],
+        ...(withSecrets ? { secrets: [binding], intercept: { bundlePath: b, timeoutMs: 600_000, env: {} } } : {}),
+      });
       (withSecrets ? openMs.with : openMs.without).push(performance.now() - t0);
       await p.close();
     }
   }
   await audit.close();
   api.kill();
-  const setup = { open_with_secrets_median_ms: quantile(openMs.with, 0.5), open_without_median_ms: quantile(openMs.without, 0.5), x509_load_ms: loadMs, ca_median_ms: quantile(caMs, 0.5), first_leaf_median_ms: quantile(leafMs, 0.5) };
+  const setup = {
+    open_with_secrets_median_ms: quantile(openMs.with, 0.5),
+    open_without_median_ms: quantile(openMs.without, 0.5),
+    x509_load_ms: loadMs,
+    ca_median_ms: quantile(caMs, 0.5),
+    first_leaf_median_ms: quantile(leafMs, 0.5),
+  };
   return { samples, setup, load, injected };
 }
 
@@ -185,18 +308,54 @@ export function summarize(samples) {
     const blind = samples.blind[kind];
     // Paired by position: sample i of each mode ran back to back.
     const added = inject.map((x, i) => x - blind[i]);
-    return { kind, n: inject.length, inject, blind, added, inject_median_ms: quantile(inject, 0.5), blind_median_ms: quantile(blind, 0.5), added_median_ms: quantile(added, 0.5), inject_p90_ms: quantile(inject, 0.9), blind_p90_ms: quantile(blind, 0.9), target_added_ms: kind === 'first' ? 15 : 3 };
+    return {
+      kind,
+      n: inject.length,
+      inject,
+      blind,
+      added,
+      inject_median_ms: quantile(inject, 0.5),
+      blind_median_ms: quantile(blind, 0.5),
+      added_median_ms: quantile(added, 0.5),
+      inject_p90_ms: quantile(inject, 0.9),
+      blind_p90_ms: quantile(blind, 0.9),
+      target_added_ms: kind === 'first' ? 15 : 3,
+    };
   });
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  const { samples, setup, load, injected } = await measureSecretsProxy({ first: Number(process.env.BENCH_FIRST ?? 100), kept: Number(process.env.BENCH_KEPT ?? 400) });
+  const { samples, setup, load, injected } = await measureSecretsProxy({
+    first: Number(process.env.BENCH_FIRST ?? 100),
+    kept: Number(process.env.BENCH_KEPT ?? 400),
+  });
   const rows = summarize(samples);
   const fmt = (x) => x.toFixed(2).padStart(7);
   process.stdout.write('request          n   inject  blind   added(paired median)  target   p90 inject/blind\n');
-  for (const r of rows) process.stdout.write(`${(r.kind === 'first' ? 'first (new conn)' : 'kept alive').padEnd(16)} ${String(r.n).padStart(3)} ${fmt(r.inject_median_ms)} ${fmt(r.blind_median_ms)} ${fmt(r.added_median_ms)} ms           ≤ +${r.target_added_ms}   ${r.inject_p90_ms.toFixed(2)}/${r.blind_p90_ms.toFixed(2)}\n`);
-  process.stdout.write(`per run, before the script starts: openRunProxy ${setup.open_with_secrets_median_ms.toFixed(2)} ms with a binding vs ${setup.open_without_median_ms.toFixed(2)} ms without (medians of 20, alternated); of it the CA ${setup.ca_median_ms.toFixed(2)} ms, its first leaf ${setup.first_leaf_median_ms.toFixed(2)} ms (medians of 30); the X.509 code's first load ${setup.x509_load_ms.toFixed(1)} ms (once per runner)\n`);
-  process.stdout.write(`load average before ${load[0].map((x) => x.toFixed(2)).join(' ')}, after ${load[1].map((x) => x.toFixed(2)).join(' ')}; ${injected} injections audited; node ${process.version}\n`);
+  for (const r of rows)
+    process.stdout.write(
+      `${(r.kind === 'first' ? 'first (new conn)' : 'kept alive').padEnd(16)} ${String(r.n).padStart(3)} ${fmt(r.inject_median_ms)} ${fmt(r.blind_median_ms)} ${fmt(r.added_median_ms)} ms           ≤ +${r.target_added_ms}   ${r.inject_p90_ms.toFixed(2)}/${r.blind_p90_ms.toFixed(2)}\n`,
+    );
+  process.stdout.write(
+    `per run, before the script starts: openRunProxy ${setup.open_with_secrets_median_ms.toFixed(2)} ms with a binding vs ${setup.open_without_median_ms.toFixed(2)} ms without (medians of 20, alternated); of it the CA ${setup.ca_median_ms.toFixed(2)} ms, its first leaf ${setup.first_leaf_median_ms.toFixed(2)} ms (medians of 30); the X.509 code's first load ${setup.x509_load_ms.toFixed(1)} ms (once per runner)\n`,
+  );
+  process.stdout.write(
+    `load average before ${load[0].map((x) => x.toFixed(2)).join(' ')}, after ${load[1].map((x) => x.toFixed(2)).join(' ')}; ${injected} injections audited; node ${process.version}\n`,
+  );
   mkdirSync(join(REPO, 'bench/out'), { recursive: true });
-  writeFileSync(join(REPO, 'bench/out/secrets-proxy.json'), JSON.stringify({ date: new Date().toISOString(), node: process.version, load, rows: rows.map(({ inject, blind, added, ...r }) => r), setup, injected }, null, 2));
+  writeFileSync(
+    join(REPO, 'bench/out/secrets-proxy.json'),
+    JSON.stringify(
+      {
+        date: new Date().toISOString(),
+        node: process.version,
+        load,
+        rows: rows.map(({ inject, blind, added, ...r }) => r),
+        setup,
+        injected,
+      },
+      null,
+      2,
+    ),
+  );
 }

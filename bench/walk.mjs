@@ -28,7 +28,10 @@ const BINS = (opt('bin') ?? join(REPO, 'dist/skill-mcp.js')).split(',').map((b) 
 const WALKS = Number(opt('walks') ?? 15);
 const only = opt('only')?.split(',');
 const prof = opt('prof');
-const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
 
 /** One walk, and the size in bytes of each page as JSON (what the wire carried, near enough). */
 async function walk(session) {
@@ -51,14 +54,27 @@ async function walk(session) {
  * walks each, then `walks` timed walks each in a rotating order. One row per build. `npm run bench`
  * calls it too (bench/run.mjs: the interleaved warm-walk rows, issue 31 item 3).
  */
-export async function compareWalks({ workload, bins = BINS, refBundle, walks = WALKS, node = process.execPath, profDir = prof, log = (m) => process.stderr.write(`${m}\n`) }) {
+export async function compareWalks({
+  workload,
+  bins = BINS,
+  refBundle,
+  walks = WALKS,
+  node = process.execPath,
+  profDir = prof,
+  log = (m) => process.stderr.write(`${m}\n`),
+}) {
   const { root } = await generate(workload);
   const profEnv = profDir ? { NODE_OPTIONS: `--require ${join(REPO, 'bench/prof-preload.cjs')}`, PROF_DIR: profDir } : {};
   const names = bins.map((_, i) => (bins.length === 1 ? 'ours' : `ours${i + 1}`));
   const sessions = {};
   const rows = [];
   try {
-    for (const [i, bin] of bins.entries()) sessions[names[i]] = await Session.open({ command: node, args: [bin], env: { SKILLS_DIR: root, SKILL_MCP_MAX_SKILLS: String(workload.skills * 2), ...profEnv } });
+    for (const [i, bin] of bins.entries())
+      sessions[names[i]] = await Session.open({
+        command: node,
+        args: [bin],
+        env: { SKILLS_DIR: root, SKILL_MCP_MAX_SKILLS: String(workload.skills * 2), ...profEnv },
+      });
     sessions.ref = await Session.open({ command: node, args: [refBundle], env: { SKILLS_DIR: root } });
     const everyone = [...names, 'ref'];
     // Untimed: our first walk waits for the digests; then all are warm.
@@ -79,14 +95,25 @@ export async function compareWalks({ workload, bins = BINS, refBundle, walks = W
     for (const [i, name] of names.entries()) {
       const shape = shapes[name];
       const row = {
-        skills: workload.skills, bin: bins[i], load: `${at} → ${end}`,
-        oursMs: median(samples[name]), oursP90Ms: quantile(samples[name], 0.9), refMs: median(samples.ref), refP90Ms: quantile(samples.ref, 0.9),
+        skills: workload.skills,
+        bin: bins[i],
+        load: `${at} → ${end}`,
+        oursMs: median(samples[name]),
+        oursP90Ms: quantile(samples[name], 0.9),
+        refMs: median(samples.ref),
+        refP90Ms: quantile(samples.ref, 0.9),
         ratio: median(samples[name]) / median(samples.ref),
-        pages: shape.pages, refPages: shapes.ref.pages, largestPageBytes: Math.max(...shape.pageBytes), totalBytes: shape.pageBytes.reduce((a, b) => a + b, 0),
-        skillsSeen: shape.skills, samples: { ours: samples[name], ref: samples.ref },
+        pages: shape.pages,
+        refPages: shapes.ref.pages,
+        largestPageBytes: Math.max(...shape.pageBytes),
+        totalBytes: shape.pageBytes.reduce((a, b) => a + b, 0),
+        skillsSeen: shape.skills,
+        samples: { ours: samples[name], ref: samples.ref },
       };
       rows.push(row);
-      log(`${workload.skills} skills: ${name} ${row.oursMs.toFixed(1)} ms, ref ${row.refMs.toFixed(1)} ms, ×${row.ratio.toFixed(2)} (load ${end})`);
+      log(
+        `${workload.skills} skills: ${name} ${row.oursMs.toFixed(1)} ms, ref ${row.refMs.toFixed(1)} ms, ×${row.ratio.toFixed(2)} (load ${end})`,
+      );
     }
   } finally {
     for (const session of Object.values(sessions)) await session.close();
@@ -104,12 +131,21 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const loads = { start: load() };
   for (const workload of WORKLOADS.filter((w) => !only || only.includes(w.id))) rows.push(...(await compareWalks({ workload, refBundle })));
   mkdirSync(join(REPO, 'bench/out'), { recursive: true });
-  writeFileSync(join(REPO, 'bench/out/walk.json'), JSON.stringify({ date: new Date().toISOString(), node: process.version, walks: WALKS, bins: BINS, loads, rows }, null, 2));
+  writeFileSync(
+    join(REPO, 'bench/out/walk.json'),
+    JSON.stringify({ date: new Date().toISOString(), node: process.version, walks: WALKS, bins: BINS, loads, rows }, null, 2),
+  );
   const kib = (b) => `${(b / 1024).toFixed(0)} KiB`;
-  console.log(`${new Date().toISOString().slice(0, 16)} UTC, node ${process.version}, ${WALKS} warm walks each, interleaved; ${BINS.join(', ')}`);
-  console.log('| skills | build | load average (1/5/15 min), start → end | ours median (p90) | ref median (p90) | ours/ref | pages: ours, ref | largest page (ours) | whole walk (ours) |');
+  console.log(
+    `${new Date().toISOString().slice(0, 16)} UTC, node ${process.version}, ${WALKS} warm walks each, interleaved; ${BINS.join(', ')}`,
+  );
+  console.log(
+    '| skills | build | load average (1/5/15 min), start → end | ours median (p90) | ref median (p90) | ours/ref | pages: ours, ref | largest page (ours) | whole walk (ours) |',
+  );
   console.log('|---:|---|---|---:|---:|---:|---:|---:|---:|');
   for (const r of rows) {
-    console.log(`| ${r.skills} | ${BINS.length === 1 ? 'ours' : r.bin} | ${r.load} | ${r.oursMs.toFixed(1)} ms (${r.oursP90Ms.toFixed(1)}) | ${r.refMs.toFixed(1)} ms (${r.refP90Ms.toFixed(1)}) | ${r.ratio.toFixed(2)} | ${r.pages}, ${r.refPages} | ${kib(r.largestPageBytes)} | ${kib(r.totalBytes)} |`);
+    console.log(
+      `| ${r.skills} | ${BINS.length === 1 ? 'ours' : r.bin} | ${r.load} | ${r.oursMs.toFixed(1)} ms (${r.oursP90Ms.toFixed(1)}) | ${r.refMs.toFixed(1)} ms (${r.refP90Ms.toFixed(1)}) | ${r.ratio.toFixed(2)} | ${r.pages}, ${r.refPages} | ${kib(r.largestPageBytes)} | ${kib(r.totalBytes)} |`,
+    );
   }
 }

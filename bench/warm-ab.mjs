@@ -24,7 +24,8 @@ if (builds.length !== 2) throw new Error('usage: node bench/warm-ab.mjs DIST_A D
 
 const cpuMsOf = (pid) => {
   let ns = 0;
-  for (const task of readdirSync(`/proc/${pid}/task`)) ns += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'utf8').split(' ')[0]);
+  for (const task of readdirSync(`/proc/${pid}/task`))
+    ns += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'utf8').split(' ')[0]);
   return ns / 1e6;
 };
 const made = await generateCollection();
@@ -34,8 +35,18 @@ const server = (build, i) => {
   const [dist, ...flags] = build.split('|');
   return {
     command: asUser ? 'setpriv' : process.execPath,
-    args: [...(asUser ? [`--reuid=${FRONT_UID}`, `--regid=${FRONT_UID}`, '--clear-groups', '--', process.execPath] : []), ...flags, join(dist, 'skill-mcp.js')],
-    env: { SKILLS_DIR: made.root, SKILL_MCP_MAX_SKILLS: String(made.skills * 2), SKILL_MCP_WATCH: 'off', SKILL_MCP_STATE_DIR: join(dir, 'state'), SKILL_MCP_DIGEST_INDEX: join(dir, `${i}.json`) },
+    args: [
+      ...(asUser ? [`--reuid=${FRONT_UID}`, `--regid=${FRONT_UID}`, '--clear-groups', '--', process.execPath] : []),
+      ...flags,
+      join(dist, 'skill-mcp.js'),
+    ],
+    env: {
+      SKILLS_DIR: made.root,
+      SKILL_MCP_MAX_SKILLS: String(made.skills * 2),
+      SKILL_MCP_WATCH: 'off',
+      SKILL_MCP_STATE_DIR: join(dir, 'state'),
+      SKILL_MCP_DIGEST_INDEX: join(dir, `${i}.json`),
+    },
   };
 };
 
@@ -70,8 +81,13 @@ try {
       results[i].cpu.push(cpuMs);
     }
   }
-  console.log(`${new Date().toISOString().slice(0, 16)} UTC, ${made.skills} skills, ${rounds} rounds, load (1 min) ${before} → ${loadavg()[0].toFixed(2)}`);
-  for (const [i, build] of builds.entries()) console.log(`${build}: wall ${median(results[i].ms).toFixed(0)} ms, CPU ${median(results[i].cpu).toFixed(0)} ms (${results[i].cpu.map((c) => c.toFixed(0)).join(' ')})`);
+  console.log(
+    `${new Date().toISOString().slice(0, 16)} UTC, ${made.skills} skills, ${rounds} rounds, load (1 min) ${before} → ${loadavg()[0].toFixed(2)}`,
+  );
+  for (const [i, build] of builds.entries())
+    console.log(
+      `${build}: wall ${median(results[i].ms).toFixed(0)} ms, CPU ${median(results[i].cpu).toFixed(0)} ms (${results[i].cpu.map((c) => c.toFixed(0)).join(' ')})`,
+    );
   const ratio = (key) => median(results[1][key].map((b, k) => b / results[0][key][k])).toFixed(3);
   console.log(`B/A, median of per-round ratios: CPU ${ratio('cpu')}, wall ${ratio('ms')}`);
 } finally {

@@ -25,7 +25,10 @@ const REPO = resolve(import.meta.dirname, '..');
 const FRONT_UID = 61183;
 /** Issue 31 item 4: spawn → whole walk on the unchanged collection, with the index, over the reference's. */
 export const WARM_START_TARGET = { ratio: 0.15 };
-const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
 
 /**
  * CPU time (ms) the server's threads have had so far, summed from /proc/<pid>/task/N/schedstat
@@ -34,7 +37,8 @@ const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
 function cpuMsOf(pid) {
   try {
     let ns = 0;
-    for (const task of readdirSync(`/proc/${pid}/task`)) ns += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'utf8').split(' ')[0]);
+    for (const task of readdirSync(`/proc/${pid}/task`))
+      ns += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'utf8').split(' ')[0]);
     return ns / 1e6;
   } catch {
     return undefined;
@@ -60,7 +64,11 @@ async function startAndWalk(server, expected) {
 async function folderOf(id) {
   if (id === COLLECTION.id) {
     const made = await generateCollection();
-    return { root: made.root, skills: made.skills, what: `${made.skills} skills, ${made.files} files, ${(made.bytes / 1024 / 1024).toFixed(0)} MiB (the collection)` };
+    return {
+      root: made.root,
+      skills: made.skills,
+      what: `${made.skills} skills, ${made.files} files, ${(made.bytes / 1024 / 1024).toFixed(0)} MiB (the collection)`,
+    };
   }
   const workload = WORKLOADS.find((w) => w.id === id);
   if (!workload) throw new Error(`unknown workload ${id}`);
@@ -72,7 +80,15 @@ async function folderOf(id) {
  * Measures `ids` (collection, large, huge): per workload the medians of the three and the ratios.
  * `bin`: our build; `node`: the node that serves; `log`: progress lines.
  */
-export async function measureWarmStart({ ids, starts, bin = join(REPO, 'dist/skill-mcp.js'), node = process.execPath, refBundle, log = () => undefined, prof }) {
+export async function measureWarmStart({
+  ids,
+  starts,
+  bin = join(REPO, 'dist/skill-mcp.js'),
+  node = process.execPath,
+  refBundle,
+  log = () => undefined,
+  prof,
+}) {
   const ref = refBundle ?? (await buildRefServer());
   const dir = mkdtempSync(join(tmpdir(), 'skill-mcp-bench-index-'));
   if (process.getuid() === 0) chownSync(dir, FRONT_UID, FRONT_UID);
@@ -86,7 +102,12 @@ export async function measureWarmStart({ ids, starts, bin = join(REPO, 'dist/ski
     for (const id of ids) {
       const folder = await folderOf(id);
       const index = join(dir, `${id}.json`);
-      const base = { SKILLS_DIR: folder.root, SKILL_MCP_MAX_SKILLS: String(Math.max(folder.skills * 2, 100)), SKILL_MCP_WATCH: 'off', SKILL_MCP_STATE_DIR: join(dir, 'state') };
+      const base = {
+        SKILLS_DIR: folder.root,
+        SKILL_MCP_MAX_SKILLS: String(Math.max(folder.skills * 2, 100)),
+        SKILL_MCP_WATCH: 'off',
+        SKILL_MCP_STATE_DIR: join(dir, 'state'),
+      };
       const servers = {
         indexed: { command: node, args: [bin], env: { ...base, SKILL_MCP_DIGEST_INDEX: index, ...profEnv } },
         plain: { command: node, args: [bin], env: { ...base, SKILL_MCP_DIGEST_INDEX: 'off' } },
@@ -106,7 +127,9 @@ export async function measureWarmStart({ ids, starts, bin = join(REPO, 'dist/ski
           samples[who].push(ms);
           if (cpuMs !== undefined) cpu[who].push(cpuMs);
         }
-        log(`  ${id} ${i + 1}/${starts}: index ${samples.indexed.at(-1).toFixed(0)} ms, none ${samples.plain.at(-1).toFixed(0)} ms, ref ${samples.ref.at(-1).toFixed(0)} ms`);
+        log(
+          `  ${id} ${i + 1}/${starts}: index ${samples.indexed.at(-1).toFixed(0)} ms, none ${samples.plain.at(-1).toFixed(0)} ms, ref ${samples.ref.at(-1).toFixed(0)} ms`,
+        );
       }
       results.push({ id, what: folder.what, load: `${at} → ${load()}`, samples, cpu, indexBytes: statSync(index).size });
     }
@@ -119,9 +142,25 @@ export async function measureWarmStart({ ids, starts, bin = join(REPO, 'dist/ski
 /** Rows for bench/report.mjs: with the index against the reference (the target), and without. */
 export function warmStartRows(results) {
   return results.flatMap((r) => [
-    row(r.what, 'spawn → whole skills/list, restart on an unchanged catalog, with the digest index', 'ms', r.samples.indexed, r.samples.ref, r.id === COLLECTION.id ? WARM_START_TARGET : undefined, `load ${r.load}; index ${(r.indexBytes / 1024).toFixed(0)} KiB`),
+    row(
+      r.what,
+      'spawn → whole skills/list, restart on an unchanged catalog, with the digest index',
+      'ms',
+      r.samples.indexed,
+      r.samples.ref,
+      r.id === COLLECTION.id ? WARM_START_TARGET : undefined,
+      `load ${r.load}; index ${(r.indexBytes / 1024).toFixed(0)} KiB`,
+    ),
     row(r.what, 'spawn → whole skills/list, restart, no digest index', 'ms', r.samples.plain, r.samples.ref),
-    row(r.what, 'CPU of the server process by the end of that walk, with the digest index', 'ms', r.cpu.indexed, r.cpu.ref, undefined, 'all threads, /proc schedstat'),
+    row(
+      r.what,
+      'CPU of the server process by the end of that walk, with the digest index',
+      'ms',
+      r.cpu.indexed,
+      r.cpu.ref,
+      undefined,
+      'all threads, /proc schedstat',
+    ),
   ]);
 }
 
@@ -132,12 +171,16 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const ids = (opt('only') ?? 'collection,large,huge').split(',');
   const results = await measureWarmStart({ ids, starts, log: (line) => process.stderr.write(`${line}\n`), prof: opt('prof') });
   console.log(`${new Date().toISOString().slice(0, 16)} UTC, node ${process.version}, ${starts} fresh starts each, the order rotating`);
-  console.log('| workload | load average (1/5/15 min), start → end | with the index | no index | reference | index / ref | no index / ref | index / no index | CPU by then: index, none, ref | index file |');
+  console.log(
+    '| workload | load average (1/5/15 min), start → end | with the index | no index | reference | index / ref | no index / ref | index / no index | CPU by then: index, none, ref | index file |',
+  );
   console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const r of results) {
     const [a, b, c] = [median(r.samples.indexed), median(r.samples.plain), median(r.samples.ref)];
     const cpu = [r.cpu.indexed, r.cpu.plain, r.cpu.ref].map((s) => `${median(s)?.toFixed(0) ?? '–'}`).join(' / ');
-    console.log(`| ${r.what} | ${r.load} | ${a.toFixed(0)} ms | ${b.toFixed(0)} ms | ${c.toFixed(0)} ms | **${(a / c).toFixed(2)}** | ${(b / c).toFixed(2)} | ${(a / b).toFixed(2)} | ${cpu} ms | ${(r.indexBytes / 1024).toFixed(0)} KiB |`);
+    console.log(
+      `| ${r.what} | ${r.load} | ${a.toFixed(0)} ms | ${b.toFixed(0)} ms | ${c.toFixed(0)} ms | **${(a / c).toFixed(2)}** | ${(b / c).toFixed(2)} | ${(a / b).toFixed(2)} | ${cpu} ms | ${(r.indexBytes / 1024).toFixed(0)} KiB |`,
+    );
     if (process.env.BENCH_SAMPLES) console.log(JSON.stringify(r.samples));
   }
 }

@@ -26,9 +26,17 @@ function makeSkill() {
   const root = mkdtempSync(join(tmpdir(), 'skill-mcp-bench-ws-'));
   chmodSync(root, 0o755);
   mkdirSync(join(root, 'probe'), { mode: 0o755 });
-  writeFileSync(join(root, 'probe', 'SKILL.md'), '---\nname: probe\ndescription: bench probe\nmcp-host:\n  version: 1\n  run:\n    - script: copy.js\n      interpreter: node\n---\nprobe\n', { mode: 0o644 });
+  writeFileSync(
+    join(root, 'probe', 'SKILL.md'),
+    '---\nname: probe\ndescription: bench probe\nmcp-host:\n  version: 1\n  run:\n    - script: copy.js\n      interpreter: node\n---\nprobe\n',
+    { mode: 0o644 },
+  );
   // With an input, a 1 MiB output; without, nothing written.
-  writeFileSync(join(root, 'probe', 'copy.js'), "const fs = require('node:fs'); if (fs.existsSync('in.bin')) fs.writeFileSync('out.bin', fs.readFileSync('in.bin').reverse()); process.stdout.write('ok');\n", { mode: 0o644 });
+  writeFileSync(
+    join(root, 'probe', 'copy.js'),
+    "const fs = require('node:fs'); if (fs.existsSync('in.bin')) fs.writeFileSync('out.bin', fs.readFileSync('in.bin').reverse()); process.stdout.write('ok');\n",
+    { mode: 0o644 },
+  );
   return root;
 }
 
@@ -38,7 +46,12 @@ async function measure(label, skills, env, prefix) {
   if (prefix.length > 0) chownSync(home, USER, USER);
   const [command, ...pre] = prefix.length > 0 ? prefix : [process.execPath];
   const args = prefix.length > 0 ? [...pre, process.execPath, BIN] : [BIN];
-  const transport = new StdioClientTransport({ command, args, env: { PATH: process.env.PATH, HOME: home, TMPDIR: home, SKILLS_DIR: skills, MCP_CONFIRM_MODE: 'auto', ...env }, stderr: 'pipe' });
+  const transport = new StdioClientTransport({
+    command,
+    args,
+    env: { PATH: process.env.PATH, HOME: home, TMPDIR: home, SKILLS_DIR: skills, MCP_CONFIRM_MODE: 'auto', ...env },
+    stderr: 'pipe',
+  });
   const client = new Client({ name: 'bench-workspace', version: '0' }, { capabilities: {} });
   await client.connect(transport);
   const input = randomBytes(MIB).toString('base64');
@@ -52,7 +65,8 @@ async function measure(label, skills, env, prefix) {
     const ms = performance.now() - t0;
     const value = second.structuredContent;
     if (value?.exitCode !== 0) throw new Error(`run failed: ${JSON.stringify(value).slice(0, 300)}`);
-    if (files && !(value.files?.[0]?.size === MIB && second.content.some((c) => c.type === 'resource'))) throw new Error('the 1 MiB output did not come back');
+    if (files && !(value.files?.[0]?.size === MIB && second.content.some((c) => c.type === 'resource')))
+      throw new Error('the 1 MiB output did not come back');
     return { ms, level: first.preview.willRun.isolation };
   };
   const withFiles = [];
@@ -63,7 +77,8 @@ async function measure(label, skills, env, prefix) {
       const a = await timed(true);
       const b = await timed(false);
       level = a.level;
-      if (i > 0) { // the first pair warms the runner and the page cache
+      if (i > 0) {
+        // the first pair warms the runner and the page cache
         withFiles.push(a.ms);
         without.push(b.ms);
       }
@@ -72,7 +87,14 @@ async function measure(label, skills, env, prefix) {
     await client.close();
     rmSync(home, { recursive: true, force: true });
   }
-  return { label, level, withFilesMs: median(withFiles), withoutMs: median(without), addedMs: median(withFiles) - median(without), runs: RUNS };
+  return {
+    label,
+    level,
+    withFilesMs: median(withFiles),
+    withoutMs: median(without),
+    addedMs: median(withFiles) - median(without),
+    runs: RUNS,
+  };
 }
 
 const skills = makeSkill();
@@ -98,11 +120,19 @@ try {
 }
 const out = join(REPO, 'bench/out');
 mkdirSync(out, { recursive: true });
-writeFileSync(join(out, 'workspace.json'), JSON.stringify({ node: process.version, cores: (await import('node:os')).cpus().length, rows }, null, 2));
-console.log(`skill_run with a 1 MiB input and a 1 MiB output vs the same run without files (the run call, token in hand); median of ${RUNS}, ${process.version}`);
+writeFileSync(
+  join(out, 'workspace.json'),
+  JSON.stringify({ node: process.version, cores: (await import('node:os')).cpus().length, rows }, null, 2),
+);
+console.log(
+  `skill_run with a 1 MiB input and a 1 MiB output vs the same run without files (the run call, token in hand); median of ${RUNS}, ${process.version}`,
+);
 console.log('| launch | level | with files | without | added (target ≤ +40 ms at the namespace levels) |');
 console.log('|---|---|---|---|---|');
 for (const r of rows) {
   if (r.error) console.log(`| ${r.label} | not measured: ${r.error} | | | |`);
-  else console.log(`| ${r.label} | \`${r.level}\` | ${r.withFilesMs.toFixed(1)} ms | ${r.withoutMs.toFixed(1)} ms | ${r.addedMs >= 0 ? '+' : ''}${r.addedMs.toFixed(1)} ms |`);
+  else
+    console.log(
+      `| ${r.label} | \`${r.level}\` | ${r.withFilesMs.toFixed(1)} ms | ${r.withoutMs.toFixed(1)} ms | ${r.addedMs >= 0 ? '+' : ''}${r.addedMs.toFixed(1)} ms |`,
+    );
 }

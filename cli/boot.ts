@@ -86,13 +86,22 @@ function boot(): void {
 
   // A bundled library may still hold an import() (pkce-challenge's fallback for a missing WebCrypto):
   // let it load the way it would from a file. Node < 20.12 has no such loader for vm scripts.
-  const importModuleDynamically = vmConstants.USE_MAIN_CONTEXT_DEFAULT_LOADER as typeof vmConstants.USE_MAIN_CONTEXT_DEFAULT_LOADER | undefined;
-  const script = new Script(wrapped, { filename: BUNDLE, ...(cachedData ? { cachedData } : {}), ...(importModuleDynamically !== undefined ? { importModuleDynamically } : {}) });
-  if (cachedData && script.cachedDataRejected) unused = 'V8 rejected it (another Node.js version or other V8 flags, such as NODE_OPTIONS, made it)';
+  const importModuleDynamically = vmConstants.USE_MAIN_CONTEXT_DEFAULT_LOADER as
+    | typeof vmConstants.USE_MAIN_CONTEXT_DEFAULT_LOADER
+    | undefined;
+  const script = new Script(wrapped, {
+    filename: BUNDLE,
+    ...(cachedData ? { cachedData } : {}),
+    ...(importModuleDynamically !== undefined ? { importModuleDynamically } : {}),
+  });
+  if (cachedData && script.cachedDataRejected)
+    unused = 'V8 rejected it (another Node.js version or other V8 flags, such as NODE_OPTIONS, made it)';
 
   if (unused !== undefined) {
     const heals = mayHeal(bundle.uid);
-    say(`the start-up code cache is not used: ${unused}; starting without it (slower). ${heals ? 'A new one is written beside the bundle when this server exits' : HEAL_HINT}`);
+    say(
+      `the start-up code cache is not used: ${unused}; starting without it (slower). ${heals ? 'A new one is written beside the bundle when this server exits' : HEAL_HINT}`,
+    );
     if (heals) process.on('exit', () => heal(script, digest));
   }
   if (writeTo) {
@@ -152,7 +161,9 @@ function bootRunner(): void {
   const stat = fstatSync(fd);
   closeSync(fd);
   if (process.getuid?.() === 0 && (!stat.isFile() || (stat.mode & 0o022) !== 0)) {
-    say(`refusing to run ${RUNNER_BUNDLE} as root: it is writable by others than its owner (mode ${(stat.mode & 0o7777).toString(8)}); chmod go-w it`);
+    say(
+      `refusing to run ${RUNNER_BUNDLE} as root: it is writable by others than its owner (mode ${(stat.mode & 0o7777).toString(8)}); chmod go-w it`,
+    );
     process.exit(1);
   }
   require(RUNNER_BUNDLE);

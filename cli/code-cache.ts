@@ -32,8 +32,10 @@ export function cacheVerdict(bundle: FileFacts, cacheFile: FileFacts, cache: Buf
   if (cacheFile.uid !== bundle.uid) return { use: false, why: `it is owned by uid ${cacheFile.uid}, the bundle by uid ${bundle.uid}` };
   if ((cacheFile.mode & 0o022) !== 0) return { use: false, why: `others may write it (mode ${(cacheFile.mode & 0o777).toString(8)})` };
   const headerLength = CACHE_MAGIC.length + DIGEST_BYTES;
-  if (cache.length <= headerLength || cache.toString('latin1', 0, CACHE_MAGIC.length) !== CACHE_MAGIC) return { use: false, why: 'it is not a skill-mcp code cache' };
-  if (!cache.subarray(CACHE_MAGIC.length, headerLength).equals(bundleDigest)) return { use: false, why: 'it was made for another build of the bundle' };
+  if (cache.length <= headerLength || cache.toString('latin1', 0, CACHE_MAGIC.length) !== CACHE_MAGIC)
+    return { use: false, why: 'it is not a skill-mcp code cache' };
+  if (!cache.subarray(CACHE_MAGIC.length, headerLength).equals(bundleDigest))
+    return { use: false, why: 'it was made for another build of the bundle' };
   return { use: true, data: cache.subarray(headerLength) };
 }
 

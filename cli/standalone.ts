@@ -109,11 +109,20 @@ function launchOwnRunner(env: NodeJS.ProcessEnv, entry: string, front: Ids | und
     const copy = join(tmp, 'skills');
     const files = copyBundled(bundledSkills, copy);
     env['SKILLS_DIR'] = copy;
-    process.stderr.write(`skill-mcp: serving a copy of the bundled skills (${files} files): uid ${front.uid}, which the front drops to as root, cannot read the package's own folder ${bundledSkills}\n`);
+    process.stderr.write(
+      `skill-mcp: serving a copy of the bundled skills (${files} files): uid ${front.uid}, which the front drops to as root, cannot read the package's own folder ${bundledSkills}\n`,
+    );
   }
   const socketPath = join(tmp, 'run', 'runner.sock');
   const stateDir = stateDirOf(env);
-  const runnerArgs = ['--socket', socketPath, '--state-dir', stateDir, '--front-secret-stdin', ...(front ? ['--front-uid', String(front.uid), '--front-gid', String(front.gid)] : [])];
+  const runnerArgs = [
+    '--socket',
+    socketPath,
+    '--state-dir',
+    stateDir,
+    '--front-secret-stdin',
+    ...(front ? ['--front-uid', String(front.uid), '--front-gid', String(front.gid)] : []),
+  ];
   // The runner's secret comes from the guard's pipe, not from an operator's file.
   const guardEnv = { ...env };
   delete guardEnv['SKILL_MCP_FRONT_SECRET_FILE'];
@@ -122,7 +131,10 @@ function launchOwnRunner(env: NodeJS.ProcessEnv, entry: string, front: Ids | und
   // runner's granted variables), whichever of the two the front is about to give up.
   const held = existsSync(HOLDER_SHELL);
   const guard = held
-    ? spawn(HOLDER_SHELL, ['-c', GUARD_HOLDER, 'skill-mcp-guard-holder', tmp, ...guardArgv], { stdio: ['pipe', 'pipe', 'inherit'], env: guardEnv })
+    ? spawn(HOLDER_SHELL, ['-c', GUARD_HOLDER, 'skill-mcp-guard-holder', tmp, ...guardArgv], {
+        stdio: ['pipe', 'pipe', 'inherit'],
+        env: guardEnv,
+      })
     : spawn(guardArgv[0]!, guardArgv.slice(1), { stdio: ['pipe', 'pipe', 'inherit'], env: guardEnv });
   guard.stdin.on('error', () => undefined);
   // Security: every front started as root has the same uid, so only this secret tells this
@@ -175,7 +187,10 @@ function launchOwnRunner(env: NodeJS.ProcessEnv, entry: string, front: Ids | und
  * own, through the guard, unless one is configured or the mode is hosted), its trimmed variables,
  * a cleared environ, and — started as root — its unprivileged uid.
  */
-export async function prepareFront(entry: string, bundledSkills: string): Promise<{ env: NodeJS.ProcessEnv; runner: RunnerLinkOptions; droppedToUid?: number; requestStateKey?: Buffer | undefined }> {
+export async function prepareFront(
+  entry: string,
+  bundledSkills: string,
+): Promise<{ env: NodeJS.ProcessEnv; runner: RunnerLinkOptions; droppedToUid?: number; requestStateKey?: Buffer | undefined }> {
   const env = process.env;
   // A value the runner would refuse stops the launcher now, before anything starts, with the runner's message.
   refuseToStart([...sharedSettingIssues(env), ...(env['SKILL_MCP_RUNNER_SOCKET'] || isHosted(env) ? [] : runnerVariableIssues(env))]);
@@ -201,10 +216,12 @@ export async function prepareFront(entry: string, bundledSkills: string): Promis
   const kept = frontVariables(env);
   delete kept['MCP_CONFIRM_SECRET'];
   delete kept['MCP_CONFIRM_SECRET_FILE'];
-  for (const name of Object.keys(process.env)) if (!(name in kept) && !['PATH', 'HOME', 'LANG', 'TZ', 'TMPDIR'].includes(name)) delete process.env[name];
+  for (const name of Object.keys(process.env))
+    if (!(name in kept) && !['PATH', 'HOME', 'LANG', 'TZ', 'TMPDIR'].includes(name)) delete process.env[name];
   // Scrub while still allowed to write our own /proc/self/mem (a uid change makes us undumpable).
   const scrub = scrubEnviron(process.env);
-  if (!scrub.scrubbed) process.stderr.write(`skill-mcp: warning: the front could not clear its environ block (${scrub.detail ?? 'unknown'})\n`);
+  if (!scrub.scrubbed)
+    process.stderr.write(`skill-mcp: warning: the front could not clear its environ block (${scrub.detail ?? 'unknown'})\n`);
   if (dropTo) {
     // Security: the MCP-facing process gives up root before it reads any request, whatever the
     // mode — a root front would serve a hard link to /etc/shadow planted in a skill.

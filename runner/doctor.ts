@@ -62,62 +62,91 @@ function mechanisms(platform: Platform): Check[] {
   const memory = platform.mechanisms.find((m) => m.startsWith('memory-cgroup-'));
   return [
     {
-      name: 'bubblewrap', found: tools.bwrap !== undefined, detail: tools.bwrap ?? 'not installed',
+      name: 'bubblewrap',
+      found: tools.bwrap !== undefined,
+      detail: tools.bwrap ?? 'not installed',
       fix: 'the namespace sandbox (own user/mount/pid/net/ipc/uts namespaces, nothing of the host but system folders and the skill): apt-get install bubblewrap (dnf install bubblewrap, pacman -S bubblewrap)',
     },
     {
-      name: 'unprivileged user namespaces', found: !usernsBlocked && (tools.bwrap === undefined || bwrapOk),
-      detail: [`user.max_user_namespaces=${maxUserNs ?? '?'}`, ...(cloneSysctl !== undefined ? [`kernel.unprivileged_userns_clone=${cloneSysctl}`] : []), ...(apparmor !== undefined ? [`kernel.apparmor_restrict_unprivileged_userns=${apparmor}`] : [])].join(', '),
+      name: 'unprivileged user namespaces',
+      found: !usernsBlocked && (tools.bwrap === undefined || bwrapOk),
+      detail: [
+        `user.max_user_namespaces=${maxUserNs ?? '?'}`,
+        ...(cloneSysctl !== undefined ? [`kernel.unprivileged_userns_clone=${cloneSysctl}`] : []),
+        ...(apparmor !== undefined ? [`kernel.apparmor_restrict_unprivileged_userns=${apparmor}`] : []),
+      ].join(', '),
       fix: 'bubblewrap needs them: sysctl user.max_user_namespaces=15000 (and kernel.unprivileged_userns_clone=1 on Debian kernels that have it); on Ubuntu 24.04+ give bwrap an AppArmor profile allowing userns; in a container, allow user namespaces (e.g. seccomp/--security-opt)',
     },
     {
-      name: 'util-linux setpriv and prlimit', found: tools.setpriv !== undefined && tools.prlimit !== undefined, detail: [tools.setpriv ?? 'setpriv missing', tools.prlimit ?? 'prlimit missing'].join(', '),
+      name: 'util-linux setpriv and prlimit',
+      found: tools.setpriv !== undefined && tools.prlimit !== undefined,
+      detail: [tools.setpriv ?? 'setpriv missing', tools.prlimit ?? 'prlimit missing'].join(', '),
       fix: 'rlimits (memory, processes, file size, CPU), no_new_privs, death with the runner, and for a root runner the drop to per-run uids: install util-linux',
     },
     {
-      name: 'syscall filter', found: platform.mechanisms.includes('seccomp'),
+      name: 'syscall filter',
+      found: platform.mechanisms.includes('seccomp'),
       detail: platform.mechanisms.includes('seccomp')
         ? `seccomp-bpf on every run (${usesBwrap(platform) ? 'loaded by bubblewrap' : 'installed by the run launcher'}): keyrings, socket families beyond unix/IPv4/IPv6, io_uring, bpf, perf events, userfaultfd, mount, namespaces, modules, kexec, ptrace answer EPERM`
         : (platform.missing.find((m) => m.includes('syscall filter')) ?? 'none at this level'),
       fix: 'a syscall filter at the levels without bubblewrap needs the run launcher: install the optional koffi package (npm ci installs it) on x86_64 or aarch64 Linux',
     },
     {
-      name: 'fresh session keyring', found: platform.mechanisms.includes('session-keyring'),
-      detail: platform.mechanisms.includes('session-keyring') ? (usesBwrap(platform) ? 'the runner joins a new, empty session keyring at start; its runs can neither read nor write it (the filter denies every keyring call)' : 'each run joins a new, empty session keyring before its script starts') : (platform.missing.find((m) => m.includes('keyring')) ?? 'runs share the runner\'s session keyring'),
+      name: 'fresh session keyring',
+      found: platform.mechanisms.includes('session-keyring'),
+      detail: platform.mechanisms.includes('session-keyring')
+        ? usesBwrap(platform)
+          ? 'the runner joins a new, empty session keyring at start; its runs can neither read nor write it (the filter denies every keyring call)'
+          : 'each run joins a new, empty session keyring before its script starts'
+        : (platform.missing.find((m) => m.includes('keyring')) ?? "runs share the runner's session keyring"),
       fix: 'needs the run launcher: install the optional koffi package',
     },
     {
-      name: 'memory cgroup', found: memory !== undefined,
-      detail: memory !== undefined
-        ? `${memory === 'memory-cgroup-v2' ? 'cgroup v2 (memory.max, swap off)' : 'cgroup v1 memory controller (limit_in_bytes and memsw)'}: every page of a run is counted against its cap, shared memory and tmpfs included, and the run is ended by its group`
-        : `none: memory is capped per process by RLIMIT_DATA, which does not count MAP_SHARED or System V shm${usesBwrap(platform) ? ' (/dev/shm is a 16 MiB tmpfs, /tmp a capped tmpfs)' : ''}${cgroup2 ? '; cgroup v2 is mounted, but a memory group needs a root runner (or a delegated subtree)' : ''}`,
+      name: 'memory cgroup',
+      found: memory !== undefined,
+      detail:
+        memory !== undefined
+          ? `${memory === 'memory-cgroup-v2' ? 'cgroup v2 (memory.max, swap off)' : 'cgroup v1 memory controller (limit_in_bytes and memsw)'}: every page of a run is counted against its cap, shared memory and tmpfs included, and the run is ended by its group`
+          : `none: memory is capped per process by RLIMIT_DATA, which does not count MAP_SHARED or System V shm${usesBwrap(platform) ? ' (/dev/shm is a 16 MiB tmpfs, /tmp a capped tmpfs)' : ''}${cgroup2 ? '; cgroup v2 is mounted, but a memory group needs a root runner (or a delegated subtree)' : ''}`,
       fix: 'counts every page of a run: start the runner as root on a host with cgroup v2 (memory controller) or the v1 memory controller',
     },
     {
-      name: 'SO_PEERCRED', found: 'read' in peer, detail: 'read' in peer ? 'koffi loads: the runner checks each peer\'s uid' : peer.why,
+      name: 'SO_PEERCRED',
+      found: 'read' in peer,
+      detail: 'read' in peer ? "koffi loads: the runner checks each peer's uid" : peer.why,
       fix: 'a second check of who connects to the runner socket besides its folder modes: install the optional koffi package',
     },
     {
-      name: 'openat2 for skill reads', found: reads.fallbackWhy === undefined,
-      detail: reads.fallbackWhy === undefined
-        ? 'skill files are opened in one openat2 call (RESOLVE_BENEATH|NO_SYMLINKS|NO_MAGICLINKS|NO_XDEV): the kernel refuses any link, ".." or mount point between the skill folder and the file'
-        : `skill files are opened one folder at a time with O_NOFOLLOW (${reads.fallbackWhy})`,
+      name: 'openat2 for skill reads',
+      found: reads.fallbackWhy === undefined,
+      detail:
+        reads.fallbackWhy === undefined
+          ? 'skill files are opened in one openat2 call (RESOLVE_BENEATH|NO_SYMLINKS|NO_MAGICLINKS|NO_XDEV): the kernel refuses any link, ".." or mount point between the skill folder and the file'
+          : `skill files are opened one folder at a time with O_NOFOLLOW (${reads.fallbackWhy})`,
       fix: 'one syscall per file instead of one per folder, and mount points inside a skill refused: Linux 5.6 or later, and the optional koffi package',
     },
     {
-      name: 'posix_spawn for runs', found: 'spawner' in spawnPath,
-      detail: 'spawner' in spawnPath
-        ? `each run is started by libc's posix_spawn (no fork of the runner)${spawnPath.spawner.closesInherited ? '; fds the runner inherited are closed in the child (closefrom)' : ''}`
-        : `runs are started by Node's child_process, which forks the runner for each (${spawnPath.why})`,
-      fix: 'a few ms and the runner\'s copy-on-write CPU less per run: the optional koffi package on glibc 2.29+ or musl 1.1.24+ (and SKILL_MCP_SPAWN unset)',
+      name: 'posix_spawn for runs',
+      found: 'spawner' in spawnPath,
+      detail:
+        'spawner' in spawnPath
+          ? `each run is started by libc's posix_spawn (no fork of the runner)${spawnPath.spawner.closesInherited ? '; fds the runner inherited are closed in the child (closefrom)' : ''}`
+          : `runs are started by Node's child_process, which forks the runner for each (${spawnPath.why})`,
+      fix: "a few ms and the runner's copy-on-write CPU less per run: the optional koffi package on glibc 2.29+ or musl 1.1.24+ (and SKILL_MCP_SPAWN unset)",
     },
-    ...(bwrapOk ? [{
-      name: 'rlimits without a prlimit step', found: platform.limitsBy === 'runner',
-      detail: platform.limitsBy === 'runner'
-        ? 'the runner sets each run\'s rlimits on bubblewrap\'s sandbox while it waits, before anything of the script starts (prlimit(2))'
-        : `a prlimit step between bubblewrap and the interpreter sets them (${platform.limitsByWhy ?? 'unknown'})`,
-      fix: 'one exec (2-3 ms) less per run: posix_spawn for runs (above), SKILL_MCP_GO_AHEAD not set to off and, as root, CAP_SYS_RESOURCE',
-    }] : []),
+    ...(bwrapOk
+      ? [
+          {
+            name: 'rlimits without a prlimit step',
+            found: platform.limitsBy === 'runner',
+            detail:
+              platform.limitsBy === 'runner'
+                ? "the runner sets each run's rlimits on bubblewrap's sandbox while it waits, before anything of the script starts (prlimit(2))"
+                : `a prlimit step between bubblewrap and the interpreter sets them (${platform.limitsByWhy ?? 'unknown'})`,
+            fix: 'one exec (2-3 ms) less per run: posix_spawn for runs (above), SKILL_MCP_GO_AHEAD not set to off and, as root, CAP_SYS_RESOURCE',
+          },
+        ]
+      : []),
   ];
 }
 
@@ -146,17 +175,30 @@ export async function doctorMain(argv: string[], options: { bundledSkills: strin
   }
   const asRoot = process.getuid?.() === 0;
   // The same keyring step a runner takes at start (harmless for this short-lived process).
-  const platform = probePlatform({ searchPath: process.env['PATH'], bwrapSetting: process.env['SKILL_MCP_BWRAP'] || undefined, probeUid: asRoot ? idleRunUid() : undefined, tmpBytes: 256 * 1024 * 1024, ownKeyring: joinFreshSessionKeyring() });
+  const platform = probePlatform({
+    searchPath: process.env['PATH'],
+    bwrapSetting: process.env['SKILL_MCP_BWRAP'] || undefined,
+    probeUid: asRoot ? idleRunUid() : undefined,
+    tmpBytes: 256 * 1024 * 1024,
+    ownKeyring: joinFreshSessionKeyring(),
+  });
   const bwrapOk = platform.isolation === 'namespace' || platform.isolation === 'namespace-uid';
-  const interpreters = [...platform.interpreters].map(([name, r]) => ({ name, available: 'path' in r, ...('why' in r ? { why: r.why } : {}) }));
-  const refused = platform.refuseWhy ?? (interpreters.some((i) => i.available) ? undefined : 'no interpreter (node, python3) is available to the runner');
+  const interpreters = [...platform.interpreters].map(([name, r]) => ({
+    name,
+    available: 'path' in r,
+    ...('why' in r ? { why: r.why } : {}),
+  }));
+  const refused =
+    platform.refuseWhy ?? (interpreters.some((i) => i.available) ? undefined : 'no interpreter (node, python3) is available to the runner');
   // The non-root answer follows from the same probe: a root runner tries bubblewrap as an unprivileged uid.
   const nonRoot = asRoot ? (bwrapOk ? 'namespace' : 'same-uid') : platform.isolation;
   const report = {
     uid: process.getuid?.(),
     platform: process.platform,
     thisRunner: { asRoot, level: platform.isolation, mechanisms: platform.mechanisms, detail: platform.isolationDetail },
-    levels: asRoot ? { root: platform.isolation, nonRoot } : { nonRoot, root: 'not checked (run skill-mcp doctor as root to see what a root runner gives)' },
+    levels: asRoot
+      ? { root: platform.isolation, nonRoot }
+      : { nonRoot, root: 'not checked (run skill-mcp doctor as root to see what a root runner gives)' },
     interpreters,
     mechanisms: mechanisms(platform),
     missing: platform.missing,
@@ -172,19 +214,29 @@ export async function doctorMain(argv: string[], options: { bundledSkills: strin
       `A runner started here (${asRoot ? 'as root' : 'as this user'}): ${platform.isolation}`,
       `  ${platform.isolationDetail}`,
       `  mechanisms: ${platform.mechanisms.join(', ') || 'none'}`,
-      asRoot ? `A runner started as an ordinary user: ${nonRoot}` : 'A runner started as root: not checked from here (run skill-mcp doctor as root)',
+      asRoot
+        ? `A runner started as an ordinary user: ${nonRoot}`
+        : 'A runner started as root: not checked from here (run skill-mcp doctor as root)',
       '',
       'Interpreters:',
       ...interpreters.map((i) => `  ${i.available ? 'ok     ' : 'missing'} ${i.name}${i.why ? ` — ${i.why}` : ''}`),
       '',
       'Mechanisms:',
-      ...report.mechanisms.flatMap((c) => [`  ${c.found ? 'ok     ' : 'missing'} ${c.name}: ${c.detail}`, ...(!c.found && c.fix ? [`          adds: ${c.fix}`] : [])]),
+      ...report.mechanisms.flatMap((c) => [
+        `  ${c.found ? 'ok     ' : 'missing'} ${c.name}: ${c.detail}`,
+        ...(!c.found && c.fix ? [`          adds: ${c.fix}`] : []),
+      ]),
       '',
       'Environments (skill-mcp deps install builds the missing ones; SKILL_MCP_STATE_DIR as the runner):',
       ...('why' in report.environments
         ? [`  cannot be listed: ${report.environments.why}`]
-        : report.environments.length === 0 ? ['  no served skill declares requirements']
-          : report.environments.map((r) => ('problem' in r ? `  problem ${r.skill}: ${r.problem}` : `  ${r.state === 'ready' ? 'ok     ' : r.state.padEnd(7)} ${r.skill}: ${r.kind} ${r.digest}`))),
+        : report.environments.length === 0
+          ? ['  no served skill declares requirements']
+          : report.environments.map((r) =>
+              'problem' in r
+                ? `  problem ${r.skill}: ${r.problem}`
+                : `  ${r.state === 'ready' ? 'ok     ' : r.state.padEnd(7)} ${r.skill}: ${r.kind} ${r.digest}`,
+            )),
       '',
       refused ? `skill_run would be REFUSED here: ${refused}` : `skill_run works here, at level ${platform.isolation}.`,
     ];

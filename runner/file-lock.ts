@@ -117,7 +117,8 @@ export function withLock<T>(path: string, fn: () => T): T {
         breakLock(path, held.content, `${path}.${process.pid}.${nonce}.stale`);
         continue;
       }
-      if (Date.now() > deadline) throw new SkillMcpError('INTERNAL', `the audit lock ${path} stayed busy for ${LOCK_WAIT_MS} ms (held by pid ${held.pid})`);
+      if (Date.now() > deadline)
+        throw new SkillMcpError('INTERNAL', `the audit lock ${path} stayed busy for ${LOCK_WAIT_MS} ms (held by pid ${held.pid})`);
       sleepMs(Math.min(attempt, MAX_SLEEP_MS) * (0.5 + Math.random()));
     }
   } finally {
@@ -172,7 +173,8 @@ export async function withLockAsync<T>(path: string, fn: () => T): Promise<T> {
         breakLock(path, held.content, `${path}.${process.pid}.${nonce}.stale`);
         continue;
       }
-      if (Date.now() > deadline) throw new SkillMcpError('INTERNAL', `the lock ${path} stayed busy for ${LOCK_WAIT_MS} ms (held by pid ${held.pid})`);
+      if (Date.now() > deadline)
+        throw new SkillMcpError('INTERNAL', `the lock ${path} stayed busy for ${LOCK_WAIT_MS} ms (held by pid ${held.pid})`);
       await sleep(Math.min(2 ** (attempt - 1), MAX_SLEEP_MS) * (0.5 + Math.random()));
     }
   } finally {

@@ -75,6 +75,9 @@ export function scrubEnviron(env: NodeJS.ProcessEnv): ScrubResult {
     if (after.some((byte) => byte !== 0)) return { scrubbed: false, detail: 'the environ block still holds bytes after zeroing' };
     return { scrubbed: true };
   } catch (error) {
-    return { scrubbed: false, detail: `could not zero the environ block (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})` };
+    return {
+      scrubbed: false,
+      detail: `could not zero the environ block (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+    };
   }
 }

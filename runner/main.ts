@@ -62,9 +62,17 @@ function log(message: string): void {
 function configDigest(config: Record<string, unknown>): string {
   const canonical = (value: unknown): unknown =>
     value !== null && typeof value === 'object' && !Array.isArray(value)
-      ? Object.fromEntries(Object.keys(value).sort().map((k) => [k, canonical((value as Record<string, unknown>)[k])]))
-      : Array.isArray(value) ? value.map(canonical) : value;
-  return createHash('sha256').update(JSON.stringify(canonical(config))).digest('hex');
+      ? Object.fromEntries(
+          Object.keys(value)
+            .sort()
+            .map((k) => [k, canonical((value as Record<string, unknown>)[k])]),
+        )
+      : Array.isArray(value)
+        ? value.map(canonical)
+        : value;
+  return createHash('sha256')
+    .update(JSON.stringify(canonical(config)))
+    .digest('hex');
 }
 
 /** The OS user this runner runs as: standalone, the person whose skill-mcp started it (the requester of its runs). */
@@ -106,7 +114,12 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
   const environ = scrubEnviron(process.env);
   const hosted = settings.hosted;
   // Read before listening: no connection is served by a runner that does not know its front yet.
-  const frontSecret = opts.frontSecret?.from === 'stdin' ? await readFrontSecretLine(process.stdin) : opts.frontSecret ? readFrontSecretFile(opts.frontSecret.path) : undefined;
+  const frontSecret =
+    opts.frontSecret?.from === 'stdin'
+      ? await readFrontSecretLine(process.stdin)
+      : opts.frontSecret
+        ? readFrontSecretFile(opts.frontSecret.path)
+        : undefined;
 
   // Root: traversable by run uids (nothing listable; every file is private by its own mode), so a
   // run reaches its environment in envs/ (runner/deps/store.ts).
@@ -124,33 +137,48 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
     scratchDir = choice.dir;
   }
   const shared = sharedAncestor(scratchDir);
-  if (shared !== undefined) log(`warning: the scratch directory is below ${shared}, which other users may write to: without bubblewrap, require() from a run's copy also looks for node_modules there (use --scratch-dir below a folder only you and root can write)`);
+  if (shared !== undefined)
+    log(
+      `warning: the scratch directory is below ${shared}, which other users may write to: without bubblewrap, require() from a run's copy also looks for node_modules there (use --scratch-dir below a folder only you and root can write)`,
+    );
   // A crashed predecessor's sandboxes (one waiting at the go-ahead never ends by itself), then its
   // run folders (a script's HOME, maybe secrets it wrote), before any run.
   const staleBoxes = staleSandboxes(scratchDir);
   if (staleBoxes.length > 0) {
     const killer = loadPidfdKiller();
     const killed = killer ? staleBoxes.filter((p) => killer.kill(p.pid, p.uid)).length : 0;
-    log(`killed ${killed} of ${staleBoxes.length} sandbox process(es) a dead runner left${killer ? '' : ' (no pidfds here to kill them safely)'}`);
+    log(
+      `killed ${killed} of ${staleBoxes.length} sandbox process(es) a dead runner left${killer ? '' : ' (no pidfds here to kill them safely)'}`,
+    );
   }
   const stale = removeStaleRunFolders(scratchDir);
   if (stale.failed > 0) log(`warning: ${stale.failed} stale run folder(s) under the scratch directory could not be removed`);
   const confirmSecret = readConfirmSecret(env);
   const { key, source: keySource } = loadTokenKey(opts.stateDir, 'secret' in confirmSecret ? confirmSecret.secret : undefined);
   const audit = new AuditLog({
-    path: opts.auditPath, anchorPath: anchorPathIn(opts.stateDir), signer: loadAuditSigner(opts.stateDir),
-    maxBytes: opts.auditMaxBytes > 0 ? opts.auditMaxBytes : undefined, keep: opts.auditKeep > 0 ? opts.auditKeep : undefined,
-    fault: testKillAt(env['SKILL_MCP_TEST_AUDIT_KILL_AT']), warn: log,
+    path: opts.auditPath,
+    anchorPath: anchorPathIn(opts.stateDir),
+    signer: loadAuditSigner(opts.stateDir),
+    maxBytes: opts.auditMaxBytes > 0 ? opts.auditMaxBytes : undefined,
+    keep: opts.auditKeep > 0 ? opts.auditKeep : undefined,
+    fault: testKillAt(env['SKILL_MCP_TEST_AUDIT_KILL_AT']),
+    warn: log,
   });
   const anchor = audit.anchorFinding;
   if (anchor.audit_anchor === 'truncated' || anchor.audit_anchor === 'replaced') {
-    log(`warning: the audit log does not match its anchor (${anchor.audit_anchor}: the log ends at seq ${anchor.audit_log_last_seq}, the runner last wrote seq ${anchor.audit_anchor_seq}); recorded in runner.start`);
+    log(
+      `warning: the audit log does not match its anchor (${anchor.audit_anchor}: the log ends at seq ${anchor.audit_log_last_seq}, the runner last wrote seq ${anchor.audit_anchor_seq}); recorded in runner.start`,
+    );
   }
   // The file ledger in the state dir, or Redis (SKILL_MCP_REDIS_URL) shared with other runners.
   const ledgers = await openLedger({ env, stateDir: opts.stateDir, auditPath: opts.auditPath, audit, log });
   const { ledger } = ledgers;
   const uidPool = asRoot
-    ? new UidPool(opts.uidRange, [0, process.getuid!(), ...(opts.frontUid !== undefined ? [opts.frontUid] : [])], new UidClaims(env['SKILL_MCP_UID_CLAIM_DIR'] || DEFAULT_CLAIM_DIR))
+    ? new UidPool(
+        opts.uidRange,
+        [0, process.getuid!(), ...(opts.frontUid !== undefined ? [opts.frontUid] : [])],
+        new UidClaims(env['SKILL_MCP_UID_CLAIM_DIR'] || DEFAULT_CLAIM_DIR),
+      )
     : undefined;
   // Root tries the sandbox as a real run uid: what must work is bubblewrap as that uid.
   const probeUid = await uidPool?.takeOrUndefined();
@@ -160,30 +188,49 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
   // How the workspace cap is kept (runner/workspace/capacity.ts): a tmpfs per run where root may mount one, else a watcher.
   const wsProbe = probeWorkspaceMount(join(scratchDir, runFolderName('0'.repeat(16))));
   const workspaceMode = wsProbe.ok ? 'tmpfs' : 'watch';
-  if (asRoot && !wsProbe.ok) log(`warning: ${wsProbe.why}; each run's workspace size is kept by a watcher instead (approximate, docs/isolation.md)`);
+  if (asRoot && !wsProbe.ok)
+    log(`warning: ${wsProbe.why}; each run's workspace size is kept by a watcher instead (approximate, docs/isolation.md)`);
   const platform = { ...probed, mechanisms: [...probed.mechanisms, wsProbe.ok ? 'workspace-tmpfs' : 'workspace-watch'] };
   if (probeUid !== undefined) await uidPool?.release(probeUid);
   if (platform.cgroups) {
     // Groups of runs whose runner died: their tasks are killed and the groups removed.
     const swept = await sweepRunCgroups(platform.cgroups, pidAlive);
-    if (swept.removed + swept.left > 0) log(`removed ${swept.removed} run cgroup(s) a dead runner left${swept.left > 0 ? `; ${swept.left} could not be removed` : ''}`);
+    if (swept.removed + swept.left > 0)
+      log(`removed ${swept.removed} run cgroup(s) a dead runner left${swept.left > 0 ? `; ${swept.left} could not be removed` : ''}`);
   }
-  if (platform.missing.length > 0 && platform.isolation !== 'namespace') log(`isolation ${platform.isolation}: ${platform.missing.join('; ')} (skill-mcp doctor says more)`);
+  if (platform.missing.length > 0 && platform.isolation !== 'namespace')
+    log(`isolation ${platform.isolation}: ${platform.missing.join('; ')} (skill-mcp doctor says more)`);
   const { limits } = settings;
 
   let refusedWhy: { code: ErrorCode; message: string } | undefined;
   if (platform.refuseWhy) refusedWhy = { code: 'SANDBOX_UNAVAILABLE', message: platform.refuseWhy };
   else if (!environ.scrubbed && hosted && !settings.allowUnscrubbed) {
-    refusedWhy = { code: 'ENVIRON_UNSCRUBBED', message: 'hosted runner could not clear its environ, so no script runs (environ-unscrubbed); the owner may set MCP_SKILL_ALLOW_UNSCRUBBED=1' };
+    refusedWhy = {
+      code: 'ENVIRON_UNSCRUBBED',
+      message:
+        'hosted runner could not clear its environ, so no script runs (environ-unscrubbed); the owner may set MCP_SKILL_ALLOW_UNSCRUBBED=1',
+    };
   }
   if (!environ.scrubbed) log(`warning: ${environ.detail ?? 'environ not scrubbed'}`);
 
   // Each run holds a uid of its own as root: never more runs at once than the range has uids.
   const uidCount = asRoot ? opts.uidRange.last - opts.uidRange.first + 1 : undefined;
   if (opts.maxRuns !== undefined && uidCount !== undefined && opts.maxRuns > uidCount) {
-    throw new SkillMcpError('BAD_REQUEST', `SKILL_MCP_MAX_RUNS=${opts.maxRuns} is more than the ${uidCount} uids of SKILL_MCP_UID_RANGE; each run needs a uid of its own`);
+    throw new SkillMcpError(
+      'BAD_REQUEST',
+      `SKILL_MCP_MAX_RUNS=${opts.maxRuns} is more than the ${uidCount} uids of SKILL_MCP_UID_RANGE; each run needs a uid of its own`,
+    );
   }
-  const capacity = resolveCapacity({ maxRuns: opts.maxRuns, perClient: opts.runsPerClient, perRunBytes: opts.limits.memoryBytes + opts.limits.tmpBytes + (workspaceMode === 'tmpfs' ? opts.limits.workspaceBytes : 0), hosted, uidCount }, thisMachine());
+  const capacity = resolveCapacity(
+    {
+      maxRuns: opts.maxRuns,
+      perClient: opts.runsPerClient,
+      perRunBytes: opts.limits.memoryBytes + opts.limits.tmpBytes + (workspaceMode === 'tmpfs' ? opts.limits.workspaceBytes : 0),
+      hosted,
+      uidCount,
+    },
+    thisMachine(),
+  );
 
   const peer = loadPeerCredReader();
   if ('why' in peer) log(`warning: no peer-credential check (${peer.why}); relying on socket directory modes`);
@@ -191,51 +238,113 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
   // How runs are spawned (runner/sandbox/posix-spawn.ts): said when it is not posix_spawn, and a
   // single spawn that falls back is said the first time (all are counted in the stop line).
   const spawnPath = probePosixSpawn(env);
-  if ('why' in spawnPath) log(`note: runs are spawned by Node's child_process, not posix_spawn (${spawnPath.why}): each spawn forks the runner (a few ms more per run)`);
-  if (platform.limitsByWhy !== undefined && platform.limitsByWhy !== GO_AHEAD_OFF) log(`note: in bubblewrap each run's rlimits are set by a prlimit step, one exec more per run (${platform.limitsByWhy}); otherwise the runner sets them on the waiting sandbox itself`);
+  if ('why' in spawnPath)
+    log(
+      `note: runs are spawned by Node's child_process, not posix_spawn (${spawnPath.why}): each spawn forks the runner (a few ms more per run)`,
+    );
+  if (platform.limitsByWhy !== undefined && platform.limitsByWhy !== GO_AHEAD_OFF)
+    log(
+      `note: in bubblewrap each run's rlimits are set by a prlimit step, one exec more per run (${platform.limitsByWhy}); otherwise the runner sets them on the waiting sandbox itself`,
+    );
   onSpawnFallback((why, count) => {
-    if (count === 1) log(`note: a run was spawned by Node's child_process because posix_spawn could not be set up for it (${why}); later ones are counted in the runner.stop line, not said`);
+    if (count === 1)
+      log(
+        `note: a run was spawned by Node's child_process because posix_spawn could not be set up for it (${why}); later ones are counted in the runner.stop line, not said`,
+      );
   });
-  if (asRoot && reads.fallbackWhy !== undefined) log(`note: skill files are opened one folder at a time with O_NOFOLLOW, not with openat2 (${reads.fallbackWhy}); links are still never followed, mount points inside a skill are not refused`);
+  if (asRoot && reads.fallbackWhy !== undefined)
+    log(
+      `note: skill files are opened one folder at a time with O_NOFOLLOW, not with openat2 (${reads.fallbackWhy}); links are still never followed, mount points inside a skill are not refused`,
+    );
   const service = new RunnerService({
     ctx: {
-      env, bundledSkills: options.bundledSkills, limits, platform, memoryBytes: opts.limits.memoryBytes, hasher: new HashWorker(), listings: new FolderListings(), skillMd: new SkillMdMemo(),
+      env,
+      bundledSkills: options.bundledSkills,
+      limits,
+      platform,
+      memoryBytes: opts.limits.memoryBytes,
+      hasher: new HashWorker(),
+      listings: new FolderListings(),
+      skillMd: new SkillMdMemo(),
       deps: { envsDir: envsDirOf(opts.stateDir), identities: new Identities(), verifier: new EnvVerifier(), index: readExplicitIndex(env) },
     },
-    key, ledger, audit, environ, refusedWhy, ttlMs: settings.confirmTtlSeconds * 1000, scratchDir, uidPool,
-    limits: opts.limits, workspaceMode, killGraceMs: opts.killGraceMs, drainMs: opts.drainMs,
+    key,
+    ledger,
+    audit,
+    environ,
+    refusedWhy,
+    ttlMs: settings.confirmTtlSeconds * 1000,
+    scratchDir,
+    uidPool,
+    limits: opts.limits,
+    workspaceMode,
+    killGraceMs: opts.killGraceMs,
+    drainMs: opts.drainMs,
     admission: { maxRuns: capacity.maxRuns, perClient: capacity.perClient, queueMs: opts.runQueueMs },
     osUser: hosted ? undefined : osUserName(),
   });
   const mismatchesLogged = new Set<string>();
   const server = await listen({
-    socketPath: opts.socketPath, frontUid: opts.frontUid, frontGid: opts.frontGid, peerCred: 'read' in peer ? peer.read : undefined, service, audit,
-    frontSecret, view: () => configView(env, options.bundledSkills), maxRunConnections: service.maxRunConnections,
+    socketPath: opts.socketPath,
+    frontUid: opts.frontUid,
+    frontGid: opts.frontGid,
+    peerCred: 'read' in peer ? peer.read : undefined,
+    service,
+    audit,
+    frontSecret,
+    view: () => configView(env, options.bundledSkills),
+    maxRunConnections: service.maxRunConnections,
     onMismatch: (differs) => {
       const key = differs.join(',');
       if (mismatchesLogged.has(key)) return;
       mismatchesLogged.add(key);
-      log(`a front's configuration differs from this runner's (${differs.join(', ')}); its prepare/run requests are refused CONFIG_MISMATCH. This runner serves ${hosted ? 'hosted' : 'standalone'}, skill folders ${realRoots(env, options.bundledSkills).join(':')}, grant from ${grantFrom(settings.grant)}: give it the same MCP_SKILLS_PATH (or SKILLS_DIR), MCP_SKILL_RUN and SKILL_MCP_DECLARATIONS (same files) as the front`);
+      log(
+        `a front's configuration differs from this runner's (${differs.join(', ')}); its prepare/run requests are refused CONFIG_MISMATCH. This runner serves ${hosted ? 'hosted' : 'standalone'}, skill folders ${realRoots(env, options.bundledSkills).join(':')}, grant from ${grantFrom(settings.grant)}: give it the same MCP_SKILLS_PATH (or SKILLS_DIR), MCP_SKILL_RUN and SKILL_MCP_DECLARATIONS (same files) as the front`,
+      );
     },
   });
   // One start line per runner, written before its first decided line (a runner that only answers
   // describes — every standalone session that lists skills starts one — adds nothing to the log).
   const config = {
-    uid: process.getuid?.(), isolation: platform.isolation, sandbox: platform.mechanisms, environ_scrubbed: environ.scrubbed,
-    hosted, runs_refused: refusedWhy?.code ?? null, grant_from: grantFrom(settings.grant), key_source: keySource === 'secret' ? `secret-${confirmSecret.from}` : keySource,
+    uid: process.getuid?.(),
+    isolation: platform.isolation,
+    sandbox: platform.mechanisms,
+    environ_scrubbed: environ.scrubbed,
+    hosted,
+    runs_refused: refusedWhy?.code ?? null,
+    grant_from: grantFrom(settings.grant),
+    key_source: keySource === 'secret' ? `secret-${confirmSecret.from}` : keySource,
     interpreters: Object.fromEntries([...platform.interpreters].map(([name, r]) => [name, 'path' in r])),
-    max_runs: capacity.maxRuns, max_runs_from: capacity.maxRunsFrom, runs_per_client: capacity.perClient, run_queue_ms: opts.runQueueMs,
-    workspace_mode: workspaceMode, workspace_bytes: opts.limits.workspaceBytes, workspace_files: opts.limits.workspaceFiles,
-    peer_check: 'read' in peer, spawn: 'spawner' in spawnPath ? 'posix_spawn' : 'child_process', front_secret: opts.frontSecret?.from ?? 'none', audit_max_bytes: opts.auditMaxBytes, audit_keep: opts.auditKeep,
+    max_runs: capacity.maxRuns,
+    max_runs_from: capacity.maxRunsFrom,
+    runs_per_client: capacity.perClient,
+    run_queue_ms: opts.runQueueMs,
+    workspace_mode: workspaceMode,
+    workspace_bytes: opts.limits.workspaceBytes,
+    workspace_files: opts.limits.workspaceFiles,
+    peer_check: 'read' in peer,
+    spawn: 'spawner' in spawnPath ? 'posix_spawn' : 'child_process',
+    front_secret: opts.frontSecret?.from ?? 'none',
+    audit_max_bytes: opts.auditMaxBytes,
+    audit_keep: opts.auditKeep,
   };
   const configSha256 = configDigest({ ...config, view: configView(env, options.bundledSkills) });
   const startedAt = Date.now();
   audit.begin(() => ({
-    event: 'runner.start', pid: process.pid, ...config, config_sha256: configSha256, audit_key_id: audit.keyId,
-    inherited_fds_closed: fdsClosed, scratch_stale_removed: stale.removed, scratch_stale_failed: stale.failed,
-    ...anchor, ...ledgers.startFields,
+    event: 'runner.start',
+    pid: process.pid,
+    ...config,
+    config_sha256: configSha256,
+    audit_key_id: audit.keyId,
+    inherited_fds_closed: fdsClosed,
+    scratch_stale_removed: stale.removed,
+    scratch_stale_failed: stale.failed,
+    ...anchor,
+    ...ledgers.startFields,
   }));
-  log(`ready on ${opts.socketPath} (isolation ${platform.isolation}; ${capacity.maxRuns} run(s) at once, ${capacity.perClient} per client${refusedWhy ? `; runs refused: ${refusedWhy.code}` : ''})`);
+  log(
+    `ready on ${opts.socketPath} (isolation ${platform.isolation}; ${capacity.maxRuns} run(s) at once, ${capacity.perClient} per client${refusedWhy ? `; runs refused: ${refusedWhy.code}` : ''})`,
+  );
 
   let stopping = false;
   let why = 'signal';
@@ -249,7 +358,17 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
     } catch (error) {
       log(`stopping did not finish cleanly (${(error as Error).message}); closing the audit log and exiting anyway`);
     }
-    await audit.close(() => ({ event: 'runner.stop', pid: process.pid, config_sha256: configSha256, uptime_ms: Date.now() - startedAt, lines: audit.linesWritten, why, ...(removalsPending > 0 ? { removals_pending: removalsPending } : {}), ...(spawnFallbackCount() > 0 ? { spawn_fallbacks: spawnFallbackCount() } : {}) }))
+    await audit
+      .close(() => ({
+        event: 'runner.stop',
+        pid: process.pid,
+        config_sha256: configSha256,
+        uptime_ms: Date.now() - startedAt,
+        lines: audit.linesWritten,
+        why,
+        ...(removalsPending > 0 ? { removals_pending: removalsPending } : {}),
+        ...(spawnFallbackCount() > 0 ? { spawn_fallbacks: spawnFallbackCount() } : {}),
+      }))
       .catch((error: unknown) => log(`the audit log could not be closed cleanly (${(error as Error).message})`));
     process.exit(0);
   };
@@ -260,8 +379,14 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
     // A signal handler cannot await; shutDown never rejects (it catches every step) and ends in exit.
     void shutDown();
   };
-  process.on('SIGTERM', () => { why = 'SIGTERM'; stop(); });
-  process.on('SIGINT', () => { why = 'SIGINT'; stop(); });
+  process.on('SIGTERM', () => {
+    why = 'SIGTERM';
+    stop();
+  });
+  process.on('SIGINT', () => {
+    why = 'SIGINT';
+    stop();
+  });
   // Standalone: the guard's pipe closing means the front is gone; nothing may outlive it.
   if (env['SKILL_MCP_RUNNER_EXIT_WITH_STDIN'] === '1') {
     const frontGone = (): void => {

@@ -9,7 +9,15 @@ import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { parseFlags, stringFlag, UsageError, type FlagSpec } from '../shared/cli-args.js';
 import { MIN_MEMORY_BYTES } from '../shared/declaration.js';
-import { ConfigError, readValue, readVariable, refuseToStart, wholeNumber, type SettingIssue, type VariableSpec } from '../shared/settings-schema.js';
+import {
+  ConfigError,
+  readValue,
+  readVariable,
+  refuseToStart,
+  wholeNumber,
+  type SettingIssue,
+  type VariableSpec,
+} from '../shared/settings-schema.js';
 import type { SandboxLimits } from './sandbox/spawn.js';
 import { DEFAULT_UID_RANGE, parseUidRange } from './uids/pool.js';
 import { SECRETS_DIR, SECRETS_SHARED } from './secrets/source.js';
@@ -111,7 +119,13 @@ function count(name: string, fallback: number, min: number, max: number): Variab
 }
 
 /** Security: never 0, so a typo cannot admit (or leave) root as "the front". */
-const unprivilegedId = (name: string): VariableSpec<number | undefined> => ({ name, schema: wholeNumber(1, 2 ** 31 - 1), expected: `an unprivileged id (1 to ${2 ** 31 - 1})`, fallback: undefined, policy: 'stop' });
+const unprivilegedId = (name: string): VariableSpec<number | undefined> => ({
+  name,
+  schema: wholeNumber(1, 2 ** 31 - 1),
+  expected: `an unprivileged id (1 to ${2 ** 31 - 1})`,
+  fallback: undefined,
+  policy: 'stop',
+});
 
 const UID_RANGE: VariableSpec<{ first: number; last: number }> = {
   name: 'SKILL_MCP_UID_RANGE',
@@ -206,7 +220,8 @@ export function parseRunnerOptions(argv: string[], env: Env): RunnerOptions {
   const state = path('state-dir');
   if (!socket || !state) throw new UsageError('--socket and --state-dir are required', RUNNER_USAGE);
   const secretFile = path('front-secret-file');
-  if (flags['front-secret-stdin'] === true && secretFile) throw new UsageError('--front-secret-stdin and --front-secret-file (SKILL_MCP_FRONT_SECRET_FILE) exclude each other', RUNNER_USAGE);
+  if (flags['front-secret-stdin'] === true && secretFile)
+    throw new UsageError('--front-secret-stdin and --front-secret-file (SKILL_MCP_FRONT_SECRET_FILE) exclude each other', RUNNER_USAGE);
   const frontUid = setting('front-uid', unprivilegedId('SKILL_MCP_FRONT_UID'));
   let frontGid = setting('front-gid', unprivilegedId('SKILL_MCP_FRONT_GID'));
   const uidRange = setting('uid-range', UID_RANGE);
@@ -235,7 +250,10 @@ export function parseRunnerOptions(argv: string[], env: Env): RunnerOptions {
   refuseToStart(issues);
   if (frontUid !== undefined && frontGid === undefined) {
     frontGid = primaryGid(frontUid);
-    if (frontGid === undefined) throw new ConfigError([{ variable: '--front-uid', policy: 'stop', message: `--front-uid ${frontUid} has no passwd entry; pass --front-gid too` }]);
+    if (frontGid === undefined)
+      throw new ConfigError([
+        { variable: '--front-uid', policy: 'stop', message: `--front-uid ${frontUid} has no passwd entry; pass --front-gid too` },
+      ]);
   }
   const stateDir = resolve(state);
   return {
@@ -251,7 +269,8 @@ export function parseRunnerOptions(argv: string[], env: Env): RunnerOptions {
     bwrap: env['SKILL_MCP_BWRAP'] || undefined,
     killGraceMs,
     drainMs,
-    frontSecret: flags['front-secret-stdin'] === true ? { from: 'stdin' } : secretFile ? { from: 'file', path: resolve(secretFile) } : undefined,
+    frontSecret:
+      flags['front-secret-stdin'] === true ? { from: 'stdin' } : secretFile ? { from: 'file', path: resolve(secretFile) } : undefined,
     maxRuns,
     runsPerClient,
     runQueueMs,

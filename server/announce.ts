@@ -48,7 +48,9 @@ export class Announcer {
       for (const send of [() => mcp.server.sendResourceListChanged(), () => mcp.server.sendPromptListChanged()]) {
         Promise.resolve()
           .then(send)
-          .catch((error: unknown) => this.warn(`could not announce a catalog change: ${error instanceof Error ? error.message : String(error)}`));
+          .catch((error: unknown) =>
+            this.warn(`could not announce a catalog change: ${error instanceof Error ? error.message : String(error)}`),
+          );
       }
     }
     for (const sink of this.#sinks) {

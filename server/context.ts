@@ -61,7 +61,10 @@ export function requireSkillIn(catalog: Catalog, name: string): SkillRecord {
   const record = catalog.get(name);
   if (!record) {
     const known = catalog.skills().map((s) => s.name);
-    const hint = known.length > 0 ? `Served skills: ${known.slice(0, 20).join(', ')}${known.length > 20 ? ', ...' : ''}.` : 'No skill is served; skill_list shows the problems.';
+    const hint =
+      known.length > 0
+        ? `Served skills: ${known.slice(0, 20).join(', ')}${known.length > 20 ? ', ...' : ''}.`
+        : 'No skill is served; skill_list shows the problems.';
     throw new SkillMcpError('UNKNOWN_SKILL', `no skill named ${JSON.stringify(name)} is served. ${hint}`);
   }
   return record;

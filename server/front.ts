@@ -2,7 +2,16 @@
  * @module The MCP front: builds one `McpServer` per connection (stdio) or request (HTTP) from
  * the shared context. Tools, prompts, and the SEP-2640 skills extension over our catalog.
  */
-import { CLIENT_CAPABILITIES_META_KEY, McpServer, type AuthInfo, type McpRequestContext, type CallToolResult, type ClientCapabilities, type ServerContext, type ServerOptions } from '@modelcontextprotocol/server';
+import {
+  CLIENT_CAPABILITIES_META_KEY,
+  McpServer,
+  type AuthInfo,
+  type McpRequestContext,
+  type CallToolResult,
+  type ClientCapabilities,
+  type ServerContext,
+  type ServerOptions,
+} from '@modelcontextprotocol/server';
 import { SkillsExtension } from '@modelcontextprotocol/server/ext/skills';
 import { identityOfAuth } from './auth/resource-server.js';
 import { visibleFront } from './auth/visible-catalog.js';
@@ -27,7 +36,9 @@ const INSTRUCTIONS =
 
 /** Which elicitation modes the client declared (2026: per request; 2025: at initialize). */
 function elicitationModes(mcp: McpServer, ctx: ServerContext): ClientElicitation {
-  const fromEnvelope = (ctx.mcpReq.envelope as Record<string, unknown> | undefined)?.[CLIENT_CAPABILITIES_META_KEY] as ClientCapabilities | undefined;
+  const fromEnvelope = (ctx.mcpReq.envelope as Record<string, unknown> | undefined)?.[CLIENT_CAPABILITIES_META_KEY] as
+    | ClientCapabilities
+    | undefined;
   const elicitation = (fromEnvelope ?? mcp.server.getClientCapabilities())?.elicitation as Record<string, unknown> | undefined;
   if (elicitation === undefined) return { form: false, url: false };
   // An empty object is the 2025-06 spelling of "form elicitation".
@@ -49,8 +60,14 @@ export interface SkillReads {
  */
 export function skillReadsFor(base: FrontContext, onWarning: (message: string) => void): (authInfo: AuthInfo | undefined) => SkillReads {
   const reads = (front: FrontContext): SkillReads => {
-    const source = new CatalogSkillSource(front.catalog, front.pageSize, front.skillsPageSize, (uri, problems) => onWarning(`skills extension: ${uri}: invalid skill entry: ${problems.join('; ')} (dropped from skills/list)`));
-    const extension = new SkillsExtension({ source, cacheHint: SKILLS_CACHE_HINT, onWarning: (w) => onWarning(`skills extension: ${w.path}: ${w.message}`) });
+    const source = new CatalogSkillSource(front.catalog, front.pageSize, front.skillsPageSize, (uri, problems) =>
+      onWarning(`skills extension: ${uri}: invalid skill entry: ${problems.join('; ')} (dropped from skills/list)`),
+    );
+    const extension = new SkillsExtension({
+      source,
+      cacheHint: SKILLS_CACHE_HINT,
+      onWarning: (w) => onWarning(`skills extension: ${w.path}: ${w.message}`),
+    });
     return { front, source, extension };
   };
   const shared = reads(base);
@@ -86,13 +103,19 @@ export function createServerFactory(
   return (request) => {
     const { front, source, extension } = readsFor(request?.authInfo);
     const mcp = new McpServer(SERVER_INFO, options);
-    mcp.registerTool('skill_list', tools.skill_list, ({ cursor, limit, problems }, ctx) => guarded(async () => ok(await skillList(front, { cursor, limit, problems, identity: front.identityOf(ctx) }))));
+    mcp.registerTool('skill_list', tools.skill_list, ({ cursor, limit, problems }, ctx) =>
+      guarded(async () => ok(await skillList(front, { cursor, limit, problems, identity: front.identityOf(ctx) }))),
+    );
     mcp.registerTool('skill_search', tools.skill_search, ({ query, limit }) => guarded(async () => ok(skillSearch(front, query, limit))));
     // Text only: a copy of a long body in structuredContent would double the message.
     mcp.registerTool('skill_load', tools.skill_load, ({ name }) => guarded(async () => okTextOnly(await skillLoad(front, name))));
-    mcp.registerTool('skill_file', tools.skill_file, ({ name, paths }) => guarded(async () => okTextOnly(await skillFile(front, name, paths))));
+    mcp.registerTool('skill_file', tools.skill_file, ({ name, paths }) =>
+      guarded(async () => okTextOnly(await skillFile(front, name, paths))),
+    );
     mcp.registerTool('skill_run', tools.skill_run, async ({ name, script, args, confirmToken, files, stdin }, ctx) => {
-      const result = await guarded(() => skillRun(front, { name, script, args, confirmToken, files, stdin }, ctx, elicitationModes(mcp, ctx)));
+      const result = await guarded(() =>
+        skillRun(front, { name, script, args, confirmToken, files, stdin }, ctx, elicitationModes(mcp, ctx)),
+      );
       onToolResult?.('skill_run', result);
       return result;
     });

@@ -25,8 +25,13 @@ export function attachPrompts(mcp: McpServer, front: FrontContext): void {
     if (cursor !== undefined) {
       const text = Buffer.from(cursor, 'base64url').toString('utf8');
       const match = /^p2:([A-Za-z0-9_-]+):/.exec(text);
-      if (!match || Buffer.from(text).toString('base64url') !== cursor) throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'Invalid cursor');
-      if (match[1] !== list) throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'The skills changed since this cursor was issued; list again from the start, without a cursor');
+      if (!match || Buffer.from(text).toString('base64url') !== cursor)
+        throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'Invalid cursor');
+      if (match[1] !== list)
+        throw new ProtocolError(
+          ProtocolErrorCode.InvalidParams,
+          'The skills changed since this cursor was issued; list again from the start, without a cursor',
+        );
       const after = text.slice(match[0].length);
       start = skills.findIndex((s) => s.name > after);
       if (start < 0) start = skills.length;
@@ -44,7 +49,10 @@ export function attachPrompts(mcp: McpServer, front: FrontContext): void {
       const { body } = await loadBody(front, name);
       const record = front.requireSkill(name);
       if (Buffer.byteLength(body) > MAX_BODY_BYTES) {
-        throw new ProtocolError(ProtocolErrorCode.InvalidParams, `the body of "${name}" is over ${MAX_BODY_BYTES} bytes, too large for one prompt message; use the skill_load tool`);
+        throw new ProtocolError(
+          ProtocolErrorCode.InvalidParams,
+          `the body of "${name}" is over ${MAX_BODY_BYTES} bytes, too large for one prompt message; use the skill_load tool`,
+        );
       }
       return { description: record.description, messages: [{ role: 'user', content: { type: 'text', text: body } }] };
     } catch (error) {

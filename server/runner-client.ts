@@ -66,7 +66,11 @@ export class RunnerClient {
   /** Re-derives a run and mints its token: `{willRun, confirmToken, expiresAt}` or a refusal. */
   prepare(req: PrepareArgs): Promise<Response<'prepare'>> {
     const { identity, traceparent, ...rest } = req;
-    return this.call('prepare', { type: 'prepare', ...rest, ...(identity ? { identity } : {}), ...(traceparent ? { traceparent } : {}) }, this.requestTimeoutMs);
+    return this.call(
+      'prepare',
+      { type: 'prepare', ...rest, ...(identity ? { identity } : {}), ...(traceparent ? { traceparent } : {}) },
+      this.requestTimeoutMs,
+    );
   }
 
   /**
@@ -89,7 +93,20 @@ export class RunnerClient {
     try {
       if (options.signal?.aborted) onAbort();
       const { identity, traceparent, ...rest } = req;
-      return await this.call('run', { type: 'run', ...rest, ...(identity ? { identity } : {}), ...(traceparent ? { traceparent } : {}), approval: rest.approval ?? { channel: 'token' }, cancelId, ...(options.client !== undefined ? { client: options.client } : {}) }, wait, local.signal);
+      return await this.call(
+        'run',
+        {
+          type: 'run',
+          ...rest,
+          ...(identity ? { identity } : {}),
+          ...(traceparent ? { traceparent } : {}),
+          approval: rest.approval ?? { channel: 'token' },
+          cancelId,
+          ...(options.client !== undefined ? { client: options.client } : {}),
+        },
+        wait,
+        local.signal,
+      );
     } finally {
       options.signal?.removeEventListener('abort', onAbort);
     }
@@ -104,7 +121,11 @@ export class RunnerClient {
     return new Promise((resolve, reject) => {
       const codec = new FrameCodec(MAX_RESPONSE_FRAME_BYTES);
       const encoder = new FrameCodec(MAX_REQUEST_FRAME_BYTES);
-      const hello: RunnerRequest = { type: 'hello', view: this.view(), ...(this.frontSecret !== undefined ? { frontSecret: this.frontSecret } : {}) };
+      const hello: RunnerRequest = {
+        type: 'hello',
+        view: this.view(),
+        ...(this.frontSecret !== undefined ? { frontSecret: this.frontSecret } : {}),
+      };
       // Pipelined: the runner answers the hello first and serves the request only if it accepted it.
       const frame = Buffer.concat([encoder.encode(hello), encoder.encode(request)]);
       let greeted = false;
@@ -122,21 +143,46 @@ export class RunnerClient {
       const onAbort = (): void => finish(new SkillMcpError('CANCELLED', 'the run was cancelled'));
       signal?.addEventListener('abort', onAbort, { once: true });
       if (signal?.aborted) onAbort();
-      const timer = setTimeout(() => finish(new SkillMcpError('RUNNER_UNAVAILABLE', `the runner did not answer within ${Math.round(timeoutMs / 1000)} s; it may be overloaded or stuck`)), timeoutMs);
+      const timer = setTimeout(
+        () =>
+          finish(
+            new SkillMcpError(
+              'RUNNER_UNAVAILABLE',
+              `the runner did not answer within ${Math.round(timeoutMs / 1000)} s; it may be overloaded or stuck`,
+            ),
+          ),
+        timeoutMs,
+      );
       socket.on('connect', () => socket.write(frame));
       socket.on('error', (error: NodeJS.ErrnoException) => {
-        finish(new SkillMcpError('RUNNER_UNAVAILABLE', `the runner cannot be reached (${error.code ?? 'error'}); is it running, and may this process use its socket?`, { cause: error }));
+        finish(
+          new SkillMcpError(
+            'RUNNER_UNAVAILABLE',
+            `the runner cannot be reached (${error.code ?? 'error'}); is it running, and may this process use its socket?`,
+            { cause: error },
+          ),
+        );
       });
       socket.on('close', () => finish(new SkillMcpError('RUNNER_UNAVAILABLE', 'the runner closed the connection without answering')));
       socket.on('data', (chunk: Buffer) => {
         for (const event of codec.push(chunk)) {
-          if (!event.ok) return finish(new SkillMcpError('RUNNER_UNAVAILABLE', `the runner sent an unreadable answer (${event.error.code})`, { cause: event.error }));
+          if (!event.ok)
+            return finish(
+              new SkillMcpError('RUNNER_UNAVAILABLE', `the runner sent an unreadable answer (${event.error.code})`, { cause: event.error }),
+            );
           if (!greeted) {
             const hi = responseSchemas.hello.safeParse(event.value);
-            if (!hi.success) return finish(new SkillMcpError('RUNNER_UNAVAILABLE', 'the runner answered outside the protocol', { cause: hi.error }));
+            if (!hi.success)
+              return finish(new SkillMcpError('RUNNER_UNAVAILABLE', 'the runner answered outside the protocol', { cause: hi.error }));
             // A refused hello (PEER_REFUSED: another instance's runner) is the answer to the request too.
             if (!hi.data.ok) return finish(undefined, hi.data as Response<T>);
-            if (hi.data.result.protocol !== PROTOCOL_VERSION) return finish(new SkillMcpError('RUNNER_UNAVAILABLE', `the runner speaks protocol ${hi.data.result.protocol}, this server ${PROTOCOL_VERSION}; run one version of skill-mcp for both`));
+            if (hi.data.result.protocol !== PROTOCOL_VERSION)
+              return finish(
+                new SkillMcpError(
+                  'RUNNER_UNAVAILABLE',
+                  `the runner speaks protocol ${hi.data.result.protocol}, this server ${PROTOCOL_VERSION}; run one version of skill-mcp for both`,
+                ),
+              );
             greeted = true;
             continue;
           }

@@ -57,7 +57,10 @@ export class RunnerLink {
   async ready(): Promise<RunnerClient> {
     const { socketPath, frontSecret } = this.#options;
     if (!socketPath) {
-      throw new SkillMcpError('RUNNER_UNAVAILABLE', `no runner is configured, so no script can run: ${this.#options.missingWhy ?? 'set SKILL_MCP_RUNNER_SOCKET to the runner socket'}. Reading skills still works.`);
+      throw new SkillMcpError(
+        'RUNNER_UNAVAILABLE',
+        `no runner is configured, so no script can run: ${this.#options.missingWhy ?? 'set SKILL_MCP_RUNNER_SOCKET to the runner socket'}. Reading skills still works.`,
+      );
     }
     if (!this.#awake) {
       await this.#options.wake?.();
@@ -65,7 +68,9 @@ export class RunnerLink {
     }
     // Loaded on first use: the runner protocol's schemas and the msgpack codec cost the first
     // answer ~15 ms of start-up (bench/RESULTS.md), and many sessions never reach the runner.
-    this.#client ??= import('./runner-client.js').then(({ RunnerClient }) => new RunnerClient(socketPath, { view: this.#view, frontSecret }));
+    this.#client ??= import('./runner-client.js').then(
+      ({ RunnerClient }) => new RunnerClient(socketPath, { view: this.#view, frontSecret }),
+    );
     return this.#client;
   }
 

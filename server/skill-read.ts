@@ -6,7 +6,13 @@
  * `String.fromCodePoint(...)` + `btoa` loop, ~60-160 ms and ~25 MB of garbage per MiB
  * (bench/RESULTS.md), where Node's `Buffer#toString('base64')` takes ~1 ms.
  */
-import { ProtocolError, ProtocolErrorCode, ResourceNotFoundError, type McpServer, type ReadResourceResult } from '@modelcontextprotocol/server';
+import {
+  ProtocolError,
+  ProtocolErrorCode,
+  ResourceNotFoundError,
+  type McpServer,
+  type ReadResourceResult,
+} from '@modelcontextprotocol/server';
 import type { CatalogSkillSource } from './catalog/source.js';
 
 /**

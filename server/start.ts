@@ -27,7 +27,13 @@ import { RunnerLink, type RunnerLinkOptions } from './runner-link.js';
 import { fullCollector } from './tools/collect.js';
 
 /** Front-only: entries per skills/list, prompts/list and directory page. */
-const PAGE_SIZE: VariableSpec<number> = { name: 'SKILL_MCP_PAGE_SIZE', schema: wholeNumber(1), expected: 'a positive integer', fallback: 100, policy: 'default' };
+const PAGE_SIZE: VariableSpec<number> = {
+  name: 'SKILL_MCP_PAGE_SIZE',
+  schema: wholeNumber(1),
+  expected: 'a positive integer',
+  fallback: 100,
+  policy: 'default',
+};
 
 /**
  * V8 lets the heap grow by up to 4× between full collections; a 4 MiB skill_file batch makes
@@ -55,7 +61,10 @@ export function keepHeapSmall(): void {
  */
 export async function externalRunner(env: NodeJS.ProcessEnv): Promise<RunnerLinkOptions> {
   const socketPath = env['SKILL_MCP_RUNNER_SOCKET'];
-  if (!socketPath) return { missingWhy: 'no runner socket is configured (set SKILL_MCP_RUNNER_SOCKET to the socket of a runner started with `skill-mcp runner`)' };
+  if (!socketPath)
+    return {
+      missingWhy: 'no runner socket is configured (set SKILL_MCP_RUNNER_SOCKET to the socket of a runner started with `skill-mcp runner`)',
+    };
   const secretFile = env['SKILL_MCP_FRONT_SECRET_FILE'];
   if (!secretFile) return { socketPath };
   // Imported only here: it pulls in the runner protocol's schemas, which a front without a secret file loads on first use.
@@ -106,19 +115,32 @@ export async function startFront(
   // Set (and valid): it caps skills/list pages too; unset, those pages are cut by bytes alone.
   const pageSizeSet = (env[PAGE_SIZE.name] ?? '') !== '' && frontIssues.length === issuesBefore;
   const runInputBytes = readVariable(env, RUN_INPUT_BYTES, frontIssues);
-  const configProblems: Problem[] = [...reported, ...frontIssues].map((issue) => ({ path: 'configuration', reason: 'config', detail: issue.message }));
+  const configProblems: Problem[] = [...reported, ...frontIssues].map((issue) => ({
+    path: 'configuration',
+    reason: 'config',
+    detail: issue.message,
+  }));
   const watch = readWatchSettings(env);
   for (const detail of watch.errors) configProblems.push({ path: 'configuration', reason: 'config', detail });
   const confirm = readConfirmSettings(env, settings.confirmTtlSeconds);
   const visibility = readVisibility(env);
-  if (!visibility.ok) throw new ConfigError([{ variable: 'SKILL_MCP_VISIBLE', policy: 'stop', message: `${visibility.error}; skill-mcp does not start with it: fix or unset it` }]);
+  if (!visibility.ok)
+    throw new ConfigError([
+      { variable: 'SKILL_MCP_VISIBLE', policy: 'stop', message: `${visibility.error}; skill-mcp does not start with it: fix or unset it` },
+    ]);
   // Where operators look: every refused value and every root problem, not only skill_list.
   const startLines = [...startupReport(settings), ...frontIssues.map((issue) => issue.message), ...watch.errors, ...confirm.warnings];
   for (const line of startLines) warn(line);
   // Digests remembered from the last start (catalog/digest-index.ts); the runner never reads it.
   const indexPath = digestIndexPath(env);
   const digestIndex = indexPath ? DigestIndex.load(indexPath, warn) : undefined;
-  const catalog = await Catalog.load({ roots: settings.roots, limits: settings.limits, env, configProblems, ...(digestIndex ? { digestIndex } : {}) });
+  const catalog = await Catalog.load({
+    roots: settings.roots,
+    limits: settings.limits,
+    env,
+    configProblems,
+    ...(digestIndex ? { digestIndex } : {}),
+  });
   const notice = catalog.limitNotice();
   if (notice !== undefined) warn(notice);
   const announcer = new Announcer(catalog, warn);

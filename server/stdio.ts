@@ -9,7 +9,12 @@ import { keepHeapSmall, startFront } from './start.js';
 import { LineTransport } from './stdio/transport.js';
 import { messageCapFor } from '../shared/run-io.js';
 
-export async function serveOverStdio(options: { bundledSkills: string; env: NodeJS.ProcessEnv; runner?: RunnerLinkOptions; requestStateKey?: Buffer | undefined }): Promise<void> {
+export async function serveOverStdio(options: {
+  bundledSkills: string;
+  env: NodeJS.ProcessEnv;
+  runner?: RunnerLinkOptions;
+  requestStateKey?: Buffer | undefined;
+}): Promise<void> {
   const warn = (message: string): void => void process.stderr.write(`skill-mcp: ${message}\n`);
   keepHeapSmall();
   const front = await startFront(options.env, options.bundledSkills, options.runner, warn, undefined, options.requestStateKey);
@@ -25,5 +30,8 @@ export async function serveOverStdio(options: { bundledSkills: string; env: Node
       void handle.close().finally(() => process.exit(reason === 'end' ? 0 : 1));
     },
   });
-  const handle = serveStdio(createServerFactory(front, warn, (mcp) => front.announcer.track(mcp)), { legacy: 'serve', transport, onerror: (error) => warn(error.message) });
+  const handle = serveStdio(
+    createServerFactory(front, warn, (mcp) => front.announcer.track(mcp)),
+    { legacy: 'serve', transport, onerror: (error) => warn(error.message) },
+  );
 }

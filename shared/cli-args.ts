@@ -22,7 +22,10 @@ export class UsageError extends Error {
   /** Exit status of a usage error, for every command. */
   static readonly EXIT = 2;
   /** `usage`: the command's usage text, printed after the message. */
-  constructor(message: string, readonly usage?: string) {
+  constructor(
+    message: string,
+    readonly usage?: string,
+  ) {
     super(message);
   }
 }
@@ -35,7 +38,11 @@ function spelling(name: string, spec: FlagSpec): string {
  * Parses `argv` against `flags`. The last occurrence of a flag wins. Positionals are refused unless
  * `positionals` is true. Throws {@link UsageError}.
  */
-export function parseFlags(argv: readonly string[], flags: Record<string, FlagSpec>, options: { positionals?: boolean; usage?: string } = {}): { values: FlagValues; positionals: string[] } {
+export function parseFlags(
+  argv: readonly string[],
+  flags: Record<string, FlagSpec>,
+  options: { positionals?: boolean; usage?: string } = {},
+): { values: FlagValues; positionals: string[] } {
   const refuse: (message: string) => never = (message) => {
     throw new UsageError(message, options.usage);
   };
@@ -43,7 +50,9 @@ export function parseFlags(argv: readonly string[], flags: Record<string, FlagSp
   // must keep naming the flag the way the commands always have.
   const { tokens } = parseArgs({
     args: [...argv],
-    options: Object.fromEntries(Object.entries(flags).map(([name, spec]) => [name, { type: spec.type, ...(spec.short ? { short: spec.short } : {}) }])),
+    options: Object.fromEntries(
+      Object.entries(flags).map(([name, spec]) => [name, { type: spec.type, ...(spec.short ? { short: spec.short } : {}) }]),
+    ),
     strict: false,
     allowPositionals: true,
     tokens: true,

@@ -76,6 +76,6 @@ const PART_NAMES: Record<ViewPart, string> = {
 export function mismatchMessage(differs: readonly ViewPart[]): string {
   return (
     `the runner was started with another configuration than this server: ${differs.map((part) => PART_NAMES[part]).join('; ')} differ. ` +
-    'It could run other files than the ones shown here, so nothing runs. The owner must give the runner the same MCP_SKILLS_PATH (or SKILLS_DIR), MCP_SKILL_RUN and SKILL_MCP_DECLARATIONS (with the same files) as this server and restart it; the runner\'s log names its skill folders. Reading skills still works.'
+    "It could run other files than the ones shown here, so nothing runs. The owner must give the runner the same MCP_SKILLS_PATH (or SKILLS_DIR), MCP_SKILL_RUN and SKILL_MCP_DECLARATIONS (with the same files) as this server and restart it; the runner's log names its skill folders. Reading skills still works."
   );
 }

@@ -43,7 +43,12 @@ export function shortDigest(hex: string): string {
  * off the event loop (the thread pool) and the sink awaited before the next read: a process
  * hashing a 64 MiB skill still answers its other requests (a cancel) between two chunks.
  */
-export async function hashOpenFileAsync(fd: number, scratch: Buffer, maxBytes: number, sink?: (chunk: Buffer) => Promise<void>): Promise<{ sha256: string; size: number } | { over: true }> {
+export async function hashOpenFileAsync(
+  fd: number,
+  scratch: Buffer,
+  maxBytes: number,
+  sink?: (chunk: Buffer) => Promise<void>,
+): Promise<{ sha256: string; size: number } | { over: true }> {
   const hash = createHash('sha256');
   let size = 0;
   for (;;) {

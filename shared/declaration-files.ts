@@ -38,13 +38,15 @@ export function readDeclarationFile(path: string, shown: string): FileRead {
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ENAMETOOLONG') return { kind: 'absent' };
-    if (code === 'ELOOP') return { kind: 'bad', why: `${shown} is a link; declarations are never read through links (put the file itself there)` };
+    if (code === 'ELOOP')
+      return { kind: 'bad', why: `${shown} is a link; declarations are never read through links (put the file itself there)` };
     return { kind: 'bad', why: `${shown} cannot be opened (${code ?? 'error'})` };
   }
   try {
     const info = fstatSync(fd);
     if (!info.isFile()) return { kind: 'bad', why: `${shown} is not a regular file` };
-    if (info.size > MAX_DECLARATION_FILE_BYTES) return { kind: 'bad', why: `${shown} is ${info.size} bytes, over the ${MAX_DECLARATION_FILE_BYTES}-byte limit for a declaration` };
+    if (info.size > MAX_DECLARATION_FILE_BYTES)
+      return { kind: 'bad', why: `${shown} is ${info.size} bytes, over the ${MAX_DECLARATION_FILE_BYTES}-byte limit for a declaration` };
     const bytes = Buffer.allocUnsafe(MAX_DECLARATION_FILE_BYTES + 1);
     let got = 0;
     while (got < bytes.length) {
@@ -52,7 +54,8 @@ export function readDeclarationFile(path: string, shown: string): FileRead {
       if (read === 0) break;
       got += read;
     }
-    if (got > MAX_DECLARATION_FILE_BYTES) return { kind: 'bad', why: `${shown} grew past the ${MAX_DECLARATION_FILE_BYTES}-byte limit for a declaration while it was read` };
+    if (got > MAX_DECLARATION_FILE_BYTES)
+      return { kind: 'bad', why: `${shown} grew past the ${MAX_DECLARATION_FILE_BYTES}-byte limit for a declaration while it was read` };
     try {
       return { kind: 'text', text: UTF8.decode(bytes.subarray(0, got)) };
     } catch {

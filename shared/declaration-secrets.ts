@@ -30,7 +30,17 @@ export const MAX_SECRET_FORMAT_CHARS = 256;
  * Variables a run's own machinery sets (the sandbox, the proxy, the run CA bundle): a secret of that
  * name would hand the script a placeholder where a path or URL belongs, or shadow what the runner sets.
  */
-const RESERVED = new Set<string>([...FIXED_ENV, ...HOST_ENV, 'SSL_CERT_FILE', 'SSL_CERT_DIR', 'REQUESTS_CA_BUNDLE', 'CURL_CA_BUNDLE', 'PIP_CERT', 'NODE_EXTRA_CA_CERTS', 'GIT_SSL_CAINFO']);
+const RESERVED = new Set<string>([
+  ...FIXED_ENV,
+  ...HOST_ENV,
+  'SSL_CERT_FILE',
+  'SSL_CERT_DIR',
+  'REQUESTS_CA_BUNDLE',
+  'CURL_CA_BUNDLE',
+  'PIP_CERT',
+  'NODE_EXTRA_CA_CERTS',
+  'GIT_SSL_CAINFO',
+]);
 
 /** An RFC 9110 field name (a token). */
 const HEADER_TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/;
@@ -43,13 +53,27 @@ const HEADER_TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/;
  * carry many values the script composes, so "the declared header, in the declared format" could
  * not be held to; an API key goes in `Authorization` or an API's own header (`X-Api-Key`).
  */
-const FORBIDDEN_HEADERS = new Set(['host', 'content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'te', 'trailer', 'expect', 'cookie', 'set-cookie']);
+const FORBIDDEN_HEADERS = new Set([
+  'host',
+  'content-length',
+  'transfer-encoding',
+  'connection',
+  'keep-alive',
+  'upgrade',
+  'te',
+  'trailer',
+  'expect',
+  'cookie',
+  'set-cookie',
+]);
 
 /** Why `header` cannot carry a secret, or undefined. */
 export function secretHeaderProblem(header: string): string | undefined {
-  if (!HEADER_TOKEN.test(header)) return `${JSON.stringify(header)} is not a header name (letters, digits and !#$%&'*+.^_\`|~- only, at most 64)`;
+  if (!HEADER_TOKEN.test(header))
+    return `${JSON.stringify(header)} is not a header name (letters, digits and !#$%&'*+.^_\`|~- only, at most 64)`;
   const lower = header.toLowerCase();
-  if (FORBIDDEN_HEADERS.has(lower) || lower.startsWith('proxy-')) return `${JSON.stringify(header)} may not carry a secret (Host, framing, hop-by-hop, Proxy-* and Cookie headers never do; use Authorization or the API's own header)`;
+  if (FORBIDDEN_HEADERS.has(lower) || lower.startsWith('proxy-'))
+    return `${JSON.stringify(header)} may not carry a secret (Host, framing, hop-by-hop, Proxy-* and Cookie headers never do; use Authorization or the API's own header)`;
   return undefined;
 }
 
@@ -59,7 +83,8 @@ export function secretHeaderProblem(header: string): string | undefined {
  */
 export function secretFormatProblem(format: string): string | undefined {
   if (format.length === 0 || format.length > MAX_SECRET_FORMAT_CHARS) return `must be 1 to ${MAX_SECRET_FORMAT_CHARS} characters`;
-  if (!/^[\x20-\x7e]+$/.test(format)) return 'may hold visible ASCII characters and spaces only (no CR, LF, tab or other control characters)';
+  if (!/^[\x20-\x7e]+$/.test(format))
+    return 'may hold visible ASCII characters and spaces only (no CR, LF, tab or other control characters)';
   if (format !== format.trim()) return 'may not start or end with a space';
   if (format.split('{value}').length !== 2) return 'must hold {value} exactly once (where the secret goes)';
   return undefined;
@@ -86,7 +111,13 @@ const SECRET_KEYS = new Set(['name', 'hosts', 'header', 'format']);
  * host; `taken`: the names of its `env` proposals and every script's `env`, which a secret may not
  * share (the legacy path would hand that name's real value to the script).
  */
-export function parseSecrets(block: JsonValue | undefined, at: string, egress: readonly string[], taken: ReadonlySet<string>, neverGrantable: (name: string) => boolean): SecretsParse {
+export function parseSecrets(
+  block: JsonValue | undefined,
+  at: string,
+  egress: readonly string[],
+  taken: ReadonlySet<string>,
+  neverGrantable: (name: string) => boolean,
+): SecretsParse {
   const unknown: string[] = [];
   const fail = (why: string): SecretsParse => ({ ok: false, why, unknown });
   if (block === undefined || block === null) return { ok: true, secrets: [], unknown };
@@ -103,10 +134,14 @@ export function parseSecrets(block: JsonValue | undefined, at: string, egress: r
     const nameWhy = secretNameProblem(name, neverGrantable);
     if (nameWhy !== undefined) return fail(`${here}.name: ${nameWhy}`);
     if (secrets.some((s) => s.name === name)) return fail(`${here}.name ${name} is declared twice`);
-    if (taken.has(name)) return fail(`${here}.name ${name} is also asked for as a plain variable (env); a secret's name may not be, or its real value would reach the script`);
+    if (taken.has(name))
+      return fail(
+        `${here}.name ${name} is also asked for as a plain variable (env); a secret's name may not be, or its real value would reach the script`,
+      );
     const hosts = row['hosts'];
     // Security: a secret with nowhere to go is refused, never read as "every host".
-    if (!Array.isArray(hosts) || hosts.length === 0) return fail(`${here}.hosts must list the hosts ${name} is sent to (each also in egress)`);
+    if (!Array.isArray(hosts) || hosts.length === 0)
+      return fail(`${here}.hosts must list the hosts ${name} is sent to (each also in egress)`);
     if (hosts.length > MAX_EGRESS_ENTRIES) return fail(`${here}.hosts lists ${hosts.length} hosts; at most ${MAX_EGRESS_ENTRIES}`);
     const canonical = new Set<string>();
     for (const [j, host] of hosts.entries()) {
@@ -114,7 +149,10 @@ export function parseSecrets(block: JsonValue | undefined, at: string, egress: r
       const parsed = parseEgressEntry(host);
       if (!parsed.ok) return fail(`${here}.hosts[${j}] ${parsed.why}`);
       // Security: the value goes only where the declaration also lets the run connect.
-      if (!declared.some((entry) => entryCovers(entry, parsed.value))) return fail(`${here}.hosts[${j}] ${JSON.stringify(host)} is not covered by the declaration's egress; every host a secret goes to must also be declared in egress`);
+      if (!declared.some((entry) => entryCovers(entry, parsed.value)))
+        return fail(
+          `${here}.hosts[${j}] ${JSON.stringify(host)} is not covered by the declaration's egress; every host a secret goes to must also be declared in egress`,
+        );
       canonical.add(formatEgressEntry(parsed.value));
     }
     const header = row['header'] ?? DEFAULT_SECRET_HEADER;

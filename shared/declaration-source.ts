@@ -77,19 +77,27 @@ function parseFile(text: string, shown: string): { value: Frontmatter } | { why:
   }
 }
 
-async function operatorDeclaration(input: ResolveInput, dir: string, replaces: DeclarationOrigin['replaces'] & object): Promise<ResolvedDeclaration | undefined> {
+async function operatorDeclaration(
+  input: ResolveInput,
+  dir: string,
+  replaces: DeclarationOrigin['replaces'] & object,
+): Promise<ResolvedDeclaration | undefined> {
   const shown = `${OPERATOR_PLACE}/${input.name}.yaml`;
   const read = readDeclarationFile(join(dir, `${input.name}.yaml`), shown);
   if (read.kind === 'absent') return undefined;
   const origin: DeclarationOrigin = { from: 'operator', ...(replaces.length > 0 ? { replaces } : {}) };
   const fail = (detail: string): ResolvedDeclaration => ({ origin, problems: [{ at: 'operator', detail }] });
-  if (read.kind === 'bad') return fail(`${read.why}; the operator declaration is not applied and the skill's own is not used; ${NOT_RUNNABLE}`);
+  if (read.kind === 'bad')
+    return fail(`${read.why}; the operator declaration is not applied and the skill's own is not used; ${NOT_RUNNABLE}`);
   const parsed = parseFile(read.text, shown);
   if ('why' in parsed) return fail(parsed.why);
   const { pin, ...fields } = parsed.value as Record<string, JsonValue>;
   if (pin !== undefined) {
     origin.pinned = true;
-    if (typeof pin !== 'string' || !PIN.test(pin)) return fail(`${shown}: pin must be sha256: and the skill's 64-hex content digest (skill_run's preview shows it as content.files); ${NOT_RUNNABLE}`);
+    if (typeof pin !== 'string' || !PIN.test(pin))
+      return fail(
+        `${shown}: pin must be sha256: and the skill's 64-hex content digest (skill_run's preview shows it as content.files); ${NOT_RUNNABLE}`,
+      );
   }
   const result = parseDeclaration(fields, { keyPrefix: '', what: `operator declaration ${shown}` });
   const problems: DeclarationProblem[] = result.problems.map((detail) => ({ at: 'operator', detail }));
@@ -97,9 +105,28 @@ async function operatorDeclaration(input: ResolveInput, dir: string, replaces: D
   if (typeof pin === 'string') {
     const digest = await input.contentDigest();
     // Security: the operator vouched for these bytes only; changed ones get neither this declaration nor the skill's own.
-    if (!digest.ok) return { origin, problems: [...problems, { at: 'operator', detail: `${shown} is pinned, but the skill's content digest cannot be computed (${digest.why}); the declaration is not applied; ${NOT_RUNNABLE}` }] };
+    if (!digest.ok)
+      return {
+        origin,
+        problems: [
+          ...problems,
+          {
+            at: 'operator',
+            detail: `${shown} is pinned, but the skill's content digest cannot be computed (${digest.why}); the declaration is not applied; ${NOT_RUNNABLE}`,
+          },
+        ],
+      };
     if (`sha256:${digest.digest}` !== pin) {
-      return { origin, problems: [...problems, { at: 'operator', detail: `${shown} is pinned to ${pin}, but the skill's content is now sha256:${digest.digest}: the skill changed since it was pinned, so the declaration is not applied (nor the skill's own); ${NOT_RUNNABLE}. Review the change, then update the pin` }] };
+      return {
+        origin,
+        problems: [
+          ...problems,
+          {
+            at: 'operator',
+            detail: `${shown} is pinned to ${pin}, but the skill's content is now sha256:${digest.digest}: the skill changed since it was pinned, so the declaration is not applied (nor the skill's own); ${NOT_RUNNABLE}. Review the change, then update the pin`,
+          },
+        ],
+      };
     }
   }
   return { declaration: result.declaration, origin, problems };
@@ -109,18 +136,36 @@ async function operatorDeclaration(input: ResolveInput, dir: string, replaces: D
 export async function resolveDeclaration(input: ResolveInput): Promise<ResolvedDeclaration> {
   const inFrontmatter = Object.hasOwn(input.frontmatter, 'mcp-host') || input.declarationError !== undefined;
   const sidecar = readDeclarationFile(join(input.realDir, SIDECAR_FILE), SIDECAR_FILE);
-  const replaces: ('frontmatter' | 'sidecar')[] = [...(inFrontmatter ? ['frontmatter' as const] : []), ...(sidecar.kind !== 'absent' ? ['sidecar' as const] : [])];
+  const replaces: ('frontmatter' | 'sidecar')[] = [
+    ...(inFrontmatter ? ['frontmatter' as const] : []),
+    ...(sidecar.kind !== 'absent' ? ['sidecar' as const] : []),
+  ];
 
   if (input.declarationsDir !== undefined) {
     const unusable = declarationsDirUnusable(input.declarationsDir);
     // Security: an unreadable folder might hold this skill's replacement; its own is not guessed to apply.
-    if (unusable !== undefined) return { problems: [{ at: 'operator', detail: `the operator's declarations folder (${OPERATOR_PLACE}) ${unusable}; no skill's scripts are runnable until it can be read or the variable is unset; instructions are still served` }] };
+    if (unusable !== undefined)
+      return {
+        problems: [
+          {
+            at: 'operator',
+            detail: `the operator's declarations folder (${OPERATOR_PLACE}) ${unusable}; no skill's scripts are runnable until it can be read or the variable is unset; instructions are still served`,
+          },
+        ],
+      };
     const operator = await operatorDeclaration(input, input.declarationsDir, replaces);
     if (operator) return operator;
   }
 
   if (replaces.length === 2) {
-    return { problems: [{ at: 'SKILL.md', detail: `the skill declares in both SKILL.md (mcp-host:) and ${SIDECAR_FILE}; which one is meant is not guessed: keep one (skill-mcp check --fix moves the block into ${SIDECAR_FILE}). Until then ${NOT_RUNNABLE}` }] };
+    return {
+      problems: [
+        {
+          at: 'SKILL.md',
+          detail: `the skill declares in both SKILL.md (mcp-host:) and ${SIDECAR_FILE}; which one is meant is not guessed: keep one (skill-mcp check --fix moves the block into ${SIDECAR_FILE}). Until then ${NOT_RUNNABLE}`,
+        },
+      ],
+    };
   }
   if (sidecar.kind !== 'absent') {
     const origin: DeclarationOrigin = { from: 'sidecar' };
@@ -128,10 +173,17 @@ export async function resolveDeclaration(input: ResolveInput): Promise<ResolvedD
     const parsed = parseFile(sidecar.text, SIDECAR_FILE);
     if ('why' in parsed) return { origin, problems: [{ at: 'mcp-host.yaml', detail: parsed.why }] };
     const result = parseDeclaration(parsed.value, { keyPrefix: '', what: SIDECAR_FILE });
-    return { ...(result.declaration ? { declaration: result.declaration } : {}), origin, problems: result.problems.map((detail) => ({ at: 'mcp-host.yaml', detail })) };
+    return {
+      ...(result.declaration ? { declaration: result.declaration } : {}),
+      origin,
+      problems: result.problems.map((detail) => ({ at: 'mcp-host.yaml', detail })),
+    };
   }
   if (input.declarationError !== undefined) {
-    return { origin: { from: 'frontmatter' }, problems: [{ at: 'SKILL.md', detail: `the mcp-host block does not parse: ${input.declarationError}; ${NOT_RUNNABLE}` }] };
+    return {
+      origin: { from: 'frontmatter' },
+      problems: [{ at: 'SKILL.md', detail: `the mcp-host block does not parse: ${input.declarationError}; ${NOT_RUNNABLE}` }],
+    };
   }
   const block = input.frontmatter['mcp-host'];
   const result = parseDeclaration(block);
@@ -141,12 +193,24 @@ export async function resolveDeclaration(input: ResolveInput): Promise<ResolvedD
 }
 
 /** Every operator file the catalog found with no served skill of its name: reported, never silently ignored. */
-export function strayDeclarationProblems(entries: readonly string[], served: (name: string) => boolean, skillOf: (entry: string) => string | undefined): { entry: string; detail: string }[] {
+export function strayDeclarationProblems(
+  entries: readonly string[],
+  served: (name: string) => boolean,
+  skillOf: (entry: string) => string | undefined,
+): { entry: string; detail: string }[] {
   const out: { entry: string; detail: string }[] = [];
   for (const entry of entries) {
     const skill = skillOf(entry);
-    if (skill === undefined) out.push({ entry, detail: `${JSON.stringify(entry)} is not a declaration (operator declarations are named <skill-name>.yaml); it is not read` });
-    else if (!served(skill)) out.push({ entry, detail: `${JSON.stringify(entry)} declares a skill "${skill}" that is not served; it is not applied (check the name against skill_list)` });
+    if (skill === undefined)
+      out.push({
+        entry,
+        detail: `${JSON.stringify(entry)} is not a declaration (operator declarations are named <skill-name>.yaml); it is not read`,
+      });
+    else if (!served(skill))
+      out.push({
+        entry,
+        detail: `${JSON.stringify(entry)} declares a skill "${skill}" that is not served; it is not applied (check the name against skill_list)`,
+      });
   }
   return out;
 }

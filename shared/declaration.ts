@@ -67,7 +67,12 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
  */
 export function isNeverGrantable(name: string): boolean {
   if (/^(LD_|DYLD_)/.test(name)) return true;
-  if (/^(NODE_OPTIONS|NODE_PATH|NODE_REPL_EXTERNAL_MODULE|NODE_EXTRA_CA_CERTS|NODE_V8_COVERAGE|NODE_USE_ENV_PROXY|NODE_TLS_REJECT_UNAUTHORIZED)$/.test(name)) return true;
+  if (
+    /^(NODE_OPTIONS|NODE_PATH|NODE_REPL_EXTERNAL_MODULE|NODE_EXTRA_CA_CERTS|NODE_V8_COVERAGE|NODE_USE_ENV_PROXY|NODE_TLS_REJECT_UNAUTHORIZED)$/.test(
+      name,
+    )
+  )
+    return true;
   if (/^PYTHON/.test(name)) return true;
   if (/^(BASH_ENV|ENV|SHELLOPTS|PS4|IFS|PATH|HOME|TMPDIR|LANG|TZ|PERL5LIB|PERL5OPT|RUBYOPT|RUBYLIB)$/.test(name)) return true;
   // Security: the working directory is the runner's to say (bubblewrap's PWD=/work, sandbox/bwrap.ts);
@@ -82,10 +87,7 @@ export function isNeverGrantable(name: string): boolean {
 
 const RUN_KEYS = new Set(['script', 'interpreter', 'env', 'timeout', 'memory']);
 const ENV_KEYS = new Set(['name', 'secret']);
-const TOP_KEYS = new Set([
-  'version', 'run', 'env', 'egress',
-  'requirements', 'secrets',
-]);
+const TOP_KEYS = new Set(['version', 'run', 'env', 'egress', 'requirements', 'secrets']);
 
 function isRecord(value: unknown): value is Record<string, JsonValue> {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
@@ -129,7 +131,8 @@ export function parseDeclaration(block: JsonValue | undefined, options: Declarat
     const version = block['version'];
     const major = typeof version === 'number' ? Math.floor(version) : typeof version === 'string' ? Number.parseInt(version, 10) : NaN;
     if (version === undefined) throw new Rejected(`${p}version is required (version: 1)`);
-    if (major !== SUPPORTED_MAJOR) throw new Rejected(`${p}version ${JSON.stringify(version)} is not supported (this server reads major version ${SUPPORTED_MAJOR})`);
+    if (major !== SUPPORTED_MAJOR)
+      throw new Rejected(`${p}version ${JSON.stringify(version)} is not supported (this server reads major version ${SUPPORTED_MAJOR})`);
 
     const run = block['run'] ?? [];
     if (!Array.isArray(run)) throw new Rejected(`${p}run must be a list`);
@@ -147,11 +150,15 @@ export function parseDeclaration(block: JsonValue | undefined, options: Declarat
       // Security: an interpreter reads a leading "-" as its own option (`python3 -c`, `node --inspect=`):
       // a script "named" like that would run its arguments as code. Runs also pass a path that cannot
       // start with "-"; this refusal says so to the author instead of failing at run time.
-      if (check.segments.some((segment) => segment.startsWith('-'))) throw new Rejected(`${at}.script ${JSON.stringify(script)}: a path segment starts with "-" and would read as an interpreter option`);
+      if (check.segments.some((segment) => segment.startsWith('-')))
+        throw new Rejected(
+          `${at}.script ${JSON.stringify(script)}: a path segment starts with "-" and would read as an interpreter option`,
+        );
       if (seen.has(script)) throw new Rejected(`${at}.script ${JSON.stringify(script)} is declared twice`);
       seen.add(script);
       const interpreter = row['interpreter'];
-      if (typeof interpreter !== 'string' || interpreter === '') throw new Rejected(`${at}.interpreter must name one of: ${INTERPRETERS.join(', ')}`);
+      if (typeof interpreter !== 'string' || interpreter === '')
+        throw new Rejected(`${at}.interpreter must name one of: ${INTERPRETERS.join(', ')}`);
       const env = row['env'] ?? [];
       if (!Array.isArray(env) || !env.every((n): n is string => typeof n === 'string' && ENV_NAME.test(n))) {
         throw new Rejected(`${at}.env must be a list of variable names`);
@@ -188,7 +195,8 @@ export function parseDeclaration(block: JsonValue | undefined, options: Declarat
 
     const egressBlock = block['egress'] ?? [];
     if (!Array.isArray(egressBlock)) throw new Rejected(`${p}egress must be a list of destinations (host, host:port or *.domain)`);
-    if (egressBlock.length > MAX_EGRESS_ENTRIES) throw new Rejected(`${p}egress lists ${egressBlock.length} destinations; at most ${MAX_EGRESS_ENTRIES}`);
+    if (egressBlock.length > MAX_EGRESS_ENTRIES)
+      throw new Rejected(`${p}egress lists ${egressBlock.length} destinations; at most ${MAX_EGRESS_ENTRIES}`);
     const egress: string[] = [];
     egressBlock.forEach((entry, i) => {
       // Security: an entry the proxy could read more widely than a person reads it (a bare "*", a
@@ -206,7 +214,12 @@ export function parseDeclaration(block: JsonValue | undefined, options: Declarat
 
     // Security: a secret's name may be no plain variable of the skill (declared or asked for by a
     // script, dropped or not): the legacy path would hand that name's real value to the script.
-    const taken = new Set([...envProposals.map((e) => e.name), ...run.flatMap((row) => (isRecord(row) && Array.isArray(row['env']) ? row['env'].filter((n): n is string => typeof n === 'string') : []))]);
+    const taken = new Set([
+      ...envProposals.map((e) => e.name),
+      ...run.flatMap((row) =>
+        isRecord(row) && Array.isArray(row['env']) ? row['env'].filter((n): n is string => typeof n === 'string') : [],
+      ),
+    ]);
     const secrets = parseSecrets(block['secrets'], `${p}secrets`, egress, taken, isNeverGrantable);
     unknown.push(...secrets.unknown);
     if (!secrets.ok) throw new Rejected(secrets.why);
@@ -214,10 +227,22 @@ export function parseDeclaration(block: JsonValue | undefined, options: Declarat
     const problems: string[] = [];
     if (unknown.length > 0) problems.push(`unknown keys ignored: ${unknown.join(', ')}`);
     if (dropped.length > 0) problems.push(`variables that can never be granted were dropped: ${dropped.join(', ')}`);
-    return { declaration: { version: typeof version === 'number' ? version : major, run: scripts, env: envProposals, egress, ...(requirements.value ? { requirements: requirements.value } : {}), ...(secrets.secrets.length > 0 ? { secrets: secrets.secrets } : {}) }, problems };
+    return {
+      declaration: {
+        version: typeof version === 'number' ? version : major,
+        run: scripts,
+        env: envProposals,
+        egress,
+        ...(requirements.value ? { requirements: requirements.value } : {}),
+        ...(secrets.secrets.length > 0 ? { secrets: secrets.secrets } : {}),
+      },
+      problems,
+    };
   } catch (error) {
     if (!(error instanceof Rejected)) throw error;
-    const problems = [`the ${options.what ?? 'mcp-host block'} was rejected: ${error.message}; the skill's scripts are not runnable, its instructions are still served`];
+    const problems = [
+      `the ${options.what ?? 'mcp-host block'} was rejected: ${error.message}; the skill's scripts are not runnable, its instructions are still served`,
+    ];
     if (unknown.length > 0) problems.push(`unknown keys: ${unknown.join(', ')}`);
     return { problems };
   }

@@ -91,11 +91,27 @@ function rootCandidates(root: string, index: number, problems: Problem[], listFo
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     const why = code === 'EACCES' ? explainUnreadableRoot(root, label)?.forModel : undefined;
-    problems.push({ path: label, reason: 'root-unreadable', detail: why ?? `the configured root "${label}" cannot be read (${code ?? 'not a directory'})` });
+    problems.push({
+      path: label,
+      reason: 'root-unreadable',
+      detail: why ?? `the configured root "${label}" cannot be read (${code ?? 'not a directory'})`,
+    });
     return undefined;
   }
   if (exists(join(realRoot, 'SKILL.md'))) {
-    return { index, realRoot, single: { entryPath: realRoot, display: label, root: index, realRoot: join(realRoot, '..'), entryName: basename(realRoot), link: false }, folders: [] };
+    return {
+      index,
+      realRoot,
+      single: {
+        entryPath: realRoot,
+        display: label,
+        root: index,
+        realRoot: join(realRoot, '..'),
+        entryName: basename(realRoot),
+        link: false,
+      },
+      folders: [],
+    };
   }
   const list = (dir: string, display: string): CandidateFolder | undefined => {
     try {
@@ -127,7 +143,14 @@ function isCandidate(rc: RootCandidates, folder: number, i: number): boolean {
 
 function candidateAt(rc: RootCandidates, folder: CandidateFolder, i: number): Candidate {
   const entry = folder.listing.entries[i]!;
-  return { entryPath: join(folder.path, entry.name), display: `${folder.display}/${entry.name}`, root: rc.index, realRoot: rc.realRoot, entryName: entry.name, link: entry.link };
+  return {
+    entryPath: join(folder.path, entry.name),
+    display: `${folder.display}/${entry.name}`,
+    root: rc.index,
+    realRoot: rc.realRoot,
+    entryName: entry.name,
+    link: entry.link,
+  };
 }
 
 /** How many candidates a root has, without making them. */
@@ -152,7 +175,10 @@ function candidatesNamed(rc: RootCandidates, name: string): Candidate[] {
   const out: Candidate[] = [];
   for (const [f, folder] of rc.folders.entries()) {
     const named = folder.listing.byName.get(name);
-    const indexes = named === undefined || folder.listing.entries[named]!.link ? folder.listing.links : [...folder.listing.links, named].sort((a, b) => a - b);
+    const indexes =
+      named === undefined || folder.listing.entries[named]!.link
+        ? folder.listing.links
+        : [...folder.listing.links, named].sort((a, b) => a - b);
     for (const i of indexes) if (isCandidate(rc, f, i)) out.push(candidateAt(rc, folder, i));
   }
   return out;
@@ -180,7 +206,11 @@ async function resolveCandidate(c: Candidate, problems: Problem[]): Promise<Disc
     return undefined;
   }
   if (!skillMd.isFile()) {
-    problems.push({ path: `${c.display}/SKILL.md`, reason: 'unreadable-skill-md', detail: 'SKILL.md is not a regular file (a directory, link or special file)' });
+    problems.push({
+      path: `${c.display}/SKILL.md`,
+      reason: 'unreadable-skill-md',
+      detail: 'SKILL.md is not a regular file (a directory, link or special file)',
+    });
     return undefined;
   }
   const name = basename(realDir);
@@ -190,7 +220,11 @@ async function resolveCandidate(c: Candidate, problems: Problem[]): Promise<Disc
     return undefined;
   }
   if (name !== c.entryName) {
-    problems.push({ path: c.display, reason: 'name-mismatch', detail: `"${c.entryName}" links to the directory "${name}"; it is served as "${name}" (identity is the real directory's name)` });
+    problems.push({
+      path: c.display,
+      reason: 'name-mismatch',
+      detail: `"${c.entryName}" links to the directory "${name}"; it is served as "${name}" (identity is the real directory's name)`,
+    });
   }
   return { name, realDir, displayPath: c.display, root: c.root };
 }
@@ -203,7 +237,9 @@ export async function discoverSkills(roots: readonly string[], maxSkills: number
   const problems: Problem[] = [];
   const rooted = roots.map((root, i) => rootCandidates(root, i, problems, readFolder)).filter((rc) => rc !== undefined);
   const candidates = rooted.flatMap(allCandidates);
-  const resolved = (await Promise.all(candidates.map((c) => resolveCandidate(c, problems)))).filter((s): s is DiscoveredSkill => s !== undefined);
+  const resolved = (await Promise.all(candidates.map((c) => resolveCandidate(c, problems)))).filter(
+    (s): s is DiscoveredSkill => s !== undefined,
+  );
 
   // The same real directory reached twice (a link beside the linked directory) is one skill.
   const byReal = new Map<string, DiscoveredSkill>();
@@ -220,13 +256,21 @@ export async function discoverSkills(roots: readonly string[], maxSkills: number
     else {
       const where = group.map((s) => s.displayPath).join(', ');
       for (const s of group) {
-        problems.push({ path: s.displayPath, reason: 'duplicate-name', detail: `"${name}" is served by ${group.length} directories (${where}); all are refused until one is renamed` });
+        problems.push({
+          path: s.displayPath,
+          reason: 'duplicate-name',
+          detail: `"${name}" is served by ${group.length} directories (${where}); all are refused until one is renamed`,
+        });
       }
     }
   }
   skills.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   for (const dropped of skills.splice(maxSkills)) {
-    problems.push({ path: dropped.displayPath, reason: 'skill-limit', detail: `more than ${maxSkills} skills; "${dropped.name}" is not served (raise SKILL_MCP_MAX_SKILLS)` });
+    problems.push({
+      path: dropped.displayPath,
+      reason: 'skill-limit',
+      detail: `more than ${maxSkills} skills; "${dropped.name}" is not served (raise SKILL_MCP_MAX_SKILLS)`,
+    });
   }
   problems.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   return { skills, problems };
@@ -241,13 +285,21 @@ export async function discoverSkills(roots: readonly string[], maxSkills: number
  * with `listings` (shared/folder-listing.ts) a root's listing is read again only when the root
  * changed, so the cost is the links' and the one skill's, not the catalog's.
  */
-export async function findSkillByName(roots: readonly string[], name: string, maxSkills: number, listings?: FolderListings): Promise<DiscoveredSkill | undefined> {
+export async function findSkillByName(
+  roots: readonly string[],
+  name: string,
+  maxSkills: number,
+  listings?: FolderListings,
+): Promise<DiscoveredSkill | undefined> {
   const ignored: Problem[] = [];
   const listFolder: ListFolder = listings ? (dir) => listings.read(dir) : readFolder;
   const rooted = roots.map((root, i) => rootCandidates(root, i, ignored, listFolder)).filter((rc) => rc !== undefined);
-  if (rooted.reduce((sum, rc) => sum + candidateCount(rc), 0) > maxSkills) return (await discoverSkills(roots, maxSkills)).skills.find((s) => s.name === name);
+  if (rooted.reduce((sum, rc) => sum + candidateCount(rc), 0) > maxSkills)
+    return (await discoverSkills(roots, maxSkills)).skills.find((s) => s.name === name);
   const possible = rooted.flatMap((rc) => candidatesNamed(rc, name));
-  const resolved = (await Promise.all(possible.map((c) => resolveCandidate(c, ignored)))).filter((s): s is DiscoveredSkill => s?.name === name);
+  const resolved = (await Promise.all(possible.map((c) => resolveCandidate(c, ignored)))).filter(
+    (s): s is DiscoveredSkill => s?.name === name,
+  );
   const realDirs = new Set(resolved.map((s) => s.realDir));
   // Security: two directories claiming one name are both refused, here as in the catalog.
   if (realDirs.size !== 1) return undefined;

@@ -38,15 +38,22 @@ function checkName(text: string, host: string): Parsed<{ host: string; ip: 0 | 4
   if (host.length === 0 || host.length > 253) return { ok: false, why: 'a host name is 1 to 253 characters' };
   const labels = host.split('.');
   if (!labels.every((label) => LABEL.test(label))) {
-    return { ok: false, why: `${JSON.stringify(text)} is not a host name (letters, digits and "-" in dot-separated labels; write international names in their xn-- form; no trailing dot)` };
+    return {
+      ok: false,
+      why: `${JSON.stringify(text)} is not a host name (letters, digits and "-" in dot-separated labels; write international names in their xn-- form; no trailing dot)`,
+    };
   }
   if (/^(\d+|0x[0-9a-f]*)$/.test(labels[labels.length - 1]!)) {
-    return { ok: false, why: `${JSON.stringify(text)} reads as a number, not a name; write an IPv4 address as four decimal numbers (127.0.0.1)` };
+    return {
+      ok: false,
+      why: `${JSON.stringify(text)} reads as a number, not a name; write an IPv4 address as four decimal numbers (127.0.0.1)`,
+    };
   }
   return { ok: true, value: { host, ip: 0 } };
 }
 
-const UNSPECIFIED = 'is an unspecified address (0.0.0.0/8 or [::]): it names no peer and reaches this machine; write the address you mean (127.0.0.1 for this machine)';
+const UNSPECIFIED =
+  'is an unspecified address (0.0.0.0/8 or [::]): it names no peer and reaches this machine; write the address you mean (127.0.0.1 for this machine)';
 
 /**
  * A host as an entry must write it: a name, a dotted-quad IPv4 or a bracketed IPv6.
@@ -61,7 +68,10 @@ export function parseHost(text: string): Parsed<{ host: string; ip: 0 | 4 | 6 }>
   if (read.unspecified) return { ok: false, why: `${JSON.stringify(text)} ${UNSPECIFIED}` };
   if (read.ip === 0 && read.spelled) return checkName(text, text.toLowerCase());
   if (read.spelled) {
-    return { ok: false, why: `${JSON.stringify(text)} is the address ${bracketed(read.host, read.ip)} spelled another way; write ${bracketed(read.host, read.ip)} (an IPv4 address as four decimal numbers)` };
+    return {
+      ok: false,
+      why: `${JSON.stringify(text)} is the address ${bracketed(read.host, read.ip)} spelled another way; write ${bracketed(read.host, read.ip)} (an IPv4 address as four decimal numbers)`,
+    };
   }
   return read.ip === 0 ? checkName(text, read.host) : { ok: true, value: { host: read.host, ip: read.ip } };
 }
@@ -116,11 +126,14 @@ export function parseDestination(authority: string): Parsed<{ host: string; ip: 
 export function parseEgressEntry(text: string): Parsed<EgressEntry> {
   const forms = 'write host, host:port or *.domain (e.g. api.example.com, 127.0.0.1:8080, *.example.com)';
   if (text === '*' || text.startsWith('*:')) return { ok: false, why: `${JSON.stringify(text)} would allow every host; ${forms}` };
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(text) || text.includes('/')) return { ok: false, why: `${JSON.stringify(text)} is a URL or a path; ${forms}` };
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(text) || text.includes('/'))
+    return { ok: false, why: `${JSON.stringify(text)} is a URL or a path; ${forms}` };
   const wildcard = text.startsWith('*.');
   const { host: hostText, port: portText } = splitAuthority(wildcard ? text.slice(2) : text);
-  if (hostText.includes('*')) return { ok: false, why: `${JSON.stringify(text)}: "*" may only stand for the leading labels ("*.example.com")` };
-  if (hostText.includes(':') && !hostText.startsWith('[')) return { ok: false, why: `${JSON.stringify(text)}: write an IPv6 address in brackets ([2001:db8::1]:443)` };
+  if (hostText.includes('*'))
+    return { ok: false, why: `${JSON.stringify(text)}: "*" may only stand for the leading labels ("*.example.com")` };
+  if (hostText.includes(':') && !hostText.startsWith('['))
+    return { ok: false, why: `${JSON.stringify(text)}: write an IPv6 address in brackets ([2001:db8::1]:443)` };
   const host = parseHost(hostText);
   if (!host.ok) return { ok: false, why: host.why };
   let port: number | undefined;
@@ -130,7 +143,8 @@ export function parseEgressEntry(text: string): Parsed<EgressEntry> {
   }
   if (wildcard) {
     if (host.value.ip !== 0) return { ok: false, why: `${JSON.stringify(text)}: "*." goes before a domain name, not an address` };
-    if (!host.value.host.includes('.')) return { ok: false, why: `${JSON.stringify(text)} would allow a whole top-level domain; name the domain ("*.example.com")` };
+    if (!host.value.host.includes('.'))
+      return { ok: false, why: `${JSON.stringify(text)} would allow a whole top-level domain; name the domain ("*.example.com")` };
   }
   return { ok: true, value: { host: host.value.host, ip: host.value.ip, wildcard, ...(port !== undefined ? { port } : {}) } };
 }
@@ -186,7 +200,8 @@ export function intersectEntries(a: EgressEntry, b: EgressEntry): EgressEntry | 
   const port = a.port ?? b.port;
   let host: EgressEntry | undefined;
   if (!a.wildcard && !b.wildcard) host = a.host === b.host ? a : undefined;
-  else if (a.wildcard && b.wildcard) host = b.host === a.host || b.host.endsWith(`.${a.host}`) ? b : a.host.endsWith(`.${b.host}`) ? a : undefined;
+  else if (a.wildcard && b.wildcard)
+    host = b.host === a.host || b.host.endsWith(`.${a.host}`) ? b : a.host.endsWith(`.${b.host}`) ? a : undefined;
   else {
     const [wild, exact] = a.wildcard ? [a, b] : [b, a];
     host = exact.ip === 0 && exact.host.endsWith(`.${wild.host}`) ? exact : undefined;

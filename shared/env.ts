@@ -9,12 +9,19 @@
  * Always passed when set (HOME and TMPDIR are replaced by the sandbox's private ones; SKILL_DIR is
  * always the run's read-only copy of its skill, never a value from the host).
  */
-export const FIXED_ENV = [
-  'PATH', 'HOME', 'LANG', 'TZ', 'TMPDIR',
-  'SKILL_DIR',
-] as const;
+export const FIXED_ENV = ['PATH', 'HOME', 'LANG', 'TZ', 'TMPDIR', 'SKILL_DIR'] as const;
 /** The proxy variables: the host's, or a run's own egress proxy (runner/egress/plan.ts) in their place. */
-export const PROXY_ENV = ['HTTP_PROXY', 'HTTPS_PROXY', 'ALL_PROXY', 'http_proxy', 'https_proxy', 'all_proxy', 'NO_PROXY', 'no_proxy', 'NODE_USE_ENV_PROXY'] as const;
+export const PROXY_ENV = [
+  'HTTP_PROXY',
+  'HTTPS_PROXY',
+  'ALL_PROXY',
+  'http_proxy',
+  'https_proxy',
+  'all_proxy',
+  'NO_PROXY',
+  'no_proxy',
+  'NODE_USE_ENV_PROXY',
+] as const;
 /** Passed when the host set them (unless the sandbox replaces or drops them). */
 export const HOST_ENV = ['MCP_DATA_DIR', ...PROXY_ENV] as const;
 

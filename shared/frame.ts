@@ -57,7 +57,11 @@ export class FrameCodec {
       // Security: refuse an oversized frame from its header alone, before buffering its body.
       if (length > this.maxBodyBytes) {
         this.fail();
-        events.push({ ok: false, fatal: true, error: new SkillMcpError('FRAME_TOO_LARGE', `a frame announced ${length} bytes; the limit is ${this.maxBodyBytes}`) });
+        events.push({
+          ok: false,
+          fatal: true,
+          error: new SkillMcpError('FRAME_TOO_LARGE', `a frame announced ${length} bytes; the limit is ${this.maxBodyBytes}`),
+        });
         break;
       }
       if (this.buffered < HEADER_BYTES + length) break;
@@ -74,7 +78,11 @@ export class FrameCodec {
     } catch (error) {
       // Security: malformed bytes, unknown extensions and very deep nesting (RangeError) all end
       // here; the frame is refused but its honest length keeps the stream in step.
-      return { ok: false, fatal: false, error: new SkillMcpError('BAD_FRAME', 'the frame is not one well-formed msgpack value', { cause: error }) };
+      return {
+        ok: false,
+        fatal: false,
+        error: new SkillMcpError('BAD_FRAME', 'the frame is not one well-formed msgpack value', { cause: error }),
+      };
     }
   }
 

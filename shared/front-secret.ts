@@ -13,7 +13,10 @@ const MIN_SECRET_CHARS = 32;
 export function parseFrontSecret(raw: string, from: string): string {
   const secret = raw.replace(/\r?\n$/, '');
   if (secret.length < MIN_SECRET_CHARS || secret.length > MAX_FRONT_SECRET_CHARS || !/^[\x21-\x7e]+$/.test(secret)) {
-    throw new SkillMcpError('BAD_REQUEST', `the front secret from ${from} must be one line of ${MIN_SECRET_CHARS} to ${MAX_FRONT_SECRET_CHARS} visible characters (for example \`openssl rand -hex 32\`)`);
+    throw new SkillMcpError(
+      'BAD_REQUEST',
+      `the front secret from ${from} must be one line of ${MIN_SECRET_CHARS} to ${MAX_FRONT_SECRET_CHARS} visible characters (for example \`openssl rand -hex 32\`)`,
+    );
   }
   return secret;
 }
@@ -22,8 +25,10 @@ export function parseFrontSecret(raw: string, from: string): string {
 export function readFrontSecretFile(path: string): string {
   // Security: a secret any local user can read authenticates nobody.
   if ((statSync(path).mode & 0o004) !== 0) {
-    throw new SkillMcpError('BAD_REQUEST', `the front secret file ${path} is readable by every user; make it 0640 (root and the front's group) or 0600`);
+    throw new SkillMcpError(
+      'BAD_REQUEST',
+      `the front secret file ${path} is readable by every user; make it 0640 (root and the front's group) or 0600`,
+    );
   }
   return parseFrontSecret(readFileSync(path, 'utf8'), path);
 }
-

@@ -91,7 +91,8 @@ export function parseStrict(yaml: string, lineOffset = 1): { value: Frontmatter;
     throw new FrontmatterError(`${refusal.why}${position(refusal.offset, yaml, lineOffset)}`);
   }
   if (doc.contents === null) return { value: {} };
-  if (!isMap(doc.contents)) throw new FrontmatterError(`the ${lineOffset === 1 ? 'frontmatter' : 'file'} must be a mapping of keys to values`);
+  if (!isMap(doc.contents))
+    throw new FrontmatterError(`the ${lineOffset === 1 ? 'frontmatter' : 'file'} must be a mapping of keys to values`);
   const value = doc.toJS({ maxAliasCount: 0 }) as unknown;
   const bad = nonJson(value, '');
   if (bad) throw new FrontmatterError(`${bad} cannot be carried as JSON`);

@@ -30,10 +30,7 @@ export interface GrantRow {
   subjects?: string[];
 }
 
-export type GrantSource =
-  | { kind: 'owner'; rows: GrantRow[]; error?: string }
-  | { kind: 'hosted-default' }
-  | { kind: 'declaration' };
+export type GrantSource = { kind: 'owner'; rows: GrantRow[]; error?: string } | { kind: 'hosted-default' } | { kind: 'declaration' };
 
 /** `grantFrom` as `skill_list` reports it. */
 export function grantFrom(source: GrantSource): 'MCP_SKILL_RUN' | 'none (hosted default)' | 'skill declarations (standalone)' {
@@ -50,7 +47,10 @@ const GrantRowSchema = z.object({
   script: z.string(),
   env: z.array(z.string()).default([]),
   egress: z.array(z.string()).default([]),
-  secrets: z.array(z.strictObject({ name: z.string().min(1).max(128), hosts: z.array(z.string()).min(1).max(64).optional() })).max(64).default([]),
+  secrets: z
+    .array(z.strictObject({ name: z.string().min(1).max(128), hosts: z.array(z.string()).min(1).max(64).optional() }))
+    .max(64)
+    .default([]),
   // Security: an empty list is refused rather than read as "everyone" (or silently as "no one").
   subjects: z.array(z.string().min(1).max(262)).min(1).max(1000).optional(),
 });
@@ -85,7 +85,8 @@ export function readGrantSource(env: Readonly<Record<string, string | undefined>
   } catch {
     return { kind: 'owner', rows: [], error: 'MCP_SKILL_RUN is not valid JSON; it grants nothing' };
   }
-  if (!Array.isArray(value)) return { kind: 'owner', rows: [], error: 'MCP_SKILL_RUN must be a JSON array of {skill, script, env?, egress?}; it grants nothing' };
+  if (!Array.isArray(value))
+    return { kind: 'owner', rows: [], error: 'MCP_SKILL_RUN must be a JSON array of {skill, script, env?, egress?}; it grants nothing' };
   const rows: GrantRow[] = [];
   const bad: number[] = [];
   value.forEach((row: unknown, i) => {
@@ -95,16 +96,26 @@ export function readGrantSource(env: Readonly<Record<string, string | undefined>
     const entries = parsed.success ? parsed.data.egress.map(parseEgressEntry) : [];
     const canonical = entries.flatMap((e) => (e.ok ? [formatEgressEntry(e.value)] : []));
     // The same for a secret's hosts: one that does not parse costs the row, never widens it.
-    const secrets = parsed.success ? parsed.data.secrets.map((s) => ({ name: s.name, hosts: s.hosts === undefined ? undefined : canonicalEntries(s.hosts) })) : [];
+    const secrets = parsed.success
+      ? parsed.data.secrets.map((s) => ({ name: s.name, hosts: s.hosts === undefined ? undefined : canonicalEntries(s.hosts) }))
+      : [];
     const secretsRead = secrets.every((s) => s.hosts !== null);
     if (parsed.success && canonical.length === entries.length && secretsRead) {
       const { subjects, ...rest } = parsed.data;
       const rowSecrets = secrets.map((s) => ({ name: s.name, ...(s.hosts ? { hosts: s.hosts } : {}) }));
-      rows.push({ ...rest, egress: [...new Set(canonical)], secrets: rowSecrets, index: i, ...(subjects ? { subjects: [...new Set(subjects)] } : {}) });
-    }
-    else bad.push(i);
+      rows.push({
+        ...rest,
+        egress: [...new Set(canonical)],
+        secrets: rowSecrets,
+        index: i,
+        ...(subjects ? { subjects: [...new Set(subjects)] } : {}),
+      });
+    } else bad.push(i);
   });
-  const error = bad.length > 0 ? `MCP_SKILL_RUN rows ${bad.join(', ')} are not {skill, script, env?, egress?, secrets?, subjects?} (egress and a secret's hosts: host, host:port or *.domain; secrets: [{name, hosts?}]; subjects: a non-empty list of sub values or group:<g>); they grant nothing` : undefined;
+  const error =
+    bad.length > 0
+      ? `MCP_SKILL_RUN rows ${bad.join(', ')} are not {skill, script, env?, egress?, secrets?, subjects?} (egress and a secret's hosts: host, host:port or *.domain; secrets: [{name, hosts?}]; subjects: a non-empty list of sub values or group:<g>); they grant nothing`
+      : undefined;
   return error ? { kind: 'owner', rows, error } : { kind: 'owner', rows };
 }
 
@@ -122,7 +133,8 @@ function canonicalEntries(list: readonly string[]): string[] | null {
 /** What `skill_list` says about the grant as a whole, when there is something to say. */
 export function grantNote(source: GrantSource): string | undefined {
   if (source.kind === 'hosted-default') return HOSTED_GRANT_NOTE;
-  if (source.kind === 'owner' && source.error) return `The owner's grant could not be read: ${source.error}. The owner must fix MCP_SKILL_RUN (JSON [{"skill","script","env":[...]}]) and restart.`;
+  if (source.kind === 'owner' && source.error)
+    return `The owner's grant could not be read: ${source.error}. The owner must fix MCP_SKILL_RUN (JSON [{"skill","script","env":[...]}]) and restart.`;
   return undefined;
 }
 
@@ -132,7 +144,9 @@ export function grantNote(source: GrantSource): string | undefined {
  */
 export function notGrantedMessage(source: GrantSource, skill: string, script: string, identity?: Identity): string {
   if (source.kind === 'owner' && source.rows.some((r) => r.skill === skill && r.script === script)) {
-    const who = identity ? `subject ${JSON.stringify(identity.subject)}${identity.groups?.length ? ` (groups: ${identity.groups.join(', ')})` : ''}` : 'a caller without an OAuth identity';
+    const who = identity
+      ? `subject ${JSON.stringify(identity.subject)}${identity.groups?.length ? ` (groups: ${identity.groups.join(', ')})` : ''}`
+      : 'a caller without an OAuth identity';
     return `"${skill}/${script}" is granted, but not to ${who}: the MCP_SKILL_RUN rows for it name other subjects. The owner must add your subject (or a group:<g> of yours) to a row's subjects.`;
   }
   const row = `{"skill":"${skill}","script":"${script}"}`;
@@ -169,7 +183,10 @@ export interface ScriptGrant {
  */
 export function grantedEgress(declared: readonly string[], granted: readonly string[]): string[] {
   const wider = parseEgressList(declared);
-  return parseEgressList(granted).filter((entry) => wider.some((d) => entryCovers(d, entry))).map(formatEgressEntry).sort();
+  return parseEgressList(granted)
+    .filter((entry) => wider.some((d) => entryCovers(d, entry)))
+    .map(formatEgressEntry)
+    .sort();
 }
 
 /**
@@ -178,7 +195,11 @@ export function grantedEgress(declared: readonly string[], granted: readonly str
  * Security: only ever an intersection — a row naming hosts the declaration does not cover, or a
  * secret it does not declare, binds nothing more (deadGrantRows names it).
  */
-export function grantedSecrets(declared: readonly DeclaredSecret[], egress: readonly string[], rows: readonly GrantRow[] | undefined): Pick<ScriptGrant, 'secrets' | 'secretsNotBound'> {
+export function grantedSecrets(
+  declared: readonly DeclaredSecret[],
+  egress: readonly string[],
+  rows: readonly GrantRow[] | undefined,
+): Pick<ScriptGrant, 'secrets' | 'secretsNotBound'> {
   const secrets: DeclaredSecret[] = [];
   const secretsNotBound: { name: string; why: string }[] = [];
   for (const secret of declared) {
@@ -192,7 +213,11 @@ export function grantedSecrets(declared: readonly DeclaredSecret[], egress: read
       hosts = [...new Set(named.flatMap((s) => intersectEgressLists(secret.hosts, s.hosts ?? secret.hosts)))].sort();
     }
     const bound = intersectEgressLists(hosts, egress);
-    if (bound.length === 0) secretsNotBound.push({ name: secret.name, why: `none of its hosts (${secret.hosts.join(', ')}) is both granted for it and granted as this script's egress` });
+    if (bound.length === 0)
+      secretsNotBound.push({
+        name: secret.name,
+        why: `none of its hosts (${secret.hosts.join(', ')}) is both granted for it and granted as this script's egress`,
+      });
     else secrets.push({ ...secret, hosts: bound });
   }
   return { secrets, secretsNotBound };
@@ -206,7 +231,15 @@ export function grantScripts(skill: string, declaration: Declaration | undefined
     if (source.kind === 'hosted-default') return { declared, granted: false, env: [], selfGranted: false, egress: [], ...none };
     if (source.kind === 'declaration') {
       const egress = [...declaration.egress].sort();
-      return { declared, granted: true, env: [...declared.env].sort(), selfGranted: declared.env.length > 0, egress, ...grantedSecrets(declaration.secrets ?? [], egress, undefined), grantedBy: { from: 'declaration' } };
+      return {
+        declared,
+        granted: true,
+        env: [...declared.env].sort(),
+        selfGranted: declared.env.length > 0,
+        egress,
+        ...grantedSecrets(declaration.secrets ?? [], egress, undefined),
+        grantedBy: { from: 'declaration' },
+      };
     }
     const rows = source.rows.filter((row) => row.skill === skill && row.script === declared.script && rowApplies(row, identity));
     if (rows.length === 0) return { declared, granted: false, env: [], selfGranted: false, egress: [], ...none };
@@ -214,8 +247,19 @@ export function grantScripts(skill: string, declaration: Declaration | undefined
     const asked = new Set(declared.env);
     const env = [...new Set(rows.flatMap((row) => row.env))].filter((name) => asked.has(name) && !isNeverGrantable(name));
     const grantedBy = { from: 'MCP_SKILL_RUN' as const, rows: rows.map((row) => row.index ?? -1) };
-    const egress = grantedEgress(declaration.egress, rows.flatMap((row) => row.egress));
-    return { declared, granted: true, env: env.sort(), selfGranted: false, egress, ...grantedSecrets(declaration.secrets ?? [], egress, rows), grantedBy };
+    const egress = grantedEgress(
+      declaration.egress,
+      rows.flatMap((row) => row.egress),
+    );
+    return {
+      declared,
+      granted: true,
+      env: env.sort(),
+      selfGranted: false,
+      egress,
+      ...grantedSecrets(declaration.secrets ?? [], egress, rows),
+      grantedBy,
+    };
   });
 }
 
@@ -235,28 +279,48 @@ export function deadGrantRows(
   for (const row of source.rows) {
     const scripts = declared(row.skill);
     const script = scripts?.find((s) => s.script === row.script);
-    if (scripts === undefined) dead.push({ row, why: `MCP_SKILL_RUN names skill "${row.skill}", which is not served; that row grants nothing` });
-    else if (!script) dead.push({ row, why: `MCP_SKILL_RUN names script "${row.script}", which skill "${row.skill}" does not declare; that row grants nothing` });
+    if (scripts === undefined)
+      dead.push({ row, why: `MCP_SKILL_RUN names skill "${row.skill}", which is not served; that row grants nothing` });
+    else if (!script)
+      dead.push({
+        row,
+        why: `MCP_SKILL_RUN names script "${row.script}", which skill "${row.skill}" does not declare; that row grants nothing`,
+      });
     else {
       const unasked = row.env.filter((name) => !script.env.includes(name) || isNeverGrantable(name));
       if (unasked.length > 0) {
-        dead.push({ row, why: `MCP_SKILL_RUN grants ${unasked.join(', ')} to ${row.skill}/${row.script}, which does not ask for ${unasked.length > 1 ? 'them' : 'it'} (or may never receive ${unasked.length > 1 ? 'them' : 'it'}); nothing is granted for ${unasked.length > 1 ? 'those variables' : 'that variable'}` });
+        dead.push({
+          row,
+          why: `MCP_SKILL_RUN grants ${unasked.join(', ')} to ${row.skill}/${row.script}, which does not ask for ${unasked.length > 1 ? 'them' : 'it'} (or may never receive ${unasked.length > 1 ? 'them' : 'it'}); nothing is granted for ${unasked.length > 1 ? 'those variables' : 'that variable'}`,
+        });
       }
       const kept = new Set(grantedEgress(declaredEgress(row.skill), row.egress));
       const undeclared = row.egress.filter((entry) => !kept.has(entry));
       if (undeclared.length > 0) {
-        dead.push({ row, why: `MCP_SKILL_RUN grants egress ${undeclared.join(', ')} to ${row.skill}/${row.script}, which the skill's mcp-host.egress does not cover; a grant only narrows, so no run reaches ${undeclared.length > 1 ? 'them' : 'it'}` });
+        dead.push({
+          row,
+          why: `MCP_SKILL_RUN grants egress ${undeclared.join(', ')} to ${row.skill}/${row.script}, which the skill's mcp-host.egress does not cover; a grant only narrows, so no run reaches ${undeclared.length > 1 ? 'them' : 'it'}`,
+        });
       }
       const secrets = declaredSecrets(row.skill);
       for (const granted of row.secrets ?? []) {
         const secret = secrets.find((s) => s.name === granted.name);
         if (secret === undefined) {
-          dead.push({ row, why: `MCP_SKILL_RUN grants secret ${granted.name} to ${row.skill}/${row.script}, which the skill does not declare in mcp-host.secrets; nothing is bound for it` });
+          dead.push({
+            row,
+            why: `MCP_SKILL_RUN grants secret ${granted.name} to ${row.skill}/${row.script}, which the skill does not declare in mcp-host.secrets; nothing is bound for it`,
+          });
           continue;
         }
         const wider = parseEgressList(secret.hosts);
-        const outside = (granted.hosts ?? []).filter((host) => !parseEgressList([host]).every((entry) => wider.some((d) => entryCovers(d, entry))));
-        if (outside.length > 0) dead.push({ row, why: `MCP_SKILL_RUN grants secret ${granted.name} for ${outside.join(', ')}, which its declaration's hosts do not cover; a grant only narrows, so it is never sent there` });
+        const outside = (granted.hosts ?? []).filter(
+          (host) => !parseEgressList([host]).every((entry) => wider.some((d) => entryCovers(d, entry))),
+        );
+        if (outside.length > 0)
+          dead.push({
+            row,
+            why: `MCP_SKILL_RUN grants secret ${granted.name} for ${outside.join(', ')}, which its declaration's hosts do not cover; a grant only narrows, so it is never sent there`,
+          });
       }
     }
   }

@@ -78,7 +78,8 @@ export class HashWorker {
       const waiter = this.#pending.get(answer.id);
       this.#pending.delete(answer.id);
       if (!waiter) return;
-      if (answer.error !== undefined) waiter.reject(Object.assign(new Error(`reading or copying a skill file failed (${answer.error})`), { code: answer.error }));
+      if (answer.error !== undefined)
+        waiter.reject(Object.assign(new Error(`reading or copying a skill file failed (${answer.error})`), { code: answer.error }));
       else waiter.resolve(answer.over ? { over: true } : { sha256: answer.sha256!, size: answer.size! });
     });
     // A thread that died fails what it held; the next file gets a fresh one.

@@ -30,11 +30,15 @@ const PART = /^(?:0x[0-9a-f]+|0[0-7]*|[1-9][0-9]*)$/;
 export function ipv4Number(text: string): string | undefined {
   const parts = text.split('.');
   if (parts.length < 1 || parts.length > 4 || !parts.every((p) => PART.test(p))) return undefined;
-  const values = parts.map((p) => (p.startsWith('0x') ? Number.parseInt(p.slice(2), 16) : p.length > 1 && p.startsWith('0') ? Number.parseInt(p, 8) : Number(p)));
+  const values = parts.map((p) =>
+    p.startsWith('0x') ? Number.parseInt(p.slice(2), 16) : p.length > 1 && p.startsWith('0') ? Number.parseInt(p, 8) : Number(p),
+  );
   const last = values.pop()!;
   if (values.some((v) => v > 255) || last >= 256 ** (4 - values.length)) return undefined;
   let n = last;
-  values.forEach((v, i) => { n += v * 256 ** (3 - i); });
+  values.forEach((v, i) => {
+    n += v * 256 ** (3 - i);
+  });
   return [n >>> 24, (n >>> 16) & 0xff, (n >>> 8) & 0xff, n & 0xff].join('.');
 }
 

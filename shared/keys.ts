@@ -42,14 +42,26 @@ export function readConfirmSecret(env: NodeJS.ProcessEnv, unreadableIsNone = fal
     let text: string;
     try {
       // Security: a secret every local user can read lets every local user mint tokens.
-      if ((statSync(file).mode & 0o004) !== 0) throw new SkillMcpError('BAD_REQUEST', `MCP_CONFIRM_SECRET_FILE ${file} is readable by every user; make it 0600 (the runner's user only)`);
+      if ((statSync(file).mode & 0o004) !== 0)
+        throw new SkillMcpError(
+          'BAD_REQUEST',
+          `MCP_CONFIRM_SECRET_FILE ${file} is readable by every user; make it 0600 (the runner's user only)`,
+        );
       text = readFileSync(file, 'utf8').replace(/\r?\n$/, '');
     } catch (error) {
       if (unreadableIsNone && (error as NodeJS.ErrnoException).code === 'EACCES') return { from: 'none' };
       if (error instanceof SkillMcpError) throw error;
-      throw new SkillMcpError('BAD_REQUEST', `MCP_CONFIRM_SECRET_FILE ${file} cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`, { cause: error });
+      throw new SkillMcpError(
+        'BAD_REQUEST',
+        `MCP_CONFIRM_SECRET_FILE ${file} cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
+        { cause: error },
+      );
     }
-    if (text === '') throw new SkillMcpError('BAD_REQUEST', `MCP_CONFIRM_SECRET_FILE ${file} is empty; put a long random line in it (openssl rand -hex 32)`);
+    if (text === '')
+      throw new SkillMcpError(
+        'BAD_REQUEST',
+        `MCP_CONFIRM_SECRET_FILE ${file} is empty; put a long random line in it (openssl rand -hex 32)`,
+      );
     return { secret: text, from: 'file' };
   }
   const value = env['MCP_CONFIRM_SECRET'];

@@ -75,7 +75,11 @@ const LIMIT_VARIABLES: Record<keyof CatalogLimits, string> = {
 export function readLimitSettings(env: Readonly<Record<string, string | undefined>>, issues: SettingIssue[]): CatalogLimits {
   const limits: CatalogLimits = { ...DEFAULT_CATALOG_LIMITS };
   for (const [key, name] of Object.entries(LIMIT_VARIABLES) as [keyof CatalogLimits, string][]) {
-    limits[key] = readVariable(env, { name, schema: wholeNumber(1), expected: 'a positive integer', fallback: limits[key], policy: 'default' }, issues);
+    limits[key] = readVariable(
+      env,
+      { name, schema: wholeNumber(1), expected: 'a positive integer', fallback: limits[key], policy: 'default' },
+      issues,
+    );
   }
   return limits;
 }

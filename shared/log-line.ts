@@ -33,8 +33,14 @@ function levelOf(message: string): 'warn' | 'info' {
   return /^(warning|not ready|http: |error)/i.test(message) ? 'warn' : 'info';
 }
 
-export function lineWriter(component: string, textPrefix: string, format: LogFormat, write: (line: string) => void = (line) => void process.stderr.write(line)): LineWriter {
-  const json = (level: string, msg: string, fields: Record<string, unknown>): void => write(`${JSON.stringify({ time: new Date().toISOString(), level, component, msg, ...fields })}\n`);
+export function lineWriter(
+  component: string,
+  textPrefix: string,
+  format: LogFormat,
+  write: (line: string) => void = (line) => void process.stderr.write(line),
+): LineWriter {
+  const json = (level: string, msg: string, fields: Record<string, unknown>): void =>
+    write(`${JSON.stringify({ time: new Date().toISOString(), level, component, msg, ...fields })}\n`);
   return {
     format,
     say(message, fields = {}) {

@@ -106,7 +106,8 @@ function callOpenat2(syscall: Syscall, libc: Libc, nr: number, dirFd: number, pa
  */
 export function loadOpenat2(): BeneathOpener | { why: string } {
   const nr = SYS_OPENAT2[process.arch];
-  if (process.platform !== 'linux' || nr === undefined) return { why: `openat2 is Linux on x86_64 or aarch64 only (this is ${process.platform}/${process.arch})` };
+  if (process.platform !== 'linux' || nr === undefined)
+    return { why: `openat2 is Linux on x86_64 or aarch64 only (this is ${process.platform}/${process.arch})` };
   const loaded = loadLibc();
   if (!loaded.ok) return { why: koffiWhy(loaded.error) };
   const { libc } = loaded;
@@ -119,7 +120,9 @@ export function loadOpenat2(): BeneathOpener | { why: string } {
   const probe = callOpenat2(syscall, libc, nr, AT_FDCWD, '.', O_PATH | O_CLOEXEC | constants.O_DIRECTORY, RESOLVE);
   if (probe < 0) {
     const code = getSystemErrorName(probe);
-    return { why: `openat2 is not usable here (${code}${code === 'ENOSYS' ? ': Linux before 5.6' : code === 'EPERM' ? ': a syscall filter denies it' : ''})` };
+    return {
+      why: `openat2 is not usable here (${code}${code === 'ENOSYS' ? ': Linux before 5.6' : code === 'EPERM' ? ': a syscall filter denies it' : ''})`,
+    };
   }
   closeSync(probe);
   return {
@@ -129,7 +132,8 @@ export function loadOpenat2(): BeneathOpener | { why: string } {
       const path = segments.join('/');
       // Security: a NUL would end the C string early and open a shorter name (the string checks
       // refuse it long before; this is the FFI boundary's own guard).
-      if (path.includes('\0') || segments.length === 0) throw Object.assign(new Error(`EINVAL: not a path below the folder, '${path}'`), { code: 'EINVAL' });
+      if (path.includes('\0') || segments.length === 0)
+        throw Object.assign(new Error(`EINVAL: not a path below the folder, '${path}'`), { code: 'EINVAL' });
       const fd = callOpenat2(syscall, libc, nr, rootFd, path, OPEN2_FILE_FLAGS, RESOLVE);
       if (fd < 0) throw errnoError(-fd, path);
       return fd;

@@ -29,7 +29,8 @@ import { isInside } from './paths.js';
  * be able to read).
  */
 function rootMayRead(info: { uid: number; nlink: number }, ownerUid: number): string | undefined {
-  if (info.uid !== ownerUid && info.uid !== 0) return `belongs to uid ${info.uid}, not to the skill's owner (a root runner reads only files the skill's owner or root owns)`;
+  if (info.uid !== ownerUid && info.uid !== 0)
+    return `belongs to uid ${info.uid}, not to the skill's owner (a root runner reads only files the skill's owner or root owns)`;
   if (info.nlink !== 1) return `has ${info.nlink} hard links (a root runner reads only files with one name)`;
   return undefined;
 }
@@ -47,7 +48,8 @@ export function openInsideSkill(realDir: string, rel: string, opener: BeneathOpe
   }
   // Security: a link planted in the skill (or swapped in after the scan) pointing at /etc/passwd
   // or a neighbour skill.
-  if (!isInside(realDir, real) || real === realDir) throw new SkillMcpError('OUTSIDE_SKILL', `"${rel}" resolves outside the skill (symlink escape).`);
+  if (!isInside(realDir, real) || real === realDir)
+    throw new SkillMcpError('OUTSIDE_SKILL', `"${rel}" resolves outside the skill (symlink escape).`);
   let rootFd: number;
   let fd: number;
   try {
@@ -61,9 +63,13 @@ export function openInsideSkill(realDir: string, rel: string, opener: BeneathOpe
     fd = opener.open(rootFd, relative(realDir, real).split(sep));
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ELOOP' || code === 'ENOTDIR') throw new SkillMcpError('OUTSIDE_SKILL', `"${rel}" changed into a link while it was opened; not followed.`, { cause: error });
+    if (code === 'ELOOP' || code === 'ENOTDIR')
+      throw new SkillMcpError('OUTSIDE_SKILL', `"${rel}" changed into a link while it was opened; not followed.`, { cause: error });
     // openat2 only: a mount point inside the skill (or a way above it) on the path.
-    if (code === 'EXDEV') throw new SkillMcpError('OUTSIDE_SKILL', `"${rel}" crosses a mount point or leaves the skill on the way; not followed.`, { cause: error });
+    if (code === 'EXDEV')
+      throw new SkillMcpError('OUTSIDE_SKILL', `"${rel}" crosses a mount point or leaves the skill on the way; not followed.`, {
+        cause: error,
+      });
     throw new SkillMcpError('READ_FAILED', `"${rel}" cannot be opened.`, { cause: error });
   } finally {
     closeSync(rootFd);
@@ -82,7 +88,8 @@ export function openInsideSkill(realDir: string, rel: string, opener: BeneathOpe
     } catch {
       opened = undefined; // no /proc: the realpath check above stands alone
     }
-    if (opened !== undefined && !isInside(realDir, opened)) throw new SkillMcpError('OUTSIDE_SKILL', `"${rel}" resolves outside the skill (symlink escape).`);
+    if (opened !== undefined && !isInside(realDir, opened))
+      throw new SkillMcpError('OUTSIDE_SKILL', `"${rel}" resolves outside the skill (symlink escape).`);
     return { fd, size: info.size };
   } catch (error) {
     closeSync(fd);

@@ -37,7 +37,8 @@ export function checkPathString(path: unknown): PathCheck {
     if (segment === '') return { ok: false, why: 'the path has an empty segment ("//" or a trailing "/")' };
     // Security: the classic traversal, and `.` which aliases a directory.
     if (segment === '.' || segment === '..') return { ok: false, why: 'the path must not hold "." or ".." segments' };
-    if (Buffer.byteLength(segment) > MAX_SEGMENT_BYTES) return { ok: false, why: `a path segment is longer than ${MAX_SEGMENT_BYTES} bytes` };
+    if (Buffer.byteLength(segment) > MAX_SEGMENT_BYTES)
+      return { ok: false, why: `a path segment is longer than ${MAX_SEGMENT_BYTES} bytes` };
   }
   return { ok: true, segments };
 }

@@ -19,11 +19,17 @@ export const MAX_TOKEN_CHARS = 1024;
 export const MAX_DESCRIBE_SKILLS = 200;
 
 // Security: NUL cannot be passed in argv and would be truncated by the kernel; refuse, never strip.
-const arg = z.string().max(MAX_ARG_CHARS).refine((s) => !s.includes('\0'), 'an argument holds a NUL byte');
+const arg = z
+  .string()
+  .max(MAX_ARG_CHARS)
+  .refine((s) => !s.includes('\0'), 'an argument holds a NUL byte');
 const args = z
   .array(arg)
   .max(MAX_ARGS)
-  .refine((a) => a.reduce((n, s) => n + s.length, 0) <= MAX_ARGS_TOTAL_CHARS, `the arguments are longer than ${MAX_ARGS_TOTAL_CHARS} characters in total`);
+  .refine(
+    (a) => a.reduce((n, s) => n + s.length, 0) <= MAX_ARGS_TOTAL_CHARS,
+    `the arguments are longer than ${MAX_ARGS_TOTAL_CHARS} characters in total`,
+  );
 const skill = z.string().min(1).max(255);
 const script = z.string().min(1).max(MAX_PATH_CHARS);
 const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/);
@@ -32,7 +38,9 @@ const bytes = z.custom<Uint8Array>((value) => value instanceof Uint8Array, 'expe
 const inputPath = z.string().min(1).max(MAX_PATH_CHARS);
 /** What the preview shows of the run's inputs and the token binds: names, sizes, digests — never bytes. */
 export const inputsSchema = z.strictObject({
-  files: z.array(z.strictObject({ path: inputPath, size: z.number().int().nonnegative().max(MAX_RUN_INPUT_BYTES), sha256: sha256Hex })).max(MAX_INPUT_FILES),
+  files: z
+    .array(z.strictObject({ path: inputPath, size: z.number().int().nonnegative().max(MAX_RUN_INPUT_BYTES), sha256: sha256Hex }))
+    .max(MAX_INPUT_FILES),
   stdin: z.strictObject({ size: z.number().int().nonnegative().max(MAX_RUN_INPUT_BYTES), sha256: sha256Hex }).optional(),
 });
 export type Inputs = z.infer<typeof inputsSchema>;
@@ -65,7 +73,11 @@ export const declarationFromSchema = z.enum(['frontmatter', 'sidecar', 'operator
 
 export const requestSchema = z.discriminatedUnion('type', [
   /** The first request of every connection, and only the first: who the front is and what it serves. */
-  z.strictObject({ type: z.literal('hello'), frontSecret: z.string().min(1).max(MAX_FRONT_SECRET_CHARS).optional(), view: configViewSchema }),
+  z.strictObject({
+    type: z.literal('hello'),
+    frontSecret: z.string().min(1).max(MAX_FRONT_SECRET_CHARS).optional(),
+    view: configViewSchema,
+  }),
   // `skills`: describe only these (a skill_list page); absent: every skill the runner serves.
   z.strictObject({ type: z.literal('describe'), skills: z.array(skill).max(MAX_DESCRIBE_SKILLS).optional() }),
   z.strictObject({
@@ -74,7 +86,13 @@ export const requestSchema = z.discriminatedUnion('type', [
     script,
     args,
     inputs: inputsSchema.optional(),
-    identity: z.strictObject({ subject: z.string().min(1).max(256), clientId: z.string().max(256).optional(), groups: z.array(z.string().max(256)).max(64).optional() }).optional(),
+    identity: z
+      .strictObject({
+        subject: z.string().min(1).max(256),
+        clientId: z.string().max(256).optional(),
+        groups: z.array(z.string().max(256)).max(64).optional(),
+      })
+      .optional(),
     traceparent: traceparentSchema.optional(),
   }),
   z.strictObject({
@@ -87,8 +105,17 @@ export const requestSchema = z.discriminatedUnion('type', [
     client: clientIdSchema.optional(),
     files: inputFiles.optional(),
     stdin: bytes.optional(),
-    approval: z.strictObject({ channel: z.enum(['elicitation-form','elicitation-url','token','auto']), approver: z.string().max(256).optional() }),
-    identity: z.strictObject({ subject: z.string().min(1).max(256), clientId: z.string().max(256).optional(), groups: z.array(z.string().max(256)).max(64).optional() }).optional(),
+    approval: z.strictObject({
+      channel: z.enum(['elicitation-form', 'elicitation-url', 'token', 'auto']),
+      approver: z.string().max(256).optional(),
+    }),
+    identity: z
+      .strictObject({
+        subject: z.string().min(1).max(256),
+        clientId: z.string().max(256).optional(),
+        groups: z.array(z.string().max(256)).max(64).optional(),
+      })
+      .optional(),
     traceparent: traceparentSchema.optional(),
   }),
   z.strictObject({ type: z.literal('cancel'), cancelId: cancelIdSchema }),
@@ -161,7 +188,12 @@ export const willRunSchema = z.strictObject({
    * every served file of the skill (`files` of them, `bytes` in all) — what runs is a copy of
    * exactly those bytes (docs/architecture.md §7).
    */
-  content: z.strictObject({ script: sha256Hex, files: sha256Hex, fileCount: z.number().int().nonnegative(), bytes: z.number().int().nonnegative() }),
+  content: z.strictObject({
+    script: sha256Hex,
+    files: sha256Hex,
+    fileCount: z.number().int().nonnegative(),
+    bytes: z.number().int().nonnegative(),
+  }),
   /** Where the declaration that lets this script run came from: a change of source after approval is DRAFT_CHANGED. */
   declarationFrom: declarationFromSchema,
   /** Operator declarations only: pinned to `content.files` (a pin that did not match would not have run). */
@@ -194,7 +226,14 @@ export type Minted = z.infer<typeof mintedSchema>;
  * `too-many-open` (closed at accept, over the run's cap of open connections) and `run-ended`
  * (still undecided when the run ended).
  */
-export const EGRESS_REFUSAL_REASONS = ['not-allowed', 'special-address', 'unresolved', 'bad-destination', 'too-many-open', 'run-ended'] as const;
+export const EGRESS_REFUSAL_REASONS = [
+  'not-allowed',
+  'special-address',
+  'unresolved',
+  'bad-destination',
+  'too-many-open',
+  'run-ended',
+] as const;
 export type EgressRefusalReason = (typeof EGRESS_REFUSAL_REASONS)[number];
 /** Distinct refused destinations (host:port and reason) a run result lists; the rest are counted. */
 export const MAX_EGRESS_REFUSALS_LISTED = 20;
@@ -208,13 +247,17 @@ export const MAX_EGRESS_HOST_CHARS = 255;
  */
 export const egressSummarySchema = z.strictObject({
   /** The first distinct refused destinations, in the order they were refused, each with how often. */
-  refused: z.array(z.strictObject({
-    /** As the script asked for it (IPv6 in brackets; `""` when the connection was closed before its request was read). */
-    host: z.string().max(MAX_EGRESS_HOST_CHARS),
-    port: z.number().int().min(0).max(65535).nullable(),
-    reason: z.enum(EGRESS_REFUSAL_REASONS),
-    count: z.number().int().positive(),
-  })).max(MAX_EGRESS_REFUSALS_LISTED),
+  refused: z
+    .array(
+      z.strictObject({
+        /** As the script asked for it (IPv6 in brackets; `""` when the connection was closed before its request was read). */
+        host: z.string().max(MAX_EGRESS_HOST_CHARS),
+        port: z.number().int().min(0).max(65535).nullable(),
+        reason: z.enum(EGRESS_REFUSAL_REASONS),
+        count: z.number().int().positive(),
+      }),
+    )
+    .max(MAX_EGRESS_REFUSALS_LISTED),
   /** Every refused connection of the run, listed or not. */
   refusedCount: z.number().int().nonnegative(),
   /** Refused connections to destinations past the listed ones. */
@@ -258,13 +301,17 @@ export const runResultSchema = z.strictObject({
   /** The run failed to allocate memory under its cap (`memoryBytes`), as its stderr reports. */
   memoryLimited: z.boolean(),
   /** Every file the run created or changed in its workspace (runner/workspace/outputs.ts). */
-  files: z.array(z.strictObject({
-    path: z.string(),
-    size: z.number().int().nonnegative(),
-    sha256: sha256Hex.optional(),
-    bytes: bytes.optional(),
-    omitted: z.string().optional(),
-  })).optional(),
+  files: z
+    .array(
+      z.strictObject({
+        path: z.string(),
+        size: z.number().int().nonnegative(),
+        sha256: sha256Hex.optional(),
+        bytes: bytes.optional(),
+        omitted: z.string().optional(),
+      }),
+    )
+    .optional(),
   /** Why the list above is not the whole workspace (the walk stopped, or it was not read at all). */
   filesNote: z.string().optional(),
   /** Only for a run whose egress went through its own proxy (isolation levels `namespace`, `namespace-uid`). */
@@ -302,7 +349,12 @@ export type ScriptInfo = z.infer<typeof scriptInfo>;
 
 export const describeResultSchema = z.strictObject({
   protocol: z.number().int(),
-  isolation: z.strictObject({ level: isolationLevelSchema, detail: z.string(), mechanisms: z.array(z.string()), memoryBytes: z.number().int() }),
+  isolation: z.strictObject({
+    level: isolationLevelSchema,
+    detail: z.string(),
+    mechanisms: z.array(z.string()),
+    memoryBytes: z.number().int(),
+  }),
   interpreters: z.array(z.strictObject({ name: z.string(), available: z.boolean(), why: z.string().optional() })),
   environ: z.strictObject({ scrubbed: z.boolean(), detail: z.string().optional() }),
   /** False when this runner refuses every run (hosted and its environ could not be scrubbed). */
@@ -314,24 +366,30 @@ export const describeResultSchema = z.strictObject({
   /** The spent-token ledger: where tokens are spent, whether it answers now, and its errors since start. */
   ledger: z.strictObject({ kind: z.enum(['file', 'redis']), available: z.boolean(), errors: z.number().int() }).optional(),
   /** The runner's counts since it started (runner/requests/stats.ts), for the front's metrics. */
-  runs: z.strictObject({
-    ended: z.record(z.string(), z.number().int().nonnegative()),
-    refused: z.record(z.string(), z.number().int().nonnegative()),
-    reaps: z.number().int().nonnegative(),
-    reapSeconds: z.number().nonnegative(),
-    running: z.number().int().nonnegative(),
-    queued: z.number().int().nonnegative(),
-  }).optional(),
-  skills: z.array(z.strictObject({
-    name: z.string(),
-    scripts: z.array(scriptInfo),
-    declarationProblems: z.array(z.string()),
-    /** Where the skill's declaration came from, as the runner resolved it (absent: none applies). */
-    declarationFrom: declarationFromSchema.optional(),
-    declarationPinned: z.boolean().optional(),
-    /** For skills with declared scripts: the runner's content digest of the skill (or why it has none), so a front can tell it serves other bytes. */
-    content: z.union([z.strictObject({ digest: sha256Hex, fileCount: z.number().int().nonnegative() }), z.strictObject({ why: z.string() })]).optional(),
-  })),
+  runs: z
+    .strictObject({
+      ended: z.record(z.string(), z.number().int().nonnegative()),
+      refused: z.record(z.string(), z.number().int().nonnegative()),
+      reaps: z.number().int().nonnegative(),
+      reapSeconds: z.number().nonnegative(),
+      running: z.number().int().nonnegative(),
+      queued: z.number().int().nonnegative(),
+    })
+    .optional(),
+  skills: z.array(
+    z.strictObject({
+      name: z.string(),
+      scripts: z.array(scriptInfo),
+      declarationProblems: z.array(z.string()),
+      /** Where the skill's declaration came from, as the runner resolved it (absent: none applies). */
+      declarationFrom: declarationFromSchema.optional(),
+      declarationPinned: z.boolean().optional(),
+      /** For skills with declared scripts: the runner's content digest of the skill (or why it has none), so a front can tell it serves other bytes. */
+      content: z
+        .union([z.strictObject({ digest: sha256Hex, fileCount: z.number().int().nonnegative() }), z.strictObject({ why: z.string() })])
+        .optional(),
+    }),
+  ),
 });
 export type DescribeResult = z.infer<typeof describeResultSchema>;
 
@@ -361,7 +419,10 @@ export const responseSchemas = {
   describe: z.union([z.strictObject({ ok: z.literal(true), result: describeResultSchema }), fail]),
   prepare: z.union([z.strictObject({ ok: z.literal(true), result: mintedSchema }), fail]),
   run: z.union([z.strictObject({ ok: z.literal(true), result: runResultSchema }), fail]),
-  cancel: z.union([z.strictObject({ ok: z.literal(true), result: z.strictObject({ cancelled: z.boolean(), runId: z.string().optional() }) }), fail]),
+  cancel: z.union([
+    z.strictObject({ ok: z.literal(true), result: z.strictObject({ cancelled: z.boolean(), runId: z.string().optional() }) }),
+    fail,
+  ]),
 } as const;
 
 export type Response<T extends RequestType> = z.infer<(typeof responseSchemas)[T]>;

@@ -95,12 +95,27 @@ export function provenanceOf(lock: Lock, name: string, served: ReadonlyMap<strin
   if (!locked) return undefined;
   const s = locked.source;
   const base =
-    'git' in s ? { source: 'git' as const, from: s.git, ref: s.ref, ...(s.path ? { path: s.path } : {}) }
-    : 'index' in s ? { source: 'index' as const, from: s.index }
-    : 'url' in s ? { source: 'mcp-http' as const, from: s.url }
-    // Security: a command line can carry tokens (env TOKEN=... cmd); only the program's name is shown.
-    : { source: 'mcp-stdio' as const, from: basename(s.command[0] ?? '') };
+    'git' in s
+      ? { source: 'git' as const, from: s.git, ref: s.ref, ...(s.path ? { path: s.path } : {}) }
+      : 'index' in s
+        ? { source: 'index' as const, from: s.index }
+        : 'url' in s
+          ? { source: 'mcp-http' as const, from: s.url }
+          : // Security: a command line can carry tokens (env TOKEN=... cmd); only the program's name is shown.
+            { source: 'mcp-stdio' as const, from: basename(s.command[0] ?? '') };
   const differs = difference(locked, served);
-  if (differs !== undefined) return { ...base, pulledAt: locked.pulledAt, state: 'modified since pull', detail: `${differs} since the pull; the recorded pin no longer describes these files` };
-  return { ...base, ...(locked.commit ? { commit: locked.commit } : {}), ...(locked.digest ? { digest: locked.digest } : {}), pulledAt: locked.pulledAt, state: 'as-pulled' };
+  if (differs !== undefined)
+    return {
+      ...base,
+      pulledAt: locked.pulledAt,
+      state: 'modified since pull',
+      detail: `${differs} since the pull; the recorded pin no longer describes these files`,
+    };
+  return {
+    ...base,
+    ...(locked.commit ? { commit: locked.commit } : {}),
+    ...(locked.digest ? { digest: locked.digest } : {}),
+    pulledAt: locked.pulledAt,
+    state: 'as-pulled',
+  };
 }

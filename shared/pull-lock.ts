@@ -26,7 +26,10 @@ const LockedSkillSchema = z.strictObject({
   uri: z.string(),
   via: z.enum(['skills-extension', 'fastmcp-manifest', 'git', 'well-known-index']),
   /** For a git source: the commit the files came from. */
-  commit: z.string().regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/).optional(),
+  commit: z
+    .string()
+    .regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/)
+    .optional(),
   /** For an index source: the digest the index published for the skill (its artifact's, or the skill-level digest). */
   digest: z.string().regex(DIGEST).optional(),
   pulledAt: z.string(),

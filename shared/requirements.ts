@@ -42,7 +42,9 @@ export interface Requirements {
   sourceBuilds: boolean;
 }
 
-export type RequirementsParse = { ok: true; value: Requirements | undefined; unknown: string[] } | { ok: false; why: string; unknown: string[] };
+export type RequirementsParse =
+  | { ok: true; value: Requirements | undefined; unknown: string[] }
+  | { ok: false; why: string; unknown: string[] };
 
 const KEYS = new Set(['python', 'node', 'source-builds']);
 
@@ -76,7 +78,8 @@ export function parseRequirements(block: JsonValue | undefined): RequirementsPar
     if (!path.ok) return { ok: false, why: path.why, unknown };
     value.python = { from: { file: path.path } };
   } else if (Array.isArray(python)) {
-    if (!python.every((line): line is string => typeof line === 'string')) return { ok: false, why: 'mcp-host.requirements.python must be a file path or a list of requirement lines (strings)', unknown };
+    if (!python.every((line): line is string => typeof line === 'string'))
+      return { ok: false, why: 'mcp-host.requirements.python must be a file path or a list of requirement lines (strings)', unknown };
     const checked = parseRequirementLines(python.join('\n'));
     if (!checked.ok) return { ok: false, why: `mcp-host.requirements.python: ${checked.why}`, unknown };
     value.python = { from: { lines: true }, lines: checked.lines };
@@ -85,11 +88,13 @@ export function parseRequirements(block: JsonValue | undefined): RequirementsPar
   }
   const node = block['node'];
   if (node !== undefined) {
-    if (typeof node !== 'string') return { ok: false, why: 'mcp-host.requirements.node must be the path of a package.json inside the skill', unknown };
+    if (typeof node !== 'string')
+      return { ok: false, why: 'mcp-host.requirements.node must be the path of a package.json inside the skill', unknown };
     const path = skillPath(node, 'mcp-host.requirements.node');
     if (!path.ok) return { ok: false, why: path.why, unknown };
     const slash = path.path.lastIndexOf('/');
-    if (path.path.slice(slash + 1) !== 'package.json') return { ok: false, why: `mcp-host.requirements.node ${JSON.stringify(node)} must name a file called package.json`, unknown };
+    if (path.path.slice(slash + 1) !== 'package.json')
+      return { ok: false, why: `mcp-host.requirements.node ${JSON.stringify(node)} must name a file called package.json`, unknown };
     value.node = { packageJson: path.path, lockfile: `${path.path.slice(0, slash + 1)}package-lock.json` };
   }
   if (!value.python && !value.node) return { ok: true, value: undefined, unknown };
@@ -111,7 +116,9 @@ const HASH = '--hash=(?:sha256|sha384|sha512):[0-9a-f]{32,128}';
  * the skill's author choose the index, read other files or switch source builds on; `name @ URL`,
  * URLs and local paths would fetch from anywhere the author likes. The index is the operator's.
  */
-const LINE = new RegExp(`^(${NAME})(?:\\s*\\[\\s*${NAME}(?:\\s*,\\s*${NAME})*\\s*\\])?\\s*(?:\\(\\s*${SPEC}\\s*\\)|${SPEC})?\\s*(?:;\\s*${MARKER})?((?:\\s+${HASH})*)$`);
+const LINE = new RegExp(
+  `^(${NAME})(?:\\s*\\[\\s*${NAME}(?:\\s*,\\s*${NAME})*\\s*\\])?\\s*(?:\\(\\s*${SPEC}\\s*\\)|${SPEC})?\\s*(?:;\\s*${MARKER})?((?:\\s+${HASH})*)$`,
+);
 
 /**
  * Checks requirement text (a file's or a list's lines): comments (`#`) and blank lines dropped,
@@ -139,14 +146,25 @@ export function parseRequirementLines(text: string): LinesParse {
     if (joined !== '') logical.push({ text: joined, at: startedAt });
   }
   if (pending.trim() !== '') logical.push({ text: pending.trim().replace(/\s+/g, ' '), at: startedAt });
-  if (logical.length > MAX_REQUIREMENT_LINES) return { ok: false, why: `${logical.length} requirement lines; at most ${MAX_REQUIREMENT_LINES}` };
+  if (logical.length > MAX_REQUIREMENT_LINES)
+    return { ok: false, why: `${logical.length} requirement lines; at most ${MAX_REQUIREMENT_LINES}` };
   let hashed = 0;
   for (const { text: line, at } of logical) {
-    if (line.length > MAX_REQUIREMENT_LINE_CHARS) return { ok: false, why: `line ${at} is longer than ${MAX_REQUIREMENT_LINE_CHARS} characters` };
-    if (line.startsWith('-')) return { ok: false, why: `line ${at} is a pip option (${JSON.stringify(line.split(' ')[0])}); only requirements with --hash= are accepted — the index and its settings are the operator's` };
-    if (/:\/\/|@/.test(line) || /^[.~/]/.test(line)) return { ok: false, why: `line ${at} names a URL or a local path; only package names from the operator's index are accepted` };
+    if (line.length > MAX_REQUIREMENT_LINE_CHARS)
+      return { ok: false, why: `line ${at} is longer than ${MAX_REQUIREMENT_LINE_CHARS} characters` };
+    if (line.startsWith('-'))
+      return {
+        ok: false,
+        why: `line ${at} is a pip option (${JSON.stringify(line.split(' ')[0])}); only requirements with --hash= are accepted — the index and its settings are the operator's`,
+      };
+    if (/:\/\/|@/.test(line) || /^[.~/]/.test(line))
+      return { ok: false, why: `line ${at} names a URL or a local path; only package names from the operator's index are accepted` };
     const match = LINE.exec(line);
-    if (!match) return { ok: false, why: `line ${at} ${JSON.stringify(line.slice(0, 80))} is not a requirement (name, [extras], version specifiers, ; marker, --hash=)` };
+    if (!match)
+      return {
+        ok: false,
+        why: `line ${at} ${JSON.stringify(line.slice(0, 80))} is not a requirement (name, [extras], version specifiers, ; marker, --hash=)`,
+      };
     if ((match[2] ?? '').trim() !== '') hashed += 1;
   }
   return { ok: true, lines: logical.map((l) => l.text), hashed: hashed > 0 };

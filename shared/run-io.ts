@@ -60,7 +60,10 @@ export function sha256Hex(bytes: Uint8Array): string {
 }
 
 /** The digests of the input files (in request order) and of stdin (absent when none was sent). */
-export function digestInputs(files: readonly InputFile[], stdin: Uint8Array | undefined): { files: InputDigest[]; stdin?: { size: number; sha256: string } } {
+export function digestInputs(
+  files: readonly InputFile[],
+  stdin: Uint8Array | undefined,
+): { files: InputDigest[]; stdin?: { size: number; sha256: string } } {
   return {
     files: files.map((f) => ({ path: f.path, size: f.bytes.length, sha256: sha256Hex(f.bytes) })),
     ...(stdin !== undefined ? { stdin: { size: stdin.length, sha256: sha256Hex(stdin) } } : {}),
@@ -104,10 +107,12 @@ export function inputPathsProblem(paths: readonly string[]): string | undefined 
       const prefix = segments.slice(0, i).join('/');
       const key = foldKey(prefix);
       const file = files.get(key);
-      if (file !== undefined) return `the input path ${JSON.stringify(file)} is a file, and ${JSON.stringify(path)} needs it to be a folder; rename one`;
+      if (file !== undefined)
+        return `the input path ${JSON.stringify(file)} is a file, and ${JSON.stringify(path)} needs it to be a folder; rename one`;
       // One folder, one spelling: `In/a` and `in/b` would be one folder where case is folded.
       const spelled = folders.get(key);
-      if (spelled !== undefined && spelled !== prefix) return `the input folders ${JSON.stringify(spelled)} and ${JSON.stringify(prefix)} differ only by case or Unicode normalisation; spell the folder one way`;
+      if (spelled !== undefined && spelled !== prefix)
+        return `the input folders ${JSON.stringify(spelled)} and ${JSON.stringify(prefix)} differ only by case or Unicode normalisation; spell the folder one way`;
       folders.set(key, prefix);
     }
   }
@@ -117,12 +122,18 @@ export function inputPathsProblem(paths: readonly string[]): string | undefined 
 /** Why inputs of these sizes are refused (the total counts stdin), or undefined. */
 export function inputSizeProblem(sizes: readonly number[], stdinBytes: number, limitBytes: number): string | undefined {
   const total = sizes.reduce((n, s) => n + s, 0) + stdinBytes;
-  if (total > limitBytes) return `the run's inputs (files and stdin) are ${total} bytes; at most ${limitBytes} may be sent (SKILL_MCP_RUN_INPUT_BYTES)`;
+  if (total > limitBytes)
+    return `the run's inputs (files and stdin) are ${total} bytes; at most ${limitBytes} may be sent (SKILL_MCP_RUN_INPUT_BYTES)`;
   return undefined;
 }
 
 /** The refusal of an input list (paths, then sizes), as the front and the runner both give it. */
-export function inputsRefusal(paths: readonly string[], sizes: readonly number[], stdinBytes: number, limitBytes: number): { code: 'INVALID_PATH' | 'TOO_LARGE'; message: string } | undefined {
+export function inputsRefusal(
+  paths: readonly string[],
+  sizes: readonly number[],
+  stdinBytes: number,
+  limitBytes: number,
+): { code: 'INVALID_PATH' | 'TOO_LARGE'; message: string } | undefined {
   const pathProblem = inputPathsProblem(paths);
   if (pathProblem !== undefined) return { code: 'INVALID_PATH', message: `${pathProblem}; nothing was run` };
   const sizeProblem = inputSizeProblem(sizes, stdinBytes, limitBytes);

@@ -38,16 +38,13 @@ export interface VariableSpec<T> {
 
 /** A whole number in decimal digits (no sign, exponent or hex), from `min` to `max`. */
 export function wholeNumber(min: number, max: number = Number.MAX_SAFE_INTEGER): z.ZodType<number, string> {
-  return z
-    .string()
-    .regex(/^\d+$/)
-    .transform(Number)
-    .pipe(z.number().int().min(min).max(max));
+  return z.string().regex(/^\d+$/).transform(Number).pipe(z.number().int().min(min).max(max));
 }
 
 function badValueMessage(spec: VariableSpec<unknown>, shownAs: string, raw: string): string {
   const value = spec.secret ? ` (a value of ${raw.length} characters)` : `=${JSON.stringify(raw)}`;
-  const consequence = spec.policy === 'stop' ? 'skill-mcp does not start with it: fix or unset it' : `using ${spec.fallbackText ?? String(spec.fallback)}`;
+  const consequence =
+    spec.policy === 'stop' ? 'skill-mcp does not start with it: fix or unset it' : `using ${spec.fallbackText ?? String(spec.fallback)}`;
   return `${shownAs}${value} is not ${spec.expected}; ${consequence}`;
 }
 

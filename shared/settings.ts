@@ -60,7 +60,10 @@ export const ALLOW_UNSCRUBBED: VariableSpec<boolean> = {
  */
 export const DECLARATIONS_DIR: VariableSpec<string | undefined> = {
   name: 'SKILL_MCP_DECLARATIONS',
-  schema: z.string().refine((path) => isAbsolute(path) && !path.includes('\0')).transform((path) => resolve(path)),
+  schema: z
+    .string()
+    .refine((path) => isAbsolute(path) && !path.includes('\0'))
+    .transform((path) => resolve(path)),
   expected: 'an absolute path to a folder of <skill-name>.yaml declarations',
   fallback: undefined,
   policy: 'stop',
@@ -92,7 +95,12 @@ export interface SharedSettings {
 
 export function readSharedSettings(env: Env, bundledSkills: string): SharedSettings {
   const issues: SettingIssue[] = [];
-  const rootsFrom = (env['MCP_SKILLS_PATH'] ?? '') !== '' ? 'MCP_SKILLS_PATH' : (env['SKILLS_DIR'] ?? '').split(':').some((p) => p !== '') ? 'SKILLS_DIR' : undefined;
+  const rootsFrom =
+    (env['MCP_SKILLS_PATH'] ?? '') !== ''
+      ? 'MCP_SKILLS_PATH'
+      : (env['SKILLS_DIR'] ?? '').split(':').some((p) => p !== '')
+        ? 'SKILLS_DIR'
+        : undefined;
   return {
     roots: skillRoots(env, bundledSkills),
     rootsFrom,
@@ -121,9 +129,10 @@ export function rootProblems(settings: Pick<SharedSettings, 'roots' | 'rootsFrom
     let why: string | undefined;
     try {
       if (!statSync(root).isDirectory()) {
-        why = basename(root) === 'SKILL.md'
-          ? `is a file, not a folder: name the folder that holds it (${settings.rootsFrom}=${dirname(root)})`
-          : `is a file, not a folder: ${settings.rootsFrom} names a folder of skills, or one skill's folder (the one holding SKILL.md)`;
+        why =
+          basename(root) === 'SKILL.md'
+            ? `is a file, not a folder: name the folder that holds it (${settings.rootsFrom}=${dirname(root)})`
+            : `is a file, not a folder: ${settings.rootsFrom} names a folder of skills, or one skill's folder (the one holding SKILL.md)`;
       }
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
@@ -149,7 +158,9 @@ export function declarationsDirProblems(dir: string | undefined): string[] {
     if (statSync(dir).isDirectory()) return [];
     return [`SKILL_MCP_DECLARATIONS: ${dir} is not a folder; no skill's scripts run until it is one or the variable is unset`];
   } catch (error) {
-    return [`SKILL_MCP_DECLARATIONS: the folder ${dir} cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'}); no skill's scripts run until it can or the variable is unset`];
+    return [
+      `SKILL_MCP_DECLARATIONS: the folder ${dir} cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'}); no skill's scripts run until it can or the variable is unset`,
+    ];
   }
 }
 

@@ -63,7 +63,11 @@ export interface ContentLimits {
 }
 
 function tooLarge(holds: string, max: number): ContentResult {
-  return { ok: false, code: 'TOO_LARGE', why: `the skill holds ${holds} bytes of served files; a run copies and hashes all of them, and takes at most ${max} (move large data out of the skill)` };
+  return {
+    ok: false,
+    code: 'TOO_LARGE',
+    why: `the skill holds ${holds} bytes of served files; a run copies and hashes all of them, and takes at most ${max} (move large data out of the skill)`,
+  };
 }
 
 /**
@@ -93,14 +97,19 @@ function readSmallFile(fd: number, scratch: Buffer, room: number): { bytes: Buff
 
 /** Writes all of `bytes` to `fd`. */
 function writeAll(fd: number, bytes: Buffer): void {
-  for (let at = 0; at < bytes.length;) at += writeSync(fd, bytes, at, bytes.length - at);
+  for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at, bytes.length - at);
 }
 
 /** Walks, reads and hashes every served file of the skill at `realDir`, copying each into `sink` when given. */
 export async function readSkillContent(name: string, realDir: string, limits: ContentLimits, sink?: ContentSink): Promise<ContentResult> {
   const walk = await walkSkill(name, realDir, name, limits);
   // Security: a walk that stopped at a limit would approve (and run) part of the skill only.
-  if (walk.limited) return { ok: false, code: 'TOO_LARGE', why: `the skill has more than ${limits.maxFiles} files or ${limits.maxDirs} folders; a run needs all of its files (raise SKILL_MCP_MAX_FILES / SKILL_MCP_MAX_DIRS on both processes)` };
+  if (walk.limited)
+    return {
+      ok: false,
+      code: 'TOO_LARGE',
+      why: `the skill has more than ${limits.maxFiles} files or ${limits.maxDirs} folders; a run needs all of its files (raise SKILL_MCP_MAX_FILES / SKILL_MCP_MAX_DIRS on both processes)`,
+    };
   const listed = walk.files.reduce((sum, f) => sum + f.size, 0);
   if (listed > limits.maxBytes) return tooLarge(String(listed), limits.maxBytes);
   const scratch = Buffer.allocUnsafe(CHUNK_BYTES);
@@ -123,7 +132,9 @@ export async function readSkillContent(name: string, realDir: string, limits: Co
         const small = readSmallFile(opened.fd, scratch, room);
         if (small && 'bytes' in small && out) await (out.fd !== undefined ? writeAll(out.fd, small.bytes) : out.write(small.bytes));
         const hashed = small
-          ? ('over' in small ? small : { sha256: createHash('sha256').update(small.bytes).digest('hex'), size: small.bytes.length })
+          ? 'over' in small
+            ? small
+            : { sha256: createHash('sha256').update(small.bytes).digest('hex'), size: small.bytes.length }
           : limits.hasher && (out === undefined || out.fd !== undefined)
             ? await limits.hasher.hash(opened.fd, room, out?.fd)
             : await hashOpenFileAsync(opened.fd, scratch, room, out ? (chunk) => out.write(chunk) : undefined);

@@ -22,7 +22,8 @@ export function readSkillMdFile(realDir: string): SkillMdRead {
     const info = fstatSync(fd);
     if (!info.isFile()) return { ok: false, why: 'SKILL.md is not a regular file' };
     // Security: bounds the heap of both processes whatever a bundle ships as its SKILL.md.
-    if (info.size > MAX_SKILL_MD_BYTES) return { ok: false, why: `SKILL.md is ${info.size} bytes, over the ${MAX_SKILL_MD_BYTES}-byte limit` };
+    if (info.size > MAX_SKILL_MD_BYTES)
+      return { ok: false, why: `SKILL.md is ${info.size} bytes, over the ${MAX_SKILL_MD_BYTES}-byte limit` };
     const bytes = Buffer.allocUnsafe(info.size);
     let got = 0;
     while (got < bytes.length) {

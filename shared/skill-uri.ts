@@ -23,7 +23,8 @@ const PLAIN_PATH = /^(?!\.\.?(?:\/|$))[A-Za-z0-9_~-][A-Za-z0-9._~-]*(?:\/(?!\.\.
 
 /** The URI of `path` in skill `name`, or undefined when no exact canonical form exists. */
 export function uriFor(name: string, path?: string): string | undefined {
-  if (PLAIN_NAME.test(name) && (path === undefined || PLAIN_PATH.test(path))) return path === undefined ? `skill://${name}` : `skill://${name}/${path}`;
+  if (PLAIN_NAME.test(name) && (path === undefined || PLAIN_PATH.test(path)))
+    return path === undefined ? `skill://${name}` : `skill://${name}/${path}`;
   try {
     const uri = path === undefined ? `skill://${name}` : `skill://${name}/${path.split('/').map(encodeSegment).join('/')}`;
     return new URL(uri).href === uri ? uri : undefined;

@@ -88,7 +88,11 @@ export async function walkSkill(name: string, realDir: string, display: string, 
     try {
       entries = readdirSync(dirReal, { withFileTypes: true });
     } catch (error) {
-      report(rel || '.', 'unusable-path', `the folder cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'}); its files are not served`);
+      report(
+        rel || '.',
+        'unusable-path',
+        `the folder cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'}); its files are not served`,
+      );
       return;
     }
     const subdirs: Subdir[] = [];
@@ -103,7 +107,11 @@ export async function walkSkill(name: string, realDir: string, display: string, 
     const childRel = rel ? `${rel}/${entry.name}` : entry.name;
     const check = checkPathString(childRel);
     if (!check.ok || uriFor(name, childRel) === undefined) {
-      report(childRel, 'unusable-path', `this name cannot be served by the read tools (${check.ok ? 'no exact URI form' : check.why}); left out of the manifest`);
+      report(
+        childRel,
+        'unusable-path',
+        `this name cannot be served by the read tools (${check.ok ? 'no exact URI form' : check.why}); left out of the manifest`,
+      );
       return;
     }
     const full = join(dirReal, entry.name);
@@ -124,8 +132,7 @@ export async function walkSkill(name: string, realDir: string, display: string, 
       if (info?.isFile()) {
         addFile(childRel, info);
         linked?.add(childRel);
-      }
-      else if (info?.isDirectory()) {
+      } else if (info?.isDirectory()) {
         // A link back to the skill or to a folder holding the link would loop forever. Other
         // folder links are aliases, walked under their own path (the folder limit bounds the work).
         if (chain.includes(target)) {

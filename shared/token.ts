@@ -18,13 +18,14 @@ const claimsSchema = z.strictObject({
   exp: z.number().int().nonnegative(),
   wr: z.string().regex(/^[0-9a-f]{64}$/),
   /** Whom the token was minted for (hosted, with identities): {@link requesterTag} of their subject. */
-  rq: z.string().regex(/^[0-9a-f]{32}$/).optional(),
+  rq: z
+    .string()
+    .regex(/^[0-9a-f]{32}$/)
+    .optional(),
 });
 export type TokenClaims = z.infer<typeof claimsSchema>;
 
-export type VerifyResult =
-  | { ok: true; claims: TokenClaims }
-  | { ok: false; code: 'TOKEN_INVALID' | 'TOKEN_EXPIRED'; claims?: TokenClaims };
+export type VerifyResult = { ok: true; claims: TokenClaims } | { ok: false; code: 'TOKEN_INVALID' | 'TOKEN_EXPIRED'; claims?: TokenClaims };
 
 /** JSON with object keys sorted at every depth and `undefined` left out: one string per value. */
 export function canonicalJson(value: unknown): string {
@@ -52,7 +53,9 @@ function mac(key: Buffer, signed: string): Buffer {
  * does not spell out the subject. Undefined when there is no verified identity (standalone, static bearer).
  */
 export function requesterTag(subject: string | undefined): string | undefined {
-  return subject === undefined ? undefined : createHash('sha256').update('skill-mcp requester\0').update(subject, 'utf8').digest('hex').slice(0, 32);
+  return subject === undefined
+    ? undefined
+    : createHash('sha256').update('skill-mcp requester\0').update(subject, 'utf8').digest('hex').slice(0, 32);
 }
 
 /**
@@ -65,9 +68,21 @@ export function sameRequester(claims: TokenClaims, subject: string | undefined):
 }
 
 /** Mints a token for `willRun`, valid for `ttlMs` from `nowMs`, for the identity `subject` (when hosted with identities). */
-export function mintToken(key: Buffer, willRun: WillRun, nowMs: number, ttlMs: number, subject?: string): { token: string; claims: TokenClaims } {
+export function mintToken(
+  key: Buffer,
+  willRun: WillRun,
+  nowMs: number,
+  ttlMs: number,
+  subject?: string,
+): { token: string; claims: TokenClaims } {
   const rq = requesterTag(subject);
-  const claims: TokenClaims = { jti: randomBytes(16).toString('base64url'), iat: nowMs, exp: nowMs + ttlMs, wr: willRunHash(willRun), ...(rq !== undefined ? { rq } : {}) };
+  const claims: TokenClaims = {
+    jti: randomBytes(16).toString('base64url'),
+    iat: nowMs,
+    exp: nowMs + ttlMs,
+    wr: willRunHash(willRun),
+    ...(rq !== undefined ? { rq } : {}),
+  };
   const body = `${PREFIX}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`;
   return { token: `${body}.${mac(key, body).toString('base64url')}`, claims };
 }

@@ -28,7 +28,12 @@ export function readVisibility(env: Readonly<Record<string, string | undefined>>
     return { ok: false, error: 'SKILL_MCP_VISIBLE is not valid JSON' };
   }
   const parsed = z.array(RuleSchema).safeParse(value);
-  if (!parsed.success) return { ok: false, error: 'SKILL_MCP_VISIBLE must be a JSON array of {"skill": "<name>", "subjects": ["<sub>" or "group:<g>", ...]} with at least one subject each' };
+  if (!parsed.success)
+    return {
+      ok: false,
+      error:
+        'SKILL_MCP_VISIBLE must be a JSON array of {"skill": "<name>", "subjects": ["<sub>" or "group:<g>", ...]} with at least one subject each',
+    };
   const rules = new Map<string, VisibilityRule[]>();
   for (const rule of parsed.data) rules.set(rule.skill, [...(rules.get(rule.skill) ?? []), rule]);
   return { ok: true, rules };

@@ -6,7 +6,11 @@
 import { bwrapWorks, isRoot } from './levels.js';
 
 const expected = (process.env['SKILL_MCP_TEST_EXPECT'] ?? '').split(',').filter(Boolean);
-const missing = expected.filter((what) => (what === 'root' && !isRoot) || (what === 'bwrap' && !bwrapWorks) || !['root', 'bwrap'].includes(what));
+const missing = expected.filter(
+  (what) => (what === 'root' && !isRoot) || (what === 'bwrap' && !bwrapWorks) || !['root', 'bwrap'].includes(what),
+);
 if (missing.length > 0) {
-  throw new Error(`SKILL_MCP_TEST_EXPECT=${expected.join(',')}: this pass needs ${missing.join(', ')}, which this machine does not give; the tests that need it would only skip`);
+  throw new Error(
+    `SKILL_MCP_TEST_EXPECT=${expected.join(',')}: this pass needs ${missing.join(', ')}, which this machine does not give; the tests that need it would only skip`,
+  );
 }

@@ -48,11 +48,14 @@ export default function setup(): () => void {
       const now = listing(dir);
       const added = now.filter((l) => !was.includes(l));
       const removed = was.filter((l) => !now.includes(l));
-      if (added.length + removed.length > 0) changed.push(`${dir}:\n${[...added.map((l) => `  + ${l}`), ...removed.map((l) => `  - ${l}`)].join('\n')}`);
+      if (added.length + removed.length > 0)
+        changed.push(`${dir}:\n${[...added.map((l) => `  + ${l}`), ...removed.map((l) => `  - ${l}`)].join('\n')}`);
     }
     if (changed.length > 0) {
       // vitest reports an error thrown here but still exits 0: set the status ourselves.
-      process.stderr.write(`\nFAIL: a test wrote the real state directory (give every server and runner a private SKILL_MCP_STATE_DIR, HOME and TMPDIR):\n${changed.join('\n')}\n`);
+      process.stderr.write(
+        `\nFAIL: a test wrote the real state directory (give every server and runner a private SKILL_MCP_STATE_DIR, HOME and TMPDIR):\n${changed.join('\n')}\n`,
+      );
       process.exitCode = 1;
     }
   };

@@ -30,11 +30,45 @@ export interface TestCerts {
  */
 export function makeTestCerts(dir: string, caName: string, caFile = 'ca'): TestCerts {
   const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
-  openssl(dir, ['req', '-x509', ...ec, '-keyout', `${caFile}.key`, '-out', `${caFile}.pem`, '-subj', `/CN=${caName}`, '-days', '1',
-    '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign']);
+  openssl(dir, [
+    'req',
+    '-x509',
+    ...ec,
+    '-keyout',
+    `${caFile}.key`,
+    '-out',
+    `${caFile}.pem`,
+    '-subj',
+    `/CN=${caName}`,
+    '-days',
+    '1',
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign',
+  ]);
   openssl(dir, ['req', ...ec, '-keyout', 'api.key', '-out', 'api.csr', '-subj', '/CN=api']);
-  writeFileSync(join(dir, 'api.ext'), 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n');
-  openssl(dir, ['x509', '-req', '-in', 'api.csr', '-CA', `${caFile}.pem`, '-CAkey', `${caFile}.key`, '-CAcreateserial', '-out', 'api.pem', '-days', '1', '-extfile', 'api.ext']);
+  writeFileSync(
+    join(dir, 'api.ext'),
+    'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n',
+  );
+  openssl(dir, [
+    'x509',
+    '-req',
+    '-in',
+    'api.csr',
+    '-CA',
+    `${caFile}.pem`,
+    '-CAkey',
+    `${caFile}.key`,
+    '-CAcreateserial',
+    '-out',
+    'api.pem',
+    '-days',
+    '1',
+    '-extfile',
+    'api.ext',
+  ]);
   const ca = join(dir, `${caFile}.pem`);
   chmodSync(ca, 0o644);
   return { ca, key: join(dir, 'api.key'), cert: join(dir, 'api.pem') };
@@ -78,9 +112,17 @@ export function writeKeyedSkill(dir: string, port: number, scripts: Record<strin
   const skill = join(skills, 'keyed');
   mkdirSync(skill, { recursive: true, mode: 0o755 });
   chmodSync(skills, 0o755);
-  writeFileSync(join(skill, 'SKILL.md'), '---\nname: keyed\ndescription: Calls an API with a key it never holds.\n---\nCall the API.\n', { mode: 0o644 });
+  writeFileSync(join(skill, 'SKILL.md'), '---\nname: keyed\ndescription: Calls an API with a key it never holds.\n---\nCall the API.\n', {
+    mode: 0o644,
+  });
   for (const [name, { text }] of Object.entries(scripts)) writeFileSync(join(skill, name), text, { mode: 0o644 });
-  const rows = Object.entries(scripts).map(([name, { interpreter }]) => `  - script: ${name}\n    interpreter: ${interpreter}\n    timeout: 60\n`).join('');
-  writeFileSync(join(skill, 'mcp-host.yaml'), `version: 1\nrun:\n${rows}egress: [127.0.0.1:${port}]\nsecrets:\n  - name: API_TOKEN\n    hosts: [127.0.0.1:${port}]\n    header: Authorization\n    format: "Bearer {value}"\n`, { mode: 0o644 });
+  const rows = Object.entries(scripts)
+    .map(([name, { interpreter }]) => `  - script: ${name}\n    interpreter: ${interpreter}\n    timeout: 60\n`)
+    .join('');
+  writeFileSync(
+    join(skill, 'mcp-host.yaml'),
+    `version: 1\nrun:\n${rows}egress: [127.0.0.1:${port}]\nsecrets:\n  - name: API_TOKEN\n    hosts: [127.0.0.1:${port}]\n    header: Authorization\n    format: "Bearer {value}"\n`,
+    { mode: 0o644 },
+  );
   return skills;
 }

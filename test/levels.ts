@@ -11,8 +11,15 @@ export const isRoot = process.getuid?.() === 0;
 export const bwrapOff = process.env['SKILL_MCP_BWRAP'] === 'off';
 
 /** Whether bubblewrap can make a user namespace here (installed, and not switched off by the kernel). */
-export const bwrapWorks: boolean = !bwrapOff && process.platform === 'linux' && ['/usr/bin/bwrap', '/bin/bwrap', '/usr/local/bin/bwrap'].some(existsSync) &&
-  spawnSync('bwrap', ['--unshare-user', '--unshare-pid', '--ro-bind', '/', '/', '--', 'true'], { stdio: 'ignore', timeout: 10_000, env: { PATH: '/usr/bin:/bin:/usr/local/bin' } }).status === 0;
+export const bwrapWorks: boolean =
+  !bwrapOff &&
+  process.platform === 'linux' &&
+  ['/usr/bin/bwrap', '/bin/bwrap', '/usr/local/bin/bwrap'].some(existsSync) &&
+  spawnSync('bwrap', ['--unshare-user', '--unshare-pid', '--ro-bind', '/', '/', '--', 'true'], {
+    stdio: 'ignore',
+    timeout: 10_000,
+    env: { PATH: '/usr/bin:/bin:/usr/local/bin' },
+  }).status === 0;
 
 /** The level a runner of this uid reports here (util-linux present, Linux). */
 export function expectedLevel(runnerIsRoot: boolean): IsolationLevel {
@@ -29,7 +36,9 @@ export function hasNamespaces(level: IsolationLevel): boolean {
  * The variables every script gets here besides the granted ones, sorted: in bubblewrap also
  * `PWD=/work`, which bubblewrap exports and the runner names (runner/sandbox/bwrap.ts sandboxPwd).
  */
-export const BASE_ENV_NAMES: readonly string[] = bwrapWorks ? ['HOME', 'PATH', 'PWD', 'SKILL_DIR', 'TMPDIR'] : ['HOME', 'PATH', 'SKILL_DIR', 'TMPDIR'];
+export const BASE_ENV_NAMES: readonly string[] = bwrapWorks
+  ? ['HOME', 'PATH', 'PWD', 'SKILL_DIR', 'TMPDIR']
+  : ['HOME', 'PATH', 'SKILL_DIR', 'TMPDIR'];
 
 /** The bubblewrap levels: private /tmp, nothing of the host but system folders and the skill. */
 export function hasBwrap(level: IsolationLevel): boolean {

@@ -19,7 +19,8 @@ function findRedisServer(): string | undefined {
 
 export const REDIS_SERVER = findRedisServer();
 export const NO_REDIS_REASON = 'redis-server is not installed (apt-get install -y redis-server); CI installs it';
-if (!REDIS_SERVER && process.env['CI']) throw new Error(`CI: ${NO_REDIS_REASON} — .ci/run should have installed it; these tests must not skip in CI`);
+if (!REDIS_SERVER && process.env['CI'])
+  throw new Error(`CI: ${NO_REDIS_REASON} — .ci/run should have installed it; these tests must not skip in CI`);
 
 /** A free loopback port (bound and released; redis-server takes it a moment later). */
 export function freePort(): Promise<number> {
@@ -63,10 +64,40 @@ function makeCertificates(dir: string): { ca: string; cert: string; key: string 
     const r = spawnSync('openssl', args, { cwd: dir, encoding: 'utf8' });
     if (r.status !== 0) throw new Error(`openssl ${args[0]}: ${r.stderr}`);
   };
-  run('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=skill-mcp test CA');
+  run(
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    'ca.key',
+    '-out',
+    'ca.pem',
+    '-days',
+    '2',
+    '-subj',
+    '/CN=skill-mcp test CA',
+  );
   run('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=127.0.0.1');
   writeFileSync(join(dir, 'ext'), 'subjectAltName=IP:127.0.0.1\n');
-  run('x509', '-req', '-in', 'server.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'server.pem', '-days', '2', '-extfile', 'ext');
+  run(
+    'x509',
+    '-req',
+    '-in',
+    'server.csr',
+    '-CA',
+    'ca.pem',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-out',
+    'server.pem',
+    '-days',
+    '2',
+    '-extfile',
+    'ext',
+  );
   return { ca: join(dir, 'ca.pem'), cert: join(dir, 'server.pem'), key: join(dir, 'server.key') };
 }
 
@@ -76,11 +107,30 @@ export async function startRedis(options: { password?: string; tls?: boolean } =
   const port = await freePort();
   const conf = join(dir, 'redis.conf');
   const tls = options.tls ? makeCertificates(dir) : undefined;
-  writeFileSync(conf, [
-    ...(tls ? ['port 0', `tls-port ${port}`, `tls-cert-file ${tls.cert}`, `tls-key-file ${tls.key}`, `tls-ca-cert-file ${tls.ca}`, 'tls-auth-clients no'] : [`port ${port}`]),
-    'bind 127.0.0.1', `dir ${dir}`, 'save ""', 'appendonly yes', 'appendfsync always', 'daemonize no', 'loglevel notice',
-    ...(options.password ? [`requirepass "${options.password}"`] : []),
-  ].join('\n'), { mode: 0o600 });
+  writeFileSync(
+    conf,
+    [
+      ...(tls
+        ? [
+            'port 0',
+            `tls-port ${port}`,
+            `tls-cert-file ${tls.cert}`,
+            `tls-key-file ${tls.key}`,
+            `tls-ca-cert-file ${tls.ca}`,
+            'tls-auth-clients no',
+          ]
+        : [`port ${port}`]),
+      'bind 127.0.0.1',
+      `dir ${dir}`,
+      'save ""',
+      'appendonly yes',
+      'appendfsync always',
+      'daemonize no',
+      'loglevel notice',
+      ...(options.password ? [`requirepass "${options.password}"`] : []),
+    ].join('\n'),
+    { mode: 0o600 },
+  );
   let child: ChildProcess | undefined;
   const handle: RedisHandle = {
     port,
@@ -116,7 +166,17 @@ export async function startRedis(options: { password?: string; tls?: boolean } =
       child?.kill('SIGCONT');
     },
     cli(...args) {
-      const result = spawnSync('redis-cli', ['-p', String(port), ...(tls ? ['--tls', '--cacert', tls.ca] : []), ...(options.password ? ['--no-auth-warning', '-a', options.password] : []), ...args], { encoding: 'utf8' });
+      const result = spawnSync(
+        'redis-cli',
+        [
+          '-p',
+          String(port),
+          ...(tls ? ['--tls', '--cacert', tls.ca] : []),
+          ...(options.password ? ['--no-auth-warning', '-a', options.password] : []),
+          ...args,
+        ],
+        { encoding: 'utf8' },
+      );
       if (result.status !== 0) throw new Error(`redis-cli ${args.join(' ')}: ${result.stderr}`);
       return result.stdout;
     },
@@ -153,10 +213,12 @@ export async function holdingProxy(redisPort: number, password?: string): Promis
     sockets.add(client).add(upstream);
     const pending: Buffer[] = [];
     let holding = false;
-    const queue = { flush: () => {
-      holding = false;
-      for (const chunk of pending.splice(0)) upstream.write(chunk);
-    } };
+    const queue = {
+      flush: () => {
+        holding = false;
+        for (const chunk of pending.splice(0)) upstream.write(chunk);
+      },
+    };
     client.on('data', (chunk: Buffer) => {
       if (!holding && proxy.holdSpends && chunk.includes("redis.call('SET'")) {
         holding = true;
@@ -179,18 +241,20 @@ export async function holdingProxy(redisPort: number, password?: string): Promis
   const proxy: HoldingProxy = {
     url: `redis://${password ? `:${encodeURIComponent(password)}@` : ''}127.0.0.1:${port}`,
     holdSpends: false,
-    held: () => new Promise<void>((resolve) => {
-      if (queues.length > 0) resolve();
-      else onHeld = resolve;
-    }),
+    held: () =>
+      new Promise<void>((resolve) => {
+        if (queues.length > 0) resolve();
+        else onHeld = resolve;
+      }),
     release() {
       proxy.holdSpends = false;
       for (const queue of queues.splice(0)) queue.flush();
     },
-    close: () => new Promise<void>((resolve) => {
-      for (const socket of sockets) socket.destroy();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
   };
   return proxy;
 }

@@ -15,7 +15,13 @@ interface ServerJson {
   name: string;
   description: string;
   version: string;
-  packages: { registryType: string; identifier: string; version: string; transport: { type: string }; environmentVariables: { name: string; isSecret?: boolean }[] }[];
+  packages: {
+    registryType: string;
+    identifier: string;
+    version: string;
+    transport: { type: string };
+    environmentVariables: { name: string; isSecret?: boolean }[];
+  }[];
 }
 
 const server = JSON.parse(read('server.json')) as ServerJson;
@@ -36,7 +42,12 @@ describe('server.json (MCP registry)', () => {
     expect(server.description.length).toBeLessThanOrEqual(100);
     expect(server.version).toBe(pkg.version);
     expect(server.packages).toHaveLength(1);
-    expect(server.packages[0]).toMatchObject({ registryType: 'npm', identifier: pkg.name, version: pkg.version, transport: { type: 'stdio' } });
+    expect(server.packages[0]).toMatchObject({
+      registryType: 'npm',
+      identifier: pkg.name,
+      version: pkg.version,
+      transport: { type: 'stdio' },
+    });
   });
 
   test('lists exactly the variables the README documents, the token secret marked secret', () => {

@@ -16,7 +16,9 @@ const INSPECTOR_BIN = `${TOOLS}node_modules/@modelcontextprotocol/inspector/clie
 /** The Inspector CLI as a command: its Node 22, then its launcher. */
 export function inspectorCommand(): [string, string] {
   if (!existsSync(NODE22) || !existsSync(INSPECTOR_BIN)) {
-    throw new Error('MCP Inspector is not installed in tools/conformance/: run `npm test` (its pretest installs it) or `node tools/conformance/ensure.mjs`');
+    throw new Error(
+      'MCP Inspector is not installed in tools/conformance/: run `npm test` (its pretest installs it) or `node tools/conformance/ensure.mjs`',
+    );
   }
   return [NODE22, INSPECTOR_BIN];
 }

@@ -27,7 +27,12 @@ async function bundledPackages(metafiles) {
     const names = existsSync(dir) ? await readdir(dir) : [];
     const file = names.find((name) => /^(licen[cs]e|copying)(\.|$)/i.test(name));
     if (!file) throw new Error(`build: ${pkg.name}@${pkg.version} is bundled but ships no licence file; its notice cannot be shipped`);
-    entries.push({ name: pkg.name, version: pkg.version, license: pkg.license ?? 'see text', text: (await readFile(join(dir, file), 'utf8')).trim() });
+    entries.push({
+      name: pkg.name,
+      version: pkg.version,
+      license: pkg.license ?? 'see text',
+      text: (await readFile(join(dir, file), 'utf8')).trim(),
+    });
   }
   const seen = new Map();
   for (const entry of entries) seen.set(`${entry.name}@${entry.version}`, entry);
@@ -55,11 +60,29 @@ export async function thirdPartyNotices(metafiles) {
 export async function bundledSbom(metafiles, self) {
   const unique = await bundledPackages(metafiles);
   const purl = (name, version) => `pkg:npm/${name.startsWith('@') ? `%40${name.slice(1)}` : name}@${version}`;
-  return `${JSON.stringify({
-    bomFormat: 'CycloneDX',
-    specVersion: '1.5',
-    version: 1,
-    metadata: { component: { type: 'application', name: self.name, version: self.version, purl: purl(self.name, self.version), licenses: [{ license: { id: self.license } }] } },
-    components: unique.map((e) => ({ type: 'library', name: e.name, version: e.version, purl: purl(e.name, e.version), licenses: [{ expression: e.license }] })),
-  }, null, 2)}\n`;
+  return `${JSON.stringify(
+    {
+      bomFormat: 'CycloneDX',
+      specVersion: '1.5',
+      version: 1,
+      metadata: {
+        component: {
+          type: 'application',
+          name: self.name,
+          version: self.version,
+          purl: purl(self.name, self.version),
+          licenses: [{ license: { id: self.license } }],
+        },
+      },
+      components: unique.map((e) => ({
+        type: 'library',
+        name: e.name,
+        version: e.version,
+        purl: purl(e.name, e.version),
+        licenses: [{ expression: e.license }],
+      })),
+    },
+    null,
+    2,
+  )}\n`;
 }

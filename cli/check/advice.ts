@@ -43,13 +43,21 @@ export function specFieldHits(frontmatter: Frontmatter, lineOf: (key: string) =>
   };
   for (const key of Object.keys(frontmatter)) {
     if ((SPEC_FIELDS as readonly string[]).includes(key) || key === DECLARATION_KEY) continue;
-    hits.push({ ruleId: 'spec/frontmatter-field', message: `frontmatter key ${JSON.stringify(key)} is not an Agent Skills field (${SPEC_FIELDS.join(', ')}); validators and skill uploads elsewhere reject the skill. Remove it, or move it under metadata as a string`, ...at(key) });
+    hits.push({
+      ruleId: 'spec/frontmatter-field',
+      message: `frontmatter key ${JSON.stringify(key)} is not an Agent Skills field (${SPEC_FIELDS.join(', ')}); validators and skill uploads elsewhere reject the skill. Remove it, or move it under metadata as a string`,
+      ...at(key),
+    });
   }
   // name, description, compatibility and metadata are checked by the catalog (server/not-published).
   for (const key of ['license', 'allowed-tools']) {
     const value = frontmatter[key];
     if (value !== undefined && typeof value !== 'string') {
-      hits.push({ ruleId: 'spec/frontmatter-field', message: `frontmatter ${key} must be a string${key === 'allowed-tools' ? ' (space-separated tool names)' : ''}; it is ${value === null ? 'null' : Array.isArray(value) ? 'a list' : `a ${typeof value}`}`, ...at(key) });
+      hits.push({
+        ruleId: 'spec/frontmatter-field',
+        message: `frontmatter ${key} must be a string${key === 'allowed-tools' ? ' (space-separated tool names)' : ''}; it is ${value === null ? 'null' : Array.isArray(value) ? 'a list' : `a ${typeof value}`}`,
+        ...at(key),
+      });
     }
   }
   return hits;
@@ -59,12 +67,17 @@ export function adviseSkill(input: AdviceInput): Hit[] {
   const hits: Hit[] = [];
   const lines = lineCount(input.text);
   if (lines > SKILL_MD_MAX_LINES) {
-    hits.push({ ruleId: 'advice/skill-md-length', message: `SKILL.md is ${lines.toLocaleString('en-US')} lines; keep it under ${SKILL_MD_MAX_LINES} and move detail into files it links to`, line: SKILL_MD_MAX_LINES + 1 });
+    hits.push({
+      ruleId: 'advice/skill-md-length',
+      message: `SKILL.md is ${lines.toLocaleString('en-US')} lines; keep it under ${SKILL_MD_MAX_LINES} and move detail into files it links to`,
+      line: SKILL_MD_MAX_LINES + 1,
+    });
   }
   if (input.description !== undefined && input.description.trim() !== '' && !TRIGGER.test(input.description)) {
     hits.push({
       ruleId: 'advice/description-trigger',
-      message: 'the description says what the skill is but not when to use it (no "when", "for", "if", "before" ... cue); hosts pick skills by it',
+      message:
+        'the description says what the skill is but not when to use it (no "when", "for", "if", "before" ... cue); hosts pick skills by it',
       ...(input.descriptionLine !== undefined ? { line: input.descriptionLine, column: 1 } : {}),
     });
   }
@@ -72,7 +85,8 @@ export function adviseSkill(input: AdviceInput): Hit[] {
     const line = input.lineOf(DECLARATION_KEY);
     hits.push({
       ruleId: 'advice/declaration-sidecar',
-      message: 'the mcp-host declaration is in the frontmatter, which the Agent Skills specification does not allow; move it into mcp-host.yaml beside SKILL.md (skill-mcp check --fix does it) so the skill stays valid for other hosts',
+      message:
+        'the mcp-host declaration is in the frontmatter, which the Agent Skills specification does not allow; move it into mcp-host.yaml beside SKILL.md (skill-mcp check --fix does it) so the skill stays valid for other hosts',
       ...(line !== undefined ? { line, column: 1 } : {}),
     });
   }

@@ -33,7 +33,10 @@ export function parseCheckArgs(argv: readonly string[]): CheckArgs {
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
     // Kept from before parseArgs: the message lists the formats a bare --format may take.
-    return { kind: 'usage', error: error.message === '--format needs a value' ? '--format needs a value: text, json or sarif' : error.message };
+    return {
+      kind: 'usage',
+      error: error.message === '--format needs a value' ? '--format needs a value: text, json or sarif' : error.message,
+    };
   }
   const format = stringFlag(parsed.values, 'format') ?? 'text';
   if (!isFormat(format)) return { kind: 'usage', error: `unknown format ${JSON.stringify(format)}; use text, json or sarif` };

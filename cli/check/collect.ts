@@ -75,7 +75,12 @@ function scanFindings(found: DiscoveredSkill, scan: ScanResult, skillMd: string 
       const where = /\(line (\d+), column (\d+)\)/.exec(problem.detail);
       const located = where ? { line: Number(where[1]), column: Number(where[2]) } : {};
       if (problem.path.startsWith(`${OPERATOR_PLACE}/`) && places.declarationsDir !== undefined) {
-        out.push(finding(id, problem.detail, places.fromAbsolute(join(places.declarationsDir, problem.path.slice(OPERATOR_PLACE.length + 1))), { ...located, skill }));
+        out.push(
+          finding(id, problem.detail, places.fromAbsolute(join(places.declarationsDir, problem.path.slice(OPERATOR_PLACE.length + 1))), {
+            ...located,
+            skill,
+          }),
+        );
       } else if (problem.path.endsWith(`/${SIDECAR_FILE}`)) out.push(finding(id, problem.detail, path, { ...located, skill }));
       else out.push(finding(id, problem.detail, path, { ...at('mcp-host'), skill }));
       continue;
@@ -98,8 +103,13 @@ export async function collect(roots: readonly string[], cwd: string, env: NodeJS
   const issues: SettingIssue[] = [];
   const declarationsDir = declarationsDirOf(env, issues);
   const places = new Places(roots, cwd, declarationsDir);
-  const findings: Finding[] = [...errors, ...issues.map((issue) => issue.message)].map((detail) => finding(serverRuleId('config'), detail, '.'));
-  const discovery = await discoverSkills(roots.map((root) => resolve(cwd, root)), limits.maxSkills);
+  const findings: Finding[] = [...errors, ...issues.map((issue) => issue.message)].map((detail) =>
+    finding(serverRuleId('config'), detail, '.'),
+  );
+  const discovery = await discoverSkills(
+    roots.map((root) => resolve(cwd, root)),
+    limits.maxSkills,
+  );
   for (const problem of discovery.problems) findings.push(discoveryFinding(problem, places));
   findings.push(...operatorFolderFindings(declarationsDir, new Set(discovery.skills.map((s) => s.name)), places));
   let filesScanned = 0;
@@ -118,10 +128,16 @@ function operatorFolderFindings(dir: string | undefined, served: Set<string>, pl
   if (dir === undefined) return [];
   const id = serverRuleId('declaration');
   const unusable = declarationsDirUnusable(dir);
-  if (unusable !== undefined) return [finding(id, `SKILL_MCP_DECLARATIONS ${unusable}; a server with it runs no skill's scripts`, places.fromAbsolute(dir))];
+  if (unusable !== undefined)
+    return [finding(id, `SKILL_MCP_DECLARATIONS ${unusable}; a server with it runs no skill's scripts`, places.fromAbsolute(dir))];
   const listed = listDeclarationsDir(dir);
-  const out = strayDeclarationProblems(listed.names, (name) => served.has(name), skillOfEntry).map(({ entry, detail }) => finding(id, detail, places.fromAbsolute(join(dir, entry))));
-  if (listed.limited) out.push(finding(id, `the folder holds more than ${MAX_DECLARATION_ENTRIES} entries; only the first were checked`, places.fromAbsolute(dir)));
+  const out = strayDeclarationProblems(listed.names, (name) => served.has(name), skillOfEntry).map(({ entry, detail }) =>
+    finding(id, detail, places.fromAbsolute(join(dir, entry))),
+  );
+  if (listed.limited)
+    out.push(
+      finding(id, `the folder holds more than ${MAX_DECLARATION_ENTRIES} entries; only the first were checked`, places.fromAbsolute(dir)),
+    );
   return out;
 }
 
@@ -129,20 +145,35 @@ function discoveryFinding(problem: Problem, places: Places): Finding {
   return finding(serverRuleId(problem.reason), problem.detail, places.fromDisplay(problem.path));
 }
 
-async function checkOne(found: DiscoveredSkill, limits: CatalogLimits, places: Places, declarationsDir: string | undefined): Promise<Collected> {
+async function checkOne(
+  found: DiscoveredSkill,
+  limits: CatalogLimits,
+  places: Places,
+  declarationsDir: string | undefined,
+): Promise<Collected> {
   const scan = await scanSkill(found, limits, declarationsDir);
   const files = await checkSkillFiles(found, scan.record, limits);
   const findings = scanFindings(found, scan, files.skillMd, places);
-  const located = (path: string, hits: Hit[]): Finding[] => hits.map((hit) => finding(hit.ruleId, hit.message, places.fromDisplay(`${found.displayPath}/${path}`, found.root), {
-    ...(hit.line !== undefined ? { line: hit.line } : {}),
-    ...(hit.column !== undefined ? { column: hit.column } : {}),
-    skill: found.name,
-  }));
+  const located = (path: string, hits: Hit[]): Finding[] =>
+    hits.map((hit) =>
+      finding(hit.ruleId, hit.message, places.fromDisplay(`${found.displayPath}/${path}`, found.root), {
+        ...(hit.line !== undefined ? { line: hit.line } : {}),
+        ...(hit.column !== undefined ? { column: hit.column } : {}),
+        skill: found.name,
+      }),
+    );
   for (const [path, hits] of files.hits) findings.push(...located(path, hits));
   // A SKILL.md below the top is a file of this skill, never a skill of its own (docs/nested-skills.md).
   for (const file of scan.record?.files ?? []) {
     if (!file.path.endsWith('/SKILL.md')) continue;
-    findings.push(...located(file.path, [{ ruleId: 'advice/nested-skill', message: `a SKILL.md inside the skill "${found.name}" is served as one of its files, not as a skill of its own (nor do agents load it as one); move its folder to the top of the skills folder to make it a skill` }]));
+    findings.push(
+      ...located(file.path, [
+        {
+          ruleId: 'advice/nested-skill',
+          message: `a SKILL.md inside the skill "${found.name}" is served as one of its files, not as a skill of its own (nor do agents load it as one); move its folder to the top of the skills folder to make it a skill`,
+        },
+      ]),
+    );
   }
   return { findings, skills: 1, filesScanned: files.filesScanned, filesNotScanned: files.filesNotScanned };
 }

@@ -36,16 +36,59 @@ interface Pattern {
 const PATTERNS: Pattern[] = [
   // The header names the key type and holds no key material: it is shown whole. `[A-Z0-9 ]` never
   // holds "-", so two headers' runs never overlap (linear).
-  { ruleId: 'credential/private-key', what: 'a private key block', regex: /-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----/g, shown: (m) => m.length },
+  {
+    ruleId: 'credential/private-key',
+    what: 'a private key block',
+    regex: /-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----/g,
+    shown: (m) => m.length,
+  },
   { ruleId: 'credential/cloud-key', what: 'an AWS access key id', regex: /\b(?:AKIA|ASIA)[0-9A-Z]{16}\b/g, shown: () => 4 },
-  { ruleId: 'credential/service-token', what: 'a GitHub token', regex: /\bgh[pousr]_[A-Za-z0-9]{36}/g, tail: /[A-Za-z0-9]*/y, wordEnd: true, shown: () => 4 },
-  { ruleId: 'credential/service-token', what: 'a GitHub fine-grained token', regex: /\bgithub_pat_[A-Za-z0-9_]{22}/g, tail: /[A-Za-z0-9_]*/y, shown: () => 11 },
-  { ruleId: 'credential/service-token', what: 'a Slack token', regex: /\bxox[baprs]-[A-Za-z0-9-]{10}/g, tail: /[A-Za-z0-9-]*/y, shown: () => 5 },
-  { ruleId: 'credential/service-token', what: 'an Anthropic API key', regex: /\bsk-ant-[A-Za-z0-9_-]{20}/g, tail: /[A-Za-z0-9_-]*/y, shown: () => 7 },
+  {
+    ruleId: 'credential/service-token',
+    what: 'a GitHub token',
+    regex: /\bgh[pousr]_[A-Za-z0-9]{36}/g,
+    tail: /[A-Za-z0-9]*/y,
+    wordEnd: true,
+    shown: () => 4,
+  },
+  {
+    ruleId: 'credential/service-token',
+    what: 'a GitHub fine-grained token',
+    regex: /\bgithub_pat_[A-Za-z0-9_]{22}/g,
+    tail: /[A-Za-z0-9_]*/y,
+    shown: () => 11,
+  },
+  {
+    ruleId: 'credential/service-token',
+    what: 'a Slack token',
+    regex: /\bxox[baprs]-[A-Za-z0-9-]{10}/g,
+    tail: /[A-Za-z0-9-]*/y,
+    shown: () => 5,
+  },
+  {
+    ruleId: 'credential/service-token',
+    what: 'an Anthropic API key',
+    regex: /\bsk-ant-[A-Za-z0-9_-]{20}/g,
+    tail: /[A-Za-z0-9_-]*/y,
+    shown: () => 7,
+  },
   // OpenAI-style `sk-` keys; the tail must mix letters and digits, so `sk-learn-...` prose is not one
   // (checked on the match by `accept`: lookaheads here would rescan the rest of a run from every `sk-`).
-  { ruleId: 'credential/service-token', what: 'an OpenAI-style API key', regex: /\bsk-(?!ant-)[A-Za-z0-9_-]{20}/g, tail: /[A-Za-z0-9_-]*/y, shown: () => 3, accept: (m) => /\d/.test(m.slice(3)) && /[A-Za-z]/.test(m.slice(3)) },
-  { ruleId: 'credential/service-token', what: 'a Stripe live key', regex: /\b[sr]k_live_[A-Za-z0-9]{20}/g, tail: /[A-Za-z0-9]*/y, shown: () => 8 },
+  {
+    ruleId: 'credential/service-token',
+    what: 'an OpenAI-style API key',
+    regex: /\bsk-(?!ant-)[A-Za-z0-9_-]{20}/g,
+    tail: /[A-Za-z0-9_-]*/y,
+    shown: () => 3,
+    accept: (m) => /\d/.test(m.slice(3)) && /[A-Za-z]/.test(m.slice(3)),
+  },
+  {
+    ruleId: 'credential/service-token',
+    what: 'a Stripe live key',
+    regex: /\b[sr]k_live_[A-Za-z0-9]{20}/g,
+    tail: /[A-Za-z0-9]*/y,
+    shown: () => 8,
+  },
   { ruleId: 'credential/service-token', what: 'a Google API key', regex: /\bAIza[0-9A-Za-z_-]{35}\b/g, shown: () => 4 },
 ];
 
@@ -121,7 +164,10 @@ export function findCredentials(text: string): Hit[] {
       if (/EXAMPLE/i.test(value) || (pattern.accept && !pattern.accept(value))) continue;
       if (!taken.claim(start, start + value.length)) continue;
       const shown = pattern.shown(value);
-      const message = shown >= value.length ? `${pattern.what} (${value}) is shipped with the skill` : `${pattern.what} ${redact(value, shown)} is shipped with the skill`;
+      const message =
+        shown >= value.length
+          ? `${pattern.what} (${value}) is shipped with the skill`
+          : `${pattern.what} ${redact(value, shown)} is shipped with the skill`;
       hits.push({ ruleId: pattern.ruleId, message, ...lines.at(start) });
     }
   }

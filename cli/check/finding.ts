@@ -64,7 +64,10 @@ export function capHits(hits: Hit[]): Hit[] {
     }
     const shown = group.slice(0, MAX_HITS_PER_RULE_AND_FILE);
     const last = shown[shown.length - 1]!;
-    shown[shown.length - 1] = { ...last, message: `${last.message} (and ${group.length - MAX_HITS_PER_RULE_AND_FILE} more of this rule in this file, not listed)` };
+    shown[shown.length - 1] = {
+      ...last,
+      message: `${last.message} (and ${group.length - MAX_HITS_PER_RULE_AND_FILE} more of this rule in this file, not listed)`,
+    };
     kept.push(...shown);
   }
   return kept;

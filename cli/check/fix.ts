@@ -90,16 +90,20 @@ export function moveDeclaration(found: DiscoveredSkill, maxFrontmatterBytes: num
   try {
     parsed = parseSkillMd(text, maxFrontmatterBytes);
   } catch (error) {
-    if (error instanceof FrontmatterError) return { kind: 'refused', why: `the frontmatter does not parse (${error.message}); fix it first` };
+    if (error instanceof FrontmatterError)
+      return { kind: 'refused', why: `the frontmatter does not parse (${error.message}); fix it first` };
     throw error;
   }
   const lines = frontmatterLines(text);
   const range = lines ? blockRange(lines) : undefined;
   if (!lines || !range) return { kind: 'nothing' };
-  if (parsed.declarationError !== undefined) return { kind: 'refused', why: `the mcp-host block does not parse (${parsed.declarationError}); fix it first` };
-  if (lstatSync(join(found.realDir, SIDECAR_FILE), { throwIfNoEntry: false })) return { kind: 'refused', why: `${SIDECAR_FILE} already exists; merge by hand, then delete the block from SKILL.md` };
+  if (parsed.declarationError !== undefined)
+    return { kind: 'refused', why: `the mcp-host block does not parse (${parsed.declarationError}); fix it first` };
+  if (lstatSync(join(found.realDir, SIDECAR_FILE), { throwIfNoEntry: false }))
+    return { kind: 'refused', why: `${SIDECAR_FILE} already exists; merge by hand, then delete the block from SKILL.md` };
   const sidecar = sidecarText(lines.slice(range[0], range[1]).map((l) => l.line));
-  if (sidecar === undefined) return { kind: 'refused', why: 'the block is not an indented mapping under "mcp-host:" (a one-line flow value?); move it by hand' };
+  if (sidecar === undefined)
+    return { kind: 'refused', why: 'the block is not an indented mapping under "mcp-host:" (a one-line flow value?); move it by hand' };
   const start = lines[range[0]]!.start;
   const end = lines[range[1] - 1]!.end;
   const newText = text.slice(0, start) + text.slice(end);
@@ -107,8 +111,15 @@ export function moveDeclaration(found: DiscoveredSkill, maxFrontmatterBytes: num
   try {
     const moved = parseStrict(sidecar, 0).value;
     const rest = parseSkillMd(newText, maxFrontmatterBytes);
-    if (!isDeepStrictEqual(moved, parsed.frontmatter['mcp-host']) || !isDeepStrictEqual(rest.frontmatter, without(parsed.frontmatter, 'mcp-host')) || rest.body !== parsed.body) {
-      return { kind: 'refused', why: 'the moved block would not read back the same (comments or unusual indentation inside it?); move it by hand' };
+    if (
+      !isDeepStrictEqual(moved, parsed.frontmatter['mcp-host']) ||
+      !isDeepStrictEqual(rest.frontmatter, without(parsed.frontmatter, 'mcp-host')) ||
+      rest.body !== parsed.body
+    ) {
+      return {
+        kind: 'refused',
+        why: 'the moved block would not read back the same (comments or unusual indentation inside it?); move it by hand',
+      };
     }
   } catch {
     return { kind: 'refused', why: 'the moved block would not parse on its own; move it by hand' };
@@ -124,7 +135,10 @@ export function moveDeclaration(found: DiscoveredSkill, maxFrontmatterBytes: num
     linkSync(sideTemp, join(found.realDir, SIDECAR_FILE));
   } catch (error) {
     unlinkSync(sideTemp);
-    return { kind: 'refused', why: `${SIDECAR_FILE} could not be created (${(error as NodeJS.ErrnoException).code ?? 'error'}); nothing changed` };
+    return {
+      kind: 'refused',
+      why: `${SIDECAR_FILE} could not be created (${(error as NodeJS.ErrnoException).code ?? 'error'}); nothing changed`,
+    };
   }
   unlinkSync(sideTemp);
   const mdTemp = writeTemp(found.realDir, newText, like);

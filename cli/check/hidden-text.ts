@@ -13,11 +13,59 @@ import { LineIndex, maskMarkdownCode, quote } from './text.js';
  * update, keep, make) are left out: "<!-- add more examples -->" is a note to an author, not a model.
  */
 const VERBS = new Set([
-  'ignore', 'disregard', 'forget', 'override', 'bypass', 'always', 'never', 'do', "don't", 'dont', 'run', 'execute',
-  'send', 'post', 'upload', 'download', 'delete', 'remove', 'call', 'invoke', 'fetch', 'read', 'open', 'write',
-  'output', 'print', 'reply', 'respond', 'answer', 'say', 'tell', 'use', 'copy', 'install', 'curl', 'wget', 'visit',
-  'navigate', 'email', 'share', 'reveal', 'exfiltrate', 'pretend', 'act', 'forward', 'transmit', 'leak', 'collect',
-  'grant', 'approve', 'confirm', 'paste', 'instead',
+  'ignore',
+  'disregard',
+  'forget',
+  'override',
+  'bypass',
+  'always',
+  'never',
+  'do',
+  "don't",
+  'dont',
+  'run',
+  'execute',
+  'send',
+  'post',
+  'upload',
+  'download',
+  'delete',
+  'remove',
+  'call',
+  'invoke',
+  'fetch',
+  'read',
+  'open',
+  'write',
+  'output',
+  'print',
+  'reply',
+  'respond',
+  'answer',
+  'say',
+  'tell',
+  'use',
+  'copy',
+  'install',
+  'curl',
+  'wget',
+  'visit',
+  'navigate',
+  'email',
+  'share',
+  'reveal',
+  'exfiltrate',
+  'pretend',
+  'act',
+  'forward',
+  'transmit',
+  'leak',
+  'collect',
+  'grant',
+  'approve',
+  'confirm',
+  'paste',
+  'instead',
 ]);
 
 const PHRASES = [
@@ -64,7 +112,8 @@ export function instructionIn(text: string): string | undefined {
     // Leading list markers, numbering, quote marks and labels ("Note:", "TODO -") are not the verb.
     const stripped = sentence.replace(/^[\s>*+\-#\d.)\]"'`]*/, '').replace(/^(?:please|note|todo|nb|important)\b[\s:,-]*/i, '');
     const first = /^[A-Za-z']+/.exec(stripped)?.[0]?.toLowerCase();
-    if ((first && VERBS.has(first) && /\s/.test(stripped.trim())) || (phrased && PHRASES.some((p) => p.test(sentence)))) return sentence.trim();
+    if ((first && VERBS.has(first) && /\s/.test(stripped.trim())) || (phrased && PHRASES.some((p) => p.test(sentence))))
+      return sentence.trim();
   }
   return undefined;
 }
@@ -77,7 +126,11 @@ export function findHiddenInstructions(text: string, bodyOffset: number): Hit[] 
   const blocks: { offset: number; inner: string; what: string }[] = [];
   // An unclosed comment hides everything after it.
   for (const m of masked.matchAll(/<!--([\s\S]*?)(?:-->|$)/g)) {
-    blocks.push({ offset: m.index, inner: text.slice(m.index + 4, m.index + m[0].length).replace(/-->$/, ''), what: 'an HTML comment (never rendered)' });
+    blocks.push({
+      offset: m.index,
+      inner: text.slice(m.index + 4, m.index + m[0].length).replace(/-->$/, ''),
+      what: 'an HTML comment (never rendered)',
+    });
   }
   for (const block of detailsBlocks(masked)) {
     // The summary line is what a reader sees; the rest is collapsed.
@@ -90,7 +143,12 @@ export function findHiddenInstructions(text: string, bodyOffset: number): Hit[] 
   for (const block of blocks) {
     if (block.offset < bodyOffset) continue;
     const found = instructionIn(withoutTags(block.inner));
-    if (found) hits.push({ ruleId: 'hidden/instructions', message: `${block.what} holds instruction-like text a reader does not see: ${quote(found)}`, ...lines.at(block.offset) });
+    if (found)
+      hits.push({
+        ruleId: 'hidden/instructions',
+        message: `${block.what} holds instruction-like text a reader does not see: ${quote(found)}`,
+        ...lines.at(block.offset),
+      });
   }
   return hits;
 }

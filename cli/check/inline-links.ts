@@ -17,15 +17,29 @@ export interface InlineTarget {
 
 /** JavaScript's `\s`, by code unit (a regex per character would cost more than the scan). */
 function isSpace(code: number): boolean {
-  return (code >= 9 && code <= 13) || code === 32 || code === 0xa0 || code === 0x1680 || (code >= 0x2000 && code <= 0x200a)
-    || code === 0x2028 || code === 0x2029 || code === 0x202f || code === 0x205f || code === 0x3000 || code === 0xfeff;
+  return (
+    (code >= 9 && code <= 13) ||
+    code === 32 ||
+    code === 0xa0 ||
+    code === 0x1680 ||
+    (code >= 0x2000 && code <= 0x200a) ||
+    code === 0x2028 ||
+    code === 0x2029 ||
+    code === 0x202f ||
+    code === 0x205f ||
+    code === 0x3000 ||
+    code === 0xfeff
+  );
 }
 
 /** The first index at or after `from` whose character passes `stop`, remembered for later calls from inside the scanned stretch. */
 class NextStop {
   #from = -1;
   #at = -1;
-  constructor(private readonly text: string, private readonly stop: (code: number) => boolean) {}
+  constructor(
+    private readonly text: string,
+    private readonly stop: (code: number) => boolean,
+  ) {}
 
   at(from: number): number {
     // Security (of the rule's cost): no character in [#from, #at) stops, so the answer from inside it is the same.
@@ -44,7 +58,11 @@ export function inlineLinks(text: string): InlineTarget[] {
   const angleEnd = new NextStop(text, (c) => c === 62 || c === 10); // > \n
   const targetEnd = new NextStop(text, (c) => c === 41 || isSpace(c)); // )
   const notSpace = new NextStop(text, (c) => !isSpace(c));
-  const quoteEnd = { '"': new NextStop(text, (c) => c === 34), "'": new NextStop(text, (c) => c === 39), '(': new NextStop(text, (c) => c === 41) };
+  const quoteEnd = {
+    '"': new NextStop(text, (c) => c === 34),
+    "'": new NextStop(text, (c) => c === 39),
+    '(': new NextStop(text, (c) => c === 41),
+  };
   /** Where the link ends (after `)`) when a target ending at `p` is followed by an optional title and `)`, else -1. */
   const rest = (p: number): number => {
     const q = notSpace.at(p);

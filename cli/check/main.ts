@@ -76,7 +76,9 @@ export async function checkMain(argv: readonly string[]): Promise<void> {
   if (args.fix) await fixAll(args.paths, args.format === 'text' ? process.stdout : process.stderr);
   const collected = await collect(args.paths, process.cwd(), process.env);
   // --strict: a warning is an error in every format, not only in the exit status.
-  const findings: Finding[] = sortFindings(collected.findings.map((f) => (args.strict && f.level === 'warning' ? { ...f, level: 'error' } : f)));
+  const findings: Finding[] = sortFindings(
+    collected.findings.map((f) => (args.strict && f.level === 'warning' ? { ...f, level: 'error' } : f)),
+  );
   const counts = countLevels(findings);
   const report: Report = {
     findings,
@@ -100,11 +102,17 @@ async function fixAll(paths: readonly string[], out: NodeJS.WritableStream): Pro
   const cwd = process.cwd();
   const { limits } = readCatalogLimits(process.env);
   const places = new Places(paths, cwd);
-  const discovery = await discoverSkills(paths.map((path) => resolve(cwd, path)), limits.maxSkills);
+  const discovery = await discoverSkills(
+    paths.map((path) => resolve(cwd, path)),
+    limits.maxSkills,
+  );
   for (const found of discovery.skills) {
     const outcome = moveDeclaration(found, limits.maxFrontmatterBytes);
     const md = places.fromDisplay(`${found.displayPath}/SKILL.md`, found.root);
-    if (outcome.kind === 'moved') out.write(`fixed: ${md}: moved the mcp-host block (lines ${outcome.lines[0]}-${outcome.lines[1]}) into ${places.fromDisplay(`${found.displayPath}/mcp-host.yaml`, found.root)}\n`);
+    if (outcome.kind === 'moved')
+      out.write(
+        `fixed: ${md}: moved the mcp-host block (lines ${outcome.lines[0]}-${outcome.lines[1]}) into ${places.fromDisplay(`${found.displayPath}/mcp-host.yaml`, found.root)}\n`,
+      );
     else if (outcome.kind === 'refused') out.write(`not fixed: ${md}: ${outcome.why}\n`);
   }
 }

@@ -44,7 +44,9 @@ export function formatText(report: Report): string {
   const s = report.summary;
   const counts = `${plural(s.errors, 'error')}, ${plural(s.warnings, 'warning')}, ${plural(s.notes, 'note')}`;
   const scope = `${plural(s.skills, 'skill')} (${plural(s.filesScanned, 'text file')} read${s.filesNotScanned > 0 ? `, ${s.filesNotScanned.toLocaleString('en-US')} binary or oversized not read` : ''})`;
-  lines.push(`${report.findings.length === 0 ? 'no findings' : counts} in ${scope}${s.strict ? '; --strict: warnings count as errors' : ''}`);
+  lines.push(
+    `${report.findings.length === 0 ? 'no findings' : counts} in ${scope}${s.strict ? '; --strict: warnings count as errors' : ''}`,
+  );
   return `${lines.join('\n')}\n`;
 }
 
@@ -54,7 +56,10 @@ export function formatJson(report: Report): string {
 
 /** A relative path as a URI reference: each segment percent-encoded, `/` kept. */
 function uriOf(path: string): string {
-  return path.split('/').map((s) => encodeURIComponent(s)).join('/');
+  return path
+    .split('/')
+    .map((s) => encodeURIComponent(s))
+    .join('/');
 }
 
 export function formatSarif(report: Report): string {
@@ -86,7 +91,9 @@ export function formatSarif(report: Report): string {
             {
               physicalLocation: {
                 artifactLocation: { uri: uriOf(f.path) },
-                ...(f.line !== undefined ? { region: { startLine: f.line, ...(f.column !== undefined ? { startColumn: f.column } : {}) } } : {}),
+                ...(f.line !== undefined
+                  ? { region: { startLine: f.line, ...(f.column !== undefined ? { startColumn: f.column } : {}) } }
+                  : {}),
               },
             },
           ],

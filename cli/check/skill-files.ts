@@ -72,7 +72,14 @@ function skillMdHits(text: string, record: SkillRecord | undefined, limits: Cata
   hits.push(...findHiddenInstructions(text, bodyOffset));
   if (!record) return hits;
   const exists = (path: string): boolean => lstatSync(join(record.realDir, ...path.split('/')), { throwIfNoEntry: false }) !== undefined;
-  hits.push(...findDeadLinks(text, bodyOffset, record.files.map((f) => f.path), exists));
+  hits.push(
+    ...findDeadLinks(
+      text,
+      bodyOffset,
+      record.files.map((f) => f.path),
+      exists,
+    ),
+  );
   for (const declared of record.declaration?.run ?? []) {
     // The same test skill_list applies: an interpreter outside the fixed set never runs.
     if ((INTERPRETERS as readonly string[]).includes(declared.interpreter)) continue;
@@ -84,18 +91,24 @@ function skillMdHits(text: string, record: SkillRecord | undefined, limits: Cata
     });
   }
   const descriptionLine = keyLine(text, 'description');
-  hits.push(...adviseSkill({
-    text,
-    ...(record.description !== '' ? { description: record.description } : {}),
-    ...(descriptionLine !== undefined ? { descriptionLine } : {}),
-    frontmatter: record.frontmatter,
-    hasFrontmatterDeclaration: keyLine(text, 'mcp-host') !== undefined,
-    lineOf: (key) => keyLine(text, key),
-  }));
+  hits.push(
+    ...adviseSkill({
+      text,
+      ...(record.description !== '' ? { description: record.description } : {}),
+      ...(descriptionLine !== undefined ? { descriptionLine } : {}),
+      frontmatter: record.frontmatter,
+      hasFrontmatterDeclaration: keyLine(text, 'mcp-host') !== undefined,
+      lineOf: (key) => keyLine(text, key),
+    }),
+  );
   return hits;
 }
 
-export async function checkSkillFiles(found: DiscoveredSkill, record: SkillRecord | undefined, limits: CatalogLimits): Promise<SkillFileResult> {
+export async function checkSkillFiles(
+  found: DiscoveredSkill,
+  record: SkillRecord | undefined,
+  limits: CatalogLimits,
+): Promise<SkillFileResult> {
   const hits = new Map<string, Hit[]>();
   let filesScanned = 0;
   let filesNotScanned = 0;
@@ -106,12 +119,21 @@ export async function checkSkillFiles(found: DiscoveredSkill, record: SkillRecor
     hits.set('SKILL.md', capHits([...findHiddenUnicode(skillMd), ...findCredentials(skillMd), ...skillMdHits(skillMd, record, limits)]));
   }
   // A skill the catalog refused has no record; its files are still read, as an author would want.
-  const files = record?.files ?? (await walkSkill(found.name, found.realDir, found.displayPath, { maxFiles: limits.maxFilesPerSkill, maxDirs: limits.maxDirsPerSkill })).files;
+  const files =
+    record?.files ??
+    (await walkSkill(found.name, found.realDir, found.displayPath, { maxFiles: limits.maxFilesPerSkill, maxDirs: limits.maxDirsPerSkill }))
+      .files;
   for (const file of files) {
     if (file.path === 'SKILL.md') continue;
     if (isBytecode(file.path)) {
       // Compiled Python is code no reviewer can read; it is never copied into a run (shared/bytecode.ts).
-      hits.set(file.path, [{ ruleId: 'hidden/bytecode', message: 'compiled Python is shipped with the skill: it is code no reviewer can read, and python would run it instead of the source beside it. skill-mcp never copies it into a run; remove it (and add __pycache__/ and *.pyc to the files you publish from)' }]);
+      hits.set(file.path, [
+        {
+          ruleId: 'hidden/bytecode',
+          message:
+            'compiled Python is shipped with the skill: it is code no reviewer can read, and python would run it instead of the source beside it. skill-mcp never copies it into a run; remove it (and add __pycache__/ and *.pyc to the files you publish from)',
+        },
+      ]);
       filesNotScanned++;
       continue;
     }

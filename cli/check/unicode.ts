@@ -10,11 +10,20 @@ import { LineIndex } from './text.js';
 
 // Code point → its Unicode name (a Map: an object would turn the hex keys into decimal strings).
 const NAMES = new Map<number, string>([
-  [0x202a, 'LEFT-TO-RIGHT EMBEDDING'], [0x202b, 'RIGHT-TO-LEFT EMBEDDING'], [0x202c, 'POP DIRECTIONAL FORMATTING'],
-  [0x202d, 'LEFT-TO-RIGHT OVERRIDE'], [0x202e, 'RIGHT-TO-LEFT OVERRIDE'], [0x2066, 'LEFT-TO-RIGHT ISOLATE'],
-  [0x2067, 'RIGHT-TO-LEFT ISOLATE'], [0x2068, 'FIRST STRONG ISOLATE'], [0x2069, 'POP DIRECTIONAL ISOLATE'],
-  [0x200b, 'ZERO WIDTH SPACE'], [0x200c, 'ZERO WIDTH NON-JOINER'], [0x200d, 'ZERO WIDTH JOINER'],
-  [0x2060, 'WORD JOINER'], [0xfeff, 'ZERO WIDTH NO-BREAK SPACE'],
+  [0x202a, 'LEFT-TO-RIGHT EMBEDDING'],
+  [0x202b, 'RIGHT-TO-LEFT EMBEDDING'],
+  [0x202c, 'POP DIRECTIONAL FORMATTING'],
+  [0x202d, 'LEFT-TO-RIGHT OVERRIDE'],
+  [0x202e, 'RIGHT-TO-LEFT OVERRIDE'],
+  [0x2066, 'LEFT-TO-RIGHT ISOLATE'],
+  [0x2067, 'RIGHT-TO-LEFT ISOLATE'],
+  [0x2068, 'FIRST STRONG ISOLATE'],
+  [0x2069, 'POP DIRECTIONAL ISOLATE'],
+  [0x200b, 'ZERO WIDTH SPACE'],
+  [0x200c, 'ZERO WIDTH NON-JOINER'],
+  [0x200d, 'ZERO WIDTH JOINER'],
+  [0x2060, 'WORD JOINER'],
+  [0xfeff, 'ZERO WIDTH NO-BREAK SPACE'],
 ]);
 
 type Kind = 'unicode/bidi' | 'unicode/tag' | 'unicode/zero-width';
@@ -46,14 +55,22 @@ function isEmojiJoiner(text: string, offset: number): boolean {
 function describeRun(kind: Kind, cps: number[]): string {
   if (kind === 'unicode/tag') {
     // Tags U+E0020-U+E007E mirror printable ASCII: say what the invisible text spells.
-    const spelled = cps.filter((cp) => cp >= 0xe0020 && cp <= 0xe007e).map((cp) => String.fromCharCode(cp - 0xe0000)).join('');
+    const spelled = cps
+      .filter((cp) => cp >= 0xe0020 && cp <= 0xe007e)
+      .map((cp) => String.fromCharCode(cp - 0xe0000))
+      .join('');
     const range = cps.length === 1 ? hex(cps[0]!) : `${hex(cps[0]!)}…${hex(cps[cps.length - 1]!)}`;
     const shown = spelled.length > 60 ? `${spelled.slice(0, 60)}…` : spelled;
     return `${cps.length} invisible Unicode tag character${cps.length === 1 ? '' : 's'} (${range})${spelled ? ` spelling ${JSON.stringify(shown)}` : ''}`;
   }
-  const listed = cps.slice(0, 5).map((cp) => `${hex(cp)} ${NAMES.get(cp) ?? ''}`.trim()).join(', ');
+  const listed = cps
+    .slice(0, 5)
+    .map((cp) => `${hex(cp)} ${NAMES.get(cp) ?? ''}`.trim())
+    .join(', ');
   const more = cps.length > 5 ? ` and ${cps.length - 5} more` : '';
-  return kind === 'unicode/bidi' ? `bidirectional control ${listed}${more}: the text displays in another order than it is read` : `zero-width character ${listed}${more}: invisible to a reader`;
+  return kind === 'unicode/bidi'
+    ? `bidirectional control ${listed}${more}: the text displays in another order than it is read`
+    : `zero-width character ${listed}${more}: invisible to a reader`;
 }
 
 /** Every run of hidden characters in `text`. A byte-order mark at the very start is allowed. */

@@ -9,7 +9,10 @@
 
 /** Why `url` (already stripped of credentials) is not allowed by `allow`, or undefined if it is. */
 export function notAllowed(url: string, allow: string | undefined): string | undefined {
-  const entries = (allow ?? '').split(',').map((e) => e.trim()).filter((e) => e !== '');
+  const entries = (allow ?? '')
+    .split(',')
+    .map((e) => e.trim())
+    .filter((e) => e !== '');
   if (entries.length === 0) return undefined;
   const parsed = new URL(url);
   for (const entry of entries) {

@@ -80,11 +80,13 @@ export function indexUrl(given: string): { url: string } | { error: string } {
   } catch {
     return { error: `--index ${JSON.stringify(given)} is not a URL` };
   }
-  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') return { error: `--index must be https:// (or http:// on loopback); it is ${parsed.protocol}` };
+  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:')
+    return { error: `--index must be https:// (or http:// on loopback); it is ${parsed.protocol}` };
   if (parsed.search !== '' || parsed.hash !== '') return { error: '--index takes no query or fragment' };
   if (parsed.pathname.endsWith('.json')) return { url: parsed.href };
   // RFC 8615: well-known locations hang off the origin, whatever path was given with it.
-  if (parsed.pathname !== '/' && parsed.pathname !== '') return { error: `--index ${JSON.stringify(given)}: give the site (${parsed.origin}) or the index's own URL ending in .json` };
+  if (parsed.pathname !== '/' && parsed.pathname !== '')
+    return { error: `--index ${JSON.stringify(given)}: give the site (${parsed.origin}) or the index's own URL ending in .json` };
   return { url: `${parsed.origin}${WELL_KNOWN_INDEX}` };
 }
 
@@ -159,8 +161,13 @@ export function parsePullArgs(argv: readonly string[]): ParsedPullArgs {
     }
   }
   if (!to) return { kind: 'error', message: '--to DIR is required: the skills folder to write into' };
-  if ([url, command, git, index].filter((s) => s !== undefined).length !== 1) return { kind: 'error', message: 'name one server (--url URL, or -- COMMAND [ARG]...), one repository (--git URL) or one index (--index URL)' };
-  if (git === undefined && (ref !== undefined || path !== undefined)) return { kind: 'error', message: '--ref and --path are for --git sources' };
+  if ([url, command, git, index].filter((s) => s !== undefined).length !== 1)
+    return {
+      kind: 'error',
+      message: 'name one server (--url URL, or -- COMMAND [ARG]...), one repository (--git URL) or one index (--index URL)',
+    };
+  if (git === undefined && (ref !== undefined || path !== undefined))
+    return { kind: 'error', message: '--ref and --path are for --git sources' };
   if (git === undefined && index === undefined && locked) return { kind: 'error', message: '--locked is for --git and --index sources' };
   if (index !== undefined) {
     if (headerLines.length > 0) return { kind: 'error', message: '--header is for --url servers' };
@@ -175,15 +182,20 @@ export function parsePullArgs(argv: readonly string[]): ParsedPullArgs {
     } catch {
       return { kind: 'error', message: `--git ${JSON.stringify(git)} is not a URL (use https://, ssh:// or file://)` };
     }
-    if (!['https:', 'ssh:', 'file:'].includes(parsed.protocol)) return { kind: 'error', message: `--git must be https://, ssh:// or file:// (it is ${parsed.protocol})` };
+    if (!['https:', 'ssh:', 'file:'].includes(parsed.protocol))
+      return { kind: 'error', message: `--git must be https://, ssh:// or file:// (it is ${parsed.protocol})` };
     // Security: a ref starting with "-" could be read as an option by git.
     // biome-ignore lint/suspicious/noControlCharactersInRegex: a ref holding a control character or a space is refused
-    if (ref !== undefined && (ref.startsWith('-') || /[\x00-\x20\x7f]/.test(ref))) return { kind: 'error', message: `--ref ${JSON.stringify(ref)} is not a ref name` };
+    if (ref !== undefined && (ref.startsWith('-') || /[\x00-\x20\x7f]/.test(ref)))
+      return { kind: 'error', message: `--ref ${JSON.stringify(ref)} is not a ref name` };
     const sub = (path ?? '').replace(/^\/+|\/+$/g, '');
     const check = sub === '' ? undefined : checkPathString(sub);
     if (check && !check.ok) return { kind: 'error', message: `--path ${JSON.stringify(path)}: ${check.why}` };
     if (headerLines.length > 0) return { kind: 'error', message: '--header is for --url servers' };
-    return { kind: 'pull', args: { skills, to, source: { git, ref, path: check ? check.segments.join('/') : '', locked }, headers: {}, force } };
+    return {
+      kind: 'pull',
+      args: { skills, to, source: { git, ref, path: check ? check.segments.join('/') : '', locked }, headers: {}, force },
+    };
   }
   if (command !== undefined && command.length === 0) return { kind: 'error', message: 'a command is missing after --' };
   if (command !== undefined && headerLines.length > 0) return { kind: 'error', message: '--header is for --url servers' };
@@ -194,7 +206,8 @@ export function parsePullArgs(argv: readonly string[]): ParsedPullArgs {
     } catch {
       return { kind: 'error', message: `--url ${JSON.stringify(url)} is not a URL` };
     }
-    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') return { kind: 'error', message: `--url must be http:// or https:// (it is ${parsed.protocol})` };
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
+      return { kind: 'error', message: `--url must be http:// or https:// (it is ${parsed.protocol})` };
   }
   const headers = parseHeaders(headerLines);
   if (typeof headers === 'string') return { kind: 'error', message: headers };

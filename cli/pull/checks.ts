@@ -33,7 +33,8 @@ export function checkFilePath(path: unknown): Checked<string> {
   // Security: traversal, absolute paths, backslashes, escapes, controls: the file would land outside the skill.
   if (!check.ok) return { ok: false, why: `the file path ${JSON.stringify(path)} is refused: ${check.why}` };
   // Security: dotfiles (.git/hooks, .env) are never written, as they are never served.
-  if (isHiddenPath(check.segments)) return { ok: false, why: `the file path ${JSON.stringify(path)} is hidden (a dot-name); hidden files are never pulled` };
+  if (isHiddenPath(check.segments))
+    return { ok: false, why: `the file path ${JSON.stringify(path)} is hidden (a dot-name); hidden files are never pulled` };
   return { ok: true, value: check.segments.join('/') };
 }
 
@@ -75,11 +76,13 @@ export function checkFileList(files: readonly PlannedFile[]): string | undefined
   let total = 0;
   const seen = new Map<string, string>();
   for (const file of files) {
-    if (!DIGEST.test(file.digest)) return `"${file.path}" has no sha256 digest (${JSON.stringify(file.digest)}); nothing to check its bytes against`;
+    if (!DIGEST.test(file.digest))
+      return `"${file.path}" has no sha256 digest (${JSON.stringify(file.digest)}); nothing to check its bytes against`;
     if (!Number.isSafeInteger(file.size) || file.size < 0) return `"${file.path}" has no valid size`;
     total += file.size;
     // Security: caps are checked on the declared sizes before reading, and again on the bytes read.
-    if (total > PULL_MAX_SKILL_BYTES) return `its files add up to more than ${PULL_MAX_SKILL_BYTES} bytes ("${file.path}" is ${file.size}), over what a pull accepts`;
+    if (total > PULL_MAX_SKILL_BYTES)
+      return `its files add up to more than ${PULL_MAX_SKILL_BYTES} bytes ("${file.path}" is ${file.size}), over what a pull accepts`;
     // Security: `A.md` and `a.md`, or NFC and NFD spellings, are one file on some disks: one would silently replace the other.
     const folded = file.path.normalize('NFC').toLowerCase();
     const clash = seen.get(folded);

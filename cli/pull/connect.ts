@@ -37,7 +37,11 @@ export function cappedFetch(maxBytes: number): FetchLike {
         else controller.enqueue(chunk);
       },
     });
-    return new Response(response.body.pipeThrough(cap), { status: response.status, statusText: response.statusText, headers: response.headers });
+    return new Response(response.body.pipeThrough(cap), {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    });
   };
 }
 

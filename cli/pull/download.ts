@@ -31,13 +31,22 @@ async function readOne(client: Client, file: PlannedFile): Promise<Buffer> {
   if (result.contents.length !== 1) throw new DownloadRefused(`"${file.path}" came back as ${result.contents.length} contents, not one`);
   const content = result.contents[0]!;
   // Security: an answer naming another resource (file:///etc/passwd, a neighbour skill) is a link the server wants us to follow; we do not.
-  if (canonical(content.uri) !== canonical(file.uri)) throw new DownloadRefused(`"${file.path}" was answered with another resource, ${JSON.stringify(content.uri)}; a read must return the file asked for`);
-  const bytes = 'text' in content && typeof content.text === 'string' ? Buffer.from(content.text, 'utf8') : 'blob' in content && typeof content.blob === 'string' ? Buffer.from(content.blob, 'base64') : undefined;
+  if (canonical(content.uri) !== canonical(file.uri))
+    throw new DownloadRefused(
+      `"${file.path}" was answered with another resource, ${JSON.stringify(content.uri)}; a read must return the file asked for`,
+    );
+  const bytes =
+    'text' in content && typeof content.text === 'string'
+      ? Buffer.from(content.text, 'utf8')
+      : 'blob' in content && typeof content.blob === 'string'
+        ? Buffer.from(content.blob, 'base64')
+        : undefined;
   if (!bytes) throw new DownloadRefused(`"${file.path}" came back with neither text nor a blob`);
   if (bytes.length !== file.size) throw new DownloadRefused(`"${file.path}" is ${bytes.length} bytes; the server published ${file.size}`);
   const digest = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
   // Security: the published digest is the only thing that ties these bytes to what the server listed.
-  if (digest !== file.digest) throw new DownloadRefused(`"${file.path}" does not match its published digest (published ${file.digest}, received ${digest})`);
+  if (digest !== file.digest)
+    throw new DownloadRefused(`"${file.path}" does not match its published digest (published ${file.digest}, received ${digest})`);
   return bytes;
 }
 

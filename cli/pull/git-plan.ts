@@ -44,7 +44,14 @@ function skillFolders(entries: readonly TreeEntry[], selfName: string): { prefix
   return out;
 }
 
-function planOne(repo: Repo, base: string, prefix: string, name: string, entries: readonly TreeEntry[], out: GitDiscovery): GitSkill | Refusal {
+function planOne(
+  repo: Repo,
+  base: string,
+  prefix: string,
+  name: string,
+  entries: readonly TreeEntry[],
+  out: GitDiscovery,
+): GitSkill | Refusal {
   const candidates: { path: string; oid: string; size: number }[] = [];
   const skipped: GitDiscovery['skipped'] = [];
   for (const entry of entries) {
@@ -61,17 +68,26 @@ function planOne(repo: Repo, base: string, prefix: string, name: string, entries
     if (entry.mode === '120000') skipped.push({ skill: name, path: rel, why: 'a symbolic link; links are never materialised' });
     // Security: a submodule would be another repository, fetched and trusted blindly; it is never fetched.
     else if (entry.mode === '160000') skipped.push({ skill: name, path: rel, why: 'a submodule (gitlink); submodules are never fetched' });
-    else if (entry.type === 'blob' && (entry.mode === '100644' || entry.mode === '100755') && entry.size !== undefined) candidates.push({ path: path.value, oid: entry.oid, size: entry.size });
+    else if (entry.type === 'blob' && (entry.mode === '100644' || entry.mode === '100755') && entry.size !== undefined)
+      candidates.push({ path: path.value, oid: entry.oid, size: entry.size });
     else return { name, why: `"${rel}" is a tree entry of mode ${entry.mode}, not a file` };
   }
   // Security: the caps are checked on the sizes the tree records, before a byte is read.
-  if (candidates.length > PULL_MAX_FILES) return { name, why: `it holds ${candidates.length} files, over the ${PULL_MAX_FILES} a pull accepts` };
+  if (candidates.length > PULL_MAX_FILES)
+    return { name, why: `it holds ${candidates.length} files, over the ${PULL_MAX_FILES} a pull accepts` };
   let total = 0;
   for (const c of candidates) {
     total += c.size;
-    if (total > PULL_MAX_SKILL_BYTES) return { name, why: `its files add up to more than ${PULL_MAX_SKILL_BYTES} bytes ("${c.path}" is ${c.size}), over what a pull accepts; nothing was read` };
+    if (total > PULL_MAX_SKILL_BYTES)
+      return {
+        name,
+        why: `its files add up to more than ${PULL_MAX_SKILL_BYTES} bytes ("${c.path}" is ${c.size}), over what a pull accepts; nothing was read`,
+      };
   }
-  const bytes = repo.read(candidates.map((c) => c.oid), total);
+  const bytes = repo.read(
+    candidates.map((c) => c.oid),
+    total,
+  );
   const files: PlannedFile[] = [];
   const blobs = new Map<string, string>();
   candidates.forEach((c, i) => {
@@ -105,7 +121,11 @@ export function planGit(repo: Repo, path: string, selfName: string, wanted: Read
     if (wanted.size > 0 && !wanted.has(folder.raw)) continue;
     const name = checkSkillName(folder.raw);
     if (!name.ok) out.refused.push({ name: folder.raw, why: name.why });
-    else if (count.get(folder.raw.toLowerCase())! > 1) out.refused.push({ name: folder.raw, why: `more than one folder in the repository would be the skill folder "${folder.raw}"; none of them is pulled` });
+    else if (count.get(folder.raw.toLowerCase())! > 1)
+      out.refused.push({
+        name: folder.raw,
+        why: `more than one folder in the repository would be the skill folder "${folder.raw}"; none of them is pulled`,
+      });
     else {
       const plan = planOne(repo, base, folder.prefix, name.value, entries, out);
       if ('files' in plan) out.skills.push(plan as GitSkill);
@@ -118,7 +138,10 @@ export function planGit(repo: Repo, path: string, selfName: string, wanted: Read
 /** Reads a planned skill's bytes again and checks each against its planned digest. */
 export function readGitSkill(repo: Repo, skill: GitSkill): Map<string, Buffer> {
   const total = skill.files.reduce((sum, f) => sum + f.size, 0);
-  const bytes = repo.read(skill.files.map((f) => skill.blobs.get(f.path)!), total);
+  const bytes = repo.read(
+    skill.files.map((f) => skill.blobs.get(f.path)!),
+    total,
+  );
   const out = new Map<string, Buffer>();
   skill.files.forEach((f, i) => {
     // Security: what is written is exactly what was planned and recorded in the lock.

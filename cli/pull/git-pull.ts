@@ -12,10 +12,14 @@ import { Report, describeSource, lockedSource, pullOne, summary } from './one.js
 /** The commit the lock pins for this git source (and these skills), or why --locked cannot run. */
 function lockedCommit(lock: Lock, source: LockSource, wanted: ReadonlySet<string>): { commit: string; names: Set<string> } | string {
   const key = JSON.stringify(source);
-  const entries = Object.entries(lock.skills).filter(([name, s]) => JSON.stringify(s.source) === key && (wanted.size === 0 || wanted.has(name)));
+  const entries = Object.entries(lock.skills).filter(
+    ([name, s]) => JSON.stringify(s.source) === key && (wanted.size === 0 || wanted.has(name)),
+  );
   const commits = new Set(entries.map(([, s]) => s.commit));
-  if (entries.length === 0 || commits.has(undefined)) return `the lock has no commit for ${describeSource(source)}${wanted.size ? ' and these skills' : ''}; pull once without --locked`;
-  if (commits.size > 1) return `the lock pins skills of ${describeSource(source)} at ${commits.size} different commits; pull them without --locked, or name the skills of one commit with --skill`;
+  if (entries.length === 0 || commits.has(undefined))
+    return `the lock has no commit for ${describeSource(source)}${wanted.size ? ' and these skills' : ''}; pull once without --locked`;
+  if (commits.size > 1)
+    return `the lock pins skills of ${describeSource(source)} at ${commits.size} different commits; pull them without --locked, or name the skills of one commit with --skill`;
   return { commit: [...commits][0]!, names: new Set(entries.map(([name]) => name)) };
 }
 
@@ -40,17 +44,23 @@ export async function pullGit(args: PullArgs, git: GitSource, dir: string, lock:
       repo = openRepo(git.git, source.ref);
       if (repo.commit !== pin.commit) {
         repo.close();
-        throw new GitError(`the locked commit ${pin.commit} is gone from ${source.git} (${error.message}) and ${source.ref} is now ${repo.commit}; nothing was changed. Pull without --locked to move the pin`);
+        throw new GitError(
+          `the locked commit ${pin.commit} is gone from ${source.git} (${error.message}) and ${source.ref} is now ${repo.commit}; nothing was changed. Pull without --locked to move the pin`,
+        );
       }
     }
   } catch (error) {
     if (!(error instanceof GitError)) throw error;
-    process.stderr.write(`skill-mcp pull: could not fetch ${describeSource(source)}${pin ? ` at the locked commit ${pin.commit}` : ''}: ${error.message}\n`);
+    process.stderr.write(
+      `skill-mcp pull: could not fetch ${describeSource(source)}${pin ? ` at the locked commit ${pin.commit}` : ''}: ${error.message}\n`,
+    );
     return 1;
   }
   const report = new Report();
   try {
-    const selfName = source.path ? source.path.slice(source.path.lastIndexOf('/') + 1) : (new URL(source.git).pathname.replace(/\/+$/, '').split('/').pop() ?? '').replace(/\.git$/, '');
+    const selfName = source.path
+      ? source.path.slice(source.path.lastIndexOf('/') + 1)
+      : (new URL(source.git).pathname.replace(/\/+$/, '').split('/').pop() ?? '').replace(/\.git$/, '');
     const wanted = pin && args.skills.size === 0 ? pin.names : args.skills;
     let found: GitDiscovery;
     try {
@@ -60,10 +70,13 @@ export async function pullGit(args: PullArgs, git: GitSource, dir: string, lock:
       process.stderr.write(`skill-mcp pull: ${describeSource(source)}: ${error.message}\n`);
       return 1;
     }
-    process.stderr.write(`pull: ${found.skills.length + found.refused.length} skill(s) from ${describeSource(source)} at ${repo.commit} into ${dir}\n`);
+    process.stderr.write(
+      `pull: ${found.skills.length + found.refused.length} skill(s) from ${describeSource(source)} at ${repo.commit} into ${dir}\n`,
+    );
     for (const refusal of found.refused) report.line('refused', refusal.name, `${refusal.why}; nothing written`);
     for (const name of wanted) {
-      if (!found.skills.some((s) => s.name === name) && !found.refused.some((r) => r.name === name)) report.line('refused', name, `the repository has no skill of that name at ${repo.commit}`);
+      if (!found.skills.some((s) => s.name === name) && !found.refused.some((r) => r.name === name))
+        report.line('refused', name, `the repository has no skill of that name at ${repo.commit}`);
     }
     for (const skip of found.skipped) report.line('skipped', `${skip.skill}/${skip.path}`, `${skip.why}; the skill is pulled without it`);
     const opened = repo;
@@ -77,7 +90,12 @@ export async function pullGit(args: PullArgs, git: GitSource, dir: string, lock:
     if (args.skills.size === 0 && !pin) {
       const key = JSON.stringify(source);
       for (const [name, locked] of Object.entries(lock.skills)) {
-        if (JSON.stringify(locked.source) !== key || found.skills.some((s) => s.name === name) || found.refused.some((r) => r.name === name)) continue;
+        if (
+          JSON.stringify(locked.source) !== key ||
+          found.skills.some((s) => s.name === name) ||
+          found.refused.some((r) => r.name === name)
+        )
+          continue;
         report.line('gone', name, `no longer in the repository at ${repo.commit}; ${join(dir, name)} is left as it is`);
       }
     }
@@ -86,4 +104,3 @@ export async function pullGit(args: PullArgs, git: GitSource, dir: string, lock:
   }
   return summary(report);
 }
-

@@ -70,12 +70,27 @@ export function openRepo(url: string, want: string): Repo {
     // ssh:// uses the person's agent and known_hosts, as their own `git clone` would.
     ...(process.env['SSH_AUTH_SOCK'] ? { SSH_AUTH_SOCK: process.env['SSH_AUTH_SOCK'] } : {}),
   };
-  const config = ['-c', 'core.hooksPath=/dev/null', '-c', 'protocol.allow=never', '-c', 'protocol.https.allow=always', '-c', 'protocol.ssh.allow=always', ...(fileUrl ? ['-c', 'protocol.file.allow=always'] : [])];
+  const config = [
+    '-c',
+    'core.hooksPath=/dev/null',
+    '-c',
+    'protocol.allow=never',
+    '-c',
+    'protocol.https.allow=always',
+    '-c',
+    'protocol.ssh.allow=always',
+    ...(fileUrl ? ['-c', 'protocol.file.allow=always'] : []),
+  ];
   const git = (args: readonly string[], input?: string, maxBuffer = 64 * 1024 * 1024): Buffer => {
     const result = spawnSync('git', [...config, ...args], { env, input, maxBuffer, stdio: ['pipe', 'pipe', 'pipe'] });
     if (result.error) throw new GitError(`git ${args[0]} could not run (${result.error.message}); is git installed?`);
     if (result.status !== 0) {
-      const why = result.stderr.toString('utf8').split('\n').filter((l) => l.trim()).slice(-1)[0] ?? `exit ${result.status}`;
+      const why =
+        result.stderr
+          .toString('utf8')
+          .split('\n')
+          .filter((l) => l.trim())
+          .slice(-1)[0] ?? `exit ${result.status}`;
       // Security: git's message may repeat the URL as given, credentials included.
       throw new GitError(why.split(url).join(safeGitUrl(url)));
     }
@@ -90,7 +105,9 @@ export function openRepo(url: string, want: string): Repo {
       commit,
       list(path) {
         const spec = path === '' ? `${commit}^{tree}` : `${commit}:${path}`;
-        const kind = spawnSync('git', [...config, 'cat-file', '-t', spec], { env }).stdout?.toString('utf8').trim();
+        const kind = spawnSync('git', [...config, 'cat-file', '-t', spec], { env })
+          .stdout?.toString('utf8')
+          .trim();
         if (kind !== 'tree') return undefined;
         return parseTree(git(['ls-tree', '-r', '-l', '-z', spec]));
       },
@@ -118,7 +135,13 @@ function parseTree(raw: Buffer): TreeEntry[] {
     start = end < 0 ? raw.length : end + 1;
     const tab = record.indexOf(9);
     const [mode, type, oid, size] = record.subarray(0, tab).toString('utf8').split(/ +/);
-    entries.push({ mode: mode!, type: type!, oid: oid!, size: size === '-' ? undefined : Number(size), path: record.subarray(tab + 1).toString('utf8') });
+    entries.push({
+      mode: mode!,
+      type: type!,
+      oid: oid!,
+      size: size === '-' ? undefined : Number(size),
+      path: record.subarray(tab + 1).toString('utf8'),
+    });
   }
   return entries;
 }
@@ -130,7 +153,8 @@ function parseBatch(raw: Buffer, oids: readonly string[]): Buffer[] {
   for (const oid of oids) {
     const nl = raw.indexOf(10, at);
     const header = raw.subarray(at, nl).toString('utf8').split(' ');
-    if (header[0] !== oid || header[1] !== 'blob') throw new GitError(`git cat-file answered ${JSON.stringify(header.join(' '))} for blob ${oid}`);
+    if (header[0] !== oid || header[1] !== 'blob')
+      throw new GitError(`git cat-file answered ${JSON.stringify(header.join(' '))} for blob ${oid}`);
     const size = Number(header[2]);
     out.push(raw.subarray(nl + 1, nl + 1 + size));
     at = nl + 1 + size + 1;

@@ -30,7 +30,8 @@ export function urlRefusal(url: URL, fromLoopback: boolean, allow: string | unde
   if (url.protocol !== 'https:' && url.protocol !== 'http:') return `${shownUrl(url)} is not http(s)`;
   const loopback = isLoopbackHost(url.hostname);
   // Security: plain http can be read and changed on the way; only this machine's own loopback is exempt.
-  if (url.protocol === 'http:' && !loopback) return `${shownUrl(url)} is plain http; only https is fetched (http only from a loopback address)`;
+  if (url.protocol === 'http:' && !loopback)
+    return `${shownUrl(url)} is plain http; only https is fetched (http only from a loopback address)`;
   // Security: an index on another host must not make this machine fetch from its own loopback services.
   if (loopback && !fromLoopback) return `${shownUrl(url)} is on this machine's loopback, named by an index that is not`;
   // Security: credentials in a URL would be sent wherever it redirects and kept in logs.
@@ -49,7 +50,8 @@ export interface Fetched {
 /** Reads a body, refusing it once it passes `maxBytes` (a Content-Length above it is refused before reading). */
 async function readCapped(response: Response, maxBytes: number, shown: string): Promise<Buffer> {
   const declared = Number(response.headers.get('content-length') ?? Number.NaN);
-  if (Number.isFinite(declared) && declared > maxBytes) throw new FetchRefused(`${shown} is ${declared} bytes, over the ${maxBytes} a pull accepts; nothing was read`);
+  if (Number.isFinite(declared) && declared > maxBytes)
+    throw new FetchRefused(`${shown} is ${declared} bytes, over the ${maxBytes} a pull accepts; nothing was read`);
   if (!response.body) return Buffer.alloc(0);
   const chunks: Buffer[] = [];
   let seen = 0;
@@ -79,7 +81,9 @@ export async function getChecked(url: URL, maxBytes: number, fromLoopback: boole
     try {
       response = await fetch(at, { redirect: 'manual', signal: AbortSignal.timeout(TIMEOUT_MS), headers: { accept: '*/*' } });
     } catch (error) {
-      throw new FetchRefused(`${shownUrl(at)} could not be fetched (${error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error)})`);
+      throw new FetchRefused(
+        `${shownUrl(at)} could not be fetched (${error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error)})`,
+      );
     }
     if (response.status >= 300 && response.status < 400 && response.headers.has('location')) {
       await response.body?.cancel();

@@ -49,7 +49,14 @@ const FilesIndex = z.object({ version: z.literal('0.2.0'), skills: z.array(z.unk
 /** One skill as the index describes it, its URLs resolved against the index URL. */
 export type IndexSkill =
   | { name: string; form: 'skill-md' | 'archive'; url: URL; digest: string }
-  | { name: string; form: 'files'; files: { path: string; digest: string }[]; digest: string; base: URL; package?: { url: URL; digest: string } };
+  | {
+      name: string;
+      form: 'files';
+      files: { path: string; digest: string }[];
+      digest: string;
+      base: URL;
+      package?: { url: URL; digest: string };
+    };
 
 export interface ParsedIndex {
   skills: IndexSkill[];
@@ -68,7 +75,10 @@ export function parseIndex(text: string, indexUrl: URL): ParsedIndex {
   }
   const top = json !== null && typeof json === 'object' ? (json as Record<string, unknown>) : {};
   const out: ParsedIndex = { skills: [], refused: [] };
-  const named = (entry: unknown, i: number): string => (entry !== null && typeof entry === 'object' && typeof (entry as { name?: unknown }).name === 'string' ? (entry as { name: string }).name : `entry ${i}`);
+  const named = (entry: unknown, i: number): string =>
+    entry !== null && typeof entry === 'object' && typeof (entry as { name?: unknown }).name === 'string'
+      ? (entry as { name: string }).name
+      : `entry ${i}`;
   const resolve = (url: string): URL | undefined => {
     try {
       return new URL(url, indexUrl);
@@ -78,7 +88,10 @@ export function parseIndex(text: string, indexUrl: URL): ParsedIndex {
   };
   if ('$schema' in top) {
     const index = ArtifactIndex.safeParse(top);
-    if (!index.success) throw new IndexRefused(`${shownUrl(indexUrl)} names the schema ${JSON.stringify(top['$schema'])}, which this pull does not know (it reads ${SCHEMA_0_2_0})`);
+    if (!index.success)
+      throw new IndexRefused(
+        `${shownUrl(indexUrl)} names the schema ${JSON.stringify(top['$schema'])}, which this pull does not know (it reads ${SCHEMA_0_2_0})`,
+      );
     for (const [i, raw] of index.data.skills.entries()) {
       const entry = ArtifactEntry.safeParse(raw);
       if (!entry.success) {
@@ -101,7 +114,10 @@ export function parseIndex(text: string, indexUrl: URL): ParsedIndex {
   }
   if ('version' in top) {
     const index = FilesIndex.safeParse(top);
-    if (!index.success) throw new IndexRefused(`${shownUrl(indexUrl)} has version ${JSON.stringify(top['version'])}; this pull reads version "0.2.0" and $schema ${SCHEMA_0_2_0}`);
+    if (!index.success)
+      throw new IndexRefused(
+        `${shownUrl(indexUrl)} has version ${JSON.stringify(top['version'])}; this pull reads version "0.2.0" and $schema ${SCHEMA_0_2_0}`,
+      );
     for (const [i, raw] of index.data.skills.entries()) {
       const entry = FilesEntry.safeParse(raw);
       if (!entry.success) {
@@ -115,12 +131,21 @@ export function parseIndex(text: string, indexUrl: URL): ParsedIndex {
         out.refused.push({ name, why: 'its URLs cannot be resolved' });
         continue;
       }
-      out.skills.push({ name, form: 'files', files, digest, base, ...(pkg ? { package: { url: pkg, digest: entry.data.package!.digest } } : {}) });
+      out.skills.push({
+        name,
+        form: 'files',
+        files,
+        digest,
+        base,
+        ...(pkg ? { package: { url: pkg, digest: entry.data.package!.digest } } : {}),
+      });
     }
     return out;
   }
   // Security: a v0.1.0 index lists paths without digests: nothing to check the bytes against.
-  throw new IndexRefused(`${shownUrl(indexUrl)} has neither $schema nor version: a v0.1.0 index, which publishes no digests; nothing to check its files against`);
+  throw new IndexRefused(
+    `${shownUrl(indexUrl)} has neither $schema nor version: a v0.1.0 index, which publishes no digests; nothing to check its files against`,
+  );
 }
 
 export const sha256 = (bytes: Uint8Array): string => `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
@@ -166,7 +191,8 @@ function fromArchive(entries: readonly ArchiveEntry[], out: FetchedSkill): void 
  */
 function archiveKind(bytes: Buffer): 'tar.gz' | 'zip' | undefined {
   if (bytes[0] === 0x1f && bytes[1] === 0x8b) return 'tar.gz';
-  if (bytes.length >= 4 && bytes.readUInt16LE(0) === 0x4b50 && (bytes.readUInt16LE(2) === 0x0403 || bytes.readUInt16LE(2) === 0x0605)) return 'zip';
+  if (bytes.length >= 4 && bytes.readUInt16LE(0) === 0x4b50 && (bytes.readUInt16LE(2) === 0x0403 || bytes.readUInt16LE(2) === 0x0605))
+    return 'zip';
   return undefined;
 }
 
@@ -174,9 +200,17 @@ async function unpack(url: URL, digest: string, fromLoopback: boolean, out: Fetc
   const got = await getChecked(url, PULL_MAX_SKILL_BYTES, fromLoopback);
   verified(got.bytes, digest, `the archive ${shownUrl(url)}`);
   const kind = archiveKind(got.bytes);
-  if (!kind) throw new FetchRefused(`the archive ${shownUrl(url)} is neither a .tar.gz nor a .zip (it starts with neither the gzip nor the zip signature)`);
+  if (!kind)
+    throw new FetchRefused(
+      `the archive ${shownUrl(url)} is neither a .tar.gz nor a .zip (it starts with neither the gzip nor the zip signature)`,
+    );
   try {
-    fromArchive(kind === 'zip' ? readZip(got.bytes, { maxBytes: MAX_TAR_BYTES, maxEntries: MAX_ZIP_ENTRIES }) : readTar(gunzipCapped(got.bytes, MAX_TAR_BYTES)), out);
+    fromArchive(
+      kind === 'zip'
+        ? readZip(got.bytes, { maxBytes: MAX_TAR_BYTES, maxEntries: MAX_ZIP_ENTRIES })
+        : readTar(gunzipCapped(got.bytes, MAX_TAR_BYTES)),
+      out,
+    );
   } catch (error) {
     if (error instanceof ArchiveRefused) throw new FetchRefused(`the ${kind} archive ${shownUrl(url)} is refused: ${error.message}`);
     throw error;
@@ -209,7 +243,8 @@ export async function fetchIndexSkill(skill: IndexSkill, fromLoopback: boolean):
     if (listed.size > PULL_MAX_FILES) throw new FetchRefused(`it lists ${listed.size} files, over the ${PULL_MAX_FILES} a pull accepts`);
     // The listed digests must add up to the skill's own before any byte is fetched.
     const level = skillLevelDigest(skill.files);
-    if (level !== skill.digest) throw new FetchRefused(`its files' digests give the skill digest ${level}, not the ${skill.digest} the index publishes`);
+    if (level !== skill.digest)
+      throw new FetchRefused(`its files' digests give the skill digest ${level}, not the ${skill.digest} the index publishes`);
     if (skill.package) {
       await unpack(skill.package.url, skill.package.digest, fromLoopback, out);
       const extra = [...out.files.keys()].find((p) => !listed.has(p));

@@ -23,14 +23,20 @@ export async function pullIndex(args: PullArgs, index: IndexSource, dir: string,
   const key = JSON.stringify(source);
   const indexUrl = new URL(index.index);
   const fromLoopback = isLoopbackHost(indexUrl.hostname);
-  const lockedNames = Object.entries(lock.skills).filter(([name, s]) => JSON.stringify(s.source) === key && (args.skills.size === 0 || args.skills.has(name)));
-  if (index.locked && (lockedNames.length === 0 || lockedNames.some(([, s]) => s.digest === undefined))) return fail(`--locked: the lock has no digests for ${shownUrl(indexUrl)}${args.skills.size ? ' and these skills' : ''}; pull once without --locked`);
+  const lockedNames = Object.entries(lock.skills).filter(
+    ([name, s]) => JSON.stringify(s.source) === key && (args.skills.size === 0 || args.skills.has(name)),
+  );
+  if (index.locked && (lockedNames.length === 0 || lockedNames.some(([, s]) => s.digest === undefined)))
+    return fail(
+      `--locked: the lock has no digests for ${shownUrl(indexUrl)}${args.skills.size ? ' and these skills' : ''}; pull once without --locked`,
+    );
   let parsed: ReturnType<typeof parseIndex>;
   try {
     const got = await getChecked(indexUrl, MAX_INDEX_BYTES, fromLoopback);
     parsed = parseIndex(got.bytes.toString('utf8'), got.url);
   } catch (error) {
-    if (error instanceof FetchRefused || error instanceof IndexRefused) return fail(`could not read the index: ${error.message}; nothing was changed`);
+    if (error instanceof FetchRefused || error instanceof IndexRefused)
+      return fail(`could not read the index: ${error.message}; nothing was changed`);
     throw error;
   }
   const wanted = index.locked && args.skills.size === 0 ? new Set(lockedNames.map(([name]) => name)) : args.skills;
@@ -42,15 +48,20 @@ export async function pullIndex(args: PullArgs, index: IndexSource, dir: string,
   if (index.locked) {
     for (const [name, locked] of lockedNames) {
       const now = skills.find((s) => s.name === name);
-      if (!now) return fail(`--locked: the index no longer publishes "${name}"; nothing was changed. Pull without --locked to drop the pin`);
-      if (now.digest !== locked.digest) return fail(`--locked: the index now publishes ${now.digest} for "${name}", the lock pins ${locked.digest}; nothing was changed. Pull without --locked to move the pin`);
+      if (!now)
+        return fail(`--locked: the index no longer publishes "${name}"; nothing was changed. Pull without --locked to drop the pin`);
+      if (now.digest !== locked.digest)
+        return fail(
+          `--locked: the index now publishes ${now.digest} for "${name}", the lock pins ${locked.digest}; nothing was changed. Pull without --locked to move the pin`,
+        );
     }
   }
   process.stderr.write(`pull: ${skills.length + pick(parsed.refused).length} skill(s) from ${shownUrl(indexUrl)} into ${dir}\n`);
   const report = new Report();
   for (const refusal of pick(parsed.refused)) report.line('refused', refusal.name, refusal.why);
   for (const name of wanted) {
-    if (!parsed.skills.some((s) => s.name === name) && !parsed.refused.some((r) => r.name === name)) report.line('refused', name, 'the index does not publish a skill of that name');
+    if (!parsed.skills.some((s) => s.name === name) && !parsed.refused.some((r) => r.name === name))
+      report.line('refused', name, 'the index does not publish a skill of that name');
   }
   const deferred: Deferred[] = [];
   for (const entry of [...skills].sort((a, b) => (a.name < b.name ? -1 : 1))) {
@@ -83,13 +94,27 @@ export async function pullIndex(args: PullArgs, index: IndexSource, dir: string,
 }
 
 /** One index entry: unchanged by its digest without a download, or fetched, checked and prepared. */
-async function pullEntry(entry: IndexSkill, args: PullArgs, dir: string, lock: Lock, report: Report, deferred: Deferred[], fromLoopback: boolean, key: string): Promise<void> {
+async function pullEntry(
+  entry: IndexSkill,
+  args: PullArgs,
+  dir: string,
+  lock: Lock,
+  report: Report,
+  deferred: Deferred[],
+  fromLoopback: boolean,
+  key: string,
+): Promise<void> {
   const uri = entry.form === 'files' ? new URL('SKILL.md', entry.base).href : shownUrl(entry.url);
   const locked = lock.skills[entry.name];
   const pin = { digest: entry.digest };
   if (locked && JSON.stringify(locked.source) === key && locked.digest === entry.digest) {
     // Same digest as pulled: the same bytes. The folder decides (unchanged, or edited here).
-    const skill: RemoteSkill = { name: entry.name, uri, via: 'well-known-index', files: Object.entries(locked.files).map(([path, digest]) => ({ path, uri: path, size: 0, digest })) };
+    const skill: RemoteSkill = {
+      name: entry.name,
+      uri,
+      via: 'well-known-index',
+      files: Object.entries(locked.files).map(([path, digest]) => ({ path, uri: path, size: 0, digest })),
+    };
     await pullOne(async () => (await fetchIndexSkill(entry, fromLoopback)).files, args, dir, lock, skill, report, pin, deferred);
     return;
   }

@@ -7,7 +7,19 @@
  * since, is only replaced with `--force`.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { LockedSkill } from './lock.js';
 
@@ -19,7 +31,13 @@ function snapshot(dir: string): { files: Map<string, string>; other: string[] } 
     for (const entry of readdirSync(join(dir, rel), { withFileTypes: true })) {
       const path = rel ? `${rel}/${entry.name}` : entry.name;
       if (entry.isDirectory()) walk(path);
-      else if (entry.isFile()) files.set(path, `sha256:${createHash('sha256').update(readFileSync(join(dir, path))).digest('hex')}`);
+      else if (entry.isFile())
+        files.set(
+          path,
+          `sha256:${createHash('sha256')
+            .update(readFileSync(join(dir, path)))
+            .digest('hex')}`,
+        );
       else other.push(path);
     }
   };
@@ -53,7 +71,8 @@ const SNAPSHOT = /^[^/]+-[A-Za-z0-9]{6}$/;
  */
 function ownSnapshot(dir: string, name: string, link: string): string | undefined {
   const parts = link.split('/');
-  if (parts.length !== 3 || parts[0] !== STORE || !SNAPSHOT.test(parts[1]!) || !parts[1]!.startsWith(`${name}-`) || parts[2] !== name) return undefined;
+  if (parts.length !== 3 || parts[0] !== STORE || !SNAPSHOT.test(parts[1]!) || !parts[1]!.startsWith(`${name}-`) || parts[2] !== name)
+    return undefined;
   for (const at of [join(dir, STORE), join(dir, STORE, parts[1]!), join(dir, STORE, parts[1]!, name)]) {
     if (lstatSync(at, { throwIfNoEntry: false })?.isDirectory() !== true) return undefined;
   }
@@ -68,7 +87,10 @@ export function targetState(dir: string, name: string): TargetState {
   if (stat.isSymbolicLink()) {
     if (ownSnapshot(dir, name, readlinkSync(target)) !== undefined) return { kind: 'folder' };
     // Security: a link pull did not make (a person's own checkout linked in, or a planted link to elsewhere) is never replaced or written through.
-    return { kind: 'refused', why: `${target} is a symbolic link pull did not make; pull never replaces such a link or writes through one (remove it, or pull into another folder)` };
+    return {
+      kind: 'refused',
+      why: `${target} is a symbolic link pull did not make; pull never replaces such a link or writes through one (remove it, or pull into another folder)`,
+    };
   }
   if (!stat.isDirectory()) return { kind: 'refused', why: `${target} exists and is not a folder` };
   return { kind: 'folder' };
@@ -117,7 +139,8 @@ export function prepareSkill(dir: string, name: string, files: ReadonlyMap<strin
     }
     // What lands in place is what was checked: every file read back from the disk.
     for (const [path, bytes] of files) {
-      if (digestOf(readFileSync(join(root, ...path.split('/')))) !== digestOf(bytes)) throw new Error(`"${path}" reads back differently from what was written`);
+      if (digestOf(readFileSync(join(root, ...path.split('/')))) !== digestOf(bytes))
+        throw new Error(`"${path}" reads back differently from what was written`);
     }
   } catch (error) {
     rmSync(snapshotDir, { recursive: true, force: true });

@@ -23,12 +23,17 @@ export function readLock(dir: string): Lock {
   try {
     return LockSchema.parse(JSON.parse(readFileSync(path, 'utf8')));
   } catch (error) {
-    throw new LockError(`${path} is not a lockfile this version of skill-mcp writes (${error instanceof Error ? error.message.split('\n')[0] : String(error)}); move it away and pull again`);
+    throw new LockError(
+      `${path} is not a lockfile this version of skill-mcp writes (${error instanceof Error ? error.message.split('\n')[0] : String(error)}); move it away and pull again`,
+    );
   }
 }
 
 export function writeLock(dir: string, lock: Lock): void {
-  const sorted: Lock = { lockfileVersion: 1, skills: Object.fromEntries(Object.entries(lock.skills).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) };
+  const sorted: Lock = {
+    lockfileVersion: 1,
+    skills: Object.fromEntries(Object.entries(lock.skills).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))),
+  };
   const temp = join(dir, `.skill-mcp-lock-${randomBytes(6).toString('hex')}.tmp`);
   try {
     writeFileSync(temp, `${JSON.stringify(sorted, null, 2)}\n`, { flag: 'wx', mode: 0o644 });

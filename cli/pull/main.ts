@@ -23,7 +23,14 @@ export { lockedSource } from './one.js';
 async function pull(args: PullArgs): Promise<number> {
   const where = lockedSource(args.source);
   const allow = process.env['SKILL_MCP_PULL_ALLOW'];
-  const refusedSource = 'git' in where ? notAllowed(where.git, allow) : 'url' in where ? notAllowed(where.url, allow) : 'index' in where ? notAllowed(where.index, allow) : undefined;
+  const refusedSource =
+    'git' in where
+      ? notAllowed(where.git, allow)
+      : 'url' in where
+        ? notAllowed(where.url, allow)
+        : 'index' in where
+          ? notAllowed(where.index, allow)
+          : undefined;
   if (refusedSource) {
     process.stderr.write(`skill-mcp pull: ${refusedSource}\n`);
     return 1;
@@ -49,17 +56,35 @@ async function pull(args: PullArgs): Promise<number> {
       process.stderr.write(`skill-mcp pull: could not list the skills of ${describeSource(args.source)}: ${errorText(error)}\n`);
       return 1;
     }
-    process.stderr.write(`pull: ${found.skills.length + found.refused.length} skill(s) from ${describeSource(args.source)} (${found.via}) into ${dir}\n`);
+    process.stderr.write(
+      `pull: ${found.skills.length + found.refused.length} skill(s) from ${describeSource(args.source)} (${found.via}) into ${dir}\n`,
+    );
     for (const refusal of found.refused) report.line('refused', refusal.name, `${refusal.why}; nothing written`);
-    for (const n of found.nested ?? []) report.line('nested', n.name, `${n.uri} lies inside the skill "${n.outer}"; it is pulled as files of "${n.outer}" (where the server lists them), not as a skill of its own (docs/nested-skills.md)`);
+    for (const n of found.nested ?? [])
+      report.line(
+        'nested',
+        n.name,
+        `${n.uri} lies inside the skill "${n.outer}"; it is pulled as files of "${n.outer}" (where the server lists them), not as a skill of its own (docs/nested-skills.md)`,
+      );
     for (const name of args.skills) {
-      if (!found.skills.some((s) => s.name === name) && !found.refused.some((r) => r.name === name) && !(found.nested ?? []).some((n) => n.name === name)) report.line('refused', name, 'the server does not publish a skill of that name');
+      if (
+        !found.skills.some((s) => s.name === name) &&
+        !found.refused.some((r) => r.name === name) &&
+        !(found.nested ?? []).some((n) => n.name === name)
+      )
+        report.line('refused', name, 'the server does not publish a skill of that name');
     }
-    for (const skill of [...found.skills].sort((a, b) => (a.name < b.name ? -1 : 1))) await pullOne((s, progress) => downloadSkill(connection.client, s, progress), args, dir, lock, skill, report);
+    for (const skill of [...found.skills].sort((a, b) => (a.name < b.name ? -1 : 1)))
+      await pullOne((s, progress) => downloadSkill(connection.client, s, progress), args, dir, lock, skill, report);
     if (args.skills.size === 0) {
       const source = JSON.stringify(lockedSource(args.source));
       for (const [name, locked] of Object.entries(lock.skills)) {
-        if (JSON.stringify(locked.source) !== source || found.skills.some((s) => s.name === name) || found.refused.some((r) => r.name === name)) continue;
+        if (
+          JSON.stringify(locked.source) !== source ||
+          found.skills.some((s) => s.name === name) ||
+          found.refused.some((r) => r.name === name)
+        )
+          continue;
         report.line('gone', name, `no longer published by this server; ${join(dir, name)} is left as it is`);
       }
     }

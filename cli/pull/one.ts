@@ -91,7 +91,16 @@ export interface Deferred {
  * not). With `deferred`, the checked copy is prepared beside the folder and left for the caller to
  * put in place (or discard) with the others.
  */
-export async function pullOne(fetchFiles: FetchFiles, args: PullArgs, dir: string, lock: Lock, skill: RemoteSkill, report: Report, pin: Pin = {}, deferred?: Deferred[]): Promise<void> {
+export async function pullOne(
+  fetchFiles: FetchFiles,
+  args: PullArgs,
+  dir: string,
+  lock: Lock,
+  skill: RemoteSkill,
+  report: Report,
+  pin: Pin = {},
+  deferred?: Deferred[],
+): Promise<void> {
   const target = join(dir, skill.name);
   const state = targetState(dir, skill.name);
   if (state.kind === 'refused') return report.line('refused', skill.name, `${state.why}; nothing written`);
@@ -102,8 +111,18 @@ export async function pullOne(fetchFiles: FetchFiles, args: PullArgs, dir: strin
   if (state.kind === 'folder') {
     const change = locked ? localChange(target, locked) : undefined;
     if (!args.force) {
-      if (!locked) return report.line('refused', skill.name, `${target} exists and was not written by pull (${LOCK_FILE} has no entry for it); --force replaces it`);
-      if (!sameSource) return report.line('refused', skill.name, `${target} was pulled from ${describeSource(locked.source)}; --force replaces it with the copy from here`);
+      if (!locked)
+        return report.line(
+          'refused',
+          skill.name,
+          `${target} exists and was not written by pull (${LOCK_FILE} has no entry for it); --force replaces it`,
+        );
+      if (!sameSource)
+        return report.line(
+          'refused',
+          skill.name,
+          `${target} was pulled from ${describeSource(locked.source)}; --force replaces it with the copy from here`,
+        );
       if (change) return report.line('refused', skill.name, `${target} changed here since the last pull (${change}); --force replaces it`);
     }
     if (sameSource && !change && sameDigests(locked!.files, remote)) {
@@ -118,7 +137,8 @@ export async function pullOne(fetchFiles: FetchFiles, args: PullArgs, dir: strin
   try {
     files = await fetchFiles(skill, progressFor(skill));
   } catch (error) {
-    if (error instanceof DownloadRefused || error instanceof GitError || error instanceof FetchRefused) return report.line('refused', skill.name, `${error.message}; nothing written`);
+    if (error instanceof DownloadRefused || error instanceof GitError || error instanceof FetchRefused)
+      return report.line('refused', skill.name, `${error.message}; nothing written`);
     throw error;
   }
   const finish = (): void => {
@@ -128,7 +148,11 @@ export async function pullOne(fetchFiles: FetchFiles, args: PullArgs, dir: strin
     if (state.kind === 'folder' && locked) {
       const changed = Object.keys(remote).filter((p) => locked.files[p] !== remote[p]).length;
       const removed = Object.keys(locked.files).filter((p) => !(p in remote)).length;
-      report.line('updated', skill.name, `${changed} of ${skill.files.length} files new or changed${removed ? `, ${removed} removed` : ''} -> ${target}`);
+      report.line(
+        'updated',
+        skill.name,
+        `${changed} of ${skill.files.length} files new or changed${removed ? `, ${removed} removed` : ''} -> ${target}`,
+      );
     } else {
       report.line('added', skill.name, `${skill.files.length} file${skill.files.length === 1 ? '' : 's'}, ${sizeText(bytes)} -> ${target}`);
     }
@@ -145,4 +169,3 @@ export function summary(report: Report): number {
   process.stdout.write(`pull: ${t.added} added, ${t.updated} updated, ${t.unchanged} unchanged, ${t.refused} refused${files}\n`);
   return t.refused > 0 || report.skippedFiles > 0 ? 1 : 0;
 }
-

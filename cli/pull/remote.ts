@@ -61,7 +61,8 @@ function planEntry(entry: Skill): RemoteSkill | Refusal {
   if (!at) return { name: entry.uri, why: `its URI ${JSON.stringify(entry.uri)} does not end in /SKILL.md` };
   const name = decodedName(at.raw);
   if (!name.ok) return { name: at.raw, why: name.why };
-  if (entry.resources === 'dynamic') return { name: name.value, why: 'it publishes no file list or digests ("dynamic"); nothing to check its files against' };
+  if (entry.resources === 'dynamic')
+    return { name: name.value, why: 'it publishes no file list or digests ("dynamic"); nothing to check its files against' };
   const files: PlannedFile[] = [];
   for (const resource of entry.resources) {
     const path = pathUnderBase(resource.uri, at.base);
@@ -82,7 +83,8 @@ async function viaExtension(client: Client, wanted: ReadonlySet<string>): Promis
   const skills = new SkillsClient(client, { skipInvalid: true });
   const listing = await skills.list();
   const out: Discovery = { via: 'skills-extension', skills: [], refused: [] };
-  for (const bad of listing.invalid) out.refused.push({ name: bad.uri ?? `entry ${bad.index}`, why: `the server's skills/list entry is invalid: ${bad.reason}` });
+  for (const bad of listing.invalid)
+    out.refused.push({ name: bad.uri ?? `entry ${bad.index}`, why: `the server's skills/list entry is invalid: ${bad.reason}` });
   for (const entry of listing.skills) {
     record(out, planEntry(entry));
   }
@@ -105,7 +107,10 @@ const FastmcpManifestSchema = z.object({
 
 /** Encodes each segment of a checked path for a `skill://` URI, as our own server spells them. */
 function encodePath(path: string): string {
-  return path.split('/').map((s) => s.replace(/[^\w!$&'()*+,.:;=@[\]|~-]/gu, (c) => encodeURIComponent(c))).join('/');
+  return path
+    .split('/')
+    .map((s) => s.replace(/[^\w!$&'()*+,.:;=@[\]|~-]/gu, (c) => encodeURIComponent(c)))
+    .join('/');
 }
 
 async function planFromManifest(client: Client, base: string, name: string): Promise<RemoteSkill | Refusal> {
@@ -116,7 +121,10 @@ async function planFromManifest(client: Client, base: string, name: string): Pro
     const content = result.contents.length === 1 ? result.contents[0] : undefined;
     text = content && 'text' in content && typeof content.text === 'string' ? content.text : undefined;
   } catch (error) {
-    return { name, why: `the server has no skills extension and no FastMCP manifest at ${uri} (${error instanceof Error ? error.message : String(error)}); nothing to check its files against` };
+    return {
+      name,
+      why: `the server has no skills extension and no FastMCP manifest at ${uri} (${error instanceof Error ? error.message : String(error)}); nothing to check its files against`,
+    };
   }
   let manifest: z.infer<typeof FastmcpManifestSchema>;
   try {
@@ -173,11 +181,22 @@ export async function discover(client: Client, wanted: ReadonlySet<string>): Pro
   const result: Discovery = {
     via: found.via,
     skills: found.skills.filter((s) => count.get(s.name.toLowerCase()) === 1),
-    refused: [...found.refused, ...clashing.map((s) => ({ name: s.name, why: `more than one skill the server publishes would be the folder "${s.name}" (${s.uri}); none of them is pulled` }))],
+    refused: [
+      ...found.refused,
+      ...clashing.map((s) => ({
+        name: s.name,
+        why: `more than one skill the server publishes would be the folder "${s.name}" (${s.uri}); none of them is pulled`,
+      })),
+    ],
     nested,
   };
   if (wanted.size === 0) return result;
-  return { via: result.via, skills: result.skills.filter((s) => wanted.has(s.name)), refused: result.refused.filter((r) => wanted.has(r.name)), nested: nested.filter((n) => wanted.has(n.name)) };
+  return {
+    via: result.via,
+    skills: result.skills.filter((s) => wanted.has(s.name)),
+    refused: result.refused.filter((r) => wanted.has(r.name)),
+    nested: nested.filter((n) => wanted.has(n.name)),
+  };
 }
 
 /** The skills whose folder lies inside another listed skill's folder, each with the outermost one. */
@@ -185,7 +204,9 @@ export function nestedIn(skills: readonly RemoteSkill[]): { name: string; uri: s
   const baseOf = (s: RemoteSkill): string => s.uri.slice(0, -'SKILL.md'.length);
   const out: { name: string; uri: string; outer: string }[] = [];
   for (const skill of skills) {
-    const outer = skills.filter((o) => o !== skill && baseOf(skill).startsWith(baseOf(o))).sort((a, b) => baseOf(a).length - baseOf(b).length)[0];
+    const outer = skills
+      .filter((o) => o !== skill && baseOf(skill).startsWith(baseOf(o)))
+      .sort((a, b) => baseOf(a).length - baseOf(b).length)[0];
     if (outer) out.push({ name: skill.name, uri: skill.uri, outer: outer.name });
   }
   return out;

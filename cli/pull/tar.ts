@@ -26,7 +26,8 @@ export function gunzipCapped(gz: Buffer, maxBytes: number): Buffer {
     return gunzipSync(gz, { maxOutputLength: maxBytes });
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ERR_BUFFER_TOO_LARGE' || (error instanceof RangeError)) throw new ArchiveRefused(`it unpacks to more than ${maxBytes} bytes, over what a pull accepts`);
+    if (code === 'ERR_BUFFER_TOO_LARGE' || error instanceof RangeError)
+      throw new ArchiveRefused(`it unpacks to more than ${maxBytes} bytes, over what a pull accepts`);
     throw new ArchiveRefused(`it is not a gzip stream (${error instanceof Error ? error.message : String(error)})`);
   }
 }
@@ -63,7 +64,8 @@ function paxRecords(data: Buffer): Map<string, string> {
   while (at < data.length) {
     const space = data.indexOf(0x20, at);
     const length = space > at ? Number(data.subarray(at, space).toString('latin1')) : Number.NaN;
-    if (!Number.isSafeInteger(length) || length <= space - at || at + length > data.length || data[at + length - 1] !== 0x0a) throw new ArchiveRefused('a pax extended header is malformed');
+    if (!Number.isSafeInteger(length) || length <= space - at || at + length > data.length || data[at + length - 1] !== 0x0a)
+      throw new ArchiveRefused('a pax extended header is malformed');
     const record = data.subarray(space + 1, at + length - 1).toString('utf8');
     const eq = record.indexOf('=');
     if (eq <= 0) throw new ArchiveRefused('a pax extended header record has no key');
@@ -109,7 +111,8 @@ export function readTar(tar: Buffer): ArchiveEntry[] {
     // the same fields; its extensions (long names, sparse files) have their own types, refused below.
     const magic = header.subarray(257, 265).toString('latin1');
     const posix = magic === 'ustar\x0000';
-    if (!posix && magic !== 'ustar  \x00') throw new ArchiveRefused(`the header at byte ${at} is not a ustar header (magic ${JSON.stringify(magic)})`);
+    if (!posix && magic !== 'ustar  \x00')
+      throw new ArchiveRefused(`the header at byte ${at} is not a ustar header (magic ${JSON.stringify(magic)})`);
     const type = String.fromCharCode(header[156]!);
     let size = octal(header, 124, 12, 'size');
     const paxSize = pax.get('size');
@@ -119,7 +122,8 @@ export function readTar(tar: Buffer): ArchiveEntry[] {
     }
     const start = at + BLOCK;
     // Security: an entry claiming more bytes than the archive holds is refused, not read short.
-    if (!Number.isSafeInteger(size) || start + size > tar.length) throw new ArchiveRefused(`an entry at byte ${at} claims ${size} bytes, more than the archive holds`);
+    if (!Number.isSafeInteger(size) || start + size > tar.length)
+      throw new ArchiveRefused(`an entry at byte ${at} claims ${size} bytes, more than the archive holds`);
     const data = tar.subarray(start, start + size);
     at = start + Math.ceil(size / BLOCK) * BLOCK;
     if (type === 'x') {
@@ -135,7 +139,10 @@ export function readTar(tar: Buffer): ArchiveEntry[] {
     if (type === '0' || type === '\0') kind = 'file';
     else if (type === '5') kind = 'dir';
     // Security: links (to /etc/passwd, to a neighbour skill), devices and FIFOs are never materialised.
-    else throw new ArchiveRefused(`"${name}" is ${TYPE_NAMES[type] ?? `an entry of type ${JSON.stringify(type)}`}; only regular files and folders are taken from an archive`);
+    else
+      throw new ArchiveRefused(
+        `"${name}" is ${TYPE_NAMES[type] ?? `an entry of type ${JSON.stringify(type)}`}; only regular files and folders are taken from an archive`,
+      );
     let path = name.startsWith('./') ? name.slice(2) : name;
     if (kind === 'dir') path = path.replace(/\/+$/, '');
     if (kind === 'dir' && (path === '' || path === '.')) continue; // the archive's own top

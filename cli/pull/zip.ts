@@ -74,9 +74,15 @@ function findEnd(zip: Buffer): number {
     if (at + END_BYTES + zip.readUInt16LE(at + 20) === zip.length) found.push(at);
   }
   // Security: bytes after the end record are a second payload some readers look at and others not; refused.
-  if (found.length === 0) throw new ArchiveRefused(anySignature ? 'it holds data after its end-of-central-directory record' : 'it has no end-of-central-directory record (not a zip, or cut short)');
+  if (found.length === 0)
+    throw new ArchiveRefused(
+      anySignature
+        ? 'it holds data after its end-of-central-directory record'
+        : 'it has no end-of-central-directory record (not a zip, or cut short)',
+    );
   // Security: a comment holding a second, fake end record makes readers that scan differently see two archives.
-  if (found.length > 1) throw new ArchiveRefused('it has more than one end-of-central-directory record; which one counts would depend on the reader');
+  if (found.length > 1)
+    throw new ArchiveRefused('it has more than one end-of-central-directory record; which one counts would depend on the reader');
   return found[0]!;
 }
 
@@ -89,9 +95,13 @@ function checkExtra(extra: Buffer, name: string): void {
     const length = extra.readUInt16LE(at + 2);
     if (at + 4 + length > extra.length) throw new ArchiveRefused(`"${name}" has a malformed extra field`);
     // Security: zip64 sizes and offsets would override the ones every check below reads.
-    if (id === EXTRA_ZIP64) throw new ArchiveRefused(`"${name}" has zip64 fields; zip64 archives are not read (a skill fits in a plain zip)`);
+    if (id === EXTRA_ZIP64)
+      throw new ArchiveRefused(`"${name}" has zip64 fields; zip64 archives are not read (a skill fits in a plain zip)`);
     // Security: a second (Unicode Path) name that some readers use instead of the header's: two names for one entry.
-    if (id === EXTRA_UNICODE_PATH) throw new ArchiveRefused(`"${name}" carries a second, Unicode Path name some readers use instead; store names as UTF-8 with the UTF-8 flag`);
+    if (id === EXTRA_UNICODE_PATH)
+      throw new ArchiveRefused(
+        `"${name}" carries a second, Unicode Path name some readers use instead; store names as UTF-8 with the UTF-8 flag`,
+      );
     at += 4 + length;
   }
 }
@@ -106,7 +116,10 @@ function entryName(raw: Buffer, flags: number): string {
     }
   }
   // Security: without the UTF-8 flag a non-ASCII name is CP437 to some readers and UTF-8 to others.
-  if (raw.some((b) => b >= 0x80)) throw new ArchiveRefused(`the name ${JSON.stringify(raw.toString('latin1'))} is not ASCII and not flagged UTF-8; readers would disagree on it`);
+  if (raw.some((b) => b >= 0x80))
+    throw new ArchiveRefused(
+      `the name ${JSON.stringify(raw.toString('latin1'))} is not ASCII and not flagged UTF-8; readers would disagree on it`,
+    );
   return raw.toString('latin1');
 }
 
@@ -120,7 +133,8 @@ const UNIX_TYPES = new Map<number, string>([
 ]);
 
 function readCentral(zip: Buffer, at: number, end: number): { entry: Central; next: number } {
-  if (at + CENTRAL_BYTES > end || zip.readUInt32LE(at) !== SIG_CENTRAL) throw new ArchiveRefused(`the central directory is malformed at byte ${at}`);
+  if (at + CENTRAL_BYTES > end || zip.readUInt32LE(at) !== SIG_CENTRAL)
+    throw new ArchiveRefused(`the central directory is malformed at byte ${at}`);
   const flags = zip.readUInt16LE(at + 8);
   const nameLength = zip.readUInt16LE(at + 28);
   const extraLength = zip.readUInt16LE(at + 30);
@@ -145,14 +159,16 @@ function readCentral(zip: Buffer, at: number, end: number): { entry: Central; ne
     offset: zip.readUInt32LE(at + 42),
     mode: zip.readUInt32LE(at + 38) >>> 16,
   };
-  if (entry.packed === 0xffffffff || entry.size === 0xffffffff || entry.offset === 0xffffffff) throw new ArchiveRefused(`"${name}" has zip64 sizes; zip64 archives are not read (a skill fits in a plain zip)`);
+  if (entry.packed === 0xffffffff || entry.size === 0xffffffff || entry.offset === 0xffffffff)
+    throw new ArchiveRefused(`"${name}" has zip64 sizes; zip64 archives are not read (a skill fits in a plain zip)`);
   return { entry, next };
 }
 
 /** Where the entry's bytes end (after its data descriptor, if any); its local header checked against the central one. */
 function checkLocal(zip: Buffer, e: Central, limit: number): { dataAt: number; end: number } {
   const at = e.offset;
-  if (at + LOCAL_BYTES > limit || zip.readUInt32LE(at) !== SIG_LOCAL) throw new ArchiveRefused(`"${e.name}" has no local header where the central directory says`);
+  if (at + LOCAL_BYTES > limit || zip.readUInt32LE(at) !== SIG_LOCAL)
+    throw new ArchiveRefused(`"${e.name}" has no local header where the central directory says`);
   const flags = zip.readUInt16LE(at + 6);
   const nameLength = zip.readUInt16LE(at + 26);
   const extraLength = zip.readUInt16LE(at + 28);
@@ -163,7 +179,8 @@ function checkLocal(zip: Buffer, e: Central, limit: number): { dataAt: number; e
     throw new ArchiveRefused(`"${e.name}": its local header and its central-directory entry disagree on the ${what}`);
   };
   if (!zip.subarray(at + LOCAL_BYTES, at + LOCAL_BYTES + nameLength).equals(e.nameBytes)) disagree('name');
-  if ((flags & (FLAG_ENCRYPTED | FLAG_DESCRIPTOR | FLAG_UTF8)) !== (e.flags & (FLAG_ENCRYPTED | FLAG_DESCRIPTOR | FLAG_UTF8))) disagree('flags');
+  if ((flags & (FLAG_ENCRYPTED | FLAG_DESCRIPTOR | FLAG_UTF8)) !== (e.flags & (FLAG_ENCRYPTED | FLAG_DESCRIPTOR | FLAG_UTF8)))
+    disagree('flags');
   if (zip.readUInt16LE(at + 8) !== e.method) disagree('compression method');
   checkExtra(zip.subarray(at + LOCAL_BYTES + nameLength, dataAt), e.name);
   const crc = zip.readUInt32LE(at + 14);
@@ -174,7 +191,8 @@ function checkLocal(zip: Buffer, e: Central, limit: number): { dataAt: number; e
     // With a data descriptor the local fields may be zero; the directory's are the ones used, and
     // the descriptor after the data (with or without its optional signature) must repeat them.
     if ((crc !== 0 && crc !== e.crc) || (packed !== 0 && packed !== e.packed) || (size !== 0 && size !== e.size)) disagree('crc or sizes');
-    const repeats = (p: number): boolean => p + 12 <= limit && zip.readUInt32LE(p) === e.crc && zip.readUInt32LE(p + 4) === e.packed && zip.readUInt32LE(p + 8) === e.size;
+    const repeats = (p: number): boolean =>
+      p + 12 <= limit && zip.readUInt32LE(p) === e.crc && zip.readUInt32LE(p + 4) === e.packed && zip.readUInt32LE(p + 8) === e.size;
     if (end + 16 <= limit && zip.readUInt32LE(end) === SIG_DESCRIPTOR && repeats(end + 4)) end += 16;
     else if (repeats(end)) end += 12;
     else disagree('crc or sizes (its data descriptor)');
@@ -195,7 +213,8 @@ function contents(zip: Buffer, e: Central, dataAt: number): Buffer {
       // Security: maxOutputLength stops a bomb at the declared size instead of filling memory.
       result = inflateRawSync(packed, { maxOutputLength: Math.max(1, e.size), info: true }) as unknown as typeof result;
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE' || error instanceof RangeError) throw new ArchiveRefused(`"${e.name}" inflates to more than the ${e.size} bytes it declares`);
+      if ((error as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE' || error instanceof RangeError)
+        throw new ArchiveRefused(`"${e.name}" inflates to more than the ${e.size} bytes it declares`);
       throw new ArchiveRefused(`"${e.name}" is not a valid deflate stream (${error instanceof Error ? error.message : String(error)})`);
     }
     // Security: bytes after the deflate stream's end inside the entry are hidden data; refused.
@@ -224,13 +243,22 @@ export function readZip(zip: Buffer, limits: ZipLimits): ArchiveEntry[] {
   const cdSize = zip.readUInt32LE(endAt + 12);
   const cdAt = zip.readUInt32LE(endAt + 16);
   // Security: zip64 moves the real directory elsewhere; its 0xFFFF markers would be read as sizes.
-  if (count === 0xffff || onDisk === 0xffff || cdSize === 0xffffffff || cdAt === 0xffffffff || (endAt >= 20 && zip.readUInt32LE(endAt - 20) === SIG_ZIP64_LOCATOR)) throw new ArchiveRefused('it is a zip64 archive, which this reader does not take (a skill fits in a plain zip)');
-  if (disk !== 0 || cdDisk !== 0 || onDisk !== count) throw new ArchiveRefused('it is a multi-disk (split) archive, which this reader does not take');
+  if (
+    count === 0xffff ||
+    onDisk === 0xffff ||
+    cdSize === 0xffffffff ||
+    cdAt === 0xffffffff ||
+    (endAt >= 20 && zip.readUInt32LE(endAt - 20) === SIG_ZIP64_LOCATOR)
+  )
+    throw new ArchiveRefused('it is a zip64 archive, which this reader does not take (a skill fits in a plain zip)');
+  if (disk !== 0 || cdDisk !== 0 || onDisk !== count)
+    throw new ArchiveRefused('it is a multi-disk (split) archive, which this reader does not take');
   // Security: the entry count is capped before anything is allocated for it.
   if (count > limits.maxEntries) throw new ArchiveRefused(`it has ${count} entries, over the ${limits.maxEntries} a pull accepts`);
   // Security: the directory must end where the end record starts: bytes between them, or a
   // directory placed elsewhere (prepended data shifting offsets), are refused, not guessed at.
-  if (cdAt + cdSize !== endAt) throw new ArchiveRefused('its central directory does not end where its end record starts (prepended or hidden data)');
+  if (cdAt + cdSize !== endAt)
+    throw new ArchiveRefused('its central directory does not end where its end record starts (prepended or hidden data)');
   const central: Central[] = [];
   let at = cdAt;
   for (let i = 0; i < count; i++) {
@@ -251,8 +279,12 @@ export function readZip(zip: Buffer, limits: ZipLimits): ArchiveEntry[] {
   const placed = central.map((e) => ({ e, ...checkLocal(zip, e, cdAt) })).sort((a, b) => a.e.offset - b.e.offset);
   let cursor = 0;
   for (const p of placed) {
-    if (p.e.offset < cursor) throw new ArchiveRefused(`"${p.e.name}" overlaps the entry before it; entries sharing bytes are refused (the overlap zip bomb)`);
-    if (p.e.offset > cursor) throw new ArchiveRefused(cursor === 0 ? 'it has data before its first entry (prepended data)' : `there are bytes no entry accounts for before "${p.e.name}"`);
+    if (p.e.offset < cursor)
+      throw new ArchiveRefused(`"${p.e.name}" overlaps the entry before it; entries sharing bytes are refused (the overlap zip bomb)`);
+    if (p.e.offset > cursor)
+      throw new ArchiveRefused(
+        cursor === 0 ? 'it has data before its first entry (prepended data)' : `there are bytes no entry accounts for before "${p.e.name}"`,
+      );
     cursor = p.end;
   }
   if (cursor !== cdAt) throw new ArchiveRefused('there are bytes no entry accounts for before its central directory');
@@ -265,7 +297,8 @@ export function readZip(zip: Buffer, limits: ZipLimits): ArchiveEntry[] {
     // Security: links, devices, FIFOs and sockets are never materialised.
     const special = UNIX_TYPES.get(type);
     if (special) throw new ArchiveRefused(`"${e.name}" is ${special}; only regular files and folders are taken from an archive`);
-    if ((type === 0o040000 && !folder) || (type === 0o100000 && folder)) throw new ArchiveRefused(`"${e.name}": its Unix mode and its name disagree on whether it is a folder`);
+    if ((type === 0o040000 && !folder) || (type === 0o100000 && folder))
+      throw new ArchiveRefused(`"${e.name}": its Unix mode and its name disagree on whether it is a folder`);
     if (folder && e.size !== 0) throw new ArchiveRefused(`"${e.name}" is a folder holding ${e.size} bytes`);
     const bytes = contents(zip, e, dataAt.get(e)!);
     const path = folder ? e.name.slice(0, -1) : e.name;

@@ -58,7 +58,8 @@ export function describeMismatch(check: AnchorCheck): string | undefined {
       ? `the log is empty but the runner last wrote seq ${check.anchorSeq}: it was truncated or replaced`
       : `the log ends at line ${check.lastLine} (seq ${check.lastSeq}) but the runner last wrote seq ${check.anchorSeq}: lines after line ${check.lastLine} were deleted or the log was rolled back`;
   }
-  if (check.state === 'replaced') return `line ${check.line} (seq ${check.anchorSeq}) is not the line the runner wrote there: the log was rolled back to another copy or rewritten`;
+  if (check.state === 'replaced')
+    return `line ${check.line} (seq ${check.anchorSeq}) is not the line the runner wrote there: the log was rolled back to another copy or rewritten`;
   return undefined;
 }
 
@@ -73,7 +74,14 @@ export function readAnchor(path: string): AuditAnchor | undefined | { unreadable
   }
   try {
     const a = JSON.parse(text) as Partial<AuditAnchor>;
-    if (a.v === 1 && typeof a.log === 'string' && Number.isSafeInteger(a.seq) && typeof a.sha256 === 'string' && /^[0-9a-f]{64}$/.test(a.sha256)) return a as AuditAnchor;
+    if (
+      a.v === 1 &&
+      typeof a.log === 'string' &&
+      Number.isSafeInteger(a.seq) &&
+      typeof a.sha256 === 'string' &&
+      /^[0-9a-f]{64}$/.test(a.sha256)
+    )
+      return a as AuditAnchor;
   } catch {
     // fall through
   }
@@ -123,7 +131,7 @@ export function stageAnchor(path: string, anchor: AuditAnchor): Promise<StagedAn
     }
     try {
       const bytes = Buffer.from(`${JSON.stringify(anchor)}\n`);
-      for (let off = 0; off < bytes.length;) off += writeSync(fd, bytes, off);
+      for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off);
     } catch (error) {
       closeSync(fd);
       throw error;
@@ -141,7 +149,13 @@ export function stageAnchor(path: string, anchor: AuditAnchor): Promise<StagedAn
  * previous anchor, the log one batch ahead of it, as a crash between the log's fsync and the
  * rename always did (recorded at the next start).
  */
-export async function publishAnchor(path: string, anchor: AuditAnchor, staged: StagedAnchor, locked?: <T>(fn: () => T) => Promise<T>, onVisible?: () => void): Promise<void> {
+export async function publishAnchor(
+  path: string,
+  anchor: AuditAnchor,
+  staged: StagedAnchor,
+  locked?: <T>(fn: () => T) => Promise<T>,
+  onVisible?: () => void,
+): Promise<void> {
   const { tmp } = staged;
   if (locked) {
     // Security: runners sharing one log anchor after their own fsyncs, in either order. Under the

@@ -46,7 +46,16 @@ const FLAGS: Record<string, Record<string, FlagSpec>> = {
   tail: { n: { type: 'string', short: 'n', shortOnly: true }, redis: { type: 'string' }, follow: { type: 'boolean', short: 'f' } },
   head: {},
   pubkey: {},
-  query: { skill: { type: 'string' }, script: { type: 'string' }, subject: { type: 'string' }, outcome: { type: 'string' }, since: { type: 'string' }, until: { type: 'string' }, run: { type: 'string' }, json: { type: 'boolean' } },
+  query: {
+    skill: { type: 'string' },
+    script: { type: 'string' },
+    subject: { type: 'string' },
+    outcome: { type: 'string' },
+    since: { type: 'string' },
+    until: { type: 'string' },
+    run: { type: 'string' },
+    json: { type: 'boolean' },
+  },
 };
 
 function usageError(message: string): void {
@@ -67,7 +76,8 @@ export async function auditMain(argv: string[]): Promise<void> {
   }
   const [command, ...rest] = argv;
   const flags = command === undefined ? undefined : FLAGS[command];
-  if (!flags) return usageError(command === undefined ? 'say verify, head, pubkey, query or tail' : `unknown command ${JSON.stringify(command)}`);
+  if (!flags)
+    return usageError(command === undefined ? 'say verify, head, pubkey, query or tail' : `unknown command ${JSON.stringify(command)}`);
   let parsed: ReturnType<typeof parseFlags>;
   try {
     parsed = parseFlags(rest, flags, { positionals: command !== 'pubkey' });
@@ -90,7 +100,15 @@ export async function auditMain(argv: string[]): Promise<void> {
       const until = time('until', stringFlag(v, 'until'));
       if (typeof since === 'object') return usageError(since.bad);
       if (typeof until === 'object') return usageError(until.bad);
-      const filter = { skill: stringFlag(v, 'skill'), script: stringFlag(v, 'script'), subject: stringFlag(v, 'subject'), outcome: stringFlag(v, 'outcome'), since, until, run: stringFlag(v, 'run') };
+      const filter = {
+        skill: stringFlag(v, 'skill'),
+        script: stringFlag(v, 'script'),
+        subject: stringFlag(v, 'subject'),
+        outcome: stringFlag(v, 'outcome'),
+        since,
+        until,
+        run: stringFlag(v, 'run'),
+      };
       return (await import('./query.js')).queryMain(file, filter, v['json'] === true);
     }
     case 'verify': {
@@ -98,7 +116,11 @@ export async function auditMain(argv: string[]): Promise<void> {
       const publicKey = stringFlag(v, 'public-key');
       if (redis !== undefined) {
         if (head !== undefined || publicKey !== undefined) return usageError('--redis reads the stream: no --head or --public-key with it');
-        return (await import('./redis-cli.js')).redisAuditMain('verify', redis, { count: 0, follow: false, ...(files[0] !== undefined ? { localLog: files[0] } : {}) });
+        return (await import('./redis-cli.js')).redisAuditMain('verify', redis, {
+          count: 0,
+          follow: false,
+          ...(files[0] !== undefined ? { localLog: files[0] } : {}),
+        });
       }
       return (await import('./verify-cli.js')).verifyMain(file, { publicKey, head, named: files.length > 0 }, process.env);
     }
@@ -107,7 +129,12 @@ export async function auditMain(argv: string[]): Promise<void> {
   }
 }
 
-async function tail(v: Record<string, string | boolean | undefined>, files: string[], file: string, redis: string | undefined): Promise<void> {
+async function tail(
+  v: Record<string, string | boolean | undefined>,
+  files: string[],
+  file: string,
+  redis: string | undefined,
+): Promise<void> {
   const count = Number(stringFlag(v, 'n') ?? 20);
   const follow = v['follow'] === true;
   if (!(Number.isSafeInteger(count) && count > 0)) return usageError('-n needs a positive whole number');
@@ -121,7 +148,9 @@ async function tail(v: Record<string, string | boolean | undefined>, files: stri
     text = readFileSync(file, 'utf8');
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    process.stderr.write(`skill-mcp audit: cannot read ${file} (${code ?? String(error)})${files.length === 0 ? '; name the log as FILE, or set SKILL_MCP_AUDIT_LOG or SKILL_MCP_STATE_DIR' : ''}\n`);
+    process.stderr.write(
+      `skill-mcp audit: cannot read ${file} (${code ?? String(error)})${files.length === 0 ? '; name the log as FILE, or set SKILL_MCP_AUDIT_LOG or SKILL_MCP_STATE_DIR' : ''}\n`,
+    );
     process.exitCode = 1;
     return;
   }

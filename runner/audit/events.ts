@@ -6,12 +6,29 @@ import type { EgressRecord } from '../egress/proxy.js';
 
 /** The enumerated reasons of `run.reject` (stable for people and tools reading the log). */
 export type RejectReason =
-  | 'busy' | 'token-invalid' | 'token-expired' | 'token-reused' | 'draft-changed' | 'unknown-skill'
-  | 'not-declared' | 'not-granted' | 'invalid-path' | 'not-found' | 'not-a-file' | 'outside-skill'
-  | 'interpreter-unavailable' | 'environ-unscrubbed' | 'sandbox-failed' | 'too-large' | 'content-unreadable' | 'cancelled' | 'ledger-unavailable'
+  | 'busy'
+  | 'token-invalid'
+  | 'token-expired'
+  | 'token-reused'
+  | 'draft-changed'
+  | 'unknown-skill'
+  | 'not-declared'
+  | 'not-granted'
+  | 'invalid-path'
+  | 'not-found'
+  | 'not-a-file'
+  | 'outside-skill'
+  | 'interpreter-unavailable'
+  | 'environ-unscrubbed'
+  | 'sandbox-failed'
+  | 'too-large'
+  | 'content-unreadable'
+  | 'cancelled'
+  | 'ledger-unavailable'
   | 'audit-unavailable'
   | 'deps-missing'
-  | 'secret-missing' | 'secrets-unavailable'
+  | 'secret-missing'
+  | 'secrets-unavailable'
   | 'internal';
 
 /** Who asked and how the yes reached the front: on every line about a run request. */
@@ -40,12 +57,71 @@ export interface RunInputsAudit {
 
 export type AuditEvent =
   | { event: 'runner.start'; [key: string]: unknown }
-  | { event: 'runner.stop'; pid: number; config_sha256: string; uptime_ms: number; lines: number; why: string; removals_pending?: number; spawn_fallbacks?: number }
+  | {
+      event: 'runner.stop';
+      pid: number;
+      config_sha256: string;
+      uptime_ms: number;
+      lines: number;
+      why: string;
+      removals_pending?: number;
+      spawn_fallbacks?: number;
+    }
   | { event: 'peer.refuse'; uid: number; gid: number; pid: number; reason?: 'front-secret' }
-  | ({ event: 'run.prepare'; skill: string; script: string; token_id?: string; refused?: string; will_run_sha256?: string; draft_changed?: true } & RunWho)
-  | ({ event: 'run.reject'; reason: RejectReason; skill?: string; script?: string; token_id?: string; run_id?: string; client?: string; running?: number; max_runs?: number; queued?: number; client_running?: number; client_share?: number; waited_ms?: number; error?: string } & RunWho)
+  | ({
+      event: 'run.prepare';
+      skill: string;
+      script: string;
+      token_id?: string;
+      refused?: string;
+      will_run_sha256?: string;
+      draft_changed?: true;
+    } & RunWho)
+  | ({
+      event: 'run.reject';
+      reason: RejectReason;
+      skill?: string;
+      script?: string;
+      token_id?: string;
+      run_id?: string;
+      client?: string;
+      running?: number;
+      max_runs?: number;
+      queued?: number;
+      client_running?: number;
+      client_share?: number;
+      waited_ms?: number;
+      error?: string;
+    } & RunWho)
   | { event: 'run.wait'; run_id: string; skill: string; script: string; client: string; running: number; queued: number }
-  | ({ event: 'run.accept'; run_id: string; runner_pid: number; token_id: string; skill: string; script: string; interpreter: string; argv: string[]; env_names: string[]; timeout_ms: number; isolation: string; sandbox: string[]; memory_bytes: number; uid: number; script_sha256?: string; files_sha256?: string; will_run_sha256?: string; egress?: string[]; egress_mode?: string; deps?: string[]; secrets?: { name: string; hosts: string[] }[]; client?: string; queued_ms?: number; runs_in_progress?: number } & RunInputsAudit & RunWho & RunGrant)
+  | ({
+      event: 'run.accept';
+      run_id: string;
+      runner_pid: number;
+      token_id: string;
+      skill: string;
+      script: string;
+      interpreter: string;
+      argv: string[];
+      env_names: string[];
+      timeout_ms: number;
+      isolation: string;
+      sandbox: string[];
+      memory_bytes: number;
+      uid: number;
+      script_sha256?: string;
+      files_sha256?: string;
+      will_run_sha256?: string;
+      egress?: string[];
+      egress_mode?: string;
+      deps?: string[];
+      secrets?: { name: string; hosts: string[] }[];
+      client?: string;
+      queued_ms?: number;
+      runs_in_progress?: number;
+    } & RunInputsAudit &
+      RunWho &
+      RunGrant)
   | { event: 'run.exit'; run_id: string; [key: string]: unknown }
   | { event: 'run.cleanup'; run_id: string; workspace_unmount?: 'lazy'; workspace_left?: true; copy_left?: true }
   | ({ event: 'egress'; run_id: string } & EgressRecord)
@@ -55,7 +131,16 @@ export type AuditEvent =
 
 /** Lines the writer makes itself (never passed in by callers). */
 export type WriterEvent =
-  | { event: 'audit.gap'; lost: number; lost_events: Record<string, number>; delayed: number; refused: number; error: string; from: string; to: string }
+  | {
+      event: 'audit.gap';
+      lost: number;
+      lost_events: Record<string, number>;
+      delayed: number;
+      refused: number;
+      error: string;
+      from: string;
+      to: string;
+    }
   | { event: 'audit.checkpoint'; head_seq: number; head_sha256: string; key_id: string; sig: string }
   | { event: 'audit.segment'; previous: string; previous_seq: number; previous_sha256: string; removed?: string[] };
 

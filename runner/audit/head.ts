@@ -18,7 +18,14 @@ function headOf(line: string): SignedHead | undefined {
   try {
     const l = JSON.parse(line) as Record<string, unknown>;
     if (l['event'] !== 'audit.checkpoint') return undefined;
-    return { v: 1, seq: Number(l['head_seq']), sha256: String(l['head_sha256']), ts: String(l['ts']), key_id: String(l['key_id']), sig: String(l['sig']) };
+    return {
+      v: 1,
+      seq: Number(l['head_seq']),
+      sha256: String(l['head_sha256']),
+      ts: String(l['ts']),
+      key_id: String(l['key_id']),
+      sig: String(l['sig']),
+    };
   } catch {
     return undefined;
   }
@@ -69,7 +76,9 @@ export function headMain(file: string): void {
     return;
   }
   if (!head) {
-    process.stderr.write(`skill-mcp audit: ${file} holds no signed checkpoint yet (the runner writes one after every decided run and at stop)\n`);
+    process.stderr.write(
+      `skill-mcp audit: ${file} holds no signed checkpoint yet (the runner writes one after every decided run and at stop)\n`,
+    );
     process.exitCode = 1;
     return;
   }
@@ -82,7 +91,9 @@ export function pubkeyMain(stateDir: string): void {
     process.stdout.write(key.export({ type: 'spki', format: 'pem' }).toString());
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    process.stderr.write(`skill-mcp audit: no audit signing key in ${stateDir} (${code ?? 'not a key'}); a runner makes it on its first start (set SKILL_MCP_STATE_DIR to the runner's state directory)\n`);
+    process.stderr.write(
+      `skill-mcp audit: no audit signing key in ${stateDir} (${code ?? 'not a key'}); a runner makes it on its first start (set SKILL_MCP_STATE_DIR to the runner's state directory)\n`,
+    );
     process.exitCode = 1;
   }
 }

@@ -228,7 +228,8 @@ export class AuditLog {
    * why the run did not go ahead).
    */
   commit(entry: AuditEvent): Promise<void> {
-    if (this.#closed) return Promise.reject(new SkillMcpError('AUDIT_UNAVAILABLE', 'the runner is stopping; nothing more is recorded or run'));
+    if (this.#closed)
+      return Promise.reject(new SkillMcpError('AUDIT_UNAVAILABLE', 'the runner is stopping; nothing more is recorded or run'));
     return new Promise((resolve, reject) => {
       this.#queue.push({ fields: entry as Pending['fields'], ts: new Date().toISOString(), commit: { resolve, reject } });
       this.kick();
@@ -249,7 +250,10 @@ export class AuditLog {
     await this.flush();
     this.#closed = true;
     if (this.#retry) clearTimeout(this.#retry);
-    if (this.#queue.length > 0) this.opts.warn?.(`${this.#queue.length} audit line(s) could not be written before the runner stopped (${this.#outage?.error ?? 'write failed'})`);
+    if (this.#queue.length > 0)
+      this.opts.warn?.(
+        `${this.#queue.length} audit line(s) could not be written before the runner stopped (${this.#outage?.error ?? 'write failed'})`,
+      );
     closeSync(this.#fd);
   }
 
@@ -263,7 +267,7 @@ export class AuditLog {
 
   /** Past MAX_PENDING, the oldest droppable lines go, counted for the gap line. */
   private trim(): void {
-    for (let i = 0; this.#queue.length > MAX_PENDING && i < this.#queue.length;) {
+    for (let i = 0; this.#queue.length > MAX_PENDING && i < this.#queue.length; ) {
       const p = this.#queue[i]!;
       if (p.commit || KEPT_EVENTS.has(p.fields.event)) {
         i++;
@@ -317,12 +321,25 @@ export class AuditLog {
       // those lines released has had its turn: the answer leaves before the anchor's lock and rename.
       if (released) await new Promise((resolve) => setImmediate(resolve));
       const anchor: AuditAnchor = { v: 1, log: this.opts.path, seq: written.seq, sha256: lineHash(written.last) };
-      await stageAnchor(this.opts.anchorPath, anchor).then((ready) => publishAnchor(this.opts.anchorPath, anchor, ready, (fn) => withLockAsync(this.#lockPath, fn), () => {
-        // Appends resolve once the anchor names their lines; the folder's fsync finishes before the next batch.
-        for (const p of batch) p.done?.();
-      })).catch((error: unknown) => {
-        this.warnOnce('anchor', `the audit anchor ${basename(this.opts.anchorPath)} could not be written (${errnoOf(error)}); verify may report the log as ahead of it`);
-      });
+      await stageAnchor(this.opts.anchorPath, anchor)
+        .then((ready) =>
+          publishAnchor(
+            this.opts.anchorPath,
+            anchor,
+            ready,
+            (fn) => withLockAsync(this.#lockPath, fn),
+            () => {
+              // Appends resolve once the anchor names their lines; the folder's fsync finishes before the next batch.
+              for (const p of batch) p.done?.();
+            },
+          ),
+        )
+        .catch((error: unknown) => {
+          this.warnOnce(
+            'anchor',
+            `the audit anchor ${basename(this.opts.anchorPath)} could not be written (${errnoOf(error)}); verify may report the log as ahead of it`,
+          );
+        });
       // Also when the anchor failed or another runner's was further along (onVisible not called);
       // resolving an append twice is a no-op.
       for (const p of batch) p.done?.();
@@ -338,12 +355,21 @@ export class AuditLog {
       p.done?.();
       if (p.commit) {
         outage.refused += 1;
-        p.commit.reject(new SkillMcpError('AUDIT_UNAVAILABLE', `the audit log cannot be written (${code}), so nothing runs: every run must be on record first. The operator must free space on (or repair) the disk holding the audit log; the runner records the gap and takes runs again by itself`, { cause: error }));
+        p.commit.reject(
+          new SkillMcpError(
+            'AUDIT_UNAVAILABLE',
+            `the audit log cannot be written (${code}), so nothing runs: every run must be on record first. The operator must free space on (or repair) the disk holding the audit log; the runner records the gap and takes runs again by itself`,
+            { cause: error },
+          ),
+        );
       }
     }
     outage.delayed = this.#queue.length;
     this.trim();
-    this.warnOnce(`fail:${code}`, `the audit log cannot be written (${code}); runs are refused AUDIT_UNAVAILABLE until it can, other lines wait (${this.#queue.length} now)`);
+    this.warnOnce(
+      `fail:${code}`,
+      `the audit log cannot be written (${code}); runs are refused AUDIT_UNAVAILABLE until it can, other lines wait (${this.#queue.length} now)`,
+    );
     if (this.#retry === undefined && !this.#closed) {
       this.#retry = setTimeout(() => {
         this.#retry = undefined;
@@ -390,7 +416,7 @@ export class AuditLog {
       const before = fstatSync(this.#fd).size;
       try {
         this.opts.fault?.('write');
-        for (let off = 0; off < built.bytes.length;) off += writeSync(this.#fd, built.bytes, off);
+        for (let off = 0; off < built.bytes.length; ) off += writeSync(this.#fd, built.bytes, off);
       } catch (error) {
         // A short write on a full disk must not leave half a line for the next one to chain to.
         try {
@@ -408,7 +434,7 @@ export class AuditLog {
   /** The batch's lines, continuing the file's chain (or the previous segment's, in a new segment). */
   private build(batch: Pending[]): { bytes: Buffer; last: string; seq: number; count: number; startWritten: boolean } {
     const { line: last, torn } = lastLine(this.#fd);
-    let seq = last === undefined ? 0 : seqOf(last) ?? lastSeq(tailLines(this.#fd));
+    let seq = last === undefined ? 0 : (seqOf(last) ?? lastSeq(tailLines(this.#fd)));
     let prev = last === undefined ? GENESIS_PREV : lineHash(last);
     const out: string[] = [];
     const make = (ts: string, fields: Record<string, unknown>): string => {
@@ -425,13 +451,28 @@ export class AuditLog {
       if (end) {
         seq = end.seq;
         prev = end.sha256;
-        make(now, { event: 'audit.segment', previous: basename(end.path), previous_seq: end.seq, previous_sha256: end.sha256 } satisfies WriterEvent);
+        make(now, {
+          event: 'audit.segment',
+          previous: basename(end.path),
+          previous_seq: end.seq,
+          previous_sha256: end.sha256,
+        } satisfies WriterEvent);
       }
     }
     const startWritten = !this.#started;
     if (startWritten) make(now, this.#startLine!() as Record<string, unknown>);
     const o = this.#outage;
-    if (o) make(now, { event: 'audit.gap', lost: o.lost, lost_events: o.lostEvents, delayed: o.delayed, refused: o.refused, error: o.error, from: o.from, to: now } satisfies WriterEvent);
+    if (o)
+      make(now, {
+        event: 'audit.gap',
+        lost: o.lost,
+        lost_events: o.lostEvents,
+        delayed: o.delayed,
+        refused: o.refused,
+        error: o.error,
+        from: o.from,
+        to: now,
+      } satisfies WriterEvent);
     let checkpoint = false;
     for (const p of batch) {
       make(p.ts, p.fields);
@@ -441,11 +482,22 @@ export class AuditLog {
     return { bytes: Buffer.from(`${torn ? '\n' : ''}${out.join('\n')}\n`), last: out.at(-1)!, seq, count: out.length, startWritten };
   }
 
-  private checkpointLine(make: (ts: string, fields: Record<string, unknown>) => string, seq: number, prev: string, ts: string): string | undefined {
+  private checkpointLine(
+    make: (ts: string, fields: Record<string, unknown>) => string,
+    seq: number,
+    prev: string,
+    ts: string,
+  ): string | undefined {
     const signer = this.opts.signer;
     if (!signer) return undefined;
     const head = signer.sign({ seq, sha256: prev, ts });
-    return make(ts, { event: 'audit.checkpoint', head_seq: head.seq, head_sha256: head.sha256, key_id: head.key_id, sig: head.sig } satisfies WriterEvent);
+    return make(ts, {
+      event: 'audit.checkpoint',
+      head_seq: head.seq,
+      head_sha256: head.sha256,
+      key_id: head.key_id,
+      sig: head.sig,
+    } satisfies WriterEvent);
   }
 
   /** Ends the live segment with a signed checkpoint and starts the next from it (segments.ts). */
@@ -454,24 +506,35 @@ export class AuditLog {
     const { line: last } = lastLine(fd);
     const first = firstLine(fd);
     const firstSeq = (first === undefined ? undefined : seqOf(first)) ?? 1;
-    let seq = last === undefined ? 0 : seqOf(last) ?? lastSeq(tailLines(fd));
+    let seq = last === undefined ? 0 : (seqOf(last) ?? lastSeq(tailLines(fd)));
     let prev = last === undefined ? GENESIS_PREV : lineHash(last);
     const now = new Date().toISOString();
     // The old segment ends signed: a copy of it alone proves it complete up to its end.
     const closing: string[] = [];
-    this.checkpointLine((ts, fields) => {
-      seq += 1;
-      const line = JSON.stringify({ seq, ts, prev, ...fields });
-      prev = lineHash(line);
-      closing.push(line);
-      return line;
-    }, seq, prev, now);
+    this.checkpointLine(
+      (ts, fields) => {
+        seq += 1;
+        const line = JSON.stringify({ seq, ts, prev, ...fields });
+        prev = lineHash(line);
+        closing.push(line);
+        return line;
+      },
+      seq,
+      prev,
+      now,
+    );
     if (closing.length > 0) {
-      for (let off = 0, bytes = Buffer.from(`${closing.join('\n')}\n`); off < bytes.length;) off += writeSync(fd, bytes, off);
+      for (let off = 0, bytes = Buffer.from(`${closing.join('\n')}\n`); off < bytes.length; ) off += writeSync(fd, bytes, off);
       fsyncSync(fd);
     }
     const victims = retentionVictims(this.opts.path, this.opts.keep);
-    const segment = { event: 'audit.segment', previous: `${basename(this.opts.path)}.${String(firstSeq).padStart(12, '0')}`, previous_seq: seq, previous_sha256: prev, ...(victims.length > 0 ? { removed: victims.map((v) => basename(v)) } : {}) } satisfies WriterEvent;
+    const segment = {
+      event: 'audit.segment',
+      previous: `${basename(this.opts.path)}.${String(firstSeq).padStart(12, '0')}`,
+      previous_seq: seq,
+      previous_sha256: prev,
+      ...(victims.length > 0 ? { removed: victims.map((v) => basename(v)) } : {}),
+    } satisfies WriterEvent;
     const firstOfNew = JSON.stringify({ seq: seq + 1, ts: now, prev, ...segment });
     rotate(this.opts.path, firstSeq, firstOfNew, victims, this.opts.fault);
     this.settle();

@@ -72,7 +72,8 @@ function parse(text: string, base: number): Parsed[] {
     end += Buffer.byteLength(line) + 1;
     try {
       const entry = JSON.parse(line) as { seq?: unknown; prev?: unknown };
-      if (typeof entry.seq === 'number' && typeof entry.prev === 'string') out.push({ seq: entry.seq, prev: entry.prev, line, end, live: false });
+      if (typeof entry.seq === 'number' && typeof entry.prev === 'string')
+        out.push({ seq: entry.seq, prev: entry.prev, line, end, live: false });
     } catch {
       // a broken line: the local verify names it; the next line will not chain in the stream
     }
@@ -100,7 +101,11 @@ export class AuditMirror {
   #cursor = { seq: 0, offset: 0, ino: -1 };
   #divergedWarned = false;
 
-  constructor(private readonly link: RedisLink, private readonly auditPath: string, private readonly warn: (message: string) => void) {}
+  constructor(
+    private readonly link: RedisLink,
+    private readonly auditPath: string,
+    private readonly warn: (message: string) => void,
+  ) {}
 
   /** Asks for a copy of whatever is new; rounds coalesce, and a failed round waits for the next poke. */
   poke(): void {
@@ -133,11 +138,16 @@ export class AuditMirror {
     // past it — unless it was rotated since (another inode), then the segments are read again.
     const ino = inodeOf(this.auditPath);
     const fromCursor = this.#cursor.seq > 0 && this.#cursor.seq <= head.seq && this.#cursor.ino === ino;
-    const lines = (fromCursor ? parse(readFrom(this.auditPath, this.#cursor.offset), this.#cursor.offset).map((l) => ({ ...l, live: true })) : linesAfter(this.auditPath, head.seq)).filter((l) => l.seq > head.seq);
+    const lines = (
+      fromCursor
+        ? parse(readFrom(this.auditPath, this.#cursor.offset), this.#cursor.offset).map((l) => ({ ...l, live: true }))
+        : linesAfter(this.auditPath, head.seq)
+    ).filter((l) => l.seq > head.seq);
     for (let i = 0; i < lines.length; i += BATCH_LINES) {
       const batch = lines.slice(i, i + BATCH_LINES);
       const pipeline = client.pipeline();
-      for (const l of batch) pipeline.eval(APPEND_LUA, 2, keys.stream, keys.heads, settings.hostId, String(l.seq), l.prev, l.line, lineHash(l.line));
+      for (const l of batch)
+        pipeline.eval(APPEND_LUA, 2, keys.stream, keys.heads, settings.hostId, String(l.seq), l.prev, l.line, lineHash(l.line));
       const replies = (await pipeline.exec()) ?? [];
       for (const [j, [error, reply]] of replies.entries()) {
         if (error) throw error;
@@ -145,7 +155,9 @@ export class AuditMirror {
         if (reply === -1) {
           if (!this.#divergedWarned) {
             this.#divergedWarned = true;
-            this.warn(`audit line seq ${l.seq} does not continue the chain the Redis stream holds for host id ${settings.hostId}: this log was replaced, or another log uses that host id; it is no longer mirrored (set SKILL_MCP_AUDIT_HOST_ID to a new id, or delete the host's head from ${keys.heads})`);
+            this.warn(
+              `audit line seq ${l.seq} does not continue the chain the Redis stream holds for host id ${settings.hostId}: this log was replaced, or another log uses that host id; it is no longer mirrored (set SKILL_MCP_AUDIT_HOST_ID to a new id, or delete the host's head from ${keys.heads})`,
+            );
           }
           return;
         }

@@ -47,7 +47,10 @@ export class AuditQuery {
   matched = 0;
   readonly #byRun: boolean;
 
-  constructor(private readonly filter: QueryFilter, private readonly write: (line: string, parsed: Record<string, unknown>) => void) {
+  constructor(
+    private readonly filter: QueryFilter,
+    private readonly write: (line: string, parsed: Record<string, unknown>) => void,
+  ) {
     this.#byRun = filter.skill !== undefined || filter.script !== undefined || filter.subject !== undefined;
   }
 
@@ -103,9 +106,13 @@ export async function queryMain(file: string, filter: QueryFilter, json: boolean
     if (!process.stdout.write(text)) await new Promise((resolve) => process.stdout.once('drain', resolve));
   };
   for (const path of files) {
-    await eachLine(openLog(path), (line, torn) => {
-      if (!torn) query.line(line);
-    }, flush);
+    await eachLine(
+      openLog(path),
+      (line, torn) => {
+        if (!torn) query.line(line);
+      },
+      flush,
+    );
   }
   await flush();
 }

@@ -17,7 +17,12 @@ import { parseRedisUrl, readRedisSettings } from '../redis/options.js';
 const FOLLOW_BLOCK_MS = 5000;
 const PAGE = 1000;
 
-function connect(rawUrl: string, env: NodeJS.ProcessEnv, extraTimeoutMs: number, auditPath: string): { client: Redis; prefix: string; display: string; hostId: string } {
+function connect(
+  rawUrl: string,
+  env: NodeJS.ProcessEnv,
+  extraTimeoutMs: number,
+  auditPath: string,
+): { client: Redis; prefix: string; display: string; hostId: string } {
   const url = rawUrl === '-' ? (env['SKILL_MCP_REDIS_URL'] ?? '') : rawUrl;
   if (url === '') throw new Error('--redis - reads SKILL_MCP_REDIS_URL, which is not set');
   const target = parseRedisUrl(url, '--redis');
@@ -38,8 +43,17 @@ function print(entry: StreamEntry): void {
   process.stdout.write(`${renderValue(entry.host)} ${renderAuditLine(entry.line)}\n`);
 }
 
-export async function redisAuditMain(command: 'verify' | 'tail', rawUrl: string, options: { count: number; follow: boolean; localLog?: string }): Promise<void> {
-  const { client, prefix, display, hostId } = connect(rawUrl, process.env, command === 'tail' && options.follow ? FOLLOW_BLOCK_MS : 0, options.localLog ?? '/');
+export async function redisAuditMain(
+  command: 'verify' | 'tail',
+  rawUrl: string,
+  options: { count: number; follow: boolean; localLog?: string },
+): Promise<void> {
+  const { client, prefix, display, hostId } = connect(
+    rawUrl,
+    process.env,
+    command === 'tail' && options.follow ? FOLLOW_BLOCK_MS : 0,
+    options.localLog ?? '/',
+  );
   const keys = streamKeys(prefix);
   try {
     await client.connect();
@@ -67,7 +81,7 @@ export async function redisAuditMain(command: 'verify' | 'tail', rawUrl: string,
       }
     }
     const entries: StreamEntry[] = [];
-    for (let start = '-'; ;) {
+    for (let start = '-'; ; ) {
       const page = (await client.xrange(keys.stream, start, '+', 'COUNT', PAGE)).map(entryOf);
       entries.push(...page);
       if (page.length < PAGE) break;

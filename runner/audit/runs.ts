@@ -48,8 +48,10 @@ export function unfinishedRuns(lines: string[], now: number, runnerAlive: (pid: 
     const endBy = Date.parse(ts) + timeoutMs + RUN_END_SLACK_MS;
     const base = { runId, line, ts, skill: entry['skill'], script: entry['script'], runnerPid: pid };
     if (pid !== undefined && !runnerAlive(pid)) return { ...base, state: 'lost' as const, why: `its runner (pid ${pid}) is gone` };
-    if (!(now <= endBy)) return { ...base, state: 'lost' as const, why: `its time ran out at ${new Date(endBy).toISOString()} and no exit was written` };
-    if (pid === undefined) return { ...base, state: 'open' as const, why: 'it may still be running (its time is not up; the line names no runner pid)' };
+    if (!(now <= endBy))
+      return { ...base, state: 'lost' as const, why: `its time ran out at ${new Date(endBy).toISOString()} and no exit was written` };
+    if (pid === undefined)
+      return { ...base, state: 'open' as const, why: 'it may still be running (its time is not up; the line names no runner pid)' };
     return { ...base, state: 'open' as const, why: `still running: its runner (pid ${pid}) is alive and its time is not up` };
   });
 }

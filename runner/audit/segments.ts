@@ -35,7 +35,10 @@ export function listSegments(active: string): string[] {
   } catch {
     return [];
   }
-  return names.filter((n) => n.startsWith(prefix) && pattern.test(n.slice(prefix.length))).sort().map((n) => join(dirname(active), n));
+  return names
+    .filter((n) => n.startsWith(prefix) && pattern.test(n.slice(prefix.length)))
+    .sort()
+    .map((n) => join(dirname(active), n));
 }
 
 /** Every segment of the log, oldest first, the live one last (when it exists). */
@@ -85,7 +88,13 @@ function fsyncDir(dir: string): void {
  * (their names are in `firstLine`'s `removed`). fsyncs here are synchronous: a rotation is rare
  * (one per `SKILL_MCP_AUDIT_MAX_BYTES`) and must be whole before the lock is released.
  */
-export function rotate(active: string, firstSeqOfOld: number, firstLine: string, remove: readonly string[], stopAt?: (point: RotationPoint) => void): void {
+export function rotate(
+  active: string,
+  firstSeqOfOld: number,
+  firstLine: string,
+  remove: readonly string[],
+  stopAt?: (point: RotationPoint) => void,
+): void {
   const next = `${active}${NEXT_SUFFIX}`;
   try {
     unlinkSync(next);

@@ -37,7 +37,10 @@ export function headStatement(head: Pick<SignedHead, 'seq' | 'sha256' | 'ts' | '
 
 /** The first 16 hex digits of the sha256 of the public key's DER (SPKI): short, and names the key. */
 export function keyIdOf(publicKey: KeyObject): string {
-  return createHash('sha256').update(publicKey.export({ type: 'spki', format: 'der' })).digest('hex').slice(0, 16);
+  return createHash('sha256')
+    .update(publicKey.export({ type: 'spki', format: 'der' }))
+    .digest('hex')
+    .slice(0, 16);
 }
 
 export interface AuditSigner {
@@ -70,7 +73,11 @@ export function loadAuditSigner(stateDir: string): AuditSigner {
     return signerFrom(createPrivateKey(readNoFollow(path)));
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
-      throw new SkillMcpError('INTERNAL', `${path} is not an Ed25519 private key (PEM); move it away to make a new one (old checkpoints stay checkable with the old public key)`, { cause: error });
+      throw new SkillMcpError(
+        'INTERNAL',
+        `${path} is not an Ed25519 private key (PEM); move it away to make a new one (old checkpoints stay checkable with the old public key)`,
+        { cause: error },
+      );
     }
   }
   const { privateKey } = generateKeyPairSync('ed25519');
@@ -119,8 +126,17 @@ export function parseSignedHead(text: string): SignedHead | { why: string } {
   } catch {
     return { why: 'not JSON' };
   }
-  if (value === null || typeof value !== 'object' || value.v !== 1 || !Number.isSafeInteger(value.seq) || typeof value.sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(value.sha256)
-    || typeof value.ts !== 'string' || typeof value.key_id !== 'string' || typeof value.sig !== 'string') {
+  if (
+    value === null ||
+    typeof value !== 'object' ||
+    value.v !== 1 ||
+    !Number.isSafeInteger(value.seq) ||
+    typeof value.sha256 !== 'string' ||
+    !/^[0-9a-f]{64}$/.test(value.sha256) ||
+    typeof value.ts !== 'string' ||
+    typeof value.key_id !== 'string' ||
+    typeof value.sig !== 'string'
+  ) {
     return { why: 'not a signed head ({"v":1,"seq","sha256","ts","key_id","sig"})' };
   }
   return value as SignedHead;

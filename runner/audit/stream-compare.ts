@@ -35,14 +35,25 @@ export async function compareWithLocal(localLog: string, stream: StreamEntry[]):
         return;
       }
       compared += 1;
-      if (lineHash(there.line) !== lineHash(bytes)) diverged = `seq ${seq} differs: the stream's line (entry ${there.id}) is not the local log's line`;
+      if (lineHash(there.line) !== lineHash(bytes))
+        diverged = `seq ${seq} differs: the stream's line (entry ${there.id}) is not the local log's line`;
     });
     if (diverged !== undefined) break;
   }
   if (diverged !== undefined) return { ok: false, message: `DIVERGED at ${diverged}` };
-  if (lastStream > lastLocal) return { ok: false, message: `DIVERGED at seq ${lastLocal + 1}: the stream holds lines up to seq ${lastStream}, the local log ends at seq ${lastLocal} (the local log was cut or replaced)` };
+  if (lastStream > lastLocal)
+    return {
+      ok: false,
+      message: `DIVERGED at seq ${lastLocal + 1}: the stream holds lines up to seq ${lastStream}, the local log ends at seq ${lastLocal} (the local log was cut or replaced)`,
+    };
   if (firstLocal !== undefined && firstStream !== undefined && firstStream < firstLocal) {
-    return { ok: true, message: `the same ${compared} line(s); the stream also holds seq ${firstStream}-${firstLocal - 1}, whose segments are no longer here (retention)${localOnly > 0 ? `; ${localOnly} newest line(s) not mirrored yet` : ''}` };
+    return {
+      ok: true,
+      message: `the same ${compared} line(s); the stream also holds seq ${firstStream}-${firstLocal - 1}, whose segments are no longer here (retention)${localOnly > 0 ? `; ${localOnly} newest line(s) not mirrored yet` : ''}`,
+    };
   }
-  return { ok: true, message: `the same ${compared} line(s)${localOnly > 0 ? `; ${localOnly} newest local line(s) not mirrored yet` : ''}` };
+  return {
+    ok: true,
+    message: `the same ${compared} line(s)${localOnly > 0 ? `; ${localOnly} newest local line(s) not mirrored yet` : ''}`,
+  };
 }

@@ -52,7 +52,11 @@ export function verifyStream(entries: StreamEntry[], heads: Map<string, { seq: n
     }
     const last = list[list.length - 1]!;
     if (head === undefined) {
-      verdicts.push({ host, ok: true, message: `intact: ${list.length} lines (seq 1-${last.seq}); no head for this host, so lines deleted from the end cannot be detected` });
+      verdicts.push({
+        host,
+        ok: true,
+        message: `intact: ${list.length} lines (seq 1-${last.seq}); no head for this host, so lines deleted from the end cannot be detected`,
+      });
     } else if (head.seq > last.seq) {
       fail(`TRUNCATED: the stream ends at seq ${last.seq}, the head says seq ${head.seq} was mirrored`);
     } else if (head.seq < last.seq || head.sha256 !== lineHash(last.line)) {

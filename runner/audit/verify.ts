@@ -90,7 +90,17 @@ function parse(bytes: Buffer): Parsed | undefined {
 }
 
 export class ChainVerifier {
-  readonly report: VerifyReport = { ok: true, lines: 0, lastLine: 0, checkpoints: 0, unsigned: 0, unchecked: 0, headReached: false, openRuns: new Map(), startFindings: [] };
+  readonly report: VerifyReport = {
+    ok: true,
+    lines: 0,
+    lastLine: 0,
+    checkpoints: 0,
+    unsigned: 0,
+    unchecked: 0,
+    headReached: false,
+    openRuns: new Map(),
+    startFindings: [],
+  };
   #prevHash: string | undefined;
   #prevSeq: number | undefined;
   #file = '';
@@ -149,11 +159,17 @@ export class ChainVerifier {
       r.firstSeq = p.seq;
     } else {
       if (this.#fileFirst && p.event === 'audit.segment' && p.body && p.body['previous_seq'] !== this.#prevSeq) {
-        this.fail(`a segment is missing: this one continues ${String(p.body['previous'])} at seq ${String(p.body['previous_seq'])}, but the segment before it (${this.#previousFile ?? '?'}) ends at seq ${this.#prevSeq}`, p.seq);
+        this.fail(
+          `a segment is missing: this one continues ${String(p.body['previous'])} at seq ${String(p.body['previous_seq'])}, but the segment before it (${this.#previousFile ?? '?'}) ends at seq ${this.#prevSeq}`,
+          p.seq,
+        );
         return;
       }
       if (this.#fileFirst && p.event !== 'audit.segment') {
-        this.fail(`this segment does not start with an audit.segment line continuing ${this.#previousFile ?? 'the one before'}: segments are out of order or one was replaced`, p.seq);
+        this.fail(
+          `this segment does not start with an audit.segment line continuing ${this.#previousFile ?? 'the one before'}: segments are out of order or one was replaced`,
+          p.seq,
+        );
         return;
       }
       if (p.seq !== this.#prevSeq! + 1) {
@@ -215,7 +231,13 @@ export class ChainVerifier {
     } else if (p.event === 'audit.segment' && Array.isArray(b['removed'])) {
       for (const name of b['removed']) this.#removed.add(String(name));
     } else if (p.event === 'runner.start' && (b['audit_anchor'] === 'truncated' || b['audit_anchor'] === 'replaced')) {
-      r.startFindings.push({ file: this.#file, line: this.#lineNo, state: String(b['audit_anchor']), anchorSeq: b['audit_anchor_seq'], lastSeq: b['audit_log_last_seq'] });
+      r.startFindings.push({
+        file: this.#file,
+        line: this.#lineNo,
+        state: String(b['audit_anchor']),
+        anchorSeq: b['audit_anchor_seq'],
+        lastSeq: b['audit_log_last_seq'],
+      });
     }
   }
 
@@ -231,7 +253,10 @@ export class ChainVerifier {
     const head = this.opts.head;
     if (head && !r.headReached) {
       this.#lineNo += 1;
-      this.fail(`the copy ends at seq ${r.lastSeq} but the head vouches for seq ${head.seq}: the copy was cut (lines after line ${this.#lineNo - 1} are missing)`, (r.lastSeq ?? 0) + 1);
+      this.fail(
+        `the copy ends at seq ${r.lastSeq} but the head vouches for seq ${head.seq}: the copy was cut (lines after line ${this.#lineNo - 1} are missing)`,
+        (r.lastSeq ?? 0) + 1,
+      );
     }
     return r;
   }

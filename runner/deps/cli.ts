@@ -31,28 +31,47 @@ export const DEPS_USAGE = `usage:
       each skill's environments: kind, digest, state (ready, missing, tampered)
 The state directory is --state-dir, else SKILL_MCP_STATE_DIR, else the standalone default.`;
 
-
 export async function depsMain(argv: string[], options: { bundledSkills: string }): Promise<void> {
   if (wantsHelp(argv)) {
     process.stdout.write(`${DEPS_USAGE}\n`);
     return;
   }
   const [verb, ...rest] = argv;
-  if (verb !== 'install' && verb !== 'list') throw new UsageError(verb === undefined ? 'deps needs a verb: install or list' : `unknown deps verb ${JSON.stringify(verb)}`, DEPS_USAGE);
-  const { values } = parseFlags(rest, { skill: { type: 'string' }, 'state-dir': { type: 'string' }, json: { type: 'boolean' } }, { usage: DEPS_USAGE });
+  if (verb !== 'install' && verb !== 'list')
+    throw new UsageError(
+      verb === undefined ? 'deps needs a verb: install or list' : `unknown deps verb ${JSON.stringify(verb)}`,
+      DEPS_USAGE,
+    );
+  const { values } = parseFlags(
+    rest,
+    { skill: { type: 'string' }, 'state-dir': { type: 'string' }, json: { type: 'boolean' } },
+    { usage: DEPS_USAGE },
+  );
   const skillFlag = stringFlag(values, 'skill');
   const only = skillFlag !== undefined ? [skillFlag] : [];
   const env = process.env;
   const out = (line: string): void => void process.stdout.write(`${line}\n`);
   const asRoot = process.getuid?.() === 0;
-  const pool = asRoot ? new UidPool(parseUidRange(env['SKILL_MCP_UID_RANGE'] || DEFAULT_UID_RANGE), [0], new UidClaims(env['SKILL_MCP_UID_CLAIM_DIR'] || DEFAULT_CLAIM_DIR)) : undefined;
+  const pool = asRoot
+    ? new UidPool(
+        parseUidRange(env['SKILL_MCP_UID_RANGE'] || DEFAULT_UID_RANGE),
+        [0],
+        new UidClaims(env['SKILL_MCP_UID_CLAIM_DIR'] || DEFAULT_CLAIM_DIR),
+      )
+    : undefined;
   // Root installs as a uid of the run range, claimed like a run's, so no run shares it meanwhile.
   const uid = await pool?.take();
   try {
     // Security: as a runner does at start — the keys of the session the operator runs this in are
     // possessed by none of the install's steps (a source build runs a package's own code).
     const ownKeyring = joinFreshSessionKeyring();
-    const platform = probePlatform({ searchPath: env['PATH'], bwrapSetting: env['SKILL_MCP_BWRAP'] || undefined, probeUid: uid, tmpBytes: TMP_BYTES, ownKeyring });
+    const platform = probePlatform({
+      searchPath: env['PATH'],
+      bwrapSetting: env['SKILL_MCP_BWRAP'] || undefined,
+      probeUid: uid,
+      tmpBytes: TMP_BYTES,
+      ownKeyring,
+    });
     const ids = new Identities();
     const { rows, index, settings } = await collect(env, options.bundledSkills, only, platform, ids, out, DEPS_USAGE);
     const stateDir = stringFlag(values, 'state-dir') ?? settings.stateDir;
@@ -65,7 +84,9 @@ export async function depsMain(argv: string[], options: { bundledSkills: string 
     }
     if (index.problems.length > 0) throw new UsageError(index.problems.join('; '), DEPS_USAGE);
     const envsDir = ensureEnvsDir(stateDir);
-    out(`environments in ${envsDir}; install sandbox: ${describeInstallSandbox(platform, ownKeyring)}${uid !== undefined ? `, as uid ${uid}` : ''}`);
+    out(
+      `environments in ${envsDir}; install sandbox: ${describeInstallSandbox(platform, ownKeyring)}${uid !== undefined ? `, as uid ${uid}` : ''}`,
+    );
     const python3 = interpreterPaths(platform).python3;
     const node = interpreterPaths(platform).node;
     const npm = resolveBinary('npm', env['PATH'], false);
@@ -91,7 +112,9 @@ export async function depsMain(argv: string[], options: { bundledSkills: string 
         }
         // Security: a source build runs the package's own code; without bubblewrap nothing would keep it off the network.
         if (e.spec.sourceBuilds && !usesBwrap(platform)) {
-          out(`${label}: NOT installed: source builds are allowed by the declaration but need the bubblewrap sandbox (install bubblewrap), which confines a build's network to the index`);
+          out(
+            `${label}: NOT installed: source builds are allowed by the declaration but need the bubblewrap sandbox (install bubblewrap), which confines a build's network to the index`,
+          );
           failed += 1;
           continue;
         }
@@ -107,9 +130,25 @@ export async function depsMain(argv: string[], options: { bundledSkills: string 
           failed += 1;
           continue;
         }
-        out(`${label}: installing (${e.spec.kind === 'python' ? (e.spec.sourceBuilds ? 'source builds allowed' : 'wheels only') : 'npm ci, no install scripts'}) from ${tool.describe.join(', ')}`);
-        out(`  network: ${!usesBwrap(platform) ? 'NOT confined (no bubblewrap): the install can reach any host' : tool.hosts.length === 0 ? 'none (every index is local)' : `only ${tool.hosts.join(', ')}, through the install's own proxy`}`);
-        const result = await buildEnvironment({ envsDir, platform, ...(uid !== undefined ? { uid } : {}), ...(python3 ? { python3 } : {}), ...(node ? { node } : {}), ...('path' in npm ? { npmCli: realpathSync(npm.path) } : {}), tool, log: out }, e);
+        out(
+          `${label}: installing (${e.spec.kind === 'python' ? (e.spec.sourceBuilds ? 'source builds allowed' : 'wheels only') : 'npm ci, no install scripts'}) from ${tool.describe.join(', ')}`,
+        );
+        out(
+          `  network: ${!usesBwrap(platform) ? 'NOT confined (no bubblewrap): the install can reach any host' : tool.hosts.length === 0 ? 'none (every index is local)' : `only ${tool.hosts.join(', ')}, through the install's own proxy`}`,
+        );
+        const result = await buildEnvironment(
+          {
+            envsDir,
+            platform,
+            ...(uid !== undefined ? { uid } : {}),
+            ...(python3 ? { python3 } : {}),
+            ...(node ? { node } : {}),
+            ...('path' in npm ? { npmCli: realpathSync(npm.path) } : {}),
+            tool,
+            log: out,
+          },
+          e,
+        );
         if (result.ok) out(`${label}: installed ${result.resolved.length} package(s): ${result.resolved.join(', ')}`);
         else {
           out(`${label}: NOT installed: ${result.why}`);

@@ -9,7 +9,8 @@ import { spawnSync } from 'node:child_process';
 import { statSync } from 'node:fs';
 import type { DepsKind } from './spec.js';
 
-const PYTHON_PROBE = 'import json,platform,sys,sysconfig;print(json.dumps([sys.implementation.name,sys.version,sysconfig.get_config_var("SOABI"),platform.machine(),sys.platform]))';
+const PYTHON_PROBE =
+  'import json,platform,sys,sysconfig;print(json.dumps([sys.implementation.name,sys.version,sysconfig.get_config_var("SOABI"),platform.machine(),sys.platform]))';
 const NODE_PROBE = 'console.log(JSON.stringify([process.version,process.versions.modules,process.platform,process.arch]))';
 
 export type Identity = { ok: true; text: string } | { ok: false; why: string };
@@ -28,7 +29,11 @@ export function probeIdentity(kind: DepsKind, path: string): Identity {
   const args = kind === 'python' ? ['-I', '-S', '-c', PYTHON_PROBE] : ['-e', NODE_PROBE];
   const out = spawnSync(path, args, { encoding: 'utf8', timeout: 20_000, env: { PATH: '/usr/bin:/bin', LANG: 'C.UTF-8' } });
   const text = (out.stdout ?? '').trim();
-  if (out.status !== 0 || text === '') return { ok: false, why: `the ${kind === 'python' ? 'python3' : 'node'} interpreter did not say its version (${out.error?.message ?? `exit ${out.status}`})` };
+  if (out.status !== 0 || text === '')
+    return {
+      ok: false,
+      why: `the ${kind === 'python' ? 'python3' : 'node'} interpreter did not say its version (${out.error?.message ?? `exit ${out.status}`})`,
+    };
   return { ok: true, text: `${kind}:${text}` };
 }
 

@@ -62,7 +62,9 @@ export function readExplicitIndex(env: Env): ExplicitIndex {
 /** The part of an environment's address that names its index: the explicit settings, or "the tool's own configuration". */
 export function indexDigest(kind: DepsKind, index: ExplicitIndex): string {
   const value = kind === 'python' ? (index.pip ?? 'own-configuration') : (index.npm ?? 'own-configuration');
-  return createHash('sha256').update(JSON.stringify([kind, value])).digest('hex');
+  return createHash('sha256')
+    .update(JSON.stringify([kind, value]))
+    .digest('hex');
 }
 
 /** A URL as it may be printed or recorded: user and password replaced. Security: index URLs often carry a token. */

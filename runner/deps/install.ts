@@ -83,7 +83,12 @@ async function manifestOf(dir: string, base: Omit<Manifest, 'entries'>): Promise
 }
 
 function tail(text: string, lines = 30): string {
-  return text.trimEnd().split('\n').slice(-lines).map((l) => `    ${l}`).join('\n');
+  return text
+    .trimEnd()
+    .split('\n')
+    .slice(-lines)
+    .map((l) => `    ${l}`)
+    .join('\n');
 }
 
 /** Builds `env` (not yet installed) into `<envsDir>/<digest>`. */
@@ -115,7 +120,8 @@ export async function buildEnvironment(opts: InstallOptions, env: ResolvedEnv): 
     if (tool.file) give(join(workDir, tool.file.name), tool.file.text);
     // npm's global npmrc (under its own prefix) is replaced by an empty one: the registry is what the tool config says.
     if (env.spec.kind === 'node') give(join(workDir, 'npmrc-global'), '');
-    if (opts.uid !== undefined) for (const dir of [buildDir, workDir, join(workDir, 'home'), join(workDir, 'tmp')]) chownSync(dir, opts.uid, opts.uid);
+    if (opts.uid !== undefined)
+      for (const dir of [buildDir, workDir, join(workDir, 'home'), join(workDir, 'tmp')]) chownSync(dir, opts.uid, opts.uid);
 
     const view: StepView = { envDir: buildDir, workDir, readOnly: tool.paths, ...(opts.uid !== undefined ? { uid: opts.uid } : {}) };
     if (sandboxed && networked) {
@@ -123,7 +129,8 @@ export async function buildEnvironment(opts: InstallOptions, env: ResolvedEnv): 
       const problem = socketPathProblem(socketPath);
       if (problem) return { ok: false, why: problem.replace('SKILL_MCP_SCRATCH_DIR', 'state directory path') };
       proxy = await startEgressProxy({
-        socketPath, entries: parseEgressList(tool.hosts),
+        socketPath,
+        entries: parseEgressList(tool.hosts),
         onRecord: (record) => {
           if (record.decision === 'allowed') allowed += 1;
           else if (refused.length < 20) refused.push(`${record.destination} (${record.reason ?? 'refused'})`);
@@ -134,7 +141,10 @@ export async function buildEnvironment(opts: InstallOptions, env: ResolvedEnv): 
       view.egressSocket = socketPath;
     }
     const stepEnv: Record<string, string> = {
-      HOME: `${paths.work}/home`, TMPDIR: `${paths.work}/tmp`, PATH: sandboxPath(platform), LANG: 'C.UTF-8',
+      HOME: `${paths.work}/home`,
+      TMPDIR: `${paths.work}/tmp`,
+      PATH: sandboxPath(platform),
+      LANG: 'C.UTF-8',
       ...tool.env,
       ...(tool.file ? { [tool.file.variable]: `${paths.work}/${tool.file.name}` } : {}),
       ...(env.spec.kind === 'node' ? { npm_config_globalconfig: `${paths.work}/npmrc-global` } : {}),
@@ -144,11 +154,17 @@ export async function buildEnvironment(opts: InstallOptions, env: ResolvedEnv): 
     const run = async (command: string[], what: string): Promise<{ ok: true; stdout: string } | { ok: false; why: string }> => {
       const spec = buildStep(platform, view, command, stepEnv);
       const afterExit = async (): Promise<void> => {
-        if (opts.uid !== undefined && platform.tools.setpriv && platform.tools.kill) await reapUid(opts.uid, platform.tools.setpriv, platform.tools.kill);
+        if (opts.uid !== undefined && platform.tools.setpriv && platform.tools.kill)
+          await reapUid(opts.uid, platform.tools.setpriv, platform.tools.kill);
       };
       const o = await runProcess(spec, { timeoutMs: INSTALL_TIMEOUT_MS, killGraceMs: 2000, drainMs: 500 }, OUTPUT_CAP, afterExit).outcome;
       if (o.ending === 'exit' && o.exitCode === 0) return { ok: true, stdout: o.stdout.toString('utf8') };
-      const ended = o.ending === 'timeout' ? `timed out after ${INSTALL_TIMEOUT_MS / 60000} min` : o.ending === 'spawn-failed' ? 'could not be started' : `exited ${o.exitCode ?? o.signal}`;
+      const ended =
+        o.ending === 'timeout'
+          ? `timed out after ${INSTALL_TIMEOUT_MS / 60000} min`
+          : o.ending === 'spawn-failed'
+            ? 'could not be started'
+            : `exited ${o.exitCode ?? o.signal}`;
       return { ok: false, why: `${what} ${ended}:\n${tail(`${o.stdout.toString('utf8')}\n${o.stderr.toString('utf8')}`)}` };
     };
 
@@ -157,8 +173,21 @@ export async function buildEnvironment(opts: InstallOptions, env: ResolvedEnv): 
     if (env.spec.kind === 'python') {
       const python = opts.python3!;
       const install = [
-        python, '-I', '-m', 'pip', 'install', '--no-input', '--disable-pip-version-check', '--no-warn-script-location', '--progress-bar', 'off', '--no-cache-dir',
-        '--target', `${paths.env}/site`, '--requirement', `${paths.work}/requirements.txt`,
+        python,
+        '-I',
+        '-m',
+        'pip',
+        'install',
+        '--no-input',
+        '--disable-pip-version-check',
+        '--no-warn-script-location',
+        '--progress-bar',
+        'off',
+        '--no-cache-dir',
+        '--target',
+        `${paths.env}/site`,
+        '--requirement',
+        `${paths.work}/requirements.txt`,
         // Security: a source distribution runs its own build code; only a declaration that says so allows it.
         ...(env.spec.sourceBuilds ? [] : ['--only-binary', ':all:']),
         ...(env.spec.hashed ? ['--require-hashes'] : []),
@@ -167,17 +196,34 @@ export async function buildEnvironment(opts: InstallOptions, env: ResolvedEnv): 
       ];
       const done = await run(install, 'pip install');
       if (!done.ok) return done;
-      const freeze = await run([python, '-I', '-m', 'pip', 'freeze', '--disable-pip-version-check', '--path', `${paths.env}/site`], 'pip freeze');
+      const freeze = await run(
+        [python, '-I', '-m', 'pip', 'freeze', '--disable-pip-version-check', '--path', `${paths.env}/site`],
+        'pip freeze',
+      );
       if (!freeze.ok) return freeze;
-      resolved = freeze.stdout.split('\n').map((l) => l.trim()).filter(Boolean);
+      resolved = freeze.stdout
+        .split('\n')
+        .map((l) => l.trim())
+        .filter(Boolean);
       record = 'resolved.txt';
       writeFileSync(join(buildDir, record), `${resolved.join('\n')}\n`, { mode: 0o444 });
     } else {
       const ci = [
-        opts.node!, opts.npmCli!, 'ci', '--prefix', paths.env,
+        opts.node!,
+        opts.npmCli!,
+        'ci',
+        '--prefix',
+        paths.env,
         // Security: no package's preinstall/install/postinstall script runs, ever.
-        '--ignore-scripts', '--omit=dev', '--no-audit', '--no-fund', '--no-update-notifier', '--no-bin-links', '--no-progress',
-        '--cache', `${paths.work}/npm-cache`,
+        '--ignore-scripts',
+        '--omit=dev',
+        '--no-audit',
+        '--no-fund',
+        '--no-update-notifier',
+        '--no-bin-links',
+        '--no-progress',
+        '--cache',
+        `${paths.work}/npm-cache`,
         ...tool.args,
         ...(proxyArgs ? ['--proxy', PROXY_URL, '--https-proxy', PROXY_URL, '--noproxy', ''] : []),
       ];
@@ -185,14 +231,22 @@ export async function buildEnvironment(opts: InstallOptions, env: ResolvedEnv): 
       if (!done.ok) return done;
       record = 'package-lock.json';
       const lock = JSON.parse(env.spec.lockfile!.toString('utf8')) as { packages?: Record<string, { version?: string }> };
-      resolved = Object.entries(lock.packages ?? {}).filter(([path]) => path !== '').map(([path, p]) => `${path.replace(/^.*node_modules\//, '')}@${p.version ?? '?'}`);
+      resolved = Object.entries(lock.packages ?? {})
+        .filter(([path]) => path !== '')
+        .map(([path, p]) => `${path.replace(/^.*node_modules\//, '')}@${p.version ?? '?'}`);
     }
     await proxy?.close();
     proxy = undefined;
     seal(buildDir, asRoot);
     const manifest = await manifestOf(buildDir, {
-      version: 1, digest: env.digest, kind: env.spec.kind, interpreter: env.spec.interpreter, builtAt: new Date().toISOString(),
-      index: tool.describe, resolved: record, sourceBuilds: env.spec.sourceBuilds,
+      version: 1,
+      digest: env.digest,
+      kind: env.spec.kind,
+      interpreter: env.spec.interpreter,
+      builtAt: new Date().toISOString(),
+      index: tool.describe,
+      resolved: record,
+      sourceBuilds: env.spec.sourceBuilds,
     });
     writeFileSync(join(buildDir, MANIFEST_FILE), `${JSON.stringify(manifest)}\n`, { mode: 0o444 });
     if (asRoot) chownSync(buildDir, 0, 0);
@@ -212,7 +266,8 @@ export async function buildEnvironment(opts: InstallOptions, env: ResolvedEnv): 
     await proxy?.close();
     if (!sandboxed || !networked) {
       // nothing was proxied
-    } else if (refused.length > 0) opts.log(`  network: the install's proxy refused ${refused.join(', ')} (only ${tool.hosts.join(', ')} are reachable)`);
+    } else if (refused.length > 0)
+      opts.log(`  network: the install's proxy refused ${refused.join(', ')} (only ${tool.hosts.join(', ')} are reachable)`);
     else opts.log(`  network: ${allowed} connection(s), all to ${tool.hosts.join(', ')}`);
     removeTree(workDir);
     removeTree(buildDir);

@@ -70,7 +70,15 @@ export function walkEnv(dir: string): StatEntry[] {
       const type = st.isFile() ? 'file' : st.isDirectory() ? 'dir' : st.isSymbolicLink() ? 'link' : undefined;
       if (type === undefined) throw new Error(`${path} is not a file, folder or link`);
       if (out.length >= MAX_ENV_ENTRIES) throw new Error(`more than ${MAX_ENV_ENTRIES} entries`);
-      const entry: StatEntry = { path, abs, type, mode: Number(st.mode & 0o7777n), size: Number(st.size), key: `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`, ctimeNs: st.ctimeNs };
+      const entry: StatEntry = {
+        path,
+        abs,
+        type,
+        mode: Number(st.mode & 0o7777n),
+        size: Number(st.size),
+        key: `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`,
+        ctimeNs: st.ctimeNs,
+      };
       if (type === 'link') entry.target = readlinkSync(abs);
       out.push(entry);
       if (type === 'dir') visit(path);
@@ -111,11 +119,16 @@ export function readManifest(dir: string): { ok: true; manifest: Manifest } | { 
     fd = openSync(join(dir, MANIFEST_FILE), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    return { ok: false, missing: code === 'ENOENT', why: code === 'ENOENT' ? 'not installed' : `its manifest cannot be opened (${code ?? 'error'})` };
+    return {
+      ok: false,
+      missing: code === 'ENOENT',
+      why: code === 'ENOENT' ? 'not installed' : `its manifest cannot be opened (${code ?? 'error'})`,
+    };
   }
   try {
     const st = fstatSync(fd);
-    if (!st.isFile() || st.size > MAX_MANIFEST_BYTES) return { ok: false, missing: false, why: 'its manifest is not a regular file of a sane size' };
+    if (!st.isFile() || st.size > MAX_MANIFEST_BYTES)
+      return { ok: false, missing: false, why: 'its manifest is not a regular file of a sane size' };
     const bytes = Buffer.alloc(st.size);
     let got = 0;
     while (got < bytes.length) {
@@ -124,7 +137,8 @@ export function readManifest(dir: string): { ok: true; manifest: Manifest } | { 
       got += n;
     }
     const manifest = JSON.parse(bytes.subarray(0, got).toString('utf8')) as Manifest;
-    if (manifest.version !== 1 || !Array.isArray(manifest.entries)) return { ok: false, missing: false, why: 'its manifest is not one this runner reads' };
+    if (manifest.version !== 1 || !Array.isArray(manifest.entries))
+      return { ok: false, missing: false, why: 'its manifest is not one this runner reads' };
     return { ok: true, manifest };
   } catch {
     return { ok: false, missing: false, why: 'its manifest is not valid JSON' };

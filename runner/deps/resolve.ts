@@ -59,21 +59,36 @@ export function readSkillFile(skillDir: string, path: string, max: number): { ok
     return { ok: true, bytes: bytes.subarray(0, got) };
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ELOOP' || code === 'ENOTDIR' || code === 'EXDEV') return { ok: false, why: `${path} changed into a link (or crosses a mount point) while it was opened; not followed` };
+    if (code === 'ELOOP' || code === 'ENOTDIR' || code === 'EXDEV')
+      return { ok: false, why: `${path} changed into a link (or crosses a mount point) while it was opened; not followed` };
     return { ok: false, why: code === 'ENOENT' ? `${path} is not in the skill` : `${path} cannot be read (${code ?? 'error'})` };
   } finally {
     if (fd !== undefined) closeSync(fd);
   }
 }
 
-function identityOf(kind: DepsKind, interpreters: InterpreterPaths, ids: Identities): { ok: true; text: string } | { ok: false; why: string } {
+function identityOf(
+  kind: DepsKind,
+  interpreters: InterpreterPaths,
+  ids: Identities,
+): { ok: true; text: string } | { ok: false; why: string } {
   const path = kind === 'python' ? interpreters.python3 : interpreters.node;
-  if (path === undefined) return { ok: false, why: `its ${kind} requirements need the ${kind === 'python' ? 'python3' : 'node'} interpreter, which the runner does not have` };
+  if (path === undefined)
+    return {
+      ok: false,
+      why: `its ${kind} requirements need the ${kind === 'python' ? 'python3' : 'node'} interpreter, which the runner does not have`,
+    };
   return ids.get(kind, path);
 }
 
 /** The environments `req` needs, read from `skillDir` (a real path). */
-export function resolveEnvironments(skillDir: string, req: Requirements, interpreters: InterpreterPaths, ids: Identities, index: ExplicitIndex): Resolution {
+export function resolveEnvironments(
+  skillDir: string,
+  req: Requirements,
+  interpreters: InterpreterPaths,
+  ids: Identities,
+  index: ExplicitIndex,
+): Resolution {
   const envs: ResolvedEnv[] = [];
   if (req.python) {
     let lines = req.python.lines;
@@ -93,25 +108,47 @@ export function resolveEnvironments(skillDir: string, req: Requirements, interpr
     }
     const id = identityOf('python', interpreters, ids);
     if (!id.ok) return { ok: false, why: id.why };
-    const spec: EnvSpec = { kind: 'python', interpreter: id.text, lines, hashed, sourceBuilds: req.sourceBuilds, indexDigest: indexDigest('python', index) };
+    const spec: EnvSpec = {
+      kind: 'python',
+      interpreter: id.text,
+      lines,
+      hashed,
+      sourceBuilds: req.sourceBuilds,
+      indexDigest: indexDigest('python', index),
+    };
     envs.push({ spec, digest: envDigest(spec) });
   }
   if (req.node) {
     const pkg = readSkillFile(skillDir, req.node.packageJson, MAX_REQUIREMENTS_FILE_BYTES);
     if (!pkg.ok) return { ok: false, why: `requirements.node: ${pkg.why}` };
     const lock = readSkillFile(skillDir, req.node.lockfile, MAX_LOCKFILE_BYTES);
-    if (!lock.ok) return { ok: false, why: `requirements.node: ${lock.why} (npm ci installs exactly what the lockfile says: commit package-lock.json beside package.json)` };
-    for (const [name, bytes] of [[req.node.packageJson, pkg.bytes], [req.node.lockfile, lock.bytes]] as const) {
+    if (!lock.ok)
+      return {
+        ok: false,
+        why: `requirements.node: ${lock.why} (npm ci installs exactly what the lockfile says: commit package-lock.json beside package.json)`,
+      };
+    for (const [name, bytes] of [
+      [req.node.packageJson, pkg.bytes],
+      [req.node.lockfile, lock.bytes],
+    ] as const) {
       try {
         const value: unknown = JSON.parse(bytes.toString('utf8'));
-        if (value === null || typeof value !== 'object' || Array.isArray(value)) return { ok: false, why: `requirements.node: ${name} is not a JSON object` };
+        if (value === null || typeof value !== 'object' || Array.isArray(value))
+          return { ok: false, why: `requirements.node: ${name} is not a JSON object` };
       } catch {
         return { ok: false, why: `requirements.node: ${name} is not valid JSON` };
       }
     }
     const id = identityOf('node', interpreters, ids);
     if (!id.ok) return { ok: false, why: id.why };
-    const spec: EnvSpec = { kind: 'node', interpreter: id.text, packageJson: pkg.bytes, lockfile: lock.bytes, sourceBuilds: false, indexDigest: indexDigest('node', index) };
+    const spec: EnvSpec = {
+      kind: 'node',
+      interpreter: id.text,
+      packageJson: pkg.bytes,
+      lockfile: lock.bytes,
+      sourceBuilds: false,
+      indexDigest: indexDigest('node', index),
+    };
     envs.push({ spec, digest: envDigest(spec) });
   }
   return { ok: true, envs };

@@ -36,11 +36,22 @@ export interface RunDeps {
 export type DepsPlan = { ok: true; infos: DepsInfo[]; run: RunDeps } | { ok: false; why: string; infos: DepsInfo[] };
 
 /** Resolves and verifies the environments of `skill` (its files read from `dir`); refused unless every one is ready. */
-export async function planDeps(dctx: DepsContext, interpreters: InterpreterPaths, skill: string, dir: string, req: Requirements | undefined): Promise<DepsPlan> {
+export async function planDeps(
+  dctx: DepsContext,
+  interpreters: InterpreterPaths,
+  skill: string,
+  dir: string,
+  req: Requirements | undefined,
+): Promise<DepsPlan> {
   if (req === undefined) return { ok: true, infos: [], run: {} };
   const resolved = resolveEnvironments(dir, req, interpreters, dctx.identities, dctx.index);
   if (!resolved.ok) return { ok: false, why: `${skill}: its requirements cannot be installed: ${resolved.why}`, infos: [] };
-  if (dctx.index.problems.length > 0) return { ok: false, why: `${skill}: the package index settings are malformed (${dctx.index.problems.join('; ')}); the operator fixes them, then runs ${installCommand(skill)}`, infos: [] };
+  if (dctx.index.problems.length > 0)
+    return {
+      ok: false,
+      why: `${skill}: the package index settings are malformed (${dctx.index.problems.join('; ')}); the operator fixes them, then runs ${installCommand(skill)}`,
+      infos: [],
+    };
   const infos: DepsInfo[] = [];
   const run: RunDeps = {};
   for (const env of resolved.envs) {

@@ -56,7 +56,8 @@ export function bwrapInstallArgs(layout: HostLayout, view: StepView, seccompFd: 
   const args = [
     ...SANDBOX_PROCESS,
     // Deliberate: a host name of its own, so a build's logs say where it ran.
-    '--hostname', 'skill-deps',
+    '--hostname',
+    'skill-deps',
     // Deliberate: a /tmp of its own size; pip and npm keep their large temporary files in the
     // work folder (TMPDIR, on disk), so this one only catches what ignores TMPDIR.
     ...systemView(layout, { tmpBytes: TMP_BYTES }),
@@ -83,7 +84,8 @@ export function bwrapInstallArgs(layout: HostLayout, view: StepView, seccompFd: 
 
 /** What the install's steps get here, in words for the install output. */
 export function describeInstallSandbox(platform: Platform, ownKeyring: true | { why: string }): string {
-  const keyring = ownKeyring === true ? 'a fresh, empty session keyring' : `the session keyring this command was started in (${ownKeyring.why})`;
+  const keyring =
+    ownKeyring === true ? 'a fresh, empty session keyring' : `the session keyring this command was started in (${ownKeyring.why})`;
   if (!usesBwrap(platform)) return `none (${platform.isolation}): the install shares this machine's network; ${keyring}`;
   const filter = platform.seccomp ? "the runs' syscall filter" : 'no syscall filter (none for this machine)';
   return `bubblewrap (${platform.isolation}), ${filter}, /proc/keys hidden, ${keyring}`;
@@ -97,15 +99,39 @@ export function proxyEnv(): Record<string, string> {
 /** The spawn of `command` (absolute paths, already in the step's own view) under the sandbox. */
 export function buildStep(platform: Platform, view: StepView, command: string[], env: Record<string, string>): SpawnSpec {
   const { setpriv, bwrap } = platform.tools;
-  const drop = view.uid === undefined
-    ? (setpriv ? [setpriv, '--no-new-privs', '--pdeathsig=KILL', '--'] : [])
-    : [setpriv!, `--reuid=${view.uid}`, `--regid=${view.uid}`, '--clear-groups', '--no-new-privs', '--inh-caps=-all', '--bounding-set=-all', '--pdeathsig=KILL', '--'];
+  const drop =
+    view.uid === undefined
+      ? setpriv
+        ? [setpriv, '--no-new-privs', '--pdeathsig=KILL', '--']
+        : []
+      : [
+          setpriv!,
+          `--reuid=${view.uid}`,
+          `--regid=${view.uid}`,
+          '--clear-groups',
+          '--no-new-privs',
+          '--inh-caps=-all',
+          '--bounding-set=-all',
+          '--pdeathsig=KILL',
+          '--',
+        ];
   let chain: string[];
   let cwd: string;
   if (usesBwrap(platform)) {
     const inner = view.egressSocket !== undefined ? bridgeArgv(bridgeNode(platform)!, command) : command;
     // `--info-fd`: the step's sandbox pid 1 is killed with it, as a run's is (runner/sandbox/process.ts).
-    chain = [...drop, bwrap!, '--info-fd', String(SANDBOX_INFO_FD), ...bwrapInstallArgs(platform.layout!, view, platform.seccomp ? INSTALL_SECCOMP_FD : undefined), '--', platform.tools.env!, '-u', 'PWD', ...inner];
+    chain = [
+      ...drop,
+      bwrap!,
+      '--info-fd',
+      String(SANDBOX_INFO_FD),
+      ...bwrapInstallArgs(platform.layout!, view, platform.seccomp ? INSTALL_SECCOMP_FD : undefined),
+      '--',
+      platform.tools.env!,
+      '-u',
+      'PWD',
+      ...inner,
+    ];
     cwd = '/';
   } else {
     // Deliberate: no filter without bubblewrap. No package code runs here (source builds are
@@ -115,5 +141,13 @@ export function buildStep(platform: Platform, view: StepView, command: string[],
   }
   // bubblewrap reads the filter's BPF program from fd 3 (a pipe written once and closed).
   const fds = usesBwrap(platform) && platform.seccomp ? [platform.seccomp] : [];
-  return { command: chain[0]!, args: chain.slice(1), env, cwd, envNames: Object.keys(env).sort(), fds, ...(usesBwrap(platform) ? { infoFd: SANDBOX_INFO_FD } : {}) };
+  return {
+    command: chain[0]!,
+    args: chain.slice(1),
+    env,
+    cwd,
+    envNames: Object.keys(env).sort(),
+    fds,
+    ...(usesBwrap(platform) ? { infoFd: SANDBOX_INFO_FD } : {}),
+  };
 }

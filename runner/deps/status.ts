@@ -29,12 +29,24 @@ export function interpreterPaths(platform: Platform): InterpreterPaths {
 }
 
 /** The skills with requirements, as the runner would read them, and what each needs. */
-export async function collect(env: Env, bundledSkills: string, only: string[], platform: Platform, ids: Identities, out: (line: string) => void, usage = '') {
+export async function collect(
+  env: Env,
+  bundledSkills: string,
+  only: string[],
+  platform: Platform,
+  ids: Identities,
+  out: (line: string) => void,
+  usage = '',
+) {
   const settings = readSharedSettings(env, bundledSkills);
   const ctx = { env, bundledSkills, limits: settings.limits, platform } as unknown as DeriveContext;
   const { skills } = await discoverSkills(settings.roots, settings.limits.maxSkills);
   const unknown = only.filter((name) => !skills.some((s) => s.name === name));
-  if (unknown.length > 0) throw new UsageError(`no served skill is named ${unknown.map((n) => JSON.stringify(n)).join(', ')} (the skill folders are ${settings.rootsFrom ?? 'the bundled skills'})`, usage);
+  if (unknown.length > 0)
+    throw new UsageError(
+      `no served skill is named ${unknown.map((n) => JSON.stringify(n)).join(', ')} (the skill folders are ${settings.rootsFrom ?? 'the bundled skills'})`,
+      usage,
+    );
   const index = readExplicitIndex(env);
   const rows = [];
   for (const skill of skills) {
@@ -50,11 +62,20 @@ export async function collect(env: Env, bundledSkills: string, only: string[], p
   return { rows, index, settings };
 }
 
-
-export type StatusRow = { skill: string; problem: string } | { skill: string; kind: 'python' | 'node'; digest: string; state: 'ready' | 'missing' | 'tampered'; why?: string };
+export type StatusRow =
+  | { skill: string; problem: string }
+  | { skill: string; kind: 'python' | 'node'; digest: string; state: 'ready' | 'missing' | 'tampered'; why?: string };
 
 /** Every served skill's environments and their states (`only`: these skills). */
-export async function environmentStatus(env: Env, bundledSkills: string, platform: Platform, ids: Identities, verifier: EnvVerifier, stateDir: string | undefined, only: string[] = []): Promise<StatusRow[]> {
+export async function environmentStatus(
+  env: Env,
+  bundledSkills: string,
+  platform: Platform,
+  ids: Identities,
+  verifier: EnvVerifier,
+  stateDir: string | undefined,
+  only: string[] = [],
+): Promise<StatusRow[]> {
   const { rows, settings } = await collect(env, bundledSkills, only, platform, ids, () => {});
   const envsDir = envsDirOf(stateDir ?? settings.stateDir);
   const list: StatusRow[] = [];

@@ -27,7 +27,10 @@ export function stateDirMode(): number {
 /** Creates the envs folder (and the state dir) with the modes above; refuses a link or a foreign owner. */
 export function ensureEnvsDir(stateDir: string): string {
   const dir = envsDirOf(stateDir);
-  for (const [path, mode] of [[stateDir, stateDirMode()], [dir, stateDirMode()]] as const) {
+  for (const [path, mode] of [
+    [stateDir, stateDirMode()],
+    [dir, stateDirMode()],
+  ] as const) {
     mkdirSync(path, { recursive: true, mode });
     const st = lstatSync(path);
     // Security: a planted link or someone else's folder would let them swap an environment under us.
@@ -58,8 +61,9 @@ export function removeTree(path: string): void {
 export async function envInfo(verifier: EnvVerifier, envsDir: string, skill: string, env: ResolvedEnv): Promise<DepsInfo> {
   const verdict = await verifier.verify(join(envsDir, env.digest), env.digest);
   if (verdict.ok) return { kind: env.spec.kind, digest: env.digest, state: 'ready' };
-  const why = verdict.state === 'missing'
-    ? `the ${env.spec.kind} environment ${env.digest.slice(0, 12)} is not installed; the operator runs: ${installCommand(skill)}`
-    : `the ${env.spec.kind} environment ${env.digest.slice(0, 12)} was tampered with (${verdict.why}); nothing runs with it — the operator reinstalls it: ${installCommand(skill)}`;
+  const why =
+    verdict.state === 'missing'
+      ? `the ${env.spec.kind} environment ${env.digest.slice(0, 12)} is not installed; the operator runs: ${installCommand(skill)}`
+      : `the ${env.spec.kind} environment ${env.digest.slice(0, 12)} was tampered with (${verdict.why}); nothing runs with it — the operator reinstalls it: ${installCommand(skill)}`;
   return { kind: env.spec.kind, digest: env.digest, state: verdict.state, why };
 }

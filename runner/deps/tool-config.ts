@@ -72,7 +72,10 @@ function reach(values: string[]): { hosts: string[]; paths: string[] } {
 /** `pip config list` as the installing user: `section.key='value'` lines (the `:env:` ones are its variables). */
 function pipConfigList(python: string, env: Env): { key: string; value: string }[] {
   const out = spawnSync(python, ['-m', 'pip', 'config', 'list'], { encoding: 'utf8', env: env as NodeJS.ProcessEnv, timeout: 60_000 });
-  if (out.status !== 0) throw new Error(`pip config list failed (${out.error?.message ?? (out.stderr ?? '').trim().split('\n').pop() ?? `exit ${out.status}`}); is pip installed for ${python}?`);
+  if (out.status !== 0)
+    throw new Error(
+      `pip config list failed (${out.error?.message ?? (out.stderr ?? '').trim().split('\n').pop() ?? `exit ${out.status}`}); is pip installed for ${python}?`,
+    );
   const rows: { key: string; value: string }[] = [];
   for (const line of out.stdout.split('\n')) {
     const match = /^([^=\s]+)=(['"])(.*)\2$/.exec(line.trim());
@@ -87,11 +90,16 @@ export function pipConfig(python: string, explicit: ExplicitIndex, env: Env): To
     const { indexUrl, findLinks } = explicit.pip;
     const args = [...(indexUrl !== '' ? ['--index-url', indexUrl] : ['--no-index']), ...findLinks.flatMap((l) => ['--find-links', l])];
     // Security: /dev/null switches off every pip config file, so nothing but the operator's setting decides the index.
-    const describe = [indexUrl !== '' ? `index ${redactUrl(indexUrl)} (SKILL_MCP_PIP_INDEX_URL)` : 'no index (SKILL_MCP_PIP_INDEX_URL unset)', ...findLinks.map((l) => `find-links ${redactUrl(l)} (SKILL_MCP_PIP_FIND_LINKS)`)];
+    const describe = [
+      indexUrl !== '' ? `index ${redactUrl(indexUrl)} (SKILL_MCP_PIP_INDEX_URL)` : 'no index (SKILL_MCP_PIP_INDEX_URL unset)',
+      ...findLinks.map((l) => `find-links ${redactUrl(l)} (SKILL_MCP_PIP_FIND_LINKS)`),
+    ];
     return { args, env: { PIP_CONFIG_FILE: '/dev/null' }, describe, ...reach([indexUrl, ...findLinks]) };
   }
   const rows = pipConfigList(python, env);
-  const vars = Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => /^PIP_/.test(e[0]) && e[0] !== 'PIP_CONFIG_FILE' && e[1] !== undefined));
+  const vars = Object.fromEntries(
+    Object.entries(env).filter((e): e is [string, string] => /^PIP_/.test(e[0]) && e[0] !== 'PIP_CONFIG_FILE' && e[1] !== undefined),
+  );
   const sections = new Map<string, string[]>();
   for (const { key, value } of rows) {
     if (key.startsWith(':env:.')) continue;
@@ -100,13 +108,15 @@ export function pipConfig(python: string, explicit: ExplicitIndex, env: Env): To
     sections.set(section, [...(sections.get(section) ?? []), `${key.slice(dot + 1)} = ${value}`]);
   }
   const text = [...sections].map(([section, lines]) => `[${section}]\n${lines.join('\n')}\n`).join('\n');
-  const setting = (name: string): string | undefined => vars[`PIP_${name.toUpperCase().replace(/-/g, '_')}`] ?? rows.find((r) => r.key === `install.${name}` || r.key === `global.${name}`)?.value;
+  const setting = (name: string): string | undefined =>
+    vars[`PIP_${name.toUpperCase().replace(/-/g, '_')}`] ??
+    rows.find((r) => r.key === `install.${name}` || r.key === `global.${name}`)?.value;
   const noIndex = /^(1|true|yes|on)$/i.test(setting('no-index') ?? '');
-  const index = noIndex ? undefined : setting('index-url') ?? PYPI_INDEX;
+  const index = noIndex ? undefined : (setting('index-url') ?? PYPI_INDEX);
   const extra = noIndex ? [] : (setting('extra-index-url') ?? '').split(/\s+/).filter(Boolean);
   const links = (setting('find-links') ?? '').split(/\s+/).filter(Boolean);
   const describe = [
-    `${index ? `index ${redactUrl(index)}${setting('index-url') ? '' : ', pip\'s default'}` : 'no index (pip no-index)'} (from the installing user's pip configuration: SKILL_MCP_PIP_INDEX_URL is unset)`,
+    `${index ? `index ${redactUrl(index)}${setting('index-url') ? '' : ", pip's default"}` : 'no index (pip no-index)'} (from the installing user's pip configuration: SKILL_MCP_PIP_INDEX_URL is unset)`,
     ...extra.map((u) => `extra index ${redactUrl(u)}`),
     ...links.map((l) => `find-links ${redactUrl(l)}`),
   ];
@@ -114,8 +124,12 @@ export function pipConfig(python: string, explicit: ExplicitIndex, env: Env): To
   // Files the configuration names (a constraints file, a certificate) must be readable inside too.
   const files = reach([...rows.map((r) => r.value), ...Object.values(vars)]).paths;
   return {
-    args: [], env: vars, file: { name: 'pip.conf', text, variable: 'PIP_CONFIG_FILE' }, describe,
-    hosts: named.hosts, paths: [...new Set([...named.paths, ...files])].filter((p) => existsSync(p)).sort(),
+    args: [],
+    env: vars,
+    file: { name: 'pip.conf', text, variable: 'PIP_CONFIG_FILE' },
+    describe,
+    hosts: named.hosts,
+    paths: [...new Set([...named.paths, ...files])].filter((p) => existsSync(p)).sort(),
   };
 }
 
@@ -128,7 +142,8 @@ export function npmConfig(node: string, npmCli: string, explicit: ExplicitIndex,
       // Security: an empty user npmrc (and an empty global one, install.ts): only the operator's registry.
       env: {},
       file: { name: 'npmrc', text: '', variable: 'npm_config_userconfig' },
-      describe: [`registry ${redactUrl(registry)} (SKILL_MCP_NPM_REGISTRY)`], ...reach([registry]),
+      describe: [`registry ${redactUrl(registry)} (SKILL_MCP_NPM_REGISTRY)`],
+      ...reach([registry]),
     };
   }
   const ask = (key: string): string => {
@@ -137,9 +152,15 @@ export function npmConfig(node: string, npmCli: string, explicit: ExplicitIndex,
     return out.stdout.trim();
   };
   const registry = ask('registry');
-  if (registry === '' || registry === 'undefined') throw new Error('npm has no registry configured for the installing user; set SKILL_MCP_NPM_REGISTRY');
+  if (registry === '' || registry === 'undefined')
+    throw new Error('npm has no registry configured for the installing user; set SKILL_MCP_NPM_REGISTRY');
   const userconfig = ask('userconfig');
-  const vars = Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => /^npm_config_/i.test(e[0]) && !/^npm_config_(userconfig|globalconfig|cache|prefix)$/i.test(e[0]) && e[1] !== undefined));
+  const vars = Object.fromEntries(
+    Object.entries(env).filter(
+      (e): e is [string, string] =>
+        /^npm_config_/i.test(e[0]) && !/^npm_config_(userconfig|globalconfig|cache|prefix)$/i.test(e[0]) && e[1] !== undefined,
+    ),
+  );
   let text: string | undefined;
   try {
     text = existsSync(userconfig) ? readFileSync(userconfig, 'utf8') : undefined;

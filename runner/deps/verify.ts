@@ -32,7 +32,8 @@ export class EnvVerifier {
 
   async verify(dir: string, digest: string): Promise<Verdict> {
     const read = readManifest(dir);
-    if (!read.ok) return read.missing ? { ok: false, state: 'missing', why: 'it is not installed' } : { ok: false, state: 'tampered', why: read.why };
+    if (!read.ok)
+      return read.missing ? { ok: false, state: 'missing', why: 'it is not installed' } : { ok: false, state: 'tampered', why: read.why };
     const { manifest } = read;
     if (manifest.digest !== digest) return { ok: false, state: 'tampered', why: 'its manifest names another environment' };
     let entries: StatEntry[];
@@ -50,7 +51,8 @@ export class EnvVerifier {
       expected.delete(entry.path);
       if (want.type !== entry.type) return { ok: false, state: 'tampered', why: `${entry.path} is now a ${entry.type}` };
       if (want.mode !== entry.mode) return { ok: false, state: 'tampered', why: `${entry.path} changed permissions` };
-      if (entry.type === 'link' && want.target !== entry.target) return { ok: false, state: 'tampered', why: `${entry.path} points elsewhere` };
+      if (entry.type === 'link' && want.target !== entry.target)
+        return { ok: false, state: 'tampered', why: `${entry.path} points elsewhere` };
       if (entry.type !== 'file') continue;
       if (want.size !== entry.size) return { ok: false, state: 'tampered', why: `${entry.path} changed size` };
       const known = this.#known.get(entry.abs);

@@ -8,8 +8,7 @@
 import { isIPv4, isIPv6 } from 'node:net';
 import { formatEgressEntry, parseEgressEntry } from '../../shared/egress.js';
 
-export type AddressKind =
-  | 'public' | 'loopback' | 'private' | 'link-local' | 'metadata' | 'unspecified' | 'multicast' | 'reserved';
+export type AddressKind = 'public' | 'loopback' | 'private' | 'link-local' | 'metadata' | 'unspecified' | 'multicast' | 'reserved';
 
 /** IPv4 ranges that are not the public internet, most specific first (so metadata wins over link-local). */
 const V4_RANGES: [string, number, AddressKind][] = [
@@ -56,7 +55,7 @@ export function ipv6Groups(ip: string): number[] {
     const n = v4Number(v4[1]!);
     text = `${text.slice(0, -v4[1]!.length)}${(n >>> 16).toString(16)}:${(n & 0xffff).toString(16)}`;
   }
-  const [head, tail] = text.includes('::') ? text.split('::') as [string, string] : [text, undefined];
+  const [head, tail] = text.includes('::') ? (text.split('::') as [string, string]) : [text, undefined];
   const parse = (part: string): number[] => (part === '' ? [] : part.split(':').map((g) => Number.parseInt(g, 16)));
   const left = parse(head);
   if (tail === undefined) return left;

@@ -5,7 +5,17 @@
  */
 
 /** Headers that belong to one hop (the script ↔ proxy, or the proxy ↔ destination), never forwarded. */
-const HOP_BY_HOP = new Set(['connection', 'proxy-connection', 'keep-alive', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+const HOP_BY_HOP = new Set([
+  'connection',
+  'proxy-connection',
+  'keep-alive',
+  'proxy-authorization',
+  'proxy-authenticate',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
 
 /** Headers of a message (Node's `rawHeaders`) minus hop-by-hop ones, those its Connection header names, and Host. */
 export function forwardable(raw: readonly string[]): [string, string][] {

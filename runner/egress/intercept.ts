@@ -196,11 +196,21 @@ export function makeInterceptor(opts: InterceptOptions): Interceptor {
     let upstreamReq: ReturnType<typeof httpsRequest>;
     try {
       upstreamReq = httpsRequest({
-        agent: agentFor(target), host: target.address, family: target.family, port: target.port, method: req.method, path, headers, setHost: false,
+        agent: agentFor(target),
+        host: target.address,
+        family: target.family,
+        port: target.port,
+        method: req.method,
+        path,
+        headers,
+        setHost: false,
         // Security: SNI and the identity check are the host's name (an address host: its address), never the address policy resolved.
         servername: isIP(target.host) !== 0 ? '' : target.host,
         checkServerIdentity: (_name: string, cert: PeerCertificate) => checkServerIdentity(target.host, cert),
-        secureContext: upstreamContext, minVersion: 'TLSv1.2', ALPNProtocols: ['http/1.1'], timeout: opts.connectTimeoutMs,
+        secureContext: upstreamContext,
+        minVersion: 'TLSv1.2',
+        ALPNProtocols: ['http/1.1'],
+        timeout: opts.connectTimeoutMs,
       } as RequestOptions);
     } catch (error) {
       // A header value Node refuses to send (e.g. a value with a line break).
@@ -241,30 +251,38 @@ export function makeInterceptor(opts: InterceptOptions): Interceptor {
       // The body may change length (value → placeholder): it goes out chunked, without its Content-Length.
       res.writeHead(status, upstreamRes.statusMessage, out.filter(([name]) => name.toLowerCase() !== 'content-length').flat());
       const replacer = makeReplacer(swaps);
-      upstreamRes.pipe(new Transform({
-        transform(chunk: Buffer, _encoding, callback) {
-          callback(null, replacer.push(chunk));
-        },
-        flush(callback) {
-          const rest = replacer.end();
-          add(stats.echoed, replacer.counts);
-          callback(null, rest);
-        },
-      })).pipe(res);
+      upstreamRes
+        .pipe(
+          new Transform({
+            transform(chunk: Buffer, _encoding, callback) {
+              callback(null, replacer.push(chunk));
+            },
+            flush(callback) {
+              const rest = replacer.end();
+              add(stats.echoed, replacer.counts);
+              callback(null, rest);
+            },
+          }),
+        )
+        .pipe(res);
     });
     res.once('close', () => {
       if (!res.writableFinished) upstreamReq.destroy();
     });
-    req.pipe(new Transform({
-      transform(chunk: Buffer, _encoding, callback) {
-        bodyScan.push(chunk);
-        callback(null, chunk);
-      },
-      flush(callback) {
-        add(stats.elsewhere, bodyScan.counts);
-        callback();
-      },
-    })).pipe(upstreamReq);
+    req
+      .pipe(
+        new Transform({
+          transform(chunk: Buffer, _encoding, callback) {
+            bodyScan.push(chunk);
+            callback(null, chunk);
+          },
+          flush(callback) {
+            add(stats.elsewhere, bodyScan.counts);
+            callback();
+          },
+        }),
+      )
+      .pipe(upstreamReq);
   }
 
   internal.on('clientError', (_error, socket) => socket.destroy());
@@ -274,8 +292,14 @@ export function makeInterceptor(opts: InterceptOptions): Interceptor {
     take(client, head, target, done) {
       const stats: InterceptStats = { requests: 0, injected: {}, elsewhere: {}, echoed: {}, unscanned: 0 };
       const conn: Conn = {
-        target, stats,
-        authority: target.port === 443 ? (isIP(target.host) === 6 ? `[${target.host}]` : target.host) : `${isIP(target.host) === 6 ? `[${target.host}]` : target.host}:${target.port}`,
+        target,
+        stats,
+        authority:
+          target.port === 443
+            ? isIP(target.host) === 6
+              ? `[${target.host}]`
+              : target.host
+            : `${isIP(target.host) === 6 ? `[${target.host}]` : target.host}:${target.port}`,
         bindings: opts.bindings.filter((b) => b.hosts.includes(target.entry)),
       };
       let finished = false;
@@ -288,19 +312,22 @@ export function makeInterceptor(opts: InterceptOptions): Interceptor {
       // The script's first TLS bytes may already be here (sent with the CONNECT, or while the leaf was made).
       client.pause();
       if (head.length > 0) client.unshift(head);
-      void opts.ca.contextFor(target.host).then((secureContext) => {
-        if (client.destroyed) return finish();
-        // Security: only HTTP/1.1 is offered, so every request passes through the parser above.
-        const tls = new TLSSocket(client, { isServer: true, secureContext, ALPNProtocols: ['http/1.1'] });
-        tls.on('error', () => tls.destroy());
-        tls.once('close', () => client.destroy());
-        conns.set(tls, conn);
-        internal.emit('connection', tls);
-        client.resume();
-      }, () => {
-        client.destroy();
-        finish();
-      });
+      void opts.ca.contextFor(target.host).then(
+        (secureContext) => {
+          if (client.destroyed) return finish();
+          // Security: only HTTP/1.1 is offered, so every request passes through the parser above.
+          const tls = new TLSSocket(client, { isServer: true, secureContext, ALPNProtocols: ['http/1.1'] });
+          tls.on('error', () => tls.destroy());
+          tls.once('close', () => client.destroy());
+          conns.set(tls, conn);
+          internal.emit('connection', tls);
+          client.resume();
+        },
+        () => {
+          client.destroy();
+          finish();
+        },
+      );
       return stats;
     },
     close() {

@@ -54,10 +54,22 @@ export function planEgress(level: IsolationLevel, bwrap: boolean, bridgeNode: bo
   const env = hasNetns(level) ? dropAll : {};
   if (sorted.length === 0) return { mode: 'none', entries: [], env };
   if (hasNetns(level)) {
-    const why = bwrap ? 'no node interpreter the sandbox can run for its proxy bridge' : 'declared egress needs the bubblewrap sandbox (install bubblewrap)';
-    return { mode: 'unavailable', entries: sorted, env, note: `Not reachable at this isolation level (${level}): the run has a network namespace of its own with nothing in it (${why}), so it reaches none of these destinations.` };
+    const why = bwrap
+      ? 'no node interpreter the sandbox can run for its proxy bridge'
+      : 'declared egress needs the bubblewrap sandbox (install bubblewrap)';
+    return {
+      mode: 'unavailable',
+      entries: sorted,
+      env,
+      note: `Not reachable at this isolation level (${level}): the run has a network namespace of its own with nothing in it (${why}), so it reaches none of these destinations.`,
+    };
   }
-  return { mode: 'unenforced', entries: sorted, env, note: `Not enforced at this isolation level (${level}): the script shares this machine's network and can reach any host, not only these.` };
+  return {
+    mode: 'unenforced',
+    entries: sorted,
+    env,
+    note: `Not enforced at this isolation level (${level}): the script shares this machine's network and can reach any host, not only these.`,
+  };
 }
 
 /** The node a proxied run's bridge runs on (the resolved `node` interpreter, visible inside the sandbox), if any. */

@@ -46,7 +46,9 @@ export async function decide(entries: readonly EgressEntry[], hostText: string, 
   if (!entry) {
     const list = entries.map(formatEgressEntry).join(', ');
     return {
-      allowed: false, reason: 'not-allowed', status: 403,
+      allowed: false,
+      reason: 'not-allowed',
+      status: 403,
       message: `skill-mcp egress proxy: ${shown} is not an egress destination of this run (it may reach: ${list}). The entry "${suggestedEntry(host, ip, port)}" is missing: the skill's mcp-host.egress must list it and, when MCP_SKILL_RUN is set, the owner's grant for this script too; then the person approves the run again.`,
     };
   }
@@ -57,7 +59,12 @@ export async function decide(entries: readonly EgressEntry[], hostText: string, 
   try {
     addresses = await lookup(host);
   } catch (error) {
-    return { allowed: false, reason: 'unresolved', status: 502, message: `skill-mcp egress proxy: ${host} does not resolve here (${(error as NodeJS.ErrnoException).code ?? 'lookup failed'})` };
+    return {
+      allowed: false,
+      reason: 'unresolved',
+      status: 502,
+      message: `skill-mcp egress proxy: ${host} does not resolve here (${(error as NodeJS.ErrnoException).code ?? 'lookup failed'})`,
+    };
   }
   // Security: the SSRF guard — a name (whoever controls its DNS) never leads to this machine, a
   // private network, a link-local or cloud-metadata address; only a public address of it is used.
@@ -66,7 +73,9 @@ export async function decide(entries: readonly EgressEntry[], hostText: string, 
     const first = addresses[0];
     const what = first ? `${first.address} (${classifyAddress(first.address)})` : 'no address';
     return {
-      allowed: false, reason: 'special-address', status: 403,
+      allowed: false,
+      reason: 'special-address',
+      status: 403,
       message: `skill-mcp egress proxy: ${host} resolves to ${what}; a name never reaches loopback, private, link-local or metadata addresses. Only an entry naming the address itself (e.g. "${first ? suggestedEntry(first.address, first.family === 6 ? 6 : 4, port) : `address:${port}`}") allows it.`,
     };
   }

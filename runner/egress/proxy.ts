@@ -73,7 +73,20 @@ export interface EgressProxy {
 const CONNECT_TIMEOUT_MS = 10_000;
 const MAX_OPEN = 64;
 
-type Fields = Pick<EgressRecord, 'decision' | 'entry' | 'address' | 'reason' | 'intercepted' | 'requests' | 'injected' | 'placeholder_elsewhere' | 'value_echoed' | 'responses_unscanned' | 'upstream_error'>;
+type Fields = Pick<
+  EgressRecord,
+  | 'decision'
+  | 'entry'
+  | 'address'
+  | 'reason'
+  | 'intercepted'
+  | 'requests'
+  | 'injected'
+  | 'placeholder_elsewhere'
+  | 'value_echoed'
+  | 'responses_unscanned'
+  | 'upstream_error'
+>;
 
 /** What a record's byte counts are read from: the upstream socket, or for an intercepted connection the script's side. */
 interface Counted {
@@ -83,13 +96,18 @@ interface Counted {
 
 /** The audit fields of an intercepted connection (empty counts left out). */
 function interceptFields(stats: InterceptStats): Fields {
-  const some = (counts: Record<string, number>): Record<string, number> | undefined => (Object.keys(counts).length > 0 ? counts : undefined);
+  const some = (counts: Record<string, number>): Record<string, number> | undefined =>
+    Object.keys(counts).length > 0 ? counts : undefined;
   const injected = some(stats.injected);
   const elsewhere = some(stats.elsewhere);
   const echoed = some(stats.echoed);
   return {
-    decision: 'allowed', intercepted: true, requests: stats.requests,
-    ...(injected ? { injected } : {}), ...(elsewhere ? { placeholder_elsewhere: elsewhere } : {}), ...(echoed ? { value_echoed: echoed } : {}),
+    decision: 'allowed',
+    intercepted: true,
+    requests: stats.requests,
+    ...(injected ? { injected } : {}),
+    ...(elsewhere ? { placeholder_elsewhere: elsewhere } : {}),
+    ...(echoed ? { value_echoed: echoed } : {}),
     ...(stats.unscanned > 0 ? { responses_unscanned: stats.unscanned } : {}),
     ...(stats.upstreamError !== undefined ? { upstream_error: stats.upstreamError } : {}),
   };
@@ -114,7 +132,6 @@ function refusalText(status: number, message: string): string {
   const kind = status < 500 ? 'refused' : 'upstream-failed';
   return `HTTP/1.1 ${status} ${title}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Skill-Mcp-Egress: ${kind}\r\nConnection: close\r\n\r\n${body}`;
 }
-
 
 /** Starts a run's proxy on `socketPath`; resolves once it listens. */
 export async function startEgressProxy(opts: EgressProxyOptions): Promise<EgressProxy> {
@@ -144,7 +161,14 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
         if (done) return;
         done = true;
         flows.delete(flow);
-        opts.onRecord({ destination, method, ...(current ? current() : fields), bytes_up: upstream?.bytesWritten ?? 0, bytes_down: upstream?.bytesRead ?? 0, duration_ms: Math.round(performance.now() - started) });
+        opts.onRecord({
+          destination,
+          method,
+          ...(current ? current() : fields),
+          bytes_up: upstream?.bytesWritten ?? 0,
+          bytes_down: upstream?.bytesRead ?? 0,
+          duration_ms: Math.round(performance.now() - started),
+        });
       },
     };
     flows.add(flow);
@@ -155,7 +179,17 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
   // Security: a run cannot make the runner hold more than maxOpen sockets from it at once (more are closed at accept).
   server.maxConnections = maxOpen;
   // Nothing silent: a connection closed at accept is refused like any other (its request is never read, so no destination).
-  server.on('drop', () => opts.onRecord({ destination: '', method: '', decision: 'refused', reason: 'too-many-open', bytes_up: 0, bytes_down: 0, duration_ms: 0 }));
+  server.on('drop', () =>
+    opts.onRecord({
+      destination: '',
+      method: '',
+      decision: 'refused',
+      reason: 'too-many-open',
+      bytes_up: 0,
+      bytes_down: 0,
+      duration_ms: 0,
+    }),
+  );
 
   server.on('connect', (req: IncomingMessage, client: Duplex, head: Buffer) => {
     const target = req.url ?? '';
@@ -175,18 +209,42 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       const allowed = { decision: 'allowed' as const, entry: decision.entry, address: decision.address };
       // Issue 30: a bound host's connection is ended here and its requests read (intercept.ts); every other stays a blind tunnel.
       if (opts.interceptor?.binds(decision.entry) && client instanceof Socket) {
-        const side: Counted = { get bytesWritten() { return client.bytesRead; }, get bytesRead() { return client.bytesWritten; } };
+        const side: Counted = {
+          get bytesWritten() {
+            return client.bytesRead;
+          },
+          get bytesRead() {
+            return client.bytesWritten;
+          },
+        };
         flow.set({ ...allowed, intercepted: true, requests: 0 }, side);
         client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
         const host = parseRequestHost(target.slice(0, target.lastIndexOf(':')));
-        const stats = opts.interceptor.take(client, head, { host: host.ok ? host.value.host : decision.address, port: parsed.value.port, entry: decision.entry, address: decision.address, family: decision.family }, () => flow.finish());
+        const stats = opts.interceptor.take(
+          client,
+          head,
+          {
+            host: host.ok ? host.value.host : decision.address,
+            port: parsed.value.port,
+            entry: decision.entry,
+            address: decision.address,
+            family: decision.family,
+          },
+          () => flow.finish(),
+        );
         // Read at report time: a run that ends while the connection is still open (the proxy closes
         // before the script's socket close reaches it) still reports the requests it carried.
         flow.live(() => ({ ...allowed, ...interceptFields(stats) }));
         return;
       }
       // noDelay: a tunnel forwards small TLS records as they come; Nagle would hold them for the peer's delayed ACK.
-      const upstream = connect({ host: decision.address, port: parsed.value.port, family: decision.family, timeout: connectTimeoutMs, noDelay: true });
+      const upstream = connect({
+        host: decision.address,
+        port: parsed.value.port,
+        family: decision.family,
+        timeout: connectTimeoutMs,
+        noDelay: true,
+      });
       flow.sockets.push(upstream);
       flow.set({ ...allowed, reason: 'connect-failed' }, upstream);
       let tunnelled = false;
@@ -230,9 +288,13 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       flow.finish();
     };
     if (url?.protocol !== 'http:') {
-      return refuse(400, 'bad-destination', url?.protocol === 'https:'
-        ? 'skill-mcp egress proxy: https:// URLs go through a CONNECT tunnel (HTTPS_PROXY), not as a plain request'
-        : 'skill-mcp egress proxy: this is a proxy; send an absolute http:// URL or CONNECT host:port');
+      return refuse(
+        400,
+        'bad-destination',
+        url?.protocol === 'https:'
+          ? 'skill-mcp egress proxy: https:// URLs go through a CONNECT tunnel (HTTPS_PROXY), not as a plain request'
+          : 'skill-mcp egress proxy: this is a proxy; send an absolute http:// URL or CONNECT host:port',
+      );
     }
     const target = url;
     const port = target.port === '' ? 80 : Number(target.port);
@@ -260,8 +322,15 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       }
       headers['Host'] = target.host;
       const upstreamReq = httpRequest({
-        host: decision.address, family: decision.family, port, method, path: `${target.pathname}${target.search}`,
-        headers, setHost: false, agent: false, timeout: connectTimeoutMs,
+        host: decision.address,
+        family: decision.family,
+        port,
+        method,
+        path: `${target.pathname}${target.search}`,
+        headers,
+        setHost: false,
+        agent: false,
+        timeout: connectTimeoutMs,
       });
       upstreamReq.once('socket', (socket: Socket) => {
         flow.sockets.push(socket);

@@ -19,7 +19,9 @@ export function splitDestination(destination: string): { host: string; port: num
   const match = /^(.*):(\d{1,5})$/s.exec(destination);
   const port = match ? Number(match[2]) : NaN;
   const [raw, portOrNull] = match && port <= 65535 ? [match[1]!, port] : [destination, null];
-  const shown = raw.replace(/[^\x21-\x7e]/gu, (c) => (c.charCodeAt(0) < 0x100 ? `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}` : `\\u{${c.codePointAt(0)!.toString(16)}}`));
+  const shown = raw.replace(/[^\x21-\x7e]/gu, (c) =>
+    c.charCodeAt(0) < 0x100 ? `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}` : `\\u{${c.codePointAt(0)!.toString(16)}}`,
+  );
   return { host: shown.length > MAX_EGRESS_HOST_CHARS ? `${shown.slice(0, MAX_EGRESS_HOST_CHARS - 1)}…` : shown, port: portOrNull };
 }
 

@@ -58,7 +58,11 @@ function boundHosts(bindings: readonly SecretBinding[]): string[] {
  * The interceptor of a run with bindings: its CA (the X.509 code is loaded only now, for such a
  * run), its bundle written for the sandbox, and what the proxy verifies bound hosts against.
  */
-async function interceptorFor(bindings: readonly SecretBinding[], intercept: RunProxyIntercept, connectTimeoutMs: number | undefined): Promise<Interceptor> {
+async function interceptorFor(
+  bindings: readonly SecretBinding[],
+  intercept: RunProxyIntercept,
+  connectTimeoutMs: number | undefined,
+): Promise<Interceptor> {
   const { makeRunCa, CA_MARGIN_MS } = await import('../secrets/ca.js');
   const upstreamCa = upstreamCaPem(intercept.env);
   const context = upstreamContext(intercept.env);
@@ -71,7 +75,13 @@ async function interceptorFor(bindings: readonly SecretBinding[], intercept: Run
 }
 
 export async function openRunProxy(opts: {
-  socketPath: string; uid: number | undefined; entries: readonly string[]; audit: AuditLog; runId: string; lookup?: Lookup; maxAuditLines?: number;
+  socketPath: string;
+  uid: number | undefined;
+  entries: readonly string[];
+  audit: AuditLog;
+  runId: string;
+  lookup?: Lookup;
+  maxAuditLines?: number;
   /** Issue 30: the run's secrets, injected for their hosts; absent or empty, the proxy intercepts nothing and no bundle is written. */
   secrets?: readonly SecretBinding[];
   /** Issue 30: the run's redaction of text it chose (runner/secrets/redact.ts), for what its records carry. */
@@ -89,7 +99,8 @@ export async function openRunProxy(opts: {
   const maxLines = opts.maxAuditLines ?? MAX_EGRESS_AUDIT_LINES;
   const bindings = opts.secrets ?? [];
   // Never a run whose secrets silently go uninjected.
-  if (bindings.length > 0 && !opts.intercept) throw new Error('openRunProxy: a run with secrets needs `intercept` (its bundle path, timeout and the runner\'s env)');
+  if (bindings.length > 0 && !opts.intercept)
+    throw new Error("openRunProxy: a run with secrets needs `intercept` (its bundle path, timeout and the runner's env)");
   const interceptor = bindings.length > 0 ? await interceptorFor(bindings, opts.intercept!, opts.connectTimeoutMs) : undefined;
   const totals: RunProxyTotals = { egress_allowed: 0, egress_refused: 0, egress_unlogged: 0 };
   let lines = 0;
@@ -119,7 +130,12 @@ export async function openRunProxy(opts: {
         return;
       }
       lines += 1;
-      void opts.audit.append({ event: 'egress', run_id: opts.runId, ...record, ...(opts.requester !== undefined ? { requester: opts.requester } : {}) });
+      void opts.audit.append({
+        event: 'egress',
+        run_id: opts.runId,
+        ...record,
+        ...(opts.requester !== undefined ? { requester: opts.requester } : {}),
+      });
     },
   });
   try {

@@ -45,7 +45,10 @@ export class SpentLedger implements TokenLedger {
   private readonly dir: string;
   private lastPruneMs = 0;
 
-  constructor(private readonly stateDir: string, nowMs: number) {
+  constructor(
+    private readonly stateDir: string,
+    nowMs: number,
+  ) {
     this.dir = join(stateDir, 'spent');
     ensurePrivateDir(this.dir);
     this.migrateLegacy(nowMs);

@@ -34,7 +34,9 @@ export async function openRedisLedger(settings: RedisSettings, ctx: LedgerContex
       log(`the spent-token ledger at ${redis} is reachable again (after ${change.downMs} ms); runs go on`);
       void audit.append({ event: 'ledger.restored', ledger: 'redis', redis, down_ms: change.downMs });
     } else {
-      log(`the spent-token ledger at ${redis} cannot be reached (${change.why}): every run is refused LEDGER_UNAVAILABLE until it is back (reconnecting by itself)`);
+      log(
+        `the spent-token ledger at ${redis} cannot be reached (${change.why}): every run is refused LEDGER_UNAVAILABLE until it is back (reconnecting by itself)`,
+      );
       void audit.append({ event: 'ledger.unavailable', ledger: 'redis', redis, why: change.why });
     }
   };
@@ -49,7 +51,10 @@ export async function openRedisLedger(settings: RedisSettings, ctx: LedgerContex
   });
   const connected = await link.start();
   const aof = connected ? await aofEnabled(link) : 'unknown';
-  if (aof === false) log(`warning: ${redis} keeps no append-only file (appendonly no): if Redis restarts, the tokens it recorded as spent could run again until they expire; run it with appendonly yes (docs/hosting.md)`);
+  if (aof === false)
+    log(
+      `warning: ${redis} keeps no append-only file (appendonly no): if Redis restarts, the tokens it recorded as spent could run again until they expire; run it with appendonly yes (docs/hosting.md)`,
+    );
   return {
     ledger,
     startFields: { ledger: 'redis', redis, redis_connected: connected, redis_aof: aof, audit_host_id: settings.hostId },

@@ -49,7 +49,10 @@ export class RedisLedger implements TokenLedger {
   #releaser: NodeJS.Timeout | undefined;
 
   /** `onReleased` hears each unsure spend given back (for the audit log). */
-  constructor(private readonly link: RedisLink, private readonly onReleased: (jti: string) => void = () => undefined) {}
+  constructor(
+    private readonly link: RedisLink,
+    private readonly onReleased: (jti: string) => void = () => undefined,
+  ) {}
 
   private key(jti: string): string {
     // Security: the id becomes part of a key only if it is a token id.

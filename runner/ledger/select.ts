@@ -8,7 +8,6 @@ import type { LedgerContext, OpenedLedger } from './types.js';
 export type { LedgerContext, OpenedLedger } from './types.js';
 import { readRedisSettings } from '../redis/options.js';
 
-
 export async function openLedger(ctx: LedgerContext): Promise<OpenedLedger> {
   // Read first: a malformed Redis setting stops the runner before anything else happens.
   const settings = readRedisSettings(ctx.env, ctx.auditPath);

@@ -54,7 +54,10 @@ export class RedisLink {
   /** An orderly stop closes the link on purpose: that is no outage to record. */
   #closing = false;
 
-  constructor(readonly settings: RedisSettings, private readonly onChange: (change: LinkChange) => void) {
+  constructor(
+    readonly settings: RedisSettings,
+    private readonly onChange: (change: LinkChange) => void,
+  ) {
     this.client = new Redis(clientOptions(settings.target, settings.timeoutMs, settings.ca));
     this.client.on('ready', () => {
       const wasDown = !this.#up;
@@ -68,7 +71,10 @@ export class RedisLink {
     this.client.on('error', (error: unknown) => {
       this.#lastWhy = reasonOf(error);
     });
-    this.client.on('close', () => this.#closing || this.markDown(this.#lastWhy === 'not connected yet' ? 'connection closed' : this.#lastWhy));
+    this.client.on(
+      'close',
+      () => this.#closing || this.markDown(this.#lastWhy === 'not connected yet' ? 'connection closed' : this.#lastWhy),
+    );
   }
 
   /** Connects, waiting at most the command timeout; the runner starts either way (runs wait for Redis). */
@@ -103,7 +109,10 @@ export class RedisLink {
     // A stalled server leaves the socket open: no reconnect will say it is back, so ask it.
     this.#probe ??= setInterval(() => {
       if (this.client.status !== 'ready') return;
-      this.client.ping().then(() => this.markUp(), () => undefined);
+      this.client.ping().then(
+        () => this.markUp(),
+        () => undefined,
+      );
     }, RECONNECT_MAX_MS).unref();
   }
 

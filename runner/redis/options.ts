@@ -58,11 +58,15 @@ export function parseRedisUrl(raw: string, name = 'SKILL_MCP_REDIS_URL'): RedisT
   const port = url.port === '' ? 6379 : Number(url.port);
   const dbText = url.pathname.replace(/^\//, '');
   const db = dbText === '' ? 0 : Number(dbText);
-  if (!Number.isSafeInteger(db) || db < 0 || db > 65535 || !/^\d*$/.test(dbText)) bad(`${name}: the path must be a database number (/0, /1, ...)`);
+  if (!Number.isSafeInteger(db) || db < 0 || db > 65535 || !/^\d*$/.test(dbText))
+    bad(`${name}: the path must be a database number (/0, /1, ...)`);
   const host = url.hostname.replace(/^\[|\]$/g, '');
   const tls = url.protocol === 'rediss:';
   return {
-    host, port, db, tls,
+    host,
+    port,
+    db,
+    tls,
     ...(url.username !== '' ? { username: decodeURIComponent(url.username) } : {}),
     ...(url.password !== '' ? { password: decodeURIComponent(url.password) } : {}),
     display: `${url.protocol}//${url.host}/${db}`,
@@ -73,13 +77,17 @@ function int(env: Readonly<Record<string, string | undefined>>, name: string, fa
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
-  if (!Number.isSafeInteger(value) || value < min || value > max) bad(`${name}=${JSON.stringify(raw)} must be an integer from ${min} to ${max}`);
+  if (!Number.isSafeInteger(value) || value < min || value > max)
+    bad(`${name}=${JSON.stringify(raw)} must be an integer from ${min} to ${max}`);
   return value;
 }
 
 /** The default host id: this machine's name and a short hash of the log's path (two logs on one host differ). */
 export function defaultHostId(auditPath: string): string {
-  const name = hostname().replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 100) || 'host';
+  const name =
+    hostname()
+      .replace(/[^A-Za-z0-9._-]/g, '_')
+      .slice(0, 100) || 'host';
   return `${name}:${createHash('sha256').update(auditPath).digest('hex').slice(0, 8)}`;
 }
 
@@ -102,5 +110,11 @@ export function readRedisSettings(env: Readonly<Record<string, string | undefine
       bad(`SKILL_MCP_REDIS_CA_FILE cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
     }
   }
-  return { target, timeoutMs: int(env, 'SKILL_MCP_REDIS_TIMEOUT_MS', DEFAULT_TIMEOUT_MS, 50, 60_000), prefix, hostId, ...(ca !== undefined ? { ca } : {}) };
+  return {
+    target,
+    timeoutMs: int(env, 'SKILL_MCP_REDIS_TIMEOUT_MS', DEFAULT_TIMEOUT_MS, 50, 60_000),
+    prefix,
+    hostId,
+    ...(ca !== undefined ? { ca } : {}),
+  };
 }

@@ -14,7 +14,8 @@ import { createHash } from 'node:crypto';
  * Hashed (domain-separated, 128 bits) so audit lines and figures carry no raw claim here.
  */
 export function admissionClient(identity: { subject: string } | undefined, client: string | undefined, unnamed: string): string {
-  if (identity !== undefined) return createHash('sha256').update('skill-mcp subject\0').update(identity.subject, 'utf8').digest('hex').slice(0, 32);
+  if (identity !== undefined)
+    return createHash('sha256').update('skill-mcp subject\0').update(identity.subject, 'utf8').digest('hex').slice(0, 32);
   return client ?? unnamed;
 }
 
@@ -164,7 +165,9 @@ export class RunAdmission {
     let released = false;
     return {
       waitedMs: since === undefined ? 0 : this.now() - since,
-      endsBy: (atMs) => { held.endsAt = atMs; },
+      endsBy: (atMs) => {
+        held.endsAt = atMs;
+      },
       release: () => {
         if (released) return;
         released = true;

@@ -36,7 +36,10 @@ export function defaultMaxRuns(machine: Machine, perRunBytes: number): number {
  * (rounded up), so it cannot take every one; standalone serves one front of one person, who may
  * use them all. Never more runs than run uids (`uidCount`, root only): a run without a uid is BUSY anyway.
  */
-export function resolveCapacity(opts: { maxRuns: number | undefined; perClient: number | undefined; perRunBytes: number; hosted: boolean; uidCount: number | undefined }, machine: Machine): RunCapacity {
+export function resolveCapacity(
+  opts: { maxRuns: number | undefined; perClient: number | undefined; perRunBytes: number; hosted: boolean; uidCount: number | undefined },
+  machine: Machine,
+): RunCapacity {
   const fromMachine = Math.min(defaultMaxRuns(machine, opts.perRunBytes), opts.uidCount ?? Number.MAX_SAFE_INTEGER);
   const maxRuns = opts.maxRuns ?? fromMachine;
   const share = opts.perClient ?? (opts.hosted ? Math.ceil(maxRuns / 2) : maxRuns);

@@ -49,7 +49,8 @@ import { caBundleEnv } from '../secrets/trust.js';
 
 /** Stand-ins for the sandbox's private HOME/TMPDIR and the skill's folder, so previews name them as the run will. */
 export const SANDBOX_PLACEHOLDERS = {
-  HOME: '(private)', TMPDIR: '(private)',
+  HOME: '(private)',
+  TMPDIR: '(private)',
   SKILL_DIR: '(the skill, read-only)',
 } as const;
 
@@ -114,10 +115,17 @@ export function contentInPlace(ctx: DeriveContext): ContentSource {
 }
 
 export function contentLimits(ctx: DeriveContext): ContentLimits {
-  return { maxFiles: ctx.limits.maxFilesPerSkill, maxDirs: ctx.limits.maxDirsPerSkill, maxBytes: MAX_RUN_CONTENT_BYTES, ...(ctx.hasher ? { hasher: ctx.hasher } : {}) };
+  return {
+    maxFiles: ctx.limits.maxFilesPerSkill,
+    maxDirs: ctx.limits.maxDirsPerSkill,
+    maxBytes: MAX_RUN_CONTENT_BYTES,
+    ...(ctx.hasher ? { hasher: ctx.hasher } : {}),
+  };
 }
 
-export type Derived = { ok: true; plan: RunPlan } | { ok: false; code: ErrorCode; reason: RejectReason; message: string; deps?: DepsInfo[] };
+export type Derived =
+  | { ok: true; plan: RunPlan }
+  | { ok: false; code: ErrorCode; reason: RejectReason; message: string; deps?: DepsInfo[] };
 
 function refuse(code: ErrorCode, reason: RejectReason, message: string): Derived {
   return { ok: false, code, reason, message };
@@ -127,7 +135,11 @@ function refuse(code: ErrorCode, reason: RejectReason, message: string): Derived
  * Where `skill-mcp pull` brought the skill from (shared/provenance.ts), judged on the very bytes
  * this run would copy: the pin only while they are the ones the lock records.
  */
-function pulledFrom(ctx: DeriveContext, skill: DiscoveredSkill, files: readonly { path: string; sha256: string }[]): Provenance | undefined {
+function pulledFrom(
+  ctx: DeriveContext,
+  skill: DiscoveredSkill,
+  files: readonly { path: string; sha256: string }[],
+): Provenance | undefined {
   const root = skillRoots(ctx.env as NodeJS.ProcessEnv, ctx.bundledSkills)[skill.root];
   if (root === undefined || skill.displayPath !== `${rootLabel(root)}/${skill.name}`) return undefined;
   const lock = readPullLock(root);
@@ -159,12 +171,18 @@ export function onceContent(content: ContentSource, skill: DiscoveredSkill): () 
 }
 
 /** The skill's declared scripts and egress, where they were declared, or why it has none runnable. */
-export async function declaredScripts(ctx: DeriveContext, skill: DiscoveredSkill, read: () => Promise<ContentResult> = onceContent(contentInPlace(ctx), skill)): Promise<DeclaredNow> {
+export async function declaredScripts(
+  ctx: DeriveContext,
+  skill: DiscoveredSkill,
+  read: () => Promise<ContentResult> = onceContent(contentInPlace(ctx), skill),
+): Promise<DeclaredNow> {
   const md = readSkillMdFile(skill.realDir);
   if (!md.ok) return { scripts: [], egress: [], secrets: [], problems: [md.why] };
   let parsed: ParsedSkillMd | SkillMdParse;
   try {
-    parsed = ctx.skillMd ? ctx.skillMd.parse(md.text, ctx.limits.maxFrontmatterBytes) : parseSkillMd(md.text, ctx.limits.maxFrontmatterBytes);
+    parsed = ctx.skillMd
+      ? ctx.skillMd.parse(md.text, ctx.limits.maxFrontmatterBytes)
+      : parseSkillMd(md.text, ctx.limits.maxFrontmatterBytes);
   } catch (error) {
     return { scripts: [], egress: [], secrets: [], problems: [`the frontmatter cannot be read: ${(error as Error).message}`] };
   }
@@ -192,26 +210,61 @@ export async function declaredScripts(ctx: DeriveContext, skill: DiscoveredSkill
 }
 
 /** Works out, from the disk and the owner's grant as they are now, what `skill/script args` would run. */
-export async function deriveRun(ctx: DeriveContext, skillName: string, script: string, args: string[], knownSkill?: DiscoveredSkill, content: ContentSource = contentInPlace(ctx), caller?: Caller): Promise<Derived> {
+export async function deriveRun(
+  ctx: DeriveContext,
+  skillName: string,
+  script: string,
+  args: string[],
+  knownSkill?: DiscoveredSkill,
+  content: ContentSource = contentInPlace(ctx),
+  caller?: Caller,
+): Promise<Derived> {
   const skill = knownSkill ?? (await findSkill(ctx, skillName));
   // Security: a skill this caller may not see is unknown to it here too, whatever the front sent.
-  if (skill && !visibleTo(readVisibility(ctx.env as NodeJS.ProcessEnv), skill.name, caller)) return refuse('UNKNOWN_SKILL', 'unknown-skill', `no skill named ${JSON.stringify(skillName)} is served; skill_list shows the names`);
-  if (!skill) return refuse('UNKNOWN_SKILL', 'unknown-skill', `no skill named ${JSON.stringify(skillName)} is served; skill_list shows the names`);
+  if (skill && !visibleTo(readVisibility(ctx.env as NodeJS.ProcessEnv), skill.name, caller))
+    return refuse('UNKNOWN_SKILL', 'unknown-skill', `no skill named ${JSON.stringify(skillName)} is served; skill_list shows the names`);
+  if (!skill)
+    return refuse('UNKNOWN_SKILL', 'unknown-skill', `no skill named ${JSON.stringify(skillName)} is served; skill_list shows the names`);
   const readContent = onceContent(content, skill);
-  const { scripts, egress: declaredEgress, secrets: declaredSecrets, origin, problems, requirements, secretEnv } = await declaredScripts(ctx, skill, readContent);
+  const {
+    scripts,
+    egress: declaredEgress,
+    secrets: declaredSecrets,
+    origin,
+    problems,
+    requirements,
+    secretEnv,
+  } = await declaredScripts(ctx, skill, readContent);
   const declared = scripts.find((s) => s.script === script);
   // Security: only what the skill declares can run — never an arbitrary file of the bundle.
   if (!declared) {
     const why = scripts.length === 0 && problems.length > 0 ? ` (${problems.join('; ')})` : '';
-    return refuse('NOT_DECLARED', 'not-declared', `skill ${JSON.stringify(skill.name)} does not declare a runnable script ${JSON.stringify(script)}${why}; skill_list shows its declared scripts`);
+    return refuse(
+      'NOT_DECLARED',
+      'not-declared',
+      `skill ${JSON.stringify(skill.name)} does not declare a runnable script ${JSON.stringify(script)}${why}; skill_list shows its declared scripts`,
+    );
   }
   const source = readGrantSource(ctx.env as NodeJS.ProcessEnv);
-  const grant = grantScripts(skill.name, { version: 1, run: scripts, env: [], egress: declaredEgress, secrets: declaredSecrets }, source, caller).find((g) => g.declared.script === script)!;
+  const grant = grantScripts(
+    skill.name,
+    { version: 1, run: scripts, env: [], egress: declaredEgress, secrets: declaredSecrets },
+    source,
+    caller,
+  ).find((g) => g.declared.script === script)!;
   // Security: declared ∩ granted (docs/architecture.md §6); the front's view of the grant is not trusted.
-  if (!grant.granted) return refuse('NOT_GRANTED', 'not-granted', notGrantedMessage(source, skill.name, script, caller === 'any-caller' ? undefined : caller));
+  if (!grant.granted)
+    return refuse(
+      'NOT_GRANTED',
+      'not-granted',
+      notGrantedMessage(source, skill.name, script, caller === 'any-caller' ? undefined : caller),
+    );
   const interpreter = ctx.platform.interpreters.get(declared.interpreter);
   if (!interpreter || !('path' in interpreter)) {
-    const why = interpreter && 'why' in interpreter ? interpreter.why : `"${declared.interpreter}" is not one of the supported interpreters (node, python3)`;
+    const why =
+      interpreter && 'why' in interpreter
+        ? interpreter.why
+        : `"${declared.interpreter}" is not one of the supported interpreters (node, python3)`;
     return refuse('INTERPRETER_UNAVAILABLE', 'interpreter-unavailable', `${skill.name}/${script} cannot run here: ${why}`);
   }
   const check = checkPathString(script);
@@ -219,7 +272,8 @@ export async function deriveRun(ctx: DeriveContext, skillName: string, script: s
   if (isHiddenPath(check.segments)) return refuse('INVALID_PATH', 'invalid-path', 'hidden files are never served or run');
   const resolved = await resolveInside(skill.realDir, check.segments);
   // Security: a declared script swapped for a symlink leaving the skill is refused here.
-  if (!resolved.ok) return refuse(resolved.code, resolved.code === 'NOT_FOUND' ? 'not-found' : 'outside-skill', `${skill.name}/${script}: ${resolved.why}`);
+  if (!resolved.ok)
+    return refuse(resolved.code, resolved.code === 'NOT_FOUND' ? 'not-found' : 'outside-skill', `${skill.name}/${script}: ${resolved.why}`);
   let fd: number | undefined;
   try {
     fd = openSync(resolved.real, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
@@ -241,16 +295,34 @@ export async function deriveRun(ctx: DeriveContext, skillName: string, script: s
   const deps = await planDeps(ctx.deps, interpreterPaths(ctx), skill.name, content.runDir ?? skill.realDir, requirements);
   if (!deps.ok) return { ok: false, code: 'DEPS_MISSING', reason: 'deps-missing', message: deps.why, deps: deps.infos };
   // Security: refused at a level without the run's own proxy, and SECRET_MISSING before any approval.
-  const secretsPlan = planSecrets({ env: ctx.env, caller, granted: grant.secrets, egress, isolation: ctx.platform.isolation, what: `${skill.name}/${script}` });
+  const secretsPlan = planSecrets({
+    env: ctx.env,
+    caller,
+    granted: grant.secrets,
+    egress,
+    isolation: ctx.platform.isolation,
+    what: `${skill.name}/${script}`,
+  });
   if (!secretsPlan.ok) return refuse(secretsPlan.code, secretsPlan.reason, secretsPlan.message);
   // Inside bubblewrap PATH is the sandbox's own (buildSpawn): a placeholder keeps the names equal.
-  const built = buildScriptEnv(ctx.env, grant.env, { ...egress.env, ...(usesBwrap(ctx.platform) ? { ...SANDBOX_PLACEHOLDERS, PATH: '(sandbox)' } : SANDBOX_PLACEHOLDERS) });
+  const built = buildScriptEnv(ctx.env, grant.env, {
+    ...egress.env,
+    ...(usesBwrap(ctx.platform) ? { ...SANDBOX_PLACEHOLDERS, PATH: '(sandbox)' } : SANDBOX_PLACEHOLDERS),
+  });
   // Each bound secret's variable holds its placeholder (sandbox/spawn.ts), and a run whose secrets the proxy
   // injects trusts the run's CA bundle (runner/secrets/trust.ts; buildSpawn sets the same names). Keyed on
   // the grant, not the bindings: describe reads no value, so it has none.
   const bundleNames = Object.keys(caBundleEnv(usesBwrap(ctx.platform) && egress.mode === 'proxy' && grant.secrets.length > 0));
   // bubblewrap's PWD is named too (sandbox/bwrap.ts sandboxPwd): the person approves every variable the script gets.
-  built.names = [...new Set([...built.names, ...Object.keys(depsVariables(deps.run, usesBwrap(ctx.platform))), ...grant.secrets.map((s) => s.name), ...bundleNames, ...Object.keys(sandboxPwd(usesBwrap(ctx.platform)))])].sort();
+  built.names = [
+    ...new Set([
+      ...built.names,
+      ...Object.keys(depsVariables(deps.run, usesBwrap(ctx.platform))),
+      ...grant.secrets.map((s) => s.name),
+      ...bundleNames,
+      ...Object.keys(sandboxPwd(usesBwrap(ctx.platform))),
+    ]),
+  ].sort();
   const willRun: WillRun = {
     skill: skill.name,
     interpreter: declared.interpreter,
@@ -293,9 +365,34 @@ export async function deriveRun(ctx: DeriveContext, skillName: string, script: s
   return {
     ok: true,
     // A copy holds every served path as a regular file: the script runs under its declared path there.
-    plan: content.runDir !== undefined
-      ? { willRun, interpreterPath: interpreter.path, realDir: content.runDir, scriptRelative: served, args, grantedEnv: grant.env, egress, grantedBy: grant.grantedBy, deps: deps.run, secrets, redact }
-      : { willRun, interpreterPath: interpreter.path, realDir: skill.realDir, scriptRelative: relative(skill.realDir, resolved.real), args, grantedEnv: grant.env, egress, grantedBy: grant.grantedBy, deps: deps.run, secrets, redact },
+    plan:
+      content.runDir !== undefined
+        ? {
+            willRun,
+            interpreterPath: interpreter.path,
+            realDir: content.runDir,
+            scriptRelative: served,
+            args,
+            grantedEnv: grant.env,
+            egress,
+            grantedBy: grant.grantedBy,
+            deps: deps.run,
+            secrets,
+            redact,
+          }
+        : {
+            willRun,
+            interpreterPath: interpreter.path,
+            realDir: skill.realDir,
+            scriptRelative: relative(skill.realDir, resolved.real),
+            args,
+            grantedEnv: grant.env,
+            egress,
+            grantedBy: grant.grantedBy,
+            deps: deps.run,
+            secrets,
+            redact,
+          },
   };
 }
 
@@ -304,7 +401,12 @@ export async function deriveRun(ctx: DeriveContext, skillName: string, script: s
  * the script really receives (granted, set, and marked `secret: true` by the declaration), and each
  * bound secret's value — which never enters the sandbox, but its bound host could echo it back.
  */
-export function redactionValues(env: Readonly<Record<string, string>>, passed: readonly string[], secretEnv: readonly string[], secrets: readonly SecretBinding[]): RedactionValue[] {
+export function redactionValues(
+  env: Readonly<Record<string, string>>,
+  passed: readonly string[],
+  secretEnv: readonly string[],
+  secrets: readonly SecretBinding[],
+): RedactionValue[] {
   const marked = new Set(secretEnv);
   const legacy = passed.filter((name) => marked.has(name) && env[name] !== undefined).map((name) => ({ name, value: env[name]! }));
   return [...legacy, ...secrets.map((b) => ({ name: b.name, value: b.value }))];

@@ -17,11 +17,17 @@ import type { ScrubResult } from '../hygiene.js';
  * `names`: only these skills (found one by one, like a run finds its skill), so a skill_list page
  * costs the runner its own size, not the catalog's; absent: every skill the runner serves.
  */
-export async function describeRunner(ctx: DeriveContext, environ: ScrubResult, refusedWhy: string | undefined, names?: readonly string[]): Promise<DescribeResult> {
+export async function describeRunner(
+  ctx: DeriveContext,
+  environ: ScrubResult,
+  refusedWhy: string | undefined,
+  names?: readonly string[],
+): Promise<DescribeResult> {
   const { platform } = ctx;
-  const found = names === undefined
-    ? (await discoverSkills(skillRoots(ctx.env as NodeJS.ProcessEnv, ctx.bundledSkills), ctx.limits.maxSkills)).skills
-    : (await Promise.all([...new Set(names)].map((name) => findSkill(ctx, name)))).filter((skill) => skill !== undefined);
+  const found =
+    names === undefined
+      ? (await discoverSkills(skillRoots(ctx.env as NodeJS.ProcessEnv, ctx.bundledSkills), ctx.limits.maxSkills)).skills
+      : (await Promise.all([...new Set(names)].map((name) => findSkill(ctx, name)))).filter((skill) => skill !== undefined);
   const skills: DescribeResult['skills'] = [];
   for (const skill of found) {
     // Read once per skill (a pin and every script of it bind the same files); a front compares the digest.
@@ -35,7 +41,13 @@ export async function describeRunner(ctx: DeriveContext, environ: ScrubResult, r
       const base = { script: declared.script, interpreter: declared.interpreter, timeoutMs: declared.timeoutMs };
       if (derived.ok) {
         const { willRun } = derived.plan;
-        const info: ScriptInfo = { ...base, granted: true, runnable: refusedWhy === undefined, envNames: willRun.envNames, envNotSet: willRun.envNotSet ?? [] };
+        const info: ScriptInfo = {
+          ...base,
+          granted: true,
+          runnable: refusedWhy === undefined,
+          envNames: willRun.envNames,
+          envNotSet: willRun.envNotSet ?? [],
+        };
         if (refusedWhy !== undefined) info.why = refusedWhy;
         if (willRun.envWarning !== undefined) info.envWarning = willRun.envWarning;
         if (willRun.egress !== undefined) info.egress = willRun.egress;
@@ -47,10 +59,19 @@ export async function describeRunner(ctx: DeriveContext, environ: ScrubResult, r
         if (willRun.secretsWarning !== undefined) info.secretsWarning = willRun.secretsWarning;
         infos.push(info);
       } else {
-        infos.push({ ...base, granted: derived.code !== 'NOT_GRANTED', runnable: false, why: derived.message, envNames: [], envNotSet: [], ...(derived.deps?.length ? { deps: derived.deps } : {}) });
+        infos.push({
+          ...base,
+          granted: derived.code !== 'NOT_GRANTED',
+          runnable: false,
+          why: derived.message,
+          envNames: [],
+          envNotSet: [],
+          ...(derived.deps?.length ? { deps: derived.deps } : {}),
+        });
       }
     }
-    const content = read === undefined ? undefined : read.ok ? { digest: read.content.digest, fileCount: read.content.files.length } : { why: read.why };
+    const content =
+      read === undefined ? undefined : read.ok ? { digest: read.content.digest, fileCount: read.content.files.length } : { why: read.why };
     skills.push({
       name: skill.name,
       scripts: infos,
@@ -62,8 +83,15 @@ export async function describeRunner(ctx: DeriveContext, environ: ScrubResult, r
   }
   const result: DescribeResult = {
     protocol: PROTOCOL_VERSION,
-    isolation: { level: platform.isolation, detail: platform.isolationDetail, mechanisms: platform.mechanisms, memoryBytes: ctx.memoryBytes },
-    interpreters: [...platform.interpreters].map(([name, resolved]) => ('path' in resolved ? { name, available: true } : { name, available: false, why: resolved.why })),
+    isolation: {
+      level: platform.isolation,
+      detail: platform.isolationDetail,
+      mechanisms: platform.mechanisms,
+      memoryBytes: ctx.memoryBytes,
+    },
+    interpreters: [...platform.interpreters].map(([name, resolved]) =>
+      'path' in resolved ? { name, available: true } : { name, available: false, why: resolved.why },
+    ),
     environ: environ.detail === undefined ? { scrubbed: environ.scrubbed } : { scrubbed: environ.scrubbed, detail: environ.detail },
     runsAllowed: refusedWhy === undefined,
     grantFrom: grantFrom(readGrantSource(ctx.env as NodeJS.ProcessEnv)),

@@ -48,10 +48,14 @@ export function readFrontSecretLine(input: Readable): Promise<string> {
         } catch (error) {
           done(error as Error);
         }
-      } else if (buffered.length > MAX_FRONT_SECRET_CHARS) done(new SkillMcpError('BAD_REQUEST', 'the front secret line from the guard is too long'));
+      } else if (buffered.length > MAX_FRONT_SECRET_CHARS)
+        done(new SkillMcpError('BAD_REQUEST', 'the front secret line from the guard is too long'));
     };
     const onEnd = (): void => done(new SkillMcpError('BAD_REQUEST', 'stdin closed before the front secret arrived'));
-    const timer = setTimeout(() => done(new SkillMcpError('BAD_REQUEST', `no front secret on stdin within ${SECRET_LINE_TIMEOUT_MS / 1000} s`)), SECRET_LINE_TIMEOUT_MS);
+    const timer = setTimeout(
+      () => done(new SkillMcpError('BAD_REQUEST', `no front secret on stdin within ${SECRET_LINE_TIMEOUT_MS / 1000} s`)),
+      SECRET_LINE_TIMEOUT_MS,
+    );
     input.on('data', onData);
     input.on('end', onEnd);
     input.resume();

@@ -54,9 +54,10 @@ type RunRequest = Extract<RunnerRequest, { type: 'run' }>;
 export const REAP_MS = 2_500;
 
 /** Why a held sandbox's script was not let go: its token could not be spent, or its run.accept line written. */
-const TOKEN_NOT_SPENT = 'the run\'s token could not be spent';
-const ACCEPT_NOT_WRITTEN = 'the run\'s accept line could not be written to the audit log';
-const AUDIT_DOWN_SPENT = 'the audit log could not be written just before the run would start, so it did not start (every run must be on record first); its token was spent — once the operator has freed the disk holding the audit log, ask again for a fresh preview';
+const TOKEN_NOT_SPENT = "the run's token could not be spent";
+const ACCEPT_NOT_WRITTEN = "the run's accept line could not be written to the audit log";
+const AUDIT_DOWN_SPENT =
+  'the audit log could not be written just before the run would start, so it did not start (every run must be on record first); its token was spent — once the operator has freed the disk holding the audit log, ask again for a fresh preview';
 
 /** What the run path reads of the runner service's deps (runner/requests/service.ts passes its own). */
 export interface RunPathDeps {
@@ -96,7 +97,10 @@ export interface CheckedRun {
 
 function grantOf(plan: RunPlan): RunGrant {
   const declarationFrom = (plan.willRun as { declarationFrom?: unknown }).declarationFrom;
-  return { ...(plan.grantedBy ? { grant: plan.grantedBy } : {}), ...(typeof declarationFrom === 'string' ? { declaration_from: declarationFrom } : {}) };
+  return {
+    ...(plan.grantedBy ? { grant: plan.grantedBy } : {}),
+    ...(typeof declarationFrom === 'string' ? { declaration_from: declarationFrom } : {}),
+  };
 }
 
 /** Output files the run.exit line names at most (one line stays readable); the rest are counted. */
@@ -104,9 +108,12 @@ const AUDIT_MAX_OUTPUTS = 1000;
 
 /** The run.exit fields for a run's output files: names, sizes, digests and why any was not carried. */
 function outputsAudit(collected: Collected): Record<string, unknown> {
-  const listed = collected.files.slice(0, AUDIT_MAX_OUTPUTS).map((f) => ({ path: f.path, size: f.size, ...(f.sha256 ? { sha256: f.sha256 } : {}), ...(f.omitted ? { omitted: f.omitted } : {}) }));
+  const listed = collected.files
+    .slice(0, AUDIT_MAX_OUTPUTS)
+    .map((f) => ({ path: f.path, size: f.size, ...(f.sha256 ? { sha256: f.sha256 } : {}), ...(f.omitted ? { omitted: f.omitted } : {}) }));
   return {
-    outputs: listed, output_bytes: collected.bytes,
+    outputs: listed,
+    output_bytes: collected.bytes,
     ...(collected.files.length > listed.length ? { outputs_not_logged: collected.files.length - listed.length } : {}),
     ...(collected.note !== undefined ? { outputs_note: collected.note } : {}),
   };
@@ -121,7 +128,8 @@ function redactionView(redaction: RunRedaction, o: ProcessOutcome): RedactionSum
 /** The run.exit fields for redaction: counts by name, never a value. */
 function redactionAudit(view: RedactionSummaryView): Record<string, unknown> {
   return {
-    redacted: view.count, redacted_names: Object.fromEntries(view.names.map((n) => [n.name, n.count])),
+    redacted: view.count,
+    redacted_names: Object.fromEntries(view.names.map((n) => [n.name, n.count])),
     ...(view.notSearched ? { redaction_not_searched: view.notSearched } : {}),
     ...(view.heldBack ? { stdout_held_back: view.heldBack.stdout, stderr_held_back: view.heldBack.stderr } : {}),
   };
@@ -145,8 +153,18 @@ export async function cleanUpRun(scratch: string, tmpfs: boolean, copy: RunCopy)
   } catch {
     // Then the removal below fails on the mount and says so.
   }
-  const [removed, copyLeft] = await Promise.all([removeRunFolderAsync(scratch), copy.removeAsync().then(() => false, () => true)]);
-  const line = { ...(lazy ? { workspace_unmount: 'lazy' as const } : {}), ...(removed ? {} : { workspace_left: true as const }), ...(copyLeft ? { copy_left: true as const } : {}) };
+  const [removed, copyLeft] = await Promise.all([
+    removeRunFolderAsync(scratch),
+    copy.removeAsync().then(
+      () => false,
+      () => true,
+    ),
+  ]);
+  const line = {
+    ...(lazy ? { workspace_unmount: 'lazy' as const } : {}),
+    ...(removed ? {} : { workspace_left: true as const }),
+    ...(copyLeft ? { copy_left: true as const } : {}),
+  };
   return { removed, ...(Object.keys(line).length > 0 ? { line } : {}) };
 }
 
@@ -157,7 +175,12 @@ export async function cleanUpRun(scratch: string, tmpfs: boolean, copy: RunCopy)
  * once both are on disk (runProcess's hold): the same promise — nothing of the script runs before
  * its token is spent and its run is on record — at the cost of what is left of them after the spawn.
  */
-export async function runChecked(deps: RunPathDeps, stats: RunStats, admission: RunAdmission, run: CheckedRun): Promise<Answer<ResultOf<'run'>>> {
+export async function runChecked(
+  deps: RunPathDeps,
+  stats: RunStats,
+  admission: RunAdmission,
+  run: CheckedRun,
+): Promise<Answer<ResultOf<'run'>>> {
   const { req, slot, reject, copy, who, tokenId, claims, plan, inputs, files, scratch, proxied, uid, cap } = run;
   const { phases } = slot;
   const held = heldSpawn(deps.ctx.platform);
@@ -194,64 +217,136 @@ export async function runChecked(deps: RunPathDeps, stats: RunStats, admission: 
     // Security: as root the workspace is a tmpfs of the cap's size, mounted before the inputs go in (mount.ts).
     tmpfs = deps.workspaceMode === 'tmpfs' && uid !== undefined;
     let mountFailed: string | undefined;
-    const mount = tmpfs ? (dir: string): void => {
-      try {
-        mountWorkspace(dir, cap, uid!);
-      } catch (error) {
-        mountFailed = (error as NodeJS.ErrnoException).code ?? 'error';
-        throw error;
-      }
-    } : undefined;
+    const mount = tmpfs
+      ? (dir: string): void => {
+          try {
+            mountWorkspace(dir, cap, uid!);
+          } catch (error) {
+            mountFailed = (error as NodeJS.ErrnoException).code ?? 'error';
+            throw error;
+          }
+        }
+      : undefined;
     try {
       ws = makeWorkspace(scratch, uid, files, mount);
       home = usesBwrap(deps.ctx.platform) ? scratch : makeHome(scratch, uid);
     } catch (error) {
       // Never run without the cap the runner keeps for every run.
-      if (mountFailed !== undefined) return reject('sandbox-failed', 'SANDBOX_UNAVAILABLE', `the run's workspace could not be mounted with its size cap (${mountFailed}); nothing was run`, { token_id: tokenId });
-      return reject('sandbox-failed', 'INTERNAL', `the runner could not write the run's workspace (${(error as NodeJS.ErrnoException).code ?? 'error'}); nothing was run — check the scratch directory's free space`, { token_id: tokenId });
+      if (mountFailed !== undefined)
+        return reject(
+          'sandbox-failed',
+          'SANDBOX_UNAVAILABLE',
+          `the run's workspace could not be mounted with its size cap (${mountFailed}); nothing was run`,
+          { token_id: tokenId },
+        );
+      return reject(
+        'sandbox-failed',
+        'INTERNAL',
+        `the runner could not write the run's workspace (${(error as NodeJS.ErrnoException).code ?? 'error'}); nothing was run — check the scratch directory's free space`,
+        { token_id: tokenId },
+      );
     }
     phases.mark('workspace');
     // Security: secrets are only ever injected by the run's own proxy; never a run that would hold them otherwise.
-    if (plan.secrets.length > 0 && !(proxied && usesBwrap(deps.ctx.platform))) return reject('sandbox-failed', 'SANDBOX_UNAVAILABLE', 'the run has secrets, which only the bubblewrap sandbox\'s egress proxy can inject; nothing was run', { token_id: tokenId });
+    if (plan.secrets.length > 0 && !(proxied && usesBwrap(deps.ctx.platform)))
+      return reject(
+        'sandbox-failed',
+        'SANDBOX_UNAVAILABLE',
+        "the run has secrets, which only the bubblewrap sandbox's egress proxy can inject; nothing was run",
+        { token_id: tokenId },
+      );
     // Issue 30: with bindings the proxy makes the run's CA, writes its bundle (bound read-only by buildSpawn) and injects them.
     const intercept = { bundlePath: caBundlePath(scratch), timeoutMs: plan.willRun.timeoutMs, env: deps.ctx.env };
-    if (proxied) proxy = await openRunProxy({ socketPath: egressSocketPath(scratch), uid, entries: plan.egress.entries, audit: deps.audit, runId: slot.runId, secrets: plan.secrets, intercept, ...(who.requester !== undefined ? { requester: who.requester } : {}), ...(redaction.reported ? { redact: (text: string) => redaction.text(text) } : {}) });
+    if (proxied)
+      proxy = await openRunProxy({
+        socketPath: egressSocketPath(scratch),
+        uid,
+        entries: plan.egress.entries,
+        audit: deps.audit,
+        runId: slot.runId,
+        secrets: plan.secrets,
+        intercept,
+        ...(who.requester !== undefined ? { requester: who.requester } : {}),
+        ...(redaction.reported ? { redact: (text: string) => redaction.text(text) } : {}),
+      });
     phases.mark('proxy');
     // Security: a root runner caps and ends the run by its own cgroup (every page counted, every task killed).
     const { cgroups } = deps.ctx.platform;
     if (cgroups) {
       try {
         // A tmpfs workspace's pages are charged to the group too.
-        cgroup = makeRunCgroup(cgroups, runFolderName(slot.runId), runCgroupLimit(plan.willRun.memoryBytes, deps.limits.tmpBytes + (tmpfs ? cap.bytes : 0)));
+        cgroup = makeRunCgroup(
+          cgroups,
+          runFolderName(slot.runId),
+          runCgroupLimit(plan.willRun.memoryBytes, deps.limits.tmpBytes + (tmpfs ? cap.bytes : 0)),
+        );
       } catch (error) {
         // Never run uncapped what the preview said would be capped.
-        return reject('sandbox-failed', 'SANDBOX_UNAVAILABLE', `the run's memory cgroup could not be made (${(error as NodeJS.ErrnoException).code ?? 'error'}); nothing was run`, { token_id: tokenId });
+        return reject(
+          'sandbox-failed',
+          'SANDBOX_UNAVAILABLE',
+          `the run's memory cgroup could not be made (${(error as NodeJS.ErrnoException).code ?? 'error'}); nothing was run`,
+          { token_id: tokenId },
+        );
       }
     }
     phases.mark('cgroup');
     // Without a tmpfs, no one file may pass the workspace cap either (RLIMIT_FSIZE): the watcher then bounds the rest.
     const limits = tmpfs ? deps.limits : { ...deps.limits, fsizeBytes: Math.min(deps.limits.fsizeBytes, cap.bytes) };
-    const spec = { ...buildSpawn(plan, deps.ctx.platform, deps.ctx.env, scratch, uid, limits, { workspace: ws.dir, home }, { ...(cgroup ? { cgroupProcs: cgroup.procs } : {}) }), ...(req.stdin !== undefined ? { stdin: req.stdin } : {}) };
-    if (spec.envNames.join('\0') !== plan.willRun.envNames.join('\0')) return reject('sandbox-failed', 'INTERNAL', 'the run environment differs from the preview; nothing was run', { token_id: tokenId });
+    const spec = {
+      ...buildSpawn(
+        plan,
+        deps.ctx.platform,
+        deps.ctx.env,
+        scratch,
+        uid,
+        limits,
+        { workspace: ws.dir, home },
+        { ...(cgroup ? { cgroupProcs: cgroup.procs } : {}) },
+      ),
+      ...(req.stdin !== undefined ? { stdin: req.stdin } : {}),
+    };
+    if (spec.envNames.join('\0') !== plan.willRun.envNames.join('\0'))
+      return reject('sandbox-failed', 'INTERNAL', 'the run environment differs from the preview; nothing was run', { token_id: tokenId });
     // Security: nothing runs whose accept line is not on disk.
     const acceptLine: AuditEvent = {
-      event: 'run.accept', run_id: slot.runId, runner_pid: process.pid, token_id: tokenId, skill: plan.willRun.skill, script: req.script, interpreter: plan.willRun.interpreter,
-      argv: plan.willRun.argv, env_names: spec.envNames, timeout_ms: plan.willRun.timeoutMs, isolation: plan.willRun.isolation, sandbox: plan.willRun.sandbox,
-      memory_bytes: plan.willRun.memoryBytes, uid: uid ?? process.getuid!(), script_sha256: plan.willRun.content.script, files_sha256: plan.willRun.content.files,
+      event: 'run.accept',
+      run_id: slot.runId,
+      runner_pid: process.pid,
+      token_id: tokenId,
+      skill: plan.willRun.skill,
+      script: req.script,
+      interpreter: plan.willRun.interpreter,
+      argv: plan.willRun.argv,
+      env_names: spec.envNames,
+      timeout_ms: plan.willRun.timeoutMs,
+      isolation: plan.willRun.isolation,
+      sandbox: plan.willRun.sandbox,
+      memory_bytes: plan.willRun.memoryBytes,
+      uid: uid ?? process.getuid!(),
+      script_sha256: plan.willRun.content.script,
+      files_sha256: plan.willRun.content.files,
       ...(plan.egress.entries.length > 0 ? { egress: plan.egress.entries, egress_mode: plan.egress.mode } : {}),
       ...(plan.willRun.deps ? { deps: plan.willRun.deps.map((d) => `${d.kind}:${d.digest}`) } : {}),
       // Names and hosts only: never a value or a placeholder.
       ...(plan.secrets.length > 0 ? { secrets: plan.secrets.map((s) => ({ name: s.name, hosts: [...s.hosts] })) } : {}),
       ...(inputs.files.length > 0 ? { inputs: inputs.files } : {}),
       ...(inputs.stdin ? { stdin_bytes: inputs.stdin.size, stdin_sha256: inputs.stdin.sha256 } : {}),
-      client: slot.client, queued_ms: slot.lease?.waitedMs ?? 0, runs_in_progress: admission.running,
-      will_run_sha256: claims.wr, ...who, ...grantOf(plan),
+      client: slot.client,
+      queued_ms: slot.lease?.waitedMs ?? 0,
+      runs_in_progress: admission.running,
+      will_run_sha256: claims.wr,
+      ...who,
+      ...grantOf(plan),
     };
     // Held (see above): the spend and the line come after the spawn call. Elsewhere the line first, then the spawn.
     // Security: a held run whose spawn carried no gate would start unspent; buildSpawn gates exactly
     // where heldSpawn says, and this keeps the two from ever parting silently.
     const gated = spec.gate !== undefined;
-    if (gated !== held) return reject('sandbox-failed', 'INTERNAL', 'the run\'s spawn is not the one its start was planned for; nothing was run', { token_id: tokenId });
+    if (gated !== held)
+      return reject('sandbox-failed', 'INTERNAL', "the run's spawn is not the one its start was planned for; nothing was run", {
+        token_id: tokenId,
+      });
     let onRecord: Promise<string | undefined> | undefined;
     if (gated) onRecord = new Promise((resolve) => (settleRecord = resolve));
     else {
@@ -285,15 +380,21 @@ export async function runChecked(deps: RunPathDeps, stats: RunStats, admission: 
           reapError = (error as NodeJS.ErrnoException).code ?? 'error';
           leftovers = uid !== undefined && setpriv && kill ? await reapUid(uid, setpriv, kill) : { killed: 0, remaining: 1 };
         }
-      }
-      else if (uid !== undefined && setpriv && kill) leftovers = await reapUid(uid, setpriv, kill);
+      } else if (uid !== undefined && setpriv && kill) leftovers = await reapUid(uid, setpriv, kill);
       // Security: without an ipc namespace, SysV objects of the uid would wait for its next run.
       if (uid !== undefined && ipcrm && deps.ctx.platform.isolation === 'uid') ipcRemoved = await removeIpcOf(uid, ipcrm);
     };
     // In bubblewrap a SIGTERM would only reach bubblewrap, whose death kills the script at once:
     // the namespace levels end a timed-out run with SIGKILL straight away (its /tmp goes with it).
     const killGraceMs = usesBwrap(deps.ctx.platform) ? 0 : deps.killGraceMs;
-    const proc = runProcess(spec, { timeoutMs: plan.willRun.timeoutMs, killGraceMs, drainMs: deps.drainMs }, MAX_STREAM_BYTES, afterExit, { stdout: redaction.stream(), stderr: redaction.stream() }, onRecord !== undefined ? { hold: onRecord } : {});
+    const proc = runProcess(
+      spec,
+      { timeoutMs: plan.willRun.timeoutMs, killGraceMs, drainMs: deps.drainMs },
+      MAX_STREAM_BYTES,
+      afterExit,
+      { stdout: redaction.stream(), stderr: redaction.stream() },
+      onRecord !== undefined ? { hold: onRecord } : {},
+    );
     slot.proc = proc;
     phases.mark('spawn', proc.spawnedAt);
     if (onRecord !== undefined) {
@@ -304,7 +405,9 @@ export async function runChecked(deps: RunPathDeps, stats: RunStats, admission: 
       if (proc.pid === undefined) {
         const o = await proc.outcome;
         const why = o.startError ?? 'the sandbox could not be spawned';
-        return reject('sandbox-failed', 'SANDBOX_UNAVAILABLE', `${why}; nothing was run and its token was not spent`, { token_id: tokenId });
+        return reject('sandbox-failed', 'SANDBOX_UNAVAILABLE', `${why}; nothing was run and its token was not spent`, {
+          token_id: tokenId,
+        });
       }
       // After the spawn call, while bubblewrap starts: the spend, then the line (never a line for a
       // token that was not spent). The script waits for both; a refusal ends its sandbox unstarted.
@@ -316,7 +419,10 @@ export async function runChecked(deps: RunPathDeps, stats: RunStats, admission: 
       }
       spent = true;
       phases.mark('spend');
-      deps.audit.commit(acceptLine).then(() => settleRecord(undefined), () => settleRecord(ACCEPT_NOT_WRITTEN));
+      deps.audit.commit(acceptLine).then(
+        () => settleRecord(undefined),
+        () => settleRecord(ACCEPT_NOT_WRITTEN),
+      );
       if ((await onRecord) !== undefined) {
         await proc.outcome;
         return reject('audit-unavailable', 'AUDIT_UNAVAILABLE', AUDIT_DOWN_SPENT, { token_id: tokenId });
@@ -338,24 +444,43 @@ export async function runChecked(deps: RunPathDeps, stats: RunStats, admission: 
     const egress: { totals: RunProxyTotals; summary: EgressSummary } | undefined = await proxy?.close();
     proxy = undefined;
     // Security: read only once nothing of the run is left alive to change the tree under the walk.
-    const collected: Collected = leftovers.remaining > 0
-      ? { files: [], bytes: 0, note: `${leftovers.remaining} processes of the run outlived it, so its workspace was not read; nothing of it is returned` }
-      : collectOutputs(ws, deps.limits.outputFilesBytes, MAX_WALK_ENTRIES, redaction);
+    const collected: Collected =
+      leftovers.remaining > 0
+        ? {
+            files: [],
+            bytes: 0,
+            note: `${leftovers.remaining} processes of the run outlived it, so its workspace was not read; nothing of it is returned`,
+          }
+        : collectOutputs(ws, deps.limits.outputFilesBytes, MAX_WALK_ENTRIES, redaction);
     phases.mark('outputs');
-    const full = usage.over !== undefined ? workspaceFullNote(usage.over, tmpfs ? 'tmpfs' : 'watch', cap, usage.why, o.ending === 'workspace-full') : undefined;
+    const full =
+      usage.over !== undefined
+        ? workspaceFullNote(usage.over, tmpfs ? 'tmpfs' : 'watch', cap, usage.why, o.ending === 'workspace-full')
+        : undefined;
     const redacted = redaction.reported ? redactionView(redaction, o) : undefined;
     slot.ended = true;
     stats.ended(o.ending);
     const exitLine = deps.audit.appendDurable({
-      event: 'run.exit', run_id: slot.runId, exit_code: o.exitCode, signal: o.signal, ended: o.ending, duration_ms: o.durationMs,
-      stdout_bytes: o.stdoutBytes, stderr_bytes: o.stderrBytes, stdout_sha256: o.stdoutSha256, stderr_sha256: o.stderrSha256,
-      truncated: o.truncated, leftovers_killed: leftovers.killed, leftovers_remaining: leftovers.remaining,
+      event: 'run.exit',
+      run_id: slot.runId,
+      exit_code: o.exitCode,
+      signal: o.signal,
+      ended: o.ending,
+      duration_ms: o.durationMs,
+      stdout_bytes: o.stdoutBytes,
+      stderr_bytes: o.stderrBytes,
+      stdout_sha256: o.stdoutSha256,
+      stderr_sha256: o.stderrSha256,
+      truncated: o.truncated,
+      leftovers_killed: leftovers.killed,
+      leftovers_remaining: leftovers.remaining,
       ...(reapError !== undefined ? { reap_error: `the run's cgroup could not be killed (${reapError})` } : {}),
       ...(o.startError !== undefined ? { start_error: o.startError } : {}),
       ...(ipcRemoved > 0 ? { ipc_removed: ipcRemoved } : {}),
       ...(egress?.totals ?? {}),
       ...outputsAudit(collected),
-      workspace_bytes: usage.bytes, workspace_files: usage.files,
+      workspace_bytes: usage.bytes,
+      workspace_files: usage.files,
       ...(usage.over !== undefined ? { workspace_full: usage.over } : {}),
       ...(redacted ? redactionAudit(redacted) : {}),
       ...(who.requester !== undefined ? { requester: who.requester } : {}),
@@ -370,9 +495,19 @@ export async function runChecked(deps: RunPathDeps, stats: RunStats, admission: 
     return {
       ok: true,
       result: {
-        runId: slot.runId, exitCode: o.exitCode, signal: o.signal, stdout: o.stdout, stderr: o.stderr,
-        truncated: o.truncated, timedOut: o.ending === 'timeout', cancelled: o.ending === 'cancelled', durationMs: o.durationMs,
-        stdoutBytes: o.stdoutBytes, stderrBytes: o.stderrBytes, stdoutTruncated: o.stdoutTruncated, stderrTruncated: o.stderrTruncated,
+        runId: slot.runId,
+        exitCode: o.exitCode,
+        signal: o.signal,
+        stdout: o.stdout,
+        stderr: o.stderr,
+        truncated: o.truncated,
+        timedOut: o.ending === 'timeout',
+        cancelled: o.ending === 'cancelled',
+        durationMs: o.durationMs,
+        stdoutBytes: o.stdoutBytes,
+        stderrBytes: o.stderrBytes,
+        stdoutTruncated: o.stdoutTruncated,
+        stderrTruncated: o.stderrTruncated,
         memoryLimited: hitMemoryLimit(o.exitCode, o.signal, o.stderr) || (cgroup?.oomKilled() ?? false),
         files: collected.files,
         ...(collected.note !== undefined ? { filesNote: collected.note } : {}),
@@ -393,10 +528,24 @@ export async function runChecked(deps: RunPathDeps, stats: RunStats, admission: 
       slot.proc.cancel();
       await slot.proc.outcome;
     }
-    if (!accepted) return reject('internal', code, `the run could not be started (${code}); nothing ran${spent ? ', but its token was spent — ask again for a fresh preview' : ''}`, { token_id: tokenId, error: code });
+    if (!accepted)
+      return reject(
+        'internal',
+        code,
+        `the run could not be started (${code}); nothing ran${spent ? ', but its token was spent — ask again for a fresh preview' : ''}`,
+        { token_id: tokenId, error: code },
+      );
     slot.ended = true;
     stats.ended('error');
-    slot.lines.push(deps.audit.append({ event: 'run.exit', run_id: slot.runId, ended: 'error', error: code, ...(who.requester !== undefined ? { requester: who.requester } : {}) }));
+    slot.lines.push(
+      deps.audit.append({
+        event: 'run.exit',
+        run_id: slot.runId,
+        ended: 'error',
+        error: code,
+        ...(who.requester !== undefined ? { requester: who.requester } : {}),
+      }),
+    );
     throw error;
   } finally {
     await proxy?.close();
@@ -432,7 +581,12 @@ export interface Leftover {
  * again by this runner (uids/pool.ts). A runner that dies before the removal leaves both folders
  * to the next start's sweep (runner/workspace/scratch.ts: named by the dead runner's pid).
  */
-export async function afterAnswer(deps: { uidPool: UidPool | undefined; audit: Pick<AuditLog, 'append'> }, runId: string, exitLine: Promise<void>, left: Leftover): Promise<void> {
+export async function afterAnswer(
+  deps: { uidPool: UidPool | undefined; audit: Pick<AuditLog, 'append'> },
+  runId: string,
+  exitLine: Promise<void>,
+  left: Leftover,
+): Promise<void> {
   // After the exit line's fsync, not beside it: the removal's metadata would join its journal commit.
   await exitLine;
   // And after the answer has left: this continuation was attached to the exit line before the

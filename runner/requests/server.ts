@@ -67,7 +67,10 @@ async function removeStaleSocket(path: string): Promise<void> {
   if (!isSocket) throw new SkillMcpError('INTERNAL', `${path} exists and is not a socket; refusing to replace it`);
   const alive = await new Promise<boolean>((resolve) => {
     const probe = createConnection(path);
-    probe.once('connect', () => { probe.destroy(); resolve(true); });
+    probe.once('connect', () => {
+      probe.destroy();
+      resolve(true);
+    });
     probe.once('error', () => resolve(false));
   });
   if (alive) throw new SkillMcpError('INTERNAL', `another runner is already listening on ${path}`);
@@ -86,7 +89,12 @@ function handleConnection(socket: Socket, opts: ListenOptions): void {
     try {
       socket.write(out.encode(value));
     } catch (error) {
-      socket.write(out.encode({ ok: false, error: { code: isSkillMcpError(error) ? error.code : 'INTERNAL', message: 'the answer could not be encoded' } }));
+      socket.write(
+        out.encode({
+          ok: false,
+          error: { code: isSkillMcpError(error) ? error.code : 'INTERNAL', message: 'the answer could not be encoded' },
+        }),
+      );
     }
   };
   socket.setTimeout(IDLE_MS, () => {
@@ -130,7 +138,13 @@ function handleConnection(socket: Socket, opts: ListenOptions): void {
       const parsed = requestSchema.safeParse(event.value);
       if (!parsed.success) {
         const issue = parsed.error.issues[0];
-        send({ ok: false, error: { code: 'BAD_REQUEST', message: `the request does not match the protocol${issue ? ` (${issue.path.join('.') || 'message'}: ${issue.message})` : ''}` } });
+        send({
+          ok: false,
+          error: {
+            code: 'BAD_REQUEST',
+            message: `the request does not match the protocol${issue ? ` (${issue.path.join('.') || 'message'}: ${issue.message})` : ''}`,
+          },
+        });
         continue;
       }
       const req = parsed.data;
@@ -141,8 +155,17 @@ function handleConnection(socket: Socket, opts: ListenOptions): void {
         // Security: another instance's front has the same uid (and so reaches the socket) but not
         // this instance's secret; refused before it can read this runner's skills or run them.
         if (!frontSecretMatches(opts.frontSecret, req.frontSecret)) {
-          const line = opts.audit.append({ event: 'peer.refuse', uid: cred?.uid ?? -1, gid: cred?.gid ?? -1, pid: cred?.pid ?? -1, reason: 'front-secret' });
-          return refusePeer('this runner serves another front: the front secret does not match (each standalone skill-mcp has its own runner; a hosted pair needs the same secret file on both sides: --front-secret-file and SKILL_MCP_FRONT_SECRET_FILE)', line);
+          const line = opts.audit.append({
+            event: 'peer.refuse',
+            uid: cred?.uid ?? -1,
+            gid: cred?.gid ?? -1,
+            pid: cred?.pid ?? -1,
+            reason: 'front-secret',
+          });
+          return refusePeer(
+            'this runner serves another front: the front secret does not match (each standalone skill-mcp has its own runner; a hosted pair needs the same secret file on both sides: --front-secret-file and SKILL_MCP_FRONT_SECRET_FILE)',
+            line,
+          );
         }
         session = { differs: viewDifferences(opts.view(), req.view) };
         if (session.differs.length > 0) opts.onMismatch(session.differs);
@@ -151,13 +174,27 @@ function handleConnection(socket: Socket, opts: ListenOptions): void {
       }
       pending++;
       void dispatch(req, opts.service, session, gone.signal, connectedAt)
-        .then(send, (error: unknown) => send({ ok: false, error: { code: isSkillMcpError(error) ? error.code : 'INTERNAL', message: isSkillMcpError(error) ? error.message : 'the runner failed to handle the request; see its log' } }))
+        .then(send, (error: unknown) =>
+          send({
+            ok: false,
+            error: {
+              code: isSkillMcpError(error) ? error.code : 'INTERNAL',
+              message: isSkillMcpError(error) ? error.message : 'the runner failed to handle the request; see its log',
+            },
+          }),
+        )
         .finally(() => pending--);
     }
   });
 }
 
-async function dispatch(req: RunnerRequest, service: RunnerService, session: Session, gone: AbortSignal, connectedAt: number): Promise<unknown> {
+async function dispatch(
+  req: RunnerRequest,
+  service: RunnerService,
+  session: Session,
+  gone: AbortSignal,
+  connectedAt: number,
+): Promise<unknown> {
   const mismatch = session.differs.length > 0 ? { differs: session.differs, message: mismatchMessage(session.differs) } : undefined;
   switch (req.type) {
     case 'hello':

@@ -77,7 +77,8 @@ function refusal(code: ErrorCode, message: string): { ok: false; error: Refusal 
   return { ok: false, error: { code, message } };
 }
 
-const AUDIT_DOWN = 'the audit log cannot be written, so nothing runs (every run must be on record first); nothing ran and the approval still holds — try again once the operator has freed the disk holding the audit log';
+const AUDIT_DOWN =
+  'the audit log cannot be written, so nothing runs (every run must be on record first); nothing ran and the approval still holds — try again once the operator has freed the disk holding the audit log';
 
 /**
  * Who asked and how (docs/audit.md): the verified identity the front passes (hosted with OAuth),
@@ -85,8 +86,13 @@ const AUDIT_DOWN = 'the audit log cannot be written, so nothing runs (every run 
  * approval channel as the front says it — the runner cannot check either (SECURITY.md).
  */
 function whoOf(req: PrepareRequest | RunRequest, osUser: string | undefined): RunWho {
-  const who: RunWho = req.identity ? { requester: req.identity.subject, requester_from: 'oauth' } : osUser !== undefined ? { requester: osUser, requester_from: 'os-user' } : {};
-  if (req.type === 'run') who.approval = { channel: req.approval.channel, ...(req.approval.approver !== undefined ? { approver: req.approval.approver } : {}) };
+  const who: RunWho = req.identity
+    ? { requester: req.identity.subject, requester_from: 'oauth' }
+    : osUser !== undefined
+      ? { requester: osUser, requester_from: 'os-user' }
+      : {};
+  if (req.type === 'run')
+    who.approval = { channel: req.approval.channel, ...(req.approval.approver !== undefined ? { approver: req.approval.approver } : {}) };
   // The W3C trace the request came under (the front passes a well-formed one only), for joining logs.
   if (req.traceparent !== undefined) who.traceparent = req.traceparent;
   return who;
@@ -142,9 +148,25 @@ export class RunnerService {
     const who = whoOf(req, this.deps.osUser);
     // Security: the input names are checked here too, so no preview ever shows a run that would be refused.
     const files = req.inputs?.files ?? [];
-    const bad = inputsRefusal(files.map((f) => f.path), files.map((f) => f.size), req.inputs?.stdin?.size ?? 0, this.deps.limits.inputBytes) ?? this.capRefusal(files.map((f) => f.path), files.map((f) => f.size));
+    const bad =
+      inputsRefusal(
+        files.map((f) => f.path),
+        files.map((f) => f.size),
+        req.inputs?.stdin?.size ?? 0,
+        this.deps.limits.inputBytes,
+      ) ??
+      this.capRefusal(
+        files.map((f) => f.path),
+        files.map((f) => f.size),
+      );
     if (bad) {
-      await this.deps.audit.append({ event: 'run.prepare', skill: req.skill, script: req.script, refused: bad.code === 'TOO_LARGE' ? 'too-large' : 'invalid-path', ...who });
+      await this.deps.audit.append({
+        event: 'run.prepare',
+        skill: req.skill,
+        script: req.script,
+        refused: bad.code === 'TOO_LARGE' ? 'too-large' : 'invalid-path',
+        ...who,
+      });
       return refusal(bad.code, bad.message);
     }
     const derived = await deriveRun(this.deps.ctx, req.skill, req.script, req.args, undefined, undefined, req.identity);
@@ -156,7 +178,14 @@ export class RunnerService {
     const claims = verifyToken(this.deps.key, minted.confirmToken, Date.now(), this.deps.ttlMs);
     // Security: a token is handed out only once its prepare line is on disk.
     try {
-      await this.deps.audit.commit({ event: 'run.prepare', skill: req.skill, script: req.script, ...(claims.ok ? { token_id: tokenLogId(claims.claims) } : {}), will_run_sha256: willRunHash(minted.willRun), ...who });
+      await this.deps.audit.commit({
+        event: 'run.prepare',
+        skill: req.skill,
+        script: req.script,
+        ...(claims.ok ? { token_id: tokenLogId(claims.claims) } : {}),
+        will_run_sha256: willRunHash(minted.willRun),
+        ...who,
+      });
     } catch {
       return refusal('AUDIT_UNAVAILABLE', AUDIT_DOWN);
     }
@@ -190,13 +219,28 @@ export class RunnerService {
   /** BUSY with the figures: how full the slots are, how long this run waited, when to try again. */
   private busy(req: RunRequest, slot: Slot, f: BusyFigures): { ok: false; error: Refusal } {
     slot.ended = true;
-    slot.lines.push(this.deps.audit.append({
-      event: 'run.reject', reason: 'busy', skill: req.skill, script: req.script, run_id: slot.runId, client: slot.client, ...whoOf(req, this.deps.osUser),
-      running: f.running, max_runs: f.maxRuns, queued: f.queued, client_running: f.clientRunning, client_share: f.clientShare, waited_ms: f.waitedMs,
-    }));
-    const share = f.clientRunning >= f.clientShare ? `, ${f.clientRunning} of them this client's (one client may hold ${f.clientShare} at once)` : '';
+    slot.lines.push(
+      this.deps.audit.append({
+        event: 'run.reject',
+        reason: 'busy',
+        skill: req.skill,
+        script: req.script,
+        run_id: slot.runId,
+        client: slot.client,
+        ...whoOf(req, this.deps.osUser),
+        running: f.running,
+        max_runs: f.maxRuns,
+        queued: f.queued,
+        client_running: f.clientRunning,
+        client_share: f.clientShare,
+        waited_ms: f.waitedMs,
+      }),
+    );
+    const share =
+      f.clientRunning >= f.clientShare ? `, ${f.clientRunning} of them this client's (one client may hold ${f.clientShare} at once)` : '';
     const waited = f.waitedMs > 0 ? `waited ${Math.round(f.waitedMs / 1000)} s for a free slot` : 'the queue for a slot is full';
-    const message = `${f.running} of ${f.maxRuns} runs are in progress${share}, ${f.queued} waiting; ${waited}. Nothing ran and the approval still holds: ` +
+    const message =
+      `${f.running} of ${f.maxRuns} runs are in progress${share}, ${f.queued} waiting; ${waited}. Nothing ran and the approval still holds: ` +
       `call again with the same confirmToken in a few seconds (a slot is certain to be free within ${Math.ceil(f.retryAfterMs / 1000)} s, when the earliest of those runs reaches its timeout).`;
     return { ok: false, error: { code: 'BUSY', message, busy: f } };
   }
@@ -221,15 +265,33 @@ export class RunnerService {
     let ended = false;
     // The lines this run queued: its answer goes back only once they are written (or could not be).
     const lines: Promise<void>[] = [];
-    const reject = (reason: RejectReason, code: ErrorCode, message: string, extra: { token_id?: string; error?: string } = {}): { ok: false; error: Refusal } => {
+    const reject = (
+      reason: RejectReason,
+      code: ErrorCode,
+      message: string,
+      extra: { token_id?: string; error?: string } = {},
+    ): { ok: false; error: Refusal } => {
       ended = true;
       this.stats.refused(reason);
-      lines.push(this.deps.audit.append({ event: 'run.reject', reason, skill: req.skill, script: req.script, run_id: runId, ...extra, ...who }));
+      lines.push(
+        this.deps.audit.append({ event: 'run.reject', reason, skill: req.skill, script: req.script, run_id: runId, ...extra, ...who }),
+      );
       return refusal(code, message);
     };
     // A cancel names one run: a second run under an id in use would make it ambiguous.
-    if (this.named(req.cancelId)) return reject('internal', 'BAD_REQUEST', 'a run with this cancel id is already in progress; each run needs a fresh cancel id', { error: 'cancel-id-in-use' });
-    const slot: Slot = { runId, cancelId: req.cancelId, client: admissionClient(req.identity, req.client, UNNAMED_CLIENT), cancelled: false, leave: new AbortController(), lines, phases };
+    if (this.named(req.cancelId))
+      return reject('internal', 'BAD_REQUEST', 'a run with this cancel id is already in progress; each run needs a fresh cancel id', {
+        error: 'cancel-id-in-use',
+      });
+    const slot: Slot = {
+      runId,
+      cancelId: req.cancelId,
+      client: admissionClient(req.identity, req.client, UNNAMED_CLIENT),
+      cancelled: false,
+      leave: new AbortController(),
+      lines,
+      phases,
+    };
     this.runs.add(slot);
     const onAbandon = (): void => this.kill(slot);
     abandoned?.addEventListener('abort', onAbandon);
@@ -238,11 +300,23 @@ export class RunnerService {
       // Security: the wait holds nothing — the token is verified and spent only in the slot, so a
       // run refused BUSY (or cancelled while it waited) keeps its approval for later.
       const admitted = await this.admission.acquire(slot.client, slot.leave.signal, (at) => {
-        void this.deps.audit.append({ event: 'run.wait', run_id: slot.runId, skill: req.skill, script: req.script, client: slot.client, running: at.running, queued: at.queued });
+        void this.deps.audit.append({
+          event: 'run.wait',
+          run_id: slot.runId,
+          skill: req.skill,
+          script: req.script,
+          client: slot.client,
+          running: at.running,
+          queued: at.queued,
+        });
       });
       if (!admitted.ok) {
         if (admitted.why === 'busy') return this.busy(req, slot, admitted.figures);
-        return reject('cancelled', 'CANCELLED', 'the run was cancelled while it waited for a free slot; nothing ran and its approval still holds');
+        return reject(
+          'cancelled',
+          'CANCELLED',
+          'the run was cancelled while it waited for a free slot; nothing ran and its approval still holds',
+        );
       }
       slot.lease = admitted.lease;
       phases.mark('admission');
@@ -288,19 +362,35 @@ export class RunnerService {
   private async checkAndSpawn(req: RunRequest, slot: Slot, reject: Reject, copy: RunCopy): Promise<Answer<ResultOf<'run'>>> {
     const { deps } = this;
     const who = whoOf(req, deps.osUser);
-    if (deps.refusedWhy) return reject(deps.refusedWhy.code === 'ENVIRON_UNSCRUBBED' ? 'environ-unscrubbed' : 'sandbox-failed', deps.refusedWhy.code, deps.refusedWhy.message);
+    if (deps.refusedWhy)
+      return reject(
+        deps.refusedWhy.code === 'ENVIRON_UNSCRUBBED' ? 'environ-unscrubbed' : 'sandbox-failed',
+        deps.refusedWhy.code,
+        deps.refusedWhy.message,
+      );
     // Security: MAC first (constant time), then the ledger, then expiry; nothing else is believed before.
     const verified = verifyToken(deps.key, req.confirmToken, Date.now(), deps.ttlMs);
-    if (!verified.ok && verified.code === 'TOKEN_INVALID') return reject('token-invalid', 'TOKEN_INVALID', 'the confirmation token is not one this runner issued; ask again without a token to get a fresh preview');
+    if (!verified.ok && verified.code === 'TOKEN_INVALID')
+      return reject(
+        'token-invalid',
+        'TOKEN_INVALID',
+        'the confirmation token is not one this runner issued; ask again without a token to get a fresh preview',
+      );
     const claims = verified.claims!;
     const tokenId = tokenLogId(claims);
     // Security: before the ledger, so a token someone else presents stays unspent for its owner.
     if (!sameRequester(claims, req.identity?.subject)) {
-      return reject('token-invalid', 'TOKEN_INVALID', 'this confirmation token was issued to another identity; ask again without a token to get a preview of your own', { token_id: tokenId });
+      return reject(
+        'token-invalid',
+        'TOKEN_INVALID',
+        'this confirmation token was issued to another identity; ask again without a token to get a preview of your own',
+        { token_id: tokenId },
+      );
     }
     // Security: a ledger that cannot answer (Redis away) refuses the run; the token stays unspent.
     const ledgerDown = (error: unknown): { ok: false; error: Refusal } => {
-      if (isSkillMcpError(error) && error.code === 'LEDGER_UNAVAILABLE') return reject('ledger-unavailable', 'LEDGER_UNAVAILABLE', error.message, { token_id: tokenId });
+      if (isSkillMcpError(error) && error.code === 'LEDGER_UNAVAILABLE')
+        return reject('ledger-unavailable', 'LEDGER_UNAVAILABLE', error.message, { token_id: tokenId });
       throw error;
     };
     let seen: boolean;
@@ -314,7 +404,17 @@ export class RunnerService {
     // Security: the bytes sent now are checked from scratch and digested; the digests join the
     // re-derived run, so an input changed since the approval is DRAFT_CHANGED like changed code.
     const files = req.files ?? [];
-    const bad = inputsRefusal(files.map((f) => f.path), files.map((f) => f.bytes.length), req.stdin?.length ?? 0, deps.limits.inputBytes) ?? this.capRefusal(files.map((f) => f.path), files.map((f) => f.bytes.length));
+    const bad =
+      inputsRefusal(
+        files.map((f) => f.path),
+        files.map((f) => f.bytes.length),
+        req.stdin?.length ?? 0,
+        deps.limits.inputBytes,
+      ) ??
+      this.capRefusal(
+        files.map((f) => f.path),
+        files.map((f) => f.bytes.length),
+      );
     if (bad) return reject(bad.code === 'TOO_LARGE' ? 'too-large' : 'invalid-path', bad.code, bad.message, { token_id: tokenId });
     const inputs = digestInputs(files, req.stdin);
     slot.phases.mark('verify');
@@ -332,14 +432,32 @@ export class RunnerService {
       // The fresh preview is a prepare of its own: its token is on record like any other.
       const fresh = this.mint(plan.willRun, req.identity?.subject);
       const freshClaims = verifyToken(deps.key, fresh.confirmToken, Date.now(), deps.ttlMs);
-      slot.lines.push(deps.audit.append({ event: 'run.prepare', skill: req.skill, script: req.script, ...(freshClaims.ok ? { token_id: tokenLogId(freshClaims.claims) } : {}), will_run_sha256: willRunHash(plan.willRun), draft_changed: true, ...whoOf({ ...req, type: 'prepare' } as PrepareRequest, deps.osUser) }));
-      return { ok: false, error: { code: 'DRAFT_CHANGED', message: 'what would run differs from what this token was approved for; show the fresh preview and confirm again', fresh } };
+      slot.lines.push(
+        deps.audit.append({
+          event: 'run.prepare',
+          skill: req.skill,
+          script: req.script,
+          ...(freshClaims.ok ? { token_id: tokenLogId(freshClaims.claims) } : {}),
+          will_run_sha256: willRunHash(plan.willRun),
+          draft_changed: true,
+          ...whoOf({ ...req, type: 'prepare' } as PrepareRequest, deps.osUser),
+        }),
+      );
+      return {
+        ok: false,
+        error: {
+          code: 'DRAFT_CHANGED',
+          message: 'what would run differs from what this token was approved for; show the fresh preview and confirm again',
+          fresh,
+        },
+      };
     }
     if (slot.cancelled) return reject('cancelled', 'CANCELLED', 'the run was cancelled before it started', { token_id: tokenId });
     const scratch = join(deps.scratchDir, runFolderName(slot.runId));
     const proxied = plan.egress.mode === 'proxy';
     const socketProblem = proxied ? socketPathProblem(egressSocketPath(scratch)) : undefined;
-    if (socketProblem !== undefined) return reject('sandbox-failed', 'INTERNAL', `${socketProblem}; nothing was run`, { token_id: tokenId });
+    if (socketProblem !== undefined)
+      return reject('sandbox-failed', 'INTERNAL', `${socketProblem}; nothing was run`, { token_id: tokenId });
     // Fail closed before the spend when the log is known to be down: the token stays unspent.
     if (!deps.audit.available) return reject('audit-unavailable', 'AUDIT_UNAVAILABLE', AUDIT_DOWN, { token_id: tokenId });
     // Security: spent durably before the script starts, so no crash or restart can replay it; and
@@ -361,7 +479,23 @@ export class RunnerService {
       if (spent === 'expired') return reject('token-expired', 'TOKEN_EXPIRED', EXPIRED, { token_id: tokenId });
       return undefined;
     };
-    return await runChecked(deps, this.stats, this.admission, { req, slot, reject, copy, who, tokenId, claims, plan, inputs, files, scratch, proxied, uid, cap: this.cap, spend });
+    return await runChecked(deps, this.stats, this.admission, {
+      req,
+      slot,
+      reject,
+      copy,
+      who,
+      tokenId,
+      claims,
+      plan,
+      inputs,
+      files,
+      scratch,
+      proxied,
+      uid,
+      cap: this.cap,
+      spend,
+    });
   }
 
   /**

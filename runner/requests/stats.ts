@@ -40,6 +40,11 @@ export class RunStats {
   }
 
   snapshot(): RunStatsSnapshot {
-    return { ended: Object.fromEntries(this.#ended), refused: Object.fromEntries(this.#refused), reaps: this.#reaps, reapSeconds: this.#reapMs / 1000 };
+    return {
+      ended: Object.fromEntries(this.#ended),
+      refused: Object.fromEntries(this.#refused),
+      reaps: this.#reaps,
+      reapSeconds: this.#reapMs / 1000,
+    };
   }
 }

@@ -41,10 +41,25 @@ export const SHM_BYTES = 16 * 1024 * 1024;
  * /etc/shadow, /etc/ssh or anything else that describes the host or its users.
  */
 export const ETC_ALLOWLIST = [
-  '/etc/ld.so.cache', '/etc/ld.so.conf', '/etc/ld.so.conf.d', '/etc/alternatives',
-  '/etc/ssl', '/etc/ca-certificates', '/etc/pki', '/etc/crypto-policies',
-  '/etc/localtime', '/etc/timezone', '/etc/nsswitch.conf', '/etc/hosts', '/etc/host.conf', '/etc/gai.conf',
-  '/etc/mime.types', '/etc/python3', '/etc/python3.11', '/etc/python3.12', '/etc/python3.13',
+  '/etc/ld.so.cache',
+  '/etc/ld.so.conf',
+  '/etc/ld.so.conf.d',
+  '/etc/alternatives',
+  '/etc/ssl',
+  '/etc/ca-certificates',
+  '/etc/pki',
+  '/etc/crypto-policies',
+  '/etc/localtime',
+  '/etc/timezone',
+  '/etc/nsswitch.conf',
+  '/etc/hosts',
+  '/etc/host.conf',
+  '/etc/gai.conf',
+  '/etc/mime.types',
+  '/etc/python3',
+  '/etc/python3.11',
+  '/etc/python3.12',
+  '/etc/python3.13',
 ] as const;
 
 /** Top-level system entries: on merged-/usr hosts they are symlinks into /usr, elsewhere real folders. */
@@ -90,7 +105,12 @@ export const SANDBOX_PROCESS: readonly string[] = [
   // capability the sandboxed code could have on the host; pid, ipc, net and uts namespaces hide
   // the runner, the front and other runs, their SysV/POSIX IPC, every network but a private
   // loopback, and the host name. cgroup only where the kernel allows it.
-  '--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-net', '--unshare-uts', '--unshare-cgroup-try',
+  '--unshare-user',
+  '--unshare-pid',
+  '--unshare-ipc',
+  '--unshare-net',
+  '--unshare-uts',
+  '--unshare-cgroup-try',
   // Security: no nested user namespace — `unshare -Urnm` inside would hand the code a full set
   // of capabilities over a namespace of its own (new mounts, raw sockets on its own net ns).
   '--disable-userns',
@@ -100,7 +120,9 @@ export const SANDBOX_PROCESS: readonly string[] = [
   // the kernel kills everything else in the namespace — a build's leftovers too. bubblewrap's own
   // pid 1 did not reliably die with the outer bubblewrap (seen: one SIGKILLed runner in three left
   // its run alive).
-  '--die-with-parent', '--new-session', '--as-pid-1',
+  '--die-with-parent',
+  '--new-session',
+  '--as-pid-1',
 ];
 
 /** What the system view needs from the sandbox that uses it. */
@@ -122,15 +144,25 @@ export function systemView(layout: HostLayout, needs: SystemViewNeeds): string[]
   for (const dir of layout.extra) args.push('--ro-bind', dir, dir);
   for (const path of ETC_ALLOWLIST) args.push('--ro-bind-try', path, path);
   args.push(
-    '--proc', '/proc',
+    '--proc',
+    '/proc',
     // Security: /proc/keys lists every key the reader's uid may view, possessed or not — the
     // descriptions of the person's own keys at the levels without a uid of the run's own.
-    '--ro-bind', '/dev/null', '/proc/keys',
-    '--dev', '/dev',
+    '--ro-bind',
+    '/dev/null',
+    '/proc/keys',
+    '--dev',
+    '/dev',
     // Security: the writable places are RAM-backed and capped, so code filling them cannot
     // fill the host's disk (and lose the run's result or the audit log with it).
-    '--size', String(SHM_BYTES), '--tmpfs', '/dev/shm',
-    '--size', String(needs.tmpBytes), '--tmpfs', SANDBOX_HOME,
+    '--size',
+    String(SHM_BYTES),
+    '--tmpfs',
+    '/dev/shm',
+    '--size',
+    String(needs.tmpBytes),
+    '--tmpfs',
+    SANDBOX_HOME,
   );
   return args;
 }
@@ -150,9 +182,12 @@ export const SEAL_VIEW: readonly string[] = ['--remount-ro', '/dev', '--remount-
 export function bwrapArgs(layout: HostLayout, view: RunView): string[] {
   const args = [
     ...SANDBOX_PROCESS,
-    '--hostname', 'skill-sandbox',
+    '--hostname',
+    'skill-sandbox',
     ...systemView(layout, { tmpBytes: view.tmpBytes }),
-    '--ro-bind', view.skillDir, SKILL_MOUNT,
+    '--ro-bind',
+    view.skillDir,
+    SKILL_MOUNT,
   ];
   // Security: the network namespace stays empty; the one way out is this socket to the run's own
   // proxy, which decides every destination. Runs without egress get no socket at all.

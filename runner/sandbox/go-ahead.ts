@@ -57,10 +57,10 @@ export function parseInfo(text: string): { pid: number } | { why: string } {
   try {
     value = JSON.parse(text);
   } catch {
-    return { why: text.length === 0 ? 'bubblewrap wrote no info (it ended before its sandbox was made)' : 'bubblewrap\'s info is not JSON' };
+    return { why: text.length === 0 ? 'bubblewrap wrote no info (it ended before its sandbox was made)' : "bubblewrap's info is not JSON" };
   }
   const pid = (value as Record<string, unknown> | null)?.['child-pid'];
-  if (typeof pid !== 'number' || !Number.isSafeInteger(pid) || pid <= 1) return { why: 'bubblewrap\'s info names no child pid' };
+  if (typeof pid !== 'number' || !Number.isSafeInteger(pid) || pid <= 1) return { why: "bubblewrap's info names no child pid" };
   return { pid };
 }
 
@@ -94,7 +94,12 @@ export function openGate(info: string, chainPid: number, limits: readonly Rlimit
   const stat = ops.readStat(found.pid);
   if (stat === undefined) return { ok: false, gone: true, why: 'the sandbox ended before its limits were set' };
   const parent = parentOf(stat);
-  if (parent !== chainPid) return { ok: false, gone: false, why: `the process bubblewrap named (${found.pid}) is not its child (its parent is ${parent ?? 'unknown'})` };
+  if (parent !== chainPid)
+    return {
+      ok: false,
+      gone: false,
+      why: `the process bubblewrap named (${found.pid}) is not its child (its parent is ${parent ?? 'unknown'})`,
+    };
   for (const limit of limits) {
     const errno = ops.prlimit(found.pid, RLIMIT[limit.name], limit.value);
     // ESRCH: the child is gone (bubblewrap's setup failed; its exit says why).

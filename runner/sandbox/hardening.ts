@@ -30,7 +30,12 @@ export function launcherScript(): string {
  * Runs the launcher once, with the filter, as `asUid` when given (a run uid must be able to read it
  * and its koffi), and reports whether the program after it ran.
  */
-export function probeLauncher(node: string, filter: Buffer | undefined, setpriv: string | undefined, asUid: number | undefined): { ok: true; argv: string[] } | { ok: false; why: string } {
+export function probeLauncher(
+  node: string,
+  filter: Buffer | undefined,
+  setpriv: string | undefined,
+  asUid: number | undefined,
+): { ok: true; argv: string[] } | { ok: false; why: string } {
   const script = launcherScript();
   if (!existsSync(script)) return { ok: false, why: 'the run launcher (dist/skill-mcp-launch.cjs) is not built' };
   const dir = mkdtempSync(join(tmpdir(), 'skill-mcp-launch-probe-'));
@@ -39,11 +44,19 @@ export function probeLauncher(node: string, filter: Buffer | undefined, setpriv:
     writeFileSync(file, JSON.stringify({ env: ['PATH=/usr/bin:/bin'], ...(filter ? { filter: filter.toString('base64') } : {}) }));
     const fd = openSync(file, 'r');
     try {
-      const drop = asUid !== undefined && setpriv ? [setpriv, `--reuid=${asUid}`, `--regid=${asUid}`, '--clear-groups', '--no-new-privs', '--'] : [];
+      const drop =
+        asUid !== undefined && setpriv ? [setpriv, `--reuid=${asUid}`, `--regid=${asUid}`, '--clear-groups', '--no-new-privs', '--'] : [];
       const argv = [...drop, node, script, '--', '/usr/bin/true'];
-      const result = spawnSync(argv[0]!, argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe', fd], timeout: 20_000, cwd: '/', env: { PATH: '/usr/bin:/bin' } });
+      const result = spawnSync(argv[0]!, argv.slice(1), {
+        stdio: ['ignore', 'ignore', 'pipe', fd],
+        timeout: 20_000,
+        cwd: '/',
+        env: { PATH: '/usr/bin:/bin' },
+      });
       if (result.status === 0) return { ok: true, argv: [node, script] };
-      const why = (result.stderr?.toString() ?? '').trim().split('\n')[0] || (result.error ? result.error.message : `exit ${result.status ?? result.signal}`);
+      const why =
+        (result.stderr?.toString() ?? '').trim().split('\n')[0] ||
+        (result.error ? result.error.message : `exit ${result.status ?? result.signal}`);
       return { ok: false, why: `the run launcher failed here (${why.replace(/^skill-mcp launcher: /, '')})` };
     } finally {
       closeSync(fd);
@@ -62,14 +75,19 @@ export function probeCgroups(): { host: CgroupHost; mechanism: 'cgroup-v2' | 'cg
     return { why: `cgroups could not be read (${(error as Error).message})` };
   }
   const mechanism = memoryMechanism(host);
-  if (mechanism === undefined) return { why: 'no cgroup memory controller the runner can use (neither a v2 memory controller it can delegate nor a v1 memory hierarchy)' };
+  if (mechanism === undefined)
+    return {
+      why: 'no cgroup memory controller the runner can use (neither a v2 memory controller it can delegate nor a v1 memory hierarchy)',
+    };
   const base = mechanism === 'cgroup-v2' ? host.v2!.base : host.v1Memory!;
   const probe = join(base, `skill-mcp-probe-${process.pid}`);
   try {
     mkdirSync(probe);
     rmdirSync(probe);
   } catch (error) {
-    return { why: `a run cgroup cannot be made under ${mechanism === 'cgroup-v2' ? 'the runner\'s v2 group' : 'the runner\'s v1 memory group'} (${(error as NodeJS.ErrnoException).code ?? 'error'})` };
+    return {
+      why: `a run cgroup cannot be made under ${mechanism === 'cgroup-v2' ? "the runner's v2 group" : "the runner's v1 memory group"} (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
+    };
   }
   return { host, mechanism };
 }

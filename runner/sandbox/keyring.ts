@@ -24,5 +24,7 @@ export function joinFreshSessionKeyring(): true | { why: string } {
     return { why: koffiWhy(error) };
   }
   const nr = SYSCALL_RULES.find((r) => r.name === 'keyctl')!.nr[arch];
-  return syscall(nr, 'int', KEYCTL_JOIN_SESSION_KEYRING, 'void *', null) >= 0 ? true : { why: 'keyctl(KEYCTL_JOIN_SESSION_KEYRING) failed' };
+  return syscall(nr, 'int', KEYCTL_JOIN_SESSION_KEYRING, 'void *', null) >= 0
+    ? true
+    : { why: 'keyctl(KEYCTL_JOIN_SESSION_KEYRING) failed' };
 }

@@ -32,10 +32,12 @@ export interface LaunchOrders {
 export function parseOrders(text: string): LaunchOrders {
   const value = JSON.parse(text) as Partial<LaunchOrders>;
   const env = value.env;
-  if (!Array.isArray(env) || !env.every((e) => typeof e === 'string' && e.includes('='))) throw new Error('env is not a list of NAME=value');
+  if (!Array.isArray(env) || !env.every((e) => typeof e === 'string' && e.includes('=')))
+    throw new Error('env is not a list of NAME=value');
   if (value.filter !== undefined && typeof value.filter !== 'string') throw new Error('filter is not base64 text');
   const keep = value.keep ?? [];
-  if (!Array.isArray(keep) || !keep.every((fd) => Number.isInteger(fd) && fd > 2 && fd !== ORDERS_FD)) throw new Error('keep is not a list of fds above 3');
+  if (!Array.isArray(keep) || !keep.every((fd) => Number.isInteger(fd) && fd > 2 && fd !== ORDERS_FD))
+    throw new Error('keep is not a list of fds above 3');
   return { env, ...(value.filter !== undefined ? { filter: value.filter } : {}), ...(keep.length > 0 ? { keep } : {}) };
 }
 
@@ -90,7 +92,8 @@ function main(argv: string[]): void {
   const keyctlNr = SYSCALL_RULES.find((r) => r.name === 'keyctl')!.nr[arch];
 
   // Security: the run possesses only this new, empty keyring, never the one it was started from.
-  if (syscall(keyctlNr, 'int', KEYCTL_JOIN_SESSION_KEYRING, 'void *', null) < 0) fail(`keyctl(JOIN_SESSION_KEYRING) failed (errno ${koffi.errno()})`);
+  if (syscall(keyctlNr, 'int', KEYCTL_JOIN_SESSION_KEYRING, 'void *', null) < 0)
+    fail(`keyctl(JOIN_SESSION_KEYRING) failed (errno ${koffi.errno()})`);
   if (orders.filter !== undefined) {
     const prog = Buffer.from(orders.filter, 'base64');
     if (prog.length === 0 || prog.length % 8 !== 0) fail('the filter is not a whole number of BPF instructions');
@@ -99,7 +102,8 @@ function main(argv: string[]): void {
     const fprog = koffi.alloc(Fprog, 1);
     koffi.encode(fprog, Fprog, { len: prog.length / 8, filter: prog });
     // Security: from here on this process and everything it execs or forks is under the filter.
-    if (prctlPtr(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, fprog, 0, 0) !== 0) fail(`installing the syscall filter failed (errno ${koffi.errno()})`);
+    if (prctlPtr(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, fprog, 0, 0) !== 0)
+      fail(`installing the syscall filter failed (errno ${koffi.errno()})`);
   }
   // Node marks the fds it inherited close-on-exec; the program needs these.
   for (const fd of [0, 1, 2, ...(orders.keep ?? [])]) fcntl(fd, F_SETFD, 'int', 0);

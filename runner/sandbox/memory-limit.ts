@@ -6,7 +6,8 @@
  */
 
 /** What node (V8, Buffer, C++ runtime) and python3 print when an allocation is refused. */
-const OUT_OF_MEMORY = /(?:JavaScript heap out of memory|Array buffer allocation failed|std::bad_alloc|MemoryError|Cannot allocate memory|Fatal process out of memory)/;
+const OUT_OF_MEMORY =
+  /(?:JavaScript heap out of memory|Array buffer allocation failed|std::bad_alloc|MemoryError|Cannot allocate memory|Fatal process out of memory)/;
 
 /** Only the tail is read: the report comes last, and a flood of output must not be scanned whole. */
 const TAIL_BYTES = 8192;

@@ -24,7 +24,17 @@ export type Resolved = { path: string } | { why: string };
 export interface Platform {
   asRoot: boolean;
   interpreters: Map<string, Resolved>;
-  tools: { prlimit?: string; setpriv?: string; unshare?: string; sh?: string; kill?: string; mount?: string; bwrap?: string; ipcrm?: string; env?: string };
+  tools: {
+    prlimit?: string;
+    setpriv?: string;
+    unshare?: string;
+    sh?: string;
+    kill?: string;
+    mount?: string;
+    bwrap?: string;
+    ipcrm?: string;
+    env?: string;
+  };
   isolation: IsolationLevel;
   isolationDetail: string;
   /** The mechanisms behind the level, as short names (docs/isolation.md lists them). */
@@ -100,7 +110,6 @@ function pathOf(resolved: Resolved): string | undefined {
   return 'path' in resolved ? resolved.path : undefined;
 }
 
-
 /** Where an interpreter installed outside /usr lives (`/opt/node/bin/node` → `/opt/node`). */
 function installPrefix(path: string): string {
   const dir = dirname(path);
@@ -140,29 +149,83 @@ export interface ProbeOptions {
   ownKeyring?: true | { why: string };
 }
 
-const ROOT_DROP = (uid: number): string[] => [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--no-new-privs', '--inh-caps=-all', '--bounding-set=-all', '--'];
+const ROOT_DROP = (uid: number): string[] => [
+  `--reuid=${uid}`,
+  `--regid=${uid}`,
+  '--clear-groups',
+  '--no-new-privs',
+  '--inh-caps=-all',
+  '--bounding-set=-all',
+  '--',
+];
 
 /** Runs `argv` once; the first line of its stderr when it fails. */
 function tryRun(argv: string[], input?: Buffer): { ok: true } | { ok: false; why: string } {
-  const result = spawnSync(argv[0]!, argv.slice(1), { stdio: [input ? 'pipe' : 'ignore', 'ignore', 'pipe'], ...(input ? { input } : {}), timeout: 10_000, cwd: '/', env: { PATH: '/usr/bin:/bin' } });
+  const result = spawnSync(argv[0]!, argv.slice(1), {
+    stdio: [input ? 'pipe' : 'ignore', 'ignore', 'pipe'],
+    ...(input ? { input } : {}),
+    timeout: 10_000,
+    cwd: '/',
+    env: { PATH: '/usr/bin:/bin' },
+  });
   if (result.status === 0) return { ok: true };
-  const why = (result.stderr?.toString() ?? '').trim().split('\n')[0] || (result.error ? result.error.message : `exit ${result.status ?? result.signal}`);
+  const why =
+    (result.stderr?.toString() ?? '').trim().split('\n')[0] ||
+    (result.error ? result.error.message : `exit ${result.status ?? result.signal}`);
   return { ok: false, why };
 }
 
 /** Whether bubblewrap can build a run's sandbox here (as `uid`, when root), and why not. */
-function probeBwrap(tools: Platform['tools'], layout: HostLayout, opts: ProbeOptions, filter: Buffer | undefined): { ok: true } | { ok: false; why: string } {
+function probeBwrap(
+  tools: Platform['tools'],
+  layout: HostLayout,
+  opts: ProbeOptions,
+  filter: Buffer | undefined,
+): { ok: true } | { ok: false; why: string } {
   if (opts.bwrapSetting === 'off') return { ok: false, why: 'bubblewrap is switched off (SKILL_MCP_BWRAP=off)' };
-  if (!tools.bwrap) return { ok: false, why: opts.bwrapSetting ? 'SKILL_MCP_BWRAP does not name an executable file (an absolute path, or "off")' : 'bubblewrap (bwrap) is not installed' };
+  if (!tools.bwrap)
+    return {
+      ok: false,
+      why: opts.bwrapSetting
+        ? 'SKILL_MCP_BWRAP does not name an executable file (an absolute path, or "off")'
+        : 'bubblewrap (bwrap) is not installed',
+    };
   if (!tools.prlimit || !tools.env) return { ok: false, why: 'util-linux prlimit or coreutils env is not installed' };
   // The filter comes on stdin here (fd 0; bubblewrap closes it after reading), on fd 4 in a run.
-  const sandbox = [tools.bwrap, ...bwrapArgs(layout, { skillDir: '/usr', tmpBytes: opts.tmpBytes, ...(filter ? { seccompFd: 0 } : {}) }), '--', tools.prlimit, '--nproc=64', '--', '/usr/bin/true'];
+  const sandbox = [
+    tools.bwrap,
+    ...bwrapArgs(layout, { skillDir: '/usr', tmpBytes: opts.tmpBytes, ...(filter ? { seccompFd: 0 } : {}) }),
+    '--',
+    tools.prlimit,
+    '--nproc=64',
+    '--',
+    '/usr/bin/true',
+  ];
   const argv = opts.probeUid !== undefined && tools.setpriv ? [tools.setpriv, ...ROOT_DROP(opts.probeUid), ...sandbox] : sandbox;
   const tried = tryRun(argv, filter);
-  return tried.ok ? tried : { ok: false, why: `bubblewrap could not build the sandbox here (${tried.why}); unprivileged user namespaces may be disabled (sysctl kernel.unprivileged_userns_clone, user.max_user_namespaces, AppArmor, or a container)` };
+  return tried.ok
+    ? tried
+    : {
+        ok: false,
+        why: `bubblewrap could not build the sandbox here (${tried.why}); unprivileged user namespaces may be disabled (sysctl kernel.unprivileged_userns_clone, user.max_user_namespaces, AppArmor, or a container)`,
+      };
 }
 
-const NAMESPACE_MECHANISMS = ['bwrap', 'userns', 'mountns', 'pidns', 'netns', 'ipcns', 'utsns', 'no-nested-userns', 'no-capabilities', 'no-new-privs', 'rlimits', 'memory-rlimit', 'private-tmpfs'];
+const NAMESPACE_MECHANISMS = [
+  'bwrap',
+  'userns',
+  'mountns',
+  'pidns',
+  'netns',
+  'ipcns',
+  'utsns',
+  'no-nested-userns',
+  'no-capabilities',
+  'no-new-privs',
+  'rlimits',
+  'memory-rlimit',
+  'private-tmpfs',
+];
 
 /** Probes the machine once: the level, then what the filter, the launcher and cgroups add to it. */
 export function probePlatform(opts: ProbeOptions): Platform {
@@ -176,50 +239,101 @@ function probeLevel(opts: ProbeOptions): Platform {
   for (const name of INTERPRETERS) interpreters.set(name, resolveBinary(name, opts.searchPath, asRoot));
   const tool = (name: string): string | undefined => pathOf(resolveBinary(name, undefined, false));
   const bwrap = opts.bwrapSetting && opts.bwrapSetting !== 'off' ? exactBinary(opts.bwrapSetting) : tool('bwrap');
-  const tools = { prlimit: tool('prlimit'), setpriv: tool('setpriv'), unshare: tool('unshare'), sh: tool('sh'), kill: tool('kill'), mount: tool('mount'), ipcrm: tool('ipcrm'), env: tool('env'), bwrap };
-  const binaries = [...[...interpreters.values()].flatMap((r) => ('path' in r ? [r.path] : [])), ...(tools.prlimit ? [tools.prlimit] : []), ...(tools.env ? [tools.env] : [])];
+  const tools = {
+    prlimit: tool('prlimit'),
+    setpriv: tool('setpriv'),
+    unshare: tool('unshare'),
+    sh: tool('sh'),
+    kill: tool('kill'),
+    mount: tool('mount'),
+    ipcrm: tool('ipcrm'),
+    env: tool('env'),
+    bwrap,
+  };
+  const binaries = [
+    ...[...interpreters.values()].flatMap((r) => ('path' in r ? [r.path] : [])),
+    ...(tools.prlimit ? [tools.prlimit] : []),
+    ...(tools.env ? [tools.env] : []),
+  ];
   const layout = readHostLayout(binaries);
   const base = { asRoot, interpreters, tools };
   const filter = process.platform === 'linux' ? hostFilter() : undefined;
   const bw = process.platform === 'linux' ? probeBwrap(tools, layout, opts, filter) : { ok: false as const, why: 'this is not Linux' };
-  const outside = layout.extra.length > 0 ? ` Interpreters installed outside /usr are visible read-only: ${layout.extra.length} folder(s).` : '';
+  const outside =
+    layout.extra.length > 0 ? ` Interpreters installed outside /usr are visible read-only: ${layout.extra.length} folder(s).` : '';
 
   if (!asRoot) {
     if (bw.ok) {
       return {
-        ...base, isolation: 'namespace', layout, mechanisms: NAMESPACE_MECHANISMS, missing: ['a root runner would also give each run a uid of its own'],
+        ...base,
+        isolation: 'namespace',
+        layout,
+        mechanisms: NAMESPACE_MECHANISMS,
+        missing: ['a root runner would also give each run a uid of its own'],
         isolationDetail: `each run is sandboxed by bubblewrap in its own user, mount, pid, network, ipc and uts namespaces: it sees the system folders and its own skill folder read-only, a private size-capped /tmp as HOME and TMPDIR, and nothing else of this machine — not your home, not other skills, not the runner; it has no network (a private loopback only), cannot see or signal other processes, cannot make nested user namespaces, and everything it starts dies with it. Memory, processes, file size, open files and CPU time are capped. It still runs under your uid outside the sandbox.${outside}`,
       };
     }
-    const plain = process.platform !== 'linux'
-      ? 'scripts run as your own user, with your files and your network: no sandbox is available on this operating system. Grant only skills you trust, or turn skill_run off (MCP_CONFIRM_MODE=refuse).'
-      : `scripts run as your own user: they can read and write what you can, reach the network, and see your processes. ${bw.why}. Install bubblewrap (e.g. apt-get install bubblewrap) for the namespace sandbox.`;
+    const plain =
+      process.platform !== 'linux'
+        ? 'scripts run as your own user, with your files and your network: no sandbox is available on this operating system. Grant only skills you trust, or turn skill_run off (MCP_CONFIRM_MODE=refuse).'
+        : `scripts run as your own user: they can read and write what you can, reach the network, and see your processes. ${bw.why}. Install bubblewrap (e.g. apt-get install bubblewrap) for the namespace sandbox.`;
     const mechanisms = [...(tools.setpriv ? ['no-new-privs'] : []), ...(tools.prlimit ? ['rlimits', 'memory-rlimit'] : [])];
     return { ...base, isolation: 'same-uid', mechanisms, missing: [bw.why], isolationDetail: plain };
   }
   if (!tools.setpriv || !tools.prlimit || !tools.kill) {
     return {
-      ...base, isolation: 'same-uid', isolationDetail: 'root without util-linux setpriv/prlimit', mechanisms: [], missing: ['util-linux setpriv, prlimit and kill'],
+      ...base,
+      isolation: 'same-uid',
+      isolationDetail: 'root without util-linux setpriv/prlimit',
+      mechanisms: [],
+      missing: ['util-linux setpriv, prlimit and kill'],
       refuseWhy: 'the runner is root but util-linux setpriv, prlimit or kill is missing, so it cannot drop privileges; install util-linux',
     };
   }
   if (bw.ok) {
     return {
-      ...base, isolation: 'namespace-uid', layout, mechanisms: ['run-uid', ...NAMESPACE_MECHANISMS], missing: [],
+      ...base,
+      isolation: 'namespace-uid',
+      layout,
+      mechanisms: ['run-uid', ...NAMESPACE_MECHANISMS],
+      missing: [],
       isolationDetail: `each run gets its own unprivileged uid/gid (no groups, no capabilities, no_new_privs) and, inside that, a bubblewrap sandbox with its own user, mount, pid, network, ipc and uts namespaces: the system folders and its skill folder read-only, a private size-capped /tmp as HOME and TMPDIR, nothing else of this machine, no network, no view of other processes, no nested user namespaces; memory, processes, file size, open files and CPU time are capped, and everything the run started is killed afterwards.${outside}`,
     };
   }
-  const namespaces = tools.unshare !== undefined && tools.sh !== undefined && tools.mount !== undefined &&
-    tryRun([tools.unshare, ...UNSHARE_FLAGS, '--', tools.sh, '-c', '"$0" --bind /tmp /tmp && "$0" -o remount,bind,ro /tmp', tools.mount]).ok;
+  const namespaces =
+    tools.unshare !== undefined &&
+    tools.sh !== undefined &&
+    tools.mount !== undefined &&
+    tryRun([tools.unshare, ...UNSHARE_FLAGS, '--', tools.sh, '-c', '"$0" --bind /tmp /tmp && "$0" -o remount,bind,ro /tmp', tools.mount])
+      .ok;
   if (namespaces) {
     return {
-      ...base, isolation: 'uid-sandbox', mechanisms: ['run-uid', 'mountns', 'pidns', 'netns', 'ipcns', 'utsns', 'no-capabilities', 'no-new-privs', 'rlimits', 'memory-rlimit', 'read-only-shared-tmp'], missing: [bw.why],
+      ...base,
+      isolation: 'uid-sandbox',
+      mechanisms: [
+        'run-uid',
+        'mountns',
+        'pidns',
+        'netns',
+        'ipcns',
+        'utsns',
+        'no-capabilities',
+        'no-new-privs',
+        'rlimits',
+        'memory-rlimit',
+        'read-only-shared-tmp',
+      ],
+      missing: [bw.why],
       isolationDetail: `each run gets its own unprivileged uid/gid (no groups, no capabilities, no_new_privs), rlimits including memory, a private HOME/TMPDIR, and its own mount, pid, network, ipc and uts namespaces (util-linux unshare): no network, no view of other processes, the shared /tmp, /var/tmp, /dev/shm and /run/lock read-only. World-readable host files stay readable (${bw.why}; bubblewrap would hide them).`,
     };
   }
   return {
-    ...base, isolation: 'uid', mechanisms: ['run-uid', 'no-capabilities', 'no-new-privs', 'rlimits', 'memory-rlimit', 'ipc-cleanup'], missing: [bw.why, 'mount/pid/net namespaces (util-linux unshare failed)'],
-    isolationDetail: 'each run gets its own unprivileged uid/gid, no groups, no capabilities, no_new_privs, rlimits including memory and a private HOME/TMPDIR; its SysV IPC objects are removed afterwards. Namespaces are unavailable, so world-writable places like /tmp stay writable, other processes are visible, and the network is not isolated.',
+    ...base,
+    isolation: 'uid',
+    mechanisms: ['run-uid', 'no-capabilities', 'no-new-privs', 'rlimits', 'memory-rlimit', 'ipc-cleanup'],
+    missing: [bw.why, 'mount/pid/net namespaces (util-linux unshare failed)'],
+    isolationDetail:
+      'each run gets its own unprivileged uid/gid, no groups, no capabilities, no_new_privs, rlimits including memory and a private HOME/TMPDIR; its SysV IPC objects are removed afterwards. Namespaces are unavailable, so world-writable places like /tmp stay writable, other processes are visible, and the network is not isolated.',
   };
 }
 
@@ -229,7 +343,18 @@ function probeLevel(opts: ProbeOptions): Platform {
  * makes the script's chain pid 1 of its namespace, so everything it starts dies when it ends;
  * `--kill-child` ends that chain when the runner's spawn is killed.
  */
-export const UNSHARE_FLAGS = ['--mount', '--ipc', '--net', '--uts', '--pid', '--fork', '--kill-child', '--mount-proc', '--propagation', 'private'];
+export const UNSHARE_FLAGS = [
+  '--mount',
+  '--ipc',
+  '--net',
+  '--uts',
+  '--pid',
+  '--fork',
+  '--kill-child',
+  '--mount-proc',
+  '--propagation',
+  'private',
+];
 
 /** Whether a level runs the script inside bubblewrap. */
 export function usesBwrap(platform: Platform): boolean {
@@ -244,7 +369,9 @@ function harden(level: Platform, opts: ProbeOptions): Platform {
   const filter = hostFilter();
   const bwrapped = usesBwrap(level);
   // bubblewrap loads the filter itself; only the other levels need the launcher (one node start per run).
-  const launched = bwrapped ? undefined : probeLauncher(process.execPath, filter, level.tools.setpriv, level.asRoot ? opts.probeUid : undefined);
+  const launched = bwrapped
+    ? undefined
+    : probeLauncher(process.execPath, filter, level.tools.setpriv, level.asRoot ? opts.probeUid : undefined);
   const launcher = launched?.ok ? launched.argv : undefined;
   const launcherWhy = launched && !launched.ok ? launched.why : 'the launcher is missing';
   const mechanisms = [...level.mechanisms];
@@ -254,7 +381,9 @@ function harden(level: Platform, opts: ProbeOptions): Platform {
   const seccomp = filter !== undefined && (bwrapped || launcher !== undefined) ? filter : undefined;
   if (seccomp) {
     mechanisms.push('seccomp');
-    words.push('A syscall filter (seccomp) answers EPERM to kernel keyrings, sockets other than unix/IPv4/IPv6, io_uring, bpf, perf events, userfaultfd, mount and new namespaces, kernel modules and kexec, ptrace.');
+    words.push(
+      'A syscall filter (seccomp) answers EPERM to kernel keyrings, sockets other than unix/IPv4/IPv6, io_uring, bpf, perf events, userfaultfd, mount and new namespaces, kernel modules and kexec, ptrace.',
+    );
   } else {
     missing.push(filter === undefined ? `no syscall filter for ${process.arch}` : `no syscall filter at this level: ${launcherWhy}`);
     words.push('There is no syscall filter at this level.');
@@ -265,7 +394,9 @@ function harden(level: Platform, opts: ProbeOptions): Platform {
     words.push('Each run gets a fresh, empty session keyring.');
   } else if (bwrapped && seccomp && own === true) {
     mechanisms.push('session-keyring');
-    words.push('Runs possess only the runner\'s own fresh, empty session keyring, and can neither read nor write it (every keyring call is denied, /proc/keys is hidden).');
+    words.push(
+      "Runs possess only the runner's own fresh, empty session keyring, and can neither read nor write it (every keyring call is denied, /proc/keys is hidden).",
+    );
   } else {
     missing.push(`no fresh session keyring: ${bwrapped ? (own === true ? 'no syscall filter' : own.why) : launcherWhy}`);
     words.push('Runs possess the session keyring the runner was started in.');
@@ -276,7 +407,9 @@ function harden(level: Platform, opts: ProbeOptions): Platform {
     if ('host' in cg) {
       cgroups = cg.host;
       mechanisms.push(cg.mechanism === 'cgroup-v2' ? 'memory-cgroup-v2' : 'memory-cgroup-v1');
-      words.push(`Memory is counted per run by a ${cg.mechanism === 'cgroup-v2' ? 'cgroup v2' : 'cgroup v1'} memory group (every page, shared memory and tmpfs included), and the run is ended by its group.`);
+      words.push(
+        `Memory is counted per run by a ${cg.mechanism === 'cgroup-v2' ? 'cgroup v2' : 'cgroup v1'} memory group (every page, shared memory and tmpfs included), and the run is ended by its group.`,
+      );
     } else {
       missing.push(cg.why);
     }
@@ -286,12 +419,26 @@ function harden(level: Platform, opts: ProbeOptions): Platform {
     words.push('Memory shared with MAP_SHARED or System V shm is not counted by the per-process cap.');
   }
   // The go-ahead carries the filter on fd 4 and needs posix_spawn's socket pair and prlimit (go-ahead.ts).
-  const limitsByWhy = !bwrapped ? undefined
-    : process.env['SKILL_MCP_GO_AHEAD'] === 'off' ? GO_AHEAD_OFF
-    : !seccomp ? 'there is no syscall filter to carry on its fd'
-    : loadPosixSpawn()?.gates !== true ? 'runs are not spawned by posix_spawn with socketpair and prlimit (koffi, libc, or SKILL_MCP_SPAWN=node)'
-    : !runnerMaySetLimits(level.asRoot, ownCapEff()) ? 'the runner is root without CAP_SYS_RESOURCE, which setting a run uid\'s limits needs'
-    : undefined;
+  const limitsByWhy = !bwrapped
+    ? undefined
+    : process.env['SKILL_MCP_GO_AHEAD'] === 'off'
+      ? GO_AHEAD_OFF
+      : !seccomp
+        ? 'there is no syscall filter to carry on its fd'
+        : loadPosixSpawn()?.gates !== true
+          ? 'runs are not spawned by posix_spawn with socketpair and prlimit (koffi, libc, or SKILL_MCP_SPAWN=node)'
+          : !runnerMaySetLimits(level.asRoot, ownCapEff())
+            ? "the runner is root without CAP_SYS_RESOURCE, which setting a run uid's limits needs"
+            : undefined;
   const limits = bwrapped ? (limitsByWhy === undefined ? { limitsBy: 'runner' as const } : { limitsByWhy }) : {};
-  return { ...level, mechanisms, missing, isolationDetail: `${level.isolationDetail} ${words.join(' ')}`, ...(seccomp ? { seccomp } : {}), ...(launcher ? { launcher } : {}), ...(cgroups ? { cgroups } : {}), ...limits };
+  return {
+    ...level,
+    mechanisms,
+    missing,
+    isolationDetail: `${level.isolationDetail} ${words.join(' ')}`,
+    ...(seccomp ? { seccomp } : {}),
+    ...(launcher ? { launcher } : {}),
+    ...(cgroups ? { cgroups } : {}),
+    ...limits,
+  };
 }

@@ -278,7 +278,7 @@ function spawnerOf(c: Bound): PosixSpawner {
       if (spec.gate) {
         if (!gateOps) {
           closeAll(made);
-          return { fallback: 'libc has no socketpair, shutdown or prlimit for the sandbox\'s go-ahead' };
+          return { fallback: "libc has no socketpair, shutdown or prlimit for the sandbox's go-ahead" };
         }
         if (spec.fds.length !== GATE_FILTER_FD - 3 || spec.infoFd !== SANDBOX_INFO_FD || spec.gate.filter.length > MAX_GATE_FILTER_BYTES) {
           closeAll(made);
@@ -355,11 +355,22 @@ function spawnerOf(c: Bound): PosixSpawner {
         // The child's ends are the child's (or nobody's) now. Of the go-ahead's pair the runner
         // keeps fd 4's end, to write the byte into (or to close without it).
         closeAll([stdinPipe?.[0], out[1], err[1], ...extra.map((p) => p?.[0]), pair?.[1], info?.[1]]);
-        const child = new EventEmitter() as SpawnedChild & { pid: number | undefined; stdin: Socket | null; stdout: Socket; stderr: Socket; stdio: (Socket | null)[] };
+        const child = new EventEmitter() as SpawnedChild & {
+          pid: number | undefined;
+          stdin: Socket | null;
+          stdout: Socket;
+          stderr: Socket;
+          stdio: (Socket | null)[];
+        };
         if (rc !== 0) {
           // The chain's first program could not be started (ENOENT, EACCES …): `error`, as libuv says it.
           closeAll([stdinPipe?.[1], ...extra.map((p) => p?.[1]), pair?.[0], info?.[0]]);
-          Object.assign(child, { pid: undefined, stdin: null, stdout: new Socket({ fd: out[0], readable: true, writable: false }), stderr: new Socket({ fd: err[0], readable: true, writable: false }) });
+          Object.assign(child, {
+            pid: undefined,
+            stdin: null,
+            stdout: new Socket({ fd: out[0], readable: true, writable: false }),
+            stderr: new Socket({ fd: err[0], readable: true, writable: false }),
+          });
           child.stdio = [null, child.stdout, child.stderr];
           const error = Object.assign(new Error(`spawn ${spec.command}: ${errnoName(rc)}`), { code: errnoName(rc), errno: -rc });
           queueMicrotask(() => child.emit('error', error));
@@ -369,7 +380,12 @@ function spawnerOf(c: Bound): PosixSpawner {
         child.stdin = stdinPipe ? new Socket({ fd: stdinPipe[1], readable: false, writable: true }) : null;
         child.stdout = new Socket({ fd: out[0], readable: true, writable: false });
         child.stderr = new Socket({ fd: err[0], readable: true, writable: false });
-        child.stdio = [child.stdin, child.stdout, child.stderr, ...extra.map((p) => (p ? new Socket({ fd: p[1], readable: false, writable: true }) : null))];
+        child.stdio = [
+          child.stdin,
+          child.stdout,
+          child.stderr,
+          ...extra.map((p) => (p ? new Socket({ fd: p[1], readable: false, writable: true }) : null)),
+        ];
         if (info) Object.assign(child, { info: new Socket({ fd: info[0], readable: true, writable: false }) });
         if (pair && gateOps) Object.assign(child, { gate: childGate(c, gateOps.prlimit, pair[0]) });
         waiting.set(child.pid, (status) => {

@@ -80,7 +80,11 @@ class Capture {
   readonly hash = createHash('sha256');
   ended: Promise<void>;
 
-  constructor(stream: Readable, private readonly cap: number, private readonly filter?: StreamFilter) {
+  constructor(
+    stream: Readable,
+    private readonly cap: number,
+    private readonly filter?: StreamFilter,
+  ) {
     this.ended = new Promise((resolve) => {
       stream.on('end', resolve);
       stream.on('close', resolve);
@@ -144,7 +148,13 @@ function spawnWithNode(spec: SpawnSpec): SpawnedChild {
     while (3 + extra.length < spec.infoFd) extra.push('ignore');
     extra.push('pipe');
   }
-  const child = spawn(spec.command, spec.args, { cwd: spec.cwd, env: spec.env, stdio: [spec.stdin !== undefined ? 'pipe' : 'ignore', 'pipe', 'pipe', ...extra], detached: true, shell: false });
+  const child = spawn(spec.command, spec.args, {
+    cwd: spec.cwd,
+    env: spec.env,
+    stdio: [spec.stdin !== undefined ? 'pipe' : 'ignore', 'pipe', 'pipe', ...extra],
+    detached: true,
+    shell: false,
+  });
   return (spec.infoFd !== undefined ? Object.assign(child, { info: child.stdio[spec.infoFd] }) : child) as unknown as SpawnedChild;
 }
 
@@ -165,7 +175,14 @@ export interface StartHold {
 }
 
 /** Starts `spec` and supervises it. `afterExit` runs once the main process has exited. */
-export function runProcess(spec: SpawnSpec, times: RunTimes, maxStreamBytes: number, afterExit: () => Promise<void>, filters: { stdout?: StreamFilter | undefined; stderr?: StreamFilter | undefined } = {}, start: StartHold = {}): RunningProcess {
+export function runProcess(
+  spec: SpawnSpec,
+  times: RunTimes,
+  maxStreamBytes: number,
+  afterExit: () => Promise<void>,
+  filters: { stdout?: StreamFilter | undefined; stderr?: StreamFilter | undefined } = {},
+  start: StartHold = {},
+): RunningProcess {
   const started = performance.now();
   // Security: no shell, argv array, stdin /dev/null (or a pipe holding the approved stdin), own
   // session and group (detached), env given whole (never merged with ours), every signal at its
@@ -176,7 +193,12 @@ export function runProcess(spec: SpawnSpec, times: RunTimes, maxStreamBytes: num
   const spawner = loadPosixSpawn();
   const made = spawner?.spawn(spec);
   // Security: a gated chain has no prlimit step, so only a spawn that carries the go-ahead may start it.
-  const gateLost = spec.gate !== undefined && !(made && 'child' in made) ? (made && 'fallback' in made ? made.fallback : 'posix_spawn is not available') : undefined;
+  const gateLost =
+    spec.gate !== undefined && !(made && 'child' in made)
+      ? made && 'fallback' in made
+        ? made.fallback
+        : 'posix_spawn is not available'
+      : undefined;
   if (made && 'fallback' in made && gateLost === undefined) noteSpawnFallback(made.fallback);
   const child = gateLost !== undefined ? unstarted() : made && 'child' in made ? made.child : spawnWithNode(spec);
   const spawnedAt = performance.now();
@@ -186,7 +208,7 @@ export function runProcess(spec: SpawnSpec, times: RunTimes, maxStreamBytes: num
     child.stdin.end(spec.stdin);
   }
   spec.fds.forEach((bytes, i) => {
-    const stream = child.stdio[3 + i] as NodeJS.WritableStream & { on(event: 'error', listener: () => void): unknown } | null | undefined;
+    const stream = child.stdio[3 + i] as (NodeJS.WritableStream & { on(event: 'error', listener: () => void): unknown }) | null | undefined;
     if (bytes === undefined || !stream) return;
     stream.on('error', () => undefined); // the chain died before reading: its exit says why
     stream.end(bytes);
@@ -229,12 +251,14 @@ export function runProcess(spec: SpawnSpec, times: RunTimes, maxStreamBytes: num
     killWaiting = undefined;
     if (signal !== undefined) killGroup(signal, true);
   };
-  timers.push(setTimeout(() => {
-    ending = 'timeout';
-    if (times.killGraceMs === 0) return killGroup('SIGKILL');
-    killGroup('SIGTERM');
-    timers.push(setTimeout(() => killGroup('SIGKILL'), times.killGraceMs));
-  }, times.timeoutMs));
+  timers.push(
+    setTimeout(() => {
+      ending = 'timeout';
+      if (times.killGraceMs === 0) return killGroup('SIGKILL');
+      killGroup('SIGTERM');
+      timers.push(setTimeout(() => killGroup('SIGKILL'), times.killGraceMs));
+    }, times.timeoutMs),
+  );
 
   let startError: string | undefined;
   const refuseStart = (why: string): void => {
@@ -259,7 +283,11 @@ export function runProcess(spec: SpawnSpec, times: RunTimes, maxStreamBytes: num
       if (gate && start.hold === undefined) letGo(gate, text, chainPid);
       // Security: held, the byte waits for the hold too (the run's token spent and its accept line on
       // disk, run-path.ts); a hold that fails, or is refused, never lets the script start.
-      else if (gate) start.hold!.then((why) => (why === undefined ? letGo(gate, text, chainPid) : refuseHeld(gate, why)), () => refuseHeld(gate, 'its start was not confirmed'));
+      else if (gate)
+        start.hold!.then(
+          (why) => (why === undefined ? letGo(gate, text, chainPid) : refuseHeld(gate, why)),
+          () => refuseHeld(gate, 'its start was not confirmed'),
+        );
       killTheWaiting();
       if (done) pid1?.release();
     };
@@ -314,23 +342,38 @@ export function runProcess(spec: SpawnSpec, times: RunTimes, maxStreamBytes: num
       const stdoutTruncated = out.finish();
       const stderrTruncated = err.finish();
       resolve({
-        exitCode, signal, ending,
-        stdout: Buffer.concat(out.chunks), stderr: Buffer.concat(err.chunks),
-        stdoutBytes: out.total, stderrBytes: err.total,
-        stdoutSha256: out.hash.digest('hex'), stderrSha256: err.hash.digest('hex'),
-        truncated: stdoutTruncated || stderrTruncated, stdoutTruncated, stderrTruncated,
-        ...(filters.stdout || filters.stderr ? { heldBack: { stdout: filters.stdout?.heldBack ?? 0, stderr: filters.stderr?.heldBack ?? 0 } } : {}),
+        exitCode,
+        signal,
+        ending,
+        stdout: Buffer.concat(out.chunks),
+        stderr: Buffer.concat(err.chunks),
+        stdoutBytes: out.total,
+        stderrBytes: err.total,
+        stdoutSha256: out.hash.digest('hex'),
+        stderrSha256: err.hash.digest('hex'),
+        truncated: stdoutTruncated || stderrTruncated,
+        stdoutTruncated,
+        stderrTruncated,
+        ...(filters.stdout || filters.stderr
+          ? { heldBack: { stdout: filters.stdout?.heldBack ?? 0, stderr: filters.stderr?.heldBack ?? 0 } }
+          : {}),
         durationMs: Math.round(performance.now() - started),
-        exitedAt, reapedAt,
+        exitedAt,
+        reapedAt,
         ...(startError !== undefined ? { startError } : {}),
       });
     };
     // The hard deadline: whatever happens to 'exit', the call returns and releases the slot.
-    timers.push(setTimeout(() => {
-      ending = 'timeout';
-      killGroup('SIGKILL', true);
-      void finish(null, 'SIGKILL');
-    }, times.timeoutMs + times.killGraceMs + HARD_DEADLINE_SLACK_MS));
+    timers.push(
+      setTimeout(
+        () => {
+          ending = 'timeout';
+          killGroup('SIGKILL', true);
+          void finish(null, 'SIGKILL');
+        },
+        times.timeoutMs + times.killGraceMs + HARD_DEADLINE_SLACK_MS,
+      ),
+    );
     child.on('exit', (code, signal) => void finish(code, signal));
     child.on('error', (error: NodeJS.ErrnoException) => {
       // Said on the run's stderr as well, so a run that never started does not read as a silent one.

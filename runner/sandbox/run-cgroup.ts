@@ -40,7 +40,10 @@ export interface RunCgroup {
 
 function pidsIn(dir: string): number[] {
   try {
-    return readFileSync(join(dir, 'cgroup.procs'), 'utf8').split('\n').filter((l) => /^\d+$/.test(l)).map(Number);
+    return readFileSync(join(dir, 'cgroup.procs'), 'utf8')
+      .split('\n')
+      .filter((l) => /^\d+$/.test(l))
+      .map(Number);
   } catch {
     return [];
   }
@@ -74,7 +77,12 @@ async function until(deadline: number, done: () => boolean): Promise<boolean> {
  * Makes the groups of one run, capped at `limitBytes` (memory and swap together). Throws when the
  * host said it could and now cannot: the caller refuses the run rather than run it uncapped.
  */
-export function makeRunCgroup(host: CgroupHost, name: string, limitBytes: number, kernel: (dir: string) => void = () => undefined): RunCgroup {
+export function makeRunCgroup(
+  host: CgroupHost,
+  name: string,
+  limitBytes: number,
+  kernel: (dir: string) => void = () => undefined,
+): RunCgroup {
   if (!/^[A-Za-z0-9_.-]+$/.test(name)) throw new Error(`bad cgroup name ${JSON.stringify(name)}`);
   const made: string[] = [];
   const mk = (base: string): string => {
@@ -100,7 +108,8 @@ export function makeRunCgroup(host: CgroupHost, name: string, limitBytes: number
     writeFileSync(join(memDir, 'memory.limit_in_bytes'), String(limitBytes));
     // memsw counts memory + swap: the same number means no swap beyond the cap. Without swap
     // accounting (memsw absent) swap is not capped; swappiness 0 keeps the group out of it.
-    if (existsSync(join(memDir, 'memory.memsw.limit_in_bytes'))) writeFileSync(join(memDir, 'memory.memsw.limit_in_bytes'), String(limitBytes));
+    if (existsSync(join(memDir, 'memory.memsw.limit_in_bytes')))
+      writeFileSync(join(memDir, 'memory.memsw.limit_in_bytes'), String(limitBytes));
     else if (existsSync(join(memDir, 'memory.swappiness'))) writeFileSync(join(memDir, 'memory.swappiness'), '0');
     const procs = [memDir];
     let killDir: string | undefined;
@@ -132,7 +141,15 @@ export function makeRunCgroup(host: CgroupHost, name: string, limitBytes: number
   }
 }
 
-function handle(procDirs: string[], memory: RunCgroup['memory'], killDir: string | undefined, listDir: string, oomText: () => string | undefined, made: string[], freezer?: string): RunCgroup {
+function handle(
+  procDirs: string[],
+  memory: RunCgroup['memory'],
+  killDir: string | undefined,
+  listDir: string,
+  oomText: () => string | undefined,
+  made: string[],
+  freezer?: string,
+): RunCgroup {
   return {
     procs: procDirs.map((d) => join(d, 'cgroup.procs')),
     memory,
@@ -162,7 +179,13 @@ function handle(procDirs: string[], memory: RunCgroup['memory'], killDir: string
       }
       // Without a freezer a task forked between the read and the kill is caught by the next round.
       await until(deadline, () => {
-        if (killDir === undefined && freezer === undefined) for (const pid of pidsIn(listDir)) try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
+        if (killDir === undefined && freezer === undefined)
+          for (const pid of pidsIn(listDir))
+            try {
+              process.kill(pid, 'SIGKILL');
+            } catch {
+              /* gone */
+            }
         return all().length === 0;
       });
       return { killed: found, remaining: all().length };
@@ -209,7 +232,13 @@ export async function sweepRunCgroups(host: CgroupHost, alive: (pid: number) => 
       if (!match || alive(Number(match[1]))) continue;
       const dir = join(base, name);
       if (existsSync(join(dir, 'cgroup.kill'))) writeFileSync(join(dir, 'cgroup.kill'), '1');
-      else for (const pid of pidsIn(dir)) try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
+      else
+        for (const pid of pidsIn(dir))
+          try {
+            process.kill(pid, 'SIGKILL');
+          } catch {
+            /* gone */
+          }
       await until(Date.now() + REAP_DEADLINE_MS, () => pidsIn(dir).length === 0);
       try {
         rmdirSync(dir);

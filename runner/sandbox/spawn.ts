@@ -166,7 +166,16 @@ export function heldSpawn(platform: Platform): boolean {
  * The script path handed to the interpreter is absolute (bubblewrap) or `./`-prefixed, so no
  * declared name can ever read as an interpreter option.
  */
-export function buildSpawn(plan: RunPlan, platform: Platform, sourceEnv: Readonly<Record<string, string | undefined>>, scratch: string, uid: number | undefined, limits: SandboxLimits, dirs: RunDirs, extras: RunExtras = {}): SpawnSpec {
+export function buildSpawn(
+  plan: RunPlan,
+  platform: Platform,
+  sourceEnv: Readonly<Record<string, string | undefined>>,
+  scratch: string,
+  uid: number | undefined,
+  limits: SandboxLimits,
+  dirs: RunDirs,
+  extras: RunExtras = {},
+): SpawnSpec {
   const sandboxed = usesBwrap(platform);
   // Issue 30: only a proxied run in bubblewrap has bindings the proxy injects (derive refuses the rest).
   const withBundle = sandboxed && plan.egress.mode === 'proxy' && plan.secrets.length > 0;
@@ -177,7 +186,12 @@ export function buildSpawn(plan: RunPlan, platform: Platform, sourceEnv: Readonl
   };
   const built = buildScriptEnv(sourceEnv, plan.grantedEnv, overrides);
   // The runner's own variables for the environments, the CA bundle and bubblewrap's PWD (never grantable, never from the host).
-  const env: Record<string, string> = { ...built.env, ...depsVariables(plan.deps, sandboxed), ...caBundleEnv(withBundle), ...sandboxPwd(sandboxed) };
+  const env: Record<string, string> = {
+    ...built.env,
+    ...depsVariables(plan.deps, sandboxed),
+    ...caBundleEnv(withBundle),
+    ...sandboxPwd(sandboxed),
+  };
   // Security: a secret's variable holds its run's placeholder, never the value (runner/secrets/);
   // the proxy alone swaps it in, and only for the secret's hosts.
   for (const secret of plan.secrets) env[secret.name] = secret.placeholder;
@@ -195,12 +209,30 @@ export function buildSpawn(plan: RunPlan, platform: Platform, sourceEnv: Readonl
     '--',
   ];
   // Security: no_new_privs, no capabilities and death with the runner; as root also the run's own uid/gid.
-  const drop = uid === undefined
-    ? (setpriv ? [setpriv, '--no-new-privs', '--pdeathsig=KILL', '--'] : [])
-    : [setpriv!, `--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--no-new-privs', '--inh-caps=-all', '--bounding-set=-all', '--pdeathsig=KILL', '--'];
+  const drop =
+    uid === undefined
+      ? setpriv
+        ? [setpriv, '--no-new-privs', '--pdeathsig=KILL', '--']
+        : []
+      : [
+          setpriv!,
+          `--reuid=${uid}`,
+          `--regid=${uid}`,
+          '--clear-groups',
+          '--no-new-privs',
+          '--inh-caps=-all',
+          '--bounding-set=-all',
+          '--pdeathsig=KILL',
+          '--',
+        ];
   let chain: string[];
   if (sandboxed) {
-    const script = [plan.interpreterPath, ...interpreterFlags(plan.willRun.interpreter), `${SKILL_MOUNT}/${plan.scriptRelative}`, ...plan.args];
+    const script = [
+      plan.interpreterPath,
+      ...interpreterFlags(plan.willRun.interpreter),
+      `${SKILL_MOUNT}/${plan.scriptRelative}`,
+      ...plan.args,
+    ];
     const proxied = plan.egress.mode === 'proxy';
     // A proxied run starts the bridge first (under the same limits); it starts the script once it listens.
     const target = proxied ? bridgeArgv(bridgeNode(platform)!, script) : script;
@@ -208,8 +240,15 @@ export function buildSpawn(plan: RunPlan, platform: Platform, sourceEnv: Readonl
     // Gated: bubblewrap execs the target itself, once the runner has set the limits on its child.
     const inside = gated ? target : [prlimit!, ...rlimits(true), ...target];
     const view = {
-      skillDir: plan.realDir, tmpBytes: limits.tmpBytes, workspace: dirs.workspace, ...(proxied ? { egressSocket: egressSocketPath(scratch) } : {}), ...(withBundle ? { caBundle: caBundlePath(scratch) } : {}),
-      ...(platform.seccomp ? { seccompFd: SECCOMP_FD } : {}), infoFd: SANDBOX_INFO_FD, ...(gated ? { blockFd: GATE_BLOCK_FD } : {}), deps: depsBinds(plan.deps),
+      skillDir: plan.realDir,
+      tmpBytes: limits.tmpBytes,
+      workspace: dirs.workspace,
+      ...(proxied ? { egressSocket: egressSocketPath(scratch) } : {}),
+      ...(withBundle ? { caBundle: caBundlePath(scratch) } : {}),
+      ...(platform.seccomp ? { seccompFd: SECCOMP_FD } : {}),
+      infoFd: SANDBOX_INFO_FD,
+      ...(gated ? { blockFd: GATE_BLOCK_FD } : {}),
+      deps: depsBinds(plan.deps),
     };
     // Security: at `namespace` bubblewrap is the chain's first step, as it gives by itself what a
     // setpriv before it gave (one exec less, docs/isolation.md): no_new_privs, set first thing in
@@ -222,14 +261,24 @@ export function buildSpawn(plan: RunPlan, platform: Platform, sourceEnv: Readonl
     if (!gated) return spec;
     // The same limits the prlimit step sets (`--nproc=N` is soft and hard N), and the filter goes with the go-ahead's fds.
     const gateLimits: Rlimit[] = [
-      { name: 'nproc', value: limits.nproc }, { name: 'fsize', value: limits.fsizeBytes }, { name: 'nofile', value: limits.nofile },
-      { name: 'cpu', value: cpuSeconds }, { name: 'data', value: plan.willRun.memoryBytes }, { name: 'core', value: 0 },
+      { name: 'nproc', value: limits.nproc },
+      { name: 'fsize', value: limits.fsizeBytes },
+      { name: 'nofile', value: limits.nofile },
+      { name: 'cpu', value: cpuSeconds },
+      { name: 'data', value: plan.willRun.memoryBytes },
+      { name: 'core', value: 0 },
     ];
     return { ...spec, fds: spec.fds.slice(0, 1), gate: { filter: platform.seccomp!, limits: gateLimits } };
   }
   // The launcher goes last, right before the interpreter: unshare and mount above it need the
   // calls its filter denies.
-  const target = [...launcherStep(platform), plan.interpreterPath, ...interpreterFlags(plan.willRun.interpreter), `${plan.realDir}/${plan.scriptRelative}`, ...plan.args];
+  const target = [
+    ...launcherStep(platform),
+    plan.interpreterPath,
+    ...interpreterFlags(plan.willRun.interpreter),
+    `${plan.realDir}/${plan.scriptRelative}`,
+    ...plan.args,
+  ];
   if (uid === undefined) {
     // Same uid: RLIMIT_NPROC would count the runner's own processes too, so it is left out.
     chain = prlimit ? [prlimit, ...rlimits(false), ...drop, ...target] : [...drop, ...target];
@@ -238,7 +287,24 @@ export function buildSpawn(plan: RunPlan, platform: Platform, sourceEnv: Readonl
     if (platform.isolation === 'uid-sandbox' && unshare && sh && mount) {
       // Security: `unshare --fork` stays behind as the namespace's parent; it must die with the runner
       // (its --kill-child then takes the namespace down), or a SIGKILLed runner leaves the run alive.
-      chain = [setpriv!, '--pdeathsig=KILL', '--', unshare, ...UNSHARE_FLAGS, '--', sh, '-c', MOUNT_SCRIPT, 'skill-mcp-sandbox', dirs.home, mount, String(limits.tmpBytes), String(uid), dirs.workspace, ...chain];
+      chain = [
+        setpriv!,
+        '--pdeathsig=KILL',
+        '--',
+        unshare,
+        ...UNSHARE_FLAGS,
+        '--',
+        sh,
+        '-c',
+        MOUNT_SCRIPT,
+        'skill-mcp-sandbox',
+        dirs.home,
+        mount,
+        String(limits.tmpBytes),
+        String(uid),
+        dirs.workspace,
+        ...chain,
+      ];
     }
   }
   return finish(platform, extras, chain, env, dirs.workspace, names, true);
@@ -250,15 +316,26 @@ function launcherStep(platform: Platform): string[] {
 }
 
 /** The spawn itself: the cgroup step first, the environment moved to the launcher's fd when there is one. */
-function finish(platform: Platform, extras: RunExtras, chain: string[], env: Record<string, string>, cwd: string, names: string[], filterInLauncher: boolean): SpawnSpec {
+function finish(
+  platform: Platform,
+  extras: RunExtras,
+  chain: string[],
+  env: Record<string, string>,
+  cwd: string,
+  names: string[],
+  filterInLauncher: boolean,
+): SpawnSpec {
   const procs = extras.cgroupProcs ?? [];
-  const full = procs.length > 0 ? [platform.tools.sh!, '-c', CGROUP_SCRIPT, 'skill-mcp-cgroup', String(procs.length), ...procs, ...chain] : chain;
+  const full =
+    procs.length > 0 ? [platform.tools.sh!, '-c', CGROUP_SCRIPT, 'skill-mcp-cgroup', String(procs.length), ...procs, ...chain] : chain;
   const orders = platform.launcher
-    ? Buffer.from(JSON.stringify({
-      env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
-      ...(filterInLauncher && platform.seccomp ? { filter: platform.seccomp.toString('base64') } : {}),
-      ...(!filterInLauncher && platform.seccomp ? { keep: [SECCOMP_FD] } : {}),
-    }))
+    ? Buffer.from(
+        JSON.stringify({
+          env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
+          ...(filterInLauncher && platform.seccomp ? { filter: platform.seccomp.toString('base64') } : {}),
+          ...(!filterInLauncher && platform.seccomp ? { keep: [SECCOMP_FD] } : {}),
+        }),
+      )
     : undefined;
   const seccomp = !filterInLauncher ? platform.seccomp : undefined;
   return { command: full[0]!, args: full.slice(1), env: orders ? LAUNCHER_ENV : env, cwd, envNames: names, fds: [orders, seccomp] };

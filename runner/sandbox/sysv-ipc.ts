@@ -39,7 +39,9 @@ export async function removeIpcOf(uid: number, ipcrm: string): Promise<number> {
       continue; // no SysV IPC on this kernel
     }
     for (const id of ipcIdsOf(table, kind, uid)) {
-      const ok = await new Promise<boolean>((resolve) => execFile(ipcrm, [IPCRM_FLAG[kind], String(id)], { timeout: 2000 }, (error) => resolve(!error)));
+      const ok = await new Promise<boolean>((resolve) =>
+        execFile(ipcrm, [IPCRM_FLAG[kind], String(id)], { timeout: 2000 }, (error) => resolve(!error)),
+      );
       if (ok) removed += 1;
     }
   }

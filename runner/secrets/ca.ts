@@ -55,11 +55,14 @@ export function nameConstraintsDer(hosts: readonly string[]): ArrayBuffer {
     ...(names.length > 0 ? names : [NO_NAME]).map((name) => new GeneralSubtree({ base: new GeneralName({ dNSName: name }) })),
     ...addresses.map((ip) => new GeneralSubtree({ base: new GeneralName({ iPAddress: `${ip}/${isIP(ip) === 6 ? 128 : 32}` }) })),
   ];
-  const excluded = addresses.length > 0 ? [] : ['0.0.0.0/0', '::/0'].map((cidr) => new GeneralSubtree({ base: new GeneralName({ iPAddress: cidr }) }));
-  return AsnConvert.serialize(new NameConstraints({
-    permittedSubtrees: new GeneralSubtrees(permitted),
-    ...(excluded.length > 0 ? { excludedSubtrees: new GeneralSubtrees(excluded) } : {}),
-  }));
+  const excluded =
+    addresses.length > 0 ? [] : ['0.0.0.0/0', '::/0'].map((cidr) => new GeneralSubtree({ base: new GeneralName({ iPAddress: cidr }) }));
+  return AsnConvert.serialize(
+    new NameConstraints({
+      permittedSubtrees: new GeneralSubtrees(permitted),
+      ...(excluded.length > 0 ? { excludedSubtrees: new GeneralSubtrees(excluded) } : {}),
+    }),
+  );
 }
 
 function serial(): string {
@@ -89,19 +92,30 @@ export async function makeRunCa(hosts: readonly string[], validForMs: number): P
  * Test seam: the CA plus a signer that makes a leaf for *any* host, as a leaked CA key could —
  * so tests can check that clients refuse it (the nameConstraints). The runner never calls it.
  */
-export async function makeRunCaForTests(hosts: readonly string[], validForMs: number): Promise<{ ca: RunCa; forge(host: string): Promise<{ key: string; cert: string }> }> {
+export async function makeRunCaForTests(
+  hosts: readonly string[],
+  validForMs: number,
+): Promise<{ ca: RunCa; forge(host: string): Promise<{ key: string; cert: string }> }> {
   return makeCa(hosts, validForMs);
 }
 
-async function makeCa(hosts: readonly string[], validForMs: number): Promise<{ ca: RunCa; forge(host: string): Promise<{ key: string; cert: string }> }> {
+async function makeCa(
+  hosts: readonly string[],
+  validForMs: number,
+): Promise<{ ca: RunCa; forge(host: string): Promise<{ key: string; cert: string }> }> {
   const bound = [...new Set(hosts)];
   const notBefore = new Date(Date.now() - BACKDATE_MS);
   const notAfter = new Date(Date.now() + validForMs);
   // Security: non-extractable — exportKey on it throws; only sign() can use it.
-  const caKeys = await webcrypto.subtle.generateKey(ALGORITHM, false, ['sign', 'verify']) as webcrypto.CryptoKeyPair;
+  const caKeys = (await webcrypto.subtle.generateKey(ALGORITHM, false, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
   const caName = `CN=skill-mcp run CA ${serial().slice(0, 16)}, O=skill-mcp`;
   const caCert = await x509.X509CertificateGenerator.createSelfSigned({
-    serialNumber: serial(), name: caName, notBefore, notAfter, signingAlgorithm: ALGORITHM, keys: caKeys,
+    serialNumber: serial(),
+    name: caName,
+    notBefore,
+    notAfter,
+    signingAlgorithm: ALGORITHM,
+    keys: caKeys,
     extensions: [
       // Security: a CA that may sign leaves only (pathLen 0), for these hosts only (nameConstraints).
       new x509.BasicConstraintsExtension(true, 0, true),
@@ -115,13 +129,18 @@ async function makeCa(hosts: readonly string[], validForMs: number): Promise<{ c
   async function leaf(host: string): Promise<{ key: string; cert: string }> {
     // The leaf's key must reach node:tls as PEM, so it is extractable; it lives in this closure
     // (the runner's memory) only and can sign nothing but TLS handshakes for its own host.
-    const keys = await webcrypto.subtle.generateKey(ALGORITHM, true, ['sign', 'verify']) as webcrypto.CryptoKeyPair;
+    const keys = (await webcrypto.subtle.generateKey(ALGORITHM, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
     const cert = await x509.X509CertificateGenerator.create({
       serialNumber: serial(),
       // Not the host: OpenSSL checks a subject CN that looks like a host name against the CA's name
       // constraints as a dNSName, which an address host would fail. The SAN is what clients match.
       subject: 'CN=skill-mcp run leaf, O=skill-mcp',
-      issuer: caCert.subject, notBefore, notAfter, signingAlgorithm: ALGORITHM, publicKey: keys.publicKey, signingKey: caKeys.privateKey,
+      issuer: caCert.subject,
+      notBefore,
+      notAfter,
+      signingAlgorithm: ALGORITHM,
+      publicKey: keys.publicKey,
+      signingKey: caKeys.privateKey,
       extensions: [
         new x509.BasicConstraintsExtension(false, undefined, true),
         new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
@@ -138,7 +157,8 @@ async function makeCa(hosts: readonly string[], validForMs: number): Promise<{ c
     certPem: `${caCert.toString('pem')}\n`,
     contextFor(host) {
       // Security: a leaf only ever for a bound host (the proxy intercepts nothing else).
-      if (!bound.some((h) => h === host || (h.startsWith('*.') && host.endsWith(h.slice(1))))) return Promise.reject(new Error('the run CA signs only the run\'s bound hosts'));
+      if (!bound.some((h) => h === host || (h.startsWith('*.') && host.endsWith(h.slice(1)))))
+        return Promise.reject(new Error("the run CA signs only the run's bound hosts"));
       let context = contexts.get(host);
       if (!context) {
         context = leaf(host).then((pair) => createSecureContext({ ...pair, minVersion: 'TLSv1.2' }));

@@ -34,14 +34,23 @@ export function secretsSelfGrantWarning(granted: readonly DeclaredSecret[]): str
  * reads no value: only the level is checked. Security: never a fallback that hands the value to the
  * script — at a level without the run's own proxy a script declaring secrets does not run at all.
  */
-export function planSecrets(input: { env: Readonly<Record<string, string | undefined>>; caller: Caller; granted: readonly DeclaredSecret[]; egress: EgressPlan; isolation: IsolationLevel; what: string }): SecretsPlan {
+export function planSecrets(input: {
+  env: Readonly<Record<string, string | undefined>>;
+  caller: Caller;
+  granted: readonly DeclaredSecret[];
+  egress: EgressPlan;
+  isolation: IsolationLevel;
+  what: string;
+}): SecretsPlan {
   const { granted, egress } = input;
   if (granted.length === 0) return { ok: true, bindings: [], redact: [] };
   const names = granted.map((s) => s.name).join(', ');
   if (egress.mode !== 'proxy') {
     const why = egress.note ?? `its egress is ${egress.mode}`;
     return {
-      ok: false, code: 'SANDBOX_UNAVAILABLE', reason: 'secrets-unavailable',
+      ok: false,
+      code: 'SANDBOX_UNAVAILABLE',
+      reason: 'secrets-unavailable',
       message: `${input.what} uses secrets (${names}), which only a run whose every connection goes through its own egress proxy may use (isolation namespace or namespace-uid, with bubblewrap); at this isolation level (${input.isolation}) that is not so (${why}). The value is never handed to the script instead, so it does not run here; skill-mcp doctor says what the machine lacks.`,
     };
   }
@@ -51,9 +60,21 @@ export function planSecrets(input: { env: Readonly<Record<string, string | undef
   for (const secret of granted) {
     const value = readSecretValue(input.env, secret.name, subject);
     if (!value.ok) {
-      return { ok: false, code: 'SECRET_MISSING', reason: 'secret-missing', message: `${input.what} needs the secret ${secret.name}, which has no usable value: ${value.why}. Nothing ran.` };
+      return {
+        ok: false,
+        code: 'SECRET_MISSING',
+        reason: 'secret-missing',
+        message: `${input.what} needs the secret ${secret.name}, which has no usable value: ${value.why}. Nothing ran.`,
+      };
     }
-    bindings.push({ name: secret.name, hosts: [...secret.hosts], header: secret.header, format: secret.format, placeholder: makePlaceholder(), value: value.value });
+    bindings.push({
+      name: secret.name,
+      hosts: [...secret.hosts],
+      header: secret.header,
+      format: secret.format,
+      placeholder: makePlaceholder(),
+      value: value.value,
+    });
   }
   return { ok: true, bindings, redact: bindings.map((b) => ({ name: b.name, value: b.value })) };
 }

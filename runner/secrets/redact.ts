@@ -55,7 +55,11 @@ export class Redactor {
    * @param keep how many bytes to carry between chunks: the longest pattern's length − 1.
    * @param onMarker called once per `[secret:NAME]` written.
    */
-  constructor(private readonly patterns: readonly Pattern[], private readonly keep: number, private readonly onMarker: (name: string) => void) {}
+  constructor(
+    private readonly patterns: readonly Pattern[],
+    private readonly keep: number,
+    private readonly onMarker: (name: string) => void,
+  ) {}
 
   push(chunk: Uint8Array): Buffer[] {
     return this.scan(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength), false, false);
@@ -176,6 +180,10 @@ export class RunRedaction {
 
   summary(): RedactionSummary {
     const names = [...this.counts].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([name, count]) => ({ name, count }));
-    return { count: names.reduce((n, e) => n + e.count, 0), names, ...(this.notSearched.length > 0 ? { notSearched: this.notSearched } : {}) };
+    return {
+      count: names.reduce((n, e) => n + e.count, 0),
+      names,
+      ...(this.notSearched.length > 0 ? { notSearched: this.notSearched } : {}),
+    };
   }
 }

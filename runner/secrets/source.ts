@@ -24,7 +24,10 @@ export const SECRET_VARIABLE_PREFIX = 'SKILL_MCP_SECRET_';
 /** `SKILL_MCP_SECRETS_DIR`: the folder of values (one file per secret; per subject, one folder each). */
 export const SECRETS_DIR: VariableSpec<string | undefined> = {
   name: 'SKILL_MCP_SECRETS_DIR',
-  schema: z.string().refine((path) => isAbsolute(path) && !path.includes('\0')).transform((path) => resolve(path)),
+  schema: z
+    .string()
+    .refine((path) => isAbsolute(path) && !path.includes('\0'))
+    .transform((path) => resolve(path)),
   expected: 'an absolute path to a folder of secret values (<NAME> files, or <subject>/<NAME> per person)',
   fallback: undefined,
   policy: 'stop',
@@ -35,7 +38,15 @@ const NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 /** `SKILL_MCP_SECRETS_SHARED`: the secrets whose operator value a verified identity without its own may use. */
 export const SECRETS_SHARED: VariableSpec<string[]> = {
   name: 'SKILL_MCP_SECRETS_SHARED',
-  schema: z.string().transform((raw) => raw.split(',').map((name) => name.trim()).filter((name) => name !== '')).refine((names) => names.every((name) => NAME.test(name))),
+  schema: z
+    .string()
+    .transform((raw) =>
+      raw
+        .split(',')
+        .map((name) => name.trim())
+        .filter((name) => name !== ''),
+    )
+    .refine((names) => names.every((name) => NAME.test(name))),
   expected: 'a comma-separated list of secret names (NAME,OTHER_NAME)',
   fallback: [],
   policy: 'stop',
@@ -56,10 +67,18 @@ export function checkSecretValue(raw: Buffer): SecretValue {
   let end = raw.length;
   if (end > 0 && raw[end - 1] === 0x0a) end -= raw[end - 2] === 0x0d ? 2 : 1;
   const bytes = raw.subarray(0, end);
-  if (bytes.length < MIN_SECRET_BYTES) return { ok: false, why: `the value is ${bytes.length} bytes, shorter than the ${MIN_SECRET_BYTES} a secret needs` };
+  if (bytes.length < MIN_SECRET_BYTES)
+    return { ok: false, why: `the value is ${bytes.length} bytes, shorter than the ${MIN_SECRET_BYTES} a secret needs` };
   if (bytes.length > MAX_SECRET_BYTES) return { ok: false, why: `the value is over ${MAX_SECRET_BYTES} bytes` };
   for (const byte of bytes) {
-    if (byte < 0x21 || byte > 0x7e) return { ok: false, why: byte === 0x0a || byte === 0x0d ? 'the value holds more than one line' : 'the value holds a character that is not visible ASCII (a space, tab, control character or non-ASCII byte)' };
+    if (byte < 0x21 || byte > 0x7e)
+      return {
+        ok: false,
+        why:
+          byte === 0x0a || byte === 0x0d
+            ? 'the value holds more than one line'
+            : 'the value holds a character that is not visible ASCII (a space, tab, control character or non-ASCII byte)',
+      };
   }
   return { ok: true, value: bytes.toString('latin1') };
 }
@@ -99,7 +118,9 @@ function readValueFile(dir: string, segments: readonly string[], shown: string):
     root = perComponentOpener.openRoot(dir);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    return code === 'ENOENT' ? { ok: 'absent' } : { ok: false, why: `SKILL_MCP_SECRETS_DIR cannot be opened as a folder (${code ?? 'error'}; it may not be a link)` };
+    return code === 'ENOENT'
+      ? { ok: 'absent' }
+      : { ok: false, why: `SKILL_MCP_SECRETS_DIR cannot be opened as a folder (${code ?? 'error'}; it may not be a link)` };
   }
   let fd: number | undefined;
   try {
@@ -107,7 +128,8 @@ function readValueFile(dir: string, segments: readonly string[], shown: string):
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') return { ok: 'absent' };
-    if (code === 'ELOOP' || code === 'ENOTDIR') return { ok: false, why: `${shown} is (or lies below) a link or not a folder; values are never read through links` };
+    if (code === 'ELOOP' || code === 'ENOTDIR')
+      return { ok: false, why: `${shown} is (or lies below) a link or not a folder; values are never read through links` };
     return { ok: false, why: `${shown} cannot be opened (${code ?? 'error'})` };
   } finally {
     if (fd === undefined) closeSync(root);
@@ -115,8 +137,16 @@ function readValueFile(dir: string, segments: readonly string[], shown: string):
   try {
     const info = fstatSync(fd);
     if (!info.isFile()) return { ok: false, why: `${shown} is not a regular file` };
-    if (info.uid !== process.geteuid!()) return { ok: false, why: `${shown} is owned by uid ${info.uid}, not by the runner's user (uid ${process.geteuid!()}); chown it to the runner's user` };
-    if ((info.mode & 0o077) !== 0) return { ok: false, why: `${shown} has mode ${(info.mode & 0o777).toString(8).padStart(4, '0')}; a secret file must be readable by its owner only (chmod 600)` };
+    if (info.uid !== process.geteuid!())
+      return {
+        ok: false,
+        why: `${shown} is owned by uid ${info.uid}, not by the runner's user (uid ${process.geteuid!()}); chown it to the runner's user`,
+      };
+    if ((info.mode & 0o077) !== 0)
+      return {
+        ok: false,
+        why: `${shown} has mode ${(info.mode & 0o777).toString(8).padStart(4, '0')}; a secret file must be readable by its owner only (chmod 600)`,
+      };
     if (info.nlink !== 1) return { ok: false, why: `${shown} has ${info.nlink} hard links; a secret file must have one name only` };
     if (info.size > MAX_SECRET_BYTES + 2) return { ok: false, why: `${shown} is over ${MAX_SECRET_BYTES} bytes` };
     const bytes = Buffer.alloc(MAX_SECRET_BYTES + 3);
@@ -138,7 +168,11 @@ function readValueFile(dir: string, segments: readonly string[], shown: string):
 }
 
 /** The operator's value: the variable, else the file; `looked` says what was tried when neither holds one. */
-function operatorValue(env: Readonly<Record<string, string | undefined>>, name: string, dir: string | undefined): SecretValue | { ok: 'absent'; looked: string } {
+function operatorValue(
+  env: Readonly<Record<string, string | undefined>>,
+  name: string,
+  dir: string | undefined,
+): SecretValue | { ok: 'absent'; looked: string } {
   const variable = `${SECRET_VARIABLE_PREFIX}${name}`;
   const raw = env[variable];
   if (raw !== undefined && raw !== '') {
@@ -159,7 +193,10 @@ export function readSecretValue(env: Readonly<Record<string, string | undefined>
   if (subject === undefined) {
     const own = operatorValue(env, name, dir);
     if (own.ok !== 'absent') return own;
-    return { ok: false, why: `${own.looked}; the operator sets ${SECRET_VARIABLE_PREFIX}${name} in the runner's environment, or writes the value to SKILL_MCP_SECRETS_DIR/${name} (mode 0600, owned by the runner's user)` };
+    return {
+      ok: false,
+      why: `${own.looked}; the operator sets ${SECRET_VARIABLE_PREFIX}${name} in the runner's environment, or writes the value to SKILL_MCP_SECRETS_DIR/${name} (mode 0600, owned by the runner's user)`,
+    };
   }
   const folder = subjectFolder(subject);
   let looked: string;
@@ -173,7 +210,10 @@ export function readSecretValue(env: Readonly<Record<string, string | undefined>
   }
   // Security: one person's run falls back to the operator's value only where the operator says so.
   if (!readVariable(env, SECRETS_SHARED, []).includes(name)) {
-    return { ok: false, why: `${looked}, and ${name} is not in SKILL_MCP_SECRETS_SHARED, so no shared value applies; the operator writes your value to SKILL_MCP_SECRETS_DIR/${folder ?? '<subject>'}/${name} (mode 0600, owned by the runner's user)` };
+    return {
+      ok: false,
+      why: `${looked}, and ${name} is not in SKILL_MCP_SECRETS_SHARED, so no shared value applies; the operator writes your value to SKILL_MCP_SECRETS_DIR/${folder ?? '<subject>'}/${name} (mode 0600, owned by the runner's user)`,
+    };
   }
   const shared = operatorValue(env, name, dir);
   if (shared.ok !== 'absent') return shared;

@@ -21,7 +21,12 @@ export const CA_BUNDLE_MOUNT = '/run/skill-mcp/ca-bundle.pem';
 export const CA_BUNDLE_VARIABLES = ['SSL_CERT_FILE', 'REQUESTS_CA_BUNDLE', 'NODE_EXTRA_CA_CERTS', 'PIP_CERT', 'CURL_CA_BUNDLE'] as const;
 
 /** Distro bundles of the system CAs, first found wins (Debian/Ubuntu, Fedora/RHEL, openSUSE, Alpine). */
-const SYSTEM_BUNDLES = ['/etc/ssl/certs/ca-certificates.crt', '/etc/pki/tls/certs/ca-bundle.crt', '/etc/ssl/ca-bundle.pem', '/etc/ssl/cert.pem'];
+const SYSTEM_BUNDLES = [
+  '/etc/ssl/certs/ca-certificates.crt',
+  '/etc/pki/tls/certs/ca-bundle.crt',
+  '/etc/ssl/ca-bundle.pem',
+  '/etc/ssl/cert.pem',
+];
 
 /** The variables of a run with bindings (none without). */
 export function caBundleEnv(hasBindings: boolean): Record<string, string> {
@@ -60,9 +65,12 @@ export function upstreamCaPem(env: Readonly<Record<string, string | undefined>>)
   try {
     text = readFileSync(file, 'utf8');
   } catch (error) {
-    throw new Error(`SKILL_MCP_EGRESS_CA_FILE cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'}); fix it or unset it`, { cause: error });
+    throw new Error(`SKILL_MCP_EGRESS_CA_FILE cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'}); fix it or unset it`, {
+      cause: error,
+    });
   }
-  if (!text.includes('-----BEGIN CERTIFICATE-----')) throw new Error('SKILL_MCP_EGRESS_CA_FILE holds no PEM certificate; fix it or unset it');
+  if (!text.includes('-----BEGIN CERTIFICATE-----'))
+    throw new Error('SKILL_MCP_EGRESS_CA_FILE holds no PEM certificate; fix it or unset it');
   return text;
 }
 
@@ -87,10 +95,13 @@ export function egressCaFileProblem(env: Readonly<Record<string, string | undefi
   try {
     // Each block parsed on its own: OpenSSL passes over a block it cannot read, and then only the
     // first run's TLS check would fail.
-    for (const block of upstreamCaPem(env).match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g) ?? []) new X509Certificate(block);
+    for (const block of upstreamCaPem(env).match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g) ?? [])
+      new X509Certificate(block);
     return undefined;
   } catch (error) {
-    return (error as Error).message.startsWith('SKILL_MCP_EGRESS_CA_FILE') ? (error as Error).message : `SKILL_MCP_EGRESS_CA_FILE holds a certificate that cannot be parsed (${(error as Error).message}); fix it or unset it`;
+    return (error as Error).message.startsWith('SKILL_MCP_EGRESS_CA_FILE')
+      ? (error as Error).message
+      : `SKILL_MCP_EGRESS_CA_FILE holds a certificate that cannot be parsed (${(error as Error).message}); fix it or unset it`;
   }
 }
 

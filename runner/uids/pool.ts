@@ -219,7 +219,9 @@ export async function reapUid(uid: number, setpriv: string, kill: string): Promi
     for (const pid of pids) pidfd?.kill(pid, uid);
     const left = Math.max(100, deadline - Date.now());
     await new Promise<void>((resolve) => {
-      execFile(setpriv, [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--', kill, '-KILL', '-1'], { timeout: left }, () => resolve());
+      execFile(setpriv, [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--', kill, '-KILL', '-1'], { timeout: left }, () =>
+        resolve(),
+      );
     });
     await new Promise((resolve) => setTimeout(resolve, 20));
   }

@@ -59,8 +59,10 @@ export function inputsFootprint(paths: readonly string[], sizes: readonly number
 /** Why inputs this large are refused before anything runs (they would fill the workspace themselves), or undefined. */
 export function inputsCapProblem(paths: readonly string[], sizes: readonly number[], cap: WorkspaceCap): string | undefined {
   const use = inputsFootprint(paths, sizes);
-  if (use.bytes > cap.bytes) return `the input files take ${use.bytes} bytes in the workspace (each rounded up to ${PAGE_BYTES}-byte pages), more than the ${cap.bytes} a run's workspace holds (SKILL_MCP_RUN_WORKSPACE_BYTES); nothing was run`;
-  if (use.files > cap.files) return `the input files make ${use.files} entries in the workspace (files and folders), more than the ${cap.files} a run's workspace holds (SKILL_MCP_RUN_WORKSPACE_FILES); nothing was run`;
+  if (use.bytes > cap.bytes)
+    return `the input files take ${use.bytes} bytes in the workspace (each rounded up to ${PAGE_BYTES}-byte pages), more than the ${cap.bytes} a run's workspace holds (SKILL_MCP_RUN_WORKSPACE_BYTES); nothing was run`;
+  if (use.files > cap.files)
+    return `the input files make ${use.files} entries in the workspace (files and folders), more than the ${cap.files} a run's workspace holds (SKILL_MCP_RUN_WORKSPACE_FILES); nothing was run`;
   return undefined;
 }
 
@@ -68,8 +70,20 @@ export function inputsCapProblem(paths: readonly string[], sizes: readonly numbe
  * The sentence a result carries when the workspace filled, for the person and the model: which
  * cap, how it was kept, and what the script saw.
  */
-export function workspaceFullNote(over: WorkspaceOver, mode: WorkspaceMode, cap: WorkspaceCap, why: string | undefined, stopped: boolean): string {
-  const what = over === 'bytes' ? `its cap of ${cap.bytes} bytes (SKILL_MCP_RUN_WORKSPACE_BYTES)` : over === 'files' ? `its cap of ${cap.files} files and folders (SKILL_MCP_RUN_WORKSPACE_FILES)` : 'what the runner can measure';
-  if (mode === 'tmpfs') return `the workspace filled up: it reached ${what}, and writes past it failed with "No space left on device" (ENOSPC)${why ? ` (${why})` : ''}; outputs may be incomplete`;
+export function workspaceFullNote(
+  over: WorkspaceOver,
+  mode: WorkspaceMode,
+  cap: WorkspaceCap,
+  why: string | undefined,
+  stopped: boolean,
+): string {
+  const what =
+    over === 'bytes'
+      ? `its cap of ${cap.bytes} bytes (SKILL_MCP_RUN_WORKSPACE_BYTES)`
+      : over === 'files'
+        ? `its cap of ${cap.files} files and folders (SKILL_MCP_RUN_WORKSPACE_FILES)`
+        : 'what the runner can measure';
+  if (mode === 'tmpfs')
+    return `the workspace filled up: it reached ${what}, and writes past it failed with "No space left on device" (ENOSPC)${why ? ` (${why})` : ''}; outputs may be incomplete`;
   return `${stopped ? 'the run was stopped: ' : ''}its workspace went past ${what}${why ? ` (${why})` : ''}${stopped ? '' : ' by the end of the run'}; outputs may be incomplete`;
 }

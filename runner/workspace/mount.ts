@@ -54,7 +54,16 @@ function load(): Calls | { why: string } {
 
 /** An errno as the error a caller reports by code (`ENOSPC`, `EPERM`…): the runner's own, never a path. */
 function failure(call: string, errno: number): NodeJS.ErrnoException {
-  const names: Record<number, string> = { 1: 'EPERM', 2: 'ENOENT', 12: 'ENOMEM', 16: 'EBUSY', 20: 'ENOTDIR', 22: 'EINVAL', 13: 'EACCES', 19: 'ENODEV' };
+  const names: Record<number, string> = {
+    1: 'EPERM',
+    2: 'ENOENT',
+    12: 'ENOMEM',
+    16: 'EBUSY',
+    20: 'ENOTDIR',
+    22: 'EINVAL',
+    13: 'EACCES',
+    19: 'ENODEV',
+  };
   const error = new Error(`${call} failed (errno ${errno})`) as NodeJS.ErrnoException;
   error.code = names[errno] ?? `errno-${errno}`;
   error.errno = errno;
@@ -109,7 +118,9 @@ function real(dir: string): string | undefined {
 export function mountsAtOrBelow(dir: string, mountinfo?: string): string[] {
   const at = real(dir);
   if (at === undefined) return [];
-  return mountPoints(mountinfo).filter((p) => p === at || p.startsWith(at + sep)).reverse();
+  return mountPoints(mountinfo)
+    .filter((p) => p === at || p.startsWith(at + sep))
+    .reverse();
 }
 
 export interface Unmounted {
@@ -153,7 +164,10 @@ export function probeWorkspaceMount(probeDir: string): { ok: true } | { ok: fals
   try {
     mkdirSync(probeDir, { mode: 0o700 });
   } catch (error) {
-    return { ok: false, why: `no probe folder could be made in the scratch directory (${(error as NodeJS.ErrnoException).code ?? 'error'})` };
+    return {
+      ok: false,
+      why: `no probe folder could be made in the scratch directory (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
+    };
   }
   try {
     mountWorkspace(probeDir, { bytes: 1024 * 1024, files: 16 }, process.getuid!());

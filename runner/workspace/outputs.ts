@@ -128,7 +128,12 @@ function readRegular(path: string, seen: Stats, ws: Workspace, filter: StreamFil
  * order per folder, carrying bytes up to `budgetBytes` in all. With `redact`, every file's bytes
  * and every path are redacted, and the sizes, digests and budget are those of the bytes returned.
  */
-export function collectOutputs(ws: Workspace, budgetBytes: number, maxEntries: number = MAX_WALK_ENTRIES, redact?: OutputRedaction): Collected {
+export function collectOutputs(
+  ws: Workspace,
+  budgetBytes: number,
+  maxEntries: number = MAX_WALK_ENTRIES,
+  redact?: OutputRedaction,
+): Collected {
   const files: OutputFile[] = [];
   // Security: a file name is the run's own text: a value it holds must not come back in a path.
   const shown = (relPath: string): string => (redact ? redact.text(relPath) : relPath);
@@ -139,7 +144,8 @@ export function collectOutputs(ws: Workspace, budgetBytes: number, maxEntries: n
     return { files, bytes: 0, note: 'the run removed its workspace folder; there is nothing to return' };
   }
   // Security: the run folder is the run's (at the uid levels): it could have swapped `work` for a link.
-  if (!root.isDirectory() || root.ino !== ws.ino || root.dev !== ws.dev) return { files, bytes: 0, note: 'the run replaced its workspace folder with something else; nothing was read from it' };
+  if (!root.isDirectory() || root.ino !== ws.ino || root.dev !== ws.dev)
+    return { files, bytes: 0, note: 'the run replaced its workspace folder with something else; nothing was read from it' };
   let left = budgetBytes;
   let walked = 0;
   let stopped: string | undefined;
@@ -162,7 +168,11 @@ export function collectOutputs(ws: Workspace, budgetBytes: number, maxEntries: n
         handle.closeSync();
       }
     } catch (error) {
-      files.push({ path: shown(rel || '.'), size: 0, omitted: `a folder that could not be read (${(error as NodeJS.ErrnoException).code ?? 'error'})` });
+      files.push({
+        path: shown(rel || '.'),
+        size: 0,
+        omitted: `a folder that could not be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
+      });
       continue;
     }
     names.sort();
@@ -177,7 +187,8 @@ export function collectOutputs(ws: Workspace, budgetBytes: number, maxEntries: n
         continue; // cannot happen with the run over; nothing to report for an entry that is gone
       }
       if (st.isDirectory()) {
-        if (depth + 1 >= MAX_DEPTH) files.push({ path: shown(relPath), size: 0, omitted: `a folder deeper than ${MAX_DEPTH} levels; not walked` });
+        if (depth + 1 >= MAX_DEPTH)
+          files.push({ path: shown(relPath), size: 0, omitted: `a folder deeper than ${MAX_DEPTH} levels; not walked` });
         else folders.push({ dir: path, rel: relPath, depth: depth + 1 });
         continue;
       }
@@ -193,7 +204,11 @@ export function collectOutputs(ws: Workspace, budgetBytes: number, maxEntries: n
       // An input of another size has changed; one of the same size is read to compare (inputs are bounded).
       const mayBeInput = input !== undefined && input.size === st.size;
       if (!mayBeInput && st.size > left) {
-        files.push({ path: shown(relPath), size: st.size, omitted: `past the output budget (${left} of ${budgetBytes} bytes were left; SKILL_MCP_RUN_OUTPUT_FILES_BYTES), so it was not read` });
+        files.push({
+          path: shown(relPath),
+          size: st.size,
+          omitted: `past the output budget (${left} of ${budgetBytes} bytes were left; SKILL_MCP_RUN_OUTPUT_FILES_BYTES), so it was not read`,
+        });
         continue;
       }
       const read = readRegular(path, st, ws, redact?.stream());
@@ -205,7 +220,12 @@ export function collectOutputs(ws: Workspace, budgetBytes: number, maxEntries: n
       // Security: the digest is of the bytes returned: one of raw bytes that are only a value would let it be guessed offline.
       const sha256 = redact ? sha256Hex(read.bytes) : read.rawSha256;
       if (read.bytes.length > left) {
-        files.push({ path: shown(relPath), size: read.bytes.length, sha256, omitted: `past the output budget (${left} of ${budgetBytes} bytes were left; SKILL_MCP_RUN_OUTPUT_FILES_BYTES)` });
+        files.push({
+          path: shown(relPath),
+          size: read.bytes.length,
+          sha256,
+          omitted: `past the output budget (${left} of ${budgetBytes} bytes were left; SKILL_MCP_RUN_OUTPUT_FILES_BYTES)`,
+        });
         continue;
       }
       left -= read.bytes.length;

@@ -56,7 +56,11 @@ export class RunCopy {
           return result;
         } catch (error) {
           const code = (error as NodeJS.ErrnoException).code ?? 'error';
-          return { ok: false, code: 'INTERNAL', why: `the runner could not write its copy of the skill (${code}); nothing was run — check the scratch directory's free space` };
+          return {
+            ok: false,
+            code: 'INTERNAL',
+            why: `the runner could not write its copy of the skill (${code}); nothing was run — check the scratch directory's free space`,
+          };
         }
       },
     };
@@ -85,7 +89,11 @@ export class RunCopy {
         const name = segments.pop()!;
         // Security: O_EXCL never follows or reuses an entry; the walk's paths are string-checked
         // (no `..`, no empty segment), so every file lands inside the copy.
-        const fd = openSync(join(folder(segments), name), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+        const fd = openSync(
+          join(folder(segments), name),
+          constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+          0o600,
+        );
         return {
           // The runner's hashing thread writes the copy itself, from the bytes it hashes.
           fd,

@@ -51,7 +51,8 @@ export async function measureWorkspace(ws: WatchedDir, cap: WorkspaceCap, whole 
     return { bytes: 0, files: 0, over: 'unmeasurable', why: `the workspace folder is gone (${code(error)}): the run moved or removed it` };
   }
   // Security: the run folder is the run's at the uid levels: it could have put a link or another folder in its place.
-  if (!root.isDirectory() || root.dev !== ws.dev || root.ino !== ws.ino) return { bytes: 0, files: 0, over: 'unmeasurable', why: 'the run replaced its workspace folder with something else' };
+  if (!root.isDirectory() || root.dev !== ws.dev || root.ino !== ws.ino)
+    return { bytes: 0, files: 0, over: 'unmeasurable', why: 'the run replaced its workspace folder with something else' };
   let bytes = 0;
   let files = 0;
   let since = 0;
@@ -76,7 +77,12 @@ export async function measureWorkspace(ws: WatchedDir, cap: WorkspaceCap, whole 
           st = lstatSync(path);
         } catch (error) {
           if (code(error) === 'ENOENT') continue;
-          return { bytes, files, over: 'unmeasurable', why: `an entry in it cannot be examined (${code(error)}), so its size cannot be checked` };
+          return {
+            bytes,
+            files,
+            over: 'unmeasurable',
+            why: `an entry in it cannot be examined (${code(error)}), so its size cannot be checked`,
+          };
         }
         // Real usage, once per file however many names it has (a sparse file counts its blocks only).
         if (st.nlink < 2 || st.isDirectory() || !linked.has(st.ino)) {
@@ -92,7 +98,8 @@ export async function measureWorkspace(ws: WatchedDir, cap: WorkspaceCap, whole 
         }
       }
     } catch (error) {
-      if (code(error) !== 'ENOENT') return { bytes, files, over: 'unmeasurable', why: `a folder in it cannot be read (${code(error)}), so its size cannot be checked` };
+      if (code(error) !== 'ENOENT')
+        return { bytes, files, over: 'unmeasurable', why: `a folder in it cannot be read (${code(error)}), so its size cannot be checked` };
     } finally {
       try {
         handle.closeSync();
@@ -124,7 +131,12 @@ export interface WorkspaceWatch {
  * look over a cap calls `onOver` once (the caller kills the run); in `tmpfs` mode reaching the cap
  * is only remembered.
  */
-export function watchWorkspace(ws: WatchedDir, mode: WorkspaceMode, cap: WorkspaceCap, onOver: (usage: WorkspaceUsage) => void): WorkspaceWatch {
+export function watchWorkspace(
+  ws: WatchedDir,
+  mode: WorkspaceMode,
+  cap: WorkspaceCap,
+  onOver: (usage: WorkspaceUsage) => void,
+): WorkspaceWatch {
   let first: WorkspaceUsage | undefined;
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
@@ -160,7 +172,9 @@ export function watchWorkspace(ws: WatchedDir, mode: WorkspaceMode, cap: Workspa
       wake?.();
       await loop;
       const last = await look(true);
-      return first?.over !== undefined ? { bytes: last.bytes, files: last.files, over: first.over, ...(first.why !== undefined ? { why: first.why } : {}) } : last;
+      return first?.over !== undefined
+        ? { bytes: last.bytes, files: last.files, over: first.over, ...(first.why !== undefined ? { why: first.why } : {}) }
+        : last;
     },
   };
 }

@@ -7,7 +7,19 @@
  * whole run folder is removed before the result is returned. Its size is capped
  * (runner/workspace/capacity.ts): as root by a tmpfs mounted on it here, otherwise by a watcher.
  */
-import { chmodSync, chownSync, closeSync, constants, fchownSync, lstatSync, mkdirSync, openSync, readdirSync, rmSync, writeSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  closeSync,
+  constants,
+  fchownSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  rmSync,
+  writeSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { rm } from 'node:fs/promises';
 import type { Inputs, WillRun } from '../../shared/protocol.js';
@@ -37,7 +49,12 @@ export interface Workspace {
  * O_NOFOLLOW never reuses or follows one), so nothing planted under the run folder's name is
  * written through; everything is handed to the run's uid only once it holds exactly the approved bytes.
  */
-export function makeWorkspace(runFolder: string, uid: number | undefined, files: readonly InputFile[], mount?: (dir: string) => void): Workspace {
+export function makeWorkspace(
+  runFolder: string,
+  uid: number | undefined,
+  files: readonly InputFile[],
+  mount?: (dir: string) => void,
+): Workspace {
   const dir = join(runFolder, WORKSPACE_NAME);
   const owner = uid ?? process.getuid!();
   mkdirSync(dir, { mode: 0o700 });
@@ -59,7 +76,11 @@ export function makeWorkspace(runFolder: string, uid: number | undefined, files:
   for (const file of files) {
     const segments = file.path.split('/');
     const name = segments.pop()!;
-    const fd = openSync(join(folder(segments), name), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+    const fd = openSync(
+      join(folder(segments), name),
+      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+      0o600,
+    );
     try {
       for (let at = 0; at < file.bytes.length; ) at += writeSync(fd, file.bytes, at, file.bytes.length - at);
       if (uid !== undefined) fchownSync(fd, uid, uid);

@@ -73,7 +73,11 @@ export class ApprovalDesk {
     // The id is base64url: anything percent-encoded is not one of ours (store.get checks the shape).
     const record = this.store.get(url.pathname.slice(PREFIX.length));
     if (record === undefined) {
-      return messagePage(404, 'Unknown approval link', 'This link is not one this server issued (or the server restarted since). Nothing was approved: ask for the run again to get a new link.');
+      return messagePage(
+        404,
+        'Unknown approval link',
+        'This link is not one this server issued (or the server restarted since). Nothing was approved: ask for the run again to get a new link.',
+      );
     }
     if (request.method === 'GET' || request.method === 'HEAD') {
       const session = this.#sealer.open(cookieValue(request.headers.get('cookie'), SESSION_COOKIE));
@@ -94,18 +98,39 @@ export class ApprovalDesk {
   }
 
   #refuse(session: Session, record: PendingApproval, what: string): Response {
-    this.#options.warn(`approval: refused ${this.#who(session)} ${what} approval ${logId(record.id)}: not the requester and no ${SCOPES.approve}`);
-    return messagePage(403, 'Not yours to approve', `You are signed in as ${this.#who(session)}. Only the person who asked for this run, or someone holding the ${SCOPES.approve} scope, may see and decide it. The attempt was logged.`);
+    this.#options.warn(
+      `approval: refused ${this.#who(session)} ${what} approval ${logId(record.id)}: not the requester and no ${SCOPES.approve}`,
+    );
+    return messagePage(
+      403,
+      'Not yours to approve',
+      `You are signed in as ${this.#who(session)}. Only the person who asked for this run, or someone holding the ${SCOPES.approve} scope, may see and decide it. The attempt was logged.`,
+    );
   }
 
   /** The state a record is in, as a page, or undefined when it is still pending and live. */
   #closed(record: PendingApproval, signedIn: boolean): Response | undefined {
     if (record.status !== 'pending') {
       // Who decided, and how, only for someone who may see the run.
-      const how = !signedIn ? 'decided' : record.status === 'denied' ? 'denied' : record.status === 'used' ? 'approved, and the run was sent' : 'approved';
-      return messagePage(409, 'Already decided', `This run was already ${how}${signedIn && record.approver ? ` by ${record.approver}` : ''}. A link decides once.`);
+      const how = !signedIn
+        ? 'decided'
+        : record.status === 'denied'
+          ? 'denied'
+          : record.status === 'used'
+            ? 'approved, and the run was sent'
+            : 'approved';
+      return messagePage(
+        409,
+        'Already decided',
+        `This run was already ${how}${signedIn && record.approver ? ` by ${record.approver}` : ''}. A link decides once.`,
+      );
     }
-    if (this.store.expired(record)) return messagePage(410, 'Link expired', 'This approval link has expired, and with it the run it would have approved. Nothing ran: ask for the run again.');
+    if (this.store.expired(record))
+      return messagePage(
+        410,
+        'Link expired',
+        'This approval link has expired, and with it the run it would have approved. Nothing ran: ask for the run again.',
+      );
     return undefined;
   }
 
@@ -117,10 +142,18 @@ export class ApprovalDesk {
     if (!this.#mayDecide(session, record)) return this.#refuse(session, record, 'viewing');
     const closed = this.#closed(record, true);
     if (closed) return closed;
-    return approvalPage({
-      id: record.id, willRun: record.minted.willRun, hash: record.hash, csrf: this.#sealer.csrf(session, record.id),
-      requester: record.requester.subject ?? 'the static token\'s holder', viewer: this.#who(session), expiresAt: record.minted.expiresAt,
-    }, headers);
+    return approvalPage(
+      {
+        id: record.id,
+        willRun: record.minted.willRun,
+        hash: record.hash,
+        csrf: this.#sealer.csrf(session, record.id),
+        requester: record.requester.subject ?? "the static token's holder",
+        viewer: this.#who(session),
+        expiresAt: record.minted.expiresAt,
+      },
+      headers,
+    );
   }
 
   #signIn(record: PendingApproval): Response {
@@ -128,7 +161,10 @@ export class ApprovalDesk {
     if (closed) return closed;
     if (this.#options.login) {
       const { location, cookie } = this.#options.login.start(record.id, this.#secure);
-      return new Response(null, { status: 302, headers: { location, 'set-cookie': cookie, 'cache-control': 'no-store', 'referrer-policy': 'same-origin' } });
+      return new Response(null, {
+        status: 302,
+        headers: { location, 'set-cookie': cookie, 'cache-control': 'no-store', 'referrer-policy': 'same-origin' },
+      });
     }
     return bearerLoginPage(record.id);
   }
@@ -143,7 +179,12 @@ export class ApprovalDesk {
       return messagePage(outcome.status, 'Sign-in failed', outcome.message);
     }
     const record = this.store.get(outcome.approvalId);
-    if (record === undefined) return messagePage(404, 'Unknown approval link', 'The run you signed in for is no longer pending here. Nothing was approved: ask for the run again.');
+    if (record === undefined)
+      return messagePage(
+        404,
+        'Unknown approval link',
+        'The run you signed in for is no longer pending here. Nothing was approved: ask for the run again.',
+      );
     const session = this.#sealer.newSession(outcome.subject, outcome.scopes);
     const clearLogin = `${LOGIN_COOKIE}=; Path=/approve/callback; Max-Age=0; HttpOnly; SameSite=Lax${this.#secure ? '; Secure' : ''}`;
     const response = this.#show(record, session);
@@ -162,30 +203,51 @@ export class ApprovalDesk {
     if (form.get('login') === 'bearer') return this.#bearerLogin(record, form.get('bearer') ?? '');
     const session = this.#sealer.open(cookieValue(request.headers.get('cookie'), SESSION_COOKIE));
     if (session === undefined) {
-      return this.#options.login ? messagePage(401, 'Signed out', 'Your sign-in has expired (or cookies are blocked). Open the approval link again; nothing was decided.') : bearerLoginPage(record.id, 'Your sign-in has expired. Sign in again; nothing was decided.');
+      return this.#options.login
+        ? messagePage(
+            401,
+            'Signed out',
+            'Your sign-in has expired (or cookies are blocked). Open the approval link again; nothing was decided.',
+          )
+        : bearerLoginPage(record.id, 'Your sign-in has expired. Sign in again; nothing was decided.');
     }
     if (!this.#sealer.csrfValid(session, record.id, form.get('csrf'))) {
-      this.#options.warn(`approval: refused a form for approval ${logId(record.id)} from ${this.#who(session)} with a missing or wrong CSRF token`);
-      return messagePage(403, 'Refused', 'This form is not the one the approval page gave you (its CSRF token is missing or wrong). Nothing was decided: open the link again.');
+      this.#options.warn(
+        `approval: refused a form for approval ${logId(record.id)} from ${this.#who(session)} with a missing or wrong CSRF token`,
+      );
+      return messagePage(
+        403,
+        'Refused',
+        'This form is not the one the approval page gave you (its CSRF token is missing or wrong). Nothing was decided: open the link again.',
+      );
     }
     if (!this.#mayDecide(session, record)) return this.#refuse(session, record, 'deciding');
     const closed = this.#closed(record, true);
     if (closed) return closed;
     // Security: the decision names the preview it was made on; the record's preview never changes, so a mismatch is a forged form.
-    if (form.get('h') !== record.hash) return messagePage(409, 'Refused', 'This form was made for another preview. Nothing was decided: open the link again.');
+    if (form.get('h') !== record.hash)
+      return messagePage(409, 'Refused', 'This form was made for another preview. Nothing was decided: open the link again.');
     const decision = form.get('decision');
-    if (decision !== 'approve' && decision !== 'deny') return messagePage(400, 'Refused', 'The form says neither approve nor deny. Nothing was decided.');
+    if (decision !== 'approve' && decision !== 'deny')
+      return messagePage(400, 'Refused', 'The form says neither approve nor deny. Nothing was decided.');
     const approver = this.#who(session);
     const outcome = this.store.decide(record, decision === 'approve' ? 'approved' : 'denied', approver);
     if (outcome !== 'ok') return this.#closed(record, true) ?? messagePage(409, 'Already decided', 'This run was already decided.');
-    this.#options.warn(`approval: ${logId(record.id)} ${decision === 'approve' ? 'approved' : 'denied'} by ${approver} (${record.minted.willRun.skill}/${record.minted.willRun.argv[0] ?? ''})`);
+    this.#options.warn(
+      `approval: ${logId(record.id)} ${decision === 'approve' ? 'approved' : 'denied'} by ${approver} (${record.minted.willRun.skill}/${record.minted.willRun.argv[0] ?? ''})`,
+    );
     return decision === 'approve'
-      ? messagePage(200, 'Approved', `Approved. ${record.minted.willRun.skill}/${record.minted.willRun.argv[0] ?? ''} runs once, as shown; you can close this page.`)
+      ? messagePage(
+          200,
+          'Approved',
+          `Approved. ${record.minted.willRun.skill}/${record.minted.willRun.argv[0] ?? ''} runs once, as shown; you can close this page.`,
+        )
       : messagePage(200, 'Denied', 'Denied. Nothing runs; you can close this page.');
   }
 
   #bearerLogin(record: PendingApproval, token: string): Response {
-    if (!this.#options.bearer) return messagePage(400, 'Refused', 'This server signs approvers in at its identity provider: open the link again.');
+    if (!this.#options.bearer)
+      return messagePage(400, 'Refused', 'This server signs approvers in at its identity provider: open the link again.');
     if (!this.#options.bearer(token)) {
       this.#options.warn(`approval: a wrong bearer token was typed into the page for approval ${logId(record.id)}`);
       return bearerLoginPage(record.id, 'That is not the token this server was configured with.');

@@ -43,7 +43,9 @@ const LOGIN_MS = 600_000;
 /** Security: a flood of started sign-ins cannot grow this process without bound (the oldest go). */
 const MAX_LOGINS = 1_000;
 
-export type LoginOutcome = { ok: true; approvalId: string; subject: string; scopes: string[] } | { ok: false; status: number; message: string };
+export type LoginOutcome =
+  | { ok: true; approvalId: string; subject: string; scopes: string[] }
+  | { ok: false; status: number; message: string };
 
 const b64 = (bytes: Buffer): string => bytes.toString('base64url');
 const sha256 = (text: string): string => createHash('sha256').update(text, 'utf8').digest('hex');
@@ -70,9 +72,14 @@ export class OAuthLogin {
     this.#pending.set(state, { verifier, approvalId, binding: sha256(binding), expiresAtMs: now + LOGIN_MS });
     const url = new URL(this.#options.endpoints.authorizationEndpoint);
     const params = {
-      response_type: 'code', client_id: this.#options.client.id, redirect_uri: this.redirectUri,
-      scope: `openid ${SCOPES.approve}`, state, resource: this.#options.audience,
-      code_challenge: b64(createHash('sha256').update(verifier).digest()), code_challenge_method: 'S256',
+      response_type: 'code',
+      client_id: this.#options.client.id,
+      redirect_uri: this.redirectUri,
+      scope: `openid ${SCOPES.approve}`,
+      state,
+      resource: this.#options.audience,
+      code_challenge: b64(createHash('sha256').update(verifier).digest()),
+      code_challenge_method: 'S256',
     };
     for (const [name, value] of Object.entries(params)) url.searchParams.set(name, value);
     const cookie = `${LOGIN_COOKIE}=${binding}; Path=/approve/callback; Max-Age=${LOGIN_MS / 1000}; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`;
@@ -86,34 +93,61 @@ export class OAuthLogin {
     // Security: single use — a replayed callback (or a code injected into another browser's
     // sign-in, login CSRF) finds no transaction, or not this browser's binding.
     this.#pending.delete(state);
-    if (transaction === undefined || transaction.expiresAtMs <= this.#now()) return { ok: false, status: 400, message: 'This sign-in is unknown or took too long. Open the approval link again.' };
-    if (binding === undefined || !sameSecret(sha256(binding), transaction.binding)) return { ok: false, status: 400, message: 'This sign-in was started in another browser. Open the approval link again in this one.' };
+    if (transaction === undefined || transaction.expiresAtMs <= this.#now())
+      return { ok: false, status: 400, message: 'This sign-in is unknown or took too long. Open the approval link again.' };
+    if (binding === undefined || !sameSecret(sha256(binding), transaction.binding))
+      return { ok: false, status: 400, message: 'This sign-in was started in another browser. Open the approval link again in this one.' };
     const error = query.get('error');
-    if (error !== null) return { ok: false, status: 403, message: `The identity provider refused the sign-in (${error.slice(0, 100)}). Nothing was approved.` };
+    if (error !== null)
+      return {
+        ok: false,
+        status: 403,
+        message: `The identity provider refused the sign-in (${error.slice(0, 100)}). Nothing was approved.`,
+      };
     const code = query.get('code');
-    if (code === null || code === '') return { ok: false, status: 400, message: 'The identity provider sent no authorization code. Open the approval link again.' };
+    if (code === null || code === '')
+      return { ok: false, status: 400, message: 'The identity provider sent no authorization code. Open the approval link again.' };
     const token = await this.#exchange(code, transaction.verifier);
     if (typeof token !== 'string') return token;
     try {
       const authInfo = await this.#options.verifier.verifyAccessToken(token);
       const identity = identityOfAuth(authInfo);
-      if (identity === undefined) return { ok: false, status: 403, message: 'The access token names nobody (no sub). Nothing was approved.' };
+      if (identity === undefined)
+        return { ok: false, status: 403, message: 'The access token names nobody (no sub). Nothing was approved.' };
       return { ok: true, approvalId: transaction.approvalId, subject: identity.subject, scopes: authInfo.scopes };
     } catch (error) {
-      return { ok: false, status: 403, message: `The access token from the identity provider does not verify here: ${error instanceof Error ? error.message : 'invalid token'}. Nothing was approved.` };
+      return {
+        ok: false,
+        status: 403,
+        message: `The access token from the identity provider does not verify here: ${error instanceof Error ? error.message : 'invalid token'}. Nothing was approved.`,
+      };
     }
   }
 
   async #exchange(code: string, verifier: string): Promise<string | { ok: false; status: number; message: string }> {
     const { client, endpoints } = this.#options;
-    const form = new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: this.redirectUri, code_verifier: verifier, resource: this.#options.audience });
+    const form = new URLSearchParams({
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: this.redirectUri,
+      code_verifier: verifier,
+      resource: this.#options.audience,
+    });
     const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' };
     // RFC 6749 §2.3.1: each part form-urlencoded before the Basic encoding.
-    if (client.secret !== undefined) headers['authorization'] = `Basic ${Buffer.from(`${encodeURIComponent(client.id)}:${encodeURIComponent(client.secret)}`).toString('base64')}`;
+    if (client.secret !== undefined)
+      headers['authorization'] =
+        `Basic ${Buffer.from(`${encodeURIComponent(client.id)}:${encodeURIComponent(client.secret)}`).toString('base64')}`;
     else form.set('client_id', client.id);
     let response: Response;
     try {
-      response = await (this.#options.fetchImpl ?? fetch)(endpoints.tokenEndpoint, { method: 'POST', headers, body: form, redirect: 'error', signal: AbortSignal.timeout(10_000) });
+      response = await (this.#options.fetchImpl ?? fetch)(endpoints.tokenEndpoint, {
+        method: 'POST',
+        headers,
+        body: form,
+        redirect: 'error',
+        signal: AbortSignal.timeout(10_000),
+      });
     } catch {
       return { ok: false, status: 502, message: 'The identity provider could not be reached to finish the sign-in. Try again shortly.' };
     }

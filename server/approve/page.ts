@@ -34,7 +34,8 @@ export function pageHeaders(extra: Record<string, string> = {}): Headers {
   return headers;
 }
 
-const STYLE = 'body{font:15px/1.45 system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem;color:#111}' +
+const STYLE =
+  'body{font:15px/1.45 system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem;color:#111}' +
   'table{border-collapse:collapse;width:100%}th,td{text-align:left;vertical-align:top;padding:.3rem .5rem;border-bottom:1px solid #ddd}' +
   'th{width:12rem;font-weight:600}code{font:13px ui-monospace,monospace;word-break:break-all}.warn{color:#8a1c00;font-weight:600}' +
   'form{display:inline-block;margin:1rem 1rem 0 0}button{font-size:1rem;padding:.5rem 1.4rem}';
@@ -68,11 +69,31 @@ export function previewTable(willRun: WillRun): string {
     row('skill', code(willRun.skill)),
     row('script', code(willRun.argv[0] ?? '')),
     row('interpreter', code(willRun.interpreter)),
-    row('arguments', willRun.argv.length > 1 ? willRun.argv.slice(1).map((a, i) => `${i + 1}. ${code(a)}`).join('<br>') : '(none)'),
+    row(
+      'arguments',
+      willRun.argv.length > 1
+        ? willRun.argv
+            .slice(1)
+            .map((a, i) => `${i + 1}. ${code(a)}`)
+            .join('<br>')
+        : '(none)',
+    ),
     row('working directory', code(willRun.cwd)),
-    row('declared by', escapeHtml(willRun.declarationFrom === 'operator' ? `the operator${willRun.declarationPinned ? ' (pinned to these files)' : ''}` : willRun.declarationFrom === 'sidecar' ? 'the skill (mcp-host.yaml)' : 'the skill (SKILL.md frontmatter)')),
+    row(
+      'declared by',
+      escapeHtml(
+        willRun.declarationFrom === 'operator'
+          ? `the operator${willRun.declarationPinned ? ' (pinned to these files)' : ''}`
+          : willRun.declarationFrom === 'sidecar'
+            ? 'the skill (mcp-host.yaml)'
+            : 'the skill (SKILL.md frontmatter)',
+      ),
+    ),
     row('script digest', code(`sha256:${willRun.content.script}`)),
-    row('skill files digest', `${code(`sha256:${willRun.content.files}`)} (${willRun.content.fileCount} files, ${willRun.content.bytes} bytes — the run is a copy of exactly these bytes)`),
+    row(
+      'skill files digest',
+      `${code(`sha256:${willRun.content.files}`)} (${willRun.content.fileCount} files, ${willRun.content.bytes} bytes — the run is a copy of exactly these bytes)`,
+    ),
     row('input files', inputsCell(willRun)),
     row('environment variables', willRun.envNames.length > 0 ? willRun.envNames.map(code).join(', ') : '(none)'),
     row('network', networkCell(willRun)),
@@ -81,11 +102,17 @@ export function previewTable(willRun: WillRun): string {
     row('memory cap', escapeHtml(formatBytes(willRun.memoryBytes))),
   ];
   if (willRun.secrets?.length || willRun.secretsNotBound?.length) rows.push(row('secrets', secretsCell(willRun)));
-  if (willRun.deps?.length) rows.push(row('packages', willRun.deps.map((d) => `${escapeHtml(d.kind)} ${code(`sha256:${d.digest}`)}`).join('<br>')));
+  if (willRun.deps?.length)
+    rows.push(row('packages', willRun.deps.map((d) => `${escapeHtml(d.kind)} ${code(`sha256:${d.digest}`)}`).join('<br>')));
   const warnings = [
-    willRun.isolation === 'same-uid' ? 'No sandbox here: the script runs as the server\'s own user, with its files and its network.' : undefined,
+    willRun.isolation === 'same-uid'
+      ? "No sandbox here: the script runs as the server's own user, with its files and its network."
+      : undefined,
     willRun.envNotSet?.length ? `Granted but not set here: ${willRun.envNotSet.join(', ')}` : undefined,
-    willRun.envWarning, willRun.egressNote, willRun.egressWarning, willRun.secretsWarning,
+    willRun.envWarning,
+    willRun.egressNote,
+    willRun.egressWarning,
+    willRun.secretsWarning,
   ].filter((w): w is string => w !== undefined && w !== '');
   return `<table id="preview">${rows.join('')}</table>${warnings.map((w) => `<p class="warn">Warning: ${escapeHtml(w)}</p>`).join('')}`;
 }
@@ -100,14 +127,18 @@ function inputsCell(willRun: WillRun): string {
 
 /** Each secret by name, hosts and header (never a value): the run's proxy adds it, the script holds a placeholder. */
 function secretsCell(willRun: WillRun): string {
-  const lines = (willRun.secrets ?? []).map((s) => `${code(s.name)}: sent only to ${s.hosts.map(code).join(', ')} as ${code(`${s.header}: ${s.format}`)} by the run's proxy (the script holds a placeholder, never the value)`);
+  const lines = (willRun.secrets ?? []).map(
+    (s) =>
+      `${code(s.name)}: sent only to ${s.hosts.map(code).join(', ')} as ${code(`${s.header}: ${s.format}`)} by the run's proxy (the script holds a placeholder, never the value)`,
+  );
   for (const s of willRun.secretsNotBound ?? []) lines.push(`${code(s.name)}: not given to this run (${escapeHtml(s.why)})`);
   return lines.join('<br>');
 }
 
 function networkCell(willRun: WillRun): string {
   const egress = willRun.egress ?? [];
-  if (egress.length > 0) return `only ${egress.map(code).join(', ')}${willRun.egressNote ? ' (see the warning below)' : ", through the run's own proxy"}`;
+  if (egress.length > 0)
+    return `only ${egress.map(code).join(', ')}${willRun.egressNote ? ' (see the warning below)' : ", through the run's own proxy"}`;
   return willRun.isolation === 'uid' || willRun.isolation === 'same-uid' ? "not isolated (this machine's network)" : 'none';
 }
 
@@ -126,7 +157,8 @@ export interface ApprovalView {
 export function approvalPage(view: ApprovalView, headers: Record<string, string> = {}): Response {
   const action = `/approve/${encodeURIComponent(view.id)}`;
   const hidden = `<input type="hidden" name="csrf" value="${escapeHtml(view.csrf)}"><input type="hidden" name="h" value="${escapeHtml(view.hash)}">`;
-  const body = `<h1>Approve this run?</h1>` +
+  const body =
+    `<h1>Approve this run?</h1>` +
     `<p>Requested by ${code(view.requester)}; you are signed in as ${code(view.viewer)}. This link expires at ${escapeHtml(view.expiresAt)} and works once.</p>` +
     previewTable(view.willRun) +
     `<form method="post" action="${action}">${hidden}<input type="hidden" name="decision" value="approve"><button id="approve" type="submit">Approve</button></form>` +
@@ -136,7 +168,8 @@ export function approvalPage(view: ApprovalView, headers: Record<string, string>
 
 /** The static token's sign-in: the token goes in a POST body, never in the address. */
 export function bearerLoginPage(id: string, note?: string): Response {
-  const body = `<h1>Sign in to approve a run</h1>${note ? `<p class="warn" id="message">${escapeHtml(note)}</p>` : ''}` +
+  const body =
+    `<h1>Sign in to approve a run</h1>${note ? `<p class="warn" id="message">${escapeHtml(note)}</p>` : ''}` +
     '<p>Enter the bearer token this server was configured with (SKILL_MCP_HTTP_TOKEN).</p>' +
     `<form method="post" action="/approve/${encodeURIComponent(id)}"><input type="hidden" name="login" value="bearer">` +
     '<input id="bearer" type="password" name="bearer" autocomplete="off" size="48" required> <button id="signin" type="submit">Sign in</button></form>';

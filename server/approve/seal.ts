@@ -66,7 +66,13 @@ export class Sealer {
       return undefined;
     }
     const s = session as Partial<Session>;
-    if (typeof s.sid !== 'string' || typeof s.exp !== 'number' || !Array.isArray(s.scopes) || (s.sub !== undefined && typeof s.sub !== 'string')) return undefined;
+    if (
+      typeof s.sid !== 'string' ||
+      typeof s.exp !== 'number' ||
+      !Array.isArray(s.scopes) ||
+      (s.sub !== undefined && typeof s.sub !== 'string')
+    )
+      return undefined;
     if (this.#now() >= s.exp) return undefined;
     return s as Session;
   }

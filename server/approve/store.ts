@@ -63,7 +63,14 @@ export class ApprovalStore {
     this.#sweep();
     if (this.#byId.size >= this.#max) return undefined;
     const id = randomBytes(ID_BYTES).toString('base64url');
-    const record: PendingApproval = { id, minted, hash: willRunHash(minted.willRun), requester, expiresAtMs: Date.parse(minted.expiresAt), status: 'pending' };
+    const record: PendingApproval = {
+      id,
+      minted,
+      hash: willRunHash(minted.willRun),
+      requester,
+      expiresAtMs: Date.parse(minted.expiresAt),
+      status: 'pending',
+    };
     this.#byId.set(id, record);
     this.#byToken.set(tokenKey(minted.confirmToken), id);
     return record;

@@ -48,9 +48,15 @@ export async function discoverIssuer(issuer: string, fetchImpl: typeof fetch = f
   for (const url of discoveryUrls(issuer)) {
     let response: Response;
     try {
-      response = await fetchImpl(url, { headers: { accept: 'application/json' }, signal: AbortSignal.timeout(timeoutMs), redirect: 'error' });
+      response = await fetchImpl(url, {
+        headers: { accept: 'application/json' },
+        signal: AbortSignal.timeout(timeoutMs),
+        redirect: 'error',
+      });
     } catch (error) {
-      tried.push(`${url}: ${error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error)}`);
+      tried.push(
+        `${url}: ${error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error)}`,
+      );
       continue;
     }
     if (!response.ok) {
@@ -67,15 +73,21 @@ export async function discoverIssuer(issuer: string, fetchImpl: typeof fetch = f
     }
     // Security: RFC 8414 §3.3 — a document naming another issuer is not this issuer's, whatever URL served it.
     if (document['issuer'] !== issuer) {
-      throw new IssuerDiscoveryError(`the issuer metadata at ${url} names issuer ${JSON.stringify(document['issuer'])}, not ${JSON.stringify(issuer)}; set SKILL_MCP_OAUTH_ISSUER to the issuer exactly as its tokens carry it in iss`);
+      throw new IssuerDiscoveryError(
+        `the issuer metadata at ${url} names issuer ${JSON.stringify(document['issuer'])}, not ${JSON.stringify(issuer)}; set SKILL_MCP_OAUTH_ISSUER to the issuer exactly as its tokens carry it in iss`,
+      );
     }
     if (!keysUrlAcceptable(document['jwks_uri'])) {
-      throw new IssuerDiscoveryError(`the issuer metadata at ${url} has no usable jwks_uri (an https URL, or http on loopback); skill-mcp verifies JWT access tokens with the issuer's published keys`);
+      throw new IssuerDiscoveryError(
+        `the issuer metadata at ${url} has no usable jwks_uri (an https URL, or http on loopback); skill-mcp verifies JWT access tokens with the issuer's published keys`,
+      );
     }
     // The sign-in endpoints are only the approval page's; held to the same rule as the keys (https, or http on loopback).
     const authorizationEndpoint = keysUrlAcceptable(document['authorization_endpoint']) ? document['authorization_endpoint'] : undefined;
     const tokenEndpoint = keysUrlAcceptable(document['token_endpoint']) ? document['token_endpoint'] : undefined;
     return { issuer, jwksUri: document['jwks_uri'], authorizationEndpoint, tokenEndpoint, foundAt: url };
   }
-  throw new IssuerDiscoveryError(`the metadata of the OAuth issuer ${issuer} could not be fetched (${tried.join('; ')}); check SKILL_MCP_OAUTH_ISSUER and that this host can reach the issuer`);
+  throw new IssuerDiscoveryError(
+    `the metadata of the OAuth issuer ${issuer} could not be fetched (${tried.join('; ')}); check SKILL_MCP_OAUTH_ISSUER and that this host can reach the issuer`,
+  );
 }

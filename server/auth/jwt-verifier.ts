@@ -43,13 +43,18 @@ export function scopesOf(payload: JWTPayload): string[] {
  */
 export function identityOf(payload: JWTPayload, groupsClaim: string): Identity {
   const subject = payload.sub;
-  if (typeof subject !== 'string' || subject === '' || subject.length > MAX_CLAIM_CHARS) throw new OAuthError(OAuthErrorCode.InvalidToken, 'The token has no usable sub claim');
+  if (typeof subject !== 'string' || subject === '' || subject.length > MAX_CLAIM_CHARS)
+    throw new OAuthError(OAuthErrorCode.InvalidToken, 'The token has no usable sub claim');
   const client = [payload['client_id'], payload['azp']].find((v): v is string => typeof v === 'string' && v !== '');
-  if (client !== undefined && client.length > MAX_CLAIM_CHARS) throw new OAuthError(OAuthErrorCode.InvalidToken, `The token's client_id/azp is longer than ${MAX_CLAIM_CHARS} characters`);
+  if (client !== undefined && client.length > MAX_CLAIM_CHARS)
+    throw new OAuthError(OAuthErrorCode.InvalidToken, `The token's client_id/azp is longer than ${MAX_CLAIM_CHARS} characters`);
   const raw = payload[groupsClaim];
   const groups = raw === undefined ? [] : Array.isArray(raw) ? raw : [raw];
   if (groups.length > MAX_GROUPS || groups.some((g) => typeof g !== 'string' || g.length > MAX_CLAIM_CHARS)) {
-    throw new OAuthError(OAuthErrorCode.InvalidToken, `The token's ${groupsClaim} claim is not a list of at most ${MAX_GROUPS} strings of at most ${MAX_CLAIM_CHARS} characters`);
+    throw new OAuthError(
+      OAuthErrorCode.InvalidToken,
+      `The token's ${groupsClaim} claim is not a list of at most ${MAX_GROUPS} strings of at most ${MAX_CLAIM_CHARS} characters`,
+    );
   }
   return {
     subject,
@@ -62,18 +67,30 @@ export function identityOf(payload: JWTPayload, groupsClaim: string): Identity {
 function refusal(error: unknown): OAuthError {
   if (error instanceof OAuthError) return error;
   if (error instanceof errors.JWTExpired) return new OAuthError(OAuthErrorCode.InvalidToken, 'The token has expired');
-  if (error instanceof errors.JWTClaimValidationFailed) return new OAuthError(OAuthErrorCode.InvalidToken, `The token's ${error.claim} claim is not acceptable here`);
-  if (error instanceof errors.JOSEAlgNotAllowed) return new OAuthError(OAuthErrorCode.InvalidToken, 'The token is signed with an algorithm this server does not accept');
-  if (error instanceof errors.JWKSNoMatchingKey) return new OAuthError(OAuthErrorCode.InvalidToken, "The token is not signed by one of the issuer's keys");
-  if (error instanceof errors.JWSSignatureVerificationFailed) return new OAuthError(OAuthErrorCode.InvalidToken, 'The token signature does not verify');
-  if (error instanceof errors.JWKSTimeout || error instanceof errors.JWKSInvalid || (error instanceof errors.JOSEError && error.code === 'ERR_JOSE_GENERIC') || error instanceof TypeError) {
+  if (error instanceof errors.JWTClaimValidationFailed)
+    return new OAuthError(OAuthErrorCode.InvalidToken, `The token's ${error.claim} claim is not acceptable here`);
+  if (error instanceof errors.JOSEAlgNotAllowed)
+    return new OAuthError(OAuthErrorCode.InvalidToken, 'The token is signed with an algorithm this server does not accept');
+  if (error instanceof errors.JWKSNoMatchingKey)
+    return new OAuthError(OAuthErrorCode.InvalidToken, "The token is not signed by one of the issuer's keys");
+  if (error instanceof errors.JWSSignatureVerificationFailed)
+    return new OAuthError(OAuthErrorCode.InvalidToken, 'The token signature does not verify');
+  if (
+    error instanceof errors.JWKSTimeout ||
+    error instanceof errors.JWKSInvalid ||
+    (error instanceof errors.JOSEError && error.code === 'ERR_JOSE_GENERIC') ||
+    error instanceof TypeError
+  ) {
     return new OAuthError(OAuthErrorCode.ServerError, "The issuer's keys could not be fetched; try again shortly");
   }
   return new OAuthError(OAuthErrorCode.InvalidToken, 'The token is not a valid access token for this server');
 }
 
 /** A verifier for the SDK's bearer gate: throws OAuthError (invalid_token / server_error) or returns AuthInfo. */
-export function createJwtVerifier(settings: OAuthSettings, metadata: IssuerMetadata): OAuthTokenVerifier & { remembered(token: string): AuthInfo | undefined } {
+export function createJwtVerifier(
+  settings: OAuthSettings,
+  metadata: IssuerMetadata,
+): OAuthTokenVerifier & { remembered(token: string): AuthInfo | undefined } {
   const verified = new VerifiedTokens();
   const keys = createRemoteJWKSet(new URL(metadata.jwksUri), {
     cooldownDuration: settings.jwksCooldownMs,

@@ -41,7 +41,12 @@ export function createResourceServer(settings: OAuthSettings, verifier: Remember
   // metadata goes into the document; the endpoints are placeholders the SDK's type asks for.
   const document = {
     ...buildOAuthProtectedResourceMetadata({
-      oauthMetadata: { issuer: settings.issuer, authorization_endpoint: settings.issuer, token_endpoint: settings.issuer, response_types_supported: ['code'] },
+      oauthMetadata: {
+        issuer: settings.issuer,
+        authorization_endpoint: settings.issuer,
+        token_endpoint: settings.issuer,
+        response_types_supported: ['code'],
+      },
       resourceServerUrl: audience,
       scopesSupported: SCOPES_SUPPORTED,
       resourceName: 'skill-mcp',
@@ -74,5 +79,7 @@ export function createResourceServer(settings: OAuthSettings, verifier: Remember
 /** The verified identity an AuthInfo carries (set by our verifier), if any. */
 export function identityOfAuth(authInfo: AuthInfo | undefined): Identity | undefined {
   const identity = authInfo?.extra?.['identity'];
-  return identity !== undefined && typeof identity === 'object' && identity !== null && typeof (identity as Identity).subject === 'string' ? (identity as Identity) : undefined;
+  return identity !== undefined && typeof identity === 'object' && identity !== null && typeof (identity as Identity).subject === 'string'
+    ? (identity as Identity)
+    : undefined;
 }

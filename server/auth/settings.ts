@@ -64,7 +64,8 @@ export const OAUTH_VARIABLES = {
   SKILL_MCP_OAUTH_ISSUER: 'accept OAuth access tokens (JWT) from this issuer; its metadata is found by RFC 8414 or OpenID discovery',
   SKILL_MCP_OAUTH_AUDIENCE: "this server's canonical MCP URL: tokens must name it in aud (required with the issuer)",
   SKILL_MCP_OAUTH_GROUPS_CLAIM: 'the token claim holding the groups grant rows name as group:<g> (default groups)',
-  SKILL_MCP_OAUTH_JWKS_COOLDOWN_SECONDS: "after an unknown key id made the front fetch the issuer's keys, the wait before the next fetch (default 30)",
+  SKILL_MCP_OAUTH_JWKS_COOLDOWN_SECONDS:
+    "after an unknown key id made the front fetch the issuer's keys, the wait before the next fetch (default 30)",
 } as const;
 
 /** The OAuth settings, or undefined when no issuer is set. Issues are pushed (all `stop`). */
@@ -74,11 +75,21 @@ export function readOAuthSettings(env: Readonly<Record<string, string | undefine
   const groupsClaim = readVariable(env, OAUTH_GROUPS_CLAIM, issues);
   const cooldown = readVariable(env, OAUTH_JWKS_COOLDOWN, issues);
   if (issuer === undefined) {
-    if (audience !== undefined) issues.push({ variable: 'SKILL_MCP_OAUTH_AUDIENCE', policy: 'stop', message: 'SKILL_MCP_OAUTH_AUDIENCE is set without SKILL_MCP_OAUTH_ISSUER; set the issuer too, or unset the audience' });
+    if (audience !== undefined)
+      issues.push({
+        variable: 'SKILL_MCP_OAUTH_AUDIENCE',
+        policy: 'stop',
+        message: 'SKILL_MCP_OAUTH_AUDIENCE is set without SKILL_MCP_OAUTH_ISSUER; set the issuer too, or unset the audience',
+      });
     return undefined;
   }
   if (audience === undefined) {
-    issues.push({ variable: 'SKILL_MCP_OAUTH_AUDIENCE', policy: 'stop', message: "SKILL_MCP_OAUTH_ISSUER is set but SKILL_MCP_OAUTH_AUDIENCE is not: set it to this server's canonical MCP URL (what the issuer puts in aud), e.g. https://mcp.example.com/mcp" });
+    issues.push({
+      variable: 'SKILL_MCP_OAUTH_AUDIENCE',
+      policy: 'stop',
+      message:
+        "SKILL_MCP_OAUTH_ISSUER is set but SKILL_MCP_OAUTH_AUDIENCE is not: set it to this server's canonical MCP URL (what the issuer puts in aud), e.g. https://mcp.example.com/mcp",
+    });
     return undefined;
   }
   return { issuer, audience, groupsClaim, jwksCooldownMs: cooldown * 1000 };

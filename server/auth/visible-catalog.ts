@@ -22,11 +22,18 @@ function fingerprint(base: string, names: readonly string[]): string {
  * what this identity sees).
  */
 export function visibleCatalog(catalog: Catalog, sees: (name: string) => boolean): Catalog {
-  const hiddenPaths = (): string[] => catalog.skills().filter((r) => !sees(r.name)).map((r) => r.displayPath);
+  const hiddenPaths = (): string[] =>
+    catalog
+      .skills()
+      .filter((r) => !sees(r.name))
+      .map((r) => r.displayPath);
   const search = {
     search(query: string, limit: number) {
       const hidden = catalog.skills().length - catalog.skills().filter((r) => sees(r.name)).length;
-      return catalog.search.search(query, limit + hidden).filter((hit) => sees(hit.name)).slice(0, limit);
+      return catalog.search
+        .search(query, limit + hidden)
+        .filter((hit) => sees(hit.name))
+        .slice(0, limit);
     },
   };
   const overrides: Record<string | symbol, unknown> = {
@@ -38,8 +45,22 @@ export function visibleCatalog(catalog: Catalog, sees: (name: string) => boolean
     get(target, prop) {
       if (prop in overrides) return overrides[prop];
       if (prop === 'search') return search;
-      if (prop === 'servedFingerprint') return fingerprint(target.servedFingerprint, target.skills().filter((r) => sees(r.name)).map((r) => r.name));
-      if (prop === 'publishedFingerprint') return fingerprint(target.publishedFingerprint, target.published().filter((r) => sees(r.name)).map((r) => r.name));
+      if (prop === 'servedFingerprint')
+        return fingerprint(
+          target.servedFingerprint,
+          target
+            .skills()
+            .filter((r) => sees(r.name))
+            .map((r) => r.name),
+        );
+      if (prop === 'publishedFingerprint')
+        return fingerprint(
+          target.publishedFingerprint,
+          target
+            .published()
+            .filter((r) => sees(r.name))
+            .map((r) => r.name),
+        );
       if (prop === 'problems') {
         const hidden = hiddenPaths();
         return target.problems.filter((p) => !hidden.some((path) => p.path === path || p.path.startsWith(`${path}/`)));

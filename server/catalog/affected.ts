@@ -61,7 +61,12 @@ export function affectedBy(paths: Iterable<string>, realRoots: readonly string[]
     // A SKILL.md where discovery looks: only its appearing or going (or turning into something
     // else) changes discovery; an edit of a served skill's SKILL.md is a rescan of that skill.
     const atDiscoveryDepth = segments.length === 2 || (segments[0] === 'skills' && segments.length === 3);
-    if (atDiscoveryDepth && basename(path) === 'SKILL.md' && (owner === undefined || byRealDir.get(dirname(path)) !== owner || !isRegularFile(path))) rediscover = true;
+    if (
+      atDiscoveryDepth &&
+      basename(path) === 'SKILL.md' &&
+      (owner === undefined || byRealDir.get(dirname(path)) !== owner || !isRegularFile(path))
+    )
+      rediscover = true;
   }
   return { names, rediscover };
 }

@@ -150,11 +150,14 @@ export class Catalog {
           parsedSkillMd: (key) => index.parsedSkillMd(key),
           rememberParsedSkillMd: (key, json) => index.rememberParsedSkillMd(key, json),
           // The same rule as the digests' (#entryNow): walked states vouch only outside a root process.
-          ...(this.#trustWalkedStates ? { walkedDigest: (realDir: string, rel: string, state: string) => index.lookup(indexKey(realDir, rel), state) } : {}),
+          ...(this.#trustWalkedStates
+            ? { walkedDigest: (realDir: string, rel: string, state: string) => index.lookup(indexKey(realDir, rel), state) }
+            : {}),
         };
     this.declarationsDir = declarationsDirOf(options.env);
     this.#configProblems = [...(options.configProblems ?? [])];
-    if (this.grant.kind === 'owner' && this.grant.error) this.#configProblems.push({ path: 'MCP_SKILL_RUN', reason: 'grant', detail: this.grant.error });
+    if (this.grant.kind === 'owner' && this.grant.error)
+      this.#configProblems.push({ path: 'MCP_SKILL_RUN', reason: 'grant', detail: this.grant.error });
   }
 
   static async load(options: CatalogOptions): Promise<Catalog> {
@@ -263,7 +266,19 @@ export class Catalog {
     if (old === now) return false;
     if (!old || !now) return true;
     const view = (r: SkillRecord): string =>
-      JSON.stringify([r.realDir, r.displayPath, r.frontmatter, r.description, r.whenToUse, r.published, r.files, r.skillMdDigest, r.declaration, r.declarationOrigin, r.headings]);
+      JSON.stringify([
+        r.realDir,
+        r.displayPath,
+        r.frontmatter,
+        r.description,
+        r.whenToUse,
+        r.published,
+        r.files,
+        r.skillMdDigest,
+        r.declaration,
+        r.declarationOrigin,
+        r.headings,
+      ]);
     if (view(old) !== view(now)) return true;
     if (!now.published) return false;
     // Same listing: the entry's digests decide. An entry never built before cannot be compared.
@@ -278,10 +293,15 @@ export class Catalog {
 
   /** Grant problems follow the records: a grant row for a skill that just appeared comes alive. */
   #checkGrant(): void {
-    this.#grantProblems = deadGrantRows(this.grant, (name) => {
-      const record = this.#records.get(name);
-      return record ? (record.declaration?.run ?? []) : undefined;
-    }, (name) => this.#records.get(name)?.declaration?.egress ?? [], (name) => this.#records.get(name)?.declaration?.secrets ?? []).map((dead) => ({ path: `MCP_SKILL_RUN/${dead.row.skill}/${dead.row.script}`, reason: 'grant' as const, detail: dead.why }));
+    this.#grantProblems = deadGrantRows(
+      this.grant,
+      (name) => {
+        const record = this.#records.get(name);
+        return record ? (record.declaration?.run ?? []) : undefined;
+      },
+      (name) => this.#records.get(name)?.declaration?.egress ?? [],
+      (name) => this.#records.get(name)?.declaration?.secrets ?? [],
+    ).map((dead) => ({ path: `MCP_SKILL_RUN/${dead.row.skill}/${dead.row.script}`, reason: 'grant' as const, detail: dead.why }));
   }
 
   /** Files in the operator's folder that declare no served skill: reported, never silently ignored. */
@@ -289,12 +309,19 @@ export class Catalog {
     const dir = this.declarationsDir;
     if (dir === undefined) return;
     const listed = listDeclarationsDir(dir);
-    const problems: Problem[] = strayDeclarationProblems(listed.names, (name) => this.#records.has(name), skillOfEntry).map(({ entry, detail }) => ({
-      path: `${OPERATOR_PLACE}/${JSON.stringify(entry).slice(1, -1)}`,
-      reason: 'declaration',
-      detail,
-    }));
-    if (listed.limited) problems.push({ path: OPERATOR_PLACE, reason: 'declaration', detail: `the folder holds more than ${MAX_DECLARATION_ENTRIES} entries; only the first ${MAX_DECLARATION_ENTRIES} by name were checked for stray files (each skill's own file is still read)` });
+    const problems: Problem[] = strayDeclarationProblems(listed.names, (name) => this.#records.has(name), skillOfEntry).map(
+      ({ entry, detail }) => ({
+        path: `${OPERATOR_PLACE}/${JSON.stringify(entry).slice(1, -1)}`,
+        reason: 'declaration',
+        detail,
+      }),
+    );
+    if (listed.limited)
+      problems.push({
+        path: OPERATOR_PLACE,
+        reason: 'declaration',
+        detail: `the folder holds more than ${MAX_DECLARATION_ENTRIES} entries; only the first ${MAX_DECLARATION_ENTRIES} by name were checked for stray files (each skill's own file is still read)`,
+      });
     this.#declarationProblems = problems;
   }
 

@@ -212,7 +212,9 @@ export class DigestIndex {
       try {
         unlinkSync(tmp);
       } catch {}
-      this.warn(`SKILL_MCP_DIGEST_INDEX: ${this.path} cannot be written (${(error as NodeJS.ErrnoException).code ?? 'error'}); the next start hashes every file again`);
+      this.warn(
+        `SKILL_MCP_DIGEST_INDEX: ${this.path} cannot be written (${(error as NodeJS.ErrnoException).code ?? 'error'}); the next start hashes every file again`,
+      );
     }
   }
 }
@@ -252,14 +254,28 @@ function parse(text: string, build: string): Loaded {
   for (const row of value.rows as unknown[]) {
     if (!Array.isArray(row) || row.length !== 5) continue;
     const [key, state, firstSeen, hashedAt, hex] = row as unknown[];
-    if (typeof key !== 'string' || typeof state !== 'string' || typeof firstSeen !== 'number' || typeof hashedAt !== 'number' || typeof hex !== 'string' || !HEX64.test(hex)) continue;
+    if (
+      typeof key !== 'string' ||
+      typeof state !== 'string' ||
+      typeof firstSeen !== 'number' ||
+      typeof hashedAt !== 'number' ||
+      typeof hex !== 'string' ||
+      !HEX64.test(hex)
+    )
+      continue;
     out.digests.set(key, { state, firstSeen, hashedAt, hex });
   }
   if (value.build === build && Array.isArray(value.parsed)) {
-    for (const row of value.parsed as unknown[]) if (Array.isArray(row) && row.length === 2 && typeof row[0] === 'string' && typeof row[1] === 'string') out.parsed.set(row[0], row[1]);
+    for (const row of value.parsed as unknown[])
+      if (Array.isArray(row) && row.length === 2 && typeof row[0] === 'string' && typeof row[1] === 'string')
+        out.parsed.set(row[0], row[1]);
   }
   // A row left out (malformed, a key twice) or parses of another build: the next save rewrites the file.
-  out.exact = value.build === build && Array.isArray(value.parsed) && out.digests.size === value.rows.length && out.parsed.size === value.parsed.length;
+  out.exact =
+    value.build === build &&
+    Array.isArray(value.parsed) &&
+    out.digests.size === value.rows.length &&
+    out.parsed.size === value.parsed.length;
   return out;
 }
 const HEX64 = /^[0-9a-f]{64}$/;

@@ -49,7 +49,14 @@ export interface WalkedFile {
  * also check the file's owner against the skill folder's (open-inside.ts), which a chown of the
  * folder changes without touching the file's state, so only the checked open may vouch there.
  */
-export function digestServedFile(realDir: string, rel: string, maxBytes: number, scratch: Buffer, index: DigestIndex = NO_INDEX, walked?: WalkedFile): FileDigest {
+export function digestServedFile(
+  realDir: string,
+  rel: string,
+  maxBytes: number,
+  scratch: Buffer,
+  index: DigestIndex = NO_INDEX,
+  walked?: WalkedFile,
+): FileDigest {
   // The warm start: the walk found the file in a state the index holds a settled digest for.
   if (walked !== undefined && index.enabled && walked.size <= maxBytes) {
     const hex = index.lookup(indexKey(realDir, rel), walked.state);

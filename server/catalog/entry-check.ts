@@ -29,7 +29,8 @@ export function resourceProblem(resource: unknown): string | undefined {
   if (typeof resource !== 'object' || resource === null || Array.isArray(resource)) return 'must be an object';
   const { uri, digest, size } = resource as { uri?: unknown; digest?: unknown; size?: unknown };
   if (typeof uri !== 'string') return 'uri must be a string';
-  if (typeof digest !== 'string' || !SKILL_DIGEST_PATTERN.test(digest)) return 'digest must be "sha256:" followed by 64 lowercase hexadecimal characters';
+  if (typeof digest !== 'string' || !SKILL_DIGEST_PATTERN.test(digest))
+    return 'digest must be "sha256:" followed by 64 lowercase hexadecimal characters';
   if (typeof size !== 'number' || !Number.isSafeInteger(size) || size < 0) return 'size must be a non-negative safe integer';
   return undefined;
 }
@@ -55,16 +56,27 @@ export function entryProblems(entry: Skill): string[] {
   const dir = match[1]!;
   const { frontmatter } = entry;
   const name = frontmatter.name;
-  if (name.length > MAX_NAME_CHARS || !SKILL_NAME.test(name)) problems.push(`frontmatter name "${name}" must be 1-64 lowercase letters, digits and single hyphens`);
+  if (name.length > MAX_NAME_CHARS || !SKILL_NAME.test(name))
+    problems.push(`frontmatter name "${name}" must be 1-64 lowercase letters, digits and single hyphens`);
   else if (name !== dir) problems.push(`frontmatter name "${name}" must match the directory "${dir}"`);
   const description = frontmatter.description;
-  if (description === '' || codePoints(description) > MAX_DESCRIPTION_CHARS) problems.push('frontmatter description must be 1-1024 characters');
+  if (description === '' || codePoints(description) > MAX_DESCRIPTION_CHARS)
+    problems.push('frontmatter description must be 1-1024 characters');
   const compatibility = frontmatter['compatibility'];
-  if (compatibility !== undefined && (typeof compatibility !== 'string' || compatibility === '' || codePoints(compatibility) > MAX_COMPATIBILITY_CHARS)) {
+  if (
+    compatibility !== undefined &&
+    (typeof compatibility !== 'string' || compatibility === '' || codePoints(compatibility) > MAX_COMPATIBILITY_CHARS)
+  ) {
     problems.push('frontmatter compatibility must be a string of 1-500 characters');
   }
   const metadata = frontmatter['metadata'];
-  if (metadata !== undefined && (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata) || !Object.values(metadata).every((v) => typeof v === 'string'))) {
+  if (
+    metadata !== undefined &&
+    (metadata === null ||
+      typeof metadata !== 'object' ||
+      Array.isArray(metadata) ||
+      !Object.values(metadata).every((v) => typeof v === 'string'))
+  ) {
     problems.push('frontmatter metadata must map strings to strings');
   }
   if (entry.resources !== 'dynamic') {
@@ -72,7 +84,8 @@ export function entryProblems(entry: Skill): string[] {
     const inside = `skill://${dir}/`;
     const seen = new Set<string>();
     for (const resource of entry.resources) {
-      if (!resource.uri.startsWith(inside) || /[?#]/.test(resource.uri)) problems.push(`resource "${resource.uri}" is not a file of skill://${dir}`);
+      if (!resource.uri.startsWith(inside) || /[?#]/.test(resource.uri))
+        problems.push(`resource "${resource.uri}" is not a file of skill://${dir}`);
       else if (seen.has(resource.uri)) problems.push(`resource "${resource.uri}" is listed more than once`);
       seen.add(resource.uri);
     }

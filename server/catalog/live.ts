@@ -165,7 +165,12 @@ export function startLiveCatalog(catalog: Catalog, settings: WatchSettings, warn
       await watcher.start(changedSince);
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
-      poll(index, code === 'ENOSPC' ? 'cannot be watched: the inotify watches of this user are used up (raise fs.inotify.max_user_watches)' : `cannot be watched (${code ?? 'error'})`);
+      poll(
+        index,
+        code === 'ENOSPC'
+          ? 'cannot be watched: the inotify watches of this user are used up (raise fs.inotify.max_user_watches)'
+          : `cannot be watched (${code ?? 'error'})`,
+      );
       return 0;
     }
     if (closed) {
@@ -247,9 +252,11 @@ export function startLiveCatalog(catalog: Catalog, settings: WatchSettings, warn
     parent.retarget();
     // A root this uid cannot reach is there; start-up has already said which folder stops it.
     const blocked = explainUnreadableRoot(roots[index]!) !== undefined;
-    warn(blocked
-      ? `${label}: cannot be read by this uid (said above); served as soon as it can be (looked for every ${settings.pollSeconds} s: SKILL_MCP_WATCH_POLL_SECONDS)`
-      : `${label}: not there (yet); served as soon as it appears (its parent folder is watched, and it is looked for every ${settings.pollSeconds} s: SKILL_MCP_WATCH_POLL_SECONDS)`);
+    warn(
+      blocked
+        ? `${label}: cannot be read by this uid (said above); served as soon as it can be (looked for every ${settings.pollSeconds} s: SKILL_MCP_WATCH_POLL_SECONDS)`
+        : `${label}: not there (yet); served as soon as it appears (its parent folder is watched, and it is looked for every ${settings.pollSeconds} s: SKILL_MCP_WATCH_POLL_SECONDS)`,
+    );
     // It may have appeared between the scan and now.
     check();
   };
@@ -263,10 +270,17 @@ export function startLiveCatalog(catalog: Catalog, settings: WatchSettings, warn
   const watchLinkedTargets = (): void => {
     if (closed || settings.mode !== 'on') return;
     const realRoots = catalog.realRoots.filter((r): r is string => r !== undefined);
-    const wanted = new Set(catalog.skills().map((r) => r.realDir).filter((dir) => realRoots.some((root) => {
-      const rel = relative(root, dir);
-      return rel !== '' && !rel.startsWith('..') && rel.split(sep).some((segment) => segment.startsWith('.'));
-    })));
+    const wanted = new Set(
+      catalog
+        .skills()
+        .map((r) => r.realDir)
+        .filter((dir) =>
+          realRoots.some((root) => {
+            const rel = relative(root, dir);
+            return rel !== '' && !rel.startsWith('..') && rel.split(sep).some((segment) => segment.startsWith('.'));
+          }),
+        ),
+    );
     for (const [dir, watcher] of linkedTargets) {
       if (wanted.has(dir)) continue;
       watcher.close();
@@ -277,7 +291,11 @@ export function startLiveCatalog(catalog: Catalog, settings: WatchSettings, warn
       const watcher = new TreeWatcher(dir, onPath);
       linkedTargets.set(dir, watcher);
       // Caught up from now: the skill was (re)scanned in the update that made it wanted.
-      watcher.start(Date.now()).catch((error: unknown) => warn(`a linked skill's folder cannot be watched (${errorText(error)}); edits in it are seen at the next read`));
+      watcher
+        .start(Date.now())
+        .catch((error: unknown) =>
+          warn(`a linked skill's folder cannot be watched (${errorText(error)}); edits in it are seen at the next read`),
+        );
     }
   };
   const unsubscribe = catalog.onChange(watchLinkedTargets);
@@ -301,7 +319,10 @@ export function startLiveCatalog(catalog: Catalog, settings: WatchSettings, warn
       if (added > 0) watched++;
       folders += added;
     }
-    if (watched > 0) warn(`watching ${watched === roots.length ? 'the skill folders' : `${watched} of ${roots.length} skill roots`} for changes (${folders} folders)`);
+    if (watched > 0)
+      warn(
+        `watching ${watched === roots.length ? 'the skill folders' : `${watched} of ${roots.length} skill roots`} for changes (${folders} folders)`,
+      );
     watchLinkedTargets();
   })();
 
@@ -310,10 +331,16 @@ export function startLiveCatalog(catalog: Catalog, settings: WatchSettings, warn
     const dir = catalog.declarationsDir;
     try {
       declarations = watch(dir, { persistent: false }, () => onPath(dir));
-      declarations.on('error', (error) => warn(`SKILL_MCP_DECLARATIONS: the folder can no longer be watched (${errorText(error)}); restart the server after changing declarations`));
+      declarations.on('error', (error) =>
+        warn(
+          `SKILL_MCP_DECLARATIONS: the folder can no longer be watched (${errorText(error)}); restart the server after changing declarations`,
+        ),
+      );
       onPath(dir);
     } catch (error) {
-      warn(`SKILL_MCP_DECLARATIONS: the folder cannot be watched (${errorText(error)}); it is read again whenever a skill folder changes, or at a restart`);
+      warn(
+        `SKILL_MCP_DECLARATIONS: the folder cannot be watched (${errorText(error)}); it is read again whenever a skill folder changes, or at a restart`,
+      );
     }
   }
 

@@ -22,7 +22,8 @@ export async function readServedFile(skill: SkillRecord, path: unknown, maxBytes
   if (!check.ok) throw new SkillMcpError('INVALID_PATH', `${check.why}.`);
   const rel = check.segments.join('/');
   // Security: dotfiles (.env, .git/config) never leave the server, even when named exactly.
-  if (isHiddenPath(check.segments)) throw new SkillMcpError('NOT_FOUND', `hidden files are never served; "${rel}" is not in skill "${skill.name}".`);
+  if (isHiddenPath(check.segments))
+    throw new SkillMcpError('NOT_FOUND', `hidden files are never served; "${rel}" is not in skill "${skill.name}".`);
   if (!skill.files.some((f) => f.path === rel)) {
     throw new SkillMcpError('NOT_FOUND', `"${rel}" is not a file of skill "${skill.name}"; skill_load lists its files.`);
   }
@@ -54,12 +55,37 @@ export function exactText(bytes: Uint8Array): string | undefined {
 }
 
 const MEDIA_TYPES: Record<string, string> = {
-  md: 'text/markdown', markdown: 'text/markdown', txt: 'text/plain', json: 'application/json', yaml: 'application/yaml',
-  yml: 'application/yaml', js: 'text/javascript', mjs: 'text/javascript', cjs: 'text/javascript', ts: 'text/x-typescript',
-  py: 'text/x-python', sh: 'text/x-shellscript', html: 'text/html', htm: 'text/html', css: 'text/css', csv: 'text/csv',
-  xml: 'application/xml', svg: 'image/svg+xml', png: 'image/png', jpg: 'image/jpeg', jpeg: 'image/jpeg', gif: 'image/gif',
-  webp: 'image/webp', pdf: 'application/pdf', zip: 'application/zip', ttf: 'font/ttf', otf: 'font/otf', woff: 'font/woff',
-  woff2: 'font/woff2', toml: 'application/toml', xsd: 'application/xml',
+  md: 'text/markdown',
+  markdown: 'text/markdown',
+  txt: 'text/plain',
+  json: 'application/json',
+  yaml: 'application/yaml',
+  yml: 'application/yaml',
+  js: 'text/javascript',
+  mjs: 'text/javascript',
+  cjs: 'text/javascript',
+  ts: 'text/x-typescript',
+  py: 'text/x-python',
+  sh: 'text/x-shellscript',
+  html: 'text/html',
+  htm: 'text/html',
+  css: 'text/css',
+  csv: 'text/csv',
+  xml: 'application/xml',
+  svg: 'image/svg+xml',
+  png: 'image/png',
+  jpg: 'image/jpeg',
+  jpeg: 'image/jpeg',
+  gif: 'image/gif',
+  webp: 'image/webp',
+  pdf: 'application/pdf',
+  zip: 'application/zip',
+  ttf: 'font/ttf',
+  otf: 'font/otf',
+  woff: 'font/woff',
+  woff2: 'font/woff2',
+  toml: 'application/toml',
+  xsd: 'application/xml',
 };
 
 export function mediaTypeFor(path: string, isText: boolean): string {

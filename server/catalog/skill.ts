@@ -9,7 +9,14 @@ import { OPERATOR_PLACE, resolveDeclaration, type DeclarationOrigin, type Declar
 import type { DiscoveredSkill } from '../../shared/discover.js';
 import { FrontmatterError, parseSkillMd, type Frontmatter, type ParsedSkillMd } from '../../shared/frontmatter.js';
 import type { CatalogLimits } from '../../shared/limits.js';
-import { MAX_DESCRIPTION_CHARS, MAX_SKILL_MD_BYTES, MAX_SKILL_NAME_CHARS, PUBLISH_MAX_BYTES, PUBLISH_MAX_FILE_BYTES, PUBLISH_MAX_FILES } from '../../shared/limits.js';
+import {
+  MAX_DESCRIPTION_CHARS,
+  MAX_SKILL_MD_BYTES,
+  MAX_SKILL_NAME_CHARS,
+  PUBLISH_MAX_BYTES,
+  PUBLISH_MAX_FILE_BYTES,
+  PUBLISH_MAX_FILES,
+} from '../../shared/limits.js';
 import { PUBLISHABLE_NAME } from '../../shared/paths.js';
 import { readSkillMdFile } from '../../shared/skill-md.js';
 import { MAX_RUN_CONTENT_BYTES, readSkillContent } from '../../shared/skill-content.js';
@@ -71,24 +78,48 @@ function charCount(text: string): number {
 }
 
 /** Why a strict host could not load this skill; empty when it can be published. */
-function unpublishable(name: string, fm: Frontmatter, bom: boolean, files: FileRecord[], limited: boolean, validUtf8: boolean, yamlBroken: boolean): string[] {
+function unpublishable(
+  name: string,
+  fm: Frontmatter,
+  bom: boolean,
+  files: FileRecord[],
+  limited: boolean,
+  validUtf8: boolean,
+  yamlBroken: boolean,
+): string[] {
   const why: string[] = [];
   if (name.length > MAX_SKILL_NAME_CHARS || !PUBLISHABLE_NAME.test(name)) {
-    why.push(`the directory name "${name}" is not a valid skill name (lowercase letters, digits and single hyphens, at most ${MAX_SKILL_NAME_CHARS})`);
-  } else if (fm['name'] !== name) why.push(`the frontmatter name ${JSON.stringify(fm['name'] ?? null)} differs from the directory name "${name}"`);
+    why.push(
+      `the directory name "${name}" is not a valid skill name (lowercase letters, digits and single hyphens, at most ${MAX_SKILL_NAME_CHARS})`,
+    );
+  } else if (fm['name'] !== name)
+    why.push(`the frontmatter name ${JSON.stringify(fm['name'] ?? null)} differs from the directory name "${name}"`);
   const description = fm['description'];
   if (typeof description !== 'string' || description === '') {
-    why.push(`the description must be a string of 1-${MAX_DESCRIPTION_CHARS} characters (it is ${description === undefined ? 'missing' : description === '' ? 'empty' : `a ${description === null ? 'null' : Array.isArray(description) ? 'list' : typeof description}`})`);
+    why.push(
+      `the description must be a string of 1-${MAX_DESCRIPTION_CHARS} characters (it is ${description === undefined ? 'missing' : description === '' ? 'empty' : `a ${description === null ? 'null' : Array.isArray(description) ? 'list' : typeof description}`})`,
+    );
   } else if (charCount(description) > MAX_DESCRIPTION_CHARS) {
     why.push(`the description is ${charCount(description)} characters long; strict hosts accept at most ${MAX_DESCRIPTION_CHARS}`);
   }
   const compatibility = fm['compatibility'];
   if (compatibility !== undefined && (typeof compatibility !== 'string' || compatibility === '' || charCount(compatibility) > 500)) {
-    const is = typeof compatibility === 'string' ? (compatibility === '' ? 'empty' : `${charCount(compatibility)} characters long`) : `a ${compatibility === null ? 'null' : Array.isArray(compatibility) ? 'list' : typeof compatibility}`;
+    const is =
+      typeof compatibility === 'string'
+        ? compatibility === ''
+          ? 'empty'
+          : `${charCount(compatibility)} characters long`
+        : `a ${compatibility === null ? 'null' : Array.isArray(compatibility) ? 'list' : typeof compatibility}`;
     why.push(`frontmatter compatibility must be a string of 1-500 characters (it is ${is})`);
   }
   const metadata = fm['metadata'];
-  if (metadata !== undefined && (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata) || !Object.values(metadata).every((v) => typeof v === 'string'))) {
+  if (
+    metadata !== undefined &&
+    (metadata === null ||
+      typeof metadata !== 'object' ||
+      Array.isArray(metadata) ||
+      !Object.values(metadata).every((v) => typeof v === 'string'))
+  ) {
     why.push('frontmatter metadata must map strings to strings');
   }
   if (bom) why.push('SKILL.md starts with a byte-order mark, which strict hosts refuse');
@@ -100,9 +131,13 @@ function unpublishable(name: string, fm: Frontmatter, bom: boolean, files: FileR
   const bytes = files.reduce((sum, f) => sum + f.size, 0);
   if (bytes > PUBLISH_MAX_BYTES) why.push(`it holds ${bytes} bytes, over the extension's 16 MiB`);
   const big = files.find((f) => f.size > PUBLISH_MAX_FILE_BYTES);
-  if (big) why.push(`"${big.path}" is ${big.size} bytes; a single published file is capped at ${PUBLISH_MAX_FILE_BYTES} so one resources/read message stays under common clients' 10 MiB limit`);
+  if (big)
+    why.push(
+      `"${big.path}" is ${big.size} bytes; a single published file is capped at ${PUBLISH_MAX_FILE_BYTES} so one resources/read message stays under common clients' 10 MiB limit`,
+    );
   // A real file would shadow the manifest FastMCP clients read at that URI (or be shadowed by it).
-  if (holdsManifestPath(files)) why.push(`it holds "${FASTMCP_MANIFEST_PATH}" at its top, the path FastMCP clients read for a skill's file list; rename it`);
+  if (holdsManifestPath(files))
+    why.push(`it holds "${FASTMCP_MANIFEST_PATH}" at its top, the path FastMCP clients read for a skill's file list; rename it`);
   return why;
 }
 
@@ -146,7 +181,15 @@ function rememberedView(json: string | undefined): SkillMdView | undefined {
   if (value === null || typeof value !== 'object') return undefined;
   const v = value as Record<string, unknown>;
   const fm = v['frontmatter'];
-  if (fm === null || typeof fm !== 'object' || Array.isArray(fm) || typeof v['bom'] !== 'boolean' || typeof v['validUtf8'] !== 'boolean' || !isStringArray(v['headings'])) return undefined;
+  if (
+    fm === null ||
+    typeof fm !== 'object' ||
+    Array.isArray(fm) ||
+    typeof v['bom'] !== 'boolean' ||
+    typeof v['validUtf8'] !== 'boolean' ||
+    !isStringArray(v['headings'])
+  )
+    return undefined;
   if (v['declarationError'] !== undefined && typeof v['declarationError'] !== 'string') return undefined;
   return v as unknown as SkillMdView;
 }
@@ -154,7 +197,12 @@ function rememberedView(json: string | undefined): SkillMdView | undefined {
 const viewKey = (maxFrontmatterBytes: number, bytesDigest: string): string => `${maxFrontmatterBytes}:${bytesDigest}`;
 
 /** The SKILL.md's view: remembered for these exact bytes (and frontmatter limit), else parsed now. Throws FrontmatterError. */
-function viewOf(md: { text: string; size: number }, bytesDigest: string, maxFrontmatterBytes: number, memory: ScanMemory | undefined): SkillMdView {
+function viewOf(
+  md: { text: string; size: number },
+  bytesDigest: string,
+  maxFrontmatterBytes: number,
+  memory: ScanMemory | undefined,
+): SkillMdView {
   const key = viewKey(maxFrontmatterBytes, bytesDigest);
   const remembered = rememberedView(memory?.parsedSkillMd(key));
   if (remembered) return remembered;
@@ -174,9 +222,15 @@ function viewOf(md: { text: string; size: number }, bytesDigest: string, maxFron
  * finds other bytes forgets the entry and rescans (catalog.ts confirmFresh), and the rescan reads.
  * Undefined otherwise: the file is read.
  */
-function rememberedSkillMd(walk: WalkResult, realDir: string, maxFrontmatterBytes: number, memory: ScanMemory | undefined): { digest: string; view: SkillMdView } | undefined {
+function rememberedSkillMd(
+  walk: WalkResult,
+  realDir: string,
+  maxFrontmatterBytes: number,
+  memory: ScanMemory | undefined,
+): { digest: string; view: SkillMdView } | undefined {
   const state = walk.states?.get('SKILL.md');
-  if (state === undefined || walk.linked === undefined || walk.linked.has('SKILL.md') || memory?.walkedDigest === undefined) return undefined;
+  if (state === undefined || walk.linked === undefined || walk.linked.has('SKILL.md') || memory?.walkedDigest === undefined)
+    return undefined;
   const size = walk.files.find((f) => f.path === 'SKILL.md')?.size;
   if (size === undefined || size > MAX_SKILL_MD_BYTES) return undefined;
   const digest = memory.walkedDigest(realDir, 'SKILL.md', state);
@@ -189,29 +243,45 @@ function rememberedSkillMd(walk: WalkResult, realDir: string, maxFrontmatterByte
  * `declarationsDir`: `SKILL_MCP_DECLARATIONS` (shared/settings.ts), undefined when unset;
  * `memory`: what a warm start remembers ({@link ScanMemory}).
  */
-export async function scanSkill(found: DiscoveredSkill, limits: CatalogLimits, declarationsDir?: string, memory?: ScanMemory): Promise<ScanResult> {
+export async function scanSkill(
+  found: DiscoveredSkill,
+  limits: CatalogLimits,
+  declarationsDir?: string,
+  memory?: ScanMemory,
+): Promise<ScanResult> {
   const problems: Problem[] = [];
   const at = found.displayPath;
-  const walk = await walkSkill(found.name, found.realDir, at, { maxFiles: limits.maxFilesPerSkill, maxDirs: limits.maxDirsPerSkill, states: memory !== undefined });
+  const walk = await walkSkill(found.name, found.realDir, at, {
+    maxFiles: limits.maxFilesPerSkill,
+    maxDirs: limits.maxDirsPerSkill,
+    states: memory !== undefined,
+  });
   let skillMdDigest: string;
   let parsed: SkillMdView;
   const remembered = rememberedSkillMd(walk, found.realDir, limits.maxFrontmatterBytes, memory);
   if (remembered) ({ digest: skillMdDigest, view: parsed } = remembered);
   else {
     const md = readSkillMdFile(found.realDir);
-    if (!md.ok) return { problems: [{ path: `${at}/SKILL.md`, reason: 'unreadable-skill-md', detail: `${md.why}; the skill is not served` }] };
+    if (!md.ok)
+      return { problems: [{ path: `${at}/SKILL.md`, reason: 'unreadable-skill-md', detail: `${md.why}; the skill is not served` }] };
     skillMdDigest = createHash('sha256').update(md.bytes).digest('hex');
     try {
       parsed = viewOf(md, skillMdDigest, limits.maxFrontmatterBytes, memory);
     } catch (error) {
       if (!(error instanceof FrontmatterError)) throw error;
-      return { problems: [{ path: `${at}/SKILL.md`, reason: 'malformed-frontmatter', detail: `${error.message}; the skill is not served` }] };
+      return {
+        problems: [{ path: `${at}/SKILL.md`, reason: 'malformed-frontmatter', detail: `${error.message}; the skill is not served` }],
+      };
     }
   }
   problems.push(...walk.problems);
   const fm = parsed.frontmatter;
   if (typeof fm['name'] === 'string' && fm['name'] !== found.name) {
-    problems.push({ path: at, reason: 'name-mismatch', detail: `the frontmatter name "${fm['name']}" differs from the directory name; it is served as "${found.name}"` });
+    problems.push({
+      path: at,
+      reason: 'name-mismatch',
+      detail: `the frontmatter name "${fm['name']}" differs from the directory name; it is served as "${found.name}"`,
+    });
   }
 
   const resolved = await resolveDeclaration({
@@ -221,24 +291,37 @@ export async function scanSkill(found: DiscoveredSkill, limits: CatalogLimits, d
     declarationError: parsed.declarationError,
     declarationsDir,
     contentDigest: async () => {
-      const read = await readSkillContent(found.name, found.realDir, { maxFiles: limits.maxFilesPerSkill, maxDirs: limits.maxDirsPerSkill, maxBytes: MAX_RUN_CONTENT_BYTES });
+      const read = await readSkillContent(found.name, found.realDir, {
+        maxFiles: limits.maxFilesPerSkill,
+        maxDirs: limits.maxDirsPerSkill,
+        maxBytes: MAX_RUN_CONTENT_BYTES,
+      });
       return read.ok ? { ok: true, digest: read.content.digest } : { ok: false, why: read.why };
     },
   });
   let declaration: Declaration | undefined = resolved.declaration;
-  for (const problem of resolved.problems) problems.push({ path: problemPath(at, found.name, problem), reason: 'declaration', detail: problem.detail });
+  for (const problem of resolved.problems)
+    problems.push({ path: problemPath(at, found.name, problem), reason: 'declaration', detail: problem.detail });
   if (declaration) {
     const present = new Set(walk.files.map((f) => f.path));
     const missing = declaration.run.filter((s) => !present.has(s.script));
     for (const s of missing) {
-      problems.push({ path: `${at}/${s.script}`, reason: 'declared-script-missing', detail: `the declared script "${s.script}" is not a served regular file in the skill; it is not runnable` });
+      problems.push({
+        path: `${at}/${s.script}`,
+        reason: 'declared-script-missing',
+        detail: `the declared script "${s.script}" is not a served regular file in the skill; it is not runnable`,
+      });
     }
     declaration = { ...declaration, run: declaration.run.filter((s) => present.has(s.script)) };
   }
 
   const why = unpublishable(found.name, fm, parsed.bom, walk.files, walk.limited, parsed.validUtf8, parsed.declarationError !== undefined);
   if (why.length > 0) {
-    problems.push({ path: at, reason: 'not-published', detail: `served by the tools and prompts, but not in the skill:// namespace: ${why.join('; ')}` });
+    problems.push({
+      path: at,
+      reason: 'not-published',
+      detail: `served by the tools and prompts, but not in the skill:// namespace: ${why.join('; ')}`,
+    });
   }
   const description = typeof fm['description'] === 'string' ? fm['description'] : '';
   const whenRaw = fm['when_to_use'] ?? fm['when-to-use'] ?? fm['whenToUse'];

@@ -34,7 +34,11 @@ function decodeCursor(cursor: string | undefined, list: string): string | undefi
   if (!match || Buffer.from(text).toString('base64url') !== cursor) {
     throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'Invalid cursor: pass back a nextCursor exactly as received');
   }
-  if (match[1] !== list) throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'The catalog changed since this cursor was issued (skills were added, removed or renamed); list again from the start, without a cursor');
+  if (match[1] !== list)
+    throw new ProtocolError(
+      ProtocolErrorCode.InvalidParams,
+      'The catalog changed since this cursor was issued (skills were added, removed or renamed); list again from the start, without a cursor',
+    );
   return text.slice(match[0].length);
 }
 
@@ -70,7 +74,13 @@ function firstAfter<T>(items: readonly T[], key: (item: T) => string, after: str
 }
 
 /** One page of `items` (sorted by `key`) after the cursor's key: at most `size` items. */
-function page<T>(items: readonly T[], list: string, key: (item: T) => string, cursor: string | undefined, size: number): { items: T[]; next?: string } {
+function page<T>(
+  items: readonly T[],
+  list: string,
+  key: (item: T) => string,
+  cursor: string | undefined,
+  size: number,
+): { items: T[]; next?: string } {
   const after = decodeCursor(cursor, list);
   const start = after === undefined ? 0 : firstAfter(items, key, after);
   const end = Math.min(start + size, items.length);
@@ -212,7 +222,12 @@ export class CatalogSkillSource implements SkillSource {
       const slash = rest.indexOf('/');
       if (slash < 0) {
         const isMd = rest.endsWith('.md');
-        children.set(rest, { uri: uriFor(record.name, file.path)!, name: rest, mimeType: isMd ? 'text/markdown' : mediaTypeFor(rest, false), size: file.size });
+        children.set(rest, {
+          uri: uriFor(record.name, file.path)!,
+          name: rest,
+          mimeType: isMd ? 'text/markdown' : mediaTypeFor(rest, false),
+          size: file.size,
+        });
       } else {
         const dir = rest.slice(0, slash);
         if (!children.has(dir)) children.set(dir, { uri: uriFor(record.name, prefix + dir)!, name: dir, mimeType: DIRECTORY_MIME });
@@ -222,7 +237,10 @@ export class CatalogSkillSource implements SkillSource {
     if (children.size === 0) return undefined;
     const sorted = [...children.values()].sort((a, b) => (a.uri < b.uri ? -1 : a.uri > b.uri ? 1 : 0));
     // A directory's listing is keyed by the skill's manifest: a changed skill refuses old cursors.
-    const list = createHash('sha256').update(sorted.map((r) => r.uri).join('\n')).digest('base64url').slice(0, 12);
+    const list = createHash('sha256')
+      .update(sorted.map((r) => r.uri).join('\n'))
+      .digest('base64url')
+      .slice(0, 12);
     const { items, next } = page(sorted, list, (r) => r.uri, params.cursor, this.pageSize);
     return next === undefined ? { resources: items } : { resources: items, nextCursor: next };
   }

@@ -17,7 +17,13 @@ export function parseSkillUri(uri: string): { name: string; path: string } | und
   if (url.protocol !== 'skill:' || url.search !== '' || url.hash !== '' || url.username !== '' || url.port !== '') return undefined;
   const raw = url.pathname.replace(/^\//, '');
   try {
-    const path = raw === '' ? '' : raw.split('/').map((s) => decodeURIComponent(s)).join('/');
+    const path =
+      raw === ''
+        ? ''
+        : raw
+            .split('/')
+            .map((s) => decodeURIComponent(s))
+            .join('/');
     return { name: url.hostname, path };
   } catch {
     return undefined;

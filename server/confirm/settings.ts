@@ -27,7 +27,9 @@ export function readConfirmSettings(env: NodeJS.ProcessEnv, ttlSeconds: number):
     if (rawMode === 'ask-user' || rawMode === 'auto' || rawMode === 'refuse') mode = rawMode;
     else {
       mode = 'refuse';
-      warnings.push(`MCP_CONFIRM_MODE=${JSON.stringify(rawMode)} is not ask-user, auto or refuse; runs are refused for clients that cannot show a prompt`);
+      warnings.push(
+        `MCP_CONFIRM_MODE=${JSON.stringify(rawMode)} is not ask-user, auto or refuse; runs are refused for clients that cannot show a prompt`,
+      );
     }
   }
   const rawElicit = env['MCP_CONFIRM_ELICITATION'];
@@ -39,7 +41,12 @@ export function readConfirmSettings(env: NodeJS.ProcessEnv, ttlSeconds: number):
   return { mode, elicitation, ttlSeconds, warnings };
 }
 
-export type ConfirmPath = { kind: 'elicit-url' } | { kind: 'elicit' } | { kind: 'page' } | { kind: 'token'; mode: 'ask-user' | 'auto' } | { kind: 'refuse' };
+export type ConfirmPath =
+  | { kind: 'elicit-url' }
+  | { kind: 'elicit' }
+  | { kind: 'page' }
+  | { kind: 'token'; mode: 'ask-user' | 'auto' }
+  | { kind: 'refuse' };
 
 /** The elicitation modes a client declared: form, and url (MCP 2025-11-25 and later). */
 export interface ClientElicitation {

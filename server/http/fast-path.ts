@@ -46,10 +46,16 @@ import { FIRST_MODERN_VERSION, skillsListResult } from '../skills-list.js';
 const MODERN_REVISION = FIRST_MODERN_VERSION;
 
 /** The per-request envelope's keys; any other `_meta` key (progressToken, logLevel, trace context) goes to the SDK. */
-const ENVELOPE_KEYS = new Set(['io.modelcontextprotocol/protocolVersion', 'io.modelcontextprotocol/clientInfo', 'io.modelcontextprotocol/clientCapabilities']);
+const ENVELOPE_KEYS = new Set([
+  'io.modelcontextprotocol/protocolVersion',
+  'io.modelcontextprotocol/clientInfo',
+  'io.modelcontextprotocol/clientCapabilities',
+]);
 
 /** A request this module answers. */
-export type FastRequest = { id: string | number; method: 'resources/read'; uri: string } | { id: string | number; method: 'skills/list'; cursor: string | undefined };
+export type FastRequest =
+  | { id: string | number; method: 'resources/read'; uri: string }
+  | { id: string | number; method: 'skills/list'; cursor: string | undefined };
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -97,7 +103,13 @@ export function fastRequest(headers: Headers, body: unknown): FastRequest | unde
   }
   // Security: nothing the SDK would refuse is answered here — last, its own verdict on everything
   // else (JSON-RPC shape, the envelope's schema, header/body cross-checks).
-  const route = classifyInboundRequest({ httpMethod: 'POST', protocolVersionHeader, mcpMethodHeader, ...(mcpNameHeader !== null ? { mcpNameHeader } : {}), body });
+  const route = classifyInboundRequest({
+    httpMethod: 'POST',
+    protocolVersionHeader,
+    mcpMethodHeader,
+    ...(mcpNameHeader !== null ? { mcpNameHeader } : {}),
+    body,
+  });
   if (route.kind !== 'modern' || route.messageKind !== 'request' || route.classification.revision !== MODERN_REVISION) return undefined;
   return request;
 }
@@ -129,13 +141,20 @@ function stampsFor(method: FastRequest['method'], result: Record<string, unknown
  * its entries' JSON, pre-encoded.ts, never copied into one buffer); or undefined when the result
  * could not be computed: the SDK handler is then asked, and answers its own error.
  */
-export async function answerFast(readsFor: (authInfo: AuthInfo | undefined) => SkillReads, authInfo: AuthInfo | undefined, request: FastRequest): Promise<Buffer[] | undefined> {
+export async function answerFast(
+  readsFor: (authInfo: AuthInfo | undefined) => SkillReads,
+  authInfo: AuthInfo | undefined,
+  request: FastRequest,
+): Promise<Buffer[] | undefined> {
   let result: Record<string, unknown>;
   try {
     // Security: the caller's own view of the catalog (SKILL_MCP_VISIBLE), picked as the SDK path's
     // factory picks it: another identity's hidden skill is not found here either.
     const { source } = readsFor(authInfo);
-    result = request.method === 'resources/read' ? await readSkillResource(source, request.uri) : await skillsListResult(source, request.cursor, true);
+    result =
+      request.method === 'resources/read'
+        ? await readSkillResource(source, request.uri)
+        : await skillsListResult(source, request.cursor, true);
   } catch {
     return undefined;
   }

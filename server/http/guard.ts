@@ -25,7 +25,10 @@ export function jsonRpcError(status: number, code: number, message: string, head
 
 /** The 403 the SDK's `hostHeaderValidationResponse` / `originValidationResponse` answer, byte for byte. */
 function forbidden(message: string): Response {
-  return Response.json({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }, { status: 403, headers: { 'Content-Type': 'application/json' } });
+  return Response.json(
+    { jsonrpc: '2.0', error: { code: -32000, message }, id: null },
+    { status: 403, headers: { 'Content-Type': 'application/json' } },
+  );
 }
 
 /**
@@ -34,7 +37,8 @@ function forbidden(message: string): Response {
  * small request's CPU, bench/RESULTS.md).
  */
 export function guardRequest(pathname: string, headers: Headers, options: GuardOptions): Response | undefined {
-  if (pathname !== MCP_PATH && !options.otherPaths(pathname)) return jsonRpcError(404, -32000, `Not found: the MCP endpoint is ${MCP_PATH}`);
+  if (pathname !== MCP_PATH && !options.otherPaths(pathname))
+    return jsonRpcError(404, -32000, `Not found: the MCP endpoint is ${MCP_PATH}`);
   // Security: DNS rebinding — a name we were not configured for means a browser was pointed at us.
   if (options.allowedHosts !== undefined) {
     const host = validateHostHeader(headers.get('host'), options.allowedHosts);

@@ -32,29 +32,50 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
 
 export async function readiness(front: FrontContext): Promise<Readiness> {
   const catalog: Check = { ok: true, skills: front.catalog.skills().length, problems: front.catalog.problems.length };
-  if (!front.runner.configured) return { ready: true, checks: { catalog, runner: { ok: true, configured: false, detail: 'no runner is configured: skills are served, skill_run is refused' } } };
+  if (!front.runner.configured)
+    return {
+      ready: true,
+      checks: {
+        catalog,
+        runner: { ok: true, configured: false, detail: 'no runner is configured: skills are served, skill_run is refused' },
+      },
+    };
   try {
     // Asked afresh every time (not the link's briefly cached description): a runner that just stopped is not ready.
     // A runner this front starts itself may be starting now: give it the link's own deadline.
-    const answer = await withTimeout(front.runner.send((client) => client.describe([]), { idempotent: true }), front.runner.selfStarted ? SELF_STARTED_PROBE_MS : RUNNER_PROBE_MS);
-    if (!answer.ok) return { ready: false, checks: { catalog, runner: { ok: false, configured: true, reachable: true, detail: answer.error.message } } };
+    const answer = await withTimeout(
+      front.runner.send((client) => client.describe([]), { idempotent: true }),
+      front.runner.selfStarted ? SELF_STARTED_PROBE_MS : RUNNER_PROBE_MS,
+    );
+    if (!answer.ok)
+      return { ready: false, checks: { catalog, runner: { ok: false, configured: true, reachable: true, detail: answer.error.message } } };
     const described = answer.result;
     const mismatch = described.configMismatch;
     const runner: Check = mismatch
       ? { ok: false, configured: true, reachable: true, configMismatch: mismatch.differs, detail: mismatch.message }
       : { ok: true, configured: true, reachable: true, isolation: described.isolation.level };
-    const ledger: Check | undefined = described.ledger ? { ok: described.ledger.available, kind: described.ledger.kind, errors: described.ledger.errors } : undefined;
+    const ledger: Check | undefined = described.ledger
+      ? { ok: described.ledger.available, kind: described.ledger.kind, errors: described.ledger.errors }
+      : undefined;
     return { ready: runner.ok && (ledger?.ok ?? true), checks: { catalog, runner, ...(ledger ? { ledger } : {}) } };
   } catch (error) {
-    return { ready: false, checks: { catalog, runner: { ok: false, configured: true, reachable: false, detail: error instanceof Error ? error.message : String(error) } } };
+    return {
+      ready: false,
+      checks: {
+        catalog,
+        runner: { ok: false, configured: true, reachable: false, detail: error instanceof Error ? error.message : String(error) },
+      },
+    };
   }
 }
 
 /** One line for stderr saying what is not ready (or that it is ready again). */
 export function describeReadiness(state: Readiness): string {
-  if (state.ready) return `ready: catalog loaded${state.checks.runner['configured'] === false ? '; no runner configured (reads only)' : '; runner reachable with the same configuration'}`;
+  if (state.ready)
+    return `ready: catalog loaded${state.checks.runner['configured'] === false ? '; no runner configured (reads only)' : '; runner reachable with the same configuration'}`;
   const { runner, ledger } = state.checks;
-  if (runner['configMismatch']) return `not ready: CONFIG_MISMATCH with the runner (differs: ${(runner['configMismatch'] as string[]).join(', ')}): ${String(runner['detail'])}`;
+  if (runner['configMismatch'])
+    return `not ready: CONFIG_MISMATCH with the runner (differs: ${(runner['configMismatch'] as string[]).join(', ')}): ${String(runner['detail'])}`;
   if (!runner.ok) return `not ready: the runner is not reachable: ${String(runner['detail'])}`;
   return `not ready: the runner's token ledger (${String(ledger?.['kind'])}) is not available`;
 }

@@ -12,8 +12,21 @@ import { SERVER_INFO } from '../front.js';
 
 /** The methods counted by name; anything else is `other`, a notification `notification`. */
 const METHODS = new Set([
-  'initialize', 'ping', 'server/discover', 'tools/list', 'tools/call', 'resources/list', 'resources/read', 'resources/templates/list',
-  'resources/directory/read', 'prompts/list', 'prompts/get', 'skills/list', 'skills/get', 'completion/complete', 'logging/setLevel',
+  'initialize',
+  'ping',
+  'server/discover',
+  'tools/list',
+  'tools/call',
+  'resources/list',
+  'resources/read',
+  'resources/templates/list',
+  'resources/directory/read',
+  'prompts/list',
+  'prompts/get',
+  'skills/list',
+  'skills/get',
+  'completion/complete',
+  'logging/setLevel',
 ]);
 
 /** skill_run results (one kind of word: what the call came to); a refusal is `refused`, its code counted apart. */
@@ -21,9 +34,26 @@ const RUN_RESULTS = new Set(['completed', 'confirmation-required', 'cancelled', 
 
 /** The refusal codes skill_run can answer with (the `code` label of skill_mcp_skill_run_refusals_total). */
 const REFUSAL_CODES = new Set([
-  'NOT_DECLARED', 'NOT_GRANTED', 'INTERPRETER_UNAVAILABLE', 'ENVIRON_UNSCRUBBED', 'RUNNER_UNAVAILABLE', 'BUSY', 'CANCELLED',
-  'SANDBOX_UNAVAILABLE', 'CONFIRM_REFUSED', 'CONFIG_MISMATCH', 'AUTH_REQUIRED', 'LEDGER_UNAVAILABLE', 'TOKEN_INVALID', 'TOKEN_EXPIRED',
-  'TOKEN_REUSED', 'DRAFT_CHANGED', 'UNKNOWN_SKILL', 'PEER_REFUSED', 'BAD_REQUEST', 'INTERNAL',
+  'NOT_DECLARED',
+  'NOT_GRANTED',
+  'INTERPRETER_UNAVAILABLE',
+  'ENVIRON_UNSCRUBBED',
+  'RUNNER_UNAVAILABLE',
+  'BUSY',
+  'CANCELLED',
+  'SANDBOX_UNAVAILABLE',
+  'CONFIRM_REFUSED',
+  'CONFIG_MISMATCH',
+  'AUTH_REQUIRED',
+  'LEDGER_UNAVAILABLE',
+  'TOKEN_INVALID',
+  'TOKEN_EXPIRED',
+  'TOKEN_REUSED',
+  'DRAFT_CHANGED',
+  'UNKNOWN_SKILL',
+  'PEER_REFUSED',
+  'BAD_REQUEST',
+  'INTERNAL',
 ]);
 
 /** How long a scrape waits for the runner's describe before calling it down. */
@@ -70,25 +100,62 @@ export class HttpMetrics {
   constructor(front: FrontContext) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry, prefix: 'skill_mcp_' });
-    new Gauge({ name: 'skill_mcp_build_info', help: 'Always 1: the version of skill-mcp and of Node.js serving', labelNames: ['version', 'node_version'], registers }).set({ version: SERVER_INFO.version, node_version: process.version }, 1);
-    this.#requests = new Counter({ name: 'skill_mcp_http_requests_total', help: 'HTTP requests to /mcp by JSON-RPC method (unread: refused before the body was read) and HTTP status code', labelNames: ['method', 'status'], registers });
+    new Gauge({
+      name: 'skill_mcp_build_info',
+      help: 'Always 1: the version of skill-mcp and of Node.js serving',
+      labelNames: ['version', 'node_version'],
+      registers,
+    }).set({ version: SERVER_INFO.version, node_version: process.version }, 1);
+    this.#requests = new Counter({
+      name: 'skill_mcp_http_requests_total',
+      help: 'HTTP requests to /mcp by JSON-RPC method (unread: refused before the body was read) and HTTP status code',
+      labelNames: ['method', 'status'],
+      registers,
+    });
     this.#latency = new Histogram({
-      name: 'skill_mcp_http_request_duration_seconds', help: 'Time from request to the end of the response, by JSON-RPC method', labelNames: ['method'], registers,
+      name: 'skill_mcp_http_request_duration_seconds',
+      help: 'Time from request to the end of the response, by JSON-RPC method',
+      labelNames: ['method'],
+      registers,
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
     });
-    this.#runs = new Counter({ name: 'skill_mcp_skill_run_total', help: 'skill_run calls by what they came to: completed, confirmation-required, cancelled, draft-changed, input-required or refused', labelNames: ['result'], registers });
-    this.#refusals = new Counter({ name: 'skill_mcp_skill_run_refusals_total', help: 'Refused skill_run calls by refusal code (NOT_GRANTED, TOKEN_REUSED, BUSY, ...)', labelNames: ['code'], registers });
-    this.#ledgerErrors = new Counter({ name: 'skill_mcp_ledger_errors_total', help: 'skill_run calls refused because the spent-token ledger could not be reached (LEDGER_UNAVAILABLE)', registers });
-    this.#fastPath = new Counter({ name: 'skill_mcp_http_fast_path_total', help: 'Requests to /mcp answered by the fast path (http/fast-path.ts) instead of the SDK handler, by JSON-RPC method', labelNames: ['method'], registers });
+    this.#runs = new Counter({
+      name: 'skill_mcp_skill_run_total',
+      help: 'skill_run calls by what they came to: completed, confirmation-required, cancelled, draft-changed, input-required or refused',
+      labelNames: ['result'],
+      registers,
+    });
+    this.#refusals = new Counter({
+      name: 'skill_mcp_skill_run_refusals_total',
+      help: 'Refused skill_run calls by refusal code (NOT_GRANTED, TOKEN_REUSED, BUSY, ...)',
+      labelNames: ['code'],
+      registers,
+    });
+    this.#ledgerErrors = new Counter({
+      name: 'skill_mcp_ledger_errors_total',
+      help: 'skill_run calls refused because the spent-token ledger could not be reached (LEDGER_UNAVAILABLE)',
+      registers,
+    });
+    this.#fastPath = new Counter({
+      name: 'skill_mcp_http_fast_path_total',
+      help: 'Requests to /mcp answered by the fast path (http/fast-path.ts) instead of the SDK handler, by JSON-RPC method',
+      labelNames: ['method'],
+      registers,
+    });
     new Gauge({
-      name: 'skill_mcp_runner_up', help: '1 when the runner answers describe, else 0', registers,
+      name: 'skill_mcp_runner_up',
+      help: '1 when the runner answers describe, else 0',
+      registers,
       async collect() {
         this.set((await withTimeout(front.runner.describe(), RUNNER_PROBE_MS)) ? 1 : 0);
       },
     });
     const ledger = () => withTimeout(front.runner.describe(), RUNNER_PROBE_MS).then((d) => d?.ledger);
     new Gauge({
-      name: 'skill_mcp_ledger_available', help: "1 when the runner's spent-token ledger answers, by kind (file, redis)", labelNames: ['kind'], registers,
+      name: 'skill_mcp_ledger_available',
+      help: "1 when the runner's spent-token ledger answers, by kind (file, redis)",
+      labelNames: ['kind'],
+      registers,
       async collect() {
         this.reset();
         const status = await ledger();
@@ -96,14 +163,19 @@ export class HttpMetrics {
       },
     });
     new Counter({
-      name: 'skill_mcp_runner_ledger_errors_total', help: "Ledger operations that failed in the runner since it started (the runner's own count; resets when the runner restarts)", registers,
+      name: 'skill_mcp_runner_ledger_errors_total',
+      help: "Ledger operations that failed in the runner since it started (the runner's own count; resets when the runner restarts)",
+      registers,
       async collect() {
         this.reset();
         this.inc((await ledger())?.errors ?? 0);
       },
     });
     new Gauge({
-      name: 'skill_mcp_runner_isolation_info', help: 'Always 1 while the runner answers: the isolation level its runs get (namespace-uid, namespace, uid-sandbox, uid, same-uid)', labelNames: ['level'], registers,
+      name: 'skill_mcp_runner_isolation_info',
+      help: 'Always 1 while the runner answers: the isolation level its runs get (namespace-uid, namespace, uid-sandbox, uid, same-uid)',
+      labelNames: ['level'],
+      registers,
       async collect() {
         this.reset();
         const described = await withTimeout(front.runner.describe(), RUNNER_PROBE_MS);
@@ -113,35 +185,48 @@ export class HttpMetrics {
     // The runner's own counts (runner/requests/stats.ts), read through describe at each scrape.
     const runs = () => withTimeout(front.runner.describe(), RUNNER_PROBE_MS).then((d) => d?.runs);
     new Counter({
-      name: 'skill_mcp_runner_runs_total', help: "Accepted runs that ended, by how: exit, timeout, cancelled, spawn-failed, error (the runner's own count; resets when the runner restarts)", labelNames: ['ending'], registers,
+      name: 'skill_mcp_runner_runs_total',
+      help: "Accepted runs that ended, by how: exit, timeout, cancelled, spawn-failed, error (the runner's own count; resets when the runner restarts)",
+      labelNames: ['ending'],
+      registers,
       async collect() {
         this.reset();
         for (const [ending, n] of Object.entries((await runs())?.ended ?? {})) this.inc({ ending }, n);
       },
     });
     new Counter({
-      name: 'skill_mcp_runner_refusals_total', help: "Run requests the runner refused before anything ran, by reason (the audit's run.reject reason)", labelNames: ['reason'], registers,
+      name: 'skill_mcp_runner_refusals_total',
+      help: "Run requests the runner refused before anything ran, by reason (the audit's run.reject reason)",
+      labelNames: ['reason'],
+      registers,
       async collect() {
         this.reset();
         for (const [reason, n] of Object.entries((await runs())?.refused ?? {})) this.inc({ reason }, n);
       },
     });
     new Counter({
-      name: 'skill_mcp_runner_reaps_total', help: "Reaps of a run's leftover processes after it ended", registers,
+      name: 'skill_mcp_runner_reaps_total',
+      help: "Reaps of a run's leftover processes after it ended",
+      registers,
       async collect() {
         this.reset();
         this.inc((await runs())?.reaps ?? 0);
       },
     });
     new Counter({
-      name: 'skill_mcp_runner_reap_seconds_total', help: "Time spent reaping runs' leftover processes (divide by skill_mcp_runner_reaps_total for the mean)", registers,
+      name: 'skill_mcp_runner_reap_seconds_total',
+      help: "Time spent reaping runs' leftover processes (divide by skill_mcp_runner_reaps_total for the mean)",
+      registers,
       async collect() {
         this.reset();
         this.inc((await runs())?.reapSeconds ?? 0);
       },
     });
     new Gauge({
-      name: 'skill_mcp_runner_runs_active', help: 'Runs the runner holds now, by state: running, or queued waiting for a slot', labelNames: ['state'], registers,
+      name: 'skill_mcp_runner_runs_active',
+      help: 'Runs the runner holds now, by state: running, or queued waiting for a slot',
+      labelNames: ['state'],
+      registers,
       async collect() {
         this.reset();
         const now = await runs();
@@ -152,7 +237,10 @@ export class HttpMetrics {
       },
     });
     new Gauge({
-      name: 'skill_mcp_catalog_skills', help: 'Skills served, by whether they are published in skill:// (strict hosts)', labelNames: ['published'], registers,
+      name: 'skill_mcp_catalog_skills',
+      help: 'Skills served, by whether they are published in skill:// (strict hosts)',
+      labelNames: ['published'],
+      registers,
       collect() {
         const skills = front.catalog.skills();
         const published = skills.filter((s) => s.published).length;
@@ -161,7 +249,9 @@ export class HttpMetrics {
       },
     });
     new Gauge({
-      name: 'skill_mcp_catalog_problems', help: 'Problems found while scanning the skill folders', registers,
+      name: 'skill_mcp_catalog_problems',
+      help: 'Problems found while scanning the skill folders',
+      registers,
       collect() {
         this.set(front.catalog.problems.length);
       },

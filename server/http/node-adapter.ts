@@ -49,7 +49,12 @@ export function requestPath(req: IncomingMessage): { pathname: string; search: s
  * The web `Request` for `req` (headers already guarded), or the 413 to answer instead. The body
  * is read here, under the cap. `signal` aborts on client disconnect.
  */
-export async function toWebRequest(req: IncomingMessage, headers: Headers, maxBytes: number, signal: AbortSignal): Promise<Request | Response> {
+export async function toWebRequest(
+  req: IncomingMessage,
+  headers: Headers,
+  maxBytes: number,
+  signal: AbortSignal,
+): Promise<Request | Response> {
   const method = req.method ?? 'GET';
   const hasBody = method !== 'GET' && method !== 'HEAD';
   const body = hasBody ? await readCapped(req, maxBytes) : undefined;
@@ -57,7 +62,13 @@ export async function toWebRequest(req: IncomingMessage, headers: Headers, maxBy
   return webRequest(req, headers, body, signal);
 }
 
-function webRequest(req: IncomingMessage, headers: Headers, body: Buffer | undefined, signal: AbortSignal, path = requestPath(req)): Request {
+function webRequest(
+  req: IncomingMessage,
+  headers: Headers,
+  body: Buffer | undefined,
+  signal: AbortSignal,
+  path = requestPath(req),
+): Request {
   if (body !== undefined) headers.set('content-length', String(body.length));
   // The URL's authority is fixed: the client's Host header was checked by the guard, not used here.
   return new Request(`http://skill-mcp.invalid${path.pathname}${path.search}`, {
@@ -103,7 +114,13 @@ export async function readMcpBody(req: IncomingMessage, maxBytes: number): Promi
  * request's CPU, bench/RESULTS.md). A body that is empty or not JSON stays in the `Request`, for
  * the SDK to answer exactly as it always does.
  */
-export function toMcpRequest(req: IncomingMessage, headers: Headers, read: McpBody, signal: AbortSignal, path = requestPath(req)): McpWebRequest {
+export function toMcpRequest(
+  req: IncomingMessage,
+  headers: Headers,
+  read: McpBody,
+  signal: AbortSignal,
+  path = requestPath(req),
+): McpWebRequest {
   const { body, parsedBody } = read;
   if (parsedBody === undefined) return { request: webRequest(req, headers, body, signal, path), parsedBody };
   headers.delete('content-length');

@@ -64,18 +64,22 @@ export const HTTP_VARIABLES = {
   ...OAUTH_VARIABLES,
   ...APPROVAL_VARIABLES,
   SKILL_MCP_LOG_FORMAT: 'stderr lines as text (default) or json (one object per line, plus an access-log line per request)',
-  SKILL_MCP_HTTP_ALLOWED_HOSTS: 'comma-separated Host names accepted (default: localhost names, plus --host when it is a name or a specific address); * accepts any',
+  SKILL_MCP_HTTP_ALLOWED_HOSTS:
+    'comma-separated Host names accepted (default: localhost names, plus --host when it is a name or a specific address); * accepts any',
   SKILL_MCP_HTTP_ALLOWED_ORIGINS: 'comma-separated browser Origin hostnames accepted besides localhost ones',
   SKILL_MCP_HTTP_MAX_BODY_BYTES: `largest request body (default ${messageCapFor(DEFAULT_RUN_INPUT_BYTES)}, room for a skill_run with SKILL_MCP_RUN_INPUT_BYTES of input as base64; larger = 413)`,
   SKILL_MCP_HTTP_MAX_CONNECTIONS: 'open connections at most (default 512; more are refused)',
   SKILL_MCP_HTTP_MAX_CONNECTIONS_PER_ADDRESS: 'open connections one client address may hold (default 0 = no cap; more are refused 429)',
-  SKILL_MCP_HTTP_TRUSTED_PROXIES: 'comma-separated proxy addresses whose X-Forwarded-For names the client (default: none, the header is ignored)',
+  SKILL_MCP_HTTP_TRUSTED_PROXIES:
+    'comma-separated proxy addresses whose X-Forwarded-For names the client (default: none, the header is ignored)',
   SKILL_MCP_HTTP_HEADERS_TIMEOUT_MS: `time a client has to send its request headers (default ${DEFAULT_HEADERS_TIMEOUT_MS}); then 408 and the connection is closed`,
   SKILL_MCP_HTTP_REQUEST_TIMEOUT_MS: `time a client has to send its whole request (default ${DEFAULT_REQUEST_TIMEOUT_MS}); then 408 and the connection is closed`,
   SKILL_MCP_HTTP_KEEP_ALIVE_TIMEOUT_MS: 'idle keep-alive connections are closed after this (default 5000)',
   SKILL_MCP_HTTP_SHUTDOWN_GRACE_MS: 'on SIGTERM, time in-flight requests get before connections are cut (default 30000)',
-  SKILL_MCP_HTTP_FAST_PATH: 'on (default) or off: answer plain 2026-07-28 resources/read and skills/list without the SDK pipeline (same answers; off sends every request through the SDK handler)',
-  SKILL_MCP_METRICS_PORT: 'serve Prometheus metrics at http://METRICS_HOST:PORT/metrics (default: off; 0 = any free port; --metrics-port wins)',
+  SKILL_MCP_HTTP_FAST_PATH:
+    'on (default) or off: answer plain 2026-07-28 resources/read and skills/list without the SDK pipeline (same answers; off sends every request through the SDK handler)',
+  SKILL_MCP_METRICS_PORT:
+    'serve Prometheus metrics at http://METRICS_HOST:PORT/metrics (default: off; 0 = any free port; --metrics-port wins)',
   SKILL_MCP_METRICS_HOST: `address of the metrics endpoint (default ${DEFAULT_HOST}; --metrics-host wins); unauthenticated: keep it private`,
 } as const;
 
@@ -130,7 +134,8 @@ function readToken(env: NodeJS.ProcessEnv): string | undefined {
   }
   if (token === undefined) return undefined;
   // Security: a short or blank token would be guessable; refuse rather than serve "protected".
-  if (token.trim().length < 16 || /\s/.test(token)) throw new HttpConfigError('the HTTP token must be at least 16 characters with no whitespace (generate one with: openssl rand -hex 32)');
+  if (token.trim().length < 16 || /\s/.test(token))
+    throw new HttpConfigError('the HTTP token must be at least 16 characters with no whitespace (generate one with: openssl rand -hex 32)');
   return token;
 }
 
@@ -147,11 +152,19 @@ function readSwitch(name: string, raw: string | undefined, fallback: boolean): b
 function readTrustedProxies(raw: string | undefined): string[] {
   const entries = list(raw);
   const bad = entries.find((entry) => isIP(entry) === 0);
-  if (bad !== undefined) throw new HttpConfigError(`SKILL_MCP_HTTP_TRUSTED_PROXIES: ${JSON.stringify(bad)} is not an IP address; list the proxies' addresses, comma-separated (no names, no ranges)`);
+  if (bad !== undefined)
+    throw new HttpConfigError(
+      `SKILL_MCP_HTTP_TRUSTED_PROXIES: ${JSON.stringify(bad)} is not an IP address; list the proxies' addresses, comma-separated (no names, no ranges)`,
+    );
   return [...new Set(entries.map(normaliseAddress))];
 }
 
-const HTTP_FLAGS: Record<string, FlagSpec> = { host: { type: 'string' }, port: { type: 'string' }, 'metrics-host': { type: 'string' }, 'metrics-port': { type: 'string' } };
+const HTTP_FLAGS: Record<string, FlagSpec> = {
+  host: { type: 'string' },
+  port: { type: 'string' },
+  'metrics-host': { type: 'string' },
+  'metrics-port': { type: 'string' },
+};
 
 /** Parses `--host H --port P` and the environment. A flag it does not know is a UsageError (exit 2). */
 export function readHttpOptions(args: string[], env: NodeJS.ProcessEnv): HttpOptions {
@@ -161,7 +174,8 @@ export function readHttpOptions(args: string[], env: NodeJS.ProcessEnv): HttpOpt
   const [rawPort, portName] = portFlag !== undefined ? [portFlag, '--port'] : [env['SKILL_MCP_HTTP_PORT'], 'SKILL_MCP_HTTP_PORT'];
   const metricsHost = stringFlag(values, 'metrics-host') ?? (env['SKILL_MCP_METRICS_HOST'] || DEFAULT_HOST);
   const metricsFlag = stringFlag(values, 'metrics-port');
-  const [rawMetricsPort, metricsPortName] = metricsFlag !== undefined ? [metricsFlag, '--metrics-port'] : [env['SKILL_MCP_METRICS_PORT'], 'SKILL_MCP_METRICS_PORT'];
+  const [rawMetricsPort, metricsPortName] =
+    metricsFlag !== undefined ? [metricsFlag, '--metrics-port'] : [env['SKILL_MCP_METRICS_PORT'], 'SKILL_MCP_METRICS_PORT'];
   const port = integer(portName, rawPort, DEFAULT_PORT, 0);
   if (port > 65535) throw new HttpConfigError(`${portName}=${port} is not a port (0-65535)`);
   let metrics: HttpOptions['metrics'];
@@ -178,12 +192,25 @@ export function readHttpOptions(args: string[], env: NodeJS.ProcessEnv): HttpOpt
   if (rawHosts.includes('*')) allowedHosts = undefined;
   else if (rawHosts.length > 0) allowedHosts = [...new Set([...localhostAllowedHostnames(), ...rawHosts])];
   else if (WILDCARD_HOSTS.has(host)) {
-    throw new HttpConfigError(`binding ${JSON.stringify(host)} accepts connections on every address: set SKILL_MCP_HTTP_ALLOWED_HOSTS to the names clients use (or * behind a proxy that checks Host)`);
+    throw new HttpConfigError(
+      `binding ${JSON.stringify(host)} accepts connections on every address: set SKILL_MCP_HTTP_ALLOWED_HOSTS to the names clients use (or * behind a proxy that checks Host)`,
+    );
   } else allowedHosts = [...new Set([...localhostAllowedHostnames(), hostHeaderName(host)])];
 
-  const headersTimeoutMs = integer('SKILL_MCP_HTTP_HEADERS_TIMEOUT_MS', env['SKILL_MCP_HTTP_HEADERS_TIMEOUT_MS'], DEFAULT_HEADERS_TIMEOUT_MS, 100);
-  const requestTimeoutMs = integer('SKILL_MCP_HTTP_REQUEST_TIMEOUT_MS', env['SKILL_MCP_HTTP_REQUEST_TIMEOUT_MS'], DEFAULT_REQUEST_TIMEOUT_MS, 100);
-  if (headersTimeoutMs > requestTimeoutMs) throw new HttpConfigError('SKILL_MCP_HTTP_HEADERS_TIMEOUT_MS must not exceed SKILL_MCP_HTTP_REQUEST_TIMEOUT_MS');
+  const headersTimeoutMs = integer(
+    'SKILL_MCP_HTTP_HEADERS_TIMEOUT_MS',
+    env['SKILL_MCP_HTTP_HEADERS_TIMEOUT_MS'],
+    DEFAULT_HEADERS_TIMEOUT_MS,
+    100,
+  );
+  const requestTimeoutMs = integer(
+    'SKILL_MCP_HTTP_REQUEST_TIMEOUT_MS',
+    env['SKILL_MCP_HTTP_REQUEST_TIMEOUT_MS'],
+    DEFAULT_REQUEST_TIMEOUT_MS,
+    100,
+  );
+  if (headersTimeoutMs > requestTimeoutMs)
+    throw new HttpConfigError('SKILL_MCP_HTTP_HEADERS_TIMEOUT_MS must not exceed SKILL_MCP_HTTP_REQUEST_TIMEOUT_MS');
 
   const token = readToken(env);
   const oauthIssues: SettingIssue[] = [];
@@ -192,20 +219,29 @@ export function readHttpOptions(args: string[], env: NodeJS.ProcessEnv): HttpOpt
   // One way in at a time: with both, which one a request used would decide whose identity (and
   // grants) it gets — a shared token would stand for everyone.
   if (token !== undefined && oauth !== undefined) {
-    throw new HttpConfigError('both SKILL_MCP_HTTP_TOKEN(_FILE) and SKILL_MCP_OAUTH_ISSUER are set; set one: the static token for a one-person setup, OAuth for a team (docs/hosting.md)');
+    throw new HttpConfigError(
+      'both SKILL_MCP_HTTP_TOKEN(_FILE) and SKILL_MCP_OAUTH_ISSUER are set; set one: the static token for a one-person setup, OAuth for a team (docs/hosting.md)',
+    );
   }
   const approvalIssues: SettingIssue[] = [];
   const approval = readApprovalSettings(env, oauth ? 'oauth' : token !== undefined ? 'token' : 'none', approvalIssues);
   if (approvalIssues[0]) throw new HttpConfigError(approvalIssues.map((issue) => issue.message).join('\n'));
   // The page's own name: browsers post its forms with that Origin and reach it under that Host.
   const approvalHost = approval ? new URL(approval.origin).hostname.toLowerCase() : undefined;
-  if (allowedHosts !== undefined && approvalHost !== undefined && !allowedHosts.includes(approvalHost)) allowedHosts = [...allowedHosts, approvalHost];
+  if (allowedHosts !== undefined && approvalHost !== undefined && !allowedHosts.includes(approvalHost))
+    allowedHosts = [...allowedHosts, approvalHost];
 
   return {
     host,
     port,
     allowedHosts,
-    allowedOrigins: [...new Set([...localhostAllowedOrigins(), ...list(env['SKILL_MCP_HTTP_ALLOWED_ORIGINS']), ...(approvalHost !== undefined ? [approvalHost] : [])])],
+    allowedOrigins: [
+      ...new Set([
+        ...localhostAllowedOrigins(),
+        ...list(env['SKILL_MCP_HTTP_ALLOWED_ORIGINS']),
+        ...(approvalHost !== undefined ? [approvalHost] : []),
+      ]),
+    ],
     token,
     oauth,
     approval,
@@ -216,9 +252,19 @@ export function readHttpOptions(args: string[], env: NodeJS.ProcessEnv): HttpOpt
       return format;
     })(),
     // Default: room for a skill_run carrying the whole input allowance as base64 (a bad value of it is reported at start).
-    maxBodyBytes: integer('SKILL_MCP_HTTP_MAX_BODY_BYTES', env['SKILL_MCP_HTTP_MAX_BODY_BYTES'], messageCapFor(readVariable(env, RUN_INPUT_BYTES, [])), 1024),
+    maxBodyBytes: integer(
+      'SKILL_MCP_HTTP_MAX_BODY_BYTES',
+      env['SKILL_MCP_HTTP_MAX_BODY_BYTES'],
+      messageCapFor(readVariable(env, RUN_INPUT_BYTES, [])),
+      1024,
+    ),
     maxConnections: integer('SKILL_MCP_HTTP_MAX_CONNECTIONS', env['SKILL_MCP_HTTP_MAX_CONNECTIONS'], 512, 1),
-    maxConnectionsPerAddress: integer('SKILL_MCP_HTTP_MAX_CONNECTIONS_PER_ADDRESS', env['SKILL_MCP_HTTP_MAX_CONNECTIONS_PER_ADDRESS'], 0, 0),
+    maxConnectionsPerAddress: integer(
+      'SKILL_MCP_HTTP_MAX_CONNECTIONS_PER_ADDRESS',
+      env['SKILL_MCP_HTTP_MAX_CONNECTIONS_PER_ADDRESS'],
+      0,
+      0,
+    ),
     trustedProxies: readTrustedProxies(env['SKILL_MCP_HTTP_TRUSTED_PROXIES']),
     headersTimeoutMs,
     requestTimeoutMs,

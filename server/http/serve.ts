@@ -46,7 +46,20 @@ type ReadsFor = ReturnType<typeof skillReadsFor>;
  * The request listener: guards on the headers, the auth gate, the capped body, then the fast path
  * (undefined `readsFor`: off) or the SDK handler, a streamed response.
  */
-function createListener(handler: McpHttpHandler, readsFor: ReadsFor | undefined, options: HttpOptions, inFlight: InFlight, state: { stopping: boolean }, warn: Warn, cap: AddressCap | undefined, authenticate: Authenticate | undefined, routes: OtherRoutes, log: LineWriter, metrics?: HttpMetrics, desk?: ApprovalDesk) {
+function createListener(
+  handler: McpHttpHandler,
+  readsFor: ReadsFor | undefined,
+  options: HttpOptions,
+  inFlight: InFlight,
+  state: { stopping: boolean },
+  warn: Warn,
+  cap: AddressCap | undefined,
+  authenticate: Authenticate | undefined,
+  routes: OtherRoutes,
+  log: LineWriter,
+  metrics?: HttpMetrics,
+  desk?: ApprovalDesk,
+) {
   const guard: GuardOptions = {
     allowedHosts: options.allowedHosts,
     allowedOrigins: options.allowedOrigins,
@@ -60,7 +73,8 @@ function createListener(handler: McpHttpHandler, readsFor: ReadsFor | undefined,
     let method = 'unread';
     let who: string | undefined;
     if (metrics) res.once('close', () => metrics.request(method, res.statusCode, (performance.now() - startedMs) / 1000));
-    if (log.format === 'json') res.once('close', () => log.event('access', accessFields(req, routes, res.statusCode, startedMs, who, desk)));
+    if (log.format === 'json')
+      res.once('close', () => log.event('access', accessFields(req, routes, res.statusCode, startedMs, who, desk)));
     if (state.stopping) res.setHeader('connection', 'close');
     const aborter = new AbortController();
     res.once('close', () => {
@@ -105,7 +119,10 @@ function createListener(handler: McpHttpHandler, readsFor: ReadsFor | undefined,
           metrics?.fastPath(fast.method);
           // As the SDK path: a client gone before its answer is ready is sent nothing.
           if (aborter.signal.aborted) return;
-          res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(answer.reduce((total, piece) => total + piece.length, 0)) });
+          res.writeHead(200, {
+            'content-type': 'application/json',
+            'content-length': String(answer.reduce((total, piece) => total + piece.length, 0)),
+          });
           // Headers and every piece in one writev: corked until the end.
           res.cork();
           for (const piece of answer) res.write(piece);
@@ -115,7 +132,13 @@ function createListener(handler: McpHttpHandler, readsFor: ReadsFor | undefined,
       }
       const mcp = toMcpRequest(req, headers, read, aborter.signal, path);
       // Past the gate: the verified caller (its identity, or the static token's hash) reaches the tools.
-      await sendWebResponse(res, await handler.fetch(mcp.request, { ...(authInfo ? { authInfo } : {}), ...(mcp.parsedBody !== undefined ? { parsedBody: mcp.parsedBody } : {}) }));
+      await sendWebResponse(
+        res,
+        await handler.fetch(mcp.request, {
+          ...(authInfo ? { authInfo } : {}),
+          ...(mcp.parsedBody !== undefined ? { parsedBody: mcp.parsedBody } : {}),
+        }),
+      );
     } catch (error) {
       // A client that went away mid-request is normal; anything else is ours and logged without detail leaking out.
       if (!aborter.signal.aborted) warn(`http: ${error instanceof Error ? error.message : String(error)}`);
@@ -148,7 +171,9 @@ function hangUp(socket: Duplex, status: string, body = ''): void {
   linger.unref();
   socket.once('close', () => clearTimeout(linger));
   const type = body === '' ? '' : 'content-type: application/json\r\n';
-  socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\n${type}content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`, () => socket.destroy());
+  socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\n${type}content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`, () =>
+    socket.destroy(),
+  );
 }
 
 /** Refuses a direct client's connection over the per-address cap, before a byte of it is read. */
@@ -157,7 +182,11 @@ function capConnections(server: Server, cap: AddressCap): void {
     const peer = normaliseAddress(socket.remoteAddress ?? '');
     if (cap.trusted.has(peer)) return; // counted per request, by the client it names
     if (!cap.counts.tryAdd(peer)) {
-      hangUp(socket, '429 Too Many Requests', JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32000, message: overCapMessage(cap.counts.max) } }));
+      hangUp(
+        socket,
+        '429 Too Many Requests',
+        JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32000, message: overCapMessage(cap.counts.max) } }),
+      );
       return;
     }
     socket.once('close', () => cap.counts.remove(peer));
@@ -169,13 +198,26 @@ function capConnections(server: Server, cap: AddressCap): void {
  * is `other`: a client could put a secret in a path), never the query string or a header value;
  * the identity is the verified `sub`, never the token. `traceparent` is passed through when well formed.
  */
-function accessFields(req: IncomingMessage, routes: OtherRoutes, status: number, startedMs: number, who: string | undefined, desk?: ApprovalDesk): Record<string, unknown> {
+function accessFields(
+  req: IncomingMessage,
+  routes: OtherRoutes,
+  status: number,
+  startedMs: number,
+  who: string | undefined,
+  desk?: ApprovalDesk,
+): Record<string, unknown> {
   const { pathname } = requestPath(req);
   const traceparent = req.headers['traceparent'];
   return {
     method: /^[A-Z]{1,10}$/.test(req.method ?? '') ? req.method : 'other',
     // Security: an approval page's path holds its id, which opens it: logged as the route only.
-    path: desk?.has(pathname) ? (pathname === '/approve/callback' ? pathname : '/approve/:id') : pathname === MCP_PATH || routes.has(pathname) ? pathname : 'other',
+    path: desk?.has(pathname)
+      ? pathname === '/approve/callback'
+        ? pathname
+        : '/approve/:id'
+      : pathname === MCP_PATH || routes.has(pathname)
+        ? pathname
+        : 'other',
     status,
     duration_s: Number(((performance.now() - startedMs) / 1000).toFixed(4)),
     ...(who !== undefined ? { identity: who } : {}),
@@ -191,7 +233,9 @@ function otherRoutes(resourceServer: ResourceServer | undefined, health: ReturnT
   return {
     has: (pathname) => health.paths.has(pathname) || resourceServer?.metadata(pathname, 'HEAD') !== undefined,
     answer: (pathname, method) =>
-      health.paths.has(pathname) ? health.answer(pathname, method) : (resourceServer?.metadata(pathname, method) ?? jsonRpcError(404, -32000, `Not found: the MCP endpoint is ${MCP_PATH}`)),
+      health.paths.has(pathname)
+        ? health.answer(pathname, method)
+        : (resourceServer?.metadata(pathname, method) ?? jsonRpcError(404, -32000, `Not found: the MCP endpoint is ${MCP_PATH}`)),
   };
 }
 
@@ -221,7 +265,15 @@ export function wantsHelp(args: string[]): boolean {
  * to (it explains a refused low port). Rejects, with a message saying why and what to do, when the
  * port cannot be listened on.
  */
-export async function serveOverHttp(options: { args: string[]; bundledSkills: string; env: NodeJS.ProcessEnv; runner?: RunnerLinkOptions; http?: HttpOptions; droppedToUid?: number; requestStateKey?: Buffer | undefined }): Promise<RunningHttpFront | undefined> {
+export async function serveOverHttp(options: {
+  args: string[];
+  bundledSkills: string;
+  env: NodeJS.ProcessEnv;
+  runner?: RunnerLinkOptions;
+  http?: HttpOptions;
+  droppedToUid?: number;
+  requestStateKey?: Buffer | undefined;
+}): Promise<RunningHttpFront | undefined> {
   if (wantsHelp(options.args)) {
     process.stdout.write(`${HTTP_USAGE}\n`);
     return undefined;
@@ -241,9 +293,17 @@ export async function serveOverHttp(options: { args: string[]; bundledSkills: st
     if (http.approval?.client) {
       const { authorizationEndpoint, tokenEndpoint } = metadata;
       if (authorizationEndpoint === undefined || tokenEndpoint === undefined) {
-        throw new Error(`the approval page signs people in at ${http.oauth.issuer}, but its metadata (${metadata.foundAt}) names no usable authorization_endpoint and token_endpoint (https, or http on loopback); unset SKILL_MCP_APPROVAL_URL or fix the issuer`);
+        throw new Error(
+          `the approval page signs people in at ${http.oauth.issuer}, but its metadata (${metadata.foundAt}) names no usable authorization_endpoint and token_endpoint (https, or http on loopback); unset SKILL_MCP_APPROVAL_URL or fix the issuer`,
+        );
       }
-      login = new OAuthLogin({ endpoints: { authorizationEndpoint, tokenEndpoint }, client: http.approval.client, origin: http.approval.origin, audience: http.oauth.audience, verifier });
+      login = new OAuthLogin({
+        endpoints: { authorizationEndpoint, tokenEndpoint },
+        client: http.approval.client,
+        origin: http.approval.origin,
+        audience: http.oauth.audience,
+        verifier,
+      });
     }
   }
   const authenticate = resourceServer ? oauthBearer(resourceServer) : http.token !== undefined ? staticBearer(http.token) : undefined;
@@ -251,35 +311,71 @@ export async function serveOverHttp(options: { args: string[]; bundledSkills: st
   // (hosted, per host); without one the skills are still served and only skill_run says why.
   // Security: without a bearer token anyone who reaches the port (any local user, a page doing DNS
   // rebinding past a lax proxy) is "the client": it would both ask for a run and approve it.
-  const front = await startFront(options.env, options.bundledSkills, options.runner, warn, authenticate === undefined ? { code: 'AUTH_REQUIRED', message: AUTH_REQUIRED_MESSAGE } : undefined, options.requestStateKey);
+  const front = await startFront(
+    options.env,
+    options.bundledSkills,
+    options.runner,
+    warn,
+    authenticate === undefined ? { code: 'AUTH_REQUIRED', message: AUTH_REQUIRED_MESSAGE } : undefined,
+    options.requestStateKey,
+  );
   // Set before the factory is made: every per-request front (visible-catalog.ts copies it) shares the one desk.
   let desk: ApprovalDesk | undefined;
   if (http.approval) {
     const bearer = http.token !== undefined ? bearerTokenCheck(http.token) : undefined;
     desk = new ApprovalDesk({ origin: http.approval.origin, login, bearer: bearer && ((token) => bearer(`Bearer ${token}`)), warn });
     front.approvals = desk;
-    warn(`approval page at ${http.approval.origin}/approve/<id> (${login ? `sign-in at ${http.oauth?.issuer} as client ${http.approval.client?.id}` : 'sign-in with the bearer token'})`);
+    warn(
+      `approval page at ${http.approval.origin}/approve/<id> (${login ? `sign-in at ${http.oauth?.issuer} as client ${http.approval.client?.id}` : 'sign-in with the bearer token'})`,
+    );
   }
   const metrics = http.metrics ? new HttpMetrics(front) : undefined;
   const readsFor = skillReadsFor(front, warn);
-  const handler = createMcpHandler(createServerFactory(front, warn, undefined, metrics && ((tool, result) => metrics.toolResult(tool, result)), readsFor), {
-    legacy: 'stateless',
-    maxRequestBodySize: http.maxBodyBytes,
-    onerror: (error) => warn(`http: ${error.message}`),
-  });
+  const handler = createMcpHandler(
+    createServerFactory(front, warn, undefined, metrics && ((tool, result) => metrics.toolResult(tool, result)), readsFor),
+    {
+      legacy: 'stateless',
+      maxRequestBodySize: http.maxBodyBytes,
+      onerror: (error) => warn(`http: ${error.message}`),
+    },
+  );
   // Catalog changes go to the open subscriptions/listen streams (2026-07-28).
   front.announcer.addSink(handler.notify);
   const inFlight = createInFlight();
   const state = { stopping: false };
   // Node checks the header/request deadlines on this interval (default 30 s); check every second.
-  const cap: AddressCap | undefined = http.maxConnectionsPerAddress > 0 ? { counts: new AddressCounts(http.maxConnectionsPerAddress), trusted: new Set(http.trustedProxies) } : undefined;
+  const cap: AddressCap | undefined =
+    http.maxConnectionsPerAddress > 0
+      ? { counts: new AddressCounts(http.maxConnectionsPerAddress), trusted: new Set(http.trustedProxies) }
+      : undefined;
   const health = healthRoutes(front, warn);
   const routes = otherRoutes(resourceServer, health);
-  const server = createServer({ connectionsCheckingInterval: 1_000 }, createListener(handler, http.fastPath ? readsFor : undefined, http, inFlight, state, warn, cap, authenticate, routes, log, metrics, desk));
+  const server = createServer(
+    { connectionsCheckingInterval: 1_000 },
+    createListener(
+      handler,
+      http.fastPath ? readsFor : undefined,
+      http,
+      inFlight,
+      state,
+      warn,
+      cap,
+      authenticate,
+      routes,
+      log,
+      metrics,
+      desk,
+    ),
+  );
   configure(server, http);
   if (cap) capConnections(server, cap);
   server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
-    const status = error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? '408 Request Timeout' : error.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request';
+    const status =
+      error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? '408 Request Timeout'
+        : error.code === 'HPE_HEADER_OVERFLOW'
+          ? '431 Request Header Fields Too Large'
+          : '400 Bad Request';
     hangUp(socket, status);
   });
   let stopped: Promise<void> | undefined;
@@ -289,7 +385,13 @@ export async function serveOverHttp(options: { args: string[]; bundledSkills: st
       state.stopping = true;
       front.live.close();
       await endpoint?.close();
-      const { cut } = await shutdownGracefully(server, inFlight, http.shutdownGraceMs, () => handler.close(), (count) => warn(`stopping: ${count} request(s) in flight`));
+      const { cut } = await shutdownGracefully(
+        server,
+        inFlight,
+        http.shutdownGraceMs,
+        () => handler.close(),
+        (count) => warn(`stopping: ${count} request(s) in flight`),
+      );
       warn(cut === 0 ? 'stopped' : `stopped; ${cut} request(s) did not finish within SKILL_MCP_HTTP_SHUTDOWN_GRACE_MS and were cut`);
     })();
     return stopped;
@@ -298,7 +400,8 @@ export async function serveOverHttp(options: { args: string[]; bundledSkills: st
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => void close().then(() => process.exit(0)));
 
   await new Promise<void>((resolve, reject) => {
-    const refused = (error: unknown): void => reject(new Error(describeListenError(error, { host: http.host, port: http.port, droppedToUid: options.droppedToUid })));
+    const refused = (error: unknown): void =>
+      reject(new Error(describeListenError(error, { host: http.host, port: http.port, droppedToUid: options.droppedToUid })));
     server.once('error', refused);
     server.listen(http.port, http.host, () => {
       server.off('error', refused);
@@ -313,16 +416,23 @@ export async function serveOverHttp(options: { args: string[]; bundledSkills: st
     try {
       endpoint = await serveMetrics(metrics, http.metrics.host, http.metrics.port);
     } catch (error) {
-      throw new Error(`metrics: ${describeListenError(error, { host: http.metrics.host, port: http.metrics.port, droppedToUid: options.droppedToUid })}`);
+      throw new Error(
+        `metrics: ${describeListenError(error, { host: http.metrics.host, port: http.metrics.port, droppedToUid: options.droppedToUid })}`,
+      );
     }
     warn(`metrics on ${endpoint.url}`);
-    if (!bindsLoopbackOnly(http.metrics.host)) warn(`warning: the metrics endpoint on ${http.metrics.host} needs no token: keep it on a private network`);
+    if (!bindsLoopbackOnly(http.metrics.host))
+      warn(`warning: the metrics endpoint on ${http.metrics.host} needs no token: keep it on a private network`);
   }
   // Before `listening on`: whoever waits for that line (a test, an operator's eye) sees the runner's state first.
   await health.atStart();
-  warn(`listening on ${url}${resourceServer ? ' (OAuth access token required)' : http.token === undefined ? '' : ' (bearer token required)'}`);
+  warn(
+    `listening on ${url}${resourceServer ? ' (OAuth access token required)' : http.token === undefined ? '' : ' (bearer token required)'}`,
+  );
   if (authenticate === undefined && !bindsLoopbackOnly(http.host)) {
-    warn(`warning: ${http.host} is reachable from other machines and neither SKILL_MCP_HTTP_TOKEN nor SKILL_MCP_OAUTH_ISSUER is set: anyone who can reach it can read the skills`);
+    warn(
+      `warning: ${http.host} is reachable from other machines and neither SKILL_MCP_HTTP_TOKEN nor SKILL_MCP_OAUTH_ISSUER is set: anyone who can reach it can read the skills`,
+    );
   }
   return { url, close };
 }

@@ -69,10 +69,16 @@ export class RankedIndex<T> extends MiniSearch<T> {
     const search = this._options.searchOptions as SearchOptions;
     // What `top` implements; anything else would be answered differently from MiniSearch#search.
     if ((search.combineWith ?? 'OR').toUpperCase() !== 'OR') throw new Error('RankedIndex: only combineWith OR is implemented');
-    if (search.boostDocument !== undefined || search.filter !== undefined || search.boostTerm !== undefined || search.fields !== undefined) {
+    if (
+      search.boostDocument !== undefined ||
+      search.filter !== undefined ||
+      search.boostTerm !== undefined ||
+      search.fields !== undefined
+    ) {
       throw new Error('RankedIndex: boostDocument, boostTerm, filter and fields are not implemented');
     }
-    if (typeof search.weights?.fuzzy !== 'number' || typeof search.weights?.prefix !== 'number') throw new Error('RankedIndex: give both weights or neither');
+    if (typeof search.weights?.fuzzy !== 'number' || typeof search.weights?.prefix !== 'number')
+      throw new Error('RankedIndex: give both weights or neither');
   }
 
   /**

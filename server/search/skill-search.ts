@@ -29,7 +29,9 @@ const FIRST_INDEX_DELAY_MS = 1_000;
  * index and the query: with prefix matching on, "a" alone would match every word starting with a.
  */
 const STOP_WORDS = new Set(
-  'a an and any are as at be by can could do does for from get got has have how i if in into inside is it its me my need of on onto or our please should so some that the their them then there this to up us use using want was we what when where which who why will with without would you your'.split(' '),
+  'a an and any are as at be by can could do does for from get got has have how i if in into inside is it its me my need of on onto or our please should so some that the their them then there this to up us use using want was we what when where which who why will with without would you your'.split(
+    ' ',
+  ),
 );
 
 export interface SearchHit {
@@ -57,7 +59,9 @@ const tokenize = MiniSearch.getDefault('tokenize') as (text: string) => string[]
 
 /** The stemmed words of `text` that the index can match. */
 export function searchTerms(text: string): string[] {
-  return tokenize(text).map((t) => (t === '' ? null : processTerm(t))).filter((t): t is string => t !== null && t !== '');
+  return tokenize(text)
+    .map((t) => (t === '' ? null : processTerm(t)))
+    .filter((t): t is string => t !== null && t !== '');
 }
 
 export function documentOf(record: SkillRecord): IndexedSkill {
@@ -73,13 +77,21 @@ export function documentOf(record: SkillRecord): IndexedSkill {
 /** Checks a query before it reaches the index; a refusal says what would work. */
 export function checkQuery(query: string): string {
   const trimmed = query.trim();
-  if (trimmed === '') throw new SkillMcpError('INVALID_QUERY', 'the query is empty: describe the task in a few words (for example "fill in a PDF form").');
+  if (trimmed === '')
+    throw new SkillMcpError('INVALID_QUERY', 'the query is empty: describe the task in a few words (for example "fill in a PDF form").');
   if ([...trimmed].length > MAX_QUERY_CHARS) {
-    throw new SkillMcpError('INVALID_QUERY', `the query is ${[...trimmed].length} characters long; at most ${MAX_QUERY_CHARS}. Describe the task in a few words instead of pasting text.`);
+    throw new SkillMcpError(
+      'INVALID_QUERY',
+      `the query is ${[...trimmed].length} characters long; at most ${MAX_QUERY_CHARS}. Describe the task in a few words instead of pasting text.`,
+    );
   }
-  if (!/[\p{L}\p{N}]/u.test(trimmed)) throw new SkillMcpError('INVALID_QUERY', 'the query has no letters or digits: describe the task in words.');
+  if (!/[\p{L}\p{N}]/u.test(trimmed))
+    throw new SkillMcpError('INVALID_QUERY', 'the query has no letters or digits: describe the task in words.');
   if (searchTerms(trimmed).length === 0) {
-    throw new SkillMcpError('INVALID_QUERY', 'the query holds only common words ("how", "the", "with", ...): add what the task is about, for example "spreadsheet formulas".');
+    throw new SkillMcpError(
+      'INVALID_QUERY',
+      'the query holds only common words ("how", "the", "with", ...): add what the task is about, for example "spreadsheet formulas".',
+    );
   }
   return trimmed;
 }
@@ -122,17 +134,15 @@ export class SkillSearch {
   /** The best `limit` skills for `query` (already checked with {@link checkQuery}). */
   search(query: string, limit: number): SearchHit[] {
     this.#apply(Number.POSITIVE_INFINITY);
-    return this.#index
-      .top(query, limit)
-      .map((hit) => {
-        const record = this.#records.get(hit.id)!;
-        return {
-          name: record.name,
-          description: record.description,
-          ...(record.whenToUse !== undefined ? { whenToUse: record.whenToUse } : {}),
-          score: Math.round(hit.score * 1000) / 1000,
-        };
-      });
+    return this.#index.top(query, limit).map((hit) => {
+      const record = this.#records.get(hit.id)!;
+      return {
+        name: record.name,
+        description: record.description,
+        ...(record.whenToUse !== undefined ? { whenToUse: record.whenToUse } : {}),
+        score: Math.round(hit.score * 1000) / 1000,
+      };
+    });
   }
 
   #schedule(): void {

@@ -104,7 +104,10 @@ export class LineTransport implements Transport {
       this.stdout.write(encoded.at(-1)!, done);
       out.uncork?.();
     });
-    void sent.then(() => this.maybeFinish(), () => undefined);
+    void sent.then(
+      () => this.maybeFinish(),
+      () => undefined,
+    );
     return sent;
   }
 
@@ -130,7 +133,9 @@ export class LineTransport implements Transport {
     this.ended = true;
     this.failOutbound();
     this.backstop = setTimeout(() => {
-      this.options.warn(`input ended; ${this.inbound.size} request(s) still unanswered after ${EOF_DRAIN_MAX_MS / 1000} s, exiting without them`);
+      this.options.warn(
+        `input ended; ${this.inbound.size} request(s) still unanswered after ${EOF_DRAIN_MAX_MS / 1000} s, exiting without them`,
+      );
       this.finish('end');
     }, EOF_DRAIN_MAX_MS);
     this.maybeFinish();
@@ -151,7 +156,9 @@ export class LineTransport implements Transport {
     if ('oversized' in event) {
       const { bytes, id } = event.oversized;
       const why = `message too large: ${bytes} bytes in one line; this server reads at most ${this.maxBytes} bytes per JSON-RPC message`;
-      this.options.warn(`${why}${id === undefined ? ' (dropped; no id to answer)' : ` (answered with an error, id ${JSON.stringify(id)})`}`);
+      this.options.warn(
+        `${why}${id === undefined ? ' (dropped; no id to answer)' : ` (answered with an error, id ${JSON.stringify(id)})`}`,
+      );
       // Security: the oversized line was never buffered, only scanned for its id.
       if (id !== undefined) void this.answerError(id, ProtocolErrorCode.InvalidRequest, `${why}. Send smaller requests.`);
       return;
@@ -171,7 +178,8 @@ export class LineTransport implements Transport {
     } catch {
       const id = (value as { id?: unknown } | null)?.id;
       this.options.warn('a line on stdin is not a JSON-RPC message; answered with an invalid-request error');
-      if (id !== undefined) void this.answerError(isId(id) ? id : null, ProtocolErrorCode.InvalidRequest, 'Invalid Request: not a JSON-RPC 2.0 message');
+      if (id !== undefined)
+        void this.answerError(isId(id) ? id : null, ProtocolErrorCode.InvalidRequest, 'Invalid Request: not a JSON-RPC 2.0 message');
       return;
     }
     const m = message as { id?: unknown; method?: unknown; params?: { requestId?: unknown } };
@@ -195,7 +203,11 @@ export class LineTransport implements Transport {
   private failOutbound(): void {
     for (const id of [...this.outbound]) {
       this.outbound.delete(id);
-      this.onmessage?.({ jsonrpc: '2.0', id, error: { code: CONNECTION_CLOSED, message: 'the client closed its input; it cannot answer any more' } } as JSONRPCMessage);
+      this.onmessage?.({
+        jsonrpc: '2.0',
+        id,
+        error: { code: CONNECTION_CLOSED, message: 'the client closed its input; it cannot answer any more' },
+      } as JSONRPCMessage);
     }
   }
 

@@ -15,7 +15,11 @@ export type FrontView = { ok: true; content: SkillContent } | { ok: false; why: 
 
 /** The front's content digest of `record`, from the disk as it is now (not the catalog's snapshot). */
 export async function frontContent(front: FrontContext, record: SkillRecord): Promise<FrontView> {
-  const limits = { maxFiles: front.catalogLimits.maxFilesPerSkill, maxDirs: front.catalogLimits.maxDirsPerSkill, maxBytes: MAX_RUN_CONTENT_BYTES };
+  const limits = {
+    maxFiles: front.catalogLimits.maxFilesPerSkill,
+    maxDirs: front.catalogLimits.maxDirsPerSkill,
+    maxBytes: MAX_RUN_CONTENT_BYTES,
+  };
   const read = await readSkillContent(record.name, record.realDir, limits);
   if (!read.ok) return { ok: false, why: read.why };
   // The catalog's manifest is older than the disk (a file added, removed or resized): rescan it, so

@@ -35,7 +35,15 @@ export function toolDefinitions(limits: ToolLimits) {
       inputSchema: frozenJsonSchema(
         z.object({
           cursor: z.string().optional().describe('nextCursor from the previous page; omit for the first page'),
-          limit: z.number().int().min(1).max(MAX_LIST_LIMIT).optional().describe(`Skills per page (default ${DEFAULT_LIST_LIMIT}, at most ${MAX_LIST_LIMIT}; a page also ends at about 24,000 characters)`),
+          limit: z
+            .number()
+            .int()
+            .min(1)
+            .max(MAX_LIST_LIMIT)
+            .optional()
+            .describe(
+              `Skills per page (default ${DEFAULT_LIST_LIMIT}, at most ${MAX_LIST_LIMIT}; a page also ends at about 24,000 characters)`,
+            ),
           problems: z.boolean().optional().describe('true: page through every scanning problem instead of the skills'),
         }),
       ),
@@ -48,14 +56,21 @@ export function toolDefinitions(limits: ToolLimits) {
       inputSchema: frozenJsonSchema(
         z.object({
           query: z.string().describe(`What the task is about, in plain words (at most ${MAX_QUERY_CHARS} characters)`),
-          limit: z.number().int().min(1).max(MAX_SEARCH_LIMIT).optional().describe(`How many skills to return (default ${DEFAULT_SEARCH_LIMIT}, at most ${MAX_SEARCH_LIMIT})`),
+          limit: z
+            .number()
+            .int()
+            .min(1)
+            .max(MAX_SEARCH_LIMIT)
+            .optional()
+            .describe(`How many skills to return (default ${DEFAULT_SEARCH_LIMIT}, at most ${MAX_SEARCH_LIMIT})`),
         }),
       ),
       annotations: READ_ONLY,
     },
     skill_load: {
       title: 'Load a skill',
-      description: "Returns a skill's SKILL.md body exactly as on disk and its file manifest (paths and sizes). Referenced files are fetched with skill_file.",
+      description:
+        "Returns a skill's SKILL.md body exactly as on disk and its file manifest (paths and sizes). Referenced files are fetched with skill_file.",
       inputSchema: frozenJsonSchema(z.object({ name: z.string().describe('The skill name as skill_list shows it') })),
       annotations: READ_ONLY,
     },
@@ -83,7 +98,12 @@ export function toolDefinitions(limits: ToolLimits) {
           script: z.string().describe('The script path exactly as the skill declares it (skill_list shows them)'),
           args: z.array(z.string()).default([]).describe('Arguments, passed exactly as given (no shell)'),
           confirmToken: z.string().optional().describe('The token from the preview, after the person approved it'),
-          files: z.array(fileInputSchema).optional().describe(`Input files written into the run's working directory before it starts (at most ${MAX_INPUT_FILES}; ${limits.runInputBytes} bytes in all with stdin)`),
+          files: z
+            .array(fileInputSchema)
+            .optional()
+            .describe(
+              `Input files written into the run's working directory before it starts (at most ${MAX_INPUT_FILES}; ${limits.runInputBytes} bytes in all with stdin)`,
+            ),
           stdin: z.string().optional().describe('Text the script reads on its standard input (default: none)'),
         }),
       ),

@@ -13,7 +13,10 @@ export async function withProgress<T>(ctx: ServerContext, label: string, work: (
   const timer = setInterval(() => {
     const seconds = Math.round((Date.now() - started) / 1000);
     void ctx.mcpReq
-      .notify({ method: 'notifications/progress', params: { progressToken: token, progress: seconds, message: `${label} running for ${seconds} s` } })
+      .notify({
+        method: 'notifications/progress',
+        params: { progressToken: token, progress: seconds, message: `${label} running for ${seconds} s` },
+      })
       .catch(() => undefined);
   }, PROGRESS_EVERY_MS);
   try {

@@ -29,7 +29,9 @@ export function refuse(code: string, message: string, extra: Record<string, unkn
  */
 export function fromError(error: unknown): CallToolResult {
   if (isSkillMcpError(error)) return refuse(error.code, error.message);
-  process.stderr.write(`skill-mcp: internal error in a tool call: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.stderr.write(
+    `skill-mcp: internal error in a tool call: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+  );
   return refuse('INTERNAL', 'internal error; the server log on stderr has the details');
 }
 

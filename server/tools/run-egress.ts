@@ -14,7 +14,7 @@ const WHY: Record<EgressRefusalReason, string> = {
   'special-address': 'a name resolving to loopback, private, link-local or metadata addresses',
   unresolved: 'does not resolve',
   'bad-destination': 'not a valid destination',
-  'too-many-open': 'over the run\'s limit of connections open at once',
+  'too-many-open': "over the run's limit of connections open at once",
   'run-ended': 'still undecided when the run ended',
 };
 
@@ -26,7 +26,9 @@ function where(entry: EgressSummary['refused'][number]): string {
 /** `egress refused: api.example.com:443 (not declared or not granted), ...`, or undefined when nothing was refused. */
 export function egressLine(summary: EgressSummary): string | undefined {
   if (summary.refusedCount === 0) return undefined;
-  const named = summary.refused.slice(0, MAX_IN_LINE).map((e) => `${where(e)} (${WHY[e.reason]}${e.count > 1 ? `, ${e.count} times` : ''})`);
+  const named = summary.refused
+    .slice(0, MAX_IN_LINE)
+    .map((e) => `${where(e)} (${WHY[e.reason]}${e.count > 1 ? `, ${e.count} times` : ''})`);
   const notNamed = summary.refused.length - named.length;
   const rest = [
     notNamed > 0 ? `${notNamed} more destinations listed in egress.refused` : undefined,

@@ -26,15 +26,21 @@ export function outputContent(result: RunResult): { files: OutputEntry[]; resour
   const files: OutputEntry[] = [];
   const resources: EmbeddedResource[] = [];
   for (const file of result.files ?? []) {
-    files.push({ path: file.path, size: file.size, ...(file.sha256 ? { sha256: file.sha256 } : {}), ...(file.omitted ? { omitted: file.omitted } : {}) });
+    files.push({
+      path: file.path,
+      size: file.size,
+      ...(file.sha256 ? { sha256: file.sha256 } : {}),
+      ...(file.omitted ? { omitted: file.omitted } : {}),
+    });
     if (file.bytes === undefined) continue;
     const uri = outputUri(result.runId, file.path);
     const text = readableText(file.bytes);
     resources.push({
       type: 'resource',
-      resource: text !== undefined
-        ? { uri, mimeType: mediaTypeFor(file.path, true), text }
-        : { uri, mimeType: mediaTypeFor(file.path, false), blob: Buffer.from(file.bytes).toString('base64') },
+      resource:
+        text !== undefined
+          ? { uri, mimeType: mediaTypeFor(file.path, true), text }
+          : { uri, mimeType: mediaTypeFor(file.path, false), blob: Buffer.from(file.bytes).toString('base64') },
     });
   }
   return { files, resources };

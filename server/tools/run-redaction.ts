@@ -10,10 +10,14 @@ export function redactionLine(summary: RedactionSummaryView): string | undefined
   const parts: string[] = [];
   if (summary.count > 0) {
     const names = summary.names.map((n) => `${n.name} ×${n.count}`).join(', ');
-    parts.push(`redacted: ${summary.count} ${summary.count === 1 ? 'occurrence' : 'occurrences'} of secret values (${names}) in what the run returned, each replaced by [secret:NAME].`);
+    parts.push(
+      `redacted: ${summary.count} ${summary.count === 1 ? 'occurrence' : 'occurrences'} of secret values (${names}) in what the run returned, each replaced by [secret:NAME].`,
+    );
   }
   if (summary.heldBack) {
-    const held = (['stdout', 'stderr'] as const).filter((s) => summary.heldBack![s] > 0).map((s) => `${summary.heldBack![s]} bytes of ${s}`);
+    const held = (['stdout', 'stderr'] as const)
+      .filter((s) => summary.heldBack![s] > 0)
+      .map((s) => `${summary.heldBack![s]} bytes of ${s}`);
     parts.push(`At the output cap, ${held.join(' and ')} just before the cut were dropped (a secret value could have begun there).`);
   }
   if (summary.notSearched) parts.push(`Not searched for (shorter than 8 bytes): ${summary.notSearched.join(', ')}.`);

@@ -25,7 +25,10 @@ export async function skillFile(front: FrontContext, name: string, paths: string
   const charged = sizes.reduce((sum, size) => sum + Math.min(size, MAX_ENTRY_BYTES), 0);
   if (charged > MAX_CALL_BYTES) {
     const list = paths.map((p, i) => `${p} (${sizes[i]} bytes)`).join(', ');
-    throw new SkillMcpError('BATCH_LIMIT', `these files add up to ${charged} bytes, over the ${MAX_CALL_BYTES}-byte limit per call (each counts at most ${MAX_ENTRY_BYTES}): ${list}. Request fewer files per call.`);
+    throw new SkillMcpError(
+      'BATCH_LIMIT',
+      `these files add up to ${charged} bytes, over the ${MAX_CALL_BYTES}-byte limit per call (each counts at most ${MAX_ENTRY_BYTES}): ${list}. Request fewer files per call.`,
+    );
   }
   // Clear the garbage of earlier batches before making this one's (peak RSS stays flat).
   if (charged > MAX_ENTRY_BYTES) front.collectGarbage();
@@ -37,7 +40,14 @@ export async function skillFile(front: FrontContext, name: string, paths: string
         const text = truncated ? readablePrefix(bytes) : readableText(bytes);
         const mediaType = mediaTypeFor(path, text !== undefined);
         const body = text !== undefined ? { text } : { base64: bytes.toString('base64') };
-        return { path, mediaType, size, truncated, ...(truncated ? { returnedBytes: text !== undefined ? Buffer.byteLength(text) : bytes.length } : {}), ...body };
+        return {
+          path,
+          mediaType,
+          size,
+          truncated,
+          ...(truncated ? { returnedBytes: text !== undefined ? Buffer.byteLength(text) : bytes.length } : {}),
+          ...body,
+        };
       } catch (error) {
         if (!isSkillMcpError(error)) throw error;
         await front.catalog.confirmGone(record, path);

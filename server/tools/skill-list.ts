@@ -53,14 +53,27 @@ function decodeCursor(kind: string, cursor: string | undefined, list: string): s
   const text = Buffer.from(cursor, 'base64url').toString('utf8');
   const match = new RegExp(`^${kind}:([A-Za-z0-9_-]+):`).exec(text);
   if (!match || Buffer.from(text).toString('base64url') !== cursor) {
-    throw new SkillMcpError('INVALID_CURSOR', 'this cursor was not issued by skill_list for this list: pass back nextCursor exactly as received, or call skill_list without a cursor to start over.');
+    throw new SkillMcpError(
+      'INVALID_CURSOR',
+      'this cursor was not issued by skill_list for this list: pass back nextCursor exactly as received, or call skill_list without a cursor to start over.',
+    );
   }
-  if (match[1] !== list) throw new SkillMcpError('INVALID_CURSOR', 'the catalog changed since this cursor was issued (skills or problems were added, removed or renamed): call skill_list again without a cursor.');
+  if (match[1] !== list)
+    throw new SkillMcpError(
+      'INVALID_CURSOR',
+      'the catalog changed since this cursor was issued (skills or problems were added, removed or renamed): call skill_list again without a cursor.',
+    );
   return text.slice(match[0].length);
 }
 
 /** Items after the cursor's key: at most `limit`, and entries up to the character budget (at least one). */
-function pageOf<T>(items: T[], key: (item: T, index: number) => string, after: string | undefined, limit: number, shape: (item: T) => unknown): { page: unknown[]; lastKey?: string; more: boolean } {
+function pageOf<T>(
+  items: T[],
+  key: (item: T, index: number) => string,
+  after: string | undefined,
+  limit: number,
+  shape: (item: T) => unknown,
+): { page: unknown[]; lastKey?: string; more: boolean } {
   let start = 0;
   if (after !== undefined) {
     start = items.findIndex((item, i) => key(item, i) > after);
@@ -98,7 +111,11 @@ export async function skillList(front: FrontContext, request: ListRequest = {}):
   // The runner's problems first: they concern every skill, and the first page shows only the first problems.
   const problems: Problem[] = [];
   if (described && !described.environ.scrubbed && !described.runsAllowed) {
-    problems.push({ path: 'runner', reason: 'environ-unscrubbed', detail: described.runsRefusedWhy ?? 'the runner could not clear its environ; no script runs' });
+    problems.push({
+      path: 'runner',
+      reason: 'environ-unscrubbed',
+      detail: described.runsRefusedWhy ?? 'the runner could not clear its environ; no script runs',
+    });
   }
   const mismatch = described?.configMismatch;
   if (mismatch) problems.push({ path: 'runner', reason: 'config-mismatch', detail: mismatch.message });
@@ -128,22 +145,42 @@ export async function skillList(front: FrontContext, request: ListRequest = {}):
       const info = runnerSkill?.scripts.find((s) => s.script === script);
       // An interpreter outside the fixed set can never run, whatever is granted: say so first.
       if (!(INTERPRETERS as readonly string[]).includes(interpreter)) {
-        unavailableScripts.push({ script, interpreter, why: `interpreter "${interpreter}" is not one of ${INTERPRETERS.join(', ')}; this script never runs` });
+        unavailableScripts.push({
+          script,
+          interpreter,
+          why: `interpreter "${interpreter}" is not one of ${INTERPRETERS.join(', ')}; this script never runs`,
+        });
       } else if (grant.granted && refusedWhy !== undefined) unavailableScripts.push({ script, interpreter, why: refusedWhy });
       else if (!grant.granted || info?.granted === false) {
-        ungrantedScripts.push({ script, interpreter, why: catalog.grant.kind === 'hosted-default' ? 'hosted mode grants nothing without MCP_SKILL_RUN' : grantedToOthers(catalog.grant, record.name, script) ? 'granted by MCP_SKILL_RUN to other identities, not to you' : 'not granted by MCP_SKILL_RUN' });
+        ungrantedScripts.push({
+          script,
+          interpreter,
+          why:
+            catalog.grant.kind === 'hosted-default'
+              ? 'hosted mode grants nothing without MCP_SKILL_RUN'
+              : grantedToOthers(catalog.grant, record.name, script)
+                ? 'granted by MCP_SKILL_RUN to other identities, not to you'
+                : 'not granted by MCP_SKILL_RUN',
+        });
       } else if (!described) unavailableScripts.push({ script, interpreter, why: runnerWhy });
       else if (!info?.runnable) {
         unavailableScripts.push({
-          script, interpreter, why: info?.why ?? 'the runner does not find this script', ...(info?.deps !== undefined ? { deps: info.deps } : {}),
+          script,
+          interpreter,
+          why: info?.why ?? 'the runner does not find this script',
+          ...(info?.deps !== undefined ? { deps: info.deps } : {}),
           // What it would send where, had it run (names and hosts only).
-          ...(grant.secrets.length > 0 ? { secrets: grant.secrets.map(({ name, hosts, header, format }) => ({ name, hosts, header, format })) } : {}),
+          ...(grant.secrets.length > 0
+            ? { secrets: grant.secrets.map(({ name, hosts, header, format }) => ({ name, hosts, header, format })) }
+            : {}),
         });
-      }
-      else if (differs !== undefined) unavailableScripts.push({ script, interpreter, why: differs });
+      } else if (differs !== undefined) unavailableScripts.push({ script, interpreter, why: differs });
       else {
         scripts.push({
-          script, interpreter, timeoutMs, envNames: info.envNames,
+          script,
+          interpreter,
+          timeoutMs,
+          envNames: info.envNames,
           ...(info.envNotSet.length > 0 ? { envNotSet: info.envNotSet } : {}),
           ...(info.envWarning !== undefined ? { envWarning: info.envWarning } : {}),
           ...(info.egress !== undefined ? { egress: info.egress } : {}),
@@ -181,15 +218,22 @@ export async function skillList(front: FrontContext, request: ListRequest = {}):
     total: records.length,
     ...(more && lastKey !== undefined ? { nextCursor: encodeCursor('l1', list, lastKey) } : {}),
     ...(catalog.limitNotice() !== undefined ? { limitNotice: catalog.limitNotice() } : {}),
-    ...(records.length >= SEARCH_HINT_FROM ? { hint: `${records.length} skills: find one by what it does with skill_search {"query": "..."}; page through all with nextCursor.` } : {}),
+    ...(records.length >= SEARCH_HINT_FROM
+      ? { hint: `${records.length} skills: find one by what it does with skill_search {"query": "..."}; page through all with nextCursor.` }
+      : {}),
     ...(firstPage ? { problems: problems.slice(0, FIRST_PAGE_PROBLEMS) } : {}),
     problemCount: problems.length,
-    ...(firstPage && problems.length > FIRST_PAGE_PROBLEMS ? { problemsNote: `the first ${FIRST_PAGE_PROBLEMS} of ${problems.length} problems; call skill_list with {"problems": true} to page through all` } : {}),
+    ...(firstPage && problems.length > FIRST_PAGE_PROBLEMS
+      ? {
+          problemsNote: `the first ${FIRST_PAGE_PROBLEMS} of ${problems.length} problems; call skill_list with {"problems": true} to page through all`,
+        }
+      : {}),
     grantFrom: grantFrom(catalog.grant),
     ...(grantNote(catalog.grant) !== undefined ? { grantNote: grantNote(catalog.grant) } : {}),
     isolation: described
       ? {
-          ...described.isolation, interpreters: described.interpreters,
+          ...described.isolation,
+          interpreters: described.interpreters,
           ...(front.runner.restarts() > 0 ? { runnerRestarts: front.runner.restarts() } : {}),
           ...(mismatch ? { configMismatch: mismatch } : {}),
         }

@@ -23,7 +23,10 @@ export async function loadBody(front: FrontContext, name: string): Promise<{ bod
 export function cutText(text: string, maxBytes: number): { text: string; truncated: boolean; bytes: number } {
   const bytes = Buffer.byteLength(text);
   if (bytes <= maxBytes) return { text, truncated: false, bytes };
-  const cut = Buffer.from(text).subarray(0, maxBytes).toString('utf8').replace(/\uFFFD$/, '');
+  const cut = Buffer.from(text)
+    .subarray(0, maxBytes)
+    .toString('utf8')
+    .replace(/\uFFFD$/, '');
   return { text: cut, truncated: true, bytes };
 }
 
@@ -35,7 +38,9 @@ export async function skillLoad(front: FrontContext, name: string): Promise<Reco
     name: record.name,
     description: record.description,
     body: cut.text,
-    ...(cut.truncated ? { truncated: true, bodyBytes: cut.bytes, note: `the body is ${cut.bytes} bytes; the first ${MAX_BODY_BYTES} are shown` } : {}),
+    ...(cut.truncated
+      ? { truncated: true, bodyBytes: cut.bytes, note: `the body is ${cut.bytes} bytes; the first ${MAX_BODY_BYTES} are shown` }
+      : {}),
     files: record.files.map((f) => ({ path: f.path, size: f.size })),
     hint: 'Fetch the files the instructions reference with skill_file (up to 8 paths per call).',
   };

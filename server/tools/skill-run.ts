@@ -49,11 +49,16 @@ function localRefusal(front: FrontContext, input: RunInput, ctx: ServerContext):
   const declared = record.declaration?.run ?? [];
   const script = declared.find((s) => s.script === input.script);
   if (!script) {
-    const list = declared.length > 0 ? `It declares: ${declared.map((s) => s.script).join(', ')}.` : 'It declares no runnable scripts (a run list in its mcp-host.yaml, or an operator declaration, would; skill_list shows problems).';
+    const list =
+      declared.length > 0
+        ? `It declares: ${declared.map((s) => s.script).join(', ')}.`
+        : 'It declares no runnable scripts (a run list in its mcp-host.yaml, or an operator declaration, would; skill_list shows problems).';
     return refuse('NOT_DECLARED', `skill "${record.name}" does not declare "${input.script}" as a script, so it cannot run. ${list}`);
   }
   const identity = front.identityOf(ctx);
-  const grant = grantScripts(record.name, record.declaration, front.catalog.grant, identity).find((g) => g.declared.script === input.script);
+  const grant = grantScripts(record.name, record.declaration, front.catalog.grant, identity).find(
+    (g) => g.declared.script === input.script,
+  );
   if (!grant?.granted) return refuse('NOT_GRANTED', notGrantedMessage(front.catalog.grant, record.name, input.script, identity));
   return undefined;
 }
@@ -76,19 +81,32 @@ function describeRun(willRun: WillRun): string {
     `code: script ${shortDigest(willRun.content.script)}, skill files ${shortDigest(willRun.content.files)} (${willRun.content.fileCount} files, ${willRun.content.bytes} bytes) — the run is a copy of exactly these bytes`,
   ];
   const p = willRun.provenance;
-  if (p) lines.push(`pulled from: ${p.source} ${p.from}${p.state === 'as-pulled' ? `${p.commit ? ` at commit ${p.commit}` : ''}${p.digest ? ` (index digest ${shortDigest(p.digest.slice(7))})` : ''}` : ` — MODIFIED SINCE PULL: ${p.detail}`}`);
+  if (p)
+    lines.push(
+      `pulled from: ${p.source} ${p.from}${p.state === 'as-pulled' ? `${p.commit ? ` at commit ${p.commit}` : ''}${p.digest ? ` (index digest ${shortDigest(p.digest.slice(7))})` : ''}` : ` — MODIFIED SINCE PULL: ${p.detail}`}`,
+    );
   lines.push(...describeInputs(willRun));
-  if (willRun.isolation === 'same-uid') lines.push('WARNING: no sandbox here — the script runs as the server\'s own user, with its files and its network.');
+  if (willRun.isolation === 'same-uid')
+    lines.push("WARNING: no sandbox here — the script runs as the server's own user, with its files and its network.");
   if (willRun.envNotSet?.length) lines.push(`granted but not set here: ${willRun.envNotSet.join(', ')}`);
   if (willRun.envWarning) lines.push(`WARNING: ${willRun.envWarning}`);
   const ownNetwork = willRun.isolation !== 'uid' && willRun.isolation !== 'same-uid';
   const egress = willRun.egress ?? [];
-  const network = egress.length === 0 ? (ownNetwork ? 'none' : 'not isolated (this machine\'s network)')
-    : willRun.egressNote ? `declared ${egress.join(', ')} (see the warning below)` : `only ${egress.join(', ')}, through the run's own proxy`;
+  const network =
+    egress.length === 0
+      ? ownNetwork
+        ? 'none'
+        : "not isolated (this machine's network)"
+      : willRun.egressNote
+        ? `declared ${egress.join(', ')} (see the warning below)`
+        : `only ${egress.join(', ')}, through the run's own proxy`;
   lines.push(`network: ${network}`);
   if (willRun.egressNote) lines.push(`WARNING: ${willRun.egressNote}`);
   lines.push(...describeSecrets(willRun));
-  if (willRun.deps?.length) lines.push(`packages: ${willRun.deps.map((d) => `${d.kind} environment ${shortDigest(d.digest)} (installed by the operator, read-only, checked against its manifest)`).join(', ')}`);
+  if (willRun.deps?.length)
+    lines.push(
+      `packages: ${willRun.deps.map((d) => `${d.kind} environment ${shortDigest(d.digest)} (installed by the operator, read-only, checked against its manifest)`).join(', ')}`,
+    );
   if (willRun.egressWarning) lines.push(`WARNING: ${willRun.egressWarning}`);
   if (willRun.secretsWarning) lines.push(`WARNING: ${willRun.secretsWarning}`);
   return lines.join('\n');
@@ -96,7 +114,10 @@ function describeRun(willRun: WillRun): string {
 
 /** The secret lines of a preview: each by name, hosts and header, never a value (docs/secrets.md). */
 function describeSecrets(willRun: WillRun): string[] {
-  const lines = (willRun.secrets ?? []).map((s) => `secret ${s.name}: sent only to ${s.hosts.join(', ')} as ${s.header}: ${s.format} by the run's proxy; the script holds a placeholder, never the value`);
+  const lines = (willRun.secrets ?? []).map(
+    (s) =>
+      `secret ${s.name}: sent only to ${s.hosts.join(', ')} as ${s.header}: ${s.format} by the run's proxy; the script holds a placeholder, never the value`,
+  );
   for (const s of willRun.secretsNotBound ?? []) lines.push(`secret ${s.name}: not given to this run (${s.why})`);
   return lines;
 }
@@ -125,24 +146,41 @@ function runResult(result: RunResult): CallToolResult {
   const { runId, exitCode, signal, truncated, timedOut, cancelled, durationMs, stdoutBytes, stderrBytes, memoryLimited } = result;
   const { files, resources } = outputContent(result);
   const answer = ok({
-    status: cancelled ? 'cancelled' : 'completed', exitCode, signal,
+    status: cancelled ? 'cancelled' : 'completed',
+    exitCode,
+    signal,
     // Redaction changes a stream's length, so the runner says which one was cut (older runners: by the counts).
     ...stream('stdout', result.stdout, result.stdoutTruncated ?? stdoutBytes > result.stdout.length),
     ...stream('stderr', result.stderr, result.stderrTruncated ?? stderrBytes > result.stderr.length),
-    truncated, timedOut, durationMs, stdoutBytes, stderrBytes, runId,
-    ...(memoryLimited ? { memoryLimited, note: 'the script ran out of memory under its cap (willRun.memoryBytes); it may declare a lower need or the owner may raise SKILL_MCP_RUN_MEMORY_BYTES' } : {}),
+    truncated,
+    timedOut,
+    durationMs,
+    stdoutBytes,
+    stderrBytes,
+    runId,
+    ...(memoryLimited
+      ? {
+          memoryLimited,
+          note: 'the script ran out of memory under its cap (willRun.memoryBytes); it may declare a lower need or the owner may raise SKILL_MCP_RUN_MEMORY_BYTES',
+        }
+      : {}),
     // Listed, never their bytes: those travel once, as the resource items after this text.
     files,
     ...(result.filesNote !== undefined ? { filesNote: result.filesNote } : {}),
     // A proxied run only: what its egress proxy refused (bounded by the runner) and how much it allowed.
     ...(result.egress ? { egress: result.egress } : {}),
     // Never silent: a workspace that filled (ENOSPC inside, or the run stopped) is said in the answer.
-    ...(result.workspaceFull === true ? { workspaceFull: true, workspaceNote: result.workspaceNote ?? 'the run\'s workspace filled up' } : {}),
+    ...(result.workspaceFull === true
+      ? { workspaceFull: true, workspaceNote: result.workspaceNote ?? "the run's workspace filled up" }
+      : {}),
     // Issue 30: what redaction replaced, by name (never a value).
     ...(result.redaction ? { redaction: result.redaction } : {}),
   });
   // Lines in words after the JSON: a refusal is not mistaken for a failing network, a marker for the script's own text.
-  const lines = [result.egress ? egressLine(result.egress) : undefined, result.redaction ? redactionLine(result.redaction) : undefined].filter((l) => l !== undefined);
+  const lines = [
+    result.egress ? egressLine(result.egress) : undefined,
+    result.redaction ? redactionLine(result.redaction) : undefined,
+  ].filter((l) => l !== undefined);
   return { ...answer, content: [...answer.content, ...lines.map((text) => ({ type: 'text' as const, text })), ...resources] };
 }
 
@@ -178,24 +216,60 @@ function showPreview(front: FrontContext, minted: Minted, ctx: ServerContext, ex
  * alone runs nothing — the model holds it, and the model is not the person; it runs only once a
  * person approved its preview on the page, and then as that person's approval in the audit.
  */
-async function runPageApproved(front: FrontContext, input: RunInput, decoded: DecodedInputs, token: string, ctx: ServerContext): Promise<CallToolResult> {
+async function runPageApproved(
+  front: FrontContext,
+  input: RunInput,
+  decoded: DecodedInputs,
+  token: string,
+  ctx: ServerContext,
+): Promise<CallToolResult> {
   const desk = front.approvals!;
   const record = desk.store.forToken(token);
   if (record === undefined || !sameRequester(record, front, ctx)) {
-    return refuse('APPROVAL_REQUIRED', 'this token was not handed out with an approval link by this server to this caller (or the server restarted since): here a person approves each run on the approval page. Call skill_run without confirmToken for a new preview and its approvalUrl.');
+    return refuse(
+      'APPROVAL_REQUIRED',
+      'this token was not handed out with an approval link by this server to this caller (or the server restarted since): here a person approves each run on the approval page. Call skill_run without confirmToken for a new preview and its approvalUrl.',
+    );
   }
   return afterDecision(front, input, decoded, record, ctx, () =>
-    refuse('APPROVAL_PENDING', `nobody has approved this run yet, so nothing ran. Ask the person to open ${desk.urlFor(record)} and approve it, then call skill_run again with the same arguments and token.`, { approvalUrl: desk.urlFor(record) }));
+    refuse(
+      'APPROVAL_PENDING',
+      `nobody has approved this run yet, so nothing ran. Ask the person to open ${desk.urlFor(record)} and approve it, then call skill_run again with the same arguments and token.`,
+      { approvalUrl: desk.urlFor(record) },
+    ),
+  );
 }
 
 /** What a decided (or expired) record means for the run; `pending` says what to answer while nobody decided. */
-async function afterDecision(front: FrontContext, input: RunInput, decoded: DecodedInputs, record: PendingApproval, ctx: ServerContext, pending: () => CallToolResult | Promise<CallToolResult>): Promise<CallToolResult> {
+async function afterDecision(
+  front: FrontContext,
+  input: RunInput,
+  decoded: DecodedInputs,
+  record: PendingApproval,
+  ctx: ServerContext,
+  pending: () => CallToolResult | Promise<CallToolResult>,
+): Promise<CallToolResult> {
   const desk = front.approvals!;
-  if (record.status === 'denied') return refuse('APPROVAL_DENIED', `${record.approver ?? 'the person'} denied this run on the approval page; nothing ran. Do not ask again unless the person says so.`);
-  if (record.status === 'used') return refuse('TOKEN_REUSED', 'this approval was used already: it runs once. Call skill_run without confirmToken for a new preview if the person wants another run.');
-  if (desk.store.expired(record)) return refuse('TOKEN_EXPIRED', 'the approval expired before the run was sent; nothing ran. Call skill_run without confirmToken for a new preview and link.');
+  if (record.status === 'denied')
+    return refuse(
+      'APPROVAL_DENIED',
+      `${record.approver ?? 'the person'} denied this run on the approval page; nothing ran. Do not ask again unless the person says so.`,
+    );
+  if (record.status === 'used')
+    return refuse(
+      'TOKEN_REUSED',
+      'this approval was used already: it runs once. Call skill_run without confirmToken for a new preview if the person wants another run.',
+    );
+  if (desk.store.expired(record))
+    return refuse(
+      'TOKEN_EXPIRED',
+      'the approval expired before the run was sent; nothing ran. Call skill_run without confirmToken for a new preview and link.',
+    );
   if (record.status === 'pending') return pending();
-  const result = await execute(front, input, decoded, record.minted.confirmToken, ctx, { channel: 'elicitation-url', ...(record.approver !== undefined ? { approver: record.approver } : {}) });
+  const result = await execute(front, input, decoded, record.minted.confirmToken, ctx, {
+    channel: 'elicitation-url',
+    ...(record.approver !== undefined ? { approver: record.approver } : {}),
+  });
   if (result.isError !== true) desk.store.markUsed(record);
   return result;
 }
@@ -205,15 +279,18 @@ const APPROVAL_WAIT_MS = 30_000;
 
 function askAtPage(front: FrontContext, input: RunInput, record: PendingApproval): Promise<CallToolResult> {
   const willRun = record.minted.willRun;
-  return front.approvalCodec.mint({ skill: input.name, script: input.script, args: input.args, h: record.hash, a: record.id }).then((requestState) => inputRequired({
-    inputRequests: {
-      [CONFIRM_KEY]: inputRequired.elicitUrl({
-        message: `Approve the run of ${willRun.skill}/${willRun.argv[0] ?? ''} in your browser: the page shows exactly what would run (arguments, files, digests, network, isolation) and asks you to sign in, then Approve or Deny. It runs once, only if you approve.`,
-        url: front.approvals!.urlFor(record),
-      }),
-    },
-    requestState,
-  }) as unknown as CallToolResult);
+  return front.approvalCodec.mint({ skill: input.name, script: input.script, args: input.args, h: record.hash, a: record.id }).then(
+    (requestState) =>
+      inputRequired({
+        inputRequests: {
+          [CONFIRM_KEY]: inputRequired.elicitUrl({
+            message: `Approve the run of ${willRun.skill}/${willRun.argv[0] ?? ''} in your browser: the page shows exactly what would run (arguments, files, digests, network, isolation) and asks you to sign in, then Approve or Deny. It runs once, only if you approve.`,
+            url: front.approvals!.urlFor(record),
+          }),
+        },
+        requestState,
+      }) as unknown as CallToolResult,
+  );
 }
 
 /**
@@ -225,13 +302,21 @@ async function urlRound(front: FrontContext, input: RunInput, decoded: DecodedIn
   const desk = front.approvals!;
   const answer = inputResponse(ctx.mcpReq.inputResponses, CONFIRM_KEY);
   const state = ctx.mcpReq.requestState<ApprovalState>();
-  const sameRequest = state !== undefined && typeof state === 'object' && state.skill === input.name && state.script === input.script && JSON.stringify(state.args) === JSON.stringify(input.args);
+  const sameRequest =
+    state !== undefined &&
+    typeof state === 'object' &&
+    state.skill === input.name &&
+    state.script === input.script &&
+    JSON.stringify(state.args) === JSON.stringify(input.args);
   const record = sameRequest && typeof state.a === 'string' ? desk.store.get(state.a) : undefined;
   if (record !== undefined && record.hash === state?.h && sameRequester(record, front, ctx) && answer.kind === 'elicit') {
     if (answer.action !== 'accept') {
       // The person would not open the page: the link decides nothing any more.
       desk.store.decide(record, 'denied', requesterOf(front, ctx).subject ?? 'static-token');
-      return ok({ status: 'cancelled', detail: `the person ${answer.action === 'decline' ? 'declined' : 'dismissed'} the approval page; nothing ran` });
+      return ok({
+        status: 'cancelled',
+        detail: `the person ${answer.action === 'decline' ? 'declined' : 'dismissed'} the approval page; nothing ran`,
+      });
     }
     if (record.status === 'pending') await desk.store.waitForDecision(record, APPROVAL_WAIT_MS, ctx.mcpReq.signal);
     return afterDecision(front, input, decoded, record, ctx, () => askAtPage(front, input, record));
@@ -247,22 +332,45 @@ async function urlRound(front: FrontContext, input: RunInput, decoded: DecodedIn
  * `approval`: how the yes reached us, for the runner's audit line — a form elicitation, or a token
  * the client passed back (`auto` when the owner's MCP_CONFIRM_MODE=auto asked no one).
  */
-async function execute(front: FrontContext, input: RunInput, decoded: DecodedInputs, token: string, ctx: ServerContext, approval: Approval): Promise<CallToolResult> {
+async function execute(
+  front: FrontContext,
+  input: RunInput,
+  decoded: DecodedInputs,
+  token: string,
+  ctx: ServerContext,
+  approval: Approval,
+): Promise<CallToolResult> {
   const restartsBefore = front.runner.restarts();
   let answer: Response<'run'>;
   try {
     answer = await withProgress(ctx, `${input.name}/${input.script}`, () =>
-      front.runner.send((client) => client.run({
-        skill: input.name, script: input.script, args: input.args, confirmToken: token, approval,
-        identity: front.identityOf(ctx), traceparent: traceparentOf(ctx),
-        ...(decoded.files.length > 0 ? { files: decoded.files } : {}),
-        ...(decoded.stdin !== undefined ? { stdin: decoded.stdin } : {}),
-      }, { signal: ctx.mcpReq.signal, client: front.clientOf(ctx) }), { idempotent: false }),
+      front.runner.send(
+        (client) =>
+          client.run(
+            {
+              skill: input.name,
+              script: input.script,
+              args: input.args,
+              confirmToken: token,
+              approval,
+              identity: front.identityOf(ctx),
+              traceparent: traceparentOf(ctx),
+              ...(decoded.files.length > 0 ? { files: decoded.files } : {}),
+              ...(decoded.stdin !== undefined ? { stdin: decoded.stdin } : {}),
+            },
+            { signal: ctx.mcpReq.signal, client: front.clientOf(ctx) },
+          ),
+        { idempotent: false },
+      ),
     );
   } catch (error) {
-    if (error instanceof SkillMcpError && error.code === 'CANCELLED') return ok({ status: 'cancelled', detail: 'the client cancelled the call; the run was killed' });
+    if (error instanceof SkillMcpError && error.code === 'CANCELLED')
+      return ok({ status: 'cancelled', detail: 'the client cancelled the call; the run was killed' });
     if (error instanceof SkillMcpError && error.code === 'RUNNER_UNAVAILABLE') {
-      throw new SkillMcpError('RUNNER_UNAVAILABLE', `${error.message}. ${front.runner.restarts() > restartsBefore ? 'The runner died during the run and has been restarted; the run did not finish and was not retried.' : 'The run may not have finished; it was not retried.'}`);
+      throw new SkillMcpError(
+        'RUNNER_UNAVAILABLE',
+        `${error.message}. ${front.runner.restarts() > restartsBefore ? 'The runner died during the run and has been restarted; the run did not finish and was not retried.' : 'The run may not have finished; it was not retried.'}`,
+      );
     }
     throw error;
   }
@@ -271,7 +379,15 @@ async function execute(front: FrontContext, input: RunInput, decoded: DecodedInp
   if (code === 'DRAFT_CHANGED' && fresh) {
     const differs = await runnerServesOther(front, input.name, fresh);
     if (differs !== undefined) return refuse('CONTENT_MISMATCH', differs);
-    return { ...showPreview(front, fresh, ctx, { status: 'draft-changed', error: { code, message }, instructions: 'The token was minted for a different run. This is the preview of what would run now, with a fresh token; it needs the same approval.' }), isError: true };
+    return {
+      ...showPreview(front, fresh, ctx, {
+        status: 'draft-changed',
+        error: { code, message },
+        instructions:
+          'The token was minted for a different run. This is the preview of what would run now, with a fresh token; it needs the same approval.',
+      }),
+      isError: true,
+    };
   }
   // BUSY from the run slots carries the figures, so a program can wait `retryAfterMs` without parsing words.
   return refuse(code, message, busy ? { busy } : {});
@@ -283,19 +399,40 @@ async function execute(front: FrontContext, input: RunInput, decoded: DecodedInp
  * runs under it.
  */
 async function runnerServesOther(front: FrontContext, name: string, minted: Minted): Promise<string | undefined> {
-  return contentMismatch(name, await frontContent(front, front.requireSkill(name)), minted.willRun.content.files, minted.willRun.content.fileCount);
+  return contentMismatch(
+    name,
+    await frontContent(front, front.requireSkill(name)),
+    minted.willRun.content.files,
+    minted.willRun.content.fileCount,
+  );
 }
 
 async function prepare(front: FrontContext, input: RunInput, decoded: DecodedInputs, ctx: ServerContext): Promise<Minted> {
   // The digests only: the bytes travel once, with the run (docs/architecture.md §8, "A run's workspace").
-  const answer = await front.runner.send((client) => client.prepare({ skill: input.name, script: input.script, args: input.args, identity: front.identityOf(ctx), traceparent: traceparentOf(ctx), ...(decoded.inputs ? { inputs: decoded.inputs } : {}) }), { idempotent: true });
+  const answer = await front.runner.send(
+    (client) =>
+      client.prepare({
+        skill: input.name,
+        script: input.script,
+        args: input.args,
+        identity: front.identityOf(ctx),
+        traceparent: traceparentOf(ctx),
+        ...(decoded.inputs ? { inputs: decoded.inputs } : {}),
+      }),
+    { idempotent: true },
+  );
   if (!answer.ok) throw new SkillMcpError(answer.error.code as never, answer.error.message);
   const differs = await runnerServesOther(front, input.name, answer.result);
   if (differs !== undefined) throw new SkillMcpError('CONTENT_MISMATCH', differs);
   return answer.result;
 }
 
-export async function skillRun(front: FrontContext, input: RunInput, ctx: ServerContext, client: ClientElicitation): Promise<CallToolResult> {
+export async function skillRun(
+  front: FrontContext,
+  input: RunInput,
+  ctx: ServerContext,
+  client: ClientElicitation,
+): Promise<CallToolResult> {
   if (front.runRefusal) return refuse(front.runRefusal.code, front.runRefusal.message);
   const local = localRefusal(front, input, ctx);
   if (local) return local;
@@ -308,26 +445,49 @@ export async function skillRun(front: FrontContext, input: RunInput, ctx: Server
 
   const path = confirmPath(front.confirm, client, page);
   if (path.kind === 'refuse') {
-    return refuse('CONFIRM_REFUSED', 'this client cannot show a confirmation prompt and the owner set MCP_CONFIRM_MODE=refuse (or an unknown value), so no script runs from it. Use a client that supports form elicitation, or ask the owner for MCP_CONFIRM_MODE=ask-user.');
+    return refuse(
+      'CONFIRM_REFUSED',
+      'this client cannot show a confirmation prompt and the owner set MCP_CONFIRM_MODE=refuse (or an unknown value), so no script runs from it. Use a client that supports form elicitation, or ask the owner for MCP_CONFIRM_MODE=ask-user.',
+    );
   }
   if (path.kind === 'token') {
-    return preview(await prepare(front, input, decoded, ctx), { status: 'confirmation-required', mode: path.mode, instructions: tokenInstructions(path.mode) });
+    return preview(await prepare(front, input, decoded, ctx), {
+      status: 'confirmation-required',
+      mode: path.mode,
+      instructions: tokenInstructions(path.mode),
+    });
   }
-  if (path.kind === 'page') return showPreview(front, await prepare(front, input, decoded, ctx), ctx, { status: 'confirmation-required', mode: 'approval-page' });
+  if (path.kind === 'page')
+    return showPreview(front, await prepare(front, input, decoded, ctx), ctx, { status: 'confirmation-required', mode: 'approval-page' });
   if (path.kind === 'elicit-url') return urlRound(front, input, decoded, ctx);
 
   // Elicitation. A retried round carries the person's answer and our sealed state.
   const answer = inputResponse(ctx.mcpReq.inputResponses, CONFIRM_KEY);
   const state = ctx.mcpReq.requestState<ApprovalState>();
-  const sameRequest = state !== undefined && typeof state === 'object' && state.skill === input.name && state.script === input.script && JSON.stringify(state.args) === JSON.stringify(input.args);
+  const sameRequest =
+    state !== undefined &&
+    typeof state === 'object' &&
+    state.skill === input.name &&
+    state.script === input.script &&
+    JSON.stringify(state.args) === JSON.stringify(input.args);
   if (answer.kind === 'elicit' && sameRequest) {
-    if (answer.action !== 'accept') return ok({ status: 'cancelled', detail: `the person ${answer.action === 'decline' ? 'declined' : 'dismissed'} the run; nothing ran` });
+    if (answer.action !== 'accept')
+      return ok({
+        status: 'cancelled',
+        detail: `the person ${answer.action === 'decline' ? 'declined' : 'dismissed'} the run; nothing ran`,
+      });
     const minted = await prepare(front, input, decoded, ctx);
     // The approval is bound to the exact willRun shown (inputs included); if anything changed since, ask again.
-    if (willRunHash(minted.willRun) === state.h) return execute(front, input, decoded, minted.confirmToken, ctx, { channel: 'elicitation-form' });
+    if (willRunHash(minted.willRun) === state.h)
+      return execute(front, input, decoded, minted.confirmToken, ctx, { channel: 'elicitation-form' });
   }
   const minted = await prepare(front, input, decoded, ctx);
-  const requestState = await front.approvalCodec.mint({ skill: input.name, script: input.script, args: input.args, h: willRunHash(minted.willRun) });
+  const requestState = await front.approvalCodec.mint({
+    skill: input.name,
+    script: input.script,
+    args: input.args,
+    h: willRunHash(minted.willRun),
+  });
   return inputRequired({
     inputRequests: {
       [CONFIRM_KEY]: inputRequired.elicit({

@@ -17,8 +17,17 @@ function minted(expiresAtMs: number, arg = 'x'): Minted {
     confirmToken: `smt1.${arg}.${expiresAtMs}`,
     expiresAt: new Date(expiresAtMs).toISOString(),
     willRun: {
-      skill: 'demo', interpreter: 'node', argv: ['scripts/a.js', arg], cwd: 'skills/demo', timeoutMs: 30_000, envNames: [], isolation: 'namespace', sandbox: ['bwrap'],
-      memoryBytes: 512 * 1024 ** 2, content: { script: 'a'.repeat(64), files: 'b'.repeat(64), fileCount: 2, bytes: 10 }, declarationFrom: 'sidecar',
+      skill: 'demo',
+      interpreter: 'node',
+      argv: ['scripts/a.js', arg],
+      cwd: 'skills/demo',
+      timeoutMs: 30_000,
+      envNames: [],
+      isolation: 'namespace',
+      sandbox: ['bwrap'],
+      memoryBytes: 512 * 1024 ** 2,
+      content: { script: 'a'.repeat(64), files: 'b'.repeat(64), fileCount: 2, bytes: 10 },
+      declarationFrom: 'sidecar',
     },
   };
 }
@@ -108,7 +117,15 @@ describe('page', () => {
   test('a hostile argument and skill text are shown as text, never as markup', () => {
     const hostile = '<script>alert(1)</script>"><img src=x onerror=alert(2)>';
     const m = minted(Date.now() + 60_000, hostile);
-    const html = approvalPage({ id: 'i'.repeat(43), willRun: { ...m.willRun, egressNote: '<b>x</b>' }, hash: 'h', csrf: 'c"><x', requester: '<alice>', viewer: 'bob', expiresAt: m.expiresAt });
+    const html = approvalPage({
+      id: 'i'.repeat(43),
+      willRun: { ...m.willRun, egressNote: '<b>x</b>' },
+      hash: 'h',
+      csrf: 'c"><x',
+      requester: '<alice>',
+      viewer: 'bob',
+      expiresAt: m.expiresAt,
+    });
     return html.text().then((text) => {
       expect(text).not.toContain('<script>');
       expect(text).not.toContain('<img');
@@ -130,9 +147,19 @@ describe('page', () => {
       secretsNotBound: [{ name: 'OTHER', why: 'not granted: <i>no row</i>' }],
       secretsWarning: 'No owner grant (standalone): <u>x</u>',
     };
-    const text = await approvalPage({ id: 'i'.repeat(43), willRun, hash: 'h', csrf: 'c', requester: 'alice', viewer: 'alice', expiresAt: m.expiresAt }).text();
+    const text = await approvalPage({
+      id: 'i'.repeat(43),
+      willRun,
+      hash: 'h',
+      csrf: 'c',
+      requester: 'alice',
+      viewer: 'alice',
+      expiresAt: m.expiresAt,
+    }).text();
     expect(text).toContain('<th>secrets</th>');
-    expect(text).toContain('<code>API_TOKEN</code>: sent only to <code>api.example.com</code>, <code>*.example.org</code> as <code>X-Api-Key: &lt;b&gt;{value}&lt;/b&gt;</code>');
+    expect(text).toContain(
+      '<code>API_TOKEN</code>: sent only to <code>api.example.com</code>, <code>*.example.org</code> as <code>X-Api-Key: &lt;b&gt;{value}&lt;/b&gt;</code>',
+    );
     expect(text).toContain('<code>OTHER</code>: not given to this run (not granted: &lt;i&gt;no row&lt;/i&gt;)');
     expect(text).toContain('Warning: No owner grant (standalone): &lt;u&gt;x&lt;/u&gt;');
     expect(text).not.toContain('<b>{value}');
@@ -164,7 +191,12 @@ describe('settings', () => {
 
   test('OAuth needs the client id; the static token needs none', () => {
     expect(read({ SKILL_MCP_APPROVAL_URL: 'https://mcp.example.com' }, 'oauth').issues[0]).toMatch(/SKILL_MCP_APPROVAL_CLIENT_ID/);
-    expect(read({ SKILL_MCP_APPROVAL_URL: 'https://mcp.example.com', SKILL_MCP_APPROVAL_CLIENT_ID: 'page', SKILL_MCP_APPROVAL_CLIENT_SECRET: 's' }, 'oauth').value).toEqual({ origin: 'https://mcp.example.com', client: { id: 'page', secret: 's' } });
+    expect(
+      read(
+        { SKILL_MCP_APPROVAL_URL: 'https://mcp.example.com', SKILL_MCP_APPROVAL_CLIENT_ID: 'page', SKILL_MCP_APPROVAL_CLIENT_SECRET: 's' },
+        'oauth',
+      ).value,
+    ).toEqual({ origin: 'https://mcp.example.com', client: { id: 'page', secret: 's' } });
     expect(read({ SKILL_MCP_APPROVAL_URL: 'http://127.0.0.1:3000/' }, 'token').value).toEqual({ origin: 'http://127.0.0.1:3000' });
   });
 });

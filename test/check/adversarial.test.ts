@@ -29,7 +29,9 @@ function random(seed: number): () => number {
 
 function texts(alphabet: string[], count: number, maxLength: number, seed: number): string[] {
   const next = random(seed);
-  return Array.from({ length: count }, () => Array.from({ length: Math.floor(next() * maxLength) }, () => alphabet[Math.floor(next() * alphabet.length)]!).join(''));
+  return Array.from({ length: count }, () =>
+    Array.from({ length: Math.floor(next() * maxLength) }, () => alphabet[Math.floor(next() * alphabet.length)]!).join(''),
+  );
 }
 
 const OLD_INLINE = /!?\[[^\]\n]*\]\(\s*(<[^>\n]*>|[^\s)]+)(?:\s+(?:"[^"]*"|'[^']*'|\([^)]*\)))?\s*\)/g;
@@ -40,9 +42,15 @@ const OLD_SUMMARY = /<summary\b[^>]*>[\s\S]*?<\/summary\s*>/i;
 describe('each scanner finds what the regex it replaces found', () => {
   it('inline links: the same targets at the same places', () => {
     for (const text of texts(['[', ']', '(', ')', '<', '>', '"', "'", ' ', '\n', 'a', 'b', '!'], 20_000, 24, 1)) {
-      const old = [...text.matchAll(OLD_INLINE)].map((m) => ({ written: m[1]!, offset: m.index + m[0].length - m[0].slice(m[0].lastIndexOf(m[1]!)).length }));
+      const old = [...text.matchAll(OLD_INLINE)].map((m) => ({
+        written: m[1]!,
+        offset: m.index + m[0].length - m[0].slice(m[0].lastIndexOf(m[1]!)).length,
+      }));
       const now = inlineLinks(text);
-      expect(now.map((l) => l.written), JSON.stringify(text)).toEqual(old.map((l) => l.written));
+      expect(
+        now.map((l) => l.written),
+        JSON.stringify(text),
+      ).toEqual(old.map((l) => l.written));
       // The target sits right after `](` and spaces: its offset is where the text has it.
       for (const l of now) expect(text.slice(l.offset, l.offset + l.written.length)).toBe(l.written);
     }
@@ -56,8 +64,16 @@ describe('each scanner finds what the regex it replaces found', () => {
   });
 
   it('<details> blocks, the first <summary> and tag stripping', () => {
-    for (const text of texts(['<details', '<DETAILS ', '</details>', '</details >', '<summary>', '</summary>', '<', '>', 'a', ' ', '\n'], 10_000, 10, 3)) {
-      expect(detailsBlocks(text).map((b) => [b.start, b.end]), JSON.stringify(text)).toEqual([...text.matchAll(OLD_DETAILS)].map((m) => [m.index, m.index + m[0].length]));
+    for (const text of texts(
+      ['<details', '<DETAILS ', '</details>', '</details >', '<summary>', '</summary>', '<', '>', 'a', ' ', '\n'],
+      10_000,
+      10,
+      3,
+    )) {
+      expect(
+        detailsBlocks(text).map((b) => [b.start, b.end]),
+        JSON.stringify(text),
+      ).toEqual([...text.matchAll(OLD_DETAILS)].map((m) => [m.index, m.index + m[0].length]));
       const m = OLD_SUMMARY.exec(text);
       expect(firstElement(text, 'summary'), JSON.stringify(text)).toEqual(m ? { start: m.index, end: m.index + m[0].length } : undefined);
       expect(withoutTags(text), JSON.stringify(text)).toBe(text.replace(/<[^>]+>/g, ' '));
@@ -74,7 +90,7 @@ const EXPECTED: Record<string, { credentials?: number; unicode?: string }> = {
   'github-pat-over-and-over': { credentials: 1 },
   'xoxb-over-and-over': { credentials: 1 },
   'zero-width': { unicode: 'unicode/zero-width' },
-  'tags': { unicode: 'unicode/tag' },
+  tags: { unicode: 'unicode/tag' },
 };
 
 describe('every rule on every adversarial input (200,000 characters, one line)', () => {
@@ -84,7 +100,9 @@ describe('every rule on every adversarial input (200,000 characters, one line)',
     expect(text.length).toBeLessThanOrEqual(SIZE);
     const expected = EXPECTED[name] ?? {};
     expect(findCredentials(text)).toHaveLength(expected.credentials ?? 0);
-    expect(findDeadLinks(text, 0, [], () => false)).toEqual(name.startsWith('link-') || name === 'definition-unclosed' ? [] : expect.any(Array));
+    expect(findDeadLinks(text, 0, [], () => false)).toEqual(
+      name.startsWith('link-') || name === 'definition-unclosed' ? [] : expect.any(Array),
+    );
     expect(findHiddenInstructions(text, 0).length).toBeLessThanOrEqual(3);
     const unicode = findHiddenUnicode(text);
     if (expected.unicode) expect(unicode.map((h) => h.ruleId)).toEqual([expected.unicode]);

@@ -31,7 +31,12 @@ describe('check reads a sidecar mcp-host.yaml as the server does', () => {
     });
     const report = checkJson(cwd, ['demo', 'bad']);
     expect(ofRule(report, 'server/declaration')).toMatchObject([
-      { level: 'error', path: 'bad/mcp-host.yaml', line: 2, message: expect.stringContaining('mcp-host.yaml does not parse: anchors (&name) are not allowed') },
+      {
+        level: 'error',
+        path: 'bad/mcp-host.yaml',
+        line: 2,
+        message: expect.stringContaining('mcp-host.yaml does not parse: anchors (&name) are not allowed'),
+      },
       { level: 'error', path: 'demo/mcp-host.yaml', message: 'unknown keys ignored: run[0].interpeter' },
     ]);
   });
@@ -48,8 +53,16 @@ describe('check reads a sidecar mcp-host.yaml as the server does', () => {
     });
     const report = checkJson(cwd, ['demo', 'crlf']);
     expect(ofRule(report, 'server/declaration')).toMatchObject([
-      { level: 'error', path: 'crlf/mcp-host.yaml', message: expect.stringContaining('secrets[0].format may hold visible ASCII characters and spaces only') },
-      { level: 'error', path: 'demo/mcp-host.yaml', message: expect.stringContaining('secrets[0].hosts[0] "evil.example.org" is not covered by the declaration\'s egress') },
+      {
+        level: 'error',
+        path: 'crlf/mcp-host.yaml',
+        message: expect.stringContaining('secrets[0].format may hold visible ASCII characters and spaces only'),
+      },
+      {
+        level: 'error',
+        path: 'demo/mcp-host.yaml',
+        message: expect.stringContaining('secrets[0].hosts[0] "evil.example.org" is not covered by the declaration\'s egress'),
+      },
     ]);
   });
 
@@ -59,7 +72,7 @@ describe('check reads a sidecar mcp-host.yaml as the server does', () => {
     const [hit] = ofRule(checkJson(cwd, ['demo']), 'server/declaration');
     expect(hit).toMatchObject({ level: 'error', path: 'demo/SKILL.md', line: 5 });
     expect(hit!.message).toContain('declares in both SKILL.md (mcp-host:) and mcp-host.yaml');
-    expect(hit!.message).toContain("scripts are not runnable");
+    expect(hit!.message).toContain('scripts are not runnable');
   });
 });
 
@@ -85,7 +98,9 @@ describe('check --fix moves the frontmatter block into mcp-host.yaml', () => {
     const before = skillMd({ name: 'demo', extra: BLOCK });
     write(cwd, { 'demo/SKILL.md': before, 'demo/mcp-host.yaml': SIDECAR, ...SCRIPT });
     const run = runCheck(cwd, ['--fix', 'demo']);
-    expect(run.stdout).toContain('not fixed: demo/SKILL.md: mcp-host.yaml already exists; merge by hand, then delete the block from SKILL.md\n');
+    expect(run.stdout).toContain(
+      'not fixed: demo/SKILL.md: mcp-host.yaml already exists; merge by hand, then delete the block from SKILL.md\n',
+    );
     expect(readFileSync(join(cwd, 'demo/SKILL.md'), 'utf8')).toBe(before);
     expect(readFileSync(join(cwd, 'demo/mcp-host.yaml'), 'utf8')).toBe(SIDECAR);
     expect(run.status).toBe(1); // the conflict is still an error
@@ -124,7 +139,7 @@ describe('check with SKILL_MCP_DECLARATIONS reads the operator declarations as t
     });
     const report = checkJson(cwd, ['skills'], { SKILL_MCP_DECLARATIONS: join(cwd, 'ops') });
     expect(ofRule(report, 'server/declaration').map((f) => [f.path, f.message])).toEqual([
-      ['ops/demo.yaml', expect.stringContaining('pin must be sha256: and the skill\'s 64-hex content digest')],
+      ['ops/demo.yaml', expect.stringContaining("pin must be sha256: and the skill's 64-hex content digest")],
       ['ops/ghost.yaml', expect.stringContaining('declares a skill "ghost" that is not served; it is not applied')],
       ['ops/notes.txt', expect.stringContaining('is not a declaration (operator declarations are named <skill-name>.yaml)')],
     ]);
@@ -135,6 +150,11 @@ describe('check with SKILL_MCP_DECLARATIONS reads the operator declarations as t
     const cwd = workspace();
     write(cwd, { 'skills/demo/SKILL.md': skillMd({ name: 'demo' }) });
     const report = checkJson(cwd, ['skills'], { SKILL_MCP_DECLARATIONS: 'ops' });
-    expect(ofRule(report, 'server/config')).toMatchObject([{ message: 'SKILL_MCP_DECLARATIONS="ops" is not an absolute path to a folder of <skill-name>.yaml declarations; skill-mcp does not start with it: fix or unset it' }]);
+    expect(ofRule(report, 'server/config')).toMatchObject([
+      {
+        message:
+          'SKILL_MCP_DECLARATIONS="ops" is not an absolute path to a folder of <skill-name>.yaml declarations; skill-mcp does not start with it: fix or unset it',
+      },
+    ]);
   });
 });

@@ -48,7 +48,11 @@ export interface SkillMdOptions {
 
 /** A SKILL.md that passes every rule unless the options say otherwise. */
 export function skillMd(o: SkillMdOptions): string {
-  const lines = ['---', `name: ${o.name}`, `description: ${o.description ?? 'Formats release notes. Use when the user asks for a changelog entry.'}`];
+  const lines = [
+    '---',
+    `name: ${o.name}`,
+    `description: ${o.description ?? 'Formats release notes. Use when the user asks for a changelog entry.'}`,
+  ];
   if (o.whenToUse !== null) lines.push(o.whenToUse === undefined ? 'license: MIT' : `when_to_use: ${o.whenToUse}`);
   if (o.extra) lines.push(o.extra);
   lines.push('---', '', o.body ?? '# Release notes\n\nList the changes, newest first.\n');
@@ -63,7 +67,11 @@ export interface CheckRun {
 
 /** Runs `node dist/skill-mcp.js check ...args` in `cwd` with a minimal environment. */
 export function runCheck(cwd: string, args: string[], env: Record<string, string> = {}): CheckRun {
-  const r = spawnSync(process.execPath, [BIN, 'check', ...args], { cwd, encoding: 'utf8', env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', ...env } });
+  const r = spawnSync(process.execPath, [BIN, 'check', ...args], {
+    cwd,
+    encoding: 'utf8',
+    env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', ...env },
+  });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -80,11 +88,23 @@ export interface JsonFinding {
 export interface JsonReport {
   version: number;
   findings: JsonFinding[];
-  summary: { skills: number; filesScanned: number; filesNotScanned: number; errors: number; warnings: number; notes: number; strict: boolean };
+  summary: {
+    skills: number;
+    filesScanned: number;
+    filesNotScanned: number;
+    errors: number;
+    warnings: number;
+    notes: number;
+    strict: boolean;
+  };
 }
 
 /** Runs check with `--format json` and parses the report. */
-export function checkJson(cwd: string, args: string[], env: Record<string, string> = {}): JsonReport & { status: number | null; stdout: string } {
+export function checkJson(
+  cwd: string,
+  args: string[],
+  env: Record<string, string> = {},
+): JsonReport & { status: number | null; stdout: string } {
   const run = runCheck(cwd, ['--format', 'json', ...args], env);
   if (run.stderr !== '') throw new Error(`check wrote to stderr: ${run.stderr}`);
   return { ...(JSON.parse(run.stdout) as JsonReport), status: run.status, stdout: run.stdout };

@@ -14,7 +14,12 @@ import { sarifViolations } from './sarif-shape.js';
 function mixed(): string {
   const cwd = workspace();
   write(cwd, {
-    'demo/SKILL.md': skillMd({ name: 'demo', description: 'Formats release notes.', whenToUse: null, body: '# Demo\n\nabc\u202Edef\nThe dep\u200Bloy step.\n' }),
+    'demo/SKILL.md': skillMd({
+      name: 'demo',
+      description: 'Formats release notes.',
+      whenToUse: null,
+      body: '# Demo\n\nabc\u202Edef\nThe dep\u200Bloy step.\n',
+    }),
     'demo/notes dir/a b.txt': 'plain\n',
   });
   return cwd;
@@ -44,7 +49,9 @@ describe('--format text (the default)', () => {
   it('prints a finding without a line as path: level rule-id message', () => {
     const cwd = workspace();
     write(cwd, { 'root/renamed/SKILL.md': skillMd({ name: 'other' }) });
-    expect(runCheck(cwd, ['root']).stdout).toContain('root/renamed: warning server/name-mismatch the frontmatter name "other" differs from the directory name; it is served as "renamed"\n');
+    expect(runCheck(cwd, ['root']).stdout).toContain(
+      'root/renamed: warning server/name-mismatch the frontmatter name "other" differs from the directory name; it is served as "renamed"\n',
+    );
   });
 });
 
@@ -56,20 +63,43 @@ describe('--format json', () => {
     for (const f of report.findings) {
       expect(Object.keys(f).every((k) => ['ruleId', 'level', 'message', 'path', 'line', 'column', 'skill'].includes(k))).toBe(true);
     }
-    expect(report.findings[1]).toEqual({ ruleId: 'unicode/bidi', level: 'error', message: 'bidirectional control U+202E RIGHT-TO-LEFT OVERRIDE: the text displays in another order than it is read', path: 'demo/SKILL.md', line: 8, column: 4, skill: 'demo' });
+    expect(report.findings[1]).toEqual({
+      ruleId: 'unicode/bidi',
+      level: 'error',
+      message: 'bidirectional control U+202E RIGHT-TO-LEFT OVERRIDE: the text displays in another order than it is read',
+      path: 'demo/SKILL.md',
+      line: 8,
+      column: 4,
+      skill: 'demo',
+    });
     expect(report.summary).toEqual({ skills: 1, filesScanned: 2, filesNotScanned: 0, errors: 1, warnings: 1, notes: 1, strict: false });
   });
 });
 
 describe('--format sarif', () => {
-  it('is a SARIF 2.1.0 log with the schema\'s required fields: driver skill-mcp, a rule table, located results with relative URIs', () => {
+  it("is a SARIF 2.1.0 log with the schema's required fields: driver skill-mcp, a rule table, located results with relative URIs", () => {
     const cwd = mixed();
     writeFileSync(join(cwd, 'demo/notes dir/a b.txt'), 'x\u2066y\n');
     const run = runCheck(cwd, ['--format', 'sarif', 'demo']);
     expect(run.status).toBe(1);
     const log = JSON.parse(run.stdout) as {
-      $schema: string; version: string;
-      runs: { tool: { driver: { name: string; rules: { id: string; shortDescription: { text: string }; help: { text: string }; defaultConfiguration: { level: string } }[] } }; results: { ruleId: string; ruleIndex: number; level: string; message: { text: string }; locations: { physicalLocation: { artifactLocation: { uri: string }; region?: { startLine: number; startColumn?: number } } }[] }[] }[];
+      $schema: string;
+      version: string;
+      runs: {
+        tool: {
+          driver: {
+            name: string;
+            rules: { id: string; shortDescription: { text: string }; help: { text: string }; defaultConfiguration: { level: string } }[];
+          };
+        };
+        results: {
+          ruleId: string;
+          ruleIndex: number;
+          level: string;
+          message: { text: string };
+          locations: { physicalLocation: { artifactLocation: { uri: string }; region?: { startLine: number; startColumn?: number } } }[];
+        }[];
+      }[];
     };
     expect(sarifViolations(log)).toEqual([]);
     expect(log.$schema).toBe('https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json');
@@ -78,7 +108,24 @@ describe('--format sarif', () => {
     const [sarifRun] = log.runs;
     expect(sarifRun!.tool.driver.name).toBe('skill-mcp');
     const ids = sarifRun!.tool.driver.rules.map((r) => r.id);
-    for (const id of ['unicode/bidi', 'unicode/tag', 'unicode/zero-width', 'credential/private-key', 'credential/cloud-key', 'credential/service-token', 'credential/high-entropy', 'script/interpreter', 'link/missing-target', 'hidden/instructions', 'advice/skill-md-length', 'advice/description-trigger', 'advice/declaration-sidecar', 'spec/frontmatter-field', 'server/not-published', 'server/declaration']) {
+    for (const id of [
+      'unicode/bidi',
+      'unicode/tag',
+      'unicode/zero-width',
+      'credential/private-key',
+      'credential/cloud-key',
+      'credential/service-token',
+      'credential/high-entropy',
+      'script/interpreter',
+      'link/missing-target',
+      'hidden/instructions',
+      'advice/skill-md-length',
+      'advice/description-trigger',
+      'advice/declaration-sidecar',
+      'spec/frontmatter-field',
+      'server/not-published',
+      'server/declaration',
+    ]) {
       expect(ids).toContain(id);
     }
     for (const rule of sarifRun!.tool.driver.rules) {
@@ -86,7 +133,14 @@ describe('--format sarif', () => {
       expect(rule.help.text.length).toBeGreaterThan(0);
       expect(['error', 'warning', 'note']).toContain(rule.defaultConfiguration.level);
     }
-    expect(sarifRun!.results.map((r) => [r.ruleId, r.level, r.locations[0]!.physicalLocation.artifactLocation.uri, r.locations[0]!.physicalLocation.region])).toEqual([
+    expect(
+      sarifRun!.results.map((r) => [
+        r.ruleId,
+        r.level,
+        r.locations[0]!.physicalLocation.artifactLocation.uri,
+        r.locations[0]!.physicalLocation.region,
+      ]),
+    ).toEqual([
       ['advice/description-trigger', 'note', 'demo/SKILL.md', { startLine: 3, startColumn: 1 }],
       ['unicode/bidi', 'error', 'demo/SKILL.md', { startLine: 8, startColumn: 4 }],
       ['unicode/zero-width', 'warning', 'demo/SKILL.md', { startLine: 9, startColumn: 8 }],
@@ -97,10 +151,12 @@ describe('--format sarif', () => {
   it('the shape check itself fails a log missing required fields or holding bad values', () => {
     const broken = {
       version: '2.0.0',
-      runs: [{
-        tool: { driver: { rules: [{ shortDescription: {} }, { id: 'b', defaultConfiguration: { level: 'fatal' } }] } },
-        results: [{ ruleId: 'a', ruleIndex: 1, level: 'severe', locations: [{ physicalLocation: { region: { startLine: 0 } } }] }],
-      }],
+      runs: [
+        {
+          tool: { driver: { rules: [{ shortDescription: {} }, { id: 'b', defaultConfiguration: { level: 'fatal' } }] } },
+          results: [{ ruleId: 'a', ruleIndex: 1, level: 'severe', locations: [{ physicalLocation: { region: { startLine: 0 } } }] }],
+        },
+      ],
     };
     expect(sarifViolations(broken)).toEqual([
       '$.version: must be "2.1.0"',
@@ -146,15 +202,31 @@ describe('exit codes and --strict', () => {
 
   it('exits 2 on a PATH that does not exist or is a file, naming it', () => {
     const cwd = warningOnly();
-    expect(runCheck(cwd, ['demo', 'nope'])).toMatchObject({ status: 2, stdout: '', stderr: 'skill-mcp check: "nope": it cannot be read (ENOENT)\n' });
-    expect(runCheck(cwd, ['demo/SKILL.md'])).toMatchObject({ status: 2, stdout: '', stderr: 'skill-mcp check: "demo/SKILL.md": it is not a folder (name the folder that holds SKILL.md)\n' });
+    expect(runCheck(cwd, ['demo', 'nope'])).toMatchObject({
+      status: 2,
+      stdout: '',
+      stderr: 'skill-mcp check: "nope": it cannot be read (ENOENT)\n',
+    });
+    expect(runCheck(cwd, ['demo/SKILL.md'])).toMatchObject({
+      status: 2,
+      stdout: '',
+      stderr: 'skill-mcp check: "demo/SKILL.md": it is not a folder (name the folder that holds SKILL.md)\n',
+    });
   });
 
   it('--help prints the usage and every rule to stdout and exits 0', () => {
     const run = runCheck(workspace(), ['--help']);
     expect(run).toMatchObject({ status: 0, stderr: '' });
     expect(run.stdout).toMatch(/^usage: skill-mcp check \[--format text\|json\|sarif\] \[--strict\] \[--fix\] PATH\.\.\./);
-    for (const id of ['server/not-published', 'unicode/tag', 'credential/high-entropy', 'hidden/instructions', 'advice/declaration-sidecar', 'spec/frontmatter-field']) expect(run.stdout).toContain(`  ${id} `);
+    for (const id of [
+      'server/not-published',
+      'unicode/tag',
+      'credential/high-entropy',
+      'hidden/instructions',
+      'advice/declaration-sidecar',
+      'spec/frontmatter-field',
+    ])
+      expect(run.stdout).toContain(`  ${id} `);
     expect(run.stdout).toContain('Exit status: 0 no errors, 1 at least one error, 2 usage error or a PATH that cannot be read.');
   });
 });

@@ -22,7 +22,8 @@ export function sarifViolations(log: unknown): string[] {
     return cond;
   };
   /** `v` as an object, or undefined after recording that it is not one. */
-  const obj = (v: unknown, at: string, what = 'must be an object'): Json | undefined => (need(isObject(v), at, what) ? (v as Json) : undefined);
+  const obj = (v: unknown, at: string, what = 'must be an object'): Json | undefined =>
+    need(isObject(v), at, what) ? (v as Json) : undefined;
   const message = (m: unknown, at: string, required: boolean): void => {
     if (m === undefined && !required) return;
     if (!need(isObject(m), at, 'must be an object')) return;
@@ -37,7 +38,8 @@ export function sarifViolations(log: unknown): string[] {
   if (!need(isObject(log), '$', 'a SARIF log is an object')) return bad;
   const root = log as Json;
   need(root['version'] === '2.1.0', '$.version', 'must be "2.1.0"');
-  if (root['$schema'] !== undefined) need(typeof root['$schema'] === 'string' && /^https?:\/\//.test(root['$schema']), '$.$schema', 'must be a URI');
+  if (root['$schema'] !== undefined)
+    need(typeof root['$schema'] === 'string' && /^https?:\/\//.test(root['$schema']), '$.$schema', 'must be a URI');
   if (!need(Array.isArray(root['runs']), '$.runs', 'is required (array)')) return bad;
   (root['runs'] as unknown[]).forEach((run, r) => {
     const at = `$.runs[${r}]`;
@@ -63,11 +65,13 @@ export function sarifViolations(log: unknown): string[] {
         const config = rule['defaultConfiguration'];
         if (config !== undefined && need(isObject(config), `${rat}.defaultConfiguration`, 'must be an object')) {
           const level = (config as Json)['level'];
-          if (level !== undefined) need(LEVELS.includes(level as string), `${rat}.defaultConfiguration.level`, `must be one of ${LEVELS.join(', ')}`);
+          if (level !== undefined)
+            need(LEVELS.includes(level as string), `${rat}.defaultConfiguration.level`, `must be one of ${LEVELS.join(', ')}`);
         }
       });
     }
-    if (runObj['columnKind'] !== undefined) need(COLUMN_KINDS.includes(runObj['columnKind'] as string), `${at}.columnKind`, `must be one of ${COLUMN_KINDS.join(', ')}`);
+    if (runObj['columnKind'] !== undefined)
+      need(COLUMN_KINDS.includes(runObj['columnKind'] as string), `${at}.columnKind`, `must be one of ${COLUMN_KINDS.join(', ')}`);
     const results = runObj['results'];
     if (results === undefined || results === null) return;
     if (!need(Array.isArray(results), `${at}.results`, 'must be an array')) return;
@@ -76,10 +80,14 @@ export function sarifViolations(log: unknown): string[] {
       const result = obj(value, qat);
       if (!result) return;
       message(result['message'], `${qat}.message`, true);
-      if (result['level'] !== undefined) need(LEVELS.includes(result['level'] as string), `${qat}.level`, `must be one of ${LEVELS.join(', ')}`);
+      if (result['level'] !== undefined)
+        need(LEVELS.includes(result['level'] as string), `${qat}.level`, `must be one of ${LEVELS.join(', ')}`);
       if (result['ruleIndex'] !== undefined) {
         const index = result['ruleIndex'];
-        if (need(Number.isInteger(index) && (index as number) >= -1, `${qat}.ruleIndex`, 'must be an integer >= -1') && (index as number) >= 0) {
+        if (
+          need(Number.isInteger(index) && (index as number) >= -1, `${qat}.ruleIndex`, 'must be an integer >= -1') &&
+          (index as number) >= 0
+        ) {
           need(ruleIds[index as number] === result['ruleId'], `${qat}.ruleIndex`, 'must point at the rule whose id is ruleId');
         }
       }
@@ -93,17 +101,29 @@ export function sarifViolations(log: unknown): string[] {
         const physical = obj(location['physicalLocation'], `${lat}.physicalLocation`);
         if (!physical) return;
         // physicalLocation: anyOf [address] or [artifactLocation].
-        if (!need(isObject(physical['artifactLocation']) || isObject(physical['address']), `${lat}.physicalLocation`, 'needs artifactLocation or address')) return;
+        if (
+          !need(
+            isObject(physical['artifactLocation']) || isObject(physical['address']),
+            `${lat}.physicalLocation`,
+            'needs artifactLocation or address',
+          )
+        )
+          return;
         const artifact = physical['artifactLocation'];
         if (isObject(artifact) && artifact['uri'] !== undefined) {
           const uri = artifact['uri'];
-          need(typeof uri === 'string' && !/\s/.test(uri) && isUriReference(uri), `${lat}.physicalLocation.artifactLocation.uri`, 'must be a URI reference');
+          need(
+            typeof uri === 'string' && !/\s/.test(uri) && isUriReference(uri),
+            `${lat}.physicalLocation.artifactLocation.uri`,
+            'must be a URI reference',
+          );
         }
         if (physical['region'] === undefined) return;
         const region = obj(physical['region'], `${lat}.physicalLocation.region`);
         if (!region) return;
         for (const key of ['startLine', 'startColumn', 'endLine', 'endColumn']) {
-          if (region[key] !== undefined) need(isPositiveInt(region[key]), `${lat}.physicalLocation.region.${key}`, 'must be an integer >= 1');
+          if (region[key] !== undefined)
+            need(isPositiveInt(region[key]), `${lat}.physicalLocation.region.${key}`, 'must be an integer >= 1');
         }
       });
     });

@@ -24,9 +24,16 @@ function hostileRoot(): { cwd: string; root: string } {
     'Bad_Name/SKILL.md': skillMd({ name: 'Bad_Name' }),
     'renamed/SKILL.md': skillMd({ name: 'other' }),
     'broken-yaml/SKILL.md': '---\nname: broken-yaml\nname: twice\ndescription: x\n---\nbody\n',
-    'bad-decl/SKILL.md': skillMd({ name: 'bad-decl', extra: 'mcp-host:\n  version: 1\n  run:\n    - script: run.js\n      interpreter: node\n      timout: 5' }),
+    'bad-decl/SKILL.md': skillMd({
+      name: 'bad-decl',
+      extra: 'mcp-host:\n  version: 1\n  run:\n    - script: run.js\n      interpreter: node\n      timout: 5',
+    }),
     'bad-decl/run.js': 'console.log(1)\n',
-    'missing-script/SKILL.md': skillMd({ name: 'missing-script', extra: 'mcp-host:\n  version: 1\n  run:\n    - script: scripts/gone.js\n      interpreter: node\n    - script: scripts/dir.js\n      interpreter: node' }),
+    'missing-script/SKILL.md': skillMd({
+      name: 'missing-script',
+      extra:
+        'mcp-host:\n  version: 1\n  run:\n    - script: scripts/gone.js\n      interpreter: node\n    - script: scripts/dir.js\n      interpreter: node',
+    }),
     'no-skill/README.md': 'not a skill\n',
     'weird%name/SKILL.md': skillMd({ name: 'weird' }),
     'bom/SKILL.md': `\uFEFF${skillMd({ name: 'bom' })}`,
@@ -56,18 +63,33 @@ beforeAll(() => {
 describe('server/* findings name what the catalog reports, where it is', () => {
   it('server/not-published: a 1,068-character description, with its figure, at the description line', () => {
     const hits = ofRule(report, 'server/not-published').filter((f) => f.skill === 'long-desc');
-    expect(hits).toEqual([{
-      ruleId: 'server/not-published', level: 'error', path: 'skills/long-desc/SKILL.md', line: 3, column: 1, skill: 'long-desc',
-      message: 'kept out of skill:// (served by the tools and prompts only): the description is 1068 characters long; strict hosts accept at most 1024',
-    }]);
+    expect(hits).toEqual([
+      {
+        ruleId: 'server/not-published',
+        level: 'error',
+        path: 'skills/long-desc/SKILL.md',
+        line: 3,
+        column: 1,
+        skill: 'long-desc',
+        message:
+          'kept out of skill:// (served by the tools and prompts only): the description is 1068 characters long; strict hosts accept at most 1024',
+      },
+    ]);
   });
 
   it('server/not-published: one finding per reason (a name strict hosts refuse; a byte-order mark; an over-long compatibility, with its length)', () => {
-    const messages = (skill: string): string[] => ofRule(report, 'server/not-published').filter((f) => f.skill === skill).map((f) => f.message);
+    const messages = (skill: string): string[] =>
+      ofRule(report, 'server/not-published')
+        .filter((f) => f.skill === skill)
+        .map((f) => f.message);
     expect(messages('Bad_Name')).toEqual([expect.stringContaining('the directory name "Bad_Name" is not a valid skill name')]);
     expect(messages('bom')).toEqual([expect.stringContaining('SKILL.md starts with a byte-order mark')]);
-    expect(messages('compat')).toEqual([expect.stringContaining('frontmatter compatibility must be a string of 1-500 characters (it is 600 characters long)')]);
-    expect(messages('renamed')).toEqual([expect.stringContaining('the frontmatter name "other" differs from the directory name "renamed"')]);
+    expect(messages('compat')).toEqual([
+      expect.stringContaining('frontmatter compatibility must be a string of 1-500 characters (it is 600 characters long)'),
+    ]);
+    expect(messages('renamed')).toEqual([
+      expect.stringContaining('the frontmatter name "other" differs from the directory name "renamed"'),
+    ]);
   });
 
   it('server/name-mismatch: a frontmatter name that differs from the directory (a warning)', () => {
@@ -81,12 +103,17 @@ describe('server/* findings name what the catalog reports, where it is', () => {
   });
 
   it('server/declaration: an unknown key (a typo) in mcp-host, at the mcp-host line', () => {
-    expect(ofRule(report, 'server/declaration')).toMatchObject([{ level: 'error', path: 'skills/bad-decl/SKILL.md', line: 5, message: 'unknown keys ignored: mcp-host.run[0].timout' }]);
+    expect(ofRule(report, 'server/declaration')).toMatchObject([
+      { level: 'error', path: 'skills/bad-decl/SKILL.md', line: 5, message: 'unknown keys ignored: mcp-host.run[0].timout' },
+    ]);
   });
 
   it('server/declared-script-missing: a missing script and a directory, each saying what is on disk', () => {
     const hits = ofRule(report, 'server/declared-script-missing');
-    expect(hits.map((h) => [h.path, h.line])).toEqual([['skills/missing-script/SKILL.md', 8], ['skills/missing-script/SKILL.md', 10]]);
+    expect(hits.map((h) => [h.path, h.line])).toEqual([
+      ['skills/missing-script/SKILL.md', 8],
+      ['skills/missing-script/SKILL.md', 10],
+    ]);
     expect(hits[0]!.message).toMatch(/"scripts\/gone\.js" is not a served regular file.*\(on disk: nothing is there\)$/);
     expect(hits[1]!.message).toMatch(/"scripts\/dir\.js" is not a served regular file.*\(on disk: it is a directory\)$/);
   });
@@ -104,7 +131,9 @@ describe('server/* findings name what the catalog reports, where it is', () => {
   });
 
   it('server/unusable-path: a file name the read tools cannot carry (a warning)', () => {
-    expect(ofRule(report, 'server/unusable-path')).toMatchObject([{ level: 'warning', path: 'skills/odd-files/100%.txt', skill: 'odd-files' }]);
+    expect(ofRule(report, 'server/unusable-path')).toMatchObject([
+      { level: 'warning', path: 'skills/odd-files/100%.txt', skill: 'odd-files' },
+    ]);
   });
 
   it('server/unreadable-skill-md: a SKILL.md that is a link', () => {
@@ -128,17 +157,26 @@ describe('server/* findings that need two roots or the SKILL_MCP_* limits', () =
 
   it('server/skill-limit and server/file-limit: the limits the server would apply (SKILL_MCP_MAX_SKILLS, SKILL_MCP_MAX_FILES)', () => {
     const dir = workspace();
-    write(dir, { 'root/one/SKILL.md': skillMd({ name: 'one' }), 'root/one/a.md': 'a\n', 'root/one/b.md': 'b\n', 'root/two/SKILL.md': skillMd({ name: 'two' }) });
+    write(dir, {
+      'root/one/SKILL.md': skillMd({ name: 'one' }),
+      'root/one/a.md': 'a\n',
+      'root/one/b.md': 'b\n',
+      'root/two/SKILL.md': skillMd({ name: 'two' }),
+    });
     const r = checkJson(dir, ['root'], { SKILL_MCP_MAX_SKILLS: '1', SKILL_MCP_MAX_FILES: '2' });
     expect(ofRule(r, 'server/skill-limit')).toMatchObject([{ path: 'root/two', message: expect.stringContaining('more than 1 skills') }]);
     expect(ofRule(r, 'server/file-limit')).toMatchObject([{ path: 'root/one', skill: 'one' }]);
-    expect(ofRule(r, 'server/not-published')).toMatchObject([{ path: 'root/one', message: expect.stringContaining('its manifest is incomplete (file-limit)') }]);
+    expect(ofRule(r, 'server/not-published')).toMatchObject([
+      { path: 'root/one', message: expect.stringContaining('its manifest is incomplete (file-limit)') },
+    ]);
   });
 
   it('server/config: a SKILL_MCP_* limit that is not a positive integer', () => {
     const dir = workspace();
     write(dir, { 'one/SKILL.md': skillMd({ name: 'one' }) });
-    expect(ofRule(checkJson(dir, ['one'], { SKILL_MCP_MAX_SKILLS: 'lots' }), 'server/config')).toMatchObject([{ path: '.', message: `SKILL_MCP_MAX_SKILLS="lots" is not a positive integer; using ${DEFAULT_CATALOG_LIMITS.maxSkills}` }]);
+    expect(ofRule(checkJson(dir, ['one'], { SKILL_MCP_MAX_SKILLS: 'lots' }), 'server/config')).toMatchObject([
+      { path: '.', message: `SKILL_MCP_MAX_SKILLS="lots" is not a positive integer; using ${DEFAULT_CATALOG_LIMITS.maxSkills}` },
+    ]);
   });
 });
 
@@ -167,15 +205,24 @@ describe('check agrees with a real server', () => {
       if (notPublished(problem)) {
         // Split into one finding per reason; together they are the server's detail.
         const reasons = mine.map((f) => f.message.replace('kept out of skill:// (served by the tools and prompts only): ', ''));
-        expect(problem.detail, problem.path).toBe(`served by the tools and prompts, but not in the skill:// namespace: ${reasons.join('; ')}`);
+        expect(problem.detail, problem.path).toBe(
+          `served by the tools and prompts, but not in the skill:// namespace: ${reasons.join('; ')}`,
+        );
       } else {
-        expect(mine.map((f) => f.message.startsWith(problem.detail)), `${problem.reason} ${problem.path}`).toContain(true);
+        expect(
+          mine.map((f) => f.message.startsWith(problem.detail)),
+          `${problem.reason} ${problem.path}`,
+        ).toContain(true);
       }
     }
     // And the other way: every server/* finding is one of the server's problems (or one reason of one).
     for (const f of server) {
-      const reason = f.message.replace('kept out of skill:// (served by the tools and prompts only): ', '').replace(/ \(on disk: [^)]*\)$/, '');
-      const theirs = problems.filter((p) => `server/${p.reason}` === f.ruleId && skillFolder(f.path) === skillFolder(p.path) && p.detail.includes(reason));
+      const reason = f.message
+        .replace('kept out of skill:// (served by the tools and prompts only): ', '')
+        .replace(/ \(on disk: [^)]*\)$/, '');
+      const theirs = problems.filter(
+        (p) => `server/${p.reason}` === f.ruleId && skillFolder(f.path) === skillFolder(p.path) && p.detail.includes(reason),
+      );
       expect(theirs, `${f.ruleId} ${f.path}`).not.toEqual([]);
     }
     expect(problems.length).toBeGreaterThan(10);

@@ -40,8 +40,18 @@ interface Attack {
   shows: Record<string, string>;
 }
 const ATTACKS: Attack[] = [
-  { name: 'edit the script', slug: 'script', attack: (d) => writeFileSync(join(d, 'scripts/main.js'), MAIN_JS.replace("'main-v1'", "'main-EDITED'")), shows: { main: 'main-EDITED' } },
-  { name: 'edit a module it requires', slug: 'module', attack: (d) => writeFileSync(join(d, 'lib/helper.js'), "module.exports = 'helper-EDITED';\n"), shows: { helper: 'helper-EDITED' } },
+  {
+    name: 'edit the script',
+    slug: 'script',
+    attack: (d) => writeFileSync(join(d, 'scripts/main.js'), MAIN_JS.replace("'main-v1'", "'main-EDITED'")),
+    shows: { main: 'main-EDITED' },
+  },
+  {
+    name: 'edit a module it requires',
+    slug: 'module',
+    attack: (d) => writeFileSync(join(d, 'lib/helper.js'), "module.exports = 'helper-EDITED';\n"),
+    shows: { helper: 'helper-EDITED' },
+  },
   {
     name: 'retarget a symlink',
     slug: 'link',
@@ -51,13 +61,26 @@ const ATTACKS: Attack[] = [
     },
     shows: { current: 'current-v2' },
   },
-  { name: 'add a file', slug: 'added', attack: (d) => writeFileSync(join(d, 'lib/extra.js'), "module.exports = 'extra-ADDED';\n", { mode: 0o644 }), shows: { extra: 'extra-ADDED' } },
-  { name: 'change a data file the script reads', slug: 'data', attack: (d) => writeFileSync(join(d, 'data/input.txt'), 'data-EDITED'), shows: { data: 'data-EDITED' } },
+  {
+    name: 'add a file',
+    slug: 'added',
+    attack: (d) => writeFileSync(join(d, 'lib/extra.js'), "module.exports = 'extra-ADDED';\n", { mode: 0o644 }),
+    shows: { extra: 'extra-ADDED' },
+  },
+  {
+    name: 'change a data file the script reads',
+    slug: 'data',
+    attack: (d) => writeFileSync(join(d, 'data/input.txt'), 'data-EDITED'),
+    shows: { data: 'data-EDITED' },
+  },
 ];
 const PATHS = ['token', 'elicit-2025', 'elicit-2026'] as const;
 
 function writeSkill(root: string, name: string): void {
-  const all = { 'SKILL.md': `---\nname: ${name}\ndescription: Victim skill ${name}.\nmcp-host:\n  version: 1\n  run:\n    - script: scripts/main.js\n      interpreter: node\n      timeout: 20\n---\nRun it.\n`, ...FILES };
+  const all = {
+    'SKILL.md': `---\nname: ${name}\ndescription: Victim skill ${name}.\nmcp-host:\n  version: 1\n  run:\n    - script: scripts/main.js\n      interpreter: node\n      timeout: 20\n---\nRun it.\n`,
+    ...FILES,
+  };
   for (const [path, body] of Object.entries(all)) {
     mkdirSync(dirname(join(root, name, path)), { recursive: true, mode: 0o755 });
     writeFileSync(join(root, name, path), body, { mode: 0o644 });
@@ -89,7 +112,12 @@ describe('the token path (a client without a prompt)', () => {
 
   test('the preview shows and binds the code: the script digest and the digest over every served file', async () => {
     const preview = await askToken(served.client, { name: 'steady', ...RUN });
-    expect((preview.preview.willRun as unknown as { content: unknown }).content).toEqual({ script: expect.stringMatching(/^[0-9a-f]{64}$/), files: expect.stringMatching(/^[0-9a-f]{64}$/), fileCount: 7, bytes: expect.any(Number) });
+    expect((preview.preview.willRun as unknown as { content: unknown }).content).toEqual({
+      script: expect.stringMatching(/^[0-9a-f]{64}$/),
+      files: expect.stringMatching(/^[0-9a-f]{64}$/),
+      fileCount: 7,
+      bytes: expect.any(Number),
+    });
   });
 
   test('an unchanged skill runs', async () => {
@@ -99,21 +127,26 @@ describe('the token path (a client without a prompt)', () => {
     expect(stdoutOf(ran.value)).toEqual({ main: 'main-v1', helper: 'helper-v1', current: 'current-v1', data: 'data-v1', extra: 'none' });
   });
 
-  test.each(ATTACKS)('$name between the preview and the run: DRAFT_CHANGED with a fresh preview; nothing ran; the fresh token runs the new bytes', async ({ slug, attack, shows }) => {
-    const name = `${slug}-token`;
-    const preview = await askToken(served.client, { name, ...RUN });
-    const before = runsStarted(stateDir);
-    attack(join(root, name));
-    const changed = await callTool(served.client, 'skill_run', { name, ...RUN, confirmToken: preview.confirmToken });
-    expect(changed.isError).toBe(true);
-    expect(changed.value).toMatchObject({ status: 'draft-changed', error: { code: 'DRAFT_CHANGED' } });
-    const fresh = changed.value as unknown as { preview: { willRun: { content: { files: string } } }; confirmToken: string };
-    expect(fresh.preview.willRun.content.files).not.toBe((preview.preview.willRun as unknown as { content: { files: string } }).content.files);
-    expect(runsStarted(stateDir)).toBe(before);
-    const ran = await callTool(served.client, 'skill_run', { name, ...RUN, confirmToken: fresh.confirmToken });
-    expect(ran.value['status'], ran.text).toBe('completed');
-    expect(stdoutOf(ran.value)).toMatchObject(shows);
-  });
+  test.each(ATTACKS)(
+    '$name between the preview and the run: DRAFT_CHANGED with a fresh preview; nothing ran; the fresh token runs the new bytes',
+    async ({ slug, attack, shows }) => {
+      const name = `${slug}-token`;
+      const preview = await askToken(served.client, { name, ...RUN });
+      const before = runsStarted(stateDir);
+      attack(join(root, name));
+      const changed = await callTool(served.client, 'skill_run', { name, ...RUN, confirmToken: preview.confirmToken });
+      expect(changed.isError).toBe(true);
+      expect(changed.value).toMatchObject({ status: 'draft-changed', error: { code: 'DRAFT_CHANGED' } });
+      const fresh = changed.value as unknown as { preview: { willRun: { content: { files: string } } }; confirmToken: string };
+      expect(fresh.preview.willRun.content.files).not.toBe(
+        (preview.preview.willRun as unknown as { content: { files: string } }).content.files,
+      );
+      expect(runsStarted(stateDir)).toBe(before);
+      const ran = await callTool(served.client, 'skill_run', { name, ...RUN, confirmToken: fresh.confirmToken });
+      expect(ran.value['status'], ran.text).toBe('completed');
+      expect(stdoutOf(ran.value)).toMatchObject(shows);
+    },
+  );
 });
 
 describe.each([
@@ -150,71 +183,101 @@ describe.each([
     expect(asked[0]).toMatch(/code: script sha256:[0-9a-f]{12}, skill files sha256:[0-9a-f]{12} \(7 files, \d+ bytes\)/);
   });
 
-  test.each(ATTACKS)('$name while the person is asked: the approval runs nothing, the person is asked again with the new digests', async ({ slug, attack, shows }) => {
-    const name = `${slug}-${path}`;
-    asked.length = 0;
-    let round = 0;
-    // First prompt: the skill changes while the person reads it, and they accept what they saw.
-    // Second prompt (the fresh preview): declined, so whatever ran would have run on the first.
-    onAsk.set(name, () => {
-      round += 1;
-      if (round > 1) return 'decline';
-      attack(join(root, name));
-      return 'accept';
+  test.each(ATTACKS)(
+    '$name while the person is asked: the approval runs nothing, the person is asked again with the new digests',
+    async ({ slug, attack, shows }) => {
+      const name = `${slug}-${path}`;
+      asked.length = 0;
+      let round = 0;
+      // First prompt: the skill changes while the person reads it, and they accept what they saw.
+      // Second prompt (the fresh preview): declined, so whatever ran would have run on the first.
+      onAsk.set(name, () => {
+        round += 1;
+        if (round > 1) return 'decline';
+        attack(join(root, name));
+        return 'accept';
+      });
+      const before = runsStarted(stateDir);
+      const answer = await callTool(served.client, 'skill_run', { name, ...RUN });
+      expect(answer.value['status'], answer.text).toBe('cancelled');
+      expect(asked).toHaveLength(2);
+      const files = (m: string): string => /skill files (sha256:[0-9a-f]{12})/.exec(m)?.[1] ?? '';
+      expect(files(asked[1]!)).not.toBe(files(asked[0]!));
+      expect(runsStarted(stateDir)).toBe(before);
+      // Approving the fresh preview runs the new bytes.
+      onAsk.set(name, () => 'accept');
+      const ran = await callTool(served.client, 'skill_run', { name, ...RUN });
+      expect(ran.value['status'], ran.text).toBe('completed');
+      expect(stdoutOf(ran.value)).toMatchObject(shows);
+    },
+  );
+});
+
+describe.skipIf(process.getuid?.() !== 0)(
+  'a runner that sees another copy of a skill than its front (root: the runner in a mount namespace of its own)',
+  () => {
+    let runner: RunnerHandle;
+    let served: Served;
+    let copies: string;
+
+    beforeAll(async () => {
+      copies = tempDir('copies');
+      writeSkill(root, 'mirrored');
+      writeSkill(copies, 'mirrored');
+      writeFileSync(join(copies, 'mirrored', 'scripts/main.js'), MAIN_JS.replace("'main-v1'", "'the-runner-copy'"));
+      // Same path, other bytes: the runner's mount namespace shows `copies/mirrored` at `root/mirrored`.
+      const bind = [
+        'unshare',
+        '--mount',
+        '--propagation',
+        'private',
+        'sh',
+        '-c',
+        'mount --bind "$1" "$2" && shift 2 && exec "$@"',
+        'sh',
+        join(copies, 'mirrored'),
+        join(root, 'mirrored'),
+      ];
+      runner = await startRunner({
+        env: { ...baseEnv(), SKILLS_DIR: root },
+        base: tempDir('runner'),
+        args: hostedRunnerArgs(),
+        spawnPrefix: bind,
+      });
+      served = await serve({ SKILLS_DIR: root, SKILL_MCP_RUNNER_SOCKET: runner.socketPath }, ERAS[0]!);
     });
-    const before = runsStarted(stateDir);
-    const answer = await callTool(served.client, 'skill_run', { name, ...RUN });
-    expect(answer.value['status'], answer.text).toBe('cancelled');
-    expect(asked).toHaveLength(2);
-    const files = (m: string): string => /skill files (sha256:[0-9a-f]{12})/.exec(m)?.[1] ?? '';
-    expect(files(asked[1]!)).not.toBe(files(asked[0]!));
-    expect(runsStarted(stateDir)).toBe(before);
-    // Approving the fresh preview runs the new bytes.
-    onAsk.set(name, () => 'accept');
-    const ran = await callTool(served.client, 'skill_run', { name, ...RUN });
-    expect(ran.value['status'], ran.text).toBe('completed');
-    expect(stdoutOf(ran.value)).toMatchObject(shows);
-  });
-});
+    afterAll(async () => {
+      await served?.close();
+      await runner?.stop();
+    });
 
-describe.skipIf(process.getuid?.() !== 0)('a runner that sees another copy of a skill than its front (root: the runner in a mount namespace of its own)', () => {
-  let runner: RunnerHandle;
-  let served: Served;
-  let copies: string;
+    test('skill_list reports content-mismatch for that skill only, and its script as unavailable with why', async () => {
+      const list = await skillList(served.client);
+      const mismatches = list.problems.filter((p) => p.reason === 'content-mismatch');
+      expect(mismatches).toEqual([
+        {
+          path: expect.stringMatching(/\/mirrored$/),
+          reason: 'content-mismatch',
+          detail: expect.stringMatching(/runner serves other content for skill "mirrored"/),
+        },
+      ]);
+      const skill = list.skills.find((s) => s.name === 'mirrored')!;
+      expect(skill.runnable).toBe(false);
+      expect(skill.unavailableScripts).toEqual([
+        { script: 'scripts/main.js', interpreter: 'node', why: expect.stringMatching(/different copies of the skill folder/) },
+      ]);
+      expect(list.skills.find((s) => s.name === 'steady')!.runnable).toBe(true);
+    });
 
-  beforeAll(async () => {
-    copies = tempDir('copies');
-    writeSkill(root, 'mirrored');
-    writeSkill(copies, 'mirrored');
-    writeFileSync(join(copies, 'mirrored', 'scripts/main.js'), MAIN_JS.replace("'main-v1'", "'the-runner-copy'"));
-    // Same path, other bytes: the runner's mount namespace shows `copies/mirrored` at `root/mirrored`.
-    const bind = ['unshare', '--mount', '--propagation', 'private', 'sh', '-c', 'mount --bind "$1" "$2" && shift 2 && exec "$@"', 'sh', join(copies, 'mirrored'), join(root, 'mirrored')];
-    runner = await startRunner({ env: { ...baseEnv(), SKILLS_DIR: root }, base: tempDir('runner'), args: hostedRunnerArgs(), spawnPrefix: bind });
-    served = await serve({ SKILLS_DIR: root, SKILL_MCP_RUNNER_SOCKET: runner.socketPath }, ERAS[0]!);
-  });
-  afterAll(async () => {
-    await served?.close();
-    await runner?.stop();
-  });
-
-  test('skill_list reports content-mismatch for that skill only, and its script as unavailable with why', async () => {
-    const list = await skillList(served.client);
-    const mismatches = list.problems.filter((p) => p.reason === 'content-mismatch');
-    expect(mismatches).toEqual([{ path: expect.stringMatching(/\/mirrored$/), reason: 'content-mismatch', detail: expect.stringMatching(/runner serves other content for skill "mirrored"/) }]);
-    const skill = list.skills.find((s) => s.name === 'mirrored')!;
-    expect(skill.runnable).toBe(false);
-    expect(skill.unavailableScripts).toEqual([{ script: 'scripts/main.js', interpreter: 'node', why: expect.stringMatching(/different copies of the skill folder/) }]);
-    expect(list.skills.find((s) => s.name === 'steady')!.runnable).toBe(true);
-  });
-
-  test('skill_run gives no preview of the runner\'s copy: CONTENT_MISMATCH, no token, nothing ran; a skill both see alike still runs', async () => {
-    const answer = await callTool(served.client, 'skill_run', { name: 'mirrored', ...RUN });
-    expect(refusal(answer).code).toBe('CONTENT_MISMATCH');
-    expect(answer.value).not.toHaveProperty('confirmToken');
-    expect(answer.text).not.toContain('the-runner-copy');
-    expect(audit(runner.stateDir).filter((l) => l.event === 'run.accept')).toEqual([]);
-    const preview = await askToken(served.client, { name: 'steady', ...RUN });
-    const ran = await callTool(served.client, 'skill_run', { name: 'steady', ...RUN, confirmToken: preview.confirmToken });
-    expect(ran.value['status'], ran.text).toBe('completed');
-  });
-});
+    test("skill_run gives no preview of the runner's copy: CONTENT_MISMATCH, no token, nothing ran; a skill both see alike still runs", async () => {
+      const answer = await callTool(served.client, 'skill_run', { name: 'mirrored', ...RUN });
+      expect(refusal(answer).code).toBe('CONTENT_MISMATCH');
+      expect(answer.value).not.toHaveProperty('confirmToken');
+      expect(answer.text).not.toContain('the-runner-copy');
+      expect(audit(runner.stateDir).filter((l) => l.event === 'run.accept')).toEqual([]);
+      const preview = await askToken(served.client, { name: 'steady', ...RUN });
+      const ran = await callTool(served.client, 'skill_run', { name: 'steady', ...RUN, confirmToken: preview.confirmToken });
+      expect(ran.value['status'], ran.text).toBe('completed');
+    });
+  },
+);

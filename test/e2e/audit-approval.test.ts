@@ -20,7 +20,11 @@ afterAll(async () => {
 
 async function acceptOf(env: Record<string, string>, withToken: boolean): Promise<Record<string, unknown>> {
   const stateDir = join(tempDir('state'), 'state');
-  const served = await serve({ SKILLS_DIR: root, SKILL_MCP_STATE_DIR: stateDir, ...env }, ERAS[0]!, withToken ? {} : { onElicit: () => ({ action: 'accept', content: {} }) });
+  const served = await serve(
+    { SKILLS_DIR: root, SKILL_MCP_STATE_DIR: stateDir, ...env },
+    ERAS[0]!,
+    withToken ? {} : { onElicit: () => ({ action: 'accept', content: {} }) },
+  );
   closing.push(served);
   const args = { name: 'reporter', script: 'scripts/report.js', args: ['ok'] };
   const result = withToken
@@ -52,6 +56,9 @@ describe('the approval channel and the requester on the run.accept line', () => 
   });
 
   test('a token under MCP_CONFIRM_MODE=auto (nobody was asked): auto, never mistaken for a person', async () => {
-    expect(await acceptOf({ MCP_CONFIRM_ELICITATION: 'off', MCP_CONFIRM_MODE: 'auto' }, true)).toMatchObject({ ...who, approval: { channel: 'auto' } });
+    expect(await acceptOf({ MCP_CONFIRM_ELICITATION: 'off', MCP_CONFIRM_MODE: 'auto' }, true)).toMatchObject({
+      ...who,
+      approval: { channel: 'auto' },
+    });
   });
 });

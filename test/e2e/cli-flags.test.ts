@@ -39,7 +39,7 @@ describe('--flag value and --flag=value are the same flag', () => {
     }
   });
 
-  test('--port (or --host, --metrics-port) without --http: exit 2, and the message says they are the HTTP front\'s and how to write it', () => {
+  test("--port (or --host, --metrics-port) without --http: exit 2, and the message says they are the HTTP front's and how to write it", () => {
     for (const args of [['--port', '8080'], ['--port=8080'], ['--metrics-port', '9464']]) {
       const r = bin(args);
       expect(r.status, args.join(' ')).toBe(2);
@@ -79,9 +79,24 @@ describe('--flag value and --flag=value are the same flag', () => {
 
 describe('an unknown flag is a usage error: exit 2, the flag named, the usage on stderr', () => {
   test.each<[string, string[], string, string]>([
-    ['runner', ['runner', '--socket', '/tmp/x.sock', '--state-dir', '/tmp/x', '--sokcet', '/tmp/y'], '--sokcet', 'usage: skill-mcp runner --socket PATH --state-dir DIR'],
-    ['runner (a switch given a value)', ['runner', '--front-secret-stdin=yes'], '--front-secret-stdin takes no value', 'usage: skill-mcp runner'],
-    ['runner (a flag without its value)', ['runner', '--state-dir', '/tmp/x', '--socket'], '--socket needs a value', 'usage: skill-mcp runner'],
+    [
+      'runner',
+      ['runner', '--socket', '/tmp/x.sock', '--state-dir', '/tmp/x', '--sokcet', '/tmp/y'],
+      '--sokcet',
+      'usage: skill-mcp runner --socket PATH --state-dir DIR',
+    ],
+    [
+      'runner (a switch given a value)',
+      ['runner', '--front-secret-stdin=yes'],
+      '--front-secret-stdin takes no value',
+      'usage: skill-mcp runner',
+    ],
+    [
+      'runner (a flag without its value)',
+      ['runner', '--state-dir', '/tmp/x', '--socket'],
+      '--socket needs a value',
+      'usage: skill-mcp runner',
+    ],
     ['--http', ['--http', '--hots', '127.0.0.1'], '--hots', 'usage: skill-mcp --http [--host H] [--port P]'],
     ['audit verify', ['audit', 'verify', '--haed', 'x'], '--haed', 'usage: skill-mcp audit verify'],
     ['audit verify (-n belongs to tail)', ['audit', 'verify', '-n', '3'], '"-n"', 'usage: skill-mcp audit verify'],

@@ -11,11 +11,23 @@ import { mkdirSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startRunner, type RunnerHandle } from '../runner/harness.js';
-import { baseEnv, callTool, ERAS, expectNoLeftovers, hostedRunnerArgs, serve, skillList, tempDir, type Served, type SkillListValue } from './harness.js';
+import {
+  baseEnv,
+  callTool,
+  ERAS,
+  expectNoLeftovers,
+  hostedRunnerArgs,
+  serve,
+  skillList,
+  tempDir,
+  type Served,
+  type SkillListValue,
+} from './harness.js';
 import { askToken, audit, refusal, reported, runsStarted } from './run-skills.js';
 
 const REPORT_JS = 'process.stdout.write(JSON.stringify({ args: process.argv.slice(2), env: Object.keys(process.env).sort() }) + "\\n");\n';
-const SPEC_CLEAN = (name: string): string => `---\nname: ${name}\ndescription: Test skill ${name}. Use when testing declarations.\nlicense: MIT\n---\nRun its scripts.\n`;
+const SPEC_CLEAN = (name: string): string =>
+  `---\nname: ${name}\ndescription: Test skill ${name}. Use when testing declarations.\nlicense: MIT\n---\nRun its scripts.\n`;
 const DECLARE = (script: string): string => `version: 1\nrun:\n  - script: ${script}\n    interpreter: node\n    timeout: 20\n`;
 
 function put(root: string, files: Record<string, string>): void {
@@ -27,7 +39,11 @@ function put(root: string, files: Record<string, string>): void {
 
 /** The skill's content digest the way the docs tell a person to compute it, with coreutils. */
 function contentDigest(skillDir: string): string {
-  const listing = execFileSync('sh', ['-c', "find . -type f ! -path '*/.*' | sed 's|^\\./||' | LC_ALL=C sort | xargs -d '\\n' sha256sum -- | sha256sum"], { cwd: skillDir, encoding: 'utf8' });
+  const listing = execFileSync(
+    'sh',
+    ['-c', "find . -type f ! -path '*/.*' | sed 's|^\\./||' | LC_ALL=C sort | xargs -d '\\n' sha256sum -- | sha256sum"],
+    { cwd: skillDir, encoding: 'utf8' },
+  );
   return listing.split(' ')[0]!;
 }
 
@@ -51,7 +67,10 @@ beforeAll(() => {
     'sidecar-only/SKILL.md': SPEC_CLEAN('sidecar-only'),
     'sidecar-only/mcp-host.yaml': DECLARE('scripts/report.js'),
     'sidecar-only/scripts/report.js': REPORT_JS,
-    'both-forms/SKILL.md': SPEC_CLEAN('both-forms').replace('license: MIT\n', `license: MIT\nmcp-host:\n  version: 1\n  run:\n    - script: scripts/report.js\n      interpreter: node\n`),
+    'both-forms/SKILL.md': SPEC_CLEAN('both-forms').replace(
+      'license: MIT\n',
+      `license: MIT\nmcp-host:\n  version: 1\n  run:\n    - script: scripts/report.js\n      interpreter: node\n`,
+    ),
     'both-forms/mcp-host.yaml': DECLARE('scripts/report.js'),
     'both-forms/scripts/report.js': REPORT_JS,
     'published/SKILL.md': SPEC_CLEAN('published'),
@@ -102,7 +121,11 @@ describe.each(ERAS)('the three places, standalone over stdio, $name', (era) => {
 
   test('both a frontmatter block and a sidecar: a declaration problem, no scripts, instructions still served', async () => {
     const list = await skillList(served.client);
-    expect(list.problems).toContainEqual({ path: expect.stringMatching(/both-forms\/SKILL\.md$/), reason: 'declaration', detail: expect.stringContaining('declares in both SKILL.md (mcp-host:) and mcp-host.yaml') });
+    expect(list.problems).toContainEqual({
+      path: expect.stringMatching(/both-forms\/SKILL\.md$/),
+      reason: 'declaration',
+      detail: expect.stringContaining('declares in both SKILL.md (mcp-host:) and mcp-host.yaml'),
+    });
     const entry = list.skills.find((s) => s.name === 'both-forms')!;
     expect(entry).toMatchObject({ runnable: false, scripts: [] });
     expect(entry).not.toHaveProperty('declarationFrom');
@@ -119,7 +142,10 @@ describe.each(ERAS)('the three places, standalone over stdio, $name', (era) => {
     expect(preview.preview.willRun).toMatchObject({ skill: 'published', declarationFrom: 'operator' });
     expect(preview.preview.willRun).not.toHaveProperty('declarationPinned');
     expect(reported(ran).args).toEqual(['x']);
-    expect((await skillList(served.client)).skills.find((s) => s.name === 'published')).toMatchObject({ runnable: true, declarationFrom: 'operator' });
+    expect((await skillList(served.client)).skills.find((s) => s.name === 'published')).toMatchObject({
+      runnable: true,
+      declarationFrom: 'operator',
+    });
   });
 
   test('a pinned operator declaration applies while the skill matches its digest, and the preview says pinned', async () => {
@@ -129,9 +155,13 @@ describe.each(ERAS)('the three places, standalone over stdio, $name', (era) => {
     expect(reported(ran).args).toEqual(['x']);
   });
 
-  test('an operator declaration replaces the skill\'s own: the operator\'s script runs, the sidecar\'s is not declared, and skill_list says what was replaced', async () => {
+  test("an operator declaration replaces the skill's own: the operator's script runs, the sidecar's is not declared, and skill_list says what was replaced", async () => {
     const entry = (await skillList(served.client)).skills.find((s) => s.name === 'replaced') as unknown as Record<string, unknown>;
-    expect(entry).toMatchObject({ declarationFrom: 'operator', declarationReplaces: ['sidecar'], scripts: [{ script: 'scripts/operator.js' }] });
+    expect(entry).toMatchObject({
+      declarationFrom: 'operator',
+      declarationReplaces: ['sidecar'],
+      scripts: [{ script: 'scripts/operator.js' }],
+    });
     const { ran } = await approveAndRun('replaced', 'scripts/operator.js');
     expect(reported(ran).args).toEqual(['x']);
     expect(refusal(await run({ name: 'replaced', script: 'scripts/own.js' })).code).toBe('NOT_DECLARED');
@@ -139,7 +169,7 @@ describe.each(ERAS)('the three places, standalone over stdio, $name', (era) => {
 });
 
 describe('a client that can show a prompt', () => {
-  test('the prompt a person answers says who declared the script: the operator (pinned), or the skill\'s sidecar', async () => {
+  test("the prompt a person answers says who declared the script: the operator (pinned), or the skill's sidecar", async () => {
     const asked: string[] = [];
     const stateDir = join(tempDir('state'), 'state');
     const served = await serve({ SKILLS_DIR: root, SKILL_MCP_STATE_DIR: stateDir, SKILL_MCP_DECLARATIONS: ops }, ERAS[0]!, {
@@ -186,13 +216,17 @@ describe('changes after approval', () => {
     await served?.close();
   });
 
-  test('a change of the declaration\'s source after approval is DRAFT_CHANGED, with a fresh preview naming the new source; nothing ran', async () => {
+  test("a change of the declaration's source after approval is DRAFT_CHANGED, with a fresh preview naming the new source; nothing ran", async () => {
     const preview = await askToken(served.client, { name: 'switch', script: 'scripts/report.js' });
     expect(preview.preview.willRun).toMatchObject({ declarationFrom: 'sidecar' });
     put(decl, { 'switch.yaml': DECLARE('scripts/report.js') });
     const before = runsStarted(stateDir);
     const changed = await run({ name: 'switch', script: 'scripts/report.js', confirmToken: preview.confirmToken });
-    expect(changed.value).toMatchObject({ status: 'draft-changed', error: { code: 'DRAFT_CHANGED' }, preview: { willRun: { declarationFrom: 'operator' } } });
+    expect(changed.value).toMatchObject({
+      status: 'draft-changed',
+      error: { code: 'DRAFT_CHANGED' },
+      preview: { willRun: { declarationFrom: 'operator' } },
+    });
     expect(runsStarted(stateDir)).toBe(before);
     const fresh = changed.value['confirmToken'] as string;
     expect(reported(await run({ name: 'switch', script: 'scripts/report.js', confirmToken: fresh })).args).toEqual([]);
@@ -205,12 +239,22 @@ describe('changes after approval', () => {
     put(skills, { 'drift/scripts/report.js': `${REPORT_JS}// changed by the skill's author\n` });
     const now = contentDigest(join(skills, 'drift'));
     const before = runsStarted(stateDir);
-    expect(refusal(await run({ name: 'drift', script: 'scripts/report.js', confirmToken: preview.confirmToken })).code).toBe('NOT_DECLARED');
+    expect(refusal(await run({ name: 'drift', script: 'scripts/report.js', confirmToken: preview.confirmToken })).code).toBe(
+      'NOT_DECLARED',
+    );
     expect(runsStarted(stateDir)).toBe(before);
     const list = await untilList(served, (l) => l.problems.some((p) => p.path === 'SKILL_MCP_DECLARATIONS/drift.yaml'), 'the pin problem');
     const problem = list.problems.find((p) => p.path === 'SKILL_MCP_DECLARATIONS/drift.yaml')!;
-    expect(problem).toMatchObject({ reason: 'declaration', detail: expect.stringContaining(`is pinned to sha256:${pinned}, but the skill's content is now sha256:${now}`) });
-    expect(list.skills.find((s) => s.name === 'drift')).toMatchObject({ runnable: false, scripts: [], declarationFrom: 'operator', declarationPinned: true });
+    expect(problem).toMatchObject({
+      reason: 'declaration',
+      detail: expect.stringContaining(`is pinned to sha256:${pinned}, but the skill's content is now sha256:${now}`),
+    });
+    expect(list.skills.find((s) => s.name === 'drift')).toMatchObject({
+      runnable: false,
+      scripts: [],
+      declarationFrom: 'operator',
+      declarationPinned: true,
+    });
     expect(JSON.stringify(list)).not.toContain(decl);
   });
 });
@@ -223,12 +267,22 @@ describe('pinned, and the skill changed behind a front that has not noticed (SKI
     const pinned = contentDigest(join(skills, 'drift'));
     put(decl, { 'drift.yaml': `${DECLARE('scripts/report.js')}pin: sha256:${pinned}\n` });
     const stateDir = join(tempDir('state'), 'state');
-    const served = await serve({ SKILLS_DIR: skills, SKILL_MCP_STATE_DIR: stateDir, SKILL_MCP_DECLARATIONS: decl, SKILL_MCP_WATCH: 'off' }, ERAS[0]!);
+    const served = await serve(
+      { SKILLS_DIR: skills, SKILL_MCP_STATE_DIR: stateDir, SKILL_MCP_DECLARATIONS: decl, SKILL_MCP_WATCH: 'off' },
+      ERAS[0]!,
+    );
     try {
       const preview = await askToken(served.client, { name: 'drift', script: 'scripts/report.js' });
       put(skills, { 'drift/extra.md': 'a file the operator never reviewed\n' });
       const now = contentDigest(join(skills, 'drift'));
-      const late = refusal(await callTool(served.client, 'skill_run', { name: 'drift', script: 'scripts/report.js', args: [], confirmToken: preview.confirmToken }));
+      const late = refusal(
+        await callTool(served.client, 'skill_run', {
+          name: 'drift',
+          script: 'scripts/report.js',
+          args: [],
+          confirmToken: preview.confirmToken,
+        }),
+      );
       expect(late.code).toBe('NOT_DECLARED');
       expect(late.message).toContain(`pinned to sha256:${pinned}`);
       expect(late.message).toContain(`now sha256:${now}`);
@@ -271,8 +325,13 @@ describe('a hostile declarations folder', () => {
       expect(detail('SKILL_MCP_DECLARATIONS/fifo.yaml')).toContain('is not a regular file');
       expect(detail('SKILL_MCP_DECLARATIONS/ghost.yaml')).toContain('declares a skill "ghost" that is not served');
       for (const name of ['linked', 'huge', 'fifo']) {
-        expect(list.skills.find((s) => s.name === name), name).toMatchObject({ runnable: false, scripts: [], declarationFrom: 'operator' });
-        expect(refusal(await callTool(served.client, 'skill_run', { name, script: 'scripts/report.js', args: [] })).code).toBe('NOT_DECLARED');
+        expect(
+          list.skills.find((s) => s.name === name),
+          name,
+        ).toMatchObject({ runnable: false, scripts: [], declarationFrom: 'operator' });
+        expect(refusal(await callTool(served.client, 'skill_run', { name, script: 'scripts/report.js', args: [] })).code).toBe(
+          'NOT_DECLARED',
+        );
       }
       // The link's own skill had a sidecar: the operator's (unreadable) file replaced it, it did not fall back.
       expect(list.skills.find((s) => s.name === 'linked')).toMatchObject({ declarationReplaces: ['sidecar'] });
@@ -280,7 +339,12 @@ describe('a hostile declarations folder', () => {
       expect(runsStarted(stateDir)).toBe(0);
       // Still serving, and a good file beside the bad ones works.
       const preview = await askToken(served.client, { name: 'fine', script: 'scripts/report.js' });
-      const ran = await callTool(served.client, 'skill_run', { name: 'fine', script: 'scripts/report.js', args: [], confirmToken: preview.confirmToken });
+      const ran = await callTool(served.client, 'skill_run', {
+        name: 'fine',
+        script: 'scripts/report.js',
+        args: [],
+        confirmToken: preview.confirmToken,
+      });
       expect(ran.value['status'], ran.text).toBe('completed');
     } finally {
       await served.close();
@@ -295,8 +359,15 @@ describe('the hosted pair with different declaration folders', () => {
     const theirs = tempDir('decl-runner-ops');
     put(theirs, { 'published.yaml': DECLARE('scripts/report.js').replace('timeout: 20', 'timeout: 5') });
     const grant = JSON.stringify([{ skill: 'published', script: 'scripts/report.js' }]);
-    runner = await startRunner({ env: { ...baseEnv(), MCP_SKILLS_PATH: root, MCP_SKILL_RUN: grant, SKILL_MCP_DECLARATIONS: theirs }, base: tempDir('runner'), args: hostedRunnerArgs() });
-    served = await serve({ MCP_SKILLS_PATH: root, MCP_SKILL_RUN: grant, SKILL_MCP_DECLARATIONS: ops, SKILL_MCP_RUNNER_SOCKET: runner.socketPath }, ERAS[0]!);
+    runner = await startRunner({
+      env: { ...baseEnv(), MCP_SKILLS_PATH: root, MCP_SKILL_RUN: grant, SKILL_MCP_DECLARATIONS: theirs },
+      base: tempDir('runner'),
+      args: hostedRunnerArgs(),
+    });
+    served = await serve(
+      { MCP_SKILLS_PATH: root, MCP_SKILL_RUN: grant, SKILL_MCP_DECLARATIONS: ops, SKILL_MCP_RUNNER_SOCKET: runner.socketPath },
+      ERAS[0]!,
+    );
   });
   afterAll(async () => {
     await served?.close();

@@ -27,7 +27,8 @@ function variablesTheCodeReads(): Set<string> {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
       const path = join(dir, entry.name);
       if (entry.isDirectory()) walk(path);
-      else if (entry.name.endsWith('.ts')) for (const m of readFileSync(path, 'utf8').matchAll(/'((?:MCP|SKILL_MCP)_[A-Z_]+|SKILLS_DIR)'/g)) names.add(m[1]!);
+      else if (entry.name.endsWith('.ts'))
+        for (const m of readFileSync(path, 'utf8').matchAll(/'((?:MCP|SKILL_MCP)_[A-Z_]+|SKILLS_DIR)'/g)) names.add(m[1]!);
     }
   };
   for (const dir of ['runner', 'server', 'shared', 'cli']) walk(join(REPO, dir));
@@ -39,7 +40,8 @@ const KNOWN = variablesTheCodeReads();
 function documented(variable: string): { runner: string; front: string } | undefined {
   for (const line of HOSTING.split('\n')) {
     const cells = line.split('|').map((c) => c.trim());
-    if (cells.length >= 5 && [...cells[1]!.matchAll(/`([A-Z_]+)`/g)].some((m) => m[1] === variable)) return { runner: cells[2]!, front: cells[3]! };
+    if (cells.length >= 5 && [...cells[1]!.matchAll(/`([A-Z_]+)`/g)].some((m) => m[1] === variable))
+      return { runner: cells[2]!, front: cells[3]! };
   }
   return undefined;
 }
@@ -60,19 +62,48 @@ interface Service {
   [key: string]: unknown;
 }
 
-const SERVICE_KEYS = new Set(['build', 'image', 'user', 'command', 'entrypoint', 'environment', 'env_file', 'volumes', 'depends_on', 'ports', 'secrets', 'cap_add', 'security_opt', 'restart', 'healthcheck']);
+const SERVICE_KEYS = new Set([
+  'build',
+  'image',
+  'user',
+  'command',
+  'entrypoint',
+  'environment',
+  'env_file',
+  'volumes',
+  'depends_on',
+  'ports',
+  'secrets',
+  'cap_add',
+  'security_opt',
+  'restart',
+  'healthcheck',
+]);
 
 describe('deploy/compose.yaml', () => {
-  const compose = parse(readFileSync(join(DEPLOY, 'compose.yaml'), 'utf8'), { merge: true }) as { services: Record<string, Service>; volumes: Record<string, unknown>; secrets: Record<string, unknown> };
+  const compose = parse(readFileSync(join(DEPLOY, 'compose.yaml'), 'utf8'), { merge: true }) as {
+    services: Record<string, Service>;
+    volumes: Record<string, unknown>;
+    secrets: Record<string, unknown>;
+  };
   const services = compose.services;
   const fronts = Object.keys(services).filter((n) => n.startsWith('front-'));
-  const env = (name: string): Record<string, string> => Object.fromEntries(Object.entries(services[name]!.environment ?? {}).map(([k, v]) => [k, interpolate(String(v))]));
-  const mounts = (name: string): Map<string, string> => new Map((services[name]!.volumes ?? []).map((v) => v.split(':')).map(([volume, path]) => [path!, volume!]));
+  const env = (name: string): Record<string, string> =>
+    Object.fromEntries(Object.entries(services[name]!.environment ?? {}).map(([k, v]) => [k, interpolate(String(v))]));
+  const mounts = (name: string): Map<string, string> =>
+    new Map((services[name]!.volumes ?? []).map((v) => v.split(':')).map(([volume, path]) => [path!, volume!]));
 
   test('its structure: known top-level and service keys, named volumes and secrets declared, no extension key left unmerged', () => {
-    expect(Object.keys(compose).filter((k) => !k.startsWith('x-')).sort()).toEqual(['name', 'secrets', 'services', 'volumes']);
+    expect(
+      Object.keys(compose)
+        .filter((k) => !k.startsWith('x-'))
+        .sort(),
+    ).toEqual(['name', 'secrets', 'services', 'volumes']);
     for (const [name, service] of Object.entries(services)) {
-      expect(Object.keys(service).filter((k) => !SERVICE_KEYS.has(k)), name).toEqual([]);
+      expect(
+        Object.keys(service).filter((k) => !SERVICE_KEYS.has(k)),
+        name,
+      ).toEqual([]);
       for (const [, volume] of mounts(name)) expect(Object.keys(compose.volumes), `${name} mounts ${volume}`).toContain(volume);
       for (const secret of (service['secrets'] as string[] | undefined) ?? []) expect(Object.keys(compose.secrets)).toContain(secret);
       for (const dep of service.depends_on ?? []) expect(Object.keys(services)).toContain(dep);
@@ -105,7 +136,11 @@ describe('deploy/compose.yaml', () => {
       const volume = mounts(runner).get(socketDir)!;
       expect(volume).toBeTruthy();
       expect(mounts(front).get(socketDir)).toBe(volume);
-      expect(Object.keys(services).filter((s) => [...mounts(s).values()].includes(volume)).sort()).toEqual([front, runner].sort());
+      expect(
+        Object.keys(services)
+          .filter((s) => [...mounts(s).values()].includes(volume))
+          .sort(),
+      ).toEqual([front, runner].sort());
       socketVolumes.add(volume);
       stateVolumes.add(mounts(runner).get(opts.stateDir)!);
       // The front's flags, through the front's own parser (the token file is read at start: left out here).
@@ -132,7 +167,8 @@ describe('deploy/compose.yaml', () => {
     expect(redis).toContain('--appendfsync always');
     expect(redis).toContain(`--requirepass ${DOTENV['REDIS_PASSWORD']}`);
     // No service but the runners is given the Redis password.
-    for (const name of Object.keys(services).filter((n) => !n.startsWith('runner-') && n !== 'redis')) expect(JSON.stringify(env(name))).not.toContain(DOTENV['REDIS_PASSWORD']);
+    for (const name of Object.keys(services).filter((n) => !n.startsWith('runner-') && n !== 'redis'))
+      expect(JSON.stringify(env(name))).not.toContain(DOTENV['REDIS_PASSWORD']);
   });
 
   test('every variable is one the code reads, and docs/hosting.md lists it for the process that gets it', () => {
@@ -140,7 +176,9 @@ describe('deploy/compose.yaml', () => {
       const process = name.startsWith('runner-') ? 'runner' : 'front';
       for (const variable of Object.keys(env(name))) {
         expect(KNOWN, `${name}: ${variable}`).toContain(variable);
-        expect(documented(variable)?.[process], `docs/hosting.md: ${variable} for the ${process}`).toMatch(/^(required|optional|recommended|or )/);
+        expect(documented(variable)?.[process], `docs/hosting.md: ${variable} for the ${process}`).toMatch(
+          /^(required|optional|recommended|or )/,
+        );
       }
     }
   });
@@ -149,8 +187,16 @@ describe('deploy/compose.yaml', () => {
 /** KEY=value lines of an environment file, read the way systemd does (shell-like quotes). */
 function readEnvFile(path: string): Record<string, string> {
   const out = spawnSync('sh', ['-c', 'set -a; . "$1"; env -0', 'sh', path], { encoding: 'utf8', env: {} });
-  const names = readFileSync(path, 'utf8').split('\n').map((l) => /^([A-Z_]+)=/.exec(l)?.[1]).filter((n): n is string => n !== undefined);
-  const all = Object.fromEntries(out.stdout.split('\0').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+  const names = readFileSync(path, 'utf8')
+    .split('\n')
+    .map((l) => /^([A-Z_]+)=/.exec(l)?.[1])
+    .filter((n): n is string => n !== undefined);
+  const all = Object.fromEntries(
+    out.stdout
+      .split('\0')
+      .filter(Boolean)
+      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+  );
   return Object.fromEntries(names.map((n) => [n, all[n]!]));
 }
 
@@ -187,29 +233,44 @@ describe('deploy/systemd', () => {
     expect(runnerUnit).toMatch(/^StateDirectory=skill-mcp$/m);
     const http = readHttpOptions(execArgs(frontUnit).slice(1), { ...skills, ...frontEnv, SKILL_MCP_HTTP_TOKEN_FILE: '' });
     expect(http.metrics).toEqual({ host: '127.0.0.1', port: 9464 });
-    expect(readGrantSource(skills)).toEqual({ kind: 'owner', rows: [{ skill: 'commit-message', script: 'scripts/check-message.js', env: [], egress: [], secrets: [], index: 0 }] });
+    expect(readGrantSource(skills)).toEqual({
+      kind: 'owner',
+      rows: [{ skill: 'commit-message', script: 'scripts/check-message.js', env: [], egress: [], secrets: [], index: 0 }],
+    });
     expect(parseRedisUrl(runnerEnv['SKILL_MCP_REDIS_URL']!)).toMatchObject({ tls: true, username: 'skill-mcp' });
     expect(runnerEnv['MCP_CONFIRM_SECRET']).toBe(frontEnv['MCP_CONFIRM_SECRET']);
   });
 
   test('every variable is one the code reads, and docs/hosting.md lists it for the process that gets it', () => {
-    for (const [process, vars] of [['runner', { ...skills, ...runnerEnv }], ['front', { ...skills, ...frontEnv }]] as const) {
+    for (const [process, vars] of [
+      ['runner', { ...skills, ...runnerEnv }],
+      ['front', { ...skills, ...frontEnv }],
+    ] as const) {
       for (const variable of Object.keys(vars)) {
         expect(KNOWN, variable).toContain(variable);
-        expect(documented(variable)?.[process], `docs/hosting.md: ${variable} for the ${process}`).toMatch(/^(required|optional|recommended|or )/);
+        expect(documented(variable)?.[process], `docs/hosting.md: ${variable} for the ${process}`).toMatch(
+          /^(required|optional|recommended|or )/,
+        );
       }
     }
   });
 
   const analyze = spawnSync('sh', ['-c', 'command -v systemd-analyze'], { encoding: 'utf8' }).stdout.trim();
-  test.skipIf(!analyze)(`systemd-analyze verify passes both units (with the built bin as /usr/bin/skill-mcp)${analyze ? '' : ' (skipped: no systemd-analyze here)'}`, () => {
-    const tmp = tempDir('units');
-    for (const name of ['skill-mcp-runner.service', 'skill-mcp-front.service']) {
-      writeFileSync(join(tmp, name), readFileSync(join(dir, name), 'utf8').replaceAll('/usr/bin/skill-mcp', SERVER_JS));
-    }
-    // SYSTEMD_UNIT_PATH: the front's Requires= finds the runner's unit beside it.
-    const result = spawnSync(analyze, ['verify', '--man=no', join(tmp, 'skill-mcp-runner.service'), join(tmp, 'skill-mcp-front.service')], { encoding: 'utf8', env: { ...process.env, SYSTEMD_UNIT_PATH: `${tmp}:` } });
-    expect(result.stderr).toBe('');
-    expect(result.status).toBe(0);
-  });
+  test.skipIf(!analyze)(
+    `systemd-analyze verify passes both units (with the built bin as /usr/bin/skill-mcp)${analyze ? '' : ' (skipped: no systemd-analyze here)'}`,
+    () => {
+      const tmp = tempDir('units');
+      for (const name of ['skill-mcp-runner.service', 'skill-mcp-front.service']) {
+        writeFileSync(join(tmp, name), readFileSync(join(dir, name), 'utf8').replaceAll('/usr/bin/skill-mcp', SERVER_JS));
+      }
+      // SYSTEMD_UNIT_PATH: the front's Requires= finds the runner's unit beside it.
+      const result = spawnSync(
+        analyze,
+        ['verify', '--man=no', join(tmp, 'skill-mcp-runner.service'), join(tmp, 'skill-mcp-front.service')],
+        { encoding: 'utf8', env: { ...process.env, SYSTEMD_UNIT_PATH: `${tmp}:` } },
+      );
+      expect(result.stderr).toBe('');
+      expect(result.status).toBe(0);
+    },
+  );
 });

@@ -41,7 +41,14 @@ function setup(): { root: string; file: string; index: string } {
 }
 
 /** Writes an index holding one row for `file` in its current state, as the front would own it. */
-function plant(index: string, root: string, file: string, digest: string, times: { firstSeen: number; hashedAt: number }, owner = isRoot ? FRONT_UID : undefined): void {
+function plant(
+  index: string,
+  root: string,
+  file: string,
+  digest: string,
+  times: { firstSeen: number; hashedAt: number },
+  owner = isRoot ? FRONT_UID : undefined,
+): void {
   const key = `${realpathSync(join(root, SKILL))}\0${REL}`;
   const state = fileState(statSync(file, { bigint: true }));
   writeFileSync(index, JSON.stringify({ version: 2, rows: [[key, state, times.firstSeen, times.hashedAt, digest]] }), { mode: 0o600 });
@@ -128,21 +135,24 @@ describe('a stale digest index entry is never served', () => {
     }
   });
 
-  test.skipIf(!isRoot)('an index owned by another uid is refused whatever it holds, and not overwritten (root only: a test must chown it)', async () => {
-    const { root, file, index } = setup();
-    plant(index, root, file, FORGED, { firstSeen: Date.now() - 60_000, hashedAt: Date.now() - 50_000 }, 65534);
-    const planted = readFileSync(index);
-    const served = await serve({ SKILLS_DIR: root, SKILL_MCP_WATCH: 'off', SKILL_MCP_DIGEST_INDEX: index }, era);
-    try {
-      expect(await listedDigest(served)).toBe(`sha256:${hex(readFileSync(file))}`);
-      // 0600 of another uid: the open itself fails; the owner check (digest-index.ts) stands behind it for a file the front could open.
-      expect(served.stderr()).toMatch(/SKILL_MCP_DIGEST_INDEX: .* (is owned by uid 65534|cannot be opened \(EACCES\))/);
-      expect(statSync(index).uid).toBe(65534);
-      expect(readFileSync(index).equals(planted)).toBe(true);
-    } finally {
-      await served.close();
-    }
-  });
+  test.skipIf(!isRoot)(
+    'an index owned by another uid is refused whatever it holds, and not overwritten (root only: a test must chown it)',
+    async () => {
+      const { root, file, index } = setup();
+      plant(index, root, file, FORGED, { firstSeen: Date.now() - 60_000, hashedAt: Date.now() - 50_000 }, 65534);
+      const planted = readFileSync(index);
+      const served = await serve({ SKILLS_DIR: root, SKILL_MCP_WATCH: 'off', SKILL_MCP_DIGEST_INDEX: index }, era);
+      try {
+        expect(await listedDigest(served)).toBe(`sha256:${hex(readFileSync(file))}`);
+        // 0600 of another uid: the open itself fails; the owner check (digest-index.ts) stands behind it for a file the front could open.
+        expect(served.stderr()).toMatch(/SKILL_MCP_DIGEST_INDEX: .* (is owned by uid 65534|cannot be opened \(EACCES\))/);
+        expect(statSync(index).uid).toBe(65534);
+        expect(readFileSync(index).equals(planted)).toBe(true);
+      } finally {
+        await served.close();
+      }
+    },
+  );
 
   test('the runner has no code that reads the index: its bundle holds neither the variable nor the module', () => {
     const runner = readFileSync(join(REPO, 'dist/skill-mcp-runner.cjs'), 'utf8');

@@ -18,7 +18,10 @@ const era = ERAS[0]!;
 const sha = (bytes: Uint8Array): string => `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
 
 /** Every published digest, by resource URI, from a fresh server's whole walk. */
-async function publishedDigests(env: Record<string, string>, savedWith?: { index: string; settled: number }): Promise<{ digests: Map<string, string>; entries: Map<string, string>; stderr: string }> {
+async function publishedDigests(
+  env: Record<string, string>,
+  savedWith?: { index: string; settled: number },
+): Promise<{ digests: Map<string, string>; entries: Map<string, string>; stderr: string }> {
   const served = await serve({ SKILL_MCP_WATCH: 'off', ...env }, era);
   try {
     const digests = new Map<string, string>();

@@ -9,7 +9,21 @@ import { execFile } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { ERAS, REPO, SERVER_JS, SUITE_TMP, VARIED_SKILLS, callTool, expectNoLeftovers, rpc, rpcErrorCode, serve, skillList, tempDir, type Served } from './harness.js';
+import {
+  ERAS,
+  REPO,
+  SERVER_JS,
+  SUITE_TMP,
+  VARIED_SKILLS,
+  callTool,
+  expectNoLeftovers,
+  rpc,
+  rpcErrorCode,
+  serve,
+  skillList,
+  tempDir,
+  type Served,
+} from './harness.js';
 import { inspectorCommand } from '../verifiers.js';
 
 afterAll(expectNoLeftovers);
@@ -23,7 +37,8 @@ function put(path: string, data: string): void {
 let shadowRoot: string;
 beforeAll(() => {
   shadowRoot = tempDir('manifest-shadow');
-  const skill = (name: string): void => put(join(shadowRoot, name, 'SKILL.md'), `---\nname: ${name}\ndescription: The ${name} skill.\n---\n# ${name}\n`);
+  const skill = (name: string): void =>
+    put(join(shadowRoot, name, 'SKILL.md'), `---\nname: ${name}\ndescription: The ${name} skill.\n---\n# ${name}\n`);
   skill('plain');
   put(join(shadowRoot, 'plain', 'notes', '_manifest'), 'a _manifest below the top is an ordinary file\n');
   skill('real-manifest');
@@ -65,7 +80,11 @@ describe.each(ERAS)('FastMCP manifest, $name', (era) => {
       expect(Object.keys(manifest).sort()).toEqual(['files', 'skill']);
       expect(manifest.skill).toBe(name);
       const resources = entry.resources as { uri: string; digest: string; size: number }[];
-      const fromEntry = resources.map((r) => ({ path: decodeURIComponent(r.uri.slice(`skill://${name}/`.length)), size: r.size, hash: r.digest }));
+      const fromEntry = resources.map((r) => ({
+        path: decodeURIComponent(r.uri.slice(`skill://${name}/`.length)),
+        size: r.size,
+        hash: r.digest,
+      }));
       expect(manifest.files, name).toEqual(fromEntry);
       for (const file of manifest.files) expect(Object.keys(file).sort()).toEqual(['hash', 'path', 'size']);
     }
@@ -126,14 +145,33 @@ describe.each(ERAS)('a skill holding its own _manifest, $name', (era) => {
 
 describe.each(['legacy', 'modern'])('Inspector --verify --require-digests with FastMCP manifests served, --protocol-era %s', (era) => {
   test('a folder holding a _manifest skill still verifies (exit 0): only the skills a strict host can load are listed', async () => {
-    const args = ['--cli', '-e', `SKILLS_DIR=${shadowRoot}`, '-e', `TMPDIR=${SUITE_TMP}`, '-e', `SKILL_MCP_STATE_DIR=${SUITE_TMP}/state`, process.execPath, SERVER_JS, '--protocol-era', era, '--method', 'skills/list', '--verify', '--require-digests'];
+    const args = [
+      '--cli',
+      '-e',
+      `SKILLS_DIR=${shadowRoot}`,
+      '-e',
+      `TMPDIR=${SUITE_TMP}`,
+      '-e',
+      `SKILL_MCP_STATE_DIR=${SUITE_TMP}/state`,
+      process.execPath,
+      SERVER_JS,
+      '--protocol-era',
+      era,
+      '--method',
+      'skills/list',
+      '--verify',
+      '--require-digests',
+    ];
     const run = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
       execFile(inspectorCommand()[0], [inspectorCommand()[1], ...args], { cwd: REPO, timeout: 60_000 }, (error, stdout, stderr) => {
         resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr });
       });
     });
     expect(run.code, run.stderr).toBe(0);
-    const uris = run.stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => (JSON.parse(l) as { uri: string }).uri);
+    const uris = run.stdout
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => (JSON.parse(l) as { uri: string }).uri);
     expect(uris).toEqual(['skill://plain/SKILL.md']);
   });
 });

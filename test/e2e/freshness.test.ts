@@ -44,7 +44,8 @@ describe.each(ERAS)('files changing under a running server, $name', (era) => {
     skill = join(base, 'root', 'moving');
     mkdirSync(join(skill, 'data'), { recursive: true });
     writeFileSync(join(skill, 'SKILL.md'), '---\nname: moving\ndescription: Files that change while served.\n---\nversion one\n');
-    for (const name of ['same-size.txt', 'grows.txt', 'to-fifo.txt', 'to-link.txt', 'deleted.txt', 'checked.txt']) writeFileSync(join(skill, 'data', name), 'AAAA\n');
+    for (const name of ['same-size.txt', 'grows.txt', 'to-fifo.txt', 'to-link.txt', 'deleted.txt', 'checked.txt'])
+      writeFileSync(join(skill, 'data', name), 'AAAA\n');
     // Watch off: these are the read-time checks. With the watch on, a rescan that lands first (from
     // this swap, or a write of an earlier test settling late on a loaded machine) drops the file
     // from the manifest before the read, and the answer is NOT_FOUND instead — also right, but not

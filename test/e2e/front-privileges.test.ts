@@ -16,14 +16,21 @@ const SECRET = 'root:$6$only-root-may-read-this-line';
 let root: string;
 
 function uids(pid: number): string {
-  return /^Uid:\s+(.*)$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]!.split(/\s+/).join(' ');
+  return /^Uid:\s+(.*)$/m
+    .exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]!
+    .split(/\s+/)
+    .join(' ');
 }
 
 beforeAll(() => {
   if (!isRoot) return;
   root = tempDir('planted');
   mkdirSync(join(root, 'vault'), { mode: 0o755 });
-  writeFileSync(join(root, 'vault', 'SKILL.md'), '---\nname: vault\ndescription: Reads like notes, is a link to a root-only file.\n---\nSee notes.txt.\n', { mode: 0o644 });
+  writeFileSync(
+    join(root, 'vault', 'SKILL.md'),
+    '---\nname: vault\ndescription: Reads like notes, is a link to a root-only file.\n---\nSee notes.txt.\n',
+    { mode: 0o644 },
+  );
   // A root-only 0600 file on the same filesystem, hard-linked into the skill (a link cannot be told
   // from the original: same inode, same owner and mode).
   const shadow = join(SUITE_TMP, 'shadow-like');

@@ -101,7 +101,10 @@ describe.skipIf(!existsSync('/bin/sh'))('the runner guard starts on first need',
     expect(mine).toHaveLength(1);
     expect(holder).toBeDefined();
     process.kill(served.pid, 'SIGKILL');
-    await until(() => !existsSync(`/proc/${holder}`) || /^State:\s+Z/m.test(readFileSync(`/proc/${holder}/status`, 'utf8')), 'the holder to exit');
+    await until(
+      () => !existsSync(`/proc/${holder}`) || /^State:\s+Z/m.test(readFileSync(`/proc/${holder}/status`, 'utf8')),
+      'the holder to exit',
+    );
     await until(() => !existsSync(join(SUITE_TMP, mine[0]!)), 'the private folder to go');
     expect(processesNaming(mine[0]!)).toEqual([]);
     await served.close();

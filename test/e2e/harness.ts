@@ -161,7 +161,10 @@ export interface ServeOptions {
    * Answers `elicitation/create`: the 2025 server request, and (through the SDK's input-required
    * driver) the 2026-07-28 embedded request. Giving one declares form elicitation.
    */
-  onElicit?: (params: { message: string; requestedSchema?: unknown }) => { action: 'accept' | 'decline' | 'cancel'; content?: Record<string, unknown> };
+  onElicit?: (params: { message: string; requestedSchema?: unknown }) => {
+    action: 'accept' | 'decline' | 'cancel';
+    content?: Record<string, unknown>;
+  };
   /** A command the server is started through (e.g. `setpriv --reuid=U ...` to serve as an ordinary uid from a root test). */
   spawnPrefix?: string[];
 }
@@ -201,7 +204,9 @@ export async function serve(env: Record<string, string>, era: Era, options: Serv
     { name: 'skill-mcp-e2e', version: '0.0.0' },
     {
       ...(era.versionNegotiation ? { versionNegotiation: era.versionNegotiation } : {}),
-      ...(options.capabilities || options.onElicit ? { capabilities: (options.capabilities ?? { elicitation: { form: {} } }) as never } : {}),
+      ...(options.capabilities || options.onElicit
+        ? { capabilities: (options.capabilities ?? { elicitation: { form: {} } }) as never }
+        : {}),
     },
   );
   const onElicit = options.onElicit;

@@ -11,7 +11,19 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import { startRunner, type RunnerHandle } from '../runner/harness.js';
-import { baseEnv, BUNDLED_SKILLS, callTool, ERAS, expectNoLeftovers, hostedRunnerArgs, REPO, serve, skillList, tempDir, type Served } from './harness.js';
+import {
+  baseEnv,
+  BUNDLED_SKILLS,
+  callTool,
+  ERAS,
+  expectNoLeftovers,
+  hostedRunnerArgs,
+  REPO,
+  serve,
+  skillList,
+  tempDir,
+  type Served,
+} from './harness.js';
 import { audit, askToken, refusal } from './run-skills.js';
 
 const FRONT_COPY = 'the front copy of check-message.js ran';
@@ -22,8 +34,14 @@ let root: string;
 function writeLookalike(): string {
   const dir = tempDir('hosted-skills');
   mkdirSync(join(dir, 'commit-message', 'scripts'), { recursive: true, mode: 0o755 });
-  writeFileSync(join(dir, 'commit-message', 'SKILL.md'), '---\nname: commit-message\ndescription: The operator\'s own commit-message skill.\nmcp-host:\n  version: 1\n  run:\n    - script: scripts/check-message.js\n      interpreter: node\n      timeout: 10\n---\nCheck a message.\n', { mode: 0o644 });
-  writeFileSync(join(dir, 'commit-message', 'scripts', 'check-message.js'), `process.stdout.write(${JSON.stringify(FRONT_COPY)});\n`, { mode: 0o644 });
+  writeFileSync(
+    join(dir, 'commit-message', 'SKILL.md'),
+    "---\nname: commit-message\ndescription: The operator's own commit-message skill.\nmcp-host:\n  version: 1\n  run:\n    - script: scripts/check-message.js\n      interpreter: node\n      timeout: 10\n---\nCheck a message.\n",
+    { mode: 0o644 },
+  );
+  writeFileSync(join(dir, 'commit-message', 'scripts', 'check-message.js'), `process.stdout.write(${JSON.stringify(FRONT_COPY)});\n`, {
+    mode: 0o644,
+  });
   return dir;
 }
 
@@ -32,7 +50,7 @@ beforeAll(() => {
 });
 afterAll(expectNoLeftovers);
 
-describe('runner started without the front\'s MCP_SKILLS_PATH and MCP_SKILL_RUN (the old recipe)', () => {
+describe("runner started without the front's MCP_SKILLS_PATH and MCP_SKILL_RUN (the old recipe)", () => {
   let runner: RunnerHandle;
   let served: Served;
   beforeAll(async () => {
@@ -45,7 +63,11 @@ describe('runner started without the front\'s MCP_SKILLS_PATH and MCP_SKILL_RUN 
   });
 
   test('skill_run is refused CONFIG_MISMATCH naming what differs and what to do, with no host path; nothing is prepared or run', async () => {
-    const answer = await callTool(served.client, 'skill_run', { name: 'commit-message', script: 'scripts/check-message.js', args: ['feat: x'] });
+    const answer = await callTool(served.client, 'skill_run', {
+      name: 'commit-message',
+      script: 'scripts/check-message.js',
+      args: ['feat: x'],
+    });
     const { code, message } = refusal(answer);
     expect(code).toBe('CONFIG_MISMATCH');
     expect(message).toMatch(/skill folders/);
@@ -60,11 +82,17 @@ describe('runner started without the front\'s MCP_SKILLS_PATH and MCP_SKILL_RUN 
 
   test('skill_list shows it: a config-mismatch problem, the runner section says what differs, the script is unavailable with why', async () => {
     const list = await skillList(served.client);
-    expect(list.problems).toContainEqual({ path: 'runner', reason: 'config-mismatch', detail: expect.stringMatching(/same MCP_SKILLS_PATH/) });
+    expect(list.problems).toContainEqual({
+      path: 'runner',
+      reason: 'config-mismatch',
+      detail: expect.stringMatching(/same MCP_SKILLS_PATH/),
+    });
     expect((list.isolation as { configMismatch?: { differs: string[] } }).configMismatch?.differs).toEqual(['roots', 'mode', 'grant']);
     const skill = list.skills.find((s) => s.name === 'commit-message')!;
     expect(skill.runnable).toBe(false);
-    expect(skill.unavailableScripts).toEqual([{ script: 'scripts/check-message.js', interpreter: 'node', why: expect.stringMatching(/CONFIG_MISMATCH|another configuration/) }]);
+    expect(skill.unavailableScripts).toEqual([
+      { script: 'scripts/check-message.js', interpreter: 'node', why: expect.stringMatching(/CONFIG_MISMATCH|another configuration/) },
+    ]);
     expect(JSON.stringify(list)).not.toContain(BUNDLED_SKILLS);
   });
 });
@@ -88,7 +116,12 @@ describe('the recipe as documented: the runner gets the same MCP_SKILLS_PATH and
     const list = await skillList(served.client);
     expect(list.problems.filter((p) => p.reason === 'config-mismatch')).toEqual([]);
     const preview = await askToken(served.client, { name: 'commit-message', script: 'scripts/check-message.js', args: ['feat: x'] });
-    const ran = await callTool(served.client, 'skill_run', { name: 'commit-message', script: 'scripts/check-message.js', args: ['feat: x'], confirmToken: preview.confirmToken });
+    const ran = await callTool(served.client, 'skill_run', {
+      name: 'commit-message',
+      script: 'scripts/check-message.js',
+      args: ['feat: x'],
+      confirmToken: preview.confirmToken,
+    });
     expect(ran.isError, ran.text).toBe(false);
     expect(ran.value['stdout']).toBe(FRONT_COPY);
   });

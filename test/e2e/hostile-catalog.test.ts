@@ -6,7 +6,19 @@
 import { readFileSync, rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { PROBLEM_REASONS } from '../../shared/problems.js';
-import { ERAS, callTool, expectNoLeftovers, rpc, rpcErrorCode, rssKiB, serve, skillList, type ProblemEntry, type Served, type SkillListValue } from './harness.js';
+import {
+  ERAS,
+  callTool,
+  expectNoLeftovers,
+  rpc,
+  rpcErrorCode,
+  rssKiB,
+  serve,
+  skillList,
+  type ProblemEntry,
+  type Served,
+  type SkillListValue,
+} from './harness.js';
 import { buildHostileTree, type HostileTree } from './hostile-tree.js';
 
 // Reported from the runner's describe (start-hygiene and hosted-recipe tests), not by the catalog.
@@ -69,9 +81,23 @@ describe.each(ERAS)('hostile folder, $name', (era) => {
   });
 
   test('the server keeps serving everything that is not broken', () => {
-    expect(list.skills.map((s) => s.name)).toEqual(
-      ['Bad_Name', 'big-files', 'bom-skill', 'broken-decl', 'full-batch', 'future-decl', 'good', 'long-desc', 'many-files', 'mismatch', 'missing-script', 'odd-interpreter', 'only-second', 'stored-skill', 'unknown-keys'],
-    );
+    expect(list.skills.map((s) => s.name)).toEqual([
+      'Bad_Name',
+      'big-files',
+      'bom-skill',
+      'broken-decl',
+      'full-batch',
+      'future-decl',
+      'good',
+      'long-desc',
+      'many-files',
+      'mismatch',
+      'missing-script',
+      'odd-interpreter',
+      'only-second',
+      'stored-skill',
+      'unknown-keys',
+    ]);
   });
 
   test('unreadable roots (missing, a regular file) are root-unreadable and named by folder name only', () => {
@@ -80,8 +106,12 @@ describe.each(ERAS)('hostile folder, $name', (era) => {
   });
 
   test('broken SKILL.md files: YAML anchors, duplicate keys and missing frontmatter are malformed-frontmatter with a position', () => {
-    expect(problemsAt(list, 'main-root/anchors/SKILL.md')).toMatchObject([{ reason: 'malformed-frontmatter', detail: expect.stringMatching(/anchors.*line 3/) }]);
-    expect(problemsAt(list, 'main-root/dup-keys/SKILL.md')).toMatchObject([{ reason: 'malformed-frontmatter', detail: expect.stringMatching(/unique.*line 4/) }]);
+    expect(problemsAt(list, 'main-root/anchors/SKILL.md')).toMatchObject([
+      { reason: 'malformed-frontmatter', detail: expect.stringMatching(/anchors.*line 3/) },
+    ]);
+    expect(problemsAt(list, 'main-root/dup-keys/SKILL.md')).toMatchObject([
+      { reason: 'malformed-frontmatter', detail: expect.stringMatching(/unique.*line 4/) },
+    ]);
     expect(problemsAt(list, 'main-root/no-frontmatter/SKILL.md')).toMatchObject([{ reason: 'malformed-frontmatter' }]);
   });
 
@@ -112,13 +142,21 @@ describe.each(ERAS)('hostile folder, $name', (era) => {
 
   test('declarations: a broken block costs only the scripts, unknown keys are named, an unknown major version is rejected, a missing script is not runnable', async () => {
     const byName = new Map(list.skills.map((s) => [s.name, s]));
-    expect(problemsAt(list, 'main-root/broken-decl/SKILL.md')).toMatchObject([{ reason: 'declaration', detail: expect.stringContaining('line') }]);
+    expect(problemsAt(list, 'main-root/broken-decl/SKILL.md')).toMatchObject([
+      { reason: 'declaration', detail: expect.stringContaining('line') },
+    ]);
     // Served by the tools, but a strict host parses the whole frontmatter: not published.
-    expect(problemsAt(list, 'main-root/broken-decl')).toMatchObject([{ reason: 'not-published', detail: expect.stringContaining('mcp-host') }]);
+    expect(problemsAt(list, 'main-root/broken-decl')).toMatchObject([
+      { reason: 'not-published', detail: expect.stringContaining('mcp-host') },
+    ]);
     expect(byName.get('broken-decl')).toMatchObject({ scripts: [], runnable: false });
     expect((await callTool(served.client, 'skill_load', { name: 'broken-decl' })).isError).toBe(false);
-    expect(problemsAt(list, 'main-root/unknown-keys/SKILL.md')).toMatchObject([{ reason: 'declaration', detail: expect.stringMatching(/mcp-host\.sandbox.*mcp-host\.run\[0\]\.sudo/) }]);
-    expect(problemsAt(list, 'main-root/future-decl/SKILL.md')).toMatchObject([{ reason: 'declaration', detail: expect.stringContaining('version 2') }]);
+    expect(problemsAt(list, 'main-root/unknown-keys/SKILL.md')).toMatchObject([
+      { reason: 'declaration', detail: expect.stringMatching(/mcp-host\.sandbox.*mcp-host\.run\[0\]\.sudo/) },
+    ]);
+    expect(problemsAt(list, 'main-root/future-decl/SKILL.md')).toMatchObject([
+      { reason: 'declaration', detail: expect.stringContaining('version 2') },
+    ]);
     expect(byName.get('future-decl')).toMatchObject({ scripts: [], runnable: false });
     expect(problemsAt(list, 'main-root/missing-script/scripts/gone.js')).toMatchObject([{ reason: 'declared-script-missing' }]);
     expect(byName.get('missing-script')!.ungrantedScripts!.map((s) => s.script)).toEqual(['scripts/here.js']);
@@ -129,15 +167,23 @@ describe.each(ERAS)('hostile folder, $name', (era) => {
     expect(list.grantFrom).toBe('MCP_SKILL_RUN');
     expect(problemsAt(list, 'MCP_SKILL_RUN/good/scripts/undeclared.js')).toMatchObject([{ reason: 'grant' }]);
     expect(problemsAt(list, 'MCP_SKILL_RUN/ghost/x.js')).toMatchObject([{ reason: 'grant' }]);
-    expect(problemsAt(list, 'MCP_SKILL_RUN/good/scripts/run.js')).toMatchObject([{ reason: 'grant', detail: expect.stringContaining('NOT_ASKED_FOR') }]);
+    expect(problemsAt(list, 'MCP_SKILL_RUN/good/scripts/run.js')).toMatchObject([
+      { reason: 'grant', detail: expect.stringContaining('NOT_ASKED_FOR') },
+    ]);
     // Granted, but this hosted server has no runner (no SKILL_MCP_RUNNER_SOCKET): unavailable, and why.
     const good = list.skills.find((s) => s.name === 'good')!;
     expect(good.scripts).toEqual([]);
-    expect(good.unavailableScripts).toEqual([{ script: 'scripts/run.js', interpreter: 'node', why: expect.stringContaining('SKILL_MCP_RUNNER_SOCKET') }]);
+    expect(good.unavailableScripts).toEqual([
+      { script: 'scripts/run.js', interpreter: 'node', why: expect.stringContaining('SKILL_MCP_RUNNER_SOCKET') },
+    ]);
   });
 
   test('2,100 files in one skill: file-limit, the manifest lists the 2,000 walked, and the skill is served but unpublished', async () => {
-    expect(problemsAt(list, 'main-root/many-files').map((p) => p.reason).sort()).toEqual(['file-limit', 'not-published']);
+    expect(
+      problemsAt(list, 'main-root/many-files')
+        .map((p) => p.reason)
+        .sort(),
+    ).toEqual(['file-limit', 'not-published']);
     expect(list.skills.find((s) => s.name === 'many-files')!.fileCount).toBe(2000);
     expect(await rpcErrorCode(rpc(served.client, 'skills/get', { uri: 'skill://many-files/SKILL.md' }))).toBe(-32602);
   });
@@ -146,7 +192,10 @@ describe.each(ERAS)('hostile folder, $name', (era) => {
     const published = (await served.skills.list()).skills.map((s) => s.uri);
     const resources = (await served.client.listResources()).resources.map((r) => r.uri);
     for (const name of ['Bad_Name', 'mismatch', 'bom-skill', 'long-desc']) {
-      expect(problemsAt(list, `main-root/${name}`).map((p) => p.reason), name).toContain('not-published');
+      expect(
+        problemsAt(list, `main-root/${name}`).map((p) => p.reason),
+        name,
+      ).toContain('not-published');
       const load = await callTool(served.client, 'skill_load', { name });
       expect(load.isError, name).toBe(false);
       expect((await served.client.getPrompt({ name })).messages).toHaveLength(1);
@@ -158,15 +207,30 @@ describe.each(ERAS)('hostile folder, $name', (era) => {
         expect(await rpcErrorCode(rpc(served.client, 'resources/read', { uri })), name).toBe(-32602);
       }
     }
-    expect(problemsAt(list, 'main-root/mismatch').map((p) => p.reason).sort()).toEqual(['name-mismatch', 'not-published']);
+    expect(
+      problemsAt(list, 'main-root/mismatch')
+        .map((p) => p.reason)
+        .sort(),
+    ).toEqual(['name-mismatch', 'not-published']);
     expect(problemsAt(list, 'main-root/bom-skill')[0]!.detail).toContain('byte-order mark');
     // The refusal gives the actual length, so the author knows how much to cut.
-    expect(problemsAt(list, 'main-root/long-desc')[0]!.detail).toContain('the description is 1100 characters long; strict hosts accept at most 1024');
+    expect(problemsAt(list, 'main-root/long-desc')[0]!.detail).toContain(
+      'the description is 1100 characters long; strict hosts accept at most 1024',
+    );
     expect(published).toContain('skill://good/SKILL.md');
   });
 
   test('traversal strings, absolute paths, %2e%2e, backslashes, NUL, empty segments: each its own INVALID_PATH, in request order', async () => {
-    const attacks = ['../good/SKILL.md', 'references/../../../etc/passwd', '/etc/passwd', '%2e%2e/%2e%2e/etc/passwd', '..\\..\\etc\\passwd', 'SKILL.md\u0000.txt', './SKILL.md', 'references//a.md'];
+    const attacks = [
+      '../good/SKILL.md',
+      'references/../../../etc/passwd',
+      '/etc/passwd',
+      '%2e%2e/%2e%2e/etc/passwd',
+      '..\\..\\etc\\passwd',
+      'SKILL.md\u0000.txt',
+      './SKILL.md',
+      'references//a.md',
+    ];
     const { isError, files } = await file('good', attacks);
     expect(isError).toBe(false);
     expect(files.map((f) => f['path'])).toEqual(attacks);
@@ -195,7 +259,12 @@ describe.each(ERAS)('hostile folder, $name', (era) => {
     expect(paths).not.toContain('neighbour-link');
     const { files } = await file('good', ['leak', 'neighbour-link', 'self-loop/SKILL.md', 'dangling']);
     for (const f of files) expect(f['error']).toMatchObject({ code: 'NOT_FOUND' });
-    for (const uri of ['skill://good/leak', 'skill://good/../../../etc/passwd', 'skill://good/%2e%2e/%2e%2e/etc/passwd', 'skill://good/neighbour-link']) {
+    for (const uri of [
+      'skill://good/leak',
+      'skill://good/../../../etc/passwd',
+      'skill://good/%2e%2e/%2e%2e/etc/passwd',
+      'skill://good/neighbour-link',
+    ]) {
       expect(await rpcErrorCode(rpc(served.client, 'resources/read', { uri })), uri).toBe(-32602);
     }
   });
@@ -203,7 +272,9 @@ describe.each(ERAS)('hostile folder, $name', (era) => {
   test('links inside the skill are served as aliases; a link back to an ancestor is reported as a loop, not followed', async () => {
     const { files } = await file('good', ['alias-of-a.md', 'refs-link/a.md']);
     expect(files.map((f) => f['text'])).toEqual(['# A\n', '# A\n']);
-    expect(problemsAt(list, 'main-root/good/self-loop')).toMatchObject([{ reason: 'unusable-path', detail: expect.stringContaining('loop') }]);
+    expect(problemsAt(list, 'main-root/good/self-loop')).toMatchObject([
+      { reason: 'unusable-path', detail: expect.stringContaining('loop') },
+    ]);
   });
 
   test('a FIFO is never listed nor opened (the call returns), and a control character in a name is unusable-path', async () => {
@@ -259,7 +330,11 @@ describe.each(ERAS)('hostile folder, $name', (era) => {
     expect(forward.text).toContain('4608000 bytes');
     expect(backward.text).toContain('4608000 bytes');
     // A 256 MiB file counts 1 MiB: with four parts it is over, whatever position it takes.
-    for (const paths of [['huge.bin', ...parts.slice(0, 4)], [...parts.slice(0, 4), 'huge.bin']]) expect((await file('big-files', paths)).isError).toBe(true);
+    for (const paths of [
+      ['huge.bin', ...parts.slice(0, 4)],
+      [...parts.slice(0, 4), 'huge.bin'],
+    ])
+      expect((await file('big-files', paths)).isError).toBe(true);
     expect((await file('big-files', parts.slice(0, 4))).isError).toBe(false);
   });
 
@@ -292,7 +367,8 @@ describe.each(ERAS)('limits and configuration, $name', (era) => {
         Array.from({ length: 8 }, (_, i) => `crowded-root/crowd-${32 + i}`),
       );
       expect((await served.skills.list()).skills).toHaveLength(32);
-      const notice = /40 skill folders found, over the limit of 32 \(SKILL_MCP_MAX_SKILLS\): the first 32 by name are served, the other 8 are not/;
+      const notice =
+        /40 skill folders found, over the limit of 32 \(SKILL_MCP_MAX_SKILLS\): the first 32 by name are served, the other 8 are not/;
       expect((list as unknown as { limitNotice: string }).limitNotice).toMatch(notice);
       await served.waitForStderr(notice);
     } finally {

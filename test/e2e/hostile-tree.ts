@@ -52,7 +52,14 @@ export function buildHostileTree(): HostileTree {
   const at = (...parts: string[]): string => join(main, ...parts);
 
   // A well-formed skill with traps planted inside it.
-  put(at('good', 'SKILL.md'), skillMd('good', 'A good skill with traps planted next to its files.', 'mcp-host:\n  version: 1\n  run:\n    - script: scripts/run.js\n      interpreter: node\n'));
+  put(
+    at('good', 'SKILL.md'),
+    skillMd(
+      'good',
+      'A good skill with traps planted next to its files.',
+      'mcp-host:\n  version: 1\n  run:\n    - script: scripts/run.js\n      interpreter: node\n',
+    ),
+  );
   put(at('good', 'references', 'a.md'), '# A\n');
   put(at('good', 'references', 'b.md'), '# B\n');
   put(at('good', 'scripts', 'run.js'), "console.log('run');\n");
@@ -78,7 +85,8 @@ export function buildHostileTree(): HostileTree {
   put(at('big-files', 'small.txt'), 'small\n');
   // Exactly 4 MiB of binary in four files: the largest batch allowed must still reach the client.
   put(at('full-batch', 'SKILL.md'), skillMd('full-batch', 'Four files of exactly 1 MiB of binary.'));
-  for (const n of [1, 2, 3, 4]) put(at('full-batch', `mib-${n}.bin`), Buffer.from(Array.from({ length: 1024 * 1024 }, (_, i) => (i * 131 + n) & 0xff)));
+  for (const n of [1, 2, 3, 4])
+    put(at('full-batch', `mib-${n}.bin`), Buffer.from(Array.from({ length: 1024 * 1024 }, (_, i) => (i * 131 + n) & 0xff)));
 
   // Skills served by the tools but not published in skill://.
   put(at('bom-skill', 'SKILL.md'), `\uFEFF${skillMd('bom-skill', 'A SKILL.md that starts with a byte-order mark.')}`);
@@ -98,14 +106,45 @@ export function buildHostileTree(): HostileTree {
   put(at('100%', 'SKILL.md'), skillMd('percent', 'A directory name with a percent sign.'));
 
   // Declarations.
-  put(at('broken-decl', 'SKILL.md'), skillMd('broken-decl', 'The mcp-host block does not parse.', 'mcp-host:\n  version: 1\n  run: [unclosed\n'));
-  put(at('unknown-keys', 'SKILL.md'), skillMd('unknown-keys', 'The mcp-host block has keys nobody knows.', 'mcp-host:\n  version: 1\n  sandbox: none\n  run:\n    - script: scripts/x.js\n      interpreter: node\n      sudo: true\n'));
+  put(
+    at('broken-decl', 'SKILL.md'),
+    skillMd('broken-decl', 'The mcp-host block does not parse.', 'mcp-host:\n  version: 1\n  run: [unclosed\n'),
+  );
+  put(
+    at('unknown-keys', 'SKILL.md'),
+    skillMd(
+      'unknown-keys',
+      'The mcp-host block has keys nobody knows.',
+      'mcp-host:\n  version: 1\n  sandbox: none\n  run:\n    - script: scripts/x.js\n      interpreter: node\n      sudo: true\n',
+    ),
+  );
   put(at('unknown-keys', 'scripts', 'x.js'), "console.log('x');\n");
-  put(at('future-decl', 'SKILL.md'), skillMd('future-decl', 'An mcp-host block of an unknown major version.', 'mcp-host:\n  version: 2\n  run:\n    - script: scripts/y.js\n      interpreter: node\n'));
+  put(
+    at('future-decl', 'SKILL.md'),
+    skillMd(
+      'future-decl',
+      'An mcp-host block of an unknown major version.',
+      'mcp-host:\n  version: 2\n  run:\n    - script: scripts/y.js\n      interpreter: node\n',
+    ),
+  );
   put(at('future-decl', 'scripts', 'y.js'), "console.log('y');\n");
-  put(at('missing-script', 'SKILL.md'), skillMd('missing-script', 'Declares a script that is not there.', 'mcp-host:\n  version: 1\n  run:\n    - script: scripts/gone.js\n      interpreter: node\n    - script: scripts/here.js\n      interpreter: node\n'));
+  put(
+    at('missing-script', 'SKILL.md'),
+    skillMd(
+      'missing-script',
+      'Declares a script that is not there.',
+      'mcp-host:\n  version: 1\n  run:\n    - script: scripts/gone.js\n      interpreter: node\n    - script: scripts/here.js\n      interpreter: node\n',
+    ),
+  );
   put(at('missing-script', 'scripts', 'here.js'), "console.log('here');\n");
-  put(at('odd-interpreter', 'SKILL.md'), skillMd('odd-interpreter', 'Declares an interpreter outside the fixed set.', 'mcp-host:\n  version: 1\n  run:\n    - script: run.sh\n      interpreter: bash\n'));
+  put(
+    at('odd-interpreter', 'SKILL.md'),
+    skillMd(
+      'odd-interpreter',
+      'Declares an interpreter outside the fixed set.',
+      'mcp-host:\n  version: 1\n  run:\n    - script: run.sh\n      interpreter: bash\n',
+    ),
+  );
   put(at('odd-interpreter', 'run.sh'), 'echo hi\n');
 
   // 2,100 files in one skill (limit 2,000).

@@ -21,7 +21,23 @@ interface Run {
 
 function inspect(serverJs: string, skillsDir: string, era: string): Promise<Run> {
   // TMPDIR and the state dir in the suite's tree: whatever the server starts is found by the leftover check.
-  const args = ['--cli', '-e', `SKILLS_DIR=${skillsDir}`, '-e', `TMPDIR=${SUITE_TMP}`, '-e', `SKILL_MCP_STATE_DIR=${SUITE_TMP}/state`, process.execPath, serverJs, '--protocol-era', era, '--method', 'skills/list', '--verify', '--require-digests'];
+  const args = [
+    '--cli',
+    '-e',
+    `SKILLS_DIR=${skillsDir}`,
+    '-e',
+    `TMPDIR=${SUITE_TMP}`,
+    '-e',
+    `SKILL_MCP_STATE_DIR=${SUITE_TMP}/state`,
+    process.execPath,
+    serverJs,
+    '--protocol-era',
+    era,
+    '--method',
+    'skills/list',
+    '--verify',
+    '--require-digests',
+  ];
   return new Promise((resolve) => {
     execFile(INSPECTOR_NODE, [INSPECTOR, ...args], { cwd: REPO, timeout: 60_000, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
       const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
@@ -32,7 +48,10 @@ function inspect(serverJs: string, skillsDir: string, era: string): Promise<Run>
 
 /** One JSON report per skill on stdout. */
 function reports(run: Run): { uri: string; ok: boolean; outcome: string }[] {
-  return run.stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+  return run.stdout
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l));
 }
 
 let hostile: HostileTree;
@@ -64,7 +83,8 @@ describe.each(['legacy', 'modern'])('Inspector --verify --require-digests, --pro
     expect(run.code, run.stderr).toBe(0);
     const uris = reports(run).map((r) => r.uri);
     expect(uris).toContain('skill://good/SKILL.md');
-    for (const unpublished of ['bom-skill', 'mismatch', 'long-desc', 'many-files', 'big-files']) expect(uris).not.toContain(`skill://${unpublished}/SKILL.md`);
+    for (const unpublished of ['bom-skill', 'mismatch', 'long-desc', 'many-files', 'big-files'])
+      expect(uris).not.toContain(`skill://${unpublished}/SKILL.md`);
   });
 
   test('a tampered byte between server and Inspector is caught (exit 7)', async () => {

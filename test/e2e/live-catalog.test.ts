@@ -83,7 +83,10 @@ describe.each(ERAS)('cursors and settings of a live catalog, $name', (era) => {
       const counter = new ChangeCounter(served.client);
       mkdirSync(join(root, 'second'));
       await counter.after(() => writeSkill(root, 'second', 'The second skill.'));
-      expect(((await rpc(served.client, 'skills/list'))['skills'] as { uri: string }[]).map((s) => s.uri)).toEqual(['skill://first/SKILL.md', 'skill://second/SKILL.md']);
+      expect(((await rpc(served.client, 'skills/list'))['skills'] as { uri: string }[]).map((s) => s.uri)).toEqual([
+        'skill://first/SKILL.md',
+        'skill://second/SKILL.md',
+      ]);
     } finally {
       await served.close();
     }

@@ -41,7 +41,10 @@ describe('a change made while the watch is still being set up', () => {
     const served = await serve({ SKILLS_DIR: root }, ERAS[0]!);
     try {
       // Answering means the start-up scan is done; the watch is still walking the 36,000 folders.
-      expect(served.stderr(), 'the watch was ready before the test could change anything (a machine this fast needs a bigger tree)').not.toMatch(WATCHING);
+      expect(
+        served.stderr(),
+        'the watch was ready before the test could change anything (a machine this fast needs a bigger tree)',
+      ).not.toMatch(WATCHING);
       // The walk visits the skills in reverse listing order: edit in the order it reaches them last.
       for (const name of readdirSync(root)) writeSkill(root, name, `The ${name} skill, edited during start-up.`);
       const editedBeforeReady = !WATCHING.test(served.stderr());
@@ -70,7 +73,9 @@ describe.each(ERAS)('a root missing at start, $name', (era) => {
       await served.waitForStderr(/skills: not there \(yet\); served as soon as it appears/);
       if (era.versionNegotiation) await served.client.listen({ resourcesListChanged: true, promptsListChanged: true });
       const counter = new ChangeCounter(served.client);
-      expect((await skillList(served.client)).problems).toContainEqual(expect.objectContaining({ path: 'skills', reason: 'root-unreadable' }));
+      expect((await skillList(served.client)).problems).toContainEqual(
+        expect.objectContaining({ path: 'skills', reason: 'root-unreadable' }),
+      );
 
       await counter.after(() => {
         mkdirSync(join(base, 'later'));
@@ -107,9 +112,12 @@ describe.each(ERAS)('a watched root that goes away, $name', (era) => {
       const counter = new ChangeCounter(served.client);
 
       await counter.after(() => rmSync(root, { recursive: true }));
-      await counter.until(async () => (await descriptions(served.client)).size === 0, 'the deleted root\'s skills gone');
+      await counter.until(async () => (await descriptions(served.client)).size === 0, "the deleted root's skills gone");
       await served.waitForStderr(/skills: gone; its skills are no longer served/);
-      await counter.until(async () => (await skillList(served.client)).problems.some((p) => p.path === 'skills' && p.reason === 'root-unreadable'), 'the missing root named');
+      await counter.until(
+        async () => (await skillList(served.client)).problems.some((p) => p.path === 'skills' && p.reason === 'root-unreadable'),
+        'the missing root named',
+      );
 
       // The old watches were on the deleted folder: only a new watch sees the new one.
       await counter.after(() => {
@@ -139,15 +147,18 @@ describe.each(ERAS)('a watched root that goes away, $name', (era) => {
       const counter = new ChangeCounter(served.client);
       const next = join(base, 'next');
       mkdirSync(next);
-      writeSkill(next, 'new', 'In the folder that took the root\'s place.');
+      writeSkill(next, 'new', "In the folder that took the root's place.");
       await counter.after(() => {
         renameSync(root, join(base, 'retired'));
         renameSync(next, root);
       });
-      await counter.until(async () => [...(await descriptions(served.client)).keys()].join() === 'new', 'the new folder\'s skills, alone');
+      await counter.until(async () => [...(await descriptions(served.client)).keys()].join() === 'new', "the new folder's skills, alone");
       // Changes inside the new folder are seen (its own watch, not the retired folder's).
       await counter.after(() => writeSkill(root, 'new', 'Edited in the new folder.'));
-      await counter.until(async () => (await descriptions(served.client)).get('new') === 'Edited in the new folder.', 'an edit inside the new folder');
+      await counter.until(
+        async () => (await descriptions(served.client)).get('new') === 'Edited in the new folder.',
+        'an edit inside the new folder',
+      );
     } finally {
       await served.close();
     }
@@ -155,7 +166,12 @@ describe.each(ERAS)('a watched root that goes away, $name', (era) => {
 });
 
 describe.each(ERAS)('changes to what skill_list reports as problems, $name', (era) => {
-  const start = async (): Promise<{ root: string; served: Served; counter: ChangeCounter; problemsOf: (name: string) => Promise<ProblemEntry[]> }> => {
+  const start = async (): Promise<{
+    root: string;
+    served: Served;
+    counter: ChangeCounter;
+    problemsOf: (name: string) => Promise<ProblemEntry[]>;
+  }> => {
     const root = tempDir('problems');
     writeSkill(root, 'good', 'A valid skill.');
     mkdirSync(join(root, 'broken'));
@@ -199,7 +215,9 @@ describe.each(ERAS)('changes to what skill_list reports as problems, $name', (er
       await counter.after(() => writeFileSync(join(root, 'good', 'SKILL.md'), '---\nname: good\ndescription: [unclosed\n---\n'));
       let list = await skillList(served.client);
       expect(list.skills.map((s) => s.name)).toEqual([]);
-      expect(list.problems).toContainEqual(expect.objectContaining({ path: expect.stringContaining('/good'), reason: 'malformed-frontmatter' }));
+      expect(list.problems).toContainEqual(
+        expect.objectContaining({ path: expect.stringContaining('/good'), reason: 'malformed-frontmatter' }),
+      );
       expect(((await rpc(served.client, 'prompts/list'))['prompts'] as unknown[]).length).toBe(0);
       await counter.after(() => writeSkill(root, 'good', 'A valid skill again.'));
       list = await skillList(served.client);

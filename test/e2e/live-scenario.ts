@@ -30,7 +30,10 @@ export function writeSkill(root: string, name: string, description: string, file
     mkdirSync(join(root, name, path, '..'), { recursive: true });
     writeFileSync(join(root, name, path), text);
   }
-  writeFileSync(join(root, name, 'SKILL.md'), `---\nname: ${name}\ndescription: ${JSON.stringify(description)}\n---\n\n# ${name}\n\n## Usage\n\nRead references/notes.md.\n`);
+  writeFileSync(
+    join(root, name, 'SKILL.md'),
+    `---\nname: ${name}\ndescription: ${JSON.stringify(description)}\n---\n\n# ${name}\n\n## Usage\n\nRead references/notes.md.\n`,
+  );
 }
 
 /** Counts `notifications/resources/list_changed` and `.../prompts/list_changed` and lets a test await the next. */
@@ -89,7 +92,9 @@ export class ChangeCounter {
       };
       const timer = setTimeout(() => {
         this.#waiters.delete(check);
-        reject(new Error(`${what}: not within ${SEEN_WITHIN_MS} ms (list_changed so far: resources ${this.resources}, prompts ${this.prompts})`));
+        reject(
+          new Error(`${what}: not within ${SEEN_WITHIN_MS} ms (list_changed so far: resources ${this.resources}, prompts ${this.prompts})`),
+        );
       }, SEEN_WITHIN_MS);
       this.#waiters.add(check);
       check();
@@ -150,11 +155,18 @@ export async function expectListingMatchesDisk(client: Client, root: string, pub
   for (const entry of entries) {
     const name = /^skill:\/\/([^/]+)\//.exec(entry.uri)![1]!;
     const onDisk = filesOnDisk(join(root, name)).sort();
-    expect(entry.resources.map((r) => r.uri), name).toEqual(onDisk.map((p) => `skill://${name}/${p}`));
+    expect(
+      entry.resources.map((r) => r.uri),
+      name,
+    ).toEqual(onDisk.map((p) => `skill://${name}/${p}`));
     for (const resource of entry.resources) {
       const path = join(root, name, resource.uri.slice(`skill://${name}/`.length));
       const bytes = readFileSync(path);
-      expect({ uri: resource.uri, digest: resource.digest, size: resource.size }).toEqual({ uri: resource.uri, digest: sha256(bytes), size: statSync(path).size });
+      expect({ uri: resource.uri, digest: resource.digest, size: resource.size }).toEqual({
+        uri: resource.uri,
+        digest: sha256(bytes),
+        size: statSync(path).size,
+      });
     }
   }
 }
@@ -169,7 +181,12 @@ async function searchNames(client: Client, query: string): Promise<string[]> {
  * Defines the scenario's tests. `start(root)` starts a server on `root` (already holding alpha,
  * beta and gamma), waits until it watches, and connects the listening client.
  */
-export function defineLiveScenario(title: string, makeRoot: () => string, start: (root: string) => Promise<LiveServer>, more?: (get: () => { root: string; server: LiveServer; counter: ChangeCounter }) => void): void {
+export function defineLiveScenario(
+  title: string,
+  makeRoot: () => string,
+  start: (root: string) => Promise<LiveServer>,
+  more?: (get: () => { root: string; server: LiveServer; counter: ChangeCounter }) => void,
+): void {
   describe(title, () => {
     let root: string;
     let trash: string;
@@ -188,7 +205,8 @@ export function defineLiveScenario(title: string, makeRoot: () => string, start:
       mkdirSync(root, { recursive: true });
       trash = `${root}-trash`;
       mkdirSync(trash);
-      for (const name of ['alpha', 'beta', 'gamma', ...BULK]) writeSkill(root, name, `The ${name} skill for testing.`, { 'references/notes.md': `${name} notes\n` });
+      for (const name of ['alpha', 'beta', 'gamma', ...BULK])
+        writeSkill(root, name, `The ${name} skill for testing.`, { 'references/notes.md': `${name} notes\n` });
       server = await start(root);
       counter = new ChangeCounter(server.client);
     });
@@ -199,7 +217,9 @@ export function defineLiveScenario(title: string, makeRoot: () => string, start:
     // Each counted change is one system call (a rename, one write), so it settles as one change
     // whatever the machine's load; the burst is counted apart.
     test('a skill moved into the folder is listed, digested and searchable', async () => {
-      writeSkill(trash, 'invoice-reader', 'Reads supplier invoices and pulls out totals, dates and VAT.', { 'references/notes.md': 'fields\n' });
+      writeSkill(trash, 'invoice-reader', 'Reads supplier invoices and pulls out totals, dates and VAT.', {
+        'references/notes.md': 'fields\n',
+      });
       await change(() => renameSync(join(trash, 'invoice-reader'), join(root, 'invoice-reader')));
       await expectListingMatchesDisk(server.client, root, ['alpha', 'beta', 'gamma', 'invoice-reader', ...BULK]);
       expect(await searchNames(server.client, 'extract the VAT from an invoice')).toContain('invoice-reader');
@@ -238,7 +258,10 @@ export function defineLiveScenario(title: string, makeRoot: () => string, start:
     test('a SKILL.md saved through an atomic rename (as editors do) is seen: new description, digest and search', async () => {
       const path = join(root, 'alpha', 'SKILL.md');
       const temp = join(root, 'alpha', '.SKILL.md.swp');
-      writeFileSync(temp, readFileSync(path, 'utf8').replace('The alpha skill for testing.', 'Converts temperatures between Celsius and Fahrenheit.'));
+      writeFileSync(
+        temp,
+        readFileSync(path, 'utf8').replace('The alpha skill for testing.', 'Converts temperatures between Celsius and Fahrenheit.'),
+      );
       await change(() => renameSync(temp, path));
       await expectListingMatchesDisk(server.client, root, ['alpha', 'invoice-reader', ...BULK]);
       expect(await searchNames(server.client, 'convert fahrenheit to celsius')).toEqual(['alpha']);

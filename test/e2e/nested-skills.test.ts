@@ -37,8 +37,14 @@ describe('a SKILL.md inside a skill is one of its files, everywhere', () => {
     served = await serve({ SKILLS_DIR: root, SKILL_MCP_STATE_DIR: join(tempDir('nested-state'), 'state') }, ERAS[0]!);
     refServer = join(tempDir('nested-ref'), 'ref-server.mjs');
     await build({
-      entryPoints: [`${REPO}bench/ref-server.ts`], outfile: refServer, bundle: true, format: 'esm', platform: 'node', target: 'node20',
-      banner: { js: "import { createRequire as __c } from 'node:module'; const require = __c(import.meta.url);" }, logLevel: 'warning',
+      entryPoints: [`${REPO}bench/ref-server.ts`],
+      outfile: refServer,
+      bundle: true,
+      format: 'esm',
+      platform: 'node',
+      target: 'node20',
+      banner: { js: "import { createRequire as __c } from 'node:module'; const require = __c(import.meta.url);" },
+      logLevel: 'warning',
     });
   });
   afterAll(async () => {
@@ -49,7 +55,11 @@ describe('a SKILL.md inside a skill is one of its files, everywhere', () => {
     const list = await callTool(served.client, 'skill_list', {});
     expect((list.value['skills'] as { name: string }[]).map((s) => s.name)).toEqual(['outer']);
     const load = await callTool(served.client, 'skill_load', { name: 'outer' });
-    expect((load.value['files'] as { path: string }[]).map((f) => f.path).sort()).toEqual(['SKILL.md', 'sub/inner/SKILL.md', 'sub/inner/notes.md']);
+    expect((load.value['files'] as { path: string }[]).map((f) => f.path).sort()).toEqual([
+      'SKILL.md',
+      'sub/inner/SKILL.md',
+      'sub/inner/notes.md',
+    ]);
     const file = await callTool(served.client, 'skill_file', { name: 'outer', paths: ['sub/inner/SKILL.md'] });
     expect((file.value['files'] as { text: string }[])[0]?.text).toBe(INNER);
     const listed = await served.skills.list();
@@ -77,8 +87,22 @@ describe('a SKILL.md inside a skill is one of its files, everywhere', () => {
 
   test('pull from git: the same: one skill, the nested SKILL.md a file of it', async () => {
     const repo = folder();
-    const env = { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: repo, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' };
-    for (const args of [['init', '-q'], ['add', '-A'], ['commit', '-q', '-m', 'c']]) execFileSync('git', ['-C', repo, ...args], { env });
+    const env = {
+      PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+      HOME: repo,
+      GIT_CONFIG_NOSYSTEM: '1',
+      GIT_CONFIG_GLOBAL: '/dev/null',
+      GIT_AUTHOR_NAME: 't',
+      GIT_AUTHOR_EMAIL: 't@t',
+      GIT_COMMITTER_NAME: 't',
+      GIT_COMMITTER_EMAIL: 't@t',
+    };
+    for (const args of [
+      ['init', '-q'],
+      ['add', '-A'],
+      ['commit', '-q', '-m', 'c'],
+    ])
+      execFileSync('git', ['-C', repo, ...args], { env });
     const to = join(tempDir('nested-to'), 'skills');
     const run = await runPull(['--to', to, '--git', `file://${repo}`]);
     expect(run.code, run.stdout + run.stderr).toBe(0);

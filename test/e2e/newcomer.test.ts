@@ -41,7 +41,9 @@ describe.skipIf(!isRoot)('the quick start as root, from a clone under a 0700 hom
     const { names, stderr } = await quickStart(join(clone, 'dist', 'skill-mcp.js'));
     expect(names).toContain('commit-message');
     expect(stderr).toContain(`serving a copy of the bundled skills`);
-    expect(stderr).toContain(`uid ${FRONT_UID}, which the front drops to as root, cannot read the package's own folder ${join(clone, 'skills')}`);
+    expect(stderr).toContain(
+      `uid ${FRONT_UID}, which the front drops to as root, cannot read the package's own folder ${join(clone, 'skills')}`,
+    );
     expect(stderr).not.toContain('not there (yet)');
   });
 

@@ -22,7 +22,9 @@ let a: Served;
 let b: Served;
 beforeAll(async () => {
   root = writeRunSkills();
-  const both = await Promise.all([0, 1].map((i) => serve({ SKILLS_DIR: root, SKILL_MCP_STATE_DIR: join(tempDir(`state-${i}`), 'state') }, ERAS[0]!)));
+  const both = await Promise.all(
+    [0, 1].map((i) => serve({ SKILLS_DIR: root, SKILL_MCP_STATE_DIR: join(tempDir(`state-${i}`), 'state') }, ERAS[0]!)),
+  );
   a = both[0]!;
   b = both[1]!;
   await Promise.all([skillList(a.client), skillList(b.client)]); // wakes both runners
@@ -60,7 +62,10 @@ s.on('error', () => { closed = true; });
 s.on('close', () => { process.stdout.write(JSON.stringify({ bytes: Buffer.concat(got).toString('base64'), closed })); });
 setTimeout(() => s.destroy(), 3000).unref();`;
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['-e', probe, socket, bytes], { stdio: ['ignore', 'pipe', 'inherit'], ...(isRoot ? { uid: FRONT_UID, gid: FRONT_UID } : {}) });
+    const child = spawn(process.execPath, ['-e', probe, socket, bytes], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      ...(isRoot ? { uid: FRONT_UID, gid: FRONT_UID } : {}),
+    });
     let stdout = '';
     child.stdout!.on('data', (c: Buffer) => (stdout += c.toString()));
     child.once('error', reject);
@@ -75,8 +80,15 @@ setTimeout(() => s.destroy(), 3000).unref();`;
 describe("another instance's front on this instance's runner socket", () => {
   test("B's credentials without A's secret: describe and prepare are refused PEER_REFUSED and the connection closes", async () => {
     const view = configView({ SKILLS_DIR: root }, BUNDLED_SKILLS); // A's exact configuration: only the secret is missing
-    for (const hello of [{ type: 'hello', view }, { type: 'hello', view, frontSecret: randomBytes(32).toString('hex') }]) {
-      const { frames, closed } = await asOtherFront(socketOf(a), [hello, { type: 'describe' }, { type: 'prepare', skill: 'reporter', script: 'scripts/report.js', args: ['from-b'] }]);
+    for (const hello of [
+      { type: 'hello', view },
+      { type: 'hello', view, frontSecret: randomBytes(32).toString('hex') },
+    ]) {
+      const { frames, closed } = await asOtherFront(socketOf(a), [
+        hello,
+        { type: 'describe' },
+        { type: 'prepare', skill: 'reporter', script: 'scripts/report.js', args: ['from-b'] },
+      ]);
       expect(frames).toEqual([{ ok: false, error: { code: 'PEER_REFUSED', message: expect.stringMatching(/serves another front/) } }]);
       expect(closed).toBe(true);
     }
@@ -96,9 +108,17 @@ describe("another instance's front on this instance's runner socket", () => {
   });
 
   test('each front still drives its own runner: A and B both run a script', async () => {
-    for (const [front, word] of [[a, 'ran-by-a'], [b, 'ran-by-b']] as const) {
+    for (const [front, word] of [
+      [a, 'ran-by-a'],
+      [b, 'ran-by-b'],
+    ] as const) {
       const preview = await askToken(front.client, { name: 'reporter', script: 'scripts/report.js', args: [word] });
-      const ran = await callTool(front.client, 'skill_run', { name: 'reporter', script: 'scripts/report.js', args: [word], confirmToken: preview.confirmToken });
+      const ran = await callTool(front.client, 'skill_run', {
+        name: 'reporter',
+        script: 'scripts/report.js',
+        args: [word],
+        confirmToken: preview.confirmToken,
+      });
       expect(reported(ran).args).toEqual([word]);
     }
   });

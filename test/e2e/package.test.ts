@@ -29,13 +29,21 @@ function npmEnv(): NodeJS.ProcessEnv {
 }
 
 async function npm(args: string[], cwd: string): Promise<string> {
-  const { stdout } = await run('npm', [...args, '--no-audit', '--no-fund', '--loglevel=error'], { cwd, env: npmEnv(), timeout: NPM_TIMEOUT_MS, maxBuffer: 16 * 1024 * 1024 });
+  const { stdout } = await run('npm', [...args, '--no-audit', '--no-fund', '--loglevel=error'], {
+    cwd,
+    env: npmEnv(),
+    timeout: NPM_TIMEOUT_MS,
+    maxBuffer: 16 * 1024 * 1024,
+  });
   return stdout;
 }
 
 /** The checkout's own files (tracked, plus new ones not yet committed), without build output. */
 async function checkoutFiles(): Promise<string[]> {
-  const { stdout } = await run('git', ['-c', 'safe.directory=*', 'ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: REPO, maxBuffer: 16 * 1024 * 1024 });
+  const { stdout } = await run('git', ['-c', 'safe.directory=*', 'ls-files', '-z', '--cached', '--others', '--exclude-standard'], {
+    cwd: REPO,
+    maxBuffer: 16 * 1024 * 1024,
+  });
   return stdout
     .split('\0')
     .filter((path) => path !== '' && !/(^|\/)node_modules(\/|$)/.test(path) && !path.startsWith('dist/') && existsSync(join(REPO, path)));
@@ -61,9 +69,16 @@ beforeAll(async () => {
   expect(existsSync(join(checkout, 'dist'))).toBe(false);
 
   const out = tempDir('pack');
-  const [info] = JSON.parse(await npm(['pack', '--json', '--pack-destination', out], checkout)) as { filename: string; files: { path: string }[] }[];
+  const [info] = JSON.parse(await npm(['pack', '--json', '--pack-destination', out], checkout)) as {
+    filename: string;
+    files: { path: string }[];
+  }[];
   const tarball = join(out, info!.filename);
-  packed = { tarball, files: info!.files.map((f) => f.path), manifest: JSON.parse(readFileSync(join(checkout, 'package.json'), 'utf8')) as Record<string, unknown> };
+  packed = {
+    tarball,
+    files: info!.files.map((f) => f.path),
+    manifest: JSON.parse(readFileSync(join(checkout, 'package.json'), 'utf8')) as Record<string, unknown>,
+  };
 
   prefix = tempDir('prefix');
   await npm(['install', '--prefer-offline', '--no-package-lock', '--prefix', prefix, tarball], prefix);
@@ -72,7 +87,24 @@ beforeAll(async () => {
 describe('npm pack, then npm install of the tarball', () => {
   test('the tarball holds the bundle, docs, LICENSE and the bundled skill; no tests and no TypeScript sources', () => {
     const { files } = packed;
-    for (const path of ['dist/skill-mcp.js', 'dist/skill-mcp.cjs', 'dist/skill-mcp-runner.cjs', 'dist/skill-mcp.cache', 'dist/package.json', 'dist/THIRD_PARTY_NOTICES.md', 'dist/sbom.cdx.json', 'docs/architecture.md', 'docs/platform-notes.md', 'docs/http.md', 'LICENSE', 'README.md', 'SECURITY.md', 'skills/commit-message/SKILL.md', 'skills/commit-message/scripts/check-message.js', 'package.json']) {
+    for (const path of [
+      'dist/skill-mcp.js',
+      'dist/skill-mcp.cjs',
+      'dist/skill-mcp-runner.cjs',
+      'dist/skill-mcp.cache',
+      'dist/package.json',
+      'dist/THIRD_PARTY_NOTICES.md',
+      'dist/sbom.cdx.json',
+      'docs/architecture.md',
+      'docs/platform-notes.md',
+      'docs/http.md',
+      'LICENSE',
+      'README.md',
+      'SECURITY.md',
+      'skills/commit-message/SKILL.md',
+      'skills/commit-message/scripts/check-message.js',
+      'package.json',
+    ]) {
       expect(files, path).toContain(path);
     }
     expect(files.filter((path) => path.startsWith('test/') || path.startsWith('bench/') || path.startsWith('tools/'))).toEqual([]);
@@ -81,7 +113,10 @@ describe('npm pack, then npm install of the tarball', () => {
 
   test('what is bundled is declared: every bundled package has its licence text in THIRD_PARTY_NOTICES.md and a component in the CycloneDX SBOM', () => {
     const notices = readFileSync(join(REPO, 'dist', 'THIRD_PARTY_NOTICES.md'), 'utf8');
-    const sbom = JSON.parse(readFileSync(join(REPO, 'dist', 'sbom.cdx.json'), 'utf8')) as { bomFormat: string; components: { name: string; version: string; purl: string }[] };
+    const sbom = JSON.parse(readFileSync(join(REPO, 'dist', 'sbom.cdx.json'), 'utf8')) as {
+      bomFormat: string;
+      components: { name: string; version: string; purl: string }[];
+    };
     expect(sbom.bomFormat).toBe('CycloneDX');
     for (const name of ['zod', 'yaml', 'msgpackr', '@modelcontextprotocol/server', 'minisearch']) {
       const version = (JSON.parse(readFileSync(join(REPO, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version;
@@ -103,9 +138,16 @@ describe('npm pack, then npm install of the tarball', () => {
     const bin = join(prefix, 'node_modules', '.bin', 'skill-mcp');
     expect(existsSync(bin)).toBe(true);
     const stateDir = join(tempDir('state'), 'state');
-    const transport = new StdioClientTransport({ command: bin, args: [], env: { ...baseEnv(), SKILL_MCP_STATE_DIR: stateDir }, stderr: 'pipe' });
+    const transport = new StdioClientTransport({
+      command: bin,
+      args: [],
+      env: { ...baseEnv(), SKILL_MCP_STATE_DIR: stateDir },
+      stderr: 'pipe',
+    });
     let stderr = '';
-    transport.stderr?.on('data', (chunk: Buffer) => { stderr += chunk.toString('utf8'); });
+    transport.stderr?.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString('utf8');
+    });
     const client = new Client({ name: 'skill-mcp-package-test', version: '0.0.0' });
     await client.connect(transport);
     try {
@@ -116,7 +158,10 @@ describe('npm pack, then npm install of the tarball', () => {
       const request = { name: 'commit-message', script: 'scripts/check-message.js', args: ['feat: add a thing'] };
       const preview = await callTool(client, 'skill_run', request);
       expect(preview.isError, `${preview.text}\n${stderr}`).toBe(false);
-      expect(preview.value).toMatchObject({ status: 'confirmation-required', preview: { willRun: { skill: 'commit-message', argv: ['scripts/check-message.js', 'feat: add a thing'] } } });
+      expect(preview.value).toMatchObject({
+        status: 'confirmation-required',
+        preview: { willRun: { skill: 'commit-message', argv: ['scripts/check-message.js', 'feat: add a thing'] } },
+      });
       const confirmToken = String(preview.value['confirmToken']);
 
       const ran = await callTool(client, 'skill_run', { ...request, confirmToken });

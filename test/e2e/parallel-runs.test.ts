@@ -46,7 +46,16 @@ let stateDir: string;
 let level: IsolationLevel;
 beforeAll(async () => {
   stateDir = join(tempDir('state'), 'state');
-  served = await serve({ SKILLS_DIR: writeSkill(), SKILL_MCP_STATE_DIR: stateDir, SKILL_MCP_MAX_RUNS: '4', SKILL_MCP_KILL_GRACE_MS: '500', SKILL_MCP_DRAIN_MS: '300' }, ERAS[0]!);
+  served = await serve(
+    {
+      SKILLS_DIR: writeSkill(),
+      SKILL_MCP_STATE_DIR: stateDir,
+      SKILL_MCP_MAX_RUNS: '4',
+      SKILL_MCP_KILL_GRACE_MS: '500',
+      SKILL_MCP_DRAIN_MS: '300',
+    },
+    ERAS[0]!,
+  );
   level = (await skillList(served.client)).isolation.level as IsolationLevel;
 });
 afterAll(async () => {
@@ -57,7 +66,10 @@ afterAll(async () => {
 /** Phase 1 (the preview and its token), then phase 2 started: `done` is its pending answer. */
 async function startRun(script: string, args: string[], signal?: AbortSignal): Promise<{ done: Promise<ToolAnswer> }> {
   const { confirmToken } = await askToken(served.client, { name: 'par', script, args });
-  const call = served.client.callTool({ name: 'skill_run', arguments: { name: 'par', script, args, confirmToken } }, signal ? { signal } : {});
+  const call = served.client.callTool(
+    { name: 'skill_run', arguments: { name: 'par', script, args, confirmToken } },
+    signal ? { signal } : {},
+  );
   return {
     done: call.then((result) => {
       const text = (result.content as { text?: string }[]).map((c) => c.text ?? '').join('');
@@ -140,7 +152,8 @@ describe('runs at once through the real client', () => {
     const three = tags(3);
     const middle = new AbortController();
     const calls = [];
-    for (const [i, tag] of three.entries()) calls.push((await startRun('scripts/held.js', [tag], i === 1 ? middle.signal : undefined)).done);
+    for (const [i, tag] of three.entries())
+      calls.push((await startRun('scripts/held.js', [tag], i === 1 ? middle.signal : undefined)).done);
     const seen = await awaitAllTitled(three.map((t) => `held:${t}`));
     const runId = acceptOf(three[1]!)['run_id'];
     middle.abort();
@@ -152,7 +165,10 @@ describe('runs at once through the real client', () => {
     expect([findTitled(`held:${three[0]}`)?.pid, findTitled(`held:${three[2]}`)?.pid]).toEqual([seen[0]!.pid, seen[2]!.pid]);
     release([seen[0]!, seen[2]!]);
     const [first, , last] = await Promise.all(calls.map((c) => c.catch(() => undefined)));
-    for (const [answer, tag] of [[first, three[0]], [last, three[2]]] as const) {
+    for (const [answer, tag] of [
+      [first, three[0]],
+      [last, three[2]],
+    ] as const) {
       expect(answer?.value).toMatchObject({ status: 'completed', exitCode: 0 });
       expect(heldOutput(String(answer!.value['stdout'])).report.tag).toBe(tag);
     }

@@ -1,4 +1,3 @@
-
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -22,8 +21,15 @@ describe.skipIf(!wheel)(`run a published skill: pdf with pypdf ${version ?? ''} 
   async function call(args: Record<string, unknown>) {
     const result = await served.client.callTool({ name: 'skill_run', arguments: { name: 'pdf', args: [], ...args } });
     const content = result.content as ({ type: 'text'; text: string } | Resource)[];
-    const text = content.filter((c) => c.type === 'text').map((c) => (c as { text: string }).text).join('');
-    return { isError: result.isError === true, value: (result.structuredContent ?? JSON.parse(text)) as Record<string, unknown>, resources: content.filter((c): c is Resource => c.type === 'resource') };
+    const text = content
+      .filter((c) => c.type === 'text')
+      .map((c) => (c as { text: string }).text)
+      .join('');
+    return {
+      isError: result.isError === true,
+      value: (result.structuredContent ?? JSON.parse(text)) as Record<string, unknown>,
+      resources: content.filter((c): c is Resource => c.type === 'resource'),
+    };
   }
   /** Preview, then the run with the token — as a client on the token path does. */
   async function run(args: Record<string, unknown>) {
@@ -40,7 +46,13 @@ describe.skipIf(!wheel)(`run a published skill: pdf with pypdf ${version ?? ''} 
     // The skill as published: its SKILL.md passes the Agent Skills frontmatter rules; we add nothing to it.
     publishPdfSkill(root, declarations);
     stateDir = join(tempDir('published-state'), 'state');
-    env = { SKILLS_DIR: root, SKILL_MCP_DECLARATIONS: declarations, SKILL_MCP_STATE_DIR: stateDir, SKILL_MCP_PIP_INDEX_URL: `${index.url}/simple/`, MCP_CONFIRM_MODE: 'auto' };
+    env = {
+      SKILLS_DIR: root,
+      SKILL_MCP_DECLARATIONS: declarations,
+      SKILL_MCP_STATE_DIR: stateDir,
+      SKILL_MCP_PIP_INDEX_URL: `${index.url}/simple/`,
+      MCP_CONFIRM_MODE: 'auto',
+    };
     served = await serve(env, ERAS[1]!);
   }, 60_000);
   afterAll(async () => {
@@ -62,13 +74,20 @@ describe.skipIf(!wheel)(`run a published skill: pdf with pypdf ${version ?? ''} 
 
     // A small fillable form, made with pypdf itself (from the environment just installed).
     const work = tempDir('published-form');
-    const made = await exec('python3', [join(REPO, 'test/fixtures/make_pdf_form.py'), join(work, 'form.pdf')], { PATH: '/usr/bin:/bin', PYTHONPATH: site });
+    const made = await exec('python3', [join(REPO, 'test/fixtures/make_pdf_form.py'), join(work, 'form.pdf')], {
+      PATH: '/usr/bin:/bin',
+      PYTHONPATH: site,
+    });
     expect(made.code, made.out).toBe(0);
     const form = readFileSync(join(work, 'form.pdf')).toString('base64');
     const input = [{ path: 'form.pdf', base64: form }];
 
     const checked = await run({ script: 'scripts/check_fillable_fields.py', args: ['form.pdf'], files: input });
-    expect(checked.value, JSON.stringify(checked.value)).toMatchObject({ status: 'completed', exitCode: 0, stdout: 'This PDF has fillable form fields\n' });
+    expect(checked.value, JSON.stringify(checked.value)).toMatchObject({
+      status: 'completed',
+      exitCode: 0,
+      stdout: 'This PDF has fillable form fields\n',
+    });
     expect(checked.preview['deps']).toEqual([{ kind: 'python', digest, state: 'ready' }]);
     expect(checked.preview['declarationFrom']).toBe('operator');
 
@@ -76,10 +95,21 @@ describe.skipIf(!wheel)(`run a published skill: pdf with pypdf ${version ?? ''} 
     expect(extracted.value).toMatchObject({ status: 'completed', exitCode: 0 });
     const info = extracted.resources.find((r) => r.resource.uri.endsWith('/field_info.json'))!;
     const fields = JSON.parse(info.resource.text!) as { field_id: string; type: string; page: number }[];
-    expect(fields.map((f) => [f.field_id, f.type, f.page])).toEqual([['full_name', 'text', 1], ['city', 'text', 1]]);
+    expect(fields.map((f) => [f.field_id, f.type, f.page])).toEqual([
+      ['full_name', 'text', 1],
+      ['city', 'text', 1],
+    ]);
 
-    const values = fields.map((f) => ({ field_id: f.field_id, page: f.page, value: f.field_id === 'full_name' ? 'Ada Lovelace' : 'London' }));
-    const filled = await run({ script: 'scripts/fill_fillable_fields.py', args: ['form.pdf', 'values.json', 'filled.pdf'], files: [...input, { path: 'values.json', text: JSON.stringify(values) }] });
+    const values = fields.map((f) => ({
+      field_id: f.field_id,
+      page: f.page,
+      value: f.field_id === 'full_name' ? 'Ada Lovelace' : 'London',
+    }));
+    const filled = await run({
+      script: 'scripts/fill_fillable_fields.py',
+      args: ['form.pdf', 'values.json', 'filled.pdf'],
+      files: [...input, { path: 'values.json', text: JSON.stringify(values) }],
+    });
     expect(filled.value, JSON.stringify(filled.value)).toMatchObject({ status: 'completed', exitCode: 0 });
     const pdf = filled.resources.find((r) => r.resource.uri.endsWith('/filled.pdf'))!;
     const bytes = Buffer.from(pdf.resource.blob!, 'base64');
@@ -87,7 +117,15 @@ describe.skipIf(!wheel)(`run a published skill: pdf with pypdf ${version ?? ''} 
     expect((filled.value['files'] as { path: string }[]).map((f) => f.path)).toEqual(['filled.pdf']);
     // Read back with pypdf: the values are in the form.
     writeFileSync(join(work, 'filled.pdf'), bytes);
-    const read = await exec('python3', ['-c', 'import json,sys; from pypdf import PdfReader; print(json.dumps({k: str(v.get("/V")) for k, v in PdfReader(sys.argv[1]).get_fields().items()}))', join(work, 'filled.pdf')], { PATH: '/usr/bin:/bin', PYTHONPATH: site });
+    const read = await exec(
+      'python3',
+      [
+        '-c',
+        'import json,sys; from pypdf import PdfReader; print(json.dumps({k: str(v.get("/V")) for k, v in PdfReader(sys.argv[1]).get_fields().items()}))',
+        join(work, 'filled.pdf'),
+      ],
+      { PATH: '/usr/bin:/bin', PYTHONPATH: site },
+    );
     expect(JSON.parse(read.out.trim().split('\n').pop()!)).toEqual({ full_name: 'Ada Lovelace', city: 'London' });
   }, 300_000);
 });

@@ -12,9 +12,22 @@ import { describe, expect, test } from 'vitest';
 import { tempDir } from './harness.js';
 import { filesUnder, readLockFile, runPull, sha256 } from './pull-run.js';
 
-const ENV = { GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' };
+const ENV = {
+  GIT_CONFIG_NOSYSTEM: '1',
+  GIT_CONFIG_GLOBAL: '/dev/null',
+  GIT_AUTHOR_NAME: 't',
+  GIT_AUTHOR_EMAIL: 't@t',
+  GIT_COMMITTER_NAME: 't',
+  GIT_COMMITTER_EMAIL: 't@t',
+};
 const git = (gitDir: string, args: string[], input?: string | Buffer): string =>
-  execFileSync('git', args, { env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: gitDir, GIT_DIR: gitDir, ...ENV }, input, maxBuffer: 64 * 1024 * 1024 }).toString('utf8').trim();
+  execFileSync('git', args, {
+    env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: gitDir, GIT_DIR: gitDir, ...ENV },
+    input,
+    maxBuffer: 64 * 1024 * 1024,
+  })
+    .toString('utf8')
+    .trim();
 
 const md = (name: string): string => `---\nname: ${name}\ndescription: The ${name} skill.\n---\n# ${name}\n`;
 
@@ -41,7 +54,11 @@ function tree(gitDir: string, entries: Record<string, string | Buffer | [string,
 }
 
 /** A bare repository with one commit of `entries` on main (HEAD); returns its dir and URL. */
-function repoWith(entries: Record<string, string | Buffer | [string, string]>): { dir: string; url: string; commit: (e: typeof entries, parent?: string) => string } {
+function repoWith(entries: Record<string, string | Buffer | [string, string]>): {
+  dir: string;
+  url: string;
+  commit: (e: typeof entries, parent?: string) => string;
+} {
   const dir = join(tempDir('pull-git-src'), 'repo.git');
   git(dir, ['init', '--bare', '-q', '-b', 'main', dir]);
   const commit = (e: typeof entries, parent?: string): string => {
@@ -71,21 +88,30 @@ describe('pull --git: the happy path', () => {
     expect(run.lines.map((l) => `${l.kind} ${l.name}`)).toEqual(['added alpha', 'added beta']);
     expect(filesUnder(to)).toEqual(['.skill-mcp-lock.json', 'alpha/SKILL.md', 'alpha/refs/notes.md', 'beta/SKILL.md', 'beta/run.sh']);
     expect(readFileSync(join(to, 'beta/run.sh'), 'utf8')).toBe(TWO['skills/beta/run.sh']);
-    const lock = readLockFile(to) as unknown as { skills: Record<string, { source: unknown; commit: string; via: string; uri: string; files: Record<string, string> }> };
+    const lock = readLockFile(to) as unknown as {
+      skills: Record<string, { source: unknown; commit: string; via: string; uri: string; files: Record<string, string> }>;
+    };
     expect(lock.skills['alpha']!.source).toEqual({ git: repo.url, ref: 'HEAD', path: '' });
     expect(lock.skills['alpha']!.commit).toBe(head);
     expect(lock.skills['alpha']!.via).toBe('git');
     expect(lock.skills['alpha']!.uri).toBe('skills/alpha/SKILL.md');
-    expect(lock.skills['alpha']!.files).toEqual({ 'SKILL.md': sha256(Buffer.from(md('alpha'))), 'refs/notes.md': sha256(Buffer.from('alpha notes\n')) });
+    expect(lock.skills['alpha']!.files).toEqual({
+      'SKILL.md': sha256(Buffer.from(md('alpha'))),
+      'refs/notes.md': sha256(Buffer.from('alpha notes\n')),
+    });
   });
 
   test('--path and --skill pick one skill of a folder; --ref names a branch', async () => {
-    const repo = repoWith({ 'packs/one/alpha/SKILL.md': md('alpha'), 'packs/one/beta/SKILL.md': md('beta'), 'other/gamma/SKILL.md': md('gamma') });
+    const repo = repoWith({
+      'packs/one/alpha/SKILL.md': md('alpha'),
+      'packs/one/beta/SKILL.md': md('beta'),
+      'other/gamma/SKILL.md': md('gamma'),
+    });
     const to = join(tempDir('pull-git-to'), 'skills');
     const run = await runPull(['--to', to, '--git', repo.url, '--ref', 'main', '--path', 'packs/one', '--skill', 'beta']);
     expect(run.code, run.stderr + run.stdout).toBe(0);
     expect(filesUnder(to)).toEqual(['.skill-mcp-lock.json', 'beta/SKILL.md']);
-    expect((readLockFile(to).skills['beta']!.source as unknown)).toEqual({ git: repo.url, ref: 'main', path: 'packs/one' });
+    expect(readLockFile(to).skills['beta']!.source as unknown).toEqual({ git: repo.url, ref: 'main', path: 'packs/one' });
   });
 
   test('credentials in an https URL never reach the report or the disk when the fetch fails', async () => {
@@ -184,7 +210,10 @@ describe('pull --git: a hostile repository', () => {
     const run = await runPull(['--to', to, '--git', repo.url]);
     expect(run.code).toBe(1);
     const line = (name: string): string | undefined =>
-      run.stdout.split('\n').map((l) => /^(?:refused|skipped)\s+(.+?): (.*)$/.exec(l)).find((m) => m?.[1] === name)?.[2];
+      run.stdout
+        .split('\n')
+        .map((l) => /^(?:refused|skipped)\s+(.+?): (.*)$/.exec(l))
+        .find((m) => m?.[1] === name)?.[2];
     expect(filesUnder(to)).toEqual(['.skill-mcp-lock.json', 'good/SKILL.md']);
     expect(line('good/passwd')).toMatch(/a symbolic link; links are never materialised/);
     expect(line('good/vendor')).toMatch(/a submodule \(gitlink\); submodules are never fetched/);

@@ -44,7 +44,10 @@ describe.each(['sep', 'manifest'])('a hostile server (%s)', (mode) => {
     expect(readFileSync(join(dir, 'good', 'refs', 'a b.md')).equals(GOOD['refs/a b.md']!)).toBe(true);
     expect(readFileSync(join(dir, 'good', 'img', 'x.bin')).equals(GOOD['img/x.bin']!)).toBe(true);
     expect(filesUnder(base).sort()).toEqual(['reads.log', ...filesUnder(dir).map((f) => `skills/${f}`)].sort());
-    expect(existsSync('/tmp/escape.txt') && readFileSync('/tmp/escape.txt', 'utf8') === 'escaped\n', 'the absolute path was not written').toBe(false);
+    expect(
+      existsSync('/tmp/escape.txt') && readFileSync('/tmp/escape.txt', 'utf8') === 'escaped\n',
+      'the absolute path was not written',
+    ).toBe(false);
     expect(existsSync(join(dirname(base), 'escape.txt'))).toBe(false);
     expect(Object.keys(readLockFile(dir).skills)).toEqual(['good']);
     expect(readLockFile(dir).skills['good']!.files['SKILL.md']).toBe(sha256(GOOD['SKILL']!));
@@ -52,7 +55,9 @@ describe.each(['sep', 'manifest'])('a hostile server (%s)', (mode) => {
   });
 
   test('attack: a file path with ".." segments (%2e%2e in a URI) is refused by the path rules', () => {
-    expect(refusal('traversal')).toMatch(/the file path "..\/..\/escape.txt" is refused: the path must not hold "." or ".." segments; nothing written/);
+    expect(refusal('traversal')).toMatch(
+      /the file path "..\/..\/escape.txt" is refused: the path must not hold "." or ".." segments; nothing written/,
+    );
   });
 
   test('attack: an absolute file path is refused', () => {
@@ -76,7 +81,9 @@ describe.each(['sep', 'manifest'])('a hostile server (%s)', (mode) => {
   });
 
   test('attack: a lying digest refuses the skill, naming both digests', () => {
-    expect(refusal('liar')).toMatch(/"SKILL.md" does not match its published digest \(published sha256:[0-9a-f]{64}, received sha256:[0-9a-f]{64}\); nothing written/);
+    expect(refusal('liar')).toMatch(
+      /"SKILL.md" does not match its published digest \(published sha256:[0-9a-f]{64}, received sha256:[0-9a-f]{64}\); nothing written/,
+    );
   });
 
   test('attack: a file over the size cap is refused from its published size, before it is read', () => {
@@ -89,7 +96,9 @@ describe.each(['sep', 'manifest'])('a hostile server (%s)', (mode) => {
   });
 
   test('attack: a read answered with another resource (a link to file:///etc/passwd) is refused', () => {
-    expect(refusal('link')).toMatch(/"notes.txt" was answered with another resource, "file:\/\/\/etc\/passwd"; a read must return the file asked for/);
+    expect(refusal('link')).toMatch(
+      /"notes.txt" was answered with another resource, "file:\/\/\/etc\/passwd"; a read must return the file asked for/,
+    );
   });
 });
 
@@ -105,15 +114,29 @@ describe('attack: an HTTP server whose answer never ends', () => {
     server = createServer((req, res) => {
       if (req.method !== 'POST') return void res.writeHead(405).end();
       let body = '';
-      req.on('data', (c: Buffer) => { body += c.toString('utf8'); });
+      req.on('data', (c: Buffer) => {
+        body += c.toString('utf8');
+      });
       req.on('end', () => {
         const message = JSON.parse(body) as { id?: number; method: string; params?: { protocolVersion?: string } };
         if (message.id === undefined) return void res.writeHead(202).end();
         res.writeHead(200, { 'content-type': 'application/json' });
         if (message.method === 'initialize') {
-          return void res.end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result: { protocolVersion: message.params?.protocolVersion, capabilities: { resources: {} }, serverInfo: { name: 'endless', version: '0' } } }));
+          return void res.end(
+            JSON.stringify({
+              jsonrpc: '2.0',
+              id: message.id,
+              result: {
+                protocolVersion: message.params?.protocolVersion,
+                capabilities: { resources: {} },
+                serverInfo: { name: 'endless', version: '0' },
+              },
+            }),
+          );
         }
-        res.on('close', () => { aborted = !res.writableFinished; });
+        res.on('close', () => {
+          aborted = !res.writableFinished;
+        });
         const chunk = Buffer.alloc(1024 * 1024, 0x20);
         res.write(`{"jsonrpc":"2.0","id":${message.id},"result":{"resources":[]`);
         const pump = (): void => {

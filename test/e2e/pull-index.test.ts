@@ -62,7 +62,13 @@ function publish(skills: { name: string; md?: string; archive?: Buffer; zip?: Bu
   const entries = skills.map((s) => {
     if (s.archive) {
       routes.set(`${WK}/${s.name}.tar.gz`, { body: s.archive, type: 'application/gzip' });
-      return { name: s.name, type: s.type ?? 'archive', description: 'x', url: `${WK}/${s.name}.tar.gz`, digest: s.digest ?? sha(s.archive) };
+      return {
+        name: s.name,
+        type: s.type ?? 'archive',
+        description: 'x',
+        url: `${WK}/${s.name}.tar.gz`,
+        digest: s.digest ?? sha(s.archive),
+      };
     }
     if (s.zip) {
       routes.set(`${WK}/${s.name}.zip`, { body: s.zip, type: 'application/zip' });
@@ -96,9 +102,21 @@ describe('pull --index: the $schema form (skill-md and .tar.gz archives)', () =>
     expect(filesUnder(to).filter((f) => !f.startsWith('.skill-mcp-store/'))).toEqual(expect.arrayContaining(['.skill-mcp-lock.json']));
     expect(readFileSync(join(to, 'big/scripts/run.sh'), 'utf8')).toBe('#!/bin/sh\necho big\n');
     expect(readFileSync(join(to, 'small/SKILL.md'), 'utf8')).toBe(md('small'));
-    const lock = readLockFile(to).skills as unknown as Record<string, { source: unknown; via: string; digest: string; uri: string; files: Record<string, string> }>;
-    expect(lock['big']).toMatchObject({ source: { index: `${base}${WK}/index.json` }, via: 'well-known-index', digest: sha(archive), uri: `${base}${WK}/big.tar.gz` });
-    expect(lock['big']!.files).toEqual({ 'SKILL.md': sha(md('big')), 'references/notes.md': sha('notes\n'), 'scripts/run.sh': sha('#!/bin/sh\necho big\n') });
+    const lock = readLockFile(to).skills as unknown as Record<
+      string,
+      { source: unknown; via: string; digest: string; uri: string; files: Record<string, string> }
+    >;
+    expect(lock['big']).toMatchObject({
+      source: { index: `${base}${WK}/index.json` },
+      via: 'well-known-index',
+      digest: sha(archive),
+      uri: `${base}${WK}/big.tar.gz`,
+    });
+    expect(lock['big']!.files).toEqual({
+      'SKILL.md': sha(md('big')),
+      'references/notes.md': sha('notes\n'),
+      'scripts/run.sh': sha('#!/bin/sh\necho big\n'),
+    });
     expect(lock['small']!.digest).toBe(sha(md('small')));
     hits.clear();
     const again = await runPull(['--to', to, '--index', base]);
@@ -138,20 +156,29 @@ describe('pull --index: the file-list form (version 0.2.0)', () => {
   });
 
   test('the worked example of the draft gives its skill-level digest', () => {
-    expect(skillLevelDigest([{ path: 'scripts/run.sh', digest: sha('#!/bin/sh\n') }, { path: 'SKILL.md', digest: sha('# Hello\n') }])).toBe('sha256:34f7a8c484e9991f3e71a309f31332d6335efc01f544105c4185a7c4ab12eb1e');
+    expect(
+      skillLevelDigest([
+        { path: 'scripts/run.sh', digest: sha('#!/bin/sh\n') },
+        { path: 'SKILL.md', digest: sha('# Hello\n') },
+      ]),
+    ).toBe('sha256:34f7a8c484e9991f3e71a309f31332d6335efc01f544105c4185a7c4ab12eb1e');
   });
 
   test('a package is unpacked and must hold exactly the listed files', async () => {
     const pkg = tgz(Object.entries(FILES).map(([name, body]) => ({ name, body })));
     routes.set(`${WK}/listed.tar.gz`, { body: pkg });
-    routes.set(`${WK}/index.json`, { body: JSON.stringify({ version: '0.2.0', skills: [entry({ package: { url: `${WK}/listed.tar.gz`, digest: sha(pkg) } })] }) });
+    routes.set(`${WK}/index.json`, {
+      body: JSON.stringify({ version: '0.2.0', skills: [entry({ package: { url: `${WK}/listed.tar.gz`, digest: sha(pkg) } })] }),
+    });
     const to = join(tempDir('pull-index'), 'skills');
     const run = await runPull(['--to', to, '--index', base]);
     expect(run.code, run.stderr + run.stdout).toBe(0);
     expect(hits.get(`${WK}/listed/SKILL.md`)).toBeUndefined();
     const extra = tgz([...Object.entries(FILES).map(([name, body]) => ({ name, body })), { name: 'unlisted.sh', body: 'x' }]);
     routes.set(`${WK}/listed.tar.gz`, { body: extra });
-    routes.set(`${WK}/index.json`, { body: JSON.stringify({ version: '0.2.0', skills: [entry({ package: { url: `${WK}/listed.tar.gz`, digest: sha(extra) } })] }) });
+    routes.set(`${WK}/index.json`, {
+      body: JSON.stringify({ version: '0.2.0', skills: [entry({ package: { url: `${WK}/listed.tar.gz`, digest: sha(extra) } })] }),
+    });
     const refused = await runPull(['--to', join(tempDir('pull-index'), 'skills'), '--index', base]);
     expect(refused.code).toBe(1);
     expect(refused.lines.find((l) => l.name === 'listed')?.text).toMatch(/holds "unlisted.sh", which the index does not list/);
@@ -174,7 +201,11 @@ describe('pull --index: a hostile index', () => {
     const to = join(tempDir('pull-index'), 'skills');
     expect((await runPull(['--to', to, '--index', base])).code).toBe(0);
     const before = snapshot(to);
-    publish([{ name: 'good', md: md('good', 'v2\n') }, { name: 'other', md: md('other', 'v2\n'), digest: sha('not these bytes') }, { name: 'new' }]);
+    publish([
+      { name: 'good', md: md('good', 'v2\n') },
+      { name: 'other', md: md('other', 'v2\n'), digest: sha('not these bytes') },
+      { name: 'new' },
+    ]);
     const run = await runPull(['--to', to, '--index', base]);
     expect(run.code).toBe(1);
     expect(run.lines.find((l) => l.name === 'other')?.text).toMatch(/does not match its digest in the index/);
@@ -184,31 +215,92 @@ describe('pull --index: a hostile index', () => {
   });
 
   test.each([
-    ['a symbolic link to /etc/passwd', [{ name: 'SKILL.md', body: md('a') }, { name: 'passwd', type: '2', linkname: '/etc/passwd' }], /"passwd" is a symbolic link/],
-    ['a hard link', [{ name: 'SKILL.md', body: md('a') }, { name: 'h', type: '1', linkname: 'SKILL.md' }], /"h" is a hard link/],
-    ['a device', [{ name: 'SKILL.md', body: md('a') }, { name: 'null', type: '3' }], /"null" is a character device/],
-    ['traversal', [{ name: 'SKILL.md', body: md('a') }, { name: '../../evil.sh', body: 'x' }], /the archive's the file path "..\/..\/evil.sh" is refused/],
-    ['an absolute path', [{ name: 'SKILL.md', body: md('a') }, { name: '/etc/cron.d/x', body: 'x' }], /"\/etc\/cron.d\/x" is refused/],
-    ['a backslash name', [{ name: 'SKILL.md', body: md('a') }, { name: 'a\\..\\b', body: 'x' }], /is refused/],
-  ] as [string, TarEntry[], RegExp][])('attack: an archive holding %s is refused whole and nothing is written', async (_what, entries, why) => {
-    publish([{ name: 'a', archive: tgz(entries) }, { name: 'fine' }]);
-    const base2 = tempDir('pull-index');
-    const to = join(base2, 'skills');
-    const run = await runPull(['--to', to, '--index', base]);
-    expect(run.code).toBe(1);
-    expect(run.lines.find((l) => l.name === 'a')?.text).toMatch(why);
-    expect(snapshot(base2).filter((f) => !f.startsWith('skills/.skill-mcp-store/'))).toEqual([]);
-    expect(existsSync(join(base2, 'evil.sh'))).toBe(false);
-  });
+    [
+      'a symbolic link to /etc/passwd',
+      [
+        { name: 'SKILL.md', body: md('a') },
+        { name: 'passwd', type: '2', linkname: '/etc/passwd' },
+      ],
+      /"passwd" is a symbolic link/,
+    ],
+    [
+      'a hard link',
+      [
+        { name: 'SKILL.md', body: md('a') },
+        { name: 'h', type: '1', linkname: 'SKILL.md' },
+      ],
+      /"h" is a hard link/,
+    ],
+    [
+      'a device',
+      [
+        { name: 'SKILL.md', body: md('a') },
+        { name: 'null', type: '3' },
+      ],
+      /"null" is a character device/,
+    ],
+    [
+      'traversal',
+      [
+        { name: 'SKILL.md', body: md('a') },
+        { name: '../../evil.sh', body: 'x' },
+      ],
+      /the archive's the file path "..\/..\/evil.sh" is refused/,
+    ],
+    [
+      'an absolute path',
+      [
+        { name: 'SKILL.md', body: md('a') },
+        { name: '/etc/cron.d/x', body: 'x' },
+      ],
+      /"\/etc\/cron.d\/x" is refused/,
+    ],
+    [
+      'a backslash name',
+      [
+        { name: 'SKILL.md', body: md('a') },
+        { name: 'a\\..\\b', body: 'x' },
+      ],
+      /is refused/,
+    ],
+  ] as [string, TarEntry[], RegExp][])(
+    'attack: an archive holding %s is refused whole and nothing is written',
+    async (_what, entries, why) => {
+      publish([{ name: 'a', archive: tgz(entries) }, { name: 'fine' }]);
+      const base2 = tempDir('pull-index');
+      const to = join(base2, 'skills');
+      const run = await runPull(['--to', to, '--index', base]);
+      expect(run.code).toBe(1);
+      expect(run.lines.find((l) => l.name === 'a')?.text).toMatch(why);
+      expect(snapshot(base2).filter((f) => !f.startsWith('skills/.skill-mcp-store/'))).toEqual([]);
+      expect(existsSync(join(base2, 'evil.sh'))).toBe(false);
+    },
+  );
 
   test('a dot-file in an archive is reported and not written; dot and traversal names are refused', async () => {
-    publish([{ name: 'a', archive: tgz([{ name: 'SKILL.md', body: md('a') }, { name: '.env', body: 'SECRET=1' }]) }]);
+    publish([
+      {
+        name: 'a',
+        archive: tgz([
+          { name: 'SKILL.md', body: md('a') },
+          { name: '.env', body: 'SECRET=1' },
+        ]),
+      },
+    ]);
     const to = join(tempDir('pull-index'), 'skills');
     const run = await runPull(['--to', to, '--index', base]);
     expect(run.code).toBe(1);
     expect(run.stdout).toMatch(/^skipped\s+a\/\.env: a dot-file; hidden files are never pulled/m);
     expect(filesUnder(join(to, 'a'))).toEqual(['SKILL.md']);
-    routes.set(`${WK}/index.json`, { body: JSON.stringify({ $schema: SCHEMA, skills: [{ name: '..', type: 'skill-md', url: '/x', digest: sha('x') }, { name: '.skill-mcp-lock.json', type: 'skill-md', url: '/x', digest: sha('x') }] }) });
+    routes.set(`${WK}/index.json`, {
+      body: JSON.stringify({
+        $schema: SCHEMA,
+        skills: [
+          { name: '..', type: 'skill-md', url: '/x', digest: sha('x') },
+          { name: '.skill-mcp-lock.json', type: 'skill-md', url: '/x', digest: sha('x') },
+        ],
+      }),
+    });
     const names = await runPull(['--to', join(tempDir('pull-index'), 'skills'), '--index', base]);
     expect(names.code).toBe(1);
     expect(names.lines.map((l) => l.kind)).toEqual(['refused', 'refused']);
@@ -255,7 +347,9 @@ describe('pull --index: a hostile index', () => {
     const old = await runPull(['--to', to, '--index', base]);
     expect(old.code).toBe(1);
     expect(old.stderr).toContain('a v0.1.0 index, which publishes no digests');
-    routes.set(`${WK}/index.json`, { body: JSON.stringify({ $schema: 'https://schemas.agentskills.io/discovery/9.0.0/schema.json', skills: [] }) });
+    routes.set(`${WK}/index.json`, {
+      body: JSON.stringify({ $schema: 'https://schemas.agentskills.io/discovery/9.0.0/schema.json', skills: [] }),
+    });
     const unknown = await runPull(['--to', to, '--index', base]);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain('which this pull does not know');
@@ -268,7 +362,9 @@ describe('pull --index: a hostile index', () => {
     const run = await runPull(['--to', to, '--index', base]);
     expect(run.lines[0]?.text).toMatch(/its type "wheel" is not skill-md or archive/);
     routes.set(`${WK}/z.zip`, { body: 'PK', type: 'application/zip' });
-    routes.set(`${WK}/index.json`, { body: JSON.stringify({ $schema: SCHEMA, skills: [{ name: 'z', type: 'archive', url: `${WK}/z.zip`, digest: sha('PK') }] }) });
+    routes.set(`${WK}/index.json`, {
+      body: JSON.stringify({ $schema: SCHEMA, skills: [{ name: 'z', type: 'archive', url: `${WK}/z.zip`, digest: sha('PK') }] }),
+    });
     const junk = await runPull(['--to', to, '--index', base]);
     expect(junk.code).toBe(1);
     expect(junk.lines[0]?.text).toMatch(/is neither a .tar.gz nor a .zip/);
@@ -286,7 +382,10 @@ describe('pull --index: .zip archives', () => {
 
   test('a .zip archive skill arrives byte for byte beside a .tar.gz one; the lock records its digest and every file', async () => {
     const archive = makeZip(ZIPPED);
-    publish([{ name: 'zipped', zip: archive }, { name: 'big', archive: tgz(BIG) }]);
+    publish([
+      { name: 'zipped', zip: archive },
+      { name: 'big', archive: tgz(BIG) },
+    ]);
     const to = join(tempDir('pull-index'), 'skills');
     const run = await runPull(['--to', to, '--index', base]);
     expect(run.code, run.stderr + run.stdout).toBe(0);
@@ -296,14 +395,22 @@ describe('pull --index: .zip archives', () => {
     expect(readFileSync(join(to, 'zipped/references/more.md'), 'utf8')).toBe('more\n');
     const lock = readLockFile(to).skills as unknown as Record<string, { digest: string; uri: string; files: Record<string, string> }>;
     expect(lock['zipped']).toMatchObject({ digest: sha(archive), uri: `${base}${WK}/zipped.zip` });
-    expect(lock['zipped']!.files).toEqual({ 'SKILL.md': sha(md('zipped')), 'references/more.md': sha('more\n'), 'references/notes.md': sha('notes\n'), 'scripts/run.sh': sha('#!/bin/sh\necho zipped\n') });
+    expect(lock['zipped']!.files).toEqual({
+      'SKILL.md': sha(md('zipped')),
+      'references/more.md': sha('more\n'),
+      'references/notes.md': sha('notes\n'),
+      'scripts/run.sh': sha('#!/bin/sh\necho zipped\n'),
+    });
   });
 
   test("a zip made by Python's zipfile, served as application/octet-stream under a name without .zip (the bytes decide)", async () => {
-    const script = "import io,sys,zipfile\nb=io.BytesIO()\nwith zipfile.ZipFile(b,'w',zipfile.ZIP_DEFLATED) as z:\n  z.writestr('SKILL.md', sys.argv[1])\n  z.writestr('refs/a.md', 'a\\n')\nsys.stdout.buffer.write(b.getvalue())\n";
+    const script =
+      "import io,sys,zipfile\nb=io.BytesIO()\nwith zipfile.ZipFile(b,'w',zipfile.ZIP_DEFLATED) as z:\n  z.writestr('SKILL.md', sys.argv[1])\n  z.writestr('refs/a.md', 'a\\n')\nsys.stdout.buffer.write(b.getvalue())\n";
     const archive = execFileSync('python3', ['-c', script, md('py')]);
     routes.set(`${WK}/py-artifact`, { body: archive });
-    routes.set(`${WK}/index.json`, { body: JSON.stringify({ $schema: SCHEMA, skills: [{ name: 'py', type: 'archive', url: `${WK}/py-artifact`, digest: sha(archive) }] }) });
+    routes.set(`${WK}/index.json`, {
+      body: JSON.stringify({ $schema: SCHEMA, skills: [{ name: 'py', type: 'archive', url: `${WK}/py-artifact`, digest: sha(archive) }] }),
+    });
     const to = join(tempDir('pull-index'), 'skills');
     const run = await runPull(['--to', to, '--index', base]);
     expect(run.code, run.stderr + run.stdout).toBe(0);
@@ -312,25 +419,64 @@ describe('pull --index: .zip archives', () => {
   });
 
   test.each([
-    ['a symbolic link to /etc/passwd', [{ name: 'SKILL.md', body: md('z') }, { name: 'passwd', body: '/etc/passwd', method: 0, mode: 0o120777 }], /"passwd" is a symbolic link/],
-    ['traversal', [{ name: 'SKILL.md', body: md('z') }, { name: '../../evil.sh', body: 'x' }], /the name "..\/..\/evil.sh" is refused/],
-    ['a local header naming another file than the directory (two archives in one)', [{ name: 'SKILL.md', body: md('z') }, { name: 'notes.md', body: 'x', local: { name: 'evil.sh' } }], /local header and its central-directory entry disagree on the name/],
-    ['entries sharing bytes (the overlap zip bomb)', [{ name: 'SKILL.md', body: md('z') }, { name: 'SKILL.md', body: md('z') }], /overlaps the entry before it/],
-  ] as [string, Parameters<typeof makeZip>[0], RegExp][])('attack: a zip holding %s is refused whole and nothing is written', async (what, entries, why) => {
-    const archive = makeZip(entries, what.includes('overlap') ? { offsets: (o) => [o[0]!, o[0]!] } : {});
-    publish([{ name: 'z', zip: archive }, { name: 'fine' }]);
-    const base2 = tempDir('pull-index');
-    const to = join(base2, 'skills');
-    const run = await runPull(['--to', to, '--index', base]);
-    expect(run.code).toBe(1);
-    expect(run.lines.find((l) => l.name === 'z')?.text).toMatch(why);
-    expect(run.lines.find((l) => l.name === 'z')?.text).toMatch(/the zip archive .* is refused/);
-    expect(snapshot(base2).filter((f) => !f.startsWith('skills/.skill-mcp-store/'))).toEqual([]);
-    expect(existsSync(join(base2, 'evil.sh'))).toBe(false);
-  });
+    [
+      'a symbolic link to /etc/passwd',
+      [
+        { name: 'SKILL.md', body: md('z') },
+        { name: 'passwd', body: '/etc/passwd', method: 0, mode: 0o120777 },
+      ],
+      /"passwd" is a symbolic link/,
+    ],
+    [
+      'traversal',
+      [
+        { name: 'SKILL.md', body: md('z') },
+        { name: '../../evil.sh', body: 'x' },
+      ],
+      /the name "..\/..\/evil.sh" is refused/,
+    ],
+    [
+      'a local header naming another file than the directory (two archives in one)',
+      [
+        { name: 'SKILL.md', body: md('z') },
+        { name: 'notes.md', body: 'x', local: { name: 'evil.sh' } },
+      ],
+      /local header and its central-directory entry disagree on the name/,
+    ],
+    [
+      'entries sharing bytes (the overlap zip bomb)',
+      [
+        { name: 'SKILL.md', body: md('z') },
+        { name: 'SKILL.md', body: md('z') },
+      ],
+      /overlaps the entry before it/,
+    ],
+  ] as [string, Parameters<typeof makeZip>[0], RegExp][])(
+    'attack: a zip holding %s is refused whole and nothing is written',
+    async (what, entries, why) => {
+      const archive = makeZip(entries, what.includes('overlap') ? { offsets: (o) => [o[0]!, o[0]!] } : {});
+      publish([{ name: 'z', zip: archive }, { name: 'fine' }]);
+      const base2 = tempDir('pull-index');
+      const to = join(base2, 'skills');
+      const run = await runPull(['--to', to, '--index', base]);
+      expect(run.code).toBe(1);
+      expect(run.lines.find((l) => l.name === 'z')?.text).toMatch(why);
+      expect(run.lines.find((l) => l.name === 'z')?.text).toMatch(/the zip archive .* is refused/);
+      expect(snapshot(base2).filter((f) => !f.startsWith('skills/.skill-mcp-store/'))).toEqual([]);
+      expect(existsSync(join(base2, 'evil.sh'))).toBe(false);
+    },
+  );
 
   test('a dot-file in a zip is reported and not written, as for tar', async () => {
-    publish([{ name: 'z', zip: makeZip([{ name: 'SKILL.md', body: md('z') }, { name: '.env', body: 'SECRET=1' }]) }]);
+    publish([
+      {
+        name: 'z',
+        zip: makeZip([
+          { name: 'SKILL.md', body: md('z') },
+          { name: '.env', body: 'SECRET=1' },
+        ]),
+      },
+    ]);
     const to = join(tempDir('pull-index'), 'skills');
     const run = await runPull(['--to', to, '--index', base]);
     expect(run.stdout).toMatch(/^skipped\s+z\/\.env: a dot-file; hidden files are never pulled/m);
@@ -353,7 +499,9 @@ describe('pull --index --locked', () => {
     publish([{ name: 'a', md: md('a', 'moved\n') }]);
     const moved = await runPull(['--to', to, '--index', base, '--locked']);
     expect(moved.code).toBe(1);
-    expect(moved.stderr).toMatch(/--locked: the index now publishes sha256:[0-9a-f]{64} for "a", the lock pins sha256:[0-9a-f]{64}; nothing was changed/);
+    expect(moved.stderr).toMatch(
+      /--locked: the index now publishes sha256:[0-9a-f]{64} for "a", the lock pins sha256:[0-9a-f]{64}; nothing was changed/,
+    );
     expect(snapshot(to)).toEqual(before);
     const unlocked = await runPull(['--to', to, '--index', base]);
     expect(unlocked.lines.map((l) => `${l.kind} ${l.name}`)).toEqual(['updated a']);

@@ -34,13 +34,20 @@ let archive: Buffer = Buffer.alloc(0);
 
 function publish(v: number, lie = false): void {
   archive = tgz(Object.entries(version(v)).map(([name, b]) => ({ name, body: b })));
-  body = Buffer.from(JSON.stringify({ $schema: 'https://schemas.agentskills.io/discovery/0.2.0/schema.json', skills: [{ name: 'many', type: 'archive', description: 'x', url: 'many.tar.gz', digest: lie ? sha('other bytes') : sha(archive) }] }));
+  body = Buffer.from(
+    JSON.stringify({
+      $schema: 'https://schemas.agentskills.io/discovery/0.2.0/schema.json',
+      skills: [{ name: 'many', type: 'archive', description: 'x', url: 'many.tar.gz', digest: lie ? sha('other bytes') : sha(archive) }],
+    }),
+  );
 }
 
 beforeAll(async () => {
   http = createServer((req, res) => {
-    if (req.url === '/.well-known/agent-skills/index.json') return void res.writeHead(200, { 'content-type': 'application/json' }).end(body);
-    if (req.url === '/.well-known/agent-skills/many.tar.gz') return void res.writeHead(200, { 'content-type': 'application/gzip' }).end(archive);
+    if (req.url === '/.well-known/agent-skills/index.json')
+      return void res.writeHead(200, { 'content-type': 'application/json' }).end(body);
+    if (req.url === '/.well-known/agent-skills/many.tar.gz')
+      return void res.writeHead(200, { 'content-type': 'application/gzip' }).end(archive);
     res.writeHead(404).end();
   });
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
@@ -55,16 +62,32 @@ async function readOnce(served: Served, round: number): Promise<Seen[]> {
   const out: Seen[] = [];
   try {
     const entry = (await served.skills.get('skill://many/SKILL.md')).skill;
-    const set = (entry.resources as { digest: string }[]).map((r) => r.digest).sort().join(',');
+    const set = (entry.resources as { digest: string }[])
+      .map((r) => r.digest)
+      .sort()
+      .join(',');
     out.push(set === digestSet(version(1)) ? 'v1' : set === digestSet(version(2)) ? 'v2' : 'mixed: skills/get digests are neither version');
   } catch (error) {
     out.push(`error: ${error instanceof Error ? error.message : String(error)}`);
   }
-  const paths = ['SKILL.md', ...Array.from({ length: 7 }, (_, i) => `refs/file-${String(((round * 7 + i) % (FILES - 1)) + 1).padStart(3, '0')}.md`)];
+  const paths = [
+    'SKILL.md',
+    ...Array.from({ length: 7 }, (_, i) => `refs/file-${String(((round * 7 + i) % (FILES - 1)) + 1).padStart(3, '0')}.md`),
+  ];
   const answer = await callTool(served.client, 'skill_file', { name: 'many', paths });
   if (answer.isError) return [...out, `error: ${answer.text}`];
-  const versions = new Set((answer.value['files'] as { text?: string; error?: unknown }[]).map((f) => (f.error ? 'error' : /version (\d)/.exec(f.text ?? '')?.[1])));
-  out.push(versions.size === 1 && (versions.has('1') || versions.has('2')) ? (versions.has('1') ? 'v1' : 'v2') : `mixed: skill_file gave ${[...versions].join(', ')}`);
+  const versions = new Set(
+    (answer.value['files'] as { text?: string; error?: unknown }[]).map((f) =>
+      f.error ? 'error' : /version (\d)/.exec(f.text ?? '')?.[1],
+    ),
+  );
+  out.push(
+    versions.size === 1 && (versions.has('1') || versions.has('2'))
+      ? versions.has('1')
+        ? 'v1'
+        : 'v2'
+      : `mixed: skill_file gave ${[...versions].join(', ')}`,
+  );
   return out;
 }
 
@@ -100,7 +123,10 @@ describe('pull into a folder a live server is serving', () => {
       seen.push(...(await readOnce(served, round++)));
       if (!settled()) await new Promise((resolve) => setTimeout(resolve, 50));
     }
-    expect(seen.filter((s) => s !== 'v1' && s !== 'v2'), 'no read saw a mix or an error').toEqual([]);
+    expect(
+      seen.filter((s) => s !== 'v1' && s !== 'v2'),
+      'no read saw a mix or an error',
+    ).toEqual([]);
     expect(settled()).toBe(true);
     expect(await readOnce(served, round)).toEqual(['v2', 'v2']);
     // Versions only move forward: once a read of one kind saw v2, no later read of that kind saw v1.
@@ -120,6 +146,8 @@ describe('pull into a folder a live server is serving', () => {
     expect(run.stdout).toMatch(/nothing was written/);
     expect(await readOnce(served, 0)).toEqual(['v2', 'v2']);
     expect(storeOf(dir)['many']).toEqual(before);
-    expect(readdirSync(dir).filter((n) => n.startsWith('.skill-mcp-') && n !== '.skill-mcp-store' && n !== '.skill-mcp-lock.json')).toEqual([]);
+    expect(readdirSync(dir).filter((n) => n.startsWith('.skill-mcp-') && n !== '.skill-mcp-store' && n !== '.skill-mcp-lock.json')).toEqual(
+      [],
+    );
   });
 });

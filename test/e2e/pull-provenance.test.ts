@@ -13,12 +13,23 @@ import { callTool, ERAS, serve, tempDir, type Served } from './harness.js';
 import { runPull } from './pull-run.js';
 import { askToken } from './run-skills.js';
 
-const GIT_ENV = { PATH: process.env['PATH'] ?? '/usr/bin:/bin', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' };
+const GIT_ENV = {
+  PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+  GIT_CONFIG_NOSYSTEM: '1',
+  GIT_CONFIG_GLOBAL: '/dev/null',
+  GIT_AUTHOR_NAME: 't',
+  GIT_AUTHOR_EMAIL: 't@t',
+  GIT_COMMITTER_NAME: 't',
+  GIT_COMMITTER_EMAIL: 't@t',
+};
 
 /** A repository (with a work tree) holding `files`, committed; returns its URL and commit. */
 function gitRepo(files: Record<string, string>): { dir: string; url: string; commit: string } {
   const dir = tempDir('prov-repo');
-  const git = (...args: string[]): string => execFileSync('git', ['-C', dir, ...args], { env: { ...GIT_ENV, HOME: dir } }).toString('utf8').trim();
+  const git = (...args: string[]): string =>
+    execFileSync('git', ['-C', dir, ...args], { env: { ...GIT_ENV, HOME: dir } })
+      .toString('utf8')
+      .trim();
   git('init', '-q', '-b', 'main');
   for (const [path, body] of Object.entries(files)) {
     mkdirSync(dirname(join(dir, path)), { recursive: true });
@@ -29,7 +40,8 @@ function gitRepo(files: Record<string, string>): { dir: string; url: string; com
   return { dir, url: `file://${dir}`, commit: git('rev-parse', 'HEAD') };
 }
 
-const TOOL_MD = '---\nname: tool\ndescription: A tool skill.\nmcp-host:\n  version: 1\n  run:\n    - script: scripts/hello.js\n      interpreter: node\n      timeout: 20\n---\nRun it.\n';
+const TOOL_MD =
+  '---\nname: tool\ndescription: A tool skill.\nmcp-host:\n  version: 1\n  run:\n    - script: scripts/hello.js\n      interpreter: node\n      timeout: 20\n---\nRun it.\n';
 const PLAIN_MD = '---\nname: plain\ndescription: A plain skill.\n---\n# plain\n';
 
 interface Listed {
@@ -57,7 +69,11 @@ describe('provenance of pulled skills, as a client sees it', () => {
   let dir: string;
 
   beforeAll(async () => {
-    repo = gitRepo({ 'skills/tool/SKILL.md': TOOL_MD, 'skills/tool/scripts/hello.js': "console.log('hi');\n", 'skills/plain/SKILL.md': PLAIN_MD });
+    repo = gitRepo({
+      'skills/tool/SKILL.md': TOOL_MD,
+      'skills/tool/scripts/hello.js': "console.log('hi');\n",
+      'skills/plain/SKILL.md': PLAIN_MD,
+    });
     dir = join(tempDir('prov-to'), 'skills');
     const run = await runPull(['--to', dir, '--git', repo.url]);
     expect(run.code, run.stderr + run.stdout).toBe(0);
@@ -82,8 +98,16 @@ describe('provenance of pulled skills, as a client sees it', () => {
 
   test('a skill edited after the pull shows "modified since pull" and no commit, everywhere', async () => {
     appendFileSync(join(dir, 'plain', 'SKILL.md'), 'edited here\n');
-    const plain = await eventually(() => listed(served, 'plain'), (s) => s?.pulledFrom?.['state'] !== 'as-pulled');
-    expect(plain?.pulledFrom).toMatchObject({ source: 'git', from: repo.url, state: 'modified since pull', detail: expect.stringContaining('"SKILL.md" was edited') });
+    const plain = await eventually(
+      () => listed(served, 'plain'),
+      (s) => s?.pulledFrom?.['state'] !== 'as-pulled',
+    );
+    expect(plain?.pulledFrom).toMatchObject({
+      source: 'git',
+      from: repo.url,
+      state: 'modified since pull',
+      detail: expect.stringContaining('"SKILL.md" was edited'),
+    });
     expect(plain?.pulledFrom?.['commit']).toBeUndefined();
     writeFileSync(join(dir, 'tool', 'scripts', 'hello.js'), "console.log('changed');\n");
     const preview = await askToken(served.client, { name: 'tool', script: 'scripts/hello.js' });

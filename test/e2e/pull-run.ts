@@ -20,15 +20,20 @@ export interface PullRun {
 /** Runs `skill-mcp pull ARGS` with the e2e base environment plus `env` (which a stdio server it starts inherits). */
 export function runPull(args: string[], env: Record<string, string> = {}): Promise<PullRun> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [SERVER_JS, 'pull', ...args], { cwd: REPO, env: { ...baseEnv(), ...env }, timeout: 120_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
-      const lines = stdout
-        .split('\n')
-        .map((l) => /^(added|updated|unchanged|refused|gone)\s+(.+?)(?:: (.*))?$/.exec(l))
-        .filter((m): m is RegExpExecArray => m !== null)
-        .map((m) => ({ kind: m[1]!, name: m[2]!, text: m[3] ?? '' }));
-      resolve({ code, stdout, stderr, lines });
-    });
+    execFile(
+      process.execPath,
+      [SERVER_JS, 'pull', ...args],
+      { cwd: REPO, env: { ...baseEnv(), ...env }, timeout: 120_000, maxBuffer: 16 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
+        const lines = stdout
+          .split('\n')
+          .map((l) => /^(added|updated|unchanged|refused|gone)\s+(.+?)(?:: (.*))?$/.exec(l))
+          .filter((m): m is RegExpExecArray => m !== null)
+          .map((m) => ({ kind: m[1]!, name: m[2]!, text: m[3] ?? '' }));
+        resolve({ code, stdout, stderr, lines });
+      },
+    );
   });
 }
 
@@ -88,7 +93,10 @@ export function differenceBetween(source: string, copy: string): string | undefi
 
 export interface LockFile {
   lockfileVersion: number;
-  skills: Record<string, { source: { url?: string; command?: string[] }; uri: string; via: string; pulledAt: string; files: Record<string, string> }>;
+  skills: Record<
+    string,
+    { source: { url?: string; command?: string[] }; uri: string; via: string; pulledAt: string; files: Record<string, string> }
+  >;
 }
 
 export function readLockFile(dir: string): LockFile {

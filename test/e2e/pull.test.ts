@@ -16,7 +16,10 @@ import { OUR_SERVER, differenceBetween, filesUnder, fixtureSkills, readLockFile,
 
 function expectAllByteExact(dir: string, fixture = fixtureSkills()): void {
   for (const [name, source] of fixture) expect(differenceBetween(source, join(dir, name)), name).toBeUndefined();
-  expect(filesUnder(dir).filter((f) => !f.includes('/')), 'nothing but the skills and the lock at the top').toEqual(['.skill-mcp-lock.json']);
+  expect(
+    filesUnder(dir).filter((f) => !f.includes('/')),
+    'nothing but the skills and the lock at the top',
+  ).toEqual(['.skill-mcp-lock.json']);
 }
 
 describe('pull from our own server over stdio', () => {
@@ -24,7 +27,12 @@ describe('pull from our own server over stdio', () => {
     const dir = join(tempDir('pull-stdio'), 'skills');
     const run = await runPull(['--to', dir, '--', ...OUR_SERVER], { SKILLS_DIR: VARIED_SKILLS });
     expect(run.code, run.stderr).toBe(0);
-    expect(run.lines.filter((l) => l.kind === 'added').map((l) => l.name).sort()).toEqual([...fixtureSkills().keys()].sort());
+    expect(
+      run.lines
+        .filter((l) => l.kind === 'added')
+        .map((l) => l.name)
+        .sort(),
+    ).toEqual([...fixtureSkills().keys()].sort());
     expect(run.stdout).toMatch(/^pull: 21 added, 0 updated, 0 unchanged, 0 refused$/m);
     expectAllByteExact(dir);
     const lock = readLockFile(dir);
@@ -41,9 +49,16 @@ describe('pull from our own server over stdio', () => {
 
   test('--skill pulls only the named skills; a name the server does not publish is refused (exit 1) and the rest still arrive', async () => {
     const dir = tempDir('pull-named');
-    const run = await runPull(['--skill', 'unicode-text', '--skill', 'no-such-skill', '--skill', 'layout-three', '--to', dir, '--', ...OUR_SERVER], { SKILLS_DIR: VARIED_SKILLS });
+    const run = await runPull(
+      ['--skill', 'unicode-text', '--skill', 'no-such-skill', '--skill', 'layout-three', '--to', dir, '--', ...OUR_SERVER],
+      { SKILLS_DIR: VARIED_SKILLS },
+    );
     expect(run.code).toBe(1);
-    expect(run.lines.map((l) => [l.kind, l.name]).sort()).toEqual([['added', 'layout-three'], ['added', 'unicode-text'], ['refused', 'no-such-skill']]);
+    expect(run.lines.map((l) => [l.kind, l.name]).sort()).toEqual([
+      ['added', 'layout-three'],
+      ['added', 'unicode-text'],
+      ['refused', 'no-such-skill'],
+    ]);
     expect(run.lines.find((l) => l.name === 'no-such-skill')?.text).toMatch(/does not publish a skill of that name/);
     expect(filesUnder(dir).filter((f) => !f.includes('/'))).toEqual(['.skill-mcp-lock.json']);
     expect(differenceBetween(fixtureSkills().get('unicode-text')!, join(dir, 'unicode-text'))).toBeUndefined();
@@ -84,12 +99,17 @@ describe('running pull again', () => {
     const byName = Object.fromEntries(run.lines.map((l) => [l.name, l]));
     expect(byName['api-docs']).toMatchObject({ kind: 'updated', text: expect.stringMatching(/^1 of 4 files new or changed/) });
     expect(byName['crlf-notes']).toMatchObject({ kind: 'updated', text: expect.stringMatching(/^1 of 4 files new or changed/) });
-    expect(byName['zz-last']).toMatchObject({ kind: 'gone', text: expect.stringMatching(/no longer published by this server; .* is left as it is/) });
+    expect(byName['zz-last']).toMatchObject({
+      kind: 'gone',
+      text: expect.stringMatching(/no longer published by this server; .* is left as it is/),
+    });
     expect(run.lines.filter((l) => l.kind === 'unchanged')).toHaveLength(18);
     expect(statSync(join(dir, 'unicode-text')).ino).toBe(untouched);
     expect(differenceBetween(join(root, 'api-docs'), join(dir, 'api-docs'))).toBeUndefined();
     expect(differenceBetween(join(root, 'crlf-notes'), join(dir, 'crlf-notes'))).toBeUndefined();
-    expect(readLockFile(dir).skills['api-docs']!.files['references/style.md']).toBe(sha256(readFileSync(join(root, 'api-docs', 'references', 'style.md'))));
+    expect(readLockFile(dir).skills['api-docs']!.files['references/style.md']).toBe(
+      sha256(readFileSync(join(root, 'api-docs', 'references', 'style.md'))),
+    );
     expect(existsSync(join(dir, 'zz-last', 'SKILL.md'))).toBe(true);
   });
 
@@ -98,7 +118,10 @@ describe('running pull again', () => {
     writeFileSync(join(dir, 'edge-files', 'whitespace.txt'), 'my local edit\n');
     const run = await pullAgain();
     expect(run.code).toBe(1);
-    expect(run.lines.find((l) => l.name === 'edge-files')).toMatchObject({ kind: 'refused', text: expect.stringMatching(/changed here since the last pull \("whitespace.txt" was edited\); --force replaces it/) });
+    expect(run.lines.find((l) => l.name === 'edge-files')).toMatchObject({
+      kind: 'refused',
+      text: expect.stringMatching(/changed here since the last pull \("whitespace.txt" was edited\); --force replaces it/),
+    });
     expect(readFileSync(join(dir, 'edge-files', 'whitespace.txt'), 'utf8')).toBe('my local edit\n');
     const forced = await pullAgain('--force');
     expect(forced.code, forced.stderr).toBe(0);
@@ -125,7 +148,11 @@ describe('what is already in the target folder', () => {
     writeFileSync(join(dir, 'api-docs', 'SKILL.md'), 'my own skill\n');
     const run = await runPull(['--skill', 'api-docs', '--to', dir, '--', ...OUR_SERVER], { SKILLS_DIR: VARIED_SKILLS });
     expect(run.code).toBe(1);
-    expect(run.lines[0]).toMatchObject({ kind: 'refused', name: 'api-docs', text: expect.stringMatching(/exists and was not written by pull .*--force replaces it/) });
+    expect(run.lines[0]).toMatchObject({
+      kind: 'refused',
+      name: 'api-docs',
+      text: expect.stringMatching(/exists and was not written by pull .*--force replaces it/),
+    });
     expect(readFileSync(join(dir, 'api-docs', 'SKILL.md'), 'utf8')).toBe('my own skill\n');
     const forced = await runPull(['--force', '--skill', 'api-docs', '--to', dir, '--', ...OUR_SERVER], { SKILLS_DIR: VARIED_SKILLS });
     expect(forced.code, forced.stderr).toBe(0);
@@ -139,7 +166,11 @@ describe('what is already in the target folder', () => {
     symlinkSync(elsewhere, join(dir, 'api-docs'));
     const run = await runPull(['--force', '--skill', 'api-docs', '--to', dir, '--', ...OUR_SERVER], { SKILLS_DIR: VARIED_SKILLS });
     expect(run.code).toBe(1);
-    expect(run.lines[0]).toMatchObject({ kind: 'refused', name: 'api-docs', text: expect.stringMatching(/is a symbolic link pull did not make; pull never replaces such a link or writes through one/) });
+    expect(run.lines[0]).toMatchObject({
+      kind: 'refused',
+      name: 'api-docs',
+      text: expect.stringMatching(/is a symbolic link pull did not make; pull never replaces such a link or writes through one/),
+    });
     expect(filesUnder(elsewhere)).toEqual(['precious.txt']);
     expect(existsSync(join(dir, '.skill-mcp-lock.json'))).toBe(false);
   });
@@ -195,7 +226,7 @@ describe('pull over Streamable HTTP with a bearer token', () => {
   });
 });
 
-describe("pull from a bare SDK server (loadSkills, bench/ref-server.ts)", () => {
+describe('pull from a bare SDK server (loadSkills, bench/ref-server.ts)', () => {
   let refServer: string;
   beforeAll(async () => {
     refServer = join(tempDir('ref-server'), 'ref-server.mjs');
@@ -215,7 +246,12 @@ describe("pull from a bare SDK server (loadSkills, bench/ref-server.ts)", () => 
     const dir = tempDir('pull-ref');
     const run = await runPull(['--to', dir, '--', process.execPath, refServer], { SKILLS_DIR: VARIED_SKILLS });
     expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(0);
-    expect(run.lines.filter((l) => l.kind === 'added').map((l) => l.name).sort()).toEqual([...fixtureSkills().keys()].sort());
+    expect(
+      run.lines
+        .filter((l) => l.kind === 'added')
+        .map((l) => l.name)
+        .sort(),
+    ).toEqual([...fixtureSkills().keys()].sort());
     expectAllByteExact(dir);
     const lock = readLockFile(dir);
     expect(lock.skills['layout-three']).toMatchObject({ via: 'skills-extension', uri: 'skill://skills/layout-three/SKILL.md' });

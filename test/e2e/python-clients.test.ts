@@ -52,13 +52,19 @@ function expectByteExactCopies(root: string, names: string[]): void {
 }
 
 describe.skipIf(!HAVE_PYTHON)('FastMCP 4.0.10 skill utilities against skill-mcp', () => {
-  test('over stdio: download_skill and sync_skills write byte-exact copies of every varied skill, and every manifest hash is the file\'s sha256', async () => {
+  test("over stdio: download_skill and sync_skills write byte-exact copies of every varied skill, and every manifest hash is the file's sha256", async () => {
     const out = tempDir('fastmcp-stdio');
     const result = await runPython(['fastmcp', out, 'stdio']);
     const skills = result['skills'] as { name: string; uri: string }[];
     expect(skills).toHaveLength(21);
-    expectByteExactCopies(join(out, 'download'), skills.map((s) => s.name));
-    expectByteExactCopies(join(out, 'sync'), (result['synced'] as string[]).map((p) => p.replace(/^sync\//, '')));
+    expectByteExactCopies(
+      join(out, 'download'),
+      skills.map((s) => s.name),
+    );
+    expectByteExactCopies(
+      join(out, 'sync'),
+      (result['synced'] as string[]).map((p) => p.replace(/^sync\//, '')),
+    );
     const fixture = fixtureSkills();
     for (const [name, files] of Object.entries(result['manifests'] as Record<string, { path: string; size: number; hash: string }[]>)) {
       expect(files.map((f) => f.path).sort()).toEqual(filesUnder(fixture.get(name)!));
@@ -81,7 +87,10 @@ describe.skipIf(!HAVE_PYTHON)('FastMCP 4.0.10 skill utilities against skill-mcp'
     test('sync_skills from the URL writes byte-exact copies of every varied skill', async () => {
       const out = tempDir('fastmcp-http');
       const result = await runPython(['fastmcp', out, http.url]);
-      expectByteExactCopies(join(out, 'sync'), (result['synced'] as string[]).map((p) => p.replace(/^sync\//, '')));
+      expectByteExactCopies(
+        join(out, 'sync'),
+        (result['synced'] as string[]).map((p) => p.replace(/^sync\//, '')),
+      );
     });
   });
 });
@@ -109,11 +118,12 @@ describe.skipIf(!HAVE_PYTHON).each([
     const expected = [...fixture].flatMap(([name, dir]) => filesUnder(dir).map((f) => `${name}/${f}`)).sort();
     expect(Object.keys(files).sort()).toEqual(expected);
     for (const [name, dir] of fixture) {
-      for (const f of filesUnder(dir)) expect(Buffer.from(files[`${name}/${f}`]!, 'base64').equals(readFileSync(join(dir, f))), `${name}/${f}`).toBe(true);
+      for (const f of filesUnder(dir))
+        expect(Buffer.from(files[`${name}/${f}`]!, 'base64').equals(readFileSync(join(dir, f))), `${name}/${f}`).toBe(true);
     }
   });
 
-  test('gets every prompt: each message is the skill\'s body as on disk', () => {
+  test("gets every prompt: each message is the skill's body as on disk", () => {
     const fixture = fixtureSkills();
     const prompts = result['prompts'] as Record<string, string[]>;
     expect(Object.keys(prompts).sort()).toEqual([...fixture.keys()].sort());
@@ -125,7 +135,7 @@ describe.skipIf(!HAVE_PYTHON).each([
 });
 
 describe.skipIf(!HAVE_PYTHON)('skill-mcp pull from a FastMCP 4.0.10 server (no SEP-2640: resources and _manifest)', () => {
-  test("every skill FastMCP serves intact arrives byte for byte; the two it serves differently from its own hashes are refused, nothing written", async () => {
+  test('every skill FastMCP serves intact arrives byte for byte; the two it serves differently from its own hashes are refused, nothing written', async () => {
     const dir = tempDir('pull-fastmcp');
     const run = await runPull(['--to', dir, '--', PYTHON, `${REPO}test/e2e/python/fastmcp_server.py`, VARIED_SKILLS]);
     expect(run.code, run.stderr).toBe(1);
@@ -136,9 +146,15 @@ describe.skipIf(!HAVE_PYTHON)('skill-mcp pull from a FastMCP 4.0.10 server (no S
     for (const name of added) expect(differenceBetween(fixture.get(name)!, join(dir, name)), name).toBeUndefined();
     expect(readLockFile(dir).skills['api-docs']).toMatchObject({ via: 'fastmcp-manifest', uri: 'skill://api-docs/SKILL.md' });
     // FastMCP reads text files with universal newlines (CRLF becomes LF), so the bytes are not the ones it hashed.
-    expect(run.lines.find((l) => l.name === 'crlf-notes')).toMatchObject({ kind: 'refused', text: expect.stringMatching(/"SKILL.md" is 131 bytes; the server published 139; nothing written/) });
+    expect(run.lines.find((l) => l.name === 'crlf-notes')).toMatchObject({
+      kind: 'refused',
+      text: expect.stringMatching(/"SKILL.md" is 131 bytes; the server published 139; nothing written/),
+    });
     // It reads a .txt file as UTF-8 text and fails on latin-1 bytes.
-    expect(run.lines.find((l) => l.name === 'binary-assets')).toMatchObject({ kind: 'refused', text: expect.stringMatching(/"data\/latin1.txt" could not be read: .*nothing written/) });
+    expect(run.lines.find((l) => l.name === 'binary-assets')).toMatchObject({
+      kind: 'refused',
+      text: expect.stringMatching(/"data\/latin1.txt" could not be read: .*nothing written/),
+    });
     expect(existsSync(join(dir, 'crlf-notes'))).toBe(false);
     expect(existsSync(join(dir, 'binary-assets'))).toBe(false);
   });

@@ -9,7 +9,19 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { BASE_ENV_NAMES } from '../levels.js';
-import { BUNDLED_SKILLS, ERAS, REPO, VARIED_SKILLS, callTool, expectNoLeftovers, rpc, rpcErrorCode, serve, skillList, type Served } from './harness.js';
+import {
+  BUNDLED_SKILLS,
+  ERAS,
+  REPO,
+  VARIED_SKILLS,
+  callTool,
+  expectNoLeftovers,
+  rpc,
+  rpcErrorCode,
+  serve,
+  skillList,
+  type Served,
+} from './harness.js';
 
 afterAll(expectNoLeftovers);
 
@@ -26,7 +38,8 @@ function filesOnDisk(dir: string, rel = ''): string[] {
 function skillDirs(): Map<string, string> {
   const dirs = new Map<string, string>();
   for (const name of readdirSync(VARIED_SKILLS)) {
-    if (name === 'skills') for (const inner of readdirSync(join(VARIED_SKILLS, 'skills'))) dirs.set(inner, join(VARIED_SKILLS, 'skills', inner));
+    if (name === 'skills')
+      for (const inner of readdirSync(join(VARIED_SKILLS, 'skills'))) dirs.set(inner, join(VARIED_SKILLS, 'skills', inner));
     else dirs.set(name, join(VARIED_SKILLS, name));
   }
   return dirs;
@@ -54,8 +67,14 @@ describe.each(ERAS)('read path on varied skills, $name', (era) => {
   test('offers four read-only, closed-world readers and skill_run, annotated as the destructive, open-world tool it is', async () => {
     const { tools } = await served.client.listTools();
     expect(tools.map((t) => t.name).sort()).toEqual(['skill_file', 'skill_list', 'skill_load', 'skill_run', 'skill_search']);
-    for (const tool of tools.filter((t) => t.name !== 'skill_run')) expect(tool.annotations).toMatchObject({ readOnlyHint: true, destructiveHint: false, openWorldHint: false });
-    expect(tools.find((t) => t.name === 'skill_run')!.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true });
+    for (const tool of tools.filter((t) => t.name !== 'skill_run'))
+      expect(tool.annotations).toMatchObject({ readOnlyHint: true, destructiveHint: false, openWorldHint: false });
+    expect(tools.find((t) => t.name === 'skill_run')!.annotations).toMatchObject({
+      readOnlyHint: false,
+      destructiveHint: true,
+      idempotentHint: false,
+      openWorldHint: true,
+    });
   });
 
   test('skill_list lists every skill of all layouts, sorted, with no problems', async () => {
@@ -73,7 +92,13 @@ describe.each(ERAS)('read path on varied skills, $name', (era) => {
     // Standalone self-grant: the declared variable is granted but unset here, so the script gets only
     // the allowlist (the runner's private HOME and TMPDIR, our PATH) and no envWarning names it.
     expect(byName.get('python-tool')!.scripts).toEqual([
-      { script: 'scripts/csv_to_json.py', interpreter: 'python3', timeoutMs: 30_000, envNames: BASE_ENV_NAMES, envNotSet: ['CSV_DELIMITER'] },
+      {
+        script: 'scripts/csv_to_json.py',
+        interpreter: 'python3',
+        timeoutMs: 30_000,
+        envNames: BASE_ENV_NAMES,
+        envNotSet: ['CSV_DELIMITER'],
+      },
     ]);
     expect(byName.get('declared-env')!.scripts[0]!.envNotSet).toEqual(['WEATHER_API_KEY', 'WEATHER_UNITS']);
     expect(byName.get('nested-refs')!.scripts.map((s) => s.interpreter)).toEqual(['node', 'python3']);
@@ -109,7 +134,14 @@ describe.each(ERAS)('read path on varied skills, $name', (era) => {
         const batch = paths.slice(i, i + 8);
         const answer = await callTool(served.client, 'skill_file', { name, paths: batch });
         expect(answer.isError, answer.text.slice(0, 300)).toBe(false);
-        const files = answer.value['files'] as { path: string; text?: string; base64?: string; size: number; truncated: boolean; mediaType: string }[];
+        const files = answer.value['files'] as {
+          path: string;
+          text?: string;
+          base64?: string;
+          size: number;
+          truncated: boolean;
+          mediaType: string;
+        }[];
         expect(files.map((f) => f.path)).toEqual(batch);
         for (const file of files) {
           const disk = readFileSync(join(dir, file.path));
@@ -140,7 +172,10 @@ describe.each(ERAS)('read path on varied skills, $name', (era) => {
   });
 
   test('skill_load and skill_file of an unknown skill are refusals that name the served skills', async () => {
-    for (const [tool, args] of [['skill_load', { name: 'nope' }], ['skill_file', { name: 'nope', paths: ['SKILL.md'] }]] as const) {
+    for (const [tool, args] of [
+      ['skill_load', { name: 'nope' }],
+      ['skill_file', { name: 'nope', paths: ['SKILL.md'] }],
+    ] as const) {
       const answer = await callTool(served.client, tool, args);
       expect(answer.isError).toBe(true);
       expect(answer.value['error']).toMatchObject({ code: 'UNKNOWN_SKILL' });
@@ -215,7 +250,10 @@ describe.each(ERAS)('read path on varied skills, $name', (era) => {
       }
     }
     const metadata = entries.find((e) => e.uri === 'skill://metadata-rich/SKILL.md')!;
-    expect(metadata.frontmatter).toMatchObject({ 'allowed-tools': ['Read', 'Grep', 'Bash(git log:*)'], 'x-extra': { count: 3, ratio: 0.25, enabled: true, nothing: null, list: ['one', 2, { three: 3 }] } });
+    expect(metadata.frontmatter).toMatchObject({
+      'allowed-tools': ['Read', 'Grep', 'Bash(git log:*)'],
+      'x-extra': { count: 3, ratio: 0.25, enabled: true, nothing: null, list: ['one', 2, { three: 3 }] },
+    });
   });
 
   test('skills/list with a forged cursor is -32602, not a silent restart', async () => {
@@ -238,7 +276,14 @@ describe.each(ERAS)('read path on varied skills, $name', (era) => {
   test('skills/get returns any served skill by its SKILL.md URI; anything else is -32602', async () => {
     const { skill } = await served.skills.get('skill://unicode-text/SKILL.md');
     expect(skill.frontmatter['description']).toContain('日本語');
-    for (const uri of ['skill://no-such-skill/SKILL.md', 'skill://unicode-text/references', 'skill://unicode-text', 'skill://unicode-text/references/caf%C3%A9%20notes.md', 'file:///etc/passwd', 'skill://UNICODE-TEXT/SKILL.md']) {
+    for (const uri of [
+      'skill://no-such-skill/SKILL.md',
+      'skill://unicode-text/references',
+      'skill://unicode-text',
+      'skill://unicode-text/references/caf%C3%A9%20notes.md',
+      'file:///etc/passwd',
+      'skill://UNICODE-TEXT/SKILL.md',
+    ]) {
       expect(await rpcErrorCode(rpc(served.client, 'skills/get', { uri })), uri).toBe(-32602);
     }
   });
@@ -251,17 +296,29 @@ describe.each(ERAS)('read path on varied skills, $name', (era) => {
       ['skill://api-docs/scripts', 'inode/directory'],
     ]);
     const sub = await served.skills.readDirectory('skill://api-docs/references');
-    expect(sub.resources.map((r) => r.uri)).toEqual(['skill://api-docs/references/openapi-primer.md', 'skill://api-docs/references/style.md']);
+    expect(sub.resources.map((r) => r.uri)).toEqual([
+      'skill://api-docs/references/openapi-primer.md',
+      'skill://api-docs/references/style.md',
+    ]);
     const deep = await served.skills.readDirectory('skill://deep-folders/a/b/c/d/e/f/g');
     expect(deep.resources.map((r) => r.uri)).toEqual(['skill://deep-folders/a/b/c/d/e/f/g/h']);
     const paged = await served.skills.readDirectory('skill://many-files/alpha');
     expect(paged.resources).toHaveLength(20);
     const firstPage = await rpc(served.client, 'resources/directory/read', { uri: 'skill://many-files/alpha' });
     expect(firstPage['nextCursor']).toEqual(expect.any(String));
-    for (const uri of ['skill://api-docs/SKILL.md', 'skill://api-docs/references/style.md', 'skill://api-docs/nope', 'skill://nope', 'skill://api-docs/references/', 'skill://api-docs/../etc']) {
+    for (const uri of [
+      'skill://api-docs/SKILL.md',
+      'skill://api-docs/references/style.md',
+      'skill://api-docs/nope',
+      'skill://nope',
+      'skill://api-docs/references/',
+      'skill://api-docs/../etc',
+    ]) {
       expect(await rpcErrorCode(rpc(served.client, 'resources/directory/read', { uri })), uri).toBe(-32602);
     }
-    expect(await rpcErrorCode(rpc(served.client, 'resources/directory/read', { uri: 'skill://many-files/alpha', cursor: 'forged' }))).toBe(-32602);
+    expect(await rpcErrorCode(rpc(served.client, 'resources/directory/read', { uri: 'skill://many-files/alpha', cursor: 'forged' }))).toBe(
+      -32602,
+    );
   });
 
   test('file names with spaces, unicode (NFC and NFD) and punctuation round-trip through directory reads and resources/read', async () => {
@@ -276,7 +333,15 @@ describe.each(ERAS)('read path on varied skills, $name', (era) => {
   });
 
   test('resources/read of unknown or malformed URIs is -32602', async () => {
-    for (const uri of ['skill://api-docs/nope.md', 'skill://nope/SKILL.md', 'skill://api-docs/references', 'skill://api-docs', 'skill://api-docs/references//style.md', 'skill://api-docs/SKILL.md?x=1', 'skill://api-docs/SKILL.md#frag']) {
+    for (const uri of [
+      'skill://api-docs/nope.md',
+      'skill://nope/SKILL.md',
+      'skill://api-docs/references',
+      'skill://api-docs',
+      'skill://api-docs/references//style.md',
+      'skill://api-docs/SKILL.md?x=1',
+      'skill://api-docs/SKILL.md#frag',
+    ]) {
       expect(await rpcErrorCode(rpc(served.client, 'resources/read', { uri })), uri).toBe(-32602);
     }
   });
@@ -297,7 +362,9 @@ describe.each(ERAS)('bundled skills, $name', (era) => {
       const list = await skillList(served.client);
       expect(list.problems).toEqual([]);
       expect(list.skills.map((s) => s.name)).toEqual(['commit-message']);
-      expect(list.skills[0]!.scripts).toEqual([{ script: 'scripts/check-message.js', interpreter: 'node', timeoutMs: 10_000, envNames: BASE_ENV_NAMES }]);
+      expect(list.skills[0]!.scripts).toEqual([
+        { script: 'scripts/check-message.js', interpreter: 'node', timeoutMs: 10_000, envNames: BASE_ENV_NAMES },
+      ]);
       const { skills } = await served.skills.list();
       for (const skill of skills) {
         if (skill.resources === 'dynamic') throw new Error('not dynamic');

@@ -37,22 +37,27 @@ afterAll(expectNoLeftovers);
 
 // Needs root: only a root-started front changes uid (CI is root).
 describe.skipIf(!isRoot)('a root-started front whose skills folder its uid cannot reach', () => {
-  test.each(ERAS)('~/my-skills under a 0700 home: the problem names uid 61183 and "my-skills/..", stderr the folder ($name)', async (era) => {
-    const served = await serve({ SKILLS_DIR: join(home, 'my-skills') }, era);
-    try {
-      const list = await skillList(served.client);
-      expect(list.skills).toEqual([]);
-      const problem = list.problems.find((p) => p.reason === 'root-unreadable');
-      expect(problem?.path).toBe('my-skills');
-      expect(problem?.detail).toContain(`uid ${FRONT_UID}`);
-      expect(problem?.detail).toContain('the folder just above it ("my-skills/..") does not let that uid through');
-      // What the model reads holds no absolute host path.
-      expect(JSON.stringify(list)).not.toContain(SUITE_TMP);
-      expect(served.stderr()).toContain(`the skills folder ${join(home, 'my-skills')} cannot be read by uid ${FRONT_UID}: ${home} (mode 0700, owner uid 0) does not let uid ${FRONT_UID} through`);
-    } finally {
-      await served.close();
-    }
-  });
+  test.each(ERAS)(
+    '~/my-skills under a 0700 home: the problem names uid 61183 and "my-skills/..", stderr the folder ($name)',
+    async (era) => {
+      const served = await serve({ SKILLS_DIR: join(home, 'my-skills') }, era);
+      try {
+        const list = await skillList(served.client);
+        expect(list.skills).toEqual([]);
+        const problem = list.problems.find((p) => p.reason === 'root-unreadable');
+        expect(problem?.path).toBe('my-skills');
+        expect(problem?.detail).toContain(`uid ${FRONT_UID}`);
+        expect(problem?.detail).toContain('the folder just above it ("my-skills/..") does not let that uid through');
+        // What the model reads holds no absolute host path.
+        expect(JSON.stringify(list)).not.toContain(SUITE_TMP);
+        expect(served.stderr()).toContain(
+          `the skills folder ${join(home, 'my-skills')} cannot be read by uid ${FRONT_UID}: ${home} (mode 0700, owner uid 0) does not let uid ${FRONT_UID} through`,
+        );
+      } finally {
+        await served.close();
+      }
+    },
+  );
 
   test('three levels down: the problem counts the levels and says which folder, relative to the root', async () => {
     const served = await serve({ SKILLS_DIR: join(deep, 'a', 'b', 'my-skills') }, ERAS[0]!);

@@ -46,9 +46,15 @@ interface Row {
 
 function skill(root: string, name: string, rows: Row[], files: Record<string, string>): void {
   const run = rows
-    .map((r) => `    - script: ${r.script}\n      interpreter: node\n      env: [${(r.env ?? []).join(', ')}]\n      timeout: ${r.timeoutSeconds ?? 20}`)
+    .map(
+      (r) =>
+        `    - script: ${r.script}\n      interpreter: node\n      env: [${(r.env ?? []).join(', ')}]\n      timeout: ${r.timeoutSeconds ?? 20}`,
+    )
     .join('\n');
-  const all = { 'SKILL.md': `---\nname: ${name}\ndescription: Test skill ${name} for skill_run.\nmcp-host:\n  version: 1\n  run:\n${run}\n---\nRun its scripts.\n`, ...files };
+  const all = {
+    'SKILL.md': `---\nname: ${name}\ndescription: Test skill ${name} for skill_run.\nmcp-host:\n  version: 1\n  run:\n${run}\n---\nRun its scripts.\n`,
+    ...files,
+  };
   for (const [path, text] of Object.entries(all)) {
     const full = join(root, name, path);
     mkdirSync(dirname(full), { recursive: true, mode: 0o755 });
@@ -69,8 +75,19 @@ export function writeRunSkills(): string {
   skill(
     root,
     'reporter',
-    [{ script: 'scripts/report.js' }, { script: 'scripts/other.js' }, { script: 'scripts/env.js', env: [SET_VAR, UNSET_VAR] }, { script: 'scripts/sleep.js', timeoutSeconds: 120 }],
-    { 'scripts/report.js': REPORT_JS, 'scripts/other.js': REPORT_JS, 'scripts/env.js': REPORT_JS, 'scripts/sleep.js': SLEEP_JS, 'scripts/undeclared.js': REPORT_JS },
+    [
+      { script: 'scripts/report.js' },
+      { script: 'scripts/other.js' },
+      { script: 'scripts/env.js', env: [SET_VAR, UNSET_VAR] },
+      { script: 'scripts/sleep.js', timeoutSeconds: 120 },
+    ],
+    {
+      'scripts/report.js': REPORT_JS,
+      'scripts/other.js': REPORT_JS,
+      'scripts/env.js': REPORT_JS,
+      'scripts/sleep.js': SLEEP_JS,
+      'scripts/undeclared.js': REPORT_JS,
+    },
   );
   skill(root, 'reporter-two', [{ script: 'scripts/report.js' }], { 'scripts/report.js': REPORT_JS });
   return root;
@@ -88,7 +105,10 @@ export interface AuditLine {
 export function audit(stateDir: string): AuditLine[] {
   const path = join(stateDir, 'audit.log');
   if (!existsSync(path)) return [];
-  return readFileSync(path, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as AuditLine);
+  return readFileSync(path, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as AuditLine);
 }
 
 /** How many runs the runner started (`run.accept` lines). */
@@ -102,7 +122,8 @@ export async function awaitAudit(stateDir: string, match: (line: AuditLine) => b
   for (;;) {
     const found = audit(stateDir).find(match);
     if (found) return found;
-    if (Date.now() > deadline) throw new Error(`no matching audit line within ${withinMs} ms:\n${readFileSafe(join(stateDir, 'audit.log'))}`);
+    if (Date.now() > deadline)
+      throw new Error(`no matching audit line within ${withinMs} ms:\n${readFileSafe(join(stateDir, 'audit.log'))}`);
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
 }
@@ -125,7 +146,19 @@ export interface Preview {
   status: string;
   mode?: string;
   instructions?: string;
-  preview: { willRun: { skill: string; interpreter: string; argv: string[]; cwd: string; timeoutMs: number; envNames: string[]; envNotSet?: string[]; envWarning?: string; isolation: string } };
+  preview: {
+    willRun: {
+      skill: string;
+      interpreter: string;
+      argv: string[];
+      cwd: string;
+      timeoutMs: number;
+      envNames: string[];
+      envNotSet?: string[];
+      envWarning?: string;
+      isolation: string;
+    };
+  };
   confirmToken: string;
   expiresAt: number | string;
 }

@@ -57,7 +57,9 @@ describe.each(ERAS)('resources/read of skill:// through our handler, $name', (er
 
   test('every binary file comes back byte for byte as base64, under its published digest and URI', async () => {
     const page = await rpc(served.client, 'skills/list');
-    const entry = (page['skills'] as { uri: string; resources: { uri: string; digest: string; size: number }[] }[]).find((s) => s.uri === 'skill://bytes/SKILL.md')!;
+    const entry = (page['skills'] as { uri: string; resources: { uri: string; digest: string; size: number }[] }[]).find(
+      (s) => s.uri === 'skill://bytes/SKILL.md',
+    )!;
     for (const [path, bytes] of Object.entries(BINARY)) {
       const uri = `skill://bytes/${path}`;
       const result = await served.client.readResource({ uri });
@@ -68,7 +70,10 @@ describe.each(ERAS)('resources/read of skill:// through our handler, $name', (er
       expect(Buffer.from(content.blob!, 'base64').equals(bytes), path).toBe(true);
       // Canonical base64 (what Buffer, btoa and every verifier agree on), not just decodable.
       expect(content.blob, path).toBe(bytes.toString('base64'));
-      expect(entry.resources.find((r) => r.uri === uri), path).toEqual({ uri, digest: sha256(bytes), size: bytes.length });
+      expect(
+        entry.resources.find((r) => r.uri === uri),
+        path,
+      ).toEqual({ uri, digest: sha256(bytes), size: bytes.length });
     }
   });
 
@@ -78,7 +83,12 @@ describe.each(ERAS)('resources/read of skill:// through our handler, $name', (er
       const content = (await served.client.readResource({ uri: `skill://bytes/${path}` })).contents[0] as { mimeType?: string };
       types[path] = content.mimeType!;
     }
-    expect(types).toEqual({ 'assets/one-mib.bin': 'application/octet-stream', 'assets/nul.dat': 'text/plain', 'assets/latin1.txt': 'text/plain', 'notes/unicode.md': 'text/markdown' });
+    expect(types).toEqual({
+      'assets/one-mib.bin': 'application/octet-stream',
+      'assets/nul.dat': 'text/plain',
+      'assets/latin1.txt': 'text/plain',
+      'notes/unicode.md': 'text/markdown',
+    });
   });
 
   test('UTF-8 files (CRLF, emoji, NUL, empty) come back as exact text', async () => {

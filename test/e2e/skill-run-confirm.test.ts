@@ -17,7 +17,11 @@ beforeAll(() => {
 afterAll(expectNoLeftovers);
 
 /** A standalone server on the run skills with its own state dir (so its audit log is its own). */
-async function start(era: Era, env: Record<string, string> = {}, onElicit?: ServeOptions['onElicit']): Promise<{ served: Served; stateDir: string }> {
+async function start(
+  era: Era,
+  env: Record<string, string> = {},
+  onElicit?: ServeOptions['onElicit'],
+): Promise<{ served: Served; stateDir: string }> {
   const stateDir = join(tempDir('state'), 'state');
   const served = await serve({ SKILLS_DIR: root, SKILL_MCP_STATE_DIR: stateDir, ...env }, era, onElicit ? { onElicit } : {});
   return { served, stateDir };
@@ -42,9 +46,20 @@ describe.each(ERAS)('a client that can show a prompt (form elicitation), $name',
   test('accept runs the script exactly once and returns its exit code, output and timing', async () => {
     answer = 'accept';
     const before = runsStarted(stateDir);
-    const result = await callTool(served.client, 'skill_run', { name: 'reporter', script: 'scripts/report.js', args: ['fail', 'two words', '--x=$HOME'] });
+    const result = await callTool(served.client, 'skill_run', {
+      name: 'reporter',
+      script: 'scripts/report.js',
+      args: ['fail', 'two words', '--x=$HOME'],
+    });
     expect(result.isError, result.text).toBe(false);
-    expect(result.value).toMatchObject({ status: 'completed', exitCode: 3, signal: null, stderr: 'report ran\n', truncated: false, timedOut: false });
+    expect(result.value).toMatchObject({
+      status: 'completed',
+      exitCode: 3,
+      signal: null,
+      stderr: 'report ran\n',
+      truncated: false,
+      timedOut: false,
+    });
     expect(reported(result).args).toEqual(['fail', 'two words', '--x=$HOME']);
     expect(result.value['durationMs']).toBeTypeOf('number');
     expect(result.value['runId']).toBeTypeOf('string');
@@ -78,7 +93,11 @@ describe.each(ERAS)('a client that can show a prompt (form elicitation), $name',
     expect(result.value).not.toHaveProperty('exitCode');
     expect(asked).toHaveLength(1);
     // The runner prepared a preview but accepted no run.
-    expect(audit(stateDir).slice(before).map((l) => l.event)).not.toContain('run.accept');
+    expect(
+      audit(stateDir)
+        .slice(before)
+        .map((l) => l.event),
+    ).not.toContain('run.accept');
   });
 
   test('a refusal that needs no person comes before any prompt (undeclared script)', async () => {
@@ -100,7 +119,12 @@ describe.each(ERAS)('MCP_CONFIRM_ELICITATION=off, $name', (era) => {
       const preview = await askToken(served.client, { name: 'reporter', script: 'scripts/report.js' });
       expect(preview.mode).toBe('ask-user');
       expect(runsStarted(stateDir)).toBe(0);
-      const ran = await callTool(served.client, 'skill_run', { name: 'reporter', script: 'scripts/report.js', args: [], confirmToken: preview.confirmToken });
+      const ran = await callTool(served.client, 'skill_run', {
+        name: 'reporter',
+        script: 'scripts/report.js',
+        args: [],
+        confirmToken: preview.confirmToken,
+      });
       expect(ran.value['status'], ran.text).toBe('completed');
       expect(asked).toEqual([]);
     } finally {
@@ -126,7 +150,12 @@ describe.each(ERAS)('a client without a prompt: the token path, $name', (era) =>
     const preview = await askToken(served.client, { name: 'reporter', script: 'scripts/report.js', args: ['x', 'y z'] });
     expect(preview.mode).toBe('ask-user');
     expect(preview.instructions).toMatch(/approve/i);
-    expect(preview.preview.willRun).toMatchObject({ skill: 'reporter', argv: ['scripts/report.js', 'x', 'y z'], timeoutMs: 20_000, envNames: BASE_ENV_NAMES });
+    expect(preview.preview.willRun).toMatchObject({
+      skill: 'reporter',
+      argv: ['scripts/report.js', 'x', 'y z'],
+      timeoutMs: 20_000,
+      envNames: BASE_ENV_NAMES,
+    });
     expect(preview.confirmToken.length).toBeGreaterThan(20);
     expect(preview.expiresAt).toBeDefined();
     expect(runsStarted(stateDir)).toBe(before);
@@ -146,14 +175,24 @@ describe.each(ERAS)('a client without a prompt: the token path, $name', (era) =>
   test('changed args: DRAFT_CHANGED with a fresh preview of the new run and a fresh token that works', async () => {
     const preview = await askToken(served.client, { name: 'reporter', script: 'scripts/report.js', args: ['approved'] });
     const before = runsStarted(stateDir);
-    const changed = await run({ name: 'reporter', script: 'scripts/report.js', args: ['approved', '--and-more'], confirmToken: preview.confirmToken });
+    const changed = await run({
+      name: 'reporter',
+      script: 'scripts/report.js',
+      args: ['approved', '--and-more'],
+      confirmToken: preview.confirmToken,
+    });
     expect(changed.isError).toBe(true);
     expect(changed.value).toMatchObject({ status: 'draft-changed', error: { code: 'DRAFT_CHANGED' } });
     const fresh = changed.value as unknown as { preview: { willRun: { argv: string[] } }; confirmToken: string };
     expect(fresh.preview.willRun.argv).toEqual(['scripts/report.js', 'approved', '--and-more']);
     expect(fresh.confirmToken).not.toBe(preview.confirmToken);
     expect(runsStarted(stateDir)).toBe(before);
-    const ran = await run({ name: 'reporter', script: 'scripts/report.js', args: ['approved', '--and-more'], confirmToken: fresh.confirmToken });
+    const ran = await run({
+      name: 'reporter',
+      script: 'scripts/report.js',
+      args: ['approved', '--and-more'],
+      confirmToken: fresh.confirmToken,
+    });
     expect(reported(ran).args).toEqual(['approved', '--and-more']);
   });
 
@@ -161,10 +200,18 @@ describe.each(ERAS)('a client without a prompt: the token path, $name', (era) =>
     const preview = await askToken(served.client, { name: 'reporter', script: 'scripts/report.js' });
     const before = runsStarted(stateDir);
     const otherScript = await run({ name: 'reporter', script: 'scripts/other.js', confirmToken: preview.confirmToken });
-    expect(otherScript.value).toMatchObject({ status: 'draft-changed', error: { code: 'DRAFT_CHANGED' }, preview: { willRun: { skill: 'reporter', argv: ['scripts/other.js'] } } });
+    expect(otherScript.value).toMatchObject({
+      status: 'draft-changed',
+      error: { code: 'DRAFT_CHANGED' },
+      preview: { willRun: { skill: 'reporter', argv: ['scripts/other.js'] } },
+    });
     expect(otherScript.value['confirmToken']).toBeTypeOf('string');
     const otherSkill = await run({ name: 'reporter-two', script: 'scripts/report.js', confirmToken: preview.confirmToken });
-    expect(otherSkill.value).toMatchObject({ status: 'draft-changed', error: { code: 'DRAFT_CHANGED' }, preview: { willRun: { skill: 'reporter-two' } } });
+    expect(otherSkill.value).toMatchObject({
+      status: 'draft-changed',
+      error: { code: 'DRAFT_CHANGED' },
+      preview: { willRun: { skill: 'reporter-two' } },
+    });
     expect(runsStarted(stateDir)).toBe(before);
   });
 
@@ -195,7 +242,12 @@ describe.each(ERAS)('MCP_CONFIRM_MODE and MCP_CONFIRM_TTL_SECONDS, $name', (era)
       expect(expiresAt - Date.now()).toBeLessThanOrEqual(1_000);
       // Expiry is a time, not an event: wait it out (just over one second).
       await new Promise((resolve) => setTimeout(resolve, Math.max(0, expiresAt - Date.now()) + 1_100));
-      const late = await callTool(served.client, 'skill_run', { name: 'reporter', script: 'scripts/report.js', args: [], confirmToken: preview.confirmToken });
+      const late = await callTool(served.client, 'skill_run', {
+        name: 'reporter',
+        script: 'scripts/report.js',
+        args: [],
+        confirmToken: preview.confirmToken,
+      });
       expect(refusal(late).code).toBe('TOKEN_EXPIRED');
       expect(runsStarted(stateDir)).toBe(0);
     } finally {
@@ -203,19 +255,22 @@ describe.each(ERAS)('MCP_CONFIRM_MODE and MCP_CONFIRM_TTL_SECONDS, $name', (era)
     }
   });
 
-  test.each(['refuse', 'yes-please'])('MCP_CONFIRM_MODE=%s: CONFIRM_REFUSED before anything is prepared, saying what would make it work', async (mode) => {
-    const { served, stateDir } = await start(era, { MCP_CONFIRM_MODE: mode });
-    try {
-      const answer = await callTool(served.client, 'skill_run', { name: 'reporter', script: 'scripts/report.js', args: [] });
-      const { code, message } = refusal(answer);
-      expect(code).toBe('CONFIRM_REFUSED');
-      expect(message).toMatch(/elicitation/);
-      expect(answer.value).not.toHaveProperty('confirmToken');
-      expect(audit(stateDir).filter((l) => l.event.startsWith('run.'))).toEqual([]);
-    } finally {
-      await served.close();
-    }
-  });
+  test.each(['refuse', 'yes-please'])(
+    'MCP_CONFIRM_MODE=%s: CONFIRM_REFUSED before anything is prepared, saying what would make it work',
+    async (mode) => {
+      const { served, stateDir } = await start(era, { MCP_CONFIRM_MODE: mode });
+      try {
+        const answer = await callTool(served.client, 'skill_run', { name: 'reporter', script: 'scripts/report.js', args: [] });
+        const { code, message } = refusal(answer);
+        expect(code).toBe('CONFIRM_REFUSED');
+        expect(message).toMatch(/elicitation/);
+        expect(answer.value).not.toHaveProperty('confirmToken');
+        expect(audit(stateDir).filter((l) => l.event.startsWith('run.'))).toEqual([]);
+      } finally {
+        await served.close();
+      }
+    },
+  );
 
   test('MCP_CONFIRM_MODE=auto: a token the model may use itself (different instructions), still one run per token', async () => {
     const { served, stateDir } = await start(era, { MCP_CONFIRM_MODE: 'auto' });

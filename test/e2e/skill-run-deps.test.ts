@@ -23,7 +23,11 @@ describe('skill dependencies through an MCP client', () => {
     index = await startPypiIndex({ e2epkg: [wheel] });
     const root = tempDir('deps-skills');
     writeDepsSkills(root, {
-      greeter: { requirements: '    python: ["e2epkg==0.3.0"]', run: [{ script: 'greet.py', interpreter: 'python3' }], files: { 'greet.py': 'import sys, e2epkg\nprint(e2epkg.greet(sys.argv[1]))\n' } },
+      greeter: {
+        requirements: '    python: ["e2epkg==0.3.0"]',
+        run: [{ script: 'greet.py', interpreter: 'python3' }],
+        files: { 'greet.py': 'import sys, e2epkg\nprint(e2epkg.greet(sys.argv[1]))\n' },
+      },
     });
     env = { SKILLS_DIR: root, SKILL_MCP_STATE_DIR: join(tempDir('deps-state'), 'state'), SKILL_MCP_PIP_INDEX_URL: `${index.url}/simple/` };
     served = await serve(env, ERAS[0]!);
@@ -37,8 +41,13 @@ describe('skill dependencies through an MCP client', () => {
 
   it('DEPS_MISSING names the command; after deps install the preview shows the environment and the run imports the package', async () => {
     const listed = await callTool(served.client, 'skill_list', {});
-    const greeter = (listed.value['skills'] as { name: string; unavailableScripts?: { why: string; deps?: { state: string }[] }[] }[]).find((s) => s.name === 'greeter')!;
-    expect(greeter.unavailableScripts?.[0]).toMatchObject({ why: expect.stringContaining('skill-mcp deps install --skill greeter'), deps: [{ state: 'missing' }] });
+    const greeter = (listed.value['skills'] as { name: string; unavailableScripts?: { why: string; deps?: { state: string }[] }[] }[]).find(
+      (s) => s.name === 'greeter',
+    )!;
+    expect(greeter.unavailableScripts?.[0]).toMatchObject({
+      why: expect.stringContaining('skill-mcp deps install --skill greeter'),
+      deps: [{ state: 'missing' }],
+    });
     const refused = await callTool(served.client, 'skill_run', { name: 'greeter', script: 'greet.py', args: ['world'] });
     expect(refused.isError).toBe(true);
     expect(refused.text).toContain('DEPS_MISSING');
@@ -58,7 +67,12 @@ describe('skill dependencies through an MCP client', () => {
     const preview = await callTool(served.client, 'skill_run', { name: 'greeter', script: 'greet.py', args: ['world'] });
     const willRun = (preview.value['preview'] as { willRun: { deps: { kind: string; digest: string; state: string }[] } }).willRun;
     expect(willRun.deps).toEqual([{ kind: 'python', digest: expect.stringMatching(/^[0-9a-f]{64}$/), state: 'ready' }]);
-    const ran = await callTool(served.client, 'skill_run', { name: 'greeter', script: 'greet.py', args: ['world'], confirmToken: preview.value['confirmToken'] });
+    const ran = await callTool(served.client, 'skill_run', {
+      name: 'greeter',
+      script: 'greet.py',
+      args: ['world'],
+      confirmToken: preview.value['confirmToken'],
+    });
     expect(ran.isError, ran.text).toBe(false);
     expect(ran.value['stdout']).toBe('hello world\n');
   }, 240_000);

@@ -41,9 +41,11 @@ let root: string;
 
 function writeSkill(dir: string, name: string, egress: string[] | undefined): void {
   const files: Record<string, string> = {
-    'SKILL.md': `---\nname: ${name}\ndescription: Connects places for the egress refusal tests.\nmcp-host:\n  version: 1\n  run:\n` +
+    'SKILL.md':
+      `---\nname: ${name}\ndescription: Connects places for the egress refusal tests.\nmcp-host:\n  version: 1\n  run:\n` +
       ['probe.py', 'flood.py', 'quiet.py'].map((s) => `    - script: ${s}\n      interpreter: python3\n      timeout: 120\n`).join('') +
-      (egress ? `  egress: [${egress.join(', ')}]\n` : '') + '---\nConnect things.\n',
+      (egress ? `  egress: [${egress.join(', ')}]\n` : '') +
+      '---\nConnect things.\n',
     'connect.py': CONNECT_PY,
     'probe.py': PROBE_PY,
     'flood.py': FLOOD_PY,
@@ -90,7 +92,13 @@ async function run(client: Served['client'], name: string, script: string, args:
   const texts = (result.content as { type: string; text?: string }[]).filter((c) => c.type === 'text').map((c) => c.text!);
   // The first text is the answer's JSON (what every model reads), the same value as structuredContent.
   expect(JSON.parse(texts[0]!)).toEqual(value);
-  return { isolation: preview.preview.willRun.isolation, value, egress: value['egress'] as EgressValue | undefined, lines: texts.slice(1), runId: String(value['runId']) };
+  return {
+    isolation: preview.preview.willRun.isolation,
+    value,
+    egress: value['egress'] as EgressValue | undefined,
+    lines: texts.slice(1),
+    runId: String(value['runId']),
+  };
 }
 
 describe.each(namespaceVariants(40212))('egress refusals in the skill_run result, $name', (variant) => {
@@ -104,81 +112,116 @@ describe.each(namespaceVariants(40212))('egress refusals in the skill_run result
     const own = tempDir('egress-refusals-front');
     stateDir = join(own, 'state');
     if (variant.uid !== undefined) execFileSync('chown', ['-R', `${variant.uid}:${variant.uid}`, own]);
-    served = await serve({ SKILLS_DIR: root, SKILL_MCP_STATE_DIR: stateDir, HOME: own, TMPDIR: own, MCP_CONFIRM_ELICITATION: 'off' }, ERAS[0]!,
-      variant.uid !== undefined ? { spawnPrefix: ['setpriv', `--reuid=${variant.uid}`, `--regid=${variant.uid}`, '--clear-groups'] } : {});
+    served = await serve(
+      { SKILLS_DIR: root, SKILL_MCP_STATE_DIR: stateDir, HOME: own, TMPDIR: own, MCP_CONFIRM_ELICITATION: 'off' },
+      ERAS[0]!,
+      variant.uid !== undefined ? { spawnPrefix: ['setpriv', `--reuid=${variant.uid}`, `--regid=${variant.uid}`, '--clear-groups'] } : {},
+    );
   });
   afterAll(async () => {
     await served?.close();
   });
 
-  test.skipIf(!variant.run)('connections the declaration does not allow are named with their reason, in structuredContent and in one line of text', async () => {
-    const ran = await run(served.client, 'connector', 'probe.py', [String(port), String(undeclared)]);
-    expect(ran.isolation).toBe(variant.level);
-    // What the script itself saw: an allowed fetch, then only refusals from the proxy.
-    expect(JSON.parse(String(ran.value['stdout']))).toEqual({
-      allowed: 200,
-      'api.example.com:443': 'HTTP/1.1 403 Forbidden', [`127.0.0.1:${undeclared}`]: 'HTTP/1.1 403 Forbidden', [`localhost:${port}`]: 'HTTP/1.1 403 Forbidden',
-      '169.254.169.254:80': 'HTTP/1.1 403 Forbidden', '0.0.0.0:80': 'HTTP/1.1 400 Bad Request',
-    });
-    expect(ran.egress).toEqual({
-      refused: [
-        { host: 'api.example.com', port: 443, reason: 'not-allowed', count: 2 },
-        { host: '127.0.0.1', port: undeclared, reason: 'not-allowed', count: 1 },
-        { host: 'localhost', port, reason: 'special-address', count: 1 },
-        { host: '169.254.169.254', port: 80, reason: 'not-allowed', count: 1 },
-        { host: '0.0.0.0', port: 80, reason: 'bad-destination', count: 1 },
-      ],
-      refusedCount: 6, refusedUnlisted: 0, allowedCount: 1,
-    });
-    expect(ran.lines).toHaveLength(1);
-    expect(ran.lines[0]).toMatch(/^egress refused: api\.example\.com:443 \(not declared or not granted, 2 times\), 127\.0\.0\.1:\d+ \(not declared or not granted\), localhost:\d+ \(a name resolving to loopback, private, link-local or metadata addresses\), 169\.254\.169\.254:80 \(not declared or not granted\), 0\.0\.0\.0:80 \(not a valid destination\) — 6 refused connections in all\./);
-    // Security: nothing of this machine in what the model reads about the refusals.
-    for (const text of [JSON.stringify(ran.egress), ran.lines[0]!]) {
-      expect(text).not.toContain(SUITE_TMP);
-      expect(text).not.toContain(root);
-    }
-    // The audit log still has a line for every connection, allowed and refused, and the run's totals.
-    const lines = audit(stateDir).filter((l) => l['run_id'] === ran.runId);
-    const egressLines = lines.filter((l) => l.event === 'egress');
-    expect(egressLines.filter((l) => l['decision'] === 'refused').map((l) => [l['destination'], l['reason']])).toEqual([
-      ['api.example.com:443', 'not-allowed'], [`127.0.0.1:${undeclared}`, 'not-allowed'], [`localhost:${port}`, 'special-address'],
-      ['169.254.169.254:80', 'not-allowed'], ['0.0.0.0:80', 'bad-destination'], ['api.example.com:443', 'not-allowed'],
-    ]);
-    expect(egressLines.filter((l) => l['decision'] === 'allowed')).toHaveLength(1);
-    expect(lines.find((l) => l.event === 'run.exit')).toMatchObject({ egress_allowed: 1, egress_refused: 6, egress_unlogged: 0 });
-  });
+  test.skipIf(!variant.run)(
+    'connections the declaration does not allow are named with their reason, in structuredContent and in one line of text',
+    async () => {
+      const ran = await run(served.client, 'connector', 'probe.py', [String(port), String(undeclared)]);
+      expect(ran.isolation).toBe(variant.level);
+      // What the script itself saw: an allowed fetch, then only refusals from the proxy.
+      expect(JSON.parse(String(ran.value['stdout']))).toEqual({
+        allowed: 200,
+        'api.example.com:443': 'HTTP/1.1 403 Forbidden',
+        [`127.0.0.1:${undeclared}`]: 'HTTP/1.1 403 Forbidden',
+        [`localhost:${port}`]: 'HTTP/1.1 403 Forbidden',
+        '169.254.169.254:80': 'HTTP/1.1 403 Forbidden',
+        '0.0.0.0:80': 'HTTP/1.1 400 Bad Request',
+      });
+      expect(ran.egress).toEqual({
+        refused: [
+          { host: 'api.example.com', port: 443, reason: 'not-allowed', count: 2 },
+          { host: '127.0.0.1', port: undeclared, reason: 'not-allowed', count: 1 },
+          { host: 'localhost', port, reason: 'special-address', count: 1 },
+          { host: '169.254.169.254', port: 80, reason: 'not-allowed', count: 1 },
+          { host: '0.0.0.0', port: 80, reason: 'bad-destination', count: 1 },
+        ],
+        refusedCount: 6,
+        refusedUnlisted: 0,
+        allowedCount: 1,
+      });
+      expect(ran.lines).toHaveLength(1);
+      expect(ran.lines[0]).toMatch(
+        /^egress refused: api\.example\.com:443 \(not declared or not granted, 2 times\), 127\.0\.0\.1:\d+ \(not declared or not granted\), localhost:\d+ \(a name resolving to loopback, private, link-local or metadata addresses\), 169\.254\.169\.254:80 \(not declared or not granted\), 0\.0\.0\.0:80 \(not a valid destination\) — 6 refused connections in all\./,
+      );
+      // Security: nothing of this machine in what the model reads about the refusals.
+      for (const text of [JSON.stringify(ran.egress), ran.lines[0]!]) {
+        expect(text).not.toContain(SUITE_TMP);
+        expect(text).not.toContain(root);
+      }
+      // The audit log still has a line for every connection, allowed and refused, and the run's totals.
+      const lines = audit(stateDir).filter((l) => l['run_id'] === ran.runId);
+      const egressLines = lines.filter((l) => l.event === 'egress');
+      expect(egressLines.filter((l) => l['decision'] === 'refused').map((l) => [l['destination'], l['reason']])).toEqual([
+        ['api.example.com:443', 'not-allowed'],
+        [`127.0.0.1:${undeclared}`, 'not-allowed'],
+        [`localhost:${port}`, 'special-address'],
+        ['169.254.169.254:80', 'not-allowed'],
+        ['0.0.0.0:80', 'bad-destination'],
+        ['api.example.com:443', 'not-allowed'],
+      ]);
+      expect(egressLines.filter((l) => l['decision'] === 'allowed')).toHaveLength(1);
+      expect(lines.find((l) => l.event === 'run.exit')).toMatchObject({ egress_allowed: 1, egress_refused: 6, egress_unlogged: 0 });
+    },
+  );
 
-  test.skipIf(!variant.run)('a proxied script that connects nowhere shows no refusal; a skill without egress has no egress summary at all', async () => {
-    const quiet = await run(served.client, 'connector', 'quiet.py');
-    expect(quiet.egress).toEqual({ refused: [], refusedCount: 0, refusedUnlisted: 0, allowedCount: 0 });
-    expect(quiet.lines).toEqual([]);
-    const offline = await run(served.client, 'offline', 'quiet.py');
-    expect(offline.value).not.toHaveProperty('egress');
-    expect(offline.lines).toEqual([]);
-  });
+  test.skipIf(!variant.run)(
+    'a proxied script that connects nowhere shows no refusal; a skill without egress has no egress summary at all',
+    async () => {
+      const quiet = await run(served.client, 'connector', 'quiet.py');
+      expect(quiet.egress).toEqual({ refused: [], refusedCount: 0, refusedUnlisted: 0, allowedCount: 0 });
+      expect(quiet.lines).toEqual([]);
+      const offline = await run(served.client, 'offline', 'quiet.py');
+      expect(offline.value).not.toHaveProperty('egress');
+      expect(offline.lines).toEqual([]);
+    },
+  );
 
-  test.skipIf(!variant.run)('a flood of 1000 refused connections gives a bounded list and the full count (and the audit its capped lines)', async () => {
-    const ran = await run(served.client, 'connector', 'flood.py');
-    expect(String(ran.value['stdout']).trim()).toBe("['HTTP/1.1 403 Forbidden']");
-    expect(ran.egress!.refused).toHaveLength(20);
-    expect(ran.egress!.refused.map((r) => r.host)).toEqual(Array.from({ length: 20 }, (_, i) => `h${i}.example`));
-    expect(ran.egress).toMatchObject({ refusedCount: 1000, refusedUnlisted: 980, allowedCount: 0 });
-    expect(ran.lines).toHaveLength(1);
-    expect(ran.lines[0]).toMatch(/^egress refused: h0\.example:443 \(not declared or not granted\), h1\.example:443 .*; and 15 more destinations listed in egress\.refused; 980 more connections to other destinations \(not listed\) — 1000 refused connections in all\./);
-    const lines = audit(stateDir).filter((l) => l['run_id'] === ran.runId);
-    expect(lines.filter((l) => l.event === 'egress')).toHaveLength(1000);
-    expect(lines.find((l) => l.event === 'run.exit')).toMatchObject({ egress_allowed: 0, egress_refused: 1000, egress_unlogged: 0 });
-  });
+  test.skipIf(!variant.run)(
+    'a flood of 1000 refused connections gives a bounded list and the full count (and the audit its capped lines)',
+    async () => {
+      const ran = await run(served.client, 'connector', 'flood.py');
+      expect(String(ran.value['stdout']).trim()).toBe("['HTTP/1.1 403 Forbidden']");
+      expect(ran.egress!.refused).toHaveLength(20);
+      expect(ran.egress!.refused.map((r) => r.host)).toEqual(Array.from({ length: 20 }, (_, i) => `h${i}.example`));
+      expect(ran.egress).toMatchObject({ refusedCount: 1000, refusedUnlisted: 980, allowedCount: 0 });
+      expect(ran.lines).toHaveLength(1);
+      expect(ran.lines[0]).toMatch(
+        /^egress refused: h0\.example:443 \(not declared or not granted\), h1\.example:443 .*; and 15 more destinations listed in egress\.refused; 980 more connections to other destinations \(not listed\) — 1000 refused connections in all\./,
+      );
+      const lines = audit(stateDir).filter((l) => l['run_id'] === ran.runId);
+      expect(lines.filter((l) => l.event === 'egress')).toHaveLength(1000);
+      expect(lines.find((l) => l.event === 'run.exit')).toMatchObject({ egress_allowed: 0, egress_refused: 1000, egress_unlogged: 0 });
+    },
+  );
 });
 
 describe.skipIf(!isRoot)('without bubblewrap (root, uid-sandbox): no proxy, so no egress summary', () => {
   test('a declared destination is unreachable, the preview says so, and the result claims no refusals it never saw', async () => {
-    const served = await serve({ SKILLS_DIR: root, SKILL_MCP_STATE_DIR: join(tempDir('state'), 'state'), SKILL_MCP_BWRAP: 'off', MCP_CONFIRM_ELICITATION: 'off' }, ERAS[0]!);
+    const served = await serve(
+      { SKILLS_DIR: root, SKILL_MCP_STATE_DIR: join(tempDir('state'), 'state'), SKILL_MCP_BWRAP: 'off', MCP_CONFIRM_ELICITATION: 'off' },
+      ERAS[0]!,
+    );
     try {
       const preview = await askToken(served.client, { name: 'connector', script: 'quiet.py' });
       expect(preview.preview.willRun.isolation).toBe('uid-sandbox');
-      expect((preview.preview.willRun as { egressNote?: string }).egressNote).toContain('Not reachable at this isolation level (uid-sandbox)');
-      const ran = await callTool(served.client, 'skill_run', { name: 'connector', script: 'quiet.py', args: [], confirmToken: preview.confirmToken });
+      expect((preview.preview.willRun as { egressNote?: string }).egressNote).toContain(
+        'Not reachable at this isolation level (uid-sandbox)',
+      );
+      const ran = await callTool(served.client, 'skill_run', {
+        name: 'connector',
+        script: 'quiet.py',
+        args: [],
+        confirmToken: preview.confirmToken,
+      });
       expect(ran.value['status'], ran.text).toBe('completed');
       expect(ran.value).not.toHaveProperty('egress');
     } finally {

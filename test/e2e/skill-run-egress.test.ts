@@ -75,7 +75,10 @@ async function runOnce(client: Served['client'], script: string, url: string) {
   const preview = await askToken(client, { name: 'fetcher', script, args: [url] });
   const ran = await callTool(client, 'skill_run', { name: 'fetcher', script, args: [url], confirmToken: preview.confirmToken });
   expect(ran.value['status'], ran.text).toBe('completed');
-  return { willRun: preview.preview.willRun as typeof preview.preview.willRun & { egress?: string[]; egressWarning?: string; egressNote?: string }, out: JSON.parse(String(ran.value['stdout'])) as { status?: number; body?: string; error?: string } };
+  return {
+    willRun: preview.preview.willRun as typeof preview.preview.willRun & { egress?: string[]; egressWarning?: string; egressNote?: string },
+    out: JSON.parse(String(ran.value['stdout'])) as { status?: number; body?: string; error?: string },
+  };
 }
 
 describe.skipIf(!bwrapWorks)('standalone: the declaration is the grant, and the person is told', () => {
@@ -97,8 +100,13 @@ describe.skipIf(!bwrapWorks)('standalone: the declaration is the grant, and the 
     expect(willRun.egressWarning).toContain('No owner grant (standalone)');
     expect(willRun.envNames).toEqual(expect.arrayContaining(['HTTP_PROXY', 'HTTPS_PROXY', 'NO_PROXY']));
     expect(out).toEqual({ status: 200, body: 'hello /python' });
-    const listed = ((await callTool(served.client, 'skill_list')).value['skills'] as { name: string; scripts: Record<string, unknown>[] }[]).find((s) => s.name === 'fetcher')!;
-    expect(listed.scripts.find((s) => s['script'] === 'fetch.py')).toMatchObject({ egress: willRun.egress, egressWarning: willRun.egressWarning });
+    const listed = (
+      (await callTool(served.client, 'skill_list')).value['skills'] as { name: string; scripts: Record<string, unknown>[] }[]
+    ).find((s) => s.name === 'fetcher')!;
+    expect(listed.scripts.find((s) => s['script'] === 'fetch.py')).toMatchObject({
+      egress: willRun.egress,
+      egressWarning: willRun.egressWarning,
+    });
   });
 
   test('a node script reaches it by sending its request to HTTP_PROXY', async () => {
@@ -113,7 +121,9 @@ describe.skipIf(!bwrapWorks)('standalone: the declaration is the grant, and the 
     expect(out.body).toContain(`"127.0.0.1:${undeclared}" is missing`);
     const egressLines = audit(stateDir).filter((l) => l.event === 'egress');
     expect(egressLines.map((l) => [l['destination'], l['decision']])).toEqual([
-      [`127.0.0.1:${port}`, 'allowed'], [`127.0.0.1:${port}`, 'allowed'], [`127.0.0.1:${undeclared}`, 'refused'],
+      [`127.0.0.1:${port}`, 'allowed'],
+      [`127.0.0.1:${port}`, 'allowed'],
+      [`127.0.0.1:${undeclared}`, 'refused'],
     ]);
   });
 });
@@ -128,9 +138,15 @@ describe.skipIf(!bwrapWorks)('a client that shows a prompt sees the network line
       },
     });
     try {
-      const ran = await callTool(served.client, 'skill_run', { name: 'fetcher', script: 'fetch.py', args: [`http://127.0.0.1:${port}/prompted`] });
+      const ran = await callTool(served.client, 'skill_run', {
+        name: 'fetcher',
+        script: 'fetch.py',
+        args: [`http://127.0.0.1:${port}/prompted`],
+      });
       expect(ran.value['status'], ran.text).toBe('completed');
-      expect(message).toContain(`network: only ${[`127.0.0.1:${port}`, `127.0.0.1:${otherPort}`].sort().join(', ')}, through the run's own proxy`);
+      expect(message).toContain(
+        `network: only ${[`127.0.0.1:${port}`, `127.0.0.1:${otherPort}`].sort().join(', ')}, through the run's own proxy`,
+      );
       expect(message).toContain('WARNING: No owner grant (standalone): this third-party script may connect to');
     } finally {
       await served.close();
@@ -158,11 +174,19 @@ describe.skipIf(!bwrapWorks)('hosted: MCP_SKILL_RUN egress only narrows', () => 
     const { willRun, out } = await runOnce(served.client, 'fetch.py', `http://127.0.0.1:${port}/not-granted`);
     expect(willRun.egress).toEqual([`127.0.0.1:${otherPort}`]);
     // No self-grant warning (the owner granted it); the loopback address is still named as such.
-    expect(willRun.egressWarning).toBe(`The script may connect to addresses that are not on the public internet: 127.0.0.1:${otherPort} is this machine (loopback).`);
+    expect(willRun.egressWarning).toBe(
+      `The script may connect to addresses that are not on the public internet: 127.0.0.1:${otherPort} is this machine (loopback).`,
+    );
     expect(out.status).toBe(403);
     expect(hits.length).toBe(before);
     const list = await callTool(served.client, 'skill_list');
     const problems = list.value['problems'] as { path: string; reason: string; detail: string }[];
-    expect(problems).toContainEqual(expect.objectContaining({ path: 'MCP_SKILL_RUN/fetcher/fetch.py', reason: 'grant', detail: expect.stringContaining('not-declared.example') }));
+    expect(problems).toContainEqual(
+      expect.objectContaining({
+        path: 'MCP_SKILL_RUN/fetcher/fetch.py',
+        reason: 'grant',
+        detail: expect.stringContaining('not-declared.example'),
+      }),
+    );
   });
 });

@@ -33,8 +33,15 @@ describe.each(ERAS)('hosted default: nothing is granted, reads keep working, $na
       expect(list.grantNote).toContain('MCP_SKILL_RUN');
       const reporter = list.skills.find((s) => s.name === 'reporter')!;
       expect(reporter.runnable).toBe(false);
-      expect(reporter.ungrantedScripts!.map((s) => s.script)).toEqual(['scripts/report.js', 'scripts/other.js', 'scripts/env.js', 'scripts/sleep.js']);
-      const { code, message } = refusal(await callTool(served.client, 'skill_run', { name: 'reporter', script: 'scripts/report.js', args: [] }));
+      expect(reporter.ungrantedScripts!.map((s) => s.script)).toEqual([
+        'scripts/report.js',
+        'scripts/other.js',
+        'scripts/env.js',
+        'scripts/sleep.js',
+      ]);
+      const { code, message } = refusal(
+        await callTool(served.client, 'skill_run', { name: 'reporter', script: 'scripts/report.js', args: [] }),
+      );
       expect(code).toBe('NOT_GRANTED');
       expect(message).toContain('MCP_SKILL_RUN');
       expect((await callTool(served.client, 'skill_load', { name: 'reporter' })).isError).toBe(false);
@@ -50,7 +57,9 @@ describe.each(ERAS)('hosted default: nothing is granted, reads keep working, $na
     const grant = JSON.stringify([{ skill: 'reporter', script: 'scripts/report.js' }]);
     const served = await serve({ MCP_SKILLS_PATH: root, MCP_SKILL_RUN: grant, ...extra }, era);
     try {
-      const { code, message } = refusal(await callTool(served.client, 'skill_run', { name: 'reporter', script: 'scripts/report.js', args: [] }));
+      const { code, message } = refusal(
+        await callTool(served.client, 'skill_run', { name: 'reporter', script: 'scripts/report.js', args: [] }),
+      );
       expect(code).toBe('RUNNER_UNAVAILABLE');
       expect(message).toMatch(extra['SKILL_MCP_RUNNER_SOCKET'] ? /cannot be reached/ : /SKILL_MCP_RUNNER_SOCKET/);
       const list = await skillList(served.client);
@@ -86,12 +95,16 @@ describe('hosted with its own runner (started on its own) and MCP_SKILL_RUN narr
     const reporter = list.skills.find((s) => s.name === 'reporter')!;
     expect(reporter.scripts.map((s) => s.script)).toEqual(['scripts/env.js']);
     expect(reporter.ungrantedScripts!.map((s) => s.script)).toEqual(['scripts/report.js', 'scripts/other.js', 'scripts/sleep.js']);
-    expect(refusal(await callTool(served.client, 'skill_run', { name: 'reporter', script: 'scripts/report.js', args: [] })).code).toBe('NOT_GRANTED');
+    expect(refusal(await callTool(served.client, 'skill_run', { name: 'reporter', script: 'scripts/report.js', args: [] })).code).toBe(
+      'NOT_GRANTED',
+    );
   });
 
   test('a grant row naming a variable the script did not ask for is a grant problem, and the variable is not given', async () => {
     const list = await skillList(served.client);
-    expect(list.problems.filter((p) => p.path === 'MCP_SKILL_RUN/reporter/scripts/env.js')).toMatchObject([{ reason: 'grant', detail: expect.stringContaining(NOT_ASKED) }]);
+    expect(list.problems.filter((p) => p.path === 'MCP_SKILL_RUN/reporter/scripts/env.js')).toMatchObject([
+      { reason: 'grant', detail: expect.stringContaining(NOT_ASKED) },
+    ]);
     const before = runsStarted(runner.stateDir);
     const { willRun, ran } = await runWithToken(served.client, 'reporter', 'scripts/env.js');
     const received = reported(ran).env;
@@ -125,7 +138,9 @@ describe('standalone self-grant: envNames are what the script really gets', () =
     expect(reported(ran).env).toEqual(willRun.envNames);
     // Names only, anywhere the model looks.
     expect(JSON.stringify(willRun)).not.toContain(SET_VALUE);
-    const listed = (await skillList(served.client)).skills.find((s) => s.name === 'reporter')!.scripts.find((s) => s.script === 'scripts/env.js')!;
+    const listed = (await skillList(served.client)).skills
+      .find((s) => s.name === 'reporter')!
+      .scripts.find((s) => s.script === 'scripts/env.js')!;
     expect(listed).toMatchObject({ envNames: willRun.envNames, envNotSet: [UNSET_VAR], envWarning: willRun.envWarning });
   });
 

@@ -26,11 +26,19 @@ function skillRunOnce(stateDir: string, toolArgs: string[]): Promise<CliCall> {
   const args = [
     '--cli',
     // Only where its state lives (and TMPDIR, for the leftover check): no MCP_CONFIRM_SECRET.
-    '-e', `TMPDIR=${SUITE_TMP}`, '-e', `SKILL_MCP_STATE_DIR=${stateDir}`,
-    process.execPath, SERVER_JS,
-    '--method', 'tools/call', '--tool-name', 'skill_run',
+    '-e',
+    `TMPDIR=${SUITE_TMP}`,
+    '-e',
+    `SKILL_MCP_STATE_DIR=${stateDir}`,
+    process.execPath,
+    SERVER_JS,
+    '--method',
+    'tools/call',
+    '--tool-name',
+    'skill_run',
     ...toolArgs.flatMap((a) => ['--tool-arg', a]),
-    '--format', 'json',
+    '--format',
+    'json',
   ];
   const env = { ...process.env };
   delete env['MCP_CONFIRM_SECRET'];

@@ -63,7 +63,9 @@ function procReport(pid: number): string {
       return `(${(error as NodeJS.ErrnoException).code})`;
     }
   };
-  const status = read('status').split('\n').filter((l) => /^(State|PPid|NSpid|NSsid|NSpgid|Uid|SigPnd|ShdPnd|SigBlk|SigIgn):/.test(l));
+  const status = read('status')
+    .split('\n')
+    .filter((l) => /^(State|PPid|NSpid|NSsid|NSpgid|Uid|SigPnd|ShdPnd|SigBlk|SigIgn):/.test(l));
   return [...status, `cgroup: ${read('cgroup').trim().split('\n').join(' | ')}`, `wchan: ${read('wchan')}`].join('; ');
 }
 
@@ -71,23 +73,30 @@ const isRoot = process.getuid?.() === 0;
 
 describe('the one-bin launch started as root', () => {
   // Needs root: the privilege split only happens when the launcher starts as root (CI does).
-  test.skipIf(!isRoot)('the front serves as uid 61183 with a cleared environ; the guard and the runner keep root; the runner clears its environ too', async () => {
-    const secret = 'e2e-secret-value-only-for-the-runner';
-    const served = await serve({ SKILLS_DIR: root, E2E_SECRET: secret, SKILL_MCP_STATE_DIR: join(tempDir('state'), 'state') }, ERAS[0]!);
-    try {
-      await skillList(served.client); // wakes the runner
-      const uids = (pid: number): string => /^Uid:\s+(.*)$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]!.split(/\s+/).join(' ');
-      const runner = runnerPid(served.pid);
-      const guard = childrenOf(served.pid).find((pid) => cmdline(pid).includes('runner-guard'))!;
-      expect(uids(served.pid)).toBe('61183 61183 61183 61183');
-      expect(uids(guard)).toBe('0 0 0 0');
-      expect(uids(runner)).toBe('0 0 0 0');
-      expect(readFileSync(`/proc/${served.pid}/environ`, 'latin1')).not.toContain(secret);
-      expect(readFileSync(`/proc/${runner}/environ`, 'latin1')).not.toContain(secret);
-    } finally {
-      await served.close();
-    }
-  });
+  test.skipIf(!isRoot)(
+    'the front serves as uid 61183 with a cleared environ; the guard and the runner keep root; the runner clears its environ too',
+    async () => {
+      const secret = 'e2e-secret-value-only-for-the-runner';
+      const served = await serve({ SKILLS_DIR: root, E2E_SECRET: secret, SKILL_MCP_STATE_DIR: join(tempDir('state'), 'state') }, ERAS[0]!);
+      try {
+        await skillList(served.client); // wakes the runner
+        const uids = (pid: number): string =>
+          /^Uid:\s+(.*)$/m
+            .exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]!
+            .split(/\s+/)
+            .join(' ');
+        const runner = runnerPid(served.pid);
+        const guard = childrenOf(served.pid).find((pid) => cmdline(pid).includes('runner-guard'))!;
+        expect(uids(served.pid)).toBe('61183 61183 61183 61183');
+        expect(uids(guard)).toBe('0 0 0 0');
+        expect(uids(runner)).toBe('0 0 0 0');
+        expect(readFileSync(`/proc/${served.pid}/environ`, 'latin1')).not.toContain(secret);
+        expect(readFileSync(`/proc/${runner}/environ`, 'latin1')).not.toContain(secret);
+      } finally {
+        await served.close();
+      }
+    },
+  );
 });
 
 describe('no orphans', () => {
@@ -98,7 +107,8 @@ describe('no orphans', () => {
     const guard = childrenOf(served.pid).find((pid) => cmdline(pid).includes('runner-guard'))!;
     process.kill(served.pid, 'SIGKILL');
     const deadline = Date.now() + 20_000;
-    while ((cmdline(guard) !== '' || cmdline(runner) !== '') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25));
+    while ((cmdline(guard) !== '' || cmdline(runner) !== '') && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 25));
     expect(cmdline(guard)).toBe('');
     expect(cmdline(runner)).toBe('');
     await served.close().catch(() => undefined);
@@ -117,7 +127,10 @@ describe.each(ERAS)('runner and run lifecycle, $name', (era) => {
 
   beforeAll(async () => {
     stateDir = join(tempDir('state'), 'state');
-    served = await serve({ SKILLS_DIR: root, SKILL_MCP_STATE_DIR: stateDir, SKILL_MCP_KILL_GRACE_MS: '500', SKILL_MCP_DRAIN_MS: '300' }, era);
+    served = await serve(
+      { SKILLS_DIR: root, SKILL_MCP_STATE_DIR: stateDir, SKILL_MCP_KILL_GRACE_MS: '500', SKILL_MCP_DRAIN_MS: '300' },
+      era,
+    );
   });
   afterAll(async () => {
     await served?.close();
@@ -139,7 +152,10 @@ describe.each(ERAS)('runner and run lifecycle, $name', (era) => {
   test('a client cancel kills the run: its processes are gone, the audit shows it, the server keeps serving', async () => {
     const controller = new AbortController();
     const marker = sleepMarker();
-    const call = served.client.callTool({ name: 'skill_run', arguments: await approved('scripts/sleep.js', ['60000', marker]) }, { signal: controller.signal });
+    const call = served.client.callTool(
+      { name: 'skill_run', arguments: await approved('scripts/sleep.js', ['60000', marker]) },
+      { signal: controller.signal },
+    );
     const accepted = await awaitAudit(stateDir, (l) => l.event === 'run.accept' && l.argv?.[2] === marker);
     // run.accept is logged just before the spawn: wait for the script to really be running (the
     // test's timeout is the backstop).

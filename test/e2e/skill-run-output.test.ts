@@ -20,8 +20,13 @@ const SCRIPTS: Record<string, string> = {
 
 function writeSkill(): string {
   const root = tempDir('output');
-  const rows = Object.keys(SCRIPTS).map((s) => `    - script: ${s}\n      interpreter: node\n      timeout: 20`).join('\n');
-  const files = { 'SKILL.md': `---\nname: noisy\ndescription: Scripts with awkward output.\nmcp-host:\n  version: 1\n  run:\n${rows}\n---\nx\n`, ...SCRIPTS };
+  const rows = Object.keys(SCRIPTS)
+    .map((s) => `    - script: ${s}\n      interpreter: node\n      timeout: 20`)
+    .join('\n');
+  const files = {
+    'SKILL.md': `---\nname: noisy\ndescription: Scripts with awkward output.\nmcp-host:\n  version: 1\n  run:\n${rows}\n---\nx\n`,
+    ...SCRIPTS,
+  };
   for (const [path, text] of Object.entries(files)) {
     const full = join(root, 'noisy', path);
     mkdirSync(dirname(full), { recursive: true, mode: 0o755 });

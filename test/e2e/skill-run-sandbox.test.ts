@@ -26,7 +26,9 @@ beforeAll(async () => {
   home = tempDir('sandbox-home');
   writeFileSync(join(home, 'private-notes.txt'), 'only mine', { mode: 0o644 });
   mkdirSync(join(root, 'probe', 'scripts'), { recursive: true, mode: 0o755 });
-  writeFileSync(join(root, 'probe', 'SKILL.md'), `---
+  writeFileSync(
+    join(root, 'probe', 'SKILL.md'),
+    `---
 name: probe
 description: probes the sandbox
 mcp-host:
@@ -39,8 +41,12 @@ mcp-host:
       memory: 128M
 ---
 probe
-`, { mode: 0o644 });
-  writeFileSync(join(root, 'probe', 'scripts', 'peek.py'), `import json, socket, sys
+`,
+    { mode: 0o644 },
+  );
+  writeFileSync(
+    join(root, 'probe', 'scripts', 'peek.py'),
+    `import json, socket, sys
 out = {}
 try:
     out["home"] = open(sys.argv[1]).read()
@@ -52,7 +58,9 @@ try:
 except Exception as e:
     out["net"] = type(e).__name__
 print(json.dumps(out))
-`, { mode: 0o644 });
+`,
+    { mode: 0o644 },
+  );
   writeFileSync(join(root, 'probe', 'scripts', 'hog.py'), 'b = bytearray(512 * 1024 * 1024)\nprint("allocated")\n', { mode: 0o644 });
   listener = createServer((socket) => {
     connections += 1;
@@ -83,15 +91,17 @@ describe.each(ERAS)(`skill_run in the sandbox this machine gives (${level}), $na
 
   it('the elicitation prompt says the level and the memory cap in words', async () => {
     let prompt = '';
-    const served = await serve({ SKILLS_DIR: root, HOME: home }, era, { onElicit: (params) => {
-      prompt = params.message;
-      return { action: 'decline' };
-    } });
+    const served = await serve({ SKILLS_DIR: root, HOME: home }, era, {
+      onElicit: (params) => {
+        prompt = params.message;
+        return { action: 'decline' };
+      },
+    });
     try {
       await callTool(served.client, 'skill_run', { name: 'probe', script: 'scripts/hog.py', args: [] });
       expect(prompt).toContain(`isolation: ${level} (`);
       expect(prompt).toContain('memory cap: 128 MiB');
-      if (level === 'same-uid') expect(prompt).toContain('runs as the server\'s own user');
+      if (level === 'same-uid') expect(prompt).toContain("runs as the server's own user");
     } finally {
       await served.close();
     }
@@ -110,16 +120,19 @@ describe.each(ERAS)(`skill_run in the sandbox this machine gives (${level}), $na
     }
   });
 
-  it.skipIf(!hasBwrap(level))('in the namespace sandbox a script cannot read the person\'s home or reach 127.0.0.1 (needs bubblewrap)', async () => {
-    const served = await serve({ SKILLS_DIR: root, HOME: home }, era);
-    try {
-      const args = [join(home, 'private-notes.txt'), String(port)];
-      const { confirmToken } = await askToken(served.client, { name: 'probe', script: 'scripts/peek.py', args });
-      const answer = await callTool(served.client, 'skill_run', { name: 'probe', script: 'scripts/peek.py', args, confirmToken });
-      expect(JSON.parse(answer.value['stdout'] as string)).toEqual({ home: 'FileNotFoundError', net: 'ConnectionRefusedError' });
-      expect(connections).toBe(0);
-    } finally {
-      await served.close();
-    }
-  });
+  it.skipIf(!hasBwrap(level))(
+    "in the namespace sandbox a script cannot read the person's home or reach 127.0.0.1 (needs bubblewrap)",
+    async () => {
+      const served = await serve({ SKILLS_DIR: root, HOME: home }, era);
+      try {
+        const args = [join(home, 'private-notes.txt'), String(port)];
+        const { confirmToken } = await askToken(served.client, { name: 'probe', script: 'scripts/peek.py', args });
+        const answer = await callTool(served.client, 'skill_run', { name: 'probe', script: 'scripts/peek.py', args, confirmToken });
+        expect(JSON.parse(answer.value['stdout'] as string)).toEqual({ home: 'FileNotFoundError', net: 'ConnectionRefusedError' });
+        expect(connections).toBe(0);
+      } finally {
+        await served.close();
+      }
+    },
+  );
 });

@@ -78,7 +78,7 @@ afterAll(async () => {
   await expectNoLeftovers();
 });
 
-describe.each(namespaceVariants(40216))('a declared secret reaches its HTTPS API through the run\'s proxy: $name', (variant) => {
+describe.each(namespaceVariants(40216))("a declared secret reaches its HTTPS API through the run's proxy: $name", (variant) => {
   const run = variant.run;
   let served: Served;
   let stateDir: string;
@@ -88,10 +88,19 @@ describe.each(namespaceVariants(40216))('a declared secret reaches its HTTPS API
     const own = tempDir('secrets-proxy-front');
     stateDir = join(own, 'state');
     if (variant.uid !== undefined) execFileSync('chown', ['-R', `${variant.uid}:${variant.uid}`, own]);
-    served = await serve({
-      SKILLS_DIR: join(dir, 'skills'), SKILL_MCP_STATE_DIR: stateDir, HOME: own, TMPDIR: own, MCP_CONFIRM_ELICITATION: 'off',
-      SKILL_MCP_SECRET_API_TOKEN: VALUE, SKILL_MCP_EGRESS_CA_FILE: certs.ca,
-    }, ERAS[0]!, variant.uid !== undefined ? { spawnPrefix: ['setpriv', `--reuid=${variant.uid}`, `--regid=${variant.uid}`, '--clear-groups'] } : {});
+    served = await serve(
+      {
+        SKILLS_DIR: join(dir, 'skills'),
+        SKILL_MCP_STATE_DIR: stateDir,
+        HOME: own,
+        TMPDIR: own,
+        MCP_CONFIRM_ELICITATION: 'off',
+        SKILL_MCP_SECRET_API_TOKEN: VALUE,
+        SKILL_MCP_EGRESS_CA_FILE: certs.ca,
+      },
+      ERAS[0]!,
+      variant.uid !== undefined ? { spawnPrefix: ['setpriv', `--reuid=${variant.uid}`, `--regid=${variant.uid}`, '--clear-groups'] } : {},
+    );
   });
   afterAll(async () => {
     await served?.close();
@@ -104,11 +113,21 @@ describe.each(namespaceVariants(40216))('a declared secret reaches its HTTPS API
     const willRun = preview.preview.willRun as unknown as { envNames: string[]; isolation: string };
     expect(willRun.isolation).toBe(variant.level);
     // The preview names the bundle's variables like any other.
-    expect(willRun.envNames).toEqual(expect.arrayContaining(['API_TOKEN', 'SSL_CERT_FILE', 'REQUESTS_CA_BUNDLE', 'NODE_EXTRA_CA_CERTS', 'PIP_CERT', 'CURL_CA_BUNDLE']));
+    expect(willRun.envNames).toEqual(
+      expect.arrayContaining(['API_TOKEN', 'SSL_CERT_FILE', 'REQUESTS_CA_BUNDLE', 'NODE_EXTRA_CA_CERTS', 'PIP_CERT', 'CURL_CA_BUNDLE']),
+    );
     const ran = await callTool(served.client, 'skill_run', { name: 'keyed', script: 'call.py', args, confirmToken: preview.confirmToken });
     expect(ran.value['status'], ran.text).toBe('completed');
     expect(ran.value['exitCode'], String(ran.value['stderr'])).toBe(0);
-    const out = JSON.parse(String(ran.value['stdout'])) as { status: number; body: string; bundle: string; bundle_has_key: boolean; bundle_certs: number; value_in_environ: boolean; var: string };
+    const out = JSON.parse(String(ran.value['stdout'])) as {
+      status: number;
+      body: string;
+      bundle: string;
+      bundle_has_key: boolean;
+      bundle_certs: number;
+      value_in_environ: boolean;
+      var: string;
+    };
     expect(api.received.slice(before)).toEqual([`Bearer ${VALUE}`]);
     expect(out).toMatchObject({ status: 200, bundle: '/run/skill-mcp/ca-bundle.pem', bundle_has_key: false, value_in_environ: false });
     expect(out.bundle_certs).toBeGreaterThan(1);
@@ -118,21 +137,44 @@ describe.each(namespaceVariants(40216))('a declared secret reaches its HTTPS API
     expect(ran.text).not.toContain(VALUE);
     const lines = audit(stateDir);
     const egress = lines.filter((l) => l.event === 'egress' && l['run_id'] === ran.value['runId']);
-    expect(egress).toEqual([expect.objectContaining({ destination: `127.0.0.1:${port}`, decision: 'allowed', intercepted: true, requests: 1, injected: { API_TOKEN: 1 }, value_echoed: { API_TOKEN: 1 } })]);
+    expect(egress).toEqual([
+      expect.objectContaining({
+        destination: `127.0.0.1:${port}`,
+        decision: 'allowed',
+        intercepted: true,
+        requests: 1,
+        injected: { API_TOKEN: 1 },
+        value_echoed: { API_TOKEN: 1 },
+      }),
+    ]);
     expect(readFileSync(join(stateDir, 'audit.log'), 'utf8')).not.toContain(VALUE);
   });
 
-  test.skipIf(!run || !nodeFetchProxies)(`a Node fetch() script: the API gets the value, the script only its placeholder (the sandbox's Node ${sandboxNode}${nodeFetchProxies ? '' : ': its fetch ignores HTTPS_PROXY before 22.21 / 24.5, skipped'})`, async () => {
-    const before = api.received.length;
-    const args = [`https://127.0.0.1:${port}/v1/node`, Buffer.from(VALUE).toString('hex')];
-    const preview = await askToken(served.client, { name: 'keyed', script: 'call.mjs', args });
-    const ran = await callTool(served.client, 'skill_run', { name: 'keyed', script: 'call.mjs', args, confirmToken: preview.confirmToken });
-    expect(ran.value['exitCode'], String(ran.value['stderr'])).toBe(0);
-    const out = JSON.parse(String(ran.value['stdout'])) as { status: number; body: string; bundle: string; value_in_environ: boolean; var: string };
-    expect(api.received.slice(before)).toEqual([`Bearer ${VALUE}`]);
-    expect(out).toMatchObject({ status: 200, bundle: '/run/skill-mcp/ca-bundle.pem', value_in_environ: false });
-    expect(out.var).toMatch(PLACEHOLDER);
-    expect(JSON.parse(out.body)).toEqual({ youSent: `Bearer ${out.var}` });
-    expect(ran.text).not.toContain(VALUE);
-  });
+  test.skipIf(!run || !nodeFetchProxies)(
+    `a Node fetch() script: the API gets the value, the script only its placeholder (the sandbox's Node ${sandboxNode}${nodeFetchProxies ? '' : ': its fetch ignores HTTPS_PROXY before 22.21 / 24.5, skipped'})`,
+    async () => {
+      const before = api.received.length;
+      const args = [`https://127.0.0.1:${port}/v1/node`, Buffer.from(VALUE).toString('hex')];
+      const preview = await askToken(served.client, { name: 'keyed', script: 'call.mjs', args });
+      const ran = await callTool(served.client, 'skill_run', {
+        name: 'keyed',
+        script: 'call.mjs',
+        args,
+        confirmToken: preview.confirmToken,
+      });
+      expect(ran.value['exitCode'], String(ran.value['stderr'])).toBe(0);
+      const out = JSON.parse(String(ran.value['stdout'])) as {
+        status: number;
+        body: string;
+        bundle: string;
+        value_in_environ: boolean;
+        var: string;
+      };
+      expect(api.received.slice(before)).toEqual([`Bearer ${VALUE}`]);
+      expect(out).toMatchObject({ status: 200, bundle: '/run/skill-mcp/ca-bundle.pem', value_in_environ: false });
+      expect(out.var).toMatch(PLACEHOLDER);
+      expect(JSON.parse(out.body)).toEqual({ youSent: `Bearer ${out.var}` });
+      expect(ran.text).not.toContain(VALUE);
+    },
+  );
 });

@@ -83,7 +83,12 @@ async function runApproved(client: Served['client'], name: string, script: strin
   const ran = await callTool(client, 'skill_run', { name, script, args: [], confirmToken: preview.confirmToken });
   expect(ran.value['status'], ran.text).toBe('completed');
   expect(ran.value['exitCode'], String(ran.value['stderr'])).toBe(0);
-  return { preview, willRun: preview.preview.willRun as unknown as WillRunView, ran, out: JSON.parse(String(ran.value['stdout'])) as { var?: string; environ: string[]; others?: Record<string, string> } };
+  return {
+    preview,
+    willRun: preview.preview.willRun as unknown as WillRunView,
+    ran,
+    out: JSON.parse(String(ran.value['stdout'])) as { var?: string; environ: string[]; others?: Record<string, string> },
+  };
 }
 
 describe.each(namespaceVariants(40214))('the script holds a placeholder, never the value: $name', (variant) => {
@@ -106,31 +111,40 @@ describe.each(namespaceVariants(40214))('the script holds a placeholder, never t
       writeFileSync(join(dir, 'API_TOKEN'), `${VALUE}\n`, { mode: 0o600 });
       valueEnv = { SKILL_MCP_SECRETS_DIR: dir };
     }
-    served = await serve({ SKILLS_DIR: root, SKILL_MCP_STATE_DIR: stateDir, HOME: own, TMPDIR: own, MCP_CONFIRM_ELICITATION: 'off', ...valueEnv }, ERAS[0]!,
-      variant.uid !== undefined ? { spawnPrefix: ['setpriv', `--reuid=${variant.uid}`, `--regid=${variant.uid}`, '--clear-groups'] } : {});
+    served = await serve(
+      { SKILLS_DIR: root, SKILL_MCP_STATE_DIR: stateDir, HOME: own, TMPDIR: own, MCP_CONFIRM_ELICITATION: 'off', ...valueEnv },
+      ERAS[0]!,
+      variant.uid !== undefined ? { spawnPrefix: ['setpriv', `--reuid=${variant.uid}`, `--regid=${variant.uid}`, '--clear-groups'] } : {},
+    );
   });
   afterAll(async () => {
     await served?.close();
   });
 
-  test.skipIf(!variant.run)('python: the variable, /proc/self/environ and every process in the namespace hold the placeholder; the preview names the secret and its hosts', async () => {
-    const { preview, willRun, ran, out } = await runApproved(served.client, 'keyed', 'show.py');
-    expect(willRun.isolation).toBe(variant.level);
-    expect(willRun.secrets).toEqual([SHOWN]);
-    expect(willRun.envNames).toContain('API_TOKEN');
-    expect(willRun.secretsWarning).toContain('No owner grant (standalone)');
-    // Neither the value nor a placeholder is in what the person approves.
-    expect(JSON.stringify(preview)).not.toContain(VALUE);
-    expect(JSON.stringify(preview)).not.toMatch(/skill-mcp-placeholder-/);
-    expect(out.var).toMatch(PLACEHOLDER);
-    expect(out.environ).toContain(`API_TOKEN=${out.var}`);
-    expect(Object.keys(out.others ?? {}).length).toBeGreaterThan(1);
-    expect(JSON.stringify(out)).not.toContain(VALUE);
-    expect(ran.text).not.toContain(VALUE);
-    const lines = audit(stateDir);
-    expect(lines.find((l) => l.event === 'run.accept' && l['run_id'] === ran.value['runId'])).toMatchObject({ secrets: [{ name: 'API_TOKEN', hosts: ['api.example.com'] }], env_names: expect.arrayContaining(['API_TOKEN']) });
-    expect(readFileSync(join(stateDir, 'audit.log'), 'utf8')).not.toContain(VALUE);
-  });
+  test.skipIf(!variant.run)(
+    'python: the variable, /proc/self/environ and every process in the namespace hold the placeholder; the preview names the secret and its hosts',
+    async () => {
+      const { preview, willRun, ran, out } = await runApproved(served.client, 'keyed', 'show.py');
+      expect(willRun.isolation).toBe(variant.level);
+      expect(willRun.secrets).toEqual([SHOWN]);
+      expect(willRun.envNames).toContain('API_TOKEN');
+      expect(willRun.secretsWarning).toContain('No owner grant (standalone)');
+      // Neither the value nor a placeholder is in what the person approves.
+      expect(JSON.stringify(preview)).not.toContain(VALUE);
+      expect(JSON.stringify(preview)).not.toMatch(/skill-mcp-placeholder-/);
+      expect(out.var).toMatch(PLACEHOLDER);
+      expect(out.environ).toContain(`API_TOKEN=${out.var}`);
+      expect(Object.keys(out.others ?? {}).length).toBeGreaterThan(1);
+      expect(JSON.stringify(out)).not.toContain(VALUE);
+      expect(ran.text).not.toContain(VALUE);
+      const lines = audit(stateDir);
+      expect(lines.find((l) => l.event === 'run.accept' && l['run_id'] === ran.value['runId'])).toMatchObject({
+        secrets: [{ name: 'API_TOKEN', hosts: ['api.example.com'] }],
+        env_names: expect.arrayContaining(['API_TOKEN']),
+      });
+      expect(readFileSync(join(stateDir, 'audit.log'), 'utf8')).not.toContain(VALUE);
+    },
+  );
 
   test.skipIf(!variant.run)('node: the same, and each run gets a fresh placeholder', async () => {
     const first = await runApproved(served.client, 'keyed', 'show.js');
@@ -142,10 +156,13 @@ describe.each(namespaceVariants(40214))('the script holds a placeholder, never t
     expect(JSON.stringify([first.out, second.out])).not.toContain(VALUE);
   });
 
-  test.skipIf(!variant.run)('skill_list shows the secret\'s name and hosts, never a value', async () => {
+  test.skipIf(!variant.run)("skill_list shows the secret's name and hosts, never a value", async () => {
     const list = await callTool(served.client, 'skill_list');
     const keyed = (list.value['skills'] as { name: string; scripts: Record<string, unknown>[] }[]).find((s) => s.name === 'keyed')!;
-    expect(keyed.scripts.find((s) => s['script'] === 'show.py')).toMatchObject({ secrets: [SHOWN], secretsWarning: expect.stringContaining('No owner grant') });
+    expect(keyed.scripts.find((s) => s['script'] === 'show.py')).toMatchObject({
+      secrets: [SHOWN],
+      secretsWarning: expect.stringContaining('No owner grant'),
+    });
     expect(list.text).not.toContain(VALUE);
   });
 });
@@ -181,7 +198,9 @@ describe.skipIf(!bwrapWorks)('a secret without a value', () => {
     expect(message).not.toContain(SUITE_TMP);
     expect(asked).toEqual([]);
     expect(runsStarted(stateDir)).toBe(0);
-    expect(audit(stateDir).filter((l) => l.event === 'run.prepare')).toContainEqual(expect.objectContaining({ skill: 'keyed', script: 'show.py', refused: 'secret-missing' }));
+    expect(audit(stateDir).filter((l) => l.event === 'run.prepare')).toContainEqual(
+      expect.objectContaining({ skill: 'keyed', script: 'show.py', refused: 'secret-missing' }),
+    );
   });
 
   test('a value that goes away after the preview is SECRET_MISSING at the run (nothing runs, the token stays unspent), and the approval runs once it is back', async () => {
@@ -191,16 +210,26 @@ describe.skipIf(!bwrapWorks)('a secret without a value', () => {
     if (isRoot) chownSync(file, 0, 0);
     // The token path (no prompt): a preview now, the run later.
     const tokenState = join(tempDir('state'), 'state');
-    const tokenless = await serve({ SKILLS_DIR: root, SKILL_MCP_STATE_DIR: tokenState, SKILL_MCP_SECRETS_DIR: secretsDir, MCP_CONFIRM_ELICITATION: 'off' }, ERAS[0]!);
+    const tokenless = await serve(
+      { SKILLS_DIR: root, SKILL_MCP_STATE_DIR: tokenState, SKILL_MCP_SECRETS_DIR: secretsDir, MCP_CONFIRM_ELICITATION: 'off' },
+      ERAS[0]!,
+    );
     try {
       const preview = await askToken(tokenless.client, { name: 'keyed', script: 'show.py' });
       rmSync(file);
-      const missing = refusal(await callTool(tokenless.client, 'skill_run', { name: 'keyed', script: 'show.py', args: [], confirmToken: preview.confirmToken }));
+      const missing = refusal(
+        await callTool(tokenless.client, 'skill_run', { name: 'keyed', script: 'show.py', args: [], confirmToken: preview.confirmToken }),
+      );
       expect(missing.code).toBe('SECRET_MISSING');
       expect(runsStarted(tokenState)).toBe(0);
       expect(audit(tokenState)).toContainEqual(expect.objectContaining({ event: 'run.reject', reason: 'secret-missing', skill: 'keyed' }));
       writeFileSync(file, VALUE, { mode: 0o600 });
-      const ran = await callTool(tokenless.client, 'skill_run', { name: 'keyed', script: 'show.py', args: [], confirmToken: preview.confirmToken });
+      const ran = await callTool(tokenless.client, 'skill_run', {
+        name: 'keyed',
+        script: 'show.py',
+        args: [],
+        confirmToken: preview.confirmToken,
+      });
       expect(ran.value['status'], ran.text).toBe('completed');
       expect(String(ran.value['stdout'])).not.toContain(VALUE);
     } finally {
@@ -212,18 +241,26 @@ describe.skipIf(!bwrapWorks)('a secret without a value', () => {
 describe.skipIf(!bwrapWorks)('a client that shows a prompt', () => {
   test('the elicitation names the secret, its hosts and header and the standalone warning, never the value; approving runs it', async () => {
     const asked: string[] = [];
-    const served = await serve({ SKILLS_DIR: root, SKILL_MCP_STATE_DIR: join(tempDir('state'), 'state'), SKILL_MCP_SECRET_API_TOKEN: VALUE }, ERAS[1]!, {
-      onElicit: (params) => {
-        asked.push(params.message);
-        return { action: 'accept', content: {} };
+    const served = await serve(
+      { SKILLS_DIR: root, SKILL_MCP_STATE_DIR: join(tempDir('state'), 'state'), SKILL_MCP_SECRET_API_TOKEN: VALUE },
+      ERAS[1]!,
+      {
+        onElicit: (params) => {
+          asked.push(params.message);
+          return { action: 'accept', content: {} };
+        },
       },
-    });
+    );
     try {
       const ran = await callTool(served.client, 'skill_run', { name: 'keyed', script: 'show.js', args: [] });
       expect(ran.value['status'], ran.text).toBe('completed');
       expect(asked).toHaveLength(1);
-      expect(asked[0]).toContain("secret API_TOKEN: sent only to api.example.com as Authorization: Bearer {value} by the run's proxy; the script holds a placeholder, never the value");
-      expect(asked[0]).toContain('WARNING: No owner grant (standalone): the run\'s proxy sends your secret values (API_TOKEN to api.example.com)');
+      expect(asked[0]).toContain(
+        "secret API_TOKEN: sent only to api.example.com as Authorization: Bearer {value} by the run's proxy; the script holds a placeholder, never the value",
+      );
+      expect(asked[0]).toContain(
+        "WARNING: No owner grant (standalone): the run's proxy sends your secret values (API_TOKEN to api.example.com)",
+      );
       expect(asked[0]).not.toContain(VALUE);
       expect(JSON.parse(String(ran.value['stdout'])).var).toMatch(PLACEHOLDER);
     } finally {
@@ -233,21 +270,41 @@ describe.skipIf(!bwrapWorks)('a client that shows a prompt', () => {
 });
 
 describe.skipIf(!bwrapWorks)('the approval binds the bindings', () => {
-  test('a declared secret\'s hosts changing between the preview and the run is DRAFT_CHANGED, with a fresh preview of the new hosts; nothing ran', async () => {
+  test("a declared secret's hosts changing between the preview and the run is DRAFT_CHANGED, with a fresh preview of the new hosts; nothing ran", async () => {
     const skills = tempDir('secrets-switch');
     writeSkill(skills, 'switch', undefined);
     const decl = tempDir('secrets-switch-ops');
     put(decl, { 'switch.yaml': DECLARE(['api.example.com']) });
     const stateDir = join(tempDir('state'), 'state');
-    const served = await serve({ SKILLS_DIR: skills, SKILL_MCP_STATE_DIR: stateDir, SKILL_MCP_DECLARATIONS: decl, SKILL_MCP_SECRET_API_TOKEN: VALUE, MCP_CONFIRM_ELICITATION: 'off' }, ERAS[0]!);
+    const served = await serve(
+      {
+        SKILLS_DIR: skills,
+        SKILL_MCP_STATE_DIR: stateDir,
+        SKILL_MCP_DECLARATIONS: decl,
+        SKILL_MCP_SECRET_API_TOKEN: VALUE,
+        MCP_CONFIRM_ELICITATION: 'off',
+      },
+      ERAS[0]!,
+    );
     try {
       const preview = await askToken(served.client, { name: 'switch', script: 'show.py' });
       expect((preview.preview.willRun as unknown as WillRunView).secrets).toEqual([SHOWN]);
       // Only the operator's file changes: the skill's bytes (and so the content digests) stay the same.
       put(decl, { 'switch.yaml': DECLARE(['other.example.com']) });
-      const changed = await callTool(served.client, 'skill_run', { name: 'switch', script: 'show.py', args: [], confirmToken: preview.confirmToken });
-      expect(changed.value).toMatchObject({ status: 'draft-changed', error: { code: 'DRAFT_CHANGED' }, preview: { willRun: { secrets: [{ ...SHOWN, hosts: ['other.example.com'] }] } } });
-      expect((changed.value['preview'] as { willRun: { content: unknown } }).willRun.content).toEqual(preview.preview.willRun['content' as never]);
+      const changed = await callTool(served.client, 'skill_run', {
+        name: 'switch',
+        script: 'show.py',
+        args: [],
+        confirmToken: preview.confirmToken,
+      });
+      expect(changed.value).toMatchObject({
+        status: 'draft-changed',
+        error: { code: 'DRAFT_CHANGED' },
+        preview: { willRun: { secrets: [{ ...SHOWN, hosts: ['other.example.com'] }] } },
+      });
+      expect((changed.value['preview'] as { willRun: { content: unknown } }).willRun.content).toEqual(
+        preview.preview.willRun['content' as never],
+      );
       expect(runsStarted(stateDir)).toBe(0);
       expect(changed.text).not.toContain(VALUE);
     } finally {
@@ -256,10 +313,19 @@ describe.skipIf(!bwrapWorks)('the approval binds the bindings', () => {
   });
 });
 
-describe('at a level without the run\'s own proxy (SKILL_MCP_BWRAP=off)', () => {
+describe("at a level without the run's own proxy (SKILL_MCP_BWRAP=off)", () => {
   test('a script with secrets is unavailable with the reason, in skill_run and skill_list; the value is never handed over and nothing runs', async () => {
     const stateDir = join(tempDir('state'), 'state');
-    const served = await serve({ SKILLS_DIR: root, SKILL_MCP_STATE_DIR: stateDir, SKILL_MCP_BWRAP: 'off', SKILL_MCP_SECRET_API_TOKEN: VALUE, MCP_CONFIRM_ELICITATION: 'off' }, ERAS[0]!);
+    const served = await serve(
+      {
+        SKILLS_DIR: root,
+        SKILL_MCP_STATE_DIR: stateDir,
+        SKILL_MCP_BWRAP: 'off',
+        SKILL_MCP_SECRET_API_TOKEN: VALUE,
+        MCP_CONFIRM_ELICITATION: 'off',
+      },
+      ERAS[0]!,
+    );
     try {
       const answer = await callTool(served.client, 'skill_run', { name: 'keyed', script: 'show.py', args: [] });
       const { code, message } = refusal(answer);
@@ -269,11 +335,17 @@ describe('at a level without the run\'s own proxy (SKILL_MCP_BWRAP=off)', () => 
       expect(message).toContain('The value is never handed to the script instead');
       expect(answer.text).not.toContain(VALUE);
       const list = await callTool(served.client, 'skill_list');
-      const keyed = (list.value['skills'] as { name: string; unavailableScripts?: Record<string, unknown>[] }[]).find((s) => s.name === 'keyed')!;
-      expect(keyed.unavailableScripts).toContainEqual(expect.objectContaining({ script: 'show.py', why: expect.stringContaining('uses secrets (API_TOKEN)'), secrets: [SHOWN] }));
+      const keyed = (list.value['skills'] as { name: string; unavailableScripts?: Record<string, unknown>[] }[]).find(
+        (s) => s.name === 'keyed',
+      )!;
+      expect(keyed.unavailableScripts).toContainEqual(
+        expect.objectContaining({ script: 'show.py', why: expect.stringContaining('uses secrets (API_TOKEN)'), secrets: [SHOWN] }),
+      );
       expect(list.text).not.toContain(VALUE);
       expect(runsStarted(stateDir)).toBe(0);
-      expect(audit(stateDir).filter((l) => l.event === 'run.prepare')).toContainEqual(expect.objectContaining({ refused: 'secrets-unavailable' }));
+      expect(audit(stateDir).filter((l) => l.event === 'run.prepare')).toContainEqual(
+        expect.objectContaining({ refused: 'secrets-unavailable' }),
+      );
     } finally {
       await served.close();
     }

@@ -112,8 +112,13 @@ time.sleep(120)
 const TIMEOUTS: Record<string, number> = { 'scripts/hold.py': 3, 'scripts/keep-writing.py': 60 };
 
 function writeCapSkill(root: string): void {
-  const rows = Object.keys(SCRIPTS).map((s) => `    - script: ${s}\n      interpreter: python3\n      timeout: ${TIMEOUTS[s] ?? 60}`).join('\n');
-  const files: Record<string, string> = { 'SKILL.md': `---\nname: capped\ndescription: Scripts that fill their workspace.\nmcp-host:\n  version: 1\n  run:\n${rows}\n---\nRun the scripts.\n`, ...SCRIPTS };
+  const rows = Object.keys(SCRIPTS)
+    .map((s) => `    - script: ${s}\n      interpreter: python3\n      timeout: ${TIMEOUTS[s] ?? 60}`)
+    .join('\n');
+  const files: Record<string, string> = {
+    'SKILL.md': `---\nname: capped\ndescription: Scripts that fill their workspace.\nmcp-host:\n  version: 1\n  run:\n${rows}\n---\nRun the scripts.\n`,
+    ...SCRIPTS,
+  };
   for (const [path, text] of Object.entries(files)) {
     const full = join(root, 'capped', path);
     mkdirSync(dirname(full), { recursive: true, mode: 0o755 });
@@ -137,10 +142,17 @@ beforeAll(async () => {
   writeCapSkill(root);
   // A 3 MiB output budget keeps each answer under the SDK stdio client's 10 MiB line buffer (the
   // watcher's eight writers can leave 64 MiB behind).
-  served = await serve({
-    SKILLS_DIR: root, SKILL_MCP_SCRATCH_DIR: scratch, MCP_CONFIRM_MODE: 'auto', SKILL_MCP_RUN_OUTPUT_FILES_BYTES: String(3 * MIB),
-    SKILL_MCP_RUN_WORKSPACE_BYTES: String(CAP), SKILL_MCP_RUN_WORKSPACE_FILES: String(FILES),
-  }, ERAS[1]!);
+  served = await serve(
+    {
+      SKILLS_DIR: root,
+      SKILL_MCP_SCRATCH_DIR: scratch,
+      MCP_CONFIRM_MODE: 'auto',
+      SKILL_MCP_RUN_OUTPUT_FILES_BYTES: String(3 * MIB),
+      SKILL_MCP_RUN_WORKSPACE_BYTES: String(CAP),
+      SKILL_MCP_RUN_WORKSPACE_FILES: String(FILES),
+    },
+    ERAS[1]!,
+  );
 }, 60_000);
 afterEach(async () => {
   // Security: whatever way a run ended, nothing of it is left on the host: its folder goes after
@@ -157,10 +169,20 @@ afterAll(async () => {
 const runFolders = (): string[] => runFoldersIn(scratch);
 
 async function call(args: Record<string, unknown>, signal?: AbortSignal): Promise<RunAnswer> {
-  const result = await served.client.callTool({ name: 'skill_run', arguments: { name: 'capped', args: [], ...args } }, { timeout: 300_000, ...(signal ? { signal } : {}) });
+  const result = await served.client.callTool(
+    { name: 'skill_run', arguments: { name: 'capped', args: [], ...args } },
+    { timeout: 300_000, ...(signal ? { signal } : {}) },
+  );
   const content = result.content as ({ type: 'text'; text: string } | Resource)[];
-  const text = content.filter((c) => c.type === 'text').map((c) => (c as { text: string }).text).join('');
-  return { isError: result.isError === true, value: (result.structuredContent ?? JSON.parse(text)) as Record<string, unknown>, resources: content.filter((c): c is Resource => c.type === 'resource') };
+  const text = content
+    .filter((c) => c.type === 'text')
+    .map((c) => (c as { text: string }).text)
+    .join('');
+  return {
+    isError: result.isError === true,
+    value: (result.structuredContent ?? JSON.parse(text)) as Record<string, unknown>,
+    resources: content.filter((c): c is Resource => c.type === 'resource'),
+  };
 }
 
 async function run(args: Record<string, unknown>): Promise<RunAnswer> {
@@ -169,10 +191,12 @@ async function run(args: Record<string, unknown>): Promise<RunAnswer> {
   return call({ ...args, confirmToken: first.value['confirmToken'] });
 }
 
-const exitLine = (answer: RunAnswer): Record<string, unknown> => audit(stateDir).find((l) => l.event === 'run.exit' && l.run_id === answer.value['runId'])!;
-const brief = (answer: RunAnswer): string => `${JSON.stringify({ ...answer.value, files: undefined }).slice(0, 1500)}\n${served.stderr().slice(-2000)}`;
+const exitLine = (answer: RunAnswer): Record<string, unknown> =>
+  audit(stateDir).find((l) => l.event === 'run.exit' && l.run_id === answer.value['runId'])!;
+const brief = (answer: RunAnswer): string =>
+  `${JSON.stringify({ ...answer.value, files: undefined }).slice(0, 1500)}\n${served.stderr().slice(-2000)}`;
 
-describe(`the workspace cap (${MODE === 'tmpfs' ? 'a tmpfs per run: exact' : 'the runner\'s watcher: approximate'})`, () => {
+describe(`the workspace cap (${MODE === 'tmpfs' ? 'a tmpfs per run: exact' : "the runner's watcher: approximate"})`, () => {
   it('the runner says how it keeps the cap, and a run well under it is not flagged', async () => {
     const answer = await run({ script: 'scripts/append.py', args: ['1'] });
     // Written before the runner's first decided line.
@@ -220,7 +244,11 @@ describe(`the workspace cap (${MODE === 'tmpfs' ? 'a tmpfs per run: exact' : 'th
     if (MODE === 'tmpfs') {
       // Costs its one page; listed past the output budget by its apparent size, never read.
       expect(answer.value['stdout']).toBe(`made ${32 * MIB}\n`);
-      expect((answer.value['files'] as { path: string; size: number; omitted?: string }[])[0]).toMatchObject({ path: 'sparse.bin', size: 32 * MIB, omitted: expect.stringMatching(/past the output budget/) });
+      expect((answer.value['files'] as { path: string; size: number; omitted?: string }[])[0]).toMatchObject({
+        path: 'sparse.bin',
+        size: 32 * MIB,
+        omitted: expect.stringMatching(/past the output budget/),
+      });
       expect(exitLine(answer)['workspace_bytes'] as number).toBeLessThan(MIB);
     } else {
       // Without a tmpfs each file's size limit is the cap (RLIMIT_FSIZE): a sparse file past it is EFBIG.
@@ -269,14 +297,24 @@ describe(`the workspace cap (${MODE === 'tmpfs' ? 'a tmpfs per run: exact' : 'th
 
   it('attack: input files larger than the workspace are refused before anything runs', async () => {
     const before = audit(stateDir).filter((l) => l.event === 'run.accept').length;
-    const big = await call({ script: 'scripts/append.py', args: ['1'], files: [{ path: 'big.bin', base64: Buffer.alloc(CAP + 1).toString('base64') }] });
+    const big = await call({
+      script: 'scripts/append.py',
+      args: ['1'],
+      files: [{ path: 'big.bin', base64: Buffer.alloc(CAP + 1).toString('base64') }],
+    });
     expect(big.isError).toBe(true);
-    expect(big.value['error']).toMatchObject({ code: 'TOO_LARGE', message: expect.stringMatching(/more than the 8388608 a run's workspace holds \(SKILL_MCP_RUN_WORKSPACE_BYTES\); nothing was run/) });
+    expect(big.value['error']).toMatchObject({
+      code: 'TOO_LARGE',
+      message: expect.stringMatching(/more than the 8388608 a run's workspace holds \(SKILL_MCP_RUN_WORKSPACE_BYTES\); nothing was run/),
+    });
     // More entries than the file cap: 201 files.
     const many = Array.from({ length: FILES + 1 }, (_, i) => ({ path: `f${i}.txt`, text: 'x' }));
     const counted = await call({ script: 'scripts/append.py', args: ['1'], files: many });
     expect(counted.isError).toBe(true);
-    expect(counted.value['error']).toMatchObject({ code: 'TOO_LARGE', message: expect.stringMatching(/201 entries in the workspace .*SKILL_MCP_RUN_WORKSPACE_FILES\); nothing was run/) });
+    expect(counted.value['error']).toMatchObject({
+      code: 'TOO_LARGE',
+      message: expect.stringMatching(/201 entries in the workspace .*SKILL_MCP_RUN_WORKSPACE_FILES\); nothing was run/),
+    });
     expect(audit(stateDir).filter((l) => l.event === 'run.accept').length).toBe(before);
   });
 });
@@ -297,7 +335,9 @@ describe('nothing of a run stays mounted, on any way out', () => {
     while (started() === undefined && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25));
     const folder = started();
     expect(folder).toBeDefined();
-    const mounts = readFileSync('/proc/self/mountinfo', 'utf8').split('\n').filter((l) => l.includes(`/${folder}/work `));
+    const mounts = readFileSync('/proc/self/mountinfo', 'utf8')
+      .split('\n')
+      .filter((l) => l.includes(`/${folder}/work `));
     if (MODE === 'tmpfs') {
       expect(mounts).toHaveLength(1);
       // Per mount nosuid,nodev (exec stays allowed); the tmpfs sized to the cap, one inode more than the file cap (its root), the run's.
@@ -312,14 +352,17 @@ describe('nothing of a run stays mounted, on any way out', () => {
   it('a cancel: no mount, no folder', async () => {
     const first = await call({ script: 'scripts/hold.py' });
     const aborter = new AbortController();
-    const pending = call({ script: 'scripts/hold.py', confirmToken: first.value['confirmToken'] }, aborter.signal).catch((error: unknown) => error);
+    const pending = call({ script: 'scripts/hold.py', confirmToken: first.value['confirmToken'] }, aborter.signal).catch(
+      (error: unknown) => error,
+    );
     const deadline = Date.now() + 30_000;
     const started = (): boolean => runFolders().some((f) => existsSync(join(scratch, f, 'work', 'started')));
     while (!started() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25));
     expect(started()).toBe(true);
     aborter.abort();
     await pending;
-    const exit = (): Record<string, unknown> | undefined => audit(stateDir).find((l) => l.event === 'run.exit' && l['ended'] === 'cancelled');
+    const exit = (): Record<string, unknown> | undefined =>
+      audit(stateDir).find((l) => l.event === 'run.exit' && l['ended'] === 'cancelled');
     while (exit() === undefined && Date.now() < deadline + 30_000) await new Promise((resolve) => setTimeout(resolve, 25));
     expect(exit()).toBeDefined();
     expect(await runFoldersGone(scratch)).toEqual([]);

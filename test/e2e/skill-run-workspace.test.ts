@@ -38,10 +38,18 @@ beforeAll(async () => {
   // A small output budget, and a file-size limit and workspace a sparse 10 GiB file fits under (its blocks are
   // never written; without root the workspace cap is also each file's size limit), room for the 20k-file bomb.
   // The workspace caps themselves are attacked in skill-run-workspace-cap.test.ts.
-  served = await serve({
-    SKILLS_DIR: root, SKILL_MCP_SCRATCH_DIR: scratch, MCP_CONFIRM_MODE: 'auto', SKILL_MCP_RUN_OUTPUT_FILES_BYTES: String(BUDGET), SKILL_MCP_RUN_FSIZE_BYTES: String(2 ** 40),
-    SKILL_MCP_RUN_WORKSPACE_BYTES: String(2 ** 40), SKILL_MCP_RUN_WORKSPACE_FILES: '100000',
-  }, ERAS[1]!);
+  served = await serve(
+    {
+      SKILLS_DIR: root,
+      SKILL_MCP_SCRATCH_DIR: scratch,
+      MCP_CONFIRM_MODE: 'auto',
+      SKILL_MCP_RUN_OUTPUT_FILES_BYTES: String(BUDGET),
+      SKILL_MCP_RUN_FSIZE_BYTES: String(2 ** 40),
+      SKILL_MCP_RUN_WORKSPACE_BYTES: String(2 ** 40),
+      SKILL_MCP_RUN_WORKSPACE_FILES: '100000',
+    },
+    ERAS[1]!,
+  );
 }, 60_000);
 afterAll(async () => {
   await served?.close();
@@ -50,10 +58,20 @@ afterAll(async () => {
 
 async function call(args: Record<string, unknown>, signal?: AbortSignal): Promise<RunAnswer> {
   // Past the SDK's 60 s default: making 20k files can take longer than that on a loaded machine.
-  const result = await served.client.callTool({ name: 'skill_run', arguments: { name: 'workspace', args: [], ...args } }, { timeout: 300_000, ...(signal ? { signal } : {}) });
+  const result = await served.client.callTool(
+    { name: 'skill_run', arguments: { name: 'workspace', args: [], ...args } },
+    { timeout: 300_000, ...(signal ? { signal } : {}) },
+  );
   const content = result.content as ({ type: 'text'; text: string } | Resource)[];
-  const text = content.filter((c) => c.type === 'text').map((c) => (c as { text: string }).text).join('');
-  return { isError: result.isError === true, value: (result.structuredContent ?? JSON.parse(text)) as Record<string, unknown>, resources: content.filter((c): c is Resource => c.type === 'resource') };
+  const text = content
+    .filter((c) => c.type === 'text')
+    .map((c) => (c as { text: string }).text)
+    .join('');
+  return {
+    isError: result.isError === true,
+    value: (result.structuredContent ?? JSON.parse(text)) as Record<string, unknown>,
+    resources: content.filter((c): c is Resource => c.type === 'resource'),
+  };
 }
 
 /** Preview, then run with the token (the same arguments both times). */
@@ -72,11 +90,19 @@ const runFolders = (): string[] => runFoldersIn(scratch);
 describe('a workspace per run', () => {
   it('the happy path: a script reads form.txt from its cwd and stdin, writes out/result.json, and it comes back', async () => {
     const form = 'name: Ada\n';
-    const answer = await run({ script: 'scripts/fill.py', args: ['form.txt', 'out/result.json'], stdin: 'from stdin', files: [{ path: 'form.txt', text: form }] });
+    const answer = await run({
+      script: 'scripts/fill.py',
+      args: ['form.txt', 'out/result.json'],
+      stdin: 'from stdin',
+      files: [{ path: 'form.txt', text: form }],
+    });
     expect(answer.isError, JSON.stringify(answer.value)).toBe(false);
     expect(answer.value).toMatchObject({ status: 'completed', exitCode: 0, stdout: 'filled out/result.json\n' });
     // The preview named the input and stdin by size and digest; the approval bound them.
-    expect(answer.preview['inputs']).toEqual({ files: [{ path: 'form.txt', size: form.length, sha256: sha(form) }], stdin: { size: 10, sha256: sha('from stdin') } });
+    expect(answer.preview['inputs']).toEqual({
+      files: [{ path: 'form.txt', size: form.length, sha256: sha(form) }],
+      stdin: { size: 10, sha256: sha('from stdin') },
+    });
     const result = answer.resources.find((r) => r.resource.uri.endsWith('/out/result.json'))!;
     expect(result.resource.uri).toBe(`skill-run://${answer.value['runId'] as string}/out/result.json`);
     expect(result.resource.mimeType).toBe('application/json');
@@ -84,11 +110,19 @@ describe('a workspace per run', () => {
     expect(written).toMatchObject({ form, stdin: 'from stdin', script_in_skill: true });
     expect(typeof written['skill_dir']).toBe('string');
     // Listed with its digest; the input came back unchanged, so it is not returned.
-    expect(listed(answer)).toEqual([{ path: 'out/result.json', size: Buffer.byteLength(result.resource.text!), sha256: sha(result.resource.text!) }]);
+    expect(listed(answer)).toEqual([
+      { path: 'out/result.json', size: Buffer.byteLength(result.resource.text!), sha256: sha(result.resource.text!) },
+    ]);
     // The audit lines name the inputs and outputs by size and digest.
     const lines = audit(stateDir).filter((l) => l.run_id === answer.value['runId']);
-    expect(lines.find((l) => l.event === 'run.accept')).toMatchObject({ inputs: [{ path: 'form.txt', size: form.length, sha256: sha(form) }], stdin_bytes: 10, stdin_sha256: sha('from stdin') });
-    expect(lines.find((l) => l.event === 'run.exit')).toMatchObject({ outputs: [{ path: 'out/result.json', sha256: sha(result.resource.text!) }] });
+    expect(lines.find((l) => l.event === 'run.accept')).toMatchObject({
+      inputs: [{ path: 'form.txt', size: form.length, sha256: sha(form) }],
+      stdin_bytes: 10,
+      stdin_sha256: sha('from stdin'),
+    });
+    expect(lines.find((l) => l.event === 'run.exit')).toMatchObject({
+      outputs: [{ path: 'out/result.json', sha256: sha(result.resource.text!) }],
+    });
     // Removed after the answer, before the run's slot is given back (runner/requests/run-path.ts).
     expect(await runFoldersGone(scratch)).toEqual([]);
   });
@@ -101,7 +135,12 @@ describe('a workspace per run', () => {
 
   it('an input changed after the approval is DRAFT_CHANGED with a fresh preview naming the new digest', async () => {
     const first = await call({ script: 'scripts/fill.py', args: ['form.txt', 'o.json'], files: [{ path: 'form.txt', text: 'approved' }] });
-    const swapped = await call({ script: 'scripts/fill.py', args: ['form.txt', 'o.json'], files: [{ path: 'form.txt', text: 'swapped!' }], confirmToken: first.value['confirmToken'] });
+    const swapped = await call({
+      script: 'scripts/fill.py',
+      args: ['form.txt', 'o.json'],
+      files: [{ path: 'form.txt', text: 'swapped!' }],
+      confirmToken: first.value['confirmToken'],
+    });
     expect(swapped.isError).toBe(true);
     expect(swapped.value).toMatchObject({ status: 'draft-changed', error: { code: 'DRAFT_CHANGED' } });
     const fresh = (swapped.value['preview'] as { willRun: { inputs: unknown } }).willRun.inputs;
@@ -110,7 +149,13 @@ describe('a workspace per run', () => {
   });
 
   it('a changed input is returned as changed; an unchanged input is not returned', async () => {
-    const answer = await run({ script: 'scripts/edit.py', files: [{ path: 'data.txt', text: 'one\n' }, { path: 'same.txt', text: 'same\n' }] });
+    const answer = await run({
+      script: 'scripts/edit.py',
+      files: [
+        { path: 'data.txt', text: 'one\n' },
+        { path: 'same.txt', text: 'same\n' },
+      ],
+    });
     expect(answer.value['stdout']).toBe('same\n');
     expect(listed(answer)).toEqual([{ path: 'data.txt', size: 9, sha256: sha('one\nmore\n') }]);
     expect(answer.resources.map((r) => [r.resource.uri.split('/').pop(), r.resource.text])).toEqual([['data.txt', 'one\nmore\n']]);
@@ -118,7 +163,13 @@ describe('a workspace per run', () => {
 
   it('binary inputs travel as base64 and arrive byte for byte', async () => {
     const bytes = Buffer.from([0, 1, 2, 255, 254, 10]);
-    const answer = await run({ script: 'scripts/edit.py', files: [{ path: 'data.txt', base64: bytes.toString('base64') }, { path: 'same.txt', text: '' }] });
+    const answer = await run({
+      script: 'scripts/edit.py',
+      files: [
+        { path: 'data.txt', base64: bytes.toString('base64') },
+        { path: 'same.txt', text: '' },
+      ],
+    });
     const back = answer.resources.find((r) => r.resource.uri.endsWith('/data.txt'))!;
     expect(Buffer.from(back.resource.blob!, 'base64')).toEqual(Buffer.concat([bytes, Buffer.from('more\n')]));
   });
@@ -131,10 +182,38 @@ describe('hostile input paths are refused before anything runs', () => {
     ['a NUL byte', [{ path: 'a\u0000b', text: 'x' }], 'INVALID_PATH'],
     ['a control character', [{ path: 'a\u001bb', text: 'x' }], 'INVALID_PATH'],
     ['a backslash', [{ path: '..\\x', text: 'x' }], 'INVALID_PATH'],
-    ['a duplicate path', [{ path: 'a.txt', text: 'x' }, { path: 'a.txt', text: 'y' }], 'INVALID_PATH'],
-    ['a case collision', [{ path: 'Form.pdf', text: 'x' }, { path: 'form.PDF', text: 'y' }], 'INVALID_PATH'],
-    ['a Unicode collision (NFC vs NFD)', [{ path: 'caf\u00e9.txt', text: 'x' }, { path: 'cafe\u0301.txt', text: 'y' }], 'INVALID_PATH'],
-    ['a file that is also a folder', [{ path: 'in', text: 'x' }, { path: 'in/notes.txt', text: 'y' }], 'INVALID_PATH'],
+    [
+      'a duplicate path',
+      [
+        { path: 'a.txt', text: 'x' },
+        { path: 'a.txt', text: 'y' },
+      ],
+      'INVALID_PATH',
+    ],
+    [
+      'a case collision',
+      [
+        { path: 'Form.pdf', text: 'x' },
+        { path: 'form.PDF', text: 'y' },
+      ],
+      'INVALID_PATH',
+    ],
+    [
+      'a Unicode collision (NFC vs NFD)',
+      [
+        { path: 'caf\u00e9.txt', text: 'x' },
+        { path: 'cafe\u0301.txt', text: 'y' },
+      ],
+      'INVALID_PATH',
+    ],
+    [
+      'a file that is also a folder',
+      [
+        { path: 'in', text: 'x' },
+        { path: 'in/notes.txt', text: 'y' },
+      ],
+      'INVALID_PATH',
+    ],
     ['invalid base64', [{ path: 'a.bin', base64: 'not base64!' }], 'BAD_REQUEST'],
     ['both text and base64', [{ path: 'a.bin', base64: 'AA==', text: 'x' }], 'BAD_REQUEST'],
   ];
@@ -172,7 +251,7 @@ describe('outputs never follow or read what a script plants', () => {
 });
 
 describe('output bombs', () => {
-  it('attack: 20k files (five times the walk\'s bound) — the walk stops at its bound and says so', async () => {
+  it("attack: 20k files (five times the walk's bound) — the walk stops at its bound and says so", async () => {
     const answer = await run({ script: 'scripts/many.py' });
     expect(answer.value['exitCode'], JSON.stringify(answer.value).slice(0, 500)).toBe(0);
     expect(answer.value['filesNote']).toMatch(/more than \d+ entries; the walk stopped/);
@@ -216,7 +295,9 @@ describe('the workspace never outlives the result', () => {
   it('after a cancel the workspace is gone', async () => {
     const first = await call({ script: 'scripts/hold.py' });
     const aborter = new AbortController();
-    const pending = call({ script: 'scripts/hold.py', confirmToken: first.value['confirmToken'] }, aborter.signal).catch((error: unknown) => error);
+    const pending = call({ script: 'scripts/hold.py', confirmToken: first.value['confirmToken'] }, aborter.signal).catch(
+      (error: unknown) => error,
+    );
     // The script has started once its marker is in its workspace (a host folder, at every level).
     const deadline = Date.now() + 30_000;
     const started = (): boolean => runFolders().some((f) => existsSync(join(scratch, f, 'work', 'started')));
@@ -227,7 +308,8 @@ describe('the workspace never outlives the result', () => {
     // The runner kills the run, writes its exit line and removes its folder while that line is
     // fsynced; the client stopped waiting at once.
     const gone = Date.now() + 30_000;
-    const exit = (): Record<string, unknown> | undefined => audit(stateDir).find((l) => l.event === 'run.exit' && l['ended'] === 'cancelled');
+    const exit = (): Record<string, unknown> | undefined =>
+      audit(stateDir).find((l) => l.event === 'run.exit' && l['ended'] === 'cancelled');
     while (exit() === undefined && Date.now() < gone) await new Promise((resolve) => setTimeout(resolve, 50));
     expect(exit(), 'the run ended as cancelled, not by its timeout').toBeDefined();
     // The run folder (workspace, HOME) and the skill's copy are removed once the exit line is written.
@@ -240,9 +322,26 @@ describe('the prompt a person sees', () => {
     const asked: string[] = [];
     const root = tempDir('workspace-prompt');
     writeWorkspaceSkill(root);
-    const prompted = await serve({ SKILLS_DIR: root }, ERAS[0]!, { onElicit: (params) => { asked.push(params.message); return { action: 'decline' }; } });
+    const prompted = await serve({ SKILLS_DIR: root }, ERAS[0]!, {
+      onElicit: (params) => {
+        asked.push(params.message);
+        return { action: 'decline' };
+      },
+    });
     try {
-      const result = await prompted.client.callTool({ name: 'skill_run', arguments: { name: 'workspace', script: 'scripts/fill.py', args: ['form.txt', 'o.json'], stdin: 'abc', files: [{ path: 'form.txt', text: 'hello' }, { path: 'in/notes.txt', text: 'n' }] } });
+      const result = await prompted.client.callTool({
+        name: 'skill_run',
+        arguments: {
+          name: 'workspace',
+          script: 'scripts/fill.py',
+          args: ['form.txt', 'o.json'],
+          stdin: 'abc',
+          files: [
+            { path: 'form.txt', text: 'hello' },
+            { path: 'in/notes.txt', text: 'n' },
+          ],
+        },
+      });
       expect((result.structuredContent as { status: string }).status).toBe('cancelled');
       expect(asked).toHaveLength(1);
       expect(asked[0]).toContain(`input files:\n  form.txt (5 bytes, sha256:${sha('hello').slice(0, 12)}`);

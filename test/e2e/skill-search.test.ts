@@ -70,7 +70,8 @@ describe.each(ERAS)('skill_search, $name', (era) => {
     expect(hits.length).toBeLessThanOrEqual(2);
     expect(hits[0]).toEqual({
       name: 'pdf-forms',
-      description: 'Fill in, flatten and validate the form fields of PDF documents, and extract text and tables from PDFs. Use for anything that edits or reads a PDF file.',
+      description:
+        'Fill in, flatten and validate the form fields of PDF documents, and extract text and tables from PDFs. Use for anything that edits or reads a PDF file.',
       whenToUse: 'the user hands over a PDF with fields to complete, or asks what a PDF says',
       score: expect.any(Number),
     });
@@ -104,7 +105,9 @@ describe.each(ERAS)('skill_search, $name', (era) => {
     ['a list', ['pdf']],
     ['nothing', undefined],
   ])('a query that is not text (%s) is refused, naming the query argument', async (_what, query) => {
-    const result = await served.client.callTool({ name: 'skill_search', arguments: query === undefined ? {} : { query } }).catch((error: unknown) => ({ isError: true, content: [{ type: 'text', text: String(error) }] }));
+    const result = await served.client
+      .callTool({ name: 'skill_search', arguments: query === undefined ? {} : { query } })
+      .catch((error: unknown) => ({ isError: true, content: [{ type: 'text', text: String(error) }] }));
     expect(result.isError).toBe(true);
     expect(JSON.stringify(result.content)).toMatch(/query/);
   });

@@ -85,11 +85,13 @@ describe.each(ERAS)('skills/list pages by bytes, $name', (era) => {
     mkdirSync(dir);
     writeFileSync(join(dir, 'SKILL.md'), '---\nname: aaa-added\ndescription: added while a client walked\n---\nBody.\n');
     // The live catalog picks the skill up; then the old cursor names a list that no longer is.
-    await expect.poll(async () => ((await rpc(served.client, 'skills/list'))['skills'] as { uri: string }[])[0]!.uri, { timeout: 30_000 }).toBe('skill://aaa-added/SKILL.md');
+    await expect
+      .poll(async () => ((await rpc(served.client, 'skills/list'))['skills'] as { uri: string }[])[0]!.uri, { timeout: 30_000 })
+      .toBe('skill://aaa-added/SKILL.md');
     expect(await rpcErrorCode(rpc(served.client, 'skills/list', { cursor: first['nextCursor'] }))).toBe(-32602);
   });
 
-  test('skill_list, the model\'s tool, keeps its small pages', async () => {
+  test("skill_list, the model's tool, keeps its small pages", async () => {
     const answer = await callTool(served.client, 'skill_list');
     const value = answer.value as { skills: unknown[]; nextCursor?: string };
     expect(value.skills.length).toBeLessThan(SKILLS);

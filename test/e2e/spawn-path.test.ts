@@ -32,11 +32,14 @@ async function runWith(env: Record<string, string>): Promise<{ served: Served; s
 }
 
 describe('the spawn path a runner takes is said', () => {
-  test.skipIf(loadPosixSpawn() === undefined)('by default (koffi and glibc here): posix_spawn, named on the start line, no note', async () => {
-    const { served, start } = await runWith({});
-    expect(start['spawn']).toBe('posix_spawn');
-    expect(served.stderr()).not.toContain(NOTE);
-  });
+  test.skipIf(loadPosixSpawn() === undefined)(
+    'by default (koffi and glibc here): posix_spawn, named on the start line, no note',
+    async () => {
+      const { served, start } = await runWith({});
+      expect(start['spawn']).toBe('posix_spawn');
+      expect(served.stderr()).not.toContain(NOTE);
+    },
+  );
 
   test('SKILL_MCP_SPAWN=node: child_process, named on the start line and said on stderr with why', async () => {
     const { served, start } = await runWith({ SKILL_MCP_SPAWN: 'node' });

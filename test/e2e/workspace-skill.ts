@@ -76,8 +76,13 @@ time.sleep(120)
 const TIMEOUTS: Record<string, number> = { 'scripts/hold.py': 3, 'scripts/many.py': 240 };
 
 export function writeWorkspaceSkill(root: string): void {
-  const rows = Object.keys(SCRIPTS).map((s) => `    - script: ${s}\n      interpreter: python3\n      timeout: ${TIMEOUTS[s] ?? 60}`).join('\n');
-  const files: Record<string, string> = { 'SKILL.md': `---\nname: workspace\ndescription: Scripts that take files and give files back.\nmcp-host:\n  version: 1\n  run:\n${rows}\n---\nRun the scripts.\n`, ...SCRIPTS };
+  const rows = Object.keys(SCRIPTS)
+    .map((s) => `    - script: ${s}\n      interpreter: python3\n      timeout: ${TIMEOUTS[s] ?? 60}`)
+    .join('\n');
+  const files: Record<string, string> = {
+    'SKILL.md': `---\nname: workspace\ndescription: Scripts that take files and give files back.\nmcp-host:\n  version: 1\n  run:\n${rows}\n---\nRun the scripts.\n`,
+    ...SCRIPTS,
+  };
   for (const [path, text] of Object.entries(files)) {
     const full = join(root, 'workspace', path);
     mkdirSync(dirname(full), { recursive: true, mode: 0o755 });

@@ -17,7 +17,10 @@ import { acceptedRuns, clientAs, runTool, startApprovalSetup, type ApprovalSetup
 const CHROMIUM = process.env['SKILL_MCP_TEST_CHROMIUM'] || '/usr/bin/chromium';
 const present = existsSync(CHROMIUM);
 const inCi = process.env['CI'] !== undefined && process.env['CI'] !== '';
-const title = present || inCi ? 'the approval page in headless Chromium' : `the approval page in headless Chromium (skipped: ${CHROMIUM} is not installed and CI is not set; apt-get install -y chromium)`;
+const title =
+  present || inCi
+    ? 'the approval page in headless Chromium'
+    : `the approval page in headless Chromium (skipped: ${CHROMIUM} is not installed and CI is not set; apt-get install -y chromium)`;
 
 describe.skipIf(!present && !inCi)(title, () => {
   let setup: ApprovalSetup;
@@ -30,7 +33,12 @@ describe.skipIf(!present && !inCi)(title, () => {
     profile = mkdtempSync(join(tmpdir(), 'skill-mcp-chromium-'));
     setup = await startApprovalSetup('http-approval-browser', '61956-61963');
     // As root Chromium refuses its own sandbox; the page under test is ours, on loopback.
-    browser = await launch({ executablePath: CHROMIUM, headless: true, userDataDir: profile, args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu', '--no-first-run'] });
+    browser = await launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      userDataDir: profile,
+      args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu', '--no-first-run'],
+    });
   }, 90_000);
 
   afterAll(async () => {
@@ -79,7 +87,7 @@ describe.skipIf(!present && !inCi)(title, () => {
     return client;
   }
 
-  test('URL-mode elicitation: sign in at the issuer, click Approve — the client\'s skill_run result is the run', async () => {
+  test("URL-mode elicitation: sign in at the issuer, click Approve — the client's skill_run result is the run", async () => {
     const argument = 'feat(browser): approve in chromium';
     const outcome: Promise<string>[] = [];
     const client = await urlClient('approve', argument, outcome);
@@ -88,13 +96,16 @@ describe.skipIf(!present && !inCi)(title, () => {
       expect(outcome).toHaveLength(1);
       expect(await outcome[0]).toContain('Approved');
       expect(ran.value, JSON.stringify(ran.value)).toMatchObject({ status: 'completed', exitCode: 0, timedOut: false });
-      expect(acceptedRuns(setup).find((l) => l['run_id'] === ran.value['runId'])).toMatchObject({ approval: { channel: 'elicitation-url', approver: 'alice' }, requester: 'alice' });
+      expect(acceptedRuns(setup).find((l) => l['run_id'] === ran.value['runId'])).toMatchObject({
+        approval: { channel: 'elicitation-url', approver: 'alice' },
+        requester: 'alice',
+      });
     } finally {
       await client.close();
     }
   }, 120_000);
 
-  test('URL-mode elicitation: click Deny — the client\'s skill_run is refused APPROVAL_DENIED and nothing ran', async () => {
+  test("URL-mode elicitation: click Deny — the client's skill_run is refused APPROVAL_DENIED and nothing ran", async () => {
     const argument = 'feat(browser): deny in chromium';
     const before = acceptedRuns(setup).length;
     const outcome: Promise<string>[] = [];

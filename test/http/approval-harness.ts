@@ -42,15 +42,30 @@ export async function startApprovalSetup(name: string, uidRange: string, env: Re
     },
     { users: { alice: { scopes: RUN }, bob: { scopes: RUN }, carol: { scopes: [...RUN, 'skills:approve'] } } },
   );
-  const runner = await startRunner({ env: { SKILL_MCP_UID_RANGE: uidRange, ...env }, base, args: process.getuid?.() === 0 ? ['--front-uid', '61183', '--front-gid', '61183'] : [] });
-  const server = await startHttp({
-    SKILLS_DIR: `${REPO}skills`, SKILL_MCP_RUNNER_SOCKET: runner.socketPath,
-    SKILL_MCP_OAUTH_ISSUER: issuer.issuer, SKILL_MCP_OAUTH_AUDIENCE: `${origin}/mcp`,
-    SKILL_MCP_APPROVAL_URL: origin, SKILL_MCP_APPROVAL_CLIENT_ID: APPROVAL_CLIENT.id, SKILL_MCP_APPROVAL_CLIENT_SECRET: APPROVAL_CLIENT.secret,
-    ...env,
-  }, [], { port });
+  const runner = await startRunner({
+    env: { SKILL_MCP_UID_RANGE: uidRange, ...env },
+    base,
+    args: process.getuid?.() === 0 ? ['--front-uid', '61183', '--front-gid', '61183'] : [],
+  });
+  const server = await startHttp(
+    {
+      SKILLS_DIR: `${REPO}skills`,
+      SKILL_MCP_RUNNER_SOCKET: runner.socketPath,
+      SKILL_MCP_OAUTH_ISSUER: issuer.issuer,
+      SKILL_MCP_OAUTH_AUDIENCE: `${origin}/mcp`,
+      SKILL_MCP_APPROVAL_URL: origin,
+      SKILL_MCP_APPROVAL_CLIENT_ID: APPROVAL_CLIENT.id,
+      SKILL_MCP_APPROVAL_CLIENT_SECRET: APPROVAL_CLIENT.secret,
+      ...env,
+    },
+    [],
+    { port },
+  );
   return {
-    issuer, runner, server, origin,
+    issuer,
+    runner,
+    server,
+    origin,
     async stop() {
       await server.stop();
       await runner.stop();
@@ -64,8 +79,15 @@ export async function startApprovalSetup(name: string, uidRange: string, env: Re
 
 /** The SDK client as one of the issuer's MCP clients, pinned to 2026-07-28, declaring `capabilities`. */
 export async function clientAs(setup: ApprovalSetup, id: string, capabilities: Record<string, unknown> = {}): Promise<Client> {
-  const provider = new ClientCredentialsProvider({ clientId: id, clientSecret: `${id}-secret-0123456789`, expectedIssuer: setup.issuer.issuer });
-  const client = new Client({ name: 'approval-test', version: '0.0.0' }, { capabilities, versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  const provider = new ClientCredentialsProvider({
+    clientId: id,
+    clientSecret: `${id}-secret-0123456789`,
+    expectedIssuer: setup.issuer.issuer,
+  });
+  const client = new Client(
+    { name: 'approval-test', version: '0.0.0' },
+    { capabilities, versionNegotiation: { mode: { pin: '2026-07-28' } } },
+  );
   await client.connect(new StreamableHTTPClientTransport(new URL(setup.server.url), { authProvider: provider }));
   return client;
 }

@@ -9,7 +9,17 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { connectClient, REPO, startHttp, type HttpServer } from './harness.js';
 import { freePort } from './issuer.js';
-import { acceptedRuns, clientAs, decide, field, PageBrowser, runTool, signIn, startApprovalSetup, type ApprovalSetup } from './approval-harness.js';
+import {
+  acceptedRuns,
+  clientAs,
+  decide,
+  field,
+  PageBrowser,
+  runTool,
+  signIn,
+  startApprovalSetup,
+  type ApprovalSetup,
+} from './approval-harness.js';
 
 let setup: ApprovalSetup;
 beforeAll(async () => {
@@ -24,7 +34,12 @@ async function preview(message: string, who = 'alice'): Promise<{ token: string;
   const client = await clientAs(setup, who);
   try {
     const first = await runTool(client, { args: [message] });
-    expect(first.value, JSON.stringify(first.value)).toMatchObject({ status: 'confirmation-required', mode: 'approval-page', confirmToken: expect.any(String), approvalUrl: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/approve\/[A-Za-z0-9_-]{43}$/) });
+    expect(first.value, JSON.stringify(first.value)).toMatchObject({
+      status: 'confirmation-required',
+      mode: 'approval-page',
+      confirmToken: expect.any(String),
+      approvalUrl: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/approve\/[A-Za-z0-9_-]{43}$/),
+    });
     return { token: first.value['confirmToken'] as string, link: first.value['approvalUrl'] as string };
   } finally {
     await client.close();
@@ -86,7 +101,9 @@ describe('token path with the approval page', () => {
     const browser = new PageBrowser();
     const denied = await decide(browser, link, await signIn(browser, link, 'alice'), 'deny');
     expect(denied.text).toContain('Denied');
-    expect(await useToken(message, token)).toMatchObject({ error: { code: 'APPROVAL_DENIED', message: expect.stringContaining('alice denied') } });
+    expect(await useToken(message, token)).toMatchObject({
+      error: { code: 'APPROVAL_DENIED', message: expect.stringContaining('alice denied') },
+    });
     expect(acceptedRuns(setup)).toHaveLength(before);
   });
 
@@ -109,7 +126,7 @@ describe('token path with the approval page', () => {
     expect(await useToken(message, token, 'bob')).toMatchObject({ error: { code: 'APPROVAL_REQUIRED' } });
   });
 
-  test('an identity holding skills:approve (Carol) may approve Alice\'s run; the audit names Carol as the approver and Alice as the requester', async () => {
+  test("an identity holding skills:approve (Carol) may approve Alice's run; the audit names Carol as the approver and Alice as the requester", async () => {
     const message = 'feat(page): let carol approve';
     const { token, link } = await preview(message);
     const carol = new PageBrowser();
@@ -119,7 +136,10 @@ describe('token path with the approval page', () => {
     expect((await decide(carol, link, page, 'approve')).status).toBe(200);
     const ran = await useToken(message, token);
     expect(ran).toMatchObject({ status: 'completed', exitCode: 0 });
-    expect(acceptedRuns(setup).find((l) => l['run_id'] === ran['runId'])).toMatchObject({ approval: { channel: 'elicitation-url', approver: 'carol' }, requester: 'alice' });
+    expect(acceptedRuns(setup).find((l) => l['run_id'] === ran['runId'])).toMatchObject({
+      approval: { channel: 'elicitation-url', approver: 'carol' },
+      requester: 'alice',
+    });
   });
 
   test('CSRF: a form without the token, or with a wrong one, decides nothing (and is logged)', async () => {
@@ -133,7 +153,9 @@ describe('token path with the approval page', () => {
     expect(missing.text).toContain('CSRF');
     const wrong = await browser.post(link, { csrf: 'A'.repeat(43), h, decision: 'approve' });
     expect(wrong.status).toBe(403);
-    expect(setup.server.stderr()).toMatch(/approval: refused a form for approval [0-9a-f]{12} from alice with a missing or wrong CSRF token/);
+    expect(setup.server.stderr()).toMatch(
+      /approval: refused a form for approval [0-9a-f]{12} from alice with a missing or wrong CSRF token/,
+    );
     // A form from another site, with a valid token and cookie, is refused on its Origin.
     const crossSite = await browser.post(link, { csrf: field(page.text, 'csrf')!, h, decision: 'approve' }, 'https://evil.example');
     expect(crossSite.status).toBe(403);
@@ -201,7 +223,9 @@ describe('URL-mode elicitation (2026-07-28: input_required with elicitation/crea
       expect(ran.value, JSON.stringify(ran.value)).toMatchObject({ status: 'completed', exitCode: 0 });
       expect(seen).toHaveLength(1);
       expect(seen[0]).toMatchObject({ mode: 'url', url: expect.stringMatching(/\/approve\/[A-Za-z0-9_-]{43}$/) });
-      expect(acceptedRuns(setup).find((l) => l['run_id'] === ran.value['runId'])).toMatchObject({ approval: { channel: 'elicitation-url', approver: 'alice' } });
+      expect(acceptedRuns(setup).find((l) => l['run_id'] === ran.value['runId'])).toMatchObject({
+        approval: { channel: 'elicitation-url', approver: 'alice' },
+      });
     } finally {
       await client.close();
     }
@@ -276,7 +300,16 @@ describe('with the static bearer token instead of OAuth', () => {
   beforeAll(async () => {
     const port = await freePort();
     origin = `http://127.0.0.1:${port}`;
-    front = await startHttp({ SKILLS_DIR: `${REPO}skills`, SKILL_MCP_RUNNER_SOCKET: setup.runner.socketPath, SKILL_MCP_HTTP_TOKEN: TOKEN, SKILL_MCP_APPROVAL_URL: origin }, [], { port });
+    front = await startHttp(
+      {
+        SKILLS_DIR: `${REPO}skills`,
+        SKILL_MCP_RUNNER_SOCKET: setup.runner.socketPath,
+        SKILL_MCP_HTTP_TOKEN: TOKEN,
+        SKILL_MCP_APPROVAL_URL: origin,
+      },
+      [],
+      { port },
+    );
   }, 30_000);
   afterAll(async () => {
     await front?.stop();
@@ -306,7 +339,9 @@ describe('with the static bearer token instead of OAuth', () => {
       expect((await decide(browser, link, page, 'approve')).status).toBe(200);
       const ran = await runTool(client, { args: [message], confirmToken: first.value['confirmToken'] });
       expect(ran.value, JSON.stringify(ran.value)).toMatchObject({ status: 'completed', exitCode: 0 });
-      expect(acceptedRuns(setup).find((l) => l['run_id'] === ran.value['runId'])).toMatchObject({ approval: { channel: 'elicitation-url', approver: 'static-token' } });
+      expect(acceptedRuns(setup).find((l) => l['run_id'] === ran.value['runId'])).toMatchObject({
+        approval: { channel: 'elicitation-url', approver: 'static-token' },
+      });
     } finally {
       await client.close();
     }

@@ -34,11 +34,14 @@ describe('auth off (no SKILL_MCP_HTTP_TOKEN)', () => {
 
 describe.each([
   ['SKILL_MCP_HTTP_TOKEN', () => ({ SKILL_MCP_HTTP_TOKEN: TOKEN })],
-  ['SKILL_MCP_HTTP_TOKEN_FILE', () => {
-    const file = join(dir, 'token');
-    writeFileSync(file, `${TOKEN}\n`, { mode: 0o600 });
-    return { SKILL_MCP_HTTP_TOKEN_FILE: file };
-  }],
+  [
+    'SKILL_MCP_HTTP_TOKEN_FILE',
+    () => {
+      const file = join(dir, 'token');
+      writeFileSync(file, `${TOKEN}\n`, { mode: 0o600 });
+      return { SKILL_MCP_HTTP_TOKEN_FILE: file };
+    },
+  ],
 ])('auth on (%s)', (_name, env) => {
   let server: HttpServer;
   test('no Authorization header: 401 with a Bearer challenge, nothing served', async () => {
@@ -81,6 +84,8 @@ describe('token configuration mistakes stop the server with a message', () => {
   });
 
   test('an unreadable token file is refused at start, naming the variable', async () => {
-    await expect(startHttp({ SKILL_MCP_HTTP_TOKEN_FILE: join(dir, 'missing') })).rejects.toThrow(/SKILL_MCP_HTTP_TOKEN_FILE cannot be read/);
+    await expect(startHttp({ SKILL_MCP_HTTP_TOKEN_FILE: join(dir, 'missing') })).rejects.toThrow(
+      /SKILL_MCP_HTTP_TOKEN_FILE cannot be read/,
+    );
   });
 });

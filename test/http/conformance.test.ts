@@ -22,7 +22,9 @@ const SUITE = CONFORMANCE_SUITE;
 const PLATFORM_OK = VERIFIERS_PLATFORM_OK;
 // On linux-x64 the suite must be there (`npm test` installs it); only other platforms skip.
 if (PLATFORM_OK && !(existsSync(NODE22) && existsSync(SUITE))) {
-  throw new Error('the conformance suite is not installed in tools/conformance/: run `npm test` (its pretest installs it) or `node tools/conformance/ensure.mjs`');
+  throw new Error(
+    'the conformance suite is not installed in tools/conformance/: run `npm test` (its pretest installs it) or `node tools/conformance/ensure.mjs`',
+  );
 }
 const RUNNABLE = PLATFORM_OK;
 
@@ -31,9 +33,16 @@ const RUNS: [string, string][] = [
   ['sep-2640-skills-enumeration', 'extension'],
   ['sep-2640-skills-manifest', 'extension'],
   ['sep-2640-skills-directory', 'extension'],
-  ...['server-initialize', 'server-session-lifecycle', 'ping', 'tools-list', 'resources-list', 'prompts-list', 'dns-rebinding-protection', 'server-sse-multiple-streams'].map(
-    (s): [string, string] => [s, '2025-11-25'],
-  ),
+  ...[
+    'server-initialize',
+    'server-session-lifecycle',
+    'ping',
+    'tools-list',
+    'resources-list',
+    'prompts-list',
+    'dns-rebinding-protection',
+    'server-sse-multiple-streams',
+  ].map((s): [string, string] => [s, '2025-11-25']),
   ...[
     'server-stateless',
     'tools-list',
@@ -81,7 +90,17 @@ afterAll(async () => {
 
 function runScenario(scenario: string, spec: string): Promise<{ checks: Check[]; output: string }> {
   const out = mkdtempSync(join(outDir, `${scenario}-`));
-  const args = [SUITE, 'server', '--url', server.url, '--scenario', scenario, '-o', out, ...(spec === 'extension' ? [] : ['--spec-version', spec])];
+  const args = [
+    SUITE,
+    'server',
+    '--url',
+    server.url,
+    '--scenario',
+    scenario,
+    '-o',
+    out,
+    ...(spec === 'extension' ? [] : ['--spec-version', spec]),
+  ];
   return new Promise((resolve, reject) => {
     execFile(NODE22, args, { cwd: REPO, timeout: 90_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
       // biome-ignore lint/suspicious/noControlCharactersInRegex: strips the suite's ANSI colour codes (ESC [ … m)
@@ -94,16 +113,24 @@ function runScenario(scenario: string, spec: string): Promise<{ checks: Check[];
 }
 
 describe.skipIf(!RUNNABLE)('MCP conformance suite 0.2.0-alpha.12 over HTTP (needs linux-x64 for the bundled Node 22)', () => {
-  test.concurrent.each(RUNS)('%s (%s)', async (scenario, spec) => {
-    const { checks, output } = await runScenario(scenario, spec);
-    const allowed = NEEDS_FIXTURE_TOOL[scenario] ?? [];
-    const failed = checks.filter((c) => c.status === 'FAILURE');
-    const unexpected = failed.filter((c) => !allowed.includes(c.id) || !/^Not testable: server does not list the diagnostic tool/.test(c.errorMessage ?? ''));
-    expect(unexpected, output).toEqual([]);
-    expect(output).not.toMatch(/SKIPPED: scenario/);
-    if (scenario.startsWith('sep-2640-')) {
-      expect(failed).toEqual([]);
-      expect(checks.filter((c) => c.status === 'SUCCESS').length).toBeGreaterThanOrEqual({ 'sep-2640-skills-enumeration': 32, 'sep-2640-skills-manifest': 6, 'sep-2640-skills-directory': 7 }[scenario]!);
-    }
-  }, 120_000);
+  test.concurrent.each(RUNS)(
+    '%s (%s)',
+    async (scenario, spec) => {
+      const { checks, output } = await runScenario(scenario, spec);
+      const allowed = NEEDS_FIXTURE_TOOL[scenario] ?? [];
+      const failed = checks.filter((c) => c.status === 'FAILURE');
+      const unexpected = failed.filter(
+        (c) => !allowed.includes(c.id) || !/^Not testable: server does not list the diagnostic tool/.test(c.errorMessage ?? ''),
+      );
+      expect(unexpected, output).toEqual([]);
+      expect(output).not.toMatch(/SKIPPED: scenario/);
+      if (scenario.startsWith('sep-2640-')) {
+        expect(failed).toEqual([]);
+        expect(checks.filter((c) => c.status === 'SUCCESS').length).toBeGreaterThanOrEqual(
+          { 'sep-2640-skills-enumeration': 32, 'sep-2640-skills-manifest': 6, 'sep-2640-skills-directory': 7 }[scenario]!,
+        );
+      }
+    },
+    120_000,
+  );
 });

@@ -16,7 +16,13 @@ const META = {
 
 function readRequest(headers: Record<string, string> = {}, body: Record<string, unknown> = {}): [Headers, unknown] {
   return [
-    new Headers({ 'content-type': 'application/json', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'resources/read', 'mcp-name': URI, ...headers }),
+    new Headers({
+      'content-type': 'application/json',
+      'mcp-protocol-version': '2026-07-28',
+      'mcp-method': 'resources/read',
+      'mcp-name': URI,
+      ...headers,
+    }),
     { jsonrpc: '2.0', id: 1, method: 'resources/read', params: { uri: URI, _meta: META }, ...body },
   ];
 }
@@ -28,8 +34,16 @@ describe('the fast path takes', () => {
 
   test('a plain skills/list, with or without a cursor, with a string id', () => {
     const headers = new Headers({ 'content-type': 'application/json', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'skills/list' });
-    expect(fastRequest(headers, { jsonrpc: '2.0', id: 'a', method: 'skills/list', params: { _meta: META } })).toEqual({ id: 'a', method: 'skills/list', cursor: undefined });
-    expect(fastRequest(headers, { jsonrpc: '2.0', id: 2, method: 'skills/list', params: { cursor: 'c', _meta: META } })).toEqual({ id: 2, method: 'skills/list', cursor: 'c' });
+    expect(fastRequest(headers, { jsonrpc: '2.0', id: 'a', method: 'skills/list', params: { _meta: META } })).toEqual({
+      id: 'a',
+      method: 'skills/list',
+      cursor: undefined,
+    });
+    expect(fastRequest(headers, { jsonrpc: '2.0', id: 2, method: 'skills/list', params: { cursor: 'c', _meta: META } })).toEqual({
+      id: 2,
+      method: 'skills/list',
+      cursor: 'c',
+    });
   });
 });
 
@@ -42,14 +56,30 @@ describe('the fast path leaves to the SDK', () => {
     ['a method the headers do not name', { 'mcp-method': 'skills/list' }, {}],
     ['a non-JSON content type', { 'content-type': 'text/plain' }, {}],
     ['an older protocol version', { 'mcp-protocol-version': '2025-11-25' }, {}],
-    ['prototype pollution: a __proto__ params key', {}, { params: JSON.parse(`{"uri":"${URI}","_meta":${JSON.stringify(META)},"__proto__":{"x":1}}`) }],
+    [
+      'prototype pollution: a __proto__ params key',
+      {},
+      { params: JSON.parse(`{"uri":"${URI}","_meta":${JSON.stringify(META)},"__proto__":{"x":1}}`) },
+    ],
     ['a progress token (the SDK would stream progress)', {}, { params: { uri: URI, _meta: { ...META, progressToken: 1 } } }],
-    ['a log level (the SDK would stream log messages)', {}, { params: { uri: URI, _meta: { ...META, 'io.modelcontextprotocol/logLevel': 'debug' } } }],
+    [
+      'a log level (the SDK would stream log messages)',
+      {},
+      { params: { uri: URI, _meta: { ...META, 'io.modelcontextprotocol/logLevel': 'debug' } } },
+    ],
     ['a notification (no id)', {}, { id: undefined }],
     ['an id that is not a string or an integer', {}, { id: 1.5 }],
     ['an extra top-level member', {}, { extra: true }],
-    ['an envelope the SDK refuses (clientCapabilities not an object)', {}, { params: { uri: URI, _meta: { ...META, 'io.modelcontextprotocol/clientCapabilities': 'all' } } }],
-    ['a body version other than the header', {}, { params: { uri: URI, _meta: { ...META, 'io.modelcontextprotocol/protocolVersion': '2025-11-25' } } }],
+    [
+      'an envelope the SDK refuses (clientCapabilities not an object)',
+      {},
+      { params: { uri: URI, _meta: { ...META, 'io.modelcontextprotocol/clientCapabilities': 'all' } } },
+    ],
+    [
+      'a body version other than the header',
+      {},
+      { params: { uri: URI, _meta: { ...META, 'io.modelcontextprotocol/protocolVersion': '2025-11-25' } } },
+    ],
   ])('%s', (_what, headers, body) => {
     const [h, b] = readRequest(headers, body);
     expect(fastRequest(h, JSON.parse(JSON.stringify(b)) as unknown)).toBeUndefined();

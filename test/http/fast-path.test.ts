@@ -51,14 +51,17 @@ async function side(skills: string, fastPath: 'on' | 'off', auth: 'oauth' | 'tok
       SKILL_MCP_HTTP_MAX_BODY_BYTES: String(MAX_BODY_BYTES),
       SKILL_MCP_HTTP_FAST_PATH: fastPath,
       SKILL_MCP_RUNNER_SOCKET: join(base, 'no-runner.sock'),
-      ...(auth === 'oauth' ? { SKILL_MCP_OAUTH_ISSUER: issuer.issuer, SKILL_MCP_OAUTH_AUDIENCE: audience } : { SKILL_MCP_HTTP_TOKEN: STATIC_TOKEN }),
+      ...(auth === 'oauth'
+        ? { SKILL_MCP_OAUTH_ISSUER: issuer.issuer, SKILL_MCP_OAUTH_AUDIENCE: audience }
+        : { SKILL_MCP_HTTP_TOKEN: STATIC_TOKEN }),
     },
     ['--metrics-port', '0'],
     { port },
   );
   const metricsUrl = /metrics on (http:\/\/\S+)/.exec(server.stderr())![1]!;
   const tokens: Record<string, string> = {};
-  for (const sub of ['alice', 'bob']) tokens[sub] = auth === 'oauth' ? await issuer.mint({ sub, aud: audience, scope: 'skills:read' }) : STATIC_TOKEN;
+  for (const sub of ['alice', 'bob'])
+    tokens[sub] = auth === 'oauth' ? await issuer.mint({ sub, aud: audience, scope: 'skills:read' }) : STATIC_TOKEN;
   return { server, metricsUrl, audience, tokens };
 }
 
@@ -75,7 +78,12 @@ beforeAll(async () => {
   writeFileSync(join(skills, 'probe', 'references', 'deep', 'guide.md'), '# Guide\n\nNested.\n');
   skill(skills, HIDDEN, 'Rotate the vault unseal keys.', '# Vault operations\n\nThe unseal ritual.\n');
   issuer = await startIssuer();
-  [fast, slow, fastToken, slowToken] = await Promise.all([side(skills, 'on'), side(skills, 'off'), side(skills, 'on', 'token'), side(skills, 'off', 'token')]);
+  [fast, slow, fastToken, slowToken] = await Promise.all([
+    side(skills, 'on'),
+    side(skills, 'off'),
+    side(skills, 'on', 'token'),
+    side(skills, 'off', 'token'),
+  ]);
 }, 60_000);
 
 afterAll(async () => {
@@ -93,11 +101,23 @@ interface Raw {
 }
 
 /** A 2026-07-28 request with the headers a client sends, then `headers`'s changes; `bodyChanges` edit the message. */
-function modern(method: string, params: Record<string, unknown>, headers: Record<string, string | null> = {}, bodyChanges: Record<string, unknown> = {}): Raw {
+function modern(
+  method: string,
+  params: Record<string, unknown>,
+  headers: Record<string, string | null> = {},
+  bodyChanges: Record<string, unknown> = {},
+): Raw {
   const uri = params['uri'];
   return {
     body: { jsonrpc: '2.0', id: 7, method, params: envelope(params), ...bodyChanges },
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': MODERN, 'mcp-method': method, ...(typeof uri === 'string' ? { 'mcp-name': uri } : {}), ...headers },
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': MODERN,
+      'mcp-method': method,
+      ...(typeof uri === 'string' ? { 'mcp-name': uri } : {}),
+      ...headers,
+    },
     as: 'alice',
   };
 }
@@ -113,10 +133,16 @@ interface Answer {
 async function send(to: Side, raw: Raw): Promise<Answer> {
   const headers = Object.fromEntries(Object.entries(raw.headers).filter((entry): entry is [string, string] => entry[1] !== null));
   if (raw.as) headers['authorization'] = `Bearer ${to.tokens[raw.as]}`;
-  const response = await fetch(to.server.url, { method: 'POST', headers, body: typeof raw.body === 'string' ? raw.body : JSON.stringify(raw.body) });
+  const response = await fetch(to.server.url, {
+    method: 'POST',
+    headers,
+    body: typeof raw.body === 'string' ? raw.body : JSON.stringify(raw.body),
+  });
   // The date is the clock's, not the answer's; the server's own address (a 401's resource_metadata) differs by port.
   const host = new URL(to.server.url).host;
-  const kept = [...response.headers].filter(([name]) => name !== 'date').map(([name, value]): [string, string] => [name, value.replaceAll(host, 'SERVER')]);
+  const kept = [...response.headers]
+    .filter(([name]) => name !== 'date')
+    .map(([name, value]): [string, string] => [name, value.replaceAll(host, 'SERVER')]);
   return { status: response.status, headers: kept, text: (await response.text()).replaceAll(host, 'SERVER') };
 }
 
@@ -147,7 +173,9 @@ const SENTINEL = (value: string): string => `=?base64?${Buffer.from(value).toStr
 describe('the fast path answers exactly what the SDK handler answers', () => {
   test('skills/list: the first page, then the next by its cursor', async () => {
     const first = await expectSame(modern('skills/list', {}), true);
-    const page = JSON.parse(first.text) as { result: { skills: { uri: string }[]; nextCursor?: string; ttlMs: number; cacheScope: string } };
+    const page = JSON.parse(first.text) as {
+      result: { skills: { uri: string }[]; nextCursor?: string; ttlMs: number; cacheScope: string };
+    };
     expect(page.result.skills).toHaveLength(2);
     expect(page.result.cacheScope).toBe('private');
     const cursor = page.result.nextCursor!;
@@ -237,7 +265,18 @@ describe('the fast path answers exactly what the SDK handler answers', () => {
   test('a batch, a 2025-era request, a notification, a body that is not JSON: the SDK answers', async () => {
     const one = modern('resources/read', { uri });
     await expectSame({ ...one, body: [one.body] }, false);
-    await expectSame({ ...one, body: { jsonrpc: '2.0', id: 1, method: 'resources/read', params: { uri } }, headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' } }, false);
+    await expectSame(
+      {
+        ...one,
+        body: { jsonrpc: '2.0', id: 1, method: 'resources/read', params: { uri } },
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': '2025-11-25',
+        },
+      },
+      false,
+    );
     await expectSame(modern('notifications/initialized', {}, {}, { id: undefined }), false);
     await expectSame({ ...one, body: '{"jsonrpc":"2.0",' }, false);
     await expectSame({ ...one, body: '' }, false);
@@ -271,7 +310,11 @@ describe('attacks the fast path must not open', () => {
 
   test('an eligible request with a token for another audience is still 401', async () => {
     const raw = read('skill://probe/notes.txt');
-    const answer = await send(fast, { ...raw, as: undefined, headers: { ...raw.headers, authorization: `Bearer ${slow.tokens['alice']}` } });
+    const answer = await send(fast, {
+      ...raw,
+      as: undefined,
+      headers: { ...raw.headers, authorization: `Bearer ${slow.tokens['alice']}` },
+    });
     expect(answer.status).toBe(401);
   });
 

@@ -3,11 +3,20 @@
  * header values without building a probe `Request`, and must refuse exactly what the SDK's
  * `hostHeaderValidationResponse` / `originValidationResponse` refuse, with the same answer.
  */
-import { hostHeaderValidationResponse, localhostAllowedHostnames, localhostAllowedOrigins, originValidationResponse } from '@modelcontextprotocol/server';
+import {
+  hostHeaderValidationResponse,
+  localhostAllowedHostnames,
+  localhostAllowedOrigins,
+  originValidationResponse,
+} from '@modelcontextprotocol/server';
 import { describe, expect, test } from 'vitest';
 import { guardRequest, type GuardOptions } from '../../server/http/guard.js';
 
-const options: GuardOptions = { allowedHosts: localhostAllowedHostnames(), allowedOrigins: localhostAllowedOrigins(), otherPaths: () => false };
+const options: GuardOptions = {
+  allowedHosts: localhostAllowedHostnames(),
+  allowedOrigins: localhostAllowedOrigins(),
+  otherPaths: () => false,
+};
 
 /** What the SDK's helpers answer for these headers (host first, as the guard checks). */
 function sdkAnswer(headers: Headers): Response | undefined {

@@ -34,10 +34,13 @@ describe('Origin and Host (browser attacks)', () => {
   test('DNS rebinding: a foreign Host header is refused even from loopback', async () => {
     const status = await new Promise<number>((resolve, reject) => {
       const { port } = new URL(server.url);
-      const req = httpRequest({ host: '127.0.0.1', port, path: '/mcp', method: 'POST', headers: { host: 'evil.example', 'content-type': 'application/json' } }, (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      });
+      const req = httpRequest(
+        { host: '127.0.0.1', port, path: '/mcp', method: 'POST', headers: { host: 'evil.example', 'content-type': 'application/json' } },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
       req.on('error', reject);
       req.end('{}');
     });
@@ -72,10 +75,26 @@ describe('protocol headers (2026-07-28 over HTTP)', () => {
   });
 
   test('an unsupported protocol version is 400 / -32022 naming the supported ones', async () => {
-    const body = { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: { 'io.modelcontextprotocol/protocolVersion': '2099-01-01', 'io.modelcontextprotocol/clientInfo': { name: 't', version: '0' }, 'io.modelcontextprotocol/clientCapabilities': {} } } };
+    const body = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/list',
+      params: {
+        _meta: {
+          'io.modelcontextprotocol/protocolVersion': '2099-01-01',
+          'io.modelcontextprotocol/clientInfo': { name: 't', version: '0' },
+          'io.modelcontextprotocol/clientCapabilities': {},
+        },
+      },
+    };
     const response = await fetch(server.url, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2099-01-01', 'mcp-method': 'tools/list' },
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2099-01-01',
+        'mcp-method': 'tools/list',
+      },
       body: JSON.stringify(body),
     });
     const answer = (await response.json()) as { error: { code: number; data: { supported: string[] } } };
@@ -93,7 +112,12 @@ describe('protocol headers (2026-07-28 over HTTP)', () => {
     const response = await fetch(server.url, {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '0' } } }),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '0' } },
+      }),
     });
     expect(response.status).toBe(200);
     expect(response.headers.get('mcp-session-id')).toBeNull();
@@ -111,10 +135,19 @@ describe('request body cap (SKILL_MCP_HTTP_MAX_BODY_BYTES=65536)', () => {
   test('a chunked body (no Content-Length) that grows past the cap is 413', async () => {
     const { port } = new URL(server.url);
     const status = await new Promise<number>((resolve, reject) => {
-      const req = httpRequest({ host: '127.0.0.1', port, path: '/mcp', method: 'POST', headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' } }, (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      });
+      const req = httpRequest(
+        {
+          host: '127.0.0.1',
+          port,
+          path: '/mcp',
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' },
+        },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
       req.on('error', reject);
       for (let i = 0; i < 20; i += 1) req.write('y'.repeat(8192));
       req.end();

@@ -29,7 +29,11 @@ export interface HttpServer {
 }
 
 /** Starts the built server over HTTP on a free loopback port and waits for its `listening on` line. */
-export async function startHttp(env: Record<string, string> = {}, args: string[] = [], options: { port?: number } = {}): Promise<HttpServer> {
+export async function startHttp(
+  env: Record<string, string> = {},
+  args: string[] = [],
+  options: { port?: number } = {},
+): Promise<HttpServer> {
   if (!existsSync(SERVER_JS)) throw new Error('dist/skill-mcp.js is missing: run `npm run build` first');
   const child = spawn(process.execPath, [SERVER_JS, '--http', '--port', String(options.port ?? 0), ...args], {
     env: { ...baseEnv(), ...env },
@@ -79,7 +83,12 @@ export interface RawAnswer {
  * POSTs one JSON-RPC request in the 2026-07-28 shape: headers matching the body unless
  * `headers` overrides them (a `null` value removes one).
  */
-export async function modernPost(url: string, method: string, params: Record<string, unknown> = {}, headers: Record<string, string | null> = {}): Promise<RawAnswer> {
+export async function modernPost(
+  url: string,
+  method: string,
+  params: Record<string, unknown> = {},
+  headers: Record<string, string | null> = {},
+): Promise<RawAnswer> {
   const base: Record<string, string | null> = {
     'content-type': 'application/json',
     accept: 'application/json, text/event-stream',
@@ -88,7 +97,11 @@ export async function modernPost(url: string, method: string, params: Record<str
     ...headers,
   };
   const sent = Object.fromEntries(Object.entries(base).filter((entry): entry is [string, string] => entry[1] !== null));
-  const response = await fetch(url, { method: 'POST', headers: sent, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: envelope(params) }) });
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: sent,
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: envelope(params) }),
+  });
   const text = await response.text();
   let body: Record<string, unknown> | undefined;
   try {
@@ -106,8 +119,14 @@ export function errorCode(answer: RawAnswer): number | undefined {
 
 /** The SDK's `Client` over Streamable HTTP, in the 2025 era (initialize) or pinned to 2026-07-28. */
 export async function connectClient(url: string, era: 'legacy' | 'modern', token?: string): Promise<Client> {
-  const transport = new StreamableHTTPClientTransport(new URL(url), token ? { requestInit: { headers: { authorization: `Bearer ${token}` } } } : {});
-  const client = new Client({ name: 'skill-mcp-http-test', version: '0.0.0' }, era === 'modern' ? { versionNegotiation: { mode: { pin: MODERN } } } : {});
+  const transport = new StreamableHTTPClientTransport(
+    new URL(url),
+    token ? { requestInit: { headers: { authorization: `Bearer ${token}` } } } : {},
+  );
+  const client = new Client(
+    { name: 'skill-mcp-http-test', version: '0.0.0' },
+    era === 'modern' ? { versionNegotiation: { mode: { pin: MODERN } } } : {},
+  );
   await client.connect(transport);
   return client;
 }

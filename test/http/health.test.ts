@@ -43,18 +43,24 @@ describe('health and readiness', () => {
     expect(await get(front, '/healthz')).toEqual({ status: 200, body: { status: 'alive' } });
     const ready = await get(front, '/readyz');
     expect(ready.status).toBe(503);
-    expect(ready.body).toMatchObject({ ready: false, checks: { catalog: { ok: true, skills: 1 }, runner: { ok: false, configured: true, reachable: false } } });
+    expect(ready.body).toMatchObject({
+      ready: false,
+      checks: { catalog: { ok: true, skills: 1 }, runner: { ok: false, configured: true, reachable: false } },
+    });
   });
 
   test('runner up with the same configuration: ready (200)', async () => {
     runner = await startRunner({ env: { SKILL_MCP_UID_RANGE: '61924-61931' }, base, args: frontArgs });
     const ready = await get(front, '/readyz');
     expect(ready.status, JSON.stringify(ready.body)).toBe(200);
-    expect(ready.body).toMatchObject({ ready: true, checks: { runner: { ok: true, reachable: true }, ledger: { ok: true, kind: 'file' } } });
+    expect(ready.body).toMatchObject({
+      ready: true,
+      checks: { runner: { ok: true, reachable: true }, ledger: { ok: true, kind: 'file' } },
+    });
     expect(front.stderr()).toContain('ready: catalog loaded; runner reachable with the same configuration');
   });
 
-  test('a front whose grant differs from the runner\'s: CONFIG_MISMATCH naming what differs, at start and in /readyz', async () => {
+  test("a front whose grant differs from the runner's: CONFIG_MISMATCH naming what differs, at start and in /readyz", async () => {
     mismatched = await start({ SKILL_MCP_RUNNER_SOCKET: socketPath, MCP_SKILL_RUN: '[]' });
     expect(mismatched.stderr()).toMatch(/not ready: CONFIG_MISMATCH with the runner \(differs: grant\)/);
     const ready = await get(mismatched, '/readyz');

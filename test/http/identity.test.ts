@@ -30,11 +30,23 @@ beforeAll(async () => {
     carol: { secret: 'carol-secret-0123456789', scopes: BOTH, claims: { groups: ['ops', 'staff'] } },
   });
   const port = await freePort();
-  runner = await startRunner({ env: { MCP_SKILL_RUN: GRANT, SKILL_MCP_UID_RANGE: '61908-61915' }, base, args: process.getuid?.() === 0 ? ['--front-uid', '61183', '--front-gid', '61183'] : [] });
-  server = await startHttp({
-    SKILLS_DIR: `${REPO}skills`, SKILL_MCP_RUNNER_SOCKET: runner.socketPath, MCP_CONFIRM_MODE: 'auto', MCP_SKILL_RUN: GRANT,
-    SKILL_MCP_OAUTH_ISSUER: issuer.issuer, SKILL_MCP_OAUTH_AUDIENCE: `http://127.0.0.1:${port}/mcp`,
-  }, [], { port });
+  runner = await startRunner({
+    env: { MCP_SKILL_RUN: GRANT, SKILL_MCP_UID_RANGE: '61908-61915' },
+    base,
+    args: process.getuid?.() === 0 ? ['--front-uid', '61183', '--front-gid', '61183'] : [],
+  });
+  server = await startHttp(
+    {
+      SKILLS_DIR: `${REPO}skills`,
+      SKILL_MCP_RUNNER_SOCKET: runner.socketPath,
+      MCP_CONFIRM_MODE: 'auto',
+      MCP_SKILL_RUN: GRANT,
+      SKILL_MCP_OAUTH_ISSUER: issuer.issuer,
+      SKILL_MCP_OAUTH_AUDIENCE: `http://127.0.0.1:${port}/mcp`,
+    },
+    [],
+    { port },
+  );
 }, 30_000);
 
 afterAll(async () => {
@@ -52,7 +64,11 @@ async function as(id: string): Promise<Client> {
   return client;
 }
 
-async function call(client: Client, name: string, args: Record<string, unknown>): Promise<{ isError: boolean; value: Record<string, unknown> }> {
+async function call(
+  client: Client,
+  name: string,
+  args: Record<string, unknown>,
+): Promise<{ isError: boolean; value: Record<string, unknown> }> {
   const result = await client.callTool({ name, arguments: args });
   const text = (result.content as { text?: string }[]).map((c) => c.text ?? '').join('');
   return { isError: result.isError === true, value: (result.structuredContent ?? JSON.parse(text)) as Record<string, unknown> };
@@ -61,18 +77,25 @@ async function call(client: Client, name: string, args: Record<string, unknown>)
 async function runOnce(client: Client, message: string): Promise<Record<string, unknown>> {
   const first = await call(client, 'skill_run', { name: SKILL, script: SCRIPT, args: [message] });
   expect(first.value, JSON.stringify(first.value)).toMatchObject({ status: 'confirmation-required' });
-  const second = await call(client, 'skill_run', { name: SKILL, script: SCRIPT, args: [message], confirmToken: first.value['confirmToken'] });
+  const second = await call(client, 'skill_run', {
+    name: SKILL,
+    script: SCRIPT,
+    args: [message],
+    confirmToken: first.value['confirmToken'],
+  });
   expect(second.isError, JSON.stringify(second.value)).toBe(false);
   return second.value;
 }
 
 describe('grants by subject', () => {
-  test('Alice (named by sub) runs; the run\'s audit lines name her as the requester', async () => {
+  test("Alice (named by sub) runs; the run's audit lines name her as the requester", async () => {
     const alice = await as('alice');
     try {
       const ran = await runOnce(alice, 'feat: alice runs');
       expect(ran).toMatchObject({ exitCode: 0 });
-      const lines = auditLines(runner.stateDir).filter((l) => l['run_id'] === ran['runId'] || (l['event'] === 'run.prepare' && l['requester'] === 'alice'));
+      const lines = auditLines(runner.stateDir).filter(
+        (l) => l['run_id'] === ran['runId'] || (l['event'] === 'run.prepare' && l['requester'] === 'alice'),
+      );
       const events = lines.map((l) => l['event']);
       expect(events).toEqual(expect.arrayContaining(['run.prepare', 'run.accept', 'run.exit']));
       // The audit's requester is the verified subject, and says where it came from (docs/audit.md).
@@ -117,7 +140,9 @@ describe('grants by subject', () => {
     expect(!noOne.ok && noOne.error.code).toBe('NOT_GRANTED');
     const alice = await runner.client.prepare({ skill: SKILL, script: SCRIPT, args: ['x'], identity: { subject: 'alice' } });
     expect(alice.ok).toBe(true);
-    const line = auditLines(runner.stateDir).filter((l) => l['event'] === 'run.prepare').at(-1);
+    const line = auditLines(runner.stateDir)
+      .filter((l) => l['event'] === 'run.prepare')
+      .at(-1);
     expect(line).toMatchObject({ requester: 'alice', requester_from: 'oauth' });
   });
 });
@@ -135,7 +160,9 @@ describe('a confirmation token belongs to whom it was minted for', () => {
       expect(stolen.isError).toBe(true);
       expect(JSON.stringify(stolen.value)).toContain('TOKEN_INVALID');
       expect(JSON.stringify(stolen.value)).toContain('issued to another identity');
-      const refusedLine = auditLines(runner.stateDir).filter((l) => l['event'] === 'run.reject').at(-1);
+      const refusedLine = auditLines(runner.stateDir)
+        .filter((l) => l['event'] === 'run.reject')
+        .at(-1);
       expect(refusedLine).toMatchObject({ reason: 'token-invalid', requester: 'carol' });
       const own = await call(alice, 'skill_run', { name: SKILL, script: SCRIPT, args: [message], confirmToken: token });
       expect(own.isError, JSON.stringify(own.value)).toBe(false);
@@ -149,7 +176,12 @@ describe('a confirmation token belongs to whom it was minted for', () => {
     const grantedAlice = await runner.client.prepare({ skill: SKILL, script: SCRIPT, args: ['x'], identity: { subject: 'alice' } });
     expect(grantedAlice.ok).toBe(true);
     if (!grantedAlice.ok) return;
-    const anonymous = await runner.client.run({ skill: SKILL, script: SCRIPT, args: ['x'], confirmToken: grantedAlice.result.confirmToken });
+    const anonymous = await runner.client.run({
+      skill: SKILL,
+      script: SCRIPT,
+      args: ['x'],
+      confirmToken: grantedAlice.result.confirmToken,
+    });
     expect(!anonymous.ok && anonymous.error.code).toBe('TOKEN_INVALID');
   });
 });
@@ -159,7 +191,8 @@ describe('run slots count a person, not a connection', () => {
     const [a1, a2, c] = await Promise.all([as('alice'), as('alice'), as('carol')]);
     try {
       const runs = [await runOnce(a1, 'fix: one'), await runOnce(a2, 'fix: two'), await runOnce(c, 'fix: three')];
-      const clientOf = (runId: unknown): unknown => auditLines(runner.stateDir).find((l) => l['event'] === 'run.accept' && l['run_id'] === runId)?.['client'];
+      const clientOf = (runId: unknown): unknown =>
+        auditLines(runner.stateDir).find((l) => l['event'] === 'run.accept' && l['run_id'] === runId)?.['client'];
       const [one, two, three] = runs.map((r) => clientOf(r['runId']));
       expect(one).toMatch(/^[0-9a-f]{32}$/);
       expect(two).toBe(one);

@@ -23,14 +23,21 @@ function inspect(url: string, era: string, extra: string[] = []): Promise<{ code
 }
 
 function verified(stdout: string): { uri: string; ok: boolean }[] {
-  return stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+  return stdout
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l));
 }
 
 let bundled: HttpServer;
 let varied: HttpServer;
 let guarded: HttpServer;
 beforeAll(async () => {
-  [bundled, varied, guarded] = await Promise.all([startHttp(), startHttp({ SKILLS_DIR: VARIED_SKILLS }), startHttp({ SKILL_MCP_HTTP_TOKEN: TOKEN })]);
+  [bundled, varied, guarded] = await Promise.all([
+    startHttp(),
+    startHttp({ SKILLS_DIR: VARIED_SKILLS }),
+    startHttp({ SKILL_MCP_HTTP_TOKEN: TOKEN }),
+  ]);
 });
 afterAll(async () => {
   await Promise.all([bundled, varied, guarded].map((s) => s?.stop()));

@@ -87,7 +87,10 @@ interface Grant {
   claims: Record<string, unknown>;
 }
 
-export async function startIssuer(clients: Record<string, TestClient> = {}, options: { path?: string; users?: Record<string, TestUser> } = {}): Promise<TestIssuer> {
+export async function startIssuer(
+  clients: Record<string, TestClient> = {},
+  options: { path?: string; users?: Record<string, TestUser> } = {},
+): Promise<TestIssuer> {
   let key = await makeKey();
   let fetches = 0;
   const issued: string[] = [];
@@ -97,7 +100,10 @@ export async function startIssuer(clients: Record<string, TestClient> = {}, opti
   const started = new Map<string, URLSearchParams>();
   const codes = new Map<string, Grant>();
   let issuer = '';
-  const mint = async (payload: JWTPayload, opts: { key?: SigningKey; header?: Record<string, unknown>; omitDefaults?: boolean } = {}): Promise<string> => {
+  const mint = async (
+    payload: JWTPayload,
+    opts: { key?: SigningKey; header?: Record<string, unknown>; omitDefaults?: boolean } = {},
+  ): Promise<string> => {
     const k = opts.key ?? key;
     const now = Math.floor(Date.now() / 1000);
     const claims = opts.omitDefaults ? payload : { iss: issuer, iat: now, exp: now + 300, ...payload };
@@ -126,11 +132,17 @@ export async function startIssuer(clients: Record<string, TestClient> = {}, opti
     if (req.method === 'GET' && url.pathname === `${path}/authorize`) {
       const q = url.searchParams;
       const client = clients[q.get('client_id') ?? ''];
-      if (!client?.redirectUris?.includes(q.get('redirect_uri') ?? '')) return html(res, 400, '<p id="error">unknown client or redirect_uri</p>');
-      if (q.get('response_type') !== 'code' || q.get('code_challenge_method') !== 'S256' || !q.get('code_challenge')) return html(res, 400, '<p id="error">code + S256 PKCE required</p>');
+      if (!client?.redirectUris?.includes(q.get('redirect_uri') ?? ''))
+        return html(res, 400, '<p id="error">unknown client or redirect_uri</p>');
+      if (q.get('response_type') !== 'code' || q.get('code_challenge_method') !== 'S256' || !q.get('code_challenge'))
+        return html(res, 400, '<p id="error">code + S256 PKCE required</p>');
       const tx = randomBytes(16).toString('hex');
       started.set(tx, q);
-      return html(res, 200, `<form method="post" action="${path}/authorize"><input type="hidden" name="tx" value="${tx}"><label>User <input id="username" name="username"></label> <button id="login" type="submit">Sign in</button></form>`);
+      return html(
+        res,
+        200,
+        `<form method="post" action="${path}/authorize"><input type="hidden" name="tx" value="${tx}"><label>User <input id="username" name="username"></label> <button id="login" type="submit">Sign in</button></form>`,
+      );
     }
     if (req.method === 'POST' && url.pathname === `${path}/authorize`) {
       const form = new URLSearchParams(await body(req));
@@ -143,10 +155,14 @@ export async function startIssuer(clients: Record<string, TestClient> = {}, opti
       const asked = (q.get('scope') ?? '').split(' ').filter((s) => s !== '' && s !== 'openid');
       const code = randomBytes(16).toString('hex');
       codes.set(code, {
-        clientId: q.get('client_id')!, redirectUri: q.get('redirect_uri')!, challenge: q.get('code_challenge')!, resource: q.get('resource') ?? '',
+        clientId: q.get('client_id')!,
+        redirectUri: q.get('redirect_uri')!,
+        challenge: q.get('code_challenge')!,
+        resource: q.get('resource') ?? '',
         // Like real providers: the scopes asked for that this person holds, plus their everyday ones.
         scope: [...new Set([...user.scopes.filter((s) => asked.includes(s) || s !== 'skills:approve')])].join(' '),
-        sub: name, claims: user.claims ?? {},
+        sub: name,
+        claims: user.claims ?? {},
       });
       logins.push(name);
       const back = new URL(q.get('redirect_uri')!);
@@ -158,15 +174,26 @@ export async function startIssuer(clients: Record<string, TestClient> = {}, opti
     if (req.method === 'POST' && url.pathname === `${path}/token`) {
       const form = new URLSearchParams(await body(req));
       const basic = /^Basic (.+)$/.exec(req.headers.authorization ?? '');
-      const [id, secret] = basic ? Buffer.from(basic[1]!, 'base64').toString('utf8').split(':').map(decodeURIComponent) : [form.get('client_id') ?? undefined];
+      const [id, secret] = basic
+        ? Buffer.from(basic[1]!, 'base64').toString('utf8').split(':').map(decodeURIComponent)
+        : [form.get('client_id') ?? undefined];
       const client = id !== undefined ? clients[id] : undefined;
       if (!client || (client.public ? basic !== null : client.secret !== secret)) return json(res, 401, { error: 'invalid_client' });
       if (form.get('grant_type') === 'authorization_code') {
         const grant = codes.get(form.get('code') ?? '');
         codes.delete(form.get('code') ?? '');
-        const challenge = createHash('sha256').update(form.get('code_verifier') ?? '').digest('base64url');
-        if (!grant || grant.clientId !== id || grant.redirectUri !== form.get('redirect_uri') || grant.challenge !== challenge) return json(res, 400, { error: 'invalid_grant' });
-        const token = await mint({ sub: grant.sub, client_id: id, aud: form.get('resource') ?? grant.resource, scope: grant.scope, ...grant.claims });
+        const challenge = createHash('sha256')
+          .update(form.get('code_verifier') ?? '')
+          .digest('base64url');
+        if (!grant || grant.clientId !== id || grant.redirectUri !== form.get('redirect_uri') || grant.challenge !== challenge)
+          return json(res, 400, { error: 'invalid_grant' });
+        const token = await mint({
+          sub: grant.sub,
+          client_id: id,
+          aud: form.get('resource') ?? grant.resource,
+          scope: grant.scope,
+          ...grant.claims,
+        });
         issued.push(token);
         return json(res, 200, { access_token: token, token_type: 'Bearer', expires_in: 300, scope: grant.scope });
       }
@@ -194,11 +221,12 @@ export async function startIssuer(clients: Record<string, TestClient> = {}, opti
     jwksFetches: () => fetches,
     issued: () => issued,
     logins: () => logins,
-    close: () => new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      // A browser's keep-alive connections would hold close() open.
-      server.closeAllConnections();
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        // A browser's keep-alive connections would hold close() open.
+        server.closeAllConnections();
+      }),
   };
 }
 

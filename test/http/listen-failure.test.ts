@@ -17,7 +17,9 @@ const isRoot = process.getuid?.() === 0;
 function httpFront(args: string[]): Promise<{ code: number | null; stderr: string }> {
   const child = spawn(process.execPath, [SERVER_JS, '--http', ...args], { env: baseEnv(), stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
-  child.stderr.on('data', (c: Buffer) => { stderr += c.toString('utf8'); });
+  child.stderr.on('data', (c: Buffer) => {
+    stderr += c.toString('utf8');
+  });
   return new Promise((resolve) => child.once('close', (code) => resolve({ code, stderr })));
 }
 
@@ -44,11 +46,14 @@ test('a host name that does not resolve: exits 1 naming it; the runner guard goe
 });
 
 const lowPortsOpen = Number(readFileSync('/proc/sys/net/ipv4/ip_unprivileged_port_start', 'utf8')) <= 80;
-test.skipIf(!isRoot || lowPortsOpen)('as root, port 80: the front has already dropped to its unprivileged uid, and says so and what to do (root only, and only where ip_unprivileged_port_start is above 80)', async () => {
-  const { code, stderr } = await httpFront(['--port', '80']);
-  expect(code).toBe(1);
-  expect(stderr).toContain('cannot listen on 127.0.0.1:80: permission denied');
-  expect(stderr).toContain('already runs as its unprivileged uid 61183');
-  expect(stderr).toContain('net.ipv4.ip_unprivileged_port_start');
-  expect(await leftoverProcesses()).toEqual([]);
-});
+test.skipIf(!isRoot || lowPortsOpen)(
+  'as root, port 80: the front has already dropped to its unprivileged uid, and says so and what to do (root only, and only where ip_unprivileged_port_start is above 80)',
+  async () => {
+    const { code, stderr } = await httpFront(['--port', '80']);
+    expect(code).toBe(1);
+    expect(stderr).toContain('cannot listen on 127.0.0.1:80: permission denied');
+    expect(stderr).toContain('already runs as its unprivileged uid 61183');
+    expect(stderr).toContain('net.ipv4.ip_unprivileged_port_start');
+    expect(await leftoverProcesses()).toEqual([]);
+  },
+);

@@ -74,11 +74,14 @@ defineLiveScenario(
         expect((await walkSkills(legacy)).restarts).toBe(0);
       });
 
-      test.each(['legacy', 'modern'])('Inspector --verify --require-digests exits 0 against the running server, --protocol-era %s', async (era) => {
-        const run = await inspect(server!.url, era);
-        expect(run.code, run.stderr).toBe(0);
-        expect(run.stdout.split('\n').filter((l) => l.startsWith('{')).length).toBe(12);
-      });
+      test.each(['legacy', 'modern'])(
+        'Inspector --verify --require-digests exits 0 against the running server, --protocol-era %s',
+        async (era) => {
+          const run = await inspect(server!.url, era);
+          expect(run.code, run.stderr).toBe(0);
+          expect(run.stdout.split('\n').filter((l) => l.startsWith('{')).length).toBe(12);
+        },
+      );
     });
   },
 );

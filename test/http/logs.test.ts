@@ -22,11 +22,23 @@ beforeAll(async () => {
   issuer = await startIssuer();
   const port = await freePort();
   audience = `http://127.0.0.1:${port}/mcp`;
-  runner = await startRunner({ env: { SKILL_MCP_LOG_FORMAT: 'json', SKILL_MCP_UID_RANGE: '61932-61939' }, base, args: process.getuid?.() === 0 ? ['--front-uid', '61183', '--front-gid', '61183'] : [] });
-  server = await startHttp({
-    SKILLS_DIR: `${REPO}skills`, SKILL_MCP_RUNNER_SOCKET: runner.socketPath, MCP_CONFIRM_MODE: 'auto', SKILL_MCP_LOG_FORMAT: 'json',
-    SKILL_MCP_OAUTH_ISSUER: issuer.issuer, SKILL_MCP_OAUTH_AUDIENCE: audience,
-  }, [], { port });
+  runner = await startRunner({
+    env: { SKILL_MCP_LOG_FORMAT: 'json', SKILL_MCP_UID_RANGE: '61932-61939' },
+    base,
+    args: process.getuid?.() === 0 ? ['--front-uid', '61183', '--front-gid', '61183'] : [],
+  });
+  server = await startHttp(
+    {
+      SKILLS_DIR: `${REPO}skills`,
+      SKILL_MCP_RUNNER_SOCKET: runner.socketPath,
+      MCP_CONFIRM_MODE: 'auto',
+      SKILL_MCP_LOG_FORMAT: 'json',
+      SKILL_MCP_OAUTH_ISSUER: issuer.issuer,
+      SKILL_MCP_OAUTH_AUDIENCE: audience,
+    },
+    [],
+    { port },
+  );
 }, 30_000);
 
 afterAll(async () => {
@@ -41,7 +53,13 @@ function post(method: string, params: Record<string, unknown>, headers: Record<s
   (body['_meta'] as Record<string, unknown>)['traceparent'] = TRACE;
   return fetch(server.url, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': MODERN, 'mcp-method': method, ...headers },
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': MODERN,
+      'mcp-method': method,
+      ...headers,
+    },
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: body }),
   });
 }
@@ -53,7 +71,11 @@ test('every line is JSON, one access line per request, the identity and trace in
     await post('tools/list', {}, {}),
     await post('tools/list', {}, { authorization: `Bearer ${wrong}` }),
     await post('tools/list', {}, { authorization: `Bearer ${good}`, traceparent: TRACE }),
-    await post('tools/call', { name: 'skill_run', arguments: { name: 'commit-message', script: 'scripts/check-message.js', args: ['feat: trace me'] } }, { authorization: `Bearer ${good}`, 'mcp-name': 'skill_run' }),
+    await post(
+      'tools/call',
+      { name: 'skill_run', arguments: { name: 'commit-message', script: 'scripts/check-message.js', args: ['feat: trace me'] } },
+      { authorization: `Bearer ${good}`, 'mcp-name': 'skill_run' },
+    ),
     await fetch(new URL('/healthz', server.url)),
     await fetch(new URL('/mcp/secret-looking-path?token=abc', server.url)),
   ];
@@ -61,18 +83,36 @@ test('every line is JSON, one access line per request, the identity and trace in
   expect(answers.map((a) => a.status)).toEqual([401, 401, 200, 200, 200, 404]);
   await server.stop();
 
-  const lines = server.stderr().split('\n').filter((line) => line !== '');
+  const lines = server
+    .stderr()
+    .split('\n')
+    .filter((line) => line !== '');
   const parsed = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
-  for (const record of parsed) expect(record).toMatchObject({ time: expect.any(String), level: expect.stringMatching(/^(info|warn)$/), component: 'front', msg: expect.any(String) });
+  for (const record of parsed)
+    expect(record).toMatchObject({
+      time: expect.any(String),
+      level: expect.stringMatching(/^(info|warn)$/),
+      component: 'front',
+      msg: expect.any(String),
+    });
   const access = parsed.filter((r) => r['msg'] === 'access');
   expect(access.map((r) => [r['method'], r['path'], r['status']])).toEqual([
-    ['POST', '/mcp', 401], ['POST', '/mcp', 401], ['POST', '/mcp', 200], ['POST', '/mcp', 200], ['GET', '/healthz', 200], ['GET', 'other', 404],
+    ['POST', '/mcp', 401],
+    ['POST', '/mcp', 401],
+    ['POST', '/mcp', 200],
+    ['POST', '/mcp', 200],
+    ['GET', '/healthz', 200],
+    ['GET', 'other', 404],
   ]);
   expect(access.map((r) => r['identity'])).toEqual([undefined, undefined, 'alice', 'alice', undefined, undefined]);
   expect(access[2]!['traceparent']).toBe(TRACE);
   for (const r of access) expect(r['duration_s']).toEqual(expect.any(Number));
 
-  for (const line of runner.stderr().split('\n').filter((l) => l !== '')) expect(JSON.parse(line)).toMatchObject({ component: 'runner', msg: expect.any(String) });
+  for (const line of runner
+    .stderr()
+    .split('\n')
+    .filter((l) => l !== ''))
+    expect(JSON.parse(line)).toMatchObject({ component: 'runner', msg: expect.any(String) });
   const prepared = auditLines(runner.stateDir).find((l) => l['event'] === 'run.prepare');
   expect(prepared).toMatchObject({ requester: 'alice', requester_from: 'oauth', traceparent: TRACE });
 

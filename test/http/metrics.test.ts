@@ -16,7 +16,11 @@ let plain: HttpServer;
 let metricsUrl: string;
 
 beforeAll(async () => {
-  runner = await startRunner({ env: { SKILL_MCP_UID_RANGE: '61926-61933' }, base: tempDir('metrics'), args: process.getuid?.() === 0 ? ['--front-uid', '61183', '--front-gid', '61183'] : [] });
+  runner = await startRunner({
+    env: { SKILL_MCP_UID_RANGE: '61926-61933' },
+    base: tempDir('metrics'),
+    args: process.getuid?.() === 0 ? ['--front-uid', '61183', '--front-gid', '61183'] : [],
+  });
   const env = { SKILLS_DIR: `${REPO}skills`, SKILL_MCP_RUNNER_SOCKET: runner.socketPath, MCP_CONFIRM_MODE: 'auto' };
   [server, plain] = await Promise.all([startHttp({ ...env, SKILL_MCP_HTTP_TOKEN: TOKEN }, ['--metrics-port', '0']), startHttp(env)]);
   metricsUrl = /metrics on (http:\/\/\S+)/.exec(server.stderr())![1]!;
@@ -39,7 +43,8 @@ function sample(text: string, name: string, labels: Record<string, string> = {})
     const match = /^([a-z_]+)(?:\{(.*)\})? (\S+)$/.exec(line);
     if (!match || match[1] !== name) continue;
     const got = Object.fromEntries([...(match[2] ?? '').matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
-    if (Object.keys(labels).length === Object.keys(got).length && Object.entries(labels).every(([k, v]) => got[k] === v)) return Number(match[3]);
+    if (Object.keys(labels).length === Object.keys(got).length && Object.entries(labels).every(([k, v]) => got[k] === v))
+      return Number(match[3]);
   }
   return 0;
 }
@@ -53,17 +58,34 @@ describe('the metrics endpoint', () => {
     try {
       await client.listTools();
       await client.callTool({ name: 'skill_list', arguments: {} });
-      const preview = await client.callTool({ name: 'skill_run', arguments: { name: 'commit-message', script: 'scripts/check-message.js', args } });
+      const preview = await client.callTool({
+        name: 'skill_run',
+        arguments: { name: 'commit-message', script: 'scripts/check-message.js', args },
+      });
       token = (preview.structuredContent as { confirmToken: string }).confirmToken;
-      const forged = await client.callTool({ name: 'skill_run', arguments: { name: 'commit-message', script: 'scripts/check-message.js', args, confirmToken: `${token.slice(0, -4)}AAAA` } });
+      const forged = await client.callTool({
+        name: 'skill_run',
+        arguments: { name: 'commit-message', script: 'scripts/check-message.js', args, confirmToken: `${token.slice(0, -4)}AAAA` },
+      });
       expect(forged.structuredContent).toMatchObject({ error: { code: 'TOKEN_INVALID' } });
-      const ran = await client.callTool({ name: 'skill_run', arguments: { name: 'commit-message', script: 'scripts/check-message.js', args, confirmToken: token } });
+      const ran = await client.callTool({
+        name: 'skill_run',
+        arguments: { name: 'commit-message', script: 'scripts/check-message.js', args, confirmToken: token },
+      });
       expect(ran.structuredContent).toMatchObject({ status: 'completed' });
     } finally {
       await client.close();
     }
     // A request refused on its headers: counted, its body never read.
-    expect((await fetch(server.url, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json', authorization: 'Bearer wrong-token-wrong-token' } })).status).toBe(401);
+    expect(
+      (
+        await fetch(server.url, {
+          method: 'POST',
+          body: '{}',
+          headers: { 'content-type': 'application/json', authorization: 'Bearer wrong-token-wrong-token' },
+        })
+      ).status,
+    ).toBe(401);
 
     const after = await scrape();
     const moved = (name: string, labels: Record<string, string> = {}): number => sample(after, name, labels) - sample(before, name, labels);
@@ -91,16 +113,20 @@ describe('the metrics endpoint', () => {
     }
     // The runner's own counts arrive through its describe answer, which the front keeps for a
     // moment: wait for a scrape that has them (no clock in the assertion).
-    await vi.waitFor(async () => {
-      const late = await scrape();
-      const runnerMoved = (name: string, labels: Record<string, string> = {}): number => sample(late, name, labels) - sample(before, name, labels);
-      expect(runnerMoved('skill_mcp_runner_runs_total', { ending: 'exit' })).toBe(1);
-      expect(runnerMoved('skill_mcp_runner_refusals_total', { reason: 'token-invalid' })).toBe(1);
-      expect(runnerMoved('skill_mcp_runner_reaps_total')).toBe(1);
-      expect(sample(late, 'skill_mcp_runner_reap_seconds_total')).toBeGreaterThan(0);
-      expect(sample(late, 'skill_mcp_runner_runs_active', { state: 'running' })).toBe(0);
-      expect(sample(late, 'skill_mcp_runner_runs_active', { state: 'queued' })).toBe(0);
-    }, { timeout: 30_000, interval: 250 });
+    await vi.waitFor(
+      async () => {
+        const late = await scrape();
+        const runnerMoved = (name: string, labels: Record<string, string> = {}): number =>
+          sample(late, name, labels) - sample(before, name, labels);
+        expect(runnerMoved('skill_mcp_runner_runs_total', { ending: 'exit' })).toBe(1);
+        expect(runnerMoved('skill_mcp_runner_refusals_total', { reason: 'token-invalid' })).toBe(1);
+        expect(runnerMoved('skill_mcp_runner_reaps_total')).toBe(1);
+        expect(sample(late, 'skill_mcp_runner_reap_seconds_total')).toBeGreaterThan(0);
+        expect(sample(late, 'skill_mcp_runner_runs_active', { state: 'running' })).toBe(0);
+        expect(sample(late, 'skill_mcp_runner_runs_active', { state: 'queued' })).toBe(0);
+      },
+      { timeout: 30_000, interval: 250 },
+    );
     expect(sample(after, 'skill_mcp_catalog_skills', { published: 'true' })).toBeGreaterThan(0);
     expect(after).toMatch(/^skill_mcp_process_resident_memory_bytes \d+/m);
 
@@ -119,7 +145,10 @@ describe('the metrics endpoint', () => {
   });
 
   test('a runner that is gone shows as down', async () => {
-    const lonely = await startHttp({ SKILLS_DIR: `${REPO}skills`, SKILL_MCP_RUNNER_SOCKET: `${tempDir('gone')}/none.sock`, SKILL_MCP_HTTP_TOKEN: TOKEN }, ['--metrics-port', '0']);
+    const lonely = await startHttp(
+      { SKILLS_DIR: `${REPO}skills`, SKILL_MCP_RUNNER_SOCKET: `${tempDir('gone')}/none.sock`, SKILL_MCP_HTTP_TOKEN: TOKEN },
+      ['--metrics-port', '0'],
+    );
     try {
       const text = await (await fetch(/metrics on (http:\/\/\S+)/.exec(lonely.stderr())![1]!)).text();
       expect(sample(text, 'skill_mcp_runner_up')).toBe(0);

@@ -21,7 +21,16 @@ beforeAll(async () => {
   });
   const port = await freePort();
   audience = `http://127.0.0.1:${port}/mcp`;
-  server = await startHttp({ SKILLS_DIR: `${REPO}skills`, SKILL_MCP_OAUTH_ISSUER: issuer.issuer, SKILL_MCP_OAUTH_AUDIENCE: audience, SKILL_MCP_OAUTH_JWKS_COOLDOWN_SECONDS: '0' }, [], { port });
+  server = await startHttp(
+    {
+      SKILLS_DIR: `${REPO}skills`,
+      SKILL_MCP_OAUTH_ISSUER: issuer.issuer,
+      SKILL_MCP_OAUTH_AUDIENCE: audience,
+      SKILL_MCP_OAUTH_JWKS_COOLDOWN_SECONDS: '0',
+    },
+    [],
+    { port },
+  );
 }, 30_000);
 
 afterAll(async () => {
@@ -46,16 +55,26 @@ function challenge(answer: { headers: Headers }): string {
 }
 
 describe('protected resource metadata (RFC 9728)', () => {
-  test.each(['/.well-known/oauth-protected-resource/mcp', '/.well-known/oauth-protected-resource'])('%s names the issuer, the resource and the scopes', async (path) => {
-    const response = await fetch(new URL(path, server.url));
-    expect(response.status).toBe(200);
-    expect(await response.json()).toMatchObject({ resource: audience, authorization_servers: [issuer.issuer], scopes_supported: ['skills:read', 'skills:run', 'skills:approve'], bearer_methods_supported: ['header'] });
-  });
+  test.each(['/.well-known/oauth-protected-resource/mcp', '/.well-known/oauth-protected-resource'])(
+    '%s names the issuer, the resource and the scopes',
+    async (path) => {
+      const response = await fetch(new URL(path, server.url));
+      expect(response.status).toBe(200);
+      expect(await response.json()).toMatchObject({
+        resource: audience,
+        authorization_servers: [issuer.issuer],
+        scopes_supported: ['skills:read', 'skills:run', 'skills:approve'],
+        bearer_methods_supported: ['header'],
+      });
+    },
+  );
 
   test('a request without a token is 401 with a challenge naming the metadata URL', async () => {
     const answer = await modernPost(server.url, 'tools/list');
     expect(answer.status).toBe(401);
-    expect(challenge(answer)).toContain(`resource_metadata="http://127.0.0.1:${new URL(audience).port}/.well-known/oauth-protected-resource/mcp"`);
+    expect(challenge(answer)).toContain(
+      `resource_metadata="http://127.0.0.1:${new URL(audience).port}/.well-known/oauth-protected-resource/mcp"`,
+    );
     expect(challenge(answer)).toContain('error="invalid_token"');
   });
 });
@@ -68,10 +87,16 @@ describe('tokens that are refused with 401 invalid_token', () => {
     ['for another audience', () => token({ aud: 'https://other.example/mcp' })],
     ['from another issuer', () => token({ iss: 'https://evil.example' })],
     ['without a sub', () => token({ sub: undefined })],
-    ['without an exp', () => issuer.mint({ iss: issuer.issuer, sub: 'alice', aud: audience, scope: 'skills:read' }, { omitDefaults: true })],
+    [
+      'without an exp',
+      () => issuer.mint({ iss: issuer.issuer, sub: 'alice', aud: audience, scope: 'skills:read' }, { omitDefaults: true }),
+    ],
     ['signed by a foreign key under an unknown kid', async () => token({}, { key: await makeKey() })],
-    ['signed by a foreign key under the issuer\'s kid', async () => token({}, { key: { ...(await makeKey()), kid: issuer.current().kid } })],
-    ['alg none (unsigned)', async () => unsignedToken({ iss: issuer.issuer, sub: 'alice', aud: audience, scope: 'skills:read', exp: now() + 300 })],
+    ["signed by a foreign key under the issuer's kid", async () => token({}, { key: { ...(await makeKey()), kid: issuer.current().kid } })],
+    [
+      'alg none (unsigned)',
+      async () => unsignedToken({ iss: issuer.issuer, sub: 'alice', aud: audience, scope: 'skills:read', exp: now() + 300 }),
+    ],
     ['not a JWT at all', async () => 'not-a-jwt'],
     ['with a client_id over 256 characters (refused, not cut)', () => token({ client_id: 'c'.repeat(300) })],
     ['with more groups than fit (refused, not cut)', () => token({ groups: Array.from({ length: 65 }, (_, i) => `g${i}`) })],
@@ -85,10 +110,16 @@ describe('tokens that are refused with 401 invalid_token', () => {
     expect(answer.body?.['result']).toBeUndefined();
   });
 
-  test('HS256 signed with the issuer\'s public key as the secret (algorithm confusion)', async () => {
+  test("HS256 signed with the issuer's public key as the secret (algorithm confusion)", async () => {
     const { SignJWT } = await import('jose');
     const secret = new TextEncoder().encode(JSON.stringify(issuer.current().publicJwk));
-    const forged = await new SignJWT({ iss: issuer.issuer, sub: 'alice', aud: audience, scope: 'skills:read', exp: Math.floor(Date.now() / 1000) + 300 })
+    const forged = await new SignJWT({
+      iss: issuer.issuer,
+      sub: 'alice',
+      aud: audience,
+      scope: 'skills:read',
+      exp: Math.floor(Date.now() / 1000) + 300,
+    })
       .setProtectedHeader({ alg: 'HS256', kid: issuer.current().kid })
       .sign(secret);
     const answer = await list(forged);
@@ -117,7 +148,12 @@ describe('scopes', () => {
 
   test('skill_run without skills:run is 403 insufficient_scope naming skills:run; nothing runs', async () => {
     const bearer = await token({ scope: 'skills:read' });
-    const answer = await modernPost(server.url, 'tools/call', { name: 'skill_run', arguments: { name: 'commit-message', script: 'scripts/check-message.js', args: ['fix: x'] } }, { authorization: `Bearer ${bearer}`, 'mcp-name': 'skill_run' });
+    const answer = await modernPost(
+      server.url,
+      'tools/call',
+      { name: 'skill_run', arguments: { name: 'commit-message', script: 'scripts/check-message.js', args: ['fix: x'] } },
+      { authorization: `Bearer ${bearer}`, 'mcp-name': 'skill_run' },
+    );
     expect(answer.status).toBe(403);
     expect(challenge(answer)).toContain('error="insufficient_scope"');
     expect(challenge(answer)).toContain('scope="skills:run"');
@@ -139,25 +175,31 @@ describe('key rotation', () => {
   });
 });
 
-describe('the SDK client\'s own OAuth support', () => {
+describe("the SDK client's own OAuth support", () => {
   async function oauthClient(id: string, secret: string, era: 'legacy' | 'modern'): Promise<Client> {
     const provider = new ClientCredentialsProvider({ clientId: id, clientSecret: secret, expectedIssuer: issuer.issuer });
-    const client = new Client({ name: 'oauth-test', version: '0.0.0' }, era === 'modern' ? { versionNegotiation: { mode: { pin: '2026-07-28' } } } : {});
+    const client = new Client(
+      { name: 'oauth-test', version: '0.0.0' },
+      era === 'modern' ? { versionNegotiation: { mode: { pin: '2026-07-28' } } } : {},
+    );
     await client.connect(new StreamableHTTPClientTransport(new URL(server.url), { authProvider: provider }));
     return client;
   }
 
-  test.each(['legacy', 'modern'] as const)('%s era: client_credentials through the 401 challenge, the metadata and the token endpoint', async (era) => {
-    const issuedBefore = issuer.issued().length;
-    const client = await oauthClient('alice', 'alice-secret-0123456789', era);
-    try {
-      const tools = await client.listTools();
-      expect(tools.tools.map((t) => t.name)).toContain('skill_run');
-      expect(issuer.issued().length).toBeGreaterThan(issuedBefore);
-    } finally {
-      await client.close();
-    }
-  });
+  test.each(['legacy', 'modern'] as const)(
+    '%s era: client_credentials through the 401 challenge, the metadata and the token endpoint',
+    async (era) => {
+      const issuedBefore = issuer.issued().length;
+      const client = await oauthClient('alice', 'alice-secret-0123456789', era);
+      try {
+        const tools = await client.listTools();
+        expect(tools.tools.map((t) => t.name)).toContain('skill_run');
+        expect(issuer.issued().length).toBeGreaterThan(issuedBefore);
+      } finally {
+        await client.close();
+      }
+    },
+  );
 
   test('a client with a wrong secret cannot connect', async () => {
     await expect(oauthClient('alice', 'wrong-secret', 'modern')).rejects.toThrow();
@@ -170,13 +212,17 @@ describe('the SDK client\'s own OAuth support', () => {
 
 describe('configuration mistakes stop the server with a message', () => {
   test('both the static token and an issuer', async () => {
-    await expect(startHttp({ SKILL_MCP_HTTP_TOKEN: 'x'.repeat(32), SKILL_MCP_OAUTH_ISSUER: issuer.issuer, SKILL_MCP_OAUTH_AUDIENCE: audience })).rejects.toThrow(/set one/);
+    await expect(
+      startHttp({ SKILL_MCP_HTTP_TOKEN: 'x'.repeat(32), SKILL_MCP_OAUTH_ISSUER: issuer.issuer, SKILL_MCP_OAUTH_AUDIENCE: audience }),
+    ).rejects.toThrow(/set one/);
   });
   test('an issuer without an audience', async () => {
     await expect(startHttp({ SKILL_MCP_OAUTH_ISSUER: issuer.issuer })).rejects.toThrow(/SKILL_MCP_OAUTH_AUDIENCE/);
   });
   test('a plain-http issuer that is not on loopback', async () => {
-    await expect(startHttp({ SKILL_MCP_OAUTH_ISSUER: 'http://issuer.example', SKILL_MCP_OAUTH_AUDIENCE: audience })).rejects.toThrow(/https URL/);
+    await expect(startHttp({ SKILL_MCP_OAUTH_ISSUER: 'http://issuer.example', SKILL_MCP_OAUTH_AUDIENCE: audience })).rejects.toThrow(
+      /https URL/,
+    );
   });
   test('an issuer whose metadata cannot be fetched', async () => {
     const gone = await startIssuer();
@@ -188,7 +234,9 @@ describe('configuration mistakes stop the server with a message', () => {
     // The issuer serves its metadata at the path-inserted URL; asked as issuer "<origin>/tenant" it answers for "<origin>".
     const other = await startIssuer({}, { path: '' });
     try {
-      await expect(startHttp({ SKILL_MCP_OAUTH_ISSUER: `${other.issuer}/`, SKILL_MCP_OAUTH_AUDIENCE: audience })).rejects.toThrow(/names issuer/);
+      await expect(startHttp({ SKILL_MCP_OAUTH_ISSUER: `${other.issuer}/`, SKILL_MCP_OAUTH_AUDIENCE: audience })).rejects.toThrow(
+        /names issuer/,
+      );
     } finally {
       await other.close();
     }

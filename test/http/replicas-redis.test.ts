@@ -35,10 +35,22 @@ describe.skipIf(!REDIS_SERVER)(`two HTTP replicas sharing one Redis ledger${REDI
   /** Replica `i`: its runner (own state dir, kept across restarts) and its front on a free port. */
   async function replica(i: number): Promise<Replica> {
     const runner = await startRunner({
-      env: { SKILL_MCP_UID_RANGE: UID_RANGES[i]!, MCP_CONFIRM_SECRET: SECRET, SKILL_MCP_REDIS_URL: redis.url, SKILL_MCP_AUDIT_HOST_ID: `replica-${i}` },
-      stateDir: stateDirs[i]!, args: FRONT_IDS,
+      env: {
+        SKILL_MCP_UID_RANGE: UID_RANGES[i]!,
+        MCP_CONFIRM_SECRET: SECRET,
+        SKILL_MCP_REDIS_URL: redis.url,
+        SKILL_MCP_AUDIT_HOST_ID: `replica-${i}`,
+      },
+      stateDir: stateDirs[i]!,
+      args: FRONT_IDS,
     });
-    const http = await startHttp({ SKILLS_DIR: `${REPO}skills`, SKILL_MCP_RUNNER_SOCKET: runner.socketPath, MCP_CONFIRM_MODE: 'auto', MCP_CONFIRM_SECRET: SECRET, SKILL_MCP_HTTP_TOKEN: TOKEN });
+    const http = await startHttp({
+      SKILLS_DIR: `${REPO}skills`,
+      SKILL_MCP_RUNNER_SOCKET: runner.socketPath,
+      MCP_CONFIRM_MODE: 'auto',
+      MCP_CONFIRM_SECRET: SECRET,
+      SKILL_MCP_HTTP_TOKEN: TOKEN,
+    });
     return { runner, http, client: await connectClient(http.url, i === 0 ? 'modern' : 'legacy', TOKEN) };
   }
 
@@ -58,7 +70,10 @@ describe.skipIf(!REDIS_SERVER)(`two HTTP replicas sharing one Redis ledger${REDI
   });
 
   async function run(r: Replica, args: string[], confirmToken?: string): Promise<{ isError: boolean; value: Record<string, unknown> }> {
-    const result = await r.client.callTool({ name: 'skill_run', arguments: { ...SCRIPT, args, ...(confirmToken ? { confirmToken } : {}) } });
+    const result = await r.client.callTool({
+      name: 'skill_run',
+      arguments: { ...SCRIPT, args, ...(confirmToken ? { confirmToken } : {}) },
+    });
     return { isError: result.isError === true, value: result.structuredContent as Record<string, unknown> };
   }
 
@@ -102,14 +117,19 @@ describe.skipIf(!REDIS_SERVER)(`two HTTP replicas sharing one Redis ledger${REDI
       for (const r of [a, b]) {
         const refused = await run(r, args, token);
         expect(refused.isError).toBe(true);
-        expect(refused.value).toMatchObject({ error: { code: 'LEDGER_UNAVAILABLE', message: expect.stringMatching(/Redis.*SKILL_MCP_REDIS_URL.*Reading skills still works/s) } });
+        expect(refused.value).toMatchObject({
+          error: { code: 'LEDGER_UNAVAILABLE', message: expect.stringMatching(/Redis.*SKILL_MCP_REDIS_URL.*Reading skills still works/s) },
+        });
         // A preview needs no ledger: it spends nothing.
         expect((await run(r, args)).value).toMatchObject({ status: 'confirmation-required' });
         // Reads: tools, resources, prompts, the skills extension.
         const listed = await r.client.callTool({ name: 'skill_list', arguments: {} });
         expect(listed.isError).not.toBe(true);
         expect((await r.client.callTool({ name: 'skill_load', arguments: { name: 'commit-message' } })).isError).not.toBe(true);
-        expect((await r.client.callTool({ name: 'skill_file', arguments: { name: 'commit-message', paths: ['scripts/check-message.js'] } })).isError).not.toBe(true);
+        expect(
+          (await r.client.callTool({ name: 'skill_file', arguments: { name: 'commit-message', paths: ['scripts/check-message.js'] } }))
+            .isError,
+        ).not.toBe(true);
         const resources = await r.client.listResources();
         expect(resources.resources.length).toBeGreaterThan(0);
         expect((await r.client.readResource({ uri: resources.resources[0]!.uri })).contents.length).toBeGreaterThan(0);

@@ -18,7 +18,12 @@ afterAll(async () => {
   await server?.stop();
 });
 
-const MODERN_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': MODERN, 'mcp-method': 'tools/list' };
+const MODERN_HEADERS = {
+  'content-type': 'application/json',
+  accept: 'application/json, text/event-stream',
+  'mcp-protocol-version': MODERN,
+  'mcp-method': 'tools/list',
+};
 
 async function send(body: string, headers: Record<string, string> = MODERN_HEADERS): Promise<{ status: number; text: string }> {
   const response = await fetch(server.url, { method: 'POST', headers, body });
@@ -37,7 +42,11 @@ describe('a request body, read once and handed over parsed', () => {
   });
 
   test('a body that is not JSON, or empty, is a parse error (-32700), in both eras', async () => {
-    for (const [body, headers] of [['not json', MODERN_HEADERS], ['', MODERN_HEADERS], ['{', { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }]] as const) {
+    for (const [body, headers] of [
+      ['not json', MODERN_HEADERS],
+      ['', MODERN_HEADERS],
+      ['{', { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }],
+    ] as const) {
       const answer = await send(body, headers);
       expect(answer.status).toBe(400);
       expect(JSON.parse(answer.text).error.code).toBe(-32700);
@@ -59,7 +68,12 @@ describe('a request body, read once and handed over parsed', () => {
   });
 
   test('a 2025-era initialize (no envelope) is served by the stateless fallback from the parsed body', async () => {
-    const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'request-body-test', version: '0' } } });
+    const body = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'request-body-test', version: '0' } },
+    });
     const answer = await send(body, { 'content-type': 'application/json', accept: 'application/json, text/event-stream' });
     expect(answer.status).toBe(200);
     expect(answer.text).toContain('"protocolVersion":"2025-11-25"');

@@ -23,7 +23,12 @@ beforeAll(async () => {
     env: { SKILLS_DIR: skills, SKILL_MCP_UID_RANGE: '61908-61915', SKILL_MCP_RUN_QUEUE_MS: '1500' },
     args: ['--max-runs', '1', ...(process.getuid?.() === 0 ? ['--front-uid', '61183', '--front-gid', '61183'] : [])],
   });
-  server = await startHttp({ SKILLS_DIR: skills, SKILL_MCP_RUNNER_SOCKET: runner.socketPath, MCP_CONFIRM_MODE: 'auto', SKILL_MCP_HTTP_TOKEN: TOKEN });
+  server = await startHttp({
+    SKILLS_DIR: skills,
+    SKILL_MCP_RUNNER_SOCKET: runner.socketPath,
+    MCP_CONFIRM_MODE: 'auto',
+    SKILL_MCP_HTTP_TOKEN: TOKEN,
+  });
 }, 30_000);
 afterAll(async () => {
   await server?.stop();

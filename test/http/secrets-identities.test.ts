@@ -30,7 +30,11 @@ import { startHttp, type HttpServer } from './harness.js';
 import { freePort, startIssuer, type TestIssuer } from './issuer.js';
 
 /** Each person's value, and the operator's default. Visible ASCII, 8+ bytes (runner/secrets/source.ts). */
-const VALUES = { alice: 'sk-alice-value-0123456789abcdef', bob: 'sk-bob-value-fedcba9876543210', operator: 'sk-operator-default-value-00042' } as const;
+const VALUES = {
+  alice: 'sk-alice-value-0123456789abcdef',
+  bob: 'sk-bob-value-fedcba9876543210',
+  operator: 'sk-operator-default-value-00042',
+} as const;
 type Whose = keyof typeof VALUES;
 const PLACEHOLDER = /^skill-mcp-placeholder-[0-9a-f]{32}$/;
 const BOTH = ['skills:read', 'skills:run'];
@@ -83,7 +87,15 @@ afterAll(async () => {
 
 /** The owner's grant: the script, its one destination and its secret, to the three people. */
 function grant(): string {
-  return JSON.stringify([{ skill: 'keyed', script: 'call.py', egress: [`127.0.0.1:${port}`], secrets: [{ name: 'API_TOKEN' }], subjects: ['alice', 'bob', 'carol'] }]);
+  return JSON.stringify([
+    {
+      skill: 'keyed',
+      script: 'call.py',
+      egress: [`127.0.0.1:${port}`],
+      secrets: [{ name: 'API_TOKEN' }],
+      subjects: ['alice', 'bob', 'carol'],
+    },
+  ]);
 }
 
 /**
@@ -117,27 +129,46 @@ async function startPair(variant: NamespaceVariant, uidRange: string, extra: Rec
   const values = writeValues(owner);
   if (variant.uid !== undefined) execFileSync('chown', ['-R', `${variant.uid}:${variant.uid}`, base]);
   const runner = await startRunner({
-    env: { SKILLS_DIR: join(dir, 'skills'), MCP_SKILL_RUN: grant(), SKILL_MCP_UID_RANGE: uidRange, SKILL_MCP_SECRETS_DIR: values, SKILL_MCP_EGRESS_CA_FILE: certs.ca, ...extra },
+    env: {
+      SKILLS_DIR: join(dir, 'skills'),
+      MCP_SKILL_RUN: grant(),
+      SKILL_MCP_UID_RANGE: uidRange,
+      SKILL_MCP_SECRETS_DIR: values,
+      SKILL_MCP_EGRESS_CA_FILE: certs.ca,
+      ...extra,
+    },
     base,
     // A root runner is told which unprivileged uid its front runs as; a runner as an ordinary uid takes a root front as it is.
     args: variant.level === 'namespace-uid' ? ['--front-uid', '61183', '--front-gid', '61183'] : [],
-    ...(variant.uid !== undefined ? { spawnPrefix: ['setpriv', `--reuid=${variant.uid}`, `--regid=${variant.uid}`, '--clear-groups'] } : {}),
+    ...(variant.uid !== undefined
+      ? { spawnPrefix: ['setpriv', `--reuid=${variant.uid}`, `--regid=${variant.uid}`, '--clear-groups'] }
+      : {}),
   });
   const frontPort = await freePort();
   let server: HttpServer;
   try {
-    server = await startHttp({
-      SKILLS_DIR: join(dir, 'skills'), SKILL_MCP_RUNNER_SOCKET: runner.socketPath, MCP_CONFIRM_MODE: 'auto', MCP_SKILL_RUN: grant(),
-      SKILL_MCP_OAUTH_ISSUER: issuer.issuer, SKILL_MCP_OAUTH_AUDIENCE: `http://127.0.0.1:${frontPort}/mcp`,
-      // A root-started front drops to an unprivileged uid: the runner's own, when that is an ordinary user's.
-      ...(variant.uid !== undefined ? { SKILL_MCP_FRONT_UID: String(variant.uid), SKILL_MCP_FRONT_GID: String(variant.uid) } : {}),
-    }, [], { port: frontPort });
+    server = await startHttp(
+      {
+        SKILLS_DIR: join(dir, 'skills'),
+        SKILL_MCP_RUNNER_SOCKET: runner.socketPath,
+        MCP_CONFIRM_MODE: 'auto',
+        MCP_SKILL_RUN: grant(),
+        SKILL_MCP_OAUTH_ISSUER: issuer.issuer,
+        SKILL_MCP_OAUTH_AUDIENCE: `http://127.0.0.1:${frontPort}/mcp`,
+        // A root-started front drops to an unprivileged uid: the runner's own, when that is an ordinary user's.
+        ...(variant.uid !== undefined ? { SKILL_MCP_FRONT_UID: String(variant.uid), SKILL_MCP_FRONT_GID: String(variant.uid) } : {}),
+      },
+      [],
+      { port: frontPort },
+    );
   } catch (error) {
     await runner.stop();
     throw error;
   }
   return {
-    runner, server, values,
+    runner,
+    server,
+    values,
     async stop() {
       await server.stop();
       await runner.stop();
@@ -166,7 +197,11 @@ interface Answer {
 async function call(client: Client, args: Record<string, unknown>): Promise<Answer> {
   const result = await client.callTool({ name: 'skill_run', arguments: args });
   const text = (result.content as { text?: string }[]).map((c) => c.text ?? '').join('');
-  return { isError: result.isError === true, value: (result.structuredContent ?? JSON.parse(text)) as Record<string, unknown>, text: `${text}\n${JSON.stringify(result.structuredContent ?? null)}` };
+  return {
+    isError: result.isError === true,
+    value: (result.structuredContent ?? JSON.parse(text)) as Record<string, unknown>,
+    text: `${text}\n${JSON.stringify(result.structuredContent ?? null)}`,
+  };
 }
 
 interface Ran {
@@ -188,7 +223,12 @@ async function runAs(pair: Pair, id: string): Promise<Ran> {
     const ran = await call(client, { ...args, confirmToken: preview.value['confirmToken'] });
     expect(ran.isError, ran.text).toBe(false);
     expect(ran.value['exitCode'], String(ran.value['stderr'])).toBe(0);
-    return { answers: [preview, ran], runId: String(ran.value['runId']), out: JSON.parse(String(ran.value['stdout'])) as Ran['out'], apiSaw: api.received.slice(before) };
+    return {
+      answers: [preview, ran],
+      runId: String(ran.value['runId']),
+      out: JSON.parse(String(ran.value['stdout'])) as Ran['out'],
+      apiSaw: api.received.slice(before),
+    };
   } finally {
     await client.close();
   }
@@ -211,13 +251,20 @@ async function expectCleanAudit(stateDir: string): Promise<void> {
   expect(text).not.toMatch(/skill-mcp-placeholder-/);
   type Validator = ((value: unknown) => boolean) & { errors?: unknown };
   const mod = (await import('ajv/dist/2020.js')) as unknown as { default: new (options: object) => { compile(schema: object): Validator } };
-  const validate = new mod.default({ strict: false, logger: false }).compile(JSON.parse(readFileSync(join(import.meta.dirname, '../../docs/audit.schema.json'), 'utf8')) as object);
-  for (const line of auditLines(stateDir)) expect({ line, ok: validate(line), errors: validate.errors ?? null }).toMatchObject({ ok: true });
+  const validate = new mod.default({ strict: false, logger: false }).compile(
+    JSON.parse(readFileSync(join(import.meta.dirname, '../../docs/audit.schema.json'), 'utf8')) as object,
+  );
+  for (const line of auditLines(stateDir))
+    expect({ line, ok: validate(line), errors: validate.errors ?? null }).toMatchObject({ ok: true });
 }
 
-describe.each(namespaceVariants(40218))('hosted, each identity\'s own secret value reaches the API: $name', (variant) => {
+describe.each(namespaceVariants(40218))("hosted, each identity's own secret value reaches the API: $name", (variant) => {
   const run = variant.run;
-  const why = run ? '' : !bwrapWorks ? ' (needs a working bubblewrap, the only levels whose runs have their own proxy: skipped)' : ' (needs root: skipped)';
+  const why = run
+    ? ''
+    : !bwrapWorks
+      ? ' (needs a working bubblewrap, the only levels whose runs have their own proxy: skipped)'
+      : ' (needs root: skipped)';
 
   describe(`the operator shares nothing${why}`, () => {
     let pair: Pair;
@@ -228,61 +275,91 @@ describe.each(namespaceVariants(40218))('hosted, each identity\'s own secret val
       await pair?.stop();
     });
 
-    test.skipIf(!run)("alice's run sends alice's value, bob's sends bob's; neither script, result nor audit holds a value, and each script holds its own placeholder", async () => {
-      const alice = await runAs(pair, 'alice');
-      const bob = await runAs(pair, 'bob');
-      expect(alice.apiSaw).toEqual([`Bearer ${VALUES.alice}`]);
-      expect(bob.apiSaw).toEqual([`Bearer ${VALUES.bob}`]);
-      expect(alice.out).toMatchObject({ status: 200, body: { who: 'alice' } });
-      expect(bob.out).toMatchObject({ status: 200, body: { who: 'bob' } });
-      expectNoValue(alice);
-      expectNoValue(bob);
-      expect(alice.out.var).not.toBe(bob.out.var);
-      const accepts = auditLines(pair.runner.stateDir).filter((l) => l['event'] === 'run.accept');
-      expect(accepts.find((l) => l['run_id'] === alice.runId)).toMatchObject({ isolation: variant.level, requester: 'alice' });
-      expect(accepts.find((l) => l['run_id'] === bob.runId)).toMatchObject({ isolation: variant.level, requester: 'bob' });
-      await expectCleanAudit(pair.runner.stateDir);
-    }, 120_000);
+    test.skipIf(!run)(
+      "alice's run sends alice's value, bob's sends bob's; neither script, result nor audit holds a value, and each script holds its own placeholder",
+      async () => {
+        const alice = await runAs(pair, 'alice');
+        const bob = await runAs(pair, 'bob');
+        expect(alice.apiSaw).toEqual([`Bearer ${VALUES.alice}`]);
+        expect(bob.apiSaw).toEqual([`Bearer ${VALUES.bob}`]);
+        expect(alice.out).toMatchObject({ status: 200, body: { who: 'alice' } });
+        expect(bob.out).toMatchObject({ status: 200, body: { who: 'bob' } });
+        expectNoValue(alice);
+        expectNoValue(bob);
+        expect(alice.out.var).not.toBe(bob.out.var);
+        const accepts = auditLines(pair.runner.stateDir).filter((l) => l['event'] === 'run.accept');
+        expect(accepts.find((l) => l['run_id'] === alice.runId)).toMatchObject({ isolation: variant.level, requester: 'alice' });
+        expect(accepts.find((l) => l['run_id'] === bob.runId)).toMatchObject({ isolation: variant.level, requester: 'bob' });
+        await expectCleanAudit(pair.runner.stateDir);
+      },
+      120_000,
+    );
 
-    test.skipIf(!run)("the run's audit lines name the requester, and the injection by the secret's name only", async () => {
-      const alice = await runAs(pair, 'alice');
-      const lines = auditLines(pair.runner.stateDir);
-      const accept = lines.find((l) => l['event'] === 'run.accept' && l['run_id'] === alice.runId)!;
-      expect(accept).toMatchObject({ requester: 'alice', requester_from: 'oauth', secrets: [{ name: 'API_TOKEN', hosts: [`127.0.0.1:${port}`] }] });
-      const prepare = lines.find((l) => l['event'] === 'run.prepare' && l['token_id'] === accept['token_id']);
-      expect(prepare).toMatchObject({ requester: 'alice', requester_from: 'oauth' });
-      expect(lines.find((l) => l['event'] === 'run.exit' && l['run_id'] === alice.runId)).toMatchObject({ requester: 'alice', exit_code: 0 });
-      // The connection's line: intercepted, one request, the value injected once, by name.
-      const egress = lines.filter((l) => l['event'] === 'egress' && l['run_id'] === alice.runId);
-      expect(egress).toEqual([expect.objectContaining({ destination: `127.0.0.1:${port}`, decision: 'allowed', intercepted: true, requests: 1, injected: { API_TOKEN: 1 }, requester: 'alice' })]);
-      expect(egress[0]!['placeholder_elsewhere']).toBeUndefined();
-      await expectCleanAudit(pair.runner.stateDir);
-    }, 120_000);
+    test.skipIf(!run)(
+      "the run's audit lines name the requester, and the injection by the secret's name only",
+      async () => {
+        const alice = await runAs(pair, 'alice');
+        const lines = auditLines(pair.runner.stateDir);
+        const accept = lines.find((l) => l['event'] === 'run.accept' && l['run_id'] === alice.runId)!;
+        expect(accept).toMatchObject({
+          requester: 'alice',
+          requester_from: 'oauth',
+          secrets: [{ name: 'API_TOKEN', hosts: [`127.0.0.1:${port}`] }],
+        });
+        const prepare = lines.find((l) => l['event'] === 'run.prepare' && l['token_id'] === accept['token_id']);
+        expect(prepare).toMatchObject({ requester: 'alice', requester_from: 'oauth' });
+        expect(lines.find((l) => l['event'] === 'run.exit' && l['run_id'] === alice.runId)).toMatchObject({
+          requester: 'alice',
+          exit_code: 0,
+        });
+        // The connection's line: intercepted, one request, the value injected once, by name.
+        const egress = lines.filter((l) => l['event'] === 'egress' && l['run_id'] === alice.runId);
+        expect(egress).toEqual([
+          expect.objectContaining({
+            destination: `127.0.0.1:${port}`,
+            decision: 'allowed',
+            intercepted: true,
+            requests: 1,
+            injected: { API_TOKEN: 1 },
+            requester: 'alice',
+          }),
+        ]);
+        expect(egress[0]!['placeholder_elsewhere']).toBeUndefined();
+        await expectCleanAudit(pair.runner.stateDir);
+      },
+      120_000,
+    );
 
-    test.skipIf(!run)('carol has no value of her own and the name is not shared: SECRET_MISSING before approval, and nothing runs', async () => {
-      const before = api.received.length;
-      const carol = await as(pair.server, 'carol');
-      try {
-        const refused = await call(carol, { name: 'keyed', script: 'call.py', args: [`https://127.0.0.1:${port}/v1/me`] });
-        expect(refused.isError, refused.text).toBe(true);
-        const error = refused.value['error'] as { code: string; message: string };
-        expect(error.code).toBe('SECRET_MISSING');
-        expect(error.message).toContain('API_TOKEN');
-        expect(error.message).toContain('SKILL_MCP_SECRETS_DIR/carol/API_TOKEN (your own value) does not exist');
-        expect(error.message).toContain('not in SKILL_MCP_SECRETS_SHARED');
-        // No approval was offered, and the message names no host path.
-        expect(refused.value['confirmToken']).toBeUndefined();
-        expect(refused.text).not.toContain(pair.values);
-        expect(refused.text).not.toContain(dir);
-      } finally {
-        await carol.close();
-      }
-      expect(api.received.length).toBe(before);
-      const lines = auditLines(pair.runner.stateDir);
-      expect(lines).toContainEqual(expect.objectContaining({ event: 'run.prepare', refused: 'secret-missing', requester: 'carol', requester_from: 'oauth' }));
-      expect(lines.filter((l) => l['requester'] === 'carol' && l['event'] !== 'run.prepare')).toEqual([]);
-      await expectCleanAudit(pair.runner.stateDir);
-    }, 120_000);
+    test.skipIf(!run)(
+      'carol has no value of her own and the name is not shared: SECRET_MISSING before approval, and nothing runs',
+      async () => {
+        const before = api.received.length;
+        const carol = await as(pair.server, 'carol');
+        try {
+          const refused = await call(carol, { name: 'keyed', script: 'call.py', args: [`https://127.0.0.1:${port}/v1/me`] });
+          expect(refused.isError, refused.text).toBe(true);
+          const error = refused.value['error'] as { code: string; message: string };
+          expect(error.code).toBe('SECRET_MISSING');
+          expect(error.message).toContain('API_TOKEN');
+          expect(error.message).toContain('SKILL_MCP_SECRETS_DIR/carol/API_TOKEN (your own value) does not exist');
+          expect(error.message).toContain('not in SKILL_MCP_SECRETS_SHARED');
+          // No approval was offered, and the message names no host path.
+          expect(refused.value['confirmToken']).toBeUndefined();
+          expect(refused.text).not.toContain(pair.values);
+          expect(refused.text).not.toContain(dir);
+        } finally {
+          await carol.close();
+        }
+        expect(api.received.length).toBe(before);
+        const lines = auditLines(pair.runner.stateDir);
+        expect(lines).toContainEqual(
+          expect.objectContaining({ event: 'run.prepare', refused: 'secret-missing', requester: 'carol', requester_from: 'oauth' }),
+        );
+        expect(lines.filter((l) => l['requester'] === 'carol' && l['event'] !== 'run.prepare')).toEqual([]);
+        await expectCleanAudit(pair.runner.stateDir);
+      },
+      120_000,
+    );
   });
 
   describe(`the operator shares API_TOKEN (SKILL_MCP_SECRETS_SHARED)${why}`, () => {
@@ -294,22 +371,34 @@ describe.each(namespaceVariants(40218))('hosted, each identity\'s own secret val
       await pair?.stop();
     });
 
-    test.skipIf(!run)("carol's run gets the operator's default; alice still gets her own", async () => {
-      const carol = await runAs(pair, 'carol');
-      const alice = await runAs(pair, 'alice');
-      expect(carol.apiSaw).toEqual([`Bearer ${VALUES.operator}`]);
-      expect(alice.apiSaw).toEqual([`Bearer ${VALUES.alice}`]);
-      expect(carol.out).toMatchObject({ status: 200, body: { who: 'operator' } });
-      expect(alice.out).toMatchObject({ status: 200, body: { who: 'alice' } });
-      expectNoValue(carol);
-      expectNoValue(alice);
-      expect(carol.out.var).not.toBe(alice.out.var);
-      const lines = auditLines(pair.runner.stateDir);
-      for (const [ran, who] of [[carol, 'carol'], [alice, 'alice']] as const) {
-        expect(lines.find((l) => l['event'] === 'run.accept' && l['run_id'] === ran.runId)).toMatchObject({ isolation: variant.level, requester: who });
-        expect(lines.filter((l) => l['event'] === 'egress' && l['run_id'] === ran.runId)).toEqual([expect.objectContaining({ intercepted: true, injected: { API_TOKEN: 1 }, requester: who })]);
-      }
-      await expectCleanAudit(pair.runner.stateDir);
-    }, 120_000);
+    test.skipIf(!run)(
+      "carol's run gets the operator's default; alice still gets her own",
+      async () => {
+        const carol = await runAs(pair, 'carol');
+        const alice = await runAs(pair, 'alice');
+        expect(carol.apiSaw).toEqual([`Bearer ${VALUES.operator}`]);
+        expect(alice.apiSaw).toEqual([`Bearer ${VALUES.alice}`]);
+        expect(carol.out).toMatchObject({ status: 200, body: { who: 'operator' } });
+        expect(alice.out).toMatchObject({ status: 200, body: { who: 'alice' } });
+        expectNoValue(carol);
+        expectNoValue(alice);
+        expect(carol.out.var).not.toBe(alice.out.var);
+        const lines = auditLines(pair.runner.stateDir);
+        for (const [ran, who] of [
+          [carol, 'carol'],
+          [alice, 'alice'],
+        ] as const) {
+          expect(lines.find((l) => l['event'] === 'run.accept' && l['run_id'] === ran.runId)).toMatchObject({
+            isolation: variant.level,
+            requester: who,
+          });
+          expect(lines.filter((l) => l['event'] === 'egress' && l['run_id'] === ran.runId)).toEqual([
+            expect.objectContaining({ intercepted: true, injected: { API_TOKEN: 1 }, requester: who }),
+          ]);
+        }
+        await expectCleanAudit(pair.runner.stateDir);
+      },
+      120_000,
+    );
   });
 });

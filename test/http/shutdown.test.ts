@@ -36,7 +36,9 @@ async function requestInFlight(server: HttpServer): Promise<{ req: ClientRequest
       (res: IncomingMessage) => {
         let text = '';
         res.setEncoding('utf8');
-        res.on('data', (chunk: string) => { text += chunk; });
+        res.on('data', (chunk: string) => {
+          text += chunk;
+        });
         res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
       },
     );
@@ -82,7 +84,10 @@ test('SIGTERM: an in-flight request finishes with its full answer, new connectio
   req.end(BODY.slice(10));
   const answer = await response;
   expect(answer.status).toBe(200);
-  expect(JSON.parse(answer.text)).toMatchObject({ id: 7, result: { skills: [expect.objectContaining({ uri: 'skill://commit-message/SKILL.md' })] } });
+  expect(JSON.parse(answer.text)).toMatchObject({
+    id: 7,
+    result: { skills: [expect.objectContaining({ uri: 'skill://commit-message/SKILL.md' })] },
+  });
   expect(await server.exited).toBe(0);
   expect(server.stderr()).toMatch(/skill-mcp: stopped\n/);
 });

@@ -25,7 +25,11 @@ beforeAll(async () => {
   writeWorkspaceSkill(skills);
   // Run uids apart from every other suite's range; as root the front drops to uid 61183 (the hosted recipe).
   const env = { SKILLS_DIR: skills };
-  runner = await startRunner({ env: { ...env, SKILL_MCP_UID_RANGE: '61910-61917' }, base, args: process.getuid?.() === 0 ? ['--front-uid', '61183', '--front-gid', '61183'] : [] });
+  runner = await startRunner({
+    env: { ...env, SKILL_MCP_UID_RANGE: '61910-61917' },
+    base,
+    args: process.getuid?.() === 0 ? ['--front-uid', '61183', '--front-gid', '61183'] : [],
+  });
   server = await startHttp({ ...env, SKILL_MCP_RUNNER_SOCKET: runner.socketPath, MCP_CONFIRM_MODE: 'auto', SKILL_MCP_HTTP_TOKEN: TOKEN });
 }, 60_000);
 afterAll(async () => {
@@ -39,15 +43,25 @@ describe.each(['legacy', 'modern'] as const)('skill_run with files over HTTP (ho
     const client = await connectClient(server.url, era, TOKEN);
     try {
       const form = 'x'.repeat(5 * 1024 * 1024);
-      const args = { name: 'workspace', script: 'scripts/fill.py', args: ['form.txt', 'out/result.json'], stdin: 'hosted', files: [{ path: 'form.txt', base64: Buffer.from(form).toString('base64') }] };
+      const args = {
+        name: 'workspace',
+        script: 'scripts/fill.py',
+        args: ['form.txt', 'out/result.json'],
+        stdin: 'hosted',
+        files: [{ path: 'form.txt', base64: Buffer.from(form).toString('base64') }],
+      };
       const first = await client.callTool({ name: 'skill_run', arguments: args });
       expect(first.isError, `${JSON.stringify(first.structuredContent ?? first.content)}\n${server.stderr()}`).not.toBe(true);
       const preview = first.structuredContent as { confirmToken: string; preview: { willRun: { inputs: unknown } } };
-      expect(preview.preview.willRun.inputs).toEqual({ files: [{ path: 'form.txt', size: form.length, sha256: sha(form) }], stdin: { size: 6, sha256: sha('hosted') } });
+      expect(preview.preview.willRun.inputs).toEqual({
+        files: [{ path: 'form.txt', size: form.length, sha256: sha(form) }],
+        stdin: { size: 6, sha256: sha('hosted') },
+      });
       const ran = await client.callTool({ name: 'skill_run', arguments: { ...args, confirmToken: preview.confirmToken } });
       expect(ran.isError, JSON.stringify(ran.structuredContent)).not.toBe(true);
       expect(ran.structuredContent).toMatchObject({ status: 'completed', exitCode: 0 });
-      const resource = (ran.content as { type: string; resource?: { uri: string; text?: string } }[]).find((c) => c.type === 'resource')!.resource!;
+      const resource = (ran.content as { type: string; resource?: { uri: string; text?: string } }[]).find((c) => c.type === 'resource')!
+        .resource!;
       expect(resource.uri).toMatch(/^skill-run:\/\/[0-9a-f]+\/out\/result\.json$/);
       const written = JSON.parse(resource.text!) as { form: string; stdin: string };
       expect([written.form.length, written.form === form, written.stdin]).toEqual([form.length, true, 'hosted']);

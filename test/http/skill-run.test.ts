@@ -22,7 +22,11 @@ beforeAll(async () => {
   base = tempDir('http-runner');
   // Run uids apart from the runner (61184-61279) and e2e (61600-61855) suites' ranges. As root the
   // front drops to uid 61183: the runner admits it (the hosted recipe).
-  runner = await startRunner({ env: { SKILL_MCP_UID_RANGE: '61900-61907' }, base, args: process.getuid?.() === 0 ? ['--front-uid', '61183', '--front-gid', '61183'] : [] });
+  runner = await startRunner({
+    env: { SKILL_MCP_UID_RANGE: '61900-61907' },
+    base,
+    args: process.getuid?.() === 0 ? ['--front-uid', '61183', '--front-gid', '61183'] : [],
+  });
   const env = { SKILLS_DIR: `${REPO}skills`, SKILL_MCP_RUNNER_SOCKET: runner.socketPath, MCP_CONFIRM_MODE: 'auto' };
   [server, open] = await Promise.all([startHttp({ ...env, SKILL_MCP_HTTP_TOKEN: TOKEN }), startHttp(env)]);
 }, 30_000);
@@ -33,7 +37,10 @@ afterAll(async () => {
 });
 
 async function run(client: Client, args: Record<string, unknown>): Promise<{ isError: boolean; value: Record<string, unknown> }> {
-  const result = await client.callTool({ name: 'skill_run', arguments: { name: 'commit-message', script: 'scripts/check-message.js', ...args } });
+  const result = await client.callTool({
+    name: 'skill_run',
+    arguments: { name: 'commit-message', script: 'scripts/check-message.js', ...args },
+  });
   const text = (result.content as { text?: string }[]).map((c) => c.text ?? '').join('');
   return { isError: result.isError === true, value: (result.structuredContent ?? JSON.parse(text)) as Record<string, unknown> };
 }
@@ -60,12 +67,17 @@ describe.each(['legacy', 'modern'] as const)('skill_run over HTTP, %s era, token
 
 /** A client that declares form elicitation and answers every prompt with `action`. */
 async function elicitingClient(era: 'legacy' | 'modern', action: 'accept' | 'decline', asked: string[]): Promise<Client> {
-  const client = new Client({ name: 'skill-mcp-http-test', version: '0.0.0' }, { capabilities: { elicitation: { form: {} } }, ...(era === 'modern' ? { versionNegotiation: { mode: { pin: '2026-07-28' } } } : {}) });
+  const client = new Client(
+    { name: 'skill-mcp-http-test', version: '0.0.0' },
+    { capabilities: { elicitation: { form: {} } }, ...(era === 'modern' ? { versionNegotiation: { mode: { pin: '2026-07-28' } } } : {}) },
+  );
   client.setRequestHandler('elicitation/create', async (request) => {
     asked.push(request.params.message);
     return { action, content: {} };
   });
-  await client.connect(new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers: { authorization: `Bearer ${TOKEN}` } } }));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers: { authorization: `Bearer ${TOKEN}` } } }),
+  );
   return client;
 }
 
@@ -98,7 +110,10 @@ describe('skill_run over HTTP with a client that can show a prompt', () => {
     const asked: string[] = [];
     const client = await elicitingClient('legacy', 'accept', asked);
     try {
-      expect((await run(client, { args: ['fix: token path'] })).value).toMatchObject({ status: 'confirmation-required', confirmToken: expect.any(String) });
+      expect((await run(client, { args: ['fix: token path'] })).value).toMatchObject({
+        status: 'confirmation-required',
+        confirmToken: expect.any(String),
+      });
       expect(asked).toEqual([]);
     } finally {
       await client.close();
@@ -130,7 +145,9 @@ describe.each(['legacy', 'modern'] as const)('skill_run over HTTP without a conf
       const loaded = await client.callTool({ name: 'skill_load', arguments: { name: 'commit-message' } });
       expect(loaded.isError).not.toBe(true);
       const listed = await client.callTool({ name: 'skill_list', arguments: {} });
-      const skill = (listed.structuredContent as { skills: { name: string; runnable: boolean; unavailableScripts?: { why: string }[] }[] }).skills.find((s) => s.name === 'commit-message')!;
+      const skill = (
+        listed.structuredContent as { skills: { name: string; runnable: boolean; unavailableScripts?: { why: string }[] }[] }
+      ).skills.find((s) => s.name === 'commit-message')!;
       expect(skill.runnable).toBe(false);
       expect(skill.unavailableScripts?.[0]?.why).toMatch(/bearer token/);
     } finally {
@@ -140,5 +157,7 @@ describe.each(['legacy', 'modern'] as const)('skill_run over HTTP without a conf
 });
 
 function auditCount(event: string): number {
-  return readFileSync(join(runner.stateDir, 'audit.log'), 'utf8').split('\n').filter((l) => l.includes(`"event":"${event}"`)).length;
+  return readFileSync(join(runner.stateDir, 'audit.log'), 'utf8')
+    .split('\n')
+    .filter((l) => l.includes(`"event":"${event}"`)).length;
 }

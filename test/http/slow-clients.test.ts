@@ -16,7 +16,11 @@ import { connectClient, envelope, MODERN, modernPost, startHttp, type HttpServer
 let server: HttpServer;
 let port: number;
 beforeAll(async () => {
-  server = await startHttp({ SKILL_MCP_HTTP_HEADERS_TIMEOUT_MS: '500', SKILL_MCP_HTTP_REQUEST_TIMEOUT_MS: '1000', SKILL_MCP_HTTP_MAX_CONNECTIONS: '4' });
+  server = await startHttp({
+    SKILL_MCP_HTTP_HEADERS_TIMEOUT_MS: '500',
+    SKILL_MCP_HTTP_REQUEST_TIMEOUT_MS: '1000',
+    SKILL_MCP_HTTP_MAX_CONNECTIONS: '4',
+  });
   port = Number(new URL(server.url).port);
 });
 afterAll(async () => {
@@ -34,7 +38,9 @@ function open(): Promise<Socket> {
 function untilClosed(socket: Socket): Promise<{ text: string; ms: number }> {
   const started = Date.now();
   let text = '';
-  socket.on('data', (chunk: Buffer) => { text += chunk.toString('utf8'); });
+  socket.on('data', (chunk: Buffer) => {
+    text += chunk.toString('utf8');
+  });
   socket.on('error', () => undefined);
   return new Promise((resolve) => socket.once('close', () => resolve({ text, ms: Date.now() - started })));
 }
@@ -71,7 +77,10 @@ test('connections over the cap are dropped; the server keeps answering once they
   // The server learns of the closes asynchronously; a request racing them may still be dropped.
   let status = 0;
   for (let attempt = 0; attempt < 20 && status !== 200; attempt += 1) {
-    status = await modernPost(server.url, 'skills/list').then((a) => a.status, () => 0);
+    status = await modernPost(server.url, 'skills/list').then(
+      (a) => a.status,
+      () => 0,
+    );
   }
   expect(status).toBe(200);
 });
@@ -83,7 +92,9 @@ function stall(at: number, payload: string, from = '127.0.0.1'): Promise<{ socke
     let text = '';
     // The server's end of the conversation: its FIN ('end'), or a reset ('error'/'close').
     const hungUp = new Promise<string>((done) => {
-      socket.on('data', (chunk: Buffer) => { text += chunk.toString('utf8'); });
+      socket.on('data', (chunk: Buffer) => {
+        text += chunk.toString('utf8');
+      });
       socket.once('end', () => done(text));
       socket.once('close', () => done(text));
       socket.on('error', () => done(text));
@@ -105,14 +116,31 @@ function unfinishedBody(extra = ''): string {
 function listFrom(at: number, from: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
   const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'skills/list', params: envelope() });
   return new Promise((resolve, reject) => {
-    const req = httpRequest({
-      host: '127.0.0.1', port: at, localAddress: from, method: 'POST', path: '/mcp', agent: false,
-      headers: { host: `127.0.0.1:${at}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': MODERN, 'mcp-method': 'skills/list', ...headers },
-    }, (res) => {
-      let text = '';
-      res.on('data', (chunk: Buffer) => { text += chunk.toString('utf8'); });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
-    });
+    const req = httpRequest(
+      {
+        host: '127.0.0.1',
+        port: at,
+        localAddress: from,
+        method: 'POST',
+        path: '/mcp',
+        agent: false,
+        headers: {
+          host: `127.0.0.1:${at}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': MODERN,
+          'mcp-method': 'skills/list',
+          ...headers,
+        },
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (chunk: Buffer) => {
+          text += chunk.toString('utf8');
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -130,7 +158,9 @@ describe('a flood of stalled clients (600, over the 512 connection cap)', () => 
   });
 
   test('attack: 600 connections stall (300 headers never finished, 300 bodies never finished) and never close their side — after their deadline a real SDK client over Streamable HTTP is served', async () => {
-    const stalled = await Promise.all(Array.from({ length: 600 }, (_, i) => stall(at, i % 2 === 0 ? UNFINISHED_HEADERS : unfinishedBody())));
+    const stalled = await Promise.all(
+      Array.from({ length: 600 }, (_, i) => stall(at, i % 2 === 0 ? UNFINISHED_HEADERS : unfinishedBody())),
+    );
     // The server hangs up on every one of them: at once past the connection cap, else at the deadline.
     const answers = await Promise.all(stalled.map((s) => s.hungUp));
     const timedOut = answers.filter((text) => /^HTTP\/1\.1 408/.test(text)).length;
@@ -159,7 +189,12 @@ describe('the per-address cap (2 per address; 127.0.0.2 is a trusted proxy)', ()
   let capped: HttpServer;
   let at: number;
   beforeAll(async () => {
-    capped = await startHttp({ SKILL_MCP_HTTP_MAX_CONNECTIONS_PER_ADDRESS: '2', SKILL_MCP_HTTP_TRUSTED_PROXIES: '127.0.0.2', SKILL_MCP_HTTP_REQUEST_TIMEOUT_MS: '60000', SKILL_MCP_HTTP_HEADERS_TIMEOUT_MS: '60000' });
+    capped = await startHttp({
+      SKILL_MCP_HTTP_MAX_CONNECTIONS_PER_ADDRESS: '2',
+      SKILL_MCP_HTTP_TRUSTED_PROXIES: '127.0.0.2',
+      SKILL_MCP_HTTP_REQUEST_TIMEOUT_MS: '60000',
+      SKILL_MCP_HTTP_HEADERS_TIMEOUT_MS: '60000',
+    });
     at = Number(new URL(capped.url).port);
   });
   afterAll(async () => {
@@ -182,18 +217,25 @@ describe('the per-address cap (2 per address; 127.0.0.2 is a trusted proxy)', ()
   });
 
   test('attack: X-Forwarded-For from an untrusted peer is ignored — its connections count as its own address whatever the header says', async () => {
-    const held = await Promise.all([stall(at, unfinishedBody('X-Forwarded-For: 10.0.0.1\r\n'), '127.0.0.3'), stall(at, unfinishedBody('X-Forwarded-For: 10.0.0.2\r\n'), '127.0.0.3')]);
+    const held = await Promise.all([
+      stall(at, unfinishedBody('X-Forwarded-For: 10.0.0.1\r\n'), '127.0.0.3'),
+      stall(at, unfinishedBody('X-Forwarded-For: 10.0.0.2\r\n'), '127.0.0.3'),
+    ]);
     const third = await stall(at, unfinishedBody('X-Forwarded-For: 10.0.0.3\r\n'), '127.0.0.3');
     expect(await third.hungUp).toMatch(/^HTTP\/1\.1 429/);
     for (const s of [...held, third]) s.socket.destroy();
   });
 
   test('through the trusted proxy, the cap counts the client X-Forwarded-For names: its 3rd request at once is refused 429, another client is served', async () => {
-    const inFlight = await Promise.all([stall(at, unfinishedBody('X-Forwarded-For: 10.0.0.7\r\n'), '127.0.0.2'), stall(at, unfinishedBody('X-Forwarded-For: 10.0.0.7\r\n'), '127.0.0.2')]);
+    const inFlight = await Promise.all([
+      stall(at, unfinishedBody('X-Forwarded-For: 10.0.0.7\r\n'), '127.0.0.2'),
+      stall(at, unfinishedBody('X-Forwarded-For: 10.0.0.7\r\n'), '127.0.0.2'),
+    ]);
     // Each request is counted once its headers are in: the refusal below must find both counted.
     // A forged entry left of the proxy's own is not believed: the client is the rightmost untrusted hop.
     let third = { status: 0, body: '' };
-    for (let attempt = 0; attempt < 20 && third.status !== 429; attempt++) third = await listFrom(at, '127.0.0.2', { 'x-forwarded-for': '10.9.9.9, 10.0.0.7' });
+    for (let attempt = 0; attempt < 20 && third.status !== 429; attempt++)
+      third = await listFrom(at, '127.0.0.2', { 'x-forwarded-for': '10.9.9.9, 10.0.0.7' });
     expect(third.status).toBe(429);
     expect(third.body).toMatch(/SKILL_MCP_HTTP_MAX_CONNECTIONS_PER_ADDRESS/);
     expect((await listFrom(at, '127.0.0.2', { 'x-forwarded-for': '10.0.0.8' })).status).toBe(200);

@@ -22,7 +22,9 @@ describe('tools over HTTP, declared once per process', () => {
     const first = await modernPost(server.url, 'tools/list');
     const second = await modernPost(server.url, 'tools/list');
     expect(first.status).toBe(200);
-    const tools = (first.body!['result'] as { tools: Array<{ name: string; inputSchema: { properties: Record<string, { description?: string }> } }> }).tools;
+    const tools = (
+      first.body!['result'] as { tools: Array<{ name: string; inputSchema: { properties: Record<string, { description?: string }> } }> }
+    ).tools;
     expect(tools.map((t) => t.name)).toEqual(['skill_list', 'skill_search', 'skill_load', 'skill_file', 'skill_run']);
     expect(second.body?.['result']).toEqual(first.body?.['result']);
     // The configured budget reaches the description (the declarations are built from the front's settings).
@@ -30,7 +32,9 @@ describe('tools over HTTP, declared once per process', () => {
     const legacy = await connectClient(server.url, 'legacy');
     try {
       const listed = await legacy.listTools();
-      expect(listed.tools.map((t) => ({ name: t.name, inputSchema: t.inputSchema }))).toEqual(tools.map((t) => ({ name: t.name, inputSchema: t.inputSchema })));
+      expect(listed.tools.map((t) => ({ name: t.name, inputSchema: t.inputSchema }))).toEqual(
+        tools.map((t) => ({ name: t.name, inputSchema: t.inputSchema })),
+      );
     } finally {
       await legacy.close();
     }
@@ -38,13 +42,23 @@ describe('tools over HTTP, declared once per process', () => {
 
   test('arguments outside a shared schema are refused on every request, and good ones still served', async () => {
     for (let i = 0; i < 3; i++) {
-      const refused = await modernPost(server.url, 'tools/call', { name: 'skill_list', arguments: { limit: 0 } }, { 'mcp-name': 'skill_list' });
+      const refused = await modernPost(
+        server.url,
+        'tools/call',
+        { name: 'skill_list', arguments: { limit: 0 } },
+        { 'mcp-name': 'skill_list' },
+      );
       const result = refused.body?.['result'] as { isError?: boolean; content?: Array<{ text?: string }> } | undefined;
       const error = refused.body?.['error'] as { message?: string } | undefined;
       // Refused either as a tool error or as a JSON-RPC error, never served.
       expect(result?.isError === true || error !== undefined).toBe(true);
       expect(JSON.stringify(refused.body)).toMatch(/limit/);
-      const served = await modernPost(server.url, 'tools/call', { name: 'skill_list', arguments: { limit: 1 } }, { 'mcp-name': 'skill_list' });
+      const served = await modernPost(
+        server.url,
+        'tools/call',
+        { name: 'skill_list', arguments: { limit: 1 } },
+        { 'mcp-name': 'skill_list' },
+      );
       expect((served.body!['result'] as { isError?: boolean }).isError).not.toBe(true);
     }
   });

@@ -27,14 +27,34 @@ beforeAll(async () => {
   const skills = join(base, 'skills');
   cpSync(join(REPO, 'skills', 'commit-message'), join(skills, 'commit-message'), { recursive: true });
   mkdirSync(join(skills, HIDDEN, 'scripts'), { recursive: true });
-  writeFileSync(join(skills, HIDDEN, 'SKILL.md'), `---\nname: ${HIDDEN}\ndescription: Rotate the vault unseal keys of the operations cluster.\nmcp-host:\n  version: 1\n  run:\n    - script: scripts/rotate.js\n      interpreter: node\n---\n\n# Vault operations\n\nRotate keys with scripts/rotate.js.\n`);
+  writeFileSync(
+    join(skills, HIDDEN, 'SKILL.md'),
+    `---\nname: ${HIDDEN}\ndescription: Rotate the vault unseal keys of the operations cluster.\nmcp-host:\n  version: 1\n  run:\n    - script: scripts/rotate.js\n      interpreter: node\n---\n\n# Vault operations\n\nRotate keys with scripts/rotate.js.\n`,
+  );
   writeFileSync(join(skills, HIDDEN, 'scripts', 'rotate.js'), "console.log('rotated');\n");
-  issuer = await startIssuer({ alice: { secret: 'alice-secret-0123456789', scopes: BOTH }, bob: { secret: 'bob-secret-0123456789', scopes: BOTH } });
+  issuer = await startIssuer({
+    alice: { secret: 'alice-secret-0123456789', scopes: BOTH },
+    bob: { secret: 'bob-secret-0123456789', scopes: BOTH },
+  });
   const port = await freePort();
   audience = `http://127.0.0.1:${port}/mcp`;
   const env = { SKILLS_DIR: skills, SKILL_MCP_VISIBLE: VISIBLE };
-  runner = await startRunner({ env: { ...env, SKILL_MCP_UID_RANGE: '61916-61923' }, base, args: process.getuid?.() === 0 ? ['--front-uid', '61183', '--front-gid', '61183'] : [] });
-  server = await startHttp({ ...env, SKILL_MCP_RUNNER_SOCKET: runner.socketPath, MCP_CONFIRM_MODE: 'auto', SKILL_MCP_OAUTH_ISSUER: issuer.issuer, SKILL_MCP_OAUTH_AUDIENCE: audience }, [], { port });
+  runner = await startRunner({
+    env: { ...env, SKILL_MCP_UID_RANGE: '61916-61923' },
+    base,
+    args: process.getuid?.() === 0 ? ['--front-uid', '61183', '--front-gid', '61183'] : [],
+  });
+  server = await startHttp(
+    {
+      ...env,
+      SKILL_MCP_RUNNER_SOCKET: runner.socketPath,
+      MCP_CONFIRM_MODE: 'auto',
+      SKILL_MCP_OAUTH_ISSUER: issuer.issuer,
+      SKILL_MCP_OAUTH_AUDIENCE: audience,
+    },
+    [],
+    { port },
+  );
 }, 30_000);
 
 afterAll(async () => {
@@ -60,7 +80,8 @@ async function tool(client: Client, name: string, args: Record<string, unknown>)
 async function surfaces(id: string) {
   const client = await as(id);
   const bearer = await issuer.mint({ sub: id, aud: audience, scope: 'skills:read skills:run' });
-  const raw = (method: string, params: Record<string, unknown> = {}) => modernPost(server.url, method, params, { authorization: `Bearer ${bearer}` });
+  const raw = (method: string, params: Record<string, unknown> = {}) =>
+    modernPost(server.url, method, params, { authorization: `Bearer ${bearer}` });
   try {
     const listing = JSON.stringify([
       await tool(client, 'skill_list', {}),
@@ -75,8 +96,14 @@ async function surfaces(id: string) {
       file: await tool(client, 'skill_file', { name: HIDDEN, paths: ['SKILL.md'] }),
       run: await tool(client, 'skill_run', { name: HIDDEN, script: 'scripts/rotate.js', args: [] }),
       get: (await raw('skills/get', { uri })).body,
-      read: await client.readResource({ uri }).then((r) => ({ ok: true, r }), (e: Error) => ({ ok: false, e: e.message })),
-      prompt: await client.getPrompt({ name: HIDDEN }).then((r) => ({ ok: true, r }), (e: Error) => ({ ok: false, e: e.message })),
+      read: await client.readResource({ uri }).then(
+        (r) => ({ ok: true, r }),
+        (e: Error) => ({ ok: false, e: e.message }),
+      ),
+      prompt: await client.getPrompt({ name: HIDDEN }).then(
+        (r) => ({ ok: true, r }),
+        (e: Error) => ({ ok: false, e: e.message }),
+      ),
     };
     return { listing, byName };
   } finally {

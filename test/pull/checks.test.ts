@@ -4,13 +4,35 @@
  * test/e2e/pull-hostile.test.ts.
  */
 import { describe, expect, test } from 'vitest';
-import { PULL_MAX_FILES, PULL_MAX_SKILL_BYTES, checkFileList, checkFilePath, checkSkillName, pathUnderBase, type PlannedFile } from '../../cli/pull/checks.js';
+import {
+  PULL_MAX_FILES,
+  PULL_MAX_SKILL_BYTES,
+  checkFileList,
+  checkFilePath,
+  checkSkillName,
+  pathUnderBase,
+  type PlannedFile,
+} from '../../cli/pull/checks.js';
 
 const DIGEST = `sha256:${'a'.repeat(64)}`;
 const file = (path: string, size = 1, digest = DIGEST): PlannedFile => ({ path, uri: `skill://s/${path}`, size, digest });
 
 describe('skill names become one folder under the target', () => {
-  test.each(['..', '.', '../x', 'a/b', '/etc', '', 'x\0y', 'a\\b', '%2e%2e', '.hidden', '.skill-mcp-lock.json', 'x'.repeat(256), 'tab\tname'])('refuses %j', (name) => {
+  test.each([
+    '..',
+    '.',
+    '../x',
+    'a/b',
+    '/etc',
+    '',
+    'x\0y',
+    'a\\b',
+    '%2e%2e',
+    '.hidden',
+    '.skill-mcp-lock.json',
+    'x'.repeat(256),
+    'tab\tname',
+  ])('refuses %j', (name) => {
     expect(checkSkillName(name).ok).toBe(false);
   });
   test('refuses a name that is not a string', () => {
@@ -72,9 +94,12 @@ describe('the whole file list, before any byte is read', () => {
   test('no SKILL.md: refused', () => {
     expect(checkFileList([file('README.md')])).toMatch(/no SKILL.md/);
   });
-  test.each(['', 'sha256:abc', `sha1:${'a'.repeat(40)}`, `sha256:${'A'.repeat(64)}`, `md5:${'a'.repeat(32)}`])('a digest of %j: nothing to check against, refused', (digest) => {
-    expect(checkFileList([file('SKILL.md', 1, digest)])).toMatch(/no sha256 digest/);
-  });
+  test.each(['', 'sha256:abc', `sha1:${'a'.repeat(40)}`, `sha256:${'A'.repeat(64)}`, `md5:${'a'.repeat(32)}`])(
+    'a digest of %j: nothing to check against, refused',
+    (digest) => {
+      expect(checkFileList([file('SKILL.md', 1, digest)])).toMatch(/no sha256 digest/);
+    },
+  );
   test.each([-1, 1.5, Number.NaN])('a size of %j is refused', (size) => {
     expect(checkFileList([file('SKILL.md', size)])).toMatch(/no valid size/);
   });
@@ -83,7 +108,9 @@ describe('the whole file list, before any byte is read', () => {
   });
   test('attack: declared sizes over 16 MiB in all, from one file or many', () => {
     expect(checkFileList([file('SKILL.md'), file('huge.bin', PULL_MAX_SKILL_BYTES)])).toMatch(/more than 16777216 bytes \("huge.bin"/);
-    expect(checkFileList([file('SKILL.md'), ...Array.from({ length: 5 }, (_, i) => file(`part${i}`, 4 * 1024 * 1024))])).toMatch(/more than 16777216 bytes/);
+    expect(checkFileList([file('SKILL.md'), ...Array.from({ length: 5 }, (_, i) => file(`part${i}`, 4 * 1024 * 1024))])).toMatch(
+      /more than 16777216 bytes/,
+    );
   });
   test('attack: two paths one case-insensitive disk would merge (A.md and a.md)', () => {
     expect(checkFileList([file('SKILL.md'), file('A.md'), file('a.md')])).toMatch(/"A.md" and "a.md" would be one file/);
@@ -92,6 +119,8 @@ describe('the whole file list, before any byte is read', () => {
     expect(checkFileList([file('SKILL.md'), file('caf\u00e9.md'), file('cafe\u0301.md')])).toMatch(/would be one file/);
   });
   test('attack: a name listed as a file and as a folder', () => {
-    expect(checkFileList([file('SKILL.md'), file('refs'), file('refs/a.md')])).toMatch(/"refs" is listed as a file and as the folder of "refs\/a.md"/);
+    expect(checkFileList([file('SKILL.md'), file('refs'), file('refs/a.md')])).toMatch(
+      /"refs" is listed as a file and as the folder of "refs\/a.md"/,
+    );
   });
 });

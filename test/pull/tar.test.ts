@@ -12,12 +12,21 @@ import { describe, expect, test } from 'vitest';
 import { ArchiveRefused, gunzipCapped, readTar } from '../../cli/pull/tar.js';
 import { tar } from './tar-write.js';
 
-const files = (entries: ReturnType<typeof readTar>): Record<string, string> => Object.fromEntries(entries.filter((e) => e.kind === 'file').map((e) => [e.path, e.bytes.toString('utf8')]));
+const files = (entries: ReturnType<typeof readTar>): Record<string, string> =>
+  Object.fromEntries(entries.filter((e) => e.kind === 'file').map((e) => [e.path, e.bytes.toString('utf8')]));
 
 describe('readTar: what it takes', () => {
   test('regular files and folders, a "./" prefix dropped, a pax path longer than 100 bytes', () => {
     const long = `${'d'.repeat(120)}/file.md`;
-    const entries = readTar(tar([{ name: './', type: '5' }, { name: './SKILL.md', body: '# hi\n' }, { name: 'refs/', type: '5' }, { name: 'refs/a.md', body: 'a' }, { name: 'x', pax: { path: long }, body: 'long' }]));
+    const entries = readTar(
+      tar([
+        { name: './', type: '5' },
+        { name: './SKILL.md', body: '# hi\n' },
+        { name: 'refs/', type: '5' },
+        { name: 'refs/a.md', body: 'a' },
+        { name: 'x', pax: { path: long }, body: 'long' },
+      ]),
+    );
     expect(files(entries)).toEqual({ 'SKILL.md': '# hi\n', 'refs/a.md': 'a', [long]: 'long' });
     expect(entries.filter((e) => e.kind === 'dir').map((e) => e.path)).toEqual(['refs']);
   });
@@ -29,7 +38,10 @@ describe('readTar: what it takes', () => {
     writeFileSync(join(dir, 'scripts', 'run.sh'), '#!/bin/sh\n');
     const out = join(mkdtempSync(join(tmpdir(), 'tar-out-')), 'a.tar.gz');
     execFileSync('tar', [`--format=${format}`, '-czf', out, '-C', dir, '.']);
-    expect(files(readTar(gunzipCapped(readFileSync(out), 1 << 20)))).toEqual({ 'SKILL.md': '---\nname: x\n---\n', 'scripts/run.sh': '#!/bin/sh\n' });
+    expect(files(readTar(gunzipCapped(readFileSync(out), 1 << 20)))).toEqual({
+      'SKILL.md': '---\nname: x\n---\n',
+      'scripts/run.sh': '#!/bin/sh\n',
+    });
   });
 });
 
@@ -42,15 +54,31 @@ describe('readTar: what it refuses', () => {
     ['6', 'a FIFO'],
     ['L', 'a GNU long-name record'],
   ])('attack: an entry of type %s (%s) is refused, never materialised', (type, what) => {
-    expect(() => readTar(tar([{ name: 'SKILL.md', body: 'x' }, { name: 'passwd', type, linkname: '/etc/passwd' }]))).toThrow(new ArchiveRefused(`"passwd" is ${what}; only regular files and folders are taken from an archive`));
+    expect(() =>
+      readTar(
+        tar([
+          { name: 'SKILL.md', body: 'x' },
+          { name: 'passwd', type, linkname: '/etc/passwd' },
+        ]),
+      ),
+    ).toThrow(new ArchiveRefused(`"passwd" is ${what}; only regular files and folders are taken from an archive`));
   });
 
   test('attack: a size claiming more bytes than the archive holds', () => {
-    expect(() => readTar(tar([{ name: 'SKILL.md', body: 'x', size: 1 << 20 }], Buffer.alloc(0)))).toThrow(/claims 1048576 bytes, more than the archive holds/);
+    expect(() => readTar(tar([{ name: 'SKILL.md', body: 'x', size: 1 << 20 }], Buffer.alloc(0)))).toThrow(
+      /claims 1048576 bytes, more than the archive holds/,
+    );
   });
 
   test('attack: one path twice (which copy wins would depend on the reader)', () => {
-    expect(() => readTar(tar([{ name: 'SKILL.md', body: 'a' }, { name: './SKILL.md', body: 'b' }]))).toThrow(/in the archive twice/);
+    expect(() =>
+      readTar(
+        tar([
+          { name: 'SKILL.md', body: 'a' },
+          { name: './SKILL.md', body: 'b' },
+        ]),
+      ),
+    ).toThrow(/in the archive twice/);
   });
 
   test('attack: data hidden after the end-of-archive block', () => {

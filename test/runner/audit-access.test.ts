@@ -14,7 +14,10 @@ import type { RunnerHandle } from './harness.js';
 
 const SECRET = `audit-secret-${Date.now()}`;
 const skills = writeSkills({
-  s: { run: [{ script: 'a.js', interpreter: 'node', env: ['S_KEY'], timeout: 5 }], files: { 'a.js': 'process.stdout.write("out:" + (process.env.S_KEY ? "set" : "unset"))' } },
+  s: {
+    run: [{ script: 'a.js', interpreter: 'node', env: ['S_KEY'], timeout: 5 }],
+    files: { 'a.js': 'process.stdout.write("out:" + (process.env.S_KEY ? "set" : "unset"))' },
+  },
 });
 let runner: RunnerHandle;
 let token = '';
@@ -40,9 +43,20 @@ describe('audit log', () => {
     const file = join(runner.stateDir, 'audit.log');
     expect(statSync(file).mode & 0o777).toBe(0o600);
     const text = readFileSync(file, 'utf8');
-    const all = text.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const all = text
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     // A signed checkpoint follows every decided run (docs/audit.md).
-    expect(all.map((e) => e['event'])).toEqual(['runner.start', 'run.prepare', 'run.accept', 'run.exit', 'audit.checkpoint', 'run.reject', 'audit.checkpoint']);
+    expect(all.map((e) => e['event'])).toEqual([
+      'runner.start',
+      'run.prepare',
+      'run.accept',
+      'run.exit',
+      'audit.checkpoint',
+      'run.reject',
+      'audit.checkpoint',
+    ]);
     const events = all.filter((e) => e['event'] !== 'audit.checkpoint');
     expect(events[2]).toMatchObject({ argv: ['a.js', 'arg1'], env_names: expect.arrayContaining(['S_KEY']) });
     expect(events[3]).toMatchObject({ ended: 'exit', exit_code: 0, stdout_bytes: 7 });
@@ -72,20 +86,35 @@ describe('who may connect', () => {
   });
 
   it.skipIf(!isRoot)('a process of another uid in the front group is refused by SO_PEERCRED (root only: needs other uids)', async () => {
-    const front = await startRunner({ env: { SKILLS_DIR: skills }, args: ['--uid-range', uidRange(2), '--front-uid', '40001', '--front-gid', '40001'] });
+    const front = await startRunner({
+      env: { SKILLS_DIR: skills },
+      args: ['--uid-range', uidRange(2), '--front-uid', '40001', '--front-gid', '40001'],
+    });
     try {
       expect(statSync(dirname(front.socketPath)).mode & 0o777).toBe(0o750);
       expect(statSync(front.socketPath)).toMatchObject({ gid: 40001 });
       // A hello (a front configured like the runner, no secret: none is set) and a describe.
       const codec = new FrameCodec(1024 * 1024);
       const frames = Buffer.concat([codec.encode(helloFor({ SKILLS_DIR: skills })), codec.encode({ type: 'describe' })]).toString('base64');
-      const probe = (uid: number): string => execFileSync('setpriv', [`--reuid=${uid}`, '--regid=40001', '--clear-groups', process.execPath, '-e', `
+      const probe = (uid: number): string =>
+        execFileSync(
+          'setpriv',
+          [
+            `--reuid=${uid}`,
+            '--regid=40001',
+            '--clear-groups',
+            process.execPath,
+            '-e',
+            `
         const net = require('net'); const s = net.createConnection(${JSON.stringify(front.socketPath)});
         s.on('connect', () => s.write(Buffer.from(${JSON.stringify(frames)}, 'base64')));
         let got = Buffer.alloc(0); s.on('data', (c) => { got = Buffer.concat([got, c]); if (got.includes('PEER_REFUSED') || got.includes('isolation')) s.destroy(); });
         s.on('close', () => { process.stdout.write(got.includes('PEER_REFUSED') ? 'refused' : got.includes('isolation') ? 'served' : 'other'); });
         s.on('error', (e) => process.stdout.write(e.code));
-        setTimeout(() => s.destroy(), 15000).unref();`], { encoding: 'utf8' }); // a backstop only: 1.5 s lost the answer on a loaded machine
+        setTimeout(() => s.destroy(), 15000).unref();`,
+          ],
+          { encoding: 'utf8' },
+        ); // a backstop only: 1.5 s lost the answer on a loaded machine
       expect(probe(40002)).toBe('refused');
       expect(probe(40001)).toBe('served');
       const refusals = readFileSync(join(front.stateDir, 'audit.log'), 'utf8');
@@ -101,31 +130,40 @@ describe('hosted defaults and honesty', () => {
   it('hosted without MCP_SKILL_RUN grants nothing: prepare is NOT_GRANTED, describe says why', async () => {
     const hosted = await startRunner({ env: { MCP_SKILLS_PATH: skills, S_KEY: SECRET }, args: ['--uid-range', uidRange(2)] });
     try {
-      expect(await hosted.client.prepare({ skill: 's', script: 'a.js', args: [] })).toMatchObject({ ok: false, error: { code: 'NOT_GRANTED' } });
+      expect(await hosted.client.prepare({ skill: 's', script: 'a.js', args: [] })).toMatchObject({
+        ok: false,
+        error: { code: 'NOT_GRANTED' },
+      });
       const described = await hosted.client.describe();
-      expect(described).toMatchObject({ ok: true, result: { grantFrom: 'none (hosted default)', skills: [{ name: 's', scripts: [{ granted: false, runnable: false }] }] } });
+      expect(described).toMatchObject({
+        ok: true,
+        result: { grantFrom: 'none (hosted default)', skills: [{ name: 's', scripts: [{ granted: false, runnable: false }] }] },
+      });
       expect(JSON.stringify(described)).not.toContain(SECRET);
     } finally {
       await hosted.stop();
     }
   });
 
-  it.skipIf(!isRoot)(`a non-root runner reports its level (${expectedLevel(false)} here) in describe and in every preview (root only: drops to uid 40003 to show it)`, async () => {
-    const base = tempDir('nonroot');
-    execFileSync('chown', ['40003:40003', base]);
-    const weak = await startRunner({
-      env: { SKILLS_DIR: skills, HOME: base },
-      base,
-      spawnPrefix: ['setpriv', '--reuid=40003', '--regid=40003', '--clear-groups'],
-    });
-    try {
-      const d = await weak.client.describe();
-      expect(d).toMatchObject({ ok: true, result: { isolation: { level: expectedLevel(false) } } });
-      const ran = await prepareAndRun(weak.client, 's', 'a.js');
-      expect(ran.willRun.isolation).toBe(expectedLevel(false));
-      expect(ran.willRun.sandbox).toEqual(d.ok ? d.result.isolation.mechanisms : []);
-    } finally {
-      await weak.stop();
-    }
-  });
+  it.skipIf(!isRoot)(
+    `a non-root runner reports its level (${expectedLevel(false)} here) in describe and in every preview (root only: drops to uid 40003 to show it)`,
+    async () => {
+      const base = tempDir('nonroot');
+      execFileSync('chown', ['40003:40003', base]);
+      const weak = await startRunner({
+        env: { SKILLS_DIR: skills, HOME: base },
+        base,
+        spawnPrefix: ['setpriv', '--reuid=40003', '--regid=40003', '--clear-groups'],
+      });
+      try {
+        const d = await weak.client.describe();
+        expect(d).toMatchObject({ ok: true, result: { isolation: { level: expectedLevel(false) } } });
+        const ran = await prepareAndRun(weak.client, 's', 'a.js');
+        expect(ran.willRun.isolation).toBe(expectedLevel(false));
+        expect(ran.willRun.sandbox).toEqual(d.ok ? d.result.isolation.mechanisms : []);
+      } finally {
+        await weak.stop();
+      }
+    },
+  );
 });

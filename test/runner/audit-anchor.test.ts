@@ -68,7 +68,9 @@ describe('audit.head', () => {
     writeFileSync(log, `${kept.join('\n')}\n`);
     const out = verify([log]);
     expect(out.status).toBe(1);
-    expect(out.stdout).toMatch(/^TRUNCATED: the log ends at line 2 \(seq 2\) but the runner last wrote seq 5: lines after line 2 were deleted/);
+    expect(out.stdout).toMatch(
+      /^TRUNCATED: the log ends at line 2 \(seq 2\) but the runner last wrote seq 5: lines after line 2 were deleted/,
+    );
   });
 
   it('detects a log emptied in place', async () => {
@@ -82,7 +84,10 @@ describe('audit.head', () => {
     const kept = lines(log).slice(0, 4);
     const forged = JSON.stringify({ seq: 5, ts: new Date().toISOString(), prev: lineHash(kept[3]!), event: 'run.wait', run_id: 'forged' });
     writeFileSync(log, `${[...kept, forged].join('\n')}\n`);
-    expect(verify([log])).toMatchObject({ status: 1, stdout: expect.stringMatching(/^ROLLED BACK: line 5 \(seq 5\) is not the line the runner wrote/) });
+    expect(verify([log])).toMatchObject({
+      status: 1,
+      stdout: expect.stringMatching(/^ROLLED BACK: line 5 \(seq 5\) is not the line the runner wrote/),
+    });
   });
 
   it('a log cut while the runner was stopped stays detectable after the runner restarts and re-anchors', async () => {
@@ -108,9 +113,15 @@ describe('audit.head', () => {
     copyFileSync(log, copy);
     expect(verify([copy])).toMatchObject({ status: 0, stdout: expect.stringContaining('tail unanchored') });
     // Judged against the live anchor, the copy is not mistaken for a truncated live log.
-    expect(verify(['--head', join(dirname(log), 'audit.head'), copy])).toMatchObject({ status: 0, stdout: expect.stringContaining('is for') });
+    expect(verify(['--head', join(dirname(log), 'audit.head'), copy])).toMatchObject({
+      status: 0,
+      stdout: expect.stringContaining('is for'),
+    });
     // An anchor the operator names must exist: its absence may be the tampering.
-    expect(verify(['--head', join(dirname(copy), 'missing.head'), copy])).toMatchObject({ status: 1, stdout: expect.stringContaining('UNVERIFIED tail') });
+    expect(verify(['--head', join(dirname(copy), 'missing.head'), copy])).toMatchObject({
+      status: 1,
+      stdout: expect.stringContaining('UNVERIFIED tail'),
+    });
   });
 });
 
@@ -138,9 +149,13 @@ describe('a line an answer waits on (appendDurable)', () => {
     const path = join(dir, 'audit.log');
     const head = join(dir, 'audit.head');
     let failSync = false;
-    const audit = new AuditLog({ path, anchorPath: head, fault: (point) => {
-      if (failSync && point === 'sync') throw Object.assign(new Error('injected'), { code: 'EIO' });
-    } });
+    const audit = new AuditLog({
+      path,
+      anchorPath: head,
+      fault: (point) => {
+        if (failSync && point === 'sync') throw Object.assign(new Error('injected'), { code: 'EIO' });
+      },
+    });
     audit.begin(() => ({ event: 'runner.start' }));
     // In one batch with an ordinary append: the durable line is answered first, before the anchor
     // is published (an ordinary append waits for that), while the anchor still names it right after.
@@ -153,13 +168,24 @@ describe('a line an answer waits on (appendDurable)', () => {
       audit.appendDurable({ event: 'run.exit', run_id: 'one', exit_code: 0 }).then(() => order.push('durable')),
     ]);
     expect(order).toEqual(['durable', 'append']);
-    expect(lines(path).map((l) => JSON.parse(l) as { event: string; run_id?: string }).at(-1)).toMatchObject({ event: 'run.exit', run_id: 'one' });
+    expect(
+      lines(path)
+        .map((l) => JSON.parse(l) as { event: string; run_id?: string })
+        .at(-1),
+    ).toMatchObject({ event: 'run.exit', run_id: 'one' });
     await audit.flush();
     expect((JSON.parse(readFileSync(head, 'utf8')) as AuditAnchor).seq).toBe(lines(path).length);
     failSync = true;
     await expect(audit.appendDurable({ event: 'run.exit', run_id: 'two', exit_code: 0 })).resolves.toBeUndefined();
     failSync = false;
-    await audit.close(() => ({ event: 'runner.stop', pid: process.pid, config_sha256: '0'.repeat(64), uptime_ms: 0, lines: 0, why: 'test' }));
+    await audit.close(() => ({
+      event: 'runner.stop',
+      pid: process.pid,
+      config_sha256: '0'.repeat(64),
+      uptime_ms: 0,
+      lines: 0,
+      why: 'test',
+    }));
     // Written once (the failed fsync's batch is not written again), and the chain holds.
     expect(lines(path).filter((l) => l.includes('"run_id":"two"'))).toHaveLength(1);
     expect(verify([path])).toMatchObject({ status: 0 });

@@ -17,17 +17,23 @@ afterEach(async () => {
 });
 
 function cli(args: string[], env: Record<string, string> = {}): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', ...env } });
+  const r = spawnSync(process.execPath, [BIN, ...args], {
+    encoding: 'utf8',
+    env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', ...env },
+  });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
 describe('help and usage', () => {
-  it.each([['--help'], ['--version'], ['audit', '--help'], ['audit', 'verify', '--help'], ['runner', '--help'], ['--http', '--help']])('`skill-mcp %s` answers on stdout, once, and exits 0', (...args: string[]) => {
-    const r = cli(args);
-    expect(r).toMatchObject({ status: 0, stderr: '' });
-    expect(r.stdout).not.toBe('');
-    if (args.includes('--help')) expect(r.stdout.match(/usage:/g)).toHaveLength(1);
-  });
+  it.each([['--help'], ['--version'], ['audit', '--help'], ['audit', 'verify', '--help'], ['runner', '--help'], ['--http', '--help']])(
+    '`skill-mcp %s` answers on stdout, once, and exits 0',
+    (...args: string[]) => {
+      const r = cli(args);
+      expect(r).toMatchObject({ status: 0, stderr: '' });
+      expect(r.stdout).not.toBe('');
+      if (args.includes('--help')) expect(r.stdout.match(/usage:/g)).toHaveLength(1);
+    },
+  );
 
   it('`skill-mcp audit` with no command is a usage error on stderr (exit 2)', () => {
     const r = cli(['audit']);
@@ -36,15 +42,23 @@ describe('help and usage', () => {
   });
 });
 
-describe('the default log is the standalone runner\'s', () => {
+describe("the default log is the standalone runner's", () => {
   /** A standalone session piped through, which starts the runner (skill_list wakes it) and so writes its log. */
   function standaloneSession(env: Record<string, string>): Promise<number | null> {
     const session = [
-      { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '0' } } },
+      {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '0' } },
+      },
       { jsonrpc: '2.0', method: 'notifications/initialized' },
       { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'skill_list', arguments: {} } },
     ];
-    const child = spawn(process.execPath, [BIN], { env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', SKILLS_DIR: join(REPO, 'skills'), ...env }, stdio: ['pipe', 'ignore', 'ignore'] });
+    const child = spawn(process.execPath, [BIN], {
+      env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', SKILLS_DIR: join(REPO, 'skills'), ...env },
+      stdio: ['pipe', 'ignore', 'ignore'],
+    });
     child.stdin.end(session.map((m) => `${JSON.stringify(m)}\n`).join(''));
     return new Promise((resolve) => child.once('close', resolve));
   }
@@ -56,7 +70,10 @@ describe('the default log is the standalone runner\'s', () => {
     expect(existsSync(join(home, '.local/state/skill-mcp/audit.log'))).toBe(true);
     // A session that only listed skills decided nothing: its runner wrote no line (no runner.start noise).
     expect(readFileSync(join(home, '.local/state/skill-mcp/audit.log'), 'utf8')).toBe('');
-    expect(cli(['audit', 'verify'], env)).toMatchObject({ status: 0, stdout: expect.stringMatching(/^intact: 0 lines, chain unbroken; nothing recorded yet/) });
+    expect(cli(['audit', 'verify'], env)).toMatchObject({
+      status: 0,
+      stdout: expect.stringMatching(/^intact: 0 lines, chain unbroken; nothing recorded yet/),
+    });
     expect(cli(['audit', 'tail'], env)).toMatchObject({ status: 0, stdout: '' });
   });
 
@@ -105,15 +122,25 @@ describe('audit tail against forged lines', () => {
 });
 
 describe('audit verify and runs without an exit', () => {
-  const skills = writeSkills({ slow: { run: [{ script: 'wait.js', interpreter: 'node', timeout: 60 }], files: { 'wait.js': 'setInterval(() => {}, 1000);' } } });
+  const skills = writeSkills({
+    slow: { run: [{ script: 'wait.js', interpreter: 'node', timeout: 60 }], files: { 'wait.js': 'setInterval(() => {}, 1000);' } },
+  });
 
-  async function runInFlight(): Promise<{ runner: RunnerHandle; log: string; runId: string; cancelId: string; finished: Promise<unknown> }> {
+  async function runInFlight(): Promise<{
+    runner: RunnerHandle;
+    log: string;
+    runId: string;
+    cancelId: string;
+    finished: Promise<unknown>;
+  }> {
     const runner = await startRunner({ env: { SKILLS_DIR: skills }, args: ['--uid-range', uidRange(9)] });
     started.push(runner);
     const prepared = await runner.client.prepare({ skill: 'slow', script: 'wait.js', args: [] });
     if (!prepared.ok) throw new Error(prepared.error.message);
     const cancelId = randomBytes(16).toString('hex');
-    const finished = runner.client.run({ skill: 'slow', script: 'wait.js', args: [], confirmToken: prepared.result.confirmToken }, { timeoutMs: 60_000, cancelId }).catch((error: unknown) => error);
+    const finished = runner.client
+      .run({ skill: 'slow', script: 'wait.js', args: [], confirmToken: prepared.result.confirmToken }, { timeoutMs: 60_000, cancelId })
+      .catch((error: unknown) => error);
     const log = join(runner.stateDir, 'audit.log');
     const accept = await awaitAuditLine(runner.stateDir, (e) => e['event'] === 'run.accept');
     return { runner, log, runId: accept['run_id'] as string, cancelId, finished };
@@ -141,6 +168,9 @@ describe('audit verify and runs without an exit', () => {
     expect(open.stdout).not.toContain('LOST');
     expect(await runner.client.cancel(cancelId)).toMatchObject({ ok: true, result: { cancelled: true } });
     await finished;
-    expect(cli(['audit', 'verify', log], { SKILL_MCP_STATE_DIR: runner.stateDir })).toMatchObject({ status: 0, stdout: expect.stringContaining('intact') });
+    expect(cli(['audit', 'verify', log], { SKILL_MCP_STATE_DIR: runner.stateDir })).toMatchObject({
+      status: 0,
+      stdout: expect.stringContaining('intact'),
+    });
   });
 });

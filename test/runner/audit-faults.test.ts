@@ -38,33 +38,62 @@ async function scenario(seed: number): Promise<void> {
       throw Object.assign(new Error(`injected ${point} failure`), { code: CODES[Math.floor(random() * CODES.length)] });
     }
   };
-  const audit = new AuditLog({ path, anchorPath: join(dir, 'audit.head'), fault, signer: signerFrom(generateKeyPairSync('ed25519').privateKey), maxBytes: random() < 0.5 ? 4096 : undefined });
+  const audit = new AuditLog({
+    path,
+    anchorPath: join(dir, 'audit.head'),
+    fault,
+    signer: signerFrom(generateKeyPairSync('ed25519').privateKey),
+    maxBytes: random() < 0.5 ? 4096 : undefined,
+  });
   audit.begin(() => ({ event: 'runner.start', seed }));
   const runs = Array.from({ length: 40 }, (_, i) => `run${i}`);
   // Runs as the service does them: prepare, accept (a commit), egress lines, exit; a refused commit becomes a reject naming the run.
-  await Promise.all(runs.map(async (runId, i) => {
-    await new Promise((resolve) => setTimeout(resolve, Math.floor(random() * 5)));
-    void audit.append({ event: 'run.prepare', skill: 's', script: `${i}` });
-    try {
-      await audit.commit({ event: 'run.accept', run_id: runId, runner_pid: process.pid, token_id: 't', skill: 's', script: 'a', interpreter: 'node', argv: [], env_names: [], timeout_ms: 1000, isolation: 'same-uid', sandbox: [], memory_bytes: 1, uid: 0 });
-    } catch (error) {
-      expect((error as { code?: string }).code).toBe('AUDIT_UNAVAILABLE');
-      await audit.append({ event: 'run.reject', reason: 'audit-unavailable', run_id: runId });
-      return;
-    }
-    for (let n = Math.floor(random() * 3); n > 0; n--) void audit.append({ event: 'egress', run_id: runId, destination: 'x:443', decision: 'allowed' } as never);
-    // The exit line as the run path writes it: its answer waits for the line on disk, not for the anchor.
-    await audit.appendDurable({ event: 'run.exit', run_id: runId, exit_code: 0 });
-  }));
+  await Promise.all(
+    runs.map(async (runId, i) => {
+      await new Promise((resolve) => setTimeout(resolve, Math.floor(random() * 5)));
+      void audit.append({ event: 'run.prepare', skill: 's', script: `${i}` });
+      try {
+        await audit.commit({
+          event: 'run.accept',
+          run_id: runId,
+          runner_pid: process.pid,
+          token_id: 't',
+          skill: 's',
+          script: 'a',
+          interpreter: 'node',
+          argv: [],
+          env_names: [],
+          timeout_ms: 1000,
+          isolation: 'same-uid',
+          sandbox: [],
+          memory_bytes: 1,
+          uid: 0,
+        });
+      } catch (error) {
+        expect((error as { code?: string }).code).toBe('AUDIT_UNAVAILABLE');
+        await audit.append({ event: 'run.reject', reason: 'audit-unavailable', run_id: runId });
+        return;
+      }
+      for (let n = Math.floor(random() * 3); n > 0; n--)
+        void audit.append({ event: 'egress', run_id: runId, destination: 'x:443', decision: 'allowed' } as never);
+      // The exit line as the run path writes it: its answer waits for the line on disk, not for the anchor.
+      await audit.appendDurable({ event: 'run.exit', run_id: runId, exit_code: 0 });
+    }),
+  );
   failing = false;
   // The disk is back: the next line (and the retry timer) write what waited.
   await audit.append({ event: 'token.released', token_id: 'last' });
   await audit.close(() => ({ event: 'runner.stop', pid: process.pid, config_sha256: '0'.repeat(64), uptime_ms: 0, lines: 0, why: 'test' }));
 
   const { allSegments } = await import('../../runner/audit/segments.js');
-  const text = allSegments(path).map((p) => readFileSync(p, 'utf8')).join('');
+  const text = allSegments(path)
+    .map((p) => readFileSync(p, 'utf8'))
+    .join('');
   expect(verifyAuditText(text)).toMatchObject({ ok: true });
-  const lines = text.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+  const lines = text
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
   for (const runId of runs) {
     const own = lines.filter((l) => l['run_id'] === runId);
     const accepts = own.filter((l) => l['event'] === 'run.accept').length;
@@ -77,7 +106,8 @@ async function scenario(seed: number): Promise<void> {
   const gaps = lines.filter((l) => l['event'] === 'audit.gap');
   const refused = lines.filter((l) => l['reason'] === 'audit-unavailable').length;
   if (refused > 0) expect(gaps.length).toBeGreaterThan(0);
-  for (const gap of gaps) expect(gap).toMatchObject({ error: expect.stringMatching(/^E/), from: expect.any(String), to: expect.any(String), lost: 0 });
+  for (const gap of gaps)
+    expect(gap).toMatchObject({ error: expect.stringMatching(/^E/), from: expect.any(String), to: expect.any(String), lost: 0 });
   // The anchor is staged beside the log's fsync: a batch whose fsync failed leaves no staged anchor
   // behind, and the anchor in place names the last line written.
   expect(readdirSync(dir).filter((name) => name.startsWith('audit.head.'))).toEqual([]);
@@ -86,7 +116,10 @@ async function scenario(seed: number): Promise<void> {
 }
 
 describe('audit appends with injected faults (seeded)', () => {
-  it.each(Array.from({ length: 12 }, (_, i) => [i + 1]))('seed %i: one accept and one terminal line per run, no crash, the gap recorded', async (seed) => {
-    await scenario(seed);
-  });
+  it.each(Array.from({ length: 12 }, (_, i) => [i + 1]))(
+    'seed %i: one accept and one terminal line per run, no crash, the gap recorded',
+    async (seed) => {
+      await scenario(seed);
+    },
+  );
 });

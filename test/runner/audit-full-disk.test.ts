@@ -42,7 +42,9 @@ describe.skipIf(!isRoot)('the audit log on a full disk (root: a 64 KiB tmpfs)', 
     const m = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', disk], { encoding: 'utf8' });
     expect(m.status, m.stderr).toBe(0);
     mounted = true;
-    const skills = writeSkills({ s: { run: [{ script: 'a.js', interpreter: 'node', timeout: 5 }], files: { 'a.js': 'process.stdout.write("ok")' } } });
+    const skills = writeSkills({
+      s: { run: [{ script: 'a.js', interpreter: 'node', timeout: 5 }], files: { 'a.js': 'process.stdout.write("ok")' } },
+    });
     const log = join(disk, 'audit.log');
     runner = await startRunner({ env: { SKILLS_DIR: skills }, base, args: ['--uid-range', uidRange(9), '--audit-log', log] });
     await prepareAndRun(runner.client, 's', 'a.js', ['before']);
@@ -51,10 +53,18 @@ describe.skipIf(!isRoot)('the audit log on a full disk (root: a 64 KiB tmpfs)', 
 
     fill(join(disk, 'filler'));
     // The token prepared before the disk filled: its accept line cannot be written, so it does not run.
-    const refused = await runner.client.run({ skill: 's', script: 'a.js', args: ['held'], confirmToken: held.ok ? held.result.confirmToken : '' });
+    const refused = await runner.client.run({
+      skill: 's',
+      script: 'a.js',
+      args: ['held'],
+      confirmToken: held.ok ? held.result.confirmToken : '',
+    });
     expect(refused).toMatchObject({ ok: false, error: { code: 'AUDIT_UNAVAILABLE' } });
     // A new approval is refused too (no token without its prepare line); the runner is up and answers.
-    expect(await runner.client.prepare({ skill: 's', script: 'a.js', args: ['during'] })).toMatchObject({ ok: false, error: { code: 'AUDIT_UNAVAILABLE' } });
+    expect(await runner.client.prepare({ skill: 's', script: 'a.js', args: ['during'] })).toMatchObject({
+      ok: false,
+      error: { code: 'AUDIT_UNAVAILABLE' },
+    });
     expect(await runner.client.describe()).toMatchObject({ ok: true });
     expect(runner.proc.exitCode).toBeNull();
     expect(runner.stderr()).toContain('the audit log cannot be written (ENOSPC)');
@@ -63,13 +73,19 @@ describe.skipIf(!isRoot)('the audit log on a full disk (root: a 64 KiB tmpfs)', 
     // Space is back: the next prepare writes what waited (the refusals), the gap line, and its own line.
     const after = await prepareAndRun(runner.client, 's', 'a.js', ['after']);
     expect(after.result.exitCode).toBe(0);
-    const lines = readFileSync(log, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const lines = readFileSync(log, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     const gap = lines.find((l) => l['event'] === 'audit.gap');
     expect(gap).toMatchObject({ error: 'ENOSPC', refused: expect.any(Number), from: expect.any(String), to: expect.any(String) });
     expect(lines.some((l) => l['event'] === 'run.reject' && l['reason'] === 'audit-unavailable')).toBe(true);
     const accepted = lines.filter((l) => l['event'] === 'run.accept').map((l) => (l['argv'] as string[])[1]);
     expect(accepted).toEqual(['before', 'after']);
-    const verify = spawnSync(process.execPath, [BIN, 'audit', 'verify', log], { encoding: 'utf8', env: { PATH: process.env['PATH'] ?? '', SKILL_MCP_STATE_DIR: runner.stateDir } });
+    const verify = spawnSync(process.execPath, [BIN, 'audit', 'verify', log], {
+      encoding: 'utf8',
+      env: { PATH: process.env['PATH'] ?? '', SKILL_MCP_STATE_DIR: runner.stateDir },
+    });
     expect(verify.stdout).toMatch(/^intact: /);
   });
 });

@@ -15,7 +15,9 @@ import { signerFrom } from '../../runner/audit/signing.js';
 import { BIN, prepareAndRun, startRunner, tempDir, uidRange, writeSkills } from './harness.js';
 import type { RunnerHandle } from './harness.js';
 
-const skills = writeSkills({ s: { run: [{ script: 'a.js', interpreter: 'node', timeout: 5 }], files: { 'a.js': 'process.stdout.write("ok")' } } });
+const skills = writeSkills({
+  s: { run: [{ script: 'a.js', interpreter: 'node', timeout: 5 }], files: { 'a.js': 'process.stdout.write("ok")' } },
+});
 let runner: RunnerHandle;
 let lines: string[];
 const dir = tempDir('audit-signed');
@@ -23,7 +25,11 @@ const pem = join(dir, 'audit.pub');
 const headFile = join(dir, 'head.json');
 
 function cli(args: string[], input?: string): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [BIN, 'audit', ...args], { encoding: 'utf8', input, env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', SKILL_MCP_STATE_DIR: runner.stateDir } });
+  const r = spawnSync(process.execPath, [BIN, 'audit', ...args], {
+    encoding: 'utf8',
+    input,
+    env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', SKILL_MCP_STATE_DIR: runner.stateDir },
+  });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 function copy(name: string, content: string[]): string {
@@ -53,8 +59,14 @@ afterAll(async () => {
 describe('a copy standing alone, with the public key', () => {
   it('an honest copy verifies: chain, every checkpoint signed, signed to its last line; also from stdin, and up to the head', () => {
     const honest = copy('honest.log', lines);
-    expect(verify(honest)).toMatchObject({ status: 0, stdout: expect.stringMatching(/^intact: \d+ lines, chain unbroken; signed to its last line/) });
-    expect(cli(['verify', '-', '--public-key', pem], `${lines.join('\n')}\n`)).toMatchObject({ status: 0, stdout: expect.stringContaining('signed to its last line') });
+    expect(verify(honest)).toMatchObject({
+      status: 0,
+      stdout: expect.stringMatching(/^intact: \d+ lines, chain unbroken; signed to its last line/),
+    });
+    expect(cli(['verify', '-', '--public-key', pem], `${lines.join('\n')}\n`)).toMatchObject({
+      status: 0,
+      stdout: expect.stringContaining('signed to its last line'),
+    });
     expect(verify(honest, '--head', headFile)).toMatchObject({ status: 0, stdout: expect.stringContaining('reaches the head') });
   });
 
@@ -71,14 +83,20 @@ describe('a copy standing alone, with the public key', () => {
 
   it('a copy cut between checkpoints fails, naming its unsigned tail', () => {
     const accept = lines.findIndex((l, i) => i > 4 && l.includes('"event":"run.accept"'));
-    expect(verify(copy('cut-mid.log', lines.slice(0, accept + 1)))).toMatchObject({ status: 1, stdout: expect.stringContaining('UNSIGNED tail') });
+    expect(verify(copy('cut-mid.log', lines.slice(0, accept + 1)))).toMatchObject({
+      status: 1,
+      stdout: expect.stringContaining('UNSIGNED tail'),
+    });
   });
 
   it('a copy cut right after a checkpoint passes alone (nothing can show it), and fails against a later head', () => {
     const firstCheckpoint = lines.findIndex((l) => l.includes('"event":"audit.checkpoint"'));
     const cut = copy('cut-checkpoint.log', lines.slice(0, firstCheckpoint + 1));
     expect(verify(cut)).toMatchObject({ status: 0 });
-    expect(verify(cut, '--head', headFile)).toMatchObject({ status: 1, stdout: expect.stringMatching(/^BROKEN at .* the copy ends at seq \d+ but the head vouches for seq/) });
+    expect(verify(cut, '--head', headFile)).toMatchObject({
+      status: 1,
+      stdout: expect.stringMatching(/^BROKEN at .* the copy ends at seq \d+ but the head vouches for seq/),
+    });
   });
 
   it('a copy cut mid-line fails', () => {
@@ -88,12 +106,18 @@ describe('a copy standing alone, with the public key', () => {
   });
 
   it('a copy cut at its start fails', () => {
-    expect(verify(copy('no-start.log', lines.slice(2)))).toMatchObject({ status: 1, stdout: expect.stringContaining('line 1 (seq 3): the first line does not start the chain') });
+    expect(verify(copy('no-start.log', lines.slice(2)))).toMatchObject({
+      status: 1,
+      stdout: expect.stringContaining('line 1 (seq 3): the first line does not start the chain'),
+    });
   });
 
   it('an edited copy fails at the line after the edit', () => {
     const edited = lines.map((l, i) => (i === 2 ? l.replace('"one"', '"evil"') : l));
-    expect(verify(copy('edited.log', edited))).toMatchObject({ status: 1, stdout: expect.stringContaining('line 4 (seq 4): prev does not match') });
+    expect(verify(copy('edited.log', edited))).toMatchObject({
+      status: 1,
+      stdout: expect.stringContaining('line 4 (seq 4): prev does not match'),
+    });
   });
 
   it('an edited copy whose chain was recomputed fails at the checkpoint that signed the old line', () => {
@@ -108,7 +132,10 @@ describe('a copy standing alone, with the public key', () => {
       rechained.push(line);
       prev = lineHash(line);
     }
-    expect(verify(copy('rechained.log', rechained))).toMatchObject({ status: 1, stdout: expect.stringContaining('signature does not verify') });
+    expect(verify(copy('rechained.log', rechained))).toMatchObject({
+      status: 1,
+      stdout: expect.stringContaining('signature does not verify'),
+    });
   });
 
   it('a reordered copy fails', () => {
@@ -126,12 +153,21 @@ describe('a copy standing alone, with the public key', () => {
     expect(verify(honest, '--head', forged)).toMatchObject({ status: 1, stdout: expect.stringContaining('BAD HEAD') });
     const otherPem = join(dir, 'other.pub');
     writeFileSync(otherPem, other.publicPem);
-    expect(cli(['verify', honest, '--public-key', otherPem])).toMatchObject({ status: 1, stdout: expect.stringContaining('not by the public key given') });
+    expect(cli(['verify', honest, '--public-key', otherPem])).toMatchObject({
+      status: 1,
+      stdout: expect.stringContaining('not by the public key given'),
+    });
   });
 
   it('every run line names the requester and the approval channel; the accept names the grant', () => {
     const accept = JSON.parse(lines.find((l) => l.includes('"event":"run.accept"'))!) as Record<string, unknown>;
-    expect(accept).toMatchObject({ requester: expect.any(String), requester_from: 'os-user', approval: { channel: 'token' }, grant: { from: 'declaration' }, will_run_sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(accept).toMatchObject({
+      requester: expect.any(String),
+      requester_from: 'os-user',
+      approval: { channel: 'token' },
+      grant: { from: 'declaration' },
+      will_run_sha256: expect.stringMatching(/^[0-9a-f]{64}$/),
+    });
     const prepare = JSON.parse(lines.find((l) => l.includes('"event":"run.prepare"'))!) as Record<string, unknown>;
     expect(prepare).toMatchObject({ requester: accept['requester'], will_run_sha256: accept['will_run_sha256'] });
   });
@@ -148,12 +184,18 @@ describe('audit query', () => {
     expect(runLines[0]).toBe(lines.find((l) => l.includes('"event":"run.accept"')));
     const ok = cli(['query', log, '--outcome', 'ok', '--json']).stdout.trim().split('\n');
     expect(ok).toHaveLength(2);
-    const bySkill = cli(['query', log, '--skill', 's', '--subject', String(accept['requester']), '--json']).stdout.trim().split('\n').map((l) => (JSON.parse(l) as { event: string }).event);
+    const bySkill = cli(['query', log, '--skill', 's', '--subject', String(accept['requester']), '--json'])
+      .stdout.trim()
+      .split('\n')
+      .map((l) => (JSON.parse(l) as { event: string }).event);
     expect(bySkill).toEqual(['run.prepare', 'run.accept', 'run.exit', 'run.prepare', 'run.accept', 'run.exit']);
     expect(cli(['query', log, '--skill', 'other']).stdout).toBe('');
     expect(cli(['query', log, '--since', '2999-01-01']).stdout).toBe('');
     expect(cli(['query', log, '--until', '2000-01-01']).stdout).toBe('');
-    expect(cli(['query', log, '--since', 'yesterday'])).toMatchObject({ status: 2, stderr: expect.stringContaining('--since needs a time') });
+    expect(cli(['query', log, '--since', 'yesterday'])).toMatchObject({
+      status: 2,
+      stderr: expect.stringContaining('--since needs a time'),
+    });
     expect(cli(['query', log, '--outcome', 'ok']).stdout).toMatch(/#\d+ run\.exit .*exit_code=0/);
   });
 });
@@ -161,7 +203,9 @@ describe('audit query', () => {
 describe('docs/audit.schema.json', () => {
   it('every line a real runner wrote validates against the schema of its event', async () => {
     type Validator = ((value: unknown) => boolean) & { errors?: unknown };
-    const mod = (await import('ajv/dist/2020.js')) as unknown as { default: new (options: object) => { compile(schema: object): Validator } };
+    const mod = (await import('ajv/dist/2020.js')) as unknown as {
+      default: new (options: object) => { compile(schema: object): Validator };
+    };
     const ajv = new mod.default({ strict: false });
     const validate = ajv.compile(JSON.parse(readFileSync(join(import.meta.dirname, '../../docs/audit.schema.json'), 'utf8')) as object);
     for (const line of lines) {
@@ -170,6 +214,8 @@ describe('docs/audit.schema.json', () => {
     }
     // And the schema is not a blank check: a wrong type is refused.
     expect(validate({ ...(JSON.parse(lines[0]!) as object), seq: 'one' })).toBe(false);
-    expect(validate({ ...(JSON.parse(lines.find((l) => l.includes('"run.accept"'))!) as object), approval: { channel: 'telepathy' } })).toBe(false);
+    expect(
+      validate({ ...(JSON.parse(lines.find((l) => l.includes('"run.accept"'))!) as object), approval: { channel: 'telepathy' } }),
+    ).toBe(false);
   });
 });

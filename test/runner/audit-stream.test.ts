@@ -23,7 +23,10 @@ afterEach(async () => {
 });
 
 function cli(args: string[], env: Record<string, string>): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [BIN, 'audit', ...args], { encoding: 'utf8', env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', ...env } });
+  const r = spawnSync(process.execPath, [BIN, 'audit', ...args], {
+    encoding: 'utf8',
+    env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', ...env },
+  });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -35,10 +38,21 @@ describe.skipIf(!REDIS_SERVER)(`the audit stream${REDIS_SERVER ? '' : ` (skipped
 
   /** Two runners, hosts `web-a` and `web-b`, under their own key prefix (one per test). */
   async function hosts(prefix: string, extra: Record<string, string> = {}): Promise<[RunnerHandle, RunnerHandle]> {
-    const pair = await Promise.all(['web-a', 'web-b'].map((host) => startRunner({
-      env: { SKILLS_DIR: skills, MCP_CONFIRM_SECRET: SECRET, SKILL_MCP_REDIS_URL: redis.url, SKILL_MCP_REDIS_PREFIX: prefix, SKILL_MCP_AUDIT_HOST_ID: host, ...extra },
-      args: ['--uid-range', uidRange(12)],
-    })));
+    const pair = await Promise.all(
+      ['web-a', 'web-b'].map((host) =>
+        startRunner({
+          env: {
+            SKILLS_DIR: skills,
+            MCP_CONFIRM_SECRET: SECRET,
+            SKILL_MCP_REDIS_URL: redis.url,
+            SKILL_MCP_REDIS_PREFIX: prefix,
+            SKILL_MCP_AUDIT_HOST_ID: host,
+            ...extra,
+          },
+          args: ['--uid-range', uidRange(12)],
+        }),
+      ),
+    );
     started.push(...pair);
     return pair as [RunnerHandle, RunnerHandle];
   }
@@ -62,18 +76,27 @@ describe.skipIf(!REDIS_SERVER)(`the audit stream${REDIS_SERVER ? '' : ` (skipped
     if (count > 0) await awaitMirrored(prefix, host, count);
   }
 
-  it('every line of both hosts reaches the stream, byte for byte, in each host\'s order; verify --redis says each chain is intact', async () => {
+  it("every line of both hosts reaches the stream, byte for byte, in each host's order; verify --redis says each chain is intact", async () => {
     const [a, b] = await hosts('t1:');
     await prepareAndRun(a.client, 's', 'a.js', ['from a']);
     await prepareAndRun(b.client, 's', 'a.js', ['from b']);
     await Promise.all([mirroredAll('t1:', a, 'web-a'), mirroredAll('t1:', b, 'web-b')]);
-    for (const [r, host] of [[a, 'web-a'], [b, 'web-b']] as const) {
+    for (const [r, host] of [
+      [a, 'web-a'],
+      [b, 'web-b'],
+    ] as const) {
       const local = auditLines(r.stateDir).map((l) => JSON.stringify(l));
-      expect(stream('t1:').filter(([, h]) => h === host).map(([, , , line]) => line)).toEqual(local);
+      expect(
+        stream('t1:')
+          .filter(([, h]) => h === host)
+          .map(([, , , line]) => line),
+      ).toEqual(local);
     }
     const verified = cli(['verify', '--redis', redis.url], { SKILL_MCP_REDIS_PREFIX: 't1:' });
     expect(verified, verified.stderr).toMatchObject({ status: 0 });
-    expect(verified.stdout).toMatch(/^host web-a: intact: \d+ lines \(seq 1-\d+\), head matches\nhost web-b: intact: \d+ lines \(seq 1-\d+\), head matches\n$/);
+    expect(verified.stdout).toMatch(
+      /^host web-a: intact: \d+ lines \(seq 1-\d+\), head matches\nhost web-b: intact: \d+ lines \(seq 1-\d+\), head matches\n$/,
+    );
     // The local log beside the stream: the same lines; a copy edited, or cut, diverges at the first differing seq.
     const log = join(a.stateDir, 'audit.log');
     const same = cli(['verify', '--redis', redis.url, log], { SKILL_MCP_REDIS_PREFIX: 't1:', SKILL_MCP_AUDIT_HOST_ID: 'web-a' });
@@ -81,9 +104,13 @@ describe.skipIf(!REDIS_SERVER)(`the audit stream${REDIS_SERVER ? '' : ` (skipped
     const lines = readFileSync(log, 'utf8').trim().split('\n');
     const edited = join(a.stateDir, '..', 'edited.log');
     writeFileSync(edited, `${lines.map((l, i) => (i === 2 ? l.replace('from a', 'from z') : l)).join('\n')}\n`);
-    expect(cli(['verify', '--redis', redis.url, edited], { SKILL_MCP_REDIS_PREFIX: 't1:', SKILL_MCP_AUDIT_HOST_ID: 'web-a' })).toMatchObject({ status: 1, stdout: expect.stringContaining('DIVERGED at seq 3 differs') });
+    expect(
+      cli(['verify', '--redis', redis.url, edited], { SKILL_MCP_REDIS_PREFIX: 't1:', SKILL_MCP_AUDIT_HOST_ID: 'web-a' }),
+    ).toMatchObject({ status: 1, stdout: expect.stringContaining('DIVERGED at seq 3 differs') });
     writeFileSync(edited, `${lines.slice(0, 2).join('\n')}\n`);
-    expect(cli(['verify', '--redis', redis.url, edited], { SKILL_MCP_REDIS_PREFIX: 't1:', SKILL_MCP_AUDIT_HOST_ID: 'web-a' })).toMatchObject({ status: 1, stdout: expect.stringContaining('DIVERGED at seq 3: the stream holds lines up to seq') });
+    expect(
+      cli(['verify', '--redis', redis.url, edited], { SKILL_MCP_REDIS_PREFIX: 't1:', SKILL_MCP_AUDIT_HOST_ID: 'web-a' }),
+    ).toMatchObject({ status: 1, stdout: expect.stringContaining('DIVERGED at seq 3: the stream holds lines up to seq') });
   });
 
   it('tail --redis prints the last lines of all hosts led by their host id, and -f follows new ones as they are written', async () => {
@@ -98,19 +125,23 @@ describe.skipIf(!REDIS_SERVER)(`the audit stream${REDIS_SERVER ? '' : ` (skipped
     expect(tail.stdout).toMatch(/^web-b \S+ #1 runner\.start /m);
     expect(tail.stdout).toMatch(/^web-a \S+ #\d+ run\.exit /m);
 
-    const follower = spawn(process.execPath, [BIN, 'audit', 'tail', '--redis', redis.url, '-n', '1', '-f'], { env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', SKILL_MCP_REDIS_PREFIX: 't2:' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const follower = spawn(process.execPath, [BIN, 'audit', 'tail', '--redis', redis.url, '-n', '1', '-f'], {
+      env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', SKILL_MCP_REDIS_PREFIX: 't2:' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     try {
       let out = '';
-      const seen = (re: RegExp): Promise<void> => new Promise((resolve) => {
-        const check = (): void => {
-          if (re.test(out)) resolve();
-        };
-        follower.stdout.on('data', (chunk: Buffer) => {
-          out += chunk.toString();
+      const seen = (re: RegExp): Promise<void> =>
+        new Promise((resolve) => {
+          const check = (): void => {
+            if (re.test(out)) resolve();
+          };
+          follower.stdout.on('data', (chunk: Buffer) => {
+            out += chunk.toString();
+            check();
+          });
           check();
         });
-        check();
-      });
       await seen(/\n/); // the last line printed: it is following now
       const prepared = await b.client.prepare({ skill: 's', script: 'a.js', args: ['followed'] });
       expect(prepared.ok).toBe(true);
@@ -139,7 +170,9 @@ describe.skipIf(!REDIS_SERVER)(`the audit stream${REDIS_SERVER ? '' : ` (skipped
     // web-b's last line removed: only the head can tell.
     redis.cli('xdel', 't3:audit', ofB.at(-1)![0]);
     verdict = cli(['verify', '--redis', redis.url], env);
-    expect(verdict.stdout).toMatch(new RegExp(`^host web-b: TRUNCATED: the stream ends at seq ${ofB.length - 1}, the head says seq ${ofB.length}`, 'm'));
+    expect(verdict.stdout).toMatch(
+      new RegExp(`^host web-b: TRUNCATED: the stream ends at seq ${ofB.length - 1}, the head says seq ${ofB.length}`, 'm'),
+    );
 
     // A forged line for a host that has none: it does not start a chain.
     const forged = JSON.stringify({ seq: 7, ts: new Date().toISOString(), prev: 'f'.repeat(64), event: 'run.exit', run_id: 'x' });
@@ -156,7 +189,9 @@ describe.skipIf(!REDIS_SERVER)(`the audit stream${REDIS_SERVER ? '' : ` (skipped
       const prepared = await a.client.prepare({ skill: 's', script: 'a.js', args: ['offline'] });
       expect(prepared.ok).toBe(true);
       if (!prepared.ok) return;
-      expect(await a.client.run({ skill: 's', script: 'a.js', args: ['offline'], confirmToken: prepared.result.confirmToken })).toMatchObject({ ok: false, error: { code: 'LEDGER_UNAVAILABLE' } });
+      expect(
+        await a.client.run({ skill: 's', script: 'a.js', args: ['offline'], confirmToken: prepared.result.confirmToken }),
+      ).toMatchObject({ ok: false, error: { code: 'LEDGER_UNAVAILABLE' } });
       await awaitAuditLine(a.stateDir, (l) => l['event'] === 'ledger.unavailable');
     } finally {
       await redis.start();
@@ -164,11 +199,17 @@ describe.skipIf(!REDIS_SERVER)(`the audit stream${REDIS_SERVER ? '' : ` (skipped
     await awaitAuditLine(a.stateDir, (l) => l['event'] === 'ledger.restored');
     await awaitAuditLine(b.stateDir, (l) => l['event'] === 'ledger.restored');
     await Promise.all([mirroredAll('t4:', a, 'web-a'), mirroredAll('t4:', b, 'web-b')]);
-    const events = stream('t4:').filter(([, host]) => host === 'web-a').map(([, , , line]) => (JSON.parse(line) as { event: string }).event);
+    const events = stream('t4:')
+      .filter(([, host]) => host === 'web-a')
+      .map(([, , , line]) => (JSON.parse(line) as { event: string }).event);
     expect(events).toEqual(auditLines(a.stateDir).map((l) => l['event']));
     expect(events).toEqual(expect.arrayContaining(['ledger.unavailable', 'run.reject', 'ledger.restored']));
     // The idle host said it too: it lost the link without any run asking.
-    expect(stream('t4:').filter(([, host]) => host === 'web-b').map(([, , , line]) => (JSON.parse(line) as { event: string }).event)).toEqual(['runner.start', 'ledger.unavailable', 'ledger.restored']);
+    expect(
+      stream('t4:')
+        .filter(([, host]) => host === 'web-b')
+        .map(([, , , line]) => (JSON.parse(line) as { event: string }).event),
+    ).toEqual(['runner.start', 'ledger.unavailable', 'ledger.restored']);
     expect(cli(['verify', '--redis', redis.url], { SKILL_MCP_REDIS_PREFIX: 't4:' })).toMatchObject({ status: 0 });
   });
 
@@ -180,7 +221,14 @@ describe.skipIf(!REDIS_SERVER)(`the audit stream${REDIS_SERVER ? '' : ` (skipped
     const local = allSegments(log).flatMap((p) => readFileSync(p, 'utf8').trim().split('\n'));
     expect(allSegments(log).length).toBeGreaterThan(1);
     await awaitMirrored('t5:', 'web-a', local.length);
-    expect(stream('t5:').filter(([, h]) => h === 'web-a').map(([, , , line]) => line)).toEqual(local);
-    expect(cli(['verify', '--redis', redis.url, log], { SKILL_MCP_REDIS_PREFIX: 't5:', SKILL_MCP_AUDIT_HOST_ID: 'web-a' })).toMatchObject({ status: 0, stdout: expect.stringContaining('the same') });
+    expect(
+      stream('t5:')
+        .filter(([, h]) => h === 'web-a')
+        .map(([, , , line]) => line),
+    ).toEqual(local);
+    expect(cli(['verify', '--redis', redis.url, log], { SKILL_MCP_REDIS_PREFIX: 't5:', SKILL_MCP_AUDIT_HOST_ID: 'web-a' })).toMatchObject({
+      status: 0,
+      stdout: expect.stringContaining('the same'),
+    });
   });
 });

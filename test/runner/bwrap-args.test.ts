@@ -13,13 +13,26 @@ const pairs = (flag: string): string[][] => args.flatMap((a, i) => (a === flag ?
 
 describe('the sandbox command line', () => {
   it('every namespace is new, nested user namespaces are off, and the script dies with bubblewrap', () => {
-    for (const flag of ['--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-net', '--unshare-uts', '--disable-userns', '--die-with-parent', '--new-session']) expect(args).toContain(flag);
+    for (const flag of [
+      '--unshare-user',
+      '--unshare-pid',
+      '--unshare-ipc',
+      '--unshare-net',
+      '--unshare-uts',
+      '--disable-userns',
+      '--die-with-parent',
+      '--new-session',
+    ])
+      expect(args).toContain(flag);
     expect(args).not.toContain('--share-net');
   });
 
   it('binds only system folders, the /etc allowlist, the interpreter prefix and the skill; the home folder holding the skill is never bound', () => {
     const sources = [...pairs('--ro-bind'), ...pairs('--ro-bind-try'), ...pairs('--bind')].map(([src]) => src!);
-    for (const src of sources) expect(src === '/usr' || src === '/opt/node' || src === '/home/alice/skills/pdf' || src === '/dev/null' || src.startsWith('/etc/')).toBe(true);
+    for (const src of sources)
+      expect(
+        src === '/usr' || src === '/opt/node' || src === '/home/alice/skills/pdf' || src === '/dev/null' || src.startsWith('/etc/'),
+      ).toBe(true);
     expect(pairs('--bind')).toEqual([]);
     expect(pairs('--ro-bind')).toContainEqual(['/home/alice/skills/pdf', SKILL_MOUNT]);
     expect(sources).not.toContain('/etc/shadow');
@@ -35,7 +48,10 @@ describe('the sandbox command line', () => {
 
   it('the writable places are size-capped tmpfs', () => {
     const tmpfs = args.flatMap((a, i) => (a === '--tmpfs' ? [[args[i - 2], args[i - 1], args[i + 1]]] : []));
-    expect(tmpfs).toEqual([['--size', String(16 * 1024 * 1024), '/dev/shm'], ['--size', '1024', '/tmp']]);
+    expect(tmpfs).toEqual([
+      ['--size', String(16 * 1024 * 1024), '/dev/shm'],
+      ['--size', '1024', '/tmp'],
+    ]);
   });
 
   it('a run without egress gets no way out: no socket, and the network stays unshared', () => {
@@ -43,7 +59,11 @@ describe('the sandbox command line', () => {
   });
 
   it('a run with egress gets exactly one thing more: its own proxy socket, read-only, before the root is made read-only', () => {
-    const withEgress = bwrapArgs(layout, { skillDir: '/home/alice/skills/pdf', tmpBytes: 1024, egressSocket: '/tmp/scratch/run-1-ab/egress.sock' });
+    const withEgress = bwrapArgs(layout, {
+      skillDir: '/home/alice/skills/pdf',
+      tmpBytes: 1024,
+      egressSocket: '/tmp/scratch/run-1-ab/egress.sock',
+    });
     expect(withEgress.filter((a) => !args.includes(a))).toEqual(['/tmp/scratch/run-1-ab/egress.sock', EGRESS_SOCKET_MOUNT]);
     const at = withEgress.indexOf(EGRESS_SOCKET_MOUNT);
     expect(withEgress.slice(at - 2, at + 1)).toEqual(['--ro-bind', '/tmp/scratch/run-1-ab/egress.sock', EGRESS_SOCKET_MOUNT]);
@@ -67,7 +87,11 @@ describe('the sandbox command line', () => {
 
 describe('the workspace', () => {
   it('is bound read-write at /work and is the cwd, after the read-only skill', () => {
-    const withWorkspace = bwrapArgs(layout, { skillDir: '/home/alice/skills/pdf', tmpBytes: 1024, workspace: '/tmp/scratch/run-1-ab/work' });
+    const withWorkspace = bwrapArgs(layout, {
+      skillDir: '/home/alice/skills/pdf',
+      tmpBytes: 1024,
+      workspace: '/tmp/scratch/run-1-ab/work',
+    });
     const at = withWorkspace.indexOf('--bind');
     expect(withWorkspace.slice(at, at + 3)).toEqual(['--bind', '/tmp/scratch/run-1-ab/work', WORKSPACE_MOUNT]);
     expect(withWorkspace.filter((a) => a === '--bind')).toHaveLength(1);

@@ -48,8 +48,18 @@ const FILES = {
 
 /** Each attack on a skill folder, and what the script reports once the new bytes are approved. */
 const ATTACKS: { name: string; attack: (dir: string) => void; shows: Record<string, string>; scriptChanges: boolean }[] = [
-  { name: 'edit the script', attack: (dir) => writeFileSync(join(dir, 'scripts/main.js'), MAIN_JS.replace("'main-v1'", "'main-EDITED'")), shows: { main: 'main-EDITED' }, scriptChanges: true },
-  { name: 'edit a module it requires', attack: (dir) => writeFileSync(join(dir, 'lib/helper.js'), "module.exports = 'helper-EDITED';\n"), shows: { helper: 'helper-EDITED' }, scriptChanges: false },
+  {
+    name: 'edit the script',
+    attack: (dir) => writeFileSync(join(dir, 'scripts/main.js'), MAIN_JS.replace("'main-v1'", "'main-EDITED'")),
+    shows: { main: 'main-EDITED' },
+    scriptChanges: true,
+  },
+  {
+    name: 'edit a module it requires',
+    attack: (dir) => writeFileSync(join(dir, 'lib/helper.js'), "module.exports = 'helper-EDITED';\n"),
+    shows: { helper: 'helper-EDITED' },
+    scriptChanges: false,
+  },
   {
     name: 'retarget a symlink inside the skill',
     attack: (dir) => {
@@ -59,8 +69,18 @@ const ATTACKS: { name: string; attack: (dir: string) => void; shows: Record<stri
     shows: { current: 'current-v2' },
     scriptChanges: false,
   },
-  { name: 'add a file', attack: (dir) => writeFileSync(join(dir, 'lib/extra.js'), "module.exports = 'extra-ADDED';\n", { mode: 0o644 }), shows: { extra: 'extra-ADDED' }, scriptChanges: false },
-  { name: 'change a data file the script reads', attack: (dir) => writeFileSync(join(dir, 'data/input.txt'), 'data-EDITED'), shows: { data: 'data-EDITED' }, scriptChanges: false },
+  {
+    name: 'add a file',
+    attack: (dir) => writeFileSync(join(dir, 'lib/extra.js'), "module.exports = 'extra-ADDED';\n", { mode: 0o644 }),
+    shows: { extra: 'extra-ADDED' },
+    scriptChanges: false,
+  },
+  {
+    name: 'change a data file the script reads',
+    attack: (dir) => writeFileSync(join(dir, 'data/input.txt'), 'data-EDITED'),
+    shows: { data: 'data-EDITED' },
+    scriptChanges: false,
+  },
 ];
 
 const slug = (name: string): string => name.replace(/[^a-z]+/g, '-');
@@ -68,7 +88,9 @@ const SKILLS = ['steady', 'hidden-file', ...ATTACKS.map((a) => `victim-${slug(a.
 
 /** Every skill gets the same files; `lib/current.js` is a link to `v1.js`. */
 function writeVictims(): string {
-  const root = writeSkills(Object.fromEntries(SKILLS.map((name) => [name, { run: [{ script: 'scripts/main.js', interpreter: 'node' }], files: FILES }])));
+  const root = writeSkills(
+    Object.fromEntries(SKILLS.map((name) => [name, { run: [{ script: 'scripts/main.js', interpreter: 'node' }], files: FILES }])),
+  );
   for (const name of SKILLS) symlinkSync('v1.js', join(root, name, 'lib/current.js'));
   writeFileSync(join(root, 'hidden-file', '.env'), 'TOKEN=not-for-the-run\n', { mode: 0o644 });
   return root;
@@ -102,26 +124,33 @@ async function runWith(skill: string, token: string) {
 }
 
 describe('a skill edited between the preview and the run', () => {
-  it.each(ATTACKS)('$name: DRAFT_CHANGED with a fresh preview of the new bytes; nothing ran; the fresh token runs exactly them', async ({ name, attack, shows, scriptChanges }) => {
-    const skill = `victim-${slug(name)}`;
-    const approved = await prepare(skill);
-    const before = acceptedRuns();
-    attack(join(root, skill));
-    const refused = await runWith(skill, approved.confirmToken);
-    expect(refused).toMatchObject({ ok: false, error: { code: 'DRAFT_CHANGED' } });
-    const fresh = (refused as { error: { fresh: Minted } }).error.fresh;
-    expect(fresh.willRun.content.files).not.toBe(approved.willRun.content.files);
-    expect(fresh.willRun.content.script !== approved.willRun.content.script).toBe(scriptChanges);
-    expect(acceptedRuns()).toBe(before);
-    expect(auditLines(runner.stateDir).filter((l) => l['event'] === 'run.reject').at(-1)).toMatchObject({ event: 'run.reject', reason: 'draft-changed', skill });
-    const ran = await runWith(skill, fresh.confirmToken);
-    if (!ran.ok) throw new Error(`${ran.error.code}: ${ran.error.message}`);
-    expect(JSON.parse(text(ran.result.stdout))).toMatchObject(shows);
-    const accept = auditLines(runner.stateDir).find((l) => l['event'] === 'run.accept' && l['run_id'] === ran.result.runId);
-    expect(accept).toMatchObject({ script_sha256: fresh.willRun.content.script, files_sha256: fresh.willRun.content.files });
-  });
+  it.each(ATTACKS)(
+    '$name: DRAFT_CHANGED with a fresh preview of the new bytes; nothing ran; the fresh token runs exactly them',
+    async ({ name, attack, shows, scriptChanges }) => {
+      const skill = `victim-${slug(name)}`;
+      const approved = await prepare(skill);
+      const before = acceptedRuns();
+      attack(join(root, skill));
+      const refused = await runWith(skill, approved.confirmToken);
+      expect(refused).toMatchObject({ ok: false, error: { code: 'DRAFT_CHANGED' } });
+      const fresh = (refused as { error: { fresh: Minted } }).error.fresh;
+      expect(fresh.willRun.content.files).not.toBe(approved.willRun.content.files);
+      expect(fresh.willRun.content.script !== approved.willRun.content.script).toBe(scriptChanges);
+      expect(acceptedRuns()).toBe(before);
+      expect(
+        auditLines(runner.stateDir)
+          .filter((l) => l['event'] === 'run.reject')
+          .at(-1),
+      ).toMatchObject({ event: 'run.reject', reason: 'draft-changed', skill });
+      const ran = await runWith(skill, fresh.confirmToken);
+      if (!ran.ok) throw new Error(`${ran.error.code}: ${ran.error.message}`);
+      expect(JSON.parse(text(ran.result.stdout))).toMatchObject(shows);
+      const accept = auditLines(runner.stateDir).find((l) => l['event'] === 'run.accept' && l['run_id'] === ran.result.runId);
+      expect(accept).toMatchObject({ script_sha256: fresh.willRun.content.script, files_sha256: fresh.willRun.content.files });
+    },
+  );
 
-  it('an unchanged skill runs, from the runner\'s private copy (not the skill folder), which is gone afterwards', async () => {
+  it("an unchanged skill runs, from the runner's private copy (not the skill folder), which is gone afterwards", async () => {
     const approved = await prepare('steady');
     expect(approved.willRun.content).toMatchObject({ fileCount: 7, bytes: expect.any(Number) });
     const ran = await runWith('steady', approved.confirmToken);
@@ -144,13 +173,18 @@ describe('a skill edited between the preview and the run', () => {
   });
 
   it('a skill whose served files exceed the copy cap is refused TOO_LARGE at the preview, before anything is hashed', async () => {
-    const big = writeSkills({ bloated: { run: [{ script: 'run.js', interpreter: 'node' }], files: { 'run.js': 'process.stdout.write("ran")' } } });
+    const big = writeSkills({
+      bloated: { run: [{ script: 'run.js', interpreter: 'node' }], files: { 'run.js': 'process.stdout.write("ran")' } },
+    });
     writeFileSync(join(big, 'bloated', 'blob.bin'), '', { mode: 0o644 });
     truncateSync(join(big, 'bloated', 'blob.bin'), 65 * 1024 * 1024);
     const other = await startRunner({ env: { SKILLS_DIR: big }, args: ['--uid-range', uidRange(12)] });
     try {
       const prepared = await other.client.prepare({ skill: 'bloated', script: 'run.js', args: [] });
-      expect(prepared).toMatchObject({ ok: false, error: { code: 'TOO_LARGE', message: expect.stringMatching(/68157\d+ bytes.*at most 67108864/) } });
+      expect(prepared).toMatchObject({
+        ok: false,
+        error: { code: 'TOO_LARGE', message: expect.stringMatching(/68157\d+ bytes.*at most 67108864/) },
+      });
     } finally {
       await other.stop();
     }
@@ -161,7 +195,10 @@ describe('keys per purpose and token lifetime', () => {
   const secret = randomBytes(32).toString('hex');
   let keyed: RunnerHandle;
   beforeAll(async () => {
-    keyed = await startRunner({ env: { SKILLS_DIR: root, MCP_CONFIRM_SECRET: secret, MCP_CONFIRM_TTL_SECONDS: '600' }, args: ['--uid-range', uidRange(12)] });
+    keyed = await startRunner({
+      env: { SKILLS_DIR: root, MCP_CONFIRM_SECRET: secret, MCP_CONFIRM_TTL_SECONDS: '600' },
+      args: ['--uid-range', uidRange(12)],
+    });
   });
   afterAll(async () => {
     await keyed?.stop();
@@ -182,7 +219,7 @@ describe('keys per purpose and token lifetime', () => {
     expect(await runOn(keyed, own)).toMatchObject({ ok: true, result: { exitCode: 0 } });
   });
 
-  it('a token whose expiry is past its issue time + the runner\'s TTL is refused TOKEN_INVALID, even with the runner\'s key', async () => {
+  it("a token whose expiry is past its issue time + the runner's TTL is refused TOKEN_INVALID, even with the runner's key", async () => {
     const prepared = await keyed.client.prepare({ skill: 'steady', script: 'scripts/main.js', args: [] });
     if (!prepared.ok) throw new Error(prepared.error.message);
     const long = mintToken(deriveKey(secret, 'confirm-token'), prepared.result.willRun, Date.now(), 600_000 + 1).token;
@@ -204,7 +241,9 @@ describe('keys per purpose and token lifetime', () => {
       await fromFile.stop();
     }
     chmodSync(file, 0o644);
-    await expect(startRunner({ env: { SKILLS_DIR: root, MCP_CONFIRM_SECRET_FILE: file }, args: ['--uid-range', uidRange(12)] })).rejects.toThrow(/readable by every user/);
+    await expect(
+      startRunner({ env: { SKILLS_DIR: root, MCP_CONFIRM_SECRET_FILE: file }, args: ['--uid-range', uidRange(12)] }),
+    ).rejects.toThrow(/readable by every user/);
     expect(existsSync(file)).toBe(true);
   });
 });

@@ -15,8 +15,28 @@ let dir: string;
 
 async function seal(): Promise<void> {
   const entries = [];
-  for (const e of walkEnv(dir)) entries.push({ path: e.path, type: e.type, mode: e.mode, ...(e.type === 'file' ? { size: e.size, sha256: await hashFile(e.abs) } : {}), ...(e.type === 'link' ? { target: e.target } : {}) });
-  writeFileSync(join(dir, MANIFEST_FILE), JSON.stringify({ version: 1, digest: DIGEST, kind: 'python', interpreter: '', builtAt: '', index: [], resolved: '', sourceBuilds: false, entries }));
+  for (const e of walkEnv(dir))
+    entries.push({
+      path: e.path,
+      type: e.type,
+      mode: e.mode,
+      ...(e.type === 'file' ? { size: e.size, sha256: await hashFile(e.abs) } : {}),
+      ...(e.type === 'link' ? { target: e.target } : {}),
+    });
+  writeFileSync(
+    join(dir, MANIFEST_FILE),
+    JSON.stringify({
+      version: 1,
+      digest: DIGEST,
+      kind: 'python',
+      interpreter: '',
+      builtAt: '',
+      index: [],
+      resolved: '',
+      sourceBuilds: false,
+      entries,
+    }),
+  );
 }
 
 beforeEach(async () => {
@@ -39,14 +59,22 @@ describe('the environment check', () => {
     const verifier = new EnvVerifier();
     await verifier.verify(dir, DIGEST);
     const cases: [string, () => void, string][] = [
-      ['same-size edit', () => writeFileSync(join(dir, 'site', 'pkg', '__init__.py'), 'VALUE = "evil"\n'), 'site/pkg/__init__.py was changed after the install'],
+      [
+        'same-size edit',
+        () => writeFileSync(join(dir, 'site', 'pkg', '__init__.py'), 'VALUE = "evil"\n'),
+        'site/pkg/__init__.py was changed after the install',
+      ],
       ['added', () => writeFileSync(join(dir, 'site', 'sitecustomize.py'), 'x'), 'site/sitecustomize.py was added'],
       ['removed', () => unlinkSync(join(dir, 'site', 'pkg', 'alias.py')), 'site/pkg/alias.py was removed'],
       ['re-permissioned', () => chmodSync(join(dir, 'site'), 0o777), 'site changed permissions'],
-      ['relinked', () => {
-        unlinkSync(join(dir, 'site', 'pkg', 'alias.py'));
-        symlinkSync('/etc/passwd', join(dir, 'site', 'pkg', 'alias.py'));
-      }, 'site/pkg/alias.py points elsewhere'],
+      [
+        'relinked',
+        () => {
+          unlinkSync(join(dir, 'site', 'pkg', 'alias.py'));
+          symlinkSync('/etc/passwd', join(dir, 'site', 'pkg', 'alias.py'));
+        },
+        'site/pkg/alias.py points elsewhere',
+      ],
     ];
     for (const [name, change, why] of cases) {
       change();
@@ -63,7 +91,11 @@ describe('the environment check', () => {
 
   it('a missing environment is missing; a manifest for another digest is tampered', async () => {
     expect(await new EnvVerifier().verify(join(dir, 'nope'), DIGEST)).toMatchObject({ ok: false, state: 'missing' });
-    expect(await new EnvVerifier().verify(dir, 'b'.repeat(64))).toMatchObject({ ok: false, state: 'tampered', why: expect.stringContaining('another environment') });
+    expect(await new EnvVerifier().verify(dir, 'b'.repeat(64))).toMatchObject({
+      ok: false,
+      state: 'tampered',
+      why: expect.stringContaining('another environment'),
+    });
   });
 
   it('a link may only point inside the environment', () => {

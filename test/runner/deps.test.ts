@@ -31,7 +31,9 @@ let env: Record<string, string>;
 let installAll = '';
 // The first install runs in a session keyring holding a key, as an operator's login session would.
 const KEY = `skill-mcp-deps-key-${process.pid}-${Date.now()}`;
-const keyedSession = keyctlHere ? ['keyctl', 'session', '-', 'sh', '-c', `keyctl add user ${KEY} deps-key-secret @s >/dev/null && exec "$@"`, 'sh'] : [];
+const keyedSession = keyctlHere
+  ? ['keyctl', 'session', '-', 'sh', '-c', `keyctl add user ${KEY} deps-key-secret @s >/dev/null && exec "$@"`, 'sh']
+  : [];
 
 /**
  * A package build (in-tree PEP 517 backend, run by pip in the install sandbox) that tries what the
@@ -71,7 +73,17 @@ function cliWith(env: Record<string, string>, args: string[], prefix: string[] =
   return new Promise((resolve) => {
     const bwrap = process.env['SKILL_MCP_BWRAP'] ? { SKILL_MCP_BWRAP: process.env['SKILL_MCP_BWRAP'] } : {};
     const [command, ...argv] = [...prefix, process.execPath, BIN, ...args];
-    const child = spawn(command!, argv, { env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: process.env['HOME'] ?? '/tmp', LANG: 'C.UTF-8', ...bwrap, ...env, SKILL_MCP_UID_RANGE: range }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(command!, argv, {
+      env: {
+        PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+        HOME: process.env['HOME'] ?? '/tmp',
+        LANG: 'C.UTF-8',
+        ...bwrap,
+        ...env,
+        SKILL_MCP_UID_RANGE: range,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
     if (args[0] !== 'doctor' && !args.includes('--json')) child.stderr.on('data', (c: Buffer) => (out += c.toString()));
@@ -91,10 +103,21 @@ function envDirOf(digest: string): string {
 beforeAll(async () => {
   const files = tempDir('deps-files');
   const dep = makeWheel(files, 'skilltestdep', '2.0.0', { 'skilltestdep/__init__.py': 'VALUE = "from-dependency"\n' });
-  const pkg = makeWheel(files, 'skilltestpkg', '1.0.0', { 'skilltestpkg/__init__.py': 'import skilltestdep\nVALUE = "from-wheel"\ndef dep_value():\n    return skilltestdep.VALUE\n' }, ['skilltestdep>=2']);
+  const pkg = makeWheel(
+    files,
+    'skilltestpkg',
+    '1.0.0',
+    { 'skilltestpkg/__init__.py': 'import skilltestdep\nVALUE = "from-wheel"\ndef dep_value():\n    return skilltestdep.VALUE\n' },
+    ['skilltestdep>=2'],
+  );
   canary = await startCanary();
   // A build that tries the network two ways: through the proxy variables, and a direct connection.
-  const sdist = makeSdist(files, 'skilltestsrc', '1.0.0', 'skilltestsrc', `import socket, urllib.request
+  const sdist = makeSdist(
+    files,
+    'skilltestsrc',
+    '1.0.0',
+    'skilltestsrc',
+    `import socket, urllib.request
 tried = []
 try:
     urllib.request.urlopen('http://127.0.0.1:${canary.port}/', timeout=5); tried.append('proxy:connected')
@@ -105,33 +128,73 @@ try:
     s.connect(('127.0.0.1', ${canary.port})); tried.append('direct:connected')
 except Exception as e:
     tried.append('direct:' + type(e).__name__)
-result = ' '.join(tried)`);
+result = ' '.join(tried)`,
+  );
   const kernelSdist = makeSdist(files, 'skilltestkernel', '1.0.0', 'skilltestkernel', KERNEL_BUILD);
   pypi = await startPypiIndex({ skilltestpkg: [pkg], skilltestdep: [dep], skilltestsrc: [sdist], skilltestkernel: [kernelSdist] });
-  const npmPkg = { name: 'leftpad-test', version: '1.0.0', main: 'index.js', scripts: { install: 'node -e "require(\'fs\').writeFileSync(\'install-script-ran\', \'x\')"' } };
+  const npmPkg = {
+    name: 'leftpad-test',
+    version: '1.0.0',
+    main: 'index.js',
+    scripts: { install: "node -e \"require('fs').writeFileSync('install-script-ran', 'x')\"" },
+  };
   const tarball = makeNpmTarball(files, npmPkg, { 'index.js': 'exports.pad = (s) => "[" + s + "]";\n' });
   npm = await startNpmRegistry([{ pkg: npmPkg, tarball }]);
   const lock = {
-    name: 'node-skill', version: '1.0.0', lockfileVersion: 3, requires: true,
+    name: 'node-skill',
+    version: '1.0.0',
+    lockfileVersion: 3,
+    requires: true,
     packages: {
       '': { name: 'node-skill', version: '1.0.0', dependencies: { 'leftpad-test': '1.0.0' } },
-      'node_modules/leftpad-test': { version: '1.0.0', resolved: `${npm.url}/leftpad-test/-/${tarball.name}`, integrity: tarball.integrity, hasInstallScript: true },
+      'node_modules/leftpad-test': {
+        version: '1.0.0',
+        resolved: `${npm.url}/leftpad-test/-/${tarball.name}`,
+        integrity: tarball.integrity,
+        hasInstallScript: true,
+      },
     },
   };
   root = tempDir('deps-skills');
   writeDepsSkills(root, {
-    'uses-wheel': { requirements: '    python: requirements.txt', run: [{ script: 'scripts/probe.py', interpreter: 'python3' }], files: { 'requirements.txt': '# the one package\nskilltestpkg==1.0.0\n', 'scripts/probe.py': PY_PROBE } },
-    'needs-sdist': { requirements: '    python: ["skilltestsrc==1.0.0"]', run: [{ script: 'scripts/show.py', interpreter: 'python3' }], files: { 'scripts/show.py': 'import skilltestsrc\nprint(skilltestsrc.BUILD_RESULT)\n' } },
-    'sdist-allowed': { requirements: '    python: ["skilltestsrc==1.0.0"]\n    source-builds: true', run: [{ script: 'scripts/show.py', interpreter: 'python3' }], files: { 'scripts/show.py': 'import skilltestsrc\nprint(skilltestsrc.BUILD_RESULT)\n' } },
-    'sdist-kernel': { requirements: '    python: ["skilltestkernel==1.0.0"]\n    source-builds: true', run: [{ script: 'scripts/show.py', interpreter: 'python3' }], files: { 'scripts/show.py': 'import skilltestkernel\nprint(skilltestkernel.BUILD_RESULT)\n' } },
+    'uses-wheel': {
+      requirements: '    python: requirements.txt',
+      run: [{ script: 'scripts/probe.py', interpreter: 'python3' }],
+      files: { 'requirements.txt': '# the one package\nskilltestpkg==1.0.0\n', 'scripts/probe.py': PY_PROBE },
+    },
+    'needs-sdist': {
+      requirements: '    python: ["skilltestsrc==1.0.0"]',
+      run: [{ script: 'scripts/show.py', interpreter: 'python3' }],
+      files: { 'scripts/show.py': 'import skilltestsrc\nprint(skilltestsrc.BUILD_RESULT)\n' },
+    },
+    'sdist-allowed': {
+      requirements: '    python: ["skilltestsrc==1.0.0"]\n    source-builds: true',
+      run: [{ script: 'scripts/show.py', interpreter: 'python3' }],
+      files: { 'scripts/show.py': 'import skilltestsrc\nprint(skilltestsrc.BUILD_RESULT)\n' },
+    },
+    'sdist-kernel': {
+      requirements: '    python: ["skilltestkernel==1.0.0"]\n    source-builds: true',
+      run: [{ script: 'scripts/show.py', interpreter: 'python3' }],
+      files: { 'scripts/show.py': 'import skilltestkernel\nprint(skilltestkernel.BUILD_RESULT)\n' },
+    },
     'node-skill': {
-      requirements: '    node: package.json', run: [{ script: 'scripts/show.js', interpreter: 'node' }],
-      files: { 'package.json': JSON.stringify({ name: 'node-skill', version: '1.0.0', dependencies: { 'leftpad-test': '1.0.0' } }), 'package-lock.json': JSON.stringify(lock), 'scripts/show.js': 'console.log(require("leftpad-test").pad("ok"), process.env.NODE_PATH);\n' },
+      requirements: '    node: package.json',
+      run: [{ script: 'scripts/show.js', interpreter: 'node' }],
+      files: {
+        'package.json': JSON.stringify({ name: 'node-skill', version: '1.0.0', dependencies: { 'leftpad-test': '1.0.0' } }),
+        'package-lock.json': JSON.stringify(lock),
+        'scripts/show.js': 'console.log(require("leftpad-test").pad("ok"), process.env.NODE_PATH);\n',
+      },
     },
   });
   const base = tempDir('deps-runner');
   stateDir = join(base, 'state');
-  env = { SKILLS_DIR: root, SKILL_MCP_STATE_DIR: stateDir, SKILL_MCP_PIP_INDEX_URL: `${pypi.url}/simple/`, SKILL_MCP_NPM_REGISTRY: npm.url };
+  env = {
+    SKILLS_DIR: root,
+    SKILL_MCP_STATE_DIR: stateDir,
+    SKILL_MCP_PIP_INDEX_URL: `${pypi.url}/simple/`,
+    SKILL_MCP_NPM_REGISTRY: npm.url,
+  };
   runner = await startRunner({ env, base, stateDir, args: ['--uid-range', range] });
 }, 60_000);
 
@@ -162,7 +225,9 @@ describe(`dependencies per skill (${level})`, () => {
     // needs-sdist cannot be built wheels-only: the command fails for it, after building the rest.
     expect(code, out).toBe(1);
     expect(out).toContain(`index ${pypi.url}/simple/ (SKILL_MCP_PIP_INDEX_URL)`);
-    expect(out).toMatch(/uses-wheel: python environment [0-9a-f]{64}: installed 2 package\(s\): skilltestdep==2\.0\.0, skilltestpkg==1\.0\.0/);
+    expect(out).toMatch(
+      /uses-wheel: python environment [0-9a-f]{64}: installed 2 package\(s\): skilltestdep==2\.0\.0, skilltestpkg==1\.0\.0/,
+    );
     expect(out).toMatch(/node-skill: node environment [0-9a-f]{64}: installed 1 package/);
     if (bwrapWorks) expect(out).toContain(`network: only 127.0.0.1:${pypi.port}, through the install's own proxy`);
     else expect(out).toContain('network: NOT confined (no bubblewrap)');
@@ -171,7 +236,10 @@ describe(`dependencies per skill (${level})`, () => {
     if (!prepared.ok) return;
     const digest = prepared.result.willRun.deps![0]!.digest;
     expect(readFileSync(join(envDirOf(digest), 'resolved.txt'), 'utf8')).toBe('skilltestdep==2.0.0\nskilltestpkg==1.0.0\n');
-    const manifest = JSON.parse(readFileSync(join(envDirOf(digest), 'manifest.json'), 'utf8')) as { digest: string; entries: { path: string }[] };
+    const manifest = JSON.parse(readFileSync(join(envDirOf(digest), 'manifest.json'), 'utf8')) as {
+      digest: string;
+      entries: { path: string }[];
+    };
     expect(manifest.digest).toBe(digest);
     expect(manifest.entries.map((e) => e.path)).toContain('site/skilltestpkg/__init__.py');
     // Nothing half-built is left beside the environments.
@@ -198,7 +266,7 @@ describe(`dependencies per skill (${level})`, () => {
     if (level === 'namespace' || level === 'namespace-uid') expect(out['pythonpath']).toBe('/deps/python/site');
   });
 
-  it('a node run requires its package through NODE_PATH; the package\'s install script never ran', async () => {
+  it("a node run requires its package through NODE_PATH; the package's install script never ran", async () => {
     const { willRun, result } = await prepareAndRun(runner.client, 'node-skill', 'scripts/show.js');
     expect(text(result.stdout)).toMatch(/^\[ok\] /);
     const digest = willRun.deps![0]!.digest;
@@ -219,7 +287,7 @@ describe(`dependencies per skill (${level})`, () => {
     const out = installAll;
     if (!bwrapWorks) {
       expect(out).toContain('source builds are allowed by the declaration but need the bubblewrap sandbox');
-      expect((await prepare('sdist-allowed', 'scripts/show.py'))).toMatchObject({ ok: false, error: { code: 'DEPS_MISSING' } });
+      expect(await prepare('sdist-allowed', 'scripts/show.py')).toMatchObject({ ok: false, error: { code: 'DEPS_MISSING' } });
       return;
     }
     expect(out).toMatch(/sdist-allowed: python environment [0-9a-f]{64}: installed 1 package/);
@@ -230,13 +298,15 @@ describe(`dependencies per skill (${level})`, () => {
     expect(canary.connections()).toBe(0);
   });
 
-  it('attack: a package\'s build (a source build pip runs in the install sandbox) cannot use keyrings, read /proc/keys, open AF_VSOCK or non-route netlink sockets, unshare, io_uring or bpf — the install has the run filter', async () => {
+  it("attack: a package's build (a source build pip runs in the install sandbox) cannot use keyrings, read /proc/keys, open AF_VSOCK or non-route netlink sockets, unshare, io_uring or bpf — the install has the run filter", async () => {
     const out = installAll;
     if (!bwrapWorks) {
-      expect(out).toMatch(/sdist-kernel: python environment [0-9a-f]{64}: NOT installed: source builds are allowed by the declaration but need the bubblewrap sandbox/);
+      expect(out).toMatch(
+        /sdist-kernel: python environment [0-9a-f]{64}: NOT installed: source builds are allowed by the declaration but need the bubblewrap sandbox/,
+      );
       return;
     }
-    expect(out).toContain("install sandbox: bubblewrap (");
+    expect(out).toContain('install sandbox: bubblewrap (');
     expect(out).toContain("the runs' syscall filter, /proc/keys hidden, a fresh, empty session keyring");
     expect(out).toMatch(/sdist-kernel: python environment [0-9a-f]{64}: installed 1 package/);
     const { result } = await prepareAndRun(runner.client, 'sdist-kernel', 'scripts/show.py');
@@ -245,16 +315,24 @@ describe(`dependencies per skill (${level})`, () => {
     const EPERM = 'Operation not permitted';
     expect(built).toEqual({
       // Kernel keyrings are not namespaced: without the filter a build would read the operator's session keyring.
-      keyctl_get_session: EPERM, request_key: EPERM, add_key_plant: EPERM,
+      keyctl_get_session: EPERM,
+      request_key: EPERM,
+      add_key_plant: EPERM,
       // Covered by /dev/null, which bubblewrap binds nodev, so it cannot even be opened; unmasked it
       // lists every key the uid may view (the operator's, here).
       proc_keys: 'Permission denied',
-      af_vsock: EPERM, netlink_generic: EPERM, netlink_netfilter: EPERM,
+      af_vsock: EPERM,
+      netlink_generic: EPERM,
+      netlink_netfilter: EPERM,
       // Without the filter unshare(CLONE_NEWUSER) answers ENOSPC (bubblewrap's --disable-userns): EPERM is the filter's.
-      unshare_user: EPERM, unshare_net: EPERM,
-      io_uring_setup: EPERM, bpf: EPERM,
+      unshare_user: EPERM,
+      unshare_net: EPERM,
+      io_uring_setup: EPERM,
+      bpf: EPERM,
       // What pip and npm need stays: unix and IP sockets, route netlink (getaddrinfo, getifaddrs).
-      netlink_route: 'ok', af_unix: 'ok', af_inet: 'ok',
+      netlink_route: 'ok',
+      af_unix: 'ok',
+      af_inet: 'ok',
     });
     expect(text(result.stdout)).not.toContain(KEY);
   });
@@ -279,7 +357,7 @@ describe(`dependencies per skill (${level})`, () => {
     expect((await prepare('uses-wheel', 'scripts/probe.py')).ok).toBe(true);
   }, 120_000);
 
-  it('without SKILL_MCP_PIP_INDEX_URL the installing user\'s own pip configuration is carried into the sandboxed install, and the output says so', async () => {
+  it("without SKILL_MCP_PIP_INDEX_URL the installing user's own pip configuration is carried into the sandboxed install, and the output says so", async () => {
     const home = tempDir('deps-pipconf');
     const conf = join(home, 'pip.conf');
     writeFileSync(conf, `[global]\nindex-url = ${pypi.url}/simple/\n`);

@@ -42,9 +42,15 @@ describe('SKILL_MCP_EGRESS_CA_FILE', () => {
 
   it('the runner refuses to start on a file holding no certificate, and says which variable', () => {
     const base = tempDir('egress-ca-runner');
-    const started = spawnSync(process.execPath, [BIN, 'runner', '--socket', join(base, 'r.sock'), '--state-dir', join(base, 'state'), '--scratch-dir', join(base, 'scratch')], {
-      env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', SKILL_MCP_EGRESS_CA_FILE: notPem }, encoding: 'utf8', timeout: 60_000,
-    });
+    const started = spawnSync(
+      process.execPath,
+      [BIN, 'runner', '--socket', join(base, 'r.sock'), '--state-dir', join(base, 'state'), '--scratch-dir', join(base, 'scratch')],
+      {
+        env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', SKILL_MCP_EGRESS_CA_FILE: notPem },
+        encoding: 'utf8',
+        timeout: 60_000,
+      },
+    );
     expect(started.status).not.toBe(0);
     expect(started.stderr).toContain('SKILL_MCP_EGRESS_CA_FILE');
     expect(started.stderr).toContain('holds no PEM certificate');

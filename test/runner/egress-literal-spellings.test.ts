@@ -23,15 +23,53 @@ import type { EgressProxy, EgressRecord } from '../../runner/egress/proxy.js';
 
 /** Spellings of one address, each as a host of a request (IPv6 in brackets). */
 const LOOPBACK = [
-  '127.0.0.1', '127.0.0.1.', '2130706433', '0x7f000001', '0X7F000001', '0x7f.1', '0x7f.0.0.1', '0177.0.0.1', '0177.0.0.01',
-  '017700000001', '127.1', '127.0.1', '127.000.000.001', '[::ffff:127.0.0.1]', '[::ffff:7f00:1]', '[0:0:0:0:0:ffff:7f00:1]',
-  '[::FFFF:127.0.0.1]', '[::127.0.0.1]', '[::7f00:1]', '[::ffff:127.0.0.1%25lo]', '[::ffff:127.0.0.1%lo]',
+  '127.0.0.1',
+  '127.0.0.1.',
+  '2130706433',
+  '0x7f000001',
+  '0X7F000001',
+  '0x7f.1',
+  '0x7f.0.0.1',
+  '0177.0.0.1',
+  '0177.0.0.01',
+  '017700000001',
+  '127.1',
+  '127.0.1',
+  '127.000.000.001',
+  '[::ffff:127.0.0.1]',
+  '[::ffff:7f00:1]',
+  '[0:0:0:0:0:ffff:7f00:1]',
+  '[::FFFF:127.0.0.1]',
+  '[::127.0.0.1]',
+  '[::7f00:1]',
+  '[::ffff:127.0.0.1%25lo]',
+  '[::ffff:127.0.0.1%lo]',
 ];
 const METADATA = [
-  '169.254.169.254', '169.254.169.254.', '2852039166', '0xa9fea9fe', '0xa9.0xfe.0xa9.0xfe', '0251.0376.0251.0376', '169.254.43518',
-  '[::ffff:169.254.169.254]', '[::ffff:a9fe:a9fe]', '[::169.254.169.254]',
+  '169.254.169.254',
+  '169.254.169.254.',
+  '2852039166',
+  '0xa9fea9fe',
+  '0xa9.0xfe.0xa9.0xfe',
+  '0251.0376.0251.0376',
+  '169.254.43518',
+  '[::ffff:169.254.169.254]',
+  '[::ffff:a9fe:a9fe]',
+  '[::169.254.169.254]',
 ];
-const UNSPECIFIED = ['0.0.0.0', '0', '0x0', '00', '0.0.0.0.', '0.1.2.3', '[::]', '[0:0:0:0:0:0:0:0]', '[::ffff:0.0.0.0]', '[::%25eth0]', '[::0.0.0.2]'];
+const UNSPECIFIED = [
+  '0.0.0.0',
+  '0',
+  '0x0',
+  '00',
+  '0.0.0.0.',
+  '0.1.2.3',
+  '[::]',
+  '[0:0:0:0:0:0:0:0]',
+  '[::ffff:0.0.0.0]',
+  '[::%25eth0]',
+  '[::0.0.0.2]',
+];
 
 describe('every spelling of an address reads as that address', () => {
   it.each(LOOPBACK)('%s is 127.0.0.1', (text) => {
@@ -46,9 +84,15 @@ describe('every spelling of an address reads as that address', () => {
     expect(readHost(text)?.unspecified).toBe(true);
   });
   it.each([
-    ['[fe80::1%eth0]', 'fe80::1', 6], ['[fe80::1%25eth0]', 'fe80::1', 6], ['[FD00:EC2::254]', 'fd00:ec2::254', 6],
-    ['Example.COM.', 'example.com', 0], ['[::1]', '::1', 6], ['[0:0:0:0:0:0:0:1]', '::1', 6],
-    ['[64:ff9b::169.254.169.254]', '64:ff9b::a9fe:a9fe', 6], ['1.2.3.256', '1.2.3.256', 0], ['08.1.1.1', '08.1.1.1', 0],
+    ['[fe80::1%eth0]', 'fe80::1', 6],
+    ['[fe80::1%25eth0]', 'fe80::1', 6],
+    ['[FD00:EC2::254]', 'fd00:ec2::254', 6],
+    ['Example.COM.', 'example.com', 0],
+    ['[::1]', '::1', 6],
+    ['[0:0:0:0:0:0:0:1]', '::1', 6],
+    ['[64:ff9b::169.254.169.254]', '64:ff9b::a9fe:a9fe', 6],
+    ['1.2.3.256', '1.2.3.256', 0],
+    ['08.1.1.1', '08.1.1.1', 0],
   ])('%s reads as %s', (text, host, ip) => {
     expect(readHost(text)).toMatchObject({ host, ip });
   });
@@ -78,10 +122,16 @@ describe('a declaration refuses every non-canonical spelling, naming the one to 
 
 describe('the preview warns about every entry that is not the public internet', () => {
   it.each([
-    ['127.0.0.1:8080', 'this machine (loopback)'], ['[::1]:8080', 'this machine (loopback)'],
-    ['169.254.169.254', 'a cloud metadata service'], ['[fd00:ec2::254]', 'a cloud metadata service'], ['100.100.100.200', 'a cloud metadata service'],
-    ['10.1.2.3:5432', 'a private network'], ['192.168.0.1', 'a private network'], ['[fd12::1]', 'a private network'],
-    ['169.254.1.1', 'the local link'], ['[fe80::1]', 'the local link'],
+    ['127.0.0.1:8080', 'this machine (loopback)'],
+    ['[::1]:8080', 'this machine (loopback)'],
+    ['169.254.169.254', 'a cloud metadata service'],
+    ['[fd00:ec2::254]', 'a cloud metadata service'],
+    ['100.100.100.200', 'a cloud metadata service'],
+    ['10.1.2.3:5432', 'a private network'],
+    ['192.168.0.1', 'a private network'],
+    ['[fd12::1]', 'a private network'],
+    ['169.254.1.1', 'the local link'],
+    ['[fe80::1]', 'the local link'],
   ])('%s: %s', (text, words) => {
     expect(specialAddressWarning([text])).toContain(`${text} is ${words}`);
   });
@@ -112,8 +162,18 @@ describe('CONNECT through the real proxy with each spelling', () => {
     });
     await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
     port = (upstream.address() as { port: number }).port;
-    granted = await startEgressProxy({ socketPath: join(dir, 'granted.sock'), entries: parseEgressList([`127.0.0.1:${port}`]), lookup: pinned, onRecord: (r) => records.push(r) });
-    other = await startEgressProxy({ socketPath: join(dir, 'other.sock'), entries: parseEgressList([`*.zone.test:${port}`, 'public.example']), lookup: pinned, onRecord: (r) => records.push(r) });
+    granted = await startEgressProxy({
+      socketPath: join(dir, 'granted.sock'),
+      entries: parseEgressList([`127.0.0.1:${port}`]),
+      lookup: pinned,
+      onRecord: (r) => records.push(r),
+    });
+    other = await startEgressProxy({
+      socketPath: join(dir, 'other.sock'),
+      entries: parseEgressList([`*.zone.test:${port}`, 'public.example']),
+      lookup: pinned,
+      onRecord: (r) => records.push(r),
+    });
   });
   afterAll(async () => {
     await granted?.close();
@@ -140,10 +200,16 @@ describe('CONNECT through the real proxy with each spelling', () => {
   }
 
   it.each(LOOPBACK)('with 127.0.0.1 granted, CONNECT %s reaches it as 127.0.0.1 (the entry names that address)', async (host) => {
-    const answer = await exchange('granted.sock', `CONNECT ${host}:${port} HTTP/1.1\r\n\r\n`, 'GET /in HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    const answer = await exchange(
+      'granted.sock',
+      `CONNECT ${host}:${port} HTTP/1.1\r\n\r\n`,
+      'GET /in HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
+    );
     expect(answer).toContain('200 Connection Established');
     expect(answer).toContain('upstream /in');
-    await expect.poll(() => records.find((r) => r.destination === `${host}:${port}`)).toMatchObject({ decision: 'allowed', address: '127.0.0.1' });
+    await expect
+      .poll(() => records.find((r) => r.destination === `${host}:${port}`))
+      .toMatchObject({ decision: 'allowed', address: '127.0.0.1' });
   });
 
   it.each(LOOPBACK)('without 127.0.0.1 granted, CONNECT %s is refused as not allowed, naming 127.0.0.1', async (host) => {
@@ -164,11 +230,14 @@ describe('CONNECT through the real proxy with each spelling', () => {
     expect(answer).toContain('unspecified address');
   });
 
-  it.each(['loopback.zone.test.', 'LOOPBACK.Zone.Test.'])('a declared name with a trailing dot (%s) meets the SSRF guard as the name itself', async (host) => {
-    const answer = await exchange('other.sock', `CONNECT ${host}:${port} HTTP/1.1\r\n\r\n`);
-    expect(answer).toMatch(/^HTTP\/1\.1 403/);
-    expect(answer).toContain('loopback.zone.test resolves to 127.0.0.1 (loopback)');
-  });
+  it.each(['loopback.zone.test.', 'LOOPBACK.Zone.Test.'])(
+    'a declared name with a trailing dot (%s) meets the SSRF guard as the name itself',
+    async (host) => {
+      const answer = await exchange('other.sock', `CONNECT ${host}:${port} HTTP/1.1\r\n\r\n`);
+      expect(answer).toMatch(/^HTTP\/1\.1 403/);
+      expect(answer).toContain('loopback.zone.test resolves to 127.0.0.1 (loopback)');
+    },
+  );
 
   it.each(['[::ffff:127.0.0.1]', '0x7f.1', '2130706433'])('a plain http:// request to %s is normalised the same way', async (host) => {
     const answer = await exchange('granted.sock', `GET http://${host}:${port}/plain HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);

@@ -24,20 +24,44 @@ import { openRunProxy } from '../../runner/egress/run-proxy.js';
 
 describe('the address classifier', () => {
   it.each([
-    ['127.0.0.1', 'loopback'], ['127.255.0.1', 'loopback'], ['::1', 'loopback'],
-    ['10.1.2.3', 'private'], ['172.16.0.1', 'private'], ['172.31.255.255', 'private'], ['192.168.1.1', 'private'], ['100.64.0.1', 'private'], ['fd12::1', 'private'],
-    ['169.254.1.1', 'link-local'], ['fe80::1', 'link-local'], ['fe80::1%eth0', 'link-local'],
-    ['169.254.169.254', 'metadata'], ['100.100.100.200', 'metadata'], ['fd00:ec2::254', 'metadata'],
-    ['0.0.0.0', 'unspecified'], ['::', 'unspecified'],
-    ['224.0.0.1', 'multicast'], ['ff02::1', 'multicast'], ['255.255.255.255', 'reserved'], ['192.0.2.1', 'reserved'], ['2001:db8::1', 'reserved'],
-    ['93.184.216.34', 'public'], ['172.32.0.1', 'public'], ['2606:4700::1', 'public'],
+    ['127.0.0.1', 'loopback'],
+    ['127.255.0.1', 'loopback'],
+    ['::1', 'loopback'],
+    ['10.1.2.3', 'private'],
+    ['172.16.0.1', 'private'],
+    ['172.31.255.255', 'private'],
+    ['192.168.1.1', 'private'],
+    ['100.64.0.1', 'private'],
+    ['fd12::1', 'private'],
+    ['169.254.1.1', 'link-local'],
+    ['fe80::1', 'link-local'],
+    ['fe80::1%eth0', 'link-local'],
+    ['169.254.169.254', 'metadata'],
+    ['100.100.100.200', 'metadata'],
+    ['fd00:ec2::254', 'metadata'],
+    ['0.0.0.0', 'unspecified'],
+    ['::', 'unspecified'],
+    ['224.0.0.1', 'multicast'],
+    ['ff02::1', 'multicast'],
+    ['255.255.255.255', 'reserved'],
+    ['192.0.2.1', 'reserved'],
+    ['2001:db8::1', 'reserved'],
+    ['93.184.216.34', 'public'],
+    ['172.32.0.1', 'public'],
+    ['2606:4700::1', 'public'],
   ])('%s is %s', (address, kind) => {
     expect(classifyAddress(address)).toBe(kind);
   });
 
   it.each([
-    ['::ffff:127.0.0.1', 'loopback'], ['::ffff:7f00:1', 'loopback'], ['::ffff:169.254.169.254', 'metadata'], ['::127.0.0.1', 'loopback'],
-    ['64:ff9b::169.254.169.254', 'metadata'], ['64:ff9b::a00:1', 'private'], ['2002:7f00:1::', 'loopback'], ['2002:c0a8:101::1', 'private'],
+    ['::ffff:127.0.0.1', 'loopback'],
+    ['::ffff:7f00:1', 'loopback'],
+    ['::ffff:169.254.169.254', 'metadata'],
+    ['::127.0.0.1', 'loopback'],
+    ['64:ff9b::169.254.169.254', 'metadata'],
+    ['64:ff9b::a00:1', 'private'],
+    ['2002:7f00:1::', 'loopback'],
+    ['2002:c0a8:101::1', 'private'],
   ])('an IPv4 address wrapped in IPv6 (%s) is judged by the address inside: %s', (address, kind) => {
     expect(classifyAddress(address)).toBe(kind);
   });
@@ -54,7 +78,10 @@ const zone: Record<string, { address: string; family: number }[]> = {
   'loopback.zone.test': [{ address: '127.0.0.1', family: 4 }],
   'metadata.zone.test': [{ address: '169.254.169.254', family: 4 }],
   'mapped.zone.test': [{ address: '::ffff:10.0.0.1', family: 6 }],
-  'mixed.zone.test': [{ address: '10.0.0.1', family: 4 }, { address: '93.184.216.34', family: 4 }],
+  'mixed.zone.test': [
+    { address: '10.0.0.1', family: 4 },
+    { address: '93.184.216.34', family: 4 },
+  ],
 };
 const pinned: Lookup = async (host) => {
   const answer = zone[host];
@@ -65,11 +92,14 @@ const pinned: Lookup = async (host) => {
 describe('the SSRF guard (decide)', () => {
   const entries = parseEgressList(['*.zone.test', 'public.zone.test:8080', '10.0.0.1:80', '127.0.0.1:8080']);
 
-  it.each(['loopback.zone.test', 'metadata.zone.test', 'mapped.zone.test'])('a declared name that resolves to a special address (%s) is refused, naming the address', async (host) => {
-    const decision = await decide(entries, host, 443, pinned);
-    expect(decision).toMatchObject({ allowed: false, reason: 'special-address', status: 403 });
-    expect(decision.allowed ? '' : decision.message).toContain(zone[host]![0]!.address);
-  });
+  it.each(['loopback.zone.test', 'metadata.zone.test', 'mapped.zone.test'])(
+    'a declared name that resolves to a special address (%s) is refused, naming the address',
+    async (host) => {
+      const decision = await decide(entries, host, 443, pinned);
+      expect(decision).toMatchObject({ allowed: false, reason: 'special-address', status: 403 });
+      expect(decision.allowed ? '' : decision.message).toContain(zone[host]![0]!.address);
+    },
+  );
 
   it('a name with a public and a private address connects to the public one only', async () => {
     expect(await decide(entries, 'mixed.zone.test', 443, pinned)).toMatchObject({ allowed: true, address: '93.184.216.34' });
@@ -98,10 +128,22 @@ describe('the SSRF guard (decide)', () => {
 
 describe('what egress means at each isolation level', () => {
   it('only the bubblewrap levels with a node for the bridge get a proxy; the others say why in the preview', () => {
-    expect(planEgress('namespace', true, true, ['b.example', 'a.example'])).toMatchObject({ mode: 'proxy', entries: ['a.example', 'b.example'] });
-    expect(planEgress('namespace-uid', true, false, ['a.example'])).toMatchObject({ mode: 'unavailable', note: expect.stringContaining('no node') });
-    expect(planEgress('uid-sandbox', false, true, ['a.example'])).toMatchObject({ mode: 'unavailable', note: expect.stringContaining('reaches none') });
-    expect(planEgress('uid', false, true, ['a.example'])).toMatchObject({ mode: 'unenforced', note: expect.stringContaining('can reach any host') });
+    expect(planEgress('namespace', true, true, ['b.example', 'a.example'])).toMatchObject({
+      mode: 'proxy',
+      entries: ['a.example', 'b.example'],
+    });
+    expect(planEgress('namespace-uid', true, false, ['a.example'])).toMatchObject({
+      mode: 'unavailable',
+      note: expect.stringContaining('no node'),
+    });
+    expect(planEgress('uid-sandbox', false, true, ['a.example'])).toMatchObject({
+      mode: 'unavailable',
+      note: expect.stringContaining('reaches none'),
+    });
+    expect(planEgress('uid', false, true, ['a.example'])).toMatchObject({
+      mode: 'unenforced',
+      note: expect.stringContaining('can reach any host'),
+    });
     expect(planEgress('same-uid', false, true, ['a.example'])).toMatchObject({ mode: 'unenforced' });
   });
 
@@ -129,7 +171,12 @@ describe('the proxy on its unix socket', () => {
     });
     await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
     port = (upstream.address() as { port: number }).port;
-    proxy = await startEgressProxy({ socketPath: join(dir, 'egress.sock'), entries: parseEgressList([`127.0.0.1:${port}`, `loopback.zone.test:${port}`]), lookup: pinned, onRecord: (r) => records.push(r) });
+    proxy = await startEgressProxy({
+      socketPath: join(dir, 'egress.sock'),
+      entries: parseEgressList([`127.0.0.1:${port}`, `loopback.zone.test:${port}`]),
+      lookup: pinned,
+      onRecord: (r) => records.push(r),
+    });
   });
   afterAll(async () => {
     await proxy?.close();
@@ -158,7 +205,9 @@ describe('the proxy on its unix socket', () => {
   it('forwards a plain-HTTP request, without proxy credentials or hop-by-hop headers, and records its bytes', async () => {
     seen = [];
     const before = records.length;
-    const answer = await exchange(`GET http://127.0.0.1:${port}/plain?q=1 HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nProxy-Authorization: Basic c2VjcmV0\r\nConnection: close, X-Drop\r\nX-Drop: 1\r\nX-Keep: 2\r\n\r\n`);
+    const answer = await exchange(
+      `GET http://127.0.0.1:${port}/plain?q=1 HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nProxy-Authorization: Basic c2VjcmV0\r\nConnection: close, X-Drop\r\nX-Drop: 1\r\nX-Keep: 2\r\n\r\n`,
+    );
     expect(answer).toMatch(/^HTTP\/1\.1 200/);
     expect(answer).toContain('upstream /plain?q=1');
     expect(seen).toHaveLength(1);
@@ -174,7 +223,10 @@ describe('the proxy on its unix socket', () => {
 
   it('tunnels a CONNECT and counts the tunnel bytes each way', async () => {
     const before = records.length;
-    const answer = await exchange(`CONNECT 127.0.0.1:${port} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`, `GET /inside HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+    const answer = await exchange(
+      `CONNECT 127.0.0.1:${port} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`,
+      `GET /inside HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
+    );
     expect(answer).toContain('200 Connection Established');
     expect(answer).toContain('upstream /inside');
     await expect.poll(() => records.length, { timeout: 20_000 }).toBe(before + 1);
@@ -194,7 +246,11 @@ describe('the proxy on its unix socket', () => {
   });
 
   it('an allowed destination that is not listening is a 502 and recorded as connect-failed', async () => {
-    const closed = await startEgressProxy({ socketPath: join(dir, 'closed.sock'), entries: parseEgressList(['127.0.0.1:1']), onRecord: (r) => records.push(r) });
+    const closed = await startEgressProxy({
+      socketPath: join(dir, 'closed.sock'),
+      entries: parseEgressList(['127.0.0.1:1']),
+      onRecord: (r) => records.push(r),
+    });
     try {
       const before = records.length;
       const answer = await new Promise<string>((resolve) => {
@@ -213,7 +269,11 @@ describe('the proxy on its unix socket', () => {
   });
 
   it('close() cuts an open tunnel and still records it', async () => {
-    const other = await startEgressProxy({ socketPath: join(dir, 'cut.sock'), entries: parseEgressList([`127.0.0.1:${port}`]), onRecord: (r) => records.push(r) });
+    const other = await startEgressProxy({
+      socketPath: join(dir, 'cut.sock'),
+      entries: parseEgressList([`127.0.0.1:${port}`]),
+      onRecord: (r) => records.push(r),
+    });
     const socket = connect(join(dir, 'cut.sock'));
     const established = new Promise<void>((resolve) => socket.on('data', (c) => c.toString().includes('200') && resolve()));
     const ended = new Promise<void>((resolve) => socket.on('close', () => resolve()));
@@ -256,7 +316,9 @@ describe('what a run can make the runner hold', () => {
       // The third is accepted by the kernel and closed by the proxy without an answer.
       expect(await once(socketPath, 'CONNECT a.example:443 HTTP/1.1\r\n\r\n')).toBe('');
       // Nothing silent: its request was never read, but it is on record as refused for too many open.
-      expect(records).toEqual([{ destination: '', method: '', decision: 'refused', reason: 'too-many-open', bytes_up: 0, bytes_down: 0, duration_ms: 0 }]);
+      expect(records).toEqual([
+        { destination: '', method: '', decision: 'refused', reason: 'too-many-open', bytes_up: 0, bytes_down: 0, duration_ms: 0 },
+      ]);
       const answer = new Promise<string>((resolve) => {
         let text = '';
         held[0]!.on('data', (c) => {
@@ -284,9 +346,19 @@ describe('what a run can make the runner hold', () => {
       await audit.close();
       expect(totals).toEqual({ egress_allowed: 0, egress_refused: 5, egress_unlogged: 2 });
       // The run's result counts every one, past the audit cap too.
-      expect(summary).toEqual({ refused: [{ host: 'b.example', port: 443, reason: 'not-allowed', count: 5 }], refusedCount: 5, refusedUnlisted: 0, allowedCount: 0 });
+      expect(summary).toEqual({
+        refused: [{ host: 'b.example', port: 443, reason: 'not-allowed', count: 5 }],
+        refusedCount: 5,
+        refusedUnlisted: 0,
+        allowedCount: 0,
+      });
     }
-    const lines = readFileSync(join(dir, 'audit.log'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
-    expect(lines.filter((l) => l['event'] !== 'runner.start').map((l) => [l['event'], l['decision'], l['destination']])).toEqual(Array(3).fill(['egress', 'refused', 'b.example:443']));
+    const lines = readFileSync(join(dir, 'audit.log'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines.filter((l) => l['event'] !== 'runner.start').map((l) => [l['event'], l['decision'], l['destination']])).toEqual(
+      Array(3).fill(['egress', 'refused', 'b.example:443']),
+    );
   });
 });

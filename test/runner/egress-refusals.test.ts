@@ -70,8 +70,15 @@ describe('the tally', () => {
   });
 
   it('the protocol refuses a longer list than the bound (a front never trusts the runner to have bounded it)', () => {
-    const refused = Array.from({ length: MAX_EGRESS_REFUSALS_LISTED + 1 }, (_, i) => ({ host: `h${i}`, port: 443, reason: 'not-allowed' as const, count: 1 }));
-    expect(egressSummarySchema.safeParse({ refused, refusedCount: refused.length, refusedUnlisted: 0, allowedCount: 0 }).success).toBe(false);
+    const refused = Array.from({ length: MAX_EGRESS_REFUSALS_LISTED + 1 }, (_, i) => ({
+      host: `h${i}`,
+      port: 443,
+      reason: 'not-allowed' as const,
+      count: 1,
+    }));
+    expect(egressSummarySchema.safeParse({ refused, refusedCount: refused.length, refusedUnlisted: 0, allowedCount: 0 }).success).toBe(
+      false,
+    );
   });
 });
 
@@ -83,7 +90,9 @@ describe('the line the model reads', () => {
   it('names one refusal and its reason in words', () => {
     const tally = refusalTally();
     tally.refused('api.example.com:443', 'not-allowed');
-    expect(egressLine(tally.summary())).toBe("egress refused: api.example.com:443 (not declared or not granted). The run's egress proxy refused it (the script saw a failed connection or the proxy's 403); a run reaches only what its skill declares in mcp-host.egress and the owner grants.");
+    expect(egressLine(tally.summary())).toBe(
+      "egress refused: api.example.com:443 (not declared or not granted). The run's egress proxy refused it (the script saw a failed connection or the proxy's 403); a run reaches only what its skill declares in mcp-host.egress and the owner grants.",
+    );
   });
 
   it('names at most five destinations and says how many more there were, listed and not', () => {
@@ -91,7 +100,9 @@ describe('the line the model reads', () => {
     for (let i = 0; i < 30; i++) tally.refused(`h${i}.example:443`, 'special-address');
     tally.refused('', 'too-many-open');
     const line = egressLine(tally.summary())!;
-    expect(line).toMatch(/^egress refused: h0\.example:443 \(a name resolving to loopback, private, link-local or metadata addresses\), h1\.example:443 .*h4\.example:443 \([^)]*\); and 15 more destinations listed in egress\.refused; 11 more connections to other destinations \(not listed\) — 31 refused connections in all\./);
+    expect(line).toMatch(
+      /^egress refused: h0\.example:443 \(a name resolving to loopback, private, link-local or metadata addresses\), h1\.example:443 .*h4\.example:443 \([^)]*\); and 15 more destinations listed in egress\.refused; 11 more connections to other destinations \(not listed\) — 31 refused connections in all\./,
+    );
     expect(line).not.toContain('h5.example');
   });
 

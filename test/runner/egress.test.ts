@@ -110,14 +110,20 @@ describe.each(variants)('declared egress, $name', (variant) => {
     const base = tempDir('egress');
     if (variant.uid !== undefined) execFileSync('chown', ['-R', `${variant.uid}:${variant.uid}`, base]);
     chmodSync(base, 0o755);
-    const asUid = variant.uid !== undefined ? { spawnPrefix: ['setpriv', `--reuid=${variant.uid}`, `--regid=${variant.uid}`, '--clear-groups'] } : {};
+    const asUid =
+      variant.uid !== undefined ? { spawnPrefix: ['setpriv', `--reuid=${variant.uid}`, `--regid=${variant.uid}`, '--clear-groups'] } : {};
     standalone = await startRunner({ env: { SKILLS_DIR: skills }, base, args: ['--uid-range', uidRange(8)], ...asUid });
     // Hosted: the owner grants the script one of the declared destinations only.
     const grant = JSON.stringify([{ skill: 'reach', script: 'fetch.py', egress: [`127.0.0.1:${allowed.port}`] }]);
     const hostedBase = tempDir('egress-hosted');
     if (variant.uid !== undefined) execFileSync('chown', ['-R', `${variant.uid}:${variant.uid}`, hostedBase]);
     chmodSync(hostedBase, 0o755);
-    hosted = await startRunner({ env: { MCP_SKILLS_PATH: skills, MCP_SKILL_RUN: grant }, base: hostedBase, args: ['--uid-range', uidRange(8)], ...asUid });
+    hosted = await startRunner({
+      env: { MCP_SKILLS_PATH: skills, MCP_SKILL_RUN: grant },
+      base: hostedBase,
+      args: ['--uid-range', uidRange(8)],
+      ...asUid,
+    });
   });
   afterAll(async () => {
     await standalone?.stop();
@@ -132,17 +138,21 @@ describe.each(variants)('declared egress, $name', (variant) => {
     return { ...ran, out: text(ran.result.stdout).trim() };
   }
 
-  it.skipIf(skip)('the preview lists the destinations, warns that a standalone self-grant brings them, and the script gets exactly the approved variables', async () => {
-    const { willRun, out } = await run(standalone, 'reach', 'env.py', []);
-    expect(willRun.egress).toEqual([`127.0.0.1:${allowed.port}`, '127.0.0.1:1', `localhost:${allowed.port}`].sort());
-    expect(willRun.egressWarning).toContain('No owner grant (standalone)');
-    expect(willRun.egressNote).toBeUndefined();
-    const env = JSON.parse(out) as Record<string, string>;
-    expect(Object.keys(env).sort()).toEqual(willRun.envNames);
-    for (const name of ['HTTP_PROXY', 'HTTPS_PROXY', 'ALL_PROXY', 'http_proxy', 'https_proxy', 'all_proxy']) expect(env[name]).toBe('http://127.0.0.1:3128');
-    expect(env['NO_PROXY']).toBe('');
-    expect(env['NODE_USE_ENV_PROXY']).toBe('1');
-  });
+  it.skipIf(skip)(
+    'the preview lists the destinations, warns that a standalone self-grant brings them, and the script gets exactly the approved variables',
+    async () => {
+      const { willRun, out } = await run(standalone, 'reach', 'env.py', []);
+      expect(willRun.egress).toEqual([`127.0.0.1:${allowed.port}`, '127.0.0.1:1', `localhost:${allowed.port}`].sort());
+      expect(willRun.egressWarning).toContain('No owner grant (standalone)');
+      expect(willRun.egressNote).toBeUndefined();
+      const env = JSON.parse(out) as Record<string, string>;
+      expect(Object.keys(env).sort()).toEqual(willRun.envNames);
+      for (const name of ['HTTP_PROXY', 'HTTPS_PROXY', 'ALL_PROXY', 'http_proxy', 'https_proxy', 'all_proxy'])
+        expect(env[name]).toBe('http://127.0.0.1:3128');
+      expect(env['NO_PROXY']).toBe('');
+      expect(env['NODE_USE_ENV_PROXY']).toBe('1');
+    },
+  );
 
   it.skipIf(skip)('python urllib reaches a declared 127.0.0.1:<port> through the proxy', async () => {
     const before = allowed.hits.length;
@@ -163,29 +173,35 @@ describe.each(variants)('declared egress, $name', (variant) => {
     expect(JSON.parse(out)).toEqual({ status: 200, body: 'allowed /from-node' });
   });
 
-  it.skipIf(skip)('an undeclared port on the same address is refused with a 403 naming the missing entry (by URL and by CONNECT)', async () => {
-    const { out } = await run(standalone, 'reach', 'fetch.py', [`http://127.0.0.1:${undeclared.port}/nope`]);
-    const answer = JSON.parse(out) as { status: number; body: string };
-    expect(answer.status).toBe(403);
-    expect(answer.body).toContain(`"127.0.0.1:${undeclared.port}" is missing`);
-    const tunnel = await run(standalone, 'reach', 'tunnel.py', ['127.0.0.1', String(undeclared.port)]);
-    expect((JSON.parse(tunnel.out) as { error: string }).error).toMatch(/403/);
-    expect(undeclared.hits).toEqual([]);
-  });
+  it.skipIf(skip)(
+    'an undeclared port on the same address is refused with a 403 naming the missing entry (by URL and by CONNECT)',
+    async () => {
+      const { out } = await run(standalone, 'reach', 'fetch.py', [`http://127.0.0.1:${undeclared.port}/nope`]);
+      const answer = JSON.parse(out) as { status: number; body: string };
+      expect(answer.status).toBe(403);
+      expect(answer.body).toContain(`"127.0.0.1:${undeclared.port}" is missing`);
+      const tunnel = await run(standalone, 'reach', 'tunnel.py', ['127.0.0.1', String(undeclared.port)]);
+      expect((JSON.parse(tunnel.out) as { error: string }).error).toMatch(/403/);
+      expect(undeclared.hits).toEqual([]);
+    },
+  );
 
   it.skipIf(skip)('a raw socket around the proxy reaches nothing (the run has no network but its own loopback)', async () => {
     const { out } = await run(standalone, 'reach', 'raw.py', [String(allowed.port)]);
     expect(out).toBe('ConnectionRefusedError');
   });
 
-  it.skipIf(skip)('a declared name that resolves to loopback (localhost:<port>) is refused: only the address itself may be declared', async () => {
-    const before = allowed.hits.length;
-    const { out } = await run(standalone, 'reach', 'fetch.py', [`http://localhost:${allowed.port}/by-name`]);
-    const answer = JSON.parse(out) as { status: number; body: string };
-    expect(answer.status).toBe(403);
-    expect(answer.body).toMatch(/localhost resolves to (127\.0\.0\.1|::1) \(loopback\)/);
-    expect(allowed.hits.length).toBe(before);
-  });
+  it.skipIf(skip)(
+    'a declared name that resolves to loopback (localhost:<port>) is refused: only the address itself may be declared',
+    async () => {
+      const before = allowed.hits.length;
+      const { out } = await run(standalone, 'reach', 'fetch.py', [`http://localhost:${allowed.port}/by-name`]);
+      const answer = JSON.parse(out) as { status: number; body: string };
+      expect(answer.status).toBe(403);
+      expect(answer.body).toMatch(/localhost resolves to (127\.0\.0\.1|::1) \(loopback\)/);
+      expect(allowed.hits.length).toBe(before);
+    },
+  );
 
   it.skipIf(skip)('a skill without egress has no proxy variables and reaches nothing', async () => {
     const env = await run(standalone, 'offline', 'env.py', []);
@@ -197,42 +213,72 @@ describe.each(variants)('declared egress, $name', (variant) => {
     expect(allowed.hits.length).toBe(before);
   });
 
-  it.skipIf(skip)('hosted: a grant narrower than the declaration wins (no warning; the other declared destinations are refused)', async () => {
-    const ok = await run(hosted, 'reach', 'fetch.py', [`http://127.0.0.1:${allowed.port}/granted`]);
-    expect(ok.willRun.egress).toEqual([`127.0.0.1:${allowed.port}`]);
-    // No self-grant warning (the owner granted it); the loopback address is still named as such.
-    expect(ok.willRun.egressWarning).toBe(`The script may connect to addresses that are not on the public internet: 127.0.0.1:${allowed.port} is this machine (loopback).`);
-    expect(JSON.parse(ok.out)).toEqual({ status: 200, body: 'allowed /granted' });
-    const refused = await run(hosted, 'reach', 'fetch.py', [`http://127.0.0.1:1/declared-not-granted`]);
-    expect(JSON.parse(refused.out)).toMatchObject({ status: 403 });
-  });
+  it.skipIf(skip)(
+    'hosted: a grant narrower than the declaration wins (no warning; the other declared destinations are refused)',
+    async () => {
+      const ok = await run(hosted, 'reach', 'fetch.py', [`http://127.0.0.1:${allowed.port}/granted`]);
+      expect(ok.willRun.egress).toEqual([`127.0.0.1:${allowed.port}`]);
+      // No self-grant warning (the owner granted it); the loopback address is still named as such.
+      expect(ok.willRun.egressWarning).toBe(
+        `The script may connect to addresses that are not on the public internet: 127.0.0.1:${allowed.port} is this machine (loopback).`,
+      );
+      expect(JSON.parse(ok.out)).toEqual({ status: 200, body: 'allowed /granted' });
+      const refused = await run(hosted, 'reach', 'fetch.py', [`http://127.0.0.1:1/declared-not-granted`]);
+      expect(JSON.parse(refused.out)).toMatchObject({ status: 403 });
+    },
+  );
 
-  it.skipIf(skip)('the token is bound to the destinations: an egress list changed after the approval is DRAFT_CHANGED, with a fresh preview', async () => {
-    const prepared = await standalone.client.prepare({ skill: 'drift', script: 'env.py', args: [] });
-    if (!prepared.ok) throw new Error(prepared.error.message);
-    expect(prepared.result.willRun.egress).toEqual(['api.example.com']);
-    const file = join(skillsRoot, 'drift', 'SKILL.md');
-    writeFileSync(file, readFileSync(file, 'utf8').replace('egress: [api.example.com]', 'egress: [api.example.com, evil.example.org]'));
-    const ran = await standalone.client.run({ skill: 'drift', script: 'env.py', args: [], confirmToken: prepared.result.confirmToken }, { timeoutMs: 30_000 });
-    expect(ran).toMatchObject({ ok: false, error: { code: 'DRAFT_CHANGED', fresh: { willRun: { egress: ['api.example.com', 'evil.example.org'] } } } });
-  });
+  it.skipIf(skip)(
+    'the token is bound to the destinations: an egress list changed after the approval is DRAFT_CHANGED, with a fresh preview',
+    async () => {
+      const prepared = await standalone.client.prepare({ skill: 'drift', script: 'env.py', args: [] });
+      if (!prepared.ok) throw new Error(prepared.error.message);
+      expect(prepared.result.willRun.egress).toEqual(['api.example.com']);
+      const file = join(skillsRoot, 'drift', 'SKILL.md');
+      writeFileSync(file, readFileSync(file, 'utf8').replace('egress: [api.example.com]', 'egress: [api.example.com, evil.example.org]'));
+      const ran = await standalone.client.run(
+        { skill: 'drift', script: 'env.py', args: [], confirmToken: prepared.result.confirmToken },
+        { timeoutMs: 30_000 },
+      );
+      expect(ran).toMatchObject({
+        ok: false,
+        error: { code: 'DRAFT_CHANGED', fresh: { willRun: { egress: ['api.example.com', 'evil.example.org'] } } },
+      });
+    },
+  );
 
-  it.skipIf(skip)('the audit log has one egress line per connection (destination, decision, bytes each way), before the run.exit', async () => {
-    const { result } = await run(standalone, 'reach', 'fetch.py', [`http://127.0.0.1:${allowed.port}/audited`]);
-    const refused = await run(standalone, 'reach', 'fetch.py', [`http://127.0.0.1:${undeclared.port}/audited`]);
-    const lines = auditLines(standalone.stateDir);
-    const of = (runId: string) => lines.filter((l) => l['run_id'] === runId);
-    const okLines = of(result.runId);
-    expect(okLines.map((l) => l['event'])).toEqual(['run.accept', 'egress', 'run.exit']);
-    expect(okLines[0]).toMatchObject({ egress_mode: 'proxy' });
-    expect(okLines[1]).toMatchObject({ destination: `127.0.0.1:${allowed.port}`, method: 'GET', decision: 'allowed', entry: `127.0.0.1:${allowed.port}`, address: '127.0.0.1' });
-    expect(okLines[1]!['bytes_up']).toBeGreaterThan(0);
-    expect(okLines[1]!['bytes_down']).toBeGreaterThan('allowed /audited'.length);
-    expect(okLines[2]).toMatchObject({ egress_allowed: 1, egress_refused: 0 });
-    const noLines = of(refused.result.runId);
-    expect(noLines[1]).toMatchObject({ event: 'egress', destination: `127.0.0.1:${undeclared.port}`, decision: 'refused', reason: 'not-allowed', bytes_up: 0, bytes_down: 0 });
-    expect(noLines[2]).toMatchObject({ egress_allowed: 0, egress_refused: 1 });
-  });
+  it.skipIf(skip)(
+    'the audit log has one egress line per connection (destination, decision, bytes each way), before the run.exit',
+    async () => {
+      const { result } = await run(standalone, 'reach', 'fetch.py', [`http://127.0.0.1:${allowed.port}/audited`]);
+      const refused = await run(standalone, 'reach', 'fetch.py', [`http://127.0.0.1:${undeclared.port}/audited`]);
+      const lines = auditLines(standalone.stateDir);
+      const of = (runId: string) => lines.filter((l) => l['run_id'] === runId);
+      const okLines = of(result.runId);
+      expect(okLines.map((l) => l['event'])).toEqual(['run.accept', 'egress', 'run.exit']);
+      expect(okLines[0]).toMatchObject({ egress_mode: 'proxy' });
+      expect(okLines[1]).toMatchObject({
+        destination: `127.0.0.1:${allowed.port}`,
+        method: 'GET',
+        decision: 'allowed',
+        entry: `127.0.0.1:${allowed.port}`,
+        address: '127.0.0.1',
+      });
+      expect(okLines[1]!['bytes_up']).toBeGreaterThan(0);
+      expect(okLines[1]!['bytes_down']).toBeGreaterThan('allowed /audited'.length);
+      expect(okLines[2]).toMatchObject({ egress_allowed: 1, egress_refused: 0 });
+      const noLines = of(refused.result.runId);
+      expect(noLines[1]).toMatchObject({
+        event: 'egress',
+        destination: `127.0.0.1:${undeclared.port}`,
+        decision: 'refused',
+        reason: 'not-allowed',
+        bytes_up: 0,
+        bytes_down: 0,
+      });
+      expect(noLines[2]).toMatchObject({ egress_allowed: 0, egress_refused: 1 });
+    },
+  );
 });
 
 describe('egress at the levels without the bubblewrap sandbox (SKILL_MCP_BWRAP=off)', () => {
@@ -254,24 +300,29 @@ describe('egress at the levels without the bubblewrap sandbox (SKILL_MCP_BWRAP=o
     if (uid !== undefined) execFileSync('chown', ['-R', `${uid}:${uid}`, base]);
     chmodSync(base, 0o755);
     const runner = await startRunner({
-      env: { SKILLS_DIR: skills, SKILL_MCP_BWRAP: 'off' }, base, args: ['--uid-range', uidRange(8)],
+      env: { SKILLS_DIR: skills, SKILL_MCP_BWRAP: 'off' },
+      base,
+      args: ['--uid-range', uidRange(8)],
       ...(uid !== undefined ? { spawnPrefix: ['setpriv', `--reuid=${uid}`, `--regid=${uid}`, '--clear-groups'] } : {}),
     });
     runners.push(runner);
     return runner;
   }
 
-  it.skipIf(!isRoot)('uid-sandbox (root, own network namespace, no bridge): fails closed — the preview says the run reaches none of its destinations, and it does not', async () => {
-    const runner = await runnerAs(undefined);
-    const { willRun, result } = await prepareAndRun(runner.client, 'reach', 'fetch.py', [`http://127.0.0.1:${server.port}/uid-sandbox`]);
-    expect(willRun.isolation).toBe('uid-sandbox');
-    expect(willRun.egress).toEqual([`127.0.0.1:${server.port}`]);
-    expect(willRun.egressNote).toContain('reaches none of these destinations');
-    expect(willRun.envNames.filter((n) => /proxy/i.test(n))).toEqual([]);
-    // Its namespace's loopback is not even up: nothing is reachable at all.
-    expect((JSON.parse(text(result.stdout)) as { error: string }).error).toMatch(/Network is unreachable|Connection refused/);
-    expect(server.hits).not.toContain('/uid-sandbox');
-  });
+  it.skipIf(!isRoot)(
+    'uid-sandbox (root, own network namespace, no bridge): fails closed — the preview says the run reaches none of its destinations, and it does not',
+    async () => {
+      const runner = await runnerAs(undefined);
+      const { willRun, result } = await prepareAndRun(runner.client, 'reach', 'fetch.py', [`http://127.0.0.1:${server.port}/uid-sandbox`]);
+      expect(willRun.isolation).toBe('uid-sandbox');
+      expect(willRun.egress).toEqual([`127.0.0.1:${server.port}`]);
+      expect(willRun.egressNote).toContain('reaches none of these destinations');
+      expect(willRun.envNames.filter((n) => /proxy/i.test(n))).toEqual([]);
+      // Its namespace's loopback is not even up: nothing is reachable at all.
+      expect((JSON.parse(text(result.stdout)) as { error: string }).error).toMatch(/Network is unreachable|Connection refused/);
+      expect(server.hits).not.toContain('/uid-sandbox');
+    },
+  );
 
   it('same-uid (no network namespace): the preview says honestly that nothing enforces the list — the script reaches undeclared places too', async () => {
     const runner = await runnerAs(isRoot ? 40211 : undefined);

@@ -70,21 +70,27 @@ test('requests of one process in turn: every one gets the lock, one at a time, a
   const path = join(dir, 'turns.lock');
   let inside = 0;
   let most = 0;
-  const order = await Promise.all(Array.from({ length: 30 }, (_, i) => withLockAsync(path, () => {
-    inside++;
-    most = Math.max(most, inside);
-    inside--;
-    return i;
-  })));
+  const order = await Promise.all(
+    Array.from({ length: 30 }, (_, i) =>
+      withLockAsync(path, () => {
+        inside++;
+        most = Math.max(most, inside);
+        inside--;
+        return i;
+      }),
+    ),
+  );
   expect(order.sort((a, b) => a - b)).toEqual(Array.from({ length: 30 }, (_, i) => i));
   expect(most).toBe(1);
   expect(await withLockAsync(path, () => 'free')).toBe('free');
 });
 
-test('an error inside the lock is the caller\'s, and the lock is released', async () => {
+test("an error inside the lock is the caller's, and the lock is released", async () => {
   const path = join(dir, 'throws.lock');
-  await expect(withLockAsync(path, () => {
-    throw Object.assign(new Error('inside'), { code: 'EEXIST' });
-  })).rejects.toThrow('inside');
+  await expect(
+    withLockAsync(path, () => {
+      throw Object.assign(new Error('inside'), { code: 'EEXIST' });
+    }),
+  ).rejects.toThrow('inside');
   expect(await withLockAsync(path, () => 'again')).toBe('again');
 });

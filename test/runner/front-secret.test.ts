@@ -16,8 +16,14 @@ import { auditLines, BUNDLED, helloFor, prepareAndRun, startRunner, tempDir, tex
 import type { RunnerHandle } from './harness.js';
 
 const skills = writeSkills({
-  echo: { run: [{ script: 'run.js', interpreter: 'node', timeout: 5 }], files: { 'run.js': 'process.stdout.write(JSON.stringify(process.argv.slice(2)))' } },
-  slow: { run: [{ script: 'sleep.js', interpreter: 'node', timeout: 20 }], files: { 'sleep.js': 'process.stdout.write("started"); setTimeout(() => process.stdout.write(" done"), 1500)' } },
+  echo: {
+    run: [{ script: 'run.js', interpreter: 'node', timeout: 5 }],
+    files: { 'run.js': 'process.stdout.write(JSON.stringify(process.argv.slice(2)))' },
+  },
+  slow: {
+    run: [{ script: 'sleep.js', interpreter: 'node', timeout: 20 }],
+    files: { 'sleep.js': 'process.stdout.write("started"); setTimeout(() => process.stdout.write(" done"), 1500)' },
+  },
 });
 const env = { SKILLS_DIR: skills };
 const SECRET = randomBytes(32).toString('hex');
@@ -26,7 +32,12 @@ let runner: RunnerHandle;
 
 /** A front like the runner's own, holding `frontSecret` (or none). */
 function front(frontSecret: string | undefined): RunnerClient {
-  return new RunnerClient(runner.socketPath, { view: () => configView(env, BUNDLED), frontSecret, requestTimeoutMs: 10_000, runSlackMs: 10_000 });
+  return new RunnerClient(runner.socketPath, {
+    view: () => configView(env, BUNDLED),
+    frontSecret,
+    requestTimeoutMs: 10_000,
+    runSlackMs: 10_000,
+  });
 }
 
 /** Sends frames on one connection; resolves with every answer once the runner closes it or `wantFrames` arrived. */
@@ -43,10 +54,20 @@ function rawExchange(requests: unknown[], wantFrames: number): Promise<{ frames:
     const timer = setTimeout(() => done(false), 3_000);
     socket.on('data', (c: Buffer) => {
       for (const e of codec.push(c)) if (e.ok) frames.push(e.value);
-      if (frames.length >= wantFrames && wantFrames > 0) setTimeout(() => { clearTimeout(timer); done(socket.readableEnded); }, 100);
+      if (frames.length >= wantFrames && wantFrames > 0)
+        setTimeout(() => {
+          clearTimeout(timer);
+          done(socket.readableEnded);
+        }, 100);
     });
-    socket.on('end', () => { clearTimeout(timer); done(true); });
-    socket.on('error', () => { clearTimeout(timer); done(true); });
+    socket.on('end', () => {
+      clearTimeout(timer);
+      done(true);
+    });
+    socket.on('error', () => {
+      clearTimeout(timer);
+      done(true);
+    });
   });
 }
 
@@ -64,18 +85,31 @@ describe("another instance's front on the socket (same uid, not this runner's se
   it('without a secret: describe, prepare and run are all refused PEER_REFUSED', async () => {
     const stranger = front(undefined);
     expect(await stranger.describe()).toMatchObject({ ok: false, error: { code: 'PEER_REFUSED' } });
-    expect(await stranger.prepare({ skill: 'echo', script: 'run.js', args: [] })).toMatchObject({ ok: false, error: { code: 'PEER_REFUSED' } });
-    const token = (await runner.client.prepare({ skill: 'echo', script: 'run.js', args: ['stolen'] }));
+    expect(await stranger.prepare({ skill: 'echo', script: 'run.js', args: [] })).toMatchObject({
+      ok: false,
+      error: { code: 'PEER_REFUSED' },
+    });
+    const token = await runner.client.prepare({ skill: 'echo', script: 'run.js', args: ['stolen'] });
     expect(token.ok).toBe(true);
     // Even holding a valid token (say, read off a shared chat), it cannot spend it here.
-    const ran = await stranger.run({ skill: 'echo', script: 'run.js', args: ['stolen'], confirmToken: token.ok ? token.result.confirmToken : '' });
+    const ran = await stranger.run({
+      skill: 'echo',
+      script: 'run.js',
+      args: ['stolen'],
+      confirmToken: token.ok ? token.result.confirmToken : '',
+    });
     expect(ran).toMatchObject({ ok: false, error: { code: 'PEER_REFUSED' } });
-    expect(auditLines(runner.stateDir).some((l) => l['event'] === 'run.accept' && JSON.stringify(l['argv']).includes('stolen'))).toBe(false);
+    expect(auditLines(runner.stateDir).some((l) => l['event'] === 'run.accept' && JSON.stringify(l['argv']).includes('stolen'))).toBe(
+      false,
+    );
   });
 
   it('with a guessed secret of the same length: refused, and the audit log records peer.refuse (front-secret)', async () => {
     const before = auditLines(runner.stateDir).filter((l) => l['event'] === 'peer.refuse').length;
-    expect(await front(randomBytes(32).toString('hex')).describe()).toMatchObject({ ok: false, error: { code: 'PEER_REFUSED', message: expect.stringMatching(/front secret does not match/) } });
+    expect(await front(randomBytes(32).toString('hex')).describe()).toMatchObject({
+      ok: false,
+      error: { code: 'PEER_REFUSED', message: expect.stringMatching(/front secret does not match/) },
+    });
     const refusals = auditLines(runner.stateDir).filter((l) => l['event'] === 'peer.refuse');
     expect(refusals.length).toBe(before + 1);
     expect(refusals.at(-1)).toMatchObject({ reason: 'front-secret' });
@@ -108,7 +142,9 @@ describe('the front that holds the secret', () => {
     const open = join(tempDir('secret-open'), 'front.secret');
     writeFileSync(open, `${SECRET}\n`);
     chmodSync(open, 0o644);
-    await expect(startRunner({ env, args: ['--uid-range', uidRange(3), '--front-secret-file', open] })).rejects.toThrow(/readable by every user/);
+    await expect(startRunner({ env, args: ['--uid-range', uidRange(3), '--front-secret-file', open] })).rejects.toThrow(
+      /readable by every user/,
+    );
   });
 });
 

@@ -12,7 +12,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { bwrapArgs } from '../../runner/sandbox/bwrap.js';
-import { GATE_BLOCK_FD, GATE_FILTER_FD, SANDBOX_INFO_FD, openGate, parentOf, parseInfo, readStat, RLIMIT, runnerMaySetLimits, type GateOps, type Rlimit } from '../../runner/sandbox/go-ahead.js';
+import {
+  GATE_BLOCK_FD,
+  GATE_FILTER_FD,
+  SANDBOX_INFO_FD,
+  openGate,
+  parentOf,
+  parseInfo,
+  readStat,
+  RLIMIT,
+  runnerMaySetLimits,
+  type GateOps,
+  type Rlimit,
+} from '../../runner/sandbox/go-ahead.js';
 import { hostFilter } from '../../runner/sandbox/hardening.js';
 import { readHostLayout, type Platform } from '../../runner/sandbox/platform.js';
 import { loadPidfdKiller } from '../../runner/sandbox/pidfd.js';
@@ -23,8 +35,12 @@ import type { RunPlan } from '../../runner/requests/derive.js';
 import { staleSandboxes } from '../../runner/workspace/scratch.js';
 
 const LIMITS: Rlimit[] = [
-  { name: 'nproc', value: 77 }, { name: 'fsize', value: 12_345_678 }, { name: 'nofile', value: 99 },
-  { name: 'cpu', value: 11 }, { name: 'data', value: 300 * 1024 * 1024 }, { name: 'core', value: 0 },
+  { name: 'nproc', value: 77 },
+  { name: 'fsize', value: 12_345_678 },
+  { name: 'nofile', value: 99 },
+  { name: 'cpu', value: 11 },
+  { name: 'data', value: 300 * 1024 * 1024 },
+  { name: 'core', value: 0 },
 ];
 
 /** Fake system calls that record what was asked, in order. */
@@ -32,22 +48,33 @@ function fakeOps(over: Partial<GateOps> & { parent?: number } = {}): GateOps & {
   const calls: string[] = [];
   return {
     calls,
-    prlimit: over.prlimit ?? ((pid, resource, value) => {
-      calls.push(`prlimit ${pid} ${resource} ${value}`);
-      return 0;
-    }),
+    prlimit:
+      over.prlimit ??
+      ((pid, resource, value) => {
+        calls.push(`prlimit ${pid} ${resource} ${value}`);
+        return 0;
+      }),
     readStat: over.readStat ?? ((pid) => `${pid} (bwrap) S ${over.parent ?? 4242} 1 1 0 -1`),
     goAhead: over.goAhead ?? (() => calls.push('go')),
   };
 }
 
 describe('the go-ahead, by attack name', () => {
-  it('reads the pid from bubblewrap\'s info, and refuses info that is cut, not JSON, or names no usable pid', () => {
+  it("reads the pid from bubblewrap's info, and refuses info that is cut, not JSON, or names no usable pid", () => {
     expect(parseInfo('{\n    "child-pid": 4243,\n    "cgroup-namespace": 4026531835\n}\n')).toEqual({ pid: 4243 });
     expect(parseInfo('')).toEqual({ why: 'bubblewrap wrote no info (it ended before its sandbox was made)' });
-    expect(parseInfo('{\n    "child-pid": 42')).toEqual({ why: 'bubblewrap\'s info is not JSON' });
-    for (const bad of ['{}', '{"child-pid": "4243"}', '{"child-pid": 1}', '{"child-pid": 0}', '{"child-pid": -5}', '{"child-pid": 4.5}', 'null', '[4243]']) {
-      expect(parseInfo(bad)).toEqual({ why: 'bubblewrap\'s info names no child pid' });
+    expect(parseInfo('{\n    "child-pid": 42')).toEqual({ why: "bubblewrap's info is not JSON" });
+    for (const bad of [
+      '{}',
+      '{"child-pid": "4243"}',
+      '{"child-pid": 1}',
+      '{"child-pid": 0}',
+      '{"child-pid": -5}',
+      '{"child-pid": 4.5}',
+      'null',
+      '[4243]',
+    ]) {
+      expect(parseInfo(bad)).toEqual({ why: "bubblewrap's info names no child pid" });
     }
   });
 
@@ -65,7 +92,11 @@ describe('the go-ahead, by attack name', () => {
 
   it('pid reuse: a pid whose parent is not the spawned chain gets no limits and no byte', () => {
     const ops = fakeOps({ parent: 1 });
-    expect(openGate('{"child-pid": 4243}', 4242, LIMITS, ops)).toEqual({ ok: false, gone: false, why: 'the process bubblewrap named (4243) is not its child (its parent is 1)' });
+    expect(openGate('{"child-pid": 4243}', 4242, LIMITS, ops)).toEqual({
+      ok: false,
+      gone: false,
+      why: 'the process bubblewrap named (4243) is not its child (its parent is 1)',
+    });
     expect(ops.calls).toEqual([]);
   });
 
@@ -76,7 +107,11 @@ describe('the go-ahead, by attack name', () => {
       return resource === RLIMIT.nofile ? 1 : 0;
     };
     const ops = fakeOps({ prlimit, goAhead: () => calls.push('go') });
-    expect(openGate('{"child-pid": 4243}', 4242, LIMITS, ops)).toEqual({ ok: false, gone: false, why: 'the sandbox\'s nofile limit could not be set (EPERM)' });
+    expect(openGate('{"child-pid": 4243}', 4242, LIMITS, ops)).toEqual({
+      ok: false,
+      gone: false,
+      why: "the sandbox's nofile limit could not be set (EPERM)",
+    });
     expect(calls).toEqual([String(RLIMIT.nproc), String(RLIMIT.fsize), String(RLIMIT.nofile)]);
   });
 
@@ -89,7 +124,7 @@ describe('the go-ahead, by attack name', () => {
     expect(openGate('', 4242, LIMITS, fakeOps())).toMatchObject({ ok: false, gone: true });
   });
 
-  it('root may set a run uid\'s limits only with CAP_SYS_RESOURCE; an ordinary runner always may (its child is its own uid)', () => {
+  it("root may set a run uid's limits only with CAP_SYS_RESOURCE; an ordinary runner always may (its child is its own uid)", () => {
     expect(runnerMaySetLimits(false, undefined)).toBe(true);
     expect(runnerMaySetLimits(true, '000001ffffffffff')).toBe(true);
     expect(runnerMaySetLimits(true, '000001fffeffffff')).toBe(false); // bit 24 dropped, as some containers do
@@ -100,25 +135,72 @@ describe('the go-ahead, by attack name', () => {
 
 describe('the chain buildSpawn makes at the bubblewrap levels', () => {
   const MIB = 1024 * 1024;
-  const limits: SandboxLimits = { nproc: 64, fsizeBytes: 64 * MIB, nofile: 256, memoryBytes: 1024 * MIB, tmpBytes: 64 * MIB, workspaceBytes: 64 * MIB, workspaceFiles: 1000, inputBytes: MIB, outputFilesBytes: MIB };
+  const limits: SandboxLimits = {
+    nproc: 64,
+    fsizeBytes: 64 * MIB,
+    nofile: 256,
+    memoryBytes: 1024 * MIB,
+    tmpBytes: 64 * MIB,
+    workspaceBytes: 64 * MIB,
+    workspaceFiles: 1000,
+    inputBytes: MIB,
+    outputFilesBytes: MIB,
+  };
   const plan = {
-    willRun: { skill: 's', interpreter: 'python3', argv: ['a.py'], cwd: 's', timeoutMs: 29_500, envNames: [], isolation: 'namespace', sandbox: [], memoryBytes: 300 * MIB, content: { script: '', files: '', fileCount: 1, bytes: 1 } },
-    interpreterPath: '/usr/bin/python3', realDir: '/srv/skills/s', scriptRelative: 'a.py', args: ['x'], grantedEnv: [], egress: { mode: 'none', env: {}, entries: [] }, deps: {}, secrets: [], redact: [],
+    willRun: {
+      skill: 's',
+      interpreter: 'python3',
+      argv: ['a.py'],
+      cwd: 's',
+      timeoutMs: 29_500,
+      envNames: [],
+      isolation: 'namespace',
+      sandbox: [],
+      memoryBytes: 300 * MIB,
+      content: { script: '', files: '', fileCount: 1, bytes: 1 },
+    },
+    interpreterPath: '/usr/bin/python3',
+    realDir: '/srv/skills/s',
+    scriptRelative: 'a.py',
+    args: ['x'],
+    grantedEnv: [],
+    egress: { mode: 'none', env: {}, entries: [] },
+    deps: {},
+    secrets: [],
+    redact: [],
   } as unknown as RunPlan;
   const platform = (over: Partial<Platform>): Platform => ({
-    asRoot: false, interpreters: new Map(), isolation: 'namespace', isolationDetail: '', mechanisms: [], missing: [],
+    asRoot: false,
+    interpreters: new Map(),
+    isolation: 'namespace',
+    isolationDetail: '',
+    mechanisms: [],
+    missing: [],
     tools: { bwrap: '/usr/bin/bwrap', prlimit: '/usr/bin/prlimit', setpriv: '/usr/bin/setpriv', sh: '/bin/sh' },
-    layout: { links: [], dirs: [], extra: [] }, seccomp: Buffer.alloc(16, 7), ...over,
+    layout: { links: [], dirs: [], extra: [] },
+    seccomp: Buffer.alloc(16, 7),
+    ...over,
   });
-  const build = (p: Platform, uid?: number): SpawnSpec => buildSpawn(plan, p, { PATH: '/usr/bin' }, '/run/x', uid, limits, { workspace: '/run/x/work', home: '/run/x/home' });
+  const build = (p: Platform, uid?: number): SpawnSpec =>
+    buildSpawn(plan, p, { PATH: '/usr/bin' }, '/run/x', uid, limits, { workspace: '/run/x/work', home: '/run/x/home' });
   /** The prlimit step's options as the gate's names and values. */
-  const stepLimits = (argv: string[]): Record<string, number> => Object.fromEntries(argv.filter((a) => /^--[a-z]+=\d+$/.test(a)).map((a) => [a.slice(2, a.indexOf('=')), Number(a.slice(a.indexOf('=') + 1))]));
+  const stepLimits = (argv: string[]): Record<string, number> =>
+    Object.fromEntries(
+      argv.filter((a) => /^--[a-z]+=\d+$/.test(a)).map((a) => [a.slice(2, a.indexOf('=')), Number(a.slice(a.indexOf('=') + 1))]),
+    );
 
   it('gated: no prlimit step, bubblewrap execs the interpreter; it is told --seccomp 4, --info-fd 6, --block-fd 5; the filter and the six limits go with the spawn', () => {
     const spec = build(platform({ limitsBy: 'runner' }));
     const argv = [spec.command, ...spec.args];
     expect(argv).not.toContain('/usr/bin/prlimit');
-    expect(argv.slice(argv.indexOf('--') + 1)).toEqual(['/usr/bin/python3', '-B', '-X', 'pycache_prefix=/dev/null/skill-mcp-no-bytecode', '/skill/a.py', 'x']);
+    expect(argv.slice(argv.indexOf('--') + 1)).toEqual([
+      '/usr/bin/python3',
+      '-B',
+      '-X',
+      'pycache_prefix=/dev/null/skill-mcp-no-bytecode',
+      '/skill/a.py',
+      'x',
+    ]);
     const options = argv.join(' ');
     expect(options).toContain(`--seccomp ${GATE_FILTER_FD}`);
     expect(options).toContain(`--info-fd ${SANDBOX_INFO_FD} --block-fd ${GATE_BLOCK_FD}`);
@@ -126,7 +208,7 @@ describe('the chain buildSpawn makes at the bubblewrap levels', () => {
     expect(spec.gate?.filter).toEqual(Buffer.alloc(16, 7));
   });
 
-  it('the gate sets exactly what the prlimit step sets where there is no gate (nproc, fsize, nofile, cpu = timeout + 1 s, data = the run\'s memory, core 0)', () => {
+  it("the gate sets exactly what the prlimit step sets where there is no gate (nproc, fsize, nofile, cpu = timeout + 1 s, data = the run's memory, core 0)", () => {
     const gated = build(platform({ limitsBy: 'runner' })).gate!.limits;
     const plain = build(platform({}));
     const argv = [plain.command, ...plain.args];
@@ -138,7 +220,7 @@ describe('the chain buildSpawn makes at the bubblewrap levels', () => {
     expect(stepLimits(step)).toEqual({ nproc: 64, fsize: 64 * MIB, nofile: 256, cpu: 31, data: 300 * MIB, core: 0 });
   });
 
-  it('as root (namespace-uid) the gated chain is setpriv to the run uid, then bubblewrap: the spawned pid is bubblewrap\'s own, the parent the gate checks', () => {
+  it("as root (namespace-uid) the gated chain is setpriv to the run uid, then bubblewrap: the spawned pid is bubblewrap's own, the parent the gate checks", () => {
     const spec = build(platform({ asRoot: true, isolation: 'namespace-uid', limitsBy: 'runner' }), 40_123);
     expect(spec.command).toBe('/usr/bin/setpriv');
     expect(spec.args).toContain('--reuid=40123');
@@ -161,13 +243,35 @@ const filter = hostFilter();
 const layout = readHostLayout([realpathSync('/bin/sh')]);
 const temp = realpathSync(mkdtempSync(join(tmpdir(), 'skill-mcp-go-ahead-')));
 afterAll(() => rmSync(temp, { recursive: true, force: true }));
-const bwrapWorks = bwrap !== undefined && filter !== undefined && spawnSync(bwrap, [...bwrapArgs(layout, { skillDir: temp, tmpBytes: 1 << 20 }), '--', '/bin/true']).status === 0;
-const skipWhy = !spawner?.gates ? 'no posix_spawn go-ahead here' : !bwrapWorks ? 'bubblewrap cannot build a sandbox as this uid here' : undefined;
+const bwrapWorks =
+  bwrap !== undefined &&
+  filter !== undefined &&
+  spawnSync(bwrap, [...bwrapArgs(layout, { skillDir: temp, tmpBytes: 1 << 20 }), '--', '/bin/true']).status === 0;
+const skipWhy = !spawner?.gates
+  ? 'no posix_spawn go-ahead here'
+  : !bwrapWorks
+    ? 'bubblewrap cannot build a sandbox as this uid here'
+    : undefined;
 
 /** A gated bubblewrap running `script` in sh, the way spawn.ts builds a run's (fd 4 filter, 5 block, 6 info). */
 function gated(script: string, limits: Rlimit[] = LIMITS, skillDir = temp): SpawnSpec {
-  const args = [...bwrapArgs(layout, { skillDir, tmpBytes: 1 << 20, seccompFd: GATE_FILTER_FD, blockFd: GATE_BLOCK_FD, infoFd: SANDBOX_INFO_FD }), '--', '/bin/sh', '-c', script];
-  return { command: bwrap!, args, env: { PATH: '/usr/bin:/bin' }, cwd: '/', envNames: [], fds: [undefined], gate: { filter: filter!, limits }, infoFd: SANDBOX_INFO_FD };
+  const args = [
+    ...bwrapArgs(layout, { skillDir, tmpBytes: 1 << 20, seccompFd: GATE_FILTER_FD, blockFd: GATE_BLOCK_FD, infoFd: SANDBOX_INFO_FD }),
+    '--',
+    '/bin/sh',
+    '-c',
+    script,
+  ];
+  return {
+    command: bwrap!,
+    args,
+    env: { PATH: '/usr/bin:/bin' },
+    cwd: '/',
+    envNames: [],
+    fds: [undefined],
+    gate: { filter: filter!, limits },
+    infoFd: SANDBOX_INFO_FD,
+  };
 }
 
 /** The child bubblewrap named, once its info is read. */
@@ -234,7 +338,14 @@ async function heldSandbox(script: string, skillDir = temp) {
 async function heldRun(script: string) {
   let settle!: (why: string | undefined) => void;
   const hold = new Promise<string | undefined>((resolve) => (settle = resolve));
-  const running = runProcess(gated(script), { timeoutMs: 30_000, killGraceMs: 0, drainMs: 1000 }, 1 << 20, async () => undefined, {}, { hold });
+  const running = runProcess(
+    gated(script),
+    { timeoutMs: 30_000, killGraceMs: 0, drainMs: 1000 },
+    1 << 20,
+    async () => undefined,
+    {},
+    { hold },
+  );
   await until('the sandbox child waits on its block fd', () => waitingOnBlockFd(childOf(running.pid!) ?? -1));
   return { running, settle, child: childOf(running.pid!)! };
 }
@@ -243,10 +354,23 @@ describe.skipIf(skipWhy !== undefined)(`real bubblewrap held by the go-ahead${sk
   it('nothing of the script runs before the byte; after it the script sees exactly the limits set', async () => {
     const { child, pid, exited, out } = await heldSandbox('echo started; cat /proc/self/limits');
     expect(out()).toBe('');
-    expect(openGate(JSON.stringify({ 'child-pid': pid }), child.pid!, LIMITS, { prlimit: child.gate!.prlimit, readStat, goAhead: child.gate!.goAhead })).toEqual({ ok: true, pid });
+    expect(
+      openGate(JSON.stringify({ 'child-pid': pid }), child.pid!, LIMITS, {
+        prlimit: child.gate!.prlimit,
+        readStat,
+        goAhead: child.gate!.goAhead,
+      }),
+    ).toEqual({ ok: true, pid });
     expect(await exited).toEqual([0, null]);
     expect(out().startsWith('started\n')).toBe(true);
-    const row = (label: string): string[] => out().split('\n').find((l) => l.startsWith(label))!.slice(26).trim().split(/\s+/).slice(0, 2);
+    const row = (label: string): string[] =>
+      out()
+        .split('\n')
+        .find((l) => l.startsWith(label))!
+        .slice(26)
+        .trim()
+        .split(/\s+/)
+        .slice(0, 2);
     expect(row('Max processes')).toEqual(['77', '77']);
     expect(row('Max file size')).toEqual(['12345678', '12345678']);
     expect(row('Max open files')).toEqual(['99', '99']);
@@ -270,7 +394,7 @@ describe.skipIf(skipWhy !== undefined)(`real bubblewrap held by the go-ahead${sk
     expect(out()).toBe('');
   });
 
-  it('a sandbox left waiting by a dead runner is found and killed at the next runner\'s start (its argv binds the dead runner\'s run folder)', async () => {
+  it("a sandbox left waiting by a dead runner is found and killed at the next runner's start (its argv binds the dead runner's run folder)", async () => {
     // The run's skill copy, as a runner names it: run-<runner pid>-<run id>-skill, of a runner that is gone.
     const dead = spawnSync('true').pid!;
     const copy = join(temp, `run-${dead}-0123456789abcdef-skill`);
@@ -292,20 +416,34 @@ describe.skipIf(skipWhy !== undefined)(`real bubblewrap held by the go-ahead${sk
   it('a limit the kernel refuses stops the run through runProcess: spawn-failed, the reason on stderr, the script never started', async () => {
     // RLIMIT_NOFILE above fs.nr_open is refused (EPERM) by every kernel, for every caller.
     const nrOpen = Number(readFileSync('/proc/sys/fs/nr_open', 'utf8'));
-    const limits: Rlimit[] = [{ name: 'nproc', value: 77 }, { name: 'nofile', value: nrOpen + 1 }, { name: 'cpu', value: 11 }];
+    const limits: Rlimit[] = [
+      { name: 'nproc', value: 77 },
+      { name: 'nofile', value: nrOpen + 1 },
+      { name: 'cpu', value: 11 },
+    ];
     const marker = join(temp, 'ran');
-    const running = runProcess(gated(`echo started; : > ${marker}`, limits), { timeoutMs: 30_000, killGraceMs: 0, drainMs: 1000 }, 1 << 20, async () => undefined);
+    const running = runProcess(
+      gated(`echo started; : > ${marker}`, limits),
+      { timeoutMs: 30_000, killGraceMs: 0, drainMs: 1000 },
+      1 << 20,
+      async () => undefined,
+    );
     const o = await running.outcome;
     expect(o.ending).toBe('spawn-failed');
-    expect(o.startError).toBe('the sandbox\'s nofile limit could not be set (EPERM)');
-    expect(o.stderr.toString()).toContain('skill-mcp: the sandbox\'s nofile limit could not be set (EPERM); the script was not started');
+    expect(o.startError).toBe("the sandbox's nofile limit could not be set (EPERM)");
+    expect(o.stderr.toString()).toContain("skill-mcp: the sandbox's nofile limit could not be set (EPERM); the script was not started");
     expect(o.stdout.toString()).toBe('');
     expect(existsSync(marker)).toBe(false);
   });
 
-  it('the script holds none of the go-ahead\'s fds (bubblewrap closes 4, 5 and 6 before the exec)', async () => {
+  it("the script holds none of the go-ahead's fds (bubblewrap closes 4, 5 and 6 before the exec)", async () => {
     // `ls` itself opens the folder it lists: fd 3, the lowest free one.
-    const o = await runProcess(gated('ls /proc/self/fd'), { timeoutMs: 30_000, killGraceMs: 0, drainMs: 1000 }, 1 << 20, async () => undefined).outcome;
+    const o = await runProcess(
+      gated('ls /proc/self/fd'),
+      { timeoutMs: 30_000, killGraceMs: 0, drainMs: 1000 },
+      1 << 20,
+      async () => undefined,
+    ).outcome;
     expect(o).toMatchObject({ ending: 'exit', exitCode: 0 });
     expect(o.stdout.toString().split('\n').filter(Boolean).sort()).toEqual(['0', '1', '2', '3']);
   });
@@ -316,7 +454,7 @@ describe.skipIf(skipWhy !== undefined)(`real bubblewrap held by the go-ahead${sk
     const spec = { ...gated(`: > ${marker}`), fds: [] };
     const o = await runProcess(spec, { timeoutMs: 30_000, killGraceMs: 0, drainMs: 1000 }, 1 << 20, async () => undefined).outcome;
     expect(o.ending).toBe('spawn-failed');
-    expect(o.startError).toBe('the sandbox\'s go-ahead could not be set up (the go-ahead needs fds 4-6 free and a filter under 32 KiB)');
+    expect(o.startError).toBe("the sandbox's go-ahead could not be set up (the go-ahead needs fds 4-6 free and a filter under 32 KiB)");
     expect(o.stderr.toString()).toContain('the script was not started');
     expect(existsSync(marker)).toBe(false);
   });
@@ -354,7 +492,12 @@ describe.skipIf(skipWhy !== undefined)(`real bubblewrap held by the go-ahead${sk
   });
 
   it('the same spawn through runProcess, with the limits the kernel takes, runs to its end', async () => {
-    const o = await runProcess(gated('grep -E "^Max (processes|open files)" /proc/self/limits'), { timeoutMs: 30_000, killGraceMs: 0, drainMs: 1000 }, 1 << 20, async () => undefined).outcome;
+    const o = await runProcess(
+      gated('grep -E "^Max (processes|open files)" /proc/self/limits'),
+      { timeoutMs: 30_000, killGraceMs: 0, drainMs: 1000 },
+      1 << 20,
+      async () => undefined,
+    ).outcome;
     expect(o).toMatchObject({ ending: 'exit', exitCode: 0 });
     expect(o.startError).toBeUndefined();
     expect(o.stdout.toString()).toMatch(/Max processes\s+77\s+77/);

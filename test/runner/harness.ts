@@ -58,9 +58,17 @@ export function tempDir(prefix: string): string {
 export function writeSkills(skills: Record<string, SkillSpec>): string {
   const root = tempDir('skills');
   for (const [name, spec] of Object.entries(skills)) {
-    const rows = spec.run.map((r) => `    - script: ${r.script}\n      interpreter: ${r.interpreter}\n      env: [${(r.env ?? []).join(', ')}]\n      timeout: ${r.timeout ?? 10}`).join('\n');
+    const rows = spec.run
+      .map(
+        (r) =>
+          `    - script: ${r.script}\n      interpreter: ${r.interpreter}\n      env: [${(r.env ?? []).join(', ')}]\n      timeout: ${r.timeout ?? 10}`,
+      )
+      .join('\n');
     const egress = spec.egress ? `\n  egress: [${spec.egress.join(', ')}]` : '';
-    const files = { 'SKILL.md': `---\nname: ${name}\ndescription: test skill ${name}\nmcp-host:\n  version: 1\n  run:\n${rows}${egress}\n---\nTest skill.\n`, ...spec.files };
+    const files = {
+      'SKILL.md': `---\nname: ${name}\ndescription: test skill ${name}\nmcp-host:\n  version: 1\n  run:\n${rows}${egress}\n---\nTest skill.\n`,
+      ...spec.files,
+    };
     for (const [path, text] of Object.entries(files)) {
       const full = join(root, name, path);
       mkdirSync(dirname(full), { recursive: true, mode: 0o755 });
@@ -111,11 +119,27 @@ export async function startRunner(opts: {
   const base = opts.base ?? tempDir('runner');
   const socketPath = join(base, 'sock', 'runner.sock');
   const stateDir = opts.stateDir ?? join(base, 'state');
-  const argv = [BIN, 'runner', '--socket', socketPath, '--state-dir', stateDir, ...(opts.noScratch ? [] : ['--scratch-dir', join(base, 'scratch')]), ...(opts.args ?? [])];
+  const argv = [
+    BIN,
+    'runner',
+    '--socket',
+    socketPath,
+    '--state-dir',
+    stateDir,
+    ...(opts.noScratch ? [] : ['--scratch-dir', join(base, 'scratch')]),
+    ...(opts.args ?? []),
+  ];
   const [command, ...args] = opts.spawnPrefix ? [...opts.spawnPrefix, process.execPath, ...argv] : [process.execPath, ...argv];
   // SKILL_MCP_BWRAP passes through, so CI's fallback pass reaches every runner the tests start.
   const bwrap = process.env['SKILL_MCP_BWRAP'] ? { SKILL_MCP_BWRAP: process.env['SKILL_MCP_BWRAP'] } : {};
-  const env = { PATH: process.env['PATH'] ?? '/usr/bin:/bin', LANG: 'C.UTF-8', SKILL_MCP_KILL_GRACE_MS: '500', SKILL_MCP_DRAIN_MS: '300', ...bwrap, ...opts.env };
+  const env = {
+    PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+    LANG: 'C.UTF-8',
+    SKILL_MCP_KILL_GRACE_MS: '500',
+    SKILL_MCP_DRAIN_MS: '300',
+    ...bwrap,
+    ...opts.env,
+  };
   const proc = spawn(command!, args, { env, stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
   proc.stderr!.on('data', (c: Buffer) => (err += c.toString()));
@@ -134,8 +158,16 @@ export async function startRunner(opts: {
     });
   });
   return {
-    proc, socketPath, stateDir, stderr: () => err,
-    client: new RunnerClient(socketPath, { view: () => configView(opts.env, BUNDLED), frontSecret: opts.frontSecret, requestTimeoutMs: 10_000, runSlackMs: 10_000 }),
+    proc,
+    socketPath,
+    stateDir,
+    stderr: () => err,
+    client: new RunnerClient(socketPath, {
+      view: () => configView(opts.env, BUNDLED),
+      frontSecret: opts.frontSecret,
+      requestTimeoutMs: 10_000,
+      runSlackMs: 10_000,
+    }),
     async stop() {
       if (proc.exitCode !== null || proc.signalCode !== null) return;
       const exited = new Promise((r) => proc.once('exit', r));
@@ -158,14 +190,21 @@ export function tokenLogIdOf(token: string): string {
  */
 export function auditLines(stateDir: string): Record<string, unknown>[] {
   const text = readFileSync(join(stateDir, 'audit.log'), 'utf8');
-  return text.slice(0, text.lastIndexOf('\n') + 1).split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+  return text
+    .slice(0, text.lastIndexOf('\n') + 1)
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
 }
 
 /**
  * Resolves with the first line of `stateDir`'s audit log that `match`es, once the runner has
  * written it (it appends and fsyncs before going on). Polls the file: another process writes it.
  */
-export async function awaitAuditLine(stateDir: string, match: (line: Record<string, unknown>) => boolean): Promise<Record<string, unknown>> {
+export async function awaitAuditLine(
+  stateDir: string,
+  match: (line: Record<string, unknown>) => boolean,
+): Promise<Record<string, unknown>> {
   for (;;) {
     const found = existsSync(join(stateDir, 'audit.log')) ? auditLines(stateDir).find(match) : undefined;
     if (found) return found;
@@ -213,7 +252,10 @@ export function runUid(stateDir: string, runId: string): number {
 export async function prepareAndRun(client: RunnerClient, skill: string, script: string, args: string[] = []) {
   const prepared = await client.prepare({ skill, script, args });
   if (!prepared.ok) throw new Error(`prepare refused: ${prepared.error.code} ${prepared.error.message}`);
-  const ran = await client.run({ skill, script, args, confirmToken: prepared.result.confirmToken }, { timeoutMs: prepared.result.willRun.timeoutMs });
+  const ran = await client.run(
+    { skill, script, args, confirmToken: prepared.result.confirmToken },
+    { timeoutMs: prepared.result.willRun.timeoutMs },
+  );
   if (!ran.ok) throw new Error(`run refused: ${ran.error.code} ${ran.error.message}`);
   return { willRun: prepared.result.willRun, token: prepared.result.confirmToken, result: ran.result };
 }

@@ -19,11 +19,20 @@ import type { RunnerHandle } from './harness.js';
 
 const variant = namespaceVariants(40213)[0]!;
 // An ordinary uid's runner always sets its sandboxes' limits itself (go-ahead.ts runnerMaySetLimits).
-const skipWhy = !variant.run ? 'bubblewrap cannot build a sandbox here' : loadPosixSpawn()?.gates !== true ? 'no posix_spawn go-ahead here' : undefined;
+const skipWhy = !variant.run
+  ? 'bubblewrap cannot build a sandbox here'
+  : loadPosixSpawn()?.gates !== true
+    ? 'no posix_spawn go-ahead here'
+    : undefined;
 
 describe.skipIf(skipWhy !== undefined)(`a held start at \`namespace\`${skipWhy ? ` (skipped: ${skipWhy})` : ''}`, () => {
   let runner: RunnerHandle;
-  const skills = writeSkills({ s: { run: [{ script: 'a.js', interpreter: 'node', timeout: 20 }], files: { 'a.js': 'process.stdout.write("ran " + process.argv.slice(2).join(" "))' } } });
+  const skills = writeSkills({
+    s: {
+      run: [{ script: 'a.js', interpreter: 'node', timeout: 20 }],
+      files: { 'a.js': 'process.stdout.write("ran " + process.argv.slice(2).join(" "))' },
+    },
+  });
 
   beforeAll(async () => {
     const base = tempDir('held');
@@ -33,7 +42,9 @@ describe.skipIf(skipWhy !== undefined)(`a held start at \`namespace\`${skipWhy ?
       env: { SKILLS_DIR: skills },
       base,
       args: ['--uid-range', uidRange(4)],
-      ...(variant.uid !== undefined ? { spawnPrefix: ['setpriv', `--reuid=${variant.uid}`, `--regid=${variant.uid}`, '--clear-groups'] } : {}),
+      ...(variant.uid !== undefined
+        ? { spawnPrefix: ['setpriv', `--reuid=${variant.uid}`, `--regid=${variant.uid}`, '--clear-groups'] }
+        : {}),
     });
     const described = await runner.client.describe();
     expect(described.ok && described.result.isolation.level).toBe('namespace');
@@ -61,7 +72,9 @@ describe.skipIf(skipWhy !== undefined)(`a held start at \`namespace\`${skipWhy ?
     expect(ran).toHaveLength(1);
     expect(ran[0]!.ok && ran[0]!.result.exitCode).toBe(0);
     expect(ran[0]!.ok && text(ran[0]!.result.stdout)).toBe('ran twice');
-    expect(answers.filter((a) => !a.ok)).toEqual([expect.objectContaining({ ok: false, error: expect.objectContaining({ code: 'TOKEN_REUSED' }) })]);
+    expect(answers.filter((a) => !a.ok)).toEqual([
+      expect.objectContaining({ ok: false, error: expect.objectContaining({ code: 'TOKEN_REUSED' }) }),
+    ]);
     const accepts = auditLines(runner.stateDir).filter((l) => l['event'] === 'run.accept' && (l['argv'] as string[]).includes('twice'));
     expect(accepts).toHaveLength(1);
   });
@@ -74,7 +87,8 @@ describe.skipIf(skipWhy !== undefined)(`a held start at \`namespace\`${skipWhy ?
     // The log may not grow past its size now; the ledger's small files still may be written. As the
     // runner's own uid: root here may lack CAP_SYS_RESOURCE, which prlimit(2) on another uid needs.
     const pid = String(runner.proc.pid);
-    const asRunner = variant.uid !== undefined ? ['setpriv', `--reuid=${variant.uid}`, `--regid=${variant.uid}`, '--clear-groups', '--'] : [];
+    const asRunner =
+      variant.uid !== undefined ? ['setpriv', `--reuid=${variant.uid}`, `--regid=${variant.uid}`, '--clear-groups', '--'] : [];
     const prlimit = (value: string): void => {
       const [command, ...args] = [...asRunner, 'prlimit', '--pid', pid, `--fsize=${value}`];
       execFileSync(command!, args);
@@ -107,7 +121,8 @@ describe.skipIf(skipWhy !== undefined)(`a held start at \`namespace\`${skipWhy ?
     // the connection or the skill's copy fails first; at some k they fit and the spawn's pipes and
     // socket pair do not. Whatever fails, the runner answers; the spawn's failure must not spend.
     const pid = String(runner.proc.pid);
-    const asRunner = variant.uid !== undefined ? ['setpriv', `--reuid=${variant.uid}`, `--regid=${variant.uid}`, '--clear-groups', '--'] : [];
+    const asRunner =
+      variant.uid !== undefined ? ['setpriv', `--reuid=${variant.uid}`, `--regid=${variant.uid}`, '--clear-groups', '--'] : [];
     const prlimit = (...args: string[]): string => {
       const [command, ...rest] = [...asRunner, 'prlimit', '--pid', pid, ...args];
       return execFileSync(command!, rest, { encoding: 'utf8' });
@@ -125,7 +140,9 @@ describe.skipIf(skipWhy !== undefined)(`a held start at \`namespace\`${skipWhy ?
       prlimit(`--nofile=${open + k}:${hard}`);
       let answer: Awaited<ReturnType<typeof runner.client.run>> | Error;
       try {
-        answer = await runner.client.run({ skill: 's', script: 'a.js', args: [arg], confirmToken: prepared.result.confirmToken }).catch((error: Error) => error);
+        answer = await runner.client
+          .run({ skill: 's', script: 'a.js', args: [arg], confirmToken: prepared.result.confirmToken })
+          .catch((error: Error) => error);
       } finally {
         prlimit(`--nofile=${soft}:${hard}`);
       }
@@ -136,9 +153,13 @@ describe.skipIf(skipWhy !== undefined)(`a held start at \`namespace\`${skipWhy ?
       } else if (answer.ok) {
         // Past the spawn, a step that found no fd may still stop the script: never silently.
         expect(text(answer.result.stderr)).toMatch(/^skill-mcp: .+; the script was not started$/m);
-      }
-      else if (/go-ahead could not be set up/.test(answer.error.message)) {
-        expect(answer.error).toMatchObject({ code: 'SANDBOX_UNAVAILABLE', message: expect.stringMatching(/^the sandbox's go-ahead could not be set up \(.*EMFILE.*\); nothing was run and its token was not spent/) });
+      } else if (/go-ahead could not be set up/.test(answer.error.message)) {
+        expect(answer.error).toMatchObject({
+          code: 'SANDBOX_UNAVAILABLE',
+          message: expect.stringMatching(
+            /^the sandbox's go-ahead could not be set up \(.*EMFILE.*\); nothing was run and its token was not spent/,
+          ),
+        });
         gateRefused.push({ token: prepared.result.confirmToken, arg });
       }
     }
@@ -147,7 +168,9 @@ describe.skipIf(skipWhy !== undefined)(`a held start at \`namespace\`${skipWhy ?
     const lines = auditLines(runner.stateDir);
     for (const { token, arg } of gateRefused) {
       // Its own sandbox-failed refusal on record, and no accept line.
-      expect(lines.some((l) => l['event'] === 'run.reject' && l['reason'] === 'sandbox-failed' && l['token_id'] === tokenLogIdOf(token))).toBe(true);
+      expect(
+        lines.some((l) => l['event'] === 'run.reject' && l['reason'] === 'sandbox-failed' && l['token_id'] === tokenLogIdOf(token)),
+      ).toBe(true);
       expect(lines.some((l) => l['event'] === 'run.accept' && (l['argv'] as string[]).includes(arg))).toBe(false);
       // Not spent: the approval the person gave still runs, once.
       const again = await runner.client.run({ skill: 's', script: 'a.js', args: [arg], confirmToken: token });

@@ -22,21 +22,33 @@ describe('SysV IPC left by a run uid', () => {
     expect(ipcIdsOf('garbage', 'shm', 61200)).toEqual([]);
   });
 
-  it.skipIf(!isRoot)('a 1 MiB segment and a message queue made by uid 61190 are removed, another uid\'s are kept (root only: needs other uids)', async () => {
-    const make = (uid: number, flag: string): number => Number(/(\d+)\s*$/.exec(execFileSync('setpriv', [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', 'ipcmk', flag, ...(flag === '-M' ? ['1048576'] : [])], { encoding: 'utf8' }).trim())![1]);
-    const shm = make(61190, '-M');
-    const queue = make(61190, '-Q');
-    const kept = make(61191, '-M');
-    try {
-      expect(await removeIpcOf(61190, '/usr/bin/ipcrm')).toBe(2);
-      const table = readFileSync('/proc/sysvipc/shm', 'utf8');
-      expect(ipcIdsOf(table, 'shm', 61190)).toEqual([]);
-      expect(ipcIdsOf(readFileSync('/proc/sysvipc/msg', 'utf8'), 'msg', 61190)).toEqual([]);
-      expect(ipcIdsOf(table, 'shm', 61191)).toContain(kept);
-      expect(shm).not.toBe(kept);
-      expect(queue).toBeGreaterThanOrEqual(0);
-    } finally {
-      execFileSync('ipcrm', ['-m', String(kept)]);
-    }
-  });
+  it.skipIf(!isRoot)(
+    "a 1 MiB segment and a message queue made by uid 61190 are removed, another uid's are kept (root only: needs other uids)",
+    async () => {
+      const make = (uid: number, flag: string): number =>
+        Number(
+          /(\d+)\s*$/.exec(
+            execFileSync(
+              'setpriv',
+              [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', 'ipcmk', flag, ...(flag === '-M' ? ['1048576'] : [])],
+              { encoding: 'utf8' },
+            ).trim(),
+          )![1],
+        );
+      const shm = make(61190, '-M');
+      const queue = make(61190, '-Q');
+      const kept = make(61191, '-M');
+      try {
+        expect(await removeIpcOf(61190, '/usr/bin/ipcrm')).toBe(2);
+        const table = readFileSync('/proc/sysvipc/shm', 'utf8');
+        expect(ipcIdsOf(table, 'shm', 61190)).toEqual([]);
+        expect(ipcIdsOf(readFileSync('/proc/sysvipc/msg', 'utf8'), 'msg', 61190)).toEqual([]);
+        expect(ipcIdsOf(table, 'shm', 61191)).toContain(kept);
+        expect(shm).not.toBe(kept);
+        expect(queue).toBeGreaterThanOrEqual(0);
+      } finally {
+        execFileSync('ipcrm', ['-m', String(kept)]);
+      }
+    },
+  );
 });

@@ -131,7 +131,9 @@ describe.skipIf(process.platform !== 'linux')(`kernel surface attacks at level $
 
   beforeAll(async () => {
     // The runner's session keyring holds a key, as a person's login session would.
-    const prefix = keyctlHere ? ['keyctl', 'session', '-', 'sh', '-c', `keyctl add user ${KEY} ${KEY_SECRET} @s >/dev/null && exec "$@"`, 'sh'] : undefined;
+    const prefix = keyctlHere
+      ? ['keyctl', 'session', '-', 'sh', '-c', `keyctl add user ${KEY} ${KEY_SECRET} @s >/dev/null && exec "$@"`, 'sh']
+      : undefined;
     runner = await startRunner({
       env: { SKILLS_DIR: skills, SKILL_MCP_RUN_MEMORY_BYTES: String(64 * MIB), SKILL_MCP_RUN_TMP_BYTES: String(8 * MIB) },
       args: ['--uid-range', uidRange(21)],
@@ -152,7 +154,7 @@ describe.skipIf(process.platform !== 'linux')(`kernel surface attacks at level $
     expect(isolation?.detail).toContain('syscall filter');
   });
 
-  it.skipIf(!keyctlHere)('keyring read/plant: a run cannot read the key the runner\'s session holds, nor plant one', async () => {
+  it.skipIf(!keyctlHere)("keyring read/plant: a run cannot read the key the runner's session holds, nor plant one", async () => {
     const { result } = await run('keyring.py');
     const out = JSON.parse(text(result.stdout)) as Record<string, unknown>;
     expect(out).toEqual({
@@ -173,14 +175,35 @@ describe.skipIf(process.platform !== 'linux')(`kernel surface attacks at level $
     const out = JSON.parse(text(result.stdout)) as Record<string, unknown>;
     const EPERM = 'Operation not permitted';
     expect(out).toMatchObject({
-      af_vsock: EPERM, af_packet: EPERM, af_alg: EPERM, netlink_netfilter: EPERM, socketpair_vsock: EPERM,
-      io_uring_setup: EPERM, bpf: EPERM, perf_event_open: EPERM, userfaultfd: EPERM,
-      unshare_user: EPERM, unshare_net: EPERM, setns: EPERM, mount_tmpfs: EPERM, umount: EPERM,
-      clone3: 'Function not implemented', personality_no_aslr: EPERM,
+      af_vsock: EPERM,
+      af_packet: EPERM,
+      af_alg: EPERM,
+      netlink_netfilter: EPERM,
+      socketpair_vsock: EPERM,
+      io_uring_setup: EPERM,
+      bpf: EPERM,
+      perf_event_open: EPERM,
+      userfaultfd: EPERM,
+      unshare_user: EPERM,
+      unshare_net: EPERM,
+      setns: EPERM,
+      mount_tmpfs: EPERM,
+      umount: EPERM,
+      clone3: 'Function not implemented',
+      personality_no_aslr: EPERM,
       // Attack: a script clearing its death signal to outlive a killed runner (docs/isolation.md).
-      pdeathsig_clear: EPERM, pdeathsig_term: EPERM, pdeathsig_kill: 'ok', pdeathsig_after: 9, prctl_name: 'ok',
-      netlink_route: 'ok', af_unix: 'ok', af_inet: 'ok', af_inet6: expect.stringMatching(/^(ok|Address family not supported by protocol)$/),
-      unshare_files: 'ok', thread: 'ok', subprocess: 0,
+      pdeathsig_clear: EPERM,
+      pdeathsig_term: EPERM,
+      pdeathsig_kill: 'ok',
+      pdeathsig_after: 9,
+      prctl_name: 'ok',
+      netlink_route: 'ok',
+      af_unix: 'ok',
+      af_inet: 'ok',
+      af_inet6: expect.stringMatching(/^(ok|Address family not supported by protocol)$/),
+      unshare_files: 'ok',
+      thread: 'ok',
+      subprocess: 0,
     });
   });
 

@@ -114,7 +114,10 @@ describe.each(variants)('the namespace sandbox, $name', (variant) => {
   let listener: Server;
   let port = 0;
   let connections = 0;
-  const skills = writeSkills({ probe: { run: declared, files: probe }, neighbour: { run: [], files: { 'notes.md': 'a neighbour skill' } } });
+  const skills = writeSkills({
+    probe: { run: declared, files: probe },
+    neighbour: { run: [], files: { 'notes.md': 'a neighbour skill' } },
+  });
 
   beforeAll(async () => {
     if (skip) return;
@@ -136,7 +139,9 @@ describe.each(variants)('the namespace sandbox, $name', (variant) => {
       env: { SKILLS_DIR: skills, HOME: home, SKILL_MCP_RUN_TMP_BYTES: String(8 * MIB), SKILL_MCP_RUN_MEMORY_BYTES: String(512 * MIB) },
       base,
       args: ['--uid-range', uidRange(10)],
-      ...(variant.uid !== undefined ? { spawnPrefix: ['setpriv', `--reuid=${variant.uid}`, `--regid=${variant.uid}`, '--clear-groups'] } : {}),
+      ...(variant.uid !== undefined
+        ? { spawnPrefix: ['setpriv', `--reuid=${variant.uid}`, `--regid=${variant.uid}`, '--clear-groups'] }
+        : {}),
     });
   });
   afterAll(async () => {
@@ -160,41 +165,58 @@ describe.each(variants)('the namespace sandbox, $name', (variant) => {
     expect(willRun.memoryBytes).toBe(512 * MIB);
   });
 
-  it.skipIf(skip)('runs under the runner\'s six rlimits, set by the runner on the waiting sandbox where it may (no prlimit step), else by a prlimit step it names at start', async () => {
-    const { result } = await run('limits.py');
-    const rows = JSON.parse(text(result.stdout)) as Record<string, string[]>;
-    const both = (n: number): string[] => [String(n), String(n)];
-    expect(rows['Max processes']).toEqual(both(64));
-    expect(rows['Max file size']).toEqual(both(64 * MIB));
-    expect(rows['Max open files']).toEqual(both(256));
-    expect(rows['Max cpu time']).toEqual(both(21));
-    expect(rows['Max data size']).toEqual(both(512 * MIB));
-    expect(rows['Max core file size']).toEqual(both(0));
-    // Which way they were set: an ordinary runner's child is its own uid; a root runner needs CAP_SYS_RESOURCE.
-    const byRunner = loadPosixSpawn()?.gates === true && runnerMaySetLimits(variant.level === 'namespace-uid', ownCapEff());
-    expect(runner.stderr().includes('rlimits are set by a prlimit step')).toBe(!byRunner);
-  });
+  it.skipIf(skip)(
+    "runs under the runner's six rlimits, set by the runner on the waiting sandbox where it may (no prlimit step), else by a prlimit step it names at start",
+    async () => {
+      const { result } = await run('limits.py');
+      const rows = JSON.parse(text(result.stdout)) as Record<string, string[]>;
+      const both = (n: number): string[] => [String(n), String(n)];
+      expect(rows['Max processes']).toEqual(both(64));
+      expect(rows['Max file size']).toEqual(both(64 * MIB));
+      expect(rows['Max open files']).toEqual(both(256));
+      expect(rows['Max cpu time']).toEqual(both(21));
+      expect(rows['Max data size']).toEqual(both(512 * MIB));
+      expect(rows['Max core file size']).toEqual(both(0));
+      // Which way they were set: an ordinary runner's child is its own uid; a root runner needs CAP_SYS_RESOURCE.
+      const byRunner = loadPosixSpawn()?.gates === true && runnerMaySetLimits(variant.level === 'namespace-uid', ownCapEff());
+      expect(runner.stderr().includes('rlimits are set by a prlimit step')).toBe(!byRunner);
+    },
+  );
 
-  it.skipIf(skip)('sees only the system folders, a writable workspace as cwd (its skill read-only at /skill), and a private /tmp as HOME and TMPDIR', async () => {
-    const { result } = await run('whoami.py');
-    const seen = JSON.parse(text(result.stdout)) as { cwd: string; home: string; tmp: string; root: string[]; host: string };
-    expect(seen).toMatchObject({ cwd: '/work', home: '/tmp', tmp: '/tmp', host: 'skill-sandbox' });
-    for (const entry of seen.root) expect(['bin', 'dev', 'etc', 'lib', 'lib32', 'lib64', 'libx32', 'proc', 'sbin', 'skill', 'tmp', 'usr', 'work']).toContain(entry);
-    expect(seen.root).not.toContain('home');
-    expect(seen.root).not.toContain('root');
-  });
+  it.skipIf(skip)(
+    'sees only the system folders, a writable workspace as cwd (its skill read-only at /skill), and a private /tmp as HOME and TMPDIR',
+    async () => {
+      const { result } = await run('whoami.py');
+      const seen = JSON.parse(text(result.stdout)) as { cwd: string; home: string; tmp: string; root: string[]; host: string };
+      expect(seen).toMatchObject({ cwd: '/work', home: '/tmp', tmp: '/tmp', host: 'skill-sandbox' });
+      for (const entry of seen.root)
+        expect(['bin', 'dev', 'etc', 'lib', 'lib32', 'lib64', 'libx32', 'proc', 'sbin', 'skill', 'tmp', 'usr', 'work']).toContain(entry);
+      expect(seen.root).not.toContain('home');
+      expect(seen.root).not.toContain('root');
+    },
+  );
 
-  it.skipIf(skip)('gets exactly the variables the preview named, PWD=/work among them (bubblewrap exports it; the runner names it, no step removes it)', async () => {
-    const { willRun, result } = await run('whoami.py');
-    const env = (JSON.parse(text(result.stdout)) as { env: Record<string, string> }).env;
-    expect(Object.keys(env).sort()).toEqual(willRun.envNames);
-    expect(willRun.envNames).toContain('PWD');
-    expect(env['PWD']).toBe('/work');
-    expect(env['OLDPWD']).toBeUndefined();
-  });
+  it.skipIf(skip)(
+    'gets exactly the variables the preview named, PWD=/work among them (bubblewrap exports it; the runner names it, no step removes it)',
+    async () => {
+      const { willRun, result } = await run('whoami.py');
+      const env = (JSON.parse(text(result.stdout)) as { env: Record<string, string> }).env;
+      expect(Object.keys(env).sort()).toEqual(willRun.envNames);
+      expect(willRun.envNames).toContain('PWD');
+      expect(env['PWD']).toBe('/work');
+      expect(env['OLDPWD']).toBeUndefined();
+    },
+  );
 
   it.skipIf(skip)("cannot read the person's ~/.ssh keys, a 0600 file of theirs, another skill, or the runner's state", async () => {
-    const targets = [join(home, '.ssh', 'id_ed25519'), join(home, 'private.txt'), join(skills, 'neighbour', 'notes.md'), join(runner.stateDir, 'audit.log'), '/etc/shadow', '/etc/passwd'];
+    const targets = [
+      join(home, '.ssh', 'id_ed25519'),
+      join(home, 'private.txt'),
+      join(skills, 'neighbour', 'notes.md'),
+      join(runner.stateDir, 'audit.log'),
+      '/etc/shadow',
+      '/etc/passwd',
+    ];
     const { result } = await run('read.py', targets);
     const out = JSON.parse(text(result.stdout)) as Record<string, string>;
     for (const target of targets) expect(out[target], target).not.toMatch(/^read:/);
@@ -279,7 +301,13 @@ describe.each(variants)('the namespace sandbox, $name', (variant) => {
 
 describe('script names that read as interpreter options', () => {
   const skills = writeSkills({
-    optiony: { run: [{ script: '-c', interpreter: 'python3' }, { script: '--inspect=0.0.0.0', interpreter: 'node' }], files: { '-c': 'print(1)' } },
+    optiony: {
+      run: [
+        { script: '-c', interpreter: 'python3' },
+        { script: '--inspect=0.0.0.0', interpreter: 'node' },
+      ],
+      files: { '-c': 'print(1)' },
+    },
   });
   let runner: RunnerHandle;
   beforeAll(async () => {
@@ -289,7 +317,7 @@ describe('script names that read as interpreter options', () => {
 
   it('a declared "-c" or "--inspect=…" is refused by the declaration parser, and prepare says it is not runnable', async () => {
     const described = await runner.client.describe();
-    const problems = described.ok ? described.result.skills.find((s) => s.name === 'optiony')?.declarationProblems ?? [] : [];
+    const problems = described.ok ? (described.result.skills.find((s) => s.name === 'optiony')?.declarationProblems ?? []) : [];
     expect(problems.join(' ')).toContain('would read as an interpreter option');
     const prepared = await runner.client.prepare({ skill: 'optiony', script: '-c', args: ['import os; os.system("id")'] });
     expect(prepared).toMatchObject({ ok: false, error: { code: 'NOT_DECLARED' } });

@@ -38,7 +38,11 @@ function raw(socketPath: string, bytes: Buffer, wantFrames: number, untilClosed 
 
 /** The run ids the runner has accepted so far. */
 function acceptedRuns(): Set<unknown> {
-  return new Set(auditLines(runner.stateDir).filter((l) => l['event'] === 'run.accept').map((l) => l['run_id']));
+  return new Set(
+    auditLines(runner.stateDir)
+      .filter((l) => l['event'] === 'run.accept')
+      .map((l) => l['run_id']),
+  );
 }
 
 function frameOf(body: Buffer): Buffer {
@@ -49,8 +53,15 @@ function frameOf(body: Buffer): Buffer {
 
 const skills = writeSkills({
   echo: {
-    run: [{ script: 'run.js', interpreter: 'node', timeout: 5 }, { script: 'other.js', interpreter: 'node', timeout: 5 }],
-    files: { 'run.js': 'process.stdout.write(JSON.stringify(process.argv.slice(2)))', 'other.js': 'process.stdout.write("other")', 'outside.js': 'process.stdout.write("outside")' },
+    run: [
+      { script: 'run.js', interpreter: 'node', timeout: 5 },
+      { script: 'other.js', interpreter: 'node', timeout: 5 },
+    ],
+    files: {
+      'run.js': 'process.stdout.write(JSON.stringify(process.argv.slice(2)))',
+      'other.js': 'process.stdout.write("other")',
+      'outside.js': 'process.stdout.write("outside")',
+    },
   },
   slow: { run: [{ script: 'sleep.js', interpreter: 'node', timeout: 20 }], files: { 'sleep.js': 'setTimeout(() => {}, 15000)' } },
 });
@@ -76,7 +87,11 @@ afterAll(async () => {
 describe('hostile peer: frames', () => {
   it('garbage bytes in a frame → BAD_FRAME, connection survives for the next frame', async () => {
     const codec = new FrameCodec(1024);
-    const { frames } = await raw(runner.socketPath, Buffer.concat([codec.encode(helloFor(env)), frameOf(randomBytes(64)), codec.encode({ type: 'cancel', cancelId: '0'.repeat(32) })]), 3);
+    const { frames } = await raw(
+      runner.socketPath,
+      Buffer.concat([codec.encode(helloFor(env)), frameOf(randomBytes(64)), codec.encode({ type: 'cancel', cancelId: '0'.repeat(32) })]),
+      3,
+    );
     expect(frames[1]).toMatchObject({ ok: false, error: { code: 'BAD_FRAME' } });
     expect(frames[2]).toMatchObject({ ok: true, result: { cancelled: false } });
     await stillServes();
@@ -102,7 +117,15 @@ describe('hostile peer: frames', () => {
 
   it('requests outside the closed table, or with extra keys, → BAD_REQUEST', async () => {
     const codec = new FrameCodec(1024);
-    const bad = [{ type: 'exec', cmd: 'id' }, { type: 'describe', admin: true }, { type: 'prepare', skill: 'echo', script: 'run.js', args: ['a\0b'] }, 'describe', null, { type: 'cancel' }, { type: 'hello', view: helloFor(env).view }];
+    const bad = [
+      { type: 'exec', cmd: 'id' },
+      { type: 'describe', admin: true },
+      { type: 'prepare', skill: 'echo', script: 'run.js', args: ['a\0b'] },
+      'describe',
+      null,
+      { type: 'cancel' },
+      { type: 'hello', view: helloFor(env).view },
+    ];
     const { frames } = await raw(runner.socketPath, Buffer.concat([helloFor(env), ...bad].map((b) => codec.encode(b))), bad.length + 1);
     expect(frames).toHaveLength(bad.length + 1);
     expect(frames[0]).toMatchObject({ ok: true });
@@ -136,7 +159,12 @@ describe('hostile peer: tokens', () => {
     const minted = await runner.client.prepare({ skill: 'echo', script: 'run.js', args: ['kept'] });
     await runner.stop();
     runner = await startRunner({ env, stateDir: runner.stateDir, args: ['--uid-range', uidRange(0)] });
-    const kept = await runner.client.run({ skill: 'echo', script: 'run.js', args: ['kept'], confirmToken: minted.ok ? minted.result.confirmToken : '' });
+    const kept = await runner.client.run({
+      skill: 'echo',
+      script: 'run.js',
+      args: ['kept'],
+      confirmToken: minted.ok ? minted.result.confirmToken : '',
+    });
     expect(kept).toMatchObject({ ok: true, result: { stdout: Buffer.from('["kept"]') } });
   });
 
@@ -145,7 +173,12 @@ describe('hostile peer: tokens', () => {
     try {
       const prepared = await short.client.prepare({ skill: 'echo', script: 'run.js', args: [] });
       await new Promise((r) => setTimeout(r, 1100));
-      const ran = await short.client.run({ skill: 'echo', script: 'run.js', args: [], confirmToken: prepared.ok ? prepared.result.confirmToken : '' });
+      const ran = await short.client.run({
+        skill: 'echo',
+        script: 'run.js',
+        args: [],
+        confirmToken: prepared.ok ? prepared.result.confirmToken : '',
+      });
       expect(ran).toMatchObject({ ok: false, error: { code: 'TOKEN_EXPIRED' } });
     } finally {
       await short.stop();
@@ -172,7 +205,12 @@ describe('hostile peer: tokens', () => {
     rmSync(script);
     symlinkSync(join(outsideDir, 'elsewhere', 'evil.js'), script);
     try {
-      const ran = await runner.client.run({ skill: 'echo', script: 'other.js', args: [], confirmToken: prepared.ok ? prepared.result.confirmToken : '' });
+      const ran = await runner.client.run({
+        skill: 'echo',
+        script: 'other.js',
+        args: [],
+        confirmToken: prepared.ok ? prepared.result.confirmToken : '',
+      });
       expect(ran).toMatchObject({ ok: false, error: { code: 'OUTSIDE_SKILL' } });
       expect(JSON.stringify(ran)).not.toContain('EVIL');
     } finally {
@@ -183,8 +221,14 @@ describe('hostile peer: tokens', () => {
   });
 
   it('an undeclared file of the skill cannot be prepared or run (NOT_DECLARED)', async () => {
-    expect(await runner.client.prepare({ skill: 'echo', script: 'outside.js', args: [] })).toMatchObject({ ok: false, error: { code: 'NOT_DECLARED' } });
-    expect(await runner.client.prepare({ skill: 'nope', script: 'run.js', args: [] })).toMatchObject({ ok: false, error: { code: 'UNKNOWN_SKILL' } });
+    expect(await runner.client.prepare({ skill: 'echo', script: 'outside.js', args: [] })).toMatchObject({
+      ok: false,
+      error: { code: 'NOT_DECLARED' },
+    });
+    expect(await runner.client.prepare({ skill: 'nope', script: 'run.js', args: [] })).toMatchObject({
+      ok: false,
+      error: { code: 'UNKNOWN_SKILL' },
+    });
   });
 });
 
@@ -195,10 +239,18 @@ describe('one run at a time, cancellation', () => {
     const started = Date.now();
     const cancelId = randomBytes(16).toString('hex');
     const seen = acceptedRuns();
-    const first = runner.client.run({ skill: 'slow', script: 'sleep.js', args: [], confirmToken: a.ok ? a.result.confirmToken : '' }, { cancelId });
+    const first = runner.client.run(
+      { skill: 'slow', script: 'sleep.js', args: [], confirmToken: a.ok ? a.result.confirmToken : '' },
+      { cancelId },
+    );
     // The first run holds the slot once it is accepted (awaited, not guessed with a sleep).
     await awaitAuditLine(runner.stateDir, (l) => l['event'] === 'run.accept' && !seen.has(l['run_id']));
-    const second = await runner.client.run({ skill: 'echo', script: 'run.js', args: ['second'], confirmToken: b.ok ? b.result.confirmToken : '' });
+    const second = await runner.client.run({
+      skill: 'echo',
+      script: 'run.js',
+      args: ['second'],
+      confirmToken: b.ok ? b.result.confirmToken : '',
+    });
     expect(second).toMatchObject({ ok: false, error: { code: 'BUSY' } });
     expect(await runner.client.cancel(cancelId)).toMatchObject({ ok: true, result: { cancelled: true } });
     const result = await first;
@@ -207,7 +259,12 @@ describe('one run at a time, cancellation', () => {
     expect(Date.now() - started).toBeLessThan(12_000);
     // The refused second token was not spent: it runs now (once the first's folder is gone and its slot free).
     await slotsFree(runner.client);
-    const retry = await runner.client.run({ skill: 'echo', script: 'run.js', args: ['second'], confirmToken: b.ok ? b.result.confirmToken : '' });
+    const retry = await runner.client.run({
+      skill: 'echo',
+      script: 'run.js',
+      args: ['second'],
+      confirmToken: b.ok ? b.result.confirmToken : '',
+    });
     expect(retry).toMatchObject({ ok: true, result: { stdout: Buffer.from('["second"]') } });
   });
 
@@ -216,7 +273,10 @@ describe('one run at a time, cancellation', () => {
     const abort = new AbortController();
     const started = Date.now();
     const seen = acceptedRuns();
-    const pending = runner.client.run({ skill: 'slow', script: 'sleep.js', args: [], confirmToken: a.ok ? a.result.confirmToken : '' }, { signal: abort.signal });
+    const pending = runner.client.run(
+      { skill: 'slow', script: 'sleep.js', args: [], confirmToken: a.ok ? a.result.confirmToken : '' },
+      { signal: abort.signal },
+    );
     // Abort once the run is really under way, so it is the run that gets killed.
     await awaitAuditLine(runner.stateDir, (l) => l['event'] === 'run.accept' && !seen.has(l['run_id']));
     abort.abort();
@@ -234,6 +294,8 @@ describe('one run at a time, cancellation', () => {
 
   it('an unreachable runner is RUNNER_UNAVAILABLE, not a hang', async () => {
     const { RunnerClient } = await import('../../server/runner-client.js');
-    await expect(new RunnerClient('/nonexistent/runner.sock', { view: () => helloFor(env).view }).describe()).rejects.toMatchObject({ code: 'RUNNER_UNAVAILABLE' });
+    await expect(new RunnerClient('/nonexistent/runner.sock', { view: () => helloFor(env).view }).describe()).rejects.toMatchObject({
+      code: 'RUNNER_UNAVAILABLE',
+    });
   });
 });

@@ -27,7 +27,9 @@ describe.skipIf(killer === undefined)('pidfd kill', () => {
 describe.skipIf(process.getuid?.() !== 0)('reapUid (root only: kills as another uid)', () => {
   it('kills a setsid leftover of the run uid and returns; a uid with nothing left returns at once', async () => {
     const uid = 61990;
-    const child = spawn('setpriv', [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--', 'setsid', 'sleep', '100'], { stdio: 'ignore' });
+    const child = spawn('setpriv', [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--', 'setsid', 'sleep', '100'], {
+      stdio: 'ignore',
+    });
     // Until setpriv has switched uid, the uid has no process to reap.
     while (processesOfUid(uid).length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
     const exited = new Promise((resolve) => child.on('exit', resolve));

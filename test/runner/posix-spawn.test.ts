@@ -9,7 +9,14 @@ import { mkdtempSync, openSync, closeSync, readdirSync, realpathSync, rmSync } f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { decodeWaitStatus, loadPosixSpawn, onSpawnFallback, probePosixSpawn, spawnFallbackCount, type PosixSpawner } from '../../runner/sandbox/posix-spawn.js';
+import {
+  decodeWaitStatus,
+  loadPosixSpawn,
+  onSpawnFallback,
+  probePosixSpawn,
+  spawnFallbackCount,
+  type PosixSpawner,
+} from '../../runner/sandbox/posix-spawn.js';
 import { loadLibc } from '../../shared/libc.js';
 import { runProcess } from '../../runner/sandbox/process.js';
 import type { SpawnSpec } from '../../runner/sandbox/spawn.js';
@@ -39,49 +46,55 @@ describe('the posix_spawn path is there', () => {
     expect(probePosixSpawn({ SKILL_MCP_SPAWN: 'node' })).toEqual({ why: 'SKILL_MCP_SPAWN=node' });
   });
 
-  it.skipIf(!posixAvailable)('a spawn posix_spawn cannot set up (its pipes would sit below the child\'s fds) goes to child_process, is said and counted, and still runs', async () => {
-    const heard: [string, number][] = [];
-    onSpawnFallback((why, count) => heard.push([why, count]));
-    try {
-      const before = spawnFallbackCount();
-      // 200 fds in the child: every pipe the runner makes is numbered below 203.
-      const wide = sh('exit 4', { fds: Array.from({ length: 200 }, () => undefined) });
-      const direct = loadPosixSpawn()!.spawn(wide);
-      expect(direct).toEqual({ fallback: expect.stringMatching(/^a pipe got fd \d+, at or below the child's fd 202$/) });
-      const o = await run(wide);
-      expect(o).toMatchObject({ exitCode: 4, signal: null });
-      expect(spawnFallbackCount()).toBe(before + 1);
-      expect(heard).toEqual([[expect.stringContaining("at or below the child's fd 202"), before + 1]]);
-    } finally {
-      onSpawnFallback(undefined);
-    }
-  });
+  it.skipIf(!posixAvailable)(
+    "a spawn posix_spawn cannot set up (its pipes would sit below the child's fds) goes to child_process, is said and counted, and still runs",
+    async () => {
+      const heard: [string, number][] = [];
+      onSpawnFallback((why, count) => heard.push([why, count]));
+      try {
+        const before = spawnFallbackCount();
+        // 200 fds in the child: every pipe the runner makes is numbered below 203.
+        const wide = sh('exit 4', { fds: Array.from({ length: 200 }, () => undefined) });
+        const direct = loadPosixSpawn()!.spawn(wide);
+        expect(direct).toEqual({ fallback: expect.stringMatching(/^a pipe got fd \d+, at or below the child's fd 202$/) });
+        const o = await run(wide);
+        expect(o).toMatchObject({ exitCode: 4, signal: null });
+        expect(spawnFallbackCount()).toBe(before + 1);
+        expect(heard).toEqual([[expect.stringContaining("at or below the child's fd 202"), before + 1]]);
+      } finally {
+        onSpawnFallback(undefined);
+      }
+    },
+  );
 
-  it.skipIf(!posixAvailable)('fault: no fd left for a pipe (EMFILE) — the spawn is given up before posix_spawn, closing what it made, and the reason names the errno', () => {
-    const libc = loadLibc();
-    if (!libc.ok) throw new Error('koffi loads (posixAvailable said so)');
-    const getrlimit = libc.libc.func('int getrlimit(int resource, _Out_ uint64_t *limits)') as (r: number, l: bigint[]) => number;
-    const setrlimit = libc.libc.func('int setrlimit(int resource, uint64_t *limits)') as (r: number, l: bigint[]) => number;
-    const RLIMIT_NOFILE = 7;
-    const saved = [0n, 0n];
-    expect(getrlimit(RLIMIT_NOFILE, saved)).toBe(0);
-    const open = (): Set<number> => new Set(readdirSync('/proc/self/fd').map(Number));
-    const before = open();
-    // The soft limit just above the two lowest free fd numbers: the first pipe2 (stdin's) takes
-    // both, the next finds no fd left. Nothing between the two setrlimit calls yields to the event loop.
-    const free: number[] = [];
-    for (let fd = 0; free.length < 2; fd += 1) if (!before.has(fd)) free.push(fd);
-    expect(setrlimit(RLIMIT_NOFILE, [BigInt(free[1]! + 1), saved[1]!])).toBe(0);
-    let made: ReturnType<PosixSpawner['spawn']>;
-    try {
-      made = loadPosixSpawn()!.spawn(sh('exit 0', { stdin: Buffer.from('x'), fds: [Buffer.from('y')] }));
-    } finally {
-      expect(setrlimit(RLIMIT_NOFILE, saved)).toBe(0);
-    }
-    expect(made).toEqual({ fallback: 'a pipe could not be made (EMFILE)' });
-    // Nothing it made is left open: the pipe made before the one that failed is closed again.
-    expect([...open()].filter((fd) => !before.has(fd))).toEqual([]);
-  });
+  it.skipIf(!posixAvailable)(
+    'fault: no fd left for a pipe (EMFILE) — the spawn is given up before posix_spawn, closing what it made, and the reason names the errno',
+    () => {
+      const libc = loadLibc();
+      if (!libc.ok) throw new Error('koffi loads (posixAvailable said so)');
+      const getrlimit = libc.libc.func('int getrlimit(int resource, _Out_ uint64_t *limits)') as (r: number, l: bigint[]) => number;
+      const setrlimit = libc.libc.func('int setrlimit(int resource, uint64_t *limits)') as (r: number, l: bigint[]) => number;
+      const RLIMIT_NOFILE = 7;
+      const saved = [0n, 0n];
+      expect(getrlimit(RLIMIT_NOFILE, saved)).toBe(0);
+      const open = (): Set<number> => new Set(readdirSync('/proc/self/fd').map(Number));
+      const before = open();
+      // The soft limit just above the two lowest free fd numbers: the first pipe2 (stdin's) takes
+      // both, the next finds no fd left. Nothing between the two setrlimit calls yields to the event loop.
+      const free: number[] = [];
+      for (let fd = 0; free.length < 2; fd += 1) if (!before.has(fd)) free.push(fd);
+      expect(setrlimit(RLIMIT_NOFILE, [BigInt(free[1]! + 1), saved[1]!])).toBe(0);
+      let made: ReturnType<PosixSpawner['spawn']>;
+      try {
+        made = loadPosixSpawn()!.spawn(sh('exit 0', { stdin: Buffer.from('x'), fds: [Buffer.from('y')] }));
+      } finally {
+        expect(setrlimit(RLIMIT_NOFILE, saved)).toBe(0);
+      }
+      expect(made).toEqual({ fallback: 'a pipe could not be made (EMFILE)' });
+      // Nothing it made is left open: the pipe made before the one that failed is closed again.
+      expect([...open()].filter((fd) => !before.has(fd))).toEqual([]);
+    },
+  );
 
   it('decodes wait statuses as Node reports them', () => {
     expect(decodeWaitStatus(3 << 8)).toEqual({ code: 3, signal: null });
@@ -91,7 +104,10 @@ describe('the posix_spawn path is there', () => {
   });
 });
 
-const paths = [['posix_spawn', undefined], ['child_process', 'node']] as const;
+const paths = [
+  ['posix_spawn', undefined],
+  ['child_process', 'node'],
+] as const;
 
 describe.each(paths)('spawned through %s', (_name, force) => {
   const before = process.env['SKILL_MCP_SPAWN'];
@@ -128,11 +144,15 @@ describe.each(paths)('spawned through %s', (_name, force) => {
 
   it.skipIf(skip)('fds 3, 4, … hold their bytes; a slot given none is not open', async () => {
     use();
-    const o = await run(sh('cat <&4; if [ -e /proc/self/fd/3 ]; then echo " 3 open"; else echo " 3 closed"; fi', { fds: [undefined, Buffer.from('filter-bytes')] }));
+    const o = await run(
+      sh('cat <&4; if [ -e /proc/self/fd/3 ]; then echo " 3 open"; else echo " 3 closed"; fi', {
+        fds: [undefined, Buffer.from('filter-bytes')],
+      }),
+    );
     expect(o.stdout.toString()).toBe('filter-bytes 3 closed\n');
   });
 
-  it.skipIf(skip)('attack: the runner\'s own files do not reach the child (Node opens them close-on-exec)', async () => {
+  it.skipIf(skip)("attack: the runner's own files do not reach the child (Node opens them close-on-exec)", async () => {
     use();
     const held = openSync(join(temp, 'runner-file'), 'w');
     try {
@@ -145,51 +165,57 @@ describe.each(paths)('spawned through %s', (_name, force) => {
 
   // child_process (libuv) closes nothing itself: an fd the runner inherited without close-on-exec
   // would pass on there, which is why posix_spawn closes every fd above the child's own.
-  it.skipIf(force !== undefined || !posixAvailable || !loadPosixSpawn()?.closesInherited)('attack: an fd the runner inherited without close-on-exec does not reach the child', async () => {
-    use();
-    const libc = loadLibc();
-    if (!libc.ok) throw libc.error;
-    const dup = libc.libc.func('int dup(int fd)');
-    const close = libc.libc.func('int close(int fd)');
-    const held = openSync(join(temp, 'inherited-file'), 'w');
-    const leaky = dup(held); // dup: no close-on-exec on the copy
-    try {
-      expect(leaky).toBeGreaterThan(2);
-      const o = await run(sh('ls /proc/$$/fd', { fds: [undefined, Buffer.from('x')] }));
-      expect(o.stdout.toString().split('\n').filter(Boolean).sort()).toEqual(['0', '1', '2', '4']);
-    } finally {
-      close(leaky);
-      closeSync(held);
-    }
-  });
+  it.skipIf(force !== undefined || !posixAvailable || !loadPosixSpawn()?.closesInherited)(
+    'attack: an fd the runner inherited without close-on-exec does not reach the child',
+    async () => {
+      use();
+      const libc = loadLibc();
+      if (!libc.ok) throw libc.error;
+      const dup = libc.libc.func('int dup(int fd)');
+      const close = libc.libc.func('int close(int fd)');
+      const held = openSync(join(temp, 'inherited-file'), 'w');
+      const leaky = dup(held); // dup: no close-on-exec on the copy
+      try {
+        expect(leaky).toBeGreaterThan(2);
+        const o = await run(sh('ls /proc/$$/fd', { fds: [undefined, Buffer.from('x')] }));
+        expect(o.stdout.toString().split('\n').filter(Boolean).sort()).toEqual(['0', '1', '2', '4']);
+      } finally {
+        close(leaky);
+        closeSync(held);
+      }
+    },
+  );
 
-  it.skipIf(skip)('the working folder, and the environment exactly as given (nothing of the runner\'s)', async () => {
+  it.skipIf(skip)("the working folder, and the environment exactly as given (nothing of the runner's)", async () => {
     use();
     const o = await run(spec('/usr/bin/env', [], { env: { ONLY: 'this', PATH } }));
     expect(o.stdout.toString().split('\n').filter(Boolean).sort()).toEqual([`PATH=${PATH}`, 'ONLY=this'].sort());
     expect((await run(spec('/bin/pwd', ['-P']))).stdout.toString().trim()).toBe(temp);
   });
 
-  it.skipIf(skip)('security: the child leads its own session and group, with no signal ignored or blocked (Node ignores SIGPIPE)', async () => {
-    use();
-    // Read by the spawned program itself: a shell blocks every signal for a moment while it forks,
-    // so a shell's status read by its own child can show that instead of what the spawn gave.
-    const stat = (await run(spec('/bin/cat', ['/proc/self/stat']))).stdout.toString();
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const pid = stat.split(' ')[0];
-    expect(fields[2]).toBe(pid); // process group
-    expect(fields[3]).toBe(pid); // session
-    const masks = (await run(spec('/bin/grep', ['-E', '^Sig(Ign|Blk):', '/proc/self/status']))).stdout.toString().trim().split('\n');
-    expect(masks).toEqual(['SigBlk:\t0000000000000000', 'SigIgn:\t0000000000000000']);
-  });
+  it.skipIf(skip)(
+    'security: the child leads its own session and group, with no signal ignored or blocked (Node ignores SIGPIPE)',
+    async () => {
+      use();
+      // Read by the spawned program itself: a shell blocks every signal for a moment while it forks,
+      // so a shell's status read by its own child can show that instead of what the spawn gave.
+      const stat = (await run(spec('/bin/cat', ['/proc/self/stat']))).stdout.toString();
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const pid = stat.split(' ')[0];
+      expect(fields[2]).toBe(pid); // process group
+      expect(fields[3]).toBe(pid); // session
+      const masks = (await run(spec('/bin/grep', ['-E', '^Sig(Ign|Blk):', '/proc/self/status']))).stdout.toString().trim().split('\n');
+      expect(masks).toEqual(['SigBlk:\t0000000000000000', 'SigIgn:\t0000000000000000']);
+    },
+  );
 
   it.skipIf(skip)('a command that cannot be started is spawn-failed, and the call returns', async () => {
     use();
     const o = await run(spec(join(temp, 'no-such-program'), []));
     expect(o.ending).toBe('spawn-failed');
     expect(o.exitCode).toBeNull();
-    expect(o.startError).toBe('the run\'s first program could not be started (ENOENT)');
-    expect(o.stderr.toString()).toBe('skill-mcp: the run\'s first program could not be started (ENOENT); the script was not started\n');
+    expect(o.startError).toBe("the run's first program could not be started (ENOENT)");
+    expect(o.stderr.toString()).toBe("skill-mcp: the run's first program could not be started (ENOENT); the script was not started\n");
   });
 
   it.skipIf(skip)('twenty children at once are each reaped with their own code', async () => {

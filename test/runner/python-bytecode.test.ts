@@ -44,7 +44,9 @@ let root: string;
 let runner: RunnerHandle;
 
 beforeAll(async () => {
-  root = writeSkills({ planted: { run: [{ script: 'main.py', interpreter: 'python3' }], files: { 'main.py': MAIN, 'helper.py': 'print("benign helper")\n' } } });
+  root = writeSkills({
+    planted: { run: [{ script: 'main.py', interpreter: 'python3' }], files: { 'main.py': MAIN, 'helper.py': 'print("benign helper")\n' } },
+  });
   const dir = join(root, 'planted');
   compileUnchecked(dir, 'print("EVIL: planted bytecode ran")\n', `__pycache__/helper.${cacheTag()}.pyc`);
   compileUnchecked(dir, 'print("EVIL: sourceless module ran")\n', 'evil.pyc');

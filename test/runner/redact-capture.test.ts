@@ -23,8 +23,18 @@ afterAll(() => rmSync(temp, { recursive: true, force: true }));
 
 /** Runs `node -e code` with the value in its environment, each stream through the run's redactor. */
 async function capture(code: string, redaction: RunRedaction, cap: number) {
-  const spec: SpawnSpec = { command: process.execPath, args: ['-e', code], env: { KEY, PATH: process.env['PATH'] ?? '/usr/bin' }, cwd: temp, envNames: [], fds: [] };
-  const proc = runProcess(spec, { timeoutMs: 60_000, killGraceMs: 1000, drainMs: 2000 }, cap, async () => undefined, { stdout: redaction.stream(), stderr: redaction.stream() });
+  const spec: SpawnSpec = {
+    command: process.execPath,
+    args: ['-e', code],
+    env: { KEY, PATH: process.env['PATH'] ?? '/usr/bin' },
+    cwd: temp,
+    envNames: [],
+    fds: [],
+  };
+  const proc = runProcess(spec, { timeoutMs: 60_000, killGraceMs: 1000, drainMs: 2000 }, cap, async () => undefined, {
+    stdout: redaction.stream(),
+    stderr: redaction.stream(),
+  });
   return proc.outcome;
 }
 
@@ -32,10 +42,20 @@ describe('captured streams', () => {
   it('attack: a value cut by the cap — no prefix is returned, what was held back is counted, the digest is of the bytes returned', async () => {
     const cap = 4096;
     const redaction = new RunRedaction([{ name: 'KEY', value: KEY }]);
-    const o = await capture(`process.stdout.write('x'.repeat(${cap} - 6) + process.env.KEY); process.stderr.write('fine ' + process.env.KEY)`, redaction, cap);
+    const o = await capture(
+      `process.stdout.write('x'.repeat(${cap} - 6) + process.env.KEY); process.stderr.write('fine ' + process.env.KEY)`,
+      redaction,
+      cap,
+    );
     expect(o.stdout.toString()).toBe('x'.repeat(cap - o.heldBack!.stdout));
     expect(o.heldBack!.stdout).toBeGreaterThanOrEqual(6);
-    expect(o).toMatchObject({ truncated: true, stdoutTruncated: true, stderrTruncated: false, stdoutBytes: cap - 6 + KEY.length, stdoutSha256: sha(o.stdout) });
+    expect(o).toMatchObject({
+      truncated: true,
+      stdoutTruncated: true,
+      stderrTruncated: false,
+      stdoutBytes: cap - 6 + KEY.length,
+      stdoutSha256: sha(o.stdout),
+    });
     expect(o.stderr.toString()).toBe('fine [secret:KEY]');
     expect(redaction.summary()).toEqual({ count: 1, names: [{ name: 'KEY', count: 1 }] });
   });
@@ -74,7 +94,7 @@ describe('returned files', () => {
     return ws;
   }
 
-  it('a file\'s bytes are redacted in chunks, with the size and digest of what is returned (never of the raw bytes)', () => {
+  it("a file's bytes are redacted in chunks, with the size and digest of what is returned (never of the raw bytes)", () => {
     // Values straddling every 64 KiB read: 3 MiB of filler with the value every 1000 bytes.
     const big = Buffer.concat(Array.from({ length: 3000 }, () => Buffer.from(`${'.'.repeat(1000 - KEY.length)}${KEY}`)));
     const ws = workspace({ 'out/big.txt': big, 'only-the-key.txt': KEY });
@@ -93,11 +113,18 @@ describe('returned files', () => {
 
   it('attack: a file named after the value — its path is redacted; an input returned unchanged is still recognised', () => {
     // The input holds the value: unchanged, it is not returned (compared by its raw digest), redacted or not.
-    const ws = workspace({ [`${Buffer.from(KEY).toString('hex')}/note.txt`]: 'hi' }, [{ path: 'input.txt', bytes: Buffer.from(`in ${KEY}`) }]);
+    const ws = workspace({ [`${Buffer.from(KEY).toString('hex')}/note.txt`]: 'hi' }, [
+      { path: 'input.txt', bytes: Buffer.from(`in ${KEY}`) },
+    ]);
     const redaction = new RunRedaction([{ name: 'KEY', value: KEY }]);
     expect(collectOutputs(ws, 1024, MAX_WALK_ENTRIES, redaction).files.map((f) => f.path)).toEqual(['[secret:KEY]/note.txt']);
     writeFileSync(join(ws.dir, 'input.txt'), `in ${KEY}!`);
-    expect(collectOutputs(ws, 1024, MAX_WALK_ENTRIES, redaction).files.map((f) => [f.path, f.bytes && Buffer.from(f.bytes).toString()])).toEqual([['input.txt', 'in [secret:KEY]!'], ['[secret:KEY]/note.txt', 'hi']]);
+    expect(
+      collectOutputs(ws, 1024, MAX_WALK_ENTRIES, redaction).files.map((f) => [f.path, f.bytes && Buffer.from(f.bytes).toString()]),
+    ).toEqual([
+      ['input.txt', 'in [secret:KEY]!'],
+      ['[secret:KEY]/note.txt', 'hi'],
+    ]);
   });
 
   it('attack: markers longer than the values cannot grow the files past the output budget — the file is listed as omitted', () => {

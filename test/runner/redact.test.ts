@@ -26,7 +26,10 @@ function run(redaction: RunRedaction, input: Buffer, sizes: number[] = [input.le
   return { out: Buffer.concat(out), heldBack: r.heldBack };
 }
 
-const redactText = (values: { name: string; value: string }[], text: string): { text: string; summary: ReturnType<RunRedaction['summary']> } => {
+const redactText = (
+  values: { name: string; value: string }[],
+  text: string,
+): { text: string; summary: ReturnType<RunRedaction['summary']> } => {
   const redaction = new RunRedaction(values);
   return { text: run(redaction, Buffer.from(text)).out.toString('utf8'), summary: redaction.summary() };
 };
@@ -50,7 +53,10 @@ function spellings(value: string): Record<string, string> {
     encodeURIComponent: encodeURIComponent(value),
     'form + for space': encodeURIComponent(value).replace(/%20/g, '+'),
     URLSearchParams: new URLSearchParams({ v: value }).toString().slice(2),
-    'RFC 3986 strict (curl, quote(safe=""))': encodeURIComponent(value).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`),
+    'RFC 3986 strict (curl, quote(safe=""))': encodeURIComponent(value).replace(
+      /[!'()*]/g,
+      (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+    ),
   };
 }
 
@@ -116,7 +122,11 @@ describe('attack: a value split across chunks', () => {
   });
 
   it('random chunkings of random binary data with values inside give exactly the one-shot result', () => {
-    const values = [{ name: 'A', value: KEY }, { name: 'B', value: randomBytes(24).toString('base64') }, { name: 'C', value: SPECIAL }];
+    const values = [
+      { name: 'A', value: KEY },
+      { name: 'B', value: randomBytes(24).toString('base64') },
+      { name: 'C', value: SPECIAL },
+    ];
     const redaction = new RunRedaction(values);
     const parts: Buffer[] = [];
     for (let i = 0; i < 60; i++) {
@@ -140,17 +150,36 @@ describe('many values, overlaps and edges', () => {
     const text = `${values[0]!.value} ${Buffer.from(values[1]!.value).toString('hex')} ${values[2]!.value} ${values[0]!.value}`;
     const got = redactText(values, text);
     expect(got.text).toBe('[secret:S0] [secret:S1] [secret:S2] [secret:S0]');
-    expect(got.summary).toEqual({ count: 4, names: [{ name: 'S0', count: 2 }, { name: 'S1', count: 1 }, { name: 'S2', count: 1 }] });
+    expect(got.summary).toEqual({
+      count: 4,
+      names: [
+        { name: 'S0', count: 2 },
+        { name: 'S1', count: 1 },
+        { name: 'S2', count: 1 },
+      ],
+    });
   });
 
   it('a value inside a longer one: the longer one wins and only it is named', () => {
-    const got = redactText([{ name: 'SHORT', value: 'inner-secret' }, { name: 'LONG', value: 'outer-inner-secret-outer' }], '[outer-inner-secret-outer]');
+    const got = redactText(
+      [
+        { name: 'SHORT', value: 'inner-secret' },
+        { name: 'LONG', value: 'outer-inner-secret-outer' },
+      ],
+      '[outer-inner-secret-outer]',
+    );
     expect(got.text).toBe('[[secret:LONG]]');
     expect(got.summary.names).toEqual([{ name: 'LONG', count: 1 }]);
   });
 
   it('two values that overlap: no byte of either survives; the stretch names both, in order', () => {
-    const got = redactText([{ name: 'A', value: 'aaaa-bbbb-cccc' }, { name: 'B', value: 'cccc-dddd-eeee' }], '>aaaa-bbbb-cccc-dddd-eeee<');
+    const got = redactText(
+      [
+        { name: 'A', value: 'aaaa-bbbb-cccc' },
+        { name: 'B', value: 'cccc-dddd-eeee' },
+      ],
+      '>aaaa-bbbb-cccc-dddd-eeee<',
+    );
     expect(got.text).toBe('>[secret:A][secret:B]<');
   });
 
@@ -168,7 +197,13 @@ describe('many values, overlaps and edges', () => {
   });
 
   it(`values under ${MIN_REDACTED_BYTES} bytes are not searched, and the summary names them`, () => {
-    const got = redactText([{ name: 'PIN', value: '1234' }, { name: 'K', value: KEY }], `1234 ${KEY}`);
+    const got = redactText(
+      [
+        { name: 'PIN', value: '1234' },
+        { name: 'K', value: KEY },
+      ],
+      `1234 ${KEY}`,
+    );
     expect(got.text).toBe('1234 [secret:K]');
     expect(got.summary).toEqual({ count: 1, names: [{ name: 'K', count: 1 }], notSearched: ['PIN'] });
     const none = new RunRedaction([{ name: 'PIN', value: '1234' }]);
@@ -242,7 +277,10 @@ describe('a Redactor knows nothing but its patterns', () => {
     const r1 = new Redactor([{ bytes: Buffer.from('needle-needle'), name: 'N' }], 12, () => undefined);
     const r2 = new Redactor([{ bytes: Buffer.from('needle-needle'), name: 'N' }], 12, () => undefined);
     const input = Buffer.from('hay needle-needle hay');
-    const h = (r: Redactor): string => createHash('sha256').update(Buffer.concat([...r.push(input), ...r.end()])).digest('hex');
+    const h = (r: Redactor): string =>
+      createHash('sha256')
+        .update(Buffer.concat([...r.push(input), ...r.end()]))
+        .digest('hex');
     expect(h(r1)).toBe(h(r2));
   });
 });

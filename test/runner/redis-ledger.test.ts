@@ -24,7 +24,10 @@ afterEach(async () => {
 });
 
 async function runner(redisUrl: string, extra: Record<string, string> = {}): Promise<RunnerHandle> {
-  const handle = await startRunner({ env: { SKILLS_DIR: skills, MCP_CONFIRM_SECRET: SECRET, SKILL_MCP_REDIS_URL: redisUrl, ...extra }, args: ['--uid-range', uidRange(12)] });
+  const handle = await startRunner({
+    env: { SKILLS_DIR: skills, MCP_CONFIRM_SECRET: SECRET, SKILL_MCP_REDIS_URL: redisUrl, ...extra },
+    args: ['--uid-range', uidRange(12)],
+  });
   started.push(handle);
   return handle;
 }
@@ -34,7 +37,8 @@ async function mint(r: RunnerHandle, args: string[] = []): Promise<string> {
   if (!prepared.ok) throw new Error(`prepare refused: ${prepared.error.code}`);
   return prepared.result.confirmToken;
 }
-const run = (r: RunnerHandle, token: string, args: string[] = []) => r.client.run({ skill: 's', script: 'a.js', args, confirmToken: token });
+const run = (r: RunnerHandle, token: string, args: string[] = []) =>
+  r.client.run({ skill: 's', script: 'a.js', args, confirmToken: token });
 
 describe('settings that would weaken the ledger stop the runner', () => {
   it.each([
@@ -81,7 +85,10 @@ describe.skipIf(!REDIS_SERVER)(`with a real redis-server${REDIS_SERVER ? '' : ` 
     const good = await runner(redis.url);
     const token = await mint(bad);
     const refused = await run(bad, token);
-    expect(refused).toMatchObject({ ok: false, error: { code: 'LEDGER_UNAVAILABLE', message: expect.stringMatching(/SKILL_MCP_REDIS_URL.*password/) } });
+    expect(refused).toMatchObject({
+      ok: false,
+      error: { code: 'LEDGER_UNAVAILABLE', message: expect.stringMatching(/SKILL_MCP_REDIS_URL.*password/) },
+    });
     // Security: the message is read by the model: no password, no host or port.
     expect(JSON.stringify(refused)).not.toMatch(/wrong|correct horse|127\.0\.0\.1|:\d{4,5}/);
     expect(await bad.client.describe()).toMatchObject({ ok: true, result: { ledger: { kind: 'redis', available: false } } });
@@ -91,7 +98,10 @@ describe.skipIf(!REDIS_SERVER)(`with a real redis-server${REDIS_SERVER ? '' : ` 
   });
 
   it('Redis that stops answering (SIGSTOP): the run is refused when the read times out; once it answers again the runner says so and the token runs once', async () => {
-    const [a, b] = await Promise.all([runner(redis.url, { SKILL_MCP_REDIS_TIMEOUT_MS: '300' }), runner(redis.url, { SKILL_MCP_REDIS_TIMEOUT_MS: '300' })]);
+    const [a, b] = await Promise.all([
+      runner(redis.url, { SKILL_MCP_REDIS_TIMEOUT_MS: '300' }),
+      runner(redis.url, { SKILL_MCP_REDIS_TIMEOUT_MS: '300' }),
+    ]);
     const token = await mint(a, ['stall']);
     redis.pause();
     let refused: Awaited<ReturnType<typeof run>>;
@@ -100,7 +110,10 @@ describe.skipIf(!REDIS_SERVER)(`with a real redis-server${REDIS_SERVER ? '' : ` 
     } finally {
       redis.resume();
     }
-    expect(refused).toMatchObject({ ok: false, error: { code: 'LEDGER_UNAVAILABLE', message: expect.stringMatching(/approval was not used/) } });
+    expect(refused).toMatchObject({
+      ok: false,
+      error: { code: 'LEDGER_UNAVAILABLE', message: expect.stringMatching(/approval was not used/) },
+    });
     await awaitAuditLine(a.stateDir, (l) => l['event'] === 'ledger.unavailable' && l['why'] === 'timeout');
     await awaitAuditLine(a.stateDir, (l) => l['event'] === 'run.reject' && l['reason'] === 'ledger-unavailable');
     // The socket never closed: the runner finds out by itself that Redis answers again.
@@ -144,7 +157,7 @@ describe.skipIf(!REDIS_SERVER)(`with a real redis-server${REDIS_SERVER ? '' : ` 
     expect(await run(r, token)).toMatchObject({ ok: true });
   });
 
-  it('rediss:// checks the server\'s certificate: with the CA that signed it (SKILL_MCP_REDIS_CA_FILE) a token runs once; with the system CAs only, nothing runs', async () => {
+  it("rediss:// checks the server's certificate: with the CA that signed it (SKILL_MCP_REDIS_CA_FILE) a token runs once; with the system CAs only, nothing runs", async () => {
     const secure = await startRedis({ tls: true, password: PASSWORD });
     expect(secure.url).toMatch(/^rediss:/);
     const trusting = await runner(secure.url, { SKILL_MCP_REDIS_CA_FILE: secure.caFile! });

@@ -42,16 +42,26 @@ describe('a root changed after the runner remembered its listing', () => {
     writeFileSync(join(root, 'vendored', 'alpha', 'SKILL.md'), '---\nname: alpha\ndescription: an impostor\n---\n');
     symlinkSync(join(root, 'vendored', 'alpha'), join(root, 'innocent'));
     const before = accepted();
-    const ran = await runner.client.run({ skill: 'alpha', script: 'run.js', args: [], confirmToken: approved.result.confirmToken }, { timeoutMs: 20_000 });
+    const ran = await runner.client.run(
+      { skill: 'alpha', script: 'run.js', args: [], confirmToken: approved.result.confirmToken },
+      { timeoutMs: 20_000 },
+    );
     expect(ran).toMatchObject({ ok: false, error: { code: 'UNKNOWN_SKILL' } });
     expect(accepted()).toBe(before);
 
     mkdirSync(join(root, 'gamma'));
-    writeFileSync(join(root, 'gamma', 'SKILL.md'), '---\nname: gamma\ndescription: added\nmcp-host:\n  version: 1\n  run:\n    - script: run.js\n      interpreter: node\n---\n', { mode: 0o644 });
+    writeFileSync(
+      join(root, 'gamma', 'SKILL.md'),
+      '---\nname: gamma\ndescription: added\nmcp-host:\n  version: 1\n  run:\n    - script: run.js\n      interpreter: node\n---\n',
+      { mode: 0o644 },
+    );
     writeFileSync(join(root, 'gamma', 'run.js'), "process.stdout.write('gamma')\n", { mode: 0o644 });
     expect(text((await prepareAndRun(runner.client, 'gamma', 'run.js')).result.stdout)).toBe('gamma');
 
     rmSync(join(root, 'beta'), { recursive: true });
-    expect(await runner.client.prepare({ skill: 'beta', script: 'run.js', args: [] })).toMatchObject({ ok: false, error: { code: 'UNKNOWN_SKILL' } });
+    expect(await runner.client.prepare({ skill: 'beta', script: 'run.js', args: [] })).toMatchObject({
+      ok: false,
+      error: { code: 'UNKNOWN_SKILL' },
+    });
   });
 });

@@ -10,7 +10,19 @@
  * requirement files a preview reads (runner/deps/resolve.ts), with this process's way, as any uid.
  */
 import { spawn } from 'node:child_process';
-import { chownSync, closeSync, existsSync, linkSync, lstatSync, mkdirSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  chownSync,
+  closeSync,
+  existsSync,
+  linkSync,
+  lstatSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { readSkillFile } from '../../runner/deps/resolve.js';
@@ -84,7 +96,10 @@ for (let i = 0; ; i++) {
 
 const openat2 = loadOpenat2();
 // On a Linux 5.6+ host with koffi (CI's, this one) the openat2 way must load; the test says why if not.
-const openers: [string, BeneathOpener | { why: string }][] = [['openat2', openat2], ['per-component O_NOFOLLOW', perComponentOpener]];
+const openers: [string, BeneathOpener | { why: string }][] = [
+  ['openat2', openat2],
+  ['per-component O_NOFOLLOW', perComponentOpener],
+];
 
 describe.skipIf(!isRoot).each(openers)('a root reader never leaves the skill, opening by %s (root only)', (_name, loaded) => {
   it('the opener is available on this host', () => {
@@ -99,7 +114,19 @@ describe.skipIf(!isRoot).each(openers)('a root reader never leaves the skill, op
     try {
       for (let i = 0; i < 400; i++) {
         const bytes: Buffer[] = [];
-        const result = await readSkillContent('racy', skill, { ...limits, opener }, { open: () => ({ write: async (chunk) => { bytes.push(Buffer.from(chunk)); }, close: () => undefined }) });
+        const result = await readSkillContent(
+          'racy',
+          skill,
+          { ...limits, opener },
+          {
+            open: () => ({
+              write: async (chunk) => {
+                bytes.push(Buffer.from(chunk));
+              },
+              close: () => undefined,
+            }),
+          },
+        );
         expect(Buffer.concat(bytes).toString('utf8')).not.toContain(SECRET);
         if (result.ok) copied++;
         else refused++;
@@ -189,21 +216,43 @@ describe('a requirements file read for a preview never comes from outside the sk
     } finally {
       await swapper.stop();
     }
-    for (const outcome of outcomes) expect(outcome).toMatch(/^(read|lib\/data\.txt (is not in the skill|resolves outside the skill|cannot be read \(EINVAL\)|changed into a link .*))$/);
+    for (const outcome of outcomes)
+      expect(outcome).toMatch(
+        /^(read|lib\/data\.txt (is not in the skill|resolves outside the skill|cannot be read \(EINVAL\)|changed into a link .*))$/,
+      );
   });
 });
 
-describe.skipIf(!isRoot)('a root runner that cannot use openat2 says so once at start (root only: hides koffi in a mount namespace)', () => {
-  it('koffi hidden: one note naming the per-folder way and why, and the runner still starts', async () => {
-    const empty = join(tempDir('no-koffi'), 'koffi');
-    mkdirSync(empty);
-    const hide = ['unshare', '--mount', '--', 'sh', '-c', 'mount --bind "$0" "$1" && shift && exec "$@"', empty, join(REPO, 'node_modules', 'koffi')];
-    const runner = await startRunner({ env: {}, spawnPrefix: hide });
-    try {
-      const notes = runner.stderr().split('\n').filter((line) => line.includes('not with openat2'));
-      expect(notes, runner.stderr()).toEqual([expect.stringContaining('skill files are opened one folder at a time with O_NOFOLLOW, not with openat2 (koffi could not be loaded')]);
-    } finally {
-      await runner.stop();
-    }
-  });
-});
+describe.skipIf(!isRoot)(
+  'a root runner that cannot use openat2 says so once at start (root only: hides koffi in a mount namespace)',
+  () => {
+    it('koffi hidden: one note naming the per-folder way and why, and the runner still starts', async () => {
+      const empty = join(tempDir('no-koffi'), 'koffi');
+      mkdirSync(empty);
+      const hide = [
+        'unshare',
+        '--mount',
+        '--',
+        'sh',
+        '-c',
+        'mount --bind "$0" "$1" && shift && exec "$@"',
+        empty,
+        join(REPO, 'node_modules', 'koffi'),
+      ];
+      const runner = await startRunner({ env: {}, spawnPrefix: hide });
+      try {
+        const notes = runner
+          .stderr()
+          .split('\n')
+          .filter((line) => line.includes('not with openat2'));
+        expect(notes, runner.stderr()).toEqual([
+          expect.stringContaining(
+            'skill files are opened one folder at a time with O_NOFOLLOW, not with openat2 (koffi could not be loaded',
+          ),
+        ]);
+      } finally {
+        await runner.stop();
+      }
+    });
+  },
+);

@@ -23,7 +23,7 @@ async function settled(pending: Promise<Admission>[]): Promise<(Admission | 'pen
 }
 
 describe('the queue', () => {
-  it('one client\'s burst fills only its share\'s part of the queue: another client still gets a place', async () => {
+  it("one client's burst fills only its share's part of the queue: another client still gets a place", async () => {
     const slots = new RunAdmission({ maxRuns: 2, perClient: 1, queueMs: LONG_MS }, LONG_MS);
     const never = new AbortController().signal;
     leaseOf(await slots.acquire('a', never));
@@ -31,7 +31,11 @@ describe('the queue', () => {
     const burst = Array.from({ length: 8 }, () => slots.acquire('a', never));
     // 16 places, 8 of them a's (its share is half the slots); the ninth is refused at once.
     // (waitedMs is only checked to be there: "at once" depends on the clock of a loaded machine.)
-    expect(await slots.acquire('a', never)).toMatchObject({ ok: false, why: 'busy', figures: { queued: 8, clientRunning: 1, clientShare: 1, waitedMs: expect.any(Number) } });
+    expect(await slots.acquire('a', never)).toMatchObject({
+      ok: false,
+      why: 'busy',
+      figures: { queued: 8, clientRunning: 1, clientShare: 1, waitedMs: expect.any(Number) },
+    });
     const other = slots.acquire('c', never);
     expect(slots.queued).toBe(9);
     expect((await settled([...burst, other])).every((s) => s === 'pending')).toBe(true);
@@ -76,7 +80,11 @@ describe('the queue', () => {
     // c may use any slot: the earliest end (b's, 5 s) frees one for it.
     const c = slots.acquire('c', never);
     now += 20;
-    expect(await c).toMatchObject({ ok: false, why: 'busy', figures: { running: 2, maxRuns: 2, clientRunning: 0, waitedMs: 20, retryAfterMs: 4_980 } });
+    expect(await c).toMatchObject({
+      ok: false,
+      why: 'busy',
+      figures: { running: 2, maxRuns: 2, clientRunning: 0, waitedMs: 20, retryAfterMs: 4_980 },
+    });
     // a is at its share: only its own run's end (90 s) frees a slot it may use.
     const a = slots.acquire('a', never);
     expect(await a).toMatchObject({ ok: false, why: 'busy', figures: { clientRunning: 1, clientShare: 1, retryAfterMs: 89_980 } });

@@ -29,22 +29,36 @@ describe('runs at once by default', () => {
 describe('the settings and the share', () => {
   const machine = { cores: 8, memoryBytes: 64 * GiB };
 
-  it('an owner\'s value wins over the machine\'s, 1 included', () => {
-    expect(resolveCapacity({ maxRuns: 1, perClient: undefined, perRunBytes: perRun, hosted: false, uidCount: undefined }, machine)).toMatchObject({ maxRuns: 1, perClient: 1, maxRunsFrom: 'setting' });
-    expect(resolveCapacity({ maxRuns: 32, perClient: undefined, perRunBytes: perRun, hosted: false, uidCount: undefined }, machine)).toMatchObject({ maxRuns: 32, maxRunsFrom: 'setting' });
+  it("an owner's value wins over the machine's, 1 included", () => {
+    expect(
+      resolveCapacity({ maxRuns: 1, perClient: undefined, perRunBytes: perRun, hosted: false, uidCount: undefined }, machine),
+    ).toMatchObject({ maxRuns: 1, perClient: 1, maxRunsFrom: 'setting' });
+    expect(
+      resolveCapacity({ maxRuns: 32, perClient: undefined, perRunBytes: perRun, hosted: false, uidCount: undefined }, machine),
+    ).toMatchObject({ maxRuns: 32, maxRunsFrom: 'setting' });
   });
 
   it('hosted, one client gets half the slots (rounded up) by default, so it cannot take every one', () => {
-    expect(resolveCapacity({ maxRuns: undefined, perClient: undefined, perRunBytes: perRun, hosted: true, uidCount: undefined }, machine)).toMatchObject({ maxRuns: 8, perClient: 4, maxRunsFrom: 'machine' });
-    expect(resolveCapacity({ maxRuns: 3, perClient: undefined, perRunBytes: perRun, hosted: true, uidCount: undefined }, machine).perClient).toBe(2);
+    expect(
+      resolveCapacity({ maxRuns: undefined, perClient: undefined, perRunBytes: perRun, hosted: true, uidCount: undefined }, machine),
+    ).toMatchObject({ maxRuns: 8, perClient: 4, maxRunsFrom: 'machine' });
+    expect(
+      resolveCapacity({ maxRuns: 3, perClient: undefined, perRunBytes: perRun, hosted: true, uidCount: undefined }, machine).perClient,
+    ).toBe(2);
   });
 
   it('standalone serves one front: its client may use every slot', () => {
-    expect(resolveCapacity({ maxRuns: 4, perClient: undefined, perRunBytes: perRun, hosted: false, uidCount: undefined }, machine).perClient).toBe(4);
+    expect(
+      resolveCapacity({ maxRuns: 4, perClient: undefined, perRunBytes: perRun, hosted: false, uidCount: undefined }, machine).perClient,
+    ).toBe(4);
   });
 
   it('a share above the limit is the limit; the default never exceeds the run uids', () => {
-    expect(resolveCapacity({ maxRuns: 2, perClient: 9, perRunBytes: perRun, hosted: true, uidCount: undefined }, machine).perClient).toBe(2);
-    expect(resolveCapacity({ maxRuns: undefined, perClient: undefined, perRunBytes: perRun, hosted: false, uidCount: 3 }, machine).maxRuns).toBe(3);
+    expect(resolveCapacity({ maxRuns: 2, perClient: 9, perRunBytes: perRun, hosted: true, uidCount: undefined }, machine).perClient).toBe(
+      2,
+    );
+    expect(
+      resolveCapacity({ maxRuns: undefined, perClient: undefined, perRunBytes: perRun, hosted: false, uidCount: 3 }, machine).maxRuns,
+    ).toBe(3);
   });
 });

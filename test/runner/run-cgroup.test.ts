@@ -22,9 +22,11 @@ afterEach(() => {
   vi.restoreAllMocks();
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
-const files = (...names: string[]) => (dir: string): void => {
-  for (const name of names) writeFileSync(join(dir, name), '');
-};
+const files =
+  (...names: string[]) =>
+  (dir: string): void => {
+    for (const name of names) writeFileSync(join(dir, name), '');
+  };
 const read = (path: string): string => readFileSync(path, 'utf8');
 const waitFor = async (done: () => boolean): Promise<void> => {
   while (!done()) await new Promise((r) => setImmediate(r));
@@ -40,13 +42,17 @@ const MOUNTINFO = [
 const PROC_CGROUP = '6:freezer:/\n4:memory:/process_api/a05a\n1:cpu:/\n0::/\n';
 
 describe('cgroup host detection', () => {
-  it('reads the hierarchies and the runner\'s own group in each', () => {
-    expect([...cgroupMounts(MOUNTINFO)]).toEqual([['memory', '/sys/fs/cgroup/memory'], ['freezer', '/sys/fs/cgroup/freezer'], ['', '/sys/fs/cgroup/unified']]);
+  it("reads the hierarchies and the runner's own group in each", () => {
+    expect([...cgroupMounts(MOUNTINFO)]).toEqual([
+      ['memory', '/sys/fs/cgroup/memory'],
+      ['freezer', '/sys/fs/cgroup/freezer'],
+      ['', '/sys/fs/cgroup/unified'],
+    ]);
     expect(ownGroups(PROC_CGROUP).get('memory')).toBe('/process_api/a05a');
     expect(ownGroups(PROC_CGROUP).get('')).toBe('/');
   });
 
-  it('v2: a memory controller already delegated to the runner\'s group is used', () => {
+  it("v2: a memory controller already delegated to the runner's group is used", () => {
     const root = temp();
     mkdirSync(join(root, 'svc'));
     writeFileSync(join(root, 'svc', 'cgroup.controllers'), 'cpu memory pids\n');
@@ -61,7 +67,10 @@ describe('cgroup host detection', () => {
     writeFileSync(join(root, 'cgroup.controllers'), 'hugetlb\n');
     mkdirSync(join(root, 'mem'));
     writeFileSync(join(root, 'mem', 'cgroup.procs'), '');
-    const host = detectCgroupHost(`40 25 0:30 / ${root} rw - cgroup2 cgroup2 rw\n41 25 0:31 / ${join(root, 'mem')} rw - cgroup cgroup rw,memory`, '4:memory:/\n0::/\n');
+    const host = detectCgroupHost(
+      `40 25 0:30 / ${root} rw - cgroup2 cgroup2 rw\n41 25 0:31 / ${join(root, 'mem')} rw - cgroup cgroup rw,memory`,
+      '4:memory:/\n0::/\n',
+    );
     expect(host.v2?.memory).toBe(false);
     expect(host.v1Memory).toBe(join(root, 'mem'));
     expect(memoryMechanism(host)).toBe('cgroup-v1');
@@ -72,7 +81,12 @@ describe('a run cgroup', () => {
   it('v2: memory.max is the cap, swap is off, one OOM kill takes the whole group, and the kill is cgroup.kill (no pid signalled by us)', async () => {
     const base = temp();
     const cap = runCgroupLimit(64 << 20, 8 << 20);
-    const group = makeRunCgroup({ v2: { base, memory: true } }, 'run-1-ab', cap, files('memory.max', 'memory.swap.max', 'memory.oom.group', 'memory.events', 'cgroup.kill', 'cgroup.procs'));
+    const group = makeRunCgroup(
+      { v2: { base, memory: true } },
+      'run-1-ab',
+      cap,
+      files('memory.max', 'memory.swap.max', 'memory.oom.group', 'memory.events', 'cgroup.kill', 'cgroup.procs'),
+    );
     const dir = join(base, 'run-1-ab');
     expect(group.memory).toBe('cgroup-v2');
     expect(group.procs).toEqual([join(dir, 'cgroup.procs')]);
@@ -96,7 +110,10 @@ describe('a run cgroup', () => {
     const root = temp();
     mkdirSync(join(root, 'memory'));
     mkdirSync(join(root, 'freezer'));
-    const kernel = (dir: string): void => (dir.includes('memory') ? files('memory.limit_in_bytes', 'memory.memsw.limit_in_bytes', 'memory.oom_control', 'cgroup.procs')(dir) : files('freezer.state', 'cgroup.procs')(dir));
+    const kernel = (dir: string): void =>
+      dir.includes('memory')
+        ? files('memory.limit_in_bytes', 'memory.memsw.limit_in_bytes', 'memory.oom_control', 'cgroup.procs')(dir)
+        : files('freezer.state', 'cgroup.procs')(dir);
     const group = makeRunCgroup({ v1Memory: join(root, 'memory'), v1Freezer: join(root, 'freezer') }, 'run-2-cd', 100 << 20, kernel);
     const mem = join(root, 'memory', 'run-2-cd');
     const frz = join(root, 'freezer', 'run-2-cd');
@@ -120,7 +137,12 @@ describe('a run cgroup', () => {
 
   it('v1 without swap accounting: swappiness 0 (swap is not capped, and docs/isolation.md says so)', () => {
     const root = temp();
-    const group = makeRunCgroup({ v1Memory: root }, 'run-3-ef', 1 << 26, files('memory.limit_in_bytes', 'memory.swappiness', 'cgroup.procs'));
+    const group = makeRunCgroup(
+      { v1Memory: root },
+      'run-3-ef',
+      1 << 26,
+      files('memory.limit_in_bytes', 'memory.swappiness', 'cgroup.procs'),
+    );
     expect(read(join(root, 'run-3-ef', 'memory.swappiness'))).toBe('0');
     expect(group.procs).toEqual([join(root, 'run-3-ef', 'cgroup.procs')]);
   });
@@ -140,7 +162,7 @@ describe('a run cgroup', () => {
     expect(await group.kill()).toEqual({ killed: 1, remaining: 1 });
   });
 
-  it('at start, a dead runner\'s run groups are killed (cgroup.kill) and removed; a live runner\'s and other groups are left', async () => {
+  it("at start, a dead runner's run groups are killed (cgroup.kill) and removed; a live runner's and other groups are left", async () => {
     const base = temp();
     const dead = join(base, 'run-999999-0123456789abcdef');
     const live = join(base, `run-${process.pid}-0123456789abcdef`);

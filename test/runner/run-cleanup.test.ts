@@ -27,7 +27,7 @@ function runFolder(scratchDir: string, runId: string): string {
   return dir;
 }
 
-describe('the cleanup after a run\'s exit line', () => {
+describe("the cleanup after a run's exit line", () => {
   it('removes the run folder and has nothing to record when all of it went', async () => {
     const scratchDir = tempDir('cleanup');
     const runId = '0123456789abcdef';
@@ -37,23 +37,26 @@ describe('the cleanup after a run\'s exit line', () => {
     expect(existsSync(dir)).toBe(false);
   });
 
-  it.skipIf(!isRoot)('a run folder that cannot be removed (a mount inside it) is reported as workspace_left, not ignored (root only: mounts)', async () => {
-    const scratchDir = tempDir('cleanup-left');
-    const runId = 'fedcba9876543210';
-    const dir = runFolder(scratchDir, runId);
-    const held = join(dir, 'work', 'held');
-    mkdirSync(held);
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'skill-mcp-test', held]);
-    try {
-      const cleanup = await cleanUpRun(dir, false, new RunCopy(scratchDir, runId));
-      expect(cleanup).toEqual({ removed: false, line: { workspace_left: true } });
-      expect(existsSync(held)).toBe(true);
-    } finally {
-      execFileSync('umount', [held]);
-    }
-  });
+  it.skipIf(!isRoot)(
+    'a run folder that cannot be removed (a mount inside it) is reported as workspace_left, not ignored (root only: mounts)',
+    async () => {
+      const scratchDir = tempDir('cleanup-left');
+      const runId = 'fedcba9876543210';
+      const dir = runFolder(scratchDir, runId);
+      const held = join(dir, 'work', 'held');
+      mkdirSync(held);
+      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'skill-mcp-test', held]);
+      try {
+        const cleanup = await cleanUpRun(dir, false, new RunCopy(scratchDir, runId));
+        expect(cleanup).toEqual({ removed: false, line: { workspace_left: true } });
+        expect(existsSync(held)).toBe(true);
+      } finally {
+        execFileSync('umount', [held]);
+      }
+    },
+  );
 
-  it.skipIf(!isRoot)('a root runner\'s workspace tmpfs comes off first, so its folder goes too (root only: mounts)', async () => {
+  it.skipIf(!isRoot)("a root runner's workspace tmpfs comes off first, so its folder goes too (root only: mounts)", async () => {
     const scratchDir = tempDir('cleanup-tmpfs');
     const runId = '00112233445566ff';
     const dir = runFolder(scratchDir, runId);
@@ -87,7 +90,14 @@ describe('after the answer: the removal, then the uid', () => {
     let durable!: () => void;
     const exitLine = new Promise<void>((resolve) => (durable = resolve));
     const audit = memoryAudit();
-    const after = afterAnswer({ uidPool: pool, audit }, runId, exitLine, { scratch: dir, tmpfs: false, copy: new RunCopy(scratchDir, runId), cgroup: undefined, uid, emptied: true });
+    const after = afterAnswer({ uidPool: pool, audit }, runId, exitLine, {
+      scratch: dir,
+      tmpfs: false,
+      copy: new RunCopy(scratchDir, runId),
+      cgroup: undefined,
+      uid,
+      emptied: true,
+    });
     // Until the exit line is durable nothing is removed, and the uid is the run's.
     await expect(pool.take()).rejects.toThrow(/every uid of the run range is in use/);
     expect(existsSync(dir)).toBe(true);
@@ -104,27 +114,37 @@ describe('after the answer: the removal, then the uid', () => {
     expect(audit.lines).toEqual([]);
   });
 
-  it.skipIf(!isRoot)('attack: a run folder that could not be removed keeps its uid out of the pool for good, and the run.cleanup line says so (root only: mounts)', async () => {
-    const scratchDir = tempDir('after-answer-left');
-    const runId = '1a1b1c1d1e1f1112';
-    const dir = runFolder(scratchDir, runId);
-    const held = join(dir, 'work', 'held');
-    mkdirSync(held);
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'skill-mcp-test', held]);
-    try {
-      const { pool, uid } = oneUidPool();
-      await pool.take();
-      const audit = memoryAudit();
-      await afterAnswer({ uidPool: pool, audit }, runId, Promise.resolve(), { scratch: dir, tmpfs: false, copy: new RunCopy(scratchDir, runId), cgroup: undefined, uid, emptied: true });
-      expect(audit.lines).toEqual([{ event: 'run.cleanup', run_id: runId, workspace_left: true }]);
-      // Its files are still there, owned by that uid: no later run of this runner may be that uid.
-      await expect(pool.take()).rejects.toThrow(/every uid of the run range is in use/);
-      await pool.release(uid);
-      await expect(pool.take()).rejects.toThrow(/every uid of the run range is in use/);
-    } finally {
-      execFileSync('umount', [held]);
-    }
-  });
+  it.skipIf(!isRoot)(
+    'attack: a run folder that could not be removed keeps its uid out of the pool for good, and the run.cleanup line says so (root only: mounts)',
+    async () => {
+      const scratchDir = tempDir('after-answer-left');
+      const runId = '1a1b1c1d1e1f1112';
+      const dir = runFolder(scratchDir, runId);
+      const held = join(dir, 'work', 'held');
+      mkdirSync(held);
+      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'skill-mcp-test', held]);
+      try {
+        const { pool, uid } = oneUidPool();
+        await pool.take();
+        const audit = memoryAudit();
+        await afterAnswer({ uidPool: pool, audit }, runId, Promise.resolve(), {
+          scratch: dir,
+          tmpfs: false,
+          copy: new RunCopy(scratchDir, runId),
+          cgroup: undefined,
+          uid,
+          emptied: true,
+        });
+        expect(audit.lines).toEqual([{ event: 'run.cleanup', run_id: runId, workspace_left: true }]);
+        // Its files are still there, owned by that uid: no later run of this runner may be that uid.
+        await expect(pool.take()).rejects.toThrow(/every uid of the run range is in use/);
+        await pool.release(uid);
+        await expect(pool.take()).rejects.toThrow(/every uid of the run range is in use/);
+      } finally {
+        execFileSync('umount', [held]);
+      }
+    },
+  );
 });
 
 const runners: RunnerHandle[] = [];
@@ -140,14 +160,18 @@ time.sleep(60)
 
 describe('a runner told to stop', () => {
   it('SIGTERM during a run: the runner ends the run, removes its folders, then writes runner.stop with nothing pending', async () => {
-    const skills = writeSkills({ hold: { run: [{ script: 'hold.py', interpreter: 'python3', timeout: 120 }], files: { 'hold.py': HOLD_PY } } });
+    const skills = writeSkills({
+      hold: { run: [{ script: 'hold.py', interpreter: 'python3', timeout: 120 }], files: { 'hold.py': HOLD_PY } },
+    });
     const base = tempDir('stop-removal');
     const scratch = join(base, 'scratch');
     const runner = await startRunner({ env: { SKILLS_DIR: skills }, base, args: isRoot ? ['--uid-range', '62091-62098'] : [] });
     runners.push(runner);
     const prepared = await runner.client.prepare({ skill: 'hold', script: 'hold.py', args: [] });
     if (!prepared.ok) throw new Error(prepared.error.message);
-    const ran = runner.client.run({ skill: 'hold', script: 'hold.py', args: [], confirmToken: prepared.result.confirmToken }, { timeoutMs: 120_000 }).catch((error: unknown) => error);
+    const ran = runner.client
+      .run({ skill: 'hold', script: 'hold.py', args: [], confirmToken: prepared.result.confirmToken }, { timeoutMs: 120_000 })
+      .catch((error: unknown) => error);
     // The script has started once its marker is in its workspace (a host folder at every level).
     expect(await until(() => runFoldersIn(scratch).some((f) => existsSync(join(scratch, f, 'work', 'started'))), 30_000)).toBe(true);
     await runner.stop();
@@ -171,48 +195,64 @@ print(os.getuid())
 `;
 
 describe('a root runner with one run uid', () => {
-  it.skipIf(!isRoot)('attack: the next run would get the uid of a run whose folder is still on disk — it is refused BUSY instead, and runs as that uid only after a removal (root only: per-run uids)', async (ctx) => {
-    const skills = writeSkills({
-      quick: { run: [{ script: 'uid.py', interpreter: 'python3' }], files: { 'uid.py': 'import os\nprint(os.getuid())\n' } },
-      wait: { run: [{ script: 'wait.py', interpreter: 'python3', timeout: 60 }], files: { 'wait.py': WAIT_PY } },
-    });
-    const base = tempDir('one-uid');
-    const scratch = join(base, 'scratch');
-    const runner = await startRunner({ env: { SKILLS_DIR: skills, SKILL_MCP_MAX_RUNS: '1' }, base, args: ['--uid-range', '62099-62099'] });
-    runners.push(runner);
-    // The uid comes back after each removal: one after another, every run gets it.
-    for (let i = 0; i < 3; i++) expect(text((await prepareAndRun(runner.client, 'quick', 'uid.py')).result.stdout)).toBe('62099\n');
-    const prepared = await runner.client.prepare({ skill: 'wait', script: 'wait.py', args: [] });
-    if (!prepared.ok) throw new Error(prepared.error.message);
-    const pending = runner.client.run({ skill: 'wait', script: 'wait.py', args: [], confirmToken: prepared.result.confirmToken }, { timeoutMs: 60_000 });
-    expect(await until(() => runFoldersIn(scratch).some((f) => existsSync(join(scratch, f, 'work', 'started'))), 30_000)).toBe(true);
-    const folder = join(scratch, readdirSync(scratch).find((f) => existsSync(join(scratch, f, 'work', 'started')))!);
-    // An immutable file in the run folder stands for anything that keeps its removal from finishing.
-    const pin = join(folder, 'pinned');
-    writeFileSync(pin, 'x');
-    try {
-      execFileSync('chattr', ['+i', pin], { stdio: 'ignore' });
-    } catch {
-      writeFileSync(join(folder, 'work', 'go'), '');
-      await pending;
-      ctx.skip(); // a scratch file system without the immutable flag
-    }
-    try {
-      writeFileSync(join(folder, 'work', 'go'), '');
-      const ran = await pending;
-      if (!ran.ok) throw new Error(ran.error.message);
-      expect(text(ran.result.stdout)).toBe('62099\n');
-      // The result says nothing of the removal (it ran after the answer); the log does.
-      expect(ran.result.filesNote).toBeUndefined();
-      expect(await awaitAuditLine(runner.stateDir, (l) => l.event === 'run.cleanup' && l.run_id === ran.result.runId)).toMatchObject({ workspace_left: true });
-      const next = await runner.client.prepare({ skill: 'quick', script: 'uid.py', args: [] });
-      if (!next.ok) throw new Error(next.error.message);
-      const refused = await runner.client.run({ skill: 'quick', script: 'uid.py', args: [], confirmToken: next.result.confirmToken }, { timeoutMs: 30_000 });
-      expect(refused.ok ? 'ran' : refused.error.code).toBe('BUSY');
-      // It never started: no accept line for a second run after the held one.
-      expect(auditLines(runner.stateDir).filter((l) => l.event === 'run.accept')).toHaveLength(4);
-    } finally {
-      execFileSync('chattr', ['-i', pin]);
-    }
-  }, 90_000);
+  it.skipIf(!isRoot)(
+    'attack: the next run would get the uid of a run whose folder is still on disk — it is refused BUSY instead, and runs as that uid only after a removal (root only: per-run uids)',
+    async (ctx) => {
+      const skills = writeSkills({
+        quick: { run: [{ script: 'uid.py', interpreter: 'python3' }], files: { 'uid.py': 'import os\nprint(os.getuid())\n' } },
+        wait: { run: [{ script: 'wait.py', interpreter: 'python3', timeout: 60 }], files: { 'wait.py': WAIT_PY } },
+      });
+      const base = tempDir('one-uid');
+      const scratch = join(base, 'scratch');
+      const runner = await startRunner({
+        env: { SKILLS_DIR: skills, SKILL_MCP_MAX_RUNS: '1' },
+        base,
+        args: ['--uid-range', '62099-62099'],
+      });
+      runners.push(runner);
+      // The uid comes back after each removal: one after another, every run gets it.
+      for (let i = 0; i < 3; i++) expect(text((await prepareAndRun(runner.client, 'quick', 'uid.py')).result.stdout)).toBe('62099\n');
+      const prepared = await runner.client.prepare({ skill: 'wait', script: 'wait.py', args: [] });
+      if (!prepared.ok) throw new Error(prepared.error.message);
+      const pending = runner.client.run(
+        { skill: 'wait', script: 'wait.py', args: [], confirmToken: prepared.result.confirmToken },
+        { timeoutMs: 60_000 },
+      );
+      expect(await until(() => runFoldersIn(scratch).some((f) => existsSync(join(scratch, f, 'work', 'started'))), 30_000)).toBe(true);
+      const folder = join(scratch, readdirSync(scratch).find((f) => existsSync(join(scratch, f, 'work', 'started')))!);
+      // An immutable file in the run folder stands for anything that keeps its removal from finishing.
+      const pin = join(folder, 'pinned');
+      writeFileSync(pin, 'x');
+      try {
+        execFileSync('chattr', ['+i', pin], { stdio: 'ignore' });
+      } catch {
+        writeFileSync(join(folder, 'work', 'go'), '');
+        await pending;
+        ctx.skip(); // a scratch file system without the immutable flag
+      }
+      try {
+        writeFileSync(join(folder, 'work', 'go'), '');
+        const ran = await pending;
+        if (!ran.ok) throw new Error(ran.error.message);
+        expect(text(ran.result.stdout)).toBe('62099\n');
+        // The result says nothing of the removal (it ran after the answer); the log does.
+        expect(ran.result.filesNote).toBeUndefined();
+        expect(await awaitAuditLine(runner.stateDir, (l) => l.event === 'run.cleanup' && l.run_id === ran.result.runId)).toMatchObject({
+          workspace_left: true,
+        });
+        const next = await runner.client.prepare({ skill: 'quick', script: 'uid.py', args: [] });
+        if (!next.ok) throw new Error(next.error.message);
+        const refused = await runner.client.run(
+          { skill: 'quick', script: 'uid.py', args: [], confirmToken: next.result.confirmToken },
+          { timeoutMs: 30_000 },
+        );
+        expect(refused.ok ? 'ran' : refused.error.code).toBe('BUSY');
+        // It never started: no accept line for a second run after the held one.
+        expect(auditLines(runner.stateDir).filter((l) => l.event === 'run.accept')).toHaveLength(4);
+      } finally {
+        execFileSync('chattr', ['-i', pin]);
+      }
+    },
+    90_000,
+  );
 });

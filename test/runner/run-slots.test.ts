@@ -14,7 +14,10 @@ import type { RunnerHandle } from './harness.js';
 
 const skills = writeSkills({
   held: { run: [{ script: 'held.js', interpreter: 'node', timeout: 120 }], files: { 'held.js': HELD_JS } },
-  echo: { run: [{ script: 'run.js', interpreter: 'node', timeout: 20 }], files: { 'run.js': 'process.stdout.write(JSON.stringify(process.argv.slice(2)))' } },
+  echo: {
+    run: [{ script: 'run.js', interpreter: 'node', timeout: 20 }],
+    files: { 'run.js': 'process.stdout.write(JSON.stringify(process.argv.slice(2)))' },
+  },
 });
 const env = { SKILLS_DIR: skills };
 const runners: RunnerHandle[] = [];
@@ -78,14 +81,21 @@ describe('over the limit', () => {
     const waitsBefore = count(r, 'run.wait');
     const { request, answer } = await echo(r, 'refused-then-run');
     const refused = await answer;
-    expect(refused).toMatchObject({ ok: false, error: { code: 'BUSY', busy: { running: 1, maxRuns: 1, queued: 0, clientRunning: 1, clientShare: 1 } } });
+    expect(refused).toMatchObject({
+      ok: false,
+      error: { code: 'BUSY', busy: { running: 1, maxRuns: 1, queued: 0, clientRunning: 1, clientShare: 1 } },
+    });
     if (refused.ok) throw new Error('unreachable');
     // It waited the runner's queue time first (a lower bound: the wait is the behaviour, not its speed).
     expect(refused.error.busy!.waitedMs).toBeGreaterThanOrEqual(1400);
     expect(refused.error.busy!.retryAfterMs).toBeGreaterThan(0);
     expect(refused.error.message).toMatch(/^1 of 1 runs are in progress, 1 of them this client's .*waited \d+ s.*same confirmToken/);
     expect(count(r, 'run.wait')).toBe(waitsBefore + 1);
-    expect(auditLines(r.stateDir).filter((l) => l['event'] === 'run.reject').at(-1)).toMatchObject({ event: 'run.reject', reason: 'busy', running: 1, max_runs: 1, queued: 0 });
+    expect(
+      auditLines(r.stateDir)
+        .filter((l) => l['event'] === 'run.reject')
+        .at(-1),
+    ).toMatchObject({ event: 'run.reject', reason: 'busy', running: 1, max_runs: 1, queued: 0 });
 
     release([first.seen]);
     expect(await first.answer).toMatchObject({ ok: true, result: { exitCode: 0 } });
@@ -144,14 +154,21 @@ describe('the queue', () => {
     const cancelled = waiting[0]!;
     expect(await r.client.cancel(cancelled.cancelId)).toMatchObject({ ok: true, result: { cancelled: true } });
     expect(await cancelled.answer).toMatchObject({ ok: false, error: { code: 'CANCELLED' } });
-    expect(auditLines(r.stateDir).filter((l) => l['event'] === 'run.reject').at(-1)).toMatchObject({ reason: 'cancelled' });
+    expect(
+      auditLines(r.stateDir)
+        .filter((l) => l['event'] === 'run.reject')
+        .at(-1),
+    ).toMatchObject({ reason: 'cancelled' });
     // Its place is free: a newcomer waits instead of being refused at once.
     const newcomer = await echo(r, 'newcomer');
     await awaitCount(r, 'run.wait', waits + QUEUE_PLACES + 1);
 
     release([first.seen]);
     const rest = await Promise.all([...waiting.slice(1), newcomer].map((w) => w.answer));
-    expect(rest.map((a) => a.ok && text(a.result.stdout))).toEqual([...waiting.slice(1).map((w) => JSON.stringify(w.request.args)), '["newcomer"]']);
+    expect(rest.map((a) => a.ok && text(a.result.stdout))).toEqual([
+      ...waiting.slice(1).map((w) => JSON.stringify(w.request.args)),
+      '["newcomer"]',
+    ]);
     expect(acceptOf(r, 'queued-0')).toBeUndefined();
     // Neither the cancelled run nor the one refused at the full queue spent its approval.
     for (const request of [cancelled.request, full.request]) {
@@ -161,13 +178,13 @@ describe('the queue', () => {
   });
 });
 
-describe('one client\'s share', () => {
+describe("one client's share", () => {
   let r: RunnerHandle;
   beforeAll(async () => {
     r = await runner(['--max-runs', '2', '--runs-per-client', '1'], 30_000);
   });
 
-  it('a client at its share waits behind its own run, while another client\'s run takes the free slot and finishes first', async () => {
+  it("a client at its share waits behind its own run, while another client's run takes the free slot and finishes first", async () => {
     const [tag] = tags(1);
     const first = await held(r, tag!, clientId('a'));
     const waits = count(r, 'run.wait');

@@ -102,7 +102,8 @@ try:
 except OSError as e:
     print("stopped", n * 4, e.errno)
 `,
-  'want-other.js': 'process.stdout.write(JSON.stringify({ names: Object.keys(process.env).sort(), leaked: Object.values(process.env).some((v) => v.includes("other-secret")) }))',
+  'want-other.js':
+    'process.stdout.write(JSON.stringify({ names: Object.keys(process.env).sort(), leaked: Object.values(process.env).some((v) => v.includes("other-secret")) }))',
 };
 
 const declared = [
@@ -119,10 +120,16 @@ const declared = [
 ];
 const skills = writeSkills({
   hostile: { run: declared, files: hostile },
-  other: { run: [{ script: 'use.js', interpreter: 'node', env: ['OTHER_SECRET'], timeout: 5 }], files: { 'use.js': 'process.stdout.write(process.env.OTHER_SECRET ? "got it" : "missing")' } },
+  other: {
+    run: [{ script: 'use.js', interpreter: 'node', env: ['OTHER_SECRET'], timeout: 5 }],
+    files: { 'use.js': 'process.stdout.write(process.env.OTHER_SECRET ? "got it" : "missing")' },
+  },
 });
 // The owner grants OTHER_SECRET to skill "other" only; the hostile skill gets its scripts without it.
-const grant = [...declared.map((d) => ({ skill: 'hostile', script: d.script })), { skill: 'other', script: 'use.js', env: ['OTHER_SECRET'] }];
+const grant = [
+  ...declared.map((d) => ({ skill: 'hostile', script: d.script })),
+  { skill: 'other', script: 'use.js', env: ['OTHER_SECRET'] },
+];
 
 let runner: RunnerHandle;
 let front: ChildProcess;
@@ -141,9 +148,21 @@ async function attack(script: string, args: string[] = []) {
 
 describe.skipIf(!isRoot)(`hostile script in the root runner's sandbox, level ${level} (root only: needs setuid to per-run uids)`, () => {
   beforeAll(async () => {
-    runner = await startRunner({ env: { SKILLS_DIR: skills, CANARY_SECRET: CANARY, OTHER_SECRET, MCP_SKILL_RUN: JSON.stringify(grant), SKILL_MCP_RUN_TMP_BYTES: String(32 * 1024 * 1024) }, args: ['--uid-range', uidRange(1)] });
+    runner = await startRunner({
+      env: {
+        SKILLS_DIR: skills,
+        CANARY_SECRET: CANARY,
+        OTHER_SECRET,
+        MCP_SKILL_RUN: JSON.stringify(grant),
+        SKILL_MCP_RUN_TMP_BYTES: String(32 * 1024 * 1024),
+      },
+      args: ['--uid-range', uidRange(1)],
+    });
     // A simulated front holding the canary in its environment (root-owned, like the runner).
-    front = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { env: { CANARY_SECRET: CANARY, PATH: '/usr/bin:/bin' }, stdio: 'ignore' });
+    front = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], {
+      env: { CANARY_SECRET: CANARY, PATH: '/usr/bin:/bin' },
+      stdio: 'ignore',
+    });
   });
   afterAll(async () => {
     front?.kill('SIGKILL');
@@ -215,7 +234,9 @@ describe.skipIf(!isRoot)(`hostile script in the root runner's sandbox, level ${l
     expect(word).toBe('stopped');
     expect(Number(mib)).toBeLessThanOrEqual(32);
     expect(errno).toBe('28');
-    const exits = readFileSync(join(runner.stateDir, 'audit.log'), 'utf8').split('\n').filter((l) => l.includes('"run.exit"') && l.includes(result.runId));
+    const exits = readFileSync(join(runner.stateDir, 'audit.log'), 'utf8')
+      .split('\n')
+      .filter((l) => l.includes('"run.exit"') && l.includes(result.runId));
     expect(exits).toHaveLength(1);
   });
 
@@ -236,8 +257,10 @@ describe.skipIf(!isRoot)(`hostile script in the root runner's sandbox, level ${l
     expect(out['work-ok']).toBe('written');
     // In bubblewrap /tmp (its HOME) and /dev/shm are the run's own capped tmpfs: writing there stays inside.
     const privateTmp = (path: string): boolean => hasBwrap(level) && (path.startsWith('/tmp/') || path.startsWith('/dev/shm/'));
-    for (const [path, outcome] of Object.entries(out)) if (!path.endsWith('-ok') && !privateTmp(path)) expect(outcome, path).not.toBe('written');
-    for (const path of [join(skills, 'hostile', marker), `/tmp/${marker}`, `/etc/${marker}`, `/var/tmp/${marker}`, `/dev/shm/${marker}`]) expect(existsSync(path), path).toBe(false);
+    for (const [path, outcome] of Object.entries(out))
+      if (!path.endsWith('-ok') && !privateTmp(path)) expect(outcome, path).not.toBe('written');
+    for (const path of [join(skills, 'hostile', marker), `/tmp/${marker}`, `/etc/${marker}`, `/var/tmp/${marker}`, `/dev/shm/${marker}`])
+      expect(existsSync(path), path).toBe(false);
   });
 
   it('cannot regain privileges (no groups, no capabilities, NoNewPrivs, setuid/su/sudo/mount fail)', async () => {

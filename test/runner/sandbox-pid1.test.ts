@@ -46,18 +46,31 @@ function standIn(opts: { named?: number } = {}) {
     `exec ${SANDBOX_INFO_FD}>&-`,
     'wait',
   ].join('\n');
-  const spec: SpawnSpec = { command: '/bin/sh', args: ['-c', script], env: { PATH: '/usr/bin:/bin' }, cwd: temp, envNames: [], fds: [], infoFd: SANDBOX_INFO_FD };
+  const spec: SpawnSpec = {
+    command: '/bin/sh',
+    args: ['-c', script],
+    env: { PATH: '/usr/bin:/bin' },
+    cwd: temp,
+    envNames: [],
+    fds: [],
+    infoFd: SANDBOX_INFO_FD,
+  };
   return {
     spec,
     sleeper: async (): Promise<number> => {
-      expect(await until(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').endsWith('\n'), 20_000), 'the sleeper starts').toBe(true);
+      expect(await until(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').endsWith('\n'), 20_000), 'the sleeper starts').toBe(
+        true,
+      );
       return Number(readFileSync(pidFile, 'utf8'));
     },
     letInfoGo: () => writeFileSync(go, ''),
   };
 }
 
-const paths = [['posix_spawn', undefined], ['child_process', 'node']] as const;
+const paths = [
+  ['posix_spawn', undefined],
+  ['child_process', 'node'],
+] as const;
 
 describe.each(paths)('the sandbox pid 1, spawned through %s', (_name, force) => {
   const before = process.env['SKILL_MCP_SPAWN'];
@@ -70,7 +83,7 @@ describe.each(paths)('the sandbox pid 1, spawned through %s', (_name, force) => 
     else process.env['SKILL_MCP_SPAWN'] = before;
   });
 
-  it('outside the chain\'s group, without a death signal: a cancel kills it', async () => {
+  it("outside the chain's group, without a death signal: a cancel kills it", async () => {
     const s = standIn();
     s.letInfoGo();
     const proc = runProcess(s.spec, { timeoutMs: 60_000, killGraceMs: 0, drainMs: 200 }, 1 << 20, async () => undefined);
@@ -108,7 +121,7 @@ describe.each(paths)('the sandbox pid 1, spawned through %s', (_name, force) => 
     expect(await until(() => !alive(sleeper), 20_000), 'the sleeper is killed').toBe(true);
   });
 
-  it('pid reuse: a pid the info names that is not the chain\'s child is never signalled', async () => {
+  it("pid reuse: a pid the info names that is not the chain's child is never signalled", async () => {
     const other = spawn('sleep', ['1000'], { stdio: 'ignore' });
     try {
       const s = standIn({ named: other.pid! });

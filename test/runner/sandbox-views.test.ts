@@ -14,17 +14,34 @@ import { SECCOMP_FD } from '../../runner/sandbox/spawn.js';
 
 /** How many values each bubblewrap option the sandboxes use takes. An option not listed fails the test until it is. */
 const ARITY: Record<string, number> = {
-  '--unshare-user': 0, '--unshare-pid': 0, '--unshare-ipc': 0, '--unshare-net': 0, '--unshare-uts': 0, '--unshare-cgroup-try': 0,
-  '--disable-userns': 0, '--die-with-parent': 0, '--new-session': 0, '--as-pid-1': 0,
-  '--hostname': 1, '--proc': 1, '--dev': 1, '--tmpfs': 1, '--seccomp': 1, '--remount-ro': 1, '--chdir': 1,
-  '--ro-bind': 2, '--ro-bind-try': 2, '--bind': 2, '--symlink': 2,
+  '--unshare-user': 0,
+  '--unshare-pid': 0,
+  '--unshare-ipc': 0,
+  '--unshare-net': 0,
+  '--unshare-uts': 0,
+  '--unshare-cgroup-try': 0,
+  '--disable-userns': 0,
+  '--die-with-parent': 0,
+  '--new-session': 0,
+  '--as-pid-1': 0,
+  '--hostname': 1,
+  '--proc': 1,
+  '--dev': 1,
+  '--tmpfs': 1,
+  '--seccomp': 1,
+  '--remount-ro': 1,
+  '--chdir': 1,
+  '--ro-bind': 2,
+  '--ro-bind-try': 2,
+  '--bind': 2,
+  '--symlink': 2,
 };
 
 /** The command line as operations, one string each (`--size N` kept with the mount it sizes). */
 function operations(args: readonly string[]): string[] {
   const ops: string[] = [];
   let size: string[] = [];
-  for (let i = 0; i < args.length;) {
+  for (let i = 0; i < args.length; ) {
     if (args[i] === '--size') {
       size = args.slice(i, i + 2);
       i += 2;
@@ -44,18 +61,39 @@ function containsRun(args: readonly string[], part: readonly string[]): boolean 
 }
 
 const LAYOUTS: Record<string, HostLayout> = {
-  'merged /usr': { links: [{ path: '/bin', target: 'usr/bin' }, { path: '/lib', target: 'usr/lib' }, { path: '/lib64', target: 'usr/lib64' }, { path: '/sbin', target: 'usr/sbin' }], dirs: [], extra: [] },
+  'merged /usr': {
+    links: [
+      { path: '/bin', target: 'usr/bin' },
+      { path: '/lib', target: 'usr/lib' },
+      { path: '/lib64', target: 'usr/lib64' },
+      { path: '/sbin', target: 'usr/sbin' },
+    ],
+    dirs: [],
+    extra: [],
+  },
   'split /usr, node in /opt': { links: [], dirs: ['/bin', '/lib', '/lib64', '/sbin'], extra: ['/opt/node'] },
 };
 
-const run = (layout: HostLayout): string[] => bwrapArgs(layout, {
-  skillDir: '/var/lib/skill-mcp/runs/run-1/skill', tmpBytes: TMP_BYTES, egressSocket: '/var/lib/skill-mcp/runs/run-1/egress.sock',
-  seccompFd: SECCOMP_FD, workspace: '/var/lib/skill-mcp/runs/run-1/work', deps: [{ source: '/var/lib/skill-mcp/envs/abc', mount: '/deps/python' }],
-});
-const install = (layout: HostLayout): string[] => bwrapInstallArgs(layout, {
-  envDir: '/var/lib/skill-mcp/envs/.build-1', workDir: '/var/lib/skill-mcp/envs/.work-1', readOnly: ['/srv/wheels'],
-  egressSocket: '/var/lib/skill-mcp/envs/.work-1/egress.sock',
-}, INSTALL_SECCOMP_FD);
+const run = (layout: HostLayout): string[] =>
+  bwrapArgs(layout, {
+    skillDir: '/var/lib/skill-mcp/runs/run-1/skill',
+    tmpBytes: TMP_BYTES,
+    egressSocket: '/var/lib/skill-mcp/runs/run-1/egress.sock',
+    seccompFd: SECCOMP_FD,
+    workspace: '/var/lib/skill-mcp/runs/run-1/work',
+    deps: [{ source: '/var/lib/skill-mcp/envs/abc', mount: '/deps/python' }],
+  });
+const install = (layout: HostLayout): string[] =>
+  bwrapInstallArgs(
+    layout,
+    {
+      envDir: '/var/lib/skill-mcp/envs/.build-1',
+      workDir: '/var/lib/skill-mcp/envs/.work-1',
+      readOnly: ['/srv/wheels'],
+      egressSocket: '/var/lib/skill-mcp/envs/.work-1/egress.sock',
+    },
+    INSTALL_SECCOMP_FD,
+  );
 
 describe.each(Object.entries(LAYOUTS))('run and install sandboxes on a host with %s', (_name, layout) => {
   const runOps = operations(run(layout));
@@ -102,7 +140,8 @@ describe.each(Object.entries(LAYOUTS))('run and install sandboxes on a host with
     const args = install(layout);
     expect(installOps).toContain('--ro-bind /dev/null /proc/keys');
     expect(installOps.indexOf('--ro-bind /dev/null /proc/keys')).toBeGreaterThan(installOps.indexOf('--proc /proc'));
-    for (const flag of ['--unshare-net', '--unshare-user', '--disable-userns', '--die-with-parent', '--new-session']) expect(args).toContain(flag);
+    for (const flag of ['--unshare-net', '--unshare-user', '--disable-userns', '--die-with-parent', '--new-session'])
+      expect(args).toContain(flag);
     expect(args).not.toContain('--share-net');
     expect(installOps.slice(-3)).toEqual(['--remount-ro /dev', '--remount-ro /', `--chdir ${BUILD_WORK}`]);
   });
@@ -112,7 +151,18 @@ describe('the install sandbox without a filter for this machine', () => {
   it('gets no --seccomp, and nothing else changes', () => {
     const layout = LAYOUTS['merged /usr']!;
     const filtered = operations(install(layout));
-    const bare = operations(bwrapInstallArgs(layout, { envDir: '/var/lib/skill-mcp/envs/.build-1', workDir: '/var/lib/skill-mcp/envs/.work-1', readOnly: ['/srv/wheels'], egressSocket: '/var/lib/skill-mcp/envs/.work-1/egress.sock' }, undefined));
+    const bare = operations(
+      bwrapInstallArgs(
+        layout,
+        {
+          envDir: '/var/lib/skill-mcp/envs/.build-1',
+          workDir: '/var/lib/skill-mcp/envs/.work-1',
+          readOnly: ['/srv/wheels'],
+          egressSocket: '/var/lib/skill-mcp/envs/.work-1/egress.sock',
+        },
+        undefined,
+      ),
+    );
     expect(filtered.filter((op) => !bare.includes(op))).toEqual([`--seccomp ${INSTALL_SECCOMP_FD}`]);
     expect(bare.filter((op) => !filtered.includes(op))).toEqual([]);
   });

@@ -23,19 +23,29 @@ const resolver = (() => {
 /** Runs a classic BPF program (the seccomp subset: ld abs, jeq/jge/jset k, ret k) on one record. */
 function simulate(prog: Buffer, data: Buffer): number {
   let a = 0;
-  for (let pc = 0; pc < prog.length / 8;) {
+  for (let pc = 0; pc < prog.length / 8; ) {
     const code = prog.readUInt16LE(pc * 8);
     const jt = prog.readUInt8(pc * 8 + 2);
     const jf = prog.readUInt8(pc * 8 + 3);
     const k = prog.readUInt32LE(pc * 8 + 4);
     pc += 1;
     switch (code) {
-      case 0x20: a = data.readUInt32LE(k); break; // BPF_LD | BPF_W | BPF_ABS
-      case 0x15: pc += a === k ? jt : jf; break; // BPF_JMP | BPF_JEQ | BPF_K
-      case 0x35: pc += a >= k ? jt : jf; break; // BPF_JMP | BPF_JGE | BPF_K
-      case 0x45: pc += (a & k) !== 0 ? jt : jf; break; // BPF_JMP | BPF_JSET | BPF_K
-      case 0x06: return k; // BPF_RET | BPF_K
-      default: throw new Error(`opcode ${code.toString(16)} at ${pc - 1} is not one seccomp programs here use`);
+      case 0x20:
+        a = data.readUInt32LE(k);
+        break; // BPF_LD | BPF_W | BPF_ABS
+      case 0x15:
+        pc += a === k ? jt : jf;
+        break; // BPF_JMP | BPF_JEQ | BPF_K
+      case 0x35:
+        pc += a >= k ? jt : jf;
+        break; // BPF_JMP | BPF_JGE | BPF_K
+      case 0x45:
+        pc += (a & k) !== 0 ? jt : jf;
+        break; // BPF_JMP | BPF_JSET | BPF_K
+      case 0x06:
+        return k; // BPF_RET | BPF_K
+      default:
+        throw new Error(`opcode ${code.toString(16)} at ${pc - 1} is not one seccomp programs here use`);
     }
   }
   throw new Error('fell off the end of the program');
@@ -54,7 +64,7 @@ const nr = (name: string, arch: Arch): number => SYSCALL_RULES.find((r) => r.nam
 const prog = encodeFilter(buildFilter(SYSCALL_RULES));
 
 describe('the syscall filter', () => {
-  it.skipIf(!resolver)('every syscall number is libseccomp\'s, on x86_64 and aarch64', () => {
+  it.skipIf(!resolver)("every syscall number is libseccomp's, on x86_64 and aarch64", () => {
     for (const rule of SYSCALL_RULES) {
       for (const arch of ['x86_64', 'aarch64'] as const) {
         const known = Number(execFileSync('scmp_sys_resolver', ['-a', arch, rule.name], { encoding: 'utf8' }).trim());
@@ -78,7 +88,9 @@ describe('the syscall filter', () => {
     describe(arch, () => {
       it('denies every unconditional row with EPERM, clone3 with ENOSYS', () => {
         for (const rule of SYSCALL_RULES.filter((r) => r.rule.kind === 'deny')) {
-          expect(`${rule.name} ${run(rule.name).toString(16)}`).toBe(`${rule.name} ${retErrno(rule.name === 'clone3' ? ENOSYS : EPERM).toString(16)}`);
+          expect(`${rule.name} ${run(rule.name).toString(16)}`).toBe(
+            `${rule.name} ${retErrno(rule.name === 'clone3' ? ENOSYS : EPERM).toString(16)}`,
+          );
         }
       });
 
@@ -97,7 +109,8 @@ describe('the syscall filter', () => {
       it('clone and unshare: namespace flags are EPERM, fork, threads and CLONE_FILES pass', () => {
         expect(run('clone', [17])).toBe(RET_ALLOW); // fork: SIGCHLD
         expect(run('clone', [0x003d0f00])).toBe(RET_ALLOW); // glibc's pthread_create flags
-        for (const flag of [0x10000000, 0x20000000, 0x40000000, 0x00020000, 0x08000000, 0x04000000, 0x02000000]) expect(run('clone', [flag | 17])).toBe(retErrno(EPERM));
+        for (const flag of [0x10000000, 0x20000000, 0x40000000, 0x00020000, 0x08000000, 0x04000000, 0x02000000])
+          expect(run('clone', [flag | 17])).toBe(retErrno(EPERM));
         expect(run('unshare', [0x400])).toBe(RET_ALLOW);
         expect(run('unshare', [0x80])).toBe(retErrno(EPERM)); // CLONE_NEWTIME
         expect(run('unshare', [0x10000000])).toBe(retErrno(EPERM));
@@ -134,12 +147,22 @@ describe('the syscall filter', () => {
   it('a one-arch program gives the same answers for its arch', () => {
     const x86 = encodeFilter(buildFilter(SYSCALL_RULES, ['x86_64']));
     expect(x86.length).toBeLessThan(prog.length);
-    for (const rule of SYSCALL_RULES) expect(simulate(x86, record(AUDIT_ARCH.x86_64, rule.nr.x86_64, [40]))).toBe(simulate(prog, record(AUDIT_ARCH.x86_64, rule.nr.x86_64, [40])));
+    for (const rule of SYSCALL_RULES)
+      expect(simulate(x86, record(AUDIT_ARCH.x86_64, rule.nr.x86_64, [40]))).toBe(
+        simulate(prog, record(AUDIT_ARCH.x86_64, rule.nr.x86_64, [40])),
+      );
     expect(simulate(x86, record(AUDIT_ARCH.aarch64, 0))).toBe(RET_KILL_PROCESS);
   });
 
   it('refuses to build a program whose jumps would not fit in a byte', () => {
-    const wide = [{ name: 'socket', nr: { x86_64: 41, aarch64: 198 }, rule: { kind: 'socket' as const, errno: EPERM, families: Array.from({ length: 300 }, (_, i) => i), netlink: [] }, why: 'test' }];
+    const wide = [
+      {
+        name: 'socket',
+        nr: { x86_64: 41, aarch64: 198 },
+        rule: { kind: 'socket' as const, errno: EPERM, families: Array.from({ length: 300 }, (_, i) => i), netlink: [] },
+        why: 'test',
+      },
+    ];
     expect(() => buildFilter(wide)).toThrow(/jumps out of range/);
   });
 });

@@ -48,7 +48,12 @@ afterAll(async () => {
 function nodeClient(name: string): Promise<string> {
   return new Promise((resolve) => {
     const ip = /^\d/.test(name);
-    const socket = connect({ host: '127.0.0.1', port, ca: ca.certPem, ...(ip ? {} : { servername: name }) }, () => socket.once('data', () => { socket.destroy(); resolve('ok'); }));
+    const socket = connect({ host: '127.0.0.1', port, ca: ca.certPem, ...(ip ? {} : { servername: name }) }, () =>
+      socket.once('data', () => {
+        socket.destroy();
+        resolve('ok');
+      }),
+    );
     socket.once('error', (error: NodeJS.ErrnoException) => resolve(`${error.code ?? ''} ${error.message}`));
   });
 }
@@ -65,7 +70,9 @@ function pythonClient(name: string): Promise<string> {
     '    print(e.verify_message)',
   ].join('\n');
   return new Promise((resolve) => {
-    execFile('python3', ['-c', code, join(dir, 'ca.pem'), String(port), name], (_error, stdout, stderr) => resolve(stdout.trim() || stderr.trim()));
+    execFile('python3', ['-c', code, join(dir, 'ca.pem'), String(port), name], (_error, stdout, stderr) =>
+      resolve(stdout.trim() || stderr.trim()),
+    );
   });
 }
 
@@ -82,7 +89,9 @@ describe('the run CA', () => {
     const text = spawnSync('openssl', ['x509', '-noout', '-text'], { input: ca.certPem, encoding: 'utf8' }).stdout;
     expect(text).toMatch(/CA:TRUE, pathlen:0/);
     expect(text).toMatch(/Certificate Sign/);
-    expect(text).toMatch(/Name Constraints: critical[\s\S]*Permitted:[\s\S]*DNS:api\.bound\.test[\s\S]*IP:127\.0\.0\.1\/255\.255\.255\.255/);
+    expect(text).toMatch(
+      /Name Constraints: critical[\s\S]*Permitted:[\s\S]*DNS:api\.bound\.test[\s\S]*IP:127\.0\.0\.1\/255\.255\.255\.255/,
+    );
   });
 
   it.each(['api.bound.test', '127.0.0.1'])('Node and Python accept its leaf for the bound host %s', async (host) => {
@@ -95,11 +104,14 @@ describe('the run CA', () => {
     await expect(ca.contextFor('evil.test')).rejects.toThrow(/bound hosts/);
   });
 
-  it.each(['evil.test', 'api.bound.test.evil.test', '127.0.0.2'])('a leaf a leaked CA key signs for %s is refused by Node and Python (nameConstraints)', async (host) => {
-    presented = createSecureContext(await forge(host));
-    expect(await nodeClient(host)).toMatch(/(permitted|excluded) subtree violation/i);
-    expect(await pythonClient(host)).toMatch(/permitted subtree violation|excluded subtree violation/i);
-  });
+  it.each(['evil.test', 'api.bound.test.evil.test', '127.0.0.2'])(
+    'a leaf a leaked CA key signs for %s is refused by Node and Python (nameConstraints)',
+    async (host) => {
+      presented = createSecureContext(await forge(host));
+      expect(await nodeClient(host)).toMatch(/(permitted|excluded) subtree violation/i);
+      expect(await pythonClient(host)).toMatch(/permitted subtree violation|excluded subtree violation/i);
+    },
+  );
 
   it('with no bound address, a forged leaf for any address is refused too', async () => {
     const names = await makeRunCaForTests(['only.name.test'], HOUR_MS);

@@ -11,7 +11,14 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isNeverGrantable } from '../../shared/declaration.js';
 import { makeReplacer, makeScanner } from '../../runner/egress/find.js';
-import { CA_BUNDLE_MOUNT, CA_BUNDLE_VARIABLES, caBundleEnv, systemCaPem, upstreamCaPem, writeCaBundle } from '../../runner/secrets/trust.js';
+import {
+  CA_BUNDLE_MOUNT,
+  CA_BUNDLE_VARIABLES,
+  caBundleEnv,
+  systemCaPem,
+  upstreamCaPem,
+  writeCaBundle,
+} from '../../runner/secrets/trust.js';
 
 const PH = 'skmcp_ph_TOKEN_0123456789abcdef';
 
@@ -42,7 +49,10 @@ describe('the stream scanner', () => {
   });
 
   it('keeps each needle apart, a short one never counted twice from the kept tail', () => {
-    const scanner = makeScanner([{ name: 'LONG', bytes: Buffer.from(PH) }, { name: 'SHORT', bytes: Buffer.from('qq') }]);
+    const scanner = makeScanner([
+      { name: 'LONG', bytes: Buffer.from(PH) },
+      { name: 'SHORT', bytes: Buffer.from('qq') },
+    ]);
     for (const c of ['xqq', 'y', 'z', `${PH}qq`]) scanner.push(Buffer.from(c));
     expect(Object.fromEntries(scanner.counts)).toEqual({ LONG: 1, SHORT: 2 });
   });
@@ -67,7 +77,7 @@ describe('the stream replacer', () => {
   });
 });
 
-describe('the run\'s trust', () => {
+describe("the run's trust", () => {
   it('the bundle variables name the bundle inside the sandbox, only for a run with bindings', () => {
     expect(caBundleEnv(false)).toEqual({});
     expect(caBundleEnv(true)).toEqual(Object.fromEntries(CA_BUNDLE_VARIABLES.map((n) => [n, CA_BUNDLE_MOUNT])));
@@ -77,12 +87,24 @@ describe('the run\'s trust', () => {
     expect(isNeverGrantable(name)).toBe(true);
   });
 
-  it('the system CAs come from the distro bundle when there is one, else from Node\'s own list', () => {
-    expect(systemCaPem((path) => (path === '/etc/pki/tls/certs/ca-bundle.crt' ? '-----BEGIN CERTIFICATE-----\nX\n-----END CERTIFICATE-----' : (() => { throw new Error('ENOENT'); })()))).toBe('-----BEGIN CERTIFICATE-----\nX\n-----END CERTIFICATE-----\n');
-    expect(systemCaPem(() => { throw new Error('ENOENT'); })).toBe(`${rootCertificates.join('\n')}\n`);
+  it("the system CAs come from the distro bundle when there is one, else from Node's own list", () => {
+    expect(
+      systemCaPem((path) =>
+        path === '/etc/pki/tls/certs/ca-bundle.crt'
+          ? '-----BEGIN CERTIFICATE-----\nX\n-----END CERTIFICATE-----'
+          : (() => {
+              throw new Error('ENOENT');
+            })(),
+      ),
+    ).toBe('-----BEGIN CERTIFICATE-----\nX\n-----END CERTIFICATE-----\n');
+    expect(
+      systemCaPem(() => {
+        throw new Error('ENOENT');
+      }),
+    ).toBe(`${rootCertificates.join('\n')}\n`);
   });
 
-  it('the bundle is readable by the run\'s own uid under the runner\'s umask (077), holds the system CAs then the run CA, and is never overwritten', () => {
+  it("the bundle is readable by the run's own uid under the runner's umask (077), holds the system CAs then the run CA, and is never overwritten", () => {
     const dir = mkdtempSync(join(tmpdir(), 'skill-mcp-trust-'));
     const old = process.umask(0o077);
     try {
@@ -100,7 +122,9 @@ describe('the run\'s trust', () => {
   it('a SKILL_MCP_EGRESS_CA_FILE that cannot be read, or holds no certificate, is a clear error, never a silent fallback', () => {
     const dir = mkdtempSync(join(tmpdir(), 'skill-mcp-trust-'));
     try {
-      expect(() => upstreamCaPem({ SKILL_MCP_EGRESS_CA_FILE: join(dir, 'missing.pem') })).toThrow(/SKILL_MCP_EGRESS_CA_FILE cannot be read \(ENOENT\)/);
+      expect(() => upstreamCaPem({ SKILL_MCP_EGRESS_CA_FILE: join(dir, 'missing.pem') })).toThrow(
+        /SKILL_MCP_EGRESS_CA_FILE cannot be read \(ENOENT\)/,
+      );
       writeFileSync(join(dir, 'empty.pem'), 'not a cert');
       expect(() => upstreamCaPem({ SKILL_MCP_EGRESS_CA_FILE: join(dir, 'empty.pem') })).toThrow(/holds no PEM certificate/);
       expect(upstreamCaPem({})).toContain('-----BEGIN CERTIFICATE-----');

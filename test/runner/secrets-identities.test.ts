@@ -26,10 +26,19 @@ function value(path: string, text: string): void {
 }
 
 beforeAll(() => {
-  root = writeSkills({ keyed: { run: [{ script: 'show.py', interpreter: 'python3', timeout: 30 }], egress: ['api.example.com'], files: { 'show.py': 'import os\nprint(os.environ.get("API_TOKEN"))\n' } } });
+  root = writeSkills({
+    keyed: {
+      run: [{ script: 'show.py', interpreter: 'python3', timeout: 30 }],
+      egress: ['api.example.com'],
+      files: { 'show.py': 'import os\nprint(os.environ.get("API_TOKEN"))\n' },
+    },
+  });
   // writeSkills writes no secrets key: add it to the frontmatter block.
   const md = join(root, 'keyed', 'SKILL.md');
-  writeFileSync(md, `---\nname: keyed\ndescription: test skill keyed\nmcp-host:\n  version: 1\n  run:\n    - script: show.py\n      interpreter: python3\n      timeout: 30\n  egress: [api.example.com]\n  secrets:\n    - name: API_TOKEN\n      hosts: [api.example.com]\n---\nTest skill.\n`);
+  writeFileSync(
+    md,
+    `---\nname: keyed\ndescription: test skill keyed\nmcp-host:\n  version: 1\n  run:\n    - script: show.py\n      interpreter: python3\n      timeout: 30\n  egress: [api.example.com]\n  secrets:\n    - name: API_TOKEN\n      hosts: [api.example.com]\n---\nTest skill.\n`,
+  );
   secrets = join(tempDir('secret-values'), 'values');
   value(join(secrets, 'alice', 'API_TOKEN'), VALUES.alice);
   value(join(secrets, 'bob@example.com', 'API_TOKEN'), VALUES.bob);
@@ -55,8 +64,13 @@ describe.skipIf(!bwrapWorks)('hosted: each verified identity gets its own value'
     const identity = { subject };
     const prepared = await handle.client.prepare({ skill: 'keyed', script: 'show.py', args: [], identity });
     if (!prepared.ok) return { refused: prepared.error };
-    expect(prepared.result.willRun.secrets).toEqual([{ name: 'API_TOKEN', hosts: ['api.example.com'], header: 'Authorization', format: 'Bearer {value}' }]);
-    const ran = await handle.client.run({ skill: 'keyed', script: 'show.py', args: [], identity, confirmToken: prepared.result.confirmToken }, { timeoutMs: 30_000 });
+    expect(prepared.result.willRun.secrets).toEqual([
+      { name: 'API_TOKEN', hosts: ['api.example.com'], header: 'Authorization', format: 'Bearer {value}' },
+    ]);
+    const ran = await handle.client.run(
+      { skill: 'keyed', script: 'show.py', args: [], identity, confirmToken: prepared.result.confirmToken },
+      { timeoutMs: 30_000 },
+    );
     if (!ran.ok) throw new Error(`${ran.error.code} ${ran.error.message}`);
     return { stdout: text(ran.result.stdout).trim(), result: ran.result };
   }
@@ -69,31 +83,43 @@ describe.skipIf(!bwrapWorks)('hosted: each verified identity gets its own value'
     for (const v of Object.values(VALUES)) expect(JSON.stringify([alice.stdout, bob.stdout])).not.toContain(v);
   });
 
-  test('dave\'s own file is refused by its name, even with a shared value: never someone else\'s instead', async () => {
+  test("dave's own file is refused by its name, even with a shared value: never someone else's instead", async () => {
     for (const handle of [runner, shared]) {
       const dave = await runAs(handle, 'dave');
-      expect(dave.refused).toMatchObject({ code: 'SECRET_MISSING', message: expect.stringContaining('SKILL_MCP_SECRETS_DIR/dave/API_TOKEN: the value is 5 bytes') });
+      expect(dave.refused).toMatchObject({
+        code: 'SECRET_MISSING',
+        message: expect.stringContaining('SKILL_MCP_SECRETS_DIR/dave/API_TOKEN: the value is 5 bytes'),
+      });
     }
   });
 
   test('carol has no value of her own and the name is not shared: SECRET_MISSING at prepare, naming her folder, not the host path', async () => {
     const carol = await runAs(runner, 'carol');
-    expect(carol.refused).toMatchObject({ code: 'SECRET_MISSING', message: expect.stringContaining('SKILL_MCP_SECRETS_DIR/carol/API_TOKEN (your own value) does not exist') });
+    expect(carol.refused).toMatchObject({
+      code: 'SECRET_MISSING',
+      message: expect.stringContaining('SKILL_MCP_SECRETS_DIR/carol/API_TOKEN (your own value) does not exist'),
+    });
     expect(carol.refused!.message).toContain('not in SKILL_MCP_SECRETS_SHARED');
     expect(carol.refused!.message).not.toContain(secrets);
   });
 
-  test('with the name in SKILL_MCP_SECRETS_SHARED carol runs (on the operator\'s value); alice still runs', async () => {
+  test("with the name in SKILL_MCP_SECRETS_SHARED carol runs (on the operator's value); alice still runs", async () => {
     expect((await runAs(shared, 'carol')).stdout).toMatch(PLACEHOLDER);
     expect((await runAs(shared, 'alice')).stdout).toMatch(PLACEHOLDER);
   });
 
-  test('the audit names the secrets by name and hosts only, and every line (run.accept\'s secrets, the secret-missing refusals) fits docs/audit.schema.json', async () => {
+  test("the audit names the secrets by name and hosts only, and every line (run.accept's secrets, the secret-missing refusals) fits docs/audit.schema.json", async () => {
     type Validator = ((value: unknown) => boolean) & { errors?: unknown };
-    const mod = (await import('ajv/dist/2020.js')) as unknown as { default: new (options: object) => { compile(schema: object): Validator } };
-    const validate = new mod.default({ strict: false }).compile(JSON.parse(readFileSync(join(import.meta.dirname, '../../docs/audit.schema.json'), 'utf8')) as object);
+    const mod = (await import('ajv/dist/2020.js')) as unknown as {
+      default: new (options: object) => { compile(schema: object): Validator };
+    };
+    const validate = new mod.default({ strict: false }).compile(
+      JSON.parse(readFileSync(join(import.meta.dirname, '../../docs/audit.schema.json'), 'utf8')) as object,
+    );
     const lines = auditLines(runner.stateDir);
-    expect(lines.filter((l) => l['event'] === 'run.accept').map((l) => l['secrets'])).toContainEqual([{ name: 'API_TOKEN', hosts: ['api.example.com'] }]);
+    expect(lines.filter((l) => l['event'] === 'run.accept').map((l) => l['secrets'])).toContainEqual([
+      { name: 'API_TOKEN', hosts: ['api.example.com'] },
+    ]);
     expect(lines).toContainEqual(expect.objectContaining({ event: 'run.prepare', refused: 'secret-missing', requester: 'carol' }));
     for (const line of lines) expect({ line, ok: validate(line), errors: validate.errors ?? null }).toMatchObject({ ok: true });
     const text = readFileSync(join(runner.stateDir, 'audit.log'), 'utf8');
@@ -101,7 +127,7 @@ describe.skipIf(!bwrapWorks)('hosted: each verified identity gets its own value'
     expect(text).not.toMatch(/skill-mcp-placeholder-/);
   });
 
-  test('a caller without an identity gets the operator\'s value', async () => {
+  test("a caller without an identity gets the operator's value", async () => {
     const prepared = await runner.client.prepare({ skill: 'keyed', script: 'show.py', args: [] });
     expect(prepared.ok, JSON.stringify(prepared)).toBe(true);
   });

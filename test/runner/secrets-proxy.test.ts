@@ -56,7 +56,25 @@ let widerBundle: string;
 /** A test CA and a certificate for 127.0.0.1 signed by it (`api`), and one self-signed for 127.0.0.1 (`forged`). */
 function makeCerts(): void {
   makeTestCerts(dir, 'skill-mcp test API CA', 'test-ca');
-  openssl(dir, ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'forged.key', '-out', 'forged.pem', '-subj', '/CN=forged', '-days', '1', '-addext', 'subjectAltName=IP:127.0.0.1']);
+  openssl(dir, [
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:P-256',
+    '-nodes',
+    '-keyout',
+    'forged.key',
+    '-out',
+    'forged.pem',
+    '-subj',
+    '/CN=forged',
+    '-days',
+    '1',
+    '-addext',
+    'subjectAltName=IP:127.0.0.1',
+  ]);
 }
 
 /** An API that records each request and answers with what it saw (echoing the Authorization header). */
@@ -79,7 +97,9 @@ async function api(tls: { key: string; cert: string } | undefined): Promise<numb
       res.end(body);
     });
   };
-  const server = tls ? createHttpsServer({ key: readFileSync(join(dir, tls.key)), cert: readFileSync(join(dir, tls.cert)) }, handler) : createHttpServer(handler);
+  const server = tls
+    ? createHttpsServer({ key: readFileSync(join(dir, tls.key)), cert: readFileSync(join(dir, tls.cert)) }, handler)
+    : createHttpServer(handler);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   servers.push(server);
   const port = (server.address() as AddressInfo).port;
@@ -90,8 +110,22 @@ async function api(tls: { key: string; cert: string } | undefined): Promise<numb
 /** The run's bindings: API_TOKEN for the bound API, WRONG_TOKEN for the forged one. */
 function bindings(): SecretBinding[] {
   return [
-    { name: 'API_TOKEN', hosts: [`127.0.0.1:${bound}`], header: 'Authorization', format: 'Bearer {value}', placeholder: PLACEHOLDER, value: VALUE },
-    { name: 'WRONG_TOKEN', hosts: [`127.0.0.1:${forged}`], header: 'X-Api-Key', format: '{value}', placeholder: OTHER_PLACEHOLDER, value: OTHER_VALUE },
+    {
+      name: 'API_TOKEN',
+      hosts: [`127.0.0.1:${bound}`],
+      header: 'Authorization',
+      format: 'Bearer {value}',
+      placeholder: PLACEHOLDER,
+      value: VALUE,
+    },
+    {
+      name: 'WRONG_TOKEN',
+      hosts: [`127.0.0.1:${forged}`],
+      header: 'X-Api-Key',
+      format: '{value}',
+      placeholder: OTHER_PLACEHOLDER,
+      value: OTHER_VALUE,
+    },
   ];
 }
 
@@ -106,9 +140,13 @@ beforeAll(async () => {
   audit.begin(() => ({ event: 'runner.start' }));
   runBundle = caBundlePath(dir);
   proxy = await openRunProxy({
-    socketPath: join(dir, 'egress.sock'), uid: undefined, audit, runId: 'r-secrets',
+    socketPath: join(dir, 'egress.sock'),
+    uid: undefined,
+    audit,
+    runId: 'r-secrets',
     entries: [`127.0.0.1:${bound}`, `127.0.0.1:${unbound}`, `127.0.0.1:${forged}`, `127.0.0.1:${plain}`],
-    secrets: bindings(), intercept: { bundlePath: runBundle, timeoutMs: 60_000, env: { SKILL_MCP_EGRESS_CA_FILE: join(dir, 'test-ca.pem') } },
+    secrets: bindings(),
+    intercept: { bundlePath: runBundle, timeoutMs: 60_000, env: { SKILL_MCP_EGRESS_CA_FILE: join(dir, 'test-ca.pem') } },
   });
   widerBundle = join(dir, 'wider.pem');
   writeFileSync(widerBundle, readFileSync(runBundle, 'utf8') + readFileSync(join(dir, 'test-ca.pem'), 'utf8'));
@@ -136,16 +174,27 @@ afterAll(async () => {
 function runEnv(bundle = runBundle): Record<string, string> {
   const proxyUrl = `http://127.0.0.1:${bridgePort}`;
   return {
-    PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: dir, LANG: 'C.UTF-8',
-    HTTP_PROXY: proxyUrl, HTTPS_PROXY: proxyUrl, http_proxy: proxyUrl, https_proxy: proxyUrl, NO_PROXY: '', no_proxy: '', NODE_USE_ENV_PROXY: '1',
+    PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+    HOME: dir,
+    LANG: 'C.UTF-8',
+    HTTP_PROXY: proxyUrl,
+    HTTPS_PROXY: proxyUrl,
+    http_proxy: proxyUrl,
+    https_proxy: proxyUrl,
+    NO_PROXY: '',
+    no_proxy: '',
+    NODE_USE_ENV_PROXY: '1',
     ...Object.fromEntries(Object.entries(caBundleEnv(true)).map(([name]) => [name, bundle])),
-    API_TOKEN: PLACEHOLDER, WRONG_TOKEN: OTHER_PLACEHOLDER,
+    API_TOKEN: PLACEHOLDER,
+    WRONG_TOKEN: OTHER_PLACEHOLDER,
   };
 }
 
 function run(command: string, args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(command, args, { env, timeout: 60_000 }, (error, stdout, stderr) => resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr }));
+    execFile(command, args, { env, timeout: 60_000 }, (error, stdout, stderr) =>
+      resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    );
   });
 }
 
@@ -173,7 +222,11 @@ console.log(r.status, r.headers.get('x-echo'), await r.text());
 /** The audit lines written so far about connections. */
 async function egressLines(): Promise<Record<string, unknown>[]> {
   await audit.flush();
-  return readFileSync(join(dir, 'audit.log'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l['event'] === 'egress');
+  return readFileSync(join(dir, 'audit.log'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, unknown>)
+    .filter((l) => l['event'] === 'egress');
 }
 
 /** Waits until an egress line about `port` with `n` requests or more is on disk (the line is written when the connection closes). */
@@ -198,33 +251,50 @@ const hasRequests = (() => {
     return false;
   }
 })();
-if (!hasRequests) console.warn('skipped: this uid\'s python3 has no `requests` module, so the tests written with requests do not run (urllib and Node fetch ones do)');
+if (!hasRequests)
+  console.warn(
+    "skipped: this uid's python3 has no `requests` module, so the tests written with requests do not run (urllib and Node fetch ones do)",
+  );
 const withRequests = it.skipIf(!hasRequests);
 
-describe('the injecting proxy, with real clients in a run\'s environment', () => {
-  withRequests('Python requests: the bound API receives the real value in the declared header; the script sees only the placeholder, even where the API echoes it', async () => {
-    const before = seen.get(bound)!.length;
-    const out = await run('python3', ['-c', PY_REQUESTS, `https://127.0.0.1:${bound}/v1/me`, '2'], runEnv());
-    expect(out.stderr).toBe('');
-    const got = seen.get(bound)!.slice(before);
-    expect(got.map((r) => r.headers.authorization)).toEqual([`Bearer ${VALUE}`, `Bearer ${VALUE}`]);
-    // Security: Host is the CONNECT destination, whatever the script wrote; requests asks for gzip, the proxy for identity.
-    expect(got[0]!.headers.host).toBe(`127.0.0.1:${bound}`);
-    expect(got[0]!.headers['accept-encoding']).toBe('identity');
-    expect(out.stdout).not.toContain(VALUE);
-    expect(out.stdout).toContain(`200 Bearer ${PLACEHOLDER} {"youSent":"Bearer ${PLACEHOLDER}"}`);
-    // Kept alive: both requests on one intercepted connection, one audit line, counts and names only.
-    const line = await lineFor(bound, (l) => l['requests'] === 2);
-    expect(line).toMatchObject({ decision: 'allowed', intercepted: true, requests: 2, injected: { API_TOKEN: 2 }, value_echoed: { API_TOKEN: 4 } });
-    expect(JSON.stringify(line)).not.toContain(VALUE);
-    expect(JSON.stringify(line)).not.toContain(PLACEHOLDER);
-  });
+describe("the injecting proxy, with real clients in a run's environment", () => {
+  withRequests(
+    'Python requests: the bound API receives the real value in the declared header; the script sees only the placeholder, even where the API echoes it',
+    async () => {
+      const before = seen.get(bound)!.length;
+      const out = await run('python3', ['-c', PY_REQUESTS, `https://127.0.0.1:${bound}/v1/me`, '2'], runEnv());
+      expect(out.stderr).toBe('');
+      const got = seen.get(bound)!.slice(before);
+      expect(got.map((r) => r.headers.authorization)).toEqual([`Bearer ${VALUE}`, `Bearer ${VALUE}`]);
+      // Security: Host is the CONNECT destination, whatever the script wrote; requests asks for gzip, the proxy for identity.
+      expect(got[0]!.headers.host).toBe(`127.0.0.1:${bound}`);
+      expect(got[0]!.headers['accept-encoding']).toBe('identity');
+      expect(out.stdout).not.toContain(VALUE);
+      expect(out.stdout).toContain(`200 Bearer ${PLACEHOLDER} {"youSent":"Bearer ${PLACEHOLDER}"}`);
+      // Kept alive: both requests on one intercepted connection, one audit line, counts and names only.
+      const line = await lineFor(bound, (l) => l['requests'] === 2);
+      expect(line).toMatchObject({
+        decision: 'allowed',
+        intercepted: true,
+        requests: 2,
+        injected: { API_TOKEN: 2 },
+        value_echoed: { API_TOKEN: 4 },
+      });
+      expect(JSON.stringify(line)).not.toContain(VALUE);
+      expect(JSON.stringify(line)).not.toContain(PLACEHOLDER);
+    },
+  );
 
   it('Python urllib: the same injection through the standard library', async () => {
     const before = seen.get(bound)!.length;
     const out = await run('python3', ['-c', PY_URLLIB, `https://127.0.0.1:${bound}/v1/urllib`], runEnv());
     expect(out.stderr).toBe('');
-    expect(seen.get(bound)!.slice(before).map((r) => r.headers.authorization)).toEqual([`Bearer ${VALUE}`]);
+    expect(
+      seen
+        .get(bound)!
+        .slice(before)
+        .map((r) => r.headers.authorization),
+    ).toEqual([`Bearer ${VALUE}`]);
     expect(out.stdout).toContain(`200 Bearer ${PLACEHOLDER}`);
     expect(out.stdout).not.toContain(VALUE);
   });
@@ -240,69 +310,95 @@ describe('the injecting proxy, with real clients in a run\'s environment', () =>
       return;
     }
     const before = seen.get(bound)!.length;
-    const out = await run(node, ['--no-warnings', '--input-type=module', '-e', NODE_FETCH, `https://127.0.0.1:${bound}/v1/fetch`], runEnv());
+    const out = await run(
+      node,
+      ['--no-warnings', '--input-type=module', '-e', NODE_FETCH, `https://127.0.0.1:${bound}/v1/fetch`],
+      runEnv(),
+    );
     expect(out.stderr).toBe('');
-    expect(seen.get(bound)!.slice(before).map((r) => r.headers.authorization)).toEqual([`Bearer ${VALUE}`]);
+    expect(
+      seen
+        .get(bound)!
+        .slice(before)
+        .map((r) => r.headers.authorization),
+    ).toEqual([`Bearer ${VALUE}`]);
     expect(out.stdout).toContain(`200 Bearer ${PLACEHOLDER}`);
     expect(out.stdout).not.toContain(VALUE);
   });
 
-  withRequests('a placeholder put in the URL, another header or the body of a request to the bound host stays the placeholder and is audited', async () => {
-    const before = seen.get(bound)!.length;
-    const code = `
+  withRequests(
+    'a placeholder put in the URL, another header or the body of a request to the bound host stays the placeholder and is audited',
+    async () => {
+      const before = seen.get(bound)!.length;
+      const code = `
 import os, requests
 t = os.environ["API_TOKEN"]
 r = requests.post("https://127.0.0.1:${bound}/leak?k=" + t, headers={"X-Note": t}, data=("x" * 70000) + t + ("y" * 70000))
 print(r.status_code)
 `;
-    const out = await run('python3', ['-c', code], runEnv());
-    expect(out.stdout.trim()).toBe('200');
-    const got = seen.get(bound)!.slice(before);
-    expect(got).toHaveLength(1);
-    expect(got[0]!.url).toBe(`/leak?k=${PLACEHOLDER}`);
-    expect(got[0]!.headers['x-note']).toBe(PLACEHOLDER);
-    expect(got[0]!.body).toContain(PLACEHOLDER);
-    expect(JSON.stringify(got[0])).not.toContain(VALUE);
-    const line = await lineFor(bound, (l) => (l['placeholder_elsewhere'] as Record<string, number> | undefined)?.['API_TOKEN'] === 3);
-    expect(line['injected']).toBeUndefined();
-  });
+      const out = await run('python3', ['-c', code], runEnv());
+      expect(out.stdout.trim()).toBe('200');
+      const got = seen.get(bound)!.slice(before);
+      expect(got).toHaveLength(1);
+      expect(got[0]!.url).toBe(`/leak?k=${PLACEHOLDER}`);
+      expect(got[0]!.headers['x-note']).toBe(PLACEHOLDER);
+      expect(got[0]!.body).toContain(PLACEHOLDER);
+      expect(JSON.stringify(got[0])).not.toContain(VALUE);
+      const line = await lineFor(bound, (l) => (l['placeholder_elsewhere'] as Record<string, number> | undefined)?.['API_TOKEN'] === 3);
+      expect(line['injected']).toBeUndefined();
+    },
+  );
 
-  withRequests('another secret\'s placeholder in the declared header is not injected, and a Host naming another virtual host is replaced (domain fronting)', async () => {
-    const before = seen.get(bound)!.length;
-    const code = `
+  withRequests(
+    "another secret's placeholder in the declared header is not injected, and a Host naming another virtual host is replaced (domain fronting)",
+    async () => {
+      const before = seen.get(bound)!.length;
+      const code = `
 import os, requests
 r = requests.get("https://127.0.0.1:${bound}/front", headers={"Authorization": "Bearer " + os.environ["WRONG_TOKEN"], "Host": "evil.example"})
 print(r.status_code)
 `;
-    const out = await run('python3', ['-c', code], runEnv());
-    expect(out.stdout.trim()).toBe('200');
-    const got = seen.get(bound)!.slice(before);
-    expect(got.map((r) => [r.headers.authorization, r.headers.host])).toEqual([[`Bearer ${OTHER_PLACEHOLDER}`, `127.0.0.1:${bound}`]]);
-    expect(JSON.stringify(got)).not.toContain(OTHER_VALUE);
-    const line = await lineFor(bound, (l) => (l['placeholder_elsewhere'] as Record<string, number> | undefined)?.['WRONG_TOKEN'] === 1);
-    expect(line['injected']).toBeUndefined();
-  });
+      const out = await run('python3', ['-c', code], runEnv());
+      expect(out.stdout.trim()).toBe('200');
+      const got = seen.get(bound)!.slice(before);
+      expect(got.map((r) => [r.headers.authorization, r.headers.host])).toEqual([[`Bearer ${OTHER_PLACEHOLDER}`, `127.0.0.1:${bound}`]]);
+      expect(JSON.stringify(got)).not.toContain(OTHER_VALUE);
+      const line = await lineFor(bound, (l) => (l['placeholder_elsewhere'] as Record<string, number> | undefined)?.['WRONG_TOKEN'] === 1);
+      expect(line['injected']).toBeUndefined();
+    },
+  );
 
-  withRequests('the placeholder sent to a second declared host without the binding reaches it as the placeholder: the connection is a blind tunnel', async () => {
-    const before = seen.get(unbound)!.length;
-    // This script trusts the test CA as well: only then can it reach the unbound API through its tunnel.
-    const out = await run('python3', ['-c', PY_REQUESTS, `https://127.0.0.1:${unbound}/v1/me`], runEnv(widerBundle));
-    // Through the blind tunnel the script's own gzip request reaches the API untouched.
-    expect(out.stdout).toContain(`{"youSent":"Bearer ${PLACEHOLDER}"}`);
-    expect(seen.get(unbound)!.at(-1)!.headers['accept-encoding']).toMatch(/gzip/);
-    expect(seen.get(unbound)!.slice(before).map((r) => r.headers.authorization)).toEqual([`Bearer ${PLACEHOLDER}`]);
-    const line = await lineFor(unbound);
-    expect(line['intercepted']).toBeUndefined();
-  });
+  withRequests(
+    'the placeholder sent to a second declared host without the binding reaches it as the placeholder: the connection is a blind tunnel',
+    async () => {
+      const before = seen.get(unbound)!.length;
+      // This script trusts the test CA as well: only then can it reach the unbound API through its tunnel.
+      const out = await run('python3', ['-c', PY_REQUESTS, `https://127.0.0.1:${unbound}/v1/me`], runEnv(widerBundle));
+      // Through the blind tunnel the script's own gzip request reaches the API untouched.
+      expect(out.stdout).toContain(`{"youSent":"Bearer ${PLACEHOLDER}"}`);
+      expect(seen.get(unbound)!.at(-1)!.headers['accept-encoding']).toMatch(/gzip/);
+      expect(
+        seen
+          .get(unbound)!
+          .slice(before)
+          .map((r) => r.headers.authorization),
+      ).toEqual([`Bearer ${PLACEHOLDER}`]);
+      const line = await lineFor(unbound);
+      expect(line['intercepted']).toBeUndefined();
+    },
+  );
 
-  withRequests('an unbound host is never intercepted: a script trusting only the run\'s bundle sees the real server\'s certificate, and refuses it', async () => {
-    const before = seen.get(unbound)!.length;
-    const out = await run('python3', ['-c', PY_REQUESTS, `https://127.0.0.1:${unbound}/v1/me`], runEnv());
-    // Had the proxy answered with a run-CA leaf, the bundle would have trusted it.
-    expect(out.code).not.toBe(0);
-    expect(out.stderr).toMatch(/CERTIFICATE_VERIFY_FAILED/);
-    expect(seen.get(unbound)!.length).toBe(before);
-  });
+  withRequests(
+    "an unbound host is never intercepted: a script trusting only the run's bundle sees the real server's certificate, and refuses it",
+    async () => {
+      const before = seen.get(unbound)!.length;
+      const out = await run('python3', ['-c', PY_REQUESTS, `https://127.0.0.1:${unbound}/v1/me`], runEnv());
+      // Had the proxy answered with a run-CA leaf, the bundle would have trusted it.
+      expect(out.code).not.toBe(0);
+      expect(out.stderr).toMatch(/CERTIFICATE_VERIFY_FAILED/);
+      expect(seen.get(unbound)!.length).toBe(before);
+    },
+  );
 
   withRequests('a bound host that compresses its echo anyway is passed on unscanned, and the audit line counts it', async () => {
     const code = `
@@ -323,7 +419,9 @@ r = requests.get("https://127.0.0.1:${forged}/x", headers={"X-Api-Key": os.envir
 print(r.status_code, r.headers.get("X-Skill-Mcp-Egress"), r.text.strip())
 `;
     const out = await run('python3', ['-c', code], runEnv());
-    expect(out.stdout).toMatch(/^502 upstream-failed skill-mcp egress proxy: the certificate of 127\.0\.0\.1:\d+ \(127\.0\.0\.1\) was refused \(DEPTH_ZERO_SELF_SIGNED_CERT\); nothing was sent to it/);
+    expect(out.stdout).toMatch(
+      /^502 upstream-failed skill-mcp egress proxy: the certificate of 127\.0\.0\.1:\d+ \(127\.0\.0\.1\) was refused \(DEPTH_ZERO_SELF_SIGNED_CERT\); nothing was sent to it/,
+    );
     expect(seen.get(forged)).toEqual([]);
     const line = await lineFor(forged);
     expect(line).toMatchObject({ intercepted: true, upstream_error: 'certificate: DEPTH_ZERO_SELF_SIGNED_CERT' });
@@ -345,7 +443,7 @@ print(urllib.request.urlopen(req).status)
     expect(line['intercepted']).toBeUndefined();
   });
 
-  it('the run CA\'s key is on no file the run folder holds: the bundle has the system CAs and the run CA\'s certificate only', () => {
+  it("the run CA's key is on no file the run folder holds: the bundle has the system CAs and the run CA's certificate only", () => {
     const bundle = readFileSync(runBundle, 'utf8');
     expect(bundle).toMatch(/BEGIN CERTIFICATE/);
     expect(bundle).toContain('-----END CERTIFICATE-----');
@@ -361,24 +459,45 @@ print(urllib.request.urlopen(req).status)
   });
 
   it('a run with secrets but nowhere to put its bundle is refused at the proxy, never run with its secrets uninjected', async () => {
-    await expect(openRunProxy({ socketPath: join(dir, 'other.sock'), uid: undefined, audit, runId: 'r2', entries: [`127.0.0.1:${bound}`], secrets: bindings() })).rejects.toThrow(/needs `intercept`/);
+    await expect(
+      openRunProxy({
+        socketPath: join(dir, 'other.sock'),
+        uid: undefined,
+        audit,
+        runId: 'r2',
+        entries: [`127.0.0.1:${bound}`],
+        secrets: bindings(),
+      }),
+    ).rejects.toThrow(/needs `intercept`/);
   });
 
   it('a run that ends while an intercepted connection is still open reports the requests it carried (the proxy closes first)', async () => {
     // Its own proxy, closed with the connection kept alive: the record is written by close(), not by the socket's close.
     const socketPath = join(dir, 'ends-open.sock');
     const own = await openRunProxy({
-      socketPath, uid: undefined, audit, runId: 'r-ends-open', entries: [`127.0.0.1:${bound}`],
-      secrets: bindings(), intercept: { bundlePath: join(dir, 'ends-open.pem'), timeoutMs: 60_000, env: { SKILL_MCP_EGRESS_CA_FILE: join(dir, 'test-ca.pem') } },
+      socketPath,
+      uid: undefined,
+      audit,
+      runId: 'r-ends-open',
+      entries: [`127.0.0.1:${bound}`],
+      secrets: bindings(),
+      intercept: { bundlePath: join(dir, 'ends-open.pem'), timeoutMs: 60_000, env: { SKILL_MCP_EGRESS_CA_FILE: join(dir, 'test-ca.pem') } },
     });
     const raw = connect({ path: socketPath });
     await new Promise<void>((resolve) => raw.once('connect', () => resolve()));
     raw.write(`CONNECT 127.0.0.1:${bound} HTTP/1.1\r\nHost: 127.0.0.1:${bound}\r\n\r\n`);
     await new Promise<void>((resolve) => raw.once('data', () => resolve()));
     const { connect: tlsConnect } = await import('node:tls');
-    const secure = tlsConnect({ socket: raw, ca: readFileSync(join(dir, 'ends-open.pem'), 'utf8'), servername: '', checkServerIdentity: () => undefined });
+    const secure = tlsConnect({
+      socket: raw,
+      ca: readFileSync(join(dir, 'ends-open.pem'), 'utf8'),
+      servername: '',
+      checkServerIdentity: () => undefined,
+    });
     await new Promise<void>((resolve) => secure.once('secureConnect', () => resolve()));
-    secure.write(`GET /v1/me HTTP/1.1\r\nHost: 127.0.0.1:${bound}\r\nAuthorization: Bearer ${PLACEHOLDER}\r\nConnection: keep-alive\r\n\r\n`);
+    secure.write(
+      `GET /v1/me HTTP/1.1\r\nHost: 127.0.0.1:${bound}\r\nAuthorization: Bearer ${PLACEHOLDER}\r\nConnection: keep-alive\r\n\r\n`,
+    );
     let answer = '';
     await new Promise<void>((resolve) => {
       secure.on('data', (chunk: Buffer) => {
@@ -394,8 +513,12 @@ print(urllib.request.urlopen(req).status)
 
   it('every line the proxy wrote validates against docs/audit.schema.json', async () => {
     type Validator = ((value: unknown) => boolean) & { errors?: unknown };
-    const mod = (await import('ajv/dist/2020.js')) as unknown as { default: new (options: object) => { compile(schema: object): Validator } };
-    const validate = new mod.default({ strict: false }).compile(JSON.parse(readFileSync(join(import.meta.dirname, '../../docs/audit.schema.json'), 'utf8')) as object);
+    const mod = (await import('ajv/dist/2020.js')) as unknown as {
+      default: new (options: object) => { compile(schema: object): Validator };
+    };
+    const validate = new mod.default({ strict: false }).compile(
+      JSON.parse(readFileSync(join(import.meta.dirname, '../../docs/audit.schema.json'), 'utf8')) as object,
+    );
     const lines = await egressLines();
     expect(lines.some((l) => l['intercepted'] === true)).toBe(true);
     for (const line of lines) expect({ line, ok: validate(line), errors: validate.errors ?? null }).toMatchObject({ ok: true });

@@ -84,7 +84,10 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const variants: [string, number | undefined][] = [['the runner\'s own uid', undefined], ...(asRoot ? [[`a run uid of its own (${RUN_UID}, root runner)`, RUN_UID] as [string, number]] : [])];
+const variants: [string, number | undefined][] = [
+  ["the runner's own uid", undefined],
+  ...(asRoot ? [[`a run uid of its own (${RUN_UID}, root runner)`, RUN_UID] as [string, number]] : []),
+];
 
 describe.each(variants)('a run with a secret binding, in bubblewrap, as %s', (_label, uid) => {
   it('gets the value injected on the way out, and nothing inside the sandbox holds it or the CA key', async (ctx) => {
@@ -107,22 +110,64 @@ describe.each(variants)('a run with a secret binding, in bubblewrap, as %s', (_l
     const before = api.received.length;
     const entry = `127.0.0.1:${port}`;
     const egress = planEgress(p.isolation, true, true, [entry]);
-    const binding = { name: 'GH_TOKEN', hosts: [entry], header: 'Authorization', format: 'token {value}', placeholder: PLACEHOLDER, value: VALUE };
+    const binding = {
+      name: 'GH_TOKEN',
+      hosts: [entry],
+      header: 'Authorization',
+      format: 'token {value}',
+      placeholder: PLACEHOLDER,
+      value: VALUE,
+    };
     const plan = {
-      willRun: { skill: 's', interpreter: 'python3', argv: ['probe.py'], cwd: 's', timeoutMs: 30_000, envNames: [], isolation: p.isolation, sandbox: p.mechanisms, memoryBytes: 1024 * MiB, content: { script: '', files: '', fileCount: 1, bytes: 1 } },
-      interpreterPath: (p.interpreters.get('python3') as { path: string }).path, realDir: skillDir, scriptRelative: 'probe.py', args: [`https://${entry}/user`, Buffer.from(VALUE).toString('hex'), Buffer.from('PRIVATE KEY').toString('hex')],
-      grantedEnv: [], egress, deps: {}, secrets: [binding], redact: [],
+      willRun: {
+        skill: 's',
+        interpreter: 'python3',
+        argv: ['probe.py'],
+        cwd: 's',
+        timeoutMs: 30_000,
+        envNames: [],
+        isolation: p.isolation,
+        sandbox: p.mechanisms,
+        memoryBytes: 1024 * MiB,
+        content: { script: '', files: '', fileCount: 1, bytes: 1 },
+      },
+      interpreterPath: (p.interpreters.get('python3') as { path: string }).path,
+      realDir: skillDir,
+      scriptRelative: 'probe.py',
+      args: [`https://${entry}/user`, Buffer.from(VALUE).toString('hex'), Buffer.from('PRIVATE KEY').toString('hex')],
+      grantedEnv: [],
+      egress,
+      deps: {},
+      secrets: [binding],
+      redact: [],
     } as unknown as RunPlan;
     const audit = new AuditLog({ path: join(dir, `audit-${uid ?? 'own'}.log`), anchorPath: join(dir, `audit-${uid ?? 'own'}.head`) });
     audit.begin(() => ({ event: 'runner.start' }));
     const proxy = await openRunProxy({
-      socketPath: egressSocketPath(scratch), uid, entries: egress.entries, audit, runId: 'r1',
-      secrets: [binding], intercept: { bundlePath: caBundlePath(scratch), timeoutMs: 30_000, env: { SKILL_MCP_EGRESS_CA_FILE: certs.ca } },
+      socketPath: egressSocketPath(scratch),
+      uid,
+      entries: egress.entries,
+      audit,
+      runId: 'r1',
+      secrets: [binding],
+      intercept: { bundlePath: caBundlePath(scratch), timeoutMs: 30_000, env: { SKILL_MCP_EGRESS_CA_FILE: certs.ca } },
     });
-    const limits = { nproc: 256, fsizeBytes: 64 * MiB, nofile: 256, memoryBytes: 1024 * MiB, tmpBytes: 64 * MiB, workspaceBytes: 64 * MiB, workspaceFiles: 1000, inputBytes: MiB, outputFilesBytes: MiB };
+    const limits = {
+      nproc: 256,
+      fsizeBytes: 64 * MiB,
+      nofile: 256,
+      memoryBytes: 1024 * MiB,
+      tmpBytes: 64 * MiB,
+      workspaceBytes: 64 * MiB,
+      workspaceFiles: 1000,
+      inputBytes: MiB,
+      outputFilesBytes: MiB,
+    };
     // The placeholder is what the declaration side will put in the script's variable; here it is added to the built env by hand.
     const spec = buildSpawn(plan, p, { PATH: process.env['PATH'] }, scratch, uid, limits, { workspace: work, home: scratch });
-    expect(spec.envNames).toEqual(expect.arrayContaining(['SSL_CERT_FILE', 'REQUESTS_CA_BUNDLE', 'NODE_EXTRA_CA_CERTS', 'PIP_CERT', 'CURL_CA_BUNDLE']));
+    expect(spec.envNames).toEqual(
+      expect.arrayContaining(['SSL_CERT_FILE', 'REQUESTS_CA_BUNDLE', 'NODE_EXTRA_CA_CERTS', 'PIP_CERT', 'CURL_CA_BUNDLE']),
+    );
     expect(spec.args).toEqual(expect.arrayContaining(['--ro-bind', caBundlePath(scratch), CA_BUNDLE_MOUNT]));
     const withPlaceholder = addToEnv(spec, 'GH_TOKEN', PLACEHOLDER);
     const proc = runProcess(withPlaceholder, { timeoutMs: 30_000, killGraceMs: 0, drainMs: 1000 }, MiB, async () => {});
@@ -138,7 +183,10 @@ describe.each(variants)('a run with a secret binding, in bubblewrap, as %s', (_l
     expect(stdout).toContain('status 200 ok');
     expect(stdout).not.toContain(VALUE);
     expect(api.received.slice(before)).toEqual([`token ${VALUE}`]);
-    const line = readFileSync(join(dir, `audit-${uid ?? 'own'}.log`), 'utf8').split('\n').filter((l) => l.includes('"egress"')).map((l) => JSON.parse(l) as Record<string, unknown>);
+    const line = readFileSync(join(dir, `audit-${uid ?? 'own'}.log`), 'utf8')
+      .split('\n')
+      .filter((l) => l.includes('"egress"'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(line).toEqual([expect.objectContaining({ destination: entry, intercepted: true, injected: { GH_TOKEN: 1 } })]);
   });
 });

@@ -67,16 +67,18 @@ describe('a value is one line of visible ASCII, 8 to 8192 bytes', () => {
   });
 });
 
-describe('standalone: the runner\'s environment or SKILL_MCP_SECRETS_DIR/<NAME>', () => {
-  it('reads SKILL_MCP_SECRET_<NAME> from the runner\'s private environment', () => {
+describe("standalone: the runner's environment or SKILL_MCP_SECRETS_DIR/<NAME>", () => {
+  it("reads SKILL_MCP_SECRET_<NAME> from the runner's private environment", () => {
     expect(readSecretValue({ SKILL_MCP_SECRET_API_TOKEN: VALUE }, 'API_TOKEN', undefined)).toEqual({ ok: true, value: VALUE });
   });
 
-  it('a bad variable value is refused with the variable\'s name, never the value', () => {
-    expect(refusedWhy(readSecretValue({ SKILL_MCP_SECRET_API_TOKEN: 'short' }, 'API_TOKEN', undefined))).toContain('SKILL_MCP_SECRET_API_TOKEN: the value is 5 bytes');
+  it("a bad variable value is refused with the variable's name, never the value", () => {
+    expect(refusedWhy(readSecretValue({ SKILL_MCP_SECRET_API_TOKEN: 'short' }, 'API_TOKEN', undefined))).toContain(
+      'SKILL_MCP_SECRET_API_TOKEN: the value is 5 bytes',
+    );
   });
 
-  it('reads the file SKILL_MCP_SECRETS_DIR/<NAME> (0600, owned by the runner\'s user)', () => {
+  it("reads the file SKILL_MCP_SECRETS_DIR/<NAME> (0600, owned by the runner's user)", () => {
     const dir = folder();
     put(dir, 'API_TOKEN', `${VALUE}\n`);
     expect(readSecretValue({ SKILL_MCP_SECRETS_DIR: dir }, 'API_TOKEN', undefined)).toEqual({ ok: true, value: VALUE });
@@ -86,26 +88,34 @@ describe('standalone: the runner\'s environment or SKILL_MCP_SECRETS_DIR/<NAME>'
     const dir = folder();
     const why = refusedWhy(readSecretValue({ SKILL_MCP_SECRETS_DIR: dir }, 'API_TOKEN', undefined), dir);
     expect(why).toContain('SKILL_MCP_SECRET_API_TOKEN is not set and SKILL_MCP_SECRETS_DIR/API_TOKEN does not exist');
-    expect(refusedWhy(readSecretValue({}, 'API_TOKEN', undefined))).toContain('SKILL_MCP_SECRET_API_TOKEN is not set (and SKILL_MCP_SECRETS_DIR is not set)');
+    expect(refusedWhy(readSecretValue({}, 'API_TOKEN', undefined))).toContain(
+      'SKILL_MCP_SECRET_API_TOKEN is not set (and SKILL_MCP_SECRETS_DIR is not set)',
+    );
   });
 
   it.each([0o644, 0o640, 0o604, 0o660])('a file with mode %o is refused (others could read or write it)', (mode) => {
     const dir = folder();
     put(dir, 'API_TOKEN', VALUE, mode);
-    expect(refusedWhy(readSecretValue({ SKILL_MCP_SECRETS_DIR: dir }, 'API_TOKEN', undefined), dir)).toContain('must be readable by its owner only (chmod 600)');
+    expect(refusedWhy(readSecretValue({ SKILL_MCP_SECRETS_DIR: dir }, 'API_TOKEN', undefined), dir)).toContain(
+      'must be readable by its owner only (chmod 600)',
+    );
   });
 
   it.skipIf(!isRoot)('a file owned by another user is refused (root chowns it in the test)', () => {
     const dir = folder();
     chownSync(put(dir, 'API_TOKEN', VALUE), 40213, 40213);
-    expect(refusedWhy(readSecretValue({ SKILL_MCP_SECRETS_DIR: dir }, 'API_TOKEN', undefined), dir)).toContain('is owned by uid 40213, not by the runner\'s user');
+    expect(refusedWhy(readSecretValue({ SKILL_MCP_SECRETS_DIR: dir }, 'API_TOKEN', undefined), dir)).toContain(
+      "is owned by uid 40213, not by the runner's user",
+    );
   });
 
-  it('a symlink at the value\'s name is refused, even to a good file', () => {
+  it("a symlink at the value's name is refused, even to a good file", () => {
     const dir = folder();
     const real = put(folder(), 'real', VALUE);
     symlinkSync(real, join(dir, 'API_TOKEN'));
-    expect(refusedWhy(readSecretValue({ SKILL_MCP_SECRETS_DIR: dir }, 'API_TOKEN', undefined), dir)).toContain('values are never read through links');
+    expect(refusedWhy(readSecretValue({ SKILL_MCP_SECRETS_DIR: dir }, 'API_TOKEN', undefined), dir)).toContain(
+      'values are never read through links',
+    );
   });
 
   it('a second hard link to the file is refused', () => {
@@ -115,13 +125,13 @@ describe('standalone: the runner\'s environment or SKILL_MCP_SECRETS_DIR/<NAME>'
     expect(refusedWhy(readSecretValue({ SKILL_MCP_SECRETS_DIR: dir }, 'API_TOKEN', undefined), dir)).toContain('has 2 hard links');
   });
 
-  it('a FIFO at the value\'s name is refused without hanging the runner', () => {
+  it("a FIFO at the value's name is refused without hanging the runner", () => {
     const dir = folder();
     execFileSync('mkfifo', ['-m', '0600', join(dir, 'API_TOKEN')]);
     expect(refusedWhy(readSecretValue({ SKILL_MCP_SECRETS_DIR: dir }, 'API_TOKEN', undefined), dir)).toContain('is not a regular file');
   });
 
-  it('a folder at the value\'s name is refused', () => {
+  it("a folder at the value's name is refused", () => {
     const dir = folder();
     mkdirSync(join(dir, 'API_TOKEN'), { mode: 0o700 });
     expect(refusedWhy(readSecretValue({ SKILL_MCP_SECRETS_DIR: dir }, 'API_TOKEN', undefined), dir)).toContain('API_TOKEN');
@@ -130,7 +140,9 @@ describe('standalone: the runner\'s environment or SKILL_MCP_SECRETS_DIR/<NAME>'
   it('a too-short file value is refused', () => {
     const dir = folder();
     put(dir, 'API_TOKEN', 'abc\n');
-    expect(refusedWhy(readSecretValue({ SKILL_MCP_SECRETS_DIR: dir }, 'API_TOKEN', undefined), dir)).toContain('SKILL_MCP_SECRETS_DIR/API_TOKEN: the value is 3 bytes');
+    expect(refusedWhy(readSecretValue({ SKILL_MCP_SECRETS_DIR: dir }, 'API_TOKEN', undefined), dir)).toContain(
+      'SKILL_MCP_SECRETS_DIR/API_TOKEN: the value is 3 bytes',
+    );
   });
 });
 
@@ -139,11 +151,14 @@ describe('hosted with verified identities: a value per subject', () => {
     const dir = folder();
     put(dir, 'alice@example.com/API_TOKEN', 'alice-value-0001\n');
     put(dir, 'bob/API_TOKEN', 'bob-value-000002\n');
-    expect(readSecretValue({ SKILL_MCP_SECRETS_DIR: dir }, 'API_TOKEN', 'alice@example.com')).toEqual({ ok: true, value: 'alice-value-0001' });
+    expect(readSecretValue({ SKILL_MCP_SECRETS_DIR: dir }, 'API_TOKEN', 'alice@example.com')).toEqual({
+      ok: true,
+      value: 'alice-value-0001',
+    });
     expect(readSecretValue({ SKILL_MCP_SECRETS_DIR: dir }, 'API_TOKEN', 'bob')).toEqual({ ok: true, value: 'bob-value-000002' });
   });
 
-  it('the operator\'s value is not used for a subject unless SKILL_MCP_SECRETS_SHARED lists the name', () => {
+  it("the operator's value is not used for a subject unless SKILL_MCP_SECRETS_SHARED lists the name", () => {
     const dir = folder();
     put(dir, 'API_TOKEN', VALUE);
     const env = { SKILL_MCP_SECRETS_DIR: dir, SKILL_MCP_SECRET_OTHER: VALUE };
@@ -153,11 +168,11 @@ describe('hosted with verified identities: a value per subject', () => {
     expect(refusedWhy(readSecretValue(env, 'OTHER', 'carol'), dir)).toContain('not in SKILL_MCP_SECRETS_SHARED');
   });
 
-  it('a listed name falls back to the operator\'s value (variable or file) only when the subject has none', () => {
+  it("a listed name falls back to the operator's value (variable or file) only when the subject has none", () => {
     const dir = folder();
     put(dir, 'API_TOKEN', VALUE);
     put(dir, 'alice/API_TOKEN', 'alice-value-0001');
-    const env = { SKILL_MCP_SECRETS_DIR: dir, SKILL_MCP_SECRETS_SHARED: 'API_TOKEN, OTHER' , SKILL_MCP_SECRET_OTHER: 'other-shared-01' };
+    const env = { SKILL_MCP_SECRETS_DIR: dir, SKILL_MCP_SECRETS_SHARED: 'API_TOKEN, OTHER', SKILL_MCP_SECRET_OTHER: 'other-shared-01' };
     expect(readSecretValue(env, 'API_TOKEN', 'carol')).toEqual({ ok: true, value: VALUE });
     expect(readSecretValue(env, 'OTHER', 'carol')).toEqual({ ok: true, value: 'other-shared-01' });
     expect(readSecretValue(env, 'API_TOKEN', 'alice')).toEqual({ ok: true, value: 'alice-value-0001' });
@@ -167,14 +182,18 @@ describe('hosted with verified identities: a value per subject', () => {
     const dir = folder();
     put(dir, 'API_TOKEN', VALUE);
     put(dir, 'alice/API_TOKEN', 'alice-value-0001', 0o644);
-    expect(refusedWhy(readSecretValue({ SKILL_MCP_SECRETS_DIR: dir, SKILL_MCP_SECRETS_SHARED: 'API_TOKEN' }, 'API_TOKEN', 'alice'), dir)).toContain('SKILL_MCP_SECRETS_DIR/alice/API_TOKEN has mode 0644');
+    expect(
+      refusedWhy(readSecretValue({ SKILL_MCP_SECRETS_DIR: dir, SKILL_MCP_SECRETS_SHARED: 'API_TOKEN' }, 'API_TOKEN', 'alice'), dir),
+    ).toContain('SKILL_MCP_SECRETS_DIR/alice/API_TOKEN has mode 0644');
   });
 
-  it('a person\'s folder swapped for a link (to another person\'s folder) is refused', () => {
+  it("a person's folder swapped for a link (to another person's folder) is refused", () => {
     const dir = folder();
     put(dir, 'bob/API_TOKEN', 'bob-value-000002');
     symlinkSync(join(dir, 'bob'), join(dir, 'mallory'));
-    expect(refusedWhy(readSecretValue({ SKILL_MCP_SECRETS_DIR: dir }, 'API_TOKEN', 'mallory'), dir)).toContain('values are never read through links');
+    expect(refusedWhy(readSecretValue({ SKILL_MCP_SECRETS_DIR: dir }, 'API_TOKEN', 'mallory'), dir)).toContain(
+      'values are never read through links',
+    );
   });
 
   it('a subject spelling another folder reaches only its own encoded one', () => {
@@ -226,15 +245,35 @@ describe('placeholders', () => {
   });
 });
 
-describe('a run\'s secrets plan', () => {
+describe("a run's secrets plan", () => {
   const granted = [{ name: 'API_TOKEN', hosts: ['api.example.com'], header: 'Authorization', format: 'Bearer {value}' }];
   const proxied = planEgress('namespace', true, true, ['api.example.com']);
 
   it('binds the value with a fresh placeholder and adds the value to what redaction searches for', () => {
-    const plan = planSecrets({ env: { SKILL_MCP_SECRET_API_TOKEN: VALUE }, caller: undefined, granted, egress: proxied, isolation: 'namespace', what: 's/call.py' });
-    expect(plan).toMatchObject({ ok: true, bindings: [{ name: 'API_TOKEN', hosts: ['api.example.com'], header: 'Authorization', format: 'Bearer {value}', value: VALUE }], redact: [{ name: 'API_TOKEN', value: VALUE }] });
-    const again = planSecrets({ env: { SKILL_MCP_SECRET_API_TOKEN: VALUE }, caller: undefined, granted, egress: proxied, isolation: 'namespace', what: 's/call.py' });
-    expect((plan as { bindings: { placeholder: string }[] }).bindings[0]!.placeholder).not.toBe((again as { bindings: { placeholder: string }[] }).bindings[0]!.placeholder);
+    const plan = planSecrets({
+      env: { SKILL_MCP_SECRET_API_TOKEN: VALUE },
+      caller: undefined,
+      granted,
+      egress: proxied,
+      isolation: 'namespace',
+      what: 's/call.py',
+    });
+    expect(plan).toMatchObject({
+      ok: true,
+      bindings: [{ name: 'API_TOKEN', hosts: ['api.example.com'], header: 'Authorization', format: 'Bearer {value}', value: VALUE }],
+      redact: [{ name: 'API_TOKEN', value: VALUE }],
+    });
+    const again = planSecrets({
+      env: { SKILL_MCP_SECRET_API_TOKEN: VALUE },
+      caller: undefined,
+      granted,
+      egress: proxied,
+      isolation: 'namespace',
+      what: 's/call.py',
+    });
+    expect((plan as { bindings: { placeholder: string }[] }).bindings[0]!.placeholder).not.toBe(
+      (again as { bindings: { placeholder: string }[] }).bindings[0]!.placeholder,
+    );
   });
 
   it('no value: SECRET_MISSING naming the secret', () => {
@@ -249,13 +288,24 @@ describe('a run\'s secrets plan', () => {
     ['namespace without a bridge node', planEgress('namespace', true, false, ['api.example.com'])],
   ] as const)('at %s (no run proxy) a script with secrets is unavailable, with the value set or not', (level, egress) => {
     const isolation = level.split(' ')[0] as 'uid-sandbox';
-    const plan = planSecrets({ env: { SKILL_MCP_SECRET_API_TOKEN: VALUE }, caller: undefined, granted, egress, isolation, what: 's/call.py' });
+    const plan = planSecrets({
+      env: { SKILL_MCP_SECRET_API_TOKEN: VALUE },
+      caller: undefined,
+      granted,
+      egress,
+      isolation,
+      what: 's/call.py',
+    });
     expect(plan).toMatchObject({ ok: false, code: 'SANDBOX_UNAVAILABLE', reason: 'secrets-unavailable' });
     expect((plan as { message: string }).message).toContain('The value is never handed to the script instead');
     expect(JSON.stringify(plan)).not.toContain(VALUE);
   });
 
   it('for "any caller" (skill_list) no value is read', () => {
-    expect(planSecrets({ env: {}, caller: ANY_CALLER, granted, egress: proxied, isolation: 'namespace', what: 's/call.py' })).toEqual({ ok: true, bindings: [], redact: [] });
+    expect(planSecrets({ env: {}, caller: ANY_CALLER, granted, egress: proxied, isolation: 'namespace', what: 's/call.py' })).toEqual({
+      ok: true,
+      bindings: [],
+      redact: [],
+    });
   });
 });

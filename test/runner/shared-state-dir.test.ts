@@ -35,11 +35,16 @@ async function mint(runner: RunnerHandle, args: string[] = []): Promise<string> 
   return prepared.result.confirmToken;
 }
 
-const run = (runner: RunnerHandle, token: string, args: string[] = []) => runner.client.run({ skill: 's', script: 'a.js', args, confirmToken: token });
-const claimsOf = (token: string) => JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8')) as { jti: string; exp: number };
+const run = (runner: RunnerHandle, token: string, args: string[] = []) =>
+  runner.client.run({ skill: 's', script: 'a.js', args, confirmToken: token });
+const claimsOf = (token: string) =>
+  JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8')) as { jti: string; exp: number };
 
 function verify(stateDir: string): { status: number | null; stdout: string } {
-  const r = spawnSync(process.execPath, [BIN, 'audit', 'verify'], { encoding: 'utf8', env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', SKILL_MCP_STATE_DIR: stateDir } });
+  const r = spawnSync(process.execPath, [BIN, 'audit', 'verify'], {
+    encoding: 'utf8',
+    env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', SKILL_MCP_STATE_DIR: stateDir },
+  });
   return { status: r.status, stdout: r.stdout };
 }
 
@@ -98,14 +103,24 @@ describe('two runners on one state dir: the audit chain', () => {
     // 8 connections per runner at a time (a runner admits 16), each sending prepares back to back.
     const worker = async (r: RunnerHandle, w: number) => {
       const answers = [];
-      for (let i = 0; i < 8; i++) answers.push(await r.client.prepare(i % 4 === 0 ? { skill: 'nope', script: 'a.js', args: [] } : { skill: 's', script: 'a.js', args: [`${w}-${i}`] }));
+      for (let i = 0; i < 8; i++)
+        answers.push(
+          await r.client.prepare(
+            i % 4 === 0 ? { skill: 'nope', script: 'a.js', args: [] } : { skill: 's', script: 'a.js', args: [`${w}-${i}`] },
+          ),
+        );
       return answers;
     };
     const answers = (await Promise.all([a, b].flatMap((r) => Array.from({ length: 8 }, (_, w) => worker(r, w))))).flat();
     expect(answers.filter((x) => x.ok)).toHaveLength(96);
     const lines = auditLines(a.stateDir);
     expect(lines.filter((l) => l['event'] === 'run.prepare')).toHaveLength(128);
-    expect(lines.filter((l) => l['event'] === 'runner.start').map((l) => l['pid']).sort()).toEqual([a.proc.pid, b.proc.pid].sort());
+    expect(
+      lines
+        .filter((l) => l['event'] === 'runner.start')
+        .map((l) => l['pid'])
+        .sort(),
+    ).toEqual([a.proc.pid, b.proc.pid].sort());
     await expectOneChain(a.stateDir);
   });
 
@@ -125,7 +140,9 @@ describe('two runners on one state dir: the audit chain', () => {
     }
     busy = false;
     await hammer;
-    const starts = auditLines(stateDir).filter((l) => l['event'] === 'runner.start').slice(1);
+    const starts = auditLines(stateDir)
+      .filter((l) => l['event'] === 'runner.start')
+      .slice(1);
     // The anchor is written after each batch's fsync, outside the lock: a runner starting meanwhile
     // may find lines past it ('ahead', which verify accepts) — never a cut or rolled-back log.
     expect(starts).toHaveLength(3);
@@ -142,7 +159,14 @@ describe('two runners on one state dir: the audit chain', () => {
     // Taken the way a holder takes it (a whole file linked into place, EEXIST while another holds it):
     // writing the lock's path directly could land on the runner's own lock file of the moment, which
     // its release then deletes (CI once saw the lock vanish under the test that way).
-    const holder = spawn(process.execPath, ['-e', `const fs = require('fs'); const tmp = ${JSON.stringify(`${lock}.test-holder`)}; fs.writeFileSync(tmp, process.pid + ' 0123456789abcdef\\n'); const take = () => { try { fs.linkSync(tmp, ${JSON.stringify(lock)}); } catch (e) { if (e.code !== 'EEXIST') throw e; return setTimeout(take, 5); } fs.unlinkSync(tmp); console.log('held'); setInterval(() => {}, 1000); }; take();`], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const holder = spawn(
+      process.execPath,
+      [
+        '-e',
+        `const fs = require('fs'); const tmp = ${JSON.stringify(`${lock}.test-holder`)}; fs.writeFileSync(tmp, process.pid + ' 0123456789abcdef\\n'); const take = () => { try { fs.linkSync(tmp, ${JSON.stringify(lock)}); } catch (e) { if (e.code !== 'EEXIST') throw e; return setTimeout(take, 5); } fs.unlinkSync(tmp); console.log('held'); setInterval(() => {}, 1000); }; take();`,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
     await new Promise((ok) => holder.stdout!.once('data', ok));
     holder.kill('SIGKILL');
     await new Promise((ok) => holder.once('exit', ok));
@@ -201,7 +225,11 @@ describe('upgrade from the single spent-tokens file', () => {
     const expiredLongAgo = 'Zexpiredexpiredexpired';
     await first.stop();
     // What an earlier version left: `<jti> <exp>` lines (and no markers).
-    writeFileSync(join(stateDir, 'spent-tokens'), `${claimsOf(spentBefore).jti} ${claimsOf(spentBefore).exp}\n${expiredLongAgo} ${Date.now() - 86_400_000}\n`, { mode: 0o600 });
+    writeFileSync(
+      join(stateDir, 'spent-tokens'),
+      `${claimsOf(spentBefore).jti} ${claimsOf(spentBefore).exp}\n${expiredLongAgo} ${Date.now() - 86_400_000}\n`,
+      { mode: 0o600 },
+    );
     const [a, b] = await twoRunners(stateDir);
     expect(await run(a, spentBefore)).toMatchObject({ ok: false, error: { code: 'TOKEN_REUSED' } });
     expect(await run(b, spentBefore)).toMatchObject({ ok: false, error: { code: 'TOKEN_REUSED' } });

@@ -46,7 +46,9 @@ function safeStateParent(): string | undefined {
   const home = process.env['HOME'];
   if (!home) return undefined;
   try {
-    return sharedAncestor(join(home, '.')) === undefined && statSync(home).uid === process.getuid!() && (statSync(home).mode & 0o022) === 0 ? home : undefined;
+    return sharedAncestor(join(home, '.')) === undefined && statSync(home).uid === process.getuid!() && (statSync(home).mode & 0o022) === 0
+      ? home
+      : undefined;
   } catch {
     return undefined;
   }
@@ -54,10 +56,17 @@ function safeStateParent(): string | undefined {
 
 describe('a planted $TMPDIR/node_modules is never loaded by a run', () => {
   const stateParent = isRoot ? tempDir('state-parent') : safeStateParent();
-  const why = isRoot ? '' : 'HOME is missing or below a folder others may write (no place this uid owns that is safe to put the default scratch in)';
+  const why = isRoot
+    ? ''
+    : 'HOME is missing or below a folder others may write (no place this uid owns that is safe to put the default scratch in)';
   it.skipIf(!isRoot && stateParent === undefined)(`with the default scratch directory, require() does not reach it ${why}`, async () => {
     const stateDir = mkdtempSync(join(stateParent!, '.skill-mcp-shared-temp-'));
-    const runner = await startRunner({ env: { SKILLS_DIR: root, TMPDIR: shared }, stateDir, args: ['--uid-range', uidRange(22)], noScratch: true });
+    const runner = await startRunner({
+      env: { SKILLS_DIR: root, TMPDIR: shared },
+      stateDir,
+      args: ['--uid-range', uidRange(22)],
+      noScratch: true,
+    });
     try {
       const { result } = await prepareAndRun(runner.client, 'walker', 'main.js');
       const out = JSON.parse(text(result.stdout)) as Record<string, unknown>;
@@ -77,16 +86,23 @@ describe('a planted $TMPDIR/node_modules is never loaded by a run', () => {
     }
   });
 
-  it.skipIf(bwrapWorks)('the plant is real: a runner told to keep its scratch below /tmp warns, and without bubblewrap its runs load it', async () => {
-    const runner = await startRunner({ env: { SKILLS_DIR: root, TMPDIR: shared }, args: ['--uid-range', uidRange(22), '--scratch-dir', join(shared, `scratch-${process.pid}`)], noScratch: true });
-    try {
-      expect(runner.stderr()).toContain('other users may write to');
-      const { result } = await prepareAndRun(runner.client, 'walker', 'main.js');
-      expect((JSON.parse(text(result.stdout)) as Record<string, unknown>)['loaded']).toBe('PLANTED CODE RAN');
-    } finally {
-      await runner.stop();
-    }
-  });
+  it.skipIf(bwrapWorks)(
+    'the plant is real: a runner told to keep its scratch below /tmp warns, and without bubblewrap its runs load it',
+    async () => {
+      const runner = await startRunner({
+        env: { SKILLS_DIR: root, TMPDIR: shared },
+        args: ['--uid-range', uidRange(22), '--scratch-dir', join(shared, `scratch-${process.pid}`)],
+        noScratch: true,
+      });
+      try {
+        expect(runner.stderr()).toContain('other users may write to');
+        const { result } = await prepareAndRun(runner.client, 'walker', 'main.js');
+        expect((JSON.parse(text(result.stdout)) as Record<string, unknown>)['loaded']).toBe('PLANTED CODE RAN');
+      } finally {
+        await runner.stop();
+      }
+    },
+  );
 });
 
 describe('a scratch directory someone else made first', () => {
@@ -114,18 +130,26 @@ describe('a scratch directory someone else made first', () => {
     expect(choice.dir).not.toBe(theirs);
   });
 
-  it.skipIf(!isRoot)('another user who creates the old shared name in TMPDIR first does not stop the runner from running (root only)', async () => {
-    const tmp = tempDir('tmpdir');
-    const old = join(tmp, `skill-mcp-scratch-${process.getuid!()}`);
-    mkdirSync(old, { mode: 0o777 });
-    chownSync(old, OTHER_UID, OTHER_UID);
-    const stateDir = join(tempDir('state-parent'), 'state');
-    const runner = await startRunner({ env: { SKILLS_DIR: root, TMPDIR: tmp }, stateDir, args: ['--uid-range', uidRange(22)], noScratch: true });
-    try {
-      const { result } = await prepareAndRun(runner.client, 'walker', 'main.js');
-      expect(result.exitCode).toBe(0);
-    } finally {
-      await runner.stop();
-    }
-  });
+  it.skipIf(!isRoot)(
+    'another user who creates the old shared name in TMPDIR first does not stop the runner from running (root only)',
+    async () => {
+      const tmp = tempDir('tmpdir');
+      const old = join(tmp, `skill-mcp-scratch-${process.getuid!()}`);
+      mkdirSync(old, { mode: 0o777 });
+      chownSync(old, OTHER_UID, OTHER_UID);
+      const stateDir = join(tempDir('state-parent'), 'state');
+      const runner = await startRunner({
+        env: { SKILLS_DIR: root, TMPDIR: tmp },
+        stateDir,
+        args: ['--uid-range', uidRange(22)],
+        noScratch: true,
+      });
+      try {
+        const { result } = await prepareAndRun(runner.client, 'walker', 'main.js');
+        expect(result.exitCode).toBe(0);
+      } finally {
+        await runner.stop();
+      }
+    },
+  );
 });

@@ -8,10 +8,11 @@ import { parseSkillMd } from '../../shared/frontmatter.js';
 import { MAX_ENTRIES, SkillMdMemo } from '../../runner/requests/skill-md-memo.js';
 
 const MAX = 64 * 1024;
-const skillMd = (script: string): string => `---\nname: s\ndescription: test\nmcp-host:\n  version: 1\n  run:\n    - script: ${script}\n      interpreter: node\n---\nBody.\n`;
+const skillMd = (script: string): string =>
+  `---\nname: s\ndescription: test\nmcp-host:\n  version: 1\n  run:\n    - script: ${script}\n      interpreter: node\n---\nBody.\n`;
 
 describe('SkillMdMemo', () => {
-  it('answers what a fresh parse answers (frontmatter, and a broken mcp-host block\'s own error)', () => {
+  it("answers what a fresh parse answers (frontmatter, and a broken mcp-host block's own error)", () => {
     const memo = new SkillMdMemo();
     const good = skillMd('a.js');
     expect(memo.parse(good, MAX)).toEqual({ frontmatter: parseSkillMd(good, MAX).frontmatter });
@@ -38,7 +39,7 @@ describe('SkillMdMemo', () => {
     expect(JSON.stringify(after.frontmatter)).not.toContain('a.js');
   });
 
-  it('attack: a caller changing a remembered result fails at once instead of changing the next run\'s plan', () => {
+  it("attack: a caller changing a remembered result fails at once instead of changing the next run's plan", () => {
     const memo = new SkillMdMemo();
     const parsed = memo.parse(skillMd('a.js'), MAX);
     const run = ((parsed.frontmatter['mcp-host'] as Record<string, unknown>)['run'] as Record<string, unknown>[])[0]!;

@@ -37,7 +37,7 @@ function standIn(argv0: string, flag: string, path: string): number {
 }
 
 describe.skipIf(process.platform !== 'linux')('the sandboxes a dead runner left', () => {
-  it('lists a bubblewrap binding a dead runner\'s run folder (work or skill copy), with its uid; never a live runner\'s, another folder\'s or another program\'s', async () => {
+  it("lists a bubblewrap binding a dead runner's run folder (work or skill copy), with its uid; never a live runner's, another folder's or another program's", async () => {
     const stale = standIn('/usr/bin/bwrap', '--bind', join(scratch, `run-${deadPid}-${ID}`, 'work'));
     const staleCopy = standIn('bwrap', '--ro-bind', join(scratch, `run-${deadPid}-${ID}-skill`));
     // The vitest main process is alive: a runner of that pid is not gone.
@@ -50,6 +50,10 @@ describe.skipIf(process.platform !== 'linux')('the sandboxes a dead runner left'
     expect(found.map((p) => p.pid).sort()).toEqual([stale, staleCopy].sort());
     expect(found.every((p) => p.uid === process.getuid!())).toBe(true);
     // A trailing slash in the configured folder finds the same.
-    expect(staleSandboxes(`${scratch}/`).map((p) => p.pid).sort()).toEqual([stale, staleCopy].sort());
+    expect(
+      staleSandboxes(`${scratch}/`)
+        .map((p) => p.pid)
+        .sort(),
+    ).toEqual([stale, staleCopy].sort());
   });
 });

@@ -20,7 +20,7 @@ function deadPid(): number {
 }
 
 describe('stale scratch folders', () => {
-  it('a crashed runner\'s run folders are removed at start, counted in runner.start; symlinks, live runners\' and foreign folders are left', async () => {
+  it("a crashed runner's run folders are removed at start, counted in runner.start; symlinks, live runners' and foreign folders are left", async () => {
     const base = tempDir('stale');
     const scratch = join(base, 'scratch');
     const outside = tempDir('stale-outside');
@@ -63,22 +63,51 @@ describe('stale scratch folders', () => {
  * EACCES there, but the runner never does that before its scrub; one started under another uid
  * by setpriv is dumpable again after exec and scrubs fine.)
  */
-const READ_ONLY_PROC = ['unshare', '--mount', '--propagation', 'private', '--', 'sh', '-c', 'mount --bind /proc /proc && mount -o remount,bind,ro /proc && exec "$@"', 'unscrubbed-runner'];
+const READ_ONLY_PROC = [
+  'unshare',
+  '--mount',
+  '--propagation',
+  'private',
+  '--',
+  'sh',
+  '-c',
+  'mount --bind /proc /proc && mount -o remount,bind,ro /proc && exec "$@"',
+  'unscrubbed-runner',
+];
 const GRANT = JSON.stringify([{ skill: 's', script: 'a.js' }]);
 
 describe.skipIf(!isRoot)('an environ the runner could not scrub (root only: needs a mount namespace with a read-only /proc)', () => {
   it('hosted (MCP_SKILLS_PATH): describe says runs are not allowed, prepare and run are refused ENVIRON_UNSCRUBBED, audit says environ-unscrubbed', async () => {
-    const runner = await startRunner({ env: { MCP_SKILLS_PATH: skills, MCP_SKILL_RUN: GRANT }, spawnPrefix: READ_ONLY_PROC, args: ['--uid-range', uidRange(5)] });
+    const runner = await startRunner({
+      env: { MCP_SKILLS_PATH: skills, MCP_SKILL_RUN: GRANT },
+      spawnPrefix: READ_ONLY_PROC,
+      args: ['--uid-range', uidRange(5)],
+    });
     try {
       const described = await runner.client.describe();
-      expect(described).toMatchObject({ ok: true, result: { runsAllowed: false, environ: { scrubbed: false }, runsRefusedWhy: expect.stringContaining('environ-unscrubbed') } });
+      expect(described).toMatchObject({
+        ok: true,
+        result: { runsAllowed: false, environ: { scrubbed: false }, runsRefusedWhy: expect.stringContaining('environ-unscrubbed') },
+      });
       expect(described.ok && described.result.skills[0]!.scripts[0]).toMatchObject({ granted: true, runnable: false });
-      expect(await runner.client.prepare({ skill: 's', script: 'a.js', args: [] })).toMatchObject({ ok: false, error: { code: 'ENVIRON_UNSCRUBBED' } });
+      expect(await runner.client.prepare({ skill: 's', script: 'a.js', args: [] })).toMatchObject({
+        ok: false,
+        error: { code: 'ENVIRON_UNSCRUBBED' },
+      });
       // A token from anywhere does not help: the refusal comes before the token is even read.
-      expect(await runner.client.run({ skill: 's', script: 'a.js', args: [], confirmToken: 'skm1.x.y' })).toMatchObject({ ok: false, error: { code: 'ENVIRON_UNSCRUBBED' } });
+      expect(await runner.client.run({ skill: 's', script: 'a.js', args: [], confirmToken: 'skm1.x.y' })).toMatchObject({
+        ok: false,
+        error: { code: 'ENVIRON_UNSCRUBBED' },
+      });
       const lines = auditLines(runner.stateDir);
-      expect(lines.find((l) => l['event'] === 'runner.start')).toMatchObject({ environ_scrubbed: false, hosted: true, runs_refused: 'ENVIRON_UNSCRUBBED' });
-      expect(lines.filter((l) => l['event'] === 'run.reject')).toMatchObject([{ reason: 'environ-unscrubbed', skill: 's', script: 'a.js' }]);
+      expect(lines.find((l) => l['event'] === 'runner.start')).toMatchObject({
+        environ_scrubbed: false,
+        hosted: true,
+        runs_refused: 'ENVIRON_UNSCRUBBED',
+      });
+      expect(lines.filter((l) => l['event'] === 'run.reject')).toMatchObject([
+        { reason: 'environ-unscrubbed', skill: 's', script: 'a.js' },
+      ]);
       expect(lines.some((l) => l['event'] === 'run.accept')).toBe(false);
       expect(runner.stderr()).toMatch(/warning: could not zero the environ block \(EROFS\)/);
     } finally {
@@ -86,12 +115,20 @@ describe.skipIf(!isRoot)('an environ the runner could not scrub (root only: need
     }
   });
 
-  it('hosted (MCP_DATA_DIR) with MCP_SKILL_ALLOW_UNSCRUBBED=1: the owner\'s override lets granted runs through', async () => {
-    const runner = await startRunner({ env: { MCP_DATA_DIR: tempDir('data'), SKILLS_DIR: skills, MCP_SKILL_RUN: GRANT, MCP_SKILL_ALLOW_UNSCRUBBED: '1' }, spawnPrefix: READ_ONLY_PROC, args: ['--uid-range', uidRange(5)] });
+  it("hosted (MCP_DATA_DIR) with MCP_SKILL_ALLOW_UNSCRUBBED=1: the owner's override lets granted runs through", async () => {
+    const runner = await startRunner({
+      env: { MCP_DATA_DIR: tempDir('data'), SKILLS_DIR: skills, MCP_SKILL_RUN: GRANT, MCP_SKILL_ALLOW_UNSCRUBBED: '1' },
+      spawnPrefix: READ_ONLY_PROC,
+      args: ['--uid-range', uidRange(5)],
+    });
     try {
       expect(await runner.client.describe()).toMatchObject({ ok: true, result: { runsAllowed: true, environ: { scrubbed: false } } });
       expect(text((await prepareAndRun(runner.client, 's', 'a.js')).result.stdout)).toBe('ran');
-      expect(auditLines(runner.stateDir).find((l) => l['event'] === 'runner.start')).toMatchObject({ environ_scrubbed: false, hosted: true, runs_refused: null });
+      expect(auditLines(runner.stateDir).find((l) => l['event'] === 'runner.start')).toMatchObject({
+        environ_scrubbed: false,
+        hosted: true,
+        runs_refused: null,
+      });
     } finally {
       await runner.stop();
     }
@@ -103,7 +140,11 @@ describe.skipIf(!isRoot)('an environ the runner could not scrub (root only: need
       expect(await runner.client.describe()).toMatchObject({ ok: true, result: { runsAllowed: true, environ: { scrubbed: false } } });
       expect(text((await prepareAndRun(runner.client, 's', 'a.js')).result.stdout)).toBe('ran');
       expect(runner.stderr()).toMatch(/warning: could not zero the environ block/);
-      expect(auditLines(runner.stateDir).find((l) => l['event'] === 'runner.start')).toMatchObject({ environ_scrubbed: false, hosted: false, runs_refused: null });
+      expect(auditLines(runner.stateDir).find((l) => l['event'] === 'runner.start')).toMatchObject({
+        environ_scrubbed: false,
+        hosted: false,
+        runs_refused: null,
+      });
     } finally {
       await runner.stop();
     }

@@ -11,7 +11,9 @@ import { isRoot, prepareAndRun, runUid, slotsFree, startRunner, tempDir, writeSk
 import type { RunnerHandle } from './harness.js';
 
 const FIRST = 61500; // a range of its own (other runner tests use 61184-61439)
-const skills = writeSkills({ s: { run: [{ script: 'a.js', interpreter: 'node', timeout: 5 }], files: { 'a.js': 'process.stdout.write(String(process.getuid()))' } } });
+const skills = writeSkills({
+  s: { run: [{ script: 'a.js', interpreter: 'node', timeout: 5 }], files: { 'a.js': 'process.stdout.write(String(process.getuid()))' } },
+});
 const started: RunnerHandle[] = [];
 afterEach(async () => {
   for (const r of started.splice(0)) await r.stop();

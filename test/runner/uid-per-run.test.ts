@@ -103,7 +103,13 @@ describe.skipIf(!isRoot)('one uid per live run (root only: only a root runner gi
     mkdirSync(claims, { mode: 0o700 });
     chmodSync(claims, 0o700);
     const r = await startRunner({
-      env: { SKILLS_DIR: skills, SKILL_MCP_MAX_RUNS: '32', SKILL_MCP_RUNS_PER_CLIENT: '32', SKILL_MCP_RUN_QUEUE_MS: '30000', SKILL_MCP_UID_CLAIM_DIR: claims },
+      env: {
+        SKILLS_DIR: skills,
+        SKILL_MCP_MAX_RUNS: '32',
+        SKILL_MCP_RUNS_PER_CLIENT: '32',
+        SKILL_MCP_RUN_QUEUE_MS: '30000',
+        SKILL_MCP_UID_CLAIM_DIR: claims,
+      },
       args: ['--uid-range', range],
     });
     runners.push(r);
@@ -149,7 +155,11 @@ describe.skipIf(!isRoot)('one uid per live run (root only: only a root runner gi
       if (answer.ok) expect(JSON.parse(text(answer.result.stdout))).toEqual({ uid: s.uid });
       expect(leftover(held[i]!), `held run ${i}'s own leftover is reaped`).toBeUndefined();
       for (const [j, other] of holding.entries()) {
-        if (j > i) expect(alive(other.parent) && alive(other.pid), `held run ${j} (uid ${other.uid}) survives run ${i}'s cleanup (uid ${s.uid})`).toBe(true);
+        if (j > i)
+          expect(
+            alive(other.parent) && alive(other.pid),
+            `held run ${j} (uid ${other.uid}) survives run ${i}'s cleanup (uid ${s.uid})`,
+          ).toBe(true);
       }
     }
 

@@ -43,7 +43,7 @@ describe('one uid per live run', () => {
     await expect(p.take()).rejects.toThrow(expect.objectContaining({ code: 'BUSY' }));
   });
 
-  it('attack: a uid whose run folder could not be removed is never handed out again (its files would be the next run\'s), and its claim stays', async () => {
+  it("attack: a uid whose run folder could not be removed is never handed out again (its files would be the next run's), and its claim stays", async () => {
     const { pool: p, dir } = pool(2);
     const [left, other] = [await p.take(), await p.take()];
     await p.release(left, true, true);

@@ -42,17 +42,21 @@ describe('what the inputs take', () => {
   it('inputs that fill the workspace by themselves are refused, naming the variable', () => {
     expect(inputsCapProblem(['a'], [MIB], { bytes: MIB, files: 10 })).toBeUndefined();
     expect(inputsCapProblem(['a'], [MIB + 1], { bytes: MIB, files: 10 })).toMatch(/SKILL_MCP_RUN_WORKSPACE_BYTES\); nothing was run$/);
-    expect(inputsCapProblem(['d/a', 'd/b'], [1, 1], { bytes: MIB, files: 2 })).toMatch(/3 entries .*SKILL_MCP_RUN_WORKSPACE_FILES\); nothing was run$/);
+    expect(inputsCapProblem(['d/a', 'd/b'], [1, 1], { bytes: MIB, files: 2 })).toMatch(
+      /3 entries .*SKILL_MCP_RUN_WORKSPACE_FILES\); nothing was run$/,
+    );
   });
 
   it('the note names the cap, how it was kept, and whether the run was stopped', () => {
     const cap = { bytes: 100, files: 5 };
     expect(workspaceFullNote('bytes', 'tmpfs', cap, undefined, false)).toMatch(/reached its cap of 100 bytes .*No space left on device/);
-    expect(workspaceFullNote('files', 'watch', cap, 'more than 5 files and folders', true)).toMatch(/^the run was stopped: its workspace went past its cap of 5 files and folders/);
+    expect(workspaceFullNote('files', 'watch', cap, 'more than 5 files and folders', true)).toMatch(
+      /^the run was stopped: its workspace went past its cap of 5 files and folders/,
+    );
   });
 });
 
-describe('the watcher\'s walk', () => {
+describe("the watcher's walk", () => {
   it('sums real usage: a sparse file counts its blocks, not its apparent size', async () => {
     const ws = workspace();
     const fd = openSync(join(ws.dir, 'sparse'), 'w');
@@ -74,7 +78,10 @@ describe('the watcher\'s walk', () => {
     expect(await measureWorkspace(ws, { bytes: MIB, files: 100 }, true)).toMatchObject({ over: 'bytes', files: 1 });
     mkdirSync(join(ws.dir, 'many'));
     for (let i = 0; i < 40; i += 1) writeFileSync(join(ws.dir, 'many', String(i)), '');
-    expect(await measureWorkspace(ws, { bytes: 8 * MIB, files: 41 }, false, 3)).toMatchObject({ over: 'files', why: 'more than 41 files and folders' });
+    expect(await measureWorkspace(ws, { bytes: 8 * MIB, files: 41 }, false, 3)).toMatchObject({
+      over: 'files',
+      why: 'more than 41 files and folders',
+    });
     expect(await measureWorkspace(ws, { bytes: 8 * MIB, files: 42 }, false, 3)).toEqual({ bytes: expect.any(Number), files: 42 });
   });
 
@@ -101,19 +108,31 @@ describe('the watcher\'s walk', () => {
     const elsewhere = workspace();
     renameSync(ws.dir, `${ws.dir}-moved`);
     made.push(`${ws.dir}-moved`);
-    expect(await measureWorkspace(ws, { bytes: MIB, files: 100 })).toMatchObject({ over: 'unmeasurable', why: expect.stringMatching(/moved or removed/) });
+    expect(await measureWorkspace(ws, { bytes: MIB, files: 100 })).toMatchObject({
+      over: 'unmeasurable',
+      why: expect.stringMatching(/moved or removed/),
+    });
     symlinkSync(elsewhere.dir, ws.dir);
-    expect(await measureWorkspace(ws, { bytes: MIB, files: 100 })).toMatchObject({ over: 'unmeasurable', why: expect.stringMatching(/replaced its workspace folder/) });
+    expect(await measureWorkspace(ws, { bytes: MIB, files: 100 })).toMatchObject({
+      over: 'unmeasurable',
+      why: expect.stringMatching(/replaced its workspace folder/),
+    });
     rmSync(ws.dir);
   });
 
-  it.skipIf(process.getuid?.() === 0)('attack: a folder made unreadable to hide what is in it counts as over (root reads it anyway)', async () => {
-    const ws = workspace();
-    mkdirSync(join(ws.dir, 'locked'));
-    writeFileSync(join(ws.dir, 'locked', 'hidden'), Buffer.alloc(MIB, 1));
-    chmodSync(join(ws.dir, 'locked'), 0);
-    expect(await measureWorkspace(ws, { bytes: 8 * MIB, files: 100 })).toMatchObject({ over: 'unmeasurable', why: expect.stringMatching(/cannot be read \(EACCES\)/) });
-  });
+  it.skipIf(process.getuid?.() === 0)(
+    'attack: a folder made unreadable to hide what is in it counts as over (root reads it anyway)',
+    async () => {
+      const ws = workspace();
+      mkdirSync(join(ws.dir, 'locked'));
+      writeFileSync(join(ws.dir, 'locked', 'hidden'), Buffer.alloc(MIB, 1));
+      chmodSync(join(ws.dir, 'locked'), 0);
+      expect(await measureWorkspace(ws, { bytes: 8 * MIB, files: 100 })).toMatchObject({
+        over: 'unmeasurable',
+        why: expect.stringMatching(/cannot be read \(EACCES\)/),
+      });
+    },
+  );
 });
 
 describe('mountinfo', () => {
@@ -125,7 +144,12 @@ describe('mountinfo', () => {
   ].join('\n');
 
   it('reads mount points with their escapes undone', () => {
-    expect(mountPoints(info)).toEqual(['/proc', '/srv/scratch dir/run-1-00/work', '/srv/scratch dir/run-1-00/work/inner', '/srv/scratch dir/run-1-000']);
+    expect(mountPoints(info)).toEqual([
+      '/proc',
+      '/srv/scratch dir/run-1-00/work',
+      '/srv/scratch dir/run-1-00/work/inner',
+      '/srv/scratch dir/run-1-000',
+    ]);
   });
 
   it('finds what is at or below a folder (not a sibling that shares its prefix), the last mounted first', () => {
@@ -136,7 +160,7 @@ describe('mountinfo', () => {
     expect(mountsAtOrBelow(at, ours)).toEqual([`${at}/work/inner`, `${at}/work`]);
   });
 
-  it('the tmpfs options: the caps (one inode more, for its root folder), the run\'s own, private', () => {
+  it("the tmpfs options: the caps (one inode more, for its root folder), the run's own, private", () => {
     expect(tmpfsData({ bytes: 8 * MIB, files: 200 }, 61234)).toBe('size=8388608,nr_inodes=201,mode=0700,uid=61234,gid=61234');
   });
 });

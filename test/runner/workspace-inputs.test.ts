@@ -10,7 +10,11 @@ import { writeWorkspaceSkill } from '../e2e/workspace-skill.js';
 
 let runner: RunnerHandle;
 const sha = (bytes: Uint8Array | string): string => createHash('sha256').update(bytes).digest('hex');
-const digest = (path: string, text: string): { path: string; size: number; sha256: string } => ({ path, size: Buffer.byteLength(text), sha256: sha(text) });
+const digest = (path: string, text: string): { path: string; size: number; sha256: string } => ({
+  path,
+  size: Buffer.byteLength(text),
+  sha256: sha(text),
+});
 
 beforeAll(async () => {
   const skills = tempDir('ws-inputs');
@@ -38,12 +42,19 @@ describe('the runner re-checks every input', () => {
   });
 
   it('attack: more input than SKILL_MCP_RUN_INPUT_BYTES (stdin counts) is refused TOO_LARGE at prepare and at run', async () => {
-    const prepared = await runner.client.prepare({ ...base, inputs: { files: [digest('data.txt', 'x'.repeat(600))], stdin: { size: 600, sha256: sha('y'.repeat(600)) } } });
+    const prepared = await runner.client.prepare({
+      ...base,
+      inputs: { files: [digest('data.txt', 'x'.repeat(600))], stdin: { size: 600, sha256: sha('y'.repeat(600)) } },
+    });
     expect(prepared.ok).toBe(false);
     if (!prepared.ok) expect(prepared.error.code).toBe('TOO_LARGE');
     const small = await runner.client.prepare({ ...base, inputs: { files: [digest('data.txt', 'x')] } });
     if (!small.ok) throw new Error(small.error.message);
-    const ran = await runner.client.run({ ...base, confirmToken: small.result.confirmToken, files: [{ path: 'data.txt', bytes: Buffer.alloc(2000) }] });
+    const ran = await runner.client.run({
+      ...base,
+      confirmToken: small.result.confirmToken,
+      files: [{ path: 'data.txt', bytes: Buffer.alloc(2000) }],
+    });
     expect(ran.ok).toBe(false);
     if (!ran.ok) expect(ran.error.code).toBe('TOO_LARGE');
   });
@@ -52,7 +63,14 @@ describe('the runner re-checks every input', () => {
     const prepared = await runner.client.prepare({ ...base, inputs: { files: [digest('data.txt', 'approved'), digest('same.txt', '')] } });
     if (!prepared.ok) throw new Error(prepared.error.message);
     const accepted = auditLines(runner.stateDir).filter((l) => l['event'] === 'run.accept').length;
-    const ran = await runner.client.run({ ...base, confirmToken: prepared.result.confirmToken, files: [{ path: 'data.txt', bytes: Buffer.from('tampered') }, { path: 'same.txt', bytes: Buffer.alloc(0) }] });
+    const ran = await runner.client.run({
+      ...base,
+      confirmToken: prepared.result.confirmToken,
+      files: [
+        { path: 'data.txt', bytes: Buffer.from('tampered') },
+        { path: 'same.txt', bytes: Buffer.alloc(0) },
+      ],
+    });
     expect(ran.ok).toBe(false);
     if (ran.ok) return;
     expect(ran.error.code).toBe('DRAFT_CHANGED');
@@ -61,11 +79,26 @@ describe('the runner re-checks every input', () => {
   });
 
   it('the approved bytes run, and the run lines record inputs and outputs by name, size and digest', async () => {
-    const prepared = await runner.client.prepare({ ...base, inputs: { files: [digest('data.txt', 'one\n'), digest('same.txt', 'same\n')] } });
+    const prepared = await runner.client.prepare({
+      ...base,
+      inputs: { files: [digest('data.txt', 'one\n'), digest('same.txt', 'same\n')] },
+    });
     if (!prepared.ok) throw new Error(prepared.error.message);
-    const ran = await runner.client.run({ ...base, confirmToken: prepared.result.confirmToken, files: [{ path: 'data.txt', bytes: Buffer.from('one\n') }, { path: 'same.txt', bytes: Buffer.from('same\n') }] }, { timeoutMs: prepared.result.willRun.timeoutMs });
+    const ran = await runner.client.run(
+      {
+        ...base,
+        confirmToken: prepared.result.confirmToken,
+        files: [
+          { path: 'data.txt', bytes: Buffer.from('one\n') },
+          { path: 'same.txt', bytes: Buffer.from('same\n') },
+        ],
+      },
+      { timeoutMs: prepared.result.willRun.timeoutMs },
+    );
     if (!ran.ok) throw new Error(ran.error.message);
-    expect(ran.result.files?.map((f) => [f.path, f.size, f.sha256, Buffer.from(f.bytes ?? []).toString()])).toEqual([['data.txt', 9, sha('one\nmore\n'), 'one\nmore\n']]);
+    expect(ran.result.files?.map((f) => [f.path, f.size, f.sha256, Buffer.from(f.bytes ?? []).toString()])).toEqual([
+      ['data.txt', 9, sha('one\nmore\n'), 'one\nmore\n'],
+    ]);
     const lines = auditLines(runner.stateDir).filter((l) => l['run_id'] === ran.result.runId);
     expect(lines.find((l) => l['event'] === 'run.accept')?.['inputs']).toEqual([digest('data.txt', 'one\n'), digest('same.txt', 'same\n')]);
     expect(lines.find((l) => l['event'] === 'run.exit')?.['outputs']).toEqual([{ path: 'data.txt', size: 9, sha256: sha('one\nmore\n') }]);

@@ -8,7 +8,18 @@
  * not read, not overwritten.
  */
 import { createHash } from 'node:crypto';
-import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -34,7 +45,11 @@ function setup(text: string) {
 
 /** Starts a front at wall-clock `at`: loads the index, digests the file, saves, as the catalog does. */
 function start(dir: string, indexPath: string, at: number, warnings: string[] = []) {
-  const index = DigestIndex.load(indexPath, (m) => warnings.push(m), () => at);
+  const index = DigestIndex.load(
+    indexPath,
+    (m) => warnings.push(m),
+    () => at,
+  );
   const digest = digestServedFile(dir, 'a.md', 1024 * 1024, scratch, index);
   index.save();
   return { index, digest, warnings };
@@ -48,7 +63,11 @@ describe('a remembered digest is never published for changed bytes', () => {
     // Second start, 3 s later: the state is the same but was first seen at 0 and hashed at 0 — hashed again, now settled.
     start(dir, index, 3_000);
     // Third start: reused. Proven by the index answering for the file's current state.
-    const third = DigestIndex.load(index, () => undefined, () => 6_000);
+    const third = DigestIndex.load(
+      index,
+      () => undefined,
+      () => 6_000,
+    );
     const st = statSync(join(dir, 'a.md'), { bigint: true });
     expect(third.lookup(`${dir}\0a.md`, `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`)).toBe(sha('version one\n'));
   });
@@ -73,28 +92,69 @@ describe('a remembered digest is never published for changed bytes', () => {
   it('a change in the same tick as the hash (same size and times) is not hidden: an unsettled digest is taken again', () => {
     const path = join(base, `index-${n++}.json`);
     // As the filesystem would leave it: two writes within one timestamp tick, the digest taken between them.
-    const first = DigestIndex.load(path, () => undefined, () => 10_000);
+    const first = DigestIndex.load(
+      path,
+      () => undefined,
+      () => 10_000,
+    );
     const at = first.begin('k', 'S');
     first.record('k', 'S', at, sha('between the writes'));
     first.save();
     // Next start within the settling time of that state, or long after: the digest was taken in
     // the tick the state was first seen, so it is not trusted; the file is read again.
-    for (const later of [10_500, 100_000]) expect(DigestIndex.load(path, () => undefined, () => later).lookup('k', 'S')).toBeUndefined();
+    for (const later of [10_500, 100_000])
+      expect(
+        DigestIndex.load(
+          path,
+          () => undefined,
+          () => later,
+        ).lookup('k', 'S'),
+      ).toBeUndefined();
     // Hashed again long after first seen: that digest is trusted from then on.
-    const second = DigestIndex.load(path, () => undefined, () => 100_000);
+    const second = DigestIndex.load(
+      path,
+      () => undefined,
+      () => 100_000,
+    );
     second.record('k', 'S', second.begin('k', 'S'), sha('after the second write'));
     second.save();
-    expect(DigestIndex.load(path, () => undefined, () => 200_000).lookup('k', 'S')).toBe(sha('after the second write'));
-    expect(DigestIndex.load(path, () => undefined, () => 200_000).lookup('k', 'S2')).toBeUndefined();
+    expect(
+      DigestIndex.load(
+        path,
+        () => undefined,
+        () => 200_000,
+      ).lookup('k', 'S'),
+    ).toBe(sha('after the second write'));
+    expect(
+      DigestIndex.load(
+        path,
+        () => undefined,
+        () => 200_000,
+      ).lookup('k', 'S2'),
+    ).toBeUndefined();
   });
 
   it('files not seen in a start are forgotten by its save', () => {
     const path = join(base, `index-${n++}.json`);
-    const first = DigestIndex.load(path, () => undefined, () => 0);
+    const first = DigestIndex.load(
+      path,
+      () => undefined,
+      () => 0,
+    );
     first.record('gone', 'S', { firstSeen: 0, hashedAt: 5_000 }, sha('x'));
     first.save();
-    DigestIndex.load(path, () => undefined, () => 10_000).save();
-    expect(DigestIndex.load(path, () => undefined, () => 20_000).lookup('gone', 'S')).toBeUndefined();
+    DigestIndex.load(
+      path,
+      () => undefined,
+      () => 10_000,
+    ).save();
+    expect(
+      DigestIndex.load(
+        path,
+        () => undefined,
+        () => 20_000,
+      ).lookup('gone', 'S'),
+    ).toBeUndefined();
   });
 });
 
@@ -115,7 +175,13 @@ describe('an unchanged start does not rewrite the index; any difference does', (
     start(dir, index, 6_000);
     expect(inode(index)).toBe(written);
     expect(readFileSync(index).equals(was)).toBe(true);
-    expect(DigestIndex.load(index, () => undefined, () => 9_000).lookup(`${dir}\0a.md`, stateOf(join(dir, 'a.md')))).toBe(sha('same\n'));
+    expect(
+      DigestIndex.load(
+        index,
+        () => undefined,
+        () => 9_000,
+      ).lookup(`${dir}\0a.md`, stateOf(join(dir, 'a.md'))),
+    ).toBe(sha('same\n'));
   });
 
   it('a changed file (hashed again) is written', () => {
@@ -134,11 +200,21 @@ describe('an unchanged start does not rewrite the index; any difference does', (
     start(dir, index, 0);
     start(dir, index, 3_000);
     const key = `${dir}\0a.md`;
-    const loaded = DigestIndex.load(index, () => undefined, () => 6_000);
+    const loaded = DigestIndex.load(
+      index,
+      () => undefined,
+      () => 6_000,
+    );
     expect(loaded.lookup(key, stateOf(join(dir, 'a.md')))).toBe(sha('x\n'));
     loaded.forget(key);
     loaded.save();
-    expect(DigestIndex.load(index, () => undefined, () => 9_000).lookup(key, stateOf(join(dir, 'a.md')))).toBeUndefined();
+    expect(
+      DigestIndex.load(
+        index,
+        () => undefined,
+        () => 9_000,
+      ).lookup(key, stateOf(join(dir, 'a.md'))),
+    ).toBeUndefined();
   });
 
   it('an entry not looked up this start is dropped by a write', () => {
@@ -146,7 +222,11 @@ describe('an unchanged start does not rewrite the index; any difference does', (
     start(dir, index, 0);
     start(dir, index, 3_000);
     const written = inode(index);
-    DigestIndex.load(index, () => undefined, () => 6_000).save();
+    DigestIndex.load(
+      index,
+      () => undefined,
+      () => 6_000,
+    ).save();
     expect(inode(index)).not.toBe(written);
     expect(JSON.parse(readFileSync(index, 'utf8')).rows).toEqual([]);
   });
@@ -163,9 +243,11 @@ describe('an unchanged start does not rewrite the index; any difference does', (
     }
   });
 
-  it('parses remembered by another build are replaced by this build\'s', async () => {
+  it("parses remembered by another build are replaced by this build's", async () => {
     const path = join(base, `index-${n++}.json`);
-    writeFileSync(path, JSON.stringify({ version: 2, build: 'another build', rows: [], parsed: [['k', '{"frontmatter":{}}']] }), { mode: 0o600 });
+    writeFileSync(path, JSON.stringify({ version: 2, build: 'another build', rows: [], parsed: [['k', '{"frontmatter":{}}']] }), {
+      mode: 0o600,
+    });
     DigestIndex.load(path, () => undefined).save();
     const after = JSON.parse(readFileSync(path, 'utf8'));
     expect(after.build).not.toBe('another build');
@@ -174,14 +256,28 @@ describe('an unchanged start does not rewrite the index; any difference does', (
 
   it('a parse remembered afresh (the remembered one was not usable) is written', () => {
     const path = join(base, `index-${n++}.json`);
-    const first = DigestIndex.load(path, () => undefined, () => 0);
+    const first = DigestIndex.load(
+      path,
+      () => undefined,
+      () => 0,
+    );
     first.rememberParsedSkillMd('k', '{"old":1}');
     first.save();
-    const second = DigestIndex.load(path, () => undefined, () => 1);
+    const second = DigestIndex.load(
+      path,
+      () => undefined,
+      () => 1,
+    );
     expect(second.parsedSkillMd('k')).toBe('{"old":1}');
     second.rememberParsedSkillMd('k', '{"new":1}');
     second.save();
-    expect(DigestIndex.load(path, () => undefined, () => 2).parsedSkillMd('k')).toBe('{"new":1}');
+    expect(
+      DigestIndex.load(
+        path,
+        () => undefined,
+        () => 2,
+      ).parsedSkillMd('k'),
+    ).toBe('{"new":1}');
   });
 });
 
@@ -240,12 +336,20 @@ describe('a remembered SKILL.md parse is used only for the same text, by the sam
 
   it('a start of the same build reuses the parse; a different text is parsed afresh', async () => {
     const path = join(base, `index-${n++}.json`);
-    const first = DigestIndex.load(path, () => undefined, () => 0);
+    const first = DigestIndex.load(
+      path,
+      () => undefined,
+      () => 0,
+    );
     const record = await scanWith(first);
     expect(record.frontmatter).toEqual({ name: 'memo', description: 'remembered' });
     expect(record.headings).toEqual(['Heading one']);
     first.save();
-    const second = DigestIndex.load(path, () => undefined, () => 1);
+    const second = DigestIndex.load(
+      path,
+      () => undefined,
+      () => 1,
+    );
     const key = `${DEFAULT_CATALOG_LIMITS.maxFrontmatterBytes}:${sha(skillMd)}`;
     expect(JSON.parse(second.parsedSkillMd(key)!)).toMatchObject({ frontmatter: { name: 'memo' }, headings: ['Heading one'] });
     const other = await scanWith(second, skillMd.replace('remembered', 'edited'));
@@ -254,12 +358,17 @@ describe('a remembered SKILL.md parse is used only for the same text, by the sam
 
   it('a parse remembered by another build (another program file or Node) is not reused', () => {
     const path = join(base, `index-${n++}.json`);
-    writeFileSync(path, JSON.stringify({ version: 2, build: 'another build', rows: [], parsed: [['k', '{"frontmatter":{}}']] }), { mode: 0o600 });
+    writeFileSync(path, JSON.stringify({ version: 2, build: 'another build', rows: [], parsed: [['k', '{"frontmatter":{}}']] }), {
+      mode: 0o600,
+    });
     expect(DigestIndex.load(path, () => undefined).parsedSkillMd('k')).toBeUndefined();
   });
 
   it('a remembered value that is not a parse (an index written by something else) is ignored: the text is parsed', async () => {
-    const garbage: ScanMemory = { parsedSkillMd: () => '{"frontmatter":"not a mapping","bom":false,"headings":[]}', rememberParsedSkillMd: () => undefined };
+    const garbage: ScanMemory = {
+      parsedSkillMd: () => '{"frontmatter":"not a mapping","bom":false,"headings":[]}',
+      rememberParsedSkillMd: () => undefined,
+    };
     const record = await scanWith(garbage);
     expect(record.frontmatter).toEqual({ name: 'memo', description: 'remembered' });
   });
@@ -270,7 +379,12 @@ describe('a warm start takes SKILL.md from the index only on the evidence its di
   const limits = DEFAULT_CATALOG_LIMITS;
   const keyOf = (digest: string): string => `${limits.maxFrontmatterBytes}:${digest}`;
   /** A parse as the index would hold it, but saying something the file does not: shows whether the file was read. */
-  const fromMemory = JSON.stringify({ frontmatter: { name: 'memo', description: 'from memory' }, bom: false, validUtf8: true, headings: ['Remembered'] });
+  const fromMemory = JSON.stringify({
+    frontmatter: { name: 'memo', description: 'from memory' },
+    bom: false,
+    validUtf8: true,
+    headings: ['Remembered'],
+  });
 
   function folder(text = skillMd) {
     const dir = mkdtempSync(join(base, 'warm-md-'));
@@ -285,10 +399,14 @@ describe('a warm start takes SKILL.md from the index only on the evidence its di
     const memory: ScanMemory = {
       parsedSkillMd: (key) => parses[key],
       rememberParsedSkillMd: (key) => void remembered.push(key),
-      ...(walked ? { walkedDigest: (realDir: string, rel: string, state: string) => {
-        asked.push(rel);
-        return realDir === dir && rel === 'SKILL.md' && state === stateOfFile(join(dir, 'SKILL.md')) ? digest : undefined;
-      } } : {}),
+      ...(walked
+        ? {
+            walkedDigest: (realDir: string, rel: string, state: string) => {
+              asked.push(rel);
+              return realDir === dir && rel === 'SKILL.md' && state === stateOfFile(join(dir, 'SKILL.md')) ? digest : undefined;
+            },
+          }
+        : {}),
     };
     return { memory, remembered, asked };
   }
@@ -307,9 +425,11 @@ describe('a warm start takes SKILL.md from the index only on the evidence its di
     expect(record?.published).toBe(true);
   });
 
-  it('no settled digest for the walked state (changed, or not yet settled): read, and keyed by the bytes\' own digest', async () => {
+  it("no settled digest for the walked state (changed, or not yet settled): read, and keyed by the bytes' own digest", async () => {
     const { dir, found } = folder();
-    const { memory, remembered } = memoryFor(dir, undefined, { [keyOf(sha(skillMd))]: fromMemory.replace('from memory', 'parse of these bytes') });
+    const { memory, remembered } = memoryFor(dir, undefined, {
+      [keyOf(sha(skillMd))]: fromMemory.replace('from memory', 'parse of these bytes'),
+    });
     const { record } = await scanSkill(found, limits, undefined, memory);
     // The parse cache is still used, by the hash of what was read.
     expect(record?.description).toBe('parse of these bytes');
@@ -317,7 +437,7 @@ describe('a warm start takes SKILL.md from the index only on the evidence its di
     expect(remembered).toEqual([]);
   });
 
-  it('a settled digest whose parse is not remembered: read and parsed, remembered under the digest of the bytes read, never under the index\'s', async () => {
+  it("a settled digest whose parse is not remembered: read and parsed, remembered under the digest of the bytes read, never under the index's", async () => {
     const { dir, found } = folder();
     const stale = sha('what the index believes the file holds');
     const { memory, remembered } = memoryFor(dir, stale, {});
@@ -355,10 +475,21 @@ describe('a warm start takes SKILL.md from the index only on the evidence its di
     utimesSync(file, SECONDS, SECONDS);
     const path = join(base, `index-${n++}.json`);
     const startAt = async (at: number) => {
-      const index = DigestIndex.load(path, () => undefined, () => at);
-      const memory: ScanMemory = { parsedSkillMd: (k) => index.parsedSkillMd(k), rememberParsedSkillMd: (k, j) => index.rememberParsedSkillMd(k, j), walkedDigest: (d, rel, state) => index.lookup(`${d}\0${rel}`, state) };
+      const index = DigestIndex.load(
+        path,
+        () => undefined,
+        () => at,
+      );
+      const memory: ScanMemory = {
+        parsedSkillMd: (k) => index.parsedSkillMd(k),
+        rememberParsedSkillMd: (k, j) => index.rememberParsedSkillMd(k, j),
+        walkedDigest: (d, rel, state) => index.lookup(`${d}\0${rel}`, state),
+      };
       const { record } = await scanSkill(found, limits, undefined, memory);
-      digestServedFile(dir, 'SKILL.md', 1024 * 1024, scratch, index, { state: record!.fileStates!.get('SKILL.md')!, size: record!.files[0]!.size });
+      digestServedFile(dir, 'SKILL.md', 1024 * 1024, scratch, index, {
+        state: record!.fileStates!.get('SKILL.md')!,
+        size: record!.files[0]!.size,
+      });
       index.save();
       return record!;
     };
@@ -380,7 +511,7 @@ describe('a warm start takes SKILL.md from the index only on the evidence its di
 });
 
 describe('where the index lives by default (server/start.ts digestIndexPath)', () => {
-  it('in a standalone front\'s own state folder; off when asked, hosted, or when the folder is not closed to others', () => {
+  it("in a standalone front's own state folder; off when asked, hosted, or when the folder is not closed to others", () => {
     const state = mkdtempSync(join(base, 'state-'));
     chmodSync(state, 0o700);
     expect(digestIndexPath({ SKILL_MCP_STATE_DIR: state })).toBe(join(state, DEFAULT_DIGEST_INDEX));

@@ -18,7 +18,8 @@ import { encodeAnswer, jsonOf, withJson } from '../../server/pre-encoded.js';
 import { SKILLS_CACHE_HINT } from '../../server/skills-list.js';
 import { LineTransport } from '../../server/stdio/transport.js';
 
-const text = (pieces: Buffer[] | undefined): string | undefined => (pieces === undefined ? undefined : Buffer.concat(pieces).toString('utf8'));
+const text = (pieces: Buffer[] | undefined): string | undefined =>
+  pieces === undefined ? undefined : Buffer.concat(pieces).toString('utf8');
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -33,7 +34,10 @@ function makeSkills(count: number): string {
     const name = `s-${String(i).padStart(2, '0')}`;
     mkdirSync(join(root, name, 'references'), { recursive: true });
     const description = `"quoted" \\\\ back\\tslash, line\u2028separator, 𝄞 clef, é, ${i}`;
-    writeFileSync(join(root, name, 'SKILL.md'), `---\nname: ${name}\ndescription: ${JSON.stringify(description)}\nmetadata:\n  note: "tab\\there"\n---\nbody ${i}\n`);
+    writeFileSync(
+      join(root, name, 'SKILL.md'),
+      `---\nname: ${name}\ndescription: ${JSON.stringify(description)}\nmetadata:\n  note: "tab\\there"\n---\nbody ${i}\n`,
+    );
     writeFileSync(join(root, name, 'references', `ref "${i}".md`), `reference ${i}\n`);
   }
   return root;
@@ -52,7 +56,7 @@ async function walk(source: CatalogSkillSource, extra: Record<string, unknown>):
 }
 
 describe('a page joined from its entries is the page JSON.stringify gives', () => {
-  it('every page of a walk, with a cursor and without, in both eras\' shapes', async () => {
+  it("every page of a walk, with a cursor and without, in both eras' shapes", async () => {
     const catalog = await Catalog.load({ roots: [makeSkills(7)], limits: DEFAULT_CATALOG_LIMITS, env: {} });
     // Three a page: pages with a nextCursor, and a last one without.
     expect(await walk(new CatalogSkillSource(catalog, 100, 3), {})).toBe(3);
@@ -62,14 +66,22 @@ describe('a page joined from its entries is the page JSON.stringify gives', () =
 
   it('a page without the entry that failed its check, an empty catalog, and entries made anew for every page', async () => {
     const digest = `sha256:${'b'.repeat(64)}`;
-    const entry = (name: string, extra: string[] = []): Skill => ({ uri: `skill://${name}/SKILL.md`, frontmatter: { name, description: `the ${name} skill` }, resources: [`skill://${name}/SKILL.md`, ...extra].map((uri) => ({ uri, digest, size: 3 })) }) as Skill;
-    const records = (entries: Skill[]): SkillRecord[] => entries.map((e) => ({ name: e.frontmatter.name, entry: e }) as unknown as SkillRecord);
-    const fake = (entries: Skill[], fresh = false) => ({
-      publishedFingerprint: 'fp0123456789',
-      published: () => records(entries),
-      // As a pulled skill's entry: a new object with its provenance in _meta on every call.
-      entry: async (record: SkillRecord & { entry?: Skill }) => (fresh ? { ...record.entry!, _meta: { 'io.skill-mcp/provenance': { source: 'x' } } } : record.entry!),
-    }) as unknown as Catalog;
+    const entry = (name: string, extra: string[] = []): Skill =>
+      ({
+        uri: `skill://${name}/SKILL.md`,
+        frontmatter: { name, description: `the ${name} skill` },
+        resources: [`skill://${name}/SKILL.md`, ...extra].map((uri) => ({ uri, digest, size: 3 })),
+      }) as Skill;
+    const records = (entries: Skill[]): SkillRecord[] =>
+      entries.map((e) => ({ name: e.frontmatter.name, entry: e }) as unknown as SkillRecord);
+    const fake = (entries: Skill[], fresh = false) =>
+      ({
+        publishedFingerprint: 'fp0123456789',
+        published: () => records(entries),
+        // As a pulled skill's entry: a new object with its provenance in _meta on every call.
+        entry: async (record: SkillRecord & { entry?: Skill }) =>
+          fresh ? { ...record.entry!, _meta: { 'io.skill-mcp/provenance': { source: 'x' } } } : record.entry!,
+      }) as unknown as Catalog;
     const dropped = new CatalogSkillSource(fake([entry('a'), entry('b', ['skill://elsewhere/x.md']), entry('c')]), 100);
     await walk(dropped, {});
     expect((await dropped.checkedPage(undefined)).skills).toHaveLength(2);
@@ -98,7 +110,7 @@ describe('an answer written from the JSON its result holds', () => {
   const page = { skills: [{ uri: 'skill://a/SKILL.md' }], nextCursor: 'c"1' };
   const registered = () => withJson({ ...page }, () => [Buffer.from(JSON.stringify(page))]);
 
-  it('is JSON.stringify of the message, its members in the message\'s order, undefined ones left out', () => {
+  it("is JSON.stringify of the message, its members in the message's order, undefined ones left out", () => {
     for (const message of [
       { result: registered(), jsonrpc: '2.0', id: 7 },
       { jsonrpc: '2.0', id: 'id "with" quotes', result: registered() },
@@ -129,7 +141,11 @@ describe('an answer written from the JSON its result holds', () => {
     stdout.on('data', (chunk: Buffer) => chunks.push(chunk));
     const transport = new LineTransport({ stdin: new PassThrough(), stdout, warn: () => undefined, onFinished: () => undefined });
     await transport.start();
-    const withPieces = { result: withJson({ ...page }, () => [Buffer.from('{"skills":[{"uri":"skill://a/SKILL.md"}]'), Buffer.from(',"nextCursor":"c\\"1"}')]), jsonrpc: '2.0', id: 3 } as const;
+    const withPieces = {
+      result: withJson({ ...page }, () => [Buffer.from('{"skills":[{"uri":"skill://a/SKILL.md"}]'), Buffer.from(',"nextCursor":"c\\"1"}')]),
+      jsonrpc: '2.0',
+      id: 3,
+    } as const;
     const plain = { result: { ...page }, jsonrpc: '2.0', id: 4 } as const;
     await transport.send(withPieces as never);
     await transport.send(plain as never);

@@ -94,7 +94,14 @@ describe('RankedIndex#top answers what MiniSearch#search answers, cut to the lim
     const records = catalog.skills();
     expect(records.length).toBeGreaterThan(20);
     index.addAll(records.map(documentOf));
-    const fixtureQueries = [...QUERIES, 'make slides for a presentation', 'slow database query', 'recover a lost commit', 'explain this regex', 'write documents'];
+    const fixtureQueries = [
+      ...QUERIES,
+      'make slides for a presentation',
+      'slow database query',
+      'recover a lost commit',
+      'explain this regex',
+      'write documents',
+    ];
     expect(expectSameAsMiniSearch(index, fixtureQueries)).toBeGreaterThan(100);
   });
 

@@ -23,7 +23,7 @@ describe('remembered verifications', () => {
     expect(cache.get('tok-b')).toBeUndefined();
   });
 
-  test('expired token from memory: an entry ends at the token\'s own expiry', () => {
+  test("expired token from memory: an entry ends at the token's own expiry", () => {
     const c = clock();
     const cache = new VerifiedTokens(c.now);
     cache.set('tok', info('tok', c.now() / 1000 + 10), cache.generation);
@@ -34,7 +34,7 @@ describe('remembered verifications', () => {
     expect(cache.size).toBe(0);
   });
 
-  test('a long-lived token is still checked again after the memory\'s own lifetime', () => {
+  test("a long-lived token is still checked again after the memory's own lifetime", () => {
     const c = clock();
     const cache = new VerifiedTokens(c.now);
     cache.set('tok', info('tok', c.now() / 1000 + 86_400), cache.generation);

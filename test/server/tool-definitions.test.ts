@@ -13,7 +13,12 @@ import { MAX_LIST_LIMIT } from '../../server/tools/skill-list.js';
 
 /** What the SDK asks of a schema before tools/list and tools/call (its conversion target). */
 const TARGET = { target: 'draft-2020-12' } as const;
-const twin = () => z.object({ name: z.string().describe('The skill name'), args: z.array(z.string()).default([]), limit: z.number().int().min(1).max(5).optional() });
+const twin = () =>
+  z.object({
+    name: z.string().describe('The skill name'),
+    args: z.array(z.string()).default([]),
+    limit: z.number().int().min(1).max(5).optional(),
+  });
 
 describe('a remembered JSON Schema', () => {
   it('is the JSON Schema zod itself gives for the same schema, for input and output', () => {
@@ -59,9 +64,15 @@ describe('a remembered JSON Schema', () => {
 describe('the tool declarations', () => {
   it('name the configured run input budget in skill_run, and skill_list its page limit', () => {
     const tools = toolDefinitions({ runInputBytes: 12_345 });
-    const run = tools.skill_run.inputSchema['~standard'].jsonSchema.input(TARGET) as { properties: Record<string, { description?: string }> };
+    const run = tools.skill_run.inputSchema['~standard'].jsonSchema.input(TARGET) as {
+      properties: Record<string, { description?: string }>;
+    };
     expect(run.properties['files']?.description).toContain('12345 bytes');
     expect(tools.skill_list.inputSchema.safeParse({ limit: MAX_LIST_LIMIT + 1 }).success).toBe(false);
-    expect(tools.skill_run.inputSchema.parse({ name: 'pdf', script: 'scripts/a.py' })).toEqual({ name: 'pdf', script: 'scripts/a.py', args: [] });
+    expect(tools.skill_run.inputSchema.parse({ name: 'pdf', script: 'scripts/a.py' })).toEqual({
+      name: 'pdf',
+      script: 'scripts/a.py',
+      args: [],
+    });
   });
 });

@@ -26,7 +26,10 @@ describe('parseFlags', () => {
   test('--flag value, --flag=value, -n N and -nN; the last occurrence wins; -- ends the flags', () => {
     expect(parseFlags(['--socket', 'a', '--state-dir=b', '-n', '3'], FLAGS).values).toEqual({ socket: 'a', 'state-dir': 'b', n: '3' });
     expect(parseFlags(['-n5', '--socket=a', '--socket', 'c'], FLAGS).values).toEqual({ n: '5', socket: 'c' });
-    expect(parseFlags(['--json', 'f', '--', '--socket'], FLAGS, { positionals: true })).toEqual({ values: { json: true }, positionals: ['f', '--socket'] });
+    expect(parseFlags(['--json', 'f', '--', '--socket'], FLAGS, { positionals: true })).toEqual({
+      values: { json: true },
+      positionals: ['f', '--socket'],
+    });
   });
 
   test('an empty inline value is a value (the command decides what it means)', () => {

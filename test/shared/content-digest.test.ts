@@ -34,7 +34,10 @@ symlinkSync('scripts/run.js', join(dir, 'alias.js'));
 
 /** The documented recipe, run by coreutils (bytewise order: LC_ALL=C). */
 function coreutilsDigest(paths: string[]): string {
-  const sorted = execFileSync('sort', { input: `${paths.join('\n')}\n`, env: { LC_ALL: 'C', PATH: process.env['PATH'] } }).toString('utf8').split('\n').filter(Boolean);
+  const sorted = execFileSync('sort', { input: `${paths.join('\n')}\n`, env: { LC_ALL: 'C', PATH: process.env['PATH'] } })
+    .toString('utf8')
+    .split('\n')
+    .filter(Boolean);
   const lines = execFileSync('sha256sum', ['--', ...sorted], { cwd: dir, env: { LC_ALL: 'C', PATH: process.env['PATH'] } });
   return execFileSync('sha256sum', { input: lines }).toString().split(' ')[0]!;
 }
@@ -57,13 +60,21 @@ describe('the content digest of a skill', () => {
   });
 
   it('does not depend on the order files are given in, and changes with any path or digest', () => {
-    const files = [{ path: 'b', sha256: '1'.repeat(64) }, { path: 'a', sha256: '2'.repeat(64) }];
+    const files = [
+      { path: 'b', sha256: '1'.repeat(64) },
+      { path: 'a', sha256: '2'.repeat(64) },
+    ];
     const digest = combineFileDigests(files);
     expect(combineFileDigests([...files].reverse())).toBe(digest);
     expect(combineFileDigests([files[0]!, { path: 'a2', sha256: '2'.repeat(64) }])).not.toBe(digest);
     expect(combineFileDigests([files[0]!, { path: 'a', sha256: '3'.repeat(64) }])).not.toBe(digest);
     // A file moved to another path with the same bytes is another skill.
-    expect(combineFileDigests([{ path: 'b', sha256: '2'.repeat(64) }, { path: 'a', sha256: '1'.repeat(64) }])).not.toBe(digest);
+    expect(
+      combineFileDigests([
+        { path: 'b', sha256: '2'.repeat(64) },
+        { path: 'a', sha256: '1'.repeat(64) },
+      ]),
+    ).not.toBe(digest);
   });
 
   it('refuses a walk that stopped at its limit (an approval of part of a skill)', async () => {

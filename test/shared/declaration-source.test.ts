@@ -26,7 +26,14 @@ function skill(files: Record<string, string>): string {
 
 function resolve(dir: string, md: string, declarationsDir?: string, digest: ContentDigest = { ok: true, digest: DIGEST }) {
   const parsed = parseSkillMd(md, 65536);
-  return resolveDeclaration({ name: 'demo', realDir: dir, frontmatter: parsed.frontmatter, declarationError: parsed.declarationError, declarationsDir, contentDigest: async () => digest });
+  return resolveDeclaration({
+    name: 'demo',
+    realDir: dir,
+    frontmatter: parsed.frontmatter,
+    declarationError: parsed.declarationError,
+    declarationsDir,
+    contentDigest: async () => digest,
+  });
 }
 
 const CLEAN = '---\nname: demo\ndescription: d\n---\nbody\n';
@@ -34,8 +41,16 @@ const BLOCK = `---\nname: demo\ndescription: d\nmcp-host:\n${DECLARE.trimEnd().r
 
 describe('resolveDeclaration', () => {
   it('reads the frontmatter block, or the sidecar, and says which', async () => {
-    expect(await resolve(skill({}), BLOCK)).toMatchObject({ origin: { from: 'frontmatter' }, declaration: { run: [{ script: 'run.js' }] }, problems: [] });
-    expect(await resolve(skill({ 'mcp-host.yaml': DECLARE }), CLEAN)).toMatchObject({ origin: { from: 'sidecar' }, declaration: { run: [{ script: 'run.js' }] }, problems: [] });
+    expect(await resolve(skill({}), BLOCK)).toMatchObject({
+      origin: { from: 'frontmatter' },
+      declaration: { run: [{ script: 'run.js' }] },
+      problems: [],
+    });
+    expect(await resolve(skill({ 'mcp-host.yaml': DECLARE }), CLEAN)).toMatchObject({
+      origin: { from: 'sidecar' },
+      declaration: { run: [{ script: 'run.js' }] },
+      problems: [],
+    });
     expect(await resolve(skill({}), CLEAN)).toEqual({ problems: [] });
   });
 
@@ -62,23 +77,31 @@ describe('resolveDeclaration', () => {
     expect(result.problems[0]).toMatchObject({ at: 'SKILL.md', detail: expect.stringContaining('declares in both') });
   });
 
-  it('an operator file replaces the skill\'s own, and says what it replaced', async () => {
+  it("an operator file replaces the skill's own, and says what it replaced", async () => {
     const ops = skill({ 'demo.yaml': DECLARE.replace('run.js', 'other.js') });
     const result = await resolve(skill({ 'mcp-host.yaml': DECLARE }), BLOCK, ops);
-    expect(result).toMatchObject({ origin: { from: 'operator', replaces: ['frontmatter', 'sidecar'] }, declaration: { run: [{ script: 'other.js' }] }, problems: [] });
+    expect(result).toMatchObject({
+      origin: { from: 'operator', replaces: ['frontmatter', 'sidecar'] },
+      declaration: { run: [{ script: 'other.js' }] },
+      problems: [],
+    });
   });
 
-  it('a pin: applied on a match; on a mismatch, an unreadable digest or a malformed pin, nothing applies (never the skill\'s own)', async () => {
+  it("a pin: applied on a match; on a mismatch, an unreadable digest or a malformed pin, nothing applies (never the skill's own)", async () => {
     const own = skill({ 'mcp-host.yaml': DECLARE });
     const pinned = (pin: string) => skill({ 'demo.yaml': `${DECLARE}pin: ${pin}\n` });
-    expect(await resolve(own, CLEAN, pinned(`sha256:${DIGEST}`))).toMatchObject({ origin: { from: 'operator', pinned: true }, declaration: {} });
+    expect(await resolve(own, CLEAN, pinned(`sha256:${DIGEST}`))).toMatchObject({
+      origin: { from: 'operator', pinned: true },
+      declaration: {},
+    });
     const drift = await resolve(own, CLEAN, pinned(`sha256:${'b'.repeat(64)}`));
     expect(drift.declaration).toBeUndefined();
     expect(drift.problems[0]!.detail).toContain(`pinned to sha256:${'b'.repeat(64)}, but the skill's content is now sha256:${DIGEST}`);
     const unreadable = await resolve(own, CLEAN, pinned(`sha256:${DIGEST}`), { ok: false, why: 'too large' });
     expect(unreadable.declaration).toBeUndefined();
     expect(unreadable.problems[0]!.detail).toContain('cannot be computed (too large)');
-    for (const bad of ['sha256:ABC', `md5:${DIGEST}`, '42']) expect((await resolve(own, CLEAN, pinned(bad))).declaration, bad).toBeUndefined();
+    for (const bad of ['sha256:ABC', `md5:${DIGEST}`, '42'])
+      expect((await resolve(own, CLEAN, pinned(bad))).declaration, bad).toBeUndefined();
   });
 
   it('a declarations folder that cannot be read runs nothing of any skill (it might hold the replacement)', async () => {
@@ -89,7 +112,7 @@ describe('resolveDeclaration', () => {
 });
 
 describe('declarationsDigest', () => {
-  it('follows the folder\'s names and bytes, not its place; unset has its own digest', () => {
+  it("follows the folder's names and bytes, not its place; unset has its own digest", () => {
     const a = skill({ 'demo.yaml': DECLARE });
     const b = skill({ 'demo.yaml': DECLARE });
     expect(declarationsDigest(a)).toBe(declarationsDigest(b));

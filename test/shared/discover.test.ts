@@ -39,7 +39,20 @@ skill(join(rootB, 'deep', 'bravo'));
 skill(join(rootB, 'bravo-src'));
 mkdirSync(join(rootB, 'holder'), { recursive: true });
 
-const NAMES = ['alpha', 'twin', 'nested', 'real-target', 'alias', 'linked-dup-target', 'innocent', 'escaped', 'no-skill-md', 'other', 'bravo', 'missing'];
+const NAMES = [
+  'alpha',
+  'twin',
+  'nested',
+  'real-target',
+  'alias',
+  'linked-dup-target',
+  'innocent',
+  'escaped',
+  'no-skill-md',
+  'other',
+  'bravo',
+  'missing',
+];
 
 const listings = new FolderListings();
 
@@ -61,7 +74,9 @@ describe('findSkillByName agrees with full discovery', () => {
     expect(await findSkillByName([rootA, rootB], 'twin', 32)).toBeUndefined();
     expect(await findSkillByName([rootA, rootB], 'escaped', 32)).toBeUndefined();
     const full = await discoverSkills([rootA, rootB], 32);
-    expect((await findSkillByName([rootA, rootB], 'real-target', 32))?.displayPath).toBe(full.skills.find((s) => s.name === 'real-target')?.displayPath);
+    expect((await findSkillByName([rootA, rootB], 'real-target', 32))?.displayPath).toBe(
+      full.skills.find((s) => s.name === 'real-target')?.displayPath,
+    );
   });
 
   it('a link in one root naming a skill of the other root is refused like discovery refuses it', async () => {

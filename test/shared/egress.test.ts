@@ -65,7 +65,8 @@ describe('egress entries are parsed strictly', () => {
   );
 
   it('refuses ports out of range or with leading zeros, an unbracketed IPv6 address, a trailing dot, non-ASCII and empty labels', () => {
-    for (const text of ['example.com:0', 'example.com:65536', 'example.com:080', 'example.com:', 'example.com:http']) expect(why(text)).toContain('port');
+    for (const text of ['example.com:0', 'example.com:65536', 'example.com:080', 'example.com:', 'example.com:http'])
+      expect(why(text)).toContain('port');
     expect(why('::1')).toContain('brackets');
     expect(why('example.com.')).toContain('not a host name');
     expect(why('bücher.example')).toContain('xn--');
@@ -129,7 +130,10 @@ describe('the declaration parser', () => {
   const declare = (egress: unknown) => parseDeclaration({ version: 1, run: [{ script: 'a.py', interpreter: 'python3' }], egress } as never);
 
   it('keeps valid entries in canonical form, once each', () => {
-    expect(declare(['API.example.com', 'api.example.com', '127.0.0.1:8080']).declaration?.egress).toEqual(['api.example.com', '127.0.0.1:8080']);
+    expect(declare(['API.example.com', 'api.example.com', '127.0.0.1:8080']).declaration?.egress).toEqual([
+      'api.example.com',
+      '127.0.0.1:8080',
+    ]);
   });
 
   it('rejects the block for a bad entry, naming it (the scripts are not runnable)', () => {
@@ -142,10 +146,17 @@ describe('the declaration parser', () => {
 });
 
 describe('MCP_SKILL_RUN egress', () => {
-  const declaration = { version: 1, run: [{ script: 'a.py', interpreter: 'python3', env: [], timeoutMs: 1000 }], env: [], egress: ['*.example.com', '127.0.0.1:8080'] };
+  const declaration = {
+    version: 1,
+    run: [{ script: 'a.py', interpreter: 'python3', env: [], timeoutMs: 1000 }],
+    env: [],
+    egress: ['*.example.com', '127.0.0.1:8080'],
+  };
 
   it('grants declared ∩ granted; a row without egress grants no destination', () => {
-    const source = readGrantSource({ MCP_SKILL_RUN: JSON.stringify([{ skill: 's', script: 'a.py', egress: ['api.example.com:443', 'evil.org', '127.0.0.1:9090'] }]) });
+    const source = readGrantSource({
+      MCP_SKILL_RUN: JSON.stringify([{ skill: 's', script: 'a.py', egress: ['api.example.com:443', 'evil.org', '127.0.0.1:9090'] }]),
+    });
     expect(grantScripts('s', declaration, source)[0]!.egress).toEqual(['api.example.com:443']);
     const none = readGrantSource({ MCP_SKILL_RUN: JSON.stringify([{ skill: 's', script: 'a.py' }]) });
     expect(grantScripts('s', declaration, none)[0]!.egress).toEqual([]);
@@ -162,8 +173,14 @@ describe('MCP_SKILL_RUN egress', () => {
   });
 
   it('names granted destinations the declaration does not cover as a dead grant', () => {
-    const source = readGrantSource({ MCP_SKILL_RUN: JSON.stringify([{ skill: 's', script: 'a.py', egress: ['api.example.com', 'evil.org'] }]) });
-    const dead = deadGrantRows(source, () => declaration.run as never, () => declaration.egress);
+    const source = readGrantSource({
+      MCP_SKILL_RUN: JSON.stringify([{ skill: 's', script: 'a.py', egress: ['api.example.com', 'evil.org'] }]),
+    });
+    const dead = deadGrantRows(
+      source,
+      () => declaration.run as never,
+      () => declaration.egress,
+    );
     expect(dead).toHaveLength(1);
     expect(dead[0]!.why).toContain('grants egress evil.org');
   });
@@ -171,7 +188,11 @@ describe('MCP_SKILL_RUN egress', () => {
 
 describe('proxy variables in the script environment', () => {
   it('an override replaces the host value, null drops it, and an empty string is passed as set', () => {
-    const built = buildScriptEnv({ HTTP_PROXY: 'http://user:secret@corp:3128', NO_PROXY: '.corp', HTTPS_PROXY: 'http://corp:3128' }, [], { HTTP_PROXY: 'http://127.0.0.1:3128', NO_PROXY: '', HTTPS_PROXY: null });
+    const built = buildScriptEnv({ HTTP_PROXY: 'http://user:secret@corp:3128', NO_PROXY: '.corp', HTTPS_PROXY: 'http://corp:3128' }, [], {
+      HTTP_PROXY: 'http://127.0.0.1:3128',
+      NO_PROXY: '',
+      HTTPS_PROXY: null,
+    });
     expect(built.env).toEqual({ HTTP_PROXY: 'http://127.0.0.1:3128', NO_PROXY: '' });
     expect(built.names).toEqual(['HTTP_PROXY', 'NO_PROXY']);
   });

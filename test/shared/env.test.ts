@@ -9,7 +9,9 @@ import { sandboxPwd } from '../../runner/sandbox/bwrap.js';
 
 describe('buildScriptEnv', () => {
   it('passes set granted variables, lists unset ones in notSet, and never lets a grant reach a fixed name', () => {
-    const built = buildScriptEnv({ PATH: '/bin', A_KEY: 'a', B_KEY: 'b', SECRET: 'no' }, ['B_KEY', 'A_KEY', 'UNSET', 'PATH'], { HOME: '(private)' });
+    const built = buildScriptEnv({ PATH: '/bin', A_KEY: 'a', B_KEY: 'b', SECRET: 'no' }, ['B_KEY', 'A_KEY', 'UNSET', 'PATH'], {
+      HOME: '(private)',
+    });
     expect(built.names).toEqual(['A_KEY', 'B_KEY', 'HOME', 'PATH']);
     expect(built.passed).toEqual(['A_KEY', 'B_KEY']);
     expect(built.notSet).toEqual(['UNSET']);
@@ -17,15 +19,18 @@ describe('buildScriptEnv', () => {
   });
 });
 
-describe('PWD: the runner\'s to set', () => {
-  it.each(['PWD', 'OLDPWD'])('attack: a declaration asking for %s (a host path, or a place the script is not) has it dropped as never grantable', (name) => {
-    expect(isNeverGrantable(name)).toBe(true);
-    const parsed = parseDeclaration({ version: 1, run: [{ script: 'a.py', interpreter: 'python3', env: [name, 'OK_VAR'] }] } as never);
-    expect(parsed.declaration?.run[0]?.env).toEqual(['OK_VAR']);
-    expect(parsed.problems).toEqual([`variables that can never be granted were dropped: mcp-host.run[0].env ${name}`]);
-  });
+describe("PWD: the runner's to set", () => {
+  it.each(['PWD', 'OLDPWD'])(
+    'attack: a declaration asking for %s (a host path, or a place the script is not) has it dropped as never grantable',
+    (name) => {
+      expect(isNeverGrantable(name)).toBe(true);
+      const parsed = parseDeclaration({ version: 1, run: [{ script: 'a.py', interpreter: 'python3', env: [name, 'OK_VAR'] }] } as never);
+      expect(parsed.declaration?.run[0]?.env).toEqual(['OK_VAR']);
+      expect(parsed.problems).toEqual([`variables that can never be granted were dropped: mcp-host.run[0].env ${name}`]);
+    },
+  );
 
-  it('is never taken from the host: only bubblewrap\'s /work, set by the runner at the bubblewrap levels', () => {
+  it("is never taken from the host: only bubblewrap's /work, set by the runner at the bubblewrap levels", () => {
     expect(buildScriptEnv({ PATH: '/bin', PWD: '/home/someone/private', OLDPWD: '/root' }, []).names).toEqual(['PATH']);
     expect(sandboxPwd(true)).toEqual({ PWD: '/work' });
     expect(sandboxPwd(false)).toEqual({});

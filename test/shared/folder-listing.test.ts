@@ -13,22 +13,31 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { discoverSkills, findSkillByName } from '../../shared/discover.js';
 import { FolderListings, folderState, readFolder, SETTLE_MS, type FolderListing } from '../../shared/folder-listing.js';
 
-const listingOf = (...names: string[]): FolderListing => ({ entries: names.map((name) => ({ name, link: false })), links: [], byName: new Map(names.map((n, i) => [n, i])) });
+const listingOf = (...names: string[]): FolderListing => ({
+  entries: names.map((name) => ({ name, link: false })),
+  links: [],
+  byName: new Map(names.map((n, i) => [n, i])),
+});
 const names = (l: FolderListing): string[] => l.entries.map((e) => e.name);
 
 /** A folder whose state (its stat) and contents the test sets separately, and a clock it moves. */
 function fakeFolder() {
   const fake = { clock: 0, state: 'S1', contents: ['a'], reads: 0, changeDuringRead: false };
-  const listings = new FolderListings(SETTLE_MS, () => fake.clock, () => fake.state, () => {
-    fake.reads++;
-    if (fake.changeDuringRead) fake.state = `${fake.state}'`;
-    return listingOf(...fake.contents);
-  });
+  const listings = new FolderListings(
+    SETTLE_MS,
+    () => fake.clock,
+    () => fake.state,
+    () => {
+      fake.reads++;
+      if (fake.changeDuringRead) fake.state = `${fake.state}'`;
+      return listingOf(...fake.contents);
+    },
+  );
   return { fake, listings };
 }
 
 describe('a remembered listing is trusted only once it cannot hide a change (racily clean)', () => {
-  it('a change that keeps the folder\'s times, made in the tick the listing was read, is seen: a young listing is read again', () => {
+  it("a change that keeps the folder's times, made in the tick the listing was read, is seen: a young listing is read again", () => {
     const { fake, listings } = fakeFolder();
     expect(names(listings.read('/r'))).toEqual(['a']);
     // Same stat, new contents: a second change within the filesystem's timestamp step.

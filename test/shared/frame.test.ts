@@ -59,7 +59,13 @@ describe('frame codec', () => {
   it('does not let __proto__ keys pollute objects', () => {
     const codec = new FrameCodec(1024);
     // fixmap(1) { "__proto__": { "polluted": true } }
-    const body = Buffer.concat([Buffer.from([0x81, 0xa9]), Buffer.from('__proto__'), Buffer.from([0x81, 0xa8]), Buffer.from('polluted'), Buffer.from([0xc3])]);
+    const body = Buffer.concat([
+      Buffer.from([0x81, 0xa9]),
+      Buffer.from('__proto__'),
+      Buffer.from([0x81, 0xa8]),
+      Buffer.from('polluted'),
+      Buffer.from([0xc3]),
+    ]);
     const [event] = codec.push(Buffer.concat([header(body.length), body]));
     expect(event?.ok).toBe(true);
     expect(({} as Record<string, unknown>)['polluted']).toBeUndefined();

@@ -12,11 +12,23 @@ describe('input paths', () => {
     expect(inputPathsProblem(['form.pdf', 'in/notes.txt', 'in/more/x.json', '.config'])).toBeUndefined();
   });
   it.each([
-    ['..', ['../x']], ['a nested ..', ['in/../../x']], ['absolute', ['/etc/passwd']], ['NUL', ['a\u0000']], ['a control character', ['a\nb']],
-    ['a backslash', ['a\\b']], ['an empty segment', ['a//b']], ['a trailing slash', ['a/']], ['.', ['./a']], ['empty', ['']],
-    ['a duplicate', ['a', 'a']], ['a case collision', ['Report.PDF', 'report.pdf']], ['an NFC/NFD collision', ['\u00e9', 'e\u0301']],
-    ['an NFKC collision (ligature)', ['\ufb01le', 'file']], ['a folder-case collision', ['In/a', 'in/b']],
-    ['a file that is a folder of another', ['in', 'in/notes.txt']], ['the same, folded', ['IN', 'in/notes.txt']],
+    ['..', ['../x']],
+    ['a nested ..', ['in/../../x']],
+    ['absolute', ['/etc/passwd']],
+    ['NUL', ['a\u0000']],
+    ['a control character', ['a\nb']],
+    ['a backslash', ['a\\b']],
+    ['an empty segment', ['a//b']],
+    ['a trailing slash', ['a/']],
+    ['.', ['./a']],
+    ['empty', ['']],
+    ['a duplicate', ['a', 'a']],
+    ['a case collision', ['Report.PDF', 'report.pdf']],
+    ['an NFC/NFD collision', ['\u00e9', 'e\u0301']],
+    ['an NFKC collision (ligature)', ['\ufb01le', 'file']],
+    ['a folder-case collision', ['In/a', 'in/b']],
+    ['a file that is a folder of another', ['in', 'in/notes.txt']],
+    ['the same, folded', ['IN', 'in/notes.txt']],
   ])('attack: refuses %s', (_name, paths) => {
     expect(inputPathsProblem(paths)).toEqual(expect.any(String));
   });

@@ -72,50 +72,105 @@ describe('MCP_SKILL_RUN rows narrow secrets', () => {
 
   it('naming a secret without hosts binds its declared hosts, narrowed by the granted egress', () => {
     const { grant } = grantWith([{ skill: 's', script: 'call.py', egress: ['api.example.com:443'], secrets: [{ name: 'API_TOKEN' }] }]);
-    expect(grant.secrets).toEqual([{ name: 'API_TOKEN', hosts: ['api.example.com:443'], header: 'Authorization', format: 'Bearer {value}' }]);
+    expect(grant.secrets).toEqual([
+      { name: 'API_TOKEN', hosts: ['api.example.com:443'], header: 'Authorization', format: 'Bearer {value}' },
+    ]);
   });
 
   it('hosts in the row narrow further', () => {
-    const { grant } = grantWith([{ skill: 's', script: 'call.py', egress: ['*.example.com', 'api.other.org'], secrets: [{ name: 'API_TOKEN', hosts: ['api.other.org'] }] }]);
+    const { grant } = grantWith([
+      {
+        skill: 's',
+        script: 'call.py',
+        egress: ['*.example.com', 'api.other.org'],
+        secrets: [{ name: 'API_TOKEN', hosts: ['api.other.org'] }],
+      },
+    ]);
     expect(grant.secrets.map((s) => [s.name, s.hosts])).toEqual([['API_TOKEN', ['api.other.org']]]);
   });
 
   it('grant cannot widen: a host outside the declared ones is not bound, and is a grant problem', () => {
-    const { source, grant } = grantWith([{ skill: 's', script: 'call.py', egress: ['*.example.com', 'evil.org'], secrets: [{ name: 'API_TOKEN', hosts: ['evil.org'] }] }]);
+    const { source, grant } = grantWith([
+      { skill: 's', script: 'call.py', egress: ['*.example.com', 'evil.org'], secrets: [{ name: 'API_TOKEN', hosts: ['evil.org'] }] },
+    ]);
     expect(grant.secrets).toEqual([]);
-    expect(grant.secretsNotBound).toEqual([{ name: 'API_TOKEN', why: expect.stringContaining('none of its hosts') }, expect.objectContaining({ name: 'HOOK_KEY' })]);
-    const dead = deadGrantRows(source, () => declaration.run, () => declaration.egress, () => declaration.secrets!);
-    expect(dead.map((d) => d.why)).toContainEqual(expect.stringContaining('grants secret API_TOKEN for evil.org, which its declaration\'s hosts do not cover'));
+    expect(grant.secretsNotBound).toEqual([
+      { name: 'API_TOKEN', why: expect.stringContaining('none of its hosts') },
+      expect.objectContaining({ name: 'HOOK_KEY' }),
+    ]);
+    const dead = deadGrantRows(
+      source,
+      () => declaration.run,
+      () => declaration.egress,
+      () => declaration.secrets!,
+    );
+    expect(dead.map((d) => d.why)).toContainEqual(
+      expect.stringContaining("grants secret API_TOKEN for evil.org, which its declaration's hosts do not cover"),
+    );
   });
 
   it('grant cannot widen: a wildcard row over a declared name stays that name; another port binds nothing', () => {
-    const decl: Declaration = { ...declaration, secrets: [{ name: 'API_TOKEN', hosts: ['api.example.com:443'], header: 'Authorization', format: 'Bearer {value}' }] };
-    const wide = grantScripts('s', decl, readGrantSource({ MCP_SKILL_RUN: JSON.stringify([{ skill: 's', script: 'call.py', egress: ['*.example.com'], secrets: [{ name: 'API_TOKEN', hosts: ['*.example.com'] }] }]) }))[0]!;
+    const decl: Declaration = {
+      ...declaration,
+      secrets: [{ name: 'API_TOKEN', hosts: ['api.example.com:443'], header: 'Authorization', format: 'Bearer {value}' }],
+    };
+    const wide = grantScripts(
+      's',
+      decl,
+      readGrantSource({
+        MCP_SKILL_RUN: JSON.stringify([
+          { skill: 's', script: 'call.py', egress: ['*.example.com'], secrets: [{ name: 'API_TOKEN', hosts: ['*.example.com'] }] },
+        ]),
+      }),
+    )[0]!;
     expect(wide.secrets.map((s) => s.hosts)).toEqual([['api.example.com:443']]);
-    const port = grantScripts('s', decl, readGrantSource({ MCP_SKILL_RUN: JSON.stringify([{ skill: 's', script: 'call.py', egress: ['*.example.com'], secrets: [{ name: 'API_TOKEN', hosts: ['api.example.com:8443'] }] }]) }))[0]!;
+    const port = grantScripts(
+      's',
+      decl,
+      readGrantSource({
+        MCP_SKILL_RUN: JSON.stringify([
+          { skill: 's', script: 'call.py', egress: ['*.example.com'], secrets: [{ name: 'API_TOKEN', hosts: ['api.example.com:8443'] }] },
+        ]),
+      }),
+    )[0]!;
     expect(port.secrets).toEqual([]);
   });
 
   it('a secret whose hosts are not in the granted egress is not bound', () => {
     const { grant } = grantWith([{ skill: 's', script: 'call.py', egress: ['api.other.org'], secrets: [{ name: 'HOOK_KEY' }] }]);
     expect(grant.secrets).toEqual([]);
-    expect(grant.secretsNotBound).toContainEqual({ name: 'HOOK_KEY', why: expect.stringContaining('granted as this script\'s egress') });
+    expect(grant.secretsNotBound).toContainEqual({ name: 'HOOK_KEY', why: expect.stringContaining("granted as this script's egress") });
   });
 
   it('a row granting a secret the skill does not declare binds nothing and is a grant problem', () => {
     const { source, grant } = grantWith([{ skill: 's', script: 'call.py', egress: ['api.other.org'], secrets: [{ name: 'OTHER_TOKEN' }] }]);
     expect(grant.secrets).toEqual([]);
-    expect(deadGrantRows(source, () => declaration.run, () => declaration.egress, () => declaration.secrets!).map((d) => d.why)).toContainEqual(expect.stringContaining('grants secret OTHER_TOKEN'));
+    expect(
+      deadGrantRows(
+        source,
+        () => declaration.run,
+        () => declaration.egress,
+        () => declaration.secrets!,
+      ).map((d) => d.why),
+    ).toContainEqual(expect.stringContaining('grants secret OTHER_TOKEN'));
   });
 
   it('a row whose secret host does not parse grants nothing at all', () => {
-    const source = readGrantSource({ MCP_SKILL_RUN: JSON.stringify([{ skill: 's', script: 'call.py', egress: ['api.other.org'], secrets: [{ name: 'API_TOKEN', hosts: ['*'] }] }]) });
+    const source = readGrantSource({
+      MCP_SKILL_RUN: JSON.stringify([
+        { skill: 's', script: 'call.py', egress: ['api.other.org'], secrets: [{ name: 'API_TOKEN', hosts: ['*'] }] },
+      ]),
+    });
     expect(source).toMatchObject({ kind: 'owner', rows: [] });
     expect((source as { error: string }).error).toContain('rows 0');
   });
 
   it('a row naming subjects binds only for those callers', () => {
-    const source = readGrantSource({ MCP_SKILL_RUN: JSON.stringify([{ skill: 's', script: 'call.py', egress: ['api.other.org'], secrets: [{ name: 'API_TOKEN' }], subjects: ['alice'] }]) });
+    const source = readGrantSource({
+      MCP_SKILL_RUN: JSON.stringify([
+        { skill: 's', script: 'call.py', egress: ['api.other.org'], secrets: [{ name: 'API_TOKEN' }], subjects: ['alice'] },
+      ]),
+    });
     expect(grantScripts('s', declaration, source, { subject: 'alice' })[0]!.secrets.map((s) => s.hosts)).toEqual([['api.other.org']]);
     expect(grantScripts('s', declaration, source, { subject: 'bob' })[0]!.granted).toBe(false);
   });

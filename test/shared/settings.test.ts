@@ -13,16 +13,29 @@ const BUNDLED = '/bundled/skills';
 describe('readSharedSettings', () => {
   test('defaults when nothing is set: bundled skills, standalone, declarations, 600 s, no secret', () => {
     expect(readSharedSettings({ HOME: '/home/x' }, BUNDLED)).toMatchObject({
-      roots: [BUNDLED], rootsFrom: undefined, hosted: false, grant: { kind: 'declaration' }, confirmTtlSeconds: 600, confirmSecret: undefined,
-      allowUnscrubbed: false, limits: { maxSkills: DEFAULT_CATALOG_LIMITS.maxSkills }, stateDir: '/home/x/.local/state/skill-mcp', issues: [],
+      roots: [BUNDLED],
+      rootsFrom: undefined,
+      hosted: false,
+      grant: { kind: 'declaration' },
+      confirmTtlSeconds: 600,
+      confirmSecret: undefined,
+      allowUnscrubbed: false,
+      limits: { maxSkills: DEFAULT_CATALOG_LIMITS.maxSkills },
+      stateDir: '/home/x/.local/state/skill-mcp',
+      issues: [],
     });
   });
 
-  test.each([['abc'], ['60s'], ['0'], ['-5'], ['1e3'], ['604801']])('MCP_CONFIRM_TTL_SECONDS=%s stops (no guessed lifetime for an approval)', (raw) => {
-    const { issues } = readSharedSettings({ MCP_CONFIRM_TTL_SECONDS: raw }, BUNDLED);
-    expect(() => refuseToStart(issues)).toThrow(ConfigError);
-    expect(() => refuseToStart(issues)).toThrow(`MCP_CONFIRM_TTL_SECONDS=${JSON.stringify(raw)} is not a whole number of seconds from 1 to 604800`);
-  });
+  test.each([['abc'], ['60s'], ['0'], ['-5'], ['1e3'], ['604801']])(
+    'MCP_CONFIRM_TTL_SECONDS=%s stops (no guessed lifetime for an approval)',
+    (raw) => {
+      const { issues } = readSharedSettings({ MCP_CONFIRM_TTL_SECONDS: raw }, BUNDLED);
+      expect(() => refuseToStart(issues)).toThrow(ConfigError);
+      expect(() => refuseToStart(issues)).toThrow(
+        `MCP_CONFIRM_TTL_SECONDS=${JSON.stringify(raw)} is not a whole number of seconds from 1 to 604800`,
+      );
+    },
+  );
 
   test('a short MCP_CONFIRM_SECRET stops, and the message gives its length, never the value', () => {
     const { issues } = readSharedSettings({ MCP_CONFIRM_SECRET: 'hunter2' }, BUNDLED);
@@ -49,7 +62,12 @@ describe('readSharedSettings', () => {
 
   test('MCP_SKILLS_PATH wins over SKILLS_DIR and marks hosted; a missing root is reported with the variable that named it', () => {
     const settings = readSharedSettings({ MCP_SKILLS_PATH: '/no/such/root', SKILLS_DIR: '/ignored' }, BUNDLED);
-    expect(settings).toMatchObject({ roots: ['/no/such/root'], rootsFrom: 'MCP_SKILLS_PATH', hosted: true, grant: { kind: 'hosted-default' } });
+    expect(settings).toMatchObject({
+      roots: ['/no/such/root'],
+      rootsFrom: 'MCP_SKILLS_PATH',
+      hosted: true,
+      grant: { kind: 'hosted-default' },
+    });
     expect(rootProblems(settings)).toEqual(['MCP_SKILLS_PATH: the skill folder /no/such/root does not exist; no skill is served from it']);
   });
 });

@@ -15,7 +15,14 @@ import type { ContentSink } from '../../shared/skill-content.js';
 import { readSkillContent } from '../../shared/skill-content.js';
 
 const KIB = 1024;
-const SIZES: Record<string, number> = { 'empty.txt': 0, 'one.txt': 1, 'small.txt': 100, 'edge.txt': 64 * KIB, 'past-edge.txt': 64 * KIB + 1, 'large.bin': 3 * 1024 * KIB + 7 };
+const SIZES: Record<string, number> = {
+  'empty.txt': 0,
+  'one.txt': 1,
+  'small.txt': 100,
+  'edge.txt': 64 * KIB,
+  'past-edge.txt': 64 * KIB + 1,
+  'large.bin': 3 * 1024 * KIB + 7,
+};
 const root = mkdtempSync(join(tmpdir(), 'skill-mcp-content-sizes-'));
 const skill = join(root, 'sized');
 mkdirSync(skill);
@@ -38,7 +45,7 @@ function sinkInto(dir: string, byFd: boolean): ContentSink {
       return {
         ...(byFd ? { fd } : {}),
         async write(chunk: Buffer) {
-          for (let at = 0; at < chunk.length;) at += writeSync(fd, chunk, at, chunk.length - at);
+          for (let at = 0; at < chunk.length; ) at += writeSync(fd, chunk, at, chunk.length - at);
         },
         close: () => closeSync(fd),
       };
@@ -46,7 +53,7 @@ function sinkInto(dir: string, byFd: boolean): ContentSink {
   };
 }
 
-describe('a skill\'s files at every size copy and hash the same on both paths', () => {
+describe("a skill's files at every size copy and hash the same on both paths", () => {
   const ways = [
     { name: 'with the hashing thread, copy by fd', hasher, byFd: true },
     { name: 'with the hashing thread, copy by write', hasher, byFd: false },
@@ -54,7 +61,12 @@ describe('a skill\'s files at every size copy and hash the same on both paths', 
   ];
   it.each(ways)('$name', async ({ hasher: h, byFd, name }) => {
     const copy = join(root, `copy-${name.replace(/\W+/g, '-')}`);
-    const read = await readSkillContent('sized', skill, { maxFiles: 100, maxDirs: 10, maxBytes: 64 * 1024 * KIB, ...(h ? { hasher: h } : {}) }, sinkInto(copy, byFd));
+    const read = await readSkillContent(
+      'sized',
+      skill,
+      { maxFiles: 100, maxDirs: 10, maxBytes: 64 * 1024 * KIB, ...(h ? { hasher: h } : {}) },
+      sinkInto(copy, byFd),
+    );
     if (!read.ok) throw new Error(read.why);
     for (const [file, size] of Object.entries(SIZES)) {
       const original = readFileSync(join(skill, file));
@@ -68,12 +80,17 @@ describe('a skill\'s files at every size copy and hash the same on both paths', 
     mkdirSync(tiny);
     writeFileSync(join(tiny, 'SKILL.md'), 'x'.repeat(100));
     // The walk sees 100 bytes; the file grows before its read: the small-file read finds it over the cap.
-    const read = await readSkillContent('tiny', tiny, { maxFiles: 10, maxDirs: 10, maxBytes: 100, hasher }, {
-      open(path) {
-        if (path === 'SKILL.md') writeFileSync(join(tiny, 'SKILL.md'), 'x'.repeat(101));
-        return { async write() {}, close() {} };
+    const read = await readSkillContent(
+      'tiny',
+      tiny,
+      { maxFiles: 10, maxDirs: 10, maxBytes: 100, hasher },
+      {
+        open(path) {
+          if (path === 'SKILL.md') writeFileSync(join(tiny, 'SKILL.md'), 'x'.repeat(101));
+          return { async write() {}, close() {} };
+        },
       },
-    });
+    );
     expect(read).toMatchObject({ ok: false, code: 'TOO_LARGE' });
   });
 });

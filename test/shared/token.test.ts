@@ -4,7 +4,19 @@ import type { WillRun } from '../../shared/protocol.js';
 import { canonicalJson, mintToken, verifyToken, willRunHash } from '../../shared/token.js';
 
 const key = randomBytes(32);
-const willRun: WillRun = { skill: 'a', interpreter: 'node', argv: ['run.js', 'x'], cwd: 'skills/a', timeoutMs: 1000, envNames: ['HOME', 'PATH'], isolation: 'uid-sandbox', sandbox: ['run-uid'], memoryBytes: 1024 ** 3, content: { script: 'a'.repeat(64), files: 'b'.repeat(64), fileCount: 3, bytes: 100 }, declarationFrom: 'frontmatter' };
+const willRun: WillRun = {
+  skill: 'a',
+  interpreter: 'node',
+  argv: ['run.js', 'x'],
+  cwd: 'skills/a',
+  timeoutMs: 1000,
+  envNames: ['HOME', 'PATH'],
+  isolation: 'uid-sandbox',
+  sandbox: ['run-uid'],
+  memoryBytes: 1024 ** 3,
+  content: { script: 'a'.repeat(64), files: 'b'.repeat(64), fileCount: 3, bytes: 100 },
+  declarationFrom: 'frontmatter',
+};
 const TTL = 60_000;
 const NOW = 1_800_000_000_000;
 
