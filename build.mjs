@@ -63,6 +63,21 @@ bundled.push(
     external: ['koffi'],
   }),
 );
+// A run's network helper (runner/helper/main.ts): its own bundle, started by the runner under a uid
+// or namespaces of its own for each run with egress; nothing of it is in the runner's bundle.
+bundled.push(
+  await build({
+    ...common,
+    metafile: true,
+    entryPoints: { 'skill-mcp-helper': 'runner/helper/main.ts' },
+    outExtension: { '.js': '.cjs' },
+    outdir: 'dist',
+    minifyWhitespace: true,
+    minifySyntax: true,
+    define: { 'import.meta.url': '__skillMcpBundleUrl' },
+    banner: { js: "var __skillMcpBundleUrl = require('node:url').pathToFileURL(__filename).href;" },
+  }),
+);
 const metafiles = bundled.map((result) => result.metafile);
 await writeFile('dist/THIRD_PARTY_NOTICES.md', await thirdPartyNotices(metafiles));
 await writeFile('dist/sbom.cdx.json', await bundledSbom(metafiles, JSON.parse(await readFile('package.json', 'utf8'))));

@@ -65,7 +65,15 @@ function chainSpec(cgroupProcs?: string[]): SpawnSpec {
     interpreterPath: node, realDir: config.skillDir, scriptRelative: config.script, args: [], grantedEnv: [],
     egress: { mode: 'none', entries: [], env: {} }, deps: {}, secrets: [], redact: [],
   } as unknown as RunPlan;
-  return buildSpawn(plan, platform, { PATH: '/usr/bin:/bin', LANG: 'C.UTF-8' }, config.homeDir, uid, limits, { workspace: config.workDir, home: config.homeDir }, cgroupProcs ? { cgroupProcs } : {});
+  return buildSpawn({
+    plan,
+    platform,
+    sourceEnv: { PATH: '/usr/bin:/bin', LANG: 'C.UTF-8' },
+    uid,
+    limits,
+    dirs: { workspace: config.workDir, home: config.homeDir },
+    extras: cgroupProcs ? { cgroupProcs } : {},
+  });
 }
 
 mkdirSync(config.workDir, { recursive: true });

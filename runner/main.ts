@@ -31,7 +31,9 @@ import { joinFreshSessionKeyring } from './sandbox/keyring.js';
 import { sweepRunCgroups } from './sandbox/run-cgroup.js';
 import { loadPidfdKiller } from './sandbox/pidfd.js';
 import { pidAlive } from './file-lock.js';
-import { probePlatform } from './sandbox/platform.js';
+import { fileURLToPath } from 'node:url';
+import { probePlatform, usesBwrap } from './sandbox/platform.js';
+import { helperPoolFor } from './egress/helper-link.js';
 import { GO_AHEAD_OFF } from './sandbox/go-ahead.js';
 import { onSpawnFallback, probePosixSpawn, spawnFallbackCount } from './sandbox/posix-spawn.js';
 import { listen } from './requests/server.js';
@@ -256,6 +258,15 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
     log(
       `note: skill files are opened one folder at a time with O_NOFOLLOW, not with openat2 (${reads.fallbackWhy}); links are still never followed, mount points inside a skill are not refused`,
     );
+  // Proxied runs' network helpers (runner/egress/helper-link.ts): their bundle beside this one in dist/.
+  const helpers = helperPoolFor({
+    platform,
+    scratchDir,
+    uidPool,
+    bundle: fileURLToPath(new URL('./skill-mcp-helper.cjs', import.meta.url)),
+  });
+  if ('why' in helpers && usesBwrap(platform))
+    log(`warning: runs with egress or secrets are refused here: no network helper (${helpers.why})`);
   const service = new RunnerService({
     ctx: {
       env,
@@ -282,6 +293,7 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
     drainMs: opts.drainMs,
     admission: { maxRuns: capacity.maxRuns, perClient: capacity.perClient, queueMs: opts.runQueueMs },
     osUser: hosted ? undefined : osUserName(),
+    helpers: 'why' in helpers ? undefined : helpers,
   });
   const mismatchesLogged = new Set<string>();
   const server = await listen({
@@ -346,6 +358,9 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
     `ready on ${opts.socketPath} (isolation ${platform.isolation}; ${capacity.maxRuns} run(s) at once, ${capacity.perClient} per client${refusedWhy ? `; runs refused: ${refusedWhy.code}` : ''})`,
   );
 
+  // The first spare helper, once the runner is ready (it is a node start of its own; not before the first answer).
+  if (!('why' in helpers)) setImmediate(() => helpers.warm());
+
   let stopping = false;
   let why = 'signal';
   // Every step is awaited in turn and a failed one is said on stderr: whatever happens, the audit
@@ -354,6 +369,7 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
     let removalsPending = 0;
     try {
       ({ removalsPending } = await service.stop());
+      if (!('why' in helpers)) await helpers.close();
       await ledgers.close();
     } catch (error) {
       log(`stopping did not finish cleanly (${(error as Error).message}); closing the audit log and exiting anyway`);

@@ -2,7 +2,7 @@
  * @module The audit log's line types (docs/audit.md lists every field; docs/audit.schema.json is
  * their schema). Callers pass names, counts and hashes only: never token material or secret values.
  */
-import type { EgressRecord } from '../egress/proxy.js';
+import type { EgressRecord } from '../egress/helper-protocol.js';
 
 /** The enumerated reasons of `run.reject` (stable for people and tools reading the log). */
 export type RejectReason =

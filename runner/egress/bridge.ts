@@ -49,3 +49,12 @@ server.listen({ host: '127.0.0.1', port: Number(port) }, () => {
 export function bridgeArgv(nodePath: string, command: readonly string[]): string[] {
   return [nodePath, '-e', BRIDGE_SOURCE, '--', String(BRIDGE_PORT), EGRESS_SOCKET_MOUNT, ...command];
 }
+
+/** Longest unix socket path Linux accepts (sun_path is 108 bytes with its NUL). */
+export const MAX_SOCKET_PATH_BYTES = 107;
+
+/** Why a socket path cannot be used, or undefined. */
+export function socketPathProblem(path: string): string | undefined {
+  if (Buffer.byteLength(path) <= MAX_SOCKET_PATH_BYTES) return undefined;
+  return `the egress socket path would be ${Buffer.byteLength(path)} bytes, over the ${MAX_SOCKET_PATH_BYTES} a unix socket allows; set a shorter SKILL_MCP_SCRATCH_DIR`;
+}

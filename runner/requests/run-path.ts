@@ -12,13 +12,15 @@
 import { chownSync, mkdirSync } from 'node:fs';
 import { isSkillMcpError } from '../../shared/errors.js';
 import { MAX_STREAM_BYTES } from '../../shared/limits.js';
-import type { EgressSummary, RedactionSummaryView, Refusal, ResultOf, RunnerRequest } from '../../shared/protocol.js';
+import type { RedactionSummaryView, Refusal, ResultOf, RunnerRequest } from '../../shared/protocol.js';
 import type { InputDigest, InputFile } from '../../shared/run-io.js';
 import type { TokenClaims } from '../../shared/token.js';
 import type { AuditLog } from '../audit/log.js';
 import type { AuditEvent, RunGrant, RunWho } from '../audit/events.js';
-import { openRunProxy } from '../egress/run-proxy.js';
-import type { RunProxy, RunProxyTotals } from '../egress/run-proxy.js';
+import type { RunHelper } from '../egress/helper-link.js';
+import { openHelperDirTo } from '../egress/helper-link.js';
+import { startRunEgress } from '../egress/run-egress.js';
+import type { RunEgress, RunEgressEnd } from '../egress/run-egress.js';
 import { hitMemoryLimit } from '../sandbox/memory-limit.js';
 import { runProcess } from '../sandbox/process.js';
 import type { ProcessOutcome } from '../sandbox/process.js';
@@ -26,10 +28,9 @@ import { RunRedaction } from '../secrets/redact.js';
 import { usesBwrap } from '../sandbox/platform.js';
 import { makeRunCgroup, runCgroupLimit } from '../sandbox/run-cgroup.js';
 import type { RunCgroup } from '../sandbox/run-cgroup.js';
-import { buildSpawn, egressSocketPath, heldSpawn } from '../sandbox/spawn.js';
+import { buildSpawn, heldSpawn } from '../sandbox/spawn.js';
 import type { SandboxLimits } from '../sandbox/spawn.js';
 import { removeIpcOf } from '../sandbox/sysv-ipc.js';
-import { caBundlePath } from '../secrets/trust.js';
 import { reapUid } from '../uids/pool.js';
 import type { UidPool } from '../uids/pool.js';
 import { workspaceFullNote } from '../workspace/capacity.js';
@@ -52,6 +53,10 @@ type RunRequest = Extract<RunnerRequest, { type: 'run' }>;
 
 /** Past a run's timeout, kill grace and drain: reaping its uid's leftovers (uids.ts gives up after ~2 s). */
 export const REAP_MS = 2_500;
+
+/** What the result says of a run stopped because its helper failed (the why goes to the audit log only). */
+const HELPER_FAILED_NOTE =
+  "the run's network helper (its egress proxy) failed while the script ran, so the script was stopped; nothing of this run reached the network after that. Run it again; the runner's audit log has the details";
 
 /** Why a held sandbox's script was not let go: its token could not be spent, or its run.accept line written. */
 const TOKEN_NOT_SPENT = "the run's token could not be spent";
@@ -87,6 +92,8 @@ export interface CheckedRun {
   /** The run's folder under the scratch directory. */
   scratch: string;
   proxied: boolean;
+  /** A proxied run's helper (runner/egress/helper-link.ts), taken before the spend; given its run below. */
+  helper: RunHelper | undefined;
   /** The run's own uid, taken before the spend (released by the finally below). */
   uid: number | undefined;
   /** The run's workspace caps (SKILL_MCP_RUN_WORKSPACE_BYTES, SKILL_MCP_RUN_WORKSPACE_FILES). */
@@ -187,6 +194,7 @@ export async function runChecked(
   if (!held) {
     const refused = await run.spend();
     if (refused) {
+      run.helper?.kill();
       if (uid !== undefined) await deps.uidPool?.release(uid);
       return refused;
     }
@@ -196,7 +204,7 @@ export async function runChecked(
   let spent = !held;
   /** Settles a held sandbox's hold; undefined lets its script go. Every path that does not let it go settles it with why. */
   let settleRecord: (why: string | undefined) => void = () => undefined;
-  let proxy: RunProxy | undefined;
+  let egress: RunEgress | undefined;
   let cgroup: RunCgroup | undefined;
   let watch: WorkspaceWatch | undefined;
   let tmpfs = false;
@@ -255,20 +263,33 @@ export async function runChecked(
         "the run has secrets, which only the bubblewrap sandbox's egress proxy can inject; nothing was run",
         { token_id: tokenId },
       );
-    // Issue 30: with bindings the proxy makes the run's CA, writes its bundle (bound read-only by buildSpawn) and injects them.
-    const intercept = { bundlePath: caBundlePath(scratch), timeoutMs: plan.willRun.timeoutMs, env: deps.ctx.env };
-    if (proxied)
-      proxy = await openRunProxy({
-        socketPath: egressSocketPath(scratch),
-        uid,
-        entries: plan.egress.entries,
-        audit: deps.audit,
-        runId: slot.runId,
-        secrets: plan.secrets,
-        intercept,
-        ...(who.requester !== undefined ? { requester: who.requester } : {}),
-        ...(redaction.reported ? { redact: (text: string) => redaction.text(text) } : {}),
-      });
+    // Security: the run's network is its helper's, an unprivileged process of its own (runner/egress/
+    // helper-link.ts): given this run's entries and only this run's secrets, it listens where the
+    // sandbox binds its socket and, with bindings, writes the run CA's bundle beside it.
+    const helper = run.helper;
+    if (proxied && helper === undefined) throw new Error('a proxied run reached its start without a helper');
+    if (helper !== undefined) {
+      try {
+        if (uid !== undefined && helper.uid !== undefined) openHelperDirTo(helper.dir, helper.uid, uid);
+        egress = await startRunEgress({
+          helper,
+          audit: deps.audit,
+          runId: slot.runId,
+          entries: plan.egress.entries,
+          secrets: plan.secrets,
+          redactText: (text) => redaction.text(text),
+          env: deps.ctx.env,
+          timeoutMs: plan.willRun.timeoutMs,
+          ...(who.requester !== undefined ? { requester: who.requester } : {}),
+          onFailure: () => slot.proc?.cancel('helper-failed'),
+        });
+      } catch (error) {
+        const why = redaction.text(error instanceof Error ? error.message : String(error));
+        return reject('sandbox-failed', 'SANDBOX_UNAVAILABLE', `the run's network helper could not start (${why}); nothing was run`, {
+          token_id: tokenId,
+        });
+      }
+    }
     phases.mark('proxy');
     // Security: a root runner caps and ends the run by its own cgroup (every page counted, every task killed).
     const { cgroups } = deps.ctx.platform;
@@ -294,16 +315,15 @@ export async function runChecked(
     // Without a tmpfs, no one file may pass the workspace cap either (RLIMIT_FSIZE): the watcher then bounds the rest.
     const limits = tmpfs ? deps.limits : { ...deps.limits, fsizeBytes: Math.min(deps.limits.fsizeBytes, cap.bytes) };
     const spec = {
-      ...buildSpawn(
+      ...buildSpawn({
         plan,
-        deps.ctx.platform,
-        deps.ctx.env,
-        scratch,
+        platform: deps.ctx.platform,
+        sourceEnv: deps.ctx.env,
         uid,
         limits,
-        { workspace: ws.dir, home },
-        { ...(cgroup ? { cgroupProcs: cgroup.procs } : {}) },
-      ),
+        dirs: { workspace: ws.dir, home, ...(helper !== undefined ? { helper: helper.dir } : {}) },
+        extras: cgroup ? { cgroupProcs: cgroup.procs } : {},
+      }),
       ...(req.stdin !== undefined ? { stdin: req.stdin } : {}),
     };
     if (spec.envNames.join('\0') !== plan.willRun.envNames.join('\0'))
@@ -431,6 +451,8 @@ export async function runChecked(
       phases.mark('accept');
     }
     if (slot.cancelled) proc.cancel();
+    // A helper that failed before the script was there to stop.
+    if (egress?.failed !== undefined) proc.cancel('helper-failed');
     // Security: without a tmpfs the watcher is the workspace's cap: the first look over it stops the run.
     watch = watchWorkspace(ws, tmpfs ? 'tmpfs' : 'watch', cap, () => proc.cancel('workspace-full'));
     const o = await proc.outcome;
@@ -440,9 +462,9 @@ export async function runChecked(
     // The last look, with nothing of the run left running (or the first one over the cap).
     const usage: WorkspaceUsage = await watch.finish();
     watch = undefined;
-    // The proxy's lines (one per connection) come before the run's exit line.
-    const egress: { totals: RunProxyTotals; summary: EgressSummary } | undefined = await proxy?.close();
-    proxy = undefined;
+    // The helper's lines (one per connection) come before the run's exit line.
+    const network: RunEgressEnd | undefined = await egress?.close();
+    egress = undefined;
     // Security: read only once nothing of the run is left alive to change the tree under the walk.
     const collected: Collected =
       leftovers.remaining > 0
@@ -477,7 +499,8 @@ export async function runChecked(
       ...(reapError !== undefined ? { reap_error: `the run's cgroup could not be killed (${reapError})` } : {}),
       ...(o.startError !== undefined ? { start_error: o.startError } : {}),
       ...(ipcRemoved > 0 ? { ipc_removed: ipcRemoved } : {}),
-      ...(egress?.totals ?? {}),
+      ...(network?.totals ?? {}),
+      ...(network?.failed !== undefined ? { helper_failed: network.failed } : {}),
       ...outputsAudit(collected),
       workspace_bytes: usage.bytes,
       workspace_files: usage.files,
@@ -512,7 +535,9 @@ export async function runChecked(
         files: collected.files,
         ...(collected.note !== undefined ? { filesNote: collected.note } : {}),
         // What the proxy refused, so the model can tell a refusal from a failing network.
-        ...(egress ? { egress: egress.summary } : {}),
+        ...(network?.summary ? { egress: network.summary } : {}),
+        // Never silent: a run stopped because its network went away says so.
+        ...(o.ending === 'helper-failed' ? { egressNote: HELPER_FAILED_NOTE } : {}),
         ...(full !== undefined ? { workspaceFull: true, workspaceNote: full } : {}),
         ...(redacted ? { redaction: redacted } : {}),
       },
@@ -548,7 +573,8 @@ export async function runChecked(
     );
     throw error;
   } finally {
-    await proxy?.close();
+    if (egress) await egress.close();
+    else run.helper?.kill();
     await watch?.finish();
     if (!handedOff) {
       // Security: no run's tmpfs stays mounted, whatever way this ended (before the folder's removal, which it would stop).

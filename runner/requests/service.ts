@@ -28,8 +28,7 @@ import { withInputs } from '../workspace/workspace.js';
 import { digestInputs, inputsRefusal } from '../../shared/run-io.js';
 import { inputsCapProblem } from '../workspace/capacity.js';
 import type { WorkspaceCap, WorkspaceMode } from '../workspace/capacity.js';
-import { socketPathProblem } from '../egress/run-proxy.js';
-import { egressSocketPath } from '../sandbox/spawn.js';
+import type { HelperPool, RunHelper } from '../egress/helper-link.js';
 import type { SandboxLimits } from '../sandbox/spawn.js';
 import { RunStats } from './stats.js';
 import { RunPhases } from './phases.js';
@@ -57,6 +56,8 @@ export interface ServiceDeps {
   drainMs: number;
   /** How many runs at once, one client's share, and how long a run over them waits. */
   admission: AdmissionLimits;
+  /** Proxied runs' helpers (runner/egress/helper-link.ts); undefined where no run can be proxied. */
+  helpers: HelperPool | undefined;
   /** Standalone: the OS user the runner (and so the person's own skill-mcp) runs as, the requester of every run; hosted: undefined. */
   osUser?: string | undefined;
 }
@@ -455,9 +456,6 @@ export class RunnerService {
     if (slot.cancelled) return reject('cancelled', 'CANCELLED', 'the run was cancelled before it started', { token_id: tokenId });
     const scratch = join(deps.scratchDir, runFolderName(slot.runId));
     const proxied = plan.egress.mode === 'proxy';
-    const socketProblem = proxied ? socketPathProblem(egressSocketPath(scratch)) : undefined;
-    if (socketProblem !== undefined)
-      return reject('sandbox-failed', 'INTERNAL', `${socketProblem}; nothing was run`, { token_id: tokenId });
     // Fail closed before the spend when the log is known to be down: the token stays unspent.
     if (!deps.audit.available) return reject('audit-unavailable', 'AUDIT_UNAVAILABLE', AUDIT_DOWN, { token_id: tokenId });
     // Security: spent durably before the script starts, so no crash or restart can replay it; and
@@ -465,6 +463,20 @@ export class RunnerService {
     // A uid first (BUSY when none is free), so a refused run never burns the person's approval.
     const uid = await deps.uidPool?.take();
     slot.phases.mark('uid');
+    // A proxied run's helper too, before the spend: one that cannot start refuses the run unspent.
+    let helper: RunHelper | undefined;
+    if (proxied) {
+      try {
+        if (deps.helpers === undefined) throw new Error('this runner starts no helpers (no syscall filter for them here)');
+        helper = await deps.helpers.take();
+      } catch (error) {
+        if (uid !== undefined) await deps.uidPool?.release(uid);
+        const why = error instanceof Error ? error.message : String(error);
+        return reject('sandbox-failed', 'SANDBOX_UNAVAILABLE', `the run's network helper could not be started (${why}); nothing was run`, {
+          token_id: tokenId,
+        });
+      }
+    }
     // When it is spent (before the workspace, or — a held sandbox — while bubblewrap builds it, always
     // before the script may start), and the run itself to its exit line: runner/requests/run-path.ts.
     // A refused spend gives the uid back there (its finally).
@@ -492,6 +504,7 @@ export class RunnerService {
       files,
       scratch,
       proxied,
+      helper,
       uid,
       cap: this.cap,
       spend,

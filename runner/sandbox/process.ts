@@ -26,8 +26,13 @@ export interface RunTimes {
   drainMs: number;
 }
 
-/** `workspace-full`: stopped by the runner's workspace watcher (runner/workspace/watch.ts). */
-export type Ending = 'exit' | 'timeout' | 'cancelled' | 'workspace-full' | 'spawn-failed';
+/**
+ * `workspace-full`: stopped by the runner's workspace watcher (runner/workspace/watch.ts);
+ * `helper-failed`: stopped because the run's helper, its one way to the network, failed (runner/egress/helper-link.ts).
+ */
+export type Ending = 'exit' | 'timeout' | 'cancelled' | 'workspace-full' | 'helper-failed' | 'spawn-failed';
+/** Why the runner stops a run before its end. */
+export type StopWhy = 'cancelled' | 'workspace-full' | 'helper-failed';
 
 export interface ProcessOutcome {
   exitCode: number | null;
@@ -132,7 +137,7 @@ export interface RunningProcess {
   spawnedAt: number;
   outcome: Promise<ProcessOutcome>;
   /** Kills the whole group now; the outcome then reports `why` (`cancelled` unless said). */
-  cancel(why?: 'cancelled' | 'workspace-full'): void;
+  cancel(why?: StopWhy): void;
 }
 
 /** The parent pid of `pid` (/proc), or undefined when it is gone. */
@@ -387,7 +392,7 @@ export function runProcess(
     pid: child.pid,
     spawnedAt,
     outcome,
-    cancel(why: 'cancelled' | 'workspace-full' = 'cancelled'): void {
+    cancel(why: StopWhy = 'cancelled'): void {
       if (ending === 'exit') ending = why;
       killGroup('SIGKILL');
     },

@@ -87,6 +87,21 @@ export interface SpawnSpec {
 export interface RunDirs {
   workspace: string;
   home: string;
+  /** A proxied run's helper folder: its egress socket and, with secret bindings, its CA bundle (runner/egress/helper-link.ts). */
+  helper?: string;
+}
+
+/** What one run's spawn is built from. */
+export interface SpawnInputs {
+  plan: RunPlan;
+  platform: Platform;
+  /** The runner's environment, which the allowlist takes the script's variables from. */
+  sourceEnv: Readonly<Record<string, string | undefined>>;
+  /** The run's own uid (root), or undefined (the runner's uid). */
+  uid: number | undefined;
+  limits: SandboxLimits;
+  dirs: RunDirs;
+  extras?: RunExtras;
 }
 
 /** What the runner made for this run before its spawn. */
@@ -128,9 +143,9 @@ const MOUNT_SCRIPT = [
   'exec "$@"',
 ].join('\n');
 
-/** Where a proxied run's egress socket lives on the host: in its own run folder. */
-export function egressSocketPath(scratch: string): string {
-  return `${scratch}/egress.sock`;
+/** Where a proxied run's egress socket lives on the host: in its helper's folder (runner/egress/helper-link.ts). */
+export function egressSocketPath(helperDir: string): string {
+  return `${helperDir}/egress.sock`;
 }
 
 /** The PATH a sandboxed script gets: only folders that exist inside (host PATHs name places it cannot see). */
@@ -166,16 +181,8 @@ export function heldSpawn(platform: Platform): boolean {
  * The script path handed to the interpreter is absolute (bubblewrap) or `./`-prefixed, so no
  * declared name can ever read as an interpreter option.
  */
-export function buildSpawn(
-  plan: RunPlan,
-  platform: Platform,
-  sourceEnv: Readonly<Record<string, string | undefined>>,
-  scratch: string,
-  uid: number | undefined,
-  limits: SandboxLimits,
-  dirs: RunDirs,
-  extras: RunExtras = {},
-): SpawnSpec {
+export function buildSpawn(inputs: SpawnInputs): SpawnSpec {
+  const { plan, platform, sourceEnv, uid, limits, dirs, extras = {} } = inputs;
   const sandboxed = usesBwrap(platform);
   // Issue 30: only a proxied run in bubblewrap has bindings the proxy injects (derive refuses the rest).
   const withBundle = sandboxed && plan.egress.mode === 'proxy' && plan.secrets.length > 0;
@@ -234,6 +241,8 @@ export function buildSpawn(
       ...plan.args,
     ];
     const proxied = plan.egress.mode === 'proxy';
+    // Never a proxied run whose socket would be missing from its sandbox.
+    if (proxied && dirs.helper === undefined) throw new Error('a proxied run needs its helper folder (its egress socket)');
     // A proxied run starts the bridge first (under the same limits); it starts the script once it listens.
     const target = proxied ? bridgeArgv(bridgeNode(platform)!, script) : script;
     // bubblewrap exports PWD=/work itself: the env above holds the same (sandboxPwd), so no step removes it.
@@ -243,8 +252,8 @@ export function buildSpawn(
       skillDir: plan.realDir,
       tmpBytes: limits.tmpBytes,
       workspace: dirs.workspace,
-      ...(proxied ? { egressSocket: egressSocketPath(scratch) } : {}),
-      ...(withBundle ? { caBundle: caBundlePath(scratch) } : {}),
+      ...(proxied ? { egressSocket: egressSocketPath(dirs.helper!) } : {}),
+      ...(withBundle ? { caBundle: caBundlePath(dirs.helper!) } : {}),
       ...(platform.seccomp ? { seccompFd: SECCOMP_FD } : {}),
       infoFd: SANDBOX_INFO_FD,
       ...(gated ? { blockFd: GATE_BLOCK_FD } : {}),

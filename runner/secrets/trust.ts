@@ -1,18 +1,17 @@
 /**
  * @module What a run with secret bindings trusts (docs/secrets-proxy.md, "The bundle"): a file of
- * the system CAs plus the run's own CA, written in the run's folder, bound read-only into the
- * sandbox at {@link CA_BUNDLE_MOUNT}, and named by the variables Python, Node, pip and curl read.
- * Also what the runner's proxy itself trusts upstream: the system CAs, or the file named by
- * `SKILL_MCP_EGRESS_CA_FILE` in the runner's own environment.
+ * the system CAs plus the run's own CA, written by the run's helper in its own folder, bound
+ * read-only into the sandbox at {@link CA_BUNDLE_MOUNT}, and named by the variables Python, Node,
+ * pip and curl read. Also what the helper trusts upstream: the system CAs, or the file named by
+ * `SKILL_MCP_EGRESS_CA_FILE` in the runner's environment, which the runner reads and hands over.
  *
- * Security: the bundle holds certificates only (the run CA's key never leaves the runner's
- * memory), and the variables naming it are never grantable (shared/declaration.ts), so a skill
- * cannot point them elsewhere or at a CA of its own.
+ * Security: the bundle holds certificates only (the run CA's key never leaves the helper's memory),
+ * and the variables naming it are never grantable (shared/declaration.ts), so a skill cannot point
+ * them elsewhere or at a CA of its own.
  */
 import { X509Certificate } from 'node:crypto';
-import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
-import { createSecureContext, rootCertificates } from 'node:tls';
-import type { SecureContext } from 'node:tls';
+import { readFileSync } from 'node:fs';
+import { rootCertificates } from 'node:tls';
 
 /** Where the bundle appears inside the sandbox (beside the egress socket). */
 export const CA_BUNDLE_MOUNT = '/run/skill-mcp/ca-bundle.pem';
@@ -33,9 +32,9 @@ export function caBundleEnv(hasBindings: boolean): Record<string, string> {
   return hasBindings ? Object.fromEntries(CA_BUNDLE_VARIABLES.map((name) => [name, CA_BUNDLE_MOUNT])) : {};
 }
 
-/** Where a run's bundle lives on the host: in its own run folder (removed with it). */
-export function caBundlePath(scratch: string): string {
-  return `${scratch}/ca-bundle.pem`;
+/** Where a run's bundle lives on the host: in its helper's folder (removed with it). */
+export function caBundlePath(helperDir: string): string {
+  return `${helperDir}/ca-bundle.pem`;
 }
 
 /**
@@ -74,20 +73,6 @@ export function upstreamCaPem(env: Readonly<Record<string, string | undefined>>)
   return text;
 }
 
-let remembered: { pem: string; context: SecureContext } | undefined;
-
-/**
- * The context the proxy verifies bound hosts against, made once per runner for the same CAs
- * (parsing ~140 system CAs costs ~35 ms: per run it would be on every secrets run's start). The
- * file is read again each run, so a changed `SKILL_MCP_EGRESS_CA_FILE` or system bundle is used
- * from the next run on.
- */
-export function upstreamContext(env: Readonly<Record<string, string | undefined>>): SecureContext {
-  const pem = upstreamCaPem(env);
-  if (remembered?.pem !== pem) remembered = { pem, context: createSecureContext({ ca: pem }) };
-  return remembered.context;
-}
-
 /** Why `SKILL_MCP_EGRESS_CA_FILE` cannot be used, checked at the runner's start (else every secrets run would fail), or undefined. */
 export function egressCaFileProblem(env: Readonly<Record<string, string | undefined>>): string | undefined {
   const file = env['SKILL_MCP_EGRESS_CA_FILE'];
@@ -103,13 +88,4 @@ export function egressCaFileProblem(env: Readonly<Record<string, string | undefi
       ? (error as Error).message
       : `SKILL_MCP_EGRESS_CA_FILE holds a certificate that cannot be parsed (${(error as Error).message}); fix it or unset it`;
   }
-}
-
-/** Writes the run's bundle (system CAs, then the run CA), readable by the run's uid; returns its path. */
-export function writeCaBundle(path: string, runCaPem: string, systemPem: string = systemCaPem()): string {
-  // 0644 and owned by the runner: the run (its own uid as root) reads it through a read-only bind,
-  // never changes it. chmod: the runner's umask (077) would leave it 0600.
-  writeFileSync(path, `${systemPem}${runCaPem}`, { mode: 0o644, flag: 'wx' });
-  chmodSync(path, 0o644);
-  return path;
 }

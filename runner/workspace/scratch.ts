@@ -28,8 +28,11 @@ import {
 import { dirname, join } from 'node:path';
 import { unmountAll } from './mount.js';
 
-/** A run's scratch folder, or (`-skill`) its private copy of the skill (runner/workspace/run-copy.ts). */
-const RUN_FOLDER = /^run-([1-9][0-9]{0,9})-([0-9a-f]{16})(?:-skill)?$/;
+/**
+ * A run's scratch folder, or (`-skill`) its private copy of the skill (runner/workspace/run-copy.ts),
+ * or (`-helper`) a run helper's folder or the runner's copy of the helper bundle (runner/egress/helper-link.ts).
+ */
+const RUN_FOLDER = /^run-([1-9][0-9]{0,9})-([0-9a-f]{16})(?:-skill|-helper)?$/;
 
 /** The folder name of one run of this runner. */
 export function runFolderName(runId: string): string {

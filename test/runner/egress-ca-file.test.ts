@@ -10,7 +10,9 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { rootCertificates } from 'node:tls';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { egressCaFileProblem, upstreamContext } from '../../runner/secrets/trust.js';
+import { egressCaFileProblem } from '../../runner/secrets/trust.js';
+import { upstreamCaFor } from '../../runner/egress/run-egress.js';
+import { upstreamContext } from '../../runner/helper/trust.js';
 import { BIN, tempDir } from './harness.js';
 
 describe('SKILL_MCP_EGRESS_CA_FILE', () => {
@@ -56,11 +58,16 @@ describe('SKILL_MCP_EGRESS_CA_FILE', () => {
     expect(started.stderr).toContain('holds no PEM certificate');
   });
 
-  it('the parsed CAs are made once per runner for the same text, and anew when the file changes', () => {
+  it('the file is read again for every run (a changed file is used from the next run on); the system CAs are parsed once per helper', () => {
     const env = { SKILL_MCP_EGRESS_CA_FILE: good };
-    const first = upstreamContext(env);
-    expect(upstreamContext(env)).toBe(first);
+    const first = upstreamCaFor(env);
+    expect(first).toBe(readFileSync(good, 'utf8'));
     writeFileSync(good, `${readFileSync(good, 'utf8')}${rootCertificates[1]}\n`);
-    expect(upstreamContext(env)).not.toBe(first);
+    expect(upstreamCaFor(env)).not.toBe(first);
+    expect(upstreamCaFor({})).toBeUndefined();
+    // In the helper: the operator's CAs as given, the system's made once (a spare makes them before its run).
+    const system = upstreamContext(undefined);
+    expect(upstreamContext(undefined)).toBe(system);
+    expect(upstreamContext(readFileSync(good, 'utf8'))).not.toBe(system);
   });
 });

@@ -17,9 +17,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseEgressEntry, parseEgressList } from '../../shared/egress.js';
 import { readHost } from '../../shared/host-literal.js';
 import { classifyAddress, specialAddressWarning } from '../../runner/egress/address.js';
-import type { Lookup } from '../../runner/egress/policy.js';
-import { startEgressProxy } from '../../runner/egress/proxy.js';
-import type { EgressProxy, EgressRecord } from '../../runner/egress/proxy.js';
+import type { Lookup } from '../../runner/helper/policy.js';
+import { startEgressProxy } from '../../runner/helper/proxy.js';
+import type { EgressProxy, EgressRecord } from '../../runner/helper/proxy.js';
 
 /** Spellings of one address, each as a host of a request (IPv6 in brackets). */
 const LOOPBACK = [

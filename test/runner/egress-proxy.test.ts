@@ -5,7 +5,7 @@
  * address classifier itself. Also the plain-HTTP and CONNECT paths, hop-by-hop headers, and one
  * record per connection. Network: only this machine's loopback.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { IncomingHttpHeaders, Server } from 'node:http';
 import { connect } from 'node:net';
@@ -13,14 +13,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseEgressList } from '../../shared/egress.js';
-import { AuditLog } from '../../runner/audit/log.js';
 import { classifyAddress } from '../../runner/egress/address.js';
-import { decide } from '../../runner/egress/policy.js';
-import type { Lookup } from '../../runner/egress/policy.js';
-import { startEgressProxy } from '../../runner/egress/proxy.js';
-import type { EgressProxy, EgressRecord } from '../../runner/egress/proxy.js';
+import { decide } from '../../runner/helper/policy.js';
+import type { Lookup } from '../../runner/helper/policy.js';
+import { startEgressProxy } from '../../runner/helper/proxy.js';
+import type { EgressProxy, EgressRecord } from '../../runner/helper/proxy.js';
 import { planEgress } from '../../runner/egress/plan.js';
-import { openRunProxy } from '../../runner/egress/run-proxy.js';
+import { openRunProxy } from '../../runner/helper/run-proxy.js';
+import { EgressBook } from '../../runner/egress/run-egress.js';
 
 describe('the address classifier', () => {
   it.each([
@@ -335,30 +335,31 @@ describe('what a run can make the runner hold', () => {
   });
 
   it('a script looping on refused connections writes at most the cap of audit lines; the rest are counted', async () => {
-    const audit = new AuditLog({ path: join(dir, 'audit.log'), anchorPath: join(dir, 'audit.head') });
-    audit.begin(() => ({ event: 'runner.start' }));
+    // The helper reports every connection; the runner writes the first `maxLines` (EgressBook) and counts the rest.
+    const book = new EgressBook((text) => text, 3);
+    const written: EgressRecord[] = [];
     const socketPath = join(dir, 'loop.sock');
-    const proxy = await openRunProxy({ socketPath, uid: undefined, entries: ['a.example'], audit, runId: 'r1', maxAuditLines: 3 });
+    const proxy = await openRunProxy({
+      socketPath,
+      entries: ['a.example'],
+      onRecord: (r) => {
+        const line = book.take(r);
+        if (line) written.push(line);
+      },
+    });
     try {
       for (let i = 0; i < 5; i++) expect(await once(socketPath, `CONNECT b.example:443 HTTP/1.1\r\n\r\n`)).toMatch(/^HTTP\/1\.1 403/);
     } finally {
-      const { totals, summary } = await proxy.close();
-      await audit.close();
-      expect(totals).toEqual({ egress_allowed: 0, egress_refused: 5, egress_unlogged: 2 });
+      await proxy.close();
+      expect(book.totals).toEqual({ egress_allowed: 0, egress_refused: 5, egress_unlogged: 2 });
       // The run's result counts every one, past the audit cap too.
-      expect(summary).toEqual({
+      expect(book.summary()).toEqual({
         refused: [{ host: 'b.example', port: 443, reason: 'not-allowed', count: 5 }],
         refusedCount: 5,
         refusedUnlisted: 0,
         allowedCount: 0,
       });
     }
-    const lines = readFileSync(join(dir, 'audit.log'), 'utf8')
-      .trim()
-      .split('\n')
-      .map((l) => JSON.parse(l) as Record<string, unknown>);
-    expect(lines.filter((l) => l['event'] !== 'runner.start').map((l) => [l['event'], l['decision'], l['destination']])).toEqual(
-      Array(3).fill(['egress', 'refused', 'b.example:443']),
-    );
+    expect(written.map((r) => [r.decision, r.destination])).toEqual(Array(3).fill(['refused', 'b.example:443']));
   });
 });

@@ -182,7 +182,14 @@ describe('the chain buildSpawn makes at the bubblewrap levels', () => {
     ...over,
   });
   const build = (p: Platform, uid?: number): SpawnSpec =>
-    buildSpawn(plan, p, { PATH: '/usr/bin' }, '/run/x', uid, limits, { workspace: '/run/x/work', home: '/run/x/home' });
+    buildSpawn({
+      plan,
+      platform: p,
+      sourceEnv: { PATH: '/usr/bin' },
+      uid,
+      limits,
+      dirs: { workspace: '/run/x/work', home: '/run/x/home' },
+    });
   /** The prlimit step's options as the gate's names and values. */
   const stepLimits = (argv: string[]): Record<string, number> =>
     Object.fromEntries(

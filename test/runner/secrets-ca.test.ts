@@ -14,8 +14,8 @@ import type { AddressInfo, Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeRunCa, makeRunCaForTests } from '../../runner/secrets/ca.js';
-import type { RunCa } from '../../runner/secrets/ca.js';
+import { makeRunCa, makeRunCaForTests } from '../../runner/helper/ca.js';
+import type { RunCa } from '../../runner/helper/ca.js';
 
 const HOUR_MS = 3_600_000;
 let dir: string;

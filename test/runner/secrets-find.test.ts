@@ -10,15 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isNeverGrantable } from '../../shared/declaration.js';
-import { makeReplacer, makeScanner } from '../../runner/egress/find.js';
-import {
-  CA_BUNDLE_MOUNT,
-  CA_BUNDLE_VARIABLES,
-  caBundleEnv,
-  systemCaPem,
-  upstreamCaPem,
-  writeCaBundle,
-} from '../../runner/secrets/trust.js';
+import { makeReplacer, makeScanner } from '../../runner/helper/find.js';
+import { CA_BUNDLE_MOUNT, CA_BUNDLE_VARIABLES, caBundleEnv, systemCaPem, upstreamCaPem } from '../../runner/secrets/trust.js';
+import { writeCaBundle } from '../../runner/helper/trust.js';
 
 const PH = 'skmcp_ph_TOKEN_0123456789abcdef';
 

@@ -20,8 +20,9 @@ import { gzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditLog } from '../../runner/audit/log.js';
-import { openRunProxy } from '../../runner/egress/run-proxy.js';
-import type { RunProxy } from '../../runner/egress/run-proxy.js';
+import type { EgressRecord } from '../../runner/egress/helper-protocol.js';
+import { openRunProxy } from '../../runner/helper/run-proxy.js';
+import type { RunProxy } from '../../runner/helper/run-proxy.js';
 import type { SecretBinding } from '../../runner/secrets/binding.js';
 import { caBundleEnv, caBundlePath } from '../../runner/secrets/trust.js';
 import { makeTestCerts, openssl } from '../https-api.js';
@@ -39,6 +40,9 @@ interface Seen {
 
 let dir: string;
 let audit: AuditLog;
+
+/** What the runner does with each record the helper reports: one `egress` line (runner/egress/run-egress.ts). */
+const toAudit = (runId: string) => (record: EgressRecord) => void audit.append({ event: 'egress', run_id: runId, ...record });
 let proxy: RunProxy | undefined;
 let bridge: NetServer;
 let bridgePort: number;
@@ -141,12 +145,10 @@ beforeAll(async () => {
   runBundle = caBundlePath(dir);
   proxy = await openRunProxy({
     socketPath: join(dir, 'egress.sock'),
-    uid: undefined,
-    audit,
-    runId: 'r-secrets',
+    onRecord: toAudit('r-secrets'),
     entries: [`127.0.0.1:${bound}`, `127.0.0.1:${unbound}`, `127.0.0.1:${forged}`, `127.0.0.1:${plain}`],
     secrets: bindings(),
-    intercept: { bundlePath: runBundle, timeoutMs: 60_000, env: { SKILL_MCP_EGRESS_CA_FILE: join(dir, 'test-ca.pem') } },
+    intercept: { bundlePath: runBundle, timeoutMs: 60_000, upstreamCa: readFileSync(join(dir, 'test-ca.pem'), 'utf8') },
   });
   widerBundle = join(dir, 'wider.pem');
   writeFileSync(widerBundle, readFileSync(runBundle, 'utf8') + readFileSync(join(dir, 'test-ca.pem'), 'utf8'));
@@ -462,9 +464,7 @@ print(urllib.request.urlopen(req).status)
     await expect(
       openRunProxy({
         socketPath: join(dir, 'other.sock'),
-        uid: undefined,
-        audit,
-        runId: 'r2',
+        onRecord: toAudit('r2'),
         entries: [`127.0.0.1:${bound}`],
         secrets: bindings(),
       }),
@@ -476,12 +476,10 @@ print(urllib.request.urlopen(req).status)
     const socketPath = join(dir, 'ends-open.sock');
     const own = await openRunProxy({
       socketPath,
-      uid: undefined,
-      audit,
-      runId: 'r-ends-open',
+      onRecord: toAudit('r-ends-open'),
       entries: [`127.0.0.1:${bound}`],
       secrets: bindings(),
-      intercept: { bundlePath: join(dir, 'ends-open.pem'), timeoutMs: 60_000, env: { SKILL_MCP_EGRESS_CA_FILE: join(dir, 'test-ca.pem') } },
+      intercept: { bundlePath: join(dir, 'ends-open.pem'), timeoutMs: 60_000, upstreamCa: readFileSync(join(dir, 'test-ca.pem'), 'utf8') },
     });
     const raw = connect({ path: socketPath });
     await new Promise<void>((resolve) => raw.once('connect', () => resolve()));

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditLog } from '../../runner/audit/log.js';
 import { planEgress } from '../../runner/egress/plan.js';
-import { openRunProxy } from '../../runner/egress/run-proxy.js';
+import { openRunProxy } from '../../runner/helper/run-proxy.js';
 import type { RunPlan } from '../../runner/requests/derive.js';
 import { probePlatform, usesBwrap } from '../../runner/sandbox/platform.js';
 import type { Platform } from '../../runner/sandbox/platform.js';
@@ -143,15 +143,16 @@ describe.each(variants)('a run with a secret binding, in bubblewrap, as %s', (_l
     } as unknown as RunPlan;
     const audit = new AuditLog({ path: join(dir, `audit-${uid ?? 'own'}.log`), anchorPath: join(dir, `audit-${uid ?? 'own'}.head`) });
     audit.begin(() => ({ event: 'runner.start' }));
+    // The helper's proxy (runner/helper/run-proxy.ts), here in the test's process; its records written as the runner writes them.
     const proxy = await openRunProxy({
       socketPath: egressSocketPath(scratch),
-      uid,
       entries: egress.entries,
-      audit,
-      runId: 'r1',
+      onRecord: (record) => void audit.append({ event: 'egress', run_id: 'r1', ...record }),
       secrets: [binding],
-      intercept: { bundlePath: caBundlePath(scratch), timeoutMs: 30_000, env: { SKILL_MCP_EGRESS_CA_FILE: certs.ca } },
+      intercept: { bundlePath: caBundlePath(scratch), timeoutMs: 30_000, upstreamCa: readFileSync(certs.ca, 'utf8') },
     });
+    // A helper's folder lets the run's uid in (runner/egress/helper-link.ts); here the socket is given to it.
+    if (uid !== undefined) chownSync(egressSocketPath(scratch), uid, uid);
     const limits = {
       nproc: 256,
       fsizeBytes: 64 * MiB,
@@ -164,7 +165,14 @@ describe.each(variants)('a run with a secret binding, in bubblewrap, as %s', (_l
       outputFilesBytes: MiB,
     };
     // The placeholder is what the declaration side will put in the script's variable; here it is added to the built env by hand.
-    const spec = buildSpawn(plan, p, { PATH: process.env['PATH'] }, scratch, uid, limits, { workspace: work, home: scratch });
+    const spec = buildSpawn({
+      plan,
+      platform: p,
+      sourceEnv: { PATH: process.env['PATH'] },
+      uid,
+      limits,
+      dirs: { workspace: work, home: scratch, helper: scratch },
+    });
     expect(spec.envNames).toEqual(
       expect.arrayContaining(['SSL_CERT_FILE', 'REQUESTS_CA_BUNDLE', 'NODE_EXTRA_CA_CERTS', 'PIP_CERT', 'CURL_CA_BUNDLE']),
     );

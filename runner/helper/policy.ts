@@ -9,7 +9,7 @@ import { lookup as dnsLookup } from 'node:dns/promises';
 import { DEFAULT_PORTS, entryMatches, formatEgressEntry, parseRequestHost } from '../../shared/egress.js';
 import type { EgressEntry } from '../../shared/egress.js';
 import type { EgressRefusalReason } from '../../shared/protocol.js';
-import { classifyAddress } from './address.js';
+import { classifyAddress } from '../egress/address.js';
 
 export interface ResolvedAddress {
   address: string;

@@ -27,11 +27,12 @@ import type { RequestOptions } from 'node:https';
 import { isIP } from 'node:net';
 import type { Socket } from 'node:net';
 import { Transform } from 'node:stream';
-import { checkServerIdentity, createSecureContext, TLSSocket } from 'node:tls';
+import { checkServerIdentity, TLSSocket } from 'node:tls';
 import type { PeerCertificate, SecureContext } from 'node:tls';
-import type { RunCa } from '../secrets/ca.js';
+import type { RunCa } from './ca.js';
 import type { SecretBinding } from '../secrets/binding.js';
 import { makeReplacer, makeScanner } from './find.js';
+import { upstreamContext as localUpstreamContext } from './trust.js';
 import type { Needle } from './find.js';
 import { forwardable } from './headers.js';
 
@@ -79,9 +80,9 @@ export interface Interceptor {
 export interface InterceptOptions {
   bindings: readonly SecretBinding[];
   ca: RunCa;
-  /** PEM the upstream certificates are verified against (runner/secrets/trust.ts upstreamCaPem). */
-  upstreamCa: string;
-  /** The same, already parsed (runner/secrets/trust.ts upstreamContext: made once per runner); wins over `upstreamCa`. */
+  /** PEM the upstream certificates are verified against (the operator's `SKILL_MCP_EGRESS_CA_FILE`; absent: the system CAs). */
+  upstreamCa?: string;
+  /** The same, already parsed (./trust.ts upstreamContext); wins over `upstreamCa`. */
   upstreamContext?: SecureContext;
   connectTimeoutMs: number;
 }
@@ -132,7 +133,7 @@ export function makeInterceptor(opts: InterceptOptions): Interceptor {
   const needles = placeholderNeedles(opts.bindings);
   // Parsed once per run, before the script starts (a list of ~140 CAs takes ~35 ms here; per TLS
   // connection it would cost that much each). A list that cannot be parsed fails the run's start.
-  const upstreamContext: SecureContext = opts.upstreamContext ?? createSecureContext({ ca: opts.upstreamCa });
+  const upstreamContext: SecureContext = opts.upstreamContext ?? localUpstreamContext(opts.upstreamCa);
   /** One keep-alive pool per destination entry and decided address (a new address never reuses an old pool). */
   const agents = new Map<string, Agent>();
   const conns = new WeakMap<object, Conn>();
@@ -323,7 +324,9 @@ export function makeInterceptor(opts: InterceptOptions): Interceptor {
           internal.emit('connection', tls);
           client.resume();
         },
-        () => {
+        (error: unknown) => {
+          // Said on the connection's line: a name past the run's limit, or a name the CA may not sign.
+          stats.upstreamError = error instanceof Error ? error.message : 'no certificate for this host';
           client.destroy();
           finish();
         },

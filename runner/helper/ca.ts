@@ -1,14 +1,14 @@
 /**
  * @module A run's own certificate authority (docs/secrets-proxy.md, "The run CA"): made by the
- * runner for each run that has secret bindings, trusted inside that run only, and used by its
+ * run's helper for each run that has secret bindings, trusted inside that run only, and used by its
  * egress proxy to present a certificate for each bound host, so that it can read the requests it
  * injects the secret into. ECDSA P-256 through WebCrypto and `@peculiar/x509`.
  *
  * Loaded lazily (`await import`): only a run with bindings pays for the X.509 code, and the bin's
- * start-up does not change (runner/egress/run-proxy.ts imports it on demand).
+ * start-up does not change (./run-proxy.ts imports it on demand).
  *
  * Security: the CA's private key is a non-extractable WebCrypto key held by this object in the
- * runner's memory only — no code path can export it, it is never written to disk and never enters
+ * helper's memory only — no code path can export it, it is never written to disk and never enters
  * the sandbox (the sandbox gets the CA *certificate* only). Its reach is capped three ways besides:
  * `basicConstraints CA:true, pathLen 0` (it signs leaves, never another CA), `nameConstraints`
  * permitting only the run's bound hosts (a leaked key still signs nothing OpenSSL would accept for
@@ -29,6 +29,16 @@ const ALGORITHM = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as con
 const BACKDATE_MS = 60_000;
 /** The CA and its leaves outlive the run's timeout by this much (kill grace, drain, a slow start). */
 export const CA_MARGIN_MS = 5 * 60_000;
+/**
+ * Host certificates one run may have made. Security: a wildcard binding covers any number of names
+ * below it, and each new name costs a key pair and a signature (~10 ms of CPU and ~30 kB held): a
+ * script naming thousands of them would burn its helper's CPU and memory without end. Past this
+ * many names a new one is refused (its connection is cut and its audit line says why).
+ */
+export const MAX_LEAVES_PER_RUN = 64;
+/** The refusal of a name past {@link MAX_LEAVES_PER_RUN}, as its connection's `upstream_error`. */
+export const LEAF_LIMIT_ERROR = `the run already has certificates for ${MAX_LEAVES_PER_RUN} host names (the most one run may have); this one was refused`;
+
 /** RFC 6761 reserves `.invalid`: a CA with no bound name permits only it, so it can sign no real name. */
 const NO_NAME = 'invalid';
 
@@ -160,6 +170,7 @@ async function makeCa(
       if (!bound.some((h) => h === host || (h.startsWith('*.') && host.endsWith(h.slice(1)))))
         return Promise.reject(new Error("the run CA signs only the run's bound hosts"));
       let context = contexts.get(host);
+      if (!context && contexts.size >= MAX_LEAVES_PER_RUN) return Promise.reject(new Error(LEAF_LIMIT_ERROR));
       if (!context) {
         context = leaf(host).then((pair) => createSecureContext({ ...pair, minVersion: 'TLSv1.2' }));
         contexts.set(host, context);

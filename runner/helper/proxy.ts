@@ -12,7 +12,7 @@ import { connect, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { parseDestination, parseRequestHost } from '../../shared/egress.js';
 import type { EgressEntry } from '../../shared/egress.js';
-import type { EgressRefusalReason } from '../../shared/protocol.js';
+import type { EgressRecord } from '../egress/helper-protocol.js';
 import { makeScanner } from './find.js';
 import type { Needle } from './find.js';
 import { forwardable } from './headers.js';
@@ -21,35 +21,8 @@ import type { InterceptStats, Interceptor } from './intercept.js';
 import { decide, systemLookup } from './policy.js';
 import type { Decision, Lookup } from './policy.js';
 
-/** One line of the audit log per proxied connection (a plain-HTTP request is one connection upstream). */
-export interface EgressRecord {
-  destination: string;
-  method: string;
-  decision: 'allowed' | 'refused';
-  entry?: string;
-  address?: string;
-  /** Why it was refused, or `connect-failed` for an allowed destination that could not be reached. */
-  reason?: EgressRefusalReason | 'connect-failed';
-  /** Bytes sent to the destination (request line, headers and body for plain HTTP; the tunnel's bytes for CONNECT). */
-  bytes_up: number;
-  /** Bytes received from it. */
-  bytes_down: number;
-  duration_ms: number;
-  /** Issue 30: the connection went to a bound host and was intercepted (intercept.ts); the fields below say what it did. */
-  intercepted?: true;
-  /** HTTP requests read from an intercepted connection. */
-  requests?: number;
-  /** Injections of each secret (by name) into its declared header. */
-  injected?: Record<string, number>;
-  /** Placeholders seen anywhere else (another header, the URL, a body, a plain-HTTP request) and forwarded as they were, by secret name. */
-  placeholder_elsewhere?: Record<string, number>;
-  /** Echoes of a value in a bound host's responses, swapped back to the placeholder, by secret name. */
-  value_echoed?: Record<string, number>;
-  /** Responses of an intercepted connection whose compressed body was not scanned for echoes. */
-  responses_unscanned?: number;
-  /** Why a request on an intercepted connection could not be sent (e.g. `certificate: DEPTH_ZERO_SELF_SIGNED_CERT`). */
-  upstream_error?: string;
-}
+/** One line of the audit log per proxied connection (a plain-HTTP request is one connection upstream): its schema is the runner's. */
+export type { EgressRecord };
 
 export interface EgressProxyOptions {
   socketPath: string;

@@ -1,0 +1,103 @@
+/**
+ * @module The wire between the runner and a run's helper (docs/architecture.md §8, "The run's
+ * helper"): frames of shared/frame.ts on the helper's stdin (runner → helper) and stdout (helper →
+ * runner). Like OpenSSH's monitor, the runner answers a closed table: each helper message is
+ * validated here before anything reads it, `ready` and `closed` are accepted once and only in their
+ * turn, and any other message, or one out of turn, ends the helper (helper_failed) — never the runner.
+ *
+ * The helper holds its run's secrets; the runner holds every run's. So the runner never takes the
+ * helper's word for anything but what the helper alone can know (the connections it saw), and even
+ * that is bounded here before it reaches the audit log: strings capped, counts finite, no unknown key;
+ * the runner redacts each record and tallies the result's refusals itself (run-egress.ts).
+ */
+import { z } from 'zod';
+import { EGRESS_REFUSAL_REASONS } from '../../shared/protocol.js';
+
+/** Longest text of a record the runner writes (a destination or method is the script's own text). */
+const TEXT = z.string().max(1024);
+const COUNT = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+const BY_NAME = z.record(z.string().max(256), COUNT).refine((r) => Object.keys(r).length <= 64, 'at most 64 names');
+
+/** One proxied connection, as the helper reports it for its `egress` audit line. */
+export const egressRecordSchema = z.strictObject({
+  destination: TEXT,
+  method: TEXT,
+  decision: z.enum(['allowed', 'refused']),
+  entry: TEXT.optional(),
+  address: TEXT.optional(),
+  /** Why it was refused, or `connect-failed` for an allowed destination that could not be reached. */
+  reason: z.enum([...EGRESS_REFUSAL_REASONS, 'connect-failed']).optional(),
+  /** Bytes sent to the destination (request line, headers and body for plain HTTP; the tunnel's bytes for CONNECT). */
+  bytes_up: COUNT,
+  /** Bytes received from it. */
+  bytes_down: COUNT,
+  duration_ms: COUNT,
+  /** The connection went to a bound host and was intercepted; the fields below say what it did. */
+  intercepted: z.literal(true).optional(),
+  /** HTTP requests read from an intercepted connection. */
+  requests: COUNT.optional(),
+  /** Injections of each secret (by name) into its declared header. */
+  injected: BY_NAME.optional(),
+  /** Placeholders seen anywhere else (another header, the URL, a body, a plain-HTTP request) and forwarded as they were, by secret name. */
+  placeholder_elsewhere: BY_NAME.optional(),
+  /** Echoes of a value in a bound host's responses, swapped back to the placeholder, by secret name. */
+  value_echoed: BY_NAME.optional(),
+  /** Responses of an intercepted connection whose compressed body was not scanned for echoes. */
+  responses_unscanned: COUNT.optional(),
+  /** Why a request on an intercepted connection could not be sent (e.g. `certificate: DEPTH_ZERO_SELF_SIGNED_CERT`). */
+  upstream_error: TEXT.optional(),
+});
+export type EgressRecord = z.infer<typeof egressRecordSchema>;
+
+/** A secret as its run's helper gets it: the value, its hosts, where it goes, and the placeholder the script holds. */
+export const helperSecretSchema = z.strictObject({
+  name: z.string(),
+  hosts: z.array(z.string()),
+  header: z.string(),
+  format: z.string(),
+  placeholder: z.string(),
+  value: z.string(),
+});
+
+/** runner → helper: what its run needs; sent once. */
+export const helperStartSchema = z.strictObject({
+  type: z.literal('start'),
+  runId: z.string(),
+  /** The run's canonical egress entries. */
+  entries: z.array(z.string()),
+  /** This run's secrets only: the helper never learns another run's. */
+  secrets: z.array(helperSecretSchema),
+  /** `SKILL_MCP_EGRESS_CA_FILE`'s certificates, read by the runner; absent: the system CAs. */
+  upstreamCa: z.string().optional(),
+  /** The run's timeout: its CA is valid for it plus a margin. */
+  timeoutMs: z.number().int().positive(),
+  connectTimeoutMs: z.number().int().positive().optional(),
+});
+export type HelperStart = z.infer<typeof helperStartSchema>;
+
+/** runner → helper: the run is over; cut every connection and send `closed`. */
+export const helperCloseSchema = z.strictObject({ type: z.literal('close') });
+
+export const runnerToHelperSchema = z.discriminatedUnion('type', [helperStartSchema, helperCloseSchema]);
+export type RunnerToHelper = z.infer<typeof runnerToHelperSchema>;
+
+/** helper → runner. */
+export const helperToRunnerSchema = z.discriminatedUnion('type', [
+  /** Once, after `start`: its socket listens (and the run's CA bundle is written). */
+  z.strictObject({ type: z.literal('ready') }),
+  /** Any number, while the run lasts: one connection ended. */
+  z.strictObject({ type: z.literal('egress'), record: egressRecordSchema }),
+  /** Once, after `close`: every connection was cut and reported. */
+  z.strictObject({ type: z.literal('closed') }),
+  /** The helper cannot serve its run (said before it exits): the runner ends the run and records why. */
+  z.strictObject({ type: z.literal('failed'), why: TEXT }),
+]);
+export type HelperToRunner = z.infer<typeof helperToRunnerSchema>;
+
+/** Where the helper's folder appears inside its own sandbox; it listens and writes the run's bundle there. */
+export const HELPER_DIR_MOUNT = '/run/helper';
+/** The helper's socket and the run's CA bundle, by name in the helper's folder. */
+export const HELPER_SOCKET_NAME = 'egress.sock';
+export const HELPER_BUNDLE_NAME = 'ca-bundle.pem';
+/** Longest frame either side accepts: a start carries a run's secrets and CAs (system bundles are ~200 kB). */
+export const HELPER_MAX_FRAME_BYTES = 4 * 1024 * 1024;

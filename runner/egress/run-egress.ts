@@ -1,0 +1,166 @@
+/**
+ * @module One proxied run's network, as the runner keeps it: its helper given the run (its entries
+ * and only its secrets), each connection the helper reports redacted and written as an `egress`
+ * line (at most {@link MAX_EGRESS_AUDIT_LINES}; the rest counted), the refusals tallied for the
+ * run's result (refusals.ts), and the helper's failure turned into the run's stop. The helper
+ * itself, and everything it parses, is runner/helper/.
+ *
+ * Security: what reaches the audit log and the result is the runner's own doing — it redacts every
+ * text a record carries (the script's destination and method could spell a value it holds) and
+ * counts the refusals itself; a helper that lied could only misreport its own run's connections.
+ */
+import { readFileSync } from 'node:fs';
+import type { EgressSummary } from '../../shared/protocol.js';
+import type { AuditLog } from '../audit/log.js';
+import type { SecretBinding } from '../secrets/binding.js';
+import type { RunHelper } from './helper-link.js';
+import type { EgressRecord } from './helper-protocol.js';
+import { refusalTally } from './refusals.js';
+
+/** Audit lines one run may write about its connections; past it they are only counted (in `run.exit`). */
+export const MAX_EGRESS_AUDIT_LINES = 1000;
+
+export interface RunProxyTotals {
+  egress_allowed: number;
+  egress_refused: number;
+  /** Connections beyond {@link MAX_EGRESS_AUDIT_LINES}, counted but not written one by one. */
+  egress_unlogged: number;
+}
+
+/** What a run's egress ended with: its totals (for `run.exit`), the helper's tally (for the result) and, if it failed, why. */
+export interface RunEgressEnd {
+  totals: RunProxyTotals;
+  summary: EgressSummary;
+  failed?: string;
+}
+
+export interface RunEgress {
+  /** Why the helper failed, once it has (the run is then stopped). */
+  readonly failed: string | undefined;
+  /** Ends the run's network and returns what it did. Never rejects. */
+  close(): Promise<RunEgressEnd>;
+}
+
+/** The texts of a record the script chose or the network did, redacted; counts and names are left as they are. */
+function redactRecord(record: EgressRecord, redact: (text: string) => string): EgressRecord {
+  return {
+    ...record,
+    destination: redact(record.destination),
+    method: redact(record.method),
+    ...(record.upstream_error !== undefined ? { upstream_error: redact(record.upstream_error) } : {}),
+  };
+}
+
+/**
+ * What the runner makes of a run's connection reports: each redacted (the script's destination and
+ * method could spell a value it holds), tallied for the result (refusals.ts), and counted for
+ * `run.exit`. Security: a script looping on refused connections cannot grow the log without bound —
+ * past `maxLines` a connection is only counted (`egress_unlogged`).
+ */
+export class EgressBook {
+  readonly totals: RunProxyTotals = { egress_allowed: 0, egress_refused: 0, egress_unlogged: 0 };
+  private readonly tally = refusalTally();
+
+  constructor(
+    private readonly redact: (text: string) => string,
+    private readonly maxLines: number = MAX_EGRESS_AUDIT_LINES,
+  ) {}
+
+  /** Takes one report; returns the record to write as an `egress` line, or undefined past the cap. */
+  take(reported: EgressRecord): EgressRecord | undefined {
+    const record = redactRecord(reported, this.redact);
+    if (record.decision === 'allowed') {
+      this.totals.egress_allowed += 1;
+      this.tally.allowed();
+    } else {
+      this.totals.egress_refused += 1;
+      // A refused record always carries a policy reason; `connect-failed` belongs to allowed ones.
+      this.tally.refused(
+        record.destination,
+        record.reason === undefined || record.reason === 'connect-failed' ? 'run-ended' : record.reason,
+      );
+    }
+    if (this.totals.egress_allowed + this.totals.egress_refused <= this.maxLines) return record;
+    this.totals.egress_unlogged += 1;
+    return undefined;
+  }
+
+  /** What the run's result shows: every refusal counted, the first distinct ones listed. */
+  summary(): EgressSummary {
+    return this.tally.summary();
+  }
+}
+
+/**
+ * `SKILL_MCP_EGRESS_CA_FILE`'s text for the helper, or undefined (the system CAs). The runner
+ * checked it at start (runner/secrets/trust.ts egressCaFileProblem); it is read again each run.
+ */
+export function upstreamCaFor(env: Readonly<Record<string, string | undefined>>): string | undefined {
+  const file = env['SKILL_MCP_EGRESS_CA_FILE'];
+  return file === undefined || file === '' ? undefined : readFileSync(file, 'utf8');
+}
+
+/**
+ * Gives `helper` its run and resolves once the run's socket listens. Rejects (the helper killed)
+ * when it cannot. `onFailure` is called once if the helper fails later, while the run lasts.
+ */
+export async function startRunEgress(opts: {
+  helper: RunHelper;
+  audit: Pick<AuditLog, 'append'>;
+  runId: string;
+  entries: readonly string[];
+  secrets: readonly SecretBinding[];
+  /** Redacts a text of the script's or the helper's (a destination, a failure's words) before it is written or shown. */
+  redactText: (text: string) => string;
+  env: Readonly<Record<string, string | undefined>>;
+  timeoutMs: number;
+  requester?: string;
+  maxAuditLines?: number;
+  onFailure: (why: string) => void;
+}): Promise<RunEgress> {
+  const book = new EgressBook(opts.redactText, opts.maxAuditLines);
+  let failed: string | undefined;
+  const upstreamCa = upstreamCaFor(opts.env);
+  await opts.helper.start(
+    {
+      type: 'start',
+      runId: opts.runId,
+      entries: [...opts.entries],
+      secrets: opts.secrets.map(({ name, hosts, header, format, placeholder, value }) => ({
+        name,
+        hosts,
+        header,
+        format,
+        placeholder,
+        value,
+      })),
+      ...(upstreamCa !== undefined ? { upstreamCa } : {}),
+      timeoutMs: opts.timeoutMs,
+    },
+    {
+      onRecord(reported) {
+        const record = book.take(reported);
+        if (record === undefined) return;
+        void opts.audit.append({
+          event: 'egress',
+          run_id: opts.runId,
+          ...record,
+          ...(opts.requester !== undefined ? { requester: opts.requester } : {}),
+        });
+      },
+      onFailure(why) {
+        failed = opts.redactText(why);
+        opts.onFailure(failed);
+      },
+    },
+  );
+  return {
+    get failed() {
+      return failed;
+    },
+    async close() {
+      await opts.helper.close();
+      return { totals: book.totals, summary: book.summary(), ...(failed !== undefined ? { failed } : {}) };
+    },
+  };
+}

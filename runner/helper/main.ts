@@ -1,0 +1,101 @@
+/**
+ * @module A run's helper (docs/architecture.md §8, "The run's helper"): the unprivileged process that
+ * owns one run's network — its egress proxy, the TLS it terminates with the run's own CA, and the
+ * secrets it injects. Started by the runner (runner/egress/helper-link.ts) under a uid of its own as
+ * root, or in namespaces of its own as an ordinary user; always without capabilities, with
+ * no_new_privs and the syscall filter; it sees only /usr, the /etc files programs need, and its own
+ * folder (where it listens and writes the run's CA bundle). Everything a script sends over the
+ * network is parsed here, never in the runner.
+ *
+ * It talks to the runner in frames (runner/egress/helper-protocol.ts): it reads `start` (its run's
+ * entries and secrets, and only its run's), answers `ready`, reports each connection as `egress`,
+ * and on `close` (or when its stdin ends) cuts every connection, answers `closed` and exits. It may
+ * be started ahead of its run (a spare): until `start` it only warms what every run needs.
+ *
+ * Built as its own bundle (dist/skill-mcp-helper.cjs): nothing of it is in the runner's bundle.
+ */
+import { join } from 'node:path';
+import { FrameCodec } from '../../shared/frame.js';
+import type { HelperStart, HelperToRunner } from '../egress/helper-protocol.js';
+import { HELPER_BUNDLE_NAME, HELPER_MAX_FRAME_BYTES, HELPER_SOCKET_NAME, runnerToHelperSchema } from '../egress/helper-protocol.js';
+import type { RunProxy } from './run-proxy.js';
+import { openRunProxy } from './run-proxy.js';
+import { warmUpstreamContext } from './trust.js';
+
+const codec = new FrameCodec(HELPER_MAX_FRAME_BYTES);
+
+function send(message: HelperToRunner): void {
+  process.stdout.write(codec.encode(message));
+}
+
+/** Ends the helper: its run cannot go on. The runner reads `failed`, or the exit alone. */
+function fail(why: string): never {
+  try {
+    send({ type: 'failed', why: why.slice(0, 1000) });
+  } catch {
+    // The runner is gone or the pipe is: the exit says it.
+  }
+  process.stderr.write(`skill-mcp helper: ${why}\n`);
+  process.exit(1);
+}
+
+async function start(dir: string, orders: HelperStart): Promise<RunProxy> {
+  return openRunProxy({
+    socketPath: join(dir, HELPER_SOCKET_NAME),
+    entries: orders.entries,
+    secrets: orders.secrets,
+    ...(orders.secrets.length > 0
+      ? {
+          intercept: {
+            bundlePath: join(dir, HELPER_BUNDLE_NAME),
+            timeoutMs: orders.timeoutMs,
+            ...(orders.upstreamCa !== undefined ? { upstreamCa: orders.upstreamCa } : {}),
+          },
+        }
+      : {}),
+    ...(orders.connectTimeoutMs !== undefined ? { connectTimeoutMs: orders.connectTimeoutMs } : {}),
+    onRecord: (record) => send({ type: 'egress', record }),
+  });
+}
+
+export function helperMain(argv: readonly string[]): void {
+  const at = argv.indexOf('--dir');
+  const dir = at >= 0 ? argv[at + 1] : undefined;
+  if (dir === undefined || !dir.startsWith('/')) fail('usage: skill-mcp-helper --dir ABSOLUTE-FOLDER');
+  let proxy: Promise<RunProxy> | undefined;
+  let closing = false;
+  const close = (): void => {
+    if (closing) return;
+    closing = true;
+    const done = proxy ?? Promise.resolve(undefined);
+    done
+      .then(async (p) => {
+        await p?.close();
+        process.stdout.write(codec.encode({ type: 'closed' } satisfies HelperToRunner), () => process.exit(0));
+      })
+      .catch((error: unknown) => fail(`closing its proxy failed (${error instanceof Error ? error.message : String(error)})`));
+  };
+  const reader = new FrameCodec(HELPER_MAX_FRAME_BYTES);
+  process.stdin.on('data', (chunk: Buffer) => {
+    for (const event of reader.push(chunk)) {
+      if (!event.ok) fail(`the runner sent a frame it cannot read (${event.error.message})`);
+      const message = runnerToHelperSchema.safeParse(event.value);
+      if (!message.success) fail('the runner sent a message outside the helper protocol');
+      if (message.data.type === 'start') {
+        if (proxy !== undefined || closing) fail('the runner sent a second start');
+        proxy = start(dir, message.data);
+        proxy.then(
+          () => send({ type: 'ready' }),
+          (error: unknown) => fail(`its proxy could not start (${error instanceof Error ? error.message : String(error)})`),
+        );
+      } else close();
+    }
+  });
+  // The runner is gone (or ended the run without a word): cut everything and go.
+  process.stdin.on('end', close);
+  process.stdout.on('error', () => process.exit(1));
+  // Idle until its run comes: the system CAs' context is what every secrets run needs first.
+  setImmediate(warmUpstreamContext);
+}
+
+if (process.argv[1]?.endsWith('skill-mcp-helper.cjs')) helperMain(process.argv.slice(2));

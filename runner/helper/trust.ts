@@ -1,0 +1,38 @@
+/**
+ * @module The helper's side of a run's trust (docs/secrets-proxy.md, "The bundle"): the bundle the
+ * run trusts (the system CAs, then the run's own CA) written where the run's sandbox binds it
+ * read-only, and the context the helper checks bound hosts' certificates against.
+ *
+ * Security: the bundle holds certificates only; the run CA's key never leaves the helper's memory.
+ */
+import { chmodSync, writeFileSync } from 'node:fs';
+import { createSecureContext } from 'node:tls';
+import type { SecureContext } from 'node:tls';
+import { systemCaPem } from '../secrets/trust.js';
+
+/** Writes the run's bundle (system CAs, then the run CA), readable by the run's uid; returns its path. */
+export function writeCaBundle(path: string, runCaPem: string, systemPem: string = systemCaPem()): string {
+  // 0644: the run (its own uid as root) reads it through a read-only bind, never changes it.
+  // chmod: the helper's umask would leave it 0600.
+  writeFileSync(path, `${systemPem}${runCaPem}`, { mode: 0o644, flag: 'wx' });
+  chmodSync(path, 0o644);
+  return path;
+}
+
+/**
+ * What the helper verifies bound hosts against: the operator's CA file's certificates (read by the
+ * runner and sent in `start`), else the system CAs. Parsing ~140 system CAs costs ~35 ms, so a spare
+ * helper makes the system one before it is given a run ({@link warmUpstreamContext}).
+ */
+export function upstreamContext(pem: string | undefined): SecureContext {
+  if (pem !== undefined) return createSecureContext({ ca: pem });
+  systemContext ??= createSecureContext({ ca: systemCaPem() });
+  return systemContext;
+}
+
+let systemContext: SecureContext | undefined;
+
+/** Makes the system CAs' context ahead of the run (a spare helper's idle time). */
+export function warmUpstreamContext(): void {
+  upstreamContext(undefined);
+}
