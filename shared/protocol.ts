@@ -316,6 +316,8 @@ export const runResultSchema = z.strictObject({
   filesNote: z.string().optional(),
   /** Only for a run whose egress went through its own proxy (isolation levels `namespace`, `namespace-uid`). */
   egress: egressSummarySchema.optional(),
+  /** Why such a run was stopped by its network: its helper (the proxy's process) failed while the script ran. */
+  egressNote: z.string().optional(),
   /** The workspace reached its cap (runner/workspace/capacity.ts): a write past it failed, or the run was stopped; `workspaceNote` says which. */
   workspaceFull: z.boolean().optional(),
   workspaceNote: z.string().optional(),

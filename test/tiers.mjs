@@ -192,6 +192,7 @@ export const TIERS = {
     'runner/egress.test.ts',
     'runner/go-ahead.test.ts',
     'runner/held-start.test.ts',
+    'runner/helper.test.ts',
     'runner/ipc.test.ts',
     'runner/kernel-attacks.test.ts',
     'runner/namespace-sandbox.test.ts',
@@ -213,6 +214,7 @@ export const TIERS = {
     'server/digest-index.test.ts',
   ],
   node: [
+    'runner/helper.test.ts',
     'e2e/code-cache.test.ts',
     'e2e/package.test.ts',
     'e2e/skill-run-egress-refusals.test.ts',

@@ -481,13 +481,16 @@ export async function runChecked(
         : undefined;
     const redacted = redaction.reported ? redactionView(redaction, o) : undefined;
     slot.ended = true;
-    stats.ended(o.ending);
+    // A helper that failed while the run lasted ends it as such, whether the runner's stop or the
+    // script's own exit (its connection cut) came first.
+    const ending = network?.failed !== undefined && o.ending === 'exit' ? 'helper-failed' : o.ending;
+    stats.ended(ending);
     const exitLine = deps.audit.appendDurable({
       event: 'run.exit',
       run_id: slot.runId,
       exit_code: o.exitCode,
       signal: o.signal,
-      ended: o.ending,
+      ended: ending,
       duration_ms: o.durationMs,
       stdout_bytes: o.stdoutBytes,
       stderr_bytes: o.stderrBytes,
@@ -525,7 +528,7 @@ export async function runChecked(
         stderr: o.stderr,
         truncated: o.truncated,
         timedOut: o.ending === 'timeout',
-        cancelled: o.ending === 'cancelled',
+        cancelled: ending === 'cancelled' || ending === 'helper-failed',
         durationMs: o.durationMs,
         stdoutBytes: o.stdoutBytes,
         stderrBytes: o.stderrBytes,
@@ -537,7 +540,7 @@ export async function runChecked(
         // What the proxy refused, so the model can tell a refusal from a failing network.
         ...(network?.summary ? { egress: network.summary } : {}),
         // Never silent: a run stopped because its network went away says so.
-        ...(o.ending === 'helper-failed' ? { egressNote: HELPER_FAILED_NOTE } : {}),
+        ...(ending === 'helper-failed' ? { egressNote: HELPER_FAILED_NOTE } : {}),
         ...(full !== undefined ? { workspaceFull: true, workspaceNote: full } : {}),
         ...(redacted ? { redaction: redacted } : {}),
       },

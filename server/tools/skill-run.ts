@@ -169,6 +169,8 @@ function runResult(result: RunResult): CallToolResult {
     ...(result.filesNote !== undefined ? { filesNote: result.filesNote } : {}),
     // A proxied run only: what its egress proxy refused (bounded by the runner) and how much it allowed.
     ...(result.egress ? { egress: result.egress } : {}),
+    // Never silent: a run stopped because its network helper failed says so.
+    ...(result.egressNote !== undefined ? { egressNote: result.egressNote } : {}),
     // Never silent: a workspace that filled (ENOSPC inside, or the run stopped) is said in the answer.
     ...(result.workspaceFull === true
       ? { workspaceFull: true, workspaceNote: result.workspaceNote ?? "the run's workspace filled up" }

@@ -14,7 +14,7 @@ import type { AddressInfo, Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeRunCa, makeRunCaForTests } from '../../runner/helper/ca.js';
+import { LEAF_LIMIT_ERROR, MAX_LEAVES_PER_RUN, makeRunCa, makeRunCaForTests } from '../../runner/helper/ca.js';
 import type { RunCa } from '../../runner/helper/ca.js';
 
 const HOUR_MS = 3_600_000;
@@ -126,6 +126,15 @@ describe('the run CA', () => {
       ca = saved;
       writeFileSync(join(dir, 'ca.pem'), ca.certPem);
     }
+  });
+
+  it('attack: a script naming endless hosts under a wildcard binding gets 64 certificates, then a clear refusal (no unbounded CPU or memory)', async () => {
+    const made = await makeRunCa(['*.wild.test'], HOUR_MS);
+    const names = Array.from({ length: MAX_LEAVES_PER_RUN }, (_, i) => `h${i}.wild.test`);
+    for (const name of names) await made.contextFor(name);
+    await expect(made.contextFor('one-more.wild.test')).rejects.toThrow(LEAF_LIMIT_ERROR);
+    // A name it already has still works: the cap refuses new names only.
+    await expect(made.contextFor(names[0]!)).resolves.toBeDefined();
   });
 
   it('its PEM holds a certificate and no private key', async () => {
