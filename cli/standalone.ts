@@ -42,6 +42,13 @@ const READY_POLL_MS = 20;
  */
 const GUARD_BOOT_DELAY_MS = 2_000;
 
+/** The delay, or `SKILL_MCP_GUARD_BOOT_MS` (milliseconds, 0 to 3,600,000) when set to a whole number in range. */
+function guardBootDelayMs(env: NodeJS.ProcessEnv): number {
+  const raw = env['SKILL_MCP_GUARD_BOOT_MS'];
+  const value = raw !== undefined && /^\d{1,7}$/.test(raw) ? Number(raw) : undefined;
+  return value !== undefined && value <= 3_600_000 ? value : GUARD_BOOT_DELAY_MS;
+}
+
 /**
  * Only what the front reads survives in its memory (MCP_*, SKILL_MCP_*, SKILLS_DIR). Security: never
  * the secret values (`SKILL_MCP_SECRET_<NAME>`, docs/secrets.md): the runner alone holds them.
@@ -147,7 +154,7 @@ function launchOwnRunner(env: NodeJS.ProcessEnv, entry: string, front: Ids | und
     booted = true;
     guard.stdin.write(`${held ? 'guard\n' : ''}secret ${frontSecret}\n`);
   };
-  setTimeout(boot, GUARD_BOOT_DELAY_MS).unref();
+  setTimeout(boot, guardBootDelayMs(process.env)).unref();
 
   let restarts = 0;
   let gone: string | undefined;

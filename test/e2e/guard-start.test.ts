@@ -39,24 +39,16 @@ async function until(check: () => boolean, what: string, withinMs = 5_000): Prom
 // The shell is /bin/sh; without one the guard is spawned at once (and this describes nothing).
 describe.skipIf(!existsSync('/bin/sh'))('the runner guard starts on first need', () => {
   test('answering skills/list starts no second Node: the front has one child, a shell, until a tool needs the runner', async () => {
-    // The guard boots on its own 2 s after the start: a start slower than that (a very busy
-    // machine) says nothing about the first answers, so that sample is taken again.
-    let served: Served | undefined;
-    for (let attempt = 0; attempt < 3 && !served; attempt++) {
-      const started = Date.now();
-      const candidate = await serve({}, ERAS[0]!);
-      await rpc(candidate.client, 'skills/list');
-      await rpc(candidate.client, 'resources/read', { uri: 'skill://commit-message/SKILL.md' });
-      const children = childrenOf(candidate.pid);
-      if (Date.now() - started < 1_500) {
-        served = candidate;
-        expect(children).toHaveLength(1);
-        expect(exe(children[0]!)).not.toBe(exe(candidate.pid));
-        expect(cmdline(children[0]!)).toMatch(/^\/bin\/sh -c /);
-        expect(childrenOf(children[0]!)).toEqual([]);
-      } else await candidate.close();
-    }
-    if (!served) throw new Error('three starts in a row took over 1.5 s to answer skills/list');
+    // The guard would boot on its own 2 s after the start; here it waits for need alone
+    // (SKILL_MCP_GUARD_BOOT_MS), so what is seen does not depend on how busy the machine is.
+    const served = await serve({ SKILL_MCP_GUARD_BOOT_MS: '3600000' }, ERAS[0]!);
+    await rpc(served.client, 'skills/list');
+    await rpc(served.client, 'resources/read', { uri: 'skill://commit-message/SKILL.md' });
+    const children = childrenOf(served.pid);
+    expect(children).toHaveLength(1);
+    expect(exe(children[0]!)).not.toBe(exe(served.pid));
+    expect(cmdline(children[0]!)).toMatch(/^\/bin\/sh -c /);
+    expect(childrenOf(children[0]!)).toEqual([]);
     try {
       const [holder] = childrenOf(served.pid) as [number];
 
@@ -78,11 +70,12 @@ describe.skipIf(!existsSync('/bin/sh'))('the runner guard starts on first need',
   });
 
   test('left idle, the guard boots ahead of need (same pid, now a Node, no runner yet), as root still root', async () => {
-    const served = await serve({}, ERAS[1]!);
+    // Soon after the start (SKILL_MCP_GUARD_BOOT_MS; 2 s by default), and waited for as long as a busy machine needs.
+    const served = await serve({ SKILL_MCP_GUARD_BOOT_MS: '200' }, ERAS[1]!);
     try {
       await rpc(served.client, 'skills/list');
       const [holder] = childrenOf(served.pid) as [number];
-      await until(() => exe(holder) === exe(served.pid) && cmdline(holder).includes(' runner-guard '), 'the guard to boot', 8_000);
+      await until(() => exe(holder) === exe(served.pid) && cmdline(holder).includes(' runner-guard '), 'the guard to boot', 30_000);
       expect(childrenOf(served.pid)).toEqual([holder]);
       expect(childrenOf(holder)).toEqual([]);
       if (isRoot) expect(uid(holder)).toBe(0);
