@@ -97,6 +97,15 @@ await build({
   outdir: 'dist',
   external: ['koffi'],
 });
+// A root runner's outputs walk (runner/walker/main.ts), run as each run's uid: its own small bundle.
+await build({
+  ...common,
+  entryPoints: { 'skill-mcp-walk': 'runner/walker/main.ts' },
+  outExtension: { '.js': '.cjs' },
+  outdir: 'dist',
+  minifyWhitespace: true,
+  minifySyntax: true,
+});
 // The package is "type": "module"; the bin and its bundle are CommonJS (vm.Script runs scripts only).
 await writeFile('dist/package.json', '{ "type": "commonjs" }\n');
 await chmod('dist/skill-mcp.js', 0o755);

@@ -34,6 +34,8 @@ import { pidAlive } from './file-lock.js';
 import { fileURLToPath } from 'node:url';
 import { probePlatform, usesBwrap } from './sandbox/platform.js';
 import { helperPoolFor } from './egress/helper-link.js';
+import { bridgeNode } from './egress/plan.js';
+import { installBundles, removeBundles } from './sandbox/bundles.js';
 import { GO_AHEAD_OFF } from './sandbox/go-ahead.js';
 import { onSpawnFallback, probePosixSpawn, spawnFallbackCount } from './sandbox/posix-spawn.js';
 import { listen } from './requests/server.js';
@@ -258,15 +260,20 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
     log(
       `note: skill files are opened one folder at a time with O_NOFOLLOW, not with openat2 (${reads.fallbackWhy}); links are still never followed, mount points inside a skill are not refused`,
     );
-  // Proxied runs' network helpers (runner/egress/helper-link.ts): their bundle beside this one in dist/.
-  const helpers = helperPoolFor({
-    platform,
-    scratchDir,
-    uidPool,
-    bundle: fileURLToPath(new URL('./skill-mcp-helper.cjs', import.meta.url)),
-  });
+  // What it starts under other uids besides scripts (runner/sandbox/bundles.ts): proxied runs'
+  // network helpers (runner/egress/helper-link.ts) and, as root, each run's outputs walk
+  // (runner/workspace/walk-link.ts); their bundles sit beside this one in dist/.
+  const bundles = installBundles(fileURLToPath(new URL('.', import.meta.url)), scratchDir);
+  const helpers = helperPoolFor({ platform, scratchDir, uidPool, bundle: bundles['skill-mcp-helper.cjs'] });
   if ('why' in helpers && usesBwrap(platform))
     log(`warning: runs with egress or secrets are refused here: no network helper (${helpers.why})`);
+  const walker = bundles['skill-mcp-walk.cjs'];
+  const walk =
+    asRoot && 'path' in walker && platform.tools.setpriv
+      ? { setpriv: platform.tools.setpriv, node: bridgeNode(platform) ?? process.execPath, script: walker.path }
+      : undefined;
+  if (asRoot && walk === undefined)
+    log(`warning: runs return no files here: no outputs walker (${'why' in walker ? walker.why : 'no setpriv'})`);
   const service = new RunnerService({
     ctx: {
       env,
@@ -294,6 +301,7 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
     admission: { maxRuns: capacity.maxRuns, perClient: capacity.perClient, queueMs: opts.runQueueMs },
     osUser: hosted ? undefined : osUserName(),
     helpers: 'why' in helpers ? undefined : helpers,
+    walk,
   });
   const mismatchesLogged = new Set<string>();
   const server = await listen({
@@ -358,8 +366,10 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
     `ready on ${opts.socketPath} (isolation ${platform.isolation}; ${capacity.maxRuns} run(s) at once, ${capacity.perClient} per client${refusedWhy ? `; runs refused: ${refusedWhy.code}` : ''})`,
   );
 
-  // The first spare helper, once the runner is ready (it is a node start of its own; not before the first answer).
-  if (!('why' in helpers)) setImmediate(() => helpers.warm());
+  // The first spare helper, once the runner is ready (it is a node start of its own; not before the
+  // first answer). As root a spare holds a uid of the run range, so it is started only once a run
+  // has needed a helper (HelperPool.take): a runner whose runs never reach the network holds none.
+  if (!('why' in helpers) && !asRoot) setImmediate(() => helpers.warm());
 
   let stopping = false;
   let why = 'signal';
@@ -370,6 +380,7 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
     try {
       ({ removalsPending } = await service.stop());
       if (!('why' in helpers)) await helpers.close();
+      removeBundles(scratchDir);
       await ledgers.close();
     } catch (error) {
       log(`stopping did not finish cleanly (${(error as Error).message}); closing the audit log and exiting anyway`);

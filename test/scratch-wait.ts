@@ -6,9 +6,13 @@
  */
 import { existsSync, readdirSync, watch } from 'node:fs';
 
-/** The run folders (`run-<pid>-<id>`, and `…-skill` copies) in a runner's scratch directory. */
+/**
+ * The run folders (`run-<pid>-<id>`, and `…-skill` copies) in a runner's scratch directory. Not the
+ * `…-helper` folders: the runner's copies of its helper and walker bundles and its spare helper's
+ * folder stay there while it runs (runner/sandbox/bundles.ts, runner/egress/helper-link.ts).
+ */
 export function runFoldersIn(scratch: string): string[] {
-  return existsSync(scratch) ? readdirSync(scratch).filter((n) => n.startsWith('run-')) : [];
+  return existsSync(scratch) ? readdirSync(scratch).filter((n) => n.startsWith('run-') && !n.endsWith('-helper')) : [];
 }
 
 /**

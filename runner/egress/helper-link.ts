@@ -23,7 +23,7 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, chownSync, copyFileSync, mkdirSync, rmSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { FrameCodec } from '../../shared/frame.js';
 import type { HostLayout } from '../sandbox/bwrap.js';
@@ -53,7 +53,7 @@ export interface HelperPlan {
   prlimit?: string;
   /** The node the runs' bridge uses: executable by every uid and inside the sandbox's view. */
   node: string;
-  /** The runner's private copy of the helper bundle (see {@link installHelperScript}). */
+  /** The runner's private copy of the helper bundle (runner/sandbox/bundles.ts). */
   script: string;
   layout: HostLayout;
   /** setpriv when the runner is root (the helper's uid is then set). */
@@ -102,23 +102,6 @@ export function helperCommand(plan: HelperPlan, dir: string, uid: number | undef
     '--',
   ];
   return { command: plan.setpriv!, args: [...drop, plan.bwrap, ...inner] };
-}
-
-/**
- * Copies the helper bundle into a folder of the scratch directory, readable by every uid (0755 and
- * 0644, owned by the runner): the package may sit where a helper's uid cannot reach (root's home),
- * and a runner runs the one helper it started with even if the package is replaced under it. The
- * folder is named like this runner's run folders, so the next start's sweep removes a dead one's.
- */
-export function installHelperScript(bundle: string, scratchDir: string): string {
-  const dir = join(scratchDir, `run-${process.pid}-${'0'.repeat(16)}-helper`);
-  rmSync(dir, { recursive: true, force: true });
-  mkdirSync(dir, { mode: 0o755 });
-  chmodSync(dir, 0o755);
-  const copy = join(dir, 'skill-mcp-helper.cjs');
-  copyFileSync(bundle, copy);
-  chmodSync(copy, 0o644);
-  return copy;
 }
 
 export interface HelperEvents {
@@ -354,7 +337,8 @@ export function helperPoolFor(opts: {
   platform: Platform;
   scratchDir: string;
   uidPool: UidPool | undefined;
-  bundle: string;
+  /** The runner's copy of the helper bundle (runner/sandbox/bundles.ts), or why there is none. */
+  bundle: { path: string } | { why: string };
 }): HelperPool | { why: string } {
   const { platform } = opts;
   const { bwrap, prlimit, setpriv } = platform.tools;
@@ -363,12 +347,8 @@ export function helperPoolFor(opts: {
   if (platform.seccomp === undefined) return { why: `no syscall filter for ${process.arch}` };
   if (node === undefined) return { why: 'no node interpreter every uid can run' };
   if (opts.uidPool !== undefined && setpriv === undefined) return { why: 'no setpriv to give a helper its own uid' };
-  let script: string;
-  try {
-    script = installHelperScript(opts.bundle, opts.scratchDir);
-  } catch (error) {
-    return { why: `the helper bundle could not be installed (${(error as NodeJS.ErrnoException).code ?? 'error'}; run npm run build)` };
-  }
+  if ('why' in opts.bundle) return { why: opts.bundle.why };
+  const script = opts.bundle.path;
   const plan: HelperPlan = {
     bwrap,
     ...(prlimit ? { prlimit } : {}),

@@ -43,6 +43,8 @@ import { runFolderName } from '../workspace/scratch.js';
 import { makeHome, makeWorkspace, removeRunFolder, removeRunFolderAsync } from '../workspace/workspace.js';
 import type { Workspace } from '../workspace/workspace.js';
 import { watchWorkspace } from '../workspace/watch.js';
+import { walkAsRunUid } from '../workspace/walk-link.js';
+import type { WalkCommand } from '../workspace/walk-link.js';
 import type { WorkspaceWatch } from '../workspace/watch.js';
 import type { RunAdmission } from './admission.js';
 import type { DeriveContext, RunPlan } from './derive.js';
@@ -74,6 +76,8 @@ export interface RunPathDeps {
   workspaceMode: WorkspaceMode;
   killGraceMs: number;
   drainMs: number;
+  /** A root runner's outputs walk as the run's uid (runner/workspace/walk-link.ts). */
+  walk: WalkCommand | undefined;
 }
 
 /** A run whose token and inputs passed every check, its token not spent yet (`spend` does it). */
@@ -140,6 +144,36 @@ function redactionAudit(view: RedactionSummaryView): Record<string, unknown> {
     ...(view.notSearched ? { redaction_not_searched: view.notSearched } : {}),
     ...(view.heldBack ? { stdout_held_back: view.heldBack.stdout, stderr_held_back: view.heldBack.stderr } : {}),
   };
+}
+
+/**
+ * The run's outputs: as root, walked by the run's own uid in a process of its own (never a path the
+ * script chose opened by the runner); otherwise by the runner, which then holds no more than the run's uid.
+ */
+async function collectRunOutputs(
+  deps: RunPathDeps,
+  ws: Workspace,
+  uid: number | undefined,
+  plan: RunPlan,
+  redaction: RunRedaction,
+): Promise<Collected> {
+  if (uid === undefined) return collectOutputs(ws, deps.limits.outputFilesBytes, MAX_WALK_ENTRIES, redaction);
+  if (deps.walk === undefined)
+    return {
+      files: [],
+      bytes: 0,
+      note: "this root runner has no outputs walker (its start said why), so the run's workspace was not read; nothing of it is returned",
+    };
+  const walked = await walkAsRunUid({
+    command: deps.walk,
+    uid,
+    ws,
+    budgetBytes: deps.limits.outputFilesBytes,
+    maxEntries: MAX_WALK_ENTRIES,
+    redact: plan.redact,
+  });
+  redaction.absorb(walked.redacted);
+  return walked.collected;
 }
 
 /** What a run's cleanup did, and the `run.cleanup` line's fields when it has something to record. */
@@ -465,7 +499,8 @@ export async function runChecked(
     // The helper's lines (one per connection) come before the run's exit line.
     const network: RunEgressEnd | undefined = await egress?.close();
     egress = undefined;
-    // Security: read only once nothing of the run is left alive to change the tree under the walk.
+    // Security: read only once nothing of the run is left alive to change the tree under the walk;
+    // as root, by the run's own uid in a process of its own (walk-link.ts), never by the runner.
     const collected: Collected =
       leftovers.remaining > 0
         ? {
@@ -473,7 +508,7 @@ export async function runChecked(
             bytes: 0,
             note: `${leftovers.remaining} processes of the run outlived it, so its workspace was not read; nothing of it is returned`,
           }
-        : collectOutputs(ws, deps.limits.outputFilesBytes, MAX_WALK_ENTRIES, redaction);
+        : await collectRunOutputs(deps, ws, uid, plan, redaction);
     phases.mark('outputs');
     const full =
       usage.over !== undefined

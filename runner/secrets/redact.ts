@@ -178,6 +178,16 @@ export class RunRedaction {
     return Buffer.concat([...r.push(Buffer.from(text, 'utf8')), ...r.end()]).toString('utf8');
   }
 
+  /** Markers written elsewhere for this run (the outputs walk, in its own process), by name. */
+  absorb(counts: Readonly<Record<string, number>>): void {
+    for (const [name, count] of Object.entries(counts)) this.counts.set(name, (this.counts.get(name) ?? 0) + count);
+  }
+
+  /** Markers written so far, by name. */
+  countsByName(): Record<string, number> {
+    return Object.fromEntries(this.counts);
+  }
+
   summary(): RedactionSummary {
     const names = [...this.counts].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([name, count]) => ({ name, count }));
     return {

@@ -21,9 +21,10 @@ import { createHash } from 'node:crypto';
 import { closeSync, constants, fstatSync, lstatSync, openSync, opendirSync, readSync } from 'node:fs';
 import type { Stats } from 'node:fs';
 import { join } from 'node:path';
-import { sha256Hex } from '../../shared/run-io.js';
 import type { StreamFilter } from '../sandbox/process.js';
 import type { Workspace } from './workspace.js';
+/** Lowercase hex sha256 (here rather than shared/run-io.ts, whose schemas the walker's bundle would carry). */
+const sha256Hex = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
 
 /**
  * A run's redaction as the walk uses it (runner/secrets/redact.ts `RunRedaction`): a filter per

@@ -1,0 +1,147 @@
+/**
+ * @module A root runner's outputs walk, out of its own process (docs/architecture.md §8, "What runs
+ * privileged"): once nothing of a run is left, the walk of its workspace runs as the run's own uid
+ * (runner/walker/main.ts: no groups, no capabilities, no_new_privs, killed with the runner), and
+ * the runner reads back one bounded frame — never a path the script chose. What comes back is
+ * checked (walk-protocol.ts), bounded by the budget it was given, and every digest of bytes carried
+ * is taken again here: the result and the audit line say only what the runner itself confirmed.
+ *
+ * A walk that cannot be done (the walker could not start, died, overran its time, or sent what the
+ * protocol does not allow) returns no file and says why in the result's `filesNote` — never silent.
+ */
+import { spawn } from 'node:child_process';
+import { FrameCodec } from '../../shared/frame.js';
+import { sha256Hex } from '../../shared/run-io.js';
+import type { RedactionValue } from '../secrets/binding.js';
+import type { Collected, OutputFile } from './outputs.js';
+import type { WalkResult } from './walk-protocol.js';
+import { WALK_MAX_FRAME_BYTES, walkResultSchema } from './walk-protocol.js';
+import type { Workspace } from './workspace.js';
+
+/** A walk's time at most: a full budget (64 MiB) of small files is read in well under a second. */
+export const WALK_TIMEOUT_MS = 30_000;
+const STDERR_KEEP = 1024;
+
+export interface WalkCommand {
+  setpriv: string;
+  /** A node every uid can run. */
+  node: string;
+  /** The runner's copy of the walker bundle, readable by every uid. */
+  script: string;
+}
+
+/** The walker's command line as `uid`. Pure. */
+export function walkerArgv(command: WalkCommand, uid: number): string[] {
+  return [
+    command.setpriv,
+    `--reuid=${uid}`,
+    `--regid=${uid}`,
+    '--clear-groups',
+    '--no-new-privs',
+    '--inh-caps=-all',
+    '--bounding-set=-all',
+    '--pdeathsig=KILL',
+    '--',
+    command.node,
+    command.script,
+  ];
+}
+
+/** What the walk gave back, or why there is nothing: a note the result and the audit line carry. */
+export type Walked = { collected: Collected; redacted: Record<string, number> };
+
+function nothing(why: string): Walked {
+  return {
+    collected: { files: [], bytes: 0, note: `the run's files could not be collected: ${why}; nothing of its workspace is returned` },
+    redacted: {},
+  };
+}
+
+/**
+ * Checks a walker's answer against what it was asked. Security: the bytes carried fit the budget, a
+ * file's size is the length of its bytes, and its digest is the runner's own.
+ */
+export function checkWalk(result: WalkResult, budgetBytes: number): Walked | string {
+  let carried = 0;
+  const files: OutputFile[] = [];
+  for (const f of result.files) {
+    if (f.bytes !== undefined) {
+      carried += f.bytes.length;
+      if (f.size !== f.bytes.length) return 'a file it returned is not the size it said';
+      files.push({ path: f.path, size: f.size, sha256: sha256Hex(f.bytes), bytes: f.bytes });
+    } else
+      files.push({
+        path: f.path,
+        size: f.size,
+        ...(f.sha256 !== undefined ? { sha256: f.sha256 } : {}),
+        ...(f.omitted !== undefined ? { omitted: f.omitted } : {}),
+      });
+  }
+  if (carried > budgetBytes) return `it returned ${carried} bytes, over the ${budgetBytes}-byte budget`;
+  if (carried !== result.bytes) return 'its byte count does not add up';
+  return { collected: { files, bytes: carried, ...(result.note !== undefined ? { note: result.note } : {}) }, redacted: result.redacted };
+}
+
+/** Walks `ws` as `uid` in a walker process; never rejects. */
+export function walkAsRunUid(opts: {
+  command: WalkCommand;
+  uid: number;
+  ws: Workspace;
+  budgetBytes: number;
+  maxEntries: number;
+  redact: readonly RedactionValue[];
+  timeoutMs?: number;
+}): Promise<Walked> {
+  const codec = new FrameCodec(WALK_MAX_FRAME_BYTES);
+  const argv = walkerArgv(opts.command, opts.uid);
+  return new Promise<Walked>((resolve) => {
+    let settled = false;
+    let stderr = '';
+    const child = spawn(argv[0]!, argv.slice(1), { stdio: ['pipe', 'pipe', 'pipe'], env: { PATH: '/usr/bin:/bin', LANG: 'C' }, cwd: '/' });
+    const settle = (walked: Walked): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      resolve(walked);
+    };
+    const timer = setTimeout(
+      () => settle(nothing(`the walk took over ${opts.timeoutMs ?? WALK_TIMEOUT_MS} ms`)),
+      opts.timeoutMs ?? WALK_TIMEOUT_MS,
+    );
+    child.on('error', (error) => settle(nothing(`the walker could not be started (${(error as NodeJS.ErrnoException).code ?? 'error'})`)));
+    child.stderr!.on('data', (chunk: Buffer) => {
+      if (stderr.length < STDERR_KEEP) stderr += chunk.toString('utf8').slice(0, STDERR_KEEP - stderr.length);
+    });
+    child.stdout!.on('data', (chunk: Buffer) => {
+      for (const event of codec.push(chunk)) {
+        if (!event.ok) return settle(nothing(`the walker sent a frame the runner cannot read (${event.error.code})`));
+        const parsed = walkResultSchema.safeParse(event.value);
+        if (!parsed.success) return settle(nothing('the walker sent an answer outside its protocol'));
+        const checked = checkWalk(parsed.data, opts.budgetBytes);
+        settle(typeof checked === 'string' ? nothing(`the walker's answer was refused (${checked})`) : checked);
+      }
+    });
+    child.on('close', (code, signal) => {
+      // Only its code and first line: never a host path the runner would pass on to the model.
+      const line = stderr
+        .split('\n')[0]
+        ?.replace(/^skill-mcp walker: /, '')
+        .slice(0, 200);
+      settle(nothing(`the walker ended without an answer (${signal ?? `status ${code}`}${line ? `: ${line}` : ''})`));
+    });
+    child.stdin!.on('error', () => undefined);
+    child.stdin!.end(
+      codec.encode({
+        dir: opts.ws.dir,
+        dev: opts.ws.dev,
+        ino: opts.ws.ino,
+        uid: opts.ws.uid,
+        inputs: [...opts.ws.inputs].map(([path, i]) => ({ path, size: i.size, sha256: i.sha256 })),
+        budgetBytes: opts.budgetBytes,
+        maxEntries: opts.maxEntries,
+        redact: opts.redact.map(({ name, value }) => ({ name, value })),
+      }),
+    );
+  });
+}

@@ -1,0 +1,53 @@
+/**
+ * @module The wire between the runner and a run's outputs walk (docs/architecture.md §8, "What runs
+ * privileged"): one frame of orders on the walker's stdin, one frame of what it found on its stdout
+ * (shared/frame.ts). The walker runs as the run's own uid once nothing of the run is left, so a root
+ * runner never opens a path the script chose; what it sends back is checked here before anything
+ * reads it — its shape, its sizes and its bounds — and its digests are taken again by the runner.
+ */
+import { z } from 'zod';
+import { MAX_RESPONSE_FRAME_BYTES } from '../../shared/frame.js';
+
+const COUNT = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+
+/** runner → walker. */
+export const walkOrdersSchema = z.strictObject({
+  /** The workspace folder on the host, and its identity as the runner made it. */
+  dir: z.string().startsWith('/'),
+  dev: COUNT,
+  ino: COUNT,
+  /** The run's uid: the only owner whose files are read. */
+  uid: COUNT,
+  /** The inputs as written: one returned unchanged is not returned. */
+  inputs: z.array(z.strictObject({ path: z.string(), size: COUNT, sha256: z.string().regex(/^[0-9a-f]{64}$/) })),
+  budgetBytes: COUNT,
+  maxEntries: COUNT,
+  /** The values the run could see (its legacy `env` secrets): redacted from every file and name. */
+  redact: z.array(z.strictObject({ name: z.string(), value: z.string() })),
+});
+export type WalkOrders = z.infer<typeof walkOrdersSchema>;
+
+/** walker → runner: every entry found, the bytes carried, and the redaction markers written by name. */
+export const walkResultSchema = z.strictObject({
+  files: z
+    .array(
+      z.strictObject({
+        path: z.string().max(8192),
+        size: COUNT,
+        sha256: z
+          .string()
+          .regex(/^[0-9a-f]{64}$/)
+          .optional(),
+        bytes: z.custom<Uint8Array>((v) => v instanceof Uint8Array).optional(),
+        omitted: z.string().max(2048).optional(),
+      }),
+    )
+    .max(100_000),
+  note: z.string().max(2048).optional(),
+  bytes: COUNT,
+  redacted: z.record(z.string().max(256), COUNT),
+});
+export type WalkResult = z.infer<typeof walkResultSchema>;
+
+/** The orders are small; the result carries up to the output budget's bytes. */
+export const WALK_MAX_FRAME_BYTES = MAX_RESPONSE_FRAME_BYTES;
