@@ -9,7 +9,7 @@ import { expectedLevel } from '../levels.js';
 import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
-import { ERAS, expectNoLeftovers, FRONT_UID, processesNaming, rpc, serve, skillList, SUITE_TMP, type Served } from './harness.js';
+import { ERAS, expectNoLeftovers, FRONT_UID, processesNaming, rpc, serve, skillList, SUITE_TMP } from './harness.js';
 import { childrenOf, cmdline } from './run-skills.js';
 
 const isRoot = process.getuid?.() === 0;
