@@ -36,7 +36,7 @@ import { writeSync } from 'node:fs';
 import { errnoName, koffiWhy, loadLibc } from '../../shared/libc.js';
 import { GATE_BLOCK_FD, GATE_FILTER_FD, SANDBOX_INFO_FD } from './go-ahead.js';
 import type { Readable } from 'node:stream';
-import type { SpawnSpec } from './spawn.js';
+import type { SpawnSpec } from './spawn-spec.js';
 
 const O_CLOEXEC = 0o2000000;
 const O_RDONLY = 0;

@@ -12,7 +12,7 @@ import { PassThrough, type Readable } from 'node:stream';
 import { openGate, parentOf, parseInfo, readStat } from './go-ahead.js';
 import { holdChild, type HeldProcess } from './pidfd.js';
 import { loadPosixSpawn, noteSpawnFallback, type SpawnedChild } from './posix-spawn.js';
-import type { SpawnSpec } from './spawn.js';
+import type { SpawnSpec } from './spawn-spec.js';
 
 /** Past timeout + grace, how long to wait for 'exit' before returning anyway. */
 const HARD_DEADLINE_SLACK_MS = 5000;

@@ -33,14 +33,18 @@
  */
 import { buildScriptEnv } from '../../shared/env.js';
 import { bwrapArgs, SANDBOX_HOME, sandboxPwd, SKILL_MOUNT } from './bwrap.js';
-import type { RunPlan } from '../requests/derive.js';
 import { bridgeArgv } from '../egress/bridge.js';
 import { bridgeNode } from '../egress/plan.js';
 import type { Platform } from './platform.js';
 import { UNSHARE_FLAGS, usesBwrap } from './platform.js';
 import { depsBinds, depsVariables } from '../deps/run-env.js';
+import type { RunDeps } from '../deps/run-env.js';
+import type { EgressPlan } from '../egress/plan.js';
+import type { SecretBinding } from '../secrets/binding.js';
+import type { WillRun } from '../../shared/protocol.js';
 import { caBundleEnv, caBundlePath } from '../secrets/trust.js';
 import { GATE_BLOCK_FD, SANDBOX_INFO_FD, type Rlimit } from './go-ahead.js';
+import type { SpawnSpec } from './spawn-spec.js';
 
 export interface SandboxLimits {
   /** RLIMIT_NPROC for the run uid: Node alone needs ~12 threads, each counts. */
@@ -59,29 +63,7 @@ export interface SandboxLimits {
   outputFilesBytes: number;
 }
 
-export interface SpawnSpec {
-  command: string;
-  args: string[];
-  env: Record<string, string>;
-  cwd: string;
-  /** Names of `env`, to compare with the approved `willRun.envNames`. */
-  envNames: string[];
-  /** Bytes for the child's fds 3, 4, …, each written to a pipe and closed (undefined: fd not open). */
-  fds: (Buffer | undefined)[];
-  /** The bytes the script reads on stdin (absent: stdin is /dev/null). */
-  stdin?: Uint8Array;
-  /**
-   * The bubblewrap levels where the runner sets the rlimits itself (go-ahead.ts): the filter for
-   * fd 4 and the limits for bubblewrap's child, which waits for them on fd 5. Only the posix_spawn
-   * path can carry it; a spawn that cannot fails closed (process.ts).
-   */
-  gate?: { filter: Buffer; limits: Rlimit[] };
-  /**
-   * bubblewrap's `--info-fd`: a pipe the chain writes on this fd and the runner reads, which names
-   * the sandbox's pid 1 — killed with the run, as it leaves the chain's group (process.ts).
-   */
-  infoFd?: number;
-}
+export type { SpawnSpec };
 
 /** Host folders of one run (runner/workspace/workspace.ts): its workspace (the cwd) and, outside bubblewrap, its HOME. */
 export interface RunDirs {
@@ -91,9 +73,25 @@ export interface RunDirs {
   helper?: string;
 }
 
+/**
+ * What of a derived run (runner/requests/derive.ts RunPlan) its spawn is built from: the sandbox
+ * layer names only these fields, so it never depends on the request layer above it.
+ */
+export interface SpawnPlan {
+  willRun: Pick<WillRun, 'interpreter' | 'memoryBytes' | 'timeoutMs'>;
+  interpreterPath: string;
+  realDir: string;
+  scriptRelative: string;
+  args: readonly string[];
+  grantedEnv: readonly string[];
+  egress: Pick<EgressPlan, 'mode' | 'env'>;
+  deps: RunDeps;
+  secrets: readonly Pick<SecretBinding, 'name' | 'placeholder'>[];
+}
+
 /** What one run's spawn is built from. */
 export interface SpawnInputs {
-  plan: RunPlan;
+  plan: SpawnPlan;
   platform: Platform;
   /** The runner's environment, which the allowlist takes the script's variables from. */
   sourceEnv: Readonly<Record<string, string | undefined>>;

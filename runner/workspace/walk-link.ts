@@ -95,40 +95,48 @@ export function walkAsRunUid(opts: {
   const codec = new FrameCodec(WALK_MAX_FRAME_BYTES);
   const argv = walkerArgv(opts.command, opts.uid);
   return new Promise<Walked>((resolve) => {
-    let settled = false;
+    // The answer, once known; given back only once the walker has exited, so no process of the
+    // run's uid is left when the run answers (its uid is then given back: runner/uids/pool.ts).
+    let walked: Walked | undefined;
     let stderr = '';
     const child = spawn(argv[0]!, argv.slice(1), { stdio: ['pipe', 'pipe', 'pipe'], env: { PATH: '/usr/bin:/bin', LANG: 'C' }, cwd: '/' });
-    const settle = (walked: Walked): void => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
+    const settle = (answer: Walked): void => {
+      walked ??= answer;
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-      resolve(walked);
     };
     const timer = setTimeout(
       () => settle(nothing(`the walk took over ${opts.timeoutMs ?? WALK_TIMEOUT_MS} ms`)),
       opts.timeoutMs ?? WALK_TIMEOUT_MS,
     );
-    child.on('error', (error) => settle(nothing(`the walker could not be started (${(error as NodeJS.ErrnoException).code ?? 'error'})`)));
+    child.on('error', (error) => {
+      clearTimeout(timer);
+      resolve(walked ?? nothing(`the walker could not be started (${(error as NodeJS.ErrnoException).code ?? 'error'})`));
+    });
     child.stderr!.on('data', (chunk: Buffer) => {
       if (stderr.length < STDERR_KEEP) stderr += chunk.toString('utf8').slice(0, STDERR_KEEP - stderr.length);
     });
     child.stdout!.on('data', (chunk: Buffer) => {
       for (const event of codec.push(chunk)) {
+        if (walked !== undefined) return;
         if (!event.ok) return settle(nothing(`the walker sent a frame the runner cannot read (${event.error.code})`));
         const parsed = walkResultSchema.safeParse(event.value);
         if (!parsed.success) return settle(nothing('the walker sent an answer outside its protocol'));
         const checked = checkWalk(parsed.data, opts.budgetBytes);
-        settle(typeof checked === 'string' ? nothing(`the walker's answer was refused (${checked})`) : checked);
+        walked = typeof checked === 'string' ? nothing(`the walker's answer was refused (${checked})`) : checked;
       }
     });
+    // A pipe some process still held would keep 'close' away: past the walker's own exit, 2 s at most.
+    child.on('exit', () =>
+      setTimeout(() => resolve(walked ?? nothing('the walker exited with its output still held open')), 2_000).unref(),
+    );
     child.on('close', (code, signal) => {
+      clearTimeout(timer);
       // Only its code and first line: never a host path the runner would pass on to the model.
       const line = stderr
         .split('\n')[0]
         ?.replace(/^skill-mcp walker: /, '')
         .slice(0, 200);
-      settle(nothing(`the walker ended without an answer (${signal ?? `status ${code}`}${line ? `: ${line}` : ''})`));
+      resolve(walked ?? nothing(`the walker ended without an answer (${signal ?? `status ${code}`}${line ? `: ${line}` : ''})`));
     });
     child.stdin!.on('error', () => undefined);
     child.stdin!.end(

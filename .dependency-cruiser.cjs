@@ -1,0 +1,50 @@
+/**
+ * The import rules CI holds (npm run lint; docs/architecture.md §10): no cycle, type imports
+ * included; the rooms' directions; nothing of a run's helper or walker within the privileged
+ * runner's reach. dependency-cruiser reads TypeScript's own resolution (tsconfig.json).
+ */
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-cycle',
+      comment: 'No import cycle, counting type-only imports: the layers must read in one direction.',
+      severity: 'error',
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: 'sandbox-not-requests',
+      comment: 'runner/sandbox/ is a layer below runner/requests/: it turns a plan into a process and knows nothing of requests.',
+      severity: 'error',
+      from: { path: '^runner/sandbox/' },
+      to: { path: '^runner/requests/' },
+    },
+    {
+      name: 'front-and-runner-apart',
+      comment: 'server/ and runner/ never import each other; what both need lives in shared/.',
+      severity: 'error',
+      from: { path: '^server/' },
+      to: { path: '^runner/' },
+    },
+    {
+      name: 'runner-and-front-apart',
+      comment: 'server/ and runner/ never import each other; what both need lives in shared/.',
+      severity: 'error',
+      from: { path: '^runner/' },
+      to: { path: '^server/' },
+    },
+    {
+      name: 'helper-out-of-the-runner',
+      comment: "A run's helper and walker parse what scripts send; none of their code is within the privileged runner's reach.",
+      severity: 'error',
+      from: { path: '^cli/runner-entry\\.ts$' },
+      to: { path: '^runner/(helper|walker)/', reachable: true },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: { extensions: ['.ts', '.js', '.mjs'] },
+  },
+};
