@@ -87,7 +87,7 @@ function mechanisms(platform: Platform): Check[] {
       name: 'syscall filter',
       found: platform.mechanisms.includes('seccomp'),
       detail: platform.mechanisms.includes('seccomp')
-        ? `seccomp-bpf on every run (${usesBwrap(platform) ? 'loaded by bubblewrap' : 'installed by the run launcher'}): keyrings, socket families beyond unix/IPv4/IPv6, io_uring, bpf, perf events, userfaultfd, mount, namespaces, modules, kexec, ptrace answer EPERM`
+        ? `seccomp-bpf on every run (${usesBwrap(platform) ? 'loaded by bubblewrap' : 'installed by the run launcher'}), an allowlist: keyrings, socket families beyond unix/IPv4/IPv6, io_uring, bpf, perf events, userfaultfd, mount, namespaces, modules, kexec, ptrace and every other call outside it answer EPERM, calls newer than its table ENOSYS`
         : (platform.missing.find((m) => m.includes('syscall filter')) ?? 'none at this level'),
       fix: 'a syscall filter at the levels without bubblewrap needs the run launcher: install the optional koffi package (npm ci installs it) on x86_64 or aarch64 Linux',
     },

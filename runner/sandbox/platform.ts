@@ -382,7 +382,7 @@ function harden(level: Platform, opts: ProbeOptions): Platform {
   if (seccomp) {
     mechanisms.push('seccomp');
     words.push(
-      'A syscall filter (seccomp) answers EPERM to kernel keyrings, sockets other than unix/IPv4/IPv6, io_uring, bpf, perf events, userfaultfd, mount and new namespaces, kernel modules and kexec, ptrace.',
+      'A syscall filter (seccomp) allows only the calls ordinary programs make: kernel keyrings, sockets other than unix/IPv4/IPv6, io_uring, bpf, perf events, userfaultfd, mount and new namespaces, kernel modules and kexec, ptrace, file handles and every other call outside its list answer EPERM, and calls newer than its table ENOSYS.',
     );
   } else {
     missing.push(filter === undefined ? `no syscall filter for ${process.arch}` : `no syscall filter at this level: ${launcherWhy}`);
