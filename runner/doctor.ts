@@ -107,7 +107,7 @@ function mechanisms(platform: Platform): Check[] {
       detail:
         memory !== undefined
           ? `${memory === 'memory-cgroup-v2' ? 'cgroup v2 (memory.max, swap off)' : 'cgroup v1 memory controller (limit_in_bytes and memsw)'}: every page of a run is counted against its cap, shared memory and tmpfs included, and the run is ended by its group`
-          : `none: memory is capped per process by RLIMIT_DATA, which does not count MAP_SHARED or System V shm${usesBwrap(platform) ? ' (/dev/shm is a 16 MiB tmpfs, /tmp a capped tmpfs)' : ''}${cgroup2 ? '; cgroup v2 is mounted, but a memory group needs a root runner (or a delegated subtree)' : ''}`,
+          : `none: memory is capped per process by RLIMIT_DATA, which does not count shared memory; ${platform.mechanisms.includes('sysv-shm-refused') ? 'System V shm is refused instead (the syscall filter answers shmget EPERM), and' : 'System V shm and'} memory shared with MAP_SHARED or a memfd ${platform.mechanisms.includes('sysv-shm-refused') ? 'is' : 'are'} not counted${usesBwrap(platform) ? ' (/dev/shm is a 16 MiB tmpfs, /tmp a capped tmpfs)' : ''}; ${cgroup2 ? 'cgroup v2 is mounted, but this runner makes a memory group only as root (a delegated user subtree is not used)' : 'this host has no cgroup v2, and cgroup v1 gives an ordinary user no memory group'}`,
       fix: 'counts every page of a run: start the runner as root on a host with cgroup v2 (memory controller) or the v1 memory controller',
     },
     {

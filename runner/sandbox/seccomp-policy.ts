@@ -486,8 +486,26 @@ export interface FilterPolicy {
   rules: readonly SyscallRule[];
 }
 
-/** The runs' filter: {@link ALLOWED} and {@link RULES}. */
+/** The runs' filter where a memory cgroup counts every page: {@link ALLOWED} and {@link RULES}. */
 export const RUN_POLICY: FilterPolicy = {
   allow: new Set(ALLOWED.flatMap((group) => group.names)),
   rules: RULES,
 };
+
+/**
+ * Security: where no memory cgroup counts a run's pages, System V shared memory is bounded by
+ * nothing the run has — RLIMIT_DATA does not count it, and a run's IPC namespace cannot be given
+ * smaller shmmax/shmall (bubblewrap mounts /proc/sys read-only, and the sysctls are the host's at
+ * the levels without one): a script touched 2 GiB of segments under a 256 MiB cap. So making a
+ * segment is refused there. POSIX shared memory is a file in /dev/shm, a 16 MiB tmpfs in bubblewrap.
+ */
+export const SHMGET_REFUSED: SyscallRule = {
+  name: 'shmget',
+  rule: { kind: 'deny', errno: EPERM },
+  why: 'System V shared memory is counted by no cap without a memory cgroup (RLIMIT_DATA leaves it out): refused at the levels that have none',
+};
+
+/** The runs' filter: {@link RUN_POLICY}, and where no memory cgroup counts pages, {@link SHMGET_REFUSED}. */
+export function runPolicy(memoryCounted: boolean): FilterPolicy {
+  return memoryCounted ? RUN_POLICY : { allow: RUN_POLICY.allow, rules: [...RULES, SHMGET_REFUSED] };
+}

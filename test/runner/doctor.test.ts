@@ -69,6 +69,13 @@ describe('skill-mcp doctor', () => {
       'posix_spawn for runs': true,
     });
     expect(report.thisRunner.mechanisms).toContain('seccomp');
+    // Without a memory cgroup it says what bounds shared memory instead (System V shm refused by the filter).
+    const memory = report.mechanisms.find((m) => m.name === 'memory cgroup') as { detail?: string };
+    if (!isRoot) {
+      expect(memory.detail).toContain('System V shm is refused instead (the syscall filter answers shmget EPERM)');
+      expect(memory.detail).toContain('memory shared with MAP_SHARED or a memfd is not counted');
+      expect(report.thisRunner.mechanisms).toContain('sysv-shm-refused');
+    } else expect(report.thisRunner.mechanisms).not.toContain('sysv-shm-refused');
   });
 
   it('with bubblewrap switched off it names the fallback level, why, and what bubblewrap would add', () => {

@@ -269,9 +269,18 @@ describe.skipIf(process.platform !== 'linux')(`kernel surface attacks at level $
   });
 
   describe.skipIf(isRoot)('memory as an ordinary user (no cgroup)', () => {
-    it('the isolation detail says shared memory is not counted', async () => {
+    it('the isolation detail says System V shm is refused and MAP_SHARED memory is not counted', async () => {
       const described = await runner.client.describe();
-      expect(described.ok && described.result.isolation.detail).toContain('MAP_SHARED or System V shm is not counted');
+      const isolation = described.ok ? described.result.isolation : undefined;
+      expect(isolation?.detail).toContain('System V shared memory is refused (shmget answers EPERM)');
+      expect(isolation?.detail).toContain('MAP_SHARED or a memfd is not counted by the per-process cap');
+      expect(isolation?.mechanisms).toContain('sysv-shm-refused');
+    });
+
+    it('attack: memory cap bypass via System V shm as an ordinary user — a 512 MiB segment under a 64 MiB cap is refused at shmget (it was touched whole)', async () => {
+      const { result } = await run('sysv-shm.py', ['512']);
+      expect(text(result.stdout)).toBe('shmget refused Operation not permitted\n');
+      expect(result.exitCode).toBe(0);
     });
 
     it.skipIf(!hasBwrap(level))('memory cap bypass via /dev/shm: filling it stops at its 16 MiB tmpfs (ENOSPC)', async () => {

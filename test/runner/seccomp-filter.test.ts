@@ -22,6 +22,7 @@ import {
   REMOVED,
   RULES,
   RUN_POLICY,
+  runPolicy,
   SYSCALLS,
 } from '../../runner/sandbox/seccomp-policy.js';
 import type { Arch, FilterPolicy } from '../../runner/sandbox/seccomp-policy.js';
@@ -224,6 +225,18 @@ describe('the syscall filter', () => {
         `${name} ${hex(policy.allow.has(name) ? RET_ALLOW : retErrno(EPERM))}`,
       );
     expect(simulate(wide, record(AUDIT_ARCH.x86_64, 999))).toBe(retErrno(ENOSYS));
+  });
+
+  it('where no memory cgroup counts pages, shmget is EPERM (System V shm bounded by nothing else); with one it passes; the rest is the same', () => {
+    for (const arch of ARCHES) {
+      const without = encodeFilter(buildFilter(runPolicy(false), [arch]));
+      const withGroup = encodeFilter(buildFilter(runPolicy(true), [arch]));
+      expect(simulate(without, record(AUDIT_ARCH[arch], nr('shmget', arch)))).toBe(retErrno(EPERM));
+      expect(simulate(withGroup, record(AUDIT_ARCH[arch], nr('shmget', arch)))).toBe(RET_ALLOW);
+      for (const name of ['shmat', 'shmdt', 'shmctl', 'semget', 'msgget', 'mmap'])
+        expect(simulate(without, record(AUDIT_ARCH[arch], nr(name, arch)))).toBe(RET_ALLOW);
+    }
+    expect(runPolicy(true)).toBe(RUN_POLICY);
   });
 
   it('the program for this runner stays small: one arch, under 400 instructions', () => {
