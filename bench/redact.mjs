@@ -3,8 +3,8 @@
  * from the TypeScript sources with esbuild into the OS temp dir, then streams 64 MiB (64 KiB chunks,
  * as a pipe gives them) through a run's redactor with 5 values of 32 bytes, interleaved sample by
  * sample with sha256 over the same chunks (what the runner already spent per captured byte), on two
- * inputs: random bytes, and base64 text (every byte in the spellings' alphabet, the redactor's worst
- * ordinary case). Then the cost on a typical run's path: a redaction made for one value, 4 KiB of
+ * inputs: random bytes, base64 text (every byte in the spellings' alphabet, the redactor's worst
+ * ordinary case), and the same wrapped at 76 columns (a line break to search across on every line). Then the cost on a typical run's path: a redaction made for one value, 4 KiB of
  * stdout, 1 KiB of stderr, one 16 KiB file and two file names. Numbers only; never fails on speed.
  *
  *   node bench/redact.mjs [--mb=64] [--samples=5] [--values=5]
@@ -40,6 +40,15 @@ try {
   const inputs = {
     'random bytes': Array.from({ length: (MB * 1024 * 1024) / CHUNK }, () => randomBytes(CHUNK)),
     'base64 text': Array.from({ length: (MB * 1024 * 1024) / CHUNK }, () => Buffer.from(randomBytes((CHUNK * 3) / 4).toString('base64'))),
+    // MIME's 76 columns: a line break every 77 bytes, each one a joint the redactor searches across.
+    'base64 lines': Array.from({ length: (MB * 1024 * 1024) / CHUNK }, () =>
+      Buffer.from(
+        randomBytes((CHUNK * 3) / 4)
+          .toString('base64')
+          .replace(/.{76}/g, '$&\n')
+          .slice(0, CHUNK),
+      ),
+    ),
   };
   // A few real occurrences in each, so the matching path is exercised (not only the search).
   for (const chunks of Object.values(inputs))

@@ -87,7 +87,7 @@ function mechanisms(platform: Platform): Check[] {
       name: 'syscall filter',
       found: platform.mechanisms.includes('seccomp'),
       detail: platform.mechanisms.includes('seccomp')
-        ? `seccomp-bpf on every run (${usesBwrap(platform) ? 'loaded by bubblewrap' : 'installed by the run launcher'}): keyrings, socket families beyond unix/IPv4/IPv6, io_uring, bpf, perf events, userfaultfd, mount, namespaces, modules, kexec, ptrace answer EPERM`
+        ? `seccomp-bpf on every run (${usesBwrap(platform) ? 'loaded by bubblewrap' : 'installed by the run launcher'}), an allowlist: keyrings, socket families beyond unix/IPv4/IPv6, io_uring, bpf, perf events, userfaultfd, mount, namespaces, modules, kexec, ptrace and every other call outside it answer EPERM, calls newer than its table ENOSYS`
         : (platform.missing.find((m) => m.includes('syscall filter')) ?? 'none at this level'),
       fix: 'a syscall filter at the levels without bubblewrap needs the run launcher: install the optional koffi package (npm ci installs it) on x86_64 or aarch64 Linux',
     },
@@ -107,7 +107,7 @@ function mechanisms(platform: Platform): Check[] {
       detail:
         memory !== undefined
           ? `${memory === 'memory-cgroup-v2' ? 'cgroup v2 (memory.max, swap off)' : 'cgroup v1 memory controller (limit_in_bytes and memsw)'}: every page of a run is counted against its cap, shared memory and tmpfs included, and the run is ended by its group`
-          : `none: memory is capped per process by RLIMIT_DATA, which does not count MAP_SHARED or System V shm${usesBwrap(platform) ? ' (/dev/shm is a 16 MiB tmpfs, /tmp a capped tmpfs)' : ''}${cgroup2 ? '; cgroup v2 is mounted, but a memory group needs a root runner (or a delegated subtree)' : ''}`,
+          : `none: memory is capped per process by RLIMIT_DATA, which does not count shared memory; ${platform.mechanisms.includes('sysv-shm-refused') ? 'System V shm is refused instead (the syscall filter answers shmget EPERM), and' : 'System V shm and'} memory shared with MAP_SHARED or a memfd ${platform.mechanisms.includes('sysv-shm-refused') ? 'is' : 'are'} not counted${usesBwrap(platform) ? ' (/dev/shm is a 16 MiB tmpfs, /tmp a capped tmpfs)' : ''}; ${cgroup2 ? 'cgroup v2 is mounted, but this runner makes a memory group only as root (a delegated user subtree is not used)' : 'this host has no cgroup v2, and cgroup v1 gives an ordinary user no memory group'}`,
       fix: 'counts every page of a run: start the runner as root on a host with cgroup v2 (memory controller) or the v1 memory controller',
     },
     {

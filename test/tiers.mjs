@@ -64,6 +64,7 @@ export const TIERS = {
     'server/stdio-lines.test.ts',
     'server/token-cache.test.ts',
     'server/tool-definitions.test.ts',
+    'shared/byte-names.test.ts',
     'shared/cli-args.test.ts',
     'shared/content-digest.test.ts',
     'shared/declaration-source.test.ts',

@@ -11,6 +11,7 @@ import { createHash } from 'node:crypto';
 import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readlinkSync, readSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { join, posix } from 'node:path';
+import { nameText, validName } from '../../shared/byte-names.js';
 import type { DepsKind } from './spec.js';
 
 export const MANIFEST_FILE = 'manifest.json';
@@ -56,13 +57,24 @@ export interface StatEntry {
 }
 
 /**
- * Every entry under `dir` but the top-level manifest, sorted, never following a link. Throws past
- * {@link MAX_ENV_ENTRIES} or on a device, FIFO or socket (an install makes none).
+ * Every entry under `dir` but the top-level manifest, sorted by name bytes, never following a link.
+ * Throws past {@link MAX_ENV_ENTRIES}, on a device, FIFO or socket, or on a name that is not valid
+ * UTF-8 (an install makes none).
  */
 export function walkEnv(dir: string): StatEntry[] {
   const out: StatEntry[] = [];
   const visit = (rel: string): void => {
-    for (const name of readdirSync(rel === '' ? dir : join(dir, rel)).sort()) {
+    // Security: names read as bytes (shared/byte-names.ts). Read as UTF-8 text, a name that is not
+    // valid UTF-8 would not open again, or would read as another entry's name (`bad\xff` beside a
+    // real `bad\ufffd`): listed twice, the first never sealed. A manifest records names as text, so
+    // such a name is refused, spelled escaped (no package installs one).
+    const names = readdirSync(rel === '' ? dir : join(dir, rel), { encoding: 'buffer' });
+    for (const bytes of names.sort(Buffer.compare)) {
+      if (!validName(bytes))
+        throw new Error(
+          `${rel === '' ? '' : `${rel}/`}${nameText(bytes)} has a name that is not valid UTF-8, which a manifest cannot record`,
+        );
+      const name = bytes.toString('utf8');
       const path = rel === '' ? name : `${rel}/${name}`;
       if (path === MANIFEST_FILE) continue;
       const abs = join(dir, path);

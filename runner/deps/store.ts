@@ -8,6 +8,7 @@
  */
 import { chmodSync, lstatSync, mkdirSync, readdirSync, rmSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
+import { joinBytes } from '../../shared/byte-names.js';
 import type { DepsInfo } from '../../shared/protocol.js';
 import type { ResolvedEnv } from './resolve.js';
 import { installCommand } from './spec.js';
@@ -42,7 +43,8 @@ export function ensureEnvsDir(stateDir: string): string {
 
 /** Removes a tree that may be read-only (an environment's folders are 0555). */
 export function removeTree(path: string): void {
-  const open = (dir: string): void => {
+  // Names as bytes (shared/byte-names.ts): a folder an install named with a byte that is not valid UTF-8 is opened too.
+  const open = (dir: Buffer): void => {
     let st: Stats;
     try {
       st = lstatSync(dir);
@@ -51,9 +53,9 @@ export function removeTree(path: string): void {
     }
     if (!st.isDirectory()) return;
     chmodSync(dir, 0o700);
-    for (const name of readdirSync(dir)) open(join(dir, name));
+    for (const name of readdirSync(dir, { encoding: 'buffer' })) open(joinBytes(dir, name));
   };
-  open(path);
+  open(Buffer.from(path));
   rmSync(path, { recursive: true, force: true });
 }
 

@@ -13,12 +13,15 @@ import { fileURLToPath } from 'node:url';
 import { detectCgroupHost, memoryMechanism } from './cgroup.js';
 import type { CgroupHost } from './cgroup.js';
 import { buildFilter, encodeFilter } from './seccomp-bpf.js';
-import { hostArch, SYSCALL_RULES } from './seccomp-policy.js';
+import { hostArch, runPolicy } from './seccomp-policy.js';
 
-/** The filter for this machine's arch (one arch block: it runs on every syscall), or undefined. */
-export function hostFilter(): Buffer | undefined {
+/**
+ * The filter for this machine's arch (one arch block: it runs on every syscall), or undefined.
+ * `memoryCounted`: a memory cgroup counts every page of a run; without one System V shm is refused.
+ */
+export function hostFilter(memoryCounted: boolean): Buffer | undefined {
   const arch = hostArch();
-  return arch === undefined ? undefined : encodeFilter(buildFilter(SYSCALL_RULES, [arch]));
+  return arch === undefined ? undefined : encodeFilter(buildFilter(runPolicy(memoryCounted), [arch]));
 }
 
 /** Where the launcher bundle sits: next to the runner's own bundle in dist/. */

@@ -7,7 +7,7 @@
  * bubblewrap join one of their own in the launcher (launch.ts).
  */
 import { koffiWhy, loadLibc } from '../../shared/libc.js';
-import { hostArch, SYSCALL_RULES } from './seccomp-policy.js';
+import { hostArch, SYSCALLS } from './seccomp-policy.js';
 
 const KEYCTL_JOIN_SESSION_KEYRING = 1;
 
@@ -23,7 +23,7 @@ export function joinFreshSessionKeyring(): true | { why: string } {
   } catch (error) {
     return { why: koffiWhy(error) };
   }
-  const nr = SYSCALL_RULES.find((r) => r.name === 'keyctl')!.nr[arch];
+  const nr = SYSCALLS[arch]['keyctl']!;
   return syscall(nr, 'int', KEYCTL_JOIN_SESSION_KEYRING, 'void *', null) >= 0
     ? true
     : { why: 'keyctl(KEYCTL_JOIN_SESSION_KEYRING) failed' };

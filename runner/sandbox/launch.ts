@@ -16,7 +16,7 @@
  */
 import { closeSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { hostArch, SYSCALL_RULES } from './seccomp-policy.js';
+import { hostArch, KEYCTL_NR } from './seccomp-arch.js';
 
 /** What the runner writes to the launcher's fd 3. */
 export interface LaunchOrders {
@@ -89,7 +89,7 @@ function main(argv: string[]): void {
   const prctlPtr = libc.func('int prctl(int, unsigned long, void *, unsigned long, unsigned long)');
   const fcntl = libc.func('int fcntl(int, int, ...)');
   const execve = libc.func('int execve(const char *, const char **, const char **)');
-  const keyctlNr = SYSCALL_RULES.find((r) => r.name === 'keyctl')!.nr[arch];
+  const keyctlNr = KEYCTL_NR[arch];
 
   // Security: the run possesses only this new, empty keyring, never the one it was started from.
   if (syscall(keyctlNr, 'int', KEYCTL_JOIN_SESSION_KEYRING, 'void *', null) < 0)

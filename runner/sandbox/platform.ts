@@ -257,7 +257,8 @@ function probeLevel(opts: ProbeOptions): Platform {
   ];
   const layout = readHostLayout(binaries);
   const base = { asRoot, interpreters, tools };
-  const filter = process.platform === 'linux' ? hostFilter() : undefined;
+  // The probe only needs bubblewrap to take a filter: the one of a level without a memory cgroup.
+  const filter = process.platform === 'linux' ? hostFilter(false) : undefined;
   const bw = process.platform === 'linux' ? probeBwrap(tools, layout, opts, filter) : { ok: false as const, why: 'this is not Linux' };
   const outside =
     layout.extra.length > 0 ? ` Interpreters installed outside /usr are visible read-only: ${layout.extra.length} folder(s).` : '';
@@ -366,7 +367,18 @@ export function usesBwrap(platform: Platform): boolean {
  * Security: a level without one says so in `missing` and in its detail; nothing is claimed untried.
  */
 function harden(level: Platform, opts: ProbeOptions): Platform {
-  const filter = hostFilter();
+  // The memory cgroup first: where there is none, the filter refuses System V shm (seccomp-policy.ts).
+  let cgroups: CgroupHost | undefined;
+  let cgroupWhy: string | undefined;
+  let cgroupMechanism: string | undefined;
+  if (level.asRoot) {
+    const cg = probeCgroups();
+    if ('host' in cg) {
+      cgroups = cg.host;
+      cgroupMechanism = cg.mechanism;
+    } else cgroupWhy = cg.why;
+  }
+  const filter = hostFilter(cgroups !== undefined);
   const bwrapped = usesBwrap(level);
   // bubblewrap loads the filter itself; only the other levels need the launcher (one node start per run).
   const launched = bwrapped
@@ -382,7 +394,7 @@ function harden(level: Platform, opts: ProbeOptions): Platform {
   if (seccomp) {
     mechanisms.push('seccomp');
     words.push(
-      'A syscall filter (seccomp) answers EPERM to kernel keyrings, sockets other than unix/IPv4/IPv6, io_uring, bpf, perf events, userfaultfd, mount and new namespaces, kernel modules and kexec, ptrace.',
+      'A syscall filter (seccomp) allows only the calls ordinary programs make: kernel keyrings, sockets other than unix/IPv4/IPv6, io_uring, bpf, perf events, userfaultfd, mount and new namespaces, kernel modules and kexec, ptrace, file handles and every other call outside its list answer EPERM, and calls newer than its table ENOSYS.',
     );
   } else {
     missing.push(filter === undefined ? `no syscall filter for ${process.arch}` : `no syscall filter at this level: ${launcherWhy}`);
@@ -401,22 +413,25 @@ function harden(level: Platform, opts: ProbeOptions): Platform {
     missing.push(`no fresh session keyring: ${bwrapped ? (own === true ? 'no syscall filter' : own.why) : launcherWhy}`);
     words.push('Runs possess the session keyring the runner was started in.');
   }
-  let cgroups: CgroupHost | undefined;
-  if (level.asRoot) {
-    const cg = probeCgroups();
-    if ('host' in cg) {
-      cgroups = cg.host;
-      mechanisms.push(cg.mechanism === 'cgroup-v2' ? 'memory-cgroup-v2' : 'memory-cgroup-v1');
+  if (cgroups) {
+    mechanisms.push(cgroupMechanism === 'cgroup-v2' ? 'memory-cgroup-v2' : 'memory-cgroup-v1');
+    words.push(
+      `Memory is counted per run by a ${cgroupMechanism === 'cgroup-v2' ? 'cgroup v2' : 'cgroup v1'} memory group (every page, shared memory and tmpfs included), and the run is ended by its group.`,
+    );
+  } else {
+    if (cgroupWhy !== undefined) missing.push(cgroupWhy);
+    if (seccomp) {
+      mechanisms.push('sysv-shm-refused');
+      missing.push(
+        'memory shared with MAP_SHARED (or a memfd) is not counted by the per-process cap (a memory cgroup would count it); System V shm is refused instead',
+      );
       words.push(
-        `Memory is counted per run by a ${cg.mechanism === 'cgroup-v2' ? 'cgroup v2' : 'cgroup v1'} memory group (every page, shared memory and tmpfs included), and the run is ended by its group.`,
+        'Without a memory cgroup, System V shared memory is refused (shmget answers EPERM), and memory shared with MAP_SHARED or a memfd is not counted by the per-process cap.',
       );
     } else {
-      missing.push(cg.why);
+      missing.push('memory shared with MAP_SHARED or System V shm is not counted by the per-process cap (a memory cgroup would count it)');
+      words.push('Memory shared with MAP_SHARED or System V shm is not counted by the per-process cap.');
     }
-  }
-  if (!cgroups) {
-    missing.push('memory shared with MAP_SHARED or System V shm is not counted by the per-process cap (a memory cgroup would count it)');
-    words.push('Memory shared with MAP_SHARED or System V shm is not counted by the per-process cap.');
   }
   // The go-ahead carries the filter on fd 4 and needs posix_spawn's socket pair and prlimit (go-ahead.ts).
   const limitsByWhy = !bwrapped

@@ -4,13 +4,15 @@
  * bubblewrap's `--seccomp FD` take — `struct sock_filter` entries of 8 bytes each (u16 code, u8 jt,
  * u8 jf, u32 k), little-endian, as both supported architectures are.
  *
- * Layout: load `seccomp_data.arch`; for each known arch, a block that loads the syscall number
- * and tests it against each rule in turn (a rule's body returns; a miss jumps over it); after the
- * last arch, kill. Every jump is forward and short, so the generator refuses any offset that does
- * not fit in a byte instead of producing a program that would jump somewhere else.
+ * Layout: load `seccomp_data.arch`; for each known arch, a block that loads the syscall number,
+ * kills an x32 number (x86_64), and finds the number's answer by a binary search over stretches of
+ * numbers that answer alike (allow, EPERM, ENOSYS, or a row's body, which reads arguments); after
+ * the last arch, kill. Every jump is forward; one that does not fit in a byte goes through `ja`, and
+ * the generator refuses any offset that lands outside the program instead of producing a program
+ * that would jump somewhere else.
  */
-import { AF_NETLINK, AUDIT_ARCH, X32_SYSCALL_BIT } from './seccomp-policy.js';
-import type { Arch, Rule, SyscallRule } from './seccomp-policy.js';
+import { AF_NETLINK, AUDIT_ARCH, ENOSYS, EPERM, SYSCALLS, X32_SYSCALL_BIT } from './seccomp-policy.js';
+import type { Arch, FilterPolicy, Rule } from './seccomp-policy.js';
 
 /** One `struct sock_filter`. */
 export interface Insn {
@@ -25,6 +27,7 @@ export const LD_W_ABS = 0x20;
 export const JEQ_K = 0x15;
 export const JGE_K = 0x35;
 export const JSET_K = 0x45;
+export const JA = 0x05;
 export const RET_K = 0x06;
 
 // Return values (linux/seccomp.h).
@@ -79,17 +82,63 @@ function ruleBody(rule: Rule): Insn[] {
   }
 }
 
+/** One stretch of syscall numbers that get the same answer: a return value, or one row's body. */
+interface Stretch {
+  from: number;
+  answer: { ret: number } | { rule: Rule };
+}
+
+/**
+ * What each number of `arch` answers, as stretches in number order from 0: a call in the
+ * allowlist passes, a call with a row gets its body, every other call of the table EPERM, and a
+ * number the table does not know — a hole, or past its last call — ENOSYS (the last stretch runs to
+ * the end of the number space).
+ */
+export function stretches(arch: Arch, policy: FilterPolicy): Stretch[] {
+  const byNr = new Map<number, Stretch['answer']>();
+  const rows = new Map(policy.rules.map((r) => [r.name, r.rule]));
+  for (const [name, nr] of Object.entries(SYSCALLS[arch])) {
+    const rule = rows.get(name);
+    byNr.set(nr, rule ? { rule } : { ret: policy.allow.has(name) ? RET_ALLOW : retErrno(EPERM) });
+  }
+  const last = Math.max(...byNr.keys());
+  const out: Stretch[] = [];
+  for (let nr = 0; nr <= last + 1; nr++) {
+    const answer = byNr.get(nr) ?? { ret: retErrno(ENOSYS) };
+    const previous = out.at(-1);
+    // Rows are never merged (each reads its own call's arguments); equal returns are.
+    if (previous && 'ret' in previous.answer && 'ret' in answer && previous.answer.ret === answer.ret) continue;
+    out.push({ from: nr, answer });
+  }
+  return out;
+}
+
+/**
+ * A binary search over the stretches on the number in the accumulator: each node is one `jge`
+ * (the upper half's first number), the lower half laid out right after it and the upper half after
+ * that, so every jump is forward. A jump past 255 goes through a `ja` (32-bit offset). Depth
+ * log2(stretches): about 8 comparisons per call on x86_64.
+ */
+function searchTree(list: readonly Stretch[]): Insn[] {
+  if (list.length === 1) {
+    const { answer } = list[0]!;
+    return 'ret' in answer ? [ret(answer.ret)] : ruleBody(answer.rule);
+  }
+  const mid = list.length >> 1;
+  const lower = searchTree(list.slice(0, mid));
+  const upper = searchTree(list.slice(mid));
+  const k = list[mid]!.from;
+  if (lower.length <= 255) return [{ code: JGE_K, jt: lower.length, jf: 0, k }, ...lower, ...upper];
+  return [{ code: JGE_K, jt: 0, jf: 1, k }, { code: JA, jt: 0, jf: 0, k: lower.length }, ...lower, ...upper];
+}
+
 /** The block of one arch, entered with the arch word in the accumulator already matched. */
-function archBlock(arch: Arch, rules: readonly SyscallRule[]): Insn[] {
+function archBlock(arch: Arch, policy: FilterPolicy): Insn[] {
   const out: Insn[] = [ld(OFF_NR)];
   // Security: the x32 ABI reaches the same kernel calls under other numbers; a filter written for
   // the x86_64 table would not see them.
   if (arch === 'x86_64') out.push({ code: JGE_K, jt: 0, jf: 1, k: X32_SYSCALL_BIT }, ret(RET_KILL_PROCESS));
-  for (const { nr, rule } of rules) {
-    const body = ruleBody(rule);
-    out.push(jeq(nr[arch], 0, body.length), ...body);
-  }
-  out.push(ret(RET_ALLOW));
+  out.push(...searchTree(stretches(arch, policy)));
   return out;
 }
 
@@ -98,19 +147,21 @@ function archBlock(arch: Arch, rules: readonly SyscallRule[]): Insn[] {
  * arm32 on aarch64) kills the process, since its numbers mean different calls and it has
  * socketcall(2), which hides the socket family from the filter.
  */
-export function buildFilter(rules: readonly SyscallRule[], arches: readonly Arch[] = ['x86_64', 'aarch64']): Insn[] {
+export function buildFilter(policy: FilterPolicy, arches: readonly Arch[] = ['x86_64', 'aarch64']): Insn[] {
   const out: Insn[] = [ld(OFF_ARCH)];
   for (const arch of arches) {
-    const block = archBlock(arch, rules);
-    out.push(jeq(AUDIT_ARCH[arch], 0, block.length), ...block);
+    const block = archBlock(arch, policy);
+    // Past 255 the arch test's miss goes through a ja as well.
+    if (block.length <= 255) out.push(jeq(AUDIT_ARCH[arch], 0, block.length), ...block);
+    else out.push(jeq(AUDIT_ARCH[arch], 1, 0), { code: JA, jt: 0, jf: 0, k: block.length }, ...block);
   }
   out.push(ret(RET_KILL_PROCESS));
-  // Security: a jump that does not fit in its byte, or lands past the end, would be a different program.
+  // Security: a jump that does not fit, or lands past the end, would be a different program.
   for (const [i, insn] of out.entries()) {
     if (insn.code === RET_K) continue;
-    if (insn.jt > 255 || insn.jf > 255 || i + 1 + Math.max(insn.jt, insn.jf) >= out.length) {
+    const reach = insn.code === JA ? insn.k : Math.max(insn.jt, insn.jf);
+    if (insn.jt > 255 || insn.jf > 255 || i + 1 + reach >= out.length)
       throw new Error(`seccomp filter: instruction ${i} jumps out of range`);
-    }
   }
   // The kernel's limit is 4096 instructions (BPF_MAXINSNS).
   if (out.length > 4096) throw new Error(`seccomp filter: ${out.length} instructions is over the kernel's limit`);

@@ -16,11 +16,35 @@
  * its bytes began a value (that would be an oracle for guessing a value byte by byte).
  */
 import type { RedactionValue } from './binding.js';
-import { formsOf, searchable } from './forms.js';
+import { formsOf, joinedForm, joinsPlainly, LineJoin, MIN_REDACTED_BYTES, searchable } from './forms.js';
 
 interface Pattern {
   bytes: Buffer;
   name: string;
+}
+
+/** A pattern as a redactor searches it: in the joined text always, and as it is too unless it joins plainly. */
+interface Compiled {
+  /** Searched in the window as it is (undefined: every occurrence is found joined). */
+  bytes: Buffer | undefined;
+  /** Searched in the window's joined text (undefined: too short once its own line breaks are out). */
+  joined: Buffer | undefined;
+  name: string;
+}
+
+/** Patterns compiled once for every stream of a run, with the longest joined length − 1. */
+interface CompiledSet {
+  compiled: Compiled[];
+  keepJoined: number;
+}
+
+function compile(patterns: readonly Pattern[]): CompiledSet {
+  const compiled = patterns.map(({ bytes, name }): Compiled => {
+    if (joinsPlainly(bytes)) return { bytes: undefined, joined: bytes, name };
+    const joined = joinedForm(bytes);
+    return { bytes, joined: joined.length >= MIN_REDACTED_BYTES ? joined : undefined, name };
+  });
+  return { compiled, keepJoined: Math.max(0, ...compiled.map((p) => p.joined?.length ?? 0)) - 1 };
 }
 
 interface Occurrence {
@@ -48,18 +72,27 @@ export class Redactor {
   /** Everything before it is written or inside a written stretch. */
   private cursor = 0;
   private open: Stretch | undefined;
+  /** Whether the byte before the carry was a real one (forms.ts LineJoin): the carry is joined as it was. */
+  private afterReal = true;
   /** Bytes dropped by `end(true)`: the carry at a cut, outside any whole occurrence. */
   heldBack = 0;
+  private readonly compiled: Compiled[];
+  /** The longest joined pattern's length − 1: real bytes to carry. */
+  private readonly keepJoined: number;
 
   /**
    * @param keep how many bytes to carry between chunks: the longest pattern's length − 1.
    * @param onMarker called once per `[secret:NAME]` written.
    */
   constructor(
-    private readonly patterns: readonly Pattern[],
+    patterns: readonly Pattern[] | CompiledSet,
     private readonly keep: number,
     private readonly onMarker: (name: string) => void,
-  ) {}
+  ) {
+    const set = 'compiled' in patterns ? patterns : compile(patterns);
+    this.compiled = set.compiled;
+    this.keepJoined = set.keepJoined;
+  }
 
   push(chunk: Uint8Array): Buffer[] {
     return this.scan(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength), false, false);
@@ -79,13 +112,30 @@ export class Redactor {
     const ws = this.pos - carry.length;
     const we = this.pos + chunk.length;
     this.pos = we;
+    const joined = new LineJoin(window, this.afterReal);
     // Security: an occurrence starting at or past `boundary` may still be growing into the next
-    // chunk, so nothing from there on is written yet; it is searched again with the next chunk.
-    const boundary = final ? we : Math.max(ws, we - this.keep);
+    // chunk, so nothing from there on is written yet; it is searched again with the next chunk. In
+    // the joined text that is the last (longest joined − 1) real bytes before the first byte whose
+    // joining the next chunk could still change; and the boundary is never inside a joint.
+    let boundary = final ? we : Math.max(ws, we - this.keep);
+    if (!final) {
+      const settled = joined.unsettledFrom();
+      const k = joined.realBefore(settled) - this.keepJoined;
+      const fromJoined = k <= 0 ? 0 : Math.min(settled, joined.origin(k));
+      boundary = ws + joined.snap(Math.min(boundary - ws, fromJoined));
+    }
     const found: Occurrence[] = [];
-    for (const p of this.patterns) {
-      for (let i = window.indexOf(p.bytes); i !== -1 && ws + i < boundary; i = window.indexOf(p.bytes, i + 1)) {
-        found.push({ start: ws + i, end: ws + i + p.bytes.length, name: p.name });
+    const text = joined.text;
+    for (const p of this.compiled) {
+      if (p.bytes !== undefined)
+        for (let i = window.indexOf(p.bytes); i !== -1 && ws + i < boundary; i = window.indexOf(p.bytes, i + 1))
+          found.push({ start: ws + i, end: ws + i + p.bytes.length, name: p.name });
+      if (p.joined === undefined) continue;
+      const last = p.joined.length - 1;
+      for (let k = text.indexOf(p.joined); k !== -1; k = text.indexOf(p.joined, k + 1)) {
+        const start = ws + joined.origin(k);
+        if (start >= boundary) break;
+        found.push({ start, end: ws + joined.origin(k + last) + 1, name: p.name });
       }
     }
     // Start order, the longer first at one start: a stretch grows left to right, nested ones fold in.
@@ -125,6 +175,7 @@ export class Redactor {
     }
     this.open = open;
     raw(open !== undefined ? Math.min(open.start, boundary) : boundary);
+    if (boundary > ws) this.afterReal = joined.isReal(boundary - ws - 1);
     this.carry = final ? EMPTY : Buffer.from(window.subarray(boundary - ws));
     return out;
   }
@@ -143,6 +194,7 @@ export interface RedactionSummary {
 /** A run's redaction: its values' spellings compiled once, and one tally for everything it returns. */
 export class RunRedaction {
   private readonly patterns: Pattern[] = [];
+  private readonly compiled: CompiledSet;
   private readonly keep: number;
   private readonly counts = new Map<string, number>();
   private readonly notSearched: string[];
@@ -163,12 +215,13 @@ export class RunRedaction {
     for (const p of this.patterns) skipped.delete(p.name);
     this.notSearched = [...skipped].sort();
     this.keep = Math.max(0, ...this.patterns.map((p) => p.bytes.length)) - 1;
+    this.compiled = compile(this.patterns);
   }
 
   /** A redactor for one stream, or undefined when there is nothing to search for. */
   stream(): Redactor | undefined {
     if (this.patterns.length === 0) return undefined;
-    return new Redactor(this.patterns, this.keep, (name) => this.counts.set(name, (this.counts.get(name) ?? 0) + 1));
+    return new Redactor(this.compiled, this.keep, (name) => this.counts.set(name, (this.counts.get(name) ?? 0) + 1));
   }
 
   /** A short text the run chose (a destination, a file name), redacted whole. */

@@ -2,8 +2,9 @@
  * @module What a run leaves in its workspace (docs/architecture.md §8, "A run's workspace"): every regular file it
  * created or changed, read back by the runner after the run's processes are gone, up to an output
  * budget; everything else found is listed with the reason it was not read. Nothing is dropped
- * silently: a file past the budget, a link, a FIFO, a device or a socket is listed with `omitted`,
- * and a walk that stopped early says so in `note`.
+ * silently: a file past the budget, a link, a FIFO, a device or a socket, and an entry whose name
+ * (or whose folder's name) is not valid UTF-8 — shown escaped, `drop\xfe.txt` — is listed with
+ * `omitted`, and a walk that stopped early says so in `note`.
  *
  * Security: this code runs as the runner (often root) over a tree the run wrote. It never follows
  * a symbolic link (lstat, O_NOFOLLOW), never opens what is not a regular file (lstat first, then
@@ -18,9 +19,9 @@
  * rights), so the walk's checks there guard against mistakes, not against the script.
  */
 import { createHash } from 'node:crypto';
-import { closeSync, constants, fstatSync, lstatSync, openSync, opendirSync, readSync } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, openSync, readSync } from 'node:fs';
 import type { Stats } from 'node:fs';
-import { join } from 'node:path';
+import { joinBytes, nameText, openDirBytes, validName } from '../../shared/byte-names.js';
 import type { StreamFilter } from '../sandbox/process.js';
 import type { Workspace } from './workspace.js';
 /** Lowercase hex sha256 (here rather than shared/run-io.ts, whose schemas the walker's bundle would carry). */
@@ -62,6 +63,13 @@ export interface Collected {
 }
 
 export const NOT_REGULAR = 'not a regular file';
+/** Why an entry whose own name is not valid UTF-8 was not read (its path shows the name escaped: shared/byte-names.ts). */
+export const NOT_UTF8_NAME = 'its name is not valid UTF-8 (shown with each such byte as \\xHH and a backslash as \\\\), so it was not read';
+/** Why a folder whose own name is not valid UTF-8 is listed: what it holds follows it. */
+export const NOT_UTF8_FOLDER =
+  'a folder whose name is not valid UTF-8 (shown with each such byte as \\xHH and a backslash as \\\\); what it holds is listed under it, not read';
+/** Why an entry inside such a folder was not read. */
+export const IN_NOT_UTF8_FOLDER = 'in a folder whose name is not valid UTF-8, so it was not read';
 
 /** Reads exactly what fstat said the file holds (the run is over: it does not grow). */
 function readWhole(fd: number, size: number): Buffer {
@@ -100,7 +108,7 @@ function readFiltered(fd: number, size: number, filter: StreamFilter): { bytes: 
 type Opened = { ok: true; bytes: Buffer; rawSha256: string } | { ok: false; omitted: string };
 
 /** Opens one entry that lstat showed as a regular file and reads it, if it is still that file. */
-function readRegular(path: string, seen: Stats, ws: Workspace, filter: StreamFilter | undefined): Opened {
+function readRegular(path: Buffer, seen: Stats, ws: Workspace, filter: StreamFilter | undefined): Opened {
   // Security: a second name may sit outside the workspace; a file of another owner was not made by the run.
   if (seen.nlink !== 1) return { ok: false, omitted: 'a hard link (it has other names, maybe outside the workspace), so it was not read' };
   if (seen.uid !== ws.uid) return { ok: false, omitted: 'not owned by the run, so it was not read' };
@@ -150,23 +158,28 @@ export function collectOutputs(
   let left = budgetBytes;
   let walked = 0;
   let stopped: string | undefined;
-  const stack: { dir: string; rel: string; depth: number }[] = [{ dir: ws.dir, rel: '', depth: 0 }];
+  // Security: names are read and paths built as bytes (shared/byte-names.ts). Read as UTF-8 text a
+  // name that is not valid UTF-8 would not open again (lstat ENOENT: the entry, or a whole folder
+  // with what it holds, would vanish from the list) and could read as another entry's name.
+  // `readable`: every name on the way here is valid UTF-8 (the path shown is the real one).
+  type Folder = { dir: Buffer; rel: string; depth: number; readable: boolean };
+  const stack: Folder[] = [{ dir: Buffer.from(ws.dir), rel: '', depth: 0, readable: true }];
   while (stack.length > 0 && stopped === undefined) {
-    const { dir, rel, depth } = stack.pop()!;
-    const names: string[] = [];
+    const { dir, rel, depth, readable } = stack.pop()!;
+    const names: Buffer[] = [];
     try {
-      const handle = opendirSync(dir);
+      const handle = openDirBytes(dir);
       try {
-        for (let entry = handle.readSync(); entry !== null; entry = handle.readSync()) {
+        for (let name = handle.next(); name !== null; name = handle.next()) {
           if (walked >= maxEntries) {
             stopped = `the workspace holds more than ${maxEntries} entries; the walk stopped there and the rest was not examined`;
             break;
           }
           walked += 1;
-          names.push(entry.name);
+          names.push(name);
         }
       } finally {
-        handle.closeSync();
+        handle.close();
       }
     } catch (error) {
       files.push({
@@ -176,21 +189,34 @@ export function collectOutputs(
       });
       continue;
     }
-    names.sort();
-    const folders: { dir: string; rel: string; depth: number }[] = [];
+    names.sort(Buffer.compare);
+    const folders: Folder[] = [];
     for (const name of names) {
-      const path = join(dir, name);
-      const relPath = rel === '' ? name : `${rel}/${name}`;
+      const path = joinBytes(dir, name);
+      const valid = validName(name);
+      const relPath = rel === '' ? nameText(name) : `${rel}/${nameText(name)}`;
       let st: Stats;
       try {
         st = lstatSync(path);
-      } catch {
-        continue; // cannot happen with the run over; nothing to report for an entry that is gone
+      } catch (error) {
+        // The run is over: an entry listed and gone cannot happen, but it is said rather than skipped.
+        files.push({
+          path: shown(relPath),
+          size: 0,
+          omitted: `could not be examined (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
+        });
+        continue;
       }
       if (st.isDirectory()) {
+        if (!valid) files.push({ path: shown(relPath), size: 0, omitted: NOT_UTF8_FOLDER });
         if (depth + 1 >= MAX_DEPTH)
           files.push({ path: shown(relPath), size: 0, omitted: `a folder deeper than ${MAX_DEPTH} levels; not walked` });
-        else folders.push({ dir: path, rel: relPath, depth: depth + 1 });
+        else folders.push({ dir: path, rel: relPath, depth: depth + 1, readable: readable && valid });
+        continue;
+      }
+      // Security: a path shown escaped is not the file's name: its bytes never come back under it.
+      if (!valid || !readable) {
+        files.push({ path: shown(relPath), size: st.isFile() ? st.size : 0, omitted: valid ? IN_NOT_UTF8_FOLDER : NOT_UTF8_NAME });
         continue;
       }
       if (st.isSymbolicLink()) {

@@ -16,11 +16,13 @@
  * while it is still the folder the runner made), reads no file's contents, and looks at no more
  * than the file cap + 1 entries, in slices that give the event loop back between them. Whatever it
  * cannot measure — a folder the run made unreadable, a path too long to name, the workspace folder
- * moved or swapped — counts as over: a run cannot hide its usage from the watcher.
+ * moved or swapped — counts as over: a run cannot hide its usage from the watcher. Names are read
+ * and paths built as bytes (shared/byte-names.ts): read as UTF-8 text, a folder named with a byte
+ * that is not valid UTF-8 would not open again, and what it held went uncounted.
  */
-import { lstatSync, opendirSync, statfsSync } from 'node:fs';
-import type { Dir, Stats } from 'node:fs';
-import { join } from 'node:path';
+import { lstatSync, statfsSync } from 'node:fs';
+import type { Stats } from 'node:fs';
+import { type ByteDir, joinBytes, openDirBytes } from '../../shared/byte-names.js';
 import { WATCH_INTERVAL_MS } from './capacity.js';
 import type { WorkspaceCap, WorkspaceMode, WorkspaceUsage } from './capacity.js';
 
@@ -57,21 +59,21 @@ export async function measureWorkspace(ws: WatchedDir, cap: WorkspaceCap, whole 
   let files = 0;
   let since = 0;
   const linked = new Set<number>();
-  const stack = [ws.dir];
+  const stack: Buffer[] = [Buffer.from(ws.dir)];
   while (stack.length > 0) {
     const dir = stack.pop()!;
-    let handle: Dir;
+    let handle: ByteDir;
     try {
-      handle = opendirSync(dir);
+      handle = openDirBytes(dir);
     } catch (error) {
       if (code(error) === 'ENOENT') continue; // removed since it was listed
       return { bytes, files, over: 'unmeasurable', why: `a folder in it cannot be read (${code(error)}), so its size cannot be checked` };
     }
     try {
-      for (let entry = handle.readSync(); entry !== null; entry = handle.readSync()) {
+      for (let name = handle.next(); name !== null; name = handle.next()) {
         files += 1;
         if (files > cap.files) return { bytes, files, over: 'files', why: `more than ${cap.files} files and folders` };
-        const path = join(dir, entry.name);
+        const path = joinBytes(dir, name);
         let st: Stats;
         try {
           st = lstatSync(path);
@@ -102,7 +104,7 @@ export async function measureWorkspace(ws: WatchedDir, cap: WorkspaceCap, whole 
         return { bytes, files, over: 'unmeasurable', why: `a folder in it cannot be read (${code(error)}), so its size cannot be checked` };
     } finally {
       try {
-        handle.closeSync();
+        handle.close();
       } catch {
         // closed already
       }

@@ -21,6 +21,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
+import { joinBytes } from '../../shared/byte-names.js';
 import { rm } from 'node:fs/promises';
 import type { Inputs, WillRun } from '../../shared/protocol.js';
 import type { InputFile } from '../../shared/run-io.js';
@@ -108,13 +109,14 @@ export function makeHome(runFolder: string, uid: number | undefined): string {
  * removal fail. Security: lstat only — a link is never followed, so nothing outside is touched.
  */
 function reopenFolders(dir: string): void {
-  const stack = [dir];
+  // Names as bytes (shared/byte-names.ts): a folder named with a byte that is not valid UTF-8 is reopened too.
+  const stack: Buffer[] = [Buffer.from(dir)];
   while (stack.length > 0) {
     const at = stack.pop()!;
     try {
       if (!lstatSync(at).isDirectory()) continue;
       chmodSync(at, 0o700);
-      for (const name of readdirSync(at)) stack.push(join(at, name));
+      for (const name of readdirSync(at, { encoding: 'buffer' })) stack.push(joinBytes(at, name));
     } catch {
       // gone already, or not ours to open: the removal below reports what is left
     }

@@ -7,7 +7,7 @@
  */
 import type { Minted } from '../../shared/protocol.js';
 import { SCOPES, SCOPES_SUPPORTED } from '../auth/settings.js';
-import { LOGIN_COOKIE, type OAuthLogin } from './login.js';
+import { LOGIN_COOKIE, LOGIN_MINUTES, type LoginRefusal, type OAuthLogin } from './login.js';
 import { approvalPage, bearerLoginPage, messagePage } from './page.js';
 import { Sealer, SESSION_MS, type Session } from './seal.js';
 import { ApprovalStore, logId, type PendingApproval, type Requester } from './store.js';
@@ -42,6 +42,8 @@ export class ApprovalDesk {
   readonly #sealer: Sealer;
   readonly #options: DeskOptions;
   readonly #secure: boolean;
+  /** The limits that refused a sign-in since one was last let through (so a flood is logged once). */
+  readonly #refusing = new Set<LoginRefusal>();
 
   constructor(options: DeskOptions) {
     this.#options = options;
@@ -64,7 +66,8 @@ export class ApprovalDesk {
     return pathname.startsWith(PREFIX) && pathname.length > PREFIX.length && !pathname.slice(PREFIX.length).includes('/');
   }
 
-  async handle(request: Request): Promise<Response> {
+  /** `client`: the client's address as the HTTP front derives it (a configured proxy's X-Forwarded-For believed, nobody else's). */
+  async handle(request: Request, client: string): Promise<Response> {
     const url = new URL(request.url);
     if (url.pathname === `${PREFIX}callback`) {
       if (request.method !== 'GET') return messagePage(405, 'Method not allowed', 'The sign-in callback is a GET.', { allow: 'GET' });
@@ -81,7 +84,7 @@ export class ApprovalDesk {
     }
     if (request.method === 'GET' || request.method === 'HEAD') {
       const session = this.#sealer.open(cookieValue(request.headers.get('cookie'), SESSION_COOKIE));
-      return session ? this.#show(record, session) : this.#signIn(record);
+      return session ? this.#show(record, session) : this.#signIn(record, client);
     }
     if (request.method === 'POST') return this.#post(record, request);
     return messagePage(405, 'Method not allowed', 'Open the link in a browser.', { allow: 'GET, POST' });
@@ -156,17 +159,45 @@ export class ApprovalDesk {
     );
   }
 
-  #signIn(record: PendingApproval): Response {
+  #signIn(record: PendingApproval, client: string): Response {
     const closed = this.#closed(record, false);
     if (closed) return closed;
     if (this.#options.login) {
-      const { location, cookie } = this.#options.login.start(record.id, this.#secure);
+      const started = this.#options.login.start(record.id, this.#secure, client);
+      if ('refused' in started) return this.#tooManySignIns(record, started.refused);
+      this.#refusing.clear();
+      const { location, cookie } = started;
       return new Response(null, {
         status: 302,
         headers: { location, 'set-cookie': cookie, 'cache-control': 'no-store', 'referrer-policy': 'same-origin' },
       });
     }
     return bearerLoginPage(record.id);
+  }
+
+  /**
+   * A sign-in refused because a limit is full (login.ts, LOGIN_LIMITS). Logged at the first refusal
+   * of each limit since a sign-in was last let through, so a flood is one line, not one per request.
+   */
+  #tooManySignIns(record: PendingApproval, limit: LoginRefusal): Response {
+    if (!this.#refusing.has(limit)) {
+      this.#refusing.add(limit);
+      const which =
+        limit === 'approval' ? `approval ${logId(record.id)}` : limit === 'address' ? 'one client address' : 'this server in all';
+      this.#options.warn(`approval: refusing new sign-ins: too many under way for ${which} (none under way was cancelled)`);
+    }
+    const why =
+      limit === 'approval'
+        ? 'Too many sign-ins were started for this approval link and not finished.'
+        : limit === 'address'
+          ? 'Too many sign-ins were started from your network address and not finished.'
+          : 'Too many sign-ins are under way on this server.';
+    return messagePage(
+      429,
+      'Too many sign-ins',
+      `${why} Finish a sign-in you already started (in the browser you started it in), or wait up to ${LOGIN_MINUTES} minutes and open the link again. Nothing was approved.`,
+      { 'retry-after': '60' },
+    );
   }
 
   /** After the issuer: the session is made and the page shown right here (a redirect would lose the SameSite=Strict cookie). */

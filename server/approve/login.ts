@@ -6,6 +6,7 @@
  * is proven the same way as who asks.
  */
 import { createHash, randomBytes } from 'node:crypto';
+import { isIPv6 } from 'node:net';
 import type { OAuthTokenVerifier } from '@modelcontextprotocol/server';
 import { identityOfAuth } from '../auth/resource-server.js';
 import { SCOPES } from '../auth/settings.js';
@@ -32,6 +33,8 @@ export interface LoginOptions {
 interface Transaction {
   verifier: string;
   approvalId: string;
+  /** Whose it is for the per-address limit (loginAddressKey of the client's address). */
+  addressKey: string;
   /** sha256 of the random value in the browser's login cookie. */
   binding: string;
   expiresAtMs: number;
@@ -40,8 +43,40 @@ interface Transaction {
 export const LOGIN_COOKIE = 'skill_mcp_login';
 /** A person has this long to sign in at the issuer. */
 const LOGIN_MS = 600_000;
-/** Security: a flood of started sign-ins cannot grow this process without bound (the oldest go). */
-const MAX_LOGINS = 1_000;
+export const LOGIN_MINUTES = LOGIN_MS / 60_000;
+/**
+ * Security: how many sign-ins may be under way at once — for one approval link, from one client
+ * address, and in all. A sign-in that would go over any of them is refused; none under way is ever
+ * dropped to make room, so a flood (of one's own approval link, or from one address) cancels nobody
+ * else's sign-in, and the map cannot grow without bound. A finished or expired sign-in frees its place.
+ */
+export const LOGIN_LIMITS = { perApproval: 16, perAddress: 64, total: 2_000 } as const;
+
+export type LoginLimits = { perApproval: number; perAddress: number; total: number };
+
+/** Why a sign-in was not started: which limit is full. */
+export type LoginRefusal = 'approval' | 'address' | 'total';
+
+/**
+ * The key one client address is counted under: an IPv4 address as itself, an IPv6 address by its
+ * /64 prefix. Security: one IPv6 host is usually handed a whole /64, so counting single addresses
+ * would give it 2^64 separate allowances.
+ */
+export function loginAddressKey(address: string): string {
+  if (!isIPv6(address)) return address;
+  // A trailing dotted quad (`64:ff9b::1.2.3.4`) is the last two groups.
+  const hex = address
+    .toLowerCase()
+    .replace(/(\d+)\.(\d+)\.(\d+)\.(\d+)$/, (_, a, b, c, d) => [((+a << 8) | +b).toString(16), ((+c << 8) | +d).toString(16)].join(':'));
+  const [head = '', tail = ''] = hex.split('::');
+  const left = head === '' ? [] : head.split(':');
+  const right = tail === '' ? [] : tail.split(':');
+  const groups = hex.includes('::') ? [...left, ...Array(8 - left.length - right.length).fill('0'), ...right] : left;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.replace(/^0+(?=.)/, ''))
+    .join(':')}::/64`;
+}
 
 export type LoginOutcome =
   | { ok: true; approvalId: string; subject: string; scopes: string[] }
@@ -54,22 +89,56 @@ export class OAuthLogin {
   readonly #options: LoginOptions;
   readonly #pending = new Map<string, Transaction>();
   readonly #now: () => number;
+  readonly #limits: LoginLimits;
   readonly redirectUri: string;
 
-  constructor(options: LoginOptions) {
+  constructor(options: LoginOptions, limits: LoginLimits = LOGIN_LIMITS) {
     this.#options = options;
     this.#now = options.now ?? Date.now;
+    this.#limits = limits;
     this.redirectUri = `${options.origin}/approve/callback`;
   }
 
-  /** Where to send the browser, and the cookie that binds the callback to it (SameSite=Lax: it must survive the issuer's redirect back). */
-  start(approvalId: string, secure: boolean): { location: string; cookie: string } {
+  /** How many sign-ins are under way (unexpired, unfinished). */
+  get pending(): number {
+    this.#prune(this.#now());
+    return this.#pending.size;
+  }
+
+  #prune(now: number): void {
+    for (const [state, t] of this.#pending) if (t.expiresAtMs <= now) this.#pending.delete(state);
+  }
+
+  /** The limit a new sign-in for this approval from this address would go over, if any. */
+  #full(approvalId: string, addressKey: string): LoginRefusal | undefined {
+    if (this.#pending.size >= this.#limits.total) return 'total';
+    let forApproval = 0;
+    let fromAddress = 0;
+    for (const t of this.#pending.values()) {
+      if (t.approvalId === approvalId) forApproval++;
+      if (t.addressKey === addressKey) fromAddress++;
+    }
+    if (forApproval >= this.#limits.perApproval) return 'approval';
+    if (fromAddress >= this.#limits.perAddress) return 'address';
+    return undefined;
+  }
+
+  /**
+   * Where to send the browser, and the cookie that binds the callback to it (SameSite=Lax: it must
+   * survive the issuer's redirect back); or which limit is full, when no sign-in may start now.
+   * `client`: the client's address as the HTTP front derives it (a trusted proxy's X-Forwarded-For).
+   */
+  start(approvalId: string, secure: boolean, client: string): { location: string; cookie: string } | { refused: LoginRefusal } {
     const now = this.#now();
-    for (const [state, t] of this.#pending) if (t.expiresAtMs <= now || this.#pending.size >= MAX_LOGINS) this.#pending.delete(state);
+    this.#prune(now);
+    const addressKey = loginAddressKey(client);
+    // Security: refused when full, never by evicting a sign-in someone else has under way.
+    const refused = this.#full(approvalId, addressKey);
+    if (refused !== undefined) return { refused };
     const state = b64(randomBytes(32));
     const verifier = b64(randomBytes(32));
     const binding = b64(randomBytes(32));
-    this.#pending.set(state, { verifier, approvalId, binding: sha256(binding), expiresAtMs: now + LOGIN_MS });
+    this.#pending.set(state, { verifier, approvalId, addressKey, binding: sha256(binding), expiresAtMs: now + LOGIN_MS });
     const url = new URL(this.#options.endpoints.authorizationEndpoint);
     const params = {
       response_type: 'code',

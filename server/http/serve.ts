@@ -65,6 +65,7 @@ function createListener(
     allowedOrigins: options.allowedOrigins,
     otherPaths: (pathname) => routes.has(pathname) || desk?.has(pathname) === true,
   };
+  const trusted: ReadonlySet<string> = cap?.trusted ?? new Set(options.trustedProxies);
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     // An open subscriptions/listen stream lasts as long as the client wants: not a request to wait for at shutdown.
     if (req.headers['mcp-method'] !== 'subscriptions/listen') inFlight.track(res);
@@ -100,7 +101,9 @@ function createListener(
       // The approval page: a browser's, signed in by the page itself (never by the /mcp bearer gate); its small body is read under its own cap.
       if (desk?.has(pathname)) {
         const request = await toWebRequest(req, headers, APPROVAL_BODY_BYTES, aborter.signal);
-        return await sendWebResponse(res, request instanceof Response ? request : await desk.handle(request));
+        // Its sign-ins are limited per client: the address the cap would count (a configured proxy's X-Forwarded-For believed, nobody else's).
+        const client = clientAddress(req.socket.remoteAddress ?? '', req.headers['x-forwarded-for'], trusted);
+        return await sendWebResponse(res, request instanceof Response ? request : await desk.handle(request, client));
       }
       if (pathname !== MCP_PATH) return await sendWebResponse(res, await routes.answer(pathname, req.method ?? 'GET'));
       // Security: with a token or an issuer configured, nothing below this line runs for an

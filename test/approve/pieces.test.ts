@@ -1,7 +1,8 @@
 /**
  * The approval page's small security pieces, alone: the sealed session (MAC before claims, expiry),
  * the CSRF token's binding to one sign-in and one approval, the store's once-only decision and
- * expiry, and the page's escaping of a hostile preview.
+ * expiry, the page's escaping of a hostile preview, and the sign-in limits (a flood is refused,
+ * never paid for by evicting someone else's sign-in).
  */
 import { describe, expect, test } from 'vitest';
 import type { Minted } from '../../shared/protocol.js';
@@ -9,6 +10,7 @@ import { ApprovalStore, APPROVAL_ID, logId } from '../../server/approve/store.js
 import { Sealer } from '../../server/approve/seal.js';
 import { approvalPage, escapeHtml, PAGE_CSP } from '../../server/approve/page.js';
 import { cookieValue } from '../../server/approve/desk.js';
+import { LOGIN_LIMITS, loginAddressKey, OAuthLogin, type LoginLimits } from '../../server/approve/login.js';
 import { readApprovalSettings } from '../../server/approve/settings.js';
 import type { SettingIssue } from '../../shared/settings-schema.js';
 
@@ -198,5 +200,99 @@ describe('settings', () => {
       ).value,
     ).toEqual({ origin: 'https://mcp.example.com', client: { id: 'page', secret: 's' } });
     expect(read({ SKILL_MCP_APPROVAL_URL: 'http://127.0.0.1:3000/' }, 'token').value).toEqual({ origin: 'http://127.0.0.1:3000' });
+  });
+});
+
+describe('sign-in flood (login.ts limits)', () => {
+  /** An OAuthLogin whose issuer answers every code with a token naming `sub`; the clock is ours. */
+  function login(limits?: LoginLimits) {
+    let now = 1_000_000;
+    const options = {
+      endpoints: { authorizationEndpoint: 'https://issuer.example/authorize', tokenEndpoint: 'https://issuer.example/token' },
+      client: { id: 'page' },
+      origin: 'https://mcp.example.com',
+      audience: 'https://mcp.example.com/mcp',
+      verifier: {
+        verifyAccessToken: async (token: string) => ({
+          token,
+          clientId: 'page',
+          scopes: ['skills:read'],
+          extra: { identity: { subject: token.slice('token-for-'.length) } },
+        }),
+      },
+      now: () => now,
+      fetchImpl: (async (_url: unknown, init?: RequestInit) =>
+        Response.json({ access_token: `token-for-${new URLSearchParams(String(init?.body)).get('code')}` })) as typeof fetch,
+    };
+    return { login: new OAuthLogin(options, limits), advance: (ms: number) => (now += ms) };
+  }
+  /** Starts a sign-in and answers what its callback needs, or the refusal. */
+  function begin(l: OAuthLogin, approval: string, client: string) {
+    const started = l.start(approval, true, client);
+    if ('refused' in started) return started;
+    const state = new URL(started.location).searchParams.get('state')!;
+    const binding = /skill_mcp_login=([^;]+)/.exec(started.cookie)![1]!;
+    return { state, binding };
+  }
+  const finish = (l: OAuthLogin, s: { state: string; binding: string }, who: string) =>
+    l.finish(new URLSearchParams({ state: s.state, code: who }), s.binding);
+
+  test("1,000 cookie-less GETs of one's own approval link cancel nobody's sign-in: Bob's, started before, still finishes", async () => {
+    const { login: l } = login();
+    const bob = begin(l, 'approval-of-bob', '198.51.100.2');
+    expect(bob).not.toHaveProperty('refused');
+    const refused: string[] = [];
+    for (let i = 0; i < 1_000; i++) {
+      const flood = begin(l, 'approval-of-mallory', '203.0.113.7');
+      if ('refused' in flood) refused.push(flood.refused);
+    }
+    // All but the per-approval allowance refused, for that reason; nothing else was dropped.
+    expect(refused).toHaveLength(1_000 - LOGIN_LIMITS.perApproval);
+    expect(new Set(refused)).toEqual(new Set(['approval']));
+    expect(l.pending).toBe(1 + LOGIN_LIMITS.perApproval);
+    expect(await finish(l, bob as { state: string; binding: string }, 'bob')).toMatchObject({
+      ok: true,
+      approvalId: 'approval-of-bob',
+      subject: 'bob',
+    });
+    // And a sign-in Bob starts now, for another link, is let through.
+    expect(begin(l, 'approval-of-bob-2', '198.51.100.2')).not.toHaveProperty('refused');
+  });
+
+  test('one address flooding many approval links is refused at its own allowance; another address still signs in', async () => {
+    const { login: l } = login({ perApproval: 2, perAddress: 5, total: 100 });
+    for (let i = 0; i < 20; i++) begin(l, `mallory-${i}`, '203.0.113.7');
+    expect(l.pending).toBe(5);
+    expect(begin(l, 'mallory-99', '203.0.113.7')).toEqual({ refused: 'address' });
+    const alice = begin(l, 'approval-of-alice', '192.0.2.10');
+    expect(alice).not.toHaveProperty('refused');
+    expect(await finish(l, alice as { state: string; binding: string }, 'alice')).toMatchObject({ ok: true, subject: 'alice' });
+  });
+
+  test('addresses of one IPv6 /64 share one allowance (a host is handed the whole /64)', () => {
+    const { login: l } = login({ perApproval: 100, perAddress: 3, total: 100 });
+    expect(loginAddressKey('2001:db8:1:2::1')).toBe('2001:db8:1:2::/64');
+    expect(loginAddressKey('2001:0db8:0001:0002:ffff:0:0:9')).toBe('2001:db8:1:2::/64');
+    expect(loginAddressKey('::ffff:0:1.2.3.4')).toBe('0:0:0:0::/64');
+    expect(loginAddressKey('192.0.2.1')).toBe('192.0.2.1');
+    for (let i = 1; i <= 3; i++) expect(begin(l, `a${i}`, `2001:db8:1:2::${i}`)).not.toHaveProperty('refused');
+    expect(begin(l, 'a4', '2001:db8:1:2:abcd::4')).toEqual({ refused: 'address' });
+    expect(begin(l, 'a5', '2001:db8:1:3::5')).not.toHaveProperty('refused');
+  });
+
+  test('when every place is taken new sign-ins are refused (total), and an expired or finished one frees its place', async () => {
+    const { login: l, advance } = login({ perApproval: 10, perAddress: 10, total: 3 });
+    const first = begin(l, 'x', '192.0.2.1') as { state: string; binding: string };
+    begin(l, 'y', '192.0.2.2');
+    advance(300_000);
+    begin(l, 'z', '192.0.2.3');
+    expect(begin(l, 'w', '192.0.2.4')).toEqual({ refused: 'total' });
+    // The first one is still good: nothing was evicted to make room.
+    expect(await finish(l, first, 'one')).toMatchObject({ ok: true, approvalId: 'x' });
+    expect(begin(l, 'w', '192.0.2.4')).not.toHaveProperty('refused');
+    expect(begin(l, 'v', '192.0.2.5')).toEqual({ refused: 'total' });
+    // Ten minutes after the second was started it has expired: its place is free.
+    advance(300_000);
+    expect(begin(l, 'v', '192.0.2.5')).not.toHaveProperty('refused');
   });
 });

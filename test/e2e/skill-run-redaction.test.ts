@@ -66,13 +66,34 @@ open("out/" + b.hex() + ".txt", "w").write("named after the key\\n")
 const CAP_PY = `import os, sys
 sys.stdout.write("x" * (${CAP} - 10) + os.environ["LEAKY_API_KEY"] + "\\n")
 `;
+/**
+ * The value base64-encoded inside longer data and wrapped into lines the way stock tools wrap it,
+ * each with a line break falling inside the value's characters: Python's `base64.encodebytes`
+ * (76 columns, LF), a PEM-style block (64), MIME (76, CRLF), and coreutils `base64` when the
+ * sandbox has it.
+ */
+const WRAPPED_PY = `import base64, os, shutil, subprocess, sys
+k = os.environ["LEAKY_API_KEY"].encode()
+def lines(text, width, eol):
+    return eol.join(text[i:i + width] for i in range(0, len(text), width)) + eol
+b64 = base64.b64encode(b"z" * 40 + k).decode()
+sections = [
+    ("encodebytes", base64.encodebytes(b"y" * 50 + k).decode()),
+    ("pem", "-----BEGIN DATA-----\\n" + lines(b64, 64, "\\n") + "-----END DATA-----\\n"),
+    ("mime", lines(b64, 76, "\\r\\n")),
+]
+if shutil.which("base64"):
+    sections.append(("coreutils", subprocess.run(["base64"], input=b"y" * 50 + k, capture_output=True, check=True).stdout.decode()))
+for name, text in sections:
+    sys.stdout.write("== %s\\n%s" % (name, text))
+`;
 /** Asks the run's proxy for a destination named after the value: its refusal must name it redacted. */
 const LEAK_CONNECT_PY = `${CONNECT_PY}
 print(connect(os.environ["LEAKY_API_KEY"].encode().hex() + ".example:443"))
 `;
 
 function writeSkill(root: string): void {
-  const scripts = { 'leak.py': LEAK_PY, 'cap.py': CAP_PY, 'connect.py': LEAK_CONNECT_PY };
+  const scripts = { 'leak.py': LEAK_PY, 'cap.py': CAP_PY, 'connect.py': LEAK_CONNECT_PY, 'wrapped.py': WRAPPED_PY };
   const rows = Object.keys(scripts)
     .map((s) => `    - script: ${s}\n      interpreter: python3\n      env: [LEAKY_API_KEY, LEAKY_PLAIN]\n      timeout: 60\n`)
     .join('');
@@ -223,6 +244,29 @@ describe.each(VARIANTS)('redaction, $name', (variant) => {
       expect((exit['outputs'] as { path: string }[]).map((o) => o.path).sort()).toEqual(['out/[secret:LEAKY_API_KEY].txt', 'out/leak.txt']);
       expectNoSpelling(auditText(), 'the audit log');
     });
+  });
+
+  describe('attack: a legacy secret base64-encoded and wrapped into lines (encodebytes, PEM, MIME CRLF, coreutils base64)', () => {
+    it('each wrapped spelling comes back as [secret:NAME] (it came back whole, redacted: 0), and the audit log holds none of it', async () => {
+      const ran = await run('wrapped.py');
+      const stdout = String(ran.value['stdout']);
+      const sections = stdout.split(/^== /m).filter((part) => part !== '');
+      expect(sections.map((part) => part.split('\n')[0])).toEqual(expect.arrayContaining(['encodebytes', 'pem', 'mime']));
+      for (const section of sections) expect(section, section).toContain('[secret:LEAKY_API_KEY]');
+      const redaction = ran.value['redaction'] as { count: number; names: { name: string; count: number }[] };
+      expect(redaction.count).toBe(sections.length);
+      // No 8 characters of the value's encodings survive, even read across the lines.
+      const joined = stdout.replace(/\r?\n/g, '');
+      const inner = (pad: number): string => {
+        const text = Buffer.concat([Buffer.alloc(pad, 'y'), b]).toString('base64');
+        return text.slice(Math.ceil((pad * 8) / 6) + 1, Math.floor(((pad + b.length) * 8) / 6) - 1);
+      };
+      for (const core of [inner(50), inner(40)])
+        for (let i = 0; i + 8 <= core.length; i++) expect(joined, core.slice(i, i + 8)).not.toContain(core.slice(i, i + 8));
+      const exit = audit(stateDir).find((l) => l.event === 'run.exit' && l.run_id === ran.value['runId'])!;
+      expect(exit).toMatchObject({ redacted: sections.length, stdout_sha256: sha(stdout) });
+      expectNoSpelling(auditText(), 'the audit log');
+    }, 120_000);
   });
 
   describe('attack: a value straddling the output cap', () => {

@@ -87,6 +87,21 @@ try:
 except OSError as e:
     print("refused", e.errno, n)
 `,
+  // The same writer inside a folder named with a byte that is not valid UTF-8 (read as text, that
+  // name did not open again, and the watcher never counted what the folder held).
+  'scripts/hidden-writer.py': `import os, time
+n = 0
+try:
+    os.makedirs(b"hide\\xff")
+    for i in range(160):
+        with open(b"hide\\xff/part%03d.bin" % i, "wb", buffering=0) as f:
+            f.write(b"k" * (1024 * 1024))
+        n += 1
+        time.sleep(0.02)
+    time.sleep(600)
+except OSError as e:
+    print("refused", e.errno, n)
+`,
   // Adds MiBs to the workspace its inputs are already in.
   'scripts/append.py': `import sys
 n = 0
@@ -109,7 +124,7 @@ open("started", "w").write("yes")
 time.sleep(120)
 `,
 };
-const TIMEOUTS: Record<string, number> = { 'scripts/hold.py': 3, 'scripts/keep-writing.py': 60 };
+const TIMEOUTS: Record<string, number> = { 'scripts/hold.py': 3, 'scripts/keep-writing.py': 60, 'scripts/hidden-writer.py': 60 };
 
 function writeCapSkill(root: string): void {
   const rows = Object.keys(SCRIPTS)
@@ -282,6 +297,29 @@ describe(`the workspace cap (${MODE === 'tmpfs' ? 'a tmpfs per run: exact' : "th
       expect(answer.value['workspaceNote']).toMatch(/^the run was stopped: its workspace went past its cap/);
       expect(exitLine(answer)).toMatchObject({ ended: 'workspace-full' });
     }
+  });
+
+  it('attack: the same writer inside a folder whose name is not valid UTF-8 is refused (tmpfs) or stopped by the watcher all the same', async () => {
+    const answer = await run({ script: 'scripts/hidden-writer.py' });
+    expect(answer.value['timedOut'], brief(answer)).toBe(false);
+    expect(answer.value['workspaceFull']).toBe(true);
+    expect(exitLine(answer)).toMatchObject({ workspace_full: 'bytes' });
+    if (MODE === 'tmpfs') {
+      expect(answer.value).toMatchObject({ exitCode: 0, stdout: expect.stringMatching(new RegExp(`^refused ${ENOSPC} [0-8]\\n$`)) });
+    } else {
+      expect(answer.value).toMatchObject({ exitCode: null, signal: 'SIGKILL', status: 'completed' });
+      expect(exitLine(answer)).toMatchObject({ ended: 'workspace-full' });
+      // Stopped near the cap, not after the 160 MiB it would write.
+      expect(exitLine(answer)['workspace_bytes'] as number).toBeLessThan(4 * CAP);
+    }
+    // What the folder holds is listed, escaped and not read.
+    const files = answer.value['files'] as { path: string; omitted?: string }[];
+    expect(files[0]).toMatchObject({ path: 'hide\\xff', omitted: expect.stringMatching(/^a folder whose name is not valid UTF-8/) });
+    expect(
+      files
+        .slice(1)
+        .every((f) => f.path.startsWith('hide\\xff/part') && /^in a folder whose name is not valid UTF-8/.test(f.omitted ?? '')),
+    ).toBe(true);
   });
 
   it('the inputs count against the cap: 6 MiB in and 3 MiB written fills an 8 MiB workspace', async () => {

@@ -250,6 +250,56 @@ describe('outputs never follow or read what a script plants', () => {
   });
 });
 
+describe('output names are bytes', () => {
+  it('attack: names that are not valid UTF-8 are listed escaped and omitted, never dropped or merged; a folder of such a name is listed with what it holds; run.exit lists them too', async () => {
+    const answer = await run({ script: 'scripts/byte-names.py' });
+    expect(answer.value['exitCode'], JSON.stringify(answer.value)).toBe(0);
+    const notUtf8 = /^its name is not valid UTF-8 \(shown with each such byte as \\xHH and a backslash as \\\\\), so it was not read$/;
+    const files = listed(answer);
+    // The real U+FFFD name: one entry, its own bytes (read lossily, the other name read as it, twice).
+    const real = 'the real replacement character\n';
+    expect(files.filter((f) => f.path === 'out/drop\ufffd.txt')).toEqual([
+      { path: 'out/drop\ufffd.txt', size: real.length, sha256: sha(real) },
+    ]);
+    // The byte 0xfe: its own entry, escaped, with its size and the reason; never read.
+    const escaped = files.filter((f) => f.path === 'out/drop\\xfe.txt');
+    expect(escaped).toContainEqual({ path: 'out/drop\\xfe.txt', size: 'not utf-8\n'.length, omitted: expect.stringMatching(notUtf8) });
+    // A real name spelled with a backslash is another entry: read, its own bytes, not merged with the escaped one.
+    expect(escaped).toContainEqual({ path: 'out/drop\\xfe.txt', size: 20, sha256: sha('a literal backslash\n') });
+    expect(escaped).toHaveLength(2);
+    // The folder 'bad\xff': listed, and what it holds under it (never read: their paths are not their names).
+    expect(entry(answer, 'bad\\xff')?.omitted).toMatch(
+      /^a folder whose name is not valid UTF-8 .*what it holds is listed under it, not read$/,
+    );
+    expect(entry(answer, 'bad\\xff/inner/deep.txt')).toEqual({
+      path: 'bad\\xff/inner/deep.txt',
+      size: 7,
+      omitted: 'in a folder whose name is not valid UTF-8, so it was not read',
+    });
+    expect(entry(answer, 'bad\\xff/x\\xfe')).toMatchObject({ size: 11, omitted: expect.stringMatching(notUtf8) });
+    // Only real names come back as resources.
+    expect(answer.resources.map((r) => decodeURIComponent(r.resource.uri.split('/').slice(3).join('/'))).sort()).toEqual([
+      'out/drop\\xfe.txt',
+      'out/drop\ufffd.txt',
+      'plain.txt',
+    ]);
+    const exit = audit(stateDir).find((l) => l.event === 'run.exit' && l.run_id === answer.value['runId'])!;
+    const outputs = exit['outputs'] as Listed[];
+    expect(outputs).toEqual(files);
+    expect(outputs.map((o) => o.path)).toEqual(
+      expect.arrayContaining([
+        'bad\\xff',
+        'bad\\xff/inner/deep.txt',
+        'bad\\xff/x\\xfe',
+        'out/drop\\xfe.txt',
+        'out/drop\ufffd.txt',
+        'plain.txt',
+      ]),
+    );
+    expect(outputs).toHaveLength(7);
+  });
+});
+
 describe('output bombs', () => {
   it("attack: 20k files (five times the walk's bound) — the walk stops at its bound and says so", async () => {
     const answer = await run({ script: 'scripts/many.py' });
@@ -290,6 +340,16 @@ describe('the workspace never outlives the result', () => {
     expect(entry(answer, 'started')).toMatchObject({ size: 3 });
     // Removed after the answer, before the run's slot is given back (runner/requests/run-path.ts).
     expect(await runFoldersGone(scratch)).toEqual([]);
+  });
+
+  it('attack: folders locked with chmod 000, one named with a byte that is not valid UTF-8, are removed all the same', async () => {
+    const answer = await run({ script: 'scripts/lock.py' });
+    expect(answer.value['stdout'], JSON.stringify(answer.value)).toBe('locked\n');
+    // Nothing of the run is left; read as text, the second name could not be reopened for the removal.
+    expect(await runFoldersGone(scratch)).toEqual([]);
+    expect(audit(stateDir).filter((l) => l.event === 'run.cleanup' && l.run_id === answer.value['runId'] && l['workspace_left'])).toEqual(
+      [],
+    );
   });
 
   it('after a cancel the workspace is gone', async () => {

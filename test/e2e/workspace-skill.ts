@@ -42,6 +42,29 @@ attempt("own-hardlink", lambda: os.link("own.txt", "own-hardlink"))
 open("plain.txt", "w").write("plain\\n")
 print(json.dumps(done))
 `,
+  // Names that are not valid UTF-8 (Linux names are bytes): a file beside a real U+FFFD name and a
+  // literal backslash spelling, and a folder of such a name with files in it.
+  'scripts/byte-names.py': `import os
+os.makedirs(b"out", exist_ok=True)
+open(b"out/drop\\xfe.txt", "wb").write(b"not utf-8\\n")
+open("out/drop\\ufffd.txt".encode(), "wb").write(b"the real replacement character\\n")
+open(b"out/drop\\\\xfe.txt", "wb").write(b"a literal backslash\\n")
+os.makedirs(b"bad\\xff/inner", exist_ok=True)
+open(b"bad\\xff/inner/deep.txt", "wb").write(b"inside\\n")
+open(b"bad\\xff/x\\xfe", "wb").write(b"inside too\\n")
+open(b"plain.txt", "wb").write(b"plain\\n")
+print(sorted(os.listdir(b".")))
+`,
+  // Folders it locks (chmod 000) on its way out, one named with a byte that is not valid UTF-8:
+  // the runner must still remove them (as the script's own uid it reopens each folder first).
+  'scripts/lock.py': `import os
+for name in (b"locked", b"locked\\xff"):
+    os.makedirs(name + b"/inner")
+    open(name + b"/inner/f.txt", "wb").write(b"x")
+    os.chmod(name + b"/inner", 0)
+    os.chmod(name, 0)
+print("locked")
+`,
   // Output bombs.
   'scripts/many.py': `import os
 os.makedirs("many", exist_ok=True)

@@ -9,6 +9,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { connectClient, REPO, startHttp, type HttpServer } from './harness.js';
 import { freePort } from './issuer.js';
+import { LOGIN_LIMITS } from '../../server/approve/login.js';
 import {
   acceptedRuns,
   clientAs,
@@ -23,7 +24,8 @@ import {
 
 let setup: ApprovalSetup;
 beforeAll(async () => {
-  setup = await startApprovalSetup('http-approval', '61940-61947');
+  // The test's own loopback address stands for a proxy: the sign-in limits count the X-Forwarded-For client.
+  setup = await startApprovalSetup('http-approval', '61940-61947', { SKILL_MCP_HTTP_TRUSTED_PROXIES: '127.0.0.1' });
 }, 60_000);
 afterAll(async () => {
   await setup?.stop();
@@ -190,6 +192,56 @@ describe('token path with the approval page', () => {
     browser.setCookie(setup.origin, 'skill_mcp_approver', `${forgedBody}.${real.split('.')[1]}`);
     const answer = await decide(browser, link, page, 'approve');
     expect(answer.status).toBe(401);
+  });
+});
+
+/** A cookie-less GET of an approval link, as `client` behind the trusted proxy: its status (302 to the issuer, or 429). */
+async function bareGet(link: string, client: string): Promise<number> {
+  const answer = await fetch(link, { redirect: 'manual', headers: { 'x-forwarded-for': client } });
+  await answer.body?.cancel();
+  return answer.status;
+}
+
+describe('sign-in flood (login.ts limits)', () => {
+  test("1,000 cookie-less GETs of one's own approval link cancel nobody's sign-in: Bob's, under way, completes; the flood is refused 429 past its allowance and logged once", async () => {
+    const mallory = await preview('feat(page): flood my own link');
+    const bobs = await preview('feat(page): bob signs in during a flood', 'bob');
+    const bob = new PageBrowser();
+    // Bob's sign-in is under way: he is at the issuer's form, his transaction pending at the front.
+    const form = await bob.get(bobs.link);
+    expect(form.status, form.text).toBe(200);
+    const statuses = new Map<number, number>();
+    for (let i = 0; i < 1_000; i++) {
+      const status = await bareGet(mallory.link, '203.0.113.7');
+      statuses.set(status, (statuses.get(status) ?? 0) + 1);
+    }
+    expect(Object.fromEntries(statuses)).toEqual({ 302: LOGIN_LIMITS.perApproval, 429: 1_000 - LOGIN_LIMITS.perApproval });
+    // Another address on the same link is refused too: the allowance is the link's.
+    expect(await bareGet(mallory.link, '203.0.113.8')).toBe(429);
+    const refusal = await fetch(mallory.link, { headers: { 'x-forwarded-for': '203.0.113.8' } });
+    expect(refusal.headers.get('retry-after')).toBe('60');
+    expect(await refusal.text()).toContain('Too many sign-ins were started for this approval link');
+    expect(setup.server.stderr().match(/approval: refusing new sign-ins: too many under way for approval [0-9a-f]{12}/g)).toHaveLength(1);
+    // Bob finishes his sign-in: the page, then his approval, then his run.
+    const page = await bob.post(new URL('/authorize', form.url).href, { tx: field(form.text, 'tx')!, username: 'bob' });
+    expect(page.status, page.text).toBe(200);
+    expect((await decide(bob, bobs.link, page, 'approve')).status).toBe(200);
+    expect(await useToken('feat(page): bob signs in during a flood', bobs.token, 'bob')).toMatchObject({ status: 'completed' });
+  });
+
+  test("one client flooding several links is refused at its address allowance, counted by the trusted proxy's X-Forwarded-For; another client still signs in", async () => {
+    const links: string[] = [];
+    const needed = Math.ceil(LOGIN_LIMITS.perAddress / LOGIN_LIMITS.perApproval) + 1;
+    for (let i = 0; i < needed; i++) links.push((await preview(`feat(page): address flood ${i}`)).link);
+    let started = 0;
+    for (const link of links.slice(0, -1))
+      for (let i = 0; i < LOGIN_LIMITS.perApproval; i++) if ((await bareGet(link, '203.0.113.9')) === 302) started++;
+    expect(started).toBe(LOGIN_LIMITS.perAddress);
+    const fresh = links.at(-1)!;
+    expect(await bareGet(fresh, '203.0.113.9')).toBe(429);
+    expect(setup.server.stderr()).toContain('approval: refusing new sign-ins: too many under way for one client address');
+    // The same link from another client (another X-Forwarded-For through the same proxy) is let through.
+    expect(await bareGet(fresh, '203.0.113.10')).toBe(302);
   });
 });
 

@@ -89,6 +89,23 @@ describe('the environment check', () => {
     }
   });
 
+  it('attack: a name that is not valid UTF-8 is named (escaped) and refused, at install and when added after; never read as a real U+FFFD name', async () => {
+    // Read as text, b'bad\xff' beside a real 'bad\ufffd' gave two entries for the second (the first never sealed).
+    writeFileSync(join(dir, 'site', 'bad\ufffd.py'), 'real = 1\n');
+    const odd = Buffer.concat([Buffer.from(`${dir}/site/bad`), Buffer.from([0xff]), Buffer.from('.py')]);
+    writeFileSync(odd, 'odd = 1\n');
+    expect(() => walkEnv(dir)).toThrow('site/bad\\xff.py has a name that is not valid UTF-8, which a manifest cannot record');
+    // Added after the install (sealed without it): tampered, naming it escaped.
+    unlinkSync(odd);
+    await seal();
+    writeFileSync(odd, 'odd = 1\n');
+    expect(await new EnvVerifier().verify(dir, DIGEST)).toMatchObject({
+      ok: false,
+      state: 'tampered',
+      why: expect.stringContaining('site/bad\\xff.py has a name that is not valid UTF-8'),
+    });
+  });
+
   it('a missing environment is missing; a manifest for another digest is tampered', async () => {
     expect(await new EnvVerifier().verify(join(dir, 'nope'), DIGEST)).toMatchObject({ ok: false, state: 'missing' });
     expect(await new EnvVerifier().verify(dir, 'b'.repeat(64))).toMatchObject({

@@ -246,7 +246,7 @@ describe('the chain buildSpawn makes at the bubblewrap levels', () => {
 // limits (an ordinary runner's case; as root the child is root's too).
 const spawner = loadPosixSpawn();
 const bwrap = ['/usr/bin/bwrap', '/bin/bwrap'].find((p) => existsSync(p));
-const filter = hostFilter();
+const filter = hostFilter(false);
 const layout = readHostLayout([realpathSync('/bin/sh')]);
 const temp = realpathSync(mkdtempSync(join(tmpdir(), 'skill-mcp-go-ahead-')));
 afterAll(() => rmSync(temp, { recursive: true, force: true }));

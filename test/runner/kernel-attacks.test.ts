@@ -118,6 +118,22 @@ t = threading.Thread(target=lambda: out.__setitem__("thread", "ok")); t.start();
 out["subprocess"] = subprocess.run(["true"]).returncode
 print(json.dumps(out))
 `,
+  // Calls outside the allowlist, and numbers the filter's table does not know.
+  'allowlist.py': `import ctypes, json, os
+${SYSCALLS_PY}out = {}
+# struct file_handle: handle_bytes (128), handle_type, then the handle itself.
+handle = ctypes.create_string_buffer((128).to_bytes(4, "little") + bytes(4 + 128))
+mount_id = ctypes.c_int(0)
+out["name_to_handle_at"] = res(libc.syscall(NR["name_to_handle_at"], -100, b"/", handle, ctypes.byref(mount_id), 0))
+out["open_by_handle_at"] = res(libc.syscall(NR["open_by_handle_at"], -100, handle, 0))
+out["memfd_secret"] = res(libc.syscall(NR["memfd_secret"], 0))
+pid = os.getpid()
+out["kcmp"] = res(libc.syscall(NR["kcmp"], pid, pid, 0, 0, 0))
+out["unassigned_hole"] = res(libc.syscall(NR["hole"]))
+out["past_the_table"] = res(libc.syscall(1000))
+out["read_still"] = res(libc.syscall(0 if platform.machine() == "x86_64" else 63, 0, None, 0))
+print(json.dumps(out))
+`,
   'ifaces.js': `console.log(JSON.stringify(Object.keys(require('node:os').networkInterfaces())));
 `,
 };
@@ -169,7 +185,7 @@ describe.skipIf(process.platform !== 'linux')(`kernel surface attacks at level $
     expect(text(result.stdout) + text(result.stderr)).not.toContain(KEY_SECRET);
   });
 
-  it('kernel surface: AF_VSOCK, AF_PACKET, AF_ALG, netfilter netlink, io_uring, bpf, perf, userfaultfd, unshare, setns, mount, clearing the parent-death signal → EPERM; clone3 → ENOSYS; threads, fork, IP sockets and other prctl options still work', async () => {
+  it('kernel surface: AF_VSOCK, AF_PACKET, AF_ALG, netfilter netlink, io_uring, bpf, perf, userfaultfd, unshare (any flags), setns, mount, clearing the parent-death signal → EPERM; clone3 → ENOSYS; threads, fork, IP sockets and other prctl options still work', async () => {
     const { result } = await run('kernel.py');
     expect(text(result.stderr)).toBe('');
     const out = JSON.parse(text(result.stdout)) as Record<string, unknown>;
@@ -201,9 +217,24 @@ describe.skipIf(process.platform !== 'linux')(`kernel surface attacks at level $
       af_unix: 'ok',
       af_inet: 'ok',
       af_inet6: expect.stringMatching(/^(ok|Address family not supported by protocol)$/),
-      unshare_files: 'ok',
+      // Docker's default has no unshare at all; nothing a script runs needs it.
+      unshare_files: EPERM,
       thread: 'ok',
       subprocess: 0,
+    });
+  });
+
+  it('attack: calls outside the allowlist — memfd_secret, open_by_handle_at, name_to_handle_at, kcmp — are EPERM; numbers the table does not know are ENOSYS', async () => {
+    const { result } = await run('allowlist.py');
+    expect(text(result.stderr)).toBe('');
+    expect(JSON.parse(text(result.stdout))).toEqual({
+      name_to_handle_at: 'Operation not permitted',
+      open_by_handle_at: 'Operation not permitted',
+      memfd_secret: 'Operation not permitted',
+      kcmp: 'Operation not permitted',
+      unassigned_hole: 'Function not implemented',
+      past_the_table: 'Function not implemented',
+      read_still: 'ok',
     });
   });
 
@@ -238,9 +269,18 @@ describe.skipIf(process.platform !== 'linux')(`kernel surface attacks at level $
   });
 
   describe.skipIf(isRoot)('memory as an ordinary user (no cgroup)', () => {
-    it('the isolation detail says shared memory is not counted', async () => {
+    it('the isolation detail says System V shm is refused and MAP_SHARED memory is not counted', async () => {
       const described = await runner.client.describe();
-      expect(described.ok && described.result.isolation.detail).toContain('MAP_SHARED or System V shm is not counted');
+      const isolation = described.ok ? described.result.isolation : undefined;
+      expect(isolation?.detail).toContain('System V shared memory is refused (shmget answers EPERM)');
+      expect(isolation?.detail).toContain('MAP_SHARED or a memfd is not counted by the per-process cap');
+      expect(isolation?.mechanisms).toContain('sysv-shm-refused');
+    });
+
+    it('attack: memory cap bypass via System V shm as an ordinary user — a 512 MiB segment under a 64 MiB cap is refused at shmget (it was touched whole)', async () => {
+      const { result } = await run('sysv-shm.py', ['512']);
+      expect(text(result.stdout)).toBe('shmget refused Operation not permitted\n');
+      expect(result.exitCode).toBe(0);
     });
 
     it.skipIf(!hasBwrap(level))('memory cap bypass via /dev/shm: filling it stops at its 16 MiB tmpfs (ENOSPC)', async () => {

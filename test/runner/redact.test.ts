@@ -6,7 +6,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { base64Core, formsOf, MIN_REDACTED_BYTES } from '../../runner/secrets/forms.js';
+import { base64Core, formsOf, LineJoin, MAX_JOINT, MIN_REDACTED_BYTES, pemContents } from '../../runner/secrets/forms.js';
 import { Redactor, RunRedaction } from '../../runner/secrets/redact.js';
 
 const KEY = 'sk-live-4fG7pQ2xZ9vR1mT8';
@@ -102,6 +102,128 @@ describe('every spelling is redacted', () => {
     const got = redactText([{ name: 'API_KEY', value: KEY }], 'nothing secret here, sk-live- alone is only a prefix');
     expect(got.text).toBe('nothing secret here, sk-live- alone is only a prefix');
     expect(got.summary).toEqual({ count: 0, names: [] });
+  });
+});
+
+/** `text` wrapped at `width` columns with `eol`, as line-wrapping encoders write it. */
+const wrap = (text: string, width: number, eol = '\n'): string => (text.match(new RegExp(`.{1,${width}}`, 'g')) ?? []).join(eol) + eol;
+
+describe('attack: an encoding wrapped into lines (LF, CRLF, any width)', () => {
+  // A legacy env secret long enough that every wrap width below breaks its spellings.
+  const LONG = 'sk-live-9QmV2xL7pR4tZ8wK3nB6yH1cJ5dF0gS2aE7uT4iO9pXq-3vN8mW1zR6tY0uI4oP7aS2dF5gH9jK3lZ6xC8vB1nM4qW7eR0';
+  const value = Buffer.from(LONG);
+  const wrapped: Record<string, string> = {
+    'base64.encodebytes (76 columns, LF)': wrap(value.toString('base64'), 76),
+    'coreutils base64 (76 columns, LF)': wrap(Buffer.concat([Buffer.from('prefix:'), value]).toString('base64'), 76),
+    'openssl base64 (64 columns, LF)': wrap(Buffer.concat([Buffer.from('ab'), value]).toString('base64'), 64),
+    'MIME (76 columns, CRLF)': wrap(Buffer.concat([Buffer.from('a'), value]).toString('base64'), 76, '\r\n'),
+    'base64 at 16 columns, CR': wrap(value.toString('base64'), 16, '\r'),
+    'base64url at 20 columns': wrap(value.toString('base64url'), 20),
+    'hex at 60 columns (xxd -p)': wrap(value.toString('hex'), 60),
+    'hex upper at 32 columns, CRLF': wrap(value.toString('hex').toUpperCase(), 32, '\r\n'),
+    'base64 in a JSON string with escaped \\n every 10': wrap(value.toString('base64'), 10, '\\n'),
+    'base64 wrapped and indented (YAML block)': wrap(value.toString('base64'), 20, '\n    '),
+    'raw value broken over two lines': `${LONG.slice(0, 20)}\n${LONG.slice(20)}`,
+  };
+  for (const [how, text] of Object.entries(wrapped)) {
+    it(`${how}: no line keeps a piece of the value (old: redacted 0)`, () => {
+      const got = redactText([{ name: 'LEGACY', value: LONG }], `before\n${text}after`);
+      expect(got.text).toContain('[secret:LEGACY]');
+      expect(got.summary.count).toBeGreaterThanOrEqual(1);
+      expect(got.text.startsWith('before\n')).toBe(true);
+      expect(got.text.endsWith('after')).toBe(true);
+      // No 8 characters of any spelling survive, even read across the lines.
+      const left = got.text.replace(/\[secret:LEGACY\]/g, '\u0000').replace(/\r|\n|\\n|\\r| /g, '');
+      for (const f of formsOf(LONG).map((b) => b.toString('latin1')))
+        for (let i = 2; i + 10 <= f.length; i++) expect(left, JSON.stringify(got.text)).not.toContain(f.slice(i, i + 8));
+    });
+  }
+
+  it('at every split position of a wrapped spelling, and one byte at a time', () => {
+    const redaction = new RunRedaction([{ name: 'K', value: LONG }]);
+    const text = Buffer.from(`<<\n${wrap(value.toString('base64'), 76, '\r\n')}>>`);
+    const once = run(redaction, text).out.toString();
+    expect(once).toMatch(/^<<\r?\n?[^\n]{0,2}\[secret:K\]/);
+    for (let split = 0; split <= text.length; split++) expect(run(redaction, text, [split, text.length]).out.toString()).toBe(once);
+    expect(run(redaction, text, [1]).out.toString()).toBe(once);
+  });
+
+  it('random wrapping of random text with values inside gives the one-shot result at any chunking', () => {
+    const values = [
+      { name: 'A', value: LONG },
+      { name: 'B', value: randomBytes(40).toString('base64') },
+    ];
+    const redaction = new RunRedaction(values);
+    const eols = ['\n', '\r\n', '\r', '\\n', '\\r\\n', '\n  '];
+    const parts: string[] = [];
+    for (let i = 0; i < 40; i++) {
+      parts.push(randomBytes(Math.floor(Math.random() * 200)).toString('base64'));
+      const v = values[i % 2]!;
+      const spelled = [Buffer.from(v.value).toString('base64'), Buffer.from(v.value).toString('hex'), v.value][i % 3]!;
+      parts.push(wrap(spelled, 3 + Math.floor(Math.random() * 80), eols[i % eols.length]));
+    }
+    const input = Buffer.from(parts.join('\n'));
+    const once = run(redaction, input).out;
+    expect(redaction.summary().count).toBeGreaterThanOrEqual(40);
+    for (let trial = 0; trial < 10; trial++) {
+      const sizes = Array.from({ length: 7 }, () => 1 + Math.floor(Math.random() * 300));
+      expect(run(redaction, input, sizes).out.equals(once)).toBe(true);
+    }
+  });
+
+  it('line breaks and their indentation between real bytes are joints; a second break right after one is a real byte', () => {
+    const j = new LineJoin(Buffer.from('ab\r\n  cd\n\nef\\r\\ngh\\x'));
+    expect(j.text.toString()).toBe('abcd\nefgh\\x');
+    expect(j.origin(2)).toBe(6);
+    expect(j.realBefore(6)).toBe(2);
+    expect(j.isReal(3)).toBe(false);
+    expect(j.snap(4)).toBe(2);
+  });
+});
+
+describe('attack: PEM-style blocks', () => {
+  const der = randomBytes(600);
+  const body = der.toString('base64');
+  const pem = `-----BEGIN PRIVATE KEY-----\n${wrap(body, 64)}-----END PRIVATE KEY-----\n`;
+
+  it('a PEM value printed as it is, with CRLF, rewrapped at 76, or in a JSON string, is redacted', () => {
+    const spelled = {
+      'as it is': pem,
+      CRLF: pem.replace(/\n/g, '\r\n'),
+      'rewrapped at 76': `-----BEGIN PRIVATE KEY-----\n${wrap(body, 76)}-----END PRIVATE KEY-----\n`,
+      'JSON string': JSON.stringify({ key: pem }),
+    };
+    for (const [how, text] of Object.entries(spelled)) {
+      const got = redactText([{ name: 'PEM', value: pem }], `key: ${text} done`);
+      expect(got.text, how).toContain('[secret:PEM]');
+      // No 16 characters of the body survive on any line.
+      for (let i = 0; i + 16 <= body.length; i += 16)
+        expect(got.text.replace(/\r|\n|\\n|\\r/g, ''), how).not.toContain(body.slice(i, i + 16));
+    }
+  });
+
+  it("the body alone, the DER bytes raw, in hex or in another wrapping of base64, are the key's too", () => {
+    expect(pemContents(pem)).toEqual([der]);
+    // A .env file's spelling: the lines joined by an escaped \n.
+    expect(pemContents(pem.replace(/\n/g, '\\n'))).toEqual([der]);
+    for (const text of [
+      wrap(body, 76),
+      der.toString('hex'),
+      wrap(der.toString('hex'), 60),
+      Buffer.concat([Buffer.from('x'), der]).toString('base64'),
+    ]) {
+      const got = redactText([{ name: 'PEM', value: pem }], `>${text}<`);
+      expect(got.text).toContain('[secret:PEM]');
+      expect(got.text.length).toBeLessThan(40);
+    }
+    const binary = run(new RunRedaction([{ name: 'PEM', value: pem }]), Buffer.concat([Buffer.from('bin:'), der, Buffer.from(':end')])).out;
+    expect(binary.toString('latin1')).toBe('bin:[secret:PEM]:end');
+  });
+
+  it('a PEM block whose body is not base64 (or too short) adds nothing', () => {
+    expect(pemContents('-----BEGIN X-----\nnot base64!\n-----END X-----')).toEqual([]);
+    expect(pemContents('-----BEGIN X-----\nAAAA\n-----END X-----')).toEqual([]);
+    expect(pemContents('-----BEGIN X-----\nAAAAAAAAAAAA\n-----END Y-----')).toEqual([]);
   });
 });
 
@@ -220,14 +342,34 @@ describe('many values, overlaps and edges', () => {
 });
 
 describe('streamed, with a bounded carry', () => {
-  it('bytes are passed on as soon as no value can still begin in them (the carry is longest spelling − 1)', () => {
+  it('bytes are passed on as soon as no value can still begin in them (without line breaks, the carry is longest spelling − 1)', () => {
     const redaction = new RunRedaction([{ name: 'K', value: KEY }]);
     const longest = Math.max(...formsOf(KEY).map((f) => f.length));
     const r = redaction.stream()!;
     let passed = 0;
-    for (let i = 0; i < 64; i++) passed += Buffer.concat(r.push(randomBytes(64 * 1024).fill(0x2e, 0, 1))).length;
+    // Random bytes with no byte that can begin a line break (CR, LF, backslash).
+    const noBreaks = (b: Buffer): Buffer => b.map((x) => (x === 0x0a || x === 0x0d || x === 0x5c ? 0x2e : x)) as Buffer;
+    for (let i = 0; i < 64; i++) passed += Buffer.concat(r.push(noBreaks(randomBytes(64 * 1024)))).length;
     expect(passed).toBe(64 * 64 * 1024 - (longest - 1));
     expect(Buffer.concat(r.end()).length).toBe(longest - 1);
+  });
+
+  it('with a line break after every byte (the longest joint each time) the carry stays bounded: (longest − 1) real bytes and their joints', () => {
+    const redaction = new RunRedaction([{ name: 'K', value: KEY }]);
+    const longest = Math.max(...formsOf(KEY).map((f) => f.length));
+    const bound = (longest - 1) * (1 + MAX_JOINT) + 2 * MAX_JOINT;
+    for (const joint of ['\n', '\r\n', '\\r\\n', `\\r\\n${' '.repeat(32)}`, '\n\n']) {
+      const r = redaction.stream()!;
+      const chunk = Buffer.from(`x${joint}`.repeat(Math.ceil((64 * 1024) / (1 + joint.length))));
+      let pushed = 0;
+      let passed = 0;
+      for (let i = 0; i < 16; i++) {
+        pushed += chunk.length;
+        passed += Buffer.concat(r.push(chunk)).length;
+        expect(pushed - passed, JSON.stringify(joint)).toBeLessThanOrEqual(bound);
+      }
+      expect(passed + Buffer.concat(r.end()).length).toBe(pushed);
+    }
   });
 
   it('a long stretch of one value repeated does not grow the carry', () => {
