@@ -24,6 +24,7 @@ import { socketPathProblem } from '../egress/run-proxy.js';
 import { runProcess } from '../sandbox/process.js';
 import type { Platform } from '../sandbox/platform.js';
 import { usesBwrap } from '../sandbox/platform.js';
+import { bubblewrapSaid } from '../sandbox/start-failure.js';
 import { reapUid } from '../uids/pool.js';
 import { hashFile, linkStaysInside, MANIFEST_FILE, walkEnv } from './manifest.js';
 import type { Manifest, ManifestEntry } from './manifest.js';
@@ -159,6 +160,9 @@ export async function buildEnvironment(opts: InstallOptions, env: ResolvedEnv): 
       };
       const o = await runProcess(spec, { timeoutMs: INSTALL_TIMEOUT_MS, killGraceMs: 2000, drainMs: 500 }, OUTPUT_CAP, afterExit).outcome;
       if (o.ending === 'exit' && o.exitCode === 0) return { ok: true, stdout: o.stdout.toString('utf8') };
+      // bubblewrap could not build the step's sandbox: say so, not that pip or npm failed.
+      const said = bubblewrapSaid(o);
+      if (said !== undefined) return { ok: false, why: `${what} did not start: its sandbox could not be set up (${said})` };
       const ended =
         o.ending === 'timeout'
           ? `timed out after ${INSTALL_TIMEOUT_MS / 60000} min`
