@@ -43,6 +43,7 @@ import { SkillMcpError } from '../shared/errors.js';
 import { lineWriter, readLogFormat } from '../shared/log-line.js';
 import { ensurePrivateDir, loadTokenKey } from './state.js';
 import { envsDirOf, stateDirMode } from './deps/store.js';
+import { stateDirProblem } from '../shared/state-dir.js';
 import { Identities } from './deps/identity.js';
 import { readExplicitIndex } from './deps/index-settings.js';
 import { EnvVerifier } from './deps/verify.js';
@@ -52,6 +53,10 @@ import { HashWorker } from '../shared/hash-worker.js';
 import { rootReads } from '../shared/open-beneath.js';
 import { FolderListings } from '../shared/folder-listing.js';
 import { SkillMdMemo } from './requests/skill-md-memo.js';
+
+/** What the model is told of a state folder the run uids cannot reach (no host path; the runner's log and doctor name it). */
+const STATE_UNREACHABLE =
+  "they are kept in the runner's state folder, which a folder on its way keeps the run uids out of; the operator sees which in the runner's log and in `skill-mcp doctor`, and moves the state folder (SKILL_MCP_STATE_DIR) or makes that folder traversable";
 
 /** One line on stderr, as text or JSON (SKILL_MCP_LOG_FORMAT; an unreadable value keeps text). */
 function log(message: string): void {
@@ -125,6 +130,10 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
   // run reaches its environment in envs/ (runner/deps/store.ts).
   ensurePrivateDir(opts.stateDir, stateDirMode());
   const asRoot = process.getuid?.() === 0;
+  // Said at start, and the answer to every run that needs an environment: a root runner's run uids
+  // must reach the environments in its state folder (shared/state-dir.ts).
+  const stateProblem = stateDirProblem(opts.stateDir, opts.stateFrom, asRoot);
+  if (stateProblem !== undefined) log(`error: ${stateProblem} Until then, skills with requirements cannot run.`);
   // Root: the scratch parent must be traversable by run uids (each run's own dir is 0700, theirs).
   const scratchMode = asRoot ? 0o711 : 0o700;
   let scratchDir = opts.scratchDir;
@@ -266,7 +275,13 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
       hasher: new HashWorker(),
       listings: new FolderListings(),
       skillMd: new SkillMdMemo(),
-      deps: { envsDir: envsDirOf(opts.stateDir), identities: new Identities(), verifier: new EnvVerifier(), index: readExplicitIndex(env) },
+      deps: {
+        envsDir: envsDirOf(opts.stateDir),
+        identities: new Identities(),
+        verifier: new EnvVerifier(),
+        index: readExplicitIndex(env),
+        ...(stateProblem !== undefined ? { unreachable: STATE_UNREACHABLE } : {}),
+      },
     },
     key,
     ledger,

@@ -8,6 +8,7 @@
 import { realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseFlags, stringFlag, UsageError, wantsHelp } from '../../shared/cli-args.js';
+import { stateDirProblem, stateDirSource } from '../../shared/state-dir.js';
 import { joinFreshSessionKeyring } from '../sandbox/keyring.js';
 import { probePlatform, resolveBinary } from '../sandbox/platform.js';
 import { usesBwrap } from '../sandbox/platform.js';
@@ -29,7 +30,7 @@ export const DEPS_USAGE = `usage:
       unset, pip's and npm's own configuration of this user. Run it as the user the runner runs as.
   skill-mcp deps list [--skill NAME] [--state-dir DIR] [--json]
       each skill's environments: kind, digest, state (ready, missing, tampered)
-The state directory is --state-dir, else SKILL_MCP_STATE_DIR, else the standalone default.`;
+The state directory is --state-dir, else SKILL_MCP_STATE_DIR, else the default (root: /var/lib/skill-mcp).`;
 
 export async function depsMain(argv: string[], options: { bundledSkills: string }): Promise<void> {
   if (wantsHelp(argv)) {
@@ -83,6 +84,13 @@ export async function depsMain(argv: string[], options: { bundledSkills: string 
       return;
     }
     if (index.problems.length > 0) throw new UsageError(index.problems.join('; '), DEPS_USAGE);
+    // Checked before anything is built: the runs' uids must reach what is installed here.
+    const stateProblem = stateDirProblem(
+      stateDir,
+      stringFlag(values, 'state-dir') !== undefined ? '--state-dir' : stateDirSource(env),
+      asRoot,
+    );
+    if (stateProblem !== undefined) throw new Error(stateProblem);
     const envsDir = ensureEnvsDir(stateDir);
     out(
       `environments in ${envsDir}; install sandbox: ${describeInstallSandbox(platform, ownKeyring)}${uid !== undefined ? `, as uid ${uid}` : ''}`,

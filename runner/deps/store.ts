@@ -6,9 +6,10 @@
  * folders (`.build-*`, `.work-*`) are never an environment: one becomes `<digest>` by a rename
  * only once whole, with its manifest.
  */
-import { chmodSync, lstatSync, mkdirSync, readdirSync, rmSync, type Stats } from 'node:fs';
+import { chmodSync, lstatSync, readdirSync, rmSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
 import type { DepsInfo } from '../../shared/protocol.js';
+import { ensurePrivateDir } from '../state.js';
 import type { ResolvedEnv } from './resolve.js';
 import { installCommand } from './spec.js';
 import type { EnvVerifier } from './verify.js';
@@ -24,19 +25,10 @@ export function stateDirMode(): number {
   return process.getuid?.() === 0 ? 0o711 : 0o700;
 }
 
-/** Creates the envs folder (and the state dir) with the modes above; refuses a link or a foreign owner. */
+/** Creates the envs folder (and the state dir) with the modes above; refuses a link or a foreign owner (runner/state.ts). */
 export function ensureEnvsDir(stateDir: string): string {
   const dir = envsDirOf(stateDir);
-  for (const [path, mode] of [
-    [stateDir, stateDirMode()],
-    [dir, stateDirMode()],
-  ] as const) {
-    mkdirSync(path, { recursive: true, mode });
-    const st = lstatSync(path);
-    // Security: a planted link or someone else's folder would let them swap an environment under us.
-    if (!st.isDirectory() || st.uid !== process.getuid?.()) throw new Error(`${path} must be a folder owned by this user`);
-    if ((st.mode & 0o777) !== mode) chmodSync(path, mode);
-  }
+  for (const path of [stateDir, dir]) ensurePrivateDir(path, stateDirMode());
   return dir;
 }
 
