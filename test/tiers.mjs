@@ -36,6 +36,7 @@ export const TIERS = {
     'runner/audit-faults.test.ts',
     'runner/audit-runs.test.ts',
     'runner/bwrap-args.test.ts',
+    'runner/deps-index-links.test.ts',
     'runner/deps-verify.test.ts',
     'runner/egress-literal-spellings.test.ts',
     'runner/egress-proxy.test.ts',

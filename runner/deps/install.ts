@@ -29,6 +29,8 @@ import { reapUid } from '../uids/pool.js';
 import { hashFile, linkStaysInside, MANIFEST_FILE, walkEnv } from './manifest.js';
 import type { Manifest, ManifestEntry } from './manifest.js';
 import type { ResolvedEnv } from './resolve.js';
+import { addressOf } from './spec.js';
+import { ADDRESS_FILE } from './store.js';
 import { buildStep, proxyEnv, stepPaths } from './sandbox.js';
 import type { StepView } from './sandbox.js';
 import { removeTree } from './store.js';
@@ -40,6 +42,8 @@ const OUTPUT_CAP = 1024 * 1024;
 
 export interface InstallOptions {
   envsDir: string;
+  /** The skill the environment is built for (recorded in its address.json). */
+  skill: string;
   platform: Platform;
   /** Root: the install uid (from the run range, claimed); undefined: the user's own. */
   uid?: number;
@@ -241,13 +245,16 @@ export async function buildEnvironment(opts: InstallOptions, env: ResolvedEnv): 
     }
     await proxy?.close();
     proxy = undefined;
+    // What it was built from, input by input: read back when a skill's environment is missing (store.ts).
+    const builtAt = new Date().toISOString();
+    writeFileSync(join(buildDir, ADDRESS_FILE), `${JSON.stringify(addressOf(env.spec, opts.skill, builtAt))}\n`, { mode: 0o444 });
     seal(buildDir, asRoot);
     const manifest = await manifestOf(buildDir, {
       version: 1,
       digest: env.digest,
       kind: env.spec.kind,
       interpreter: env.spec.interpreter,
-      builtAt: new Date().toISOString(),
+      builtAt,
       index: tool.describe,
       resolved: record,
       sourceBuilds: env.spec.sourceBuilds,
