@@ -97,7 +97,7 @@ export function stateDirProblem(dir: string, from: string, asRoot: boolean, stat
     `the state folder ${resolve(dir)} (from ${from}) cannot be used by a root runner: ${blocker.path} is mode ${blocker.mode.toString(8).padStart(4, '0')} ` +
     `(owner uid ${blocker.uid}), so the uids that runs and \`skill-mcp deps install\` use cannot reach the environments installed there. ` +
     `Set SKILL_MCP_STATE_DIR to a folder every uid may traverse — or leave it and XDG_STATE_HOME unset: root's default is ${ROOT_STATE_DIR} — ` +
-    `or make ${blocker.path} traversable (chmod o+x ${blocker.path}).`
+    `or, if every uid may pass through ${blocker.path}, chmod o+x ${blocker.path}.`
   );
 }
 
