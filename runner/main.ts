@@ -40,7 +40,7 @@ import { probeWorkspaceMount } from './workspace/mount.js';
 import { RunnerService } from './requests/service.js';
 import { resolveCapacity, thisMachine } from './requests/capacity.js';
 import { SkillMcpError } from '../shared/errors.js';
-import { lineWriter, readLogFormat } from '../shared/log-line.js';
+import { debugLine, lineWriter, readLogFormat } from '../shared/log-line.js';
 import { ensurePrivateDir, loadTokenKey } from './state.js';
 import { envsDirOf, stateDirMode } from './deps/store.js';
 import { stateDirProblem } from '../shared/state-dir.js';
@@ -61,6 +61,11 @@ const STATE_UNREACHABLE =
 /** One line on stderr, as text or JSON (SKILL_MCP_LOG_FORMAT; an unreadable value keeps text). */
 function log(message: string): void {
   lineWriter('runner', 'skill-mcp runner', readLogFormat(process.env)).say(message);
+}
+
+/** An internal note: on stderr only with SKILL_MCP_LOG_LEVEL=debug (shared/log-line.ts). */
+function debug(message: string): void {
+  debugLine(process.env, 'runner', 'skill-mcp runner')(message);
 }
 
 /** The runner's configuration as one sha256 (canonical JSON, keys sorted): equal digests, equal configurations. */
@@ -248,17 +253,17 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
   // single spawn that falls back is said the first time (all are counted in the stop line).
   const spawnPath = probePosixSpawn(env);
   if ('why' in spawnPath)
-    log(
-      `note: runs are spawned by Node's child_process, not posix_spawn (${spawnPath.why}): each spawn forks the runner (a few ms more per run)`,
+    debug(
+      `runs are spawned by Node's child_process, not posix_spawn (${spawnPath.why}): each spawn forks the runner (a few ms more per run)`,
     );
   if (platform.limitsByWhy !== undefined && platform.limitsByWhy !== GO_AHEAD_OFF)
-    log(
-      `note: in bubblewrap each run's rlimits are set by a prlimit step, one exec more per run (${platform.limitsByWhy}); otherwise the runner sets them on the waiting sandbox itself`,
+    debug(
+      `in bubblewrap each run's rlimits are set by a prlimit step, one exec more per run (${platform.limitsByWhy}); otherwise the runner sets them on the waiting sandbox itself`,
     );
   onSpawnFallback((why, count) => {
     if (count === 1)
-      log(
-        `note: a run was spawned by Node's child_process because posix_spawn could not be set up for it (${why}); later ones are counted in the runner.stop line, not said`,
+      debug(
+        `a run was spawned by Node's child_process because posix_spawn could not be set up for it (${why}); later ones are counted in the runner.stop line, not said`,
       );
   });
   if (asRoot && reads.fallbackWhy !== undefined)
@@ -357,7 +362,8 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
     ...anchor,
     ...ledgers.startFields,
   }));
-  log(
+  // The standalone launcher's own runner (its secret on stdin) is internal: the front says when it is ready.
+  (opts.frontSecret?.from === 'stdin' ? debug : log)(
     `ready on ${opts.socketPath} (isolation ${platform.isolation}; ${capacity.maxRuns} run(s) at once, ${capacity.perClient} per client${refusedWhy ? `; runs refused: ${refusedWhy.code}` : ''})`,
   );
 

@@ -186,6 +186,7 @@ export const TIERS = {
     'e2e/skill-run-workspace-cap.test.ts',
     'e2e/skill-run-workspace.test.ts',
     'e2e/spawn-path.test.ts',
+    'e2e/start-lines.test.ts',
     'http/listen-failure.test.ts',
     'http/secrets-identities.test.ts',
     'http/skill-run-files.test.ts',
