@@ -85,6 +85,7 @@ export const TIERS = {
     'shared/skill-uri.test.ts',
     'shared/state-dir.test.ts',
     'shared/token.test.ts',
+    'state-guard.test.ts',
     'tiers.test.ts',
   ],
   front: [
