@@ -7,8 +7,9 @@ const tier = (name: 'unit' | 'front' | 'level' | 'node') => ({ extends: true as 
 export default defineConfig({
   test: {
     projects: [tier('unit'), tier('front'), tier('level'), tier('node')],
-    setupFiles: ['test/expect-env.ts'],
-    // Fails the run if a test wrote the real ~/.local/state/skill-mcp.
+    // state-guard.ts: a test that would start the product on the real state folder fails at the spawn.
+    setupFiles: ['test/expect-env.ts', 'test/state-guard.ts'],
+    // The suite's own XDG_STATE_HOME, and the real state folders the guard keeps tests out of.
     globalSetup: ['test/global-setup.ts'],
     // Backstops against hangs, not speed limits: tests drive real processes, which a busy 2-core
     // machine can slow several-fold without anything being wrong.

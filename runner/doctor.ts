@@ -5,8 +5,10 @@
  * root runner without the tools to drop privileges), else 0. `--json` prints the same as JSON.
  */
 import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { parseFlags, UsageError, wantsHelp } from '../shared/cli-args.js';
 import { rootReads } from '../shared/open-beneath.js';
+import { stateDirOf, stateDirProblem, stateDirSource } from '../shared/state-dir.js';
 import { loadPeerCredReader } from './requests/peer-cred.js';
 import { joinFreshSessionKeyring } from './sandbox/keyring.js';
 import { probePlatform, usesBwrap } from './sandbox/platform.js';
@@ -22,8 +24,10 @@ export const DOCTOR_USAGE = `usage: skill-mcp doctor [--json]
   Prints the isolation a runner started here gives each script (as root and as an ordinary user),
   the mechanisms found (bubblewrap, user namespaces, setpriv/prlimit, the syscall filter, the session
   keyring, the memory cgroup, SO_PEERCRED, how skill files are opened, how runs are spawned), and
-  what is missing with how to get it. Exit 1 when skill_run would be refused on this machine.
-  Reads SKILL_MCP_BWRAP (a path to bubblewrap, or "off") and PATH like the runner.`;
+  what is missing with how to get it, and whether the state folder works for the runner (as root:
+  whether the run uids can reach it). Exit 1 when skill_run would be refused on this machine, or
+  refused for skills with requirements.
+  Reads SKILL_MCP_BWRAP (a path to bubblewrap, or "off"), SKILL_MCP_STATE_DIR and PATH like the runner.`;
 
 interface Check {
   name: string;
@@ -188,6 +192,9 @@ export async function doctorMain(argv: string[], options: { bundledSkills: strin
     available: 'path' in r,
     ...('why' in r ? { why: r.why } : {}),
   }));
+  // The folder a runner started here with these variables would keep its state and environments in.
+  const stateDir = resolve(stateDirOf(process.env));
+  const stateProblem = stateDirProblem(stateDir, stateDirSource(process.env), asRoot);
   const refused =
     platform.refuseWhy ?? (interpreters.some((i) => i.available) ? undefined : 'no interpreter (node, python3) is available to the runner');
   // The non-root answer follows from the same probe: a root runner tries bubblewrap as an unprivileged uid.
@@ -202,7 +209,10 @@ export async function doctorMain(argv: string[], options: { bundledSkills: strin
     interpreters,
     mechanisms: mechanisms(platform),
     missing: platform.missing,
-    skillRun: refused ? { allowed: false, why: refused } : { allowed: true },
+    stateDir: { path: stateDir, from: stateDirSource(process.env), ...(stateProblem !== undefined ? { problem: stateProblem } : {}) },
+    skillRun: refused
+      ? { allowed: false, why: refused }
+      : { allowed: true, ...(stateProblem !== undefined ? { withRequirements: false, why: stateProblem } : {}) },
     environments: await environments(platform, options.bundledSkills),
   };
   if (json) {
@@ -227,6 +237,9 @@ export async function doctorMain(argv: string[], options: { bundledSkills: strin
         ...(!c.found && c.fix ? [`          adds: ${c.fix}`] : []),
       ]),
       '',
+      `State folder (${report.stateDir.from}): ${stateDir}`,
+      stateProblem !== undefined ? `  PROBLEM: ${stateProblem}` : `  ok${asRoot ? ': the run uids can reach it' : ''}`,
+      '',
       'Environments (skill-mcp deps install builds the missing ones; SKILL_MCP_STATE_DIR as the runner):',
       ...('why' in report.environments
         ? [`  cannot be listed: ${report.environments.why}`]
@@ -238,9 +251,13 @@ export async function doctorMain(argv: string[], options: { bundledSkills: strin
                 : `  ${r.state === 'ready' ? 'ok     ' : r.state.padEnd(7)} ${r.skill}: ${r.kind} ${r.digest}`,
             )),
       '',
-      refused ? `skill_run would be REFUSED here: ${refused}` : `skill_run works here, at level ${platform.isolation}.`,
+      refused
+        ? `skill_run would be REFUSED here: ${refused}`
+        : stateProblem !== undefined
+          ? `skill_run works here, at level ${platform.isolation}, but NOT for skills with requirements: see the state folder above.`
+          : `skill_run works here, at level ${platform.isolation}.`,
     ];
     process.stdout.write(`${lines.join('\n')}\n`);
   }
-  if (refused) process.exitCode = 1;
+  if (refused || stateProblem !== undefined) process.exitCode = 1;
 }

@@ -44,9 +44,10 @@ import { probeWorkspaceMount } from './workspace/mount.js';
 import { RunnerService } from './requests/service.js';
 import { resolveCapacity, thisMachine } from './requests/capacity.js';
 import { SkillMcpError } from '../shared/errors.js';
-import { lineWriter, readLogFormat } from '../shared/log-line.js';
+import { debugLine, lineWriter, readLogFormat } from '../shared/log-line.js';
 import { ensurePrivateDir, loadTokenKey } from './state.js';
 import { envsDirOf, stateDirMode } from './deps/store.js';
+import { stateDirProblem } from '../shared/state-dir.js';
 import { Identities } from './deps/identity.js';
 import { readExplicitIndex } from './deps/index-settings.js';
 import { EnvVerifier } from './deps/verify.js';
@@ -57,9 +58,18 @@ import { rootReads } from '../shared/open-beneath.js';
 import { FolderListings } from '../shared/folder-listing.js';
 import { SkillMdMemo } from './requests/skill-md-memo.js';
 
+/** What the model is told of a state folder the run uids cannot reach (no host path; the runner's log and doctor name it). */
+const STATE_UNREACHABLE =
+  "they are kept in the runner's state folder, which a folder on its way keeps the run uids out of; the operator sees which in the runner's log and in `skill-mcp doctor`, and moves the state folder (SKILL_MCP_STATE_DIR) or makes that folder traversable";
+
 /** One line on stderr, as text or JSON (SKILL_MCP_LOG_FORMAT; an unreadable value keeps text). */
 function log(message: string): void {
   lineWriter('runner', 'skill-mcp runner', readLogFormat(process.env)).say(message);
+}
+
+/** An internal note: on stderr only with SKILL_MCP_LOG_LEVEL=debug (shared/log-line.ts). */
+function debug(message: string): void {
+  debugLine(process.env, 'runner', 'skill-mcp runner')(message);
 }
 
 /** The runner's configuration as one sha256 (canonical JSON, keys sorted): equal digests, equal configurations. */
@@ -129,6 +139,10 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
   // run reaches its environment in envs/ (runner/deps/store.ts).
   ensurePrivateDir(opts.stateDir, stateDirMode());
   const asRoot = process.getuid?.() === 0;
+  // Said at start, and the answer to every run that needs an environment: a root runner's run uids
+  // must reach the environments in its state folder (shared/state-dir.ts).
+  const stateProblem = stateDirProblem(opts.stateDir, opts.stateFrom, asRoot);
+  if (stateProblem !== undefined) log(`error: ${stateProblem} Until then, skills with requirements cannot run.`);
   // Root: the scratch parent must be traversable by run uids (each run's own dir is 0700, theirs).
   const scratchMode = asRoot ? 0o711 : 0o700;
   let scratchDir = opts.scratchDir;
@@ -243,17 +257,17 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
   // single spawn that falls back is said the first time (all are counted in the stop line).
   const spawnPath = probePosixSpawn(env);
   if ('why' in spawnPath)
-    log(
-      `note: runs are spawned by Node's child_process, not posix_spawn (${spawnPath.why}): each spawn forks the runner (a few ms more per run)`,
+    debug(
+      `runs are spawned by Node's child_process, not posix_spawn (${spawnPath.why}): each spawn forks the runner (a few ms more per run)`,
     );
   if (platform.limitsByWhy !== undefined && platform.limitsByWhy !== GO_AHEAD_OFF)
-    log(
-      `note: in bubblewrap each run's rlimits are set by a prlimit step, one exec more per run (${platform.limitsByWhy}); otherwise the runner sets them on the waiting sandbox itself`,
+    debug(
+      `in bubblewrap each run's rlimits are set by a prlimit step, one exec more per run (${platform.limitsByWhy}); otherwise the runner sets them on the waiting sandbox itself`,
     );
   onSpawnFallback((why, count) => {
     if (count === 1)
-      log(
-        `note: a run was spawned by Node's child_process because posix_spawn could not be set up for it (${why}); later ones are counted in the runner.stop line, not said`,
+      debug(
+        `a run was spawned by Node's child_process because posix_spawn could not be set up for it (${why}); later ones are counted in the runner.stop line, not said`,
       );
   });
   if (asRoot && reads.fallbackWhy !== undefined)
@@ -284,7 +298,13 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
       hasher: new HashWorker(),
       listings: new FolderListings(),
       skillMd: new SkillMdMemo(),
-      deps: { envsDir: envsDirOf(opts.stateDir), identities: new Identities(), verifier: new EnvVerifier(), index: readExplicitIndex(env) },
+      deps: {
+        envsDir: envsDirOf(opts.stateDir),
+        identities: new Identities(),
+        verifier: new EnvVerifier(),
+        index: readExplicitIndex(env),
+        ...(stateProblem !== undefined ? { unreachable: STATE_UNREACHABLE } : {}),
+      },
     },
     key,
     ledger,
@@ -362,7 +382,8 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
     ...anchor,
     ...ledgers.startFields,
   }));
-  log(
+  // The standalone launcher's own runner (its secret on stdin) is internal: the front says when it is ready.
+  (opts.frontSecret?.from === 'stdin' ? debug : log)(
     `ready on ${opts.socketPath} (isolation ${platform.isolation}; ${capacity.maxRuns} run(s) at once, ${capacity.perClient} per client${refusedWhy ? `; runs refused: ${refusedWhy.code}` : ''})`,
   );
 

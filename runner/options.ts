@@ -9,6 +9,7 @@ import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { parseFlags, stringFlag, UsageError, type FlagSpec } from '../shared/cli-args.js';
 import { MIN_MEMORY_BYTES } from '../shared/declaration.js';
+import { stateDirOf, stateDirSource } from '../shared/state-dir.js';
 import {
   ConfigError,
   readValue,
@@ -29,6 +30,8 @@ import { DEFAULT_WORKSPACE_BYTES, DEFAULT_WORKSPACE_FILES, MAX_WORKSPACE_FILES }
 export interface RunnerOptions {
   socketPath: string;
   stateDir: string;
+  /** Where the state folder was named: `--state-dir` or `SKILL_MCP_STATE_DIR` (for messages). */
+  stateFrom: string;
   scratchDir: string;
   /** Whether `scratchDir` was given (flag or variable); otherwise main.ts picks the default (runner/workspace/scratch.ts). */
   scratchExplicit: boolean;
@@ -259,6 +262,13 @@ export function parseRunnerOptions(argv: string[], env: Env): RunnerOptions {
   return {
     socketPath: resolve(socket),
     stateDir,
+    // The standalone launcher passes the folder it found the same way (shared/state-dir.ts): named after where that came from.
+    stateFrom:
+      stringFlag(flags, 'state-dir') === undefined
+        ? 'SKILL_MCP_STATE_DIR'
+        : resolve(stateDirOf(env as NodeJS.ProcessEnv)) === stateDir
+          ? stateDirSource(env as NodeJS.ProcessEnv)
+          : '--state-dir',
     scratchDir: resolve(path('scratch-dir') || join(stateDir, 'scratch')),
     scratchExplicit: Boolean(path('scratch-dir')),
     auditPath: resolve(path('audit-log') || join(stateDir, 'audit.log')),

@@ -6,8 +6,20 @@
  * starts one per `skill-mcp`): every file here is created so that a concurrent runner sees it whole.
  */
 import { randomBytes } from 'node:crypto';
-import { closeSync, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, readSync, writeSync, constants } from 'node:fs';
-import { join } from 'node:path';
+import {
+  chmodSync,
+  closeSync,
+  fchmodSync,
+  fstatSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readSync,
+  writeSync,
+  constants,
+} from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { SkillMcpError } from '../shared/errors.js';
 import { deriveKey } from '../shared/keys.js';
 import { TOKEN_KEY_BYTES } from '../shared/token.js';
@@ -20,7 +32,12 @@ const KEY_WAIT_TRIES = 100;
  * someone else could be swapped under us to plant a known key or truncate the ledger.
  */
 export function ensurePrivateDir(dir: string, mode = 0o700): void {
-  mkdirSync(dir, { recursive: true, mode });
+  const first = mkdirSync(dir, { recursive: true, mode });
+  // Folders made on the way get `mode` too, not what the umask (0077 in the runner) leaves of it: a
+  // root runner's state folder must stay traversable by run uids all the way (shared/state-dir.ts).
+  if (first !== undefined)
+    for (let path = dirname(resolve(dir)); path.length >= resolve(first).length && path !== dirname(path); path = dirname(path))
+      chmodSync(path, mode);
   const st = lstatSync(dir);
   if (!st.isDirectory()) throw new SkillMcpError('INTERNAL', `${dir} is not a directory (a symlink or file is refused)`);
   if (st.uid !== process.getuid!()) throw new SkillMcpError('INTERNAL', `${dir} belongs to uid ${st.uid}, not to the runner`);

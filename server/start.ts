@@ -12,6 +12,7 @@ import { configView } from '../shared/config-view.js';
 import type { Problem } from '../shared/problems.js';
 import { Announcer } from './announce.js';
 import { readSharedSettings, startupReport } from '../shared/settings.js';
+import { debugLine, readLogLevel } from '../shared/log-line.js';
 import { RUN_INPUT_BYTES } from '../shared/run-io.js';
 import { ConfigError, readVariable, refuseToStart, wholeNumber, type SettingIssue, type VariableSpec } from '../shared/settings-schema.js';
 import { rootLabel } from '../shared/discover.js';
@@ -97,6 +98,22 @@ export function digestIndexPath(env: NodeJS.ProcessEnv): string | undefined {
   return join(dir, DEFAULT_DIGEST_INDEX);
 }
 
+/**
+ * What the front serves, for its one ready line (`serving 3 skills from /srv/skills (SKILLS_DIR)`):
+ * how many skills, from where, and how many problems skill_list reports. The operator's log, so
+ * absolute paths are fine.
+ */
+export function servingLine(front: Pick<FrontContext, 'catalog'>, env: NodeJS.ProcessEnv, bundledSkills: string): string {
+  const settings = readSharedSettings(env, bundledSkills);
+  const count = front.catalog.skills().length;
+  const from =
+    settings.rootsFrom === undefined
+      ? `the bundled skills (${settings.roots.join(':')})`
+      : `${settings.roots.join(':')} (${settings.rootsFrom})`;
+  const problems = front.catalog.problems.length;
+  return `serving ${count} skill${count === 1 ? '' : 's'} from ${from}${problems > 0 ? ` (${problems} problem${problems === 1 ? '' : 's'}: skill_list shows them)` : ''}`;
+}
+
 export async function startFront(
   env: NodeJS.ProcessEnv,
   bundledSkills: string,
@@ -115,6 +132,8 @@ export async function startFront(
   // Set (and valid): it caps skills/list pages too; unset, those pages are cut by bytes alone.
   const pageSizeSet = (env[PAGE_SIZE.name] ?? '') !== '' && frontIssues.length === issuesBefore;
   const runInputBytes = readVariable(env, RUN_INPUT_BYTES, frontIssues);
+  // Read by every writer of stderr lines (shared/log-line.ts); a bad value is said here, once.
+  readLogLevel(env, frontIssues);
   const configProblems: Problem[] = [...reported, ...frontIssues].map((issue) => ({
     path: 'configuration',
     reason: 'config',
@@ -144,7 +163,7 @@ export async function startFront(
   const notice = catalog.limitNotice();
   if (notice !== undefined) warn(notice);
   const announcer = new Announcer(catalog, warn);
-  const live = startLiveCatalog(catalog, watch.settings, warn);
+  const live = startLiveCatalog(catalog, watch.settings, warn, debugLine(env, 'front', 'skill-mcp'));
   // The problem the model sees names no host path; the owner reading stderr gets the folder.
   const unreadable = new Set(catalog.problems.filter((p) => p.reason === 'root-unreadable').map((p) => p.path));
   for (const root of settings.roots) {

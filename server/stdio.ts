@@ -5,7 +5,7 @@
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { createServerFactory } from './front.js';
 import type { RunnerLinkOptions } from './runner-link.js';
-import { keepHeapSmall, startFront } from './start.js';
+import { keepHeapSmall, servingLine, startFront } from './start.js';
 import { LineTransport } from './stdio/transport.js';
 import { messageCapFor } from '../shared/run-io.js';
 
@@ -34,4 +34,6 @@ export async function serveOverStdio(options: {
     createServerFactory(front, warn, (mcp) => front.announcer.track(mcp)),
     { legacy: 'serve', transport, onerror: (error) => warn(error.message) },
   );
+  // The one line that says it is ready (internal notes: SKILL_MCP_LOG_LEVEL=debug).
+  warn(`${servingLine(front, options.env, options.bundledSkills)}; waiting for an MCP client on stdin`);
 }

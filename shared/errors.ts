@@ -26,6 +26,8 @@ export type ErrorCode =
   | 'BUSY'
   | 'CANCELLED'
   | 'SANDBOX_UNAVAILABLE'
+  /** The run's sandbox could not be built (bubblewrap's setup failed): the script never started (runner/sandbox/start-failure.ts). */
+  | 'SANDBOX_FAILED'
   | 'CONFIRM_REFUSED'
   // the approval page (server/approve/)
   | 'APPROVAL_REQUIRED'

@@ -8,6 +8,7 @@
 import { realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseFlags, stringFlag, UsageError, wantsHelp } from '../../shared/cli-args.js';
+import { stateDirProblem, stateDirSource, unreadableByOthers } from '../../shared/state-dir.js';
 import { joinFreshSessionKeyring } from '../sandbox/keyring.js';
 import { probePlatform, resolveBinary } from '../sandbox/platform.js';
 import { usesBwrap } from '../sandbox/platform.js';
@@ -29,7 +30,7 @@ export const DEPS_USAGE = `usage:
       unset, pip's and npm's own configuration of this user. Run it as the user the runner runs as.
   skill-mcp deps list [--skill NAME] [--state-dir DIR] [--json]
       each skill's environments: kind, digest, state (ready, missing, tampered)
-The state directory is --state-dir, else SKILL_MCP_STATE_DIR, else the standalone default.`;
+The state directory is --state-dir, else SKILL_MCP_STATE_DIR, else the default (root: /var/lib/skill-mcp).`;
 
 export async function depsMain(argv: string[], options: { bundledSkills: string }): Promise<void> {
   if (wantsHelp(argv)) {
@@ -83,6 +84,13 @@ export async function depsMain(argv: string[], options: { bundledSkills: string 
       return;
     }
     if (index.problems.length > 0) throw new UsageError(index.problems.join('; '), DEPS_USAGE);
+    // Checked before anything is built: the runs' uids must reach what is installed here.
+    const stateProblem = stateDirProblem(
+      stateDir,
+      stringFlag(values, 'state-dir') !== undefined ? '--state-dir' : stateDirSource(env),
+      asRoot,
+    );
+    if (stateProblem !== undefined) throw new Error(stateProblem);
     const envsDir = ensureEnvsDir(stateDir);
     out(
       `environments in ${envsDir}; install sandbox: ${describeInstallSandbox(platform, ownKeyring)}${uid !== undefined ? `, as uid ${uid}` : ''}`,
@@ -130,15 +138,29 @@ export async function depsMain(argv: string[], options: { bundledSkills: string 
           failed += 1;
           continue;
         }
+        // Root installs as another uid, which bubblewrap binds these as: one it cannot read stops here, named.
+        const unreadable = uid === undefined ? undefined : tool.paths.map((p) => ({ p, why: unreadableByOthers(p) })).find((x) => x.why);
+        if (unreadable !== undefined) {
+          out(
+            `${label}: NOT installed: the install runs as uid ${uid}, which cannot read ${unreadable.p} (from ${tool.pathFrom[unreadable.p] ?? 'the index configuration'}): ${unreadable.why}. Keep the index where every uid may read it (e.g. under /srv or /opt, chmod -R o+rX), or serve it over http on this machine`,
+          );
+          failed += 1;
+          continue;
+        }
         out(
           `${label}: installing (${e.spec.kind === 'python' ? (e.spec.sourceBuilds ? 'source builds allowed' : 'wheels only') : 'npm ci, no install scripts'}) from ${tool.describe.join(', ')}`,
         );
+        if (usesBwrap(platform))
+          out(
+            `  files: the sandbox sees the system folders and, read-only, only these of the index configuration: ${tool.paths.length > 0 ? tool.paths.join(', ') : 'none'}`,
+          );
         out(
           `  network: ${!usesBwrap(platform) ? 'NOT confined (no bubblewrap): the install can reach any host' : tool.hosts.length === 0 ? 'none (every index is local)' : `only ${tool.hosts.join(', ')}, through the install's own proxy`}`,
         );
         const result = await buildEnvironment(
           {
             envsDir,
+            skill: row.skill.name,
             platform,
             ...(uid !== undefined ? { uid } : {}),
             ...(python3 ? { python3 } : {}),

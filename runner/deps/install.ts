@@ -23,10 +23,13 @@ import type { EgressProxy } from '../helper/proxy.js';
 import { runProcess } from '../sandbox/process.js';
 import type { Platform } from '../sandbox/platform.js';
 import { usesBwrap } from '../sandbox/platform.js';
+import { bubblewrapSaid } from '../sandbox/start-failure.js';
 import { reapUid } from '../uids/pool.js';
 import { hashFile, linkStaysInside, MANIFEST_FILE, walkEnv } from './manifest.js';
 import type { Manifest, ManifestEntry } from './manifest.js';
 import type { ResolvedEnv } from './resolve.js';
+import { addressOf } from './spec.js';
+import { ADDRESS_FILE } from './store.js';
 import { buildStep, proxyEnv, stepPaths } from './sandbox.js';
 import type { StepView } from './sandbox.js';
 import { removeTree } from './store.js';
@@ -38,6 +41,8 @@ const OUTPUT_CAP = 1024 * 1024;
 
 export interface InstallOptions {
   envsDir: string;
+  /** The skill the environment is built for (recorded in its address.json). */
+  skill: string;
   platform: Platform;
   /** Root: the install uid (from the run range, claimed); undefined: the user's own. */
   uid?: number;
@@ -158,6 +163,9 @@ export async function buildEnvironment(opts: InstallOptions, env: ResolvedEnv): 
       };
       const o = await runProcess(spec, { timeoutMs: INSTALL_TIMEOUT_MS, killGraceMs: 2000, drainMs: 500 }, OUTPUT_CAP, afterExit).outcome;
       if (o.ending === 'exit' && o.exitCode === 0) return { ok: true, stdout: o.stdout.toString('utf8') };
+      // bubblewrap could not build the step's sandbox: say so, not that pip or npm failed.
+      const said = bubblewrapSaid(o);
+      if (said !== undefined) return { ok: false, why: `${what} did not start: its sandbox could not be set up (${said})` };
       const ended =
         o.ending === 'timeout'
           ? `timed out after ${INSTALL_TIMEOUT_MS / 60000} min`
@@ -236,13 +244,16 @@ export async function buildEnvironment(opts: InstallOptions, env: ResolvedEnv): 
     }
     await proxy?.close();
     proxy = undefined;
+    // What it was built from, input by input: read back when a skill's environment is missing (store.ts).
+    const builtAt = new Date().toISOString();
+    writeFileSync(join(buildDir, ADDRESS_FILE), `${JSON.stringify(addressOf(env.spec, opts.skill, builtAt))}\n`, { mode: 0o444 });
     seal(buildDir, asRoot);
     const manifest = await manifestOf(buildDir, {
       version: 1,
       digest: env.digest,
       kind: env.spec.kind,
       interpreter: env.spec.interpreter,
-      builtAt: new Date().toISOString(),
+      builtAt,
       index: tool.describe,
       resolved: record,
       sourceBuilds: env.spec.sourceBuilds,

@@ -115,6 +115,7 @@ export function resolveEnvironments(
       hashed,
       sourceBuilds: req.sourceBuilds,
       indexDigest: indexDigest('python', index),
+      indexExplicit: index.pip !== undefined,
     };
     envs.push({ spec, digest: envDigest(spec) });
   }
@@ -148,6 +149,7 @@ export function resolveEnvironments(
       lockfile: lock.bytes,
       sourceBuilds: false,
       indexDigest: indexDigest('node', index),
+      indexExplicit: index.npm !== undefined,
     };
     envs.push({ spec, digest: envDigest(spec) });
   }

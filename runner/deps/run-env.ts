@@ -25,6 +25,8 @@ export interface DepsContext {
   identities: Identities;
   verifier: EnvVerifier;
   index: ExplicitIndex;
+  /** Why the run uids cannot reach `envsDir` (a root runner's state folder inside a 0700 folder, shared/state-dir.ts). */
+  unreachable?: string;
 }
 
 /** Host folders of the run's verified environments. */
@@ -52,6 +54,9 @@ export async function planDeps(
       why: `${skill}: the package index settings are malformed (${dctx.index.problems.join('; ')}); the operator fixes them, then runs ${installCommand(skill)}`,
       infos: [],
     };
+  // Installed or not, an environment the run's uid cannot reach would only fail in the sandbox.
+  if (dctx.unreachable !== undefined && resolved.envs.length > 0)
+    return { ok: false, why: `${skill}: its environments cannot be used: ${dctx.unreachable}`, infos: [] };
   const infos: DepsInfo[] = [];
   const run: RunDeps = {};
   for (const env of resolved.envs) {

@@ -119,11 +119,12 @@ export function buildStep(platform: Platform, view: StepView, command: string[],
   let cwd: string;
   if (usesBwrap(platform)) {
     const inner = view.egressSocket !== undefined ? bridgeArgv(bridgeNode(platform)!, command) : command;
-    // `--info-fd`: the step's sandbox pid 1 is killed with it, as a run's is (runner/sandbox/process.ts).
+    // `--json-status-fd`: the step's sandbox pid 1 is killed with it, as a run's is (runner/sandbox/process.ts),
+    // and a sandbox that could not start is told from a step that failed (runner/sandbox/start-failure.ts).
     chain = [
       ...drop,
       bwrap!,
-      '--info-fd',
+      '--json-status-fd',
       String(SANDBOX_INFO_FD),
       ...bwrapInstallArgs(platform.layout!, view, platform.seccomp ? INSTALL_SECCOMP_FD : undefined),
       '--',

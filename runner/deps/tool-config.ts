@@ -9,7 +9,8 @@
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { isAbsolute } from 'node:path';
+import { isAbsolute, resolve } from 'node:path';
+import { linkedFolders } from './index-links.js';
 import type { ExplicitIndex } from './index-settings.js';
 import { redactUrl } from './index-settings.js';
 
@@ -30,8 +31,29 @@ export interface ToolConfig {
   describe: string[];
   /** host:port destinations the install must reach; empty: no network at all. */
   hosts: string[];
-  /** Local folders and files the configuration names (file:// indexes, find-links, certificates): bound read-only. */
+  /** Local folders and files the configuration names (file:// indexes, find-links, certificates), and the folders local indexes link to: bound read-only. */
   paths: string[];
+  /** Where each of `paths` comes from (a variable, pip's configuration, an index's links), for messages. */
+  pathFrom: Record<string, string>;
+}
+
+/**
+ * The folders outside each local index its pages link to (runner/deps/index-links.ts): bound too,
+ * or the install stops here with why. `from` names the setting each index came from.
+ */
+function indexLinks(indexes: readonly { url: string; from: string }[]): { folders: Record<string, string>; describe: string[] } {
+  const folders: Record<string, string> = {};
+  const describe: string[] = [];
+  for (const { url, from } of indexes) {
+    const dir = localPath(url);
+    if (dir === undefined || !existsSync(dir)) continue;
+    const found = linkedFolders(resolve(dir), from);
+    if (!found.ok) throw new Error(found.why);
+    for (const folder of found.folders) folders[folder] ??= `linked from the pages of ${from}`;
+    if (found.folders.length > 0)
+      describe.push(`the pages of ${redactUrl(url)} link to ${found.folders.join(', ')} (bound read-only as well)`);
+  }
+  return { folders, describe };
 }
 
 function hostOf(value: string): string | undefined {
@@ -90,11 +112,26 @@ export function pipConfig(python: string, explicit: ExplicitIndex, env: Env): To
     const { indexUrl, findLinks } = explicit.pip;
     const args = [...(indexUrl !== '' ? ['--index-url', indexUrl] : ['--no-index']), ...findLinks.flatMap((l) => ['--find-links', l])];
     // Security: /dev/null switches off every pip config file, so nothing but the operator's setting decides the index.
+    const linked = indexLinks(indexUrl !== '' ? [{ url: indexUrl, from: 'SKILL_MCP_PIP_INDEX_URL' }] : []);
     const describe = [
       indexUrl !== '' ? `index ${redactUrl(indexUrl)} (SKILL_MCP_PIP_INDEX_URL)` : 'no index (SKILL_MCP_PIP_INDEX_URL unset)',
       ...findLinks.map((l) => `find-links ${redactUrl(l)} (SKILL_MCP_PIP_FIND_LINKS)`),
+      ...linked.describe,
     ];
-    return { args, env: { PIP_CONFIG_FILE: '/dev/null' }, describe, ...reach([indexUrl, ...findLinks]) };
+    const named = reach([indexUrl, ...findLinks]);
+    const pathFrom: Record<string, string> = {
+      ...Object.fromEntries(reach([indexUrl]).paths.map((p) => [p, 'SKILL_MCP_PIP_INDEX_URL'])),
+      ...Object.fromEntries(reach(findLinks).paths.map((p) => [p, 'SKILL_MCP_PIP_FIND_LINKS'])),
+      ...linked.folders,
+    };
+    return {
+      args,
+      env: { PIP_CONFIG_FILE: '/dev/null' },
+      describe,
+      hosts: named.hosts,
+      paths: [...new Set([...named.paths, ...Object.keys(linked.folders)])].sort(),
+      pathFrom,
+    };
   }
   const rows = pipConfigList(python, env);
   const vars = Object.fromEntries(
@@ -123,13 +160,18 @@ export function pipConfig(python: string, explicit: ExplicitIndex, env: Env): To
   const named = reach([...(index ? [index] : []), ...extra, ...links]);
   // Files the configuration names (a constraints file, a certificate) must be readable inside too.
   const files = reach([...rows.map((r) => r.value), ...Object.values(vars)]).paths;
+  const mine = "the installing user's pip configuration";
+  const linked = indexLinks([...(index ? [index] : []), ...extra].map((url) => ({ url, from: `${mine} (${redactUrl(url)})` })));
+  describe.push(...linked.describe);
+  const paths = [...new Set([...named.paths, ...files])].filter((p) => existsSync(p));
   return {
     args: [],
     env: vars,
     file: { name: 'pip.conf', text, variable: 'PIP_CONFIG_FILE' },
     describe,
     hosts: named.hosts,
-    paths: [...new Set([...named.paths, ...files])].filter((p) => existsSync(p)).sort(),
+    paths: [...new Set([...paths, ...Object.keys(linked.folders)])].sort(),
+    pathFrom: { ...Object.fromEntries(paths.map((p) => [p, mine])), ...linked.folders },
   };
 }
 
@@ -144,6 +186,7 @@ export function npmConfig(node: string, npmCli: string, explicit: ExplicitIndex,
       file: { name: 'npmrc', text: '', variable: 'npm_config_userconfig' },
       describe: [`registry ${redactUrl(registry)} (SKILL_MCP_NPM_REGISTRY)`],
       ...reach([registry]),
+      pathFrom: Object.fromEntries(reach([registry]).paths.map((p) => [p, 'SKILL_MCP_NPM_REGISTRY'])),
     };
   }
   const ask = (key: string): string => {
@@ -173,5 +216,6 @@ export function npmConfig(node: string, npmCli: string, explicit: ExplicitIndex,
     file: { name: 'npmrc', text: text ?? '', variable: 'npm_config_userconfig' },
     describe: [`registry ${redactUrl(registry)} (from the installing user's npm configuration: SKILL_MCP_NPM_REGISTRY is unset)`],
     ...reach([registry]),
+    pathFrom: Object.fromEntries(reach([registry]).paths.map((p) => [p, "the installing user's npm configuration"])),
   };
 }

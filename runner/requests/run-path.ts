@@ -31,6 +31,9 @@ import type { RunCgroup } from '../sandbox/run-cgroup.js';
 import { buildSpawn, heldSpawn } from '../sandbox/spawn.js';
 import type { SandboxLimits } from '../sandbox/spawn.js';
 import { removeIpcOf } from '../sandbox/sysv-ipc.js';
+import { runPaths, sandboxFailedMessage, sandboxStartFailure } from '../sandbox/start-failure.js';
+import { depsBinds } from '../deps/run-env.js';
+import { lineWriter, readLogFormat } from '../../shared/log-line.js';
 import { reapUid } from '../uids/pool.js';
 import type { UidPool } from '../uids/pool.js';
 import { workspaceFullNote } from '../workspace/capacity.js';
@@ -52,6 +55,9 @@ import type { RunStats } from './stats.js';
 import type { Answer, Reject, Slot } from './slot.js';
 
 type RunRequest = Extract<RunnerRequest, { type: 'run' }>;
+
+/** The runner's own line when a run's sandbox could not start (its stderr, as runner/main.ts writes). */
+const sandboxLog = lineWriter('runner', 'skill-mcp runner', readLogFormat(process.env));
 
 /** Past a run's timeout, kill grace and drain: reaping its uid's leftovers (uids.ts gives up after ~2 s). */
 export const REAP_MS = 2_500;
@@ -490,6 +496,18 @@ export async function runChecked(
     // Security: without a tmpfs the watcher is the workspace's cap: the first look over it stops the run.
     watch = watchWorkspace(ws, tmpfs ? 'tmpfs' : 'watch', cap, () => proc.cancel('workspace-full'));
     const o = await proc.outcome;
+    // bubblewrap could not build the sandbox: the script never started, whatever the exit code says.
+    const notStarted = sandboxStartFailure(
+      o,
+      runPaths({
+        skillCopy: plan.realDir,
+        workspace: ws.dir,
+        runFolder: scratch,
+        envs: depsBinds(plan.deps),
+        envsDir: deps.ctx.deps.envsDir,
+      }),
+    );
+    const startError = notStarted?.words ?? o.startError;
     phases.mark('script', o.exitedAt);
     phases.mark('reap', o.reapedAt);
     phases.mark('drain');
@@ -499,6 +517,10 @@ export async function runChecked(
     // The helper's lines (one per connection) come before the run's exit line.
     const network: RunEgressEnd | undefined = await egress?.close();
     egress = undefined;
+    // A helper that failed while the run lasted ends it as such, whether the runner's stop or the
+    // script's own exit (its connection cut) came first.
+    const ended =
+      notStarted !== undefined ? 'spawn-failed' : network?.failed !== undefined && o.ending === 'exit' ? 'helper-failed' : o.ending;
     // Security: read only once nothing of the run is left alive to change the tree under the walk;
     // as root, by the run's own uid in a process of its own (walk-link.ts), never by the runner.
     const collected: Collected =
@@ -516,16 +538,13 @@ export async function runChecked(
         : undefined;
     const redacted = redaction.reported ? redactionView(redaction, o) : undefined;
     slot.ended = true;
-    // A helper that failed while the run lasted ends it as such, whether the runner's stop or the
-    // script's own exit (its connection cut) came first.
-    const ending = network?.failed !== undefined && o.ending === 'exit' ? 'helper-failed' : o.ending;
-    stats.ended(ending);
+    stats.ended(ended);
     const exitLine = deps.audit.appendDurable({
       event: 'run.exit',
       run_id: slot.runId,
       exit_code: o.exitCode,
       signal: o.signal,
-      ended: ending,
+      ended,
       duration_ms: o.durationMs,
       stdout_bytes: o.stdoutBytes,
       stderr_bytes: o.stderrBytes,
@@ -535,7 +554,7 @@ export async function runChecked(
       leftovers_killed: leftovers.killed,
       leftovers_remaining: leftovers.remaining,
       ...(reapError !== undefined ? { reap_error: `the run's cgroup could not be killed (${reapError})` } : {}),
-      ...(o.startError !== undefined ? { start_error: o.startError } : {}),
+      ...(startError !== undefined ? { start_error: startError } : {}),
       ...(ipcRemoved > 0 ? { ipc_removed: ipcRemoved } : {}),
       ...(network?.totals ?? {}),
       ...(network?.failed !== undefined ? { helper_failed: network.failed } : {}),
@@ -553,6 +572,11 @@ export async function runChecked(
     // know yet; a lazy unmount or anything left is the run.cleanup line's to record.
     slot.after = afterAnswer(deps, slot.runId, exitLine, { scratch, tmpfs, copy, cgroup, uid, emptied });
     handedOff = true;
+    if (notStarted !== undefined) {
+      // The operator's log has bubblewrap's whole words (host paths and all); the model gets them without.
+      sandboxLog.say(`run ${slot.runId}: the sandbox could not be set up, the script did not start: ${notStarted.hostWords}`);
+      return { ok: false, error: { code: 'SANDBOX_FAILED', message: sandboxFailedMessage(notStarted.words) } };
+    }
     return {
       ok: true,
       result: {
@@ -563,7 +587,7 @@ export async function runChecked(
         stderr: o.stderr,
         truncated: o.truncated,
         timedOut: o.ending === 'timeout',
-        cancelled: ending === 'cancelled' || ending === 'helper-failed',
+        cancelled: ended === 'cancelled' || ended === 'helper-failed',
         durationMs: o.durationMs,
         stdoutBytes: o.stdoutBytes,
         stderrBytes: o.stderrBytes,
@@ -575,7 +599,7 @@ export async function runChecked(
         // What the proxy refused, so the model can tell a refusal from a failing network.
         ...(network?.summary ? { egress: network.summary } : {}),
         // Never silent: a run stopped because its network went away says so.
-        ...(ending === 'helper-failed' ? { egressNote: HELPER_FAILED_NOTE } : {}),
+        ...(ended === 'helper-failed' ? { egressNote: HELPER_FAILED_NOTE } : {}),
         ...(full !== undefined ? { workspaceFull: true, workspaceNote: full } : {}),
         ...(redacted ? { redaction: redacted } : {}),
       },

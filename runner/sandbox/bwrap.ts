@@ -90,7 +90,10 @@ export interface RunView {
   workspace?: string;
   /** The run's environments (runner/deps/), each bound read-only at its mount. */
   deps?: { source: string; mount: string }[];
-  /** The fd bubblewrap names its sandbox's pid 1 on (`--info-fd`): the runner kills that pid with the run (process.ts). */
+  /**
+   * The fd bubblewrap names its sandbox's pid 1 on (`--json-status-fd`): the runner kills that pid
+   * with the run (process.ts), and reads there whether the command started (start-failure.ts).
+   */
   infoFd?: number;
   /** The go-ahead's fd (runner/sandbox/go-ahead.ts): the sandbox's pid 1 waits on it before the exec. */
   blockFd?: number;
@@ -199,7 +202,7 @@ export function bwrapArgs(layout: HostLayout, view: RunView): string[] {
   if (view.seccompFd !== undefined) args.push('--seccomp', String(view.seccompFd));
   // Security: the sandbox's pid 1 is named to the runner, which kills it with the run (process.ts),
   // and, with the go-ahead, waits, its sandbox made, until the runner has set its rlimits (go-ahead.ts).
-  if (view.infoFd !== undefined) args.push('--info-fd', String(view.infoFd));
+  if (view.infoFd !== undefined) args.push('--json-status-fd', String(view.infoFd));
   if (view.blockFd !== undefined) args.push('--block-fd', String(view.blockFd));
   // The one host folder the run may write: its own fresh workspace, holding the approved inputs.
   if (view.workspace !== undefined) args.push('--bind', view.workspace, WORKSPACE_MOUNT);

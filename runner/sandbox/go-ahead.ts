@@ -7,8 +7,9 @@
  * ms of every run here: bench/RESULTS.md).
  *
  * How bubblewrap is held (its own options, bubblewrap 0.1+):
- *   - `--info-fd 6`: the outer bubblewrap writes `{"child-pid": N, …}` (N in the runner's pid
- *     namespace) right after the clone, and closes it;
+ *   - `--json-status-fd 6`: the outer bubblewrap writes `{"child-pid": N, …}` on one line (N in
+ *     the runner's pid namespace) right after the clone, and `{"exit-code": N}` once its command
+ *     ended, if the command was started (runner/sandbox/start-failure.ts reads that one);
  *   - `--block-fd 5`: the child reads one byte from it after every setup step and before its
  *     session, its death signal, the filter and the exec;
  *   - `--seccomp 4`: the child then reads the filter from fd 4 to its end.
@@ -35,7 +36,7 @@ import { errnoName } from '../../shared/libc.js';
 /** The fds of the chain's first program (bubblewrap inherits them through setpriv and sh). */
 export const GATE_FILTER_FD = 4;
 export const GATE_BLOCK_FD = 5;
-/** bubblewrap's `--info-fd`, gated or not: every run learns its sandbox's pid 1 (process.ts). */
+/** bubblewrap's `--json-status-fd`, gated or not: every run learns its sandbox's pid 1 (process.ts) and whether its command started. */
 export const SANDBOX_INFO_FD = 6;
 
 /** Linux resource numbers (asm-generic/resource.h: the same on x86_64 and aarch64). */
@@ -49,13 +50,16 @@ export interface Rlimit {
 }
 
 /**
- * The pid in bubblewrap's info, or why there is none. The info is JSON (`{"child-pid": 123, …}`);
- * anything else — cut, two objects, a pid that is not a positive integer — is refused.
+ * The pid in bubblewrap's first status line, or why there is none. The line is JSON (`{"child-pid":
+ * 123, …}`); anything else — cut, two objects, a pid that is not a positive integer — is refused.
+ * Later lines (the command's exit code) are not read here.
  */
 export function parseInfo(text: string): { pid: number } | { why: string } {
+  const newline = text.indexOf('\n');
+  const first = newline >= 0 ? text.slice(0, newline) : text;
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    value = JSON.parse(first);
   } catch {
     return { why: text.length === 0 ? 'bubblewrap wrote no info (it ended before its sandbox was made)' : "bubblewrap's info is not JSON" };
   }

@@ -56,6 +56,12 @@ export interface ProcessOutcome {
   reapedAt: number;
   /** Why the script was never started, when the runner stopped it (the sandbox's go-ahead failed). */
   startError?: string;
+  /**
+   * bubblewrap's status lines (`--json-status-fd`: its sandbox's pid 1, then the command's exit code
+   * when the command was started) and whether their end was read; absent without bubblewrap. Read by
+   * runner/sandbox/start-failure.ts.
+   */
+  sandboxStatus?: { text: string; ended: boolean };
 }
 
 /**
@@ -266,6 +272,10 @@ export function runProcess(
   );
 
   let startError: string | undefined;
+  // bubblewrap's status fd: a few hundred bytes in all (two JSON lines), kept whole for the outcome.
+  const statusChunks: Buffer[] = [];
+  let statusEnded = false;
+  const statusDone = child.info ? new Promise<void>((resolve) => child.info!.once('close', resolve)) : undefined;
   const refuseStart = (why: string): void => {
     startError = why;
     ending = 'spawn-failed';
@@ -277,7 +287,8 @@ export function runProcess(
   } else if (child.info && child.pid !== undefined) {
     const stream = child.info;
     const chainPid = child.pid;
-    const chunks: Buffer[] = [];
+    const chunks = statusChunks;
+    stream.once('end', () => (statusEnded = true));
     const named = (): void => {
       if (!infoPending) return;
       infoPending = false;
@@ -339,7 +350,7 @@ export function runProcess(
       await afterExit().catch(() => undefined);
       const reapedAt = performance.now();
       // The drain window: output still in flight is kept; a pipe held open by an escapee is not waited on.
-      await Promise.race([Promise.all([out.ended, err.ended]), new Promise((r) => setTimeout(r, times.drainMs))]);
+      await Promise.race([Promise.all([out.ended, err.ended, statusDone]), new Promise((r) => setTimeout(r, times.drainMs))]);
       child.stdout?.destroy();
       child.stderr?.destroy();
       done = true;
@@ -366,6 +377,7 @@ export function runProcess(
         exitedAt,
         reapedAt,
         ...(startError !== undefined ? { startError } : {}),
+        ...(child.info ? { sandboxStatus: { text: Buffer.concat(statusChunks).toString('utf8').slice(0, 4096), ended: statusEnded } } : {}),
       });
     };
     // The hard deadline: whatever happens to 'exit', the call returns and releases the slot.

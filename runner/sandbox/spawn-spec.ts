@@ -24,8 +24,9 @@ export interface SpawnSpec {
    */
   gate?: { filter: Buffer; limits: Rlimit[] };
   /**
-   * bubblewrap's `--info-fd`: a pipe the chain writes on this fd and the runner reads, which names
-   * the sandbox's pid 1 — killed with the run, as it leaves the chain's group (process.ts).
+   * bubblewrap's `--json-status-fd`: a pipe the chain writes on this fd and the runner reads, which names
+   * the sandbox's pid 1 — killed with the run, as it leaves the chain's group (process.ts) — and
+   * then whether the command started (start-failure.ts).
    */
   infoFd?: number;
 }

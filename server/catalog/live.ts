@@ -97,7 +97,13 @@ function folderId(path: string): string | undefined {
   }
 }
 
-export function startLiveCatalog(catalog: Catalog, settings: WatchSettings, warn: (message: string) => void): LiveCatalog {
+export function startLiveCatalog(
+  catalog: Catalog,
+  settings: WatchSettings,
+  warn: (message: string) => void,
+  /** Internal notes (SKILL_MCP_LOG_LEVEL=debug): how many folders are watched. */
+  debug: (message: string) => void = () => undefined,
+): LiveCatalog {
   const roots = catalog.roots;
   if (settings.mode === 'off' || roots.length === 0) {
     if (settings.mode === 'off') warn('SKILL_MCP_WATCH=off: the skill folders were scanned once; restart the server to see changes');
@@ -320,7 +326,7 @@ export function startLiveCatalog(catalog: Catalog, settings: WatchSettings, warn
       folders += added;
     }
     if (watched > 0)
-      warn(
+      debug(
         `watching ${watched === roots.length ? 'the skill folders' : `${watched} of ${roots.length} skill roots`} for changes (${folders} folders)`,
       );
     watchLinkedTargets();

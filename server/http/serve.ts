@@ -10,7 +10,7 @@ import type { Duplex } from 'node:stream';
 import { createMcpHandler, type McpHttpHandler } from '@modelcontextprotocol/server';
 import { createServerFactory, skillReadsFor } from '../front.js';
 import type { RunnerLinkOptions } from '../runner-link.js';
-import { startFront } from '../start.js';
+import { servingLine, startFront } from '../start.js';
 import { bearerTokenCheck, oauthBearer, staticBearer, type Authenticate } from './auth.js';
 import { APPROVAL_BODY_BYTES, ApprovalDesk } from '../approve/desk.js';
 import { OAuthLogin } from '../approve/login.js';
@@ -430,7 +430,7 @@ export async function serveOverHttp(options: {
   // Before `listening on`: whoever waits for that line (a test, an operator's eye) sees the runner's state first.
   await health.atStart();
   warn(
-    `listening on ${url}${resourceServer ? ' (OAuth access token required)' : http.token === undefined ? '' : ' (bearer token required)'}`,
+    `${servingLine(front, options.env, options.bundledSkills)}; listening on ${url}${resourceServer ? ' (OAuth access token required)' : http.token === undefined ? '' : ' (bearer token required)'}`,
   );
   if (authenticate === undefined && !bindsLoopbackOnly(http.host)) {
     warn(

@@ -13,14 +13,16 @@ import { ChangeCounter, defineLiveScenario, writeSkill } from './live-scenario.j
 
 afterAll(expectNoLeftovers);
 
-const WATCHING = /watching the skill folders for changes/;
+// An internal note (SKILL_MCP_LOG_LEVEL=debug): the watch is set up.
+const WATCHING = /debug: watching the skill folders for changes/;
+const DEBUG = { SKILL_MCP_LOG_LEVEL: 'debug' };
 
 for (const era of ERAS) {
   defineLiveScenario(
     `a live catalog over stdio, ${era.name}`,
     () => tempDir('live'),
     async (root) => {
-      const served = await serve({ SKILLS_DIR: root, SKILL_MCP_PAGE_SIZE: '3' }, era);
+      const served = await serve({ ...DEBUG, SKILLS_DIR: root, SKILL_MCP_PAGE_SIZE: '3' }, era);
       await served.waitForStderr(WATCHING);
       if (era.versionNegotiation) {
         const subscription = await served.client.listen({ resourcesListChanged: true, promptsListChanged: true });
@@ -35,7 +37,7 @@ describe.each(ERAS)('cursors and settings of a live catalog, $name', (era) => {
   test('a skills/list or prompts/list cursor taken before skills were added is refused with -32602 ("list again"); after an edit of contents it stays valid', async () => {
     const root = tempDir('cursor');
     for (const name of ['a-one', 'b-two', 'c-three', 'd-four']) writeSkill(root, name, `Skill ${name}.`);
-    const served = await serve({ SKILLS_DIR: root, SKILL_MCP_PAGE_SIZE: '2' }, era);
+    const served = await serve({ ...DEBUG, SKILLS_DIR: root, SKILL_MCP_PAGE_SIZE: '2' }, era);
     try {
       await served.waitForStderr(WATCHING);
       if (era.versionNegotiation) await served.client.listen({ resourcesListChanged: true, promptsListChanged: true });
@@ -61,7 +63,7 @@ describe.each(ERAS)('cursors and settings of a live catalog, $name', (era) => {
   test('SKILL_MCP_WATCH=off: scanned once, stderr says so, listChanged is not advertised', async () => {
     const root = tempDir('off');
     writeSkill(root, 'only', 'The only skill.');
-    const served = await serve({ SKILLS_DIR: root, SKILL_MCP_WATCH: 'off' }, era);
+    const served = await serve({ ...DEBUG, SKILLS_DIR: root, SKILL_MCP_WATCH: 'off' }, era);
     try {
       await served.waitForStderr(/SKILL_MCP_WATCH=off: the skill folders were scanned once/);
       const capabilities = served.client.getServerCapabilities();

@@ -19,7 +19,9 @@ import { ChangeCounter, walkSkills, writeSkill } from './live-scenario.js';
 
 afterAll(expectNoLeftovers);
 
-const WATCHING = /watching the skill folders for changes/;
+// An internal note (SKILL_MCP_LOG_LEVEL=debug): the watch is set up.
+const WATCHING = /debug: watching the skill folders for changes/;
+const DEBUG = { SKILL_MCP_LOG_LEVEL: 'debug' };
 
 /** Descriptions by skill name, from a full skills/list walk. */
 async function descriptions(client: Parameters<typeof walkSkills>[0]): Promise<Map<string, unknown>> {
@@ -38,7 +40,7 @@ describe('a change made while the watch is still being set up', () => {
       writeSkill(root, name, `The ${name} skill, as first written.`);
       for (let f = 0; f < FOLDERS; f++) mkdirSync(join(root, name, `part-${f}`, 'deeper'), { recursive: true });
     }
-    const served = await serve({ SKILLS_DIR: root }, ERAS[0]!);
+    const served = await serve({ ...DEBUG, SKILLS_DIR: root }, ERAS[0]!);
     try {
       // Answering means the start-up scan is done; the watch is still walking the 36,000 folders.
       expect(
@@ -68,7 +70,7 @@ describe.each(ERAS)('a root missing at start, $name', (era) => {
     const base = tempDir('missing-root');
     // Two levels missing: the watch moves down to each parent as it appears.
     const root = join(base, 'later', 'skills');
-    const served = await serve({ SKILLS_DIR: root }, era);
+    const served = await serve({ ...DEBUG, SKILLS_DIR: root }, era);
     try {
       await served.waitForStderr(/skills: not there \(yet\); served as soon as it appears/);
       if (era.versionNegotiation) await served.client.listen({ resourcesListChanged: true, promptsListChanged: true });
@@ -105,7 +107,7 @@ describe.each(ERAS)('a watched root that goes away, $name', (era) => {
     const root = join(base, 'skills');
     mkdirSync(root);
     writeSkill(root, 'first', 'In the root before it was deleted.');
-    const served = await serve({ SKILLS_DIR: root }, era);
+    const served = await serve({ ...DEBUG, SKILLS_DIR: root }, era);
     try {
       await served.waitForStderr(WATCHING);
       if (era.versionNegotiation) await served.client.listen({ resourcesListChanged: true, promptsListChanged: true });
@@ -140,7 +142,7 @@ describe.each(ERAS)('a watched root that goes away, $name', (era) => {
     const root = join(base, 'skills');
     mkdirSync(root);
     writeSkill(root, 'old', 'In the folder that gets replaced.');
-    const served = await serve({ SKILLS_DIR: root }, era);
+    const served = await serve({ ...DEBUG, SKILLS_DIR: root }, era);
     try {
       await served.waitForStderr(WATCHING);
       if (era.versionNegotiation) await served.client.listen({ resourcesListChanged: true, promptsListChanged: true });
@@ -176,7 +178,7 @@ describe.each(ERAS)('changes to what skill_list reports as problems, $name', (er
     writeSkill(root, 'good', 'A valid skill.');
     mkdirSync(join(root, 'broken'));
     writeFileSync(join(root, 'broken', 'SKILL.md'), '---\nname: broken\ndescription: "unterminated\n---\n');
-    const served = await serve({ SKILLS_DIR: root }, era);
+    const served = await serve({ ...DEBUG, SKILLS_DIR: root }, era);
     await served.waitForStderr(WATCHING);
     if (era.versionNegotiation) await served.client.listen({ resourcesListChanged: true, promptsListChanged: true });
     const counter = new ChangeCounter(served.client);

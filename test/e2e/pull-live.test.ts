@@ -100,7 +100,10 @@ describe('pull into a folder a live server is serving', () => {
     publish(1);
     const first = await runPull(['--to', dir, '--index', index]);
     expect(first.code, first.stderr + first.stdout).toBe(0);
-    served = await serve({ SKILLS_DIR: dir, SKILL_MCP_STATE_DIR: join(tempDir('pull-live-state'), 'state') }, ERAS[0]!);
+    served = await serve(
+      { SKILLS_DIR: dir, SKILL_MCP_STATE_DIR: join(tempDir('pull-live-state'), 'state'), SKILL_MCP_LOG_LEVEL: 'debug' },
+      ERAS[0]!,
+    );
     await served.waitForStderr(/watching the skill folders/);
   });
   afterAll(async () => {

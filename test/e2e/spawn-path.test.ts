@@ -17,11 +17,15 @@ afterAll(async () => {
   await expectNoLeftovers();
 });
 
-const NOTE = "note: runs are spawned by Node's child_process, not posix_spawn";
+// An internal note, said at SKILL_MCP_LOG_LEVEL=debug.
+const NOTE = "debug: runs are spawned by Node's child_process, not posix_spawn";
 
 async function runWith(env: Record<string, string>): Promise<{ served: Served; start: Record<string, unknown> }> {
   const stateDir = join(tempDir('state'), 'state');
-  const served = await serve({ SKILLS_DIR: root, SKILL_MCP_STATE_DIR: stateDir, MCP_CONFIRM_ELICITATION: 'off', ...env }, ERAS[0]!);
+  const served = await serve(
+    { SKILLS_DIR: root, SKILL_MCP_STATE_DIR: stateDir, MCP_CONFIRM_ELICITATION: 'off', SKILL_MCP_LOG_LEVEL: 'debug', ...env },
+    ERAS[0]!,
+  );
   closing.push(served);
   const args = { name: 'reporter', script: 'scripts/report.js', args: ['ok'] };
   const result = await callTool(served.client, 'skill_run', { ...args, confirmToken: (await askToken(served.client, args)).confirmToken });

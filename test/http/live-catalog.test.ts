@@ -58,7 +58,13 @@ defineLiveScenario(
   'a live catalog over HTTP, 2026-07-28 (subscriptions/listen)',
   () => join(base, 'skills'),
   async (root) => {
-    server = await startHttp({ SKILLS_DIR: root, SKILL_MCP_PAGE_SIZE: '3', TMPDIR: base, SKILL_MCP_STATE_DIR: join(base, 'state') });
+    server = await startHttp({
+      SKILLS_DIR: root,
+      SKILL_MCP_PAGE_SIZE: '3',
+      TMPDIR: base,
+      SKILL_MCP_STATE_DIR: join(base, 'state'),
+      SKILL_MCP_LOG_LEVEL: 'debug',
+    });
     await stderrMatches(server, /watching the skill folders for changes/);
     const client = await connectClient(server.url, 'modern');
     const subscription = await client.listen({ resourcesListChanged: true, promptsListChanged: true });

@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { chownSync, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BIN, REPO, awaitAuditLine, prepareAndRun, startRunner, tempDir, uidRange, writeSkills } from './harness.js';
@@ -16,8 +16,26 @@ afterEach(async () => {
   for (const r of started.splice(0)) await r.stop();
 });
 
-function cli(args: string[], env: Record<string, string> = {}): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [BIN, ...args], {
+/**
+ * An ordinary user's default state folder is under their home; root's is /var/lib/skill-mcp
+ * (shared/state-dir.ts, test/e2e/root-first-hour.test.ts). The tests of the home default run as an
+ * ordinary uid, whoever runs them.
+ */
+const USER_UID = 40151;
+const asUser = process.getuid?.() === 0 ? ['setpriv', `--reuid=${USER_UID}`, `--regid=${USER_UID}`, '--clear-groups', '--'] : [];
+function userHome(): string {
+  const home = tempDir('home');
+  if (asUser.length > 0) chownSync(home, USER_UID, USER_UID);
+  return home;
+}
+
+function cli(
+  args: string[],
+  env: Record<string, string> = {},
+  prefix: string[] = [],
+): { status: number | null; stdout: string; stderr: string } {
+  const [command, ...argv] = [...prefix, process.execPath, BIN, ...args];
+  const r = spawnSync(command!, argv, {
     encoding: 'utf8',
     env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', ...env },
   });
@@ -55,7 +73,8 @@ describe("the default log is the standalone runner's", () => {
       { jsonrpc: '2.0', method: 'notifications/initialized' },
       { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'skill_list', arguments: {} } },
     ];
-    const child = spawn(process.execPath, [BIN], {
+    const [command, ...argv] = [...asUser, process.execPath, BIN];
+    const child = spawn(command!, argv, {
       env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', SKILLS_DIR: join(REPO, 'skills'), ...env },
       stdio: ['pipe', 'ignore', 'ignore'],
     });
@@ -63,31 +82,31 @@ describe("the default log is the standalone runner's", () => {
     return new Promise((resolve) => child.once('close', resolve));
   }
 
-  it('`audit verify` and `audit tail` with no FILE read ~/.local/state/skill-mcp/audit.log, where `skill-mcp` put it', async () => {
-    const home = tempDir('home');
+  it("`audit verify` and `audit tail` with no FILE read an ordinary user's ~/.local/state/skill-mcp/audit.log, where `skill-mcp` put it", async () => {
+    const home = userHome();
     const env = { HOME: home, TMPDIR: home };
     expect(await standaloneSession(env)).toBe(0);
     expect(existsSync(join(home, '.local/state/skill-mcp/audit.log'))).toBe(true);
     // A session that only listed skills decided nothing: its runner wrote no line (no runner.start noise).
     expect(readFileSync(join(home, '.local/state/skill-mcp/audit.log'), 'utf8')).toBe('');
-    expect(cli(['audit', 'verify'], env)).toMatchObject({
+    expect(cli(['audit', 'verify'], env, asUser)).toMatchObject({
       status: 0,
       stdout: expect.stringMatching(/^intact: 0 lines, chain unbroken; nothing recorded yet/),
     });
-    expect(cli(['audit', 'tail'], env)).toMatchObject({ status: 0, stdout: '' });
+    expect(cli(['audit', 'tail'], env, asUser)).toMatchObject({ status: 0, stdout: '' });
   });
 
   it('with XDG_STATE_HOME set, both use $XDG_STATE_HOME/skill-mcp/audit.log', async () => {
-    const home = tempDir('home');
+    const home = userHome();
     const env = { HOME: home, TMPDIR: home, XDG_STATE_HOME: join(home, 'xdg') };
     expect(await standaloneSession(env)).toBe(0);
     expect(existsSync(join(home, 'xdg/skill-mcp/audit.log'))).toBe(true);
-    expect(cli(['audit', 'verify'], env)).toMatchObject({ status: 0, stdout: expect.stringContaining('intact') });
+    expect(cli(['audit', 'verify'], env, asUser)).toMatchObject({ status: 0, stdout: expect.stringContaining('intact') });
   });
 
   it('a missing default log is named, with how to point at another, and exits 1', () => {
-    const home = tempDir('home');
-    const r = cli(['audit', 'verify'], { HOME: home });
+    const home = userHome();
+    const r = cli(['audit', 'verify'], { HOME: home }, asUser);
     expect(r.status).toBe(1);
     expect(r.stderr).toContain(join(home, '.local/state/skill-mcp/audit.log'));
     expect(r.stderr).toContain('SKILL_MCP_AUDIT_LOG');

@@ -5,13 +5,24 @@
  * filter closes, and an npm package with an install script served by a loopback registry. At this machine's level (root or not, bubblewrap or not — CI's four passes).
  */
 import { spawn } from 'node:child_process';
-import { appendFileSync, chmodSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bwrapWorks, expectedLevel, isRoot } from '../levels.js';
 import { makeNpmTarball, makeSdist, makeWheel } from '../fixtures/deps/packages.js';
 import { startCanary, startNpmRegistry, startPypiIndex } from '../fixtures/deps/servers.js';
 import type { Served } from '../fixtures/deps/servers.js';
+import type { Built } from '../fixtures/deps/packages.js';
 import { PY_PROBE, writeDepsSkills } from '../fixtures/deps/skills.js';
 import { removeTree } from '../../runner/deps/store.js';
 import { BIN, prepareAndRun, startRunner, tempDir, text, uidRange } from './harness.js';
@@ -27,6 +38,8 @@ let root: string;
 let stateDir: string;
 let runner: RunnerHandle;
 let env: Record<string, string>;
+/** The two wheels of `uses-wheel` (the package and its dependency), for the file:// mirrors below. */
+let wheels: Built[] = [];
 /** The first `deps install` (every skill), which the source-build tests read too. */
 let installAll = '';
 // The first install runs in a session keyring holding a key, as an operator's login session would.
@@ -96,6 +109,26 @@ async function prepare(skill: string, script: string, args: string[] = []) {
   return runner.client.prepare({ skill, script, args });
 }
 
+/**
+ * A local pip mirror as operators keep one: project pages in `simple/<project>/index.html` linking
+ * to the wheels in a sibling `files/` folder (`../../files/<wheel>#sha256=…`). Returns its simple/ URL.
+ */
+function fileMirror(at: string): string {
+  mkdirSync(join(at, 'files'), { recursive: true, mode: 0o755 });
+  for (const wheel of wheels) {
+    const project = wheel.name.split('-')[0]!;
+    mkdirSync(join(at, 'simple', project), { recursive: true, mode: 0o755 });
+    copyFileSync(wheel.file, join(at, 'files', wheel.name));
+    chmodSync(join(at, 'files', wheel.name), 0o644);
+    writeFileSync(
+      join(at, 'simple', project, 'index.html'),
+      `<!DOCTYPE html><html><body>\n<a href="../../files/${wheel.name}#sha256=${wheel.sha256}">${wheel.name}</a>\n</body></html>\n`,
+      { mode: 0o644 },
+    );
+  }
+  return `file://${join(at, 'simple')}/`;
+}
+
 function envDirOf(digest: string): string {
   return join(stateDir, 'envs', digest);
 }
@@ -132,6 +165,7 @@ result = ' '.join(tried)`,
   );
   const kernelSdist = makeSdist(files, 'skilltestkernel', '1.0.0', 'skilltestkernel', KERNEL_BUILD);
   pypi = await startPypiIndex({ skilltestpkg: [pkg], skilltestdep: [dep], skilltestsrc: [sdist], skilltestkernel: [kernelSdist] });
+  wheels = [pkg, dep];
   const npmPkg = {
     name: 'leftpad-test',
     version: '1.0.0',
@@ -355,6 +389,64 @@ describe(`dependencies per skill (${level})`, () => {
       expect(['EPERM', 'EROFS']).toContain(out['chmod']);
     }
     expect((await prepare('uses-wheel', 'scripts/probe.py')).ok).toBe(true);
+  }, 120_000);
+
+  it('DEPS_MISSING says which inputs of the address differ from the environment installed for the skill: other index settings than deps install had', async () => {
+    const other = tempDir('deps-runner-other');
+    // The same skills and state, but the index variables deps install had are not the runner's.
+    const unset = await startRunner({ env: { ...env, SKILL_MCP_PIP_INDEX_URL: '' }, base: other, stateDir, args: ['--uid-range', range] });
+    const links = tempDir('deps-other-links');
+    const changed = await startRunner({
+      env: { ...env, SKILL_MCP_PIP_FIND_LINKS: links },
+      base: tempDir('deps-runner-links'),
+      stateDir,
+      args: ['--uid-range', range],
+    });
+    try {
+      const without = await unset.client.prepare({ skill: 'uses-wheel', script: 'scripts/probe.py', args: [] });
+      expect(without).toMatchObject({ ok: false, error: { code: 'DEPS_MISSING' } });
+      if (without.ok) return;
+      expect(without.error.message).toMatch(
+        /the python environment installed for uses-wheel \([0-9a-f]{12}\) was built from other inputs: the index settings \(it was installed with SKILL_MCP_PIP_INDEX_URL \/ SKILL_MCP_PIP_FIND_LINKS set, and the runner has none of them; they are part of an environment's address/,
+      );
+      expect(without.error.message).not.toContain('requirement');
+      const other = await changed.client.prepare({ skill: 'uses-wheel', script: 'scripts/probe.py', args: [] });
+      expect(other).toMatchObject({ ok: false, error: { code: 'DEPS_MISSING' } });
+      if (other.ok) return;
+      expect(other.error.message).toContain('SKILL_MCP_PIP_INDEX_URL / SKILL_MCP_PIP_FIND_LINKS had other values when it was installed');
+      // Security: no URL or host path of the index reaches the model.
+      expect(other.error.message).not.toContain(links);
+      expect(other.error.message).not.toContain(pypi.url);
+      expect(other.error.message).toContain('skill-mcp deps install --skill uses-wheel');
+    } finally {
+      await Promise.all([unset.stop(), changed.stop()]);
+    }
+  }, 120_000);
+
+  it('a file:// mirror whose pages link to its sibling files/ folder installs in the sandbox (that folder bound read-only, and said); as root, one the install uid cannot read is refused naming the folder and the variable', async () => {
+    const mirror = tempDir('deps-mirror');
+    const url = fileMirror(mirror);
+    const { code, out } = await cliWith({ ...env, SKILL_MCP_PIP_INDEX_URL: url }, ['deps', 'install', '--skill', 'uses-wheel']);
+    expect(out).toMatch(
+      /uses-wheel: python environment [0-9a-f]{64}: installed 2 package\(s\): skilltestdep==2\.0\.0, skilltestpkg==1\.0\.0/,
+    );
+    expect(code, out).toBe(0);
+    expect(out).toContain(`the pages of ${url} link to ${join(mirror, 'files')} (bound read-only as well)`);
+    if (bwrapWorks)
+      expect(out).toContain(`read-only, only these of the index configuration: ${join(mirror, 'files')}, ${join(mirror, 'simple')}`);
+    if (!isRoot) return;
+    // The mirror where root keeps it by habit: inside a 0700 folder the install's uid cannot enter.
+    const locked = tempDir('deps-locked');
+    const hidden = fileMirror(join(locked, 'mirror'));
+    chmodSync(locked, 0o700);
+    const refused = await cliWith({ ...env, SKILL_MCP_PIP_INDEX_URL: hidden }, ['deps', 'install', '--skill', 'uses-wheel']);
+    expect(refused.code).toBe(1);
+    expect(refused.out).toMatch(
+      new RegExp(
+        `NOT installed: the install runs as uid \\d+, which cannot read ${join(locked, 'mirror', 'files')} \\(from linked from the pages of SKILL_MCP_PIP_INDEX_URL\\): ${locked} is mode 0700`,
+      ),
+    );
+    chmodSync(locked, 0o755);
   }, 120_000);
 
   it("without SKILL_MCP_PIP_INDEX_URL the installing user's own pip configuration is carried into the sandboxed install, and the output says so", async () => {

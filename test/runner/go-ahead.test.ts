@@ -60,10 +60,14 @@ function fakeOps(over: Partial<GateOps> & { parent?: number } = {}): GateOps & {
 }
 
 describe('the go-ahead, by attack name', () => {
-  it("reads the pid from bubblewrap's info, and refuses info that is cut, not JSON, or names no usable pid", () => {
-    expect(parseInfo('{\n    "child-pid": 4243,\n    "cgroup-namespace": 4026531835\n}\n')).toEqual({ pid: 4243 });
+  it("reads the pid from bubblewrap's first status line, and refuses a line that is cut, not JSON, or names no usable pid", () => {
+    // --json-status-fd: one object a line; the command's exit code follows once it ended.
+    expect(parseInfo('{ "child-pid": 4243, "cgroup-namespace": 4026531835, "mnt-namespace": 4026531841 }\n')).toEqual({ pid: 4243 });
+    expect(parseInfo('{ "child-pid": 4243, "mnt-namespace": 4026531841 }\n{ "exit-code": 1 }\n')).toEqual({ pid: 4243 });
     expect(parseInfo('')).toEqual({ why: 'bubblewrap wrote no info (it ended before its sandbox was made)' });
-    expect(parseInfo('{\n    "child-pid": 42')).toEqual({ why: "bubblewrap's info is not JSON" });
+    expect(parseInfo('{ "child-pid": 42')).toEqual({ why: "bubblewrap's info is not JSON" });
+    // Two objects on the first line: refused, not the first one taken.
+    expect(parseInfo('{"child-pid": 4243}{"child-pid": 99}\n')).toEqual({ why: "bubblewrap's info is not JSON" });
     for (const bad of [
       '{}',
       '{"child-pid": "4243"}',
@@ -196,7 +200,7 @@ describe('the chain buildSpawn makes at the bubblewrap levels', () => {
       argv.filter((a) => /^--[a-z]+=\d+$/.test(a)).map((a) => [a.slice(2, a.indexOf('=')), Number(a.slice(a.indexOf('=') + 1))]),
     );
 
-  it('gated: no prlimit step, bubblewrap execs the interpreter; it is told --seccomp 4, --info-fd 6, --block-fd 5; the filter and the six limits go with the spawn', () => {
+  it('gated: no prlimit step, bubblewrap execs the interpreter; it is told --seccomp 4, --json-status-fd 6, --block-fd 5; the filter and the six limits go with the spawn', () => {
     const spec = build(platform({ limitsBy: 'runner' }));
     const argv = [spec.command, ...spec.args];
     expect(argv).not.toContain('/usr/bin/prlimit');
@@ -210,7 +214,7 @@ describe('the chain buildSpawn makes at the bubblewrap levels', () => {
     ]);
     const options = argv.join(' ');
     expect(options).toContain(`--seccomp ${GATE_FILTER_FD}`);
-    expect(options).toContain(`--info-fd ${SANDBOX_INFO_FD} --block-fd ${GATE_BLOCK_FD}`);
+    expect(options).toContain(`--json-status-fd ${SANDBOX_INFO_FD} --block-fd ${GATE_BLOCK_FD}`);
     expect(spec.fds).toEqual([undefined]);
     expect(spec.gate?.filter).toEqual(Buffer.alloc(16, 7));
   });
@@ -281,14 +285,20 @@ function gated(script: string, limits: Rlimit[] = LIMITS, skillDir = temp): Spaw
   };
 }
 
-/** The child bubblewrap named, once its info is read. */
+/** The child bubblewrap named, once its first status line is read (the status fd stays open until bubblewrap exits). */
 async function childPid(child: SpawnedChild): Promise<number> {
   const chunks: Buffer[] = [];
-  child.info!.on('data', (c: Buffer) => chunks.push(c));
-  await new Promise((ok) => child.info!.once('end', ok));
-  const found = parseInfo(Buffer.concat(chunks).toString());
-  if (!('pid' in found)) throw new Error(found.why);
-  return found.pid;
+  return new Promise((ok, fail) => {
+    child.info!.on('data', (c: Buffer) => {
+      chunks.push(c);
+      const found = parseInfo(Buffer.concat(chunks).toString());
+      if ('pid' in found) ok(found.pid);
+    });
+    child.info!.once('end', () => {
+      const found = parseInfo(Buffer.concat(chunks).toString());
+      if ('why' in found) fail(new Error(found.why));
+    });
+  });
 }
 
 /** Whether `pid` sits in read(2) on the block fd: /proc/PID/syscall is "0 0x5 …" (x86_64) or "63 0x5 …" (aarch64). */

@@ -136,7 +136,14 @@ describe.each(variants)('the namespace sandbox, $name', (variant) => {
     await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
     port = (listener.address() as { port: number }).port;
     runner = await startRunner({
-      env: { SKILLS_DIR: skills, HOME: home, SKILL_MCP_RUN_TMP_BYTES: String(8 * MIB), SKILL_MCP_RUN_MEMORY_BYTES: String(512 * MIB) },
+      env: {
+        SKILLS_DIR: skills,
+        HOME: home,
+        SKILL_MCP_RUN_TMP_BYTES: String(8 * MIB),
+        SKILL_MCP_RUN_MEMORY_BYTES: String(512 * MIB),
+        // The prlimit-step note is an internal one (SKILL_MCP_LOG_LEVEL=debug).
+        SKILL_MCP_LOG_LEVEL: 'debug',
+      },
       base,
       args: ['--uid-range', uidRange(10)],
       ...(variant.uid !== undefined
