@@ -34,6 +34,7 @@ import { pidAlive } from './file-lock.js';
 import { fileURLToPath } from 'node:url';
 import { probePlatform, usesBwrap } from './sandbox/platform.js';
 import { helperPoolFor } from './egress/helper-link.js';
+import { LocalBackend } from './backend/local.js';
 import { bridgeNode } from './egress/plan.js';
 import { installBundles, removeBundles } from './sandbox/bundles.js';
 import { GO_AHEAD_OFF } from './sandbox/go-ahead.js';
@@ -322,6 +323,14 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
     osUser: hosted ? undefined : osUserName(),
     helpers: 'why' in helpers ? undefined : helpers,
     walk,
+    backend: new LocalBackend({
+      platform,
+      sourceEnv: env,
+      limits: opts.limits,
+      workspaceMode,
+      killGraceMs: opts.killGraceMs,
+      drainMs: opts.drainMs,
+    }),
   });
   const mismatchesLogged = new Set<string>();
   const server = await listen({

@@ -5,7 +5,8 @@
  * front↔runner agreement (shared/config-view.ts). A bad file is a reason for a problem, never a
  * throw: nothing read here can stop a process.
  */
-import { closeSync, constants, fstatSync, lstatSync, openSync, opendirSync, readSync, statSync } from 'node:fs';
+import { readBounded } from './bounded-read.js';
+import { closeSync, constants, lstatSync, openSync, opendirSync, statSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 
@@ -43,21 +44,15 @@ export function readDeclarationFile(path: string, shown: string): FileRead {
     return { kind: 'bad', why: `${shown} cannot be opened (${code ?? 'error'})` };
   }
   try {
-    const info = fstatSync(fd);
-    if (!info.isFile()) return { kind: 'bad', why: `${shown} is not a regular file` };
-    if (info.size > MAX_DECLARATION_FILE_BYTES)
-      return { kind: 'bad', why: `${shown} is ${info.size} bytes, over the ${MAX_DECLARATION_FILE_BYTES}-byte limit for a declaration` };
-    const bytes = Buffer.allocUnsafe(MAX_DECLARATION_FILE_BYTES + 1);
-    let got = 0;
-    while (got < bytes.length) {
-      const read = readSync(fd, bytes, got, bytes.length - got, got);
-      if (read === 0) break;
-      got += read;
-    }
-    if (got > MAX_DECLARATION_FILE_BYTES)
-      return { kind: 'bad', why: `${shown} grew past the ${MAX_DECLARATION_FILE_BYTES}-byte limit for a declaration while it was read` };
+    const read = readBounded(fd, MAX_DECLARATION_FILE_BYTES);
+    if (!read.ok && read.why === 'not-a-file') return { kind: 'bad', why: `${shown} is not a regular file` };
+    if (!read.ok)
+      return {
+        kind: 'bad',
+        why: `${shown} is ${read.stat.size} bytes, over the ${MAX_DECLARATION_FILE_BYTES}-byte limit for a declaration`,
+      };
     try {
-      return { kind: 'text', text: UTF8.decode(bytes.subarray(0, got)) };
+      return { kind: 'text', text: UTF8.decode(read.bytes) };
     } catch {
       return { kind: 'bad', why: `${shown} is not valid UTF-8` };
     }

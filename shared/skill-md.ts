@@ -3,7 +3,8 @@
  * a regular file (not a FIFO or device), at most MAX_SKILL_MD_BYTES — checked on what was opened.
  * The front lists skills from it; the runner re-reads the declaration from it before every run.
  */
-import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
+import { readBounded } from './bounded-read.js';
+import { closeSync, constants, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { MAX_SKILL_MD_BYTES } from './limits.js';
 
@@ -19,20 +20,11 @@ export function readSkillMdFile(realDir: string): SkillMdRead {
     return { ok: false, why: `SKILL.md cannot be opened as a regular file (${(error as NodeJS.ErrnoException).code ?? 'error'})` };
   }
   try {
-    const info = fstatSync(fd);
-    if (!info.isFile()) return { ok: false, why: 'SKILL.md is not a regular file' };
     // Security: bounds the heap of both processes whatever a bundle ships as its SKILL.md.
-    if (info.size > MAX_SKILL_MD_BYTES)
-      return { ok: false, why: `SKILL.md is ${info.size} bytes, over the ${MAX_SKILL_MD_BYTES}-byte limit` };
-    const bytes = Buffer.allocUnsafe(info.size);
-    let got = 0;
-    while (got < bytes.length) {
-      const read = readSync(fd, bytes, got, bytes.length - got, got);
-      if (read === 0) break;
-      got += read;
-    }
-    const read = bytes.subarray(0, got);
-    return { ok: true, text: read.toString('utf8'), bytes: read, size: got, mtimeMs: info.mtimeMs };
+    const read = readBounded(fd, MAX_SKILL_MD_BYTES);
+    if (!read.ok && read.why === 'not-a-file') return { ok: false, why: 'SKILL.md is not a regular file' };
+    if (!read.ok) return { ok: false, why: `SKILL.md is ${read.stat.size} bytes, over the ${MAX_SKILL_MD_BYTES}-byte limit` };
+    return { ok: true, text: read.bytes.toString('utf8'), bytes: read.bytes, size: read.bytes.length, mtimeMs: read.stat.mtimeMs };
   } catch (error) {
     return { ok: false, why: `SKILL.md cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})` };
   } finally {

@@ -67,6 +67,7 @@ export const TIERS = {
     'server/token-cache.test.ts',
     'server/tool-definitions.test.ts',
     'shared/byte-names.test.ts',
+    'shared/bounded-read.test.ts',
     'shared/cli-args.test.ts',
     'shared/content-digest.test.ts',
     'shared/declaration-source.test.ts',

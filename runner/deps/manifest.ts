@@ -7,8 +7,9 @@
  * What it does not stop: whoever can write both the environment and its manifest (root, or the
  * runner's own user at the same-uid level) — they can as well change the runner itself.
  */
+import { readBounded } from '../../shared/bounded-read.js';
 import { createHash } from 'node:crypto';
-import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readlinkSync, readSync } from 'node:fs';
+import { closeSync, constants, lstatSync, openSync, readdirSync, readlinkSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 import { nameText, validName } from '../../shared/byte-names.js';
@@ -138,17 +139,9 @@ export function readManifest(dir: string): { ok: true; manifest: Manifest } | { 
     };
   }
   try {
-    const st = fstatSync(fd);
-    if (!st.isFile() || st.size > MAX_MANIFEST_BYTES)
-      return { ok: false, missing: false, why: 'its manifest is not a regular file of a sane size' };
-    const bytes = Buffer.alloc(st.size);
-    let got = 0;
-    while (got < bytes.length) {
-      const n = readSync(fd, bytes, got, bytes.length - got, got);
-      if (n === 0) break;
-      got += n;
-    }
-    const manifest = JSON.parse(bytes.subarray(0, got).toString('utf8')) as Manifest;
+    const read = readBounded(fd, MAX_MANIFEST_BYTES);
+    if (!read.ok) return { ok: false, missing: false, why: 'its manifest is not a regular file of a sane size' };
+    const manifest = JSON.parse(read.bytes.toString('utf8')) as Manifest;
     if (manifest.version !== 1 || !Array.isArray(manifest.entries))
       return { ok: false, missing: false, why: 'its manifest is not one this runner reads' };
     return { ok: true, manifest };

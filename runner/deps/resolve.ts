@@ -5,7 +5,8 @@
  * this for every preview and run; `skill-mcp deps install` does the same before it builds, so
  * both arrive at the same digest.
  */
-import { closeSync, fstatSync, readSync, realpathSync } from 'node:fs';
+import { readBounded } from '../../shared/bounded-read.js';
+import { closeSync, realpathSync } from 'node:fs';
 import { relative, sep } from 'node:path';
 import { rootReads } from '../../shared/open-beneath.js';
 import { isInside } from '../../shared/paths.js';
@@ -46,17 +47,10 @@ export function readSkillFile(skillDir: string, path: string, max: number): { ok
     } finally {
       closeSync(root);
     }
-    const st = fstatSync(fd);
-    if (!st.isFile()) return { ok: false, why: `${path} is not a regular file` };
-    if (st.size > max) return { ok: false, why: `${path} is ${st.size} bytes, over the ${max}-byte limit` };
-    const bytes = Buffer.alloc(st.size);
-    let got = 0;
-    while (got < bytes.length) {
-      const n = readSync(fd, bytes, got, bytes.length - got, got);
-      if (n === 0) break;
-      got += n;
-    }
-    return { ok: true, bytes: bytes.subarray(0, got) };
+    const read = readBounded(fd, max);
+    if (!read.ok && read.why === 'not-a-file') return { ok: false, why: `${path} is not a regular file` };
+    if (!read.ok) return { ok: false, why: `${path} is ${read.stat.size} bytes, over the ${max}-byte limit` };
+    return { ok: true, bytes: read.bytes };
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ELOOP' || code === 'ENOTDIR' || code === 'EXDEV')

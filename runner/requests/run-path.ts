@@ -1,49 +1,32 @@
-/**
- * @module The run after its token is spent: it makes the run's folder and workspace (a tmpfs of the
- * cap's size as root), its egress proxy and memory cgroup, writes the run.accept line (nothing runs
- * whose accept line is not on disk), spawns the script, reaps what it left, collects its output
- * files and writes its run.exit line. Its answer waits for that line on disk (its anchor follows), not for
- * the removal of its workspace and copy: that runs after, and the run keeps its uid and its slot
- * until it is done (`slot.after`). A failure after the spend still ends on record (a reject before
- * the accept, an exit after it), and the finally below unmounts, removes and releases whatever
- * other way the run ended. The checks that lead here (token,
- * ledger, re-derivation, the spend itself) stay in runner/requests/service.ts, in their order.
- */
-import { chownSync, mkdirSync } from 'node:fs';
 import { isSkillMcpError } from '../../shared/errors.js';
-import { MAX_STREAM_BYTES } from '../../shared/limits.js';
 import type { RedactionSummaryView, Refusal, ResultOf, RunnerRequest } from '../../shared/protocol.js';
 import type { InputDigest, InputFile } from '../../shared/run-io.js';
 import type { TokenClaims } from '../../shared/token.js';
 import type { AuditLog } from '../audit/log.js';
 import type { AuditEvent, RunGrant, RunWho } from '../audit/events.js';
+import type { BackendRefusal, BackendRun, PreparedRun, Reaped, RunBackend, RunFolders } from '../backend/backend.js';
+import { isRefusal } from '../backend/backend.js';
 import type { RunHelper } from '../egress/helper-link.js';
 import { openHelperDirTo } from '../egress/helper-link.js';
 import { startRunEgress } from '../egress/run-egress.js';
 import type { RunEgress, RunEgressEnd } from '../egress/run-egress.js';
 import { hitMemoryLimit } from '../sandbox/memory-limit.js';
-import { runProcess } from '../sandbox/process.js';
-import type { ProcessOutcome } from '../sandbox/process.js';
+import type { ProcessOutcome, RunningProcess } from '../sandbox/process.js';
 import { RunRedaction } from '../secrets/redact.js';
 import { usesBwrap } from '../sandbox/platform.js';
-import { makeRunCgroup, runCgroupLimit } from '../sandbox/run-cgroup.js';
 import type { RunCgroup } from '../sandbox/run-cgroup.js';
-import { buildSpawn, heldSpawn } from '../sandbox/spawn.js';
 import type { SandboxLimits } from '../sandbox/spawn.js';
-import { removeIpcOf } from '../sandbox/sysv-ipc.js';
 import { runPaths, sandboxFailedMessage, sandboxStartFailure } from '../sandbox/start-failure.js';
 import { depsBinds } from '../deps/run-env.js';
 import { lineWriter, readLogFormat } from '../../shared/log-line.js';
-import { reapUid } from '../uids/pool.js';
 import type { UidPool } from '../uids/pool.js';
 import { workspaceFullNote } from '../workspace/capacity.js';
 import type { WorkspaceCap, WorkspaceMode, WorkspaceUsage } from '../workspace/capacity.js';
-import { mountWorkspace, unmountAll } from '../workspace/mount.js';
+import { unmountAll } from '../workspace/mount.js';
 import { collectOutputs, MAX_WALK_ENTRIES } from '../workspace/outputs.js';
 import type { Collected } from '../workspace/outputs.js';
 import type { RunCopy } from '../workspace/run-copy.js';
-import { runFolderName } from '../workspace/scratch.js';
-import { makeHome, makeWorkspace, removeRunFolder, removeRunFolderAsync } from '../workspace/workspace.js';
+import { removeRunFolderAsync } from '../workspace/workspace.js';
 import type { Workspace } from '../workspace/workspace.js';
 import { watchWorkspace } from '../workspace/watch.js';
 import { walkAsRunUid } from '../workspace/walk-link.js';
@@ -84,6 +67,8 @@ export interface RunPathDeps {
   drainMs: number;
   /** A root runner's outputs walk as the run's uid (runner/workspace/walk-link.ts). */
   walk: WalkCommand | undefined;
+  /** How an approved run becomes a sandboxed process (runner/backend/backend.ts). */
+  backend: RunBackend;
 }
 
 /** A run whose token and inputs passed every check, its token not spent yet (`spend` does it). */
@@ -216,160 +201,187 @@ export async function cleanUpRun(scratch: string, tmpfs: boolean, copy: RunCopy)
 }
 
 /**
- * Runs a checked run: spend, workspace, proxy, cgroup, accept line, spawn, reap, collect, exit line.
- * In a held sandbox (the go-ahead, runner/sandbox/go-ahead.ts) the spend and the accept line come
- * after the spawn call instead, while bubblewrap builds the sandbox, and the script is let go only
- * once both are on disk (runProcess's hold): the same promise — nothing of the script runs before
- * its token is spent and its run is on record — at the cost of what is left of them after the spawn.
+ * What a run holds from its spend to its answer, in one object: each field is set by one step of
+ * {@link RunLife} and read by the ones after it (and by its end, whichever way the run ended).
  */
-export async function runChecked(
-  deps: RunPathDeps,
-  stats: RunStats,
-  admission: RunAdmission,
-  run: CheckedRun,
-): Promise<Answer<ResultOf<'run'>>> {
-  const { req, slot, reject, copy, who, tokenId, claims, plan, inputs, files, scratch, proxied, uid, cap } = run;
-  const { phases } = slot;
-  const held = heldSpawn(deps.ctx.platform);
-  if (!held) {
-    const refused = await run.spend();
-    if (refused) {
-      run.helper?.kill();
-      if (uid !== undefined) await deps.uidPool?.release(uid);
-      return refused;
-    }
-    phases.mark('spend');
-  }
+interface RunHeld {
   /** The token is spent: a failure from here on says so. */
-  let spent = !held;
+  spent: boolean;
+  /** The run.accept line is on disk: the run's end is an exit line, not a reject. */
+  accepted: boolean;
+  /** The answer is ready and afterAnswer took over the removal and the releases. */
+  handedOff: boolean;
+  folders?: RunFolders;
+  prepared?: PreparedRun;
+  egress?: RunEgress;
+  watch?: WorkspaceWatch;
+  reaped?: Reaped;
   /** Settles a held sandbox's hold; undefined lets its script go. Every path that does not let it go settles it with why. */
-  let settleRecord: (why: string | undefined) => void = () => undefined;
-  let egress: RunEgress | undefined;
-  let cgroup: RunCgroup | undefined;
-  let watch: WorkspaceWatch | undefined;
-  let tmpfs = false;
-  let accepted = false;
-  // Set once the answer is ready and afterAnswer took over the removal and the releases.
-  let handedOff = false;
-  // Issue 30: every value the run could see, searched for in everything it returns (runner/secrets/redact.ts).
-  const redaction = new RunRedaction(plan.redact);
-  // Set once the run's cgroup was killed and found empty: its uid has no process left (uids/pool.ts).
-  let emptied = false;
-  try {
-    // The run's folder holds its workspace (the cwd), at the other levels its HOME (the namespace
-    // levels give the run a RAM-backed /tmp instead), and a proxied run's egress socket.
-    mkdirSync(scratch, { mode: 0o700 });
-    if (uid !== undefined) chownSync(scratch, uid, uid);
-    let ws: Workspace;
-    let home: string;
-    // Security: as root the workspace is a tmpfs of the cap's size, mounted before the inputs go in (mount.ts).
-    tmpfs = deps.workspaceMode === 'tmpfs' && uid !== undefined;
-    let mountFailed: string | undefined;
-    const mount = tmpfs
-      ? (dir: string): void => {
-          try {
-            mountWorkspace(dir, cap, uid!);
-          } catch (error) {
-            mountFailed = (error as NodeJS.ErrnoException).code ?? 'error';
-            throw error;
-          }
-        }
-      : undefined;
-    try {
-      ws = makeWorkspace(scratch, uid, files, mount);
-      home = usesBwrap(deps.ctx.platform) ? scratch : makeHome(scratch, uid);
-    } catch (error) {
-      // Never run without the cap the runner keeps for every run.
-      if (mountFailed !== undefined)
-        return reject(
-          'sandbox-failed',
-          'SANDBOX_UNAVAILABLE',
-          `the run's workspace could not be mounted with its size cap (${mountFailed}); nothing was run`,
-          { token_id: tokenId },
-        );
-      return reject(
-        'sandbox-failed',
-        'INTERNAL',
-        `the runner could not write the run's workspace (${(error as NodeJS.ErrnoException).code ?? 'error'}); nothing was run — check the scratch directory's free space`,
-        { token_id: tokenId },
-      );
+  settleRecord: (why: string | undefined) => void;
+}
+
+/**
+ * One checked run, from its spend to its answer, as named steps over one {@link RunHeld}:
+ * spend → folders → network → process → accept line → start → (held: spend, accept line) → end →
+ * outputs → exit line. In a held sandbox (the go-ahead, runner/sandbox/go-ahead.ts) the spend and the
+ * accept line come after the spawn call instead, while bubblewrap builds the sandbox, and the script
+ * is let go only once both are on disk (runProcess's hold): the same promise — nothing of the script
+ * runs before its token is spent and its run is on record — at the cost of what is left of them after the spawn.
+ */
+class RunLife {
+  private readonly held: RunHeld = { spent: false, accepted: false, handedOff: false, settleRecord: () => undefined };
+  // Every value the run could see, searched for in everything it returns (runner/secrets/redact.ts).
+  private readonly redaction: RunRedaction;
+  private readonly backendRun: BackendRun;
+
+  constructor(
+    private readonly deps: RunPathDeps,
+    private readonly stats: RunStats,
+    private readonly admission: RunAdmission,
+    private readonly run: CheckedRun,
+  ) {
+    this.redaction = new RunRedaction(run.plan.redact);
+    this.backendRun = {
+      runId: run.slot.runId,
+      plan: run.plan,
+      uid: run.uid,
+      scratch: run.scratch,
+      files: run.files,
+      ...(run.req.stdin !== undefined ? { stdin: run.req.stdin } : {}),
+      cap: run.cap,
+    };
+  }
+
+  private refuse(refusal: BackendRefusal): Answer<ResultOf<'run'>> {
+    return this.run.reject('sandbox-failed', refusal.code, refusal.message, { token_id: this.run.tokenId });
+  }
+
+  async go(): Promise<Answer<ResultOf<'run'>>> {
+    const { deps, run } = this;
+    if (!deps.backend.holdsStarts) {
+      const refused = await this.spend();
+      if (refused) {
+        run.helper?.kill();
+        if (run.uid !== undefined) await deps.uidPool?.release(run.uid);
+        return refused;
+      }
     }
+    try {
+      return await this.steps();
+    } catch (error) {
+      return await this.failed(error);
+    } finally {
+      await this.release();
+    }
+  }
+
+  /** The token's spend, on record in `held` and the phases. */
+  private async spend(): Promise<{ ok: false; error: Refusal } | undefined> {
+    const refused = await this.run.spend();
+    if (refused) return refused;
+    this.held.spent = true;
+    this.run.slot.phases.mark('spend');
+    return undefined;
+  }
+
+  private async steps(): Promise<Answer<ResultOf<'run'>>> {
+    const { deps, run, held } = this;
+    const { slot, plan, proxied, tokenId } = run;
+    const { phases } = slot;
+    const folders = deps.backend.prepareFolders(this.backendRun);
+    if (isRefusal(folders)) return this.refuse(folders);
+    held.folders = folders;
     phases.mark('workspace');
     // Security: secrets are only ever injected by the run's own proxy; never a run that would hold them otherwise.
     if (plan.secrets.length > 0 && !(proxied && usesBwrap(deps.ctx.platform)))
-      return reject(
-        'sandbox-failed',
-        'SANDBOX_UNAVAILABLE',
-        "the run has secrets, which only the bubblewrap sandbox's egress proxy can inject; nothing was run",
-        { token_id: tokenId },
-      );
-    // Security: the run's network is its helper's, an unprivileged process of its own (runner/egress/
-    // helper-link.ts): given this run's entries and only this run's secrets, it listens where the
-    // sandbox binds its socket and, with bindings, writes the run CA's bundle beside it.
-    const helper = run.helper;
-    if (proxied && helper === undefined) throw new Error('a proxied run reached its start without a helper');
-    if (helper !== undefined) {
-      try {
-        if (uid !== undefined && helper.uid !== undefined) openHelperDirTo(helper.dir, helper.uid, uid);
-        egress = await startRunEgress({
-          helper,
-          audit: deps.audit,
-          runId: slot.runId,
-          entries: plan.egress.entries,
-          secrets: plan.secrets,
-          redactText: (text) => redaction.text(text),
-          env: deps.ctx.env,
-          timeoutMs: plan.willRun.timeoutMs,
-          ...(who.requester !== undefined ? { requester: who.requester } : {}),
-          onFailure: () => slot.proc?.cancel('helper-failed'),
-        });
-      } catch (error) {
-        const why = redaction.text(error instanceof Error ? error.message : String(error));
-        return reject('sandbox-failed', 'SANDBOX_UNAVAILABLE', `the run's network helper could not start (${why}); nothing was run`, {
-          token_id: tokenId,
-        });
-      }
-    }
+      return this.refuse({
+        refused: true,
+        code: 'SANDBOX_UNAVAILABLE',
+        message: "the run has secrets, which only the bubblewrap sandbox's egress proxy can inject; nothing was run",
+      });
+    const network = await this.startNetwork();
+    if (network !== undefined) return network;
     phases.mark('proxy');
-    // Security: a root runner caps and ends the run by its own cgroup (every page counted, every task killed).
-    const { cgroups } = deps.ctx.platform;
-    if (cgroups) {
-      try {
-        // A tmpfs workspace's pages are charged to the group too.
-        cgroup = makeRunCgroup(
-          cgroups,
-          runFolderName(slot.runId),
-          runCgroupLimit(plan.willRun.memoryBytes, deps.limits.tmpBytes + (tmpfs ? cap.bytes : 0)),
-        );
-      } catch (error) {
-        // Never run uncapped what the preview said would be capped.
-        return reject(
-          'sandbox-failed',
-          'SANDBOX_UNAVAILABLE',
-          `the run's memory cgroup could not be made (${(error as NodeJS.ErrnoException).code ?? 'error'}); nothing was run`,
-          { token_id: tokenId },
-        );
-      }
-    }
+    const prepared = deps.backend.prepareProcess(this.backendRun, folders, run.helper?.dir);
+    if (isRefusal(prepared)) return this.refuse(prepared);
+    held.prepared = prepared;
     phases.mark('cgroup');
-    // Without a tmpfs, no one file may pass the workspace cap either (RLIMIT_FSIZE): the watcher then bounds the rest.
-    const limits = tmpfs ? deps.limits : { ...deps.limits, fsizeBytes: Math.min(deps.limits.fsizeBytes, cap.bytes) };
-    const spec = {
-      ...buildSpawn({
-        plan,
-        platform: deps.ctx.platform,
-        sourceEnv: deps.ctx.env,
-        uid,
-        limits,
-        dirs: { workspace: ws.dir, home, ...(helper !== undefined ? { helper: helper.dir } : {}) },
-        extras: cgroup ? { cgroupProcs: cgroup.procs } : {},
-      }),
-      ...(req.stdin !== undefined ? { stdin: req.stdin } : {}),
-    };
-    if (spec.envNames.join('\0') !== plan.willRun.envNames.join('\0'))
-      return reject('sandbox-failed', 'INTERNAL', 'the run environment differs from the preview; nothing was run', { token_id: tokenId });
-    // Security: nothing runs whose accept line is not on disk.
-    const acceptLine: AuditEvent = {
+    const acceptLine = this.acceptLine(prepared.spec.envNames);
+    // Held (see above): the spend and the line come after the spawn call. Elsewhere the line first, then the spawn.
+    let onRecord: Promise<string | undefined> | undefined;
+    if (prepared.held) onRecord = new Promise((resolve) => (held.settleRecord = resolve));
+    else {
+      try {
+        await deps.audit.commit(acceptLine);
+      } catch {
+        return run.reject('audit-unavailable', 'AUDIT_UNAVAILABLE', AUDIT_DOWN_SPENT, { token_id: tokenId });
+      }
+      held.accepted = true;
+      phases.mark('accept');
+    }
+    slot.lease?.endsBy(Date.now() + plan.willRun.timeoutMs + deps.killGraceMs + deps.drainMs + REAP_MS);
+    const proc = deps.backend.start(prepared, {
+      timeoutMs: plan.willRun.timeoutMs,
+      filters: { stdout: this.redaction.stream(), stderr: this.redaction.stream() },
+      ...(onRecord !== undefined ? { hold: onRecord } : {}),
+      afterExit: async () => {
+        const reapStarted = performance.now();
+        held.reaped = await deps.backend.reap(this.backendRun, prepared);
+        this.stats.reaped(performance.now() - reapStarted);
+      },
+    });
+    slot.proc = proc;
+    phases.mark('spawn', proc.spawnedAt);
+    if (onRecord !== undefined) {
+      const notRecorded = await this.recordWhileHeld(proc, acceptLine, onRecord);
+      if (notRecorded !== undefined) return notRecorded;
+    }
+    if (slot.cancelled) proc.cancel();
+    // A helper that failed before the script was there to stop.
+    if (held.egress?.failed !== undefined) proc.cancel('helper-failed');
+    // Security: without a tmpfs the watcher is the workspace's cap: the first look over it stops the run.
+    held.watch = watchWorkspace(folders.ws, folders.tmpfs ? 'tmpfs' : 'watch', run.cap, () => proc.cancel('workspace-full'));
+    return this.end(proc, prepared);
+  }
+
+  /** Security: the run's network is its helper's, an unprivileged process of its own (runner/egress/
+   * helper-link.ts): given this run's entries and only this run's secrets, it listens where the
+   * sandbox binds its socket and, with bindings, writes the run CA's bundle beside it. */
+  private async startNetwork(): Promise<Answer<ResultOf<'run'>> | undefined> {
+    const { deps, run, held } = this;
+    const { helper, uid, slot, plan, who } = run;
+    if (run.proxied && helper === undefined) throw new Error('a proxied run reached its start without a helper');
+    if (helper === undefined) return undefined;
+    try {
+      if (uid !== undefined && helper.uid !== undefined) openHelperDirTo(helper.dir, helper.uid, uid);
+      held.egress = await startRunEgress({
+        helper,
+        audit: deps.audit,
+        runId: slot.runId,
+        entries: plan.egress.entries,
+        secrets: plan.secrets,
+        redactText: (text) => this.redaction.text(text),
+        env: deps.ctx.env,
+        timeoutMs: plan.willRun.timeoutMs,
+        ...(who.requester !== undefined ? { requester: who.requester } : {}),
+        onFailure: () => slot.proc?.cancel('helper-failed'),
+      });
+      return undefined;
+    } catch (error) {
+      const why = this.redaction.text(error instanceof Error ? error.message : String(error));
+      return this.refuse({
+        refused: true,
+        code: 'SANDBOX_UNAVAILABLE',
+        message: `the run's network helper could not start (${why}); nothing was run`,
+      });
+    }
+  }
+
+  /** The run.accept line. Security: nothing runs whose accept line is not on disk. */
+  private acceptLine(envNames: readonly string[]): AuditEvent {
+    const { run, admission } = this;
+    const { slot, plan, req, inputs, who, claims, uid, tokenId } = run;
+    return {
       event: 'run.accept',
       run_id: slot.runId,
       runner_pid: process.pid,
@@ -378,7 +390,7 @@ export async function runChecked(
       script: req.script,
       interpreter: plan.willRun.interpreter,
       argv: plan.willRun.argv,
-      env_names: spec.envNames,
+      env_names: [...envNames],
       timeout_ms: plan.willRun.timeoutMs,
       isolation: plan.willRun.isolation,
       sandbox: plan.willRun.sandbox,
@@ -399,109 +411,59 @@ export async function runChecked(
       ...who,
       ...grantOf(plan),
     };
-    // Held (see above): the spend and the line come after the spawn call. Elsewhere the line first, then the spawn.
-    // Security: a held run whose spawn carried no gate would start unspent; buildSpawn gates exactly
-    // where heldSpawn says, and this keeps the two from ever parting silently.
-    const gated = spec.gate !== undefined;
-    if (gated !== held)
-      return reject('sandbox-failed', 'INTERNAL', "the run's spawn is not the one its start was planned for; nothing was run", {
-        token_id: tokenId,
-      });
-    let onRecord: Promise<string | undefined> | undefined;
-    if (gated) onRecord = new Promise((resolve) => (settleRecord = resolve));
-    else {
-      try {
-        await deps.audit.commit(acceptLine);
-      } catch {
-        return reject('audit-unavailable', 'AUDIT_UNAVAILABLE', AUDIT_DOWN_SPENT, { token_id: tokenId });
-      }
-      accepted = true;
-      phases.mark('accept');
+  }
+
+  /**
+   * A held spawn: after the spawn call, while bubblewrap starts, the spend, then the accept line
+   * (never a line for a token that was not spent). The script waits for both; a refusal ends its
+   * sandbox unstarted. Undefined once both are on disk and the script is let go.
+   */
+  private async recordWhileHeld(
+    proc: RunningProcess,
+    acceptLine: AuditEvent,
+    onRecord: Promise<string | undefined>,
+  ): Promise<Answer<ResultOf<'run'>> | undefined> {
+    const { deps, run, held } = this;
+    // A held spawn that started nothing (its go-ahead could not be set up — out of fds, say — or
+    // bubblewrap could not be executed) is known by now, with no pid: it ends before the spend,
+    // so the person's approval is not used up by a run that never began, and no accept line is
+    // written for it. The reason (never a host path: runProcess's startError) is the refusal's.
+    if (proc.pid === undefined) {
+      const o = await proc.outcome;
+      const why = o.startError ?? 'the sandbox could not be spawned';
+      return this.refuse({ refused: true, code: 'SANDBOX_UNAVAILABLE', message: `${why}; nothing was run and its token was not spent` });
     }
-    slot.lease?.endsBy(Date.now() + plan.willRun.timeoutMs + deps.killGraceMs + deps.drainMs + REAP_MS);
-    const { setpriv, kill, ipcrm } = deps.ctx.platform.tools;
-    let leftovers = { killed: 0, remaining: 0 };
-    let reapError: string | undefined;
-    let ipcRemoved = 0;
-    const afterExit = async (): Promise<void> => {
-      const reapStarted = performance.now();
-      await reapLeftovers();
-      stats.reaped(performance.now() - reapStarted);
-    };
-    const reapLeftovers = async (): Promise<void> => {
-      if (cgroup) {
-        try {
-          leftovers = await cgroup.kill();
-          emptied = leftovers.remaining === 0;
-        } catch (error) {
-          // Security: a group whose kill failed is never taken as empty. The uid sweep (root) kills
-          // what the run's uid still has; without it, the run counts one process left, so its
-          // workspace is not read and the exit line says why (reap_error).
-          reapError = (error as NodeJS.ErrnoException).code ?? 'error';
-          leftovers = uid !== undefined && setpriv && kill ? await reapUid(uid, setpriv, kill) : { killed: 0, remaining: 1 };
-        }
-      } else if (uid !== undefined && setpriv && kill) leftovers = await reapUid(uid, setpriv, kill);
-      // Security: without an ipc namespace, SysV objects of the uid would wait for its next run.
-      if (uid !== undefined && ipcrm && deps.ctx.platform.isolation === 'uid') ipcRemoved = await removeIpcOf(uid, ipcrm);
-    };
-    // In bubblewrap a SIGTERM would only reach bubblewrap, whose death kills the script at once:
-    // the namespace levels end a timed-out run with SIGKILL straight away (its /tmp goes with it).
-    const killGraceMs = usesBwrap(deps.ctx.platform) ? 0 : deps.killGraceMs;
-    const proc = runProcess(
-      spec,
-      { timeoutMs: plan.willRun.timeoutMs, killGraceMs, drainMs: deps.drainMs },
-      MAX_STREAM_BYTES,
-      afterExit,
-      { stdout: redaction.stream(), stderr: redaction.stream() },
-      onRecord !== undefined ? { hold: onRecord } : {},
+    const refused = await this.spend();
+    if (refused) {
+      held.settleRecord(TOKEN_NOT_SPENT);
+      await proc.outcome;
+      return refused;
+    }
+    deps.audit.commit(acceptLine).then(
+      () => held.settleRecord(undefined),
+      () => held.settleRecord(ACCEPT_NOT_WRITTEN),
     );
-    slot.proc = proc;
-    phases.mark('spawn', proc.spawnedAt);
-    if (onRecord !== undefined) {
-      // A held spawn that started nothing (its go-ahead could not be set up — out of fds, say — or
-      // bubblewrap could not be executed) is known by now, with no pid: it ends before the spend,
-      // so the person's approval is not used up by a run that never began, and no accept line is
-      // written for it. The reason (never a host path: runProcess's startError) is the refusal's.
-      if (proc.pid === undefined) {
-        const o = await proc.outcome;
-        const why = o.startError ?? 'the sandbox could not be spawned';
-        return reject('sandbox-failed', 'SANDBOX_UNAVAILABLE', `${why}; nothing was run and its token was not spent`, {
-          token_id: tokenId,
-        });
-      }
-      // After the spawn call, while bubblewrap starts: the spend, then the line (never a line for a
-      // token that was not spent). The script waits for both; a refusal ends its sandbox unstarted.
-      const refused = await run.spend();
-      if (refused) {
-        settleRecord(TOKEN_NOT_SPENT);
-        await proc.outcome;
-        return refused;
-      }
-      spent = true;
-      phases.mark('spend');
-      deps.audit.commit(acceptLine).then(
-        () => settleRecord(undefined),
-        () => settleRecord(ACCEPT_NOT_WRITTEN),
-      );
-      if ((await onRecord) !== undefined) {
-        await proc.outcome;
-        return reject('audit-unavailable', 'AUDIT_UNAVAILABLE', AUDIT_DOWN_SPENT, { token_id: tokenId });
-      }
-      accepted = true;
-      phases.mark('accept');
+    if ((await onRecord) !== undefined) {
+      await proc.outcome;
+      return run.reject('audit-unavailable', 'AUDIT_UNAVAILABLE', AUDIT_DOWN_SPENT, { token_id: run.tokenId });
     }
-    if (slot.cancelled) proc.cancel();
-    // A helper that failed before the script was there to stop.
-    if (egress?.failed !== undefined) proc.cancel('helper-failed');
-    // Security: without a tmpfs the watcher is the workspace's cap: the first look over it stops the run.
-    watch = watchWorkspace(ws, tmpfs ? 'tmpfs' : 'watch', cap, () => proc.cancel('workspace-full'));
+    held.accepted = true;
+    run.slot.phases.mark('accept');
+    return undefined;
+  }
+
+  /** The run's end: its outcome, its workspace's last look, its network's end, its outputs, its exit line and its answer. */
+  private async end(proc: RunningProcess, prepared: PreparedRun): Promise<Answer<ResultOf<'run'>>> {
+    const { deps, run, held, stats } = this;
+    const { slot, plan, scratch, uid, cap, who, copy } = run;
+    const { phases } = slot;
     const o = await proc.outcome;
     // bubblewrap could not build the sandbox: the script never started, whatever the exit code says.
     const notStarted = sandboxStartFailure(
       o,
       runPaths({
         skillCopy: plan.realDir,
-        workspace: ws.dir,
+        workspace: prepared.ws.dir,
         runFolder: scratch,
         envs: depsBinds(plan.deps),
         envsDir: deps.ctx.deps.envsDir,
@@ -512,31 +474,32 @@ export async function runChecked(
     phases.mark('reap', o.reapedAt);
     phases.mark('drain');
     // The last look, with nothing of the run left running (or the first one over the cap).
-    const usage: WorkspaceUsage = await watch.finish();
-    watch = undefined;
+    const usage: WorkspaceUsage = await held.watch!.finish();
+    held.watch = undefined;
     // The helper's lines (one per connection) come before the run's exit line.
-    const network: RunEgressEnd | undefined = await egress?.close();
-    egress = undefined;
+    const network: RunEgressEnd | undefined = await held.egress?.close();
+    held.egress = undefined;
     // A helper that failed while the run lasted ends it as such, whether the runner's stop or the
     // script's own exit (its connection cut) came first.
     const ended =
       notStarted !== undefined ? 'spawn-failed' : network?.failed !== undefined && o.ending === 'exit' ? 'helper-failed' : o.ending;
+    const reaped = held.reaped ?? { leftovers: { killed: 0, remaining: 0 }, ipcRemoved: 0, emptied: false };
     // Security: read only once nothing of the run is left alive to change the tree under the walk;
     // as root, by the run's own uid in a process of its own (walk-link.ts), never by the runner.
     const collected: Collected =
-      leftovers.remaining > 0
+      reaped.leftovers.remaining > 0
         ? {
             files: [],
             bytes: 0,
-            note: `${leftovers.remaining} processes of the run outlived it, so its workspace was not read; nothing of it is returned`,
+            note: `${reaped.leftovers.remaining} processes of the run outlived it, so its workspace was not read; nothing of it is returned`,
           }
-        : await collectRunOutputs(deps, ws, uid, plan, redaction);
+        : await collectRunOutputs(deps, prepared.ws, uid, plan, this.redaction);
     phases.mark('outputs');
     const full =
       usage.over !== undefined
-        ? workspaceFullNote(usage.over, tmpfs ? 'tmpfs' : 'watch', cap, usage.why, o.ending === 'workspace-full')
+        ? workspaceFullNote(usage.over, prepared.tmpfs ? 'tmpfs' : 'watch', cap, usage.why, o.ending === 'workspace-full')
         : undefined;
-    const redacted = redaction.reported ? redactionView(redaction, o) : undefined;
+    const redacted = this.redaction.reported ? redactionView(this.redaction, o) : undefined;
     slot.ended = true;
     stats.ended(ended);
     const exitLine = deps.audit.appendDurable({
@@ -551,11 +514,11 @@ export async function runChecked(
       stdout_sha256: o.stdoutSha256,
       stderr_sha256: o.stderrSha256,
       truncated: o.truncated,
-      leftovers_killed: leftovers.killed,
-      leftovers_remaining: leftovers.remaining,
-      ...(reapError !== undefined ? { reap_error: `the run's cgroup could not be killed (${reapError})` } : {}),
+      leftovers_killed: reaped.leftovers.killed,
+      leftovers_remaining: reaped.leftovers.remaining,
+      ...(reaped.error !== undefined ? { reap_error: `the run's cgroup could not be killed (${reaped.error})` } : {}),
       ...(startError !== undefined ? { start_error: startError } : {}),
-      ...(ipcRemoved > 0 ? { ipc_removed: ipcRemoved } : {}),
+      ...(reaped.ipcRemoved > 0 ? { ipc_removed: reaped.ipcRemoved } : {}),
       ...(network?.totals ?? {}),
       ...(network?.failed !== undefined ? { helper_failed: network.failed } : {}),
       ...outputsAudit(collected),
@@ -570,10 +533,17 @@ export async function runChecked(
     // The answer goes once the exit line is durable; the folders go after it (afterAnswer), the
     // run's uid and slot held until then. So the result says nothing of the removal — it cannot
     // know yet; a lazy unmount or anything left is the run.cleanup line's to record.
-    slot.after = afterAnswer(deps, slot.runId, exitLine, { scratch, tmpfs, copy, cgroup, uid, emptied });
-    handedOff = true;
+    slot.after = afterAnswer(deps, slot.runId, exitLine, {
+      scratch,
+      tmpfs: prepared.tmpfs,
+      copy,
+      cgroup: prepared.cgroup,
+      uid,
+      emptied: reaped.emptied,
+    });
+    held.handedOff = true;
     if (notStarted !== undefined) {
-      // The operator's log has bubblewrap's whole words (host paths and all); the model gets them without.
+      // The operator's log gets bubblewrap's whole words; the answer only the ones safe to show (no host path).
       sandboxLog.say(`run ${slot.runId}: the sandbox could not be set up, the script did not start: ${notStarted.hostWords}`);
       return { ok: false, error: { code: 'SANDBOX_FAILED', message: sandboxFailedMessage(notStarted.words) } };
     }
@@ -593,7 +563,7 @@ export async function runChecked(
         stderrBytes: o.stderrBytes,
         stdoutTruncated: o.stdoutTruncated,
         stderrTruncated: o.stderrTruncated,
-        memoryLimited: hitMemoryLimit(o.exitCode, o.signal, o.stderr) || (cgroup?.oomKilled() ?? false),
+        memoryLimited: hitMemoryLimit(o.exitCode, o.signal, o.stderr) || (prepared.cgroup?.oomKilled() ?? false),
         files: collected.files,
         ...(collected.note !== undefined ? { filesNote: collected.note } : {}),
         // What the proxy refused, so the model can tell a refusal from a failing network.
@@ -604,22 +574,28 @@ export async function runChecked(
         ...(redacted ? { redaction: redacted } : {}),
       },
     };
-  } catch (error) {
-    // Security: a failure after the spend still leaves its line — a reject before the accept, an
-    // exit after it — so no spent token and no accepted run is left without its end on record.
+  }
+
+  /**
+   * Security: a failure after the spend still leaves its line — a reject before the accept, an
+   * exit after it — so no spent token and no accepted run is left without its end on record.
+   */
+  private async failed(error: unknown): Promise<Answer<ResultOf<'run'>>> {
+    const { deps, run, held, stats } = this;
+    const { slot, tokenId, who } = run;
     const code = isSkillMcpError(error) ? error.code : 'INTERNAL';
     if (slot.ended) throw error;
-    if (!accepted && slot.proc) {
+    if (!held.accepted && slot.proc) {
       // A held sandbox whose run failed before its accept line was confirmed: ended unstarted.
-      settleRecord('the run failed before it started');
+      held.settleRecord('the run failed before it started');
       slot.proc.cancel();
       await slot.proc.outcome;
     }
-    if (!accepted)
-      return reject(
+    if (!held.accepted)
+      return run.reject(
         'internal',
         code,
-        `the run could not be started (${code}); nothing ran${spent ? ', but its token was spent — ask again for a fresh preview' : ''}`,
+        `the run could not be started (${code}); nothing ran${held.spent ? ', but its token was spent — ask again for a fresh preview' : ''}`,
         { token_id: tokenId, error: code },
       );
     slot.ended = true;
@@ -634,18 +610,23 @@ export async function runChecked(
       }),
     );
     throw error;
-  } finally {
-    if (egress) await egress.close();
-    else run.helper?.kill();
-    await watch?.finish();
-    if (!handedOff) {
-      // Security: no run's tmpfs stays mounted, whatever way this ended (before the folder's removal, which it would stop).
-      if (tmpfs) unmountAll(scratch);
-      cgroup?.remove();
-      const removed = removeRunFolder(scratch);
-      if (uid !== undefined) await deps.uidPool?.release(uid, emptied, !removed);
-    }
   }
+
+  /** Whatever way the run ended: its network closed, its watcher stopped, and — unless its answer took them over — its folders, group and uid released. */
+  private async release(): Promise<void> {
+    const { deps, run, held } = this;
+    if (held.egress) await held.egress.close();
+    else if (!held.handedOff) run.helper?.kill();
+    await held.watch?.finish();
+    if (held.handedOff) return;
+    const removed = deps.backend.discard(this.backendRun, { ...held.folders, ...held.prepared });
+    if (run.uid !== undefined) await deps.uidPool?.release(run.uid, held.reaped?.emptied ?? false, !removed);
+  }
+}
+
+/** Runs a checked run (see {@link RunLife}). */
+export function runChecked(deps: RunPathDeps, stats: RunStats, admission: RunAdmission, run: CheckedRun): Promise<Answer<ResultOf<'run'>>> {
+  return new RunLife(deps, stats, admission, run).go();
 }
 
 /** What a run that answered leaves to remove, and what it holds until then. */

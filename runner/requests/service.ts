@@ -30,6 +30,7 @@ import { inputsCapProblem } from '../workspace/capacity.js';
 import type { WorkspaceCap, WorkspaceMode } from '../workspace/capacity.js';
 import type { HelperPool, RunHelper } from '../egress/helper-link.js';
 import type { WalkCommand } from '../workspace/walk-link.js';
+import type { RunBackend } from '../backend/backend.js';
 import type { SandboxLimits } from '../sandbox/spawn.js';
 import { RunStats } from './stats.js';
 import { RunPhases } from './phases.js';
@@ -61,6 +62,8 @@ export interface ServiceDeps {
   helpers: HelperPool | undefined;
   /** A root runner's outputs walk as each run's uid (runner/workspace/walk-link.ts); undefined otherwise. */
   walk: WalkCommand | undefined;
+  /** How an approved run becomes a sandboxed process (runner/backend/backend.ts): on this machine, runner/backend/local.ts. */
+  backend: RunBackend;
   /** Standalone: the OS user the runner (and so the person's own skill-mcp) runs as, the requester of every run; hosted: undefined. */
   osUser?: string | undefined;
 }
