@@ -98,7 +98,7 @@ async function once(kind: Kind): Promise<{ ms: number; pre: number; life: number
   } else {
     spec = specs[kind];
   }
-  const proc = runProcess(spec, { timeoutMs: 30_000, killGraceMs: 0, drainMs: 1000 }, MIB, after);
+  const proc = runProcess(spec, { timeoutMs: 30_000, killGraceMs: 0, drainMs: 1000, maxStreamBytes: MIB, afterExit: after });
   const o = await proc.outcome;
   remove();
   const ms = performance.timeOrigin + performance.now() - t0;

@@ -133,14 +133,15 @@ export class LocalBackend implements RunBackend {
     // In bubblewrap a SIGTERM would only reach bubblewrap, whose death kills the script at once:
     // the namespace levels end a timed-out run with SIGKILL straight away (its /tmp goes with it).
     const killGraceMs = usesBwrap(this.opts.platform) ? 0 : this.opts.killGraceMs;
-    return runProcess(
-      prepared.spec,
-      { timeoutMs: hooks.timeoutMs, killGraceMs, drainMs: this.opts.drainMs },
-      MAX_STREAM_BYTES,
-      hooks.afterExit,
-      hooks.filters,
-      hooks.hold !== undefined ? { hold: hooks.hold } : {},
-    );
+    return runProcess(prepared.spec, {
+      timeoutMs: hooks.timeoutMs,
+      killGraceMs,
+      drainMs: this.opts.drainMs,
+      maxStreamBytes: MAX_STREAM_BYTES,
+      afterExit: hooks.afterExit,
+      filters: hooks.filters,
+      ...(hooks.hold !== undefined ? { hold: hooks.hold } : {}),
+    });
   }
 
   async reap(run: BackendRun, prepared: PreparedRun): Promise<Reaped> {

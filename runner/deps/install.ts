@@ -161,7 +161,13 @@ export async function buildEnvironment(opts: InstallOptions, env: ResolvedEnv): 
         if (opts.uid !== undefined && platform.tools.setpriv && platform.tools.kill)
           await reapUid(opts.uid, platform.tools.setpriv, platform.tools.kill);
       };
-      const o = await runProcess(spec, { timeoutMs: INSTALL_TIMEOUT_MS, killGraceMs: 2000, drainMs: 500 }, OUTPUT_CAP, afterExit).outcome;
+      const o = await runProcess(spec, {
+        timeoutMs: INSTALL_TIMEOUT_MS,
+        killGraceMs: 2000,
+        drainMs: 500,
+        maxStreamBytes: OUTPUT_CAP,
+        afterExit: afterExit,
+      }).outcome;
       if (o.ending === 'exit' && o.exitCode === 0) return { ok: true, stdout: o.stdout.toString('utf8') };
       // bubblewrap could not build the step's sandbox: say so, not that pip or npm failed.
       const said = bubblewrapSaid(o);

@@ -99,6 +99,18 @@ export interface RunPlan {
   redact: RedactionValue[];
 }
 
+/** What is derived: a skill's script with its arguments, for a caller. */
+export interface DeriveRequest {
+  skill: string;
+  script: string;
+  args: string[];
+  /** The skill already found (describe walks the catalog once), else it is found by name. */
+  known?: DiscoveredSkill;
+  /** Where the approved bytes come from; the skill in place by default. */
+  content?: ContentSource;
+  caller?: Caller;
+}
+
 /**
  * Where the approved bytes come from: prepare and describe read the skill in place; a run copies
  * it into a private folder (runner/workspace/run-copy.ts) and runs that copy, so what was hashed is what runs.
@@ -210,15 +222,8 @@ export async function declaredScripts(
 }
 
 /** Works out, from the disk and the owner's grant as they are now, what `skill/script args` would run. */
-export async function deriveRun(
-  ctx: DeriveContext,
-  skillName: string,
-  script: string,
-  args: string[],
-  knownSkill?: DiscoveredSkill,
-  content: ContentSource = contentInPlace(ctx),
-  caller?: Caller,
-): Promise<Derived> {
+export async function deriveRun(ctx: DeriveContext, request: DeriveRequest): Promise<Derived> {
+  const { skill: skillName, script, args, known: knownSkill, content = contentInPlace(ctx), caller } = request;
   const skill = knownSkill ?? (await findSkill(ctx, skillName));
   // Security: a skill this caller may not see is unknown to it here too, whatever the front sent.
   if (skill && !visibleTo(readVisibility(ctx.env as NodeJS.ProcessEnv), skill.name, caller))

@@ -37,7 +37,14 @@ export async function describeRunner(
     const read = scripts.length > 0 ? await readOnce() : undefined;
     const once: ContentSource = { read: readOnce };
     for (const declared of scripts) {
-      const derived = await deriveRun(ctx, skill.name, declared.script, [], skill, once, ANY_CALLER);
+      const derived = await deriveRun(ctx, {
+        skill: skill.name,
+        script: declared.script,
+        args: [],
+        known: skill,
+        content: once,
+        caller: ANY_CALLER,
+      });
       const base = { script: declared.script, interpreter: declared.interpreter, timeoutMs: declared.timeoutMs };
       if (derived.ok) {
         const { willRun } = derived.plan;

@@ -176,7 +176,7 @@ export class RunnerService {
       });
       return refusal(bad.code, bad.message);
     }
-    const derived = await deriveRun(this.deps.ctx, req.skill, req.script, req.args, undefined, undefined, req.identity);
+    const derived = await deriveRun(this.deps.ctx, { skill: req.skill, script: req.script, args: req.args, caller: req.identity });
     if (!derived.ok) {
       await this.deps.audit.append({ event: 'run.prepare', skill: req.skill, script: req.script, refused: derived.reason, ...who });
       return refusal(derived.code, derived.message);
@@ -427,7 +427,13 @@ export class RunnerService {
     slot.phases.mark('verify');
     // Security: derived from the runner's private copy of the skill, hashed as it was written; the
     // plan runs that copy, so nothing edited in the skill folder from here on reaches the run.
-    const derived = await deriveRun(deps.ctx, req.skill, req.script, req.args, undefined, copy.source(deps.ctx), req.identity);
+    const derived = await deriveRun(deps.ctx, {
+      skill: req.skill,
+      script: req.script,
+      args: req.args,
+      content: copy.source(deps.ctx),
+      caller: req.identity,
+    });
     if (!derived.ok) return reject(derived.reason, derived.code, derived.message, { token_id: tokenId });
     slot.phases.mark('derive');
     const plan = { ...derived.plan, willRun: withInputs(derived.plan.willRun, inputs) };

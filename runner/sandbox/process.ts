@@ -146,6 +146,15 @@ export interface RunningProcess {
   cancel(why?: StopWhy): void;
 }
 
+/** How one process is run: its times, its streams' cap and filters, what runs after its exit, and a hold on its start. */
+export interface RunOptions extends RunTimes, StartHold {
+  /** Each stream is kept up to this many bytes, then cut (counting goes on). */
+  maxStreamBytes: number;
+  /** After the process exited, before the outcome: the reap. */
+  afterExit: () => Promise<void>;
+  filters?: { stdout?: StreamFilter | undefined; stderr?: StreamFilter | undefined };
+}
+
 /** The parent pid of `pid` (/proc), or undefined when it is gone. */
 function parentPidOf(pid: number): number | undefined {
   const stat = readStat(pid);
@@ -186,14 +195,10 @@ export interface StartHold {
 }
 
 /** Starts `spec` and supervises it. `afterExit` runs once the main process has exited. */
-export function runProcess(
-  spec: SpawnSpec,
-  times: RunTimes,
-  maxStreamBytes: number,
-  afterExit: () => Promise<void>,
-  filters: { stdout?: StreamFilter | undefined; stderr?: StreamFilter | undefined } = {},
-  start: StartHold = {},
-): RunningProcess {
+export function runProcess(spec: SpawnSpec, options: RunOptions): RunningProcess {
+  const { maxStreamBytes, afterExit, filters = {} } = options;
+  const times: RunTimes = options;
+  const start: StartHold = options;
   const started = performance.now();
   // Security: no shell, argv array, stdin /dev/null (or a pipe holding the approved stdin), own
   // session and group (detached), env given whole (never merged with ours), every signal at its

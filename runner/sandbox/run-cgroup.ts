@@ -102,7 +102,14 @@ export function makeRunCgroup(
       if (existsSync(join(dir, 'memory.swap.max'))) writeFileSync(join(dir, 'memory.swap.max'), '0');
       // One OOM kill takes the whole run, not one process of it while the rest carries on.
       if (existsSync(join(dir, 'memory.oom.group'))) writeFileSync(join(dir, 'memory.oom.group'), '1');
-      return handle([dir], 'cgroup-v2', dir, dir, () => readOr(join(dir, 'memory.events')), made);
+      return handle({
+        procDirs: [dir],
+        memory: 'cgroup-v2',
+        killDir: dir,
+        listDir: dir,
+        oomText: () => readOr(join(dir, 'memory.events')),
+        made,
+      });
     }
     const memDir = mk(host.v1Memory!);
     writeFileSync(join(memDir, 'memory.limit_in_bytes'), String(limitBytes));
@@ -128,7 +135,15 @@ export function makeRunCgroup(
       freezer = mk(host.v1Freezer);
       procs.push(freezer);
     }
-    return handle(procs, 'cgroup-v1', killDir, freezer ?? memDir, () => readOr(join(memDir, 'memory.oom_control')), made, freezer);
+    return handle({
+      procDirs: procs,
+      memory: 'cgroup-v1',
+      killDir,
+      listDir: freezer ?? memDir,
+      oomText: () => readOr(join(memDir, 'memory.oom_control')),
+      made,
+      freezer,
+    });
   } catch (error) {
     for (const dir of made.reverse()) {
       try {
@@ -141,15 +156,19 @@ export function makeRunCgroup(
   }
 }
 
-function handle(
-  procDirs: string[],
-  memory: RunCgroup['memory'],
-  killDir: string | undefined,
-  listDir: string,
-  oomText: () => string | undefined,
-  made: string[],
-  freezer?: string,
-): RunCgroup {
+/** A made run group, as its handle needs it: where its tasks are listed and killed, how its OOM kills are read, what was made. */
+interface GroupDirs {
+  procDirs: string[];
+  memory: RunCgroup['memory'];
+  killDir: string | undefined;
+  listDir: string;
+  oomText: () => string | undefined;
+  made: string[];
+  freezer?: string | undefined;
+}
+
+function handle(group: GroupDirs): RunCgroup {
+  const { procDirs, memory, killDir, listDir, oomText, made, freezer } = group;
   return {
     procs: procDirs.map((d) => join(d, 'cgroup.procs')),
     memory,

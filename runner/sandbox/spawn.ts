@@ -264,7 +264,10 @@ export function buildSpawn(inputs: SpawnInputs): SpawnSpec {
     // A runner killed before that is the gap either chain has (until pid 1 arms its own, just
     // before the exec). As root setpriv stays: only it switches the real uid.
     chain = [...(uid === undefined ? [] : drop), bwrap!, ...bwrapArgs(platform.layout!, view), '--', ...inside];
-    const spec = { ...finish(platform, extras, [...launcherStep(platform), ...chain], env, '/', names, false), infoFd: SANDBOX_INFO_FD };
+    const spec = {
+      ...finish(platform, extras, { chain: [...launcherStep(platform), ...chain], env, cwd: '/', names, filterInLauncher: false }),
+      infoFd: SANDBOX_INFO_FD,
+    };
     if (!gated) return spec;
     // The same limits the prlimit step sets (`--nproc=N` is soft and hard N), and the filter goes with the go-ahead's fds.
     const gateLimits: Rlimit[] = [
@@ -314,7 +317,7 @@ export function buildSpawn(inputs: SpawnInputs): SpawnSpec {
       ];
     }
   }
-  return finish(platform, extras, chain, env, dirs.workspace, names, true);
+  return finish(platform, extras, { chain, env, cwd: dirs.workspace, names, filterInLauncher: true });
 }
 
 /** `node launch.cjs --`, when this runner has the launcher. */
@@ -326,12 +329,9 @@ function launcherStep(platform: Platform): string[] {
 function finish(
   platform: Platform,
   extras: RunExtras,
-  chain: string[],
-  env: Record<string, string>,
-  cwd: string,
-  names: string[],
-  filterInLauncher: boolean,
+  the: { chain: string[]; env: Record<string, string>; cwd: string; names: string[]; filterInLauncher: boolean },
 ): SpawnSpec {
+  const { chain, env, cwd, names, filterInLauncher } = the;
   const procs = extras.cgroupProcs ?? [];
   const full =
     procs.length > 0 ? [platform.tools.sh!, '-c', CGROUP_SCRIPT, 'skill-mcp-cgroup', String(procs.length), ...procs, ...chain] : chain;

@@ -355,14 +355,15 @@ async function heldSandbox(script: string, skillDir = temp) {
 async function heldRun(script: string) {
   let settle!: (why: string | undefined) => void;
   const hold = new Promise<string | undefined>((resolve) => (settle = resolve));
-  const running = runProcess(
-    gated(script),
-    { timeoutMs: 30_000, killGraceMs: 0, drainMs: 1000 },
-    1 << 20,
-    async () => undefined,
-    {},
-    { hold },
-  );
+  const running = runProcess(gated(script), {
+    timeoutMs: 30_000,
+    killGraceMs: 0,
+    drainMs: 1000,
+    maxStreamBytes: 1 << 20,
+    afterExit: async () => undefined,
+    filters: {},
+    hold,
+  });
   await until('the sandbox child waits on its block fd', () => waitingOnBlockFd(childOf(running.pid!) ?? -1));
   return { running, settle, child: childOf(running.pid!)! };
 }
@@ -439,12 +440,13 @@ describe.skipIf(skipWhy !== undefined)(`real bubblewrap held by the go-ahead${sk
       { name: 'cpu', value: 11 },
     ];
     const marker = join(temp, 'ran');
-    const running = runProcess(
-      gated(`echo started; : > ${marker}`, limits),
-      { timeoutMs: 30_000, killGraceMs: 0, drainMs: 1000 },
-      1 << 20,
-      async () => undefined,
-    );
+    const running = runProcess(gated(`echo started; : > ${marker}`, limits), {
+      timeoutMs: 30_000,
+      killGraceMs: 0,
+      drainMs: 1000,
+      maxStreamBytes: 1 << 20,
+      afterExit: async () => undefined,
+    });
     const o = await running.outcome;
     expect(o.ending).toBe('spawn-failed');
     expect(o.startError).toBe("the sandbox's nofile limit could not be set (EPERM)");
@@ -455,12 +457,13 @@ describe.skipIf(skipWhy !== undefined)(`real bubblewrap held by the go-ahead${sk
 
   it("the script holds none of the go-ahead's fds (bubblewrap closes 4, 5 and 6 before the exec)", async () => {
     // `ls` itself opens the folder it lists: fd 3, the lowest free one.
-    const o = await runProcess(
-      gated('ls /proc/self/fd'),
-      { timeoutMs: 30_000, killGraceMs: 0, drainMs: 1000 },
-      1 << 20,
-      async () => undefined,
-    ).outcome;
+    const o = await runProcess(gated('ls /proc/self/fd'), {
+      timeoutMs: 30_000,
+      killGraceMs: 0,
+      drainMs: 1000,
+      maxStreamBytes: 1 << 20,
+      afterExit: async () => undefined,
+    }).outcome;
     expect(o).toMatchObject({ ending: 'exit', exitCode: 0 });
     expect(o.stdout.toString().split('\n').filter(Boolean).sort()).toEqual(['0', '1', '2', '3']);
   });
@@ -469,7 +472,13 @@ describe.skipIf(skipWhy !== undefined)(`real bubblewrap held by the go-ahead${sk
     const marker = join(temp, 'ran-unset');
     // fd 3 unused but not declared: the go-ahead's fds 4-6 would not be where bubblewrap is told they are.
     const spec = { ...gated(`: > ${marker}`), fds: [] };
-    const o = await runProcess(spec, { timeoutMs: 30_000, killGraceMs: 0, drainMs: 1000 }, 1 << 20, async () => undefined).outcome;
+    const o = await runProcess(spec, {
+      timeoutMs: 30_000,
+      killGraceMs: 0,
+      drainMs: 1000,
+      maxStreamBytes: 1 << 20,
+      afterExit: async () => undefined,
+    }).outcome;
     expect(o.ending).toBe('spawn-failed');
     expect(o.startError).toBe("the sandbox's go-ahead could not be set up (the go-ahead needs fds 4-6 free and a filter under 32 KiB)");
     expect(o.stderr.toString()).toContain('the script was not started');
@@ -509,12 +518,13 @@ describe.skipIf(skipWhy !== undefined)(`real bubblewrap held by the go-ahead${sk
   });
 
   it('the same spawn through runProcess, with the limits the kernel takes, runs to its end', async () => {
-    const o = await runProcess(
-      gated('grep -E "^Max (processes|open files)" /proc/self/limits'),
-      { timeoutMs: 30_000, killGraceMs: 0, drainMs: 1000 },
-      1 << 20,
-      async () => undefined,
-    ).outcome;
+    const o = await runProcess(gated('grep -E "^Max (processes|open files)" /proc/self/limits'), {
+      timeoutMs: 30_000,
+      killGraceMs: 0,
+      drainMs: 1000,
+      maxStreamBytes: 1 << 20,
+      afterExit: async () => undefined,
+    }).outcome;
     expect(o).toMatchObject({ ending: 'exit', exitCode: 0 });
     expect(o.startError).toBeUndefined();
     expect(o.stdout.toString()).toMatch(/Max processes\s+77\s+77/);

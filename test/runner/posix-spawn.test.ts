@@ -30,7 +30,8 @@ function spec(command: string, args: string[], extra: Partial<SpawnSpec> = {}): 
 }
 
 function run(s: SpawnSpec) {
-  return runProcess(s, { timeoutMs: 30_000, killGraceMs: 1000, drainMs: 2000 }, 1 << 20, async () => undefined).outcome;
+  return runProcess(s, { timeoutMs: 30_000, killGraceMs: 1000, drainMs: 2000, maxStreamBytes: 1 << 20, afterExit: async () => undefined })
+    .outcome;
 }
 
 const sh = (script: string, extra: Partial<SpawnSpec> = {}): SpawnSpec => spec('/bin/sh', ['-c', script], extra);

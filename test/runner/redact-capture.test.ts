@@ -31,9 +31,16 @@ async function capture(code: string, redaction: RunRedaction, cap: number) {
     envNames: [],
     fds: [],
   };
-  const proc = runProcess(spec, { timeoutMs: 60_000, killGraceMs: 1000, drainMs: 2000 }, cap, async () => undefined, {
-    stdout: redaction.stream(),
-    stderr: redaction.stream(),
+  const proc = runProcess(spec, {
+    timeoutMs: 60_000,
+    killGraceMs: 1000,
+    drainMs: 2000,
+    maxStreamBytes: cap,
+    afterExit: async () => undefined,
+    filters: {
+      stdout: redaction.stream(),
+      stderr: redaction.stream(),
+    },
   });
   return proc.outcome;
 }

@@ -86,7 +86,13 @@ describe.each(paths)('the sandbox pid 1, spawned through %s', (_name, force) => 
   it("outside the chain's group, without a death signal: a cancel kills it", async () => {
     const s = standIn();
     s.letInfoGo();
-    const proc = runProcess(s.spec, { timeoutMs: 60_000, killGraceMs: 0, drainMs: 200 }, 1 << 20, async () => undefined);
+    const proc = runProcess(s.spec, {
+      timeoutMs: 60_000,
+      killGraceMs: 0,
+      drainMs: 200,
+      maxStreamBytes: 1 << 20,
+      afterExit: async () => undefined,
+    });
     const sleeper = await s.sleeper();
     // The info read before the cancel: the chain has closed its info fd.
     expect(await until(() => !existsSync(`/proc/${proc.pid}/fd/${SANDBOX_INFO_FD}`), 20_000), 'the chain closed its info fd').toBe(true);
@@ -100,7 +106,13 @@ describe.each(paths)('the sandbox pid 1, spawned through %s', (_name, force) => 
   it('at its timeout, it is killed with the group', async () => {
     const s = standIn();
     s.letInfoGo();
-    const proc = runProcess(s.spec, { timeoutMs: 500, killGraceMs: 0, drainMs: 200 }, 1 << 20, async () => undefined);
+    const proc = runProcess(s.spec, {
+      timeoutMs: 500,
+      killGraceMs: 0,
+      drainMs: 200,
+      maxStreamBytes: 1 << 20,
+      afterExit: async () => undefined,
+    });
     const sleeper = await s.sleeper();
     const o = await proc.outcome;
     expect(o.ending).toBe('timeout');
@@ -109,7 +121,13 @@ describe.each(paths)('the sandbox pid 1, spawned through %s', (_name, force) => 
 
   it('a cancel that comes before the info is read waits for it, then kills the pid 1 it names', async () => {
     const s = standIn();
-    const proc = runProcess(s.spec, { timeoutMs: 60_000, killGraceMs: 0, drainMs: 200 }, 1 << 20, async () => undefined);
+    const proc = runProcess(s.spec, {
+      timeoutMs: 60_000,
+      killGraceMs: 0,
+      drainMs: 200,
+      maxStreamBytes: 1 << 20,
+      afterExit: async () => undefined,
+    });
     const sleeper = await s.sleeper();
     proc.cancel();
     // A group kill now would leave the sleeper for good: the chain would die before naming it.
@@ -126,7 +144,13 @@ describe.each(paths)('the sandbox pid 1, spawned through %s', (_name, force) => 
     try {
       const s = standIn({ named: other.pid! });
       s.letInfoGo();
-      const proc = runProcess(s.spec, { timeoutMs: 60_000, killGraceMs: 0, drainMs: 200 }, 1 << 20, async () => undefined);
+      const proc = runProcess(s.spec, {
+        timeoutMs: 60_000,
+        killGraceMs: 0,
+        drainMs: 200,
+        maxStreamBytes: 1 << 20,
+        afterExit: async () => undefined,
+      });
       const sleeper = await s.sleeper();
       await new Promise((r) => setTimeout(r, 100));
       proc.cancel();

@@ -178,7 +178,13 @@ describe.each(variants)('a run with a secret binding, in bubblewrap, as %s', (_l
     );
     expect(spec.args).toEqual(expect.arrayContaining(['--ro-bind', caBundlePath(scratch), CA_BUNDLE_MOUNT]));
     const withPlaceholder = addToEnv(spec, 'GH_TOKEN', PLACEHOLDER);
-    const proc = runProcess(withPlaceholder, { timeoutMs: 30_000, killGraceMs: 0, drainMs: 1000 }, MiB, async () => {});
+    const proc = runProcess(withPlaceholder, {
+      timeoutMs: 30_000,
+      killGraceMs: 0,
+      drainMs: 1000,
+      maxStreamBytes: MiB,
+      afterExit: async () => {},
+    });
     const outcome = await proc.outcome;
     await proxy.close();
     await audit.close();
