@@ -47,16 +47,16 @@ async function main(argv: string[]): Promise<void> {
       return (await import('./standalone.js')).serveStandaloneHttp({ bundledSkills: BUNDLED_SKILLS, entry: process.argv[1]!, args: rest });
     // `runner` and `runner-guard` never reach this bundle: the bin loads their own (cli/runner-entry.ts).
     case 'audit':
-      return (await import('../runner/audit/cli.js')).auditMain(rest);
+      return (await import('./audit/cli.js')).auditMain(rest);
     case 'doctor':
-      return (await import('../runner/doctor.js')).doctorMain(rest, { bundledSkills: BUNDLED_SKILLS });
+      return (await import('./doctor.js')).doctorMain(rest, { bundledSkills: BUNDLED_SKILLS });
     // Asked-for help and the version are the answer, so they go to stdout (and exit 0).
     case 'check':
       return (await import('./check/main.js')).checkMain(rest);
     case 'pull':
       return (await import('./pull/main.js')).pullMain(rest);
     case 'deps':
-      return (await import('../runner/deps/cli.js')).depsMain(rest, { bundledSkills: BUNDLED_SKILLS });
+      return (await import('./deps/cli.js')).depsMain(rest, { bundledSkills: BUNDLED_SKILLS });
     case '--help':
     case '-h':
       process.stdout.write(`${USAGE}\n`);

@@ -2,7 +2,7 @@
  * @module Which package index an environment comes from: the operator's, always. Explicit:
  * `SKILL_MCP_PIP_INDEX_URL` (plus `SKILL_MCP_PIP_FIND_LINKS`, space-separated) and
  * `SKILL_MCP_NPM_REGISTRY` — http(s)://, file:// or (find-links) an absolute folder. Unset: pip's
- * and npm's own configuration as the installing user has it (runner/deps/tool-config.ts), never
+ * and npm's own configuration as the installing user has it (cli/deps/tool-config.ts), never
  * an empty one. A skill never chooses: requirement lines cannot carry index options
  * (shared/requirements.ts). Both the runner and `skill-mcp deps install` read these from their
  * environment; the explicit settings are part of every environment's address.

@@ -11,7 +11,7 @@
  * else: not the person's home, not other skills, not the runner's state or sockets.
  *
  * The namespaces, the system view and the final seal are shared with the `deps install` sandbox
- * (runner/deps/sandbox.ts), which builds from the same {@link SANDBOX_PROCESS},
+ * (cli/deps/sandbox.ts), which builds from the same {@link SANDBOX_PROCESS},
  * {@link systemView} and {@link SEAL_VIEW}, so a change here reaches both.
  */
 import { EGRESS_SOCKET_MOUNT } from '../egress/bridge.js';
@@ -101,7 +101,7 @@ export interface RunView {
 
 /**
  * The namespaces and process rules of every bubblewrap sandbox: a run's and a `deps install`
- * step's (runner/deps/sandbox.ts). One list, so the two cannot drift apart.
+ * step's (cli/deps/sandbox.ts). One list, so the two cannot drift apart.
  */
 export const SANDBOX_PROCESS: readonly string[] = [
   // Security: a user namespace makes bubblewrap work without privileges and strips every

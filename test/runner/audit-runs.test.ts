@@ -3,7 +3,7 @@
  * (runner liveness and the clock passed in).
  */
 import { describe, expect, it } from 'vitest';
-import { RUN_END_SLACK_MS, unfinishedRuns } from '../../runner/audit/runs.js';
+import { RUN_END_SLACK_MS, unfinishedRuns } from '../../cli/audit/runs.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00.000Z');
 const accept = (runId: string, extra: Record<string, unknown> = {}): string =>

@@ -1,12 +1,12 @@
 /**
- * What a local index's pages link to (runner/deps/index-links.ts) and which inputs of an
+ * What a local index's pages link to (cli/deps/index-links.ts) and which inputs of an
  * environment's address differ (runner/deps/spec.ts), in-process: the folders the install sandbox
  * must see, its refusals (too many pages, too many folders, a page too large), and the words a
  * DEPS_MISSING message uses (never a URL or a path).
  */
 import { describe, expect, it } from 'vitest';
-import { folderToBind, hrefsOf, linkedFolders, MAX_LINKED_FOLDERS, MAX_PAGES } from '../../runner/deps/index-links.js';
-import type { IndexReader } from '../../runner/deps/index-links.js';
+import { folderToBind, hrefsOf, linkedFolders, MAX_LINKED_FOLDERS, MAX_PAGES } from '../../cli/deps/index-links.js';
+import type { IndexReader } from '../../cli/deps/index-links.js';
 import { addressDifferences } from '../../runner/deps/spec.js';
 import type { EnvAddress } from '../../runner/deps/spec.js';
 

@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { EGRESS_SOCKET_MOUNT } from '../../runner/egress/bridge.js';
-import { BUILD_ENV, BUILD_WORK, bwrapInstallArgs, INSTALL_SECCOMP_FD, TMP_BYTES } from '../../runner/deps/sandbox.js';
+import { BUILD_ENV, BUILD_WORK, bwrapInstallArgs, INSTALL_SECCOMP_FD, TMP_BYTES } from '../../cli/deps/sandbox.js';
 import { bwrapArgs, SANDBOX_PROCESS, SEAL_VIEW, SKILL_MOUNT, systemView, WORKSPACE_MOUNT } from '../../runner/sandbox/bwrap.js';
 import type { HostLayout } from '../../runner/sandbox/bwrap.js';
 import { SECCOMP_FD } from '../../runner/sandbox/spawn.js';

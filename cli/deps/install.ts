@@ -1,7 +1,7 @@
 /**
  * @module Builds one environment (the operator's `skill-mcp deps install`): in two fresh folders
  * beside the environments (`.build-*`, the future environment, and `.work-*`, its inputs, HOME,
- * TMPDIR and the install proxy's socket), pip or npm runs sandboxed (runner/deps/sandbox.ts):
+ * TMPDIR and the install proxy's socket), pip or npm runs sandboxed (cli/deps/sandbox.ts):
  *
  * - Python: `pip install --target <env>/site`, wheels only (`--only-binary :all:`) unless the
  *   declaration allows source builds, `--require-hashes` when the lines carry hashes; dependencies
@@ -17,22 +17,22 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, chownSync, lchownSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseEgressList } from '../../shared/egress.js';
-import { PROXY_URL, socketPathProblem } from '../egress/bridge.js';
-import { startEgressProxy } from '../helper/proxy.js';
-import type { EgressProxy } from '../helper/proxy.js';
-import { runProcess } from '../sandbox/process.js';
-import type { Platform } from '../sandbox/platform.js';
-import { usesBwrap } from '../sandbox/platform.js';
-import { bubblewrapSaid } from '../sandbox/start-failure.js';
-import { reapUid } from '../uids/pool.js';
-import { hashFile, linkStaysInside, MANIFEST_FILE, walkEnv } from './manifest.js';
-import type { Manifest, ManifestEntry } from './manifest.js';
-import type { ResolvedEnv } from './resolve.js';
-import { addressOf } from './spec.js';
-import { ADDRESS_FILE } from './store.js';
+import { PROXY_URL, socketPathProblem } from '../../runner/egress/bridge.js';
+import { startEgressProxy } from '../../runner/helper/proxy.js';
+import type { EgressProxy } from '../../runner/helper/proxy.js';
+import { runProcess } from '../../runner/sandbox/process.js';
+import type { Platform } from '../../runner/sandbox/platform.js';
+import { usesBwrap } from '../../runner/sandbox/platform.js';
+import { bubblewrapSaid } from '../../runner/sandbox/start-failure.js';
+import { reapUid } from '../../runner/uids/pool.js';
+import { hashFile, linkStaysInside, MANIFEST_FILE, walkEnv } from '../../runner/deps/manifest.js';
+import type { Manifest, ManifestEntry } from '../../runner/deps/manifest.js';
+import type { ResolvedEnv } from '../../runner/deps/resolve.js';
+import { addressOf } from '../../runner/deps/spec.js';
+import { ADDRESS_FILE } from '../../runner/deps/store.js';
 import { buildStep, proxyEnv, stepPaths } from './sandbox.js';
 import type { StepView } from './sandbox.js';
-import { removeTree } from './store.js';
+import { removeTree } from '../../runner/deps/store.js';
 import type { ToolConfig } from './tool-config.js';
 
 export const INSTALL_TIMEOUT_MS = 30 * 60 * 1000;

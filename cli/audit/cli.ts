@@ -92,9 +92,9 @@ export async function auditMain(argv: string[]): Promise<void> {
   const redis = stringFlag(v, 'redis');
   switch (command) {
     case 'pubkey':
-      return (await import('./head.js')).pubkeyMain(stateDirOf(process.env));
+      return (await import('../../runner/audit/head.js')).pubkeyMain(stateDirOf(process.env));
     case 'head':
-      return (await import('./head.js')).headMain(file);
+      return (await import('../../runner/audit/head.js')).headMain(file);
     case 'query': {
       const since = time('since', stringFlag(v, 'since'));
       const until = time('until', stringFlag(v, 'until'));

@@ -9,19 +9,19 @@ import { realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseFlags, stringFlag, UsageError, wantsHelp } from '../../shared/cli-args.js';
 import { stateDirProblem, stateDirSource, unreadableByOthers } from '../../shared/state-dir.js';
-import { joinFreshSessionKeyring } from '../sandbox/keyring.js';
-import { probePlatform, resolveBinary } from '../sandbox/platform.js';
-import { usesBwrap } from '../sandbox/platform.js';
-import { DEFAULT_CLAIM_DIR, UidClaims } from '../uids/claims.js';
-import { DEFAULT_UID_RANGE, parseUidRange, UidPool } from '../uids/pool.js';
-import { Identities } from './identity.js';
+import { joinFreshSessionKeyring } from '../../runner/sandbox/keyring.js';
+import { probePlatform, resolveBinary } from '../../runner/sandbox/platform.js';
+import { usesBwrap } from '../../runner/sandbox/platform.js';
+import { DEFAULT_CLAIM_DIR, UidClaims } from '../../runner/uids/claims.js';
+import { DEFAULT_UID_RANGE, parseUidRange, UidPool } from '../../runner/uids/pool.js';
+import { Identities } from '../../runner/deps/identity.js';
 import { buildEnvironment } from './install.js';
 import { describeInstallSandbox, TMP_BYTES } from './sandbox.js';
 import { collect, environmentStatus, interpreterPaths } from './status.js';
-import { ensureEnvsDir, removeTree } from './store.js';
+import { ensureEnvsDir, removeTree } from '../../runner/deps/store.js';
 import { npmConfig, pipConfig } from './tool-config.js';
 import type { ToolConfig } from './tool-config.js';
-import { EnvVerifier } from './verify.js';
+import { EnvVerifier } from '../../runner/deps/verify.js';
 
 export const DEPS_USAGE = `usage:
   skill-mcp deps install [--skill NAME] [--state-dir DIR]

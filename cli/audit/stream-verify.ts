@@ -3,8 +3,8 @@
  * its end against the host's head (the stream's anchor). Pure: it gets the entries and heads read
  * from Redis and says, per host, intact or where it breaks.
  */
-import { lineHash } from './chain.js';
-import { verifyAuditText } from './verify.js';
+import { lineHash } from '../../runner/audit/chain.js';
+import { verifyAuditText } from '../../runner/audit/verify.js';
 
 export interface StreamEntry {
   id: string;

@@ -7,9 +7,9 @@
  * `accepted`, `ok`, `failed`, `timeout`, `cancelled`, `error`, `rejected` or a reject reason,
  * `prepared`, `refused`. `--json` prints the lines as they are (JSON lines); otherwise as `tail` does.
  */
-import { eachLine, openLog } from './lines.js';
+import { eachLine, openLog } from '../../runner/audit/lines.js';
 import { renderAuditLine } from './render.js';
-import { allSegments } from './segments.js';
+import { allSegments } from '../../runner/audit/segments.js';
 
 export interface QueryFilter {
   skill?: string | undefined;

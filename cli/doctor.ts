@@ -9,16 +9,16 @@ import { resolve } from 'node:path';
 import { parseFlags, UsageError, wantsHelp } from '../shared/cli-args.js';
 import { rootReads } from '../shared/open-beneath.js';
 import { stateDirOf, stateDirProblem, stateDirSource } from '../shared/state-dir.js';
-import { loadPeerCredReader } from './requests/peer-cred.js';
-import { joinFreshSessionKeyring } from './sandbox/keyring.js';
-import { probePlatform, usesBwrap } from './sandbox/platform.js';
-import { probePosixSpawn } from './sandbox/posix-spawn.js';
-import type { Platform } from './sandbox/platform.js';
-import { DEFAULT_UID_RANGE, parseUidRange, processesOfUid } from './uids/pool.js';
-import { Identities } from './deps/identity.js';
+import { loadPeerCredReader } from '../runner/requests/peer-cred.js';
+import { joinFreshSessionKeyring } from '../runner/sandbox/keyring.js';
+import { probePlatform, usesBwrap } from '../runner/sandbox/platform.js';
+import { probePosixSpawn } from '../runner/sandbox/posix-spawn.js';
+import type { Platform } from '../runner/sandbox/platform.js';
+import { DEFAULT_UID_RANGE, parseUidRange, processesOfUid } from '../runner/uids/pool.js';
+import { Identities } from '../runner/deps/identity.js';
 import { environmentStatus } from './deps/status.js';
 import type { StatusRow } from './deps/status.js';
-import { EnvVerifier } from './deps/verify.js';
+import { EnvVerifier } from '../runner/deps/verify.js';
 
 export const DOCTOR_USAGE = `usage: skill-mcp doctor [--json]
   Prints the isolation a runner started here gives each script (as root and as an ordinary user),

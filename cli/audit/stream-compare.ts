@@ -5,9 +5,9 @@
  * log (the mirror sends what is new when Redis answers): lines only the log has at its end are
  * reported as not yet mirrored, not as a divergence.
  */
-import { lineHash } from './chain.js';
-import { eachLine, openLog } from './lines.js';
-import { allSegments } from './segments.js';
+import { lineHash } from '../../runner/audit/chain.js';
+import { eachLine, openLog } from '../../runner/audit/lines.js';
+import { allSegments } from '../../runner/audit/segments.js';
 import type { StreamEntry } from './stream-verify.js';
 
 export async function compareWithLocal(localLog: string, stream: StreamEntry[]): Promise<{ ok: boolean; message: string }> {

@@ -16,13 +16,13 @@ import { createPublicKey } from 'node:crypto';
 import { existsSync, readFileSync, realpathSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import type { KeyObject } from 'node:crypto';
-import { ANCHOR_FILE, checkAnchor, describeMismatch, readAnchor } from './anchor.js';
-import { eachLine, openLog } from './lines.js';
+import { ANCHOR_FILE, checkAnchor, describeMismatch, readAnchor } from '../../runner/audit/anchor.js';
+import { eachLine, openLog } from '../../runner/audit/lines.js';
 import { escapeControls } from './render.js';
 import { isLiveRunner, RUN_END_SLACK_MS } from './runs.js';
-import { allSegments } from './segments.js';
-import { AUDIT_KEY_FILE, headSignedBy, keyIdOf, parseSignedHead, readPublicKey, type SignedHead } from './signing.js';
-import { ChainVerifier, type VerifyReport } from './verify.js';
+import { allSegments } from '../../runner/audit/segments.js';
+import { AUDIT_KEY_FILE, headSignedBy, keyIdOf, parseSignedHead, readPublicKey, type SignedHead } from '../../runner/audit/signing.js';
+import { ChainVerifier, type VerifyReport } from '../../runner/audit/verify.js';
 
 /** Exit status of `verify` when the log is intact but runs are still in progress. */
 export const EXIT_RUNS_OPEN = 3;

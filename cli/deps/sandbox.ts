@@ -9,14 +9,14 @@
  * range, never as root. Without bubblewrap the step runs as that uid (or the user) with the
  * host's network, which the install output says; source builds are then refused (cli.ts).
  */
-import { bridgeArgv, EGRESS_SOCKET_MOUNT, PROXY_URL } from '../egress/bridge.js';
-import { bridgeNode } from '../egress/plan.js';
-import { SANDBOX_PROCESS, SEAL_VIEW, systemView } from '../sandbox/bwrap.js';
-import type { HostLayout } from '../sandbox/bwrap.js';
-import type { Platform } from '../sandbox/platform.js';
-import { usesBwrap } from '../sandbox/platform.js';
-import { SANDBOX_INFO_FD } from '../sandbox/go-ahead.js';
-import type { SpawnSpec } from '../sandbox/spawn.js';
+import { bridgeArgv, EGRESS_SOCKET_MOUNT, PROXY_URL } from '../../runner/egress/bridge.js';
+import { bridgeNode } from '../../runner/egress/plan.js';
+import { SANDBOX_PROCESS, SEAL_VIEW, systemView } from '../../runner/sandbox/bwrap.js';
+import type { HostLayout } from '../../runner/sandbox/bwrap.js';
+import type { Platform } from '../../runner/sandbox/platform.js';
+import { usesBwrap } from '../../runner/sandbox/platform.js';
+import { SANDBOX_INFO_FD } from '../../runner/sandbox/go-ahead.js';
+import type { SpawnSpec } from '../../runner/sandbox/spawn.js';
 
 /** Where the build folders appear inside the install sandbox. */
 export const BUILD_ENV = '/build/env';

@@ -7,11 +7,11 @@
 import { existsSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { renderAuditLine, renderValue } from './render.js';
-import { parseHead, streamKeys } from './stream-keys.js';
+import { parseHead, streamKeys } from '../../runner/audit/stream-keys.js';
 import { compareWithLocal } from './stream-compare.js';
 import { verifyStream, type StreamEntry } from './stream-verify.js';
-import { clientOptions, reasonOf } from '../redis/connection.js';
-import { parseRedisUrl, readRedisSettings } from '../redis/options.js';
+import { clientOptions, reasonOf } from '../../runner/redis/connection.js';
+import { parseRedisUrl, readRedisSettings } from '../../runner/redis/options.js';
 
 /** How long one blocking read of `tail -f` waits before asking again. */
 const FOLLOW_BLOCK_MS = 5000;

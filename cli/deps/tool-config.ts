@@ -11,8 +11,8 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { linkedFolders } from './index-links.js';
-import type { ExplicitIndex } from './index-settings.js';
-import { redactUrl } from './index-settings.js';
+import type { ExplicitIndex } from '../../runner/deps/index-settings.js';
+import { redactUrl } from '../../runner/deps/index-settings.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -38,7 +38,7 @@ export interface ToolConfig {
 }
 
 /**
- * The folders outside each local index its pages link to (runner/deps/index-links.ts): bound too,
+ * The folders outside each local index its pages link to (cli/deps/index-links.ts): bound too,
  * or the install stops here with why. `from` names the setting each index came from.
  */
 function indexLinks(indexes: readonly { url: string; from: string }[]): { folders: Record<string, string>; describe: string[] } {

@@ -6,15 +6,15 @@
 import { UsageError } from '../../shared/cli-args.js';
 import { discoverSkills } from '../../shared/discover.js';
 import { readSharedSettings } from '../../shared/settings.js';
-import type { DeriveContext } from '../requests/derive.js';
-import { declaredScripts } from '../requests/derive.js';
-import type { Platform } from '../sandbox/platform.js';
-import type { Identities } from './identity.js';
-import { readExplicitIndex } from './index-settings.js';
-import { resolveEnvironments } from './resolve.js';
-import type { InterpreterPaths } from './resolve.js';
-import { envInfo, envsDirOf } from './store.js';
-import type { EnvVerifier } from './verify.js';
+import type { DeriveContext } from '../../runner/requests/derive.js';
+import { declaredScripts } from '../../runner/requests/derive.js';
+import type { Platform } from '../../runner/sandbox/platform.js';
+import type { Identities } from '../../runner/deps/identity.js';
+import { readExplicitIndex } from '../../runner/deps/index-settings.js';
+import { resolveEnvironments } from '../../runner/deps/resolve.js';
+import type { InterpreterPaths } from '../../runner/deps/resolve.js';
+import { envInfo, envsDirOf } from '../../runner/deps/store.js';
+import type { EnvVerifier } from '../../runner/deps/verify.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
