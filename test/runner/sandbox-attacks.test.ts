@@ -200,9 +200,10 @@ describe.skipIf(!isRoot)(`hostile script in the root runner's sandbox, level ${l
 
   it('a fork bomb is held by RLIMIT_NPROC and killed at the deadline', async () => {
     const result = await attack('fork-bomb.py');
+    // Killed at its 2 s deadline: the script never ends by itself, so a timed-out answer is the kill
+    // (attack() also finds nothing of its uid left). No bound on the time taken: on a busy machine
+    // the kill lands late, and that says nothing about the sandbox.
     expect(result.timedOut).toBe(true);
-    // Killed at its 2 s deadline; the bound only says "not left running" (tight ones failed under load).
-    expect(result.durationMs).toBeLessThan(15_000);
   });
 
   it('a setsid grandchild holding stdout neither hangs the call nor survives it', async () => {
@@ -218,7 +219,7 @@ describe.skipIf(!isRoot)(`hostile script in the root runner's sandbox, level ${l
     expect(result).toMatchObject({ timedOut: true, signal: 'SIGKILL' });
     expect(text(result.stdout)).toContain('started');
     if (!hasBwrap(level)) expect(text(result.stdout)).toContain('ignored SIGTERM');
-    expect(result.durationMs).toBeLessThan(10_000);
+    // It runs forever by itself: the SIGKILL at its 1 s timeout ended it (no time bound: see the fork bomb).
   });
 
   it('a 4 GiB allocation stops at the memory cap (default 1 GiB) and the result says so', async () => {
