@@ -25,6 +25,7 @@ export const TIERS = {
   unit: [
     'approve/pieces.test.ts',
     'check/adversarial.test.ts',
+    'check/false-positives.test.ts',
     'e2e/deploy-recipe.test.ts',
     'http/address-cap.test.ts',
     'http/fast-path-unit.test.ts',
