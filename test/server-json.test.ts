@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, test } from 'vitest';
+import { SERVER_INFO } from '../server/identity.js';
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));
 const read = (path: string): string => readFileSync(`${REPO}${path}`, 'utf8');
@@ -13,7 +14,9 @@ const read = (path: string): string => readFileSync(`${REPO}${path}`, 'utf8');
 interface ServerJson {
   $schema: string;
   name: string;
+  title: string;
   description: string;
+  websiteUrl: string;
   version: string;
   packages: {
     registryType: string;
@@ -25,7 +28,7 @@ interface ServerJson {
 }
 
 const server = JSON.parse(read('server.json')) as ServerJson;
-const pkg = JSON.parse(read('package.json')) as { name: string; version: string; mcpName: string };
+const pkg = JSON.parse(read('package.json')) as { name: string; version: string; mcpName: string; homepage: string };
 
 /** Variable names in the rows of the README's "## Configuration" table. */
 function readmeVariables(): string[] {
@@ -48,6 +51,14 @@ describe('server.json (MCP registry)', () => {
       version: pkg.version,
       transport: { type: 'stdio' },
     });
+  });
+
+  test('says who the server is as the server itself does (server/identity.ts): title, description, website, version', () => {
+    expect(server.title).toBe(SERVER_INFO.title);
+    expect(server.description).toBe(SERVER_INFO.description);
+    expect(server.websiteUrl).toBe(SERVER_INFO.websiteUrl);
+    expect(pkg.homepage).toBe(SERVER_INFO.websiteUrl);
+    expect(SERVER_INFO.version).toBe(pkg.version);
   });
 
   test('lists exactly the variables the README documents, the token secret marked secret', () => {
