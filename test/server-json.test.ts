@@ -1,7 +1,7 @@
 /**
- * The MCP registry entry (`server.json`) agrees with the package it describes and with the README:
+ * The MCP registry entry (`server.json`) agrees with the package it describes and with docs/configuration.md:
  * same name as package.json's `mcpName`, same version, the npm package by its own name over stdio,
- * and exactly the environment variables the README's configuration table documents.
+ * and exactly the environment variables the configuration table documents.
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -30,9 +30,9 @@ interface ServerJson {
 const server = JSON.parse(read('server.json')) as ServerJson;
 const pkg = JSON.parse(read('package.json')) as { name: string; version: string; mcpName: string; homepage: string };
 
-/** Variable names in the rows of the README's "## Configuration" table. */
+/** Variable names in the rows of docs/configuration.md's "## Variables" table. */
 function readmeVariables(): string[] {
-  const section = read('README.md').split('\n## Configuration\n')[1]!.split('\n## ')[0]!;
+  const section = read('docs/configuration.md').split('\n## Variables\n')[1]!.split('\n## ')[0]!;
   const rows = section.split('\n').filter((line) => line.startsWith('| `'));
   return [...new Set(rows.flatMap((row) => [...row.matchAll(/`((?:MCP_|SKILL_MCP_)[A-Z0-9_]+|SKILLS_DIR)`/g)].map((m) => m[1]!)))].sort();
 }
@@ -61,7 +61,7 @@ describe('server.json (MCP registry)', () => {
     expect(SERVER_INFO.version).toBe(pkg.version);
   });
 
-  test('lists exactly the variables the README documents, the token secret marked secret', () => {
+  test('lists exactly the variables docs/configuration.md documents, the token secret marked secret', () => {
     const listed = server.packages[0]!.environmentVariables;
     expect(listed.map((v) => v.name).sort()).toEqual(readmeVariables());
     expect(listed.filter((v) => v.isSecret).map((v) => v.name)).toEqual(['MCP_CONFIRM_SECRET']);

@@ -26,6 +26,7 @@ export const TIERS = {
     'approve/pieces.test.ts',
     'check/adversarial.test.ts',
     'check/false-positives.test.ts',
+    'docs-links.test.ts',
     'docs-numbers.test.ts',
     'e2e/deploy-recipe.test.ts',
     'http/address-cap.test.ts',
