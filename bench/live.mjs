@@ -74,7 +74,8 @@ const settle = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** One server's idle cost after start-up and a full walk: RSS, CPU over IDLE_SECONDS, inotify watches. */
 async function idleCost(server, watch) {
-  const session = await Session.open({ ...server, env: { ...server.env, SKILL_MCP_WATCH: watch } });
+  // The watch's line is an internal note: said at SKILL_MCP_LOG_LEVEL=debug (shared/log-line.ts).
+  const session = await Session.open({ ...server, env: { ...server.env, SKILL_MCP_WATCH: watch, SKILL_MCP_LOG_LEVEL: 'debug' } });
   try {
     const watching = watch === 'on' ? await stderrLine(session, /watching the skill folders for changes \((\d+) folders\)/) : undefined;
     await session.walkSkills();
@@ -96,7 +97,7 @@ async function idleCost(server, watch) {
 
 /** Milliseconds from a file write to the list_changed notification, `samples` times. */
 async function writeToNotification(server, root, samples) {
-  const session = await Session.open(server);
+  const session = await Session.open({ ...server, env: { ...server.env, SKILL_MCP_LOG_LEVEL: 'debug' } });
   const times = [];
   try {
     await stderrLine(session, /watching the skill folders for changes/);
@@ -122,7 +123,7 @@ async function writeToNotification(server, root, samples) {
 
 /** skill_search round trips (SDK client over stdio), every query `rounds` times after a warm-up. */
 async function searchLatency(server, rounds) {
-  const session = await Session.open(server);
+  const session = await Session.open({ ...server, env: { ...server.env, SKILL_MCP_LOG_LEVEL: 'debug' } });
   try {
     // Steady state: the start-up work (entry digests, the index, the watch) done first.
     await session.walkSkills();
@@ -144,7 +145,7 @@ async function searchLatency(server, rounds) {
 
 /** The size of skill_list answers: the default first page, and every page of a full walk. */
 async function listSize(server) {
-  const session = await Session.open(server);
+  const session = await Session.open({ ...server, env: { ...server.env, SKILL_MCP_LOG_LEVEL: 'debug' } });
   try {
     const bytes = (result) => Buffer.byteLength(JSON.stringify(result));
     // The first call also starts the runner (skill_list shows what may run): time a later one.

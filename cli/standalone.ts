@@ -32,7 +32,7 @@ import { externalRunner } from '../server/start.js';
 import { copyBundled, reachableBy } from './bundled-copy.js';
 
 /** Default unprivileged uid/gid for the front when started as root (outside the run-uid range). */
-const DEFAULT_FRONT_UID = 61183;
+export const DEFAULT_FRONT_UID = 61183;
 const READY_TIMEOUT_MS = 15_000;
 const READY_POLL_MS = 20;
 /**

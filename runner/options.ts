@@ -1,6 +1,6 @@
 /**
  * @module The runner's command line (`parseArgs`, shared/cli-args.ts) and its own `SKILL_MCP_*`
- * variables (documented in SECURITY.md), read through the same schema machinery as the settings
+ * variables (documented in docs/security.md), read through the same schema machinery as the settings
  * both processes share (shared/settings.ts). Flags win over variables. A malformed value stops the
  * runner with a message: a typo must never silently widen who may connect or what a script may use.
  */
@@ -145,8 +145,8 @@ const UID_RANGE: VariableSpec<{ first: number; last: number }> = {
   policy: 'stop',
 };
 
-/** The variables only the runner reads (SECURITY.md, "Runner options and variables"). */
-const RUNNER_VARIABLES = {
+/** The variables only the runner reads (docs/security.md, "Runner options and variables"). */
+export const RUNNER_VARIABLES = {
   nproc: count('SKILL_MCP_RUN_NPROC', 64, 8, 4096),
   fsizeBytes: count('SKILL_MCP_RUN_FSIZE_BYTES', 64 * 1024 * 1024, 1024, 2 ** 40),
   nofile: count('SKILL_MCP_RUN_NOFILE', 256, 16, 65536),

@@ -28,8 +28,9 @@ import { skillList } from './tools/skill-list.js';
 import { skillLoad } from './tools/skill-load.js';
 import { skillRun } from './tools/skill-run.js';
 import { skillSearch } from './tools/skill-search.js';
+import { SERVER_INFO } from './identity.js';
 
-export const SERVER_INFO = { name: 'skill-mcp', version: '0.1.0' };
+export { SERVER_INFO } from './identity.js';
 
 const INSTRUCTIONS =
   'Agent Skills served over MCP. Call skill_list to see the skills (and any problems) a page at a time, skill_search to find the skills that fit a task in a large catalog, skill_load to read one, skill_file to fetch the files its instructions reference, and skill_run to run a script a skill declares (always after the person approves that exact run).';

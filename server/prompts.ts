@@ -9,6 +9,7 @@ import { isSkillMcpError } from '../shared/errors.js';
 import { MAX_BODY_BYTES } from '../shared/limits.js';
 import type { FrontContext } from './context.js';
 import { loadBody } from './tools/skill-load.js';
+import { skillTitle } from './titles.js';
 
 /** Like skills/list cursors (catalog/source.ts): the last name, and the list it was cut from. */
 function cursorOf(list: string, name: string): string {
@@ -39,7 +40,7 @@ export function attachPrompts(mcp: McpServer, front: FrontContext): void {
     const slice = skills.slice(start, start + front.pageSize);
     const last = slice.at(-1);
     return {
-      prompts: slice.map((s) => ({ name: s.name, description: s.description })),
+      prompts: slice.map((s) => ({ name: s.name, title: skillTitle(s), description: s.description })),
       ...(start + front.pageSize < skills.length && last ? { nextCursor: cursorOf(list, last.name) } : {}),
     };
   });

@@ -13,7 +13,12 @@ import {
   type McpServer,
   type ReadResourceResult,
 } from '@modelcontextprotocol/server';
+import { SKILLS_EXTENSION_ID } from '@modelcontextprotocol/server/ext/skills';
 import type { CatalogSkillSource } from './catalog/source.js';
+import { TEMPLATE_DESCRIPTION, TEMPLATE_TITLE } from './titles.js';
+
+/** The scheme every skill resource is under (the extension's base root). */
+const SKILL_URI_SCHEME = 'skill://';
 
 /**
  * The result of reading `uriText` through `source`: the one function both the SDK's handler
@@ -44,4 +49,14 @@ export async function readSkillResource(source: CatalogSkillSource, uriText: str
  */
 export function serveSkillReads(mcp: McpServer, source: CatalogSkillSource): void {
   mcp.server.setRequestHandler('resources/read', (request) => readSkillResource(source, request.params.uri));
+  // The template the extension registers, with the title and description it registers it without.
+  mcp.server.setRequestHandler('resources/templates/list', () => ({ resourceTemplates: [SKILL_FILE_TEMPLATE] }));
 }
+
+/** The one resource template: every file of a published skill. */
+export const SKILL_FILE_TEMPLATE = {
+  name: SKILLS_EXTENSION_ID,
+  title: TEMPLATE_TITLE,
+  uriTemplate: `${SKILL_URI_SCHEME}{+path}`,
+  description: TEMPLATE_DESCRIPTION,
+} as const;

@@ -28,7 +28,7 @@ import { RunnerLink, type RunnerLinkOptions } from './runner-link.js';
 import { fullCollector } from './tools/collect.js';
 
 /** Front-only: entries per skills/list, prompts/list and directory page. */
-const PAGE_SIZE: VariableSpec<number> = {
+export const PAGE_SIZE: VariableSpec<number> = {
   name: 'SKILL_MCP_PAGE_SIZE',
   schema: wholeNumber(1),
   expected: 'a positive integer',

@@ -22,6 +22,8 @@ function passwdDefault(): string[] {
 }
 
 export default function setup(): () => void {
+  // vitest runs a global setup once per project (tier) in the same process: the first one decides.
+  if (process.env['SKILL_MCP_TEST_REAL_STATE'] !== undefined) return () => undefined;
   const real = [
     ...new Set([
       defaultStateDir({ ...process.env, SKILL_MCP_STATE_DIR: undefined }),

@@ -4,7 +4,8 @@
  * as a server or `deps install` on a real state folder fails at the spawn — while the person's own
  * skill-mcp writing that folder meanwhile fails nothing.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { execFile, spawn, spawnSync } from 'node:child_process';
+import { promisify } from 'node:util';
 import { tmpdir } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { realStateUse } from './state-guard.js';
@@ -13,9 +14,11 @@ const REAL = new Set(['/var/lib/skill-mcp', '/home/ada/.local/state/skill-mcp'])
 const BIN = '/repo/dist/skill-mcp.js';
 
 describe("the suite's own state", () => {
-  it('every worker has a private XDG_STATE_HOME in the temp folder, and knows the real folders', () => {
+  it('every worker has a private XDG_STATE_HOME in the temp folder, and knows the real folders (never its own among them)', () => {
     expect(process.env['XDG_STATE_HOME']).toMatch(new RegExp(`^${tmpdir()}/skill-mcp-suite-state-`));
-    expect((JSON.parse(process.env['SKILL_MCP_TEST_REAL_STATE']!) as string[]).length).toBeGreaterThan(0);
+    const real = JSON.parse(process.env['SKILL_MCP_TEST_REAL_STATE']!) as string[];
+    expect(real.length).toBeGreaterThan(0);
+    expect(real.filter((p) => p.includes('skill-mcp-suite-state-'))).toEqual([]);
   });
 
   it('a server or deps install on a real state folder is refused, naming the command; anything else passes', () => {
@@ -59,5 +62,14 @@ describe("the suite's own state", () => {
       /the real state folder of the person running the tests/,
     );
     expect(() => spawnSync(process.execPath, ['/nowhere/dist/skill-mcp.js', 'deps', 'install'], { env })).toThrow(/real state folder/);
+  });
+
+  it('the promisified forms keep their shape ({stdout, stderr}) and are guarded too', async () => {
+    const run = promisify(execFile);
+    expect(await run(process.execPath, ['-e', 'process.stdout.write("out")'])).toEqual({ stdout: 'out', stderr: '' });
+    const real = (JSON.parse(process.env['SKILL_MCP_TEST_REAL_STATE']!) as string[])[0]!;
+    expect(() => run(process.execPath, ['/nowhere/dist/skill-mcp.js'], { env: { SKILL_MCP_STATE_DIR: real } })).toThrow(
+      /real state folder/,
+    );
   });
 });

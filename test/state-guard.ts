@@ -13,6 +13,7 @@
 import { createRequire, syncBuiltinESMExports } from 'node:module';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
 import { ROOT_STATE_DIR } from '../shared/state-dir.js';
 
 type Env = Record<string, string | undefined>;
@@ -58,14 +59,22 @@ function callOf(name: string, a: unknown[]): { argv: string[]; env: Env } {
   return { argv, env: (options && typeof options === 'object' && options.env) || (process.env as Env) };
 }
 
-for (const name of ['spawn', 'spawnSync', 'execFile', 'execFileSync', 'exec', 'execSync', 'fork']) {
-  const original = cp[name]!;
-  cp[name] = function guarded(this: unknown, ...a: unknown[]): unknown {
+type Callable = ((...a: unknown[]) => unknown) & { [promisify.custom]?: (...a: unknown[]) => unknown };
+
+/** `fn` behind the check; its `util.promisify` form too (execFile and exec resolve to {stdout, stderr}). */
+function guard(name: string, fn: Callable): Callable {
+  const guarded: Callable = function (this: unknown, ...a: unknown[]): unknown {
     const { argv, env } = callOf(name, a);
     const why = realStateUse(argv, env);
     if (why !== undefined) throw new Error(why);
-    return original.apply(this, a);
+    return fn.apply(this, a);
   };
+  const custom = fn[promisify.custom];
+  if (custom) guarded[promisify.custom] = guard(name, custom);
+  return guarded;
 }
+
+for (const name of ['spawn', 'spawnSync', 'execFile', 'execFileSync', 'exec', 'execSync', 'fork'])
+  cp[name] = guard(name, cp[name] as Callable);
 // ES module imports of node:child_process see the wrapped functions too.
 syncBuiltinESMExports();

@@ -25,6 +25,9 @@ export const TIERS = {
   unit: [
     'approve/pieces.test.ts',
     'check/adversarial.test.ts',
+    'check/false-positives.test.ts',
+    'docs-links.test.ts',
+    'docs-numbers.test.ts',
     'e2e/deploy-recipe.test.ts',
     'http/address-cap.test.ts',
     'http/fast-path-unit.test.ts',
@@ -98,6 +101,7 @@ export const TIERS = {
     'check/readme.test.ts',
     'check/server-problems.test.ts',
     'e2e/audit-approval.test.ts',
+    'e2e/audit-metadata.test.ts',
     'e2e/cli-flags.test.ts',
     'e2e/config-agreement.test.ts',
     'e2e/declarations.test.ts',

@@ -31,6 +31,39 @@ interface Pattern {
   shown: (match: string) => number;
   /** A further test of the whole match, where a regex would have to backtrack to express it. */
   accept?: (match: string) => boolean;
+  /** A further test of what follows the match in the text (from `end`). */
+  acceptAfter?: (text: string, end: number) => boolean;
+}
+
+/** How far past a private key block's header its key material is looked for. */
+const KEY_BLOCK_LOOK = 8192;
+/** A run of base64 at least this long is key material; a placeholder (`\n...\n`, `<your key>`, `MIIE...`) has none. */
+const KEY_MATERIAL_RUN = 32;
+
+/**
+ * Whether the text after a private key block's header holds key material: up to the next `-----`
+ * (its `-----END` line, or another header) or {@link KEY_BLOCK_LOOK} characters, a run of
+ * {@link KEY_MATERIAL_RUN} base64 characters, line breaks and their `\n` / `\r` escapes (a key in a
+ * JSON or .env string) not breaking it. A documented placeholder — `"-----BEGIN PRIVATE
+ * KEY-----\n...\n-----END PRIVATE KEY-----"` — has none, and is not a key. Each header looks only
+ * as far as the next one, so the whole text is read a bounded number of times (linear).
+ */
+export function hasKeyMaterial(text: string, end: number): boolean {
+  const next = text.indexOf('-----', end);
+  const limit = Math.min(next < 0 ? text.length : next, end + KEY_BLOCK_LOOK);
+  let run = 0;
+  for (let i = end; i < limit; i++) {
+    const c = text.charCodeAt(i);
+    // Line breaks and their escapes do not end a run: a key's lines are one run of base64.
+    if (c === 10 || c === 13 || c === 32 || c === 9) continue;
+    if (c === 92 && (text[i + 1] === 'n' || text[i + 1] === 'r')) {
+      i++;
+      continue;
+    }
+    run = (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || (c >= 48 && c <= 57) || c === 43 || c === 47 || c === 61 ? run + 1 : 0;
+    if (run >= KEY_MATERIAL_RUN) return true;
+  }
+  return false;
 }
 
 const PATTERNS: Pattern[] = [
@@ -41,6 +74,7 @@ const PATTERNS: Pattern[] = [
     what: 'a private key block',
     regex: /-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----/g,
     shown: (m) => m.length,
+    acceptAfter: hasKeyMaterial,
   },
   { ruleId: 'credential/cloud-key', what: 'an AWS access key id', regex: /\b(?:AKIA|ASIA)[0-9A-Z]{16}\b/g, shown: () => 4 },
   {
@@ -129,8 +163,33 @@ class Taken {
 }
 
 const SECRET_NAME = /secret|token|passw(?:or)?d|pwd|api[_-]?key|access[_-]?key|auth[_-]?key|private[_-]?key|credential/i;
-/** Values that name a secret rather than hold one. */
-const REFERENCE = /^[$<{%]|process\.env|os\.environ|getenv|ENV\[|secrets\.|example|placeholder|changeme|x{6}/i;
+/**
+ * Values that name a secret rather than hold one: a variable, an environment lookup, a documented
+ * placeholder (`your-api-key`, `sk-or-v1-project1-key`, `token-goes-here`, `dummy`, `xxxxxx`).
+ */
+const REFERENCE =
+  /^[$<{%]|process\.env|os\.environ|getenv|ENV\[|secrets\.|example|placeholder|changeme|x{6}|\byour[-_]|[-_]here\b|dummy|fake|sample|[-_](?:key|token|secret|password)$/i;
+/**
+ * Characters a value can hold and still be a token (base64, hex, URL-safe, JWT dots, a password's
+ * punctuation). A value with `\`, brackets or parentheses is code or markup — `\rule{6cm}{0.5pt}`,
+ * `tokenizer.convert_ids_to_tokens(100)` — not a secret.
+ */
+const NOT_A_TOKEN = /[\\(){}[\]<>]/;
+const URL_LIKE = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//;
+
+/**
+ * What of an assigned value is judged: the value; for a URL, only the password it carries (a URL
+ * is an address, not a secret: `token_endpoint = "https://…/oauth/token"`), or nothing.
+ */
+function judged(value: string): string | undefined {
+  if (!URL_LIKE.test(value)) return NOT_A_TOKEN.test(value) ? undefined : value;
+  try {
+    const password = new URL(value).password;
+    return password === '' ? undefined : decodeURIComponent(password);
+  } catch {
+    return undefined;
+  }
+}
 
 /** Shannon entropy of `value` in bits per character. */
 export function shannonEntropy(value: string): number {
@@ -162,6 +221,7 @@ export function findCredentials(text: string): Hit[] {
     for (const { start, value } of matches(text, pattern)) {
       // Documentation keys (AWS's AKIAIOSFODNN7EXAMPLE) are not secrets.
       if (/EXAMPLE/i.test(value) || (pattern.accept && !pattern.accept(value))) continue;
+      if (pattern.acceptAfter && !pattern.acceptAfter(text, start + value.length)) continue;
       if (!taken.claim(start, start + value.length)) continue;
       const shown = pattern.shown(value);
       const message =
@@ -171,15 +231,18 @@ export function findCredentials(text: string): Hit[] {
       hits.push({ ruleId: pattern.ruleId, message, ...lines.at(start) });
     }
   }
-  for (const { name, value, start } of assignments(text)) {
-    if (!SECRET_NAME.test(name) || value.length < ENTROPY_MIN_LENGTH) continue;
+  for (const { name, value: written, start } of assignments(text)) {
+    if (!SECRET_NAME.test(name)) continue;
+    const value = judged(written);
+    if (value === undefined || value.length < ENTROPY_MIN_LENGTH) continue;
     if (REFERENCE.test(value) || !/\d/.test(value) || !/[A-Za-z]/.test(value)) continue;
     const bits = shannonEntropy(value);
     if (bits < ENTROPY_THRESHOLD_BITS) continue;
-    if (!taken.claim(start, start + value.length)) continue;
+    if (!taken.claim(start, start + written.length)) continue;
+    const what = value === written ? `a random-looking value ${redact(value, 3)}` : `a URL whose password looks random ${redact(value, 0)}`;
     hits.push({
       ruleId: 'credential/high-entropy',
-      message: `"${name}" is assigned a random-looking value ${redact(value, 3)}: ${bits.toFixed(2)} bits per character, at or over the ${ENTROPY_THRESHOLD_BITS} threshold`,
+      message: `"${name}" is assigned ${what}: ${bits.toFixed(2)} bits per character, at or over the ${ENTROPY_THRESHOLD_BITS} threshold`,
       ...lines.at(start),
     });
   }

@@ -8,8 +8,11 @@ import type { Hit } from './finding.js';
 import { inlineLinks, type InlineTarget } from './inline-links.js';
 import { LineIndex, maskMarkdownCode } from './text.js';
 
-/** `[id]: target` reference definitions (anchored at a line start: one try per line). */
-const DEFINITION = /^ {0,3}\[[^\]\n]+\]:[ \t]*(<[^>\n]*>|\S+)/gm;
+/**
+ * `[id]: target` reference definitions (anchored at a line start: one try per line). Not a
+ * footnote's `[^1]: text`: its text is prose, not a link target.
+ */
+const DEFINITION = /^ {0,3}\[(?!\^)[^\]\n]+\]:[ \t]*(<[^>\n]*>|\S+)/gm;
 const SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*:/;
 
 export interface LinkTarget {

@@ -46,7 +46,7 @@ const SERVER: Record<ProblemReason, Omit<Rule, 'id'>> = {
   declaration: {
     level: 'error',
     short: 'A declaration is rejected, conflicting or has unknown keys',
-    help: 'A declaration (the frontmatter mcp-host: block, mcp-host.yaml, or with SKILL_MCP_DECLARATIONS set an operator\'s <skill>.yaml) is parsed strictly (README, "What a skill folder looks like"). A rejected one, or a skill declaring in both SKILL.md and mcp-host.yaml, costs the skill its scripts; an unknown key (often a typo) is ignored; an operator file naming no served skill is not applied.',
+    help: 'A declaration (the frontmatter mcp-host: block, mcp-host.yaml, or with SKILL_MCP_DECLARATIONS set an operator\'s <skill>.yaml) is parsed strictly (docs/skills.md, "Declaring scripts"). A rejected one, or a skill declaring in both SKILL.md and mcp-host.yaml, costs the skill its scripts; an unknown key (often a typo) is ignored; an operator file naming no served skill is not applied.',
   },
   'duplicate-name': {
     level: 'error',
@@ -205,7 +205,7 @@ const AUTHORING: Rule[] = [
     id: 'advice/declaration-sidecar',
     level: 'note',
     short: 'The mcp-host declaration is in the frontmatter',
-    help: 'The frontmatter mcp-host: block is read, but the Agent Skills specification allows no such key, so other hosts and validators reject the skill. Move the same fields into mcp-host.yaml at the skill\'s root; skill-mcp check --fix does it (README, "What a skill folder looks like").',
+    help: 'The frontmatter mcp-host: block is read, but the Agent Skills specification allows no such key, so other hosts and validators reject the skill. Move the same fields into mcp-host.yaml at the skill\'s root; skill-mcp check --fix does it (docs/skills.md, "Declaring scripts").',
   },
   {
     id: 'spec/frontmatter-field',

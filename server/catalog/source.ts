@@ -14,6 +14,7 @@ import { FASTMCP_MANIFEST_PATH, fastmcpManifest } from './fastmcp-manifest.js';
 import { exactText, mediaTypeFor, readServedFile } from './read.js';
 import type { SkillRecord } from './skill.js';
 import { parseSkillUri, uriFor } from './uri.js';
+import { fileTitle, skillTitle } from '../titles.js';
 
 const DIRECTORY_MIME = 'inode/directory';
 
@@ -225,12 +226,19 @@ export class CatalogSkillSource implements SkillSource {
         children.set(rest, {
           uri: uriFor(record.name, file.path)!,
           name: rest,
+          title: fileTitle(record.name, file.path),
           mimeType: isMd ? 'text/markdown' : mediaTypeFor(rest, false),
           size: file.size,
         });
       } else {
         const dir = rest.slice(0, slash);
-        if (!children.has(dir)) children.set(dir, { uri: uriFor(record.name, prefix + dir)!, name: dir, mimeType: DIRECTORY_MIME });
+        if (!children.has(dir))
+          children.set(dir, {
+            uri: uriFor(record.name, prefix + dir)!,
+            name: dir,
+            title: fileTitle(record.name, `${prefix}${dir}/`),
+            mimeType: DIRECTORY_MIME,
+          });
       }
     }
     // A path that is a file, or a folder with nothing served in it, is not a directory resource.
@@ -249,6 +257,7 @@ export class CatalogSkillSource implements SkillSource {
     return this.catalog.published().map((record) => ({
       uri: uriFor(record.name, 'SKILL.md')!,
       name: record.name,
+      title: skillTitle(record),
       description: record.description,
       mimeType: 'text/markdown',
     }));

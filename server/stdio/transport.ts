@@ -11,7 +11,13 @@
  * `onFinished` fires once, when the session is over: input ended and nothing is left to answer,
  * or stdout broke.
  */
-import { parseJSONRPCMessage, ProtocolErrorCode } from '@modelcontextprotocol/server';
+import {
+  parseJSONRPCMessage,
+  PROTOCOL_VERSION_META_KEY,
+  ProtocolErrorCode,
+  UnsupportedProtocolVersionError,
+} from '@modelcontextprotocol/server';
+import { FIRST_MODERN_VERSION } from '../skills-list.js';
 import { DEFAULT_RUN_INPUT_BYTES, messageCapFor } from '../../shared/run-io.js';
 import type { JSONRPCMessage, Transport } from '@modelcontextprotocol/server';
 import { LineReader, type LineEvent } from './lines.js';
@@ -41,6 +47,21 @@ export interface LineTransportOptions {
   maxMessageBytes?: number;
   warn: (message: string) => void;
   onFinished: (reason: FinishReason) => void;
+}
+
+/** The 2026-07-28 revisions this server speaks: what a -32022 answer lists as `supported`. */
+const SUPPORTED_MODERN: readonly string[] = [FIRST_MODERN_VERSION];
+
+/**
+ * The protocol version a request's 2026-07-28 envelope names, when this server does not speak it;
+ * else undefined. A request without the envelope (the 2025 era, its `initialize` included) is not
+ * judged here: it keeps negotiating as it does.
+ */
+export function unsupportedVersion(message: JSONRPCMessage): string | undefined {
+  const m = message as { id?: unknown; method?: unknown; params?: { _meta?: Record<string, unknown> } };
+  if (typeof m.method !== 'string' || m.id === undefined) return undefined;
+  const named = m.params?._meta?.[PROTOCOL_VERSION_META_KEY];
+  return typeof named === 'string' && !SUPPORTED_MODERN.includes(named) ? named : undefined;
 }
 
 function isId(value: unknown): value is Id {
@@ -183,6 +204,17 @@ export class LineTransport implements Transport {
       return;
     }
     const m = message as { id?: unknown; method?: unknown; params?: { requestId?: unknown } };
+    const unsupported = unsupportedVersion(message);
+    if (unsupported !== undefined && isId(m.id)) {
+      // As the HTTP front answers it (and whatever era this connection was pinned to by its first message).
+      const error = new UnsupportedProtocolVersionError({ supported: [...SUPPORTED_MODERN], requested: unsupported });
+      void this.send({
+        jsonrpc: '2.0',
+        id: m.id,
+        error: { code: error.code, message: error.message, data: error.data },
+      } as JSONRPCMessage).catch(() => undefined);
+      return;
+    }
     if (typeof m.method === 'string' && isId(m.id)) {
       if (m.method !== 'subscriptions/listen') this.inbound.add(m.id);
     } else if (m.method === 'notifications/cancelled' && isId(m.params?.requestId)) {

@@ -33,6 +33,10 @@ export const ADVERSARIAL: Record<string, (size: number) => string> = {
   'aiza-over-and-over': (n) => fill('AIza', n),
   'begin-key-no-end': (n) => fill('A ', n, '-----BEGIN '),
   'begin-over-and-over': (n) => fill('-----BEGIN ', n),
+  // A key block's header over and over: each looks for its key material only up to the next one.
+  'private-key-over-and-over': (n) => fill('-----BEGIN PRIVATE KEY-----', n),
+  'private-key-then-spaces': (n) => fill(' ', n, '-----BEGIN PRIVATE KEY-----'),
+  'private-key-then-escapes': (n) => fill('\\n', n, '-----BEGIN PRIVATE KEY-----'),
   'open-brackets': (n) => fill('[', n),
   'link-text-unclosed': (n) => fill('[a', n),
   'close-open': (n) => fill(']', n, '['),

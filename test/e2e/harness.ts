@@ -139,8 +139,8 @@ export interface Served {
 
 /**
  * The environment every e2e and HTTP server starts from: PATH, this file's TMPDIR, state dir and
- * run uids, and HOME there too — never the real `~/.local/state/skill-mcp` (test/global-setup.ts
- * fails the run if a test writes it).
+ * run uids, and HOME there too — never the real state folder of the person running the tests
+ * (test/state-guard.ts refuses such a start).
  */
 export function baseEnv(): Record<string, string> {
   return {
