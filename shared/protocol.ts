@@ -222,7 +222,7 @@ export const mintedSchema = z.strictObject({ willRun: willRunSchema, confirmToke
 export type Minted = z.infer<typeof mintedSchema>;
 
 /**
- * Why a run's egress proxy refused a connection: the policy's reasons (runner/egress/policy.ts),
+ * Why a run's egress proxy refused a connection: the policy's reasons (runner/helper/policy.ts),
  * `too-many-open` (closed at accept, over the run's cap of open connections) and `run-ended`
  * (still undecided when the run ended).
  */
