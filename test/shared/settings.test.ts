@@ -21,7 +21,8 @@ describe('readSharedSettings', () => {
       confirmSecret: undefined,
       allowUnscrubbed: false,
       limits: { maxSkills: DEFAULT_CATALOG_LIMITS.maxSkills },
-      stateDir: '/home/x/.local/state/skill-mcp',
+      // The state folder's default is root's /var/lib/skill-mcp or the person's own (shared/state-dir.ts; both tested there).
+      stateDir: process.getuid?.() === 0 ? '/var/lib/skill-mcp' : '/home/x/.local/state/skill-mcp',
       issues: [],
     });
   });
