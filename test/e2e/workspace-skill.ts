@@ -56,14 +56,16 @@ open(b"plain.txt", "wb").write(b"plain\\n")
 print(sorted(os.listdir(b".")))
 `,
   // Folders it locks (chmod 000) on its way out, one named with a byte that is not valid UTF-8:
-  // the runner must still remove them (as the script's own uid it reopens each folder first).
+  // the runner must still remove them (as the script's own uid it reopens each folder first). It
+  // says so first: where the runner's watcher keeps the cap (no tmpfs), a folder it cannot read
+  // stops the run at the watcher's next look, which may fall before the script's own end.
   'scripts/lock.py': `import os
+print("locked", flush=True)
 for name in (b"locked", b"locked\\xff"):
     os.makedirs(name + b"/inner")
     open(name + b"/inner/f.txt", "wb").write(b"x")
     os.chmod(name + b"/inner", 0)
     os.chmod(name, 0)
-print("locked")
 `,
   // Output bombs.
   'scripts/many.py': `import os
