@@ -2,11 +2,11 @@ import { defineConfig } from 'vitest/config';
 import { tierFiles } from './test/tiers.mjs';
 
 /** One vitest project per CI tier (test/tiers.mjs): `.ci/run` picks the tiers each pass needs. */
-const tier = (name: 'unit' | 'front' | 'level' | 'node') => ({ extends: true as const, test: { name, include: tierFiles(name) } });
+const tier = (name: 'unit' | 'front' | 'level' | 'uid' | 'node') => ({ extends: true as const, test: { name, include: tierFiles(name) } });
 
 export default defineConfig({
   test: {
-    projects: [tier('unit'), tier('front'), tier('level'), tier('node')],
+    projects: [tier('unit'), tier('front'), tier('level'), tier('uid'), tier('node')],
     // state-guard.ts: a test that would start the product on the real state folder fails at the spawn.
     setupFiles: ['test/expect-env.ts', 'test/state-guard.ts'],
     // The suite's own XDG_STATE_HOME, and the real state folders the guard keeps tests out of.

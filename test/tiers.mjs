@@ -12,15 +12,18 @@
  *   the level, skips a part as root or not, or exercises what differs between sandboxes). At each
  *   of the four levels: root with bubblewrap (namespace-uid) and without (uid-sandbox), an ordinary
  *   uid with bubblewrap (namespace) and without (same-uid).
- * - `node`: files of `front` and `level` that touch what changes between Node majors — the code
+ * - `uid`: the outcome depends on running as root or not, but not on bubblewrap (a root-only
+ *   check of the state folder, the front's dropped uid, the code cache's owner, a tmpfs left
+ *   mounted…): as root with bubblewrap and as an ordinary uid with it — the two passes that differ.
+ * - `node`: files of `front`, `level` and `uid` that touch what changes between Node majors — the code
  *   cache, posix_spawn through koffi, the egress and secrets proxies (node:net, node:http, node:tls),
  *   the stdio wire, the HTTP server's parsing and timeouts. On Node 22 and 24 beside `unit`.
  *
- * Every test file is in exactly one of unit/front/level (test/tiers.test.ts fails otherwise), and
- * `node` lists only files of the other two. `node test/tiers.mjs TIER` prints a tier's files.
+ * Every test file is in exactly one of unit/front/level/uid (test/tiers.test.ts fails otherwise), and
+ * `node` lists only files of front, level and uid. `node test/tiers.mjs TIER` prints a tier's files.
  */
 
-/** @type {Record<'unit' | 'front' | 'level' | 'node', readonly string[]>} paths under test/ */
+/** @type {Record<'unit' | 'front' | 'level' | 'uid' | 'node', readonly string[]>} paths under test/ */
 export const TIERS = {
   unit: [
     'approve/pieces.test.ts',
@@ -171,17 +174,9 @@ export const TIERS = {
     'runner/workspace-inputs.test.ts',
   ],
   level: [
-    'e2e/approval-binds-code.test.ts',
-    'e2e/code-cache.test.ts',
-    'e2e/digest-index-stale.test.ts',
-    'e2e/digest-index.test.ts',
-    'e2e/front-privileges.test.ts',
     'e2e/guard-start.test.ts',
-    'e2e/newcomer.test.ts',
     'e2e/parallel-runs.test.ts',
     'e2e/pdf-skill.test.ts',
-    'e2e/root-first-hour.test.ts',
-    'e2e/root-unreadable.test.ts',
     'e2e/skill-run-deps.test.ts',
     'e2e/skill-run-egress-refusals.test.ts',
     'e2e/skill-run-egress.test.ts',
@@ -195,36 +190,46 @@ export const TIERS = {
     'e2e/skill-run-workspace.test.ts',
     'e2e/spawn-path.test.ts',
     'e2e/start-lines.test.ts',
-    'http/listen-failure.test.ts',
     'http/secrets-identities.test.ts',
     'http/skill-run-files.test.ts',
     'runner/audit-access.test.ts',
-    'runner/audit-full-disk.test.ts',
     'runner/deps.test.ts',
     'runner/doctor.test.ts',
     'runner/egress.test.ts',
     'runner/go-ahead.test.ts',
     'runner/held-start.test.ts',
     'runner/helper.test.ts',
-    'runner/ipc.test.ts',
     'runner/kernel-attacks.test.ts',
     'runner/namespace-sandbox.test.ts',
-    'runner/pidfd-kill.test.ts',
-    'runner/reap-fault.test.ts',
-    'runner/root-reads.test.ts',
     'runner/run-cleanup.test.ts',
     'runner/runner-death.test.ts',
     'runner/sandbox-attacks.test.ts',
     'runner/sandbox-failed.test.ts',
     'runner/secrets-identities.test.ts',
     'runner/secrets-sandbox.test.ts',
-    'runner/secrets-source.test.ts',
     'runner/shared-temp.test.ts',
+    'runner/uid-per-run.test.ts',
+    'runner/walker.test.ts',
+  ],
+  uid: [
+    'e2e/approval-binds-code.test.ts',
+    'e2e/code-cache.test.ts',
+    'e2e/digest-index-stale.test.ts',
+    'e2e/digest-index.test.ts',
+    'e2e/front-privileges.test.ts',
+    'e2e/newcomer.test.ts',
+    'e2e/root-first-hour.test.ts',
+    'e2e/root-unreadable.test.ts',
+    'http/listen-failure.test.ts',
+    'runner/audit-full-disk.test.ts',
+    'runner/ipc.test.ts',
+    'runner/pidfd-kill.test.ts',
+    'runner/reap-fault.test.ts',
+    'runner/root-reads.test.ts',
+    'runner/secrets-source.test.ts',
     'runner/start-hygiene.test.ts',
     'runner/uid-claims.test.ts',
-    'runner/uid-per-run.test.ts',
     'runner/workspace-cap.test.ts',
-    'runner/walker.test.ts',
     'runner/workspace-mounts.test.ts',
     'server/digest-index.test.ts',
   ],

@@ -1,6 +1,6 @@
 /**
- * The CI tiers cover the suite: every test file is in exactly one of unit, front and level, and the
- * Node-sensitive list names only files of front and level (unit already runs on every Node).
+ * The CI tiers cover the suite: every test file is in exactly one of unit, front, level and uid, and
+ * the Node-sensitive list names only files of the other three (unit already runs on every Node).
  */
 import { readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -19,7 +19,7 @@ function testFiles(dir: string): string[] {
 
 describe('the CI tiers (test/tiers.mjs)', () => {
   const onDisk = testFiles(here).sort();
-  const tiered = [...TIERS.unit, ...TIERS.front, ...TIERS.level];
+  const tiered = [...TIERS.unit, ...TIERS.front, ...TIERS.level, ...TIERS.uid];
 
   test('every test file on disk is in a tier', () => {
     expect(onDisk.filter((f) => !tiered.includes(f))).toEqual([]);
@@ -30,7 +30,7 @@ describe('the CI tiers (test/tiers.mjs)', () => {
     expect(tiered.filter((f) => !onDisk.includes(f))).toEqual([]);
   });
 
-  test('the Node-sensitive list holds only front and level files', () => {
-    expect(TIERS.node.filter((f) => !TIERS.front.includes(f) && !TIERS.level.includes(f))).toEqual([]);
+  test('the Node-sensitive list holds only front, level and uid files', () => {
+    expect(TIERS.node.filter((f) => !TIERS.front.includes(f) && !TIERS.level.includes(f) && !TIERS.uid.includes(f))).toEqual([]);
   });
 });
