@@ -11,7 +11,9 @@ import { connectClient, startHttp, type HttpServer } from './harness.js';
 const CLIENTS = 100;
 let server: HttpServer;
 beforeAll(async () => {
-  server = await startHttp();
+  // Idle keep-alive sockets stay open for the test's length: a server closing one the very moment a
+  // client (starved on a busy machine) reuses it is "fetch failed" — a race of timers, not of serving.
+  server = await startHttp({ SKILL_MCP_HTTP_KEEP_ALIVE_TIMEOUT_MS: '120000' });
 });
 afterAll(async () => {
   await server.stop();

@@ -51,6 +51,8 @@ async function side(skills: string, fastPath: 'on' | 'off', auth: 'oauth' | 'tok
       SKILL_MCP_HTTP_MAX_BODY_BYTES: String(MAX_BODY_BYTES),
       SKILL_MCP_HTTP_FAST_PATH: fastPath,
       SKILL_MCP_RUNNER_SOCKET: join(base, 'no-runner.sock'),
+      // No idle keep-alive socket closed under a client about to reuse it ("fetch failed" on a busy machine).
+      SKILL_MCP_HTTP_KEEP_ALIVE_TIMEOUT_MS: '120000',
       ...(auth === 'oauth'
         ? { SKILL_MCP_OAUTH_ISSUER: issuer.issuer, SKILL_MCP_OAUTH_AUDIENCE: audience }
         : { SKILL_MCP_HTTP_TOKEN: STATIC_TOKEN }),
