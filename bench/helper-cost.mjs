@@ -101,7 +101,11 @@ const samples = BINS.map(() => Object.fromEntries(KINDS.map((k) => [k, []])));
 let level;
 // Warm: each server's runner started, its first (slow) runs done, its spare helper up.
 for (const s of servers) for (const k of KINDS) for (let i = 0; i < 3; i++) level = (await s.time(k)).level;
-console.log(`level ${level}, ${RUNS} rounds, load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+console.log(
+  `level ${level}, ${RUNS} rounds, load ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')}`,
+);
 for (let round = 0; round < RUNS; round++) {
   const order = BINS.map((_, i) => (i + round) % BINS.length);
   for (const b of order) {
@@ -121,6 +125,10 @@ if (BINS.length > 1)
     const d = median(samples[1][k].map((v, i) => v - samples[0][k][i]));
     console.log(`${k}: build 2 − build 1 ${d.toFixed(1)} ms (median of the per-round differences)`);
   }
-console.log(`load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+console.log(
+  `load ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')}`,
+);
 for (const s of servers) await s.close();
 rmSync(skills, { recursive: true, force: true });
