@@ -157,6 +157,12 @@ export async function startRunner(opts: {
       fail(new Error(`runner exited ${code}: ${err}`));
     });
   });
+  // A runner that dies while its test still uses it says why in the test's output (its stderr), so a
+  // crash seen once in CI can be read there, not only as "the runner closed the connection".
+  let stopping = false;
+  proc.once('exit', (code, signal) => {
+    if (!stopping) process.stderr.write(`runner ${proc.pid} exited unexpectedly (${signal ?? code}); its stderr:\n${err}\n`);
+  });
   return {
     proc,
     socketPath,
@@ -169,6 +175,7 @@ export async function startRunner(opts: {
       runSlackMs: 10_000,
     }),
     async stop() {
+      stopping = true;
       if (proc.exitCode !== null || proc.signalCode !== null) return;
       const exited = new Promise((r) => proc.once('exit', r));
       proc.kill('SIGTERM');
