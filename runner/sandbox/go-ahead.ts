@@ -81,8 +81,8 @@ export interface GateOps {
   prlimit(pid: number, resource: number, value: number): number;
   /** /proc/PID/stat's text, or undefined when the process is gone. */
   readStat(pid: number): string | undefined;
-  /** Writes the one byte that lets the child go on. */
-  goAhead(): void;
+  /** Writes the one byte that lets the child go on: false when the child's end is already closed. */
+  goAhead(): boolean;
 }
 
 export type GateResult = { ok: true; pid: number } | { ok: false; gone: boolean; why: string };
@@ -110,7 +110,9 @@ export function openGate(info: string, chainPid: number, limits: readonly Rlimit
     if (errno === ESRCH) return { ok: false, gone: true, why: 'the sandbox ended before its limits were set' };
     if (errno !== 0) return { ok: false, gone: false, why: `the sandbox's ${limit.name} limit could not be set (${errnoName(errno)})` };
   }
-  ops.goAhead();
+  // A child that ended after its limits were set (bubblewrap failed a later step of its setup) has
+  // closed its end: no byte can reach it, and its exit says why.
+  if (!ops.goAhead()) return { ok: false, gone: true, why: 'the sandbox ended before it could go ahead' };
   return { ok: true, pid: found.pid };
 }
 

@@ -101,8 +101,11 @@ export interface SpawnedChild extends EventEmitter {
 export interface ChildGate {
   /** prlimit(pid, resource, {value, value}) through libc: 0, or the errno. */
   prlimit(pid: number, resource: number, value: number): number;
-  /** Writes the go-ahead byte (once) and lets go of the runner's end. */
-  goAhead(): void;
+  /**
+   * Writes the go-ahead byte (once) and lets go of the runner's end. False when the child's end is
+   * already closed (EPIPE: bubblewrap's setup failed after it named its child; its exit says why).
+   */
+  goAhead(): boolean;
   /** Lets go of the runner's end without the byte: the child stays waiting until it is killed. */
   close(): void;
 }
@@ -428,10 +431,18 @@ function childGate(c: Bound, prlimit: Fn, go: number): ChildGate {
       return prlimit(pid, resource, limit, null) === 0 ? 0 : c.errno() || -1;
     },
     goAhead() {
-      if (!open) return;
-      // One byte into an empty socket (blocking, but it cannot wait).
-      writeSync(go, Buffer.of(1));
-      letGo();
+      if (!open) return false;
+      try {
+        // One byte into an empty socket (blocking, but it cannot wait).
+        writeSync(go, Buffer.of(1));
+        return true;
+      } catch {
+        // The child's end is closed: it ended between its limits and the byte. Thrown, this would
+        // take the whole runner down from an event handler (seen under load as uid 40100).
+        return false;
+      } finally {
+        letGo();
+      }
     },
     close: letGo,
   };

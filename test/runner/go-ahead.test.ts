@@ -55,7 +55,7 @@ function fakeOps(over: Partial<GateOps> & { parent?: number } = {}): GateOps & {
         return 0;
       }),
     readStat: over.readStat ?? ((pid) => `${pid} (bwrap) S ${over.parent ?? 4242} 1 1 0 -1`),
-    goAhead: over.goAhead ?? (() => calls.push('go')),
+    goAhead: over.goAhead ?? (() => calls.push('go') > 0),
   };
 }
 
@@ -110,7 +110,7 @@ describe('the go-ahead, by attack name', () => {
       calls.push(String(resource));
       return resource === RLIMIT.nofile ? 1 : 0;
     };
-    const ops = fakeOps({ prlimit, goAhead: () => calls.push('go') });
+    const ops = fakeOps({ prlimit, goAhead: () => calls.push('go') > 0 });
     expect(openGate('{"child-pid": 4243}', 4242, LIMITS, ops)).toEqual({
       ok: false,
       gone: false,
@@ -368,6 +368,17 @@ async function heldRun(script: string) {
   return { running, settle, child: childOf(running.pid!)! };
 }
 
+describe('a go-ahead byte that cannot be written', () => {
+  it('is a sandbox gone by itself (its exit says why), not a started run', () => {
+    const ops = fakeOps({ goAhead: () => false });
+    expect(openGate('{"child-pid": 4243}', 4242, LIMITS, ops)).toEqual({
+      ok: false,
+      gone: true,
+      why: 'the sandbox ended before it could go ahead',
+    });
+  });
+});
+
 describe.skipIf(skipWhy !== undefined)(`real bubblewrap held by the go-ahead${skipWhy ? ` (skipped: ${skipWhy})` : ''}`, () => {
   it('nothing of the script runs before the byte; after it the script sees exactly the limits set', async () => {
     const { child, pid, exited, out } = await heldSandbox('echo started; cat /proc/self/limits');
@@ -409,6 +420,16 @@ describe.skipIf(skipWhy !== undefined)(`real bubblewrap held by the go-ahead${sk
     process.kill(-child.pid!, 'SIGKILL');
     process.kill(pid, 'SIGKILL');
     expect((await exited)[1]).toBe('SIGKILL');
+    expect(out()).toBe('');
+  });
+
+  it('a sandbox that ends after its limits and before the byte: the write finds its end closed, says so, and throws nothing (a throw here took the runner down)', async () => {
+    const { child, pid, exited, out } = await heldSandbox('echo started');
+    process.kill(-child.pid!, 'SIGKILL');
+    process.kill(pid, 'SIGKILL');
+    await exited;
+    await until('the sandbox child is gone', () => readStat(pid) === undefined);
+    expect(child.gate!.goAhead()).toBe(false);
     expect(out()).toBe('');
   });
 
