@@ -16,7 +16,8 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
-    // Two cores: suites spawn real servers and runners; more workers only thrash.
-    maxWorkers: 2,
+    // Three workers on CI's two cores: a third of a two-worker pass was idle (tests waiting on
+    // real servers, notifications and runs), and every test holds on a busy machine. More thrash.
+    maxWorkers: 3,
   },
 });
