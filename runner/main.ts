@@ -34,6 +34,7 @@ import { pidAlive } from './file-lock.js';
 import { fileURLToPath } from 'node:url';
 import { probePlatform, usesBwrap } from './sandbox/platform.js';
 import { helperPoolFor } from './egress/helper-link.js';
+import { WalkerPool } from './workspace/walk-link.js';
 import { LocalBackend } from './backend/local.js';
 import { bridgeNode } from './egress/plan.js';
 import { installBundles, removeBundles } from './sandbox/bundles.js';
@@ -285,7 +286,7 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
   const walker = bundles['skill-mcp-walk.cjs'];
   const walk =
     asRoot && 'path' in walker && platform.tools.setpriv
-      ? { setpriv: platform.tools.setpriv, node: bridgeNode(platform) ?? process.execPath, script: walker.path }
+      ? new WalkerPool({ setpriv: platform.tools.setpriv, node: bridgeNode(platform) ?? process.execPath, script: walker.path })
       : undefined;
   if (asRoot && walk === undefined)
     log(`warning: runs return no files here: no outputs walker (${'why' in walker ? walker.why : 'no setpriv'})`);
@@ -400,6 +401,8 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
   // first answer). As root a spare holds a uid of the run range, so it is started only once a run
   // has needed a helper (HelperPool.take): a runner whose runs never reach the network holds none.
   if (!('why' in helpers) && !asRoot) setImmediate(() => helpers.warm());
+  // As root, the spare outputs walker likewise: each run's walk then starts no node after its script.
+  if (walk !== undefined) setImmediate(() => walk.warm());
 
   let stopping = false;
   let why = 'signal';
@@ -410,6 +413,7 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
     try {
       ({ removalsPending } = await service.stop());
       if (!('why' in helpers)) await helpers.close();
+      walk?.close();
       removeBundles(scratchDir);
       await ledgers.close();
     } catch (error) {

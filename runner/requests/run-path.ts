@@ -30,7 +30,7 @@ import { removeRunFolderAsync } from '../workspace/workspace.js';
 import type { Workspace } from '../workspace/workspace.js';
 import { watchWorkspace } from '../workspace/watch.js';
 import { walkAsRunUid } from '../workspace/walk-link.js';
-import type { WalkCommand } from '../workspace/walk-link.js';
+import type { WalkerPool } from '../workspace/walk-link.js';
 import type { WorkspaceWatch } from '../workspace/watch.js';
 import type { RunAdmission } from './admission.js';
 import type { DeriveContext, RunPlan } from './derive.js';
@@ -66,7 +66,7 @@ export interface RunPathDeps {
   killGraceMs: number;
   drainMs: number;
   /** A root runner's outputs walk as the run's uid (runner/workspace/walk-link.ts). */
-  walk: WalkCommand | undefined;
+  walk: WalkerPool | undefined;
   /** How an approved run becomes a sandboxed process (runner/backend/backend.ts). */
   backend: RunBackend;
 }
@@ -156,7 +156,7 @@ async function collectRunOutputs(
       note: "this root runner has no outputs walker (its start said why), so the run's workspace was not read; nothing of it is returned",
     };
   const walked = await walkAsRunUid({
-    command: deps.walk,
+    walkers: deps.walk,
     uid,
     ws,
     budgetBytes: deps.limits.outputFilesBytes,

@@ -1,12 +1,14 @@
 /**
  * @module A run's outputs walk, in a process of its own (docs/architecture.md §8, "What runs
- * privileged"): started by a root runner as the run's own uid once nothing of the run is left
- * (runner/workspace/walk-link.ts), it reads its orders from stdin, walks the workspace with the
+ * privileged"): started ahead by a root runner, as root with nothing but CAP_SETUID and CAP_SETGID
+ * (runner/workspace/walk-link.ts), it reads its orders from stdin once nothing of the run is left,
+ * becomes the run's own uid with no capability (becomeRunUid), and only then walks the workspace with the
  * runner's own walk (runner/workspace/outputs.ts: no link followed, nothing but regular files of
  * the run opened, within the budget and the entry bound), redacts what it returns, and writes one
  * frame to stdout. A bug a hostile workspace finds in the walk is then a bug in a process holding
  * nothing but the run's own files. Built as its own small bundle (dist/skill-mcp-walk.cjs).
  */
+import { readFileSync } from 'node:fs';
 import { FrameCodec } from '../../shared/frame-codec.js';
 import { RunRedaction } from '../secrets/redact.js';
 import { collectOutputs } from '../workspace/outputs.js';
@@ -29,6 +31,36 @@ function parseOrders(value: unknown): WalkOrders | undefined {
   return o as WalkOrders;
 }
 
+/**
+ * Becomes `uid` (its gid the same, no supplementary group) and proves it: every uid and gid that
+ * one, no group, no capability left. Security: the walker starts as root with CAP_SETUID and
+ * CAP_SETGID only (walk-link.ts), so that it can wait ahead of its run; a walk done before this
+ * drop, or after a partial one, would read the script's files — and follow what the script
+ * planted — with root's ownership. Returns why not, or undefined once it is that uid.
+ */
+export function becomeRunUid(uid: number): string | undefined {
+  if (uid === 0) return 'the orders name uid 0';
+  try {
+    process.setgroups?.([]);
+    process.setgid?.(uid);
+    process.setuid?.(uid);
+  } catch (error) {
+    return `it could not become uid ${uid} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`;
+  }
+  const status = readFileSync('/proc/self/status', 'utf8');
+  // One line per field: `Name:<tab>values` (Groups may be empty).
+  const lines = new Map(status.split('\n').map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 1).trim()]));
+  const field = (name: string): string => lines.get(name) ?? '?';
+  const ids = (name: string): boolean => {
+    const each = field(name).split(/\s+/);
+    return each.length === 4 && each.every((id) => id === String(uid));
+  };
+  const none = (name: string): boolean => /^0+$/.test(field(name));
+  if (!ids('Uid') || !ids('Gid') || field('Groups') !== '' || !['CapPrm', 'CapEff', 'CapAmb'].every(none))
+    return `it is not uid ${uid} alone with no capability after the drop`;
+  return undefined;
+}
+
 function fail(why: string): never {
   process.stderr.write(`skill-mcp walker: ${why}\n`);
   process.exit(1);
@@ -45,6 +77,8 @@ export function walkerMain(): void {
       if (orders === undefined) fail("the runner's orders are not a walk");
       done = true;
       const { dir, dev, ino, uid, inputs, budgetBytes, maxEntries, redact } = orders;
+      const notDropped = becomeRunUid(uid);
+      if (notDropped !== undefined) fail(notDropped);
       const redaction = new RunRedaction(redact);
       const collected = collectOutputs(
         { dir, dev, ino, uid, inputs: new Map(inputs.map((i) => [i.path, { size: i.size, sha256: i.sha256 }])) },

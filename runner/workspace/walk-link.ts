@@ -6,10 +6,16 @@
  * checked (walk-protocol.ts), bounded by the budget it was given, and every digest of bytes carried
  * is taken again here: the result and the audit line say only what the runner itself confirmed.
  *
+ * A node start is tens of milliseconds, so it is not paid after the script: a spare walker waits,
+ * started ahead (WalkerPool), holding nothing but CAP_SETUID and CAP_SETGID under no_new_privs; its
+ * orders name the run's uid, and it becomes that uid — every capability gone, checked — before it
+ * opens anything. Until then it has read nothing but the runner's own frame.
+ *
  * A walk that cannot be done (the walker could not start, died, overran its time, or sent what the
  * protocol does not allow) returns no file and says why in the result's `filesNote` — never silent.
  */
 import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { FrameCodec } from '../../shared/frame.js';
 import { sha256Hex } from '../../shared/run-io.js';
 import type { RedactionValue } from '../secrets/binding.js';
@@ -30,21 +36,74 @@ export interface WalkCommand {
   script: string;
 }
 
-/** The walker's command line as `uid`. Pure. */
-export function walkerArgv(command: WalkCommand, uid: number): string[] {
+/**
+ * The walker's command line: root's uid with only the two capabilities that let it become the run's
+ * uid, none it could pass on through an exec, killed with the runner. Pure.
+ */
+export function walkerArgv(command: WalkCommand): string[] {
   return [
     command.setpriv,
-    `--reuid=${uid}`,
-    `--regid=${uid}`,
     '--clear-groups',
     '--no-new-privs',
     '--inh-caps=-all',
-    '--bounding-set=-all',
+    '--bounding-set=-all,+setuid,+setgid',
     '--pdeathsig=KILL',
     '--',
     command.node,
     command.script,
   ];
+}
+
+/** A started walker, its stderr kept from the start (a failed start says why there). */
+interface Walker {
+  child: ChildProcess;
+  stderr(): string;
+}
+
+function startWalker(command: WalkCommand): Walker {
+  const argv = walkerArgv(command);
+  const child = spawn(argv[0]!, argv.slice(1), { stdio: ['pipe', 'pipe', 'pipe'], env: { PATH: '/usr/bin:/bin', LANG: 'C' }, cwd: '/' });
+  let stderr = '';
+  // A spawn error with no listener would be thrown at the runner: each is said by the walk that takes it.
+  child.on('error', () => undefined);
+  child.stdin!.on('error', () => undefined);
+  child.stderr!.on('data', (chunk: Buffer) => {
+    if (stderr.length < STDERR_KEEP) stderr += chunk.toString('utf8').slice(0, STDERR_KEEP - stderr.length);
+  });
+  return { child, stderr: () => stderr };
+}
+
+/**
+ * One spare walker, started ahead of its run and used once; the next is started when it is taken.
+ * A spare that died is replaced by a fresh start, whose cost the run then pays.
+ */
+export class WalkerPool {
+  private spare: Walker | undefined;
+  private closed = false;
+
+  constructor(readonly command: WalkCommand) {}
+
+  /** Starts a spare when there is none (after the runner's start, and after each take). */
+  warm(): void {
+    if (!this.closed && this.spare === undefined) this.spare = startWalker(this.command);
+  }
+
+  /** A walker for one run: the spare when it is alive, else a fresh one. */
+  take(): Walker {
+    const spare = this.spare;
+    this.spare = undefined;
+    setImmediate(() => this.warm());
+    if (spare && spare.child.exitCode === null && spare.child.signalCode === null && spare.child.pid !== undefined) return spare;
+    spare?.child.kill('SIGKILL');
+    return startWalker(this.command);
+  }
+
+  /** Kills the spare (the runner is stopping). */
+  close(): void {
+    this.closed = true;
+    this.spare?.child.kill('SIGKILL');
+    this.spare = undefined;
+  }
 }
 
 /** What the walk gave back, or why there is nothing: a note the result and the audit line carry. */
@@ -84,7 +143,7 @@ export function checkWalk(result: WalkResult, budgetBytes: number): Walked | str
 
 /** Walks `ws` as `uid` in a walker process; never rejects. */
 export function walkAsRunUid(opts: {
-  command: WalkCommand;
+  walkers: WalkerPool;
   uid: number;
   ws: Workspace;
   budgetBytes: number;
@@ -93,13 +152,11 @@ export function walkAsRunUid(opts: {
   timeoutMs?: number;
 }): Promise<Walked> {
   const codec = new FrameCodec(WALK_MAX_FRAME_BYTES);
-  const argv = walkerArgv(opts.command, opts.uid);
+  const { child, stderr } = opts.walkers.take();
   return new Promise<Walked>((resolve) => {
     // The answer, once known; given back only once the walker has exited, so no process of the
     // run's uid is left when the run answers (its uid is then given back: runner/uids/pool.ts).
     let walked: Walked | undefined;
-    let stderr = '';
-    const child = spawn(argv[0]!, argv.slice(1), { stdio: ['pipe', 'pipe', 'pipe'], env: { PATH: '/usr/bin:/bin', LANG: 'C' }, cwd: '/' });
     const settle = (answer: Walked): void => {
       walked ??= answer;
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
@@ -108,13 +165,8 @@ export function walkAsRunUid(opts: {
       () => settle(nothing(`the walk took over ${opts.timeoutMs ?? WALK_TIMEOUT_MS} ms`)),
       opts.timeoutMs ?? WALK_TIMEOUT_MS,
     );
-    child.on('error', (error) => {
-      clearTimeout(timer);
-      resolve(walked ?? nothing(`the walker could not be started (${(error as NodeJS.ErrnoException).code ?? 'error'})`));
-    });
-    child.stderr!.on('data', (chunk: Buffer) => {
-      if (stderr.length < STDERR_KEEP) stderr += chunk.toString('utf8').slice(0, STDERR_KEEP - stderr.length);
-    });
+    let startError: string | undefined;
+    child.on('error', (error) => (startError ??= (error as NodeJS.ErrnoException).code ?? 'error'));
     child.stdout!.on('data', (chunk: Buffer) => {
       for (const event of codec.push(chunk)) {
         if (walked !== undefined) return;
@@ -125,20 +177,28 @@ export function walkAsRunUid(opts: {
         walked = typeof checked === 'string' ? nothing(`the walker's answer was refused (${checked})`) : checked;
       }
     });
-    // A pipe some process still held would keep 'close' away: past the walker's own exit, 2 s at most.
-    child.on('exit', () =>
-      setTimeout(() => resolve(walked ?? nothing('the walker exited with its output still held open')), 2_000).unref(),
-    );
-    child.on('close', (code, signal) => {
+    const ended = (code: number | null, signal: NodeJS.Signals | null): void => {
       clearTimeout(timer);
+      if (startError !== undefined) {
+        resolve(walked ?? nothing(`the walker could not be started (${startError})`));
+        return;
+      }
       // Only its code and first line: never a host path the runner would pass on to the model.
-      const line = stderr
+      const line = stderr()
         .split('\n')[0]
         ?.replace(/^skill-mcp walker: /, '')
         .slice(0, 200);
       resolve(walked ?? nothing(`the walker ended without an answer (${signal ?? `status ${code}`}${line ? `: ${line}` : ''})`));
-    });
-    child.stdin!.on('error', () => undefined);
+    };
+    if (child.exitCode !== null || child.signalCode !== null) {
+      ended(child.exitCode, child.signalCode);
+      return;
+    }
+    // A pipe some process still held would keep 'close' away: past the walker's own exit, 2 s at most.
+    child.on('exit', () =>
+      setTimeout(() => resolve(walked ?? nothing('the walker exited with its output still held open')), 2_000).unref(),
+    );
+    child.on('close', ended);
     child.stdin!.end(
       codec.encode({
         dir: opts.ws.dir,

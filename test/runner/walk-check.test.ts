@@ -4,6 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { becomeRunUid } from '../../runner/walker/main.js';
 import { checkWalk } from '../../runner/workspace/walk-link.js';
 
 const sha = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
@@ -51,5 +52,11 @@ describe('checkWalk: what a walker says is taken only once the runner has checke
 
   it('attack: a byte count that does not add up is refused', () => {
     expect(checkWalk({ files: [{ path: 'a', size: 3, bytes: bytes('abc') }], bytes: 1, redacted: {} }, 10)).toMatch(/does not add up/);
+  });
+});
+
+describe('the walker becomes the run uid before it walks', () => {
+  it('attack: orders naming uid 0 are refused before any drop (a root walk would read what the script planted)', () => {
+    expect(becomeRunUid(0)).toBe('the orders name uid 0');
   });
 });
