@@ -109,6 +109,26 @@ export async function makeRunCaForTests(
   return makeCa(hosts, validForMs);
 }
 
+/** A key pair made while the helper waits for its run: taken by that run's CA, once. */
+let readyKeys: Promise<webcrypto.CryptoKeyPair> | undefined;
+
+function caKeyPair(): Promise<webcrypto.CryptoKeyPair> {
+  // Security: non-extractable — exportKey on it throws; only sign() can use it.
+  return webcrypto.subtle.generateKey(ALGORITHM, false, ['sign', 'verify']) as Promise<webcrypto.CryptoKeyPair>;
+}
+
+/**
+ * Readies what a secrets run's CA needs while a spare helper waits (helper/main.ts): its key pair,
+ * and the X.509 code warmed by one throwaway CA for a name no run can bind — so the run's own CA is
+ * made in a few milliseconds, not a cold start's tens. Never rejects.
+ */
+export async function prepareCa(): Promise<void> {
+  // The throwaway first (it takes no ready key: there is none yet), then the run's key.
+  await makeCa(['warm-up.invalid'], 60_000).catch(() => undefined);
+  readyKeys ??= caKeyPair();
+  await readyKeys.catch(() => undefined);
+}
+
 async function makeCa(
   hosts: readonly string[],
   validForMs: number,
@@ -116,8 +136,10 @@ async function makeCa(
   const bound = [...new Set(hosts)];
   const notBefore = new Date(Date.now() - BACKDATE_MS);
   const notAfter = new Date(Date.now() + validForMs);
-  // Security: non-extractable — exportKey on it throws; only sign() can use it.
-  const caKeys = (await webcrypto.subtle.generateKey(ALGORITHM, false, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
+  // Security: a key pair is one CA's only — the ready one is taken, never shared.
+  const ready = readyKeys;
+  readyKeys = undefined;
+  const caKeys = await (ready ?? caKeyPair());
   const caName = `CN=skill-mcp run CA ${serial().slice(0, 16)}, O=skill-mcp`;
   const caCert = await x509.X509CertificateGenerator.createSelfSigned({
     serialNumber: serial(),

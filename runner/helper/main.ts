@@ -94,8 +94,12 @@ export function helperMain(argv: readonly string[]): void {
   // The runner is gone (or ended the run without a word): cut everything and go.
   process.stdin.on('end', close);
   process.stdout.on('error', () => process.exit(1));
-  // Idle until its run comes: the system CAs' context is what every secrets run needs first.
-  setImmediate(warmUpstreamContext);
+  // Idle until its run comes: the system CAs' context is what every secrets run needs first, then
+  // its run CA's key and the X.509 code (ca.ts, loaded only here and for such a run).
+  setImmediate(() => {
+    warmUpstreamContext();
+    if (proxy === undefined) void import('./ca.js').then((ca) => ca.prepareCa()).catch(() => undefined);
+  });
 }
 
 if (process.argv[1]?.endsWith('skill-mcp-helper.cjs')) helperMain(process.argv.slice(2));
