@@ -254,7 +254,10 @@ export class RunHelper {
     this.whyEnded = why;
     this.settleReady?.(why);
     this.settleClosed?.(false);
-    if (was === 'running') this.events?.onFailure(why);
+    // Closing too: a helper that died while its script ran may be heard of only once the script,
+    // its connection cut, has ended by itself — and one that ends without `closed` lost its
+    // connections' records. Either way the run ends as its helper's failure, whichever came first.
+    if (was === 'running' || was === 'closing') this.events?.onFailure(why);
     this.kill();
   }
 }
@@ -294,25 +297,33 @@ export function removeHelperDir(dir: string): void {
 /**
  * One spare helper, started ahead of its run, so a run with egress does not wait for a node to
  * start (tens of milliseconds on a small machine). A spare is used once; the next is started when
- * it is taken. A spare that died is replaced by a fresh start.
+ * its run has answered (RunnerService.run). A spare that died is replaced by a fresh start.
  */
 export class HelperPool {
   private spare: Promise<RunHelper | Error> | undefined;
   private closed = false;
+  /** A run has needed a helper: from then on a spare is kept (as root, a spare holds a run uid). */
+  private wanted = false;
 
   constructor(private readonly make: () => Promise<RunHelper>) {}
 
   /** Starts the first spare (after the runner's start, so it does not compete with it). */
   warm(): void {
+    this.wanted = true;
     if (!this.closed && this.spare === undefined) this.spare = this.make().catch((error: unknown) => error as Error);
+  }
+
+  /** After a run's answer: the spare for the next, once any run has needed one. */
+  replenish(): void {
+    if (this.wanted) this.warm();
   }
 
   /** A helper for one run: the spare when it is alive, else a fresh one. Throws when none can be started. */
   async take(): Promise<RunHelper> {
+    this.wanted = true;
     const spare = this.spare;
     this.spare = undefined;
     const ready = spare ? await spare : undefined;
-    this.warm();
     if (ready instanceof RunHelper && ready.child.exitCode === null && ready.child.signalCode === null) return ready;
     return this.make();
   }

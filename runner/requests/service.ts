@@ -260,7 +260,16 @@ export class RunnerService {
     const answer = this.answer(req, abandoned, connectedAt);
     const tracked = answer.catch(() => undefined);
     this.answering.add(tracked);
-    void tracked.finally(() => this.answering.delete(tracked));
+    void tracked.finally(() => {
+      this.answering.delete(tracked);
+      // The next spare helper and walker are started once this answer is written (the server
+      // writes it in this promise's continuations, before any immediate): a node starting beside
+      // the run's end would slow the answer it is there to speed up.
+      setImmediate(() => {
+        this.deps.helpers?.replenish();
+        this.deps.walk?.replenish();
+      });
+    });
     return answer;
   }
 

@@ -74,7 +74,8 @@ function startWalker(command: WalkCommand): Walker {
 }
 
 /**
- * One spare walker, started ahead of its run and used once; the next is started when it is taken.
+ * One spare walker, started ahead of its run and used once; the next is started once that run has
+ * answered (RunnerService.run).
  * A spare that died is replaced by a fresh start, whose cost the run then pays.
  */
 export class WalkerPool {
@@ -83,16 +84,20 @@ export class WalkerPool {
 
   constructor(readonly command: WalkCommand) {}
 
-  /** Starts a spare when there is none (after the runner's start, and after each take). */
+  /** Starts a spare when there is none (after the runner's start, and after each run's answer). */
   warm(): void {
     if (!this.closed && this.spare === undefined) this.spare = startWalker(this.command);
+  }
+
+  /** After a run's answer: the spare for the next. */
+  replenish(): void {
+    this.warm();
   }
 
   /** A walker for one run: the spare when it is alive, else a fresh one. */
   take(): Walker {
     const spare = this.spare;
     this.spare = undefined;
-    setImmediate(() => this.warm());
     if (spare && spare.child.exitCode === null && spare.child.signalCode === null && spare.child.pid !== undefined) return spare;
     spare?.child.kill('SIGKILL');
     return startWalker(this.command);

@@ -245,9 +245,10 @@ describe.each(variants)('the run helper, $name', (variant) => {
   );
 
   it.skipIf(skip)('a script cannot signal or read its helper, even knowing its host pid', async () => {
-    // The spare the next run will get: the helper process of this runner that has no run yet.
+    // The spare the next run will get: the helper process of this runner that has no run yet
+    // (started once the last run answered).
+    expect(await until(() => helperPids(runner.proc.pid!).length > 0, 30_000)).toBe(true);
     const spareBefore = helperPids(runner.proc.pid!);
-    expect(spareBefore.length).toBeGreaterThan(0);
     const before = served.peers.length;
     const ran = await prepareAndRun(runner.client, 'reach', 'touch.py', [String(spareBefore[0]), `http://127.0.0.1:${served.port}/after`]);
     const seen = JSON.parse(text(ran.result.stdout)) as Record<string, unknown>;
@@ -304,6 +305,42 @@ describe.each(variants)('the run helper, $name', (variant) => {
       expect(JSON.parse(text(next.result.stdout))).toEqual({ status: 200, body: 'api /after-crash' });
     },
   );
+
+  it.skipIf(skip)(
+    'a helper that died while its script ran, heard of only after the script ended by itself: still the helper’s failure, not the script’s exit',
+    async () => {
+      const before = served.peers.length;
+      const prepared = await runner.client.prepare({ skill: 'reach', script: 'fetch.py', args: [`http://127.0.0.1:${served.port}/hold`] });
+      if (!prepared.ok) throw new Error(prepared.error.message);
+      const running = runner.client.run(
+        { skill: 'reach', script: 'fetch.py', args: [`http://127.0.0.1:${served.port}/hold`], confirmToken: prepared.result.confirmToken },
+        { timeoutMs: 40_000 },
+      );
+      expect(await until(() => served.held.length > 0 && served.peers.length > before, 30_000)).toBe(true);
+      const helper = served.peers[before]!;
+      // The helper's sandbox steps (its bubblewrap) stopped, they keep its pipes open: the runner
+      // does not hear of the death, while the script sees its connection cut and ends by itself.
+      const chain = ancestorsBelow(helper.pid, runner.proc.pid!);
+      for (const pid of chain) process.kill(pid, 'SIGSTOP');
+      try {
+        process.kill(helper.pid, 'SIGKILL');
+        const answer = await running;
+        if (!answer.ok) throw new Error(answer.error.message);
+        expect(answer.result.cancelled).toBe(true);
+        const exit = auditLines(runner.stateDir).find((l) => l['event'] === 'run.exit' && l['run_id'] === answer.result.runId)!;
+        expect(exit['ended']).toBe('helper-failed');
+      } finally {
+        for (const pid of chain) {
+          try {
+            process.kill(pid, 'SIGCONT');
+          } catch {
+            // killed at the run's end
+          }
+        }
+        for (const res of served.held.splice(0)) res.end();
+      }
+    },
+  );
 });
 
 /** This runner's helper processes (argv names the helper bundle), by their outer pid: each bubblewrap's child node. */
@@ -322,6 +359,18 @@ function helperPids(runnerPid: number): number[] {
     }
   }
   return found;
+}
+
+/** The processes between `pid` and `ancestor`, both left out. */
+function ancestorsBelow(pid: number, ancestor: number): number[] {
+  const chain: number[] = [];
+  for (let at = pid; at > 1; ) {
+    const stat = readFileSync(`/proc/${at}/stat`, 'utf8');
+    at = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    if (at === ancestor) return chain;
+    chain.push(at);
+  }
+  throw new Error(`${pid} does not descend from ${ancestor}`);
 }
 
 function descendsFrom(pid: number, ancestor: number): boolean {

@@ -51,7 +51,9 @@ function spareWalkers(runnerPid: number): Map<string, string>[] {
       const status = readFileSync(`/proc/${name}/status`, 'utf8');
       const fields = new Map(status.split('\n').map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 1).trim()]));
       if (fields.get('PPid') !== String(runnerPid)) continue;
-      if (!readFileSync(`/proc/${name}/cmdline`, 'utf8').includes('skill-mcp-walk.cjs')) continue;
+      const cmdline = readFileSync(`/proc/${name}/cmdline`, 'utf8');
+      // setpriv names the bundle too, for the moment before it execs the node that is the walker.
+      if (!cmdline.includes('skill-mcp-walk.cjs') || cmdline.split('\0')[0]!.endsWith('setpriv')) continue;
       found.push(fields);
     } catch {
       // Gone meanwhile.
