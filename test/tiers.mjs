@@ -47,6 +47,7 @@ export const TIERS = {
     'runner/egress-literal-spellings.test.ts',
     'runner/egress-proxy.test.ts',
     'runner/egress-refusals.test.ts',
+    'runner/egress-rules-match.test.ts',
     'runner/file-lock.test.ts',
     'runner/posix-spawn.test.ts',
     'runner/redact-capture.test.ts',
