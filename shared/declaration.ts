@@ -202,35 +202,29 @@ export function parseDeclaration(block: JsonValue | undefined, options: Declarat
       throw new Rejected(`${p}egress lists ${egressBlock.length} destinations; at most ${MAX_EGRESS_ENTRIES}`);
     const egress: string[] = [];
     const egressRules: EgressRuleSet[] = [];
-    const written: string[] = [];
     egressBlock.forEach((entry, i) => {
       // Security: an entry the proxy could read more widely than a person reads it (a bare "*", a
       // URL, an address spelled as a number) costs the skill its scripts rather than guessing.
       const at = `${p}egress[${i}]`;
-      const host = isRecord(entry) ? entry['host'] : entry;
-      if (typeof host !== 'string') throw new Rejected(`${at} must be a string (host, host:port or *.domain) or { host, allow }`);
-      if (isRecord(entry) && Object.keys(entry).some((k) => k !== 'host' && k !== 'allow'))
-        throw new Rejected(`${at} may only have host and allow`);
+      const { host, allow, ...rest } = isRecord(entry) ? entry : { host: entry };
+      if (typeof host !== 'string' || Object.keys(rest).length > 0)
+        throw new Rejected(`${at} must be a string (host, host:port or *.domain) or { host, allow }`);
       const parsed = parseEgressEntry(host);
       if (!parsed.ok) throw new Rejected(`${at} ${parsed.why}`);
       const text = formatEgressEntry(parsed.value);
-      written.push(text);
-      if (isRecord(entry)) {
-        const allow = parseAllow(entry['allow'], `${at}.allow`);
-        if (!allow.ok) throw new Rejected(allow.why);
-        egressRules.push({ entry: text, allow: allow.rules });
-      }
+      const rules = isRecord(entry) ? parseAllow(allow, `${at}.allow`) : undefined;
+      if (rules?.ok === false) throw new Rejected(rules.why);
+      // Security: a host with rules also reached through another entry would escape them, so no entry overlaps one with rules.
+      const clash = egress.find(
+        (e) => (rules || egressRules.some((r) => r.entry === e)) && intersectEntries(parsed.value, parseEgressList([e])[0]!),
+      );
+      if (clash !== undefined)
+        throw new Rejected(
+          `${at}: ${text} and ${clash} overlap and one has request rules, which the other would escape; list such a host once`,
+        );
+      if (rules?.ok) egressRules.push({ entry: text, allow: rules.rules });
       if (!egress.includes(text)) egress.push(text);
     });
-    // Security: a host with rules reachable through another entry would escape them: no entry may overlap one with rules.
-    for (const set of egressRules) {
-      const mine = parseEgressList([set.entry]);
-      const clash = parseEgressList(egress.filter((e) => e !== set.entry)).find((o) => intersectEntries(mine[0]!, o));
-      if (clash || written.filter((t) => t === set.entry).length > 1)
-        throw new Rejected(
-          `${p}egress: ${set.entry} has request rules but ${clash ? formatEgressEntry(clash) : 'another entry'} also reaches it; list a host with rules in one entry only`,
-        );
-    }
 
     const requirements = parseRequirements(block['requirements']);
     unknown.push(...requirements.unknown);

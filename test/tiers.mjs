@@ -180,6 +180,7 @@ export const TIERS = {
     'e2e/pdf-skill.test.ts',
     'e2e/skill-run-deps.test.ts',
     'e2e/skill-run-egress-refusals.test.ts',
+    'e2e/skill-run-egress-rules.test.ts',
     'e2e/skill-run-egress.test.ts',
     'e2e/skill-run-grants.test.ts',
     'e2e/skill-run-lifecycle.test.ts',

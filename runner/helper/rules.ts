@@ -5,6 +5,7 @@
  * HTTP) asks it for every request on such a host and forwards exactly the bytes it judged: nothing
  * is rewritten into a form the rules did not see.
  */
+import { entryCovers, parseEgressList } from '../../shared/egress.js';
 import { formatRule } from '../../shared/egress-rules.js';
 import type { EgressRuleSet } from '../../shared/egress-rules.js';
 
@@ -119,6 +120,17 @@ export function checkRequest(set: EgressRuleSet, to: Authority, req: RequestFact
   if (problem !== undefined) return refuse('path-not-normal', `${problem}; send the path in normal form`);
   const rule = set.allow.find((r) => r.methods.includes(req.method) && pathMatches(r.path, path));
   return rule ? { allowed: true, rule: formatRule(rule) } : refuse('no-rule', `no rule allows ${req.method} ${path.slice(0, 200)}`);
+}
+
+/**
+ * The rules for a connection allowed by `entry` (a run entry: declared ∩ granted): those of the
+ * declared entry covering it. Security: a declaration never has two overlapping entries where one
+ * has rules (shared/declaration.ts), so at most one set covers a run entry and none can be escaped
+ * through another entry.
+ */
+export function rulesCovering(sets: readonly EgressRuleSet[], entry: string): EgressRuleSet | undefined {
+  const [run] = parseEgressList([entry]);
+  return sets.find((s) => run !== undefined && parseEgressList([s.entry]).some((wide) => entryCovers(wide, run)));
 }
 
 /** The 403's body: what was refused and the rule set it was judged by, so a script and its user see why. */

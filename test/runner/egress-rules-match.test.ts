@@ -7,9 +7,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { parseDeclaration } from '../../shared/declaration.js';
-import { parseAllow, pathPatternProblem, rulesFor } from '../../shared/egress-rules.js';
+import { parseAllow, pathPatternProblem } from '../../shared/egress-rules.js';
 import type { EgressRuleSet } from '../../shared/egress-rules.js';
-import { checkRequest, pathMatches, pathProblem, refusalMessage } from '../../runner/helper/rules.js';
+import { checkRequest, pathMatches, pathProblem, refusalMessage, rulesCovering } from '../../runner/helper/rules.js';
 import type { Authority } from '../../runner/helper/rules.js';
 
 const RUN = [{ script: 'call.py', interpreter: 'python3' }];
@@ -60,9 +60,9 @@ describe('declaring rules', () => {
 
   it.each([
     [[{ method: 'get', path: '/v1' }], 'exact and upper case'],
-    [[{ method: [], path: '/v1' }], 'exact and upper case'],
+    [[{ method: [], path: '/v1' }], 'at least one method'],
     [[{ method: 'CONNECT', path: '/v1' }], 'CONNECT is never'],
-    [[{ method: 'GET' }], 'path must be a string'],
+    [[{ method: 'GET' }], 'expected string'],
     [[{ method: 'GET', path: 'v1/items' }], 'must start with "/"'],
     [[{ method: 'GET', path: '/v1/../admin' }], 'normal form'],
     [[{ method: 'GET', path: '/v1/./items' }], 'normal form'],
@@ -71,7 +71,7 @@ describe('declaring rules', () => {
     [[{ method: 'GET', path: '/v1/a%2Fb' }], 'encodes'],
     [[{ method: 'GET', path: '/v1/item*' }], 'whole segments'],
     [[{ method: 'GET', path: '/v1/items?id=1' }], 'character a path does not'],
-    [[{ method: 'GET', path: '/v1', query: 'x' }], 'method and path only'],
+    [[{ method: 'GET', path: '/v1', query: 'x' }], 'Unrecognized key'],
     [[], '1 to 64 rules'],
   ])('refuses the rules %j (%s), naming where', (allow, words) => {
     const why = rejected([{ host: 'api.example.com', allow }]);
@@ -80,18 +80,17 @@ describe('declaring rules', () => {
   });
 
   it('refuses an unknown key beside host and allow, and a non-string host', () => {
-    expect(rejected([{ host: 'api.example.com', allow: [{ method: 'GET', path: '/' }], ports: 1 }])).toContain('only have host and allow');
+    expect(rejected([{ host: 'api.example.com', allow: [{ method: 'GET', path: '/' }], ports: 1 }])).toContain('{ host, allow }');
     expect(rejected([{ allow: [{ method: 'GET', path: '/' }] }])).toContain('{ host, allow }');
   });
 
   it('refuses a host with rules that another entry also reaches (it would escape them)', () => {
     expect(rejected([{ host: 'api.example.com', allow: [{ method: 'GET', path: '/' }] }, '*.example.com'])).toContain(
-      'api.example.com has request rules but *.example.com also reaches it',
+      'mcp-host.egress[1]: *.example.com and api.example.com overlap and one has request rules',
     );
-    expect(rejected([{ host: 'api.example.com:443', allow: [{ method: 'GET', path: '/' }] }, 'api.example.com'])).toContain(
-      'also reaches it',
-    );
-    expect(rejected([{ host: 'api.example.com', allow: [{ method: 'GET', path: '/' }] }, 'api.example.com'])).toContain('also reaches it');
+    expect(rejected(['*.example.com', { host: 'api.example.com', allow: [{ method: 'GET', path: '/' }] }])).toContain('overlap');
+    expect(rejected([{ host: 'api.example.com:443', allow: [{ method: 'GET', path: '/' }] }, 'api.example.com'])).toContain('overlap');
+    expect(rejected([{ host: 'api.example.com', allow: [{ method: 'GET', path: '/' }] }, 'api.example.com'])).toContain('overlap');
     // Another port of the same host is another destination: no overlap.
     expect(
       declare([{ host: 'api.example.com:443', allow: [{ method: 'GET', path: '/' }] }, 'api.example.com:8443']).declaration,
@@ -105,7 +104,10 @@ describe('declaring rules', () => {
 
   it('gives a granted narrower entry the rules of the declared entry covering it, and none to an entry without rules', () => {
     const sets = [{ entry: '*.example.com', allow: [{ methods: ['GET'], path: '/' }] }];
-    expect(rulesFor(['api.example.com:443', 'other.org'], sets)).toEqual([{ entry: 'api.example.com:443', allow: sets[0]!.allow }]);
+    expect(rulesCovering(sets, 'api.example.com:443')).toBe(sets[0]);
+    expect(rulesCovering(sets, '*.example.com:443')).toBe(sets[0]);
+    expect(rulesCovering(sets, 'other.org')).toBeUndefined();
+    expect(rulesCovering(sets, 'example.com')).toBeUndefined();
   });
 });
 
