@@ -40,6 +40,7 @@ export const TIERS = {
     'pull/tar.test.ts',
     'pull/zip.test.ts',
     'runner/audit-faults.test.ts',
+    'runner/audit-ocsf.test.ts',
     'runner/audit-runs.test.ts',
     'runner/bwrap-args.test.ts',
     'runner/deps-index-links.test.ts',

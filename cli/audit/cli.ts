@@ -16,7 +16,7 @@ export const AUDIT_USAGE = `usage: skill-mcp audit verify [FILE|-] [--public-key
        skill-mcp audit head [FILE]
        skill-mcp audit pubkey
        skill-mcp audit query [FILE|-] [--skill S] [--script S] [--subject WHO] [--outcome O]
-                             [--since TIME] [--until TIME] [--run ID] [--json]
+                             [--since TIME] [--until TIME] [--run ID] [--json | --format text|json|ocsf]
        skill-mcp audit tail [-n N] [FILE]
        skill-mcp audit tail --redis URL [-n N] [-f]
   verify   check the hash chain across FILE's segments, every checkpoint's signature, that the
@@ -26,7 +26,8 @@ export const AUDIT_USAGE = `usage: skill-mcp audit verify [FILE|-] [--public-key
            --public-key, or a run's result lost; 3 intact with runs still in progress; 2 usage)
   head     print the latest signed head (JSON) for an auditor to keep and pass to verify --head
   pubkey   print the runner's audit public key (PEM; from SKILL_MCP_STATE_DIR)
-  query    print the lines matching every filter (--json: as JSON lines); --outcome is one of
+  query    print the lines matching every filter (--json: as JSON lines; --format ocsf: as OCSF
+           1.3.0 events, one JSON object a line: runs, approvals, egress requests); --outcome is one of
            accepted ok failed timeout cancelled error rejected prepared refused, or a reject reason
   tail     print the last N decisions (default 20), control characters escaped
   FILE     default: $SKILL_MCP_AUDIT_LOG, else audit.log in $SKILL_MCP_STATE_DIR, else in
@@ -55,6 +56,7 @@ const FLAGS: Record<string, Record<string, FlagSpec>> = {
     until: { type: 'string' },
     run: { type: 'string' },
     json: { type: 'boolean' },
+    format: { type: 'string' },
   },
 };
 
@@ -109,7 +111,10 @@ export async function auditMain(argv: string[]): Promise<void> {
         until,
         run: stringFlag(v, 'run'),
       };
-      return (await import('./query.js')).queryMain(file, filter, v['json'] === true);
+      const format = stringFlag(v, 'format') ?? (v['json'] === true ? 'json' : 'text');
+      if (format !== 'text' && format !== 'json' && format !== 'ocsf') return usageError('--format is one of text, json, ocsf');
+      if (v['json'] === true && format !== 'json') return usageError('--json is --format json: give one of them');
+      return (await import('./query.js')).queryMain(file, filter, format);
     }
     case 'verify': {
       const head = stringFlag(v, 'head');

@@ -10,7 +10,7 @@
  * rules and the approval binds them; the audit has one line per request, without query values.
  * At both bubblewrap levels. Network: loopback only.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:https';
 import type { Server } from 'node:https';
@@ -19,6 +19,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { makeTestCerts, type TestCerts } from '../https-api.js';
 import { namespaceVariants } from '../levels.js';
+import { BIN } from '../runner/harness.js';
+import { ocsfProblems } from '../ocsf.js';
 import { ERAS, callTool, expectNoLeftovers, serve, tempDir, type Served } from './harness.js';
 import { askToken, audit } from './run-skills.js';
 
@@ -211,8 +213,35 @@ describe.each(namespaceVariants(40217))('a host with request rules sees only the
       expect(lines).toContainEqual(expect.objectContaining({ reason: 'host-mismatch' }));
       expect(lines).toContainEqual(expect.objectContaining({ reason: 'upgrade' }));
       expect(lines.filter((l) => l.decision === 'allowed')).toHaveLength(2);
+      // Each line fits docs/audit.schema.json.
+      const ajv = new (
+        (await import('ajv/dist/2020.js')) as unknown as { default: new (o: object) => { compile(s: object): (v: unknown) => boolean } }
+      ).default({ strict: false });
+      const validate = ajv.compile(JSON.parse(readFileSync(join(import.meta.dirname, '../../docs/audit.schema.json'), 'utf8')) as object);
+      for (const line of lines) expect({ line, ok: validate(line) }).toMatchObject({ ok: true });
       // Never a query value (nor a body) in the log.
       expect(readFileSync(join(stateDir, 'audit.log'), 'utf8')).not.toContain(QUERY_VALUE);
+
+      // The same run as OCSF: Process Activity for its launch and end, Authorize Session for its
+      // approval, HTTP Activity for each request; every event has what its class requires.
+      const ocsf = spawnSync(
+        process.execPath,
+        [BIN, 'audit', 'query', join(stateDir, 'audit.log'), '--run', String(ran.value['runId']), '--format', 'ocsf'],
+        { encoding: 'utf8', timeout: 60_000 },
+      );
+      expect(ocsf.status, ocsf.stderr).toBe(0);
+      const events = ocsf.stdout
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
+      for (const event of events) expect({ event, problems: ocsfProblems(event) }).toMatchObject({ problems: [] });
+      const classes = events.map((e) => `${String(e['class_uid'])}/${String(e['activity_id'])}`);
+      expect(classes).toEqual(expect.arrayContaining(['1007/1', '3003/1', '1007/2', '4002/3', '4002/6', '4002/2']));
+      expect(events.filter((e) => e['class_uid'] === 4002)).toHaveLength(lines.length);
+      expect(events.every((e) => (e['metadata'] as { product: { name: string } }).product.name === 'skill-mcp')).toBe(true);
+      expect(ocsf.stdout).not.toContain(QUERY_VALUE);
+      // The connection lines have no OCSF class here: said, not dropped silently.
+      expect(ocsf.stderr).toContain('lines with no OCSF event class here were not written: egress');
     },
   );
 
