@@ -49,6 +49,7 @@ export const TIERS = {
     'runner/egress-proxy.test.ts',
     'runner/egress-refusals.test.ts',
     'runner/egress-rules-match.test.ts',
+    'runner/egress-rules-proxy.test.ts',
     'runner/file-lock.test.ts',
     'runner/posix-spawn.test.ts',
     'runner/redact-capture.test.ts',
