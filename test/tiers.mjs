@@ -161,6 +161,7 @@ export const TIERS = {
     'http/visibility.test.ts',
     'runner/audit-anchor.test.ts',
     'runner/audit-cli.test.ts',
+    'runner/audit-ocsf-redis.test.ts',
     'runner/audit-rotation.test.ts',
     'runner/audit-signed.test.ts',
     'runner/audit-stream.test.ts',
