@@ -3,13 +3,17 @@
  * test/e2e/skill-run-egress-rules.test.ts): the proxy on its real unix socket in front of a
  * loopback HTTP server that records what reaches it. Raw bytes on the socket, so each attack is
  * sent exactly as written: traversal in an absolute URL (which a URL parser would resolve), a Host
- * header naming another host, pipelining across a refusal, and a body framed two ways.
+ * header naming another host, pipelining across a refusal, and a body framed two ways. And a host
+ * with both rules and a bound secret over HTTPS: the rules first, then the injection.
  * Network: only this machine's loopback.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { Server as HttpsServer } from 'node:https';
 import { connect } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,6 +22,9 @@ import { parseEgressList } from '../../shared/egress.js';
 import type { RequestRecord } from '../../runner/egress/helper-protocol.js';
 import { startEgressProxy } from '../../runner/helper/proxy.js';
 import type { EgressProxy } from '../../runner/helper/proxy.js';
+import { openRunProxy } from '../../runner/helper/run-proxy.js';
+import type { RunProxy } from '../../runner/helper/run-proxy.js';
+import { makeTestCerts } from '../https-api.js';
 
 let dir: string;
 let api: Server;
@@ -122,5 +129,76 @@ describe('plain HTTP to a host with rules', () => {
     );
     expect(got.statuses).not.toContain(200);
     expect(received.length).toBe(before);
+  });
+});
+
+describe('HTTPS to a host with rules and a secret bound to it', () => {
+  const PLACEHOLDER = 'skill-mcp-placeholder-00112233445566778899aabbccddeeff';
+  const VALUE = 'sk-rules-and-secret-0123456789';
+  let tlsDir: string;
+  let tlsApi: HttpsServer;
+  let tlsPort: number;
+  let run: RunProxy;
+  const authorizations: string[] = [];
+  const got: RequestRecord[] = [];
+
+  beforeAll(async () => {
+    tlsDir = mkdtempSync(join(tmpdir(), 'skill-mcp-rules-tls-'));
+    const certs = makeTestCerts(tlsDir, 'rules test CA');
+    tlsApi = createHttpsServer({ key: readFileSync(certs.key), cert: readFileSync(certs.cert) }, (req, res) => {
+      authorizations.push(`${req.method} ${req.url} ${String(req.headers.authorization)}`);
+      req.resume();
+      req.on('end', () => res.end('ok\n'));
+    });
+    await new Promise<void>((resolve) => tlsApi.listen(0, '127.0.0.1', resolve));
+    tlsPort = (tlsApi.address() as AddressInfo).port;
+    const entry = `127.0.0.1:${tlsPort}`;
+    run = await openRunProxy({
+      socketPath: join(tlsDir, 'egress.sock'),
+      entries: [entry],
+      rules: [{ entry, allow: [{ methods: ['GET'], path: '/v1/items/*' }] }],
+      secrets: [
+        { name: 'API_TOKEN', hosts: [entry], header: 'Authorization', format: 'Bearer {value}', placeholder: PLACEHOLDER, value: VALUE },
+      ],
+      intercept: { bundlePath: join(tlsDir, 'bundle.pem'), timeoutMs: 60_000, upstreamCa: readFileSync(certs.ca, 'utf8') },
+      onRecord: () => undefined,
+      onRequest: (record) => got.push(record),
+    });
+  }, 60_000);
+  afterAll(async () => {
+    await run?.close();
+    tlsApi?.close();
+    rmSync(tlsDir, { recursive: true, force: true });
+  });
+
+  /** A CONNECT through the proxy, TLS with the run's bundle, `raw` sent, the answer read to its end. */
+  async function over(raw: string): Promise<string> {
+    const socket = connect(join(tlsDir, 'egress.sock'));
+    socket.write(`CONNECT 127.0.0.1:${tlsPort} HTTP/1.1\r\nHost: 127.0.0.1:${tlsPort}\r\n\r\n`);
+    await new Promise<void>((resolve) => socket.once('data', () => resolve()));
+    let text = '';
+    const tls = tlsConnect({ socket, host: '127.0.0.1', ca: readFileSync(join(tlsDir, 'bundle.pem')) });
+    tls.on('error', (error) => {
+      text += `error: ${error.message}`;
+    });
+    tls.write(raw.replaceAll('HOST', `127.0.0.1:${tlsPort}`));
+    tls.on('data', (chunk) => {
+      text += chunk.toString();
+    });
+    await new Promise<void>((resolve) => tls.once('close', () => resolve()));
+    return text;
+  }
+
+  it('an allowed call gets the value injected; a refused one is never sent, value or not', async () => {
+    const ok = await over(`GET /v1/items/1 HTTP/1.1\r\nHost: HOST\r\nAuthorization: Bearer ${PLACEHOLDER}\r\nConnection: close\r\n\r\n`);
+    expect(ok).toMatch(/^HTTP\/1\.1 200/);
+    const refused = await over(`GET /v1/admin HTTP/1.1\r\nHost: HOST\r\nAuthorization: Bearer ${PLACEHOLDER}\r\nConnection: close\r\n\r\n`);
+    expect(refused).toMatch(/^HTTP\/1\.1 403/);
+    expect(refused).toContain('refused by the request rules of');
+    expect(authorizations).toEqual([`GET /v1/items/1 Bearer ${VALUE}`]);
+    expect(got.map((r) => [r.path, r.decision])).toEqual([
+      ['/v1/items/1', 'allowed'],
+      ['/v1/admin', 'refused'],
+    ]);
   });
 });
