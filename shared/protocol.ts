@@ -348,6 +348,7 @@ const scriptInfo = z.strictObject({
   envWarning: z.string().optional(),
   /** As in `willRun`: the destinations a run may reach, and the warnings about them. */
   egress: z.array(z.string()).optional(),
+  egressRules: z.array(egressRuleSetSchema).optional(),
   egressWarning: z.string().optional(),
   egressNote: z.string().optional(),
   /** As in `willRun`, or the environments' states when they keep the script from running. */

@@ -21,7 +21,7 @@ import { makeTestCerts, type TestCerts } from '../https-api.js';
 import { namespaceVariants } from '../levels.js';
 import { BIN } from '../runner/harness.js';
 import { ocsfProblems } from '../ocsf.js';
-import { ERAS, callTool, expectNoLeftovers, serve, tempDir, type Served } from './harness.js';
+import { ERAS, callTool, expectNoLeftovers, serve, skillList, tempDir, type Served } from './harness.js';
 import { askToken, audit } from './run-skills.js';
 
 const QUERY_VALUE = 'query-value-never-audited-42';
@@ -160,6 +160,11 @@ describe.each(namespaceVariants(40217))('a host with request rules sees only the
           ],
         },
       ]);
+      // skill_list shows them beside the script's destinations.
+      const listed = (await skillList(served.client)).skills.find((x) => x.name === 'rules') as unknown as {
+        scripts: { egressRules?: unknown }[];
+      };
+      expect(listed.scripts[0]!.egressRules).toEqual(willRun.egressRules);
       // The run trusts its CA for a host with rules exactly as for a bound host.
       expect(willRun.envNames).toEqual(
         expect.arrayContaining(['SSL_CERT_FILE', 'REQUESTS_CA_BUNDLE', 'NODE_EXTRA_CA_CERTS', 'PIP_CERT', 'CURL_CA_BUNDLE']),
