@@ -217,6 +217,7 @@ export function makeInterceptor(opts: InterceptOptions): Interceptor {
       report(conn, req, verdict, 403, 0, 0);
       return false;
     }
+    // The body bytes the script receives (after any echo was swapped back), counted as they are written.
     const write = res.write.bind(res);
     res.write = ((chunk: Buffer | string, ...rest: never[]) => {
       down += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.length;
