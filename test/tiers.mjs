@@ -243,6 +243,7 @@ export const TIERS = {
     'e2e/code-cache.test.ts',
     'e2e/package.test.ts',
     'e2e/skill-run-egress-refusals.test.ts',
+    'e2e/skill-run-egress-rules.test.ts',
     'e2e/skill-run-egress.test.ts',
     'e2e/skill-run-redaction.test.ts',
     'e2e/skill-run-secrets-proxy.test.ts',
