@@ -27,7 +27,7 @@ export const AUDIT_USAGE = `usage: skill-mcp audit verify [FILE|-] [--public-key
   head     print the latest signed head (JSON) for an auditor to keep and pass to verify --head
   pubkey   print the runner's audit public key (PEM; from SKILL_MCP_STATE_DIR)
   query    print the lines matching every filter (--json: as JSON lines; --format ocsf: as OCSF
-           1.3.0 events, one JSON object a line: runs, approvals, egress requests); --outcome is one of
+           1.3.0 events, one JSON object a line: runs, approvals, connections, egress requests); --outcome is one of
            accepted ok failed timeout cancelled error rejected prepared refused, or a reject reason
   tail     print the last N decisions (default 20), control characters escaped
   FILE     default: $SKILL_MCP_AUDIT_LOG, else audit.log in $SKILL_MCP_STATE_DIR, else in

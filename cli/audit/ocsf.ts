@@ -7,11 +7,13 @@
  * - `run.accept` → Process Activity (1007) Launch, and Authorize Session (3003) Assign Privileges:
  *   the approval and the grant that let the requester run this one script;
  * - `run.exit` → Process Activity Terminate; `run.reject` → Process Activity Launch, status Failure;
+ * - `egress` → Network Activity (4001), one per proxied connection: Close when it was allowed and
+ *   ended, Refuse when policy refused it, Fail when it could not be reached; host, port, bytes;
  * - `egress.request` → HTTP Activity (4002), one per request to a host with rules: method, host,
  *   port, path (never a query), status, the rule it matched or why it was refused, bytes.
  *
- * Other lines (the runner's own, previews, a connection's `egress` line) have no event here: the
- * caller counts them and says so.
+ * Other lines (the runner's own, previews, the log's checkpoints) have no event here: the caller
+ * counts them and says so.
  */
 
 import { outcomesOf } from './outcomes.js';
@@ -141,6 +143,25 @@ function httpActivity(line: Line): OcsfEvent {
   };
 }
 
+/** One proxied connection (an `egress` line): allowed and ended, refused by policy, or not reachable. */
+function networkActivity(line: Line): OcsfEvent {
+  const reason = text(line['reason']);
+  const refused = line['decision'] === 'refused';
+  const failed = reason === 'connect-failed';
+  const destination = String(line['destination'] ?? '');
+  const entry = text(line['entry']);
+  return {
+    ...base(line, 4001, 4, refused ? 5 : failed ? 4 : 2),
+    // A connection closed at accept (over the run's open connections) named no destination.
+    dst_endpoint: destination === '' ? { name: '(not read)' } : endpoint(destination),
+    traffic: { bytes_out: Number(line['bytes_up'] ?? 0), bytes_in: Number(line['bytes_down'] ?? 0) },
+    ...(typeof line['duration_ms'] === 'number' ? { duration: line['duration_ms'] } : {}),
+    status_id: refused || failed ? STATUS.failure : STATUS.success,
+    status_detail: refused || failed ? `${refused ? 'refused' : 'failed'}: ${String(reason)}` : `allowed by the entry ${String(entry)}`,
+    ...(line['intercepted'] === true ? { unmapped: { intercepted: true, requests: line['requests'] } } : {}),
+  };
+}
+
 /** The OCSF events of one audit line (none: the line has no class here). */
 export function toOcsf(line: Line, source: OcsfSource): OcsfEvent[] {
   switch (line['event']) {
@@ -154,6 +175,8 @@ export function toOcsf(line: Line, source: OcsfSource): OcsfEvent[] {
     }
     case 'run.reject':
       return [processActivity(line, source, 1, false, text(line['reason']))];
+    case 'egress':
+      return [networkActivity(line)];
     case 'egress.request':
       return [httpActivity(line)];
     default:

@@ -128,9 +128,37 @@ describe('audit lines as OCSF 1.3.0 events', () => {
     });
   });
 
+  it('proxied connections: Network Activity, Close when allowed, Refuse when refused, Fail when unreachable', () => {
+    const connection = {
+      seq: 5,
+      ts: TS,
+      event: 'egress',
+      run_id: 'r-1',
+      destination: 'api.example.com:443',
+      method: 'CONNECT',
+      decision: 'allowed',
+      entry: 'api.example.com:443',
+      address: '93.184.216.34',
+      bytes_up: 517,
+      bytes_down: 4096,
+      duration_ms: 12,
+    };
+    expect(valid(toOcsf(connection, SOURCE))[0]).toMatchObject({
+      class_uid: 4001,
+      activity_id: 2,
+      dst_endpoint: { hostname: 'api.example.com', port: 443 },
+      traffic: { bytes_out: 517, bytes_in: 4096 },
+      status_id: 1,
+    });
+    const refused = { ...connection, decision: 'refused', reason: 'not-allowed', entry: undefined };
+    expect(valid(toOcsf(refused, SOURCE))[0]).toMatchObject({ activity_id: 5, status_id: 2, status_detail: 'refused: not-allowed' });
+    expect(valid(toOcsf({ ...connection, reason: 'connect-failed' }, SOURCE))[0]).toMatchObject({ activity_id: 4, status_id: 2 });
+    const atAccept = { ...connection, destination: '', method: '', decision: 'refused', reason: 'too-many-open' };
+    expect(valid(toOcsf(atAccept, SOURCE))[0]).toMatchObject({ dst_endpoint: { name: '(not read)' } });
+  });
+
   it('lines with no class here give no event (the CLI counts them)', () => {
-    for (const event of ['runner.start', 'run.prepare', 'egress', 'audit.checkpoint'])
-      expect(toOcsf({ seq: 1, ts: TS, event }, SOURCE)).toEqual([]);
+    for (const event of ['runner.start', 'run.prepare', 'audit.checkpoint']) expect(toOcsf({ seq: 1, ts: TS, event }, SOURCE)).toEqual([]);
   });
 
   it('the checker is no blank cheque: it refuses an event missing a required attribute of its base, class or objects', () => {
