@@ -268,7 +268,7 @@ export const egressSummarySchema = z.strictObject({
       }),
     )
     .max(MAX_EGRESS_REFUSALS_LISTED),
-  /** Every refused connection of the run, listed or not. */
+  /** Every refused connection of the run, listed or not, and every request a host's egress rules refused (`request-refused`). */
   refusedCount: z.number().int().nonnegative(),
   /** Refused connections to destinations past the listed ones. */
   refusedUnlisted: z.number().int().nonnegative(),
