@@ -7,7 +7,8 @@
  * fields, wherever they came from. Parsed strictly: an unknown MAJOR version or a malformed shape
  * rejects the whole declaration; unknown keys are ignored but named.
  */
-import { formatEgressEntry, MAX_EGRESS_ENTRIES, parseEgressEntry } from './egress.js';
+import { formatEgressEntry, intersectEntries, MAX_EGRESS_ENTRIES, parseEgressEntry, parseEgressList } from './egress.js';
+import { parseAllow, type EgressRuleSet } from './egress-rules.js';
 import { parseSecrets, type DeclaredSecret } from './declaration-secrets.js';
 import { checkPathString } from './paths.js';
 import { DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS } from './limits.js';
@@ -42,6 +43,8 @@ export interface Declaration {
    * A proposal: a run gets only what the grant also allows, through the runner's per-run proxy.
    */
   egress: string[];
+  /** Request rules of the entries that carry `allow` (shared/egress-rules.ts); absent: none. */
+  egressRules?: EgressRuleSet[];
   /** Packages the scripts import (shared/requirements.ts), installed by the operator ahead of time. */
   requirements?: Requirements;
   /**
@@ -198,13 +201,28 @@ export function parseDeclaration(block: JsonValue | undefined, options: Declarat
     if (egressBlock.length > MAX_EGRESS_ENTRIES)
       throw new Rejected(`${p}egress lists ${egressBlock.length} destinations; at most ${MAX_EGRESS_ENTRIES}`);
     const egress: string[] = [];
+    const egressRules: EgressRuleSet[] = [];
     egressBlock.forEach((entry, i) => {
       // Security: an entry the proxy could read more widely than a person reads it (a bare "*", a
       // URL, an address spelled as a number) costs the skill its scripts rather than guessing.
-      if (typeof entry !== 'string') throw new Rejected(`${p}egress[${i}] must be a string (host, host:port or *.domain)`);
-      const parsed = parseEgressEntry(entry);
-      if (!parsed.ok) throw new Rejected(`${p}egress[${i}] ${parsed.why}`);
+      const at = `${p}egress[${i}]`;
+      const { host, allow, ...rest } = isRecord(entry) ? entry : { host: entry };
+      if (typeof host !== 'string' || Object.keys(rest).length > 0)
+        throw new Rejected(`${at} must be a string (host, host:port or *.domain) or { host, allow }`);
+      const parsed = parseEgressEntry(host);
+      if (!parsed.ok) throw new Rejected(`${at} ${parsed.why}`);
       const text = formatEgressEntry(parsed.value);
+      const rules = isRecord(entry) ? parseAllow(allow, `${at}.allow`) : undefined;
+      if (rules?.ok === false) throw new Rejected(rules.why);
+      // Security: a host with rules also reached through another entry would escape them, so no entry overlaps one with rules.
+      const clash = egress.find(
+        (e) => (rules || egressRules.some((r) => r.entry === e)) && intersectEntries(parsed.value, parseEgressList([e])[0]!),
+      );
+      if (clash !== undefined)
+        throw new Rejected(
+          `${at}: ${text} and ${clash} overlap and one has request rules, which the other would escape; list such a host once`,
+        );
+      if (rules?.ok) egressRules.push({ entry: text, allow: rules.rules });
       if (!egress.includes(text)) egress.push(text);
     });
 
@@ -233,6 +251,7 @@ export function parseDeclaration(block: JsonValue | undefined, options: Declarat
         run: scripts,
         env: envProposals,
         egress,
+        ...(egressRules.length > 0 ? { egressRules } : {}),
         ...(requirements.value ? { requirements: requirements.value } : {}),
         ...(secrets.secrets.length > 0 ? { secrets: secrets.secrets } : {}),
       },

@@ -34,7 +34,7 @@ function bracketed(host: string, ip: 0 | 4 | 6): string {
 }
 
 /** The name rules (labels, length, not a number) for a host that did not read as an address. */
-function checkName(text: string, host: string): Parsed<{ host: string; ip: 0 | 4 | 6 }> {
+export function checkName(text: string, host: string): Parsed<{ host: string; ip: 0 | 4 | 6 }> {
   if (host.length === 0 || host.length > 253) return { ok: false, why: 'a host name is 1 to 253 characters' };
   const labels = host.split('.');
   if (!labels.every((label) => LABEL.test(label))) {
@@ -52,7 +52,7 @@ function checkName(text: string, host: string): Parsed<{ host: string; ip: 0 | 4
   return { ok: true, value: { host, ip: 0 } };
 }
 
-const UNSPECIFIED =
+export const UNSPECIFIED =
   'is an unspecified address (0.0.0.0/8 or [::]): it names no peer and reaches this machine; write the address you mean (127.0.0.1 for this machine)';
 
 /**
@@ -76,27 +76,14 @@ export function parseHost(text: string): Parsed<{ host: string; ip: 0 | 4 | 6 }>
   return read.ip === 0 ? checkName(text, read.host) : { ok: true, value: { host: read.host, ip: read.ip } };
 }
 
-/**
- * A host as a proxied request names it, normalised: any spelling of an address becomes the
- * address (so it meets the entries and the SSRF guard as itself), a trailing dot is dropped.
- * Security: normalised before the policy, never refused for its spelling alone, so no spelling
- * reaches an address the canonical text would not; the unspecified addresses are refused.
- */
-export function parseRequestHost(text: string): Parsed<{ host: string; ip: 0 | 4 | 6 }> {
-  const read = readHost(text);
-  if (read === undefined) return { ok: false, why: `${JSON.stringify(text)} is not an IPv6 address` };
-  if (read.unspecified) return { ok: false, why: `${JSON.stringify(text)} ${UNSPECIFIED}` };
-  return read.ip === 0 ? checkName(text, read.host) : { ok: true, value: { host: read.host, ip: read.ip } };
-}
-
-function parsePort(text: string): number | undefined {
+export function parsePort(text: string): number | undefined {
   if (!/^[1-9]\d{0,4}$/.test(text)) return undefined;
   const port = Number(text);
   return port <= 65535 ? port : undefined;
 }
 
 /** Splits `host:port` / `[v6]:port` / `host` (the port is optional). */
-function splitAuthority(text: string): { host: string; port?: string } {
+export function splitAuthority(text: string): { host: string; port?: string } {
   if (text.startsWith('[')) {
     const close = text.indexOf(']');
     if (close === -1) return { host: text };
@@ -108,18 +95,6 @@ function splitAuthority(text: string): { host: string; port?: string } {
   // An unbracketed IPv6 address: its colons are not a port.
   if (text.indexOf(':') !== colon) return { host: text };
   return { host: text.slice(0, colon), port: text.slice(colon + 1) };
-}
-
-/**
- * A destination a proxied request names: `host:port` of a CONNECT (the port is required), its
- * host normalised ({@link parseRequestHost}).
- */
-export function parseDestination(authority: string): Parsed<{ host: string; ip: 0 | 4 | 6; port: number }> {
-  const { host: hostText, port: portText } = splitAuthority(authority);
-  const port = portText === undefined ? undefined : parsePort(portText);
-  if (port === undefined) return { ok: false, why: `${JSON.stringify(authority)} is not host:port` };
-  const host = parseRequestHost(hostText);
-  return host.ok ? { ok: true, value: { ...host.value, port } } : host;
 }
 
 /** Parses one entry strictly; `why` names what is wrong and the accepted forms. */
@@ -155,17 +130,8 @@ export function formatEgressEntry(entry: EgressEntry): string {
   return `${entry.wildcard ? '*.' : ''}${host}${entry.port !== undefined ? `:${entry.port}` : ''}`;
 }
 
-function portsOf(entry: EgressEntry): readonly number[] {
+export function portsOf(entry: EgressEntry): readonly number[] {
   return entry.port !== undefined ? [entry.port] : DEFAULT_PORTS;
-}
-
-/** Whether `entry` lets a connection to `host` (canonical, as {@link parseHost} gives it) on `port` through. */
-export function entryMatches(entry: EgressEntry, host: string, port: number): boolean {
-  if (!portsOf(entry).includes(port)) return false;
-  // Security: a wildcard matches names strictly below its domain, compared whole-label
-  // ("*.example.com" never matches "evilexample.com" nor "example.com.evil.org").
-  if (entry.wildcard) return host.endsWith(`.${entry.host}`);
-  return host === entry.host;
 }
 
 /**

@@ -39,9 +39,6 @@ export function grantFrom(source: GrantSource): 'MCP_SKILL_RUN' | 'none (hosted 
   return 'skill declarations (standalone)';
 }
 
-export const HOSTED_GRANT_NOTE =
-  'Hosted mode grants nothing by default: instructions and files are served, but no script runs until the owner lists it in MCP_SKILL_RUN as JSON [{"skill","script","env":[...],"egress":[...]}].';
-
 const GrantRowSchema = z.object({
   skill: z.string(),
   script: z.string(),
@@ -128,14 +125,6 @@ function canonicalEntries(list: readonly string[]): string[] | null {
     out.add(formatEgressEntry(parsed.value));
   }
   return [...out].sort();
-}
-
-/** What `skill_list` says about the grant as a whole, when there is something to say. */
-export function grantNote(source: GrantSource): string | undefined {
-  if (source.kind === 'hosted-default') return HOSTED_GRANT_NOTE;
-  if (source.kind === 'owner' && source.error)
-    return `The owner's grant could not be read: ${source.error}. The owner must fix MCP_SKILL_RUN (JSON [{"skill","script","env":[...]}]) and restart.`;
-  return undefined;
 }
 
 /**

@@ -167,6 +167,13 @@ export const secretShownSchema = z.strictObject({ name: z.string(), hosts: z.arr
 const secretNotBoundSchema = z.strictObject({ name: z.string(), why: z.string() });
 
 /** What a person approves; the token is bound to its canonical hash. */
+/** An egress entry's request rules (shared/egress-rules.ts). */
+export const egressRuleSetSchema = z.strictObject({
+  entry: z.string(),
+  allow: z.array(z.strictObject({ methods: z.array(z.string()), path: z.string() })),
+});
+export type EgressRuleSet = z.infer<typeof egressRuleSetSchema>;
+
 export const willRunSchema = z.strictObject({
   skill: z.string(),
   interpreter: z.string(),
@@ -200,6 +207,8 @@ export const willRunSchema = z.strictObject({
   declarationPinned: z.boolean().optional(),
   /** Destinations the run may connect to (declared ∩ granted egress entries, sorted); absent: none, no network. */
   egress: z.array(z.string()).optional(),
+  /** The request rules of those with rules (docs/egress-rules.md): only these calls reach them. */
+  egressRules: z.array(egressRuleSetSchema).optional(),
   /** Standalone: destinations a third-party script reaches only because its own SKILL.md asks. */
   egressWarning: z.string().optional(),
   /** When this isolation level does not enforce `egress` (or cannot reach it), in words. */
@@ -233,6 +242,7 @@ export const EGRESS_REFUSAL_REASONS = [
   'bad-destination',
   'too-many-open',
   'run-ended',
+  'request-refused',
 ] as const;
 export type EgressRefusalReason = (typeof EGRESS_REFUSAL_REASONS)[number];
 /** Distinct refused destinations (host:port and reason) a run result lists; the rest are counted. */
@@ -258,7 +268,7 @@ export const egressSummarySchema = z.strictObject({
       }),
     )
     .max(MAX_EGRESS_REFUSALS_LISTED),
-  /** Every refused connection of the run, listed or not. */
+  /** Every refused connection of the run, listed or not, and every request a host's egress rules refused (`request-refused`). */
   refusedCount: z.number().int().nonnegative(),
   /** Refused connections to destinations past the listed ones. */
   refusedUnlisted: z.number().int().nonnegative(),
@@ -338,6 +348,7 @@ const scriptInfo = z.strictObject({
   envWarning: z.string().optional(),
   /** As in `willRun`: the destinations a run may reach, and the warnings about them. */
   egress: z.array(z.string()).optional(),
+  egressRules: z.array(egressRuleSetSchema).optional(),
   egressWarning: z.string().optional(),
   egressNote: z.string().optional(),
   /** As in `willRun`, or the environments' states when they keep the script from running. */

@@ -21,6 +21,7 @@ import {
   MAX_RUN_OUTPUT_FILES_BYTES,
   messageCapFor,
 } from '../shared/run-io.js';
+import { MAX_RULES_PER_ENTRY } from '../shared/egress-rules.js';
 import { CONFIRM_TTL, MAX_CONFIRM_TTL_SECONDS } from '../shared/settings.js';
 import { ROOT_STATE_DIR } from '../shared/state-dir.js';
 
@@ -90,5 +91,10 @@ describe('numbers the docs take from the code', () => {
     );
     says('SKILL_MCP_KILL_GRACE_MS', `(${RUNNER_VARIABLES.killGraceMs.fallback})`, `(${RUNNER_VARIABLES.drainMs.fallback})`);
     says('SKILL_MCP_RUN_QUEUE_MS', `default ${DEFAULT_RUN_QUEUE_MS}, at most ${MAX_RUN_QUEUE_MS}`);
+  });
+
+  it("docs/egress-rules.md and docs/skills.md: the most request rules a host may have is the code's", () => {
+    expect(read('docs/egress-rules.md')).toContain(`At most ${MAX_RULES_PER_ENTRY} rules an entry.`);
+    expect(read('docs/skills.md')).toContain(`at most\n${MAX_RULES_PER_ENTRY} rules a host`);
   });
 });

@@ -15,8 +15,8 @@ export const AUDIT_USAGE = `usage: skill-mcp audit verify [FILE|-] [--public-key
        skill-mcp audit verify --redis URL [FILE]
        skill-mcp audit head [FILE]
        skill-mcp audit pubkey
-       skill-mcp audit query [FILE|-] [--skill S] [--script S] [--subject WHO] [--outcome O]
-                             [--since TIME] [--until TIME] [--run ID] [--json]
+       skill-mcp audit query [FILE|-|--redis URL] [--skill S] [--script S] [--subject WHO] [--outcome O]
+                             [--since TIME] [--until TIME] [--run ID] [--json | --format text|json|ocsf]
        skill-mcp audit tail [-n N] [FILE]
        skill-mcp audit tail --redis URL [-n N] [-f]
   verify   check the hash chain across FILE's segments, every checkpoint's signature, that the
@@ -26,7 +26,8 @@ export const AUDIT_USAGE = `usage: skill-mcp audit verify [FILE|-] [--public-key
            --public-key, or a run's result lost; 3 intact with runs still in progress; 2 usage)
   head     print the latest signed head (JSON) for an auditor to keep and pass to verify --head
   pubkey   print the runner's audit public key (PEM; from SKILL_MCP_STATE_DIR)
-  query    print the lines matching every filter (--json: as JSON lines); --outcome is one of
+  query    print the lines matching every filter (--json: as JSON lines; --format ocsf: as OCSF
+           1.3.0 events, one JSON object a line: runs, approvals, connections, egress requests); --outcome is one of
            accepted ok failed timeout cancelled error rejected prepared refused, or a reject reason
   tail     print the last N decisions (default 20), control characters escaped
   FILE     default: $SKILL_MCP_AUDIT_LOG, else audit.log in $SKILL_MCP_STATE_DIR, else in
@@ -38,7 +39,8 @@ export const AUDIT_USAGE = `usage: skill-mcp audit verify [FILE|-] [--public-key
   --redis URL  the stream every runner sharing that Redis mirrors its log into (all hosts):
            verify checks each host's chain and head, and with FILE where that local log and this
            host's lines in the stream diverge (host id: SKILL_MCP_AUDIT_HOST_ID or FILE's default); tail prints lines led by their
-           host id, -f follows new ones. URL - reads $SKILL_MCP_REDIS_URL (keeps a password out of
+           host id, -f follows new ones; query reads every host's lines through its filters (with --format
+           ocsf each event's device is the line's host). URL - reads $SKILL_MCP_REDIS_URL (keeps a password out of
            ps); SKILL_MCP_REDIS_PREFIX, SKILL_MCP_REDIS_CA_FILE and SKILL_MCP_AUDIT_HOST_ID apply`;
 
 const FLAGS: Record<string, Record<string, FlagSpec>> = {
@@ -55,6 +57,8 @@ const FLAGS: Record<string, Record<string, FlagSpec>> = {
     until: { type: 'string' },
     run: { type: 'string' },
     json: { type: 'boolean' },
+    format: { type: 'string' },
+    redis: { type: 'string' },
   },
 };
 
@@ -109,7 +113,14 @@ export async function auditMain(argv: string[]): Promise<void> {
         until,
         run: stringFlag(v, 'run'),
       };
-      return (await import('./query.js')).queryMain(file, filter, v['json'] === true);
+      const format = stringFlag(v, 'format') ?? (v['json'] === true ? 'json' : 'text');
+      if (format !== 'text' && format !== 'json' && format !== 'ocsf') return usageError('--format is one of text, json, ocsf');
+      if (v['json'] === true && format !== 'json') return usageError('--json is --format json: give one of them');
+      if (redis !== undefined) {
+        if (files.length > 0) return usageError('--redis reads the stream: no FILE with it');
+        return (await import('./redis-cli.js')).redisAuditMain('query', redis, { count: 0, follow: false, filter, format });
+      }
+      return (await import('./query.js')).queryMain(file, filter, format);
     }
     case 'verify': {
       const head = stringFlag(v, 'head');

@@ -5,9 +5,12 @@
  * run's lines that do not name its skill (egress, exit) follow its accept: a run matched by
  * skill, script or subject brings them along. `--outcome` matches a line's outcome (docs/audit.md):
  * `accepted`, `ok`, `failed`, `timeout`, `cancelled`, `error`, `rejected` or a reject reason,
- * `prepared`, `refused`. `--json` prints the lines as they are (JSON lines); otherwise as `tail` does.
+ * `prepared`, `refused`. `--json` (`--format json`) prints the lines as they are (JSON lines),
+ * `--format ocsf` as OCSF 1.3.0 events, one JSON object a line (./ocsf.ts); otherwise as `tail` does.
  */
+import { hostname } from 'node:os';
 import { eachLine, openLog } from '../../runner/audit/lines.js';
+import { outcomesOf } from './outcomes.js';
 import { renderAuditLine } from './render.js';
 import { allSegments } from '../../runner/audit/segments.js';
 
@@ -21,24 +24,7 @@ export interface QueryFilter {
   run?: string | undefined;
 }
 
-/** The outcomes a line has (empty: it is not about a run's result). */
-export function outcomesOf(line: Record<string, unknown>): string[] {
-  switch (line['event']) {
-    case 'run.accept':
-      return ['accepted'];
-    case 'run.reject':
-      return ['rejected', String(line['reason'])];
-    case 'run.prepare':
-      return line['refused'] !== undefined ? ['refused', String(line['refused'])] : ['prepared'];
-    case 'run.exit': {
-      const ended = line['ended'];
-      if (ended === 'timeout' || ended === 'cancelled' || ended === 'error') return [ended];
-      return [line['exit_code'] === 0 ? 'ok' : 'failed'];
-    }
-    default:
-      return [];
-  }
-}
+export { outcomesOf };
 
 /** A query over lines, fed in order; `write` gets each matching line. */
 export class AuditQuery {
@@ -87,7 +73,10 @@ export class AuditQuery {
   }
 }
 
-export async function queryMain(file: string, filter: QueryFilter, json: boolean): Promise<void> {
+/** How `query` prints a matching line: as `tail` does, as it is (JSON lines), or as OCSF events (./ocsf.ts). */
+export type QueryFormat = 'text' | 'json' | 'ocsf';
+
+export async function queryMain(file: string, filter: QueryFilter, format: QueryFormat): Promise<void> {
   const files = file === '-' ? ['-'] : allSegments(file);
   if (files.length === 0) {
     process.stderr.write(`skill-mcp audit: cannot read ${file} (ENOENT)\n`);
@@ -95,8 +84,16 @@ export async function queryMain(file: string, filter: QueryFilter, json: boolean
     return;
   }
   let pending: string[] = [];
-  const query = new AuditQuery(filter, (line) => {
-    pending.push(`${json ? line : renderAuditLine(line)}\n`);
+  const ocsf = format === 'ocsf' ? await import('./ocsf.js') : undefined;
+  const source = { hostname: hostname() };
+  /** Matching lines with no OCSF class, by event: said at the end, never dropped silently. */
+  const unmapped = new Map<string, number>();
+  const query = new AuditQuery(filter, (line, parsed) => {
+    if (ocsf) {
+      const events = ocsf.toOcsf(parsed, source);
+      if (events.length === 0) unmapped.set(String(parsed['event']), (unmapped.get(String(parsed['event'])) ?? 0) + 1);
+      for (const event of events) pending.push(`${JSON.stringify(event)}\n`);
+    } else pending.push(`${format === 'json' ? line : renderAuditLine(line)}\n`);
   });
   // Written once per chunk read, waiting for stdout to drain: memory stays bounded when the reader is slow.
   const flush = async (): Promise<void> => {
@@ -115,4 +112,8 @@ export async function queryMain(file: string, filter: QueryFilter, json: boolean
     );
   }
   await flush();
+  if (unmapped.size > 0)
+    process.stderr.write(
+      `skill-mcp audit: lines with no OCSF event class here were not written: ${[...unmapped].map(([event, n]) => `${event} ×${n}`).join(', ')}\n`,
+    );
 }

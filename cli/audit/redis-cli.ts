@@ -2,7 +2,9 @@
  * @module `skill-mcp audit verify|tail --redis URL`: the one audit view across hosts, read from the
  * stream every runner sharing that Redis mirrors its log into. `tail` prints the last N lines of
  * all hosts, each led by its host id, and with `-f` follows new ones; `verify` checks each host's
- * chain and head. URL `-` reads `SKILL_MCP_REDIS_URL` (a password in argv is visible to `ps`).
+ * chain and head; `query` reads the whole stream through the query's filters (./query.ts), as text
+ * led by the host id, JSON lines, or OCSF events whose device is the host (./ocsf.ts). URL `-` reads
+ * `SKILL_MCP_REDIS_URL` (a password in argv is visible to `ps`).
  */
 import { existsSync } from 'node:fs';
 import { Redis } from 'ioredis';
@@ -12,6 +14,8 @@ import { compareWithLocal } from './stream-compare.js';
 import { verifyStream, type StreamEntry } from './stream-verify.js';
 import { clientOptions, reasonOf } from '../../runner/redis/connection.js';
 import { parseRedisUrl, readRedisSettings } from '../../runner/redis/options.js';
+import { AuditQuery, type QueryFilter, type QueryFormat } from './query.js';
+import { toOcsf } from './ocsf.js';
 
 /** How long one blocking read of `tail -f` waits before asking again. */
 const FOLLOW_BLOCK_MS = 5000;
@@ -43,10 +47,41 @@ function print(entry: StreamEntry): void {
   process.stdout.write(`${renderValue(entry.host)} ${renderAuditLine(entry.line)}\n`);
 }
 
+/**
+ * Every host's lines through the query's filters, a page at a time, in the stream's order (a run's
+ * lines stay in its host's order, so a run matched by skill brings its later lines along).
+ */
+async function queryStream(client: Redis, stream: string, filter: QueryFilter, format: QueryFormat): Promise<void> {
+  let host = '';
+  const unmapped = new Map<string, number>();
+  const query = new AuditQuery(filter, (line, parsed) => {
+    if (format === 'json') process.stdout.write(`${line}\n`);
+    else if (format === 'text') process.stdout.write(`${renderValue(host)} ${renderAuditLine(line)}\n`);
+    else {
+      const events = toOcsf(parsed, { hostname: host });
+      if (events.length === 0) unmapped.set(String(parsed['event']), (unmapped.get(String(parsed['event'])) ?? 0) + 1);
+      for (const event of events) process.stdout.write(`${JSON.stringify(event)}\n`);
+    }
+  });
+  for (let start = '-'; ; ) {
+    const page = (await client.xrange(stream, start, '+', 'COUNT', PAGE)).map(entryOf);
+    for (const entry of page) {
+      host = entry.host;
+      query.line(Buffer.from(entry.line));
+    }
+    if (page.length < PAGE) break;
+    start = `(${page.at(-1)!.id}`;
+  }
+  if (unmapped.size > 0)
+    process.stderr.write(
+      `skill-mcp audit: lines with no OCSF event class here were not written: ${[...unmapped].map(([event, n]) => `${event} ×${n}`).join(', ')}\n`,
+    );
+}
+
 export async function redisAuditMain(
-  command: 'verify' | 'tail',
+  command: 'verify' | 'tail' | 'query',
   rawUrl: string,
-  options: { count: number; follow: boolean; localLog?: string },
+  options: { count: number; follow: boolean; localLog?: string; filter?: QueryFilter; format?: QueryFormat },
 ): Promise<void> {
   const { client, prefix, display, hostId } = connect(
     rawUrl,
@@ -80,6 +115,7 @@ export async function redisAuditMain(
         }
       }
     }
+    if (command === 'query') return await queryStream(client, keys.stream, options.filter ?? {}, options.format ?? 'text');
     const entries: StreamEntry[] = [];
     for (let start = '-'; ; ) {
       const page = (await client.xrange(keys.stream, start, '+', 'COUNT', PAGE)).map(entryOf);

@@ -2,7 +2,7 @@
  * @module The audit log's line types (docs/audit.md lists every field; docs/audit.schema.json is
  * their schema). Callers pass names, counts and hashes only: never token material or secret values.
  */
-import type { EgressRecord } from '../egress/helper-protocol.js';
+import type { EgressRecord, RequestRecord } from '../egress/helper-protocol.js';
 
 /** The enumerated reasons of `run.reject` (stable for people and tools reading the log). */
 export type RejectReason =
@@ -125,6 +125,7 @@ export type AuditEvent =
   | { event: 'run.exit'; run_id: string; [key: string]: unknown }
   | { event: 'run.cleanup'; run_id: string; workspace_unmount?: 'lazy'; workspace_left?: true; copy_left?: true }
   | ({ event: 'egress'; run_id: string } & EgressRecord)
+  | ({ event: 'egress.request'; run_id: string } & RequestRecord)
   | { event: 'ledger.unavailable'; ledger: 'redis'; redis: string; why: string }
   | { event: 'ledger.restored'; ledger: 'redis'; redis: string; down_ms: number }
   | { event: 'token.released'; token_id: string };
@@ -145,6 +146,6 @@ export type WriterEvent =
   | { event: 'audit.segment'; previous: string; previous_seq: number; previous_sha256: string; removed?: string[] };
 
 /** Lines of an accepted run that are never dropped while the log cannot be written (kept until it can). */
-export const KEPT_EVENTS: ReadonlySet<string> = new Set(['run.exit', 'egress', 'run.reject']);
+export const KEPT_EVENTS: ReadonlySet<string> = new Set(['run.exit', 'egress', 'egress.request', 'run.reject']);
 /** Lines after which the writer appends a signed checkpoint: a run decided, or the runner stopping. */
 export const CHECKPOINT_AFTER: ReadonlySet<string> = new Set(['run.exit', 'run.reject', 'runner.stop']);

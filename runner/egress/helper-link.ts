@@ -32,8 +32,8 @@ import type { Platform } from '../sandbox/platform.js';
 import { usesBwrap } from '../sandbox/platform.js';
 import type { UidPool } from '../uids/pool.js';
 import { bridgeNode } from './plan.js';
-import type { EgressRecord, HelperStart, HelperToRunner } from './helper-protocol.js';
-import { HELPER_DIR_MOUNT, HELPER_MAX_FRAME_BYTES, HELPER_SOCKET_NAME, helperToRunnerSchema } from './helper-protocol.js';
+import type { EgressRecord, HelperStart, HelperToRunner, RequestRecord } from './helper-protocol.js';
+import { HELPER_DIR_MOUNT, HELPER_MAX_FRAME_BYTES, helperToRunnerSchema } from './helper-protocol.js';
 
 /** Where the helper's bundle appears inside its sandbox. */
 const HELPER_SCRIPT_MOUNT = '/run/skill-mcp-helper.cjs';
@@ -107,6 +107,8 @@ export function helperCommand(plan: HelperPlan, dir: string, uid: number | undef
 export interface HelperEvents {
   /** One connection the helper reports (validated). */
   onRecord(record: EgressRecord): void;
+  /** One request to a host with rules (validated). */
+  onRequest(record: RequestRecord): void;
   /** The helper broke its contract or died while its run lasted: the run must end. Called once. */
   onFailure(why: string): void;
 }
@@ -234,8 +236,9 @@ export class RunHelper {
       return;
     }
     // Records are taken while the run lasts and while it closes (connections cut at close are reported then).
-    if (message.type === 'egress' && (this.state === 'running' || this.state === 'closing')) {
-      this.events?.onRecord(message.record);
+    if ((message.type === 'egress' || message.type === 'request') && (this.state === 'running' || this.state === 'closing')) {
+      if (message.type === 'egress') this.events?.onRecord(message.record);
+      else this.events?.onRequest(message.record);
       return;
     }
     if (message.type === 'closed' && this.state === 'closing') {
@@ -280,11 +283,6 @@ export function openHelperDirTo(dir: string, helperUid: number, runGid: number):
   chmodSync(dir, 0o2750);
 }
 
-/** The run's socket on the host. */
-export function helperSocketPath(dir: string): string {
-  return join(dir, HELPER_SOCKET_NAME);
-}
-
 /** Removes a helper's folder (its socket and bundle). Never throws. */
 export function removeHelperDir(dir: string): void {
   try {
@@ -323,7 +321,7 @@ export class HelperPool {
     this.wanted = true;
     const spare = this.spare;
     this.spare = undefined;
-    const ready = spare ? await spare : undefined;
+    const ready = spare === undefined ? undefined : await spare;
     if (ready instanceof RunHelper && ready.child.exitCode === null && ready.child.signalCode === null) return ready;
     return this.make();
   }

@@ -11,11 +11,12 @@
  * the runner redacts each record and tallies the result's refusals itself (run-egress.ts).
  */
 import { z } from 'zod';
-import { EGRESS_REFUSAL_REASONS } from '../../shared/protocol.js';
+import { EGRESS_REFUSAL_REASONS, egressRuleSetSchema } from '../../shared/protocol.js';
 
 /** Longest text of a record the runner writes (a destination or method is the script's own text). */
 const TEXT = z.string().max(1024);
 const COUNT = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+const TOKEN = z.string().regex(/^[a-z-]{1,32}$/);
 const BY_NAME = z.record(z.string().max(256), COUNT).refine((r) => Object.keys(r).length <= 64, 'at most 64 names');
 
 /** One proxied connection, as the helper reports it for its `egress` audit line. */
@@ -49,6 +50,18 @@ export const egressRecordSchema = z.strictObject({
 });
 export type EgressRecord = z.infer<typeof egressRecordSchema>;
 
+/**
+ * One HTTP request to a host with rules, for its `egress.request` line (docs/egress-rules.md): the
+ * path without its query, the rule it matched (`GET /v1/items/*`) or why it was refused (a reason
+ * of runner/helper/rules.ts), the status the script got (absent: none, the connection was cut),
+ * and the body bytes each way — never a query value or a body.
+ */
+export const requestRecordSchema = egressRecordSchema
+  .pick({ destination: true, method: true, decision: true, bytes_up: true, bytes_down: true })
+  .extend({ path: TEXT, rule: TEXT.optional(), reason: TOKEN.optional(), status: COUNT.optional() });
+
+export type RequestRecord = z.infer<typeof requestRecordSchema>;
+
 /** A secret as its run's helper gets it: the value, its hosts, where it goes, and the placeholder the script holds. */
 export const helperSecretSchema = z.strictObject({
   name: z.string(),
@@ -67,6 +80,8 @@ export const helperStartSchema = z.strictObject({
   entries: z.array(z.string()),
   /** This run's secrets only: the helper never learns another run's. */
   secrets: z.array(helperSecretSchema),
+  /** The request rules of the run's entries that have them: their hosts are intercepted and their requests checked. */
+  rules: z.array(egressRuleSetSchema).optional(),
   /** `SKILL_MCP_EGRESS_CA_FILE`'s certificates, read by the runner; absent: the system CAs. */
   upstreamCa: z.string().optional(),
   /** The run's timeout: its CA is valid for it plus a margin. */
@@ -87,6 +102,8 @@ export const helperToRunnerSchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('ready') }),
   /** Any number, while the run lasts: one connection ended. */
   z.strictObject({ type: z.literal('egress'), record: egressRecordSchema }),
+  /** Any number, while the run lasts: one request to a host with rules was decided. */
+  z.strictObject({ type: z.literal('request'), record: requestRecordSchema }),
   /** Once, after `close`: every connection was cut and reported. */
   z.strictObject({ type: z.literal('closed') }),
   /** The helper cannot serve its run (said before it exits): the runner ends the run and records why. */

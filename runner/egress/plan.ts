@@ -11,6 +11,7 @@
  * - `none`: no destination granted. Namespace levels: no network at all.
  */
 import { PROXY_ENV } from '../../shared/env.js';
+import type { EgressRuleSet } from '../../shared/egress-rules.js';
 import type { IsolationLevel } from '../../shared/protocol.js';
 import type { Platform } from '../sandbox/platform.js';
 import { PROXY_URL } from './bridge.js';
@@ -21,6 +22,8 @@ export interface EgressPlan {
   mode: EgressMode;
   /** The granted destinations (canonical entries, sorted). */
   entries: string[];
+  /** The request rules of the entries with rules (shared/egress-rules.ts); the helper terminates TLS for those hosts. */
+  rules?: EgressRuleSet[];
   /** Proxy variables to set (a string, possibly empty) or to drop (null), over the host's. */
   env: Record<string, string | null>;
   /** For the preview when the list is not what limits the run. */

@@ -14,7 +14,8 @@ import type { EgressSummary } from '../../shared/protocol.js';
 import type { AuditLog } from '../audit/log.js';
 import type { SecretBinding } from '../secrets/binding.js';
 import type { RunHelper } from './helper-link.js';
-import type { EgressRecord } from './helper-protocol.js';
+import type { EgressRuleSet } from '../../shared/egress-rules.js';
+import type { EgressRecord, RequestRecord } from './helper-protocol.js';
 import { refusalTally } from './refusals.js';
 
 /** Audit lines one run may write about its connections; past it they are only counted (in `run.exit`). */
@@ -60,6 +61,7 @@ function redactRecord(record: EgressRecord, redact: (text: string) => string): E
 export class EgressBook {
   readonly totals: RunProxyTotals = { egress_allowed: 0, egress_refused: 0, egress_unlogged: 0 };
   private readonly tally = refusalTally();
+  private lines = 0;
 
   constructor(
     private readonly redact: (text: string) => string,
@@ -80,7 +82,21 @@ export class EgressBook {
         record.reason === undefined || record.reason === 'connect-failed' ? 'run-ended' : record.reason,
       );
     }
-    if (this.totals.egress_allowed + this.totals.egress_refused <= this.maxLines) return record;
+    return this.line(record);
+  }
+
+  /** Takes one request to a host with rules: redacted, a refusal tallied, written under the same cap. */
+  takeRequest(reported: RequestRecord): RequestRecord | undefined {
+    const record = { ...reported };
+    for (const key of ['destination', 'method', 'path', 'rule'] as const)
+      if (record[key] !== undefined) record[key] = this.redact(record[key]);
+    if (record.decision === 'refused') this.tally.refused(record.destination, 'request-refused');
+    return this.line(record);
+  }
+
+  /** Security: past `maxLines` lines of either kind a record is only counted, so a script's loop cannot grow the log. */
+  private line<T>(record: T): T | undefined {
+    if (++this.lines <= this.maxLines) return record;
     this.totals.egress_unlogged += 1;
     return undefined;
   }
@@ -109,6 +125,7 @@ export async function startRunEgress(opts: {
   audit: Pick<AuditLog, 'append'>;
   runId: string;
   entries: readonly string[];
+  rules?: readonly EgressRuleSet[];
   secrets: readonly SecretBinding[];
   /** Redacts a text of the script's or the helper's (a destination, a failure's words) before it is written or shown. */
   redactText: (text: string) => string;
@@ -134,6 +151,7 @@ export async function startRunEgress(opts: {
         placeholder,
         value,
       })),
+      ...(opts.rules?.length ? { rules: [...opts.rules] } : {}),
       ...(upstreamCa !== undefined ? { upstreamCa } : {}),
       timeoutMs: opts.timeoutMs,
     },
@@ -147,6 +165,10 @@ export async function startRunEgress(opts: {
           ...record,
           ...(opts.requester !== undefined ? { requester: opts.requester } : {}),
         });
+      },
+      onRequest(reported) {
+        const record = book.takeRequest(reported);
+        if (record !== undefined) void opts.audit.append({ event: 'egress.request', run_id: opts.runId, ...record });
       },
       onFailure(why) {
         failed = opts.redactText(why);

@@ -27,6 +27,7 @@ import type { RequestOptions } from 'node:https';
 import { isIP } from 'node:net';
 import type { Socket } from 'node:net';
 import { Transform } from 'node:stream';
+import type { Duplex } from 'node:stream';
 import { checkServerIdentity, TLSSocket } from 'node:tls';
 import type { PeerCertificate, SecureContext } from 'node:tls';
 import type { RunCa } from './ca.js';
@@ -35,6 +36,10 @@ import { makeReplacer, makeScanner } from './find.js';
 import { upstreamContext as localUpstreamContext } from './trust.js';
 import type { Needle } from './find.js';
 import { forwardable } from './headers.js';
+import type { EgressRuleSet } from '../../shared/egress-rules.js';
+import type { RequestRecord } from '../egress/helper-protocol.js';
+import { checkRequest, refusalMessage, refusalResponse, rulesCovering } from './rules.js';
+import type { Verdict } from './rules.js';
 
 /** Keep-alive connections the proxy holds open to one bound host for one run. */
 const MAX_UPSTREAM_SOCKETS = 8;
@@ -79,6 +84,10 @@ export interface Interceptor {
 
 export interface InterceptOptions {
   bindings: readonly SecretBinding[];
+  /** Request rules by entry (docs/egress-rules.md): those hosts are intercepted too, and each request checked. */
+  rules?: readonly EgressRuleSet[];
+  /** Each request to a host with rules, once it is decided and done. */
+  onRequest?: (record: RequestRecord) => void;
   ca: RunCa;
   /** PEM the upstream certificates are verified against (the operator's `SKILL_MCP_EGRESS_CA_FILE`; absent: the system CAs). */
   upstreamCa?: string;
@@ -126,6 +135,10 @@ interface Conn {
   /** Bindings whose hosts include this destination. */
   bindings: SecretBinding[];
   stats: InterceptStats;
+  /** The rules of this host, if it has any. */
+  rules?: EgressRuleSet;
+  /** A request on this connection was refused: no later one is forwarded (pipelining across a refusal). */
+  refused?: boolean;
 }
 
 export function makeInterceptor(opts: InterceptOptions): Interceptor {
@@ -138,6 +151,8 @@ export function makeInterceptor(opts: InterceptOptions): Interceptor {
   const agents = new Map<string, Agent>();
   const conns = new WeakMap<object, Conn>();
   const internal = createServer({ keepAlive: true });
+
+  const rulesOf = (entry: string): EgressRuleSet | undefined => rulesCovering(opts.rules ?? [], entry);
 
   function agentFor(target: InterceptTarget): Agent {
     const key = `${target.entry} ${target.address}`;
@@ -155,8 +170,62 @@ export function makeInterceptor(opts: InterceptOptions): Interceptor {
       res.destroy();
       return;
     }
+    if (conn.rules && !judged(conn, req, res)) return;
     forward(conn, req, res);
   });
+
+  const destination = (conn: Conn): string => `${conn.authority}${conn.target.port === 443 ? ':443' : ''}`;
+
+  /** Reports one request to a host with rules. */
+  function report(conn: Conn, req: IncomingMessage, verdict: Verdict, status: number | undefined, up: number, down: number): void {
+    const query = (req.url ?? '').indexOf('?');
+    opts.onRequest?.({
+      destination: destination(conn),
+      method: req.method ?? '',
+      path: (query === -1 ? (req.url ?? '') : (req.url ?? '').slice(0, query)).slice(0, 1024),
+      decision: verdict.allowed ? 'allowed' : 'refused',
+      ...(verdict.allowed ? { rule: verdict.rule } : { reason: verdict.reason }),
+      ...(status !== undefined ? { status } : {}),
+      bytes_up: up,
+      bytes_down: down,
+    });
+  }
+
+  /**
+   * Checks a request to a host with rules (rules.ts); a refusal is answered here with a 403 naming the
+   * rule set and ends the connection. An allowed one is reported when its answer is done. Returns whether to forward it.
+   */
+  function judged(conn: Conn, req: IncomingMessage, res: ServerResponse): boolean {
+    const rules = conn.rules!;
+    const verdict: Verdict = conn.refused
+      ? { allowed: false, reason: 'after-refusal', why: 'an earlier request on this connection was refused, so nothing after it is read' }
+      : checkRequest(
+          rules,
+          { host: conn.target.host, port: conn.target.port, defaultPort: 443 },
+          { method: req.method ?? '', target: req.url ?? '', rawHeaders: req.rawHeaders },
+        );
+    let up = 0;
+    let down = 0;
+    req.on('data', (chunk: Buffer) => (up += chunk.length));
+    if (!verdict.allowed) {
+      // Security: the connection ends with this answer, so bytes pipelined after the refused request are never read as a request.
+      conn.refused = true;
+      conn.stats.requests += 1;
+      const body = `${refusalMessage(rules, verdict.why)}\n`;
+      res.writeHead(403, { 'Content-Type': 'text/plain; charset=utf-8', 'X-Skill-Mcp-Egress': 'refused', Connection: 'close' });
+      res.end(body);
+      report(conn, req, verdict, 403, 0, 0);
+      return false;
+    }
+    // The body bytes the script receives (after any echo was swapped back), counted as they are written.
+    const write = res.write.bind(res);
+    res.write = ((chunk: Buffer | string, ...rest: never[]) => {
+      down += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.length;
+      return write(chunk, ...rest);
+    }) as typeof res.write;
+    res.once('close', () => report(conn, req, verdict, res.headersSent ? res.statusCode : undefined, up, down));
+    return true;
+  }
 
   /** Sends one request of an intercepted connection on to its host. */
   function forward(conn: Conn, req: IncomingMessage, res: ServerResponse): void {
@@ -286,10 +355,34 @@ export function makeInterceptor(opts: InterceptOptions): Interceptor {
       .pipe(upstreamReq);
   }
 
-  internal.on('clientError', (_error, socket) => socket.destroy());
+  // A request the parser refuses (a body framed two ways, a malformed line, the HTTP/2 preface): on a
+  // host with rules the script is told why, as for any refusal; the connection ends either way.
+  internal.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
+    const conn = conns.get(socket);
+    if (conn?.rules && socket.writable) {
+      const why = `the request could not be read as one unambiguous HTTP/1.1 request (${error.code ?? 'parse error'})`;
+      socket.end(refusalResponse(refusalMessage(conn.rules, why)));
+      opts.onRequest?.({
+        destination: destination(conn),
+        method: '',
+        path: '',
+        decision: 'refused',
+        reason: 'malformed',
+        status: 403,
+        bytes_up: 0,
+        bytes_down: 0,
+      });
+    } else socket.destroy();
+  });
+  // CONNECT inside an intercepted connection: never a tunnel out of the rules (nor out of injection).
+  internal.on('connect', (_req: IncomingMessage, socket: Duplex) => {
+    const conn = conns.get(socket);
+    if (conn?.rules && socket.writable) socket.end(refusalResponse(refusalMessage(conn.rules, 'CONNECT is never forwarded')));
+    else socket.destroy();
+  });
 
   return {
-    binds: (entry) => entries.has(entry),
+    binds: (entry) => entries.has(entry) || rulesOf(entry) !== undefined,
     take(client, head, target, done) {
       const stats: InterceptStats = { requests: 0, injected: {}, elsewhere: {}, echoed: {}, unscanned: 0 };
       const conn: Conn = {
@@ -302,6 +395,7 @@ export function makeInterceptor(opts: InterceptOptions): Interceptor {
               : target.host
             : `${isIP(target.host) === 6 ? `[${target.host}]` : target.host}:${target.port}`,
         bindings: opts.bindings.filter((b) => b.hosts.includes(target.entry)),
+        ...(rulesOf(target.entry) ? { rules: rulesOf(target.entry)! } : {}),
       };
       let finished = false;
       const finish = (): void => {

@@ -44,7 +44,9 @@ async function start(dir: string, orders: HelperStart): Promise<RunProxy> {
     socketPath: join(dir, HELPER_SOCKET_NAME),
     entries: orders.entries,
     secrets: orders.secrets,
-    ...(orders.secrets.length > 0
+    ...(orders.rules ? { rules: orders.rules } : {}),
+    onRequest: (record) => send({ type: 'request', record }),
+    ...(orders.secrets.length > 0 || (orders.rules?.length ?? 0) > 0
       ? {
           intercept: {
             bundlePath: join(dir, HELPER_BUNDLE_NAME),

@@ -6,7 +6,8 @@
  * else between the check and the connection (DNS rebinding).
  */
 import { lookup as dnsLookup } from 'node:dns/promises';
-import { DEFAULT_PORTS, entryMatches, formatEgressEntry, parseRequestHost } from '../../shared/egress.js';
+import { DEFAULT_PORTS, formatEgressEntry } from '../../shared/egress.js';
+import { entryMatches, parseRequestHost } from './destination.js';
 import type { EgressEntry } from '../../shared/egress.js';
 import type { EgressRefusalReason } from '../../shared/protocol.js';
 import { classifyAddress } from '../egress/address.js';

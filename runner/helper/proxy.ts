@@ -10,7 +10,7 @@ import { createServer, request as httpRequest } from 'node:http';
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { connect, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { parseDestination, parseRequestHost } from '../../shared/egress.js';
+import { parseDestination, parseRequestHost } from './destination.js';
 import type { EgressEntry } from '../../shared/egress.js';
 import type { EgressRecord } from '../egress/helper-protocol.js';
 import { makeScanner } from './find.js';
@@ -19,6 +19,10 @@ import { forwardable } from './headers.js';
 import { countPlaceholders } from './intercept.js';
 import type { InterceptStats, Interceptor } from './intercept.js';
 import { decide, systemLookup } from './policy.js';
+import type { EgressRuleSet } from '../../shared/egress-rules.js';
+import type { RequestRecord } from '../egress/helper-protocol.js';
+import { checkRequest, refusalMessage, rulesCovering } from './rules.js';
+import type { Verdict } from './rules.js';
 import type { Decision, Lookup } from './policy.js';
 
 /** One line of the audit log per proxied connection (a plain-HTTP request is one connection upstream): its schema is the runner's. */
@@ -36,6 +40,9 @@ export interface EgressProxyOptions {
   interceptor?: Interceptor;
   /** The run's placeholders, counted where they pass in plain-HTTP requests (never injected there). */
   placeholders?: readonly Needle[];
+  /** Request rules by entry (docs/egress-rules.md): a plain-HTTP request to such a host is checked here (HTTPS: intercept.ts). */
+  rules?: readonly EgressRuleSet[];
+  onRequest?: (record: RequestRecord) => void;
 }
 
 export interface EgressProxy {
@@ -114,6 +121,9 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
 
   /** Every connection not yet reported: its sockets (cut at close) and how to report it. */
   const flows = new Set<Flow>();
+  /** Client connections a request was refused on: no later request of theirs reaches a host with rules (pipelining across a refusal). */
+  const refusedOn = new WeakSet<object>();
+  const decided = new WeakMap<object, Promise<void>>();
 
   function track(destination: string, method: string): Flow {
     const started = performance.now();
@@ -255,6 +265,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     const flow = track(url && url.protocol === 'http:' ? `${url.hostname}:${url.port || 80}` : (req.url ?? '').slice(0, 200), method);
     flow.sockets.push(req.socket);
     const refuse = (status: number, reason: EgressRecord['reason'], message: string): void => {
+      refusedOn.add(req.socket);
       res.writeHead(status, { 'Content-Type': 'text/plain; charset=utf-8', 'X-Skill-Mcp-Egress': 'refused', Connection: 'close' });
       res.end(`${message}\n`);
       flow.set({ decision: 'refused', reason });
@@ -271,10 +282,61 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     }
     const target = url;
     const port = target.port === '' ? 80 : Number(target.port);
-    void decide(opts.entries, target.hostname, port, lookup).then((decision) => {
+    // Decided in the order the connection sent them, so a refusal is known before the request after it is judged.
+    const before = decided.get(req.socket) ?? Promise.resolve();
+    const decision = before.then(() => decide(opts.entries, target.hostname, port, lookup));
+    decided.set(
+      req.socket,
+      decision.then(() => undefined),
+    );
+    void decision.then((decision) => {
       if (res.destroyed) return flow.finish();
       if (!decision.allowed) return refuse(decision.status, decision.reason, decision.message);
       const allowed = { decision: 'allowed' as const, entry: decision.entry, address: decision.address };
+      // A host with rules: the request as written is judged (rules.ts) and, if allowed, sent with exactly that path.
+      const rules = rulesCovering(opts.rules ?? [], decision.entry);
+      const rawPath = (req.url ?? '').replace(/^http:\/\/[^/?#]*/i, '');
+      const path = rules ? (rawPath.startsWith('/') ? rawPath : `/${rawPath}`) : `${target.pathname}${target.search}`;
+      let verdict: Verdict | undefined;
+      let up = 0;
+      let down = 0;
+      const report = (status: number | undefined): void => {
+        if (!verdict || !opts.onRequest) return;
+        const query = path.indexOf('?');
+        opts.onRequest({
+          destination: `${target.hostname}:${port}`,
+          method,
+          path: (query === -1 ? path : path.slice(0, query)).slice(0, 1024),
+          decision: verdict.allowed ? 'allowed' : 'refused',
+          ...(verdict.allowed ? { rule: verdict.rule } : { reason: verdict.reason }),
+          ...(status !== undefined ? { status } : {}),
+          bytes_up: up,
+          bytes_down: down,
+        });
+      };
+      if (rules) {
+        verdict = refusedOn.has(req.socket)
+          ? {
+              allowed: false,
+              reason: 'after-refusal',
+              why: 'an earlier request on this connection was refused, so nothing after it is read',
+            }
+          : checkRequest(
+              rules,
+              { host: target.hostname.replace(/^\[|\]$/g, ''), port, defaultPort: 80 },
+              { method, target: path, rawHeaders: req.rawHeaders },
+            );
+        if (!verdict.allowed) {
+          refusedOn.add(req.socket);
+          res.writeHead(403, { 'Content-Type': 'text/plain; charset=utf-8', 'X-Skill-Mcp-Egress': 'refused', Connection: 'close' });
+          res.end(`${refusalMessage(rules, verdict.why)}\n`);
+          report(403);
+          flow.set(allowed);
+          return flow.finish();
+        }
+        req.on('data', (chunk: Buffer) => (up += chunk.length));
+        res.once('close', () => report(res.headersSent ? res.statusCode : undefined));
+      }
       flow.set({ ...allowed, reason: 'connect-failed' });
       const headers: OutgoingHttpHeaders = {};
       // Issue 30: a placeholder is never injected into plain HTTP; where one passes it is counted for the audit line.
@@ -299,7 +361,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
         family: decision.family,
         port,
         method,
-        path: `${target.pathname}${target.search}`,
+        path,
         headers,
         setHost: false,
         agent: false,
@@ -329,6 +391,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       upstreamReq.once('response', (upstreamRes) => {
         upstreamReq.setTimeout(0);
         res.writeHead(upstreamRes.statusCode ?? 502, upstreamRes.statusMessage, forwardable(upstreamRes.rawHeaders).flat());
+        upstreamRes.on('data', (chunk: Buffer) => (down += chunk.length));
         upstreamRes.pipe(res);
       });
       res.once('close', () => upstreamReq.destroy());

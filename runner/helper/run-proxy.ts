@@ -6,7 +6,8 @@
  */
 import { chmodSync } from 'node:fs';
 import { parseEgressList } from '../../shared/egress.js';
-import type { EgressRecord } from '../egress/helper-protocol.js';
+import type { EgressRuleSet } from '../../shared/egress-rules.js';
+import type { EgressRecord, RequestRecord } from '../egress/helper-protocol.js';
 import type { SecretBinding } from '../secrets/binding.js';
 import { makeInterceptor, placeholderNeedles } from './intercept.js';
 import type { Interceptor } from './intercept.js';
@@ -29,9 +30,9 @@ export interface RunProxyIntercept {
   upstreamCa?: string;
 }
 
-/** The host part of each bound entry (`api.example.com:443` → `api.example.com`, `[::1]:8443` → `::1`), for the run CA. */
-function boundHosts(bindings: readonly SecretBinding[]): string[] {
-  return [...new Set(parseEgressList(bindings.flatMap((b) => b.hosts)).map((e) => `${e.wildcard ? '*.' : ''}${e.host}`))];
+/** The host part of each intercepted entry (`api.example.com:443` → `api.example.com`, `[::1]:8443` → `::1`), for the run CA. */
+function interceptedHosts(entries: readonly string[]): string[] {
+  return [...new Set(parseEgressList(entries).map((e) => `${e.wildcard ? '*.' : ''}${e.host}`))];
 }
 
 /**
@@ -40,18 +41,22 @@ function boundHosts(bindings: readonly SecretBinding[]): string[] {
  */
 async function interceptorFor(
   bindings: readonly SecretBinding[],
+  rules: readonly EgressRuleSet[],
   intercept: RunProxyIntercept,
   connectTimeoutMs: number | undefined,
+  onRequest: (record: RequestRecord) => void,
 ): Promise<Interceptor> {
   const { makeRunCa, CA_MARGIN_MS } = await import('./ca.js');
   const context = upstreamContext(intercept.upstreamCa);
-  const hosts = boundHosts(bindings);
+  const hosts = interceptedHosts([...bindings.flatMap((b) => b.hosts), ...rules.map((r) => r.entry)]);
   const ca = await makeRunCa(hosts, intercept.timeoutMs + CA_MARGIN_MS);
   // Each named host's leaf is started now (cached by the CA), so it is made while the sandbox starts, not on the script's first request.
   for (const host of hosts.filter((h) => !h.startsWith('*.'))) ca.contextFor(host).catch(() => undefined);
   writeCaBundle(intercept.bundlePath, ca.certPem);
   return makeInterceptor({
     bindings,
+    rules,
+    onRequest,
     ca,
     ...(intercept.upstreamCa !== undefined ? { upstreamCa: intercept.upstreamCa } : {}),
     upstreamContext: context,
@@ -64,6 +69,10 @@ export async function openRunProxy(opts: {
   entries: readonly string[];
   /** Every connection, once, when it ends (or when the proxy closes). */
   onRecord: (record: EgressRecord) => void;
+  /** Every request to a host with rules, once decided and done. */
+  onRequest?: (record: RequestRecord) => void;
+  /** The request rules of the run's entries that have them: those hosts are intercepted like bound ones. */
+  rules?: readonly EgressRuleSet[];
   lookup?: Lookup;
   /** The run's secrets, injected for their hosts; absent or empty, the proxy intercepts nothing and no bundle is written. */
   secrets?: readonly SecretBinding[];
@@ -72,16 +81,23 @@ export async function openRunProxy(opts: {
   connectTimeoutMs?: number;
 }): Promise<RunProxy> {
   const bindings = opts.secrets ?? [];
-  // Never a run whose secrets silently go uninjected.
-  if (bindings.length > 0 && !opts.intercept)
-    throw new Error('openRunProxy: a run with secrets needs `intercept` (its bundle path and timeout)');
-  const interceptor = bindings.length > 0 ? await interceptorFor(bindings, opts.intercept!, opts.connectTimeoutMs) : undefined;
+  const rules = opts.rules ?? [];
+  const onRequest = opts.onRequest ?? (() => undefined);
+  // Never a run whose secrets silently go uninjected, nor one whose rules go unchecked.
+  if (bindings.length + rules.length > 0 && !opts.intercept)
+    throw new Error('openRunProxy: a run with secrets or request rules needs `intercept` (its bundle path and timeout)');
+  const interceptor =
+    bindings.length + rules.length > 0
+      ? await interceptorFor(bindings, rules, opts.intercept!, opts.connectTimeoutMs, onRequest)
+      : undefined;
   const proxy = await startEgressProxy({
     socketPath: opts.socketPath,
     entries: parseEgressList(opts.entries),
     ...(opts.lookup ? { lookup: opts.lookup } : {}),
     ...(opts.connectTimeoutMs !== undefined ? { connectTimeoutMs: opts.connectTimeoutMs } : {}),
     ...(interceptor ? { interceptor, placeholders: placeholderNeedles(bindings) } : {}),
+    rules,
+    onRequest,
     onRecord: opts.onRecord,
   });
   try {

@@ -5,10 +5,33 @@
  *
  * Security: the bundle holds certificates only; the run CA's key never leaves the helper's memory.
  */
-import { chmodSync, writeFileSync } from 'node:fs';
-import { createSecureContext } from 'node:tls';
+import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
+import { createSecureContext, rootCertificates } from 'node:tls';
 import type { SecureContext } from 'node:tls';
-import { systemCaPem } from '../secrets/trust.js';
+
+/** Distro bundles of the system CAs, first found wins (Debian/Ubuntu, Fedora/RHEL, openSUSE, Alpine). */
+const SYSTEM_BUNDLES = [
+  '/etc/ssl/certs/ca-certificates.crt',
+  '/etc/pki/tls/certs/ca-bundle.crt',
+  '/etc/ssl/ca-bundle.pem',
+  '/etc/ssl/cert.pem',
+];
+
+/**
+ * The system CAs as PEM: the distro's bundle when there is one (what the runner's machine trusts;
+ * Node 20 has no `tls.getCACertificates('system')`), else Node's own Mozilla list.
+ */
+export function systemCaPem(read: (path: string) => string = (path) => readFileSync(path, 'utf8')): string {
+  for (const path of SYSTEM_BUNDLES) {
+    try {
+      const text = read(path);
+      if (text.includes('-----BEGIN CERTIFICATE-----')) return text.endsWith('\n') ? text : `${text}\n`;
+    } catch {
+      // Not this distro's path; the next one.
+    }
+  }
+  return `${rootCertificates.join('\n')}\n`;
+}
 
 /** Writes the run's bundle (system CAs, then the run CA), readable by the run's uid; returns its path. */
 export function writeCaBundle(path: string, runCaPem: string, systemPem: string = systemCaPem()): string {

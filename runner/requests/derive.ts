@@ -11,7 +11,7 @@
 import { closeSync, constants, fstatSync, openSync } from 'node:fs';
 import { relative } from 'node:path';
 import { skillRoots } from '../../shared/config.js';
-import type { DeclaredScript } from '../../shared/declaration.js';
+import type { Declaration, DeclaredScript } from '../../shared/declaration.js';
 import { resolveDeclaration, type DeclarationOrigin } from '../../shared/declaration-source.js';
 import { findSkillByName, rootLabel } from '../../shared/discover.js';
 import { provenanceOf, readPullLock, type Provenance } from '../../shared/provenance.js';
@@ -46,6 +46,7 @@ import type { RedactionValue, SecretBinding } from '../secrets/binding.js';
 import { planSecrets, secretsSelfGrantWarning, shownSecrets } from '../secrets/plan.js';
 import type { DeclaredSecret } from '../../shared/declaration-secrets.js';
 import { caBundleEnv } from '../secrets/trust.js';
+import { intersectEgressLists } from '../../shared/egress.js';
 
 /** Stand-ins for the sandbox's private HOME/TMPDIR and the skill's folder, so previews name them as the run will. */
 export const SANDBOX_PLACEHOLDERS = {
@@ -165,6 +166,7 @@ export async function findSkill(ctx: DeriveContext, name: string): Promise<Disco
 export interface DeclaredNow {
   scripts: DeclaredScript[];
   egress: string[];
+  egressRules?: Declaration['egressRules'];
   /** The declaration's secrets (shared/declaration-secrets.ts); empty when none. */
   secrets: DeclaredSecret[];
   /** Variables the declaration's top-level `env` marks `secret: true` (legacy `env` secrets, issue 30). */
@@ -213,6 +215,7 @@ export async function declaredScripts(
   return {
     scripts: resolved.declaration?.run ?? [],
     egress: resolved.declaration?.egress ?? [],
+    egressRules: resolved.declaration?.egressRules ?? [],
     secrets: resolved.declaration?.secrets ?? [],
     ...(secretEnv.length > 0 ? { secretEnv } : {}),
     problems: resolved.problems.map((p) => p.detail),
@@ -234,6 +237,7 @@ export async function deriveRun(ctx: DeriveContext, request: DeriveRequest): Pro
   const {
     scripts,
     egress: declaredEgress,
+    egressRules: declaredRules = [],
     secrets: declaredSecrets,
     origin,
     problems,
@@ -296,6 +300,9 @@ export async function deriveRun(ctx: DeriveContext, request: DeriveRequest): Pro
   // Security: the script must be one of the files the approval binds (and the copy holds).
   if (!scriptFile) return refuse('NOT_FOUND', 'not-found', `${skill.name}/${script} is not a served file of the skill`);
   const egress = planEgress(ctx.platform.isolation, usesBwrap(ctx.platform), bridgeNode(ctx.platform) !== undefined, grant.egress);
+  // The rules of the declared entries this run reaches; the helper applies each to the granted entries it covers.
+  const rules = declaredRules.filter((set) => intersectEgressLists([set.entry], egress.entries).length > 0);
+  if (rules.length > 0) egress.rules = rules;
   // Security: the environments are verified against their manifests now, for every preview and run.
   const deps = await planDeps(ctx.deps, interpreterPaths(ctx), skill.name, content.runDir ?? skill.realDir, requirements);
   if (!deps.ok) return { ok: false, code: 'DEPS_MISSING', reason: 'deps-missing', message: deps.why, deps: deps.infos };
@@ -317,7 +324,9 @@ export async function deriveRun(ctx: DeriveContext, request: DeriveRequest): Pro
   // Each bound secret's variable holds its placeholder (sandbox/spawn.ts), and a run whose secrets the proxy
   // injects trusts the run's CA bundle (runner/secrets/trust.ts; buildSpawn sets the same names). Keyed on
   // the grant, not the bindings: describe reads no value, so it has none.
-  const bundleNames = Object.keys(caBundleEnv(usesBwrap(ctx.platform) && egress.mode === 'proxy' && grant.secrets.length > 0));
+  const bundleNames = Object.keys(
+    caBundleEnv(usesBwrap(ctx.platform) && egress.mode === 'proxy' && grant.secrets.length + rules.length > 0),
+  );
   // bubblewrap's PWD is named too (sandbox/bwrap.ts sandboxPwd): the person approves every variable the script gets.
   built.names = [
     ...new Set([
@@ -351,6 +360,7 @@ export async function deriveRun(ctx: DeriveContext, request: DeriveRequest): Pro
   if (warning !== undefined) willRun.envWarning = warning;
   if (egress.entries.length > 0) {
     willRun.egress = egress.entries;
+    if (rules.length > 0) willRun.egressRules = rules;
     // Standalone takes the declaration as the grant: the person is told, as for variables.
     const selfGranted = source.kind === 'declaration' ? egressSelfGrantWarning(egress.entries) : undefined;
     // Loopback, private, link-local and metadata addresses are named as such, whoever granted them.
@@ -369,35 +379,20 @@ export async function deriveRun(ctx: DeriveContext, request: DeriveRequest): Pro
   const redact: RedactionValue[] = redactionValues(built.env, built.passed, secretEnv ?? [], secrets);
   return {
     ok: true,
-    // A copy holds every served path as a regular file: the script runs under its declared path there.
-    plan:
-      content.runDir !== undefined
-        ? {
-            willRun,
-            interpreterPath: interpreter.path,
-            realDir: content.runDir,
-            scriptRelative: served,
-            args,
-            grantedEnv: grant.env,
-            egress,
-            grantedBy: grant.grantedBy,
-            deps: deps.run,
-            secrets,
-            redact,
-          }
-        : {
-            willRun,
-            interpreterPath: interpreter.path,
-            realDir: skill.realDir,
-            scriptRelative: relative(skill.realDir, resolved.real),
-            args,
-            grantedEnv: grant.env,
-            egress,
-            grantedBy: grant.grantedBy,
-            deps: deps.run,
-            secrets,
-            redact,
-          },
+    plan: {
+      willRun,
+      interpreterPath: interpreter.path,
+      // A copy holds every served path as a regular file: the script runs under its declared path there.
+      realDir: content.runDir ?? skill.realDir,
+      scriptRelative: content.runDir !== undefined ? served : relative(skill.realDir, resolved.real),
+      args,
+      grantedEnv: grant.env,
+      egress,
+      grantedBy: grant.grantedBy,
+      deps: deps.run,
+      secrets,
+      redact,
+    },
   };
 }
 

@@ -58,6 +58,7 @@ export async function describeRunner(
         if (refusedWhy !== undefined) info.why = refusedWhy;
         if (willRun.envWarning !== undefined) info.envWarning = willRun.envWarning;
         if (willRun.egress !== undefined) info.egress = willRun.egress;
+        if (willRun.egressRules !== undefined) info.egressRules = willRun.egressRules;
         if (willRun.egressWarning !== undefined) info.egressWarning = willRun.egressWarning;
         if (willRun.egressNote !== undefined) info.egressNote = willRun.egressNote;
         if (willRun.deps !== undefined) info.deps = willRun.deps;

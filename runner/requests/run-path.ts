@@ -359,6 +359,7 @@ class RunLife {
         audit: deps.audit,
         runId: slot.runId,
         entries: plan.egress.entries,
+        ...(plan.egress.rules ? { rules: plan.egress.rules } : {}),
         secrets: plan.secrets,
         redactText: (text) => this.redaction.text(text),
         env: deps.ctx.env,

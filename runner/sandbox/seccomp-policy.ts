@@ -51,11 +51,6 @@ export const SIGKILL = 9;
 /** Every syscall of each arch by name (seccomp-table.ts, generated). */
 export const SYSCALLS: Record<Arch, Readonly<Record<string, number>>> = SYSCALL_NUMBERS;
 
-/** A call's number on `arch`, or undefined where that arch has no such call. */
-export function syscallNumber(arch: Arch, name: string): number | undefined {
-  return Object.hasOwn(SYSCALLS[arch], name) ? SYSCALLS[arch][name] : undefined;
-}
-
 /**
  * What happens to one syscall with a row of its own. `deny`: always the errno. `flags`: the errno
  * when arg0 has any bit of `mask`. `socket`: the errno unless arg0 (the address family) is in

@@ -84,7 +84,7 @@ export interface SpawnPlan {
   scriptRelative: string;
   args: readonly string[];
   grantedEnv: readonly string[];
-  egress: Pick<EgressPlan, 'mode' | 'env'>;
+  egress: Pick<EgressPlan, 'mode' | 'env' | 'rules'>;
   deps: RunDeps;
   secrets: readonly Pick<SecretBinding, 'name' | 'placeholder'>[];
 }
@@ -183,7 +183,7 @@ export function buildSpawn(inputs: SpawnInputs): SpawnSpec {
   const { plan, platform, sourceEnv, uid, limits, dirs, extras = {} } = inputs;
   const sandboxed = usesBwrap(platform);
   // Issue 30: only a proxied run in bubblewrap has bindings the proxy injects (derive refuses the rest).
-  const withBundle = sandboxed && plan.egress.mode === 'proxy' && plan.secrets.length > 0;
+  const withBundle = sandboxed && plan.egress.mode === 'proxy' && plan.secrets.length + (plan.egress.rules?.length ?? 0) > 0;
   const overrides: Record<string, string | null> = {
     ...plan.egress.env,
     ...(sandboxed ? { HOME: SANDBOX_HOME, TMPDIR: SANDBOX_HOME, PATH: sandboxPath(platform) } : { HOME: dirs.home, TMPDIR: dirs.home }),

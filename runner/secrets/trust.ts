@@ -11,21 +11,12 @@
  */
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { rootCertificates } from 'node:tls';
 
 /** Where the bundle appears inside the sandbox (beside the egress socket). */
 export const CA_BUNDLE_MOUNT = '/run/skill-mcp/ca-bundle.pem';
 
 /** The variables a run with bindings gets, each naming {@link CA_BUNDLE_MOUNT}. */
 export const CA_BUNDLE_VARIABLES = ['SSL_CERT_FILE', 'REQUESTS_CA_BUNDLE', 'NODE_EXTRA_CA_CERTS', 'PIP_CERT', 'CURL_CA_BUNDLE'] as const;
-
-/** Distro bundles of the system CAs, first found wins (Debian/Ubuntu, Fedora/RHEL, openSUSE, Alpine). */
-const SYSTEM_BUNDLES = [
-  '/etc/ssl/certs/ca-certificates.crt',
-  '/etc/pki/tls/certs/ca-bundle.crt',
-  '/etc/ssl/ca-bundle.pem',
-  '/etc/ssl/cert.pem',
-];
 
 /** The variables of a run with bindings (none without). */
 export function caBundleEnv(hasBindings: boolean): Record<string, string> {
@@ -38,28 +29,13 @@ export function caBundlePath(helperDir: string): string {
 }
 
 /**
- * The system CAs as PEM: the distro's bundle when there is one (what the runner's machine trusts;
- * Node 20 has no `tls.getCACertificates('system')`), else Node's own Mozilla list.
+ * What the proxy verifies bound hosts' certificates against when `SKILL_MCP_EGRESS_CA_FILE` is set
+ * (a private CA the operator runs, or a test's); unset: undefined, and the helper uses the system
+ * CAs (runner/helper/trust.ts, which reads them: the runner never needs them).
  */
-export function systemCaPem(read: (path: string) => string = (path) => readFileSync(path, 'utf8')): string {
-  for (const path of SYSTEM_BUNDLES) {
-    try {
-      const text = read(path);
-      if (text.includes('-----BEGIN CERTIFICATE-----')) return text.endsWith('\n') ? text : `${text}\n`;
-    } catch {
-      // Not this distro's path; the next one.
-    }
-  }
-  return `${rootCertificates.join('\n')}\n`;
-}
-
-/**
- * What the proxy verifies bound hosts' certificates against: `SKILL_MCP_EGRESS_CA_FILE` when set
- * (a private CA the operator runs, or a test's), else the system CAs.
- */
-export function upstreamCaPem(env: Readonly<Record<string, string | undefined>>): string {
+export function upstreamCaPem(env: Readonly<Record<string, string | undefined>>): string | undefined {
   const file = env['SKILL_MCP_EGRESS_CA_FILE'];
-  if (file === undefined || file === '') return systemCaPem();
+  if (file === undefined || file === '') return undefined;
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -80,7 +56,7 @@ export function egressCaFileProblem(env: Readonly<Record<string, string | undefi
   try {
     // Each block parsed on its own: OpenSSL passes over a block it cannot read, and then only the
     // first run's TLS check would fail.
-    for (const block of upstreamCaPem(env).match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g) ?? [])
+    for (const block of upstreamCaPem(env)?.match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g) ?? [])
       new X509Certificate(block);
     return undefined;
   } catch (error) {

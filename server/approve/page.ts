@@ -5,6 +5,7 @@
  * model's arguments, either of which may try to be markup.
  */
 import type { WillRun } from '../../shared/protocol.js';
+import { formatRule } from '../../shared/egress-rules.js';
 
 /**
  * Security: `default-src 'none'` — no script, image, font or connection at all; inline style only;
@@ -137,8 +138,11 @@ function secretsCell(willRun: WillRun): string {
 
 function networkCell(willRun: WillRun): string {
   const egress = willRun.egress ?? [];
+  const rules = (willRun.egressRules ?? []).map(
+    (set) => `<br>requests to ${code(set.entry)}: only ${set.allow.map((r) => code(formatRule(r))).join(', ')}`,
+  );
   if (egress.length > 0)
-    return `only ${egress.map(code).join(', ')}${willRun.egressNote ? ' (see the warning below)' : ", through the run's own proxy"}`;
+    return `only ${egress.map(code).join(', ')}${willRun.egressNote ? ' (see the warning below)' : ", through the run's own proxy"}${rules.join('')}`;
   return willRun.isolation === 'uid' || willRun.isolation === 'same-uid' ? "not isolated (this machine's network)" : 'none';
 }
 

@@ -16,6 +16,7 @@ const WHY: Record<EgressRefusalReason, string> = {
   'bad-destination': 'not a valid destination',
   'too-many-open': "over the run's limit of connections open at once",
   'run-ended': 'still undecided when the run ended',
+  'request-refused': "a request the host's egress rules do not allow (the script got a 403 naming them)",
 };
 
 function where(entry: EgressSummary['refused'][number]): string {

@@ -12,7 +12,7 @@
 import { createHash } from 'node:crypto';
 import { INTERPRETERS } from '../../shared/declaration.js';
 import { SkillMcpError } from '../../shared/errors.js';
-import { grantFrom, grantNote, grantScripts, type GrantSource } from '../../shared/grant.js';
+import { grantFrom, grantScripts, type GrantSource } from '../../shared/grant.js';
 import type { Problem } from '../../shared/problems.js';
 import type { Provenance } from '../../shared/provenance.js';
 import type { DescribeResult, Identity } from '../../shared/protocol.js';
@@ -20,6 +20,17 @@ import type { FrontContext } from '../context.js';
 import type { LockReads } from '../catalog/catalog.js';
 import { uriFor } from '../catalog/uri.js';
 import { contentMismatch, frontContent } from './content-check.js';
+
+export const HOSTED_GRANT_NOTE =
+  'Hosted mode grants nothing by default: instructions and files are served, but no script runs until the owner lists it in MCP_SKILL_RUN as JSON [{"skill","script","env":[...],"egress":[...]}].';
+
+/** What `skill_list` says about the grant as a whole, when there is something to say. */
+export function grantNote(source: GrantSource): string | undefined {
+  if (source.kind === 'hosted-default') return HOSTED_GRANT_NOTE;
+  if (source.kind === 'owner' && source.error)
+    return `The owner's grant could not be read: ${source.error}. The owner must fix MCP_SKILL_RUN (JSON [{"skill","script","env":[...]}]) and restart.`;
+  return undefined;
+}
 
 export const DEFAULT_LIST_LIMIT = 25;
 export const MAX_LIST_LIMIT = 200;
@@ -184,6 +195,7 @@ export async function skillList(front: FrontContext, request: ListRequest = {}):
           ...(info.envNotSet.length > 0 ? { envNotSet: info.envNotSet } : {}),
           ...(info.envWarning !== undefined ? { envWarning: info.envWarning } : {}),
           ...(info.egress !== undefined ? { egress: info.egress } : {}),
+          ...(info.egressRules !== undefined ? { egressRules: info.egressRules } : {}),
           ...(info.egressWarning !== undefined ? { egressWarning: info.egressWarning } : {}),
           ...(info.egressNote !== undefined ? { egressNote: info.egressNote } : {}),
           ...(info.deps !== undefined ? { deps: info.deps } : {}),

@@ -24,6 +24,7 @@ import type { DecodedInputs, FileInput } from './run-inputs.js';
 import { outputContent } from './run-outputs.js';
 import { egressLine } from './run-egress.js';
 import { redactionLine } from './run-redaction.js';
+import { formatRule } from '../../shared/egress-rules.js';
 
 export interface RunInput {
   name: string;
@@ -101,6 +102,9 @@ function describeRun(willRun: WillRun): string {
         ? `declared ${egress.join(', ')} (see the warning below)`
         : `only ${egress.join(', ')}, through the run's own proxy`;
   lines.push(`network: ${network}`);
+  // The request rules are part of what is approved: only these calls reach those hosts (docs/egress-rules.md).
+  for (const set of willRun.egressRules ?? [])
+    lines.push(`requests to ${set.entry}: only ${set.allow.map(formatRule).join('; ')} (anything else is refused with a 403)`);
   if (willRun.egressNote) lines.push(`WARNING: ${willRun.egressNote}`);
   lines.push(...describeSecrets(willRun));
   if (willRun.deps?.length)

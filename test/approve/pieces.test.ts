@@ -167,6 +167,35 @@ describe('page', () => {
     expect(text).not.toContain('<b>{value}');
   });
 
+  test('the network row lists the request rules of each host, the ones the approval binds', async () => {
+    const m = minted(Date.now() + 60_000);
+    const willRun = {
+      ...m.willRun,
+      egress: ['api.example.com:443'],
+      egressRules: [
+        {
+          entry: 'api.example.com:443',
+          allow: [
+            { methods: ['GET'], path: '/v1/items/*' },
+            { methods: ['POST', 'PUT'], path: '/v1/items/**' },
+          ],
+        },
+      ],
+    };
+    const text = await approvalPage({
+      id: 'i'.repeat(43),
+      willRun,
+      hash: 'h',
+      csrf: 'c',
+      requester: 'a',
+      viewer: 'a',
+      expiresAt: m.expiresAt,
+    }).text();
+    expect(text).toContain(
+      'requests to <code>api.example.com:443</code>: only <code>GET /v1/items/*</code>, <code>POST,PUT /v1/items/**</code>',
+    );
+  });
+
   test('cookie parsing takes the named cookie only', () => {
     expect(cookieValue('a=1; skill_mcp_approver=x.y; b=2', 'skill_mcp_approver')).toBe('x.y');
     expect(cookieValue('xskill_mcp_approver=1', 'skill_mcp_approver')).toBeUndefined();

@@ -11,7 +11,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isNeverGrantable } from '../../shared/declaration.js';
 import { makeReplacer, makeScanner } from '../../runner/helper/find.js';
-import { CA_BUNDLE_MOUNT, CA_BUNDLE_VARIABLES, caBundleEnv, systemCaPem, upstreamCaPem } from '../../runner/secrets/trust.js';
+import { CA_BUNDLE_MOUNT, CA_BUNDLE_VARIABLES, caBundleEnv, upstreamCaPem } from '../../runner/secrets/trust.js';
+import { systemCaPem } from '../../runner/helper/trust.js';
 import { writeCaBundle } from '../../runner/helper/trust.js';
 
 const PH = 'skmcp_ph_TOKEN_0123456789abcdef';
@@ -121,7 +122,8 @@ describe("the run's trust", () => {
       );
       writeFileSync(join(dir, 'empty.pem'), 'not a cert');
       expect(() => upstreamCaPem({ SKILL_MCP_EGRESS_CA_FILE: join(dir, 'empty.pem') })).toThrow(/holds no PEM certificate/);
-      expect(upstreamCaPem({})).toContain('-----BEGIN CERTIFICATE-----');
+      expect(upstreamCaPem({})).toBeUndefined();
+      expect(systemCaPem()).toContain('-----BEGIN CERTIFICATE-----');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -6,7 +6,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { parseDeclaration } from '../../shared/declaration.js';
-import { entryCovers, entryMatches, formatEgressEntry, parseDestination, parseEgressEntry } from '../../shared/egress.js';
+import { entryCovers, formatEgressEntry, parseEgressEntry } from '../../shared/egress.js';
+import { entryMatches, parseDestination } from '../../runner/helper/destination.js';
 import type { EgressEntry } from '../../shared/egress.js';
 import { buildScriptEnv } from '../../shared/env.js';
 import { deadGrantRows, grantScripts, readGrantSource } from '../../shared/grant.js';
