@@ -400,6 +400,15 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     });
   });
 
+  // Every connection the script opened, whatever became of it: a socket the HTTP parser gave up on
+  // (clientError) is no longer the server's to close, and one left half-open would hold close() — and
+  // with it the run's end — until the script let go.
+  const sockets = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+
   server.on('clientError', (_error, socket: Duplex) => {
     if (socket.writable) socket.end(refusalText(400, 'skill-mcp egress proxy: a malformed request'));
     else socket.destroy();
@@ -421,6 +430,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
         flow.finish();
       }
       server.closeAllConnections();
+      for (const socket of sockets) socket.destroy();
       await closed;
     },
   };
