@@ -155,6 +155,9 @@ describe.skipIf(!isRoot)(`hostile script in the root runner's sandbox, level ${l
         OTHER_SECRET,
         MCP_SKILL_RUN: JSON.stringify(grant),
         SKILL_MCP_RUN_TMP_BYTES: String(32 * 1024 * 1024),
+        // Room for a SIGTERM handler to run on a busy machine before the SIGKILL (ignore-term.js
+        // shows it ran): CI under load missed it within the default 2 s.
+        SKILL_MCP_KILL_GRACE_MS: '8000',
       },
       args: ['--uid-range', uidRange(1)],
     });
