@@ -15,7 +15,7 @@
  * a person's desktop gets; otherwise as this process's uid (root: `namespace-uid`).
  * Numbers only: nothing here fails on speed.
  */
-import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/client';
@@ -80,6 +80,24 @@ async function startServer(bin, skills) {
       if (second?.exitCode !== 0) throw new Error(`${name}: run failed: ${JSON.stringify(second).slice(0, 400)}`);
       return { ms, level: first.preview.willRun.isolation };
     },
+    /** The median of each `phases_ms` phase of this server's run.exit lines, by skill (the runner's own account). */
+    phases() {
+      const byKind = {};
+      let text = '';
+      try {
+        text = readFileSync(join(home, 'state', 'audit.log'), 'utf8');
+      } catch {
+        return byKind;
+      }
+      for (const line of text.split('\n').filter(Boolean)) {
+        const l = JSON.parse(line);
+        if (l.event !== 'run.exit' || !l.phases_ms) continue;
+        for (const [phase, ms] of Object.entries(l.phases_ms)) ((byKind[l.skill] ??= {})[phase] ??= []).push(ms);
+      }
+      return Object.fromEntries(
+        Object.entries(byKind).map(([k, phases]) => [k, Object.fromEntries(Object.entries(phases).map(([p, xs]) => [p, median(xs)]))]),
+      );
+    },
     async close() {
       await client.close();
       rmSync(home, { recursive: true, force: true });
@@ -130,5 +148,14 @@ console.log(
     .map((l) => l.toFixed(2))
     .join(' ')}`,
 );
+// Where each build's time goes, by the runner's own phases (median ms of run.exit's phases_ms).
+for (const [b, bin] of BINS.entries()) {
+  for (const [k, phases] of Object.entries(servers[b].phases()))
+    console.log(
+      `${bin} ${k}: ${Object.entries(phases)
+        .map(([p, ms]) => `${p} ${ms.toFixed(1)}`)
+        .join(', ')}`,
+    );
+}
 for (const s of servers) await s.close();
 rmSync(skills, { recursive: true, force: true });
