@@ -89,10 +89,17 @@ async function startServer(bin, skills) {
       } catch {
         return byKind;
       }
+      const skillOf = new Map();
       for (const line of text.split('\n').filter(Boolean)) {
         const l = JSON.parse(line);
+        if (l.event === 'run.accept') skillOf.set(l.run_id, l.skill);
         if (l.event !== 'run.exit' || !l.phases_ms) continue;
-        for (const [phase, ms] of Object.entries(l.phases_ms)) ((byKind[l.skill] ??= {})[phase] ??= []).push(ms);
+        const kind = skillOf.get(l.run_id) ?? '?';
+        byKind[kind] ??= {};
+        for (const [phase, ms] of Object.entries(l.phases_ms)) {
+          byKind[kind][phase] ??= [];
+          byKind[kind][phase].push(ms);
+        }
       }
       return Object.fromEntries(
         Object.entries(byKind).map(([k, phases]) => [k, Object.fromEntries(Object.entries(phases).map(([p, xs]) => [p, median(xs)]))]),
