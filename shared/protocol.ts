@@ -215,6 +215,11 @@ export const willRunSchema = z.strictObject({
   secretsNotBound: z.array(secretNotBoundSchema).optional(),
   /** Standalone: secrets the skill's own declaration sends. */
   secretsWarning: z.string().optional(),
+  /**
+   * The data folder the run reads and writes (docs/isolation.md, "Data folders"): which one
+   * (`<skill>/<who>`) and its quota. Its contents change from run to run and are not bound. Absent: none.
+   */
+  data: z.strictObject({ folder: z.string(), bytes: z.number().int().positive(), files: z.number().int().positive() }).optional(),
 });
 export type WillRun = z.infer<typeof willRunSchema>;
 
@@ -321,6 +326,11 @@ export const runResultSchema = z.strictObject({
   /** The workspace reached its cap (runner/workspace/capacity.ts): a write past it failed, or the run was stopped; `workspaceNote` says which. */
   workspaceFull: z.boolean().optional(),
   workspaceNote: z.string().optional(),
+  /** The run's data folder after it (bytes, entries): absent when it has none or it could not be measured. */
+  data: z.strictObject({ bytes: z.number().int().nonnegative(), entries: z.number().int().nonnegative() }).optional(),
+  /** The data folder is over its quota after this run (what fitted is kept); `dataNote` says what now. Also set when it could not be measured. */
+  dataFull: z.boolean().optional(),
+  dataNote: z.string().optional(),
   /** Only for a run with secret values (issue 30): what redaction replaced. */
   redaction: redactionSummarySchema.optional(),
 });

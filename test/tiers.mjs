@@ -193,6 +193,7 @@ export const TIERS = {
     'http/secrets-identities.test.ts',
     'http/skill-run-files.test.ts',
     'runner/audit-access.test.ts',
+    'runner/data-folder.test.ts',
     'runner/deps.test.ts',
     'runner/doctor.test.ts',
     'runner/egress.test.ts',

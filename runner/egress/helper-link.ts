@@ -311,7 +311,7 @@ export class HelperPool {
   async take(): Promise<RunHelper> {
     const spare = this.spare;
     this.spare = undefined;
-    const ready = spare ? await spare : undefined;
+    const ready = spare !== undefined ? await spare : undefined;
     this.warm();
     if (ready instanceof RunHelper && ready.child.exitCode === null && ready.child.signalCode === null) return ready;
     return this.make();

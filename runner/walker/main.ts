@@ -9,6 +9,7 @@
  */
 import { FrameCodec } from '../../shared/frame-codec.js';
 import { RunRedaction } from '../secrets/redact.js';
+import { measureData } from '../data/usage.js';
 import { collectOutputs } from '../workspace/outputs.js';
 import type { WalkOrders, WalkResult } from '../workspace/walk-protocol.js';
 
@@ -26,7 +27,18 @@ function parseOrders(value: unknown): WalkOrders | undefined {
   const numbers = [o.dev, o.ino, o.uid, o.budgetBytes, o.maxEntries].every((n) => Number.isSafeInteger(n) && (n as number) >= 0);
   if (!numbers || typeof o.dir !== 'string' || !o.dir.startsWith('/') || !Array.isArray(o.inputs) || !Array.isArray(o.redact))
     return undefined;
+  const d = o.data;
+  if (d !== undefined && (typeof d?.dir !== 'string' || !d.dir.startsWith('/') || !Number.isSafeInteger(d.maxEntries))) return undefined;
   return o as WalkOrders;
+}
+
+/** The data folder's usage, or why it could not be measured (never a host path). */
+function measureOrSay(dir: string, maxEntries: number): ReturnType<typeof measureData> {
+  try {
+    return measureData(dir, maxEntries);
+  } catch (error) {
+    return { bytes: 0, entries: 0, odd: [], unmeasured: `it could not be read (${(error as NodeJS.ErrnoException).code ?? 'error'})` };
+  }
 }
 
 function fail(why: string): never {
@@ -44,7 +56,7 @@ export function walkerMain(): void {
       const orders = parseOrders(event.value);
       if (orders === undefined) fail("the runner's orders are not a walk");
       done = true;
-      const { dir, dev, ino, uid, inputs, budgetBytes, maxEntries, redact } = orders;
+      const { dir, dev, ino, uid, inputs, budgetBytes, maxEntries, redact, data } = orders;
       const redaction = new RunRedaction(redact);
       const collected = collectOutputs(
         { dir, dev, ino, uid, inputs: new Map(inputs.map((i) => [i.path, { size: i.size, sha256: i.sha256 }])) },
@@ -57,6 +69,7 @@ export function walkerMain(): void {
         ...(collected.note !== undefined ? { note: collected.note } : {}),
         bytes: collected.bytes,
         redacted: redaction.countsByName(),
+        ...(data !== undefined ? { data: measureOrSay(data.dir, data.maxEntries) } : {}),
       };
       process.stdout.write(codec.encode(result), () => process.exit(0));
     }

@@ -13,6 +13,7 @@ import { spawn } from 'node:child_process';
 import { FrameCodec } from '../../shared/frame.js';
 import { sha256Hex } from '../../shared/run-io.js';
 import type { RedactionValue } from '../secrets/binding.js';
+import type { DataUsage } from '../data/usage.js';
 import type { Collected, OutputFile } from './outputs.js';
 import type { WalkResult } from './walk-protocol.js';
 import { WALK_MAX_FRAME_BYTES, walkResultSchema } from './walk-protocol.js';
@@ -30,13 +31,13 @@ export interface WalkCommand {
   script: string;
 }
 
-/** The walker's command line as `uid`. Pure. */
-export function walkerArgv(command: WalkCommand, uid: number): string[] {
+/** The walker's command line as `uid` (and, measuring a data folder, in its group `gid`). Pure. */
+export function walkerArgv(command: WalkCommand, uid: number, gid?: number): string[] {
   return [
     command.setpriv,
     `--reuid=${uid}`,
     `--regid=${uid}`,
-    '--clear-groups',
+    gid !== undefined ? `--groups=${gid}` : '--clear-groups',
     '--no-new-privs',
     '--inh-caps=-all',
     '--bounding-set=-all',
@@ -48,7 +49,7 @@ export function walkerArgv(command: WalkCommand, uid: number): string[] {
 }
 
 /** What the walk gave back, or why there is nothing: a note the result and the audit line carry. */
-export type Walked = { collected: Collected; redacted: Record<string, number> };
+export type Walked = { collected: Collected; redacted: Record<string, number>; data?: DataUsage };
 
 function nothing(why: string): Walked {
   return {
@@ -79,7 +80,11 @@ export function checkWalk(result: WalkResult, budgetBytes: number): Walked | str
   }
   if (carried > budgetBytes) return `it returned ${carried} bytes, over the ${budgetBytes}-byte budget`;
   if (carried !== result.bytes) return 'its byte count does not add up';
-  return { collected: { files, bytes: carried, ...(result.note !== undefined ? { note: result.note } : {}) }, redacted: result.redacted };
+  return {
+    collected: { files, bytes: carried, ...(result.note !== undefined ? { note: result.note } : {}) },
+    redacted: result.redacted,
+    ...(result.data !== undefined ? { data: result.data } : {}),
+  };
 }
 
 /** Walks `ws` as `uid` in a walker process; never rejects. */
@@ -91,9 +96,11 @@ export function walkAsRunUid(opts: {
   maxEntries: number;
   redact: readonly RedactionValue[];
   timeoutMs?: number;
+  /** The run's data folder, to measure in the same walk (its group joined). */
+  data?: { dir: string; gid?: number; maxEntries: number };
 }): Promise<Walked> {
   const codec = new FrameCodec(WALK_MAX_FRAME_BYTES);
-  const argv = walkerArgv(opts.command, opts.uid);
+  const argv = walkerArgv(opts.command, opts.uid, opts.data?.gid);
   return new Promise<Walked>((resolve) => {
     // The answer, once known; given back only once the walker has exited, so no process of the
     // run's uid is left when the run answers (its uid is then given back: runner/uids/pool.ts).
@@ -149,6 +156,7 @@ export function walkAsRunUid(opts: {
         budgetBytes: opts.budgetBytes,
         maxEntries: opts.maxEntries,
         redact: opts.redact.map(({ name, value }) => ({ name, value })),
+        ...(opts.data !== undefined ? { data: { dir: opts.data.dir, maxEntries: opts.data.maxEntries } } : {}),
       }),
     );
   });
