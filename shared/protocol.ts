@@ -223,7 +223,15 @@ export const willRunSchema = z.strictObject({
 });
 export type WillRun = z.infer<typeof willRunSchema>;
 
-export const mintedSchema = z.strictObject({ willRun: willRunSchema, confirmToken: z.string(), expiresAt: z.string() });
+export const mintedSchema = z.strictObject({
+  willRun: willRunSchema,
+  confirmToken: z.string(),
+  expiresAt: z.string(),
+  /** What the run's data folder held after its last run (not bound: it changes); absent before a first run. */
+  dataUsed: z
+    .strictObject({ bytes: z.number().int().nonnegative(), entries: z.number().int().nonnegative(), full: z.boolean() })
+    .optional(),
+});
 export type Minted = z.infer<typeof mintedSchema>;
 
 /**

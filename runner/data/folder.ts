@@ -32,6 +32,8 @@ export interface DataRecord {
   bytes: number;
   entries: number;
   full: boolean;
+  /** The quota it was judged against (`skill-mcp data du` judges a new measurement by it). */
+  quota?: { bytes: number; files: number };
 }
 
 const asRoot = (): boolean => process.getuid!() === 0;

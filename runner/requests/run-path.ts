@@ -613,7 +613,7 @@ class RunLife {
     const { plan } = run;
     if (run.data === undefined || plan.data === undefined || deps.data === undefined) return undefined;
     const verdict = dataVerdict(usage, plan.data.quota);
-    const after = { bytes: usage?.bytes ?? 0, entries: usage?.entries ?? 0, full: verdict.full };
+    const after = { bytes: usage?.bytes ?? 0, entries: usage?.entries ?? 0, full: verdict.full, quota: plan.data.quota };
     let kept = true;
     try {
       writeDataRecord(deps.data.base, plan.data.key, after);

@@ -193,6 +193,8 @@ export class RunnerService {
       return refusal(derived.code, derived.message);
     }
     const minted = this.mint(withInputs(derived.plan.willRun, req.inputs), req.identity?.subject);
+    const used = derived.plan.data && this.deps.data && readDataRecord(this.deps.data.base, derived.plan.data.key);
+    if (used) minted.dataUsed = { bytes: used.bytes, entries: used.entries, full: used.full };
     const claims = verifyToken(this.deps.key, minted.confirmToken, Date.now(), this.deps.ttlMs);
     // Security: a token is handed out only once its prepare line is on disk.
     try {

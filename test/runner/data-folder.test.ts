@@ -5,7 +5,8 @@
  * run at once, the quota is checked after each run (dataFull, then DATA_FULL, nothing lost), and
  * what a script leaves there (a link, a FIFO) is named but never followed.
  */
-import { chownSync, existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { chownSync, existsSync, readFileSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunnerClient } from '../../server/runner-client.js';
@@ -13,6 +14,7 @@ import { expectedLevel, hasBwrap } from '../levels.js';
 import {
   auditLines,
   awaitAuditLine,
+  BIN,
   isRoot,
   startRunner,
   tempDir,
@@ -81,6 +83,19 @@ const stateDir = join(base, 'state');
 const folderOf = (skill: string): string => join(stateDir, 'data', skill, 'anyone');
 let runner: RunnerHandle;
 
+/** `skill-mcp data …` on this test's state folder, as the operator. */
+function cli(...args: string[]): string {
+  try {
+    return execFileSync(process.execPath, [BIN, 'data', ...args, '--state-dir', stateDir], {
+      encoding: 'utf8',
+      env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', SKILL_MCP_DATA_GID_RANGE: GIDS },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+  } catch (error) {
+    throw new Error(String((error as { stderr?: string }).stderr ?? error));
+  }
+}
+
 async function run(client: RunnerClient, skill: string, script: string, args: string[] = []) {
   const prepared = await client.prepare({ skill, script, args });
   if (!prepared.ok) throw new Error(`prepare refused: ${prepared.error.code} ${prepared.error.message}`);
@@ -120,7 +135,16 @@ describe(`data folders at ${level}`, () => {
     expect(third.result.dataFull).toBeUndefined();
     expect(readFileSync(join(folderOf('counter'), 'sub', 'count'), 'utf8')).toBe('3');
     const exit = await awaitAuditLine(stateDir, (l) => l['event'] === 'run.exit' && l['run_id'] === third.result.runId);
-    expect(exit).toMatchObject({ data_folder: 'counter/anyone', data_entries_before: 2, data_entries: 2 });
+    expect(exit).toMatchObject({
+      data_folder: 'counter/anyone',
+      data_bytes_before: 1,
+      data_entries_before: 2,
+      data_bytes: 1,
+      data_entries: 2,
+    });
+    // The next preview shows what the folder holds now, outside what the token binds.
+    const next = await runner.client.prepare({ skill: 'counter', script: 'count.py', args: [] });
+    expect(next.ok && next.result.dataUsed).toEqual({ bytes: 1, entries: 2, full: false });
   }, 90_000);
 
   it.runIf(isRoot)(
@@ -170,6 +194,30 @@ describe(`data folders at ${level}`, () => {
     expect(readdirSync(folderOf('small')).sort()).toEqual(['a', 'b']);
     const reject = await awaitAuditLine(stateDir, (l) => l['event'] === 'run.reject' && l['reason'] === 'data-full');
     expect(reject['skill']).toBe('small');
+    // The operator's view, then the folder emptied: the refused approval runs as it was.
+    expect(cli('ls')).toMatch(/small\/anyone\t1200 bytes\t2 entries of 1000 bytes, 5 entries\tFULL/);
+    expect(cli('rm', 'small')).toMatch(/small\/anyone\t0 bytes\t0 entries/);
+    const again = await runner.client.run(
+      { skill: 'small', script: 'write.py', args: ['c', '1'], confirmToken: refused.prepared.confirmToken },
+      { timeoutMs: 60_000 },
+    );
+    expect(again.ok && again.result.dataFull).toBeUndefined();
+    expect(readdirSync(folderOf('small'))).toEqual(['c']);
+  }, 60_000);
+
+  it('skill-mcp data export and import carry a folder, and import refuses an archive holding a link', async () => {
+    const tar = join(tempDir('data-tar'), 'small.tar');
+    expect(cli('export', 'small', tar)).toMatch(/wrote small\/anyone/);
+    cli('rm', 'small');
+    expect(cli('import', 'small', tar)).toMatch(/small\/anyone\t1 bytes\t1 entries/);
+    expect(readFileSync(join(folderOf('small'), 'c'), 'utf8')).toBe('x');
+    // The imported file is the next run's to change.
+    const next = await ok(runner.client, 'small', 'write.py', ['c', '2']);
+    expect(next.result.data).toEqual({ bytes: 2, entries: 1 });
+    const linked = tempDir('data-link');
+    symlinkSync('/etc/passwd', join(linked, 'l'));
+    execFileSync('tar', ['-C', linked, '-cf', join(linked, 'bad.tar'), 'l']);
+    expect(() => cli('import', 'small', join(linked, 'bad.tar'))).toThrow(/regular files and folders only/);
   }, 60_000);
 
   it('attack: a link and a FIFO planted in the folder are named, never followed or opened, and the folder still serves', async () => {
