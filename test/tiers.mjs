@@ -76,6 +76,7 @@ export const TIERS = {
     'shared/bounded-read.test.ts',
     'shared/cli-args.test.ts',
     'shared/content-digest.test.ts',
+    'shared/data-declaration.test.ts',
     'shared/declaration-source.test.ts',
     'shared/discover.test.ts',
     'shared/egress.test.ts',

@@ -10,6 +10,7 @@ import { chownSync, existsSync, readFileSync, readdirSync, statSync, symlinkSync
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunnerClient } from '../../server/runner-client.js';
+import { requesterTag } from '../../shared/token.js';
 import { expectedLevel, hasBwrap } from '../levels.js';
 import {
   auditLines,
@@ -55,6 +56,16 @@ d = os.environ.get('MCP_DATA_DIR')
 print('none' if d is None else ','.join(sorted(os.listdir(d))) or 'empty')
 `;
 
+// Looks at another skill's folder by its host path.
+const PEEK = `import os, sys
+try:
+    print(','.join(sorted(os.listdir(sys.argv[1]))) or 'empty')
+except PermissionError:
+    print('denied')
+except FileNotFoundError:
+    print('missing')
+`;
+
 // Holds its folder until the test says go (a file the test writes there), then leaves a mark.
 const HOLD = `import os, sys, time
 d = os.environ['MCP_DATA_DIR']
@@ -72,7 +83,7 @@ const skills = writeSkills({
   small: { run: [py('write.py')], files: { 'write.py': WRITE }, data: '{bytes: 1000, files: 5}' },
   planter: { run: [py('plant.py')], files: { 'plant.py': PLANT }, data: 'true' },
   looker: { run: [py('look.py')], files: { 'look.py': LOOK }, data: 'true' },
-  plain: { run: [py('look.py')], files: { 'look.py': LOOK } },
+  plain: { run: [py('look.py'), py('peek.py')], files: { 'look.py': LOOK, 'peek.py': PEEK } },
   holder: { run: [{ ...py('hold.py'), timeout: 60 }], files: { 'hold.py': HOLD }, data: 'true' },
 });
 const GIDS = '64800-64831';
@@ -179,6 +190,15 @@ describe(`data folders at ${level}`, () => {
     expect(existsSync(folderOf('plain'))).toBe(false);
   }, 60_000);
 
+  it('attack: a script of another skill that names a folder by its host path cannot list it (same-uid: unprotected, as documented)', async () => {
+    const peek = await ok(runner.client, 'plain', 'peek.py', [folderOf('counter')]);
+    const seen = text(peek.result.stdout).trim();
+    // bubblewrap: not in the sandbox at all; uid levels: the folder's group is not the run's.
+    if (hasBwrap(level)) expect(seen).toBe('missing');
+    else if (isRoot) expect(seen).toBe('denied');
+    else expect(seen).toContain('secret-of-counter');
+  }, 60_000);
+
   it('over the quota: the run that went over says dataFull and keeps what it wrote; the next is refused DATA_FULL, its approval unspent', async () => {
     const fits = await ok(runner.client, 'small', 'write.py', ['a', '600']);
     expect(fits.willRun.data).toEqual({ folder: 'small/anyone', bytes: 1000, files: 5 });
@@ -280,7 +300,7 @@ describe('one run at a time per data folder', () => {
 });
 
 describe("the host's MCP_DATA_DIR", () => {
-  it('is the base: every granted skill gets <base>/<skill>/anyone, and the base itself never reaches a script', async () => {
+  it('is the base: every granted skill gets <base>/<skill>/anyone, one folder per subject, and the base itself never reaches a script', async () => {
     const hostBase = tempDir('host-data');
     const hosted = await startRunner({
       env: {
@@ -301,8 +321,27 @@ describe("the host's MCP_DATA_DIR", () => {
       expect(text(counted.result.stdout).split(' ')[0]).toBe('1');
       expect(readFileSync(join(hostBase, 'counter', 'anyone', 'sub', 'count'), 'utf8')).toBe('1');
       expect(existsSync(join(hostBase, 'plain', 'anyone'))).toBe(true);
+      // One folder per verified identity: two people never see each other's count.
+      const as = async (subject: string) => {
+        const identity = { subject };
+        const prepared = await hosted.client.prepare({ skill: 'counter', script: 'count.py', args: [], identity });
+        if (!prepared.ok) throw new Error(prepared.error.message);
+        expect(prepared.result.willRun.data?.folder).toBe(`counter/s-${requesterTag(subject)}`);
+        const ran = await hosted.client.run(
+          { skill: 'counter', script: 'count.py', args: [], identity, confirmToken: prepared.result.confirmToken },
+          { timeoutMs: 60_000 },
+        );
+        if (!ran.ok) throw new Error(ran.error.message);
+        return text(ran.result.stdout).split(' ')[0];
+      };
+      expect(await as('alice@example.com')).toBe('1');
+      expect(await as('bob@example.com')).toBe('1');
+      expect(await as('alice@example.com')).toBe('2');
+      expect(readdirSync(join(hostBase, 'counter')).sort()).toEqual(
+        ['anyone', `s-${requesterTag('alice@example.com')}`, `s-${requesterTag('bob@example.com')}`].sort(),
+      );
     } finally {
       await hosted.stop();
     }
-  }, 60_000);
+  }, 90_000);
 });
