@@ -134,7 +134,7 @@ const unprivilegedId = (name: string): VariableSpec<number | undefined> => ({
 });
 
 /** The gids data folders get as root (runner/data/folder.ts): apart from the run uids, unnamed in /etc/group. */
-export const DEFAULT_DATA_GID_RANGE = '64000-65279';
+export const DEFAULT_DATA_GID_RANGE = '60000-61183';
 
 /** An id range setting (`FIRST-LAST`, uids/pool.ts parseUidRange): the run uids, the data folders' gids. */
 const idRange = (name: string, fallback: string): VariableSpec<{ first: number; last: number }> => ({

@@ -89,6 +89,9 @@ function claimedBy(base: string, gid: number, key: string): boolean {
  * folder of the runner's, and its mode and group are set on that descriptor.
  */
 export function openDataFolder(place: DataPlace, key: readonly string[]): OpenedData {
+  // Security: each part one plain name below the base (skill names are folder names, never hidden).
+  if (key.some((part) => part === '' || part.startsWith('.') || part.includes('/') || part.includes('\0')))
+    throw new SkillMcpError('INVALID_PATH', 'a data folder is named by plain names only');
   const root = asRoot();
   ensurePrivateDir(place.base, root ? 0o711 : 0o700);
   let dir = place.base;

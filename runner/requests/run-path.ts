@@ -612,6 +612,8 @@ class RunLife {
     const { deps, run } = this;
     const { plan } = run;
     if (run.data === undefined || plan.data === undefined || deps.data === undefined) return undefined;
+    // Names a script chose are searched for secret values like every name it returns.
+    if (usage !== undefined) usage.odd = usage.odd.map((name) => this.redaction.text(name));
     const verdict = dataVerdict(usage, plan.data.quota);
     const after = { bytes: usage?.bytes ?? 0, entries: usage?.entries ?? 0, full: verdict.full, quota: plan.data.quota };
     let kept = true;

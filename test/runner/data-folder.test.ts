@@ -86,8 +86,8 @@ const skills = writeSkills({
   plain: { run: [py('look.py'), py('peek.py')], files: { 'look.py': LOOK, 'peek.py': PEEK } },
   holder: { run: [{ ...py('hold.py'), timeout: 60 }], files: { 'hold.py': HOLD }, data: 'true' },
 });
-const GIDS = '64800-64831';
-const env = { SKILLS_DIR: skills, SKILL_MCP_UID_RANGE: uidRange(44), SKILL_MCP_DATA_GID_RANGE: GIDS };
+const GIDS = '60100-60131';
+const env = { SKILLS_DIR: skills, SKILL_MCP_UID_RANGE: uidRange(26), SKILL_MCP_DATA_GID_RANGE: GIDS };
 const level = expectedLevel(isRoot);
 const base = tempDir('data-runner');
 const stateDir = join(base, 'state');
