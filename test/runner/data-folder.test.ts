@@ -158,6 +158,27 @@ describe(`data folders at ${level}`, () => {
     expect(next.ok && next.result.dataUsed).toEqual({ bytes: 1, entries: 2, full: false });
   }, 90_000);
 
+  it('the approval binds the folder’s quota: the operator lowering it after the preview makes the run DRAFT_CHANGED', async () => {
+    const prepared = await runner.client.prepare({ skill: 'counter', script: 'count.py', args: [] });
+    if (!prepared.ok) throw new Error(prepared.error.message);
+    await runner.stop();
+    runner = await startRunner({ env: { ...env, SKILL_MCP_DATA_BYTES: '5000' }, base, stateDir });
+    try {
+      const ran = await runner.client.run(
+        { skill: 'counter', script: 'count.py', args: [], confirmToken: prepared.result.confirmToken },
+        { timeoutMs: 60_000 },
+      );
+      expect(ran.ok).toBe(false);
+      if (!ran.ok) {
+        expect(ran.error.code).toBe('DRAFT_CHANGED');
+        expect(ran.error.fresh?.willRun.data).toEqual({ folder: 'counter/anyone', bytes: 5000, files: 10_000 });
+      }
+    } finally {
+      await runner.stop();
+      runner = await startRunner({ env, base, stateDir });
+    }
+  }, 90_000);
+
   it.runIf(isRoot)(
     'as root the folder is root:<its own gid> 2770, and a file another uid wrote there stays writable to the next run',
     async () => {
