@@ -408,6 +408,17 @@ export const describeResultSchema = z.strictObject({
       content: z
         .union([z.strictObject({ digest: sha256Hex, fileCount: z.number().int().nonnegative() }), z.strictObject({ why: z.string() })])
         .optional(),
+      /** Its data folder for callers without an identity (docs/isolation.md, "Data folders"): quota and what its last run left. */
+      data: z
+        .strictObject({
+          folder: z.string(),
+          bytes: z.number().int().positive(),
+          files: z.number().int().positive(),
+          used: z
+            .strictObject({ bytes: z.number().int().nonnegative(), entries: z.number().int().nonnegative(), full: z.boolean() })
+            .optional(),
+        })
+        .optional(),
     }),
   ),
 });

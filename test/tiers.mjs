@@ -108,6 +108,7 @@ export const TIERS = {
     'e2e/audit-metadata.test.ts',
     'e2e/cli-flags.test.ts',
     'e2e/config-agreement.test.ts',
+    'e2e/data-folder.test.ts',
     'e2e/declarations.test.ts',
     'e2e/fastmcp-manifest.test.ts',
     'e2e/freshness.test.ts',

@@ -138,7 +138,7 @@ export class RunnerService {
 
   async describe(skills?: readonly string[]): Promise<DescribeResult> {
     return {
-      ...(await describeRunner(this.deps.ctx, this.deps.environ, this.deps.refusedWhy?.message, skills)),
+      ...(await describeRunner(this.deps.ctx, this.deps.environ, this.deps.refusedWhy?.message, skills, this.deps.data?.base)),
       ledger: this.deps.ledger.status(),
       runs: { ...this.stats.snapshot(), running: this.admission.running, queued: this.admission.queued },
     };

@@ -153,6 +153,14 @@ describe(`data folders at ${level}`, () => {
       data_bytes: 1,
       data_entries: 2,
     });
+    // skill_list's source (describe) names the folder, its quota and what it holds.
+    const described = await runner.client.describe(['counter']);
+    expect(described.ok && described.result.skills[0]?.data).toEqual({
+      folder: 'counter/anyone',
+      bytes: 100 * 1024 * 1024,
+      files: 10_000,
+      used: { bytes: 1, entries: 2, full: false },
+    });
     // The next preview shows what the folder holds now, outside what the token binds.
     const next = await runner.client.prepare({ skill: 'counter', script: 'count.py', args: [] });
     expect(next.ok && next.result.dataUsed).toEqual({ bytes: 1, entries: 2, full: false });
