@@ -56,6 +56,15 @@ export function measureData(dir: string, maxEntries: number): DataUsage {
   return usage;
 }
 
+/** {@link measureData}, or why the folder could not be measured at all (a code, never a host path). */
+export function measureDataOrSay(dir: string, maxEntries: number): DataUsage {
+  try {
+    return measureData(dir, maxEntries);
+  } catch (error) {
+    return { bytes: 0, entries: 0, odd: [], unmeasured: `it could not be read (${(error as NodeJS.ErrnoException).code ?? 'error'})` };
+  }
+}
+
 /** What a run's result and its next run make of a measurement: over the quota (or not measured whole) is full. */
 export function dataVerdict(usage: DataUsage | undefined, quota: { bytes: number; files: number }): { full: boolean; note?: string } {
   const links =

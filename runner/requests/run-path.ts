@@ -38,7 +38,7 @@ import type { RunStats } from './stats.js';
 import type { Answer, Reject, Slot } from './slot.js';
 import { writeDataRecord } from '../data/folder.js';
 import type { DataPlace, DataRecord, OpenedData } from '../data/folder.js';
-import { dataVerdict, measureData } from '../data/usage.js';
+import { dataVerdict, measureDataOrSay } from '../data/usage.js';
 import type { DataUsage } from '../data/usage.js';
 
 type RunRequest = Extract<RunnerRequest, { type: 'run' }>;
@@ -165,7 +165,7 @@ async function collectRunOutputs(
   if (uid === undefined)
     return {
       collected: collectOutputs(ws, deps.limits.outputFilesBytes, MAX_WALK_ENTRIES, redaction),
-      data: measure && measureData(measure.dir, measure.maxEntries),
+      data: measure && measureDataOrSay(measure.dir, measure.maxEntries),
     };
   if (deps.walk === undefined)
     return {

@@ -9,7 +9,7 @@
  */
 import { FrameCodec } from '../../shared/frame-codec.js';
 import { RunRedaction } from '../secrets/redact.js';
-import { measureData } from '../data/usage.js';
+import { measureDataOrSay } from '../data/usage.js';
 import { collectOutputs } from '../workspace/outputs.js';
 import type { WalkOrders, WalkResult } from '../workspace/walk-protocol.js';
 
@@ -30,15 +30,6 @@ function parseOrders(value: unknown): WalkOrders | undefined {
   const d = o.data;
   if (d !== undefined && (typeof d?.dir !== 'string' || !d.dir.startsWith('/') || !Number.isSafeInteger(d.maxEntries))) return undefined;
   return o as WalkOrders;
-}
-
-/** The data folder's usage, or why it could not be measured (never a host path). */
-function measureOrSay(dir: string, maxEntries: number): ReturnType<typeof measureData> {
-  try {
-    return measureData(dir, maxEntries);
-  } catch (error) {
-    return { bytes: 0, entries: 0, odd: [], unmeasured: `it could not be read (${(error as NodeJS.ErrnoException).code ?? 'error'})` };
-  }
 }
 
 function fail(why: string): never {
@@ -69,7 +60,7 @@ export function walkerMain(): void {
         ...(collected.note !== undefined ? { note: collected.note } : {}),
         bytes: collected.bytes,
         redacted: redaction.countsByName(),
-        ...(data !== undefined ? { data: measureOrSay(data.dir, data.maxEntries) } : {}),
+        ...(data !== undefined ? { data: measureDataOrSay(data.dir, data.maxEntries) } : {}),
       };
       process.stdout.write(codec.encode(result), () => process.exit(0));
     }
