@@ -1,12 +1,14 @@
 /**
  * A skill's data folder as a client sees it, through the SDK's Client over real stdio against the
  * standalone launcher (front + runner): skill_list names the folder and its quota, the preview
- * binds it and shows what it holds, and the result says what the run left there.
+ * binds it and shows what it holds, and the result says what the run left there; and the hosted
+ * pair (a front and a runner of its own) with the host's MCP_DATA_DIR writing below <base>/<skill>/.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { callTool, ERAS, serve, skillList, tempDir, type Served } from './harness.js';
+import { startRunner } from '../runner/harness.js';
+import { baseEnv, callTool, ERAS, hostedRunnerArgs, serve, skillList, tempDir, type Served } from './harness.js';
 import { askToken } from './run-skills.js';
 
 const COUNT_JS = `const fs = require('node:fs');
@@ -17,8 +19,9 @@ process.stdout.write(String(n));
 `;
 
 let served: Served;
+let root: string;
 beforeAll(async () => {
-  const root = tempDir('data-skills');
+  root = tempDir('data-skills');
   mkdirSync(join(root, 'counter'), { mode: 0o755 });
   writeFileSync(
     join(root, 'counter', 'SKILL.md'),
@@ -69,5 +72,37 @@ describe('a data folder through a real client', () => {
     expect(again.value['stdout']).toBe('2');
     const relisted = await skillList(served.client);
     expect(dataOf(relisted)).toMatchObject({ used: { bytes: 1, entries: 1, full: false } });
+  }, 90_000);
+});
+
+describe("the hosted pair with the host's MCP_DATA_DIR", () => {
+  test('a granted skill writes below <base>/<skill>/, through the front and a runner of its own', async () => {
+    const base = tempDir('host-data');
+    const shared = {
+      MCP_SKILLS_PATH: root,
+      MCP_SKILL_RUN: JSON.stringify([{ skill: 'counter', script: 'count.js' }]),
+      MCP_DATA_DIR: base,
+      SKILL_MCP_DATA_GID_RANGE: '60232-60263',
+    };
+    const runner = await startRunner({ env: { ...baseEnv(), ...shared }, base: tempDir('data-runner'), args: hostedRunnerArgs() });
+    const front = await serve({ ...shared, SKILL_MCP_RUNNER_SOCKET: runner.socketPath }, ERAS[0]!);
+    try {
+      const preview = await askToken(front.client, { name: 'counter', script: 'count.js' });
+      expect((preview.preview.willRun as Record<string, unknown>)['data']).toMatchObject({ folder: 'counter/anyone' });
+      const ran = await callTool(front.client, 'skill_run', {
+        name: 'counter',
+        script: 'count.js',
+        args: [],
+        confirmToken: preview.confirmToken,
+      });
+      expect(ran.isError, ran.text).toBe(false);
+      expect(ran.value['stdout']).toBe('1');
+      expect(readFileSync(join(base, 'counter', 'anyone', 'count'), 'utf8')).toBe('1');
+      // The host path of the base reaches neither the model nor the script.
+      expect(ran.text).not.toContain(base);
+    } finally {
+      await front.close();
+      await runner.stop();
+    }
   }, 90_000);
 });

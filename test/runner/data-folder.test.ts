@@ -259,6 +259,12 @@ describe(`data folders at ${level}`, () => {
     expect(cli('export', 'small', tar)).toMatch(/wrote small\/anyone/);
     cli('rm', 'small');
     expect(cli('import', 'small', tar)).toMatch(/small\/anyone\t1 bytes\t1 entries/);
+    // du measures again (without following the link a run might have left) and keeps the figures.
+    expect(cli('du', 'small')).toMatch(/small\/anyone\t1 bytes\t1 entries of 1000 bytes, 5 entries$/m);
+    expect(JSON.parse(cli('ls', '--json'))).toContainEqual({
+      folder: 'small/anyone',
+      record: { bytes: 1, entries: 1, full: false, quota: { bytes: 1000, files: 5 } },
+    });
     expect(readFileSync(join(folderOf('small'), 'c'), 'utf8')).toBe('x');
     // The imported file is the next run's to change.
     const next = await ok(runner.client, 'small', 'write.py', ['c', '2']);
