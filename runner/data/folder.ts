@@ -10,7 +10,19 @@
  * setgid folders keep the group on everything below. Without root every run has the runner's uid.
  */
 import { createHash } from 'node:crypto';
-import { closeSync, constants, fchmodSync, fchownSync, fstatSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  fchmodSync,
+  fchownSync,
+  fstatSync,
+  ftruncateSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  writeSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { SkillMcpError } from '../../shared/errors.js';
 import { ensurePrivateDir, openPrivateFile, readNoFollow } from '../state.js';
@@ -100,11 +112,8 @@ export function openDataFolder(place: DataPlace, key: readonly string[]): Opened
     ensurePrivateDir(dir, root ? 0o711 : 0o700);
   }
   dir = join(dir, key[key.length - 1]!);
-  try {
-    mkdirSync(dir, { mode: 0o700 });
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-  }
+  // Made once; every later run finds it (an lstat, no exception thrown on the way).
+  if (lstatSync(dir, { throwIfNoEntry: false }) === undefined) mkdirSync(dir, { mode: 0o700 });
   const fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
   try {
     const st = fstatSync(fd);
@@ -145,9 +154,13 @@ export function readDataRecord(base: string, key: readonly string[]): DataRecord
 /** Keeps the folder's record for the next run (and a restarted runner). */
 export function writeDataRecord(base: string, key: readonly string[], record: DataRecord): void {
   ensurePrivateDir(join(base, '.usage'), 0o700);
-  const fd = openPrivateFile(recordPath(base, key), constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC);
+  // Not O_TRUNC: on ext4 a truncation to zero followed by a write forces the blocks out at close
+  // (auto_da_alloc), ~3 ms a run; written over in place and cut to its length instead (~0.1 ms).
+  const fd = openPrivateFile(recordPath(base, key), constants.O_WRONLY | constants.O_CREAT);
   try {
-    writeSync(fd, JSON.stringify(record));
+    const bytes = Buffer.from(JSON.stringify(record));
+    writeSync(fd, bytes, 0, bytes.length, 0);
+    ftruncateSync(fd, bytes.length);
   } finally {
     closeSync(fd);
   }

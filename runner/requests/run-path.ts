@@ -616,13 +616,15 @@ class RunLife {
     if (usage !== undefined) usage.odd = usage.odd.map((name) => this.redaction.text(name));
     const verdict = dataVerdict(usage, plan.data.quota);
     const after = { bytes: usage?.bytes ?? 0, entries: usage?.entries ?? 0, full: verdict.full, quota: plan.data.quota };
+    const before = run.data.before;
+    // Written only when it changed: a run that left the folder as it found it costs no write.
+    const same = before !== undefined && JSON.stringify(before) === JSON.stringify(after);
     let kept = true;
     try {
-      writeDataRecord(deps.data.base, plan.data.key, after);
+      if (!same) writeDataRecord(deps.data.base, plan.data.key, after);
     } catch {
       kept = false;
     }
-    const before = run.data.before;
     return {
       result: {
         ...(usage?.unmeasured === undefined && usage !== undefined ? { data: { bytes: usage.bytes, entries: usage.entries } } : {}),
