@@ -325,7 +325,11 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
     osUser: hosted ? undefined : osUserName(),
     helpers: 'why' in helpers ? undefined : helpers,
     walk,
-    data: { base: dataBaseOf(env, opts.stateDir), ...(asRoot ? { gids: opts.data.gids } : {}) },
+    data: {
+      base: dataBaseOf(env, opts.stateDir),
+      ...(asRoot ? { gids: opts.data.gids } : {}),
+      ...(ledgers.dataTurns ? { shared: ledgers.dataTurns } : {}),
+    },
     backend: new LocalBackend({
       platform,
       sourceEnv: env,

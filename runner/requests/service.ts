@@ -581,6 +581,31 @@ export class RunnerService {
             },
           );
     slot.dataLease = turn.lease;
+    // Security: replicas sharing the base take the folder's turn in their Redis too; no answer, no run.
+    const shared = await data.shared?.take(folder, slot.leave.signal, Math.max(0, this.deps.admission.queueMs - turn.lease.waitedMs));
+    if (shared !== undefined && !shared.ok) {
+      if (shared.why === 'down')
+        return reject(
+          'ledger-unavailable',
+          'LEDGER_UNAVAILABLE',
+          `the Redis its replicas share cannot be reached (${shared.detail}), so no run of a data folder starts (two replicas could change it at once); nothing ran and the approval still holds: call again once it is back`,
+          { token_id: tokenId },
+        );
+      return shared.why === 'busy'
+        ? reject('busy', 'BUSY', DATA_BUSY, { token_id: tokenId })
+        : reject(
+            'cancelled',
+            'CANCELLED',
+            'the run was cancelled while it waited for its data folder; nothing ran and its approval still holds',
+            {
+              token_id: tokenId,
+            },
+          );
+    }
+    if (shared !== undefined) {
+      const local = turn.lease;
+      slot.dataLease = { ...local, release: () => void shared.give().finally(() => local.release()) };
+    }
     const before = readDataRecord(data.base, plan.data.key);
     if (before?.full)
       return reject(
