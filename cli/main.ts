@@ -36,6 +36,8 @@ const USAGE = `usage:
   skill-mcp deps install [--skill NAME] [--state-dir DIR]
                                     build the environments skills declare in requirements
                                     (sandboxed, from the operator's package index); deps list shows them
+  skill-mcp data ls|du|rm|export|import [SKILL[/WHO]] [FILE.tar]
+                                    skills' data folders: usage, measure, empty, back up, restore (--help)
   skill-mcp --help | --version`;
 
 async function main(argv: string[]): Promise<void> {
@@ -57,6 +59,8 @@ async function main(argv: string[]): Promise<void> {
       return (await import('./pull/main.js')).pullMain(rest);
     case 'deps':
       return (await import('./deps/cli.js')).depsMain(rest, { bundledSkills: BUNDLED_SKILLS });
+    case 'data':
+      return (await import('./data.js')).dataMain(rest);
     case '--help':
     case '-h':
       process.stdout.write(`${USAGE}\n`);

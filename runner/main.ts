@@ -50,6 +50,7 @@ import { debugLine, lineWriter, readLogFormat } from '../shared/log-line.js';
 import { ensurePrivateDir, loadTokenKey } from './state.js';
 import { envsDirOf, stateDirMode } from './deps/store.js';
 import { stateDirProblem } from '../shared/state-dir.js';
+import { dataBaseOf } from '../shared/data.js';
 import { Identities } from './deps/identity.js';
 import { readExplicitIndex } from './deps/index-settings.js';
 import { EnvVerifier } from './deps/verify.js';
@@ -300,6 +301,7 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
       hasher: new HashWorker(),
       listings: new FolderListings(),
       skillMd: new SkillMdMemo(),
+      data: { hostBase: Boolean(env['MCP_DATA_DIR']), quota: opts.data.quota },
       deps: {
         envsDir: envsDirOf(opts.stateDir),
         identities: new Identities(),
@@ -324,6 +326,11 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
     osUser: hosted ? undefined : osUserName(),
     helpers: 'why' in helpers ? undefined : helpers,
     walk,
+    data: {
+      base: dataBaseOf(env, opts.stateDir),
+      ...(asRoot ? { gids: opts.data.gids } : {}),
+      ...(ledgers.dataTurns ? { shared: ledgers.dataTurns } : {}),
+    },
     backend: new LocalBackend({
       platform,
       sourceEnv: env,

@@ -25,6 +25,7 @@ import { SECRETS_DIR, SECRETS_SHARED } from './secrets/source.js';
 import { egressCaFileProblem } from './secrets/trust.js';
 import { DEFAULT_RUN_QUEUE_MS, MAX_RUN_QUEUE_MS } from '../shared/limits.js';
 import { RUN_INPUT_BYTES, RUN_OUTPUT_FILES_BYTES } from '../shared/run-io.js';
+import { DEFAULT_DATA_BYTES, DEFAULT_DATA_FILES, type DataQuota } from '../shared/data.js';
 import { DEFAULT_WORKSPACE_BYTES, DEFAULT_WORKSPACE_FILES, MAX_WORKSPACE_FILES } from './workspace/capacity.js';
 
 export interface RunnerOptions {
@@ -56,6 +57,8 @@ export interface RunnerOptions {
   auditMaxBytes: number;
   /** `SKILL_MCP_AUDIT_KEEP`: rotated audit segments kept (0: all). */
   auditKeep: number;
+  /** Data folders (runner/data/): the operator's quota (`SKILL_MCP_DATA_BYTES`, `_FILES`) and, as root, their gids (`SKILL_MCP_DATA_GID_RANGE`). */
+  data: { quota: DataQuota; gids: { first: number; last: number } };
 }
 
 export const RUNNER_USAGE = `usage: skill-mcp runner --socket PATH --state-dir DIR [options]
@@ -130,20 +133,26 @@ const unprivilegedId = (name: string): VariableSpec<number | undefined> => ({
   policy: 'stop',
 });
 
-const UID_RANGE: VariableSpec<{ first: number; last: number }> = {
-  name: 'SKILL_MCP_UID_RANGE',
+/** The gids data folders get as root (runner/data/folder.ts): apart from the run uids, unnamed in /etc/group. */
+export const DEFAULT_DATA_GID_RANGE = '60000-61183';
+
+/** An id range setting (`FIRST-LAST`, uids/pool.ts parseUidRange): the run uids, the data folders' gids. */
+const idRange = (name: string, fallback: string): VariableSpec<{ first: number; last: number }> => ({
+  name,
   schema: z.string().transform((raw, ctx) => {
     try {
       return parseUidRange(raw);
     } catch {
-      ctx.addIssue({ code: 'custom', message: 'bad uid range' });
+      ctx.addIssue({ code: 'custom', message: 'bad id range' });
       return z.NEVER;
     }
   }),
   expected: 'FIRST-LAST within 1000-65533',
-  fallback: parseUidRange(DEFAULT_UID_RANGE),
+  fallback: parseUidRange(fallback),
   policy: 'stop',
-};
+});
+const UID_RANGE = idRange('SKILL_MCP_UID_RANGE', DEFAULT_UID_RANGE);
+const DATA_GID_RANGE = idRange('SKILL_MCP_DATA_GID_RANGE', DEFAULT_DATA_GID_RANGE);
 
 /** The variables only the runner reads (docs/security.md, "Runner options and variables"). */
 export const RUNNER_VARIABLES = {
@@ -161,6 +170,8 @@ export const RUNNER_VARIABLES = {
   auditKeep: count('SKILL_MCP_AUDIT_KEEP', 0, 0, 1_000_000),
   inputBytes: RUN_INPUT_BYTES,
   outputFilesBytes: RUN_OUTPUT_FILES_BYTES,
+  dataBytes: count('SKILL_MCP_DATA_BYTES', DEFAULT_DATA_BYTES, 1, 2 ** 50),
+  dataFiles: count('SKILL_MCP_DATA_FILES', DEFAULT_DATA_FILES, 1, 10_000_000),
 } as const;
 
 /** `--max-runs` / `--runs-per-client`: a whole number, or unset (`auto` for max-runs) for the machine's default. */
@@ -185,6 +196,7 @@ export function runnerVariableIssues(env: Env): SettingIssue[] {
   const issues: SettingIssue[] = [];
   for (const spec of Object.values(RUNNER_VARIABLES)) readVariable(env, spec, issues);
   readVariable(env, UID_RANGE, issues);
+  readVariable(env, DATA_GID_RANGE, issues);
   readVariable(env, unprivilegedId('SKILL_MCP_FRONT_UID'), issues);
   readVariable(env, unprivilegedId('SKILL_MCP_FRONT_GID'), issues);
   readVariable(env, SECRETS_DIR, issues);
@@ -244,6 +256,17 @@ export function parseRunnerOptions(argv: string[], env: Env): RunnerOptions {
   const runQueueMs = readVariable(env, RUNNER_VARIABLES.runQueueMs, issues);
   const auditMaxBytes = readVariable(env, RUNNER_VARIABLES.auditMaxBytes, issues);
   const auditKeep = readVariable(env, RUNNER_VARIABLES.auditKeep, issues);
+  const data = {
+    quota: { bytes: readVariable(env, RUNNER_VARIABLES.dataBytes, issues), files: readVariable(env, RUNNER_VARIABLES.dataFiles, issues) },
+    gids: readVariable(env, DATA_GID_RANGE, issues),
+  };
+  // Security: a run's gid is its uid; a data folder's group must never be some run's own.
+  if (data.gids.first <= uidRange.last && uidRange.first <= data.gids.last)
+    issues.push({
+      variable: 'SKILL_MCP_DATA_GID_RANGE',
+      policy: 'stop',
+      message: 'SKILL_MCP_DATA_GID_RANGE overlaps SKILL_MCP_UID_RANGE; give the two ranges no id in common',
+    });
   const maxRuns = setting('max-runs', runCount('SKILL_MCP_MAX_RUNS', true));
   const runsPerClient = setting('runs-per-client', runCount('SKILL_MCP_RUNS_PER_CLIENT', false));
   // Read again at every prepare and run (runner/secrets/source.ts); a malformed one stops the start.
@@ -275,6 +298,7 @@ export function parseRunnerOptions(argv: string[], env: Env): RunnerOptions {
     frontUid,
     frontGid,
     uidRange,
+    data,
     limits,
     bwrap: env['SKILL_MCP_BWRAP'] || undefined,
     killGraceMs,

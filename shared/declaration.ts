@@ -52,6 +52,17 @@ export interface Declaration {
    * each script gets a placeholder, the run's proxy adds the value for the declared hosts. Absent: none.
    */
   secrets?: DeclaredSecret[];
+  /**
+   * A data folder kept between runs (docs/isolation.md, "Data folders"): `{}` for `data: true` (the
+   * operator's quota), else the quota the skill asks for. Absent: no data folder.
+   */
+  data?: DeclaredData;
+}
+
+/** A skill's data-folder quota as declared; a missing figure is the operator's default. */
+export interface DeclaredData {
+  bytes?: number;
+  files?: number;
 }
 
 export interface DeclarationResult {
@@ -90,7 +101,8 @@ export function isNeverGrantable(name: string): boolean {
 
 const RUN_KEYS = new Set(['script', 'interpreter', 'env', 'timeout', 'memory']);
 const ENV_KEYS = new Set(['name', 'secret']);
-const TOP_KEYS = new Set(['version', 'run', 'env', 'egress', 'requirements', 'secrets']);
+const TOP_KEYS = new Set(['version', 'run', 'env', 'egress', 'requirements', 'secrets', 'data']);
+const DATA_KEYS = new Set(['bytes', 'files']);
 
 function isRecord(value: unknown): value is Record<string, JsonValue> {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
@@ -107,12 +119,30 @@ export const MIN_MEMORY_BYTES = 64 * 1024 * 1024;
 
 /** `512M`, `1G`, `1.5GiB` or a whole number of bytes; null when malformed or below {@link MIN_MEMORY_BYTES}. */
 export function parseByteSize(value: JsonValue): number | null {
-  if (typeof value === 'number') return Number.isSafeInteger(value) && value >= MIN_MEMORY_BYTES ? value : null;
+  const bytes = typeof value === 'number' ? value : parseSize(value);
+  return bytes !== null && Number.isSafeInteger(bytes) && bytes >= MIN_MEMORY_BYTES ? bytes : null;
+}
+
+/** `512M`, `1G`, `1.5GiB` or a whole number written as text; null when malformed. */
+function parseSize(value: JsonValue): number | null {
   if (typeof value !== 'string') return null;
   const match = /^(\d+(?:\.\d+)?)\s*([kmg]?)(?:i?b)?$/i.exec(value.trim());
-  if (!match) return null;
-  const bytes = Math.floor(Number(match[1]) * SIZE_UNITS[match[2]!.toLowerCase()]!);
-  return Number.isSafeInteger(bytes) && bytes >= MIN_MEMORY_BYTES ? bytes : null;
+  return match ? Math.floor(Number(match[1]) * SIZE_UNITS[match[2]!.toLowerCase()]!) : null;
+}
+
+/** `data: true`, `false` or `{bytes, files}` (each a whole number or, for bytes, a size like `100M`). */
+function parseData(value: JsonValue | undefined, at: string, unknown: string[]): DeclaredData | undefined {
+  if (value === undefined || value === false) return undefined;
+  if (value === true) return {};
+  if (!isRecord(value)) throw new Rejected(`${at} must be true or a mapping with bytes and/or files`);
+  for (const key of Object.keys(value)) if (!DATA_KEYS.has(key)) unknown.push(`${at}.${key}`);
+  const { bytes, files } = value;
+  const size = bytes === undefined ? undefined : typeof bytes === 'number' ? bytes : parseSize(bytes);
+  if (size === null || (size !== undefined && !(Number.isSafeInteger(size) && size > 0)))
+    throw new Rejected(`${at}.bytes must be a size like 100M or a number of bytes`);
+  if (files !== undefined && !(typeof files === 'number' && Number.isSafeInteger(files) && files > 0))
+    throw new Rejected(`${at}.files must be a whole number of entries`);
+  return { ...(size !== undefined ? { bytes: size } : {}), ...(files !== undefined ? { files: files as number } : {}) };
 }
 
 /** Where a declaration was written, for its messages (shared/declaration-source.ts). */
@@ -242,6 +272,8 @@ export function parseDeclaration(block: JsonValue | undefined, options: Declarat
     unknown.push(...secrets.unknown);
     if (!secrets.ok) throw new Rejected(secrets.why);
 
+    const data = parseData(block['data'], `${p}data`, unknown);
+
     const problems: string[] = [];
     if (unknown.length > 0) problems.push(`unknown keys ignored: ${unknown.join(', ')}`);
     if (dropped.length > 0) problems.push(`variables that can never be granted were dropped: ${dropped.join(', ')}`);
@@ -254,6 +286,7 @@ export function parseDeclaration(block: JsonValue | undefined, options: Declarat
         ...(egressRules.length > 0 ? { egressRules } : {}),
         ...(requirements.value ? { requirements: requirements.value } : {}),
         ...(secrets.secrets.length > 0 ? { secrets: secrets.secrets } : {}),
+        ...(data !== undefined ? { data } : {}),
       },
       problems,
     };

@@ -41,6 +41,8 @@ export type ErrorCode =
   /** A secret the run uses has no usable value for this caller (runner/secrets/source.ts): nothing runs. */
   | 'SECRET_MISSING'
   | 'AUDIT_UNAVAILABLE'
+  /** The skill's data folder is over its quota (docs/isolation.md, "Data folders"): nothing runs until space is freed. */
+  | 'DATA_FULL'
   // tokens (docs/architecture.md §7)
   | 'TOKEN_INVALID'
   | 'TOKEN_EXPIRED'

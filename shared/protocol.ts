@@ -224,10 +224,23 @@ export const willRunSchema = z.strictObject({
   secretsNotBound: z.array(secretNotBoundSchema).optional(),
   /** Standalone: secrets the skill's own declaration sends. */
   secretsWarning: z.string().optional(),
+  /**
+   * The data folder the run reads and writes (docs/isolation.md, "Data folders"): which one
+   * (`<skill>/<who>`) and its quota. Its contents change from run to run and are not bound. Absent: none.
+   */
+  data: z.strictObject({ folder: z.string(), bytes: z.number().int().positive(), files: z.number().int().positive() }).optional(),
 });
 export type WillRun = z.infer<typeof willRunSchema>;
 
-export const mintedSchema = z.strictObject({ willRun: willRunSchema, confirmToken: z.string(), expiresAt: z.string() });
+export const mintedSchema = z.strictObject({
+  willRun: willRunSchema,
+  confirmToken: z.string(),
+  expiresAt: z.string(),
+  /** What the run's data folder held after its last run (not bound: it changes); absent before a first run. */
+  dataUsed: z
+    .strictObject({ bytes: z.number().int().nonnegative(), entries: z.number().int().nonnegative(), full: z.boolean() })
+    .optional(),
+});
 export type Minted = z.infer<typeof mintedSchema>;
 
 /**
@@ -331,6 +344,11 @@ export const runResultSchema = z.strictObject({
   /** The workspace reached its cap (runner/workspace/capacity.ts): a write past it failed, or the run was stopped; `workspaceNote` says which. */
   workspaceFull: z.boolean().optional(),
   workspaceNote: z.string().optional(),
+  /** The run's data folder after it (bytes, entries): absent when it has none or it could not be measured. */
+  data: z.strictObject({ bytes: z.number().int().nonnegative(), entries: z.number().int().nonnegative() }).optional(),
+  /** The data folder is over its quota after this run (what fitted is kept); `dataNote` says what now. Also set when it could not be measured. */
+  dataFull: z.boolean().optional(),
+  dataNote: z.string().optional(),
   /** Only for a run with secret values (issue 30): what redaction replaced. */
   redaction: redactionSummarySchema.optional(),
 });
@@ -400,6 +418,17 @@ export const describeResultSchema = z.strictObject({
       /** For skills with declared scripts: the runner's content digest of the skill (or why it has none), so a front can tell it serves other bytes. */
       content: z
         .union([z.strictObject({ digest: sha256Hex, fileCount: z.number().int().nonnegative() }), z.strictObject({ why: z.string() })])
+        .optional(),
+      /** Its data folder for callers without an identity (docs/isolation.md, "Data folders"): quota and what its last run left. */
+      data: z
+        .strictObject({
+          folder: z.string(),
+          bytes: z.number().int().positive(),
+          files: z.number().int().positive(),
+          used: z
+            .strictObject({ bytes: z.number().int().nonnegative(), entries: z.number().int().nonnegative(), full: z.boolean() })
+            .optional(),
+        })
         .optional(),
     }),
   ),

@@ -29,6 +29,7 @@ export type RejectReason =
   | 'deps-missing'
   | 'secret-missing'
   | 'secrets-unavailable'
+  | 'data-full'
   | 'internal';
 
 /** Who asked and how the yes reached the front: on every line about a run request. */
@@ -93,7 +94,17 @@ export type AuditEvent =
       waited_ms?: number;
       error?: string;
     } & RunWho)
-  | { event: 'run.wait'; run_id: string; skill: string; script: string; client: string; running: number; queued: number }
+  | {
+      event: 'run.wait';
+      run_id: string;
+      skill: string;
+      script: string;
+      client: string;
+      running: number;
+      queued: number;
+      /** Waiting for its turn at this data folder (runner/data/locks.ts), not for a slot. */
+      data_folder?: string;
+    }
   | ({
       event: 'run.accept';
       run_id: string;

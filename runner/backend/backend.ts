@@ -18,6 +18,7 @@ import type { RunCgroup } from '../sandbox/run-cgroup.js';
 import type { SpawnPlan, SpawnSpec } from '../sandbox/spawn.js';
 import type { WorkspaceCap } from '../workspace/capacity.js';
 import type { Workspace } from '../workspace/workspace.js';
+import type { OpenedData } from '../data/folder.js';
 
 /** What a backend is given of a run: what it runs, as whom, with what, and its caps. */
 export interface BackendRun {
@@ -30,6 +31,8 @@ export interface BackendRun {
   files: readonly InputFile[];
   stdin?: Uint8Array;
   cap: WorkspaceCap;
+  /** The skill's data folder, made ready (runner/data/folder.ts): bound read-write, `MCP_DATA_DIR`. */
+  data?: OpenedData;
 }
 
 /** Why a backend could not make a run ready: nothing of it ran. */

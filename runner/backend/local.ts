@@ -110,7 +110,12 @@ export class LocalBackend implements RunBackend {
         sourceEnv: this.opts.sourceEnv,
         uid,
         limits,
-        dirs: { workspace: folders.ws.dir, home: folders.home, ...(helperDir !== undefined ? { helper: helperDir } : {}) },
+        dirs: {
+          workspace: folders.ws.dir,
+          home: folders.home,
+          ...(helperDir !== undefined ? { helper: helperDir } : {}),
+          ...(run.data !== undefined ? { data: run.data } : {}),
+        },
         extras: cgroup ? { cgroupProcs: cgroup.procs } : {},
       }),
       ...(run.stdin !== undefined ? { stdin: run.stdin } : {}),

@@ -6,6 +6,7 @@
 import { jtiLogId } from '../../shared/token.js';
 import { AuditMirror } from '../audit/mirror.js';
 import { RedisLedger } from './redis.js';
+import { SharedTurns } from '../data/shared-turns.js';
 import type { LedgerContext, OpenedLedger } from './types.js';
 import { RedisLink, type LinkChange } from '../redis/connection.js';
 import type { RedisSettings } from '../redis/options.js';
@@ -57,6 +58,7 @@ export async function openRedisLedger(settings: RedisSettings, ctx: LedgerContex
     );
   return {
     ledger,
+    dataTurns: new SharedTurns(link),
     startFields: { ledger: 'redis', redis, redis_connected: connected, redis_aof: aof, audit_host_id: settings.hostId },
     async close() {
       const closing = mirror.idle().then(() => ledger.close());

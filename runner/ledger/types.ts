@@ -5,6 +5,7 @@
  * right before a script starts; only `spend` decides.
  */
 import type { AuditLog } from '../audit/log.js';
+import type { SharedTurns } from '../data/shared-turns.js';
 
 export type SpendOutcome = 'spent' | 'reused' | 'expired';
 
@@ -41,6 +42,8 @@ export interface OpenedLedger {
   startFields: Record<string, unknown>;
   /** Lets pending work finish (at most a moment), then closes connections. */
   close(): Promise<void>;
+  /** With Redis: data folders' turns shared with the other replicas (runner/data/shared-turns.ts). */
+  dataTurns?: SharedTurns;
 }
 
 export interface LedgerContext {

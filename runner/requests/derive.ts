@@ -47,6 +47,8 @@ import { planSecrets, secretsSelfGrantWarning, shownSecrets } from '../secrets/p
 import type { DeclaredSecret } from '../../shared/declaration-secrets.js';
 import { caBundleEnv } from '../secrets/trust.js';
 import { intersectEgressLists } from '../../shared/egress.js';
+import { dataQuota, dataWho, type DataQuota } from '../../shared/data.js';
+import type { DeclaredData } from '../../shared/declaration.js';
 
 /** Stand-ins for the sandbox's private HOME/TMPDIR and the skill's folder, so previews name them as the run will. */
 export const SANDBOX_PLACEHOLDERS = {
@@ -74,6 +76,8 @@ export interface DeriveContext {
   listings?: FolderListings;
   /** Parses of SKILL.md texts already seen, by their sha256 (runner/requests/skill-md-memo.ts). Absent: parsed per request. */
   skillMd?: SkillMdMemo;
+  /** Data folders (shared/data.ts): whether the host's `MCP_DATA_DIR` is the base, and the operator's quota. Absent: none. */
+  data?: { hostBase: boolean; quota: DataQuota };
 }
 
 export interface RunPlan {
@@ -98,6 +102,8 @@ export interface RunPlan {
   secrets: SecretBinding[];
   /** Every value the run could see or reach, searched for in what it returns (runner/secrets/binding.ts). */
   redact: RedactionValue[];
+  /** The run's data folder (runner/data/folder.ts): `[skill, who]` below the base, and its quota. */
+  data?: { key: [string, string]; quota: DataQuota };
 }
 
 /** What is derived: a skill's script with its arguments, for a caller. */
@@ -176,6 +182,8 @@ export interface DeclaredNow {
   origin?: DeclarationOrigin;
   /** Packages its scripts import (shared/requirements.ts). */
   requirements?: Requirements;
+  /** Its `data:` (shared/declaration.ts). */
+  data?: DeclaredData;
 }
 
 /** One read of the skill's content per request: a pin is checked against the very bytes that are bound (and, at a run, copied). */
@@ -221,6 +229,7 @@ export async function declaredScripts(
     problems: resolved.problems.map((p) => p.detail),
     ...(resolved.origin ? { origin: resolved.origin } : {}),
     ...(resolved.declaration?.requirements ? { requirements: resolved.declaration.requirements } : {}),
+    ...(resolved.declaration?.data ? { data: resolved.declaration.data } : {}),
   };
 }
 
@@ -243,6 +252,7 @@ export async function deriveRun(ctx: DeriveContext, request: DeriveRequest): Pro
     problems,
     requirements,
     secretEnv,
+    data: declaredData,
   } = await declaredScripts(ctx, skill, readContent);
   const declared = scripts.find((s) => s.script === script);
   // Security: only what the skill declares can run — never an arbitrary file of the bundle.
@@ -316,10 +326,14 @@ export async function deriveRun(ctx: DeriveContext, request: DeriveRequest): Pro
     what: `${skill.name}/${script}`,
   });
   if (!secretsPlan.ok) return refuse(secretsPlan.code, secretsPlan.reason, secretsPlan.message);
+  const quota = ctx.data && dataQuota(declaredData, ctx.data.hostBase, ctx.data.quota);
+  // Security: one folder per skill and per subject; the host's own MCP_DATA_DIR (the base) never reaches a script.
+  const data = quota && { key: [skill.name, dataWho(caller === 'any-caller' ? undefined : caller?.subject)] as [string, string], quota };
   // Inside bubblewrap PATH is the sandbox's own (buildSpawn): a placeholder keeps the names equal.
   const built = buildScriptEnv(ctx.env, grant.env, {
     ...egress.env,
     ...(usesBwrap(ctx.platform) ? { ...SANDBOX_PLACEHOLDERS, PATH: '(sandbox)' } : SANDBOX_PLACEHOLDERS),
+    MCP_DATA_DIR: data ? '(data folder)' : null,
   });
   // Each bound secret's variable holds its placeholder (sandbox/spawn.ts), and a run whose secrets the proxy
   // injects trusts the run's CA bundle (runner/secrets/trust.ts; buildSpawn sets the same names). Keyed on
@@ -374,6 +388,7 @@ export async function deriveRun(ctx: DeriveContext, request: DeriveRequest): Pro
     if (warning !== undefined) willRun.secretsWarning = warning;
   }
   if (grant.secretsNotBound.length > 0) willRun.secretsNotBound = grant.secretsNotBound;
+  if (data) willRun.data = { folder: data.key.join('/'), ...data.quota };
   const secrets: SecretBinding[] = secretsPlan.bindings;
   // Legacy `env` secrets the script receives, and every bound secret's value (docs/secrets-redaction.md).
   const redact: RedactionValue[] = redactionValues(built.env, built.passed, secretEnv ?? [], secrets);
@@ -392,6 +407,7 @@ export async function deriveRun(ctx: DeriveContext, request: DeriveRequest): Pro
       deps: deps.run,
       secrets,
       redact,
+      ...(data ? { data } : {}),
     },
   };
 }

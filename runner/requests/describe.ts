@@ -12,6 +12,7 @@ import { ANY_CALLER, grantFrom, readGrantSource } from '../../shared/grant.js';
 import { contentInPlace, declaredScripts, deriveRun, findSkill, onceContent } from './derive.js';
 import type { ContentSource, DeriveContext } from './derive.js';
 import type { ScrubResult } from '../hygiene.js';
+import { readDataRecord } from '../data/folder.js';
 
 /**
  * `names`: only these skills (found one by one, like a run finds its skill), so a skill_list page
@@ -22,6 +23,7 @@ export async function describeRunner(
   environ: ScrubResult,
   refusedWhy: string | undefined,
   names?: readonly string[],
+  dataBase?: string,
 ): Promise<DescribeResult> {
   const { platform } = ctx;
   const found =
@@ -36,6 +38,7 @@ export async function describeRunner(
     const infos: ScriptInfo[] = [];
     const read = scripts.length > 0 ? await readOnce() : undefined;
     const once: ContentSource = { read: readOnce };
+    let data: DescribeResult['skills'][number]['data'];
     for (const declared of scripts) {
       const derived = await deriveRun(ctx, {
         skill: skill.name,
@@ -48,6 +51,10 @@ export async function describeRunner(
       const base = { script: declared.script, interpreter: declared.interpreter, timeoutMs: declared.timeoutMs };
       if (derived.ok) {
         const { willRun } = derived.plan;
+        // Every script of a skill shares its folder: the first derived names it, with what it holds.
+        const record = data === undefined && derived.plan.data && dataBase ? readDataRecord(dataBase, derived.plan.data.key) : undefined;
+        if (data === undefined && willRun.data)
+          data = { ...willRun.data, ...(record ? { used: { bytes: record.bytes, entries: record.entries, full: record.full } } : {}) };
         const info: ScriptInfo = {
           ...base,
           granted: true,
@@ -87,6 +94,7 @@ export async function describeRunner(
       ...(origin ? { declarationFrom: origin.from } : {}),
       ...(origin?.pinned ? { declarationPinned: true } : {}),
       ...(content ? { content } : {}),
+      ...(data ? { data } : {}),
     });
   }
   const result: DescribeResult = {

@@ -36,6 +36,10 @@ import type { RunAdmission } from './admission.js';
 import type { DeriveContext, RunPlan } from './derive.js';
 import type { RunStats } from './stats.js';
 import type { Answer, Reject, Slot } from './slot.js';
+import { writeDataRecord } from '../data/folder.js';
+import type { DataPlace, DataRecord, OpenedData } from '../data/folder.js';
+import { dataVerdict, measureDataOrSay } from '../data/usage.js';
+import type { DataUsage } from '../data/usage.js';
 
 type RunRequest = Extract<RunnerRequest, { type: 'run' }>;
 
@@ -69,6 +73,8 @@ export interface RunPathDeps {
   walk: WalkerPool | undefined;
   /** How an approved run becomes a sandboxed process (runner/backend/backend.ts). */
   backend: RunBackend;
+  /** Where data folders live (runner/data/folder.ts). */
+  data?: DataPlace | undefined;
 }
 
 /** A run whose token and inputs passed every check, its token not spent yet (`spend` does it). */
@@ -95,6 +101,8 @@ export interface CheckedRun {
   cap: WorkspaceCap;
   /** Spends the token durably and atomically in the ledger; a refusal (reused, expired, ledger down) when it cannot. */
   spend: () => Promise<{ ok: false; error: Refusal } | undefined>;
+  /** Its data folder, made ready, and what its last run left there (service.ts holds its turn). */
+  data?: { opened: OpenedData; before: DataRecord | undefined };
 }
 
 function grantOf(plan: RunPlan): RunGrant {
@@ -147,13 +155,25 @@ async function collectRunOutputs(
   uid: number | undefined,
   plan: RunPlan,
   redaction: RunRedaction,
-): Promise<Collected> {
-  if (uid === undefined) return collectOutputs(ws, deps.limits.outputFilesBytes, MAX_WALK_ENTRIES, redaction);
+  data: OpenedData | undefined,
+): Promise<{ collected: Collected; data?: DataUsage | undefined }> {
+  // The data folder is measured by the same walk (root: as the run's uid, in its group), at most one entry past its quota.
+  const measure =
+    data && plan.data
+      ? { dir: data.dir, maxEntries: plan.data.quota.files, ...(data.gid !== undefined ? { gid: data.gid } : {}) }
+      : undefined;
+  if (uid === undefined)
+    return {
+      collected: collectOutputs(ws, deps.limits.outputFilesBytes, MAX_WALK_ENTRIES, redaction),
+      data: measure && measureDataOrSay(measure.dir, measure.maxEntries),
+    };
   if (deps.walk === undefined)
     return {
-      files: [],
-      bytes: 0,
-      note: "this root runner has no outputs walker (its start said why), so the run's workspace was not read; nothing of it is returned",
+      collected: {
+        files: [],
+        bytes: 0,
+        note: "this root runner has no outputs walker (its start said why), so the run's workspace was not read; nothing of it is returned",
+      },
     };
   const walked = await walkAsRunUid({
     walkers: deps.walk,
@@ -162,9 +182,10 @@ async function collectRunOutputs(
     budgetBytes: deps.limits.outputFilesBytes,
     maxEntries: MAX_WALK_ENTRIES,
     redact: plan.redact,
+    ...(measure ? { data: measure } : {}),
   });
   redaction.absorb(walked.redacted);
-  return walked.collected;
+  return { collected: walked.collected, data: walked.data };
 }
 
 /** What a run's cleanup did, and the `run.cleanup` line's fields when it has something to record. */
@@ -249,6 +270,7 @@ class RunLife {
       files: run.files,
       ...(run.req.stdin !== undefined ? { stdin: run.req.stdin } : {}),
       cap: run.cap,
+      ...(run.data ? { data: run.data.opened } : {}),
     };
   }
 
@@ -487,15 +509,19 @@ class RunLife {
     const reaped = held.reaped ?? { leftovers: { killed: 0, remaining: 0 }, ipcRemoved: 0, emptied: false };
     // Security: read only once nothing of the run is left alive to change the tree under the walk;
     // as root, by the run's own uid in a process of its own (walk-link.ts), never by the runner.
-    const collected: Collected =
+    const walked =
       reaped.leftovers.remaining > 0
         ? {
-            files: [],
-            bytes: 0,
-            note: `${reaped.leftovers.remaining} processes of the run outlived it, so its workspace was not read; nothing of it is returned`,
+            collected: {
+              files: [],
+              bytes: 0,
+              note: `${reaped.leftovers.remaining} processes of the run outlived it, so its workspace was not read; nothing of it is returned`,
+            },
           }
-        : await collectRunOutputs(deps, prepared.ws, uid, plan, this.redaction);
+        : await collectRunOutputs(deps, prepared.ws, uid, plan, this.redaction, run.data?.opened);
+    const collected: Collected = walked.collected;
     phases.mark('outputs');
+    const data = this.dataAfter(walked.data);
     const full =
       usage.over !== undefined
         ? workspaceFullNote(usage.over, prepared.tmpfs ? 'tmpfs' : 'watch', cap, usage.why, o.ending === 'workspace-full')
@@ -527,6 +553,7 @@ class RunLife {
       workspace_files: usage.files,
       ...(usage.over !== undefined ? { workspace_full: usage.over } : {}),
       ...(redacted ? redactionAudit(redacted) : {}),
+      ...(data?.line ?? {}),
       ...(who.requester !== undefined ? { requester: who.requester } : {}),
       phases_ms: phases.snapshot(),
     });
@@ -573,6 +600,47 @@ class RunLife {
         ...(ended === 'helper-failed' ? { egressNote: HELPER_FAILED_NOTE } : {}),
         ...(full !== undefined ? { workspaceFull: true, workspaceNote: full } : {}),
         ...(redacted ? { redaction: redacted } : {}),
+        ...(data?.result ?? {}),
+      },
+    };
+  }
+
+  /**
+   * The data folder after the run: judged against its quota, its record kept for the next run (and
+   * a restarted runner), and what the result and the exit line say. Names only, never its host path.
+   */
+  private dataAfter(usage: DataUsage | undefined): { result: Record<string, unknown>; line: Record<string, unknown> } | undefined {
+    const { deps, run } = this;
+    const { plan } = run;
+    if (run.data === undefined || plan.data === undefined || deps.data === undefined) return undefined;
+    // Names a script chose are searched for secret values like every name it returns.
+    if (usage !== undefined) usage.odd = usage.odd.map((name) => this.redaction.text(name));
+    const verdict = dataVerdict(usage, plan.data.quota);
+    const after = { bytes: usage?.bytes ?? 0, entries: usage?.entries ?? 0, full: verdict.full, quota: plan.data.quota };
+    const before = run.data.before;
+    // Written only when it changed: a run that left the folder as it found it costs no write.
+    const same = before !== undefined && JSON.stringify(before) === JSON.stringify(after);
+    let kept = true;
+    try {
+      if (!same) writeDataRecord(deps.data.base, plan.data.key, after);
+    } catch {
+      kept = false;
+    }
+    return {
+      result: {
+        ...(usage?.unmeasured === undefined && usage !== undefined ? { data: { bytes: usage.bytes, entries: usage.entries } } : {}),
+        ...(verdict.full ? { dataFull: true } : {}),
+        ...(verdict.note !== undefined ? { dataNote: verdict.note } : {}),
+      },
+      line: {
+        data_folder: plan.data.key.join('/'),
+        ...(before ? { data_bytes_before: before.bytes, data_entries_before: before.entries } : {}),
+        data_bytes: after.bytes,
+        data_entries: after.entries,
+        ...(verdict.full ? { data_full: true } : {}),
+        ...(usage?.unmeasured !== undefined ? { data_unmeasured: usage.unmeasured } : {}),
+        ...(usage !== undefined && usage.odd.length > 0 ? { data_odd: usage.odd } : {}),
+        ...(kept ? {} : { data_record_unwritten: true }),
       },
     };
   }

@@ -17,7 +17,7 @@ import { mintToken, sameRequester, tokenLogId, verifyToken, willRunHash } from '
 import type { AuditLog } from '../audit/log.js';
 import type { RejectReason, RunWho } from '../audit/events.js';
 import { deriveRun } from './derive.js';
-import type { DeriveContext } from './derive.js';
+import type { DeriveContext, RunPlan } from './derive.js';
 import { describeRunner } from './describe.js';
 import type { ScrubResult } from '../hygiene.js';
 import { isSkillMcpError } from '../../shared/errors.js';
@@ -39,6 +39,9 @@ import { admissionClient, RunAdmission } from './admission.js';
 import type { AdmissionLimits, BusyFigures } from './admission.js';
 import { REAP_MS, runChecked } from './run-path.js';
 import type { Answer, Reject, Slot } from './slot.js';
+import { DataLocks } from '../data/locks.js';
+import { openDataFolder, readDataRecord } from '../data/folder.js';
+import type { DataPlace, DataRecord, OpenedData } from '../data/folder.js';
 
 export interface ServiceDeps {
   ctx: DeriveContext;
@@ -66,6 +69,8 @@ export interface ServiceDeps {
   backend: RunBackend;
   /** Standalone: the OS user the runner (and so the person's own skill-mcp) runs as, the requester of every run; hosted: undefined. */
   osUser?: string | undefined;
+  /** Where skills' data folders live (runner/data/folder.ts); undefined: no run gets one. */
+  data?: DataPlace;
 }
 
 type RunRequest = Extract<RunnerRequest, { type: 'run' }>;
@@ -83,6 +88,9 @@ const EXPIRED = 'the confirmation token has expired; ask again without a token f
 function refusal(code: ErrorCode, message: string): { ok: false; error: Refusal } {
   return { ok: false, error: { code, message } };
 }
+
+const DATA_BUSY =
+  "another run using this skill's data folder is in progress (one at a time, so its data is never changed by two runs at once); nothing ran and the approval still holds: call again with the same confirmToken once it has ended";
 
 const AUDIT_DOWN =
   'the audit log cannot be written, so nothing runs (every run must be on record first); nothing ran and the approval still holds — try again once the operator has freed the disk holding the audit log';
@@ -113,11 +121,14 @@ export class RunnerService {
   /** Every run() in progress, from its request to its answer. */
   private readonly answering = new Set<Promise<unknown>>();
   private readonly admission: RunAdmission;
+  /** One run at a time per data folder. */
+  private readonly dataLocks: DataLocks;
   /** Counts for the metrics endpoint (describe carries them). */
   readonly stats = new RunStats();
 
   constructor(private readonly deps: ServiceDeps) {
     this.admission = new RunAdmission(deps.admission, MAX_TIMEOUT_MS + deps.killGraceMs + deps.drainMs + REAP_MS);
+    this.dataLocks = new DataLocks(deps.admission.queueMs);
   }
 
   /** The most runner connections runs can hold at once: every slot and every queue place. */
@@ -127,7 +138,7 @@ export class RunnerService {
 
   async describe(skills?: readonly string[]): Promise<DescribeResult> {
     return {
-      ...(await describeRunner(this.deps.ctx, this.deps.environ, this.deps.refusedWhy?.message, skills)),
+      ...(await describeRunner(this.deps.ctx, this.deps.environ, this.deps.refusedWhy?.message, skills, this.deps.data?.base)),
       ledger: this.deps.ledger.status(),
       runs: { ...this.stats.snapshot(), running: this.admission.running, queued: this.admission.queued },
     };
@@ -182,6 +193,8 @@ export class RunnerService {
       return refusal(derived.code, derived.message);
     }
     const minted = this.mint(withInputs(derived.plan.willRun, req.inputs), req.identity?.subject);
+    const used = derived.plan.data && this.deps.data && readDataRecord(this.deps.data.base, derived.plan.data.key);
+    if (used) minted.dataUsed = { bytes: used.bytes, entries: used.entries, full: used.full };
     const claims = verifyToken(this.deps.key, minted.confirmToken, Date.now(), this.deps.ttlMs);
     // Security: a token is handed out only once its prepare line is on disk.
     try {
@@ -348,6 +361,8 @@ export class RunnerService {
         // (run-path.ts): a slot counts toward the caps until the run's disk use is gone.
         if (slot.after !== undefined) this.settleAfter(slot.after, () => admitted.lease.release());
         else admitted.lease.release();
+        // Its data folder's record is written before its answer (run-path.ts): the next run may go.
+        slot.dataLease?.release();
       }
     } finally {
       abandoned?.removeEventListener('abort', onAbandon);
@@ -475,6 +490,8 @@ export class RunnerService {
       };
     }
     if (slot.cancelled) return reject('cancelled', 'CANCELLED', 'the run was cancelled before it started', { token_id: tokenId });
+    const data = await this.dataFolder(plan, slot, reject, tokenId);
+    if (data !== undefined && 'error' in data) return data;
     const scratch = join(deps.scratchDir, runFolderName(slot.runId));
     const proxied = plan.egress.mode === 'proxy';
     // Fail closed before the spend when the log is known to be down: the token stays unspent.
@@ -529,7 +546,91 @@ export class RunnerService {
       uid,
       cap: this.cap,
       spend,
+      ...(data !== undefined ? { data } : {}),
     });
+  }
+
+  /**
+   * The run's data folder, made ready before the spend: its turn (one run at a time per folder),
+   * then its record — refused DATA_FULL while the last run left it over its quota — and the folder.
+   * A refusal keeps the approval. Undefined for a run without one.
+   */
+  private async dataFolder(
+    plan: RunPlan,
+    slot: Slot,
+    reject: Reject,
+    tokenId: string,
+  ): Promise<{ opened: OpenedData; before: DataRecord | undefined } | { ok: false; error: Refusal } | undefined> {
+    const { data } = this.deps;
+    if (plan.data === undefined) return undefined;
+    if (data === undefined)
+      return reject('internal', 'INTERNAL', 'this runner has no place for data folders; nothing was run', { token_id: tokenId });
+    const folder = plan.data.key.join('/');
+    const turn = await this.dataLocks.acquire(folder, slot.leave.signal, (at) => {
+      void this.deps.audit.append({
+        event: 'run.wait',
+        run_id: slot.runId,
+        skill: plan.willRun.skill,
+        script: plan.willRun.argv[0]!,
+        client: slot.client,
+        running: at.running,
+        queued: at.queued,
+        data_folder: folder,
+      });
+    });
+    if (!turn.ok)
+      return turn.why === 'busy'
+        ? reject('busy', 'BUSY', DATA_BUSY, { token_id: tokenId })
+        : reject(
+            'cancelled',
+            'CANCELLED',
+            'the run was cancelled while it waited for its data folder; nothing ran and its approval still holds',
+            {
+              token_id: tokenId,
+            },
+          );
+    slot.dataLease = turn.lease;
+    // Security: replicas sharing the base take the folder's turn in their Redis too; no answer, no run.
+    const shared = await data.shared?.take(folder, slot.leave.signal, Math.max(0, this.deps.admission.queueMs - turn.lease.waitedMs));
+    if (shared !== undefined && !shared.ok) {
+      if (shared.why === 'down')
+        return reject(
+          'ledger-unavailable',
+          'LEDGER_UNAVAILABLE',
+          `the Redis its replicas share cannot be reached (${shared.detail}), so no run of a data folder starts (two replicas could change it at once); nothing ran and the approval still holds: call again once it is back`,
+          { token_id: tokenId },
+        );
+      return shared.why === 'busy'
+        ? reject('busy', 'BUSY', DATA_BUSY, { token_id: tokenId })
+        : reject(
+            'cancelled',
+            'CANCELLED',
+            'the run was cancelled while it waited for its data folder; nothing ran and its approval still holds',
+            {
+              token_id: tokenId,
+            },
+          );
+    }
+    if (shared !== undefined) {
+      const local = turn.lease;
+      slot.dataLease = { ...local, release: () => void shared.give().finally(() => local.release()) };
+    }
+    const before = readDataRecord(data.base, plan.data.key);
+    if (before?.full)
+      return reject(
+        'data-full',
+        'DATA_FULL',
+        `the skill's data folder holds ${before.bytes} bytes in ${before.entries} entries, over its quota of ${plan.data.quota.bytes} bytes and ${plan.data.quota.files} entries; nothing ran and the approval still holds. Free space first (the person: their data tool; the operator: skill-mcp data rm), then call again`,
+        { token_id: tokenId },
+      );
+    try {
+      return { opened: openDataFolder(data, plan.data.key), before };
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code ?? (isSkillMcpError(error) ? error.code : 'error');
+      return reject('internal', 'INTERNAL', `the skill's data folder could not be made ready (${code}); nothing was run`, {
+        token_id: tokenId,
+      });
+    }
   }
 
   /**

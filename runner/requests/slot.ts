@@ -26,6 +26,8 @@ export interface Slot {
   /** Aborted by a cancel or an asker that went away: takes a waiting run out of the queue. */
   leave: AbortController;
   lease?: Lease;
+  /** Its turn at its data folder (runner/data/locks.ts), when it has one. */
+  dataLease?: Lease;
   proc?: RunningProcess;
   /** Its terminal line (a reject or its exit) is queued: nothing more ends it in the log. */
   ended?: boolean;

@@ -21,6 +21,8 @@ import { CA_BUNDLE_MOUNT } from '../secrets/trust.js';
 export const SKILL_MOUNT = '/skill';
 /** Where the run's workspace appears inside the sandbox (read-write; the script's cwd). */
 export const WORKSPACE_MOUNT = '/work';
+/** Where the skill's data folder appears inside the sandbox (read-write; `MCP_DATA_DIR`). */
+export const DATA_MOUNT = '/data';
 /**
  * The `PWD` a script gets in bubblewrap: its working directory. bubblewrap exports PWD itself (the
  * `--chdir` folder, after its own option parsing, so `--unsetenv` cannot remove it); the runner sets
@@ -88,6 +90,8 @@ export interface RunView {
   seccompFd?: number;
   /** Host path of the run's workspace (runner/workspace/workspace.ts): bound read-write, the cwd. */
   workspace?: string;
+  /** Host path of the skill's data folder (runner/data/folder.ts): bound read-write at {@link DATA_MOUNT}. */
+  data?: string;
   /** The run's environments (runner/deps/), each bound read-only at its mount. */
   deps?: { source: string; mount: string }[];
   /**
@@ -206,6 +210,8 @@ export function bwrapArgs(layout: HostLayout, view: RunView): string[] {
   if (view.blockFd !== undefined) args.push('--block-fd', String(view.blockFd));
   // The one host folder the run may write: its own fresh workspace, holding the approved inputs.
   if (view.workspace !== undefined) args.push('--bind', view.workspace, WORKSPACE_MOUNT);
+  // Security: the one other, only this skill's (and caller's) folder, never the base holding the others.
+  if (view.data !== undefined) args.push('--bind', view.data, DATA_MOUNT);
   // Security: read-only — a run can import its packages, never change them for the next run.
   for (const bind of view.deps ?? []) args.push('--ro-bind', bind.source, bind.mount);
   args.push(...SEAL_VIEW, '--chdir', view.workspace !== undefined ? WORKSPACE_MOUNT : SKILL_MOUNT);

@@ -32,7 +32,7 @@
  * paths in the arguments are then relative to the workspace, as in a terminal.
  */
 import { buildScriptEnv } from '../../shared/env.js';
-import { bwrapArgs, SANDBOX_HOME, sandboxPwd, SKILL_MOUNT } from './bwrap.js';
+import { bwrapArgs, DATA_MOUNT, SANDBOX_HOME, sandboxPwd, SKILL_MOUNT } from './bwrap.js';
 import { bridgeArgv } from '../egress/bridge.js';
 import { bridgeNode } from '../egress/plan.js';
 import type { Platform } from './platform.js';
@@ -71,6 +71,8 @@ export interface RunDirs {
   home: string;
   /** A proxied run's helper folder: its egress socket and, with secret bindings, its CA bundle (runner/egress/helper-link.ts). */
   helper?: string;
+  /** The skill's data folder and (root) its group, which the run joins (runner/data/folder.ts). */
+  data?: { dir: string; gid?: number };
 }
 
 /**
@@ -126,13 +128,15 @@ const CGROUP_SCRIPT = [
 // mount namespace they become read-only, and only the run's own folder (HOME, workspace) stays writable.
 const MOUNT_SCRIPT = [
   'set -e',
-  'home=$1; mount=$2; size=$3; owner=$4; work=$5; shift 5',
+  'home=$1; mount=$2; size=$3; owner=$4; work=$5; data=$6; shift 6',
   // Security: the run's HOME/TMPDIR becomes a size-capped RAM disk owned by the run uid, so a run
   // filling it cannot fill the disk the runner's state and audit log live on.
   '"$mount" -t tmpfs -o "size=$size,mode=0700,uid=$owner,gid=$owner,nosuid,nodev" skill-mcp-tmp "$home"',
   // The workspace becomes a mount of its own first, so the read-only remounts below (the scratch
   // folder may sit under /tmp) leave it writable, as the recursive binds carry it along.
   '"$mount" --bind "$work" "$work"; "$mount" -o remount,bind,nosuid,nodev "$work"',
+  // The data folder likewise, when the run has one.
+  'if [ -n "$data" ]; then "$mount" --bind "$data" "$data"; "$mount" -o remount,bind,nosuid,nodev "$data"; fi',
   'for d in /tmp /var/tmp /dev/shm /run/lock; do',
   '  if [ -d "$d" ] && [ ! -L "$d" ]; then "$mount" --rbind "$d" "$d"; "$mount" -o remount,bind,ro "$d"; fi',
   'done',
@@ -188,6 +192,7 @@ export function buildSpawn(inputs: SpawnInputs): SpawnSpec {
     ...plan.egress.env,
     ...(sandboxed ? { HOME: SANDBOX_HOME, TMPDIR: SANDBOX_HOME, PATH: sandboxPath(platform) } : { HOME: dirs.home, TMPDIR: dirs.home }),
     SKILL_DIR: sandboxed ? SKILL_MOUNT : plan.realDir,
+    MCP_DATA_DIR: dirs.data === undefined ? null : sandboxed ? DATA_MOUNT : dirs.data.dir,
   };
   const built = buildScriptEnv(sourceEnv, plan.grantedEnv, overrides);
   // The runner's own variables for the environments, the CA bundle and bubblewrap's PWD (never grantable, never from the host).
@@ -223,7 +228,8 @@ export function buildSpawn(inputs: SpawnInputs): SpawnSpec {
           setpriv!,
           `--reuid=${uid}`,
           `--regid=${uid}`,
-          '--clear-groups',
+          // Security: no group but the data folder's, so the run reaches that folder and no other.
+          ...(dirs.data?.gid !== undefined ? [`--groups=${dirs.data.gid}`] : ['--clear-groups']),
           '--no-new-privs',
           '--inh-caps=-all',
           '--bounding-set=-all',
@@ -256,6 +262,7 @@ export function buildSpawn(inputs: SpawnInputs): SpawnSpec {
       infoFd: SANDBOX_INFO_FD,
       ...(gated ? { blockFd: GATE_BLOCK_FD } : {}),
       deps: depsBinds(plan.deps),
+      ...(dirs.data !== undefined ? { data: dirs.data.dir } : {}),
     };
     // Security: at `namespace` bubblewrap is the chain's first step, as it gives by itself what a
     // setpriv before it gave (one exec less, docs/isolation.md): no_new_privs, set first thing in
@@ -265,7 +272,14 @@ export function buildSpawn(inputs: SpawnInputs): SpawnSpec {
     // before the exec). As root setpriv stays: only it switches the real uid.
     chain = [...(uid === undefined ? [] : drop), bwrap!, ...bwrapArgs(platform.layout!, view), '--', ...inside];
     const spec = {
-      ...finish(platform, extras, { chain: [...launcherStep(platform), ...chain], env, cwd: '/', names, filterInLauncher: false }),
+      ...finish(platform, extras, {
+        chain: [...launcherStep(platform), ...chain],
+        env,
+        cwd: '/',
+        names,
+        filterInLauncher: false,
+        shared: dirs.data?.gid !== undefined,
+      }),
       infoFd: SANDBOX_INFO_FD,
     };
     if (!gated) return spec;
@@ -313,11 +327,12 @@ export function buildSpawn(inputs: SpawnInputs): SpawnSpec {
         String(limits.tmpBytes),
         String(uid),
         dirs.workspace,
+        dirs.data?.dir ?? '',
         ...chain,
       ];
     }
   }
-  return finish(platform, extras, { chain, env, cwd: dirs.workspace, names, filterInLauncher: true });
+  return finish(platform, extras, { chain, env, cwd: dirs.workspace, names, filterInLauncher: true, shared: dirs.data?.gid !== undefined });
 }
 
 /** `node launch.cjs --`, when this runner has the launcher. */
@@ -329,12 +344,15 @@ function launcherStep(platform: Platform): string[] {
 function finish(
   platform: Platform,
   extras: RunExtras,
-  the: { chain: string[]; env: Record<string, string>; cwd: string; names: string[]; filterInLauncher: boolean },
+  the: { chain: string[]; env: Record<string, string>; cwd: string; names: string[]; filterInLauncher: boolean; shared: boolean },
 ): SpawnSpec {
-  const { chain, env, cwd, names, filterInLauncher } = the;
+  const { chain, env, cwd, names, filterInLauncher, shared } = the;
   const procs = extras.cgroupProcs ?? [];
+  // A data folder its group shares across runs of different uids (runner/data/folder.ts): umask 007,
+  // so what one run writes the next may change (the runner's own 077 would leave it to its writer).
+  const umasked = shared ? [platform.tools.sh!, '-c', 'umask 007 && exec "$@"', 'skill-mcp-umask', ...chain] : chain;
   const full =
-    procs.length > 0 ? [platform.tools.sh!, '-c', CGROUP_SCRIPT, 'skill-mcp-cgroup', String(procs.length), ...procs, ...chain] : chain;
+    procs.length > 0 ? [platform.tools.sh!, '-c', CGROUP_SCRIPT, 'skill-mcp-cgroup', String(procs.length), ...procs, ...umasked] : umasked;
   const orders = platform.launcher
     ? Buffer.from(
         JSON.stringify({

@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FrameCodec } from '../../shared/frame-codec.js';
 import { RunRedaction } from '../secrets/redact.js';
+import { measureDataOrSay } from '../data/usage.js';
 import { collectOutputs } from '../workspace/outputs.js';
 import type { WalkOrders, WalkResult } from '../workspace/walk-protocol.js';
 
@@ -30,20 +31,31 @@ function parseOrders(value: unknown): WalkOrders | undefined {
   const numbers = [o.dev, o.ino, o.uid, o.budgetBytes, o.maxEntries].every((n) => Number.isSafeInteger(n) && (n as number) >= 0);
   if (!numbers || typeof o.dir !== 'string' || !o.dir.startsWith('/') || !Array.isArray(o.inputs) || !Array.isArray(o.redact))
     return undefined;
+  const d = o.data;
+  if (
+    d !== undefined &&
+    (typeof d?.dir !== 'string' ||
+      !d.dir.startsWith('/') ||
+      !Number.isSafeInteger(d.maxEntries) ||
+      (d.gid !== undefined && (!Number.isSafeInteger(d.gid) || d.gid <= 0)))
+  )
+    return undefined;
   return o as WalkOrders;
 }
 
 /**
- * Becomes `uid` (its gid the same, no supplementary group) and proves it: every uid and gid that
- * one, no group, no capability left. Security: the walker starts as root with CAP_SETUID and
+ * Becomes `uid` (its gid the same; the run's data folder's `group` its one supplementary group when
+ * it measures that folder, else none) and proves it: every uid and gid that one, that group alone,
+ * no capability left. Security: the walker starts as root with CAP_SETUID and
  * CAP_SETGID only (walk-link.ts), so that it can wait ahead of its run; a walk done before this
  * drop, or after a partial one, would read the script's files — and follow what the script
  * planted — with root's ownership. Returns why not, or undefined once it is that uid.
  */
-export function becomeRunUid(uid: number): string | undefined {
+export function becomeRunUid(uid: number, group?: number): string | undefined {
   if (uid === 0) return 'the orders name uid 0';
+  if (group === 0) return 'the orders name group 0';
   try {
-    process.setgroups?.([]);
+    process.setgroups?.(group !== undefined ? [group] : []);
     process.setgid?.(uid);
     process.setuid?.(uid);
   } catch (error) {
@@ -58,7 +70,12 @@ export function becomeRunUid(uid: number): string | undefined {
     return each.length === 4 && each.every((id) => id === String(uid));
   };
   const none = (name: string): boolean => /^0+$/.test(field(name));
-  if (!ids('Uid') || !ids('Gid') || field('Groups') !== '' || !['CapPrm', 'CapEff', 'CapAmb'].every(none))
+  if (
+    !ids('Uid') ||
+    !ids('Gid') ||
+    field('Groups') !== (group !== undefined ? String(group) : '') ||
+    !['CapPrm', 'CapEff', 'CapAmb'].every(none)
+  )
     return `it is not uid ${uid} alone with no capability after the drop`;
   return undefined;
 }
@@ -99,8 +116,8 @@ export function walkerMain(): void {
       const orders = parseOrders(event.value);
       if (orders === undefined) fail("the runner's orders are not a walk");
       done = true;
-      const { dir, dev, ino, uid, inputs, budgetBytes, maxEntries, redact } = orders;
-      const notDropped = becomeRunUid(uid);
+      const { dir, dev, ino, uid, inputs, budgetBytes, maxEntries, redact, data } = orders;
+      const notDropped = becomeRunUid(uid, data?.gid);
       if (notDropped !== undefined) fail(notDropped);
       const redaction = new RunRedaction(redact);
       const collected = collectOutputs(
@@ -114,6 +131,7 @@ export function walkerMain(): void {
         ...(collected.note !== undefined ? { note: collected.note } : {}),
         bytes: collected.bytes,
         redacted: redaction.countsByName(),
+        ...(data !== undefined ? { data: measureDataOrSay(data.dir, data.maxEntries) } : {}),
       };
       process.stdout.write(codec.encode(result), () => process.exit(0));
     }

@@ -19,6 +19,7 @@ import type { ChildProcess } from 'node:child_process';
 import { FrameCodec } from '../../shared/frame.js';
 import { sha256Hex } from '../../shared/run-io.js';
 import type { RedactionValue } from '../secrets/binding.js';
+import type { DataUsage } from '../data/usage.js';
 import type { Collected, OutputFile } from './outputs.js';
 import type { WalkResult } from './walk-protocol.js';
 import { WALK_MAX_FRAME_BYTES, walkResultSchema } from './walk-protocol.js';
@@ -112,7 +113,7 @@ export class WalkerPool {
 }
 
 /** What the walk gave back, or why there is nothing: a note the result and the audit line carry. */
-export type Walked = { collected: Collected; redacted: Record<string, number> };
+export type Walked = { collected: Collected; redacted: Record<string, number>; data?: DataUsage };
 
 function nothing(why: string): Walked {
   return {
@@ -143,7 +144,11 @@ export function checkWalk(result: WalkResult, budgetBytes: number): Walked | str
   }
   if (carried > budgetBytes) return `it returned ${carried} bytes, over the ${budgetBytes}-byte budget`;
   if (carried !== result.bytes) return 'its byte count does not add up';
-  return { collected: { files, bytes: carried, ...(result.note !== undefined ? { note: result.note } : {}) }, redacted: result.redacted };
+  return {
+    collected: { files, bytes: carried, ...(result.note !== undefined ? { note: result.note } : {}) },
+    redacted: result.redacted,
+    ...(result.data !== undefined ? { data: result.data } : {}),
+  };
 }
 
 /** Walks `ws` as `uid` in a walker process; never rejects. */
@@ -155,6 +160,8 @@ export function walkAsRunUid(opts: {
   maxEntries: number;
   redact: readonly RedactionValue[];
   timeoutMs?: number;
+  /** The run's data folder, to measure in the same walk (its group joined). */
+  data?: { dir: string; gid?: number; maxEntries: number };
 }): Promise<Walked> {
   const codec = new FrameCodec(WALK_MAX_FRAME_BYTES);
   const { child, stderr } = opts.walkers.take();
@@ -214,6 +221,15 @@ export function walkAsRunUid(opts: {
         budgetBytes: opts.budgetBytes,
         maxEntries: opts.maxEntries,
         redact: opts.redact.map(({ name, value }) => ({ name, value })),
+        ...(opts.data !== undefined
+          ? {
+              data: {
+                dir: opts.data.dir,
+                maxEntries: opts.data.maxEntries,
+                ...(opts.data.gid !== undefined ? { gid: opts.data.gid } : {}),
+              },
+            }
+          : {}),
       }),
     );
   });

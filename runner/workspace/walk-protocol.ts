@@ -24,6 +24,9 @@ export const walkOrdersSchema = z.strictObject({
   maxEntries: COUNT,
   /** The values the run could see (its legacy `env` secrets): redacted from every file and name. */
   redact: z.array(z.strictObject({ name: z.string(), value: z.string() })),
+  /** The run's data folder, measured too (runner/data/usage.ts): at most `maxEntries` entries counted. */
+  /** `gid`: the folder's group, which the walker joins (its only supplementary group) to read it. */
+  data: z.strictObject({ dir: z.string().startsWith('/'), maxEntries: COUNT, gid: COUNT.optional() }).optional(),
 });
 export type WalkOrders = z.infer<typeof walkOrdersSchema>;
 
@@ -46,6 +49,9 @@ export const walkResultSchema = z.strictObject({
   note: z.string().max(2048).optional(),
   bytes: COUNT,
   redacted: z.record(z.string().max(256), COUNT),
+  data: z
+    .strictObject({ bytes: COUNT, entries: COUNT, odd: z.array(z.string().max(8192)).max(20), unmeasured: z.string().max(256).optional() })
+    .optional(),
 });
 export type WalkResult = z.infer<typeof walkResultSchema>;
 

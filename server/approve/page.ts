@@ -103,6 +103,13 @@ export function previewTable(willRun: WillRun): string {
     row('memory cap', escapeHtml(formatBytes(willRun.memoryBytes))),
   ];
   if (willRun.secrets?.length || willRun.secretsNotBound?.length) rows.push(row('secrets', secretsCell(willRun)));
+  if (willRun.data)
+    rows.push(
+      row(
+        'data folder',
+        `${code(willRun.data.folder)} — read and written by the script, kept between runs (quota ${willRun.data.bytes} bytes, ${willRun.data.files} entries)`,
+      ),
+    );
   if (willRun.deps?.length)
     rows.push(row('packages', willRun.deps.map((d) => `${escapeHtml(d.kind)} ${code(`sha256:${d.digest}`)}`).join('<br>')));
   const warnings = [

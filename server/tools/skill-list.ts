@@ -221,6 +221,9 @@ export async function skillList(front: FrontContext, request: ListRequest = {}):
       scripts,
       ...(ungrantedScripts.length > 0 ? { ungrantedScripts } : {}),
       ...(unavailableScripts.length > 0 ? { unavailableScripts } : {}),
+      // A folder its scripts keep between runs: its quota and, for callers without an identity, what it
+      // holds (a verified identity has a folder of its own: its preview shows that one's usage).
+      ...(runnerSkill?.data ? { data: request.identity === undefined ? runnerSkill.data : { ...runnerSkill.data, used: undefined } } : {}),
     };
   };
   const { page, lastKey, more } = pageOf(records, (r) => r.name, after, limit, shape);

@@ -68,7 +68,7 @@ function formatBytes(bytes: number): string {
   return bytes % 1024 ** 3 === 0 ? `${bytes / 1024 ** 3} GiB` : `${Math.round(bytes / 1024 ** 2)} MiB`;
 }
 
-function describeRun(willRun: WillRun): string {
+function describeRun(willRun: WillRun, used?: Minted['dataUsed']): string {
   const lines = [
     `Run ${willRun.skill}/${willRun.argv[0]}?`,
     `interpreter: ${willRun.interpreter}`,
@@ -87,6 +87,10 @@ function describeRun(willRun: WillRun): string {
       `pulled from: ${p.source} ${p.from}${p.state === 'as-pulled' ? `${p.commit ? ` at commit ${p.commit}` : ''}${p.digest ? ` (index digest ${shortDigest(p.digest.slice(7))})` : ''}` : ` — MODIFIED SINCE PULL: ${p.detail}`}`,
     );
   lines.push(...describeInputs(willRun));
+  if (willRun.data)
+    lines.push(
+      `data folder: ${willRun.data.folder}, read and written by the script, kept between runs (quota ${willRun.data.bytes} bytes, ${willRun.data.files} entries${used ? `; holds ${used.bytes} bytes in ${used.entries} entries${used.full ? ', OVER ITS QUOTA: the run will be refused until space is freed' : ''}` : '; empty so far'})`,
+    );
   if (willRun.isolation === 'same-uid')
     lines.push("WARNING: no sandbox here — the script runs as the server's own user, with its files and its network.");
   if (willRun.envNotSet?.length) lines.push(`granted but not set here: ${willRun.envNotSet.join(', ')}`);
@@ -179,6 +183,10 @@ function runResult(result: RunResult): CallToolResult {
     ...(result.workspaceFull === true
       ? { workspaceFull: true, workspaceNote: result.workspaceNote ?? "the run's workspace filled up" }
       : {}),
+    // The skill's data folder after the run; never silent when it went over its quota (docs/isolation.md, "Data folders").
+    ...(result.data ? { data: result.data } : {}),
+    ...(result.dataFull === true ? { dataFull: true } : {}),
+    ...(result.dataNote !== undefined ? { dataNote: result.dataNote } : {}),
     // Issue 30: what redaction replaced, by name (never a value).
     ...(result.redaction ? { redaction: result.redaction } : {}),
   });
@@ -191,7 +199,12 @@ function runResult(result: RunResult): CallToolResult {
 }
 
 function preview(minted: Minted, extra: Record<string, unknown>): CallToolResult {
-  return ok({ ...extra, preview: { willRun: minted.willRun }, confirmToken: minted.confirmToken, expiresAt: minted.expiresAt });
+  return ok({
+    ...extra,
+    preview: { willRun: minted.willRun, ...(minted.dataUsed ? { dataUsed: minted.dataUsed } : {}) },
+    confirmToken: minted.confirmToken,
+    expiresAt: minted.expiresAt,
+  });
 }
 
 /** Who asks, as a pending approval records it: the OAuth `sub` (none for the static token's one holder). */
@@ -497,7 +510,7 @@ export async function skillRun(
   return inputRequired({
     inputRequests: {
       [CONFIRM_KEY]: inputRequired.elicit({
-        message: describeRun(minted.willRun),
+        message: describeRun(minted.willRun, minted.dataUsed),
         requestedSchema: { type: 'object', properties: {} },
       }),
     },

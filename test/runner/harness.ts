@@ -25,6 +25,8 @@ export interface SkillSpec {
   files: Record<string, string>;
   /** The declaration's `egress` entries, written as a YAML flow list. */
   egress?: string[];
+  /** The declaration's `data:` as YAML (`true`, `{bytes: 1000, files: 5}`). */
+  data?: string;
 }
 
 /** A run's captured bytes as text (the protocol carries output as bytes, exactly as written). */
@@ -64,7 +66,7 @@ export function writeSkills(skills: Record<string, SkillSpec>): string {
           `    - script: ${r.script}\n      interpreter: ${r.interpreter}\n      env: [${(r.env ?? []).join(', ')}]\n      timeout: ${r.timeout ?? 10}`,
       )
       .join('\n');
-    const egress = spec.egress ? `\n  egress: [${spec.egress.join(', ')}]` : '';
+    const egress = `${spec.egress ? `\n  egress: [${spec.egress.join(', ')}]` : ''}${spec.data ? `\n  data: ${spec.data}` : ''}`;
     const files = {
       'SKILL.md': `---\nname: ${name}\ndescription: test skill ${name}\nmcp-host:\n  version: 1\n  run:\n${rows}${egress}\n---\nTest skill.\n`,
       ...spec.files,

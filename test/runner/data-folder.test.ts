@@ -1,0 +1,382 @@
+/**
+ * A skill's data folder (docs/isolation.md, "Data folders"), through the real runner over its socket
+ * at this machine's level: what one run writes the next reads — also after a runner restart and, as
+ * root, under a fresh uid per run — two skills never share a folder, two runs of one folder never
+ * run at once, the quota is checked after each run (dataFull, then DATA_FULL, nothing lost), and
+ * what a script leaves there (a link, a FIFO) is named but never followed.
+ */
+import { execFileSync } from 'node:child_process';
+import { chownSync, existsSync, readFileSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunnerClient } from '../../server/runner-client.js';
+import { requesterTag } from '../../shared/token.js';
+import { expectedLevel, hasBwrap } from '../levels.js';
+import {
+  auditLines,
+  awaitAuditLine,
+  BIN,
+  isRoot,
+  startRunner,
+  tempDir,
+  text,
+  uidRange,
+  until,
+  writeSkills,
+  type RunnerHandle,
+} from './harness.js';
+
+const COUNTER = `import os
+d = os.environ['MCP_DATA_DIR']
+os.makedirs(os.path.join(d, 'sub'), exist_ok=True)
+p = os.path.join(d, 'sub', 'count')
+n = int(open(p).read()) if os.path.exists(p) else 0
+# Rewritten in place: a file an earlier run (another uid, as root) made must stay writable.
+with open(p, 'w') as f:
+    f.write(str(n + 1))
+print(n + 1, d)
+`;
+
+const WRITE = `import os, sys
+name, size = sys.argv[1], int(sys.argv[2])
+with open(os.path.join(os.environ['MCP_DATA_DIR'], name), 'wb') as f:
+    f.write(b'x' * size)
+print('wrote', name)
+`;
+
+const PLANT = `import os
+d = os.environ['MCP_DATA_DIR']
+os.symlink('/etc/passwd', os.path.join(d, 'passwd-link'))
+os.mkfifo(os.path.join(d, 'pipe'))
+print('planted')
+`;
+
+const LOOK = `import os
+d = os.environ.get('MCP_DATA_DIR')
+print('none' if d is None else ','.join(sorted(os.listdir(d))) or 'empty')
+`;
+
+// Looks at another skill's folder by its host path.
+const PEEK = `import os, sys
+try:
+    print(','.join(sorted(os.listdir(sys.argv[1]))) or 'empty')
+except PermissionError:
+    print('denied')
+except FileNotFoundError:
+    print('missing')
+`;
+
+// Holds its folder until the test says go (a file the test writes there), then leaves a mark.
+const HOLD = `import os, sys, time
+d = os.environ['MCP_DATA_DIR']
+me = sys.argv[1]
+print('other-done' if os.path.exists(os.path.join(d, 'done-a')) else 'other-not-done')
+open(os.path.join(d, 'started-' + me), 'w').close()
+while me == 'a' and not os.path.exists(os.path.join(d, 'go')):
+    time.sleep(0.02)
+open(os.path.join(d, 'done-' + me), 'w').close()
+`;
+
+const py = (script: string) => ({ script, interpreter: 'python3' });
+const skills = writeSkills({
+  counter: { run: [py('count.py')], files: { 'count.py': COUNTER }, data: 'true' },
+  small: { run: [py('write.py')], files: { 'write.py': WRITE }, data: '{bytes: 1000, files: 5}' },
+  planter: { run: [py('plant.py')], files: { 'plant.py': PLANT }, data: 'true' },
+  looker: { run: [py('look.py')], files: { 'look.py': LOOK }, data: 'true' },
+  plain: { run: [py('look.py'), py('peek.py')], files: { 'look.py': LOOK, 'peek.py': PEEK } },
+  holder: { run: [{ ...py('hold.py'), timeout: 60 }], files: { 'hold.py': HOLD }, data: 'true' },
+});
+const GIDS = '60100-60131';
+const env = { SKILLS_DIR: skills, SKILL_MCP_UID_RANGE: uidRange(26), SKILL_MCP_DATA_GID_RANGE: GIDS };
+const level = expectedLevel(isRoot);
+const base = tempDir('data-runner');
+const stateDir = join(base, 'state');
+const folderOf = (skill: string): string => join(stateDir, 'data', skill, 'anyone');
+let runner: RunnerHandle;
+
+/** `skill-mcp data …` on this test's state folder, as the operator. */
+function cli(...args: string[]): string {
+  try {
+    return execFileSync(process.execPath, [BIN, 'data', ...args, '--state-dir', stateDir], {
+      encoding: 'utf8',
+      env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', SKILL_MCP_DATA_GID_RANGE: GIDS },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+  } catch (error) {
+    throw new Error(String((error as { stderr?: string }).stderr ?? error));
+  }
+}
+
+async function run(client: RunnerClient, skill: string, script: string, args: string[] = []) {
+  const prepared = await client.prepare({ skill, script, args });
+  if (!prepared.ok) throw new Error(`prepare refused: ${prepared.error.code} ${prepared.error.message}`);
+  const ran = await client.run({ skill, script, args, confirmToken: prepared.result.confirmToken }, { timeoutMs: 60_000 });
+  return { prepared: prepared.result, ran };
+}
+
+async function ok(client: RunnerClient, skill: string, script: string, args: string[] = []) {
+  const { prepared, ran } = await run(client, skill, script, args);
+  if (!ran.ok) throw new Error(`run refused: ${ran.error.code} ${ran.error.message}`);
+  return { willRun: prepared.willRun, result: ran.result };
+}
+
+beforeAll(async () => {
+  runner = await startRunner({ env, base, stateDir });
+}, 30_000);
+afterAll(async () => {
+  await runner?.stop();
+});
+
+describe(`data folders at ${level}`, () => {
+  it('a counter counts 1, 2, 3 across runs and goes on after a runner restart; the preview binds the folder and its quota', async () => {
+    const first = await ok(runner.client, 'counter', 'count.py');
+    expect(first.willRun.isolation).toBe(level);
+    expect(first.willRun.data).toEqual({ folder: 'counter/anyone', bytes: 100 * 1024 * 1024, files: 10_000 });
+    expect(first.willRun.envNames).toContain('MCP_DATA_DIR');
+    const [count, dir] = text(first.result.stdout).trim().split(' ');
+    expect(count).toBe('1');
+    // Inside bubblewrap the folder is at /data; elsewhere the script gets its host path.
+    expect(dir).toBe(hasBwrap(level) ? '/data' : folderOf('counter'));
+    expect(text((await ok(runner.client, 'counter', 'count.py')).result.stdout).split(' ')[0]).toBe('2');
+    await runner.stop();
+    runner = await startRunner({ env, base, stateDir });
+    const third = await ok(runner.client, 'counter', 'count.py');
+    expect(text(third.result.stdout).split(' ')[0]).toBe('3');
+    expect(third.result.data).toEqual({ bytes: expect.any(Number), entries: 2 });
+    expect(third.result.dataFull).toBeUndefined();
+    expect(readFileSync(join(folderOf('counter'), 'sub', 'count'), 'utf8')).toBe('3');
+    const exit = await awaitAuditLine(stateDir, (l) => l['event'] === 'run.exit' && l['run_id'] === third.result.runId);
+    expect(exit).toMatchObject({
+      data_folder: 'counter/anyone',
+      data_bytes_before: 1,
+      data_entries_before: 2,
+      data_bytes: 1,
+      data_entries: 2,
+    });
+    // skill_list's source (describe) names the folder, its quota and what it holds.
+    const described = await runner.client.describe(['counter']);
+    expect(described.ok && described.result.skills[0]?.data).toEqual({
+      folder: 'counter/anyone',
+      bytes: 100 * 1024 * 1024,
+      files: 10_000,
+      used: { bytes: 1, entries: 2, full: false },
+    });
+    // The next preview shows what the folder holds now, outside what the token binds.
+    const next = await runner.client.prepare({ skill: 'counter', script: 'count.py', args: [] });
+    expect(next.ok && next.result.dataUsed).toEqual({ bytes: 1, entries: 2, full: false });
+  }, 90_000);
+
+  it('the approval binds the folder’s quota: the operator lowering it after the preview makes the run DRAFT_CHANGED', async () => {
+    const prepared = await runner.client.prepare({ skill: 'counter', script: 'count.py', args: [] });
+    if (!prepared.ok) throw new Error(prepared.error.message);
+    await runner.stop();
+    runner = await startRunner({ env: { ...env, SKILL_MCP_DATA_BYTES: '5000' }, base, stateDir });
+    try {
+      const ran = await runner.client.run(
+        { skill: 'counter', script: 'count.py', args: [], confirmToken: prepared.result.confirmToken },
+        { timeoutMs: 60_000 },
+      );
+      expect(ran.ok).toBe(false);
+      if (!ran.ok) {
+        expect(ran.error.code).toBe('DRAFT_CHANGED');
+        expect(ran.error.fresh?.willRun.data).toEqual({ folder: 'counter/anyone', bytes: 5000, files: 10_000 });
+      }
+    } finally {
+      await runner.stop();
+      runner = await startRunner({ env, base, stateDir });
+    }
+  }, 90_000);
+
+  it.runIf(isRoot)(
+    'as root the folder is root:<its own gid> 2770, and a file another uid wrote there stays writable to the next run',
+    async () => {
+      const st = statSync(folderOf('counter'));
+      const [first, last] = GIDS.split('-').map(Number) as [number, number];
+      expect(st.uid).toBe(0);
+      expect(st.gid).toBeGreaterThanOrEqual(first);
+      expect(st.gid).toBeLessThanOrEqual(last);
+      expect(st.mode & 0o7777).toBe(0o2770);
+      // As a run of another uid would have left it (umask 007, the folder's group through setgid):
+      // owned by a uid that is no run's, so only the group lets the next run rewrite it.
+      const count = join(folderOf('counter'), 'sub', 'count');
+      expect(statSync(count).gid).toBe(st.gid);
+      expect(statSync(count).mode & 0o777).toBe(0o660);
+      chownSync(count, 12345, st.gid);
+      const next = await ok(runner.client, 'counter', 'count.py');
+      expect(text(next.result.stdout).split(' ')[0]).toBe('4');
+    },
+    60_000,
+  );
+
+  it('a skill without data: gets no folder and no MCP_DATA_DIR; two skills never see each other’s folder', async () => {
+    const plain = await ok(runner.client, 'plain', 'look.py');
+    expect(plain.willRun.data).toBeUndefined();
+    expect(plain.willRun.envNames).not.toContain('MCP_DATA_DIR');
+    expect(text(plain.result.stdout).trim()).toBe('none');
+    writeFileSync(join(folderOf('counter'), 'secret-of-counter'), 'x');
+    const looker = await ok(runner.client, 'looker', 'look.py');
+    expect(text(looker.result.stdout).trim()).toBe('empty');
+    expect(existsSync(folderOf('plain'))).toBe(false);
+  }, 60_000);
+
+  it('attack: a script of another skill that names a folder by its host path cannot list it (same-uid: unprotected, as documented)', async () => {
+    const peek = await ok(runner.client, 'plain', 'peek.py', [folderOf('counter')]);
+    const seen = text(peek.result.stdout).trim();
+    // bubblewrap: not in the sandbox at all; uid levels: the folder's group is not the run's.
+    if (hasBwrap(level)) expect(seen).toBe('missing');
+    else if (isRoot) expect(seen).toBe('denied');
+    else expect(seen).toContain('secret-of-counter');
+  }, 60_000);
+
+  it('over the quota: the run that went over says dataFull and keeps what it wrote; the next is refused DATA_FULL, its approval unspent', async () => {
+    const fits = await ok(runner.client, 'small', 'write.py', ['a', '600']);
+    expect(fits.willRun.data).toEqual({ folder: 'small/anyone', bytes: 1000, files: 5 });
+    expect(fits.result.dataFull).toBeUndefined();
+    const over = await ok(runner.client, 'small', 'write.py', ['b', '600']);
+    expect(over.result.exitCode).toBe(0);
+    expect(over.result.dataFull).toBe(true);
+    expect(over.result.dataNote).toMatch(/over its quota of 1000 bytes/);
+    expect(readdirSync(folderOf('small')).sort()).toEqual(['a', 'b']);
+    const refused = await run(runner.client, 'small', 'write.py', ['c', '1']);
+    expect(refused.ran.ok).toBe(false);
+    if (!refused.ran.ok) expect(refused.ran.error.code).toBe('DATA_FULL');
+    expect(readdirSync(folderOf('small')).sort()).toEqual(['a', 'b']);
+    const reject = await awaitAuditLine(stateDir, (l) => l['event'] === 'run.reject' && l['reason'] === 'data-full');
+    expect(reject['skill']).toBe('small');
+    // The operator's view, then the folder emptied: the refused approval runs as it was.
+    expect(cli('ls')).toMatch(/small\/anyone\t1200 bytes\t2 entries of 1000 bytes, 5 entries\tFULL/);
+    expect(cli('rm', 'small')).toMatch(/small\/anyone\t0 bytes\t0 entries/);
+    const again = await runner.client.run(
+      { skill: 'small', script: 'write.py', args: ['c', '1'], confirmToken: refused.prepared.confirmToken },
+      { timeoutMs: 60_000 },
+    );
+    expect(again.ok && again.result.dataFull).toBeUndefined();
+    expect(readdirSync(folderOf('small'))).toEqual(['c']);
+  }, 60_000);
+
+  it('skill-mcp data export and import carry a folder, and import refuses an archive holding a link', async () => {
+    const tar = join(tempDir('data-tar'), 'small.tar');
+    expect(cli('export', 'small', tar)).toMatch(/wrote small\/anyone/);
+    cli('rm', 'small');
+    expect(cli('import', 'small', tar)).toMatch(/small\/anyone\t1 bytes\t1 entries/);
+    // du measures again (without following the link a run might have left) and keeps the figures.
+    expect(cli('du', 'small')).toMatch(/small\/anyone\t1 bytes\t1 entries of 1000 bytes, 5 entries$/m);
+    expect(JSON.parse(cli('ls', '--json'))).toContainEqual({
+      folder: 'small/anyone',
+      record: { bytes: 1, entries: 1, full: false, quota: { bytes: 1000, files: 5 } },
+    });
+    expect(readFileSync(join(folderOf('small'), 'c'), 'utf8')).toBe('x');
+    // The imported file is the next run's to change.
+    const next = await ok(runner.client, 'small', 'write.py', ['c', '2']);
+    expect(next.result.data).toEqual({ bytes: 2, entries: 1 });
+    const linked = tempDir('data-link');
+    symlinkSync('/etc/passwd', join(linked, 'l'));
+    execFileSync('tar', ['-C', linked, '-cf', join(linked, 'bad.tar'), 'l']);
+    expect(() => cli('import', 'small', join(linked, 'bad.tar'))).toThrow(/regular files and folders only/);
+  }, 60_000);
+
+  it('attack: a link and a FIFO planted in the folder are named, never followed or opened, and the folder still serves', async () => {
+    const planted = await ok(runner.client, 'planter', 'plant.py');
+    expect(text(planted.result.stdout).trim()).toBe('planted');
+    expect(planted.result.dataFull).toBeUndefined();
+    expect(planted.result.dataNote).toMatch(/never followed: (passwd-link, pipe|pipe, passwd-link)/);
+    // Only the link's own size is nothing: /etc/passwd's bytes were not counted.
+    expect(planted.result.data).toEqual({ bytes: 0, entries: 2 });
+    const exit = await awaitAuditLine(stateDir, (l) => l['event'] === 'run.exit' && l['run_id'] === planted.result.runId);
+    expect((exit['data_odd'] as string[]).sort()).toEqual(['passwd-link', 'pipe']);
+    expect(text((await ok(runner.client, 'planter', 'plant.py')).result.stderr)).toMatch(/FileExistsError/);
+  }, 60_000);
+});
+
+describe('one run at a time per data folder', () => {
+  it('a second run of the same folder waits for the first to end', async () => {
+    const a = run(runner.client, 'holder', 'hold.py', ['a']);
+    expect(await until(() => existsSync(join(folderOf('holder'), 'started-a')), 30_000)).toBe(true);
+    const b = run(runner.client, 'holder', 'hold.py', ['b']);
+    // B waits for its turn at the folder (its run.wait line), and must not start before A has ended.
+    await awaitAuditLine(stateDir, (l) => l['event'] === 'run.wait' && l['data_folder'] === 'holder/anyone');
+    writeFileSync(join(folderOf('holder'), 'go'), '');
+    const [ra, rb] = await Promise.all([a, b]);
+    if (!ra.ran.ok || !rb.ran.ok) throw new Error('a holder run was refused');
+    expect(text(rb.ran.result.stdout).trim()).toBe('other-done');
+    const lines = auditLines(stateDir);
+    const exitA = lines.findIndex((l) => l['event'] === 'run.exit' && l['run_id'] === (ra.ran.ok && ra.ran.result.runId));
+    const acceptB = lines.findIndex((l) => l['event'] === 'run.accept' && l['run_id'] === (rb.ran.ok && rb.ran.result.runId));
+    expect(acceptB).toBeGreaterThan(exitA);
+  }, 90_000);
+
+  it('with no queue (SKILL_MCP_RUN_QUEUE_MS=0) the second run is refused BUSY and keeps its approval', async () => {
+    const noQueue = await startRunner({
+      env: { ...env, SKILL_MCP_RUN_QUEUE_MS: '0', SKILL_MCP_MAX_RUNS: '2' },
+      stateDir: join(tempDir('data-busy'), 'state'),
+    });
+    try {
+      const folder = join(noQueue.stateDir, 'data', 'holder', 'anyone');
+      const a = run(noQueue.client, 'holder', 'hold.py', ['a']);
+      expect(await until(() => existsSync(join(folder, 'started-a')), 30_000)).toBe(true);
+      const prepared = await noQueue.client.prepare({ skill: 'holder', script: 'hold.py', args: ['b'] });
+      if (!prepared.ok) throw new Error(prepared.error.message);
+      const request = { skill: 'holder', script: 'hold.py', args: ['b'], confirmToken: prepared.result.confirmToken };
+      const busy = await noQueue.client.run(request, { timeoutMs: 60_000 });
+      expect(busy.ok).toBe(false);
+      if (!busy.ok) {
+        expect(busy.error.code).toBe('BUSY');
+        expect(busy.error.message).toMatch(/data folder/);
+      }
+      writeFileSync(join(folder, 'go'), '');
+      expect((await a).ran.ok).toBe(true);
+      // The same approval runs once the folder is free.
+      const again = await noQueue.client.run(request, { timeoutMs: 60_000 });
+      expect(again.ok).toBe(true);
+    } finally {
+      await noQueue.stop();
+    }
+  }, 90_000);
+});
+
+describe("the host's MCP_DATA_DIR", () => {
+  it('is the base: every granted skill gets <base>/<skill>/anyone, one folder per subject, and the base itself never reaches a script', async () => {
+    const hostBase = tempDir('host-data');
+    const hosted = await startRunner({
+      env: {
+        ...env,
+        MCP_DATA_DIR: hostBase,
+        MCP_SKILL_RUN: JSON.stringify([
+          { skill: 'plain', script: 'look.py' },
+          { skill: 'counter', script: 'count.py' },
+        ]),
+        MCP_SKILL_ALLOW_UNSCRUBBED: '1',
+      },
+    });
+    try {
+      const plain = await ok(hosted.client, 'plain', 'look.py');
+      expect(plain.willRun.data).toEqual({ folder: 'plain/anyone', bytes: 100 * 1024 * 1024, files: 10_000 });
+      expect(text(plain.result.stdout).trim()).toBe('empty');
+      const counted = await ok(hosted.client, 'counter', 'count.py');
+      expect(text(counted.result.stdout).split(' ')[0]).toBe('1');
+      expect(readFileSync(join(hostBase, 'counter', 'anyone', 'sub', 'count'), 'utf8')).toBe('1');
+      expect(existsSync(join(hostBase, 'plain', 'anyone'))).toBe(true);
+      // One folder per verified identity: two people never see each other's count.
+      const as = async (subject: string) => {
+        const identity = { subject };
+        const prepared = await hosted.client.prepare({ skill: 'counter', script: 'count.py', args: [], identity });
+        if (!prepared.ok) throw new Error(prepared.error.message);
+        expect(prepared.result.willRun.data?.folder).toBe(`counter/s-${requesterTag(subject)}`);
+        const ran = await hosted.client.run(
+          { skill: 'counter', script: 'count.py', args: [], identity, confirmToken: prepared.result.confirmToken },
+          { timeoutMs: 60_000 },
+        );
+        if (!ran.ok) throw new Error(ran.error.message);
+        return text(ran.result.stdout).split(' ')[0];
+      };
+      expect(await as('alice@example.com')).toBe('1');
+      expect(await as('bob@example.com')).toBe('1');
+      expect(await as('alice@example.com')).toBe('2');
+      expect(readdirSync(join(hostBase, 'counter')).sort()).toEqual(
+        ['anyone', `s-${requesterTag('alice@example.com')}`, `s-${requesterTag('bob@example.com')}`].sort(),
+      );
+    } finally {
+      await hosted.stop();
+    }
+  }, 90_000);
+});
