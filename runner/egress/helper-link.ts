@@ -326,14 +326,24 @@ export class HelperPool {
     return this.make();
   }
 
-  /** Kills the spare (the runner is stopping). */
+  /**
+   * Kills the spare (the runner is stopping), waiting for its end at most HELPER_CLOSE_MS: a stop
+   * must end even if a killed helper's pipes were to stay open (CI once saw a runner's stop hang
+   * past 60 s as an ordinary user; not reproduced, so bounded here).
+   */
   async close(): Promise<void> {
     this.closed = true;
-    const spare = await this.spare;
-    if (spare instanceof RunHelper) {
-      spare.kill();
-      await spare.exited;
-    }
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, HELPER_CLOSE_MS)));
+    const ended = (async () => {
+      const spare = await this.spare;
+      if (spare instanceof RunHelper) {
+        spare.kill();
+        await spare.exited;
+      }
+    })();
+    await Promise.race([ended, late]);
+    clearTimeout(timer);
   }
 }
 

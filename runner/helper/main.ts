@@ -14,6 +14,8 @@
  *
  * Built as its own bundle (dist/skill-mcp-helper.cjs): nothing of it is in the runner's bundle.
  */
+import { rmSync } from 'node:fs';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { FrameCodec } from '../../shared/frame.js';
 import type { HelperStart, HelperToRunner } from '../egress/helper-protocol.js';
@@ -60,6 +62,29 @@ async function start(dir: string, orders: HelperStart): Promise<RunProxy> {
   });
 }
 
+/**
+ * Runs the proxy's code once while a spare waits: a throwaway proxy on a socket of its own folder,
+ * asked once for a destination it refuses (nothing leaves the helper), then closed — so the run's
+ * proxy starts and answers its first request without compiling each step then. Never rejects.
+ */
+async function warmProxy(dir: string): Promise<void> {
+  const socketPath = join(dir, 'warm-up.sock');
+  try {
+    const warm = await openRunProxy({ socketPath, entries: ['127.0.0.1:1'], onRecord: () => undefined });
+    await new Promise<void>((resolve) => {
+      const socket = connect(socketPath, () => socket.end('CONNECT 127.0.0.2:9 HTTP/1.1\r\nHost: 127.0.0.2:9\r\n\r\n'));
+      socket.on('data', () => undefined);
+      socket.once('close', () => resolve());
+      socket.once('error', () => resolve());
+    });
+    await warm.close();
+  } catch {
+    // A warm-up only: the run's proxy does the same work, and says what fails.
+  } finally {
+    rmSync(socketPath, { force: true });
+  }
+}
+
 export function helperMain(argv: readonly string[]): void {
   const at = argv.indexOf('--dir');
   const dir = at >= 0 ? argv[at + 1] : undefined;
@@ -100,7 +125,11 @@ export function helperMain(argv: readonly string[]): void {
   // its run CA's key and the X.509 code (ca.ts, loaded only here and for such a run).
   setImmediate(() => {
     warmUpstreamContext();
-    if (proxy === undefined) void import('./ca.js').then((ca) => ca.prepareCa()).catch(() => undefined);
+    if (proxy !== undefined) return;
+    void warmProxy(dir)
+      .then(() => import('./ca.js'))
+      .then((ca) => ca.prepareCa())
+      .catch(() => undefined);
   });
 }
 
