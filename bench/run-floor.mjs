@@ -196,6 +196,8 @@ async function startOurs(bin, skills, env, prefix, prof) {
       TMPDIR: home,
       SKILLS_DIR: skills,
       MCP_CONFIRM_MODE: 'auto',
+      // Under the bench home at every uid (root's default state folder is /var/lib/skill-mcp).
+      SKILL_MCP_STATE_DIR: join(home, 'state'),
       ...env,
       ...(prof ? { NODE_OPTIONS: `--require ${join(REPO, 'bench/prof-preload.cjs')}`, PROF_DIR: prof } : {}),
     },
