@@ -9,7 +9,7 @@
  * → sandbox → back), its preview untimed. Prints medians per build and kind, and each build's
  * `net − plain` and `keyed − plain`, the median of the per-round differences.
  *
- *   node bench/helper-cost.mjs [--runs=N] [--bin=A[,B]] [--user]
+ *   node bench/helper-cost.mjs [--runs=N] [--bin=A[,B]] [--user] [--gap=MS]
  *
  * `--user`: the servers run as uid 40100 (setpriv), so the runner's level is `namespace`, the level
  * a person's desktop gets; otherwise as this process's uid (root: `namespace-uid`).
@@ -26,6 +26,8 @@ const arg = (name) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slic
 const RUNS = Number(arg('runs') ?? 41);
 const BINS = (arg('bin') ?? join(REPO, 'dist/skill-mcp.js')).split(',').map((b) => resolve(b));
 const USER = process.argv.includes('--user') ? 40100 : undefined;
+/** `--gap=MS`: an untimed pause before each timed run, as between a person's runs (spares ready); 0: back to back. */
+const GAP_MS = Number(arg('gap') ?? 0);
 const KINDS = ['plain', 'net', 'keyed'];
 
 const PROBE = 'print("ok")\n';
@@ -127,7 +129,7 @@ let level;
 // Warm: each server's runner started, its first (slow) runs done, its spare helper up.
 for (const s of servers) for (const k of KINDS) for (let i = 0; i < 3; i++) level = (await s.time(k)).level;
 console.log(
-  `level ${level}, ${RUNS} rounds, load ${loadavg()
+  `level ${level}, ${RUNS} rounds, ${GAP_MS > 0 ? `${GAP_MS} ms before each run` : 'back to back'}, load ${loadavg()
     .map((l) => l.toFixed(2))
     .join(' ')}`,
 );
@@ -135,7 +137,10 @@ for (let round = 0; round < RUNS; round++) {
   const order = BINS.map((_, i) => (i + round) % BINS.length);
   for (const b of order) {
     const kinds = KINDS.map((_, i) => KINDS[(i + round) % KINDS.length]);
-    for (const k of kinds) samples[b][k].push((await servers[b].time(k)).ms);
+    for (const k of kinds) {
+      if (GAP_MS > 0) await new Promise((r) => setTimeout(r, GAP_MS));
+      samples[b][k].push((await servers[b].time(k)).ms);
+    }
   }
 }
 for (const [b, bin] of BINS.entries()) {
