@@ -177,7 +177,6 @@ async function collectRunOutputs(
     };
   const walked = await walkAsRunUid({
     walkers: deps.walk,
-    uid,
     ws,
     budgetBytes: deps.limits.outputFilesBytes,
     maxEntries: MAX_WALK_ENTRIES,

@@ -151,10 +151,10 @@ export function checkWalk(result: WalkResult, budgetBytes: number): Walked | str
   };
 }
 
-/** Walks `ws` as `uid` in a walker process; never rejects. */
+/** Walks `ws` as its owner (the run's uid) in a walker process; never rejects. */
 export function walkAsRunUid(opts: {
   walkers: WalkerPool;
-  uid: number;
+  /** The run's workspace; the walker becomes its owner, the run's uid. */
   ws: Workspace;
   budgetBytes: number;
   maxEntries: number;
