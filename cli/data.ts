@@ -13,6 +13,7 @@ import { parseFlags, stringFlag, UsageError, wantsHelp } from '../shared/cli-arg
 import { ANYONE, dataBaseOf } from '../shared/data.js';
 import { stateDirOf } from '../shared/state-dir.js';
 import { openDataFolder, readDataRecord, writeDataRecord } from '../runner/data/folder.js';
+import { takeFolderTurn } from '../runner/data/folder-turn.js';
 import type { DataRecord } from '../runner/data/folder.js';
 import { DEFAULT_DATA_GID_RANGE } from '../runner/options.js';
 import { parseUidRange } from '../runner/uids/pool.js';
@@ -29,7 +30,7 @@ export const DATA_USAGE = `usage:
       a tar of the folder / unpack one into it (regular files and folders only)
 WHO is "anyone" (callers without an identity, the default) or s-<hash> of a subject (data ls lists them).
 The base is MCP_DATA_DIR when set, else data/ in the state folder (--state-dir, SKILL_MCP_STATE_DIR, the default).
-Run it as the user the runner runs as; a folder changed while a run of it is in progress is measured again after that run.`;
+Run it as the user the runner runs as. rm and import refuse while a run of the folder is in progress (try again when it ends).`;
 
 /** The uid every look inside a folder runs as, as root: no run's, never root. */
 const OUTSIDER_UID = 65534;
@@ -124,6 +125,30 @@ export function dataMain(argv: string[]): void {
     );
   const key = keyOf(positionals[0]);
   const dir = join(base, ...key);
+  // Security: rm and import change the folder, so they take its turn as a run does (runner/data/folder-turn.ts):
+  // never emptied or filled under a running run, and no run starts while they work.
+  const turn = verb === 'rm' || verb === 'import' ? takeFolderTurn(base, key) : undefined;
+  if (turn !== undefined && !turn.ok)
+    throw new UsageError(
+      `a run is using this folder (${key.join('/')}, held by process ${turn.holder || 'unknown'}); nothing was changed: try again when it ends`,
+      undefined,
+    );
+  try {
+    change(verb, key, base, dir, positionals, out);
+  } finally {
+    if (turn?.ok) turn.give();
+  }
+}
+
+function change(
+  verb: 'du' | 'rm' | 'export' | 'import',
+  key: Key,
+  base: string,
+  dir: string,
+  positionals: string[],
+  out: (text: string) => void,
+): void {
+  const env = process.env;
   const was = readDataRecord(base, key);
   if (verb === 'import') {
     const file = positionals[1];

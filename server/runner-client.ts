@@ -59,8 +59,8 @@ export class RunnerClient {
   }
 
   /** What the runner can run: isolation, interpreters, environ state, per-script grants and env names. */
-  describe(skills?: string[]): Promise<Response<'describe'>> {
-    return this.call('describe', { type: 'describe', ...(skills ? { skills } : {}) }, this.requestTimeoutMs);
+  describe(skills?: string[], identity?: Identity): Promise<Response<'describe'>> {
+    return this.call('describe', { type: 'describe', ...(skills ? { skills } : {}), ...(identity ? { identity } : {}) }, this.requestTimeoutMs);
   }
 
   /** Re-derives a run and mints its token: `{willRun, confirmToken, expiresAt}` or a refusal. */

@@ -6,7 +6,7 @@
  */
 import { SkillMcpError } from '../shared/errors.js';
 import type { ConfigView } from '../shared/config-view.js';
-import type { DescribeResult } from '../shared/protocol.js';
+import type { DescribeResult, Identity } from '../shared/protocol.js';
 import type { RunnerClient } from './runner-client.js';
 
 export interface RunnerLinkOptions {
@@ -82,6 +82,22 @@ export class RunnerLink {
    * a `run` the old runner may have started.
    */
   async send<T>(request: (client: RunnerClient) => Promise<T>, options: { idempotent: boolean }): Promise<T> {
+    // A request that changes the runner's state (a run, a data folder cleared) ends the cached
+    // describe once it has answered: a skill_list after its answer shows what it left (the data
+    // folder's usage), never the figures from before it.
+    if (!options.idempotent) return this.#sendChanging(request);
+    return this.#send(request, options);
+  }
+
+  async #sendChanging<T>(request: (client: RunnerClient) => Promise<T>): Promise<T> {
+    try {
+      return await this.#send(request, { idempotent: false });
+    } finally {
+      this.#described = undefined;
+    }
+  }
+
+  async #send<T>(request: (client: RunnerClient) => Promise<T>, options: { idempotent: boolean }): Promise<T> {
     const client = await this.ready();
     try {
       return await request(client);
@@ -111,12 +127,13 @@ export class RunnerLink {
    * The runner's self-description (of `skills` only, when given), cached briefly for the same
    * question; rejects with RUNNER_UNAVAILABLE.
    */
-  describe(skills?: string[]): Promise<DescribeResult> {
+  describe(skills?: string[], identity?: Identity): Promise<DescribeResult> {
     const now = Date.now();
-    const key = skills ? skills.join('\0') : '*';
+    // One answer per asker: its data folders' usage is its own (a subject's is never shown to another).
+    const key = `${identity?.subject ?? ''}\0\0${skills ? skills.join('\0') : '*'}`;
     if (this.#described && this.#described.key === key && now - this.#described.at < DESCRIBE_TTL_MS) return this.#described.value;
     const value = (async () => {
-      const answer = await this.send((client) => client.describe(skills), { idempotent: true });
+      const answer = await this.send((client) => client.describe(skills, identity), { idempotent: true });
       if (!answer.ok) throw new SkillMcpError('RUNNER_UNAVAILABLE', `the runner refused to describe itself: ${answer.error.message}`);
       return answer.result;
     })();

@@ -43,6 +43,8 @@ export type ErrorCode =
   | 'AUDIT_UNAVAILABLE'
   /** The skill's data folder is over its quota (docs/isolation.md, "Data folders"): nothing runs until space is freed. */
   | 'DATA_FULL'
+  /** skill_data_clear of a skill that keeps no data folder for this caller: nothing to clear. */
+  | 'NO_DATA_FOLDER'
   // tokens (docs/architecture.md §7)
   | 'TOKEN_INVALID'
   | 'TOKEN_EXPIRED'

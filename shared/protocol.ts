@@ -71,6 +71,19 @@ export const configViewSchema = z.strictObject({
 /** Where the declaration that applies came from (shared/declaration-source.ts). */
 export const declarationFromSchema = z.enum(['frontmatter', 'sidecar', 'operator']);
 
+/** How the person's yes reached the front (see {@link Approval}). */
+const approvalSchema = z.strictObject({
+  channel: z.enum(['elicitation-form', 'elicitation-url', 'token', 'auto']),
+  approver: z.string().max(256).optional(),
+});
+
+/** Who asked, as the front verified them (see {@link Identity}). */
+const identitySchema = z.strictObject({
+  subject: z.string().min(1).max(256),
+  clientId: z.string().max(256).optional(),
+  groups: z.array(z.string().max(256)).max(64).optional(),
+});
+
 export const requestSchema = z.discriminatedUnion('type', [
   /** The first request of every connection, and only the first: who the front is and what it serves. */
   z.strictObject({
@@ -79,20 +92,15 @@ export const requestSchema = z.discriminatedUnion('type', [
     view: configViewSchema,
   }),
   // `skills`: describe only these (a skill_list page); absent: every skill the runner serves.
-  z.strictObject({ type: z.literal('describe'), skills: z.array(skill).max(MAX_DESCRIBE_SKILLS).optional() }),
+  // `identity`: whose data folders' usage to show (a verified caller sees its own subject's, never another's).
+  z.strictObject({ type: z.literal('describe'), skills: z.array(skill).max(MAX_DESCRIBE_SKILLS).optional(), identity: identitySchema.optional() }),
   z.strictObject({
     type: z.literal('prepare'),
     skill,
     script,
     args,
     inputs: inputsSchema.optional(),
-    identity: z
-      .strictObject({
-        subject: z.string().min(1).max(256),
-        clientId: z.string().max(256).optional(),
-        groups: z.array(z.string().max(256)).max(64).optional(),
-      })
-      .optional(),
+    identity: identitySchema.optional(),
     traceparent: traceparentSchema.optional(),
   }),
   z.strictObject({
@@ -105,20 +113,21 @@ export const requestSchema = z.discriminatedUnion('type', [
     client: clientIdSchema.optional(),
     files: inputFiles.optional(),
     stdin: bytes.optional(),
-    approval: z.strictObject({
-      channel: z.enum(['elicitation-form', 'elicitation-url', 'token', 'auto']),
-      approver: z.string().max(256).optional(),
-    }),
-    identity: z
-      .strictObject({
-        subject: z.string().min(1).max(256),
-        clientId: z.string().max(256).optional(),
-        groups: z.array(z.string().max(256)).max(64).optional(),
-      })
-      .optional(),
+    approval: approvalSchema,
+    identity: identitySchema.optional(),
     traceparent: traceparentSchema.optional(),
   }),
   z.strictObject({ type: z.literal('cancel'), cancelId: cancelIdSchema }),
+  // Empties the caller's own data folder of a skill (docs/isolation.md, "Data folders"): without a
+  // token, a preview and a token bound to that folder; with one (after a person confirmed), the clear.
+  z.strictObject({
+    type: z.literal('data-clear'),
+    skill,
+    confirmToken: z.string().min(1).max(MAX_TOKEN_CHARS).optional(),
+    approval: approvalSchema.optional(),
+    identity: identitySchema.optional(),
+    traceparent: traceparentSchema.optional(),
+  }),
 ]);
 export type RunnerRequest = z.infer<typeof requestSchema>;
 export type RequestType = RunnerRequest['type'];
@@ -419,7 +428,7 @@ export const describeResultSchema = z.strictObject({
       content: z
         .union([z.strictObject({ digest: sha256Hex, fileCount: z.number().int().nonnegative() }), z.strictObject({ why: z.string() })])
         .optional(),
-      /** Its data folder for callers without an identity (docs/isolation.md, "Data folders"): quota and what its last run left. */
+      /** Its data folder for the asking caller (docs/isolation.md, "Data folders"): its name, quota and what its last run left. */
       data: z
         .strictObject({
           folder: z.string(),
@@ -455,12 +464,27 @@ export const refusalSchema = z.strictObject({
 });
 export type Refusal = z.infer<typeof refusalSchema>;
 
+const dataFiguresSchema = z.strictObject({ bytes: z.number().int().nonnegative(), entries: z.number().int().nonnegative() });
+/** A data folder's clear: the preview (`confirmToken`, `used`), or what was removed and what is left. Names only, never a host path. */
+export const dataClearResultSchema = z.strictObject({
+  skill: z.string(),
+  folder: z.string(),
+  used: dataFiguresSchema.extend({ full: z.boolean() }).optional(),
+  confirmToken: z.string().optional(),
+  expiresAt: z.string().optional(),
+  removed: dataFiguresSchema.optional(),
+  left: dataFiguresSchema.optional(),
+  note: z.string().optional(),
+});
+export type DataClearResult = z.infer<typeof dataClearResultSchema>;
+
 const fail = z.strictObject({ ok: z.literal(false), error: refusalSchema });
 export const responseSchemas = {
   hello: z.union([z.strictObject({ ok: z.literal(true), result: z.strictObject({ protocol: z.number().int() }) }), fail]),
   describe: z.union([z.strictObject({ ok: z.literal(true), result: describeResultSchema }), fail]),
   prepare: z.union([z.strictObject({ ok: z.literal(true), result: mintedSchema }), fail]),
   run: z.union([z.strictObject({ ok: z.literal(true), result: runResultSchema }), fail]),
+  'data-clear': z.union([z.strictObject({ ok: z.literal(true), result: dataClearResultSchema }), fail]),
   cancel: z.union([
     z.strictObject({ ok: z.literal(true), result: z.strictObject({ cancelled: z.boolean(), runId: z.string().optional() }) }),
     fail,

@@ -75,12 +75,26 @@ export function mintToken(
   ttlMs: number,
   subject?: string,
 ): { token: string; claims: TokenClaims } {
+  return mintBound(key, willRunHash(willRun), nowMs, ttlMs, subject);
+}
+
+/**
+ * The hash a data folder's clear is bound to (docs/isolation.md, "Data folders"). Security:
+ * domain-separated — a willRun hashes canonical JSON, this a tagged name — so a token minted to
+ * clear a folder never runs a script, and a run's token never clears a folder.
+ */
+export function clearHash(folder: string): string {
+  return createHash('sha256').update('skill-mcp data-clear\0').update(folder, 'utf8').digest('hex');
+}
+
+/** Mints a token bound to `bound` (a {@link willRunHash} or a {@link clearHash}). */
+export function mintBound(key: Buffer, bound: string, nowMs: number, ttlMs: number, subject?: string): { token: string; claims: TokenClaims } {
   const rq = requesterTag(subject);
   const claims: TokenClaims = {
     jti: randomBytes(16).toString('base64url'),
     iat: nowMs,
     exp: nowMs + ttlMs,
-    wr: willRunHash(willRun),
+    wr: bound,
     ...(rq !== undefined ? { rq } : {}),
   };
   const body = `${PREFIX}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`;

@@ -139,7 +139,21 @@ export type AuditEvent =
   | ({ event: 'egress.request'; run_id: string } & RequestRecord)
   | { event: 'ledger.unavailable'; ledger: 'redis'; redis: string; why: string }
   | { event: 'ledger.restored'; ledger: 'redis'; redis: string; down_ms: number }
-  | { event: 'token.released'; token_id: string };
+  | { event: 'token.released'; token_id: string }
+  | ({
+      event: 'data.clear';
+      skill: string;
+      /** `<skill>/<who>`: `anyone`, or `s-` and the subject's tag — the subject itself is `requester`. */
+      data_folder: string;
+      token_id?: string;
+      /** Why nothing was removed (the token, the folder's turn, the ledger). */
+      refused?: string;
+      entries_removed?: number;
+      bytes_removed?: number;
+      entries_left?: number;
+      bytes_left?: number;
+      incomplete?: true;
+    } & RunWho);
 
 /** Lines the writer makes itself (never passed in by callers). */
 export type WriterEvent =

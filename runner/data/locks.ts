@@ -5,7 +5,7 @@
  * admission of its own (runner/requests/admission.ts), forgotten once nothing holds or awaits it.
  */
 import { RunAdmission } from '../requests/admission.js';
-import type { Admission } from '../requests/admission.js';
+import type { Admission, Lease } from '../requests/admission.js';
 
 export class DataLocks {
   private readonly folders = new Map<string, RunAdmission>();
@@ -36,6 +36,16 @@ export class DataLocks {
         },
       },
     };
+  }
+
+  /**
+   * The folder's turn only if nobody holds or awaits it now (a clear: never waits behind a run).
+   * Taken in the same turn of the event loop as the look, so no run slips in between.
+   */
+  async tryAcquire(key: string): Promise<{ ok: true; lease: Lease } | { ok: false }> {
+    if (this.folders.has(key)) return { ok: false };
+    const got = await this.acquire(key, new AbortController().signal);
+    return got.ok ? got : { ok: false };
   }
 
   private forget(key: string, folder: RunAdmission): void {

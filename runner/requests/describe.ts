@@ -4,7 +4,8 @@
  * environ was scrubbed, and per declared script whether it is granted and which variable names it
  * would get. Never values, never absolute host paths.
  */
-import type { DescribeResult, ScriptInfo } from '../../shared/protocol.js';
+import type { DescribeResult, Identity, ScriptInfo } from '../../shared/protocol.js';
+import { dataWho } from '../../shared/data.js';
 import { PROTOCOL_VERSION } from '../../shared/protocol.js';
 import { discoverSkills } from '../../shared/discover.js';
 import { skillRoots } from '../../shared/config.js';
@@ -24,6 +25,7 @@ export async function describeRunner(
   refusedWhy: string | undefined,
   names?: readonly string[],
   dataBase?: string,
+  identity?: Identity,
 ): Promise<DescribeResult> {
   const { platform } = ctx;
   const found =
@@ -52,9 +54,16 @@ export async function describeRunner(
       if (derived.ok) {
         const { willRun } = derived.plan;
         // Every script of a skill shares its folder: the first derived names it, with what it holds.
-        const record = data === undefined && derived.plan.data && dataBase ? readDataRecord(dataBase, derived.plan.data.key) : undefined;
-        if (data === undefined && willRun.data)
-          data = { ...willRun.data, ...(record ? { used: { bytes: record.bytes, entries: record.entries, full: record.full } } : {}) };
+        // Security: the asker's own folder (its subject's, or `anyone`), never another subject's.
+        if (data === undefined && derived.plan.data && willRun.data) {
+          const key: [string, string] = [skill.name, dataWho(identity?.subject)];
+          const record = dataBase ? readDataRecord(dataBase, key) : undefined;
+          data = {
+            ...willRun.data,
+            folder: key.join('/'),
+            ...(record ? { used: { bytes: record.bytes, entries: record.entries, full: record.full } } : {}),
+          };
+        }
         const info: ScriptInfo = {
           ...base,
           granted: true,

@@ -200,7 +200,7 @@ async function dispatch(
     case 'hello':
       return { ok: false, error: { code: 'BAD_REQUEST', message: 'hello is only the first request of a connection' } };
     case 'describe':
-      return { ok: true, result: { ...(await service.describe(req.skills)), ...(mismatch ? { configMismatch: mismatch } : {}) } };
+      return { ok: true, result: { ...(await service.describe(req.skills, req.identity)), ...(mismatch ? { configMismatch: mismatch } : {}) } };
     case 'prepare':
     case 'run':
       // Security: the person approved what the front showed; a runner reading other folders, another
@@ -209,6 +209,10 @@ async function dispatch(
       return req.type === 'prepare' ? service.prepare(req) : service.run(req, gone, connectedAt);
     case 'cancel':
       return { ok: true, result: service.cancel(req.cancelId) };
+    case 'data-clear':
+      // Security: the folder is derived from this runner's grant and skills, which must be the front's.
+      if (mismatch) return { ok: false, error: { code: 'CONFIG_MISMATCH', message: mismatch.message } };
+      return service.clearData(req);
   }
 }
 

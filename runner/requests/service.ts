@@ -12,7 +12,7 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { join } from 'node:path';
 import type { ErrorCode } from '../../shared/errors.js';
 import { MAX_TIMEOUT_MS } from '../../shared/limits.js';
-import type { DescribeResult, Minted, Refusal, ResultOf, RunnerRequest, WillRun } from '../../shared/protocol.js';
+import type { DescribeResult, Identity, Minted, Refusal, ResultOf, RunnerRequest, WillRun } from '../../shared/protocol.js';
 import { mintToken, sameRequester, tokenLogId, verifyToken, willRunHash } from '../../shared/token.js';
 import type { AuditLog } from '../audit/log.js';
 import type { RejectReason, RunWho } from '../audit/events.js';
@@ -38,8 +38,10 @@ import type { UidPool } from '../uids/pool.js';
 import { admissionClient, RunAdmission } from './admission.js';
 import type { AdmissionLimits, BusyFigures } from './admission.js';
 import { REAP_MS, runChecked } from './run-path.js';
+import { clearData, type ClearRequest } from './data-clear.js';
 import type { Answer, Reject, Slot } from './slot.js';
 import { DataLocks } from '../data/locks.js';
+import { takeFolderTurn } from '../data/folder-turn.js';
 import { openDataFolder, readDataRecord } from '../data/folder.js';
 import type { DataPlace, DataRecord, OpenedData } from '../data/folder.js';
 
@@ -92,6 +94,32 @@ function refusal(code: ErrorCode, message: string): { ok: false; error: Refusal 
 const DATA_BUSY =
   "another run using this skill's data folder is in progress (one at a time, so its data is never changed by two runs at once); nothing ran and the approval still holds: call again with the same confirmToken once it has ended";
 
+const DATA_BUSY_ELSEWHERE =
+  "another process is changing this skill's data folder (the operator's skill-mcp data rm or import, or another runner on this state folder); nothing ran and the approval still holds: call again with the same confirmToken once it has ended";
+
+/** How often a run waiting for a folder's turn held by another process looks again. */
+const TURN_POLL_MS = 100;
+
+/**
+ * The folder's turn between processes (runner/data/folder-turn.ts), waiting up to `waitMs` for
+ * another process to give it back; `busy` after that, `left` when the run was cancelled meanwhile.
+ */
+async function waitFolderTurn(
+  base: string,
+  key: readonly string[],
+  leave: AbortSignal,
+  waitMs: number,
+): Promise<{ ok: true; give: () => void } | { ok: false; why: 'busy' | 'left' }> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    const turn = takeFolderTurn(base, key);
+    if (turn.ok) return turn;
+    if (leave.aborted) return { ok: false, why: 'left' };
+    if (Date.now() >= deadline) return { ok: false, why: 'busy' };
+    await new Promise((resolve) => setTimeout(resolve, TURN_POLL_MS));
+  }
+}
+
 const AUDIT_DOWN =
   'the audit log cannot be written, so nothing runs (every run must be on record first); nothing ran and the approval still holds — try again once the operator has freed the disk holding the audit log';
 
@@ -100,14 +128,14 @@ const AUDIT_DOWN =
  * else the runner's own OS user (standalone: the person's own skill-mcp started it); the
  * approval channel as the front says it — the runner cannot check either (SECURITY.md).
  */
-function whoOf(req: PrepareRequest | RunRequest, osUser: string | undefined): RunWho {
+function whoOf(req: PrepareRequest | RunRequest | ClearRequest, osUser: string | undefined): RunWho {
   const who: RunWho = req.identity
     ? { requester: req.identity.subject, requester_from: 'oauth' }
     : osUser !== undefined
       ? { requester: osUser, requester_from: 'os-user' }
       : {};
-  if (req.type === 'run')
-    who.approval = { channel: req.approval.channel, ...(req.approval.approver !== undefined ? { approver: req.approval.approver } : {}) };
+  const approval = req.type === 'prepare' ? undefined : req.approval;
+  if (approval !== undefined) who.approval = { channel: approval.channel, ...(approval.approver !== undefined ? { approver: approval.approver } : {}) };
   // The W3C trace the request came under (the front passes a well-formed one only), for joining logs.
   if (req.traceparent !== undefined) who.traceparent = req.traceparent;
   return who;
@@ -136,9 +164,9 @@ export class RunnerService {
     return this.deps.admission.maxRuns + this.admission.maxWaiting;
   }
 
-  async describe(skills?: readonly string[]): Promise<DescribeResult> {
+  async describe(skills?: readonly string[], identity?: Identity): Promise<DescribeResult> {
     return {
-      ...(await describeRunner(this.deps.ctx, this.deps.environ, this.deps.refusedWhy?.message, skills, this.deps.data?.base)),
+      ...(await describeRunner(this.deps.ctx, this.deps.environ, this.deps.refusedWhy?.message, skills, this.deps.data?.base, identity)),
       ledger: this.deps.ledger.status(),
       runs: { ...this.stats.snapshot(), running: this.admission.running, queued: this.admission.queued },
     };
@@ -210,6 +238,23 @@ export class RunnerService {
       return refusal('AUDIT_UNAVAILABLE', AUDIT_DOWN);
     }
     return { ok: true, result: minted };
+  }
+
+  /** A person's clear of their own data folder of a skill (runner/requests/data-clear.ts). */
+  clearData(req: ClearRequest): ReturnType<typeof clearData> {
+    return clearData(
+      {
+        ctx: this.deps.ctx,
+        key: this.deps.key,
+        ttlMs: this.deps.ttlMs,
+        ledger: this.deps.ledger,
+        audit: this.deps.audit,
+        data: this.deps.data,
+        locks: this.dataLocks,
+      },
+      req,
+      whoOf(req, this.deps.osUser),
+    );
   }
 
   /** The run (waiting or running) whose front chose `cancelId`, if any. */
@@ -590,6 +635,23 @@ export class RunnerService {
             },
           );
     slot.dataLease = turn.lease;
+    // Security: other processes on this base (the operator's `data rm`, another runner on this state
+    // folder) take the folder's turn as a file; a run waits for it as for its queue, then BUSY.
+    const local = turn.lease;
+    const fileTurn = await waitFolderTurn(data.base, plan.data.key, slot.leave.signal, Math.max(0, this.deps.admission.queueMs - local.waitedMs));
+    if (!fileTurn.ok)
+      return fileTurn.why === 'busy'
+        ? reject('busy', 'BUSY', DATA_BUSY_ELSEWHERE, { token_id: tokenId })
+        : reject('cancelled', 'CANCELLED', 'the run was cancelled while it waited for its data folder; nothing ran and its approval still holds', {
+            token_id: tokenId,
+          });
+    slot.dataLease = {
+      ...local,
+      release: () => {
+        fileTurn.give();
+        local.release();
+      },
+    };
     // Security: replicas sharing the base take the folder's turn in their Redis too; no answer, no run.
     const shared = await data.shared?.take(folder, slot.leave.signal, Math.max(0, this.deps.admission.queueMs - turn.lease.waitedMs));
     if (shared !== undefined && !shared.ok) {
@@ -612,8 +674,8 @@ export class RunnerService {
           );
     }
     if (shared !== undefined) {
-      const local = turn.lease;
-      slot.dataLease = { ...local, release: () => void shared.give().finally(() => local.release()) };
+      const held = slot.dataLease;
+      slot.dataLease = { ...held, release: () => void shared.give().finally(() => held.release()) };
     }
     const before = readDataRecord(data.base, plan.data.key);
     if (before?.full)

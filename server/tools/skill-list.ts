@@ -115,7 +115,7 @@ export async function skillList(front: FrontContext, request: ListRequest = {}):
   const from = after === undefined ? 0 : records.findIndex((r) => r.name > after);
   const candidates = from < 0 ? [] : records.slice(from, from + limit).map((r) => r.name);
   try {
-    described = await front.runner.describe(candidates);
+    described = await front.runner.describe(candidates, request.identity);
   } catch (error) {
     runnerWhy = error instanceof Error ? error.message : String(error);
   }
@@ -221,9 +221,9 @@ export async function skillList(front: FrontContext, request: ListRequest = {}):
       scripts,
       ...(ungrantedScripts.length > 0 ? { ungrantedScripts } : {}),
       ...(unavailableScripts.length > 0 ? { unavailableScripts } : {}),
-      // A folder its scripts keep between runs: its quota and, for callers without an identity, what it
-      // holds (a verified identity has a folder of its own: its preview shows that one's usage).
-      ...(runnerSkill?.data ? { data: request.identity === undefined ? runnerSkill.data : { ...runnerSkill.data, used: undefined } } : {}),
+      // A folder its scripts keep between runs: its name, quota and what it holds — the asker's own
+      // (the runner reads the folder of the identity it is given; `anyone` without one).
+      ...(runnerSkill?.data ? { data: runnerSkill.data } : {}),
     };
   };
   const { page, lastKey, more } = pageOf(records, (r) => r.name, after, limit, shape);
