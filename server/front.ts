@@ -27,13 +27,14 @@ import { skillFile } from './tools/skill-file.js';
 import { skillList } from './tools/skill-list.js';
 import { skillLoad } from './tools/skill-load.js';
 import { skillRun } from './tools/skill-run.js';
+import { skillDataClear } from './tools/skill-data-clear.js';
 import { skillSearch } from './tools/skill-search.js';
 import { SERVER_INFO } from './identity.js';
 
 export { SERVER_INFO } from './identity.js';
 
 const INSTRUCTIONS =
-  'Agent Skills served over MCP. Call skill_list to see the skills (and any problems) a page at a time, skill_search to find the skills that fit a task in a large catalog, skill_load to read one, skill_file to fetch the files its instructions reference, and skill_run to run a script a skill declares (always after the person approves that exact run).';
+  'Agent Skills served over MCP. Call skill_list to see the skills (and any problems) a page at a time, skill_search to find the skills that fit a task in a large catalog, skill_load to read one, skill_file to fetch the files its instructions reference, skill_run to run a script a skill declares (always after the person approves that exact run), and skill_data_clear to empty the caller’s own data folder of a skill (after the person confirms).';
 
 /** Which elicitation modes the client declared (2026: per request; 2025: at initialize). */
 function elicitationModes(mcp: McpServer, ctx: ServerContext): ClientElicitation {
@@ -120,6 +121,9 @@ export function createServerFactory(
       onToolResult?.('skill_run', result);
       return result;
     });
+    mcp.registerTool('skill_data_clear', tools.skill_data_clear, async ({ name, confirmToken }, ctx) =>
+      guarded(() => skillDataClear(front, { name, confirmToken }, ctx, elicitationModes(mcp, ctx))),
+    );
     attachPrompts(mcp, front);
     extension.attach(mcp);
     serveCheckedSkillsList(mcp, source);

@@ -60,7 +60,11 @@ export class RunnerClient {
 
   /** What the runner can run: isolation, interpreters, environ state, per-script grants and env names. */
   describe(skills?: string[], identity?: Identity): Promise<Response<'describe'>> {
-    return this.call('describe', { type: 'describe', ...(skills ? { skills } : {}), ...(identity ? { identity } : {}) }, this.requestTimeoutMs);
+    return this.call(
+      'describe',
+      { type: 'describe', ...(skills ? { skills } : {}), ...(identity ? { identity } : {}) },
+      this.requestTimeoutMs,
+    );
   }
 
   /** Re-derives a run and mints its token: `{willRun, confirmToken, expiresAt}` or a refusal. */
@@ -110,6 +114,28 @@ export class RunnerClient {
     } finally {
       options.signal?.removeEventListener('abort', onAbort);
     }
+  }
+
+  /** A data folder's clear: without `confirmToken` a preview and a token, with one the clear (runner/requests/data-clear.ts). */
+  dataClear(req: {
+    skill: string;
+    confirmToken?: string | undefined;
+    approval?: Approval | undefined;
+    identity?: Identity | undefined;
+    traceparent?: string | undefined;
+  }): Promise<Response<'data-clear'>> {
+    const { confirmToken, approval, identity, traceparent, skill } = req;
+    return this.call(
+      'data-clear',
+      {
+        type: 'data-clear',
+        skill,
+        ...(confirmToken !== undefined ? { confirmToken, approval: approval ?? { channel: 'token' } } : {}),
+        ...(identity ? { identity } : {}),
+        ...(traceparent ? { traceparent } : {}),
+      },
+      this.requestTimeoutMs,
+    );
   }
 
   /** Kills the run this front started with `cancelId`; any other run is left alone. */

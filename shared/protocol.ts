@@ -93,7 +93,11 @@ export const requestSchema = z.discriminatedUnion('type', [
   }),
   // `skills`: describe only these (a skill_list page); absent: every skill the runner serves.
   // `identity`: whose data folders' usage to show (a verified caller sees its own subject's, never another's).
-  z.strictObject({ type: z.literal('describe'), skills: z.array(skill).max(MAX_DESCRIBE_SKILLS).optional(), identity: identitySchema.optional() }),
+  z.strictObject({
+    type: z.literal('describe'),
+    skills: z.array(skill).max(MAX_DESCRIBE_SKILLS).optional(),
+    identity: identitySchema.optional(),
+  }),
   z.strictObject({
     type: z.literal('prepare'),
     skill,

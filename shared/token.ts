@@ -88,7 +88,13 @@ export function clearHash(folder: string): string {
 }
 
 /** Mints a token bound to `bound` (a {@link willRunHash} or a {@link clearHash}). */
-export function mintBound(key: Buffer, bound: string, nowMs: number, ttlMs: number, subject?: string): { token: string; claims: TokenClaims } {
+export function mintBound(
+  key: Buffer,
+  bound: string,
+  nowMs: number,
+  ttlMs: number,
+  subject?: string,
+): { token: string; claims: TokenClaims } {
   const rq = requesterTag(subject);
   const claims: TokenClaims = {
     jti: randomBytes(16).toString('base64url'),

@@ -67,7 +67,10 @@ function run(argv: string[]): Promise<{ out: string; status: number | null; fail
  * then what is left measured the same way. Returns what was removed, what is left, and why not all
  * of it went (a folder a script made unreadable to the folder's group, say) — never a host path.
  */
-export async function emptyFolder(dir: string, gid: number | undefined): Promise<{ removed: Figures; left: Figures; measured: boolean; note?: string }> {
+export async function emptyFolder(
+  dir: string,
+  gid: number | undefined,
+): Promise<{ removed: Figures; left: Figures; measured: boolean; note?: string }> {
   const removal = await run(asFolderGroup(gid, ['find', dir, '-mindepth', '1', '-depth', '-printf', '%y %s\\0', '-delete']));
   const after = await run(asFolderGroup(gid, ['find', dir, '-mindepth', '1', '-printf', '%y %s\\0']));
   const seen = sumFound(removal.out);

@@ -41,7 +41,7 @@ export interface ClearDeps {
 const refuse = (code: ErrorCode, message: string): Answer => ({ ok: false, error: { code, message } });
 
 const BUSY =
-  "a run is using this data folder (one writer at a time); nothing was removed and the confirmation still holds: call skill_data_clear again with the same confirmToken once the run has ended";
+  'a run is using this data folder (one writer at a time); nothing was removed and the confirmation still holds: call skill_data_clear again with the same confirmToken once the run has ended';
 
 /**
  * The caller's folder of `skill`, as a run of it by this caller would get it. Security: derived
@@ -90,7 +90,13 @@ export async function clearData(deps: ClearDeps, req: ClearRequest, who: RunWho)
     const { token, claims } = mintBound(deps.key, bound, Date.now(), deps.ttlMs, req.identity?.subject);
     return {
       ok: true,
-      result: { skill: found.key[0], folder, ...(used ? { used } : {}), confirmToken: token, expiresAt: new Date(claims.exp).toISOString() },
+      result: {
+        skill: found.key[0],
+        folder,
+        ...(used ? { used } : {}),
+        confirmToken: token,
+        expiresAt: new Date(claims.exp).toISOString(),
+      },
     };
   }
   type ClearLine = Extract<AuditEvent, { event: 'data.clear' }>;
@@ -105,7 +111,10 @@ export async function clearData(deps: ClearDeps, req: ClearRequest, who: RunWho)
   // as a run's token (service.ts); a refusal before the spend keeps the confirmation.
   const verified = verifyToken(deps.key, req.confirmToken, Date.now(), deps.ttlMs);
   if (!verified.ok && verified.code === 'TOKEN_INVALID')
-    return refuse('TOKEN_INVALID', 'the confirmation token is not one this runner issued; call skill_data_clear without a token for a fresh one');
+    return refuse(
+      'TOKEN_INVALID',
+      'the confirmation token is not one this runner issued; call skill_data_clear without a token for a fresh one',
+    );
   const claims = verified.claims!;
   const tokenId = tokenLogId(claims);
   const refused = async (reason: string, code: ErrorCode, message: string): Promise<Answer> => {
@@ -113,7 +122,11 @@ export async function clearData(deps: ClearDeps, req: ClearRequest, who: RunWho)
     return refuse(code, message);
   };
   if (!sameRequester(claims, req.identity?.subject))
-    return refused('token-invalid', 'TOKEN_INVALID', 'this confirmation token was issued to another identity; ask for a confirmation of your own');
+    return refused(
+      'token-invalid',
+      'TOKEN_INVALID',
+      'this confirmation token was issued to another identity; ask for a confirmation of your own',
+    );
   if (claims.wr !== bound)
     return refused(
       'token-invalid',
@@ -138,15 +151,23 @@ export async function clearData(deps: ClearDeps, req: ClearRequest, who: RunWho)
       );
     if (shared !== undefined) gives.unshift(shared.give);
     if (!deps.audit.available)
-      return refuse('AUDIT_UNAVAILABLE', 'the audit log cannot be written, so nothing is removed; nothing was removed and the confirmation still holds');
+      return refuse(
+        'AUDIT_UNAVAILABLE',
+        'the audit log cannot be written, so nothing is removed; nothing was removed and the confirmation still holds',
+      );
     try {
       spent = await deps.ledger.spend(claims.jti, claims.exp, Date.now());
     } catch (error) {
-      if (isSkillMcpError(error) && error.code === 'LEDGER_UNAVAILABLE') return await refused('ledger-unavailable', 'LEDGER_UNAVAILABLE', error.message);
+      if (isSkillMcpError(error) && error.code === 'LEDGER_UNAVAILABLE')
+        return await refused('ledger-unavailable', 'LEDGER_UNAVAILABLE', error.message);
       throw error;
     }
     if (spent === 'reused')
-      return await refused('token-reused', 'TOKEN_REUSED', 'this confirmation was used already; each clears once — ask again without a token');
+      return await refused(
+        'token-reused',
+        'TOKEN_REUSED',
+        'this confirmation was used already; each clears once — ask again without a token',
+      );
     if (spent === 'expired')
       return await refused('token-expired', 'TOKEN_EXPIRED', 'the confirmation expired; ask again without a token for a fresh one');
     const dir = join(data.base, ...found.key);

@@ -200,7 +200,10 @@ async function dispatch(
     case 'hello':
       return { ok: false, error: { code: 'BAD_REQUEST', message: 'hello is only the first request of a connection' } };
     case 'describe':
-      return { ok: true, result: { ...(await service.describe(req.skills, req.identity)), ...(mismatch ? { configMismatch: mismatch } : {}) } };
+      return {
+        ok: true,
+        result: { ...(await service.describe(req.skills, req.identity)), ...(mismatch ? { configMismatch: mismatch } : {}) },
+      };
     case 'prepare':
     case 'run':
       // Security: the person approved what the front showed; a runner reading other folders, another

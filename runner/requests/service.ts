@@ -135,7 +135,8 @@ function whoOf(req: PrepareRequest | RunRequest | ClearRequest, osUser: string |
       ? { requester: osUser, requester_from: 'os-user' }
       : {};
   const approval = req.type === 'prepare' ? undefined : req.approval;
-  if (approval !== undefined) who.approval = { channel: approval.channel, ...(approval.approver !== undefined ? { approver: approval.approver } : {}) };
+  if (approval !== undefined)
+    who.approval = { channel: approval.channel, ...(approval.approver !== undefined ? { approver: approval.approver } : {}) };
   // The W3C trace the request came under (the front passes a well-formed one only), for joining logs.
   if (req.traceparent !== undefined) who.traceparent = req.traceparent;
   return who;
@@ -638,13 +639,23 @@ export class RunnerService {
     // Security: other processes on this base (the operator's `data rm`, another runner on this state
     // folder) take the folder's turn as a file; a run waits for it as for its queue, then BUSY.
     const local = turn.lease;
-    const fileTurn = await waitFolderTurn(data.base, plan.data.key, slot.leave.signal, Math.max(0, this.deps.admission.queueMs - local.waitedMs));
+    const fileTurn = await waitFolderTurn(
+      data.base,
+      plan.data.key,
+      slot.leave.signal,
+      Math.max(0, this.deps.admission.queueMs - local.waitedMs),
+    );
     if (!fileTurn.ok)
       return fileTurn.why === 'busy'
         ? reject('busy', 'BUSY', DATA_BUSY_ELSEWHERE, { token_id: tokenId })
-        : reject('cancelled', 'CANCELLED', 'the run was cancelled while it waited for its data folder; nothing ran and its approval still holds', {
-            token_id: tokenId,
-          });
+        : reject(
+            'cancelled',
+            'CANCELLED',
+            'the run was cancelled while it waited for its data folder; nothing ran and its approval still holds',
+            {
+              token_id: tokenId,
+            },
+          );
     slot.dataLease = {
       ...local,
       release: () => {

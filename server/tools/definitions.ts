@@ -1,5 +1,5 @@
 /**
- * @module What the five tools declare (title, description, input schema, annotations), built once
+ * @module What the six tools declare (title, description, input schema, annotations), built once
  * per process rather than once per `McpServer`. Over HTTP the stateless 2026-07-28 era builds a
  * server for every request; building these zod schemas (with their `.describe()` clones) there was
  * 13 % of a small request's CPU and fed the GC (bench/RESULTS.md, issue 31). The declarations hold
@@ -25,7 +25,7 @@ export interface ToolLimits {
   runInputBytes: number;
 }
 
-/** The five tools' declarations; pass each to `registerTool` as it is (nothing here is mutated there). */
+/** The six tools' declarations; pass each to `registerTool` as it is (nothing here is mutated there). */
 export function toolDefinitions(limits: ToolLimits) {
   return {
     skill_list: {
@@ -110,6 +110,20 @@ export function toolDefinitions(limits: ToolLimits) {
       annotations: RUNS_CODE,
       // Security: an OAuth token without skills:run is refused before the tool runs (403
       // insufficient_scope naming the scope, so the client can ask for it); stdio has no token.
+      scopeChallenge: requireScopes(SCOPES.run),
+    },
+    skill_data_clear: {
+      title: 'Empty my data folder of a skill',
+      description:
+        'Empties the caller\'s own data folder of a skill: the files its scripts keep between runs (skill_list shows each skill\'s folder and what it holds as data.used). Only your own folder — the one your runs of that skill get — and only for a skill whose scripts are granted to you. A person confirms it first, as a run: in the client, or (without a prompt) the first call removes nothing and returns a preview and a confirmToken; call again with the same name and the token once the person agreed. Returns {status: "cleared", folder, removed: {bytes, entries}, left: {bytes, entries}}; BUSY while a run of that folder is in progress (nothing removed, the token still holds).',
+      inputSchema: frozenJsonSchema(
+        z.object({
+          name: z.string().describe('The skill name as skill_list shows it'),
+          confirmToken: z.string().optional().describe('The token from the preview, after the person confirmed it'),
+        }),
+      ),
+      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+      // Security: as skill_run, the run scope: clearing is a change made by running things, not a read.
       scopeChallenge: requireScopes(SCOPES.run),
     },
   };
