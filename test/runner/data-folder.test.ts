@@ -292,6 +292,16 @@ describe('one run at a time per data folder', () => {
   it('a second run of the same folder waits for the first to end', async () => {
     const a = run(runner.client, 'holder', 'hold.py', ['a']);
     expect(await until(() => existsSync(join(folderOf('holder'), 'started-a')), 30_000)).toBe(true);
+    // While A holds the folder: a person's clear is BUSY at once (never waits, never races the run),
+    // its confirmation kept; the operator's `data rm` refuses; nothing is removed.
+    const preview = await runner.client.dataClear({ skill: 'holder' });
+    if (!preview.ok) throw new Error(preview.error.message);
+    const clearToken = preview.result.confirmToken!;
+    const busy = await runner.client.dataClear({ skill: 'holder', confirmToken: clearToken });
+    expect(busy.ok).toBe(false);
+    if (!busy.ok) expect(busy.error.code).toBe('BUSY');
+    expect(() => cli('rm', 'holder')).toThrow(/a run is using this folder .*try again when it ends/);
+    expect(existsSync(join(folderOf('holder'), 'started-a'))).toBe(true);
     const b = run(runner.client, 'holder', 'hold.py', ['b']);
     // B waits for its turn at the folder (its run.wait line), and must not start before A has ended.
     await awaitAuditLine(stateDir, (l) => l['event'] === 'run.wait' && l['data_folder'] === 'holder/anyone');
@@ -303,6 +313,13 @@ describe('one run at a time per data folder', () => {
     const exitA = lines.findIndex((l) => l['event'] === 'run.exit' && l['run_id'] === (ra.ran.ok && ra.ran.result.runId));
     const acceptB = lines.findIndex((l) => l['event'] === 'run.accept' && l['run_id'] === (rb.ran.ok && rb.ran.result.runId));
     expect(acceptB).toBeGreaterThan(exitA);
+    // Both runs over: the same confirmation now empties the folder, and says what it removed.
+    const cleared = await runner.client.dataClear({ skill: 'holder', confirmToken: clearToken });
+    if (!cleared.ok) throw new Error(cleared.error.message);
+    expect(cleared.result).toMatchObject({ folder: 'holder/anyone', removed: { entries: 5, bytes: 0 }, left: { entries: 0, bytes: 0 } });
+    expect(readdirSync(folderOf('holder'))).toEqual([]);
+    const refusedLine = auditLines(stateDir).find((l) => l['event'] === 'data.clear' && l['refused'] === 'busy');
+    expect(refusedLine).toMatchObject({ skill: 'holder', data_folder: 'holder/anyone' });
   }, 90_000);
 
   it('with no queue (SKILL_MCP_RUN_QUEUE_MS=0) the second run is refused BUSY and keeps its approval', async () => {
@@ -375,6 +392,34 @@ describe("the host's MCP_DATA_DIR", () => {
       expect(readdirSync(join(hostBase, 'counter')).sort()).toEqual(
         ['anyone', `s-${requesterTag('alice@example.com')}`, `s-${requesterTag('bob@example.com')}`].sort(),
       );
+      const alice = { subject: 'alice@example.com' };
+      const bob = { subject: 'bob@example.com' };
+      const aliceFolder = `counter/s-${requesterTag(alice.subject)}`;
+      // describe (skill_list's source) shows each asker its own folder and usage, never another's.
+      const seen = await hosted.client.describe(['counter'], alice);
+      expect(seen.ok && seen.result.skills[0]?.data).toMatchObject({ folder: aliceFolder, used: { entries: 2 } });
+      const bobs = await hosted.client.describe(['counter'], bob);
+      expect(bobs.ok && bobs.result.skills[0]?.data?.folder).toBe(`counter/s-${requesterTag(bob.subject)}`);
+      // attack: Bob presents the token Alice was given to clear her folder.
+      const alicePreview = await hosted.client.dataClear({ skill: 'counter', identity: alice });
+      if (!alicePreview.ok) throw new Error(alicePreview.error.message);
+      expect(alicePreview.result.folder).toBe(aliceFolder);
+      const stolen = await hosted.client.dataClear({ skill: 'counter', identity: bob, confirmToken: alicePreview.result.confirmToken! });
+      expect(!stolen.ok && stolen.error.code).toBe('TOKEN_INVALID');
+      // attack: a skill not granted to the caller has no folder of theirs to clear.
+      const ungranted = await hosted.client.dataClear({ skill: 'looker', identity: bob });
+      expect(!ungranted.ok && ungranted.error.code).toBe('NOT_GRANTED');
+      // Bob clears: his own folder only — the request cannot name another.
+      const bobPreview = await hosted.client.dataClear({ skill: 'counter', identity: bob });
+      if (!bobPreview.ok) throw new Error(bobPreview.error.message);
+      const bobCleared = await hosted.client.dataClear({ skill: 'counter', identity: bob, confirmToken: bobPreview.result.confirmToken! });
+      expect(bobCleared.ok && bobCleared.result.removed).toEqual({ entries: 2, bytes: 1 });
+      expect(readdirSync(join(hostBase, 'counter', `s-${requesterTag(bob.subject)}`))).toEqual([]);
+      expect(readFileSync(join(hostBase, aliceFolder, 'sub', 'count'), 'utf8')).toBe('2');
+      expect(await as('bob@example.com')).toBe('1');
+      expect(await as('alice@example.com')).toBe('3');
+      const line = await awaitAuditLine(hosted.stateDir, (l) => l['event'] === 'data.clear' && l['entries_removed'] === 2);
+      expect(line).toMatchObject({ requester: bob.subject, data_folder: `counter/s-${requesterTag(bob.subject)}` });
     } finally {
       await hosted.stop();
     }
