@@ -104,9 +104,9 @@ describe.skipIf(!HAVE_PYTHON).each([
     result = await runPython(['sdk', mode, 'stdio']);
   });
 
-  test(`negotiates ${version} and lists the five tools; skill_list answers with every skill`, () => {
+  test(`negotiates ${version} and lists the six tools; skill_list answers with every skill`, () => {
     expect(result['protocolVersion']).toBe(version);
-    expect(result['tools']).toEqual(['skill_file', 'skill_list', 'skill_load', 'skill_run', 'skill_search']);
+    expect(result['tools']).toEqual(['skill_data_clear', 'skill_file', 'skill_list', 'skill_load', 'skill_run', 'skill_search']);
     expect(result['skillListIsError']).toBe(false);
     expect((result['skillListNames'] as string[]).sort()).toEqual([...fixtureSkills().keys()].sort());
   });

@@ -64,10 +64,22 @@ describe.each(ERAS)('read path on varied skills, $name', (era) => {
     expect(served.client.getProtocolEra()).toBe(era.versionNegotiation ? 'modern' : 'legacy');
   });
 
-  test('offers four read-only, closed-world readers and skill_run, annotated as the destructive, open-world tool it is', async () => {
+  test('offers four read-only, closed-world readers, skill_run annotated as the destructive, open-world tool it is, and skill_data_clear as destructive but closed-world', async () => {
     const { tools } = await served.client.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(['skill_file', 'skill_list', 'skill_load', 'skill_run', 'skill_search']);
-    for (const tool of tools.filter((t) => t.name !== 'skill_run'))
+    expect(tools.map((t) => t.name).sort()).toEqual([
+      'skill_data_clear',
+      'skill_file',
+      'skill_list',
+      'skill_load',
+      'skill_run',
+      'skill_search',
+    ]);
+    expect(tools.find((t) => t.name === 'skill_data_clear')!.annotations).toMatchObject({
+      readOnlyHint: false,
+      destructiveHint: true,
+      openWorldHint: false,
+    });
+    for (const tool of tools.filter((t) => t.name !== 'skill_run' && t.name !== 'skill_data_clear'))
       expect(tool.annotations).toMatchObject({ readOnlyHint: true, destructiveHint: false, openWorldHint: false });
     expect(tools.find((t) => t.name === 'skill_run')!.annotations).toMatchObject({
       readOnlyHint: false,

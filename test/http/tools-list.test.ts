@@ -18,14 +18,14 @@ afterAll(async () => {
 });
 
 describe('tools over HTTP, declared once per process', () => {
-  test('every request lists the same five tools with the same input schemas, in both eras', async () => {
+  test('every request lists the same six tools with the same input schemas, in both eras', async () => {
     const first = await modernPost(server.url, 'tools/list');
     const second = await modernPost(server.url, 'tools/list');
     expect(first.status).toBe(200);
     const tools = (
       first.body!['result'] as { tools: Array<{ name: string; inputSchema: { properties: Record<string, { description?: string }> } }> }
     ).tools;
-    expect(tools.map((t) => t.name)).toEqual(['skill_list', 'skill_search', 'skill_load', 'skill_file', 'skill_run']);
+    expect(tools.map((t) => t.name)).toEqual(['skill_list', 'skill_search', 'skill_load', 'skill_file', 'skill_run', 'skill_data_clear']);
     expect(second.body?.['result']).toEqual(first.body?.['result']);
     // The configured budget reaches the description (the declarations are built from the front's settings).
     expect(tools.find((t) => t.name === 'skill_run')?.inputSchema.properties['files']?.description).toContain('54321 bytes');

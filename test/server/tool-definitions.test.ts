@@ -1,5 +1,5 @@
 /**
- * The five tools' declarations are built once per process and shared by every `McpServer` (one per
+ * The six tools' declarations are built once per process and shared by every `McpServer` (one per
  * HTTP request), with each input schema's JSON Schema remembered (server/tools/schema-cache.ts).
  * Sharing must not change what a request is told or what it may send: the remembered JSON Schema
  * is the one zod gives, it cannot be altered by one request for the next, and validation (limits,
