@@ -420,6 +420,17 @@ describe("the host's MCP_DATA_DIR", () => {
       expect(await as('alice@example.com')).toBe('3');
       const line = await awaitAuditLine(hosted.stateDir, (l) => l['event'] === 'data.clear' && l['entries_removed'] === 2);
       expect(line).toMatchObject({ requester: bob.subject, data_folder: `counter/s-${requesterTag(bob.subject)}` });
+      // Every data.clear line (done and refused) fits docs/audit.schema.json.
+      const mod = (await import('ajv/dist/2020.js')) as unknown as {
+        default: new (options: object) => { compile(schema: object): ((value: unknown) => boolean) & { errors?: unknown } };
+      };
+      const validate = new mod.default({ strict: false }).compile(
+        JSON.parse(readFileSync(join(import.meta.dirname, '../../docs/audit.schema.json'), 'utf8')) as object,
+      );
+      const clears = auditLines(hosted.stateDir).filter((l) => l['event'] === 'data.clear');
+      expect(clears.length).toBeGreaterThanOrEqual(2);
+      for (const l of clears) expect({ ok: validate(l), errors: validate.errors ?? null }).toMatchObject({ ok: true });
+      expect(validate({ ...clears[0], data_folder: '/abs/host/path' })).toBe(false);
     } finally {
       await hosted.stop();
     }
