@@ -60,6 +60,7 @@ export const TIERS = {
     'runner/sandbox-pid1.test.ts',
     'runner/sandbox-views.test.ts',
     'runner/seccomp-filter.test.ts',
+    'runner/seccomp-shipped.test.ts',
     'runner/secrets-ca.test.ts',
     'runner/secrets-find.test.ts',
     'runner/secrets-proxy.test.ts',
