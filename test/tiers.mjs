@@ -178,6 +178,7 @@ export const TIERS = {
     'runner/remembered-roots.test.ts',
     'runner/run-phases.test.ts',
     'runner/run-slots.test.ts',
+    'runner/seccomp-program-missing.test.ts',
     'runner/shared-state-dir.test.ts',
     'runner/workspace-inputs.test.ts',
   ],
