@@ -1,7 +1,8 @@
 /**
  * @module What each level adds on top of its namespaces and uids, decided at start by trying it
- * (docs/isolation.md): the syscall filter (compiled at build time, seccomp-programs.ts; bubblewrap's
- * `--seccomp`, or the launcher where there is no bubblewrap), a fresh session keyring per run (the launcher), and a memory cgroup per run (a
+ * (docs/isolation.md): the syscall filter (compiled at build time and loaded at start,
+ * seccomp-programs.ts; installed by bubblewrap's `--seccomp`, or the launcher where there is no
+ * bubblewrap), a fresh session keyring per run (the launcher), and a memory cgroup per run (a
  * root runner on a host that lets it make one). Each is named in `mechanisms` and in the detail
  * only when the probe ran it here; what is missing is said in `missing`, never claimed.
  */
