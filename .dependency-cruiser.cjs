@@ -1,7 +1,7 @@
 /**
  * The import rules CI holds (npm run lint; docs/architecture.md §10): no cycle, type imports
- * included; the rooms' directions; nothing of a run's helper or walker within the privileged
- * runner's reach. dependency-cruiser reads TypeScript's own resolution (tsconfig.json).
+ * included; the rooms' directions; nothing of a run's helper or walker, nor the syscall filter's
+ * compiler, within the privileged runner's reach. dependency-cruiser reads TypeScript's own resolution (tsconfig.json).
  */
 module.exports = {
   forbidden: [
@@ -39,6 +39,14 @@ module.exports = {
       severity: 'error',
       from: { path: '^cli/runner-entry\\.ts$' },
       to: { path: '^runner/(helper|walker)/', reachable: true },
+    },
+    {
+      name: 'seccomp-compiler-out-of-the-runner',
+      comment:
+        "The syscall filter's policy, table and generator run at build time (build.mjs writes dist/seccomp/); the runner loads the programs (runner/sandbox/seccomp-programs.ts) and never compiles one.",
+      severity: 'error',
+      from: { path: '^cli/runner-entry\\.ts$' },
+      to: { path: '^runner/sandbox/seccomp-(policy|table|bpf|compile)\\.ts$', reachable: true },
     },
   ],
   options: {

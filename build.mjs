@@ -5,15 +5,19 @@
 // - dist/skill-mcp.js: the bin (cli/boot.ts), which loads that bundle with V8's code cache;
 // - dist/skill-mcp.cache: the cache, made here by one scripted session on the bundled skills;
 // - dist/skill-mcp-runner.cjs: the privileged commands (runner, runner-guard) alone, no cache;
+// - dist/seccomp/*.bpf: the syscall filter's programs, compiled here from the policy and the table
+//   (runner/sandbox/seccomp-compile.ts), one per arch and variant; the runner loads them and never
+//   runs the generator (runner/sandbox/seccomp-programs.ts, docs/isolation.md "The syscall filter");
 // - dist/THIRD_PARTY_NOTICES.md: the licence of every package whose code the bundles hold, and
 //   dist/sbom.cdx.json the same packages as a CycloneDX SBOM (package.json lists none: all are bundled).
 // A bundle that cannot get a cache V8 accepts still builds, and says so here and at every start.
 import { build } from 'esbuild';
 import { bundledSbom, thirdPartyNotices } from './tools/notices.mjs';
 import { spawn } from 'node:child_process';
-import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 
 /** The bundle's first and last bytes: a function of CommonJS's five names (the bin, cli/boot.ts, checks the head: `define`). */
 const BUNDLE_HEAD = '(function (exports, require, module, __filename, __dirname) {';
@@ -21,6 +25,7 @@ const BUNDLE_TAIL = '\n})';
 const common = { bundle: true, format: 'cjs', platform: 'node', target: 'node20', legalComments: 'none', logLevel: 'warning' };
 
 await rm('dist', { recursive: true, force: true });
+await writeSeccompPrograms();
 const bundled = [];
 bundled.push(
   await build({
@@ -115,6 +120,20 @@ const wide = bundle.findIndex((byte) => byte > 0x7f);
 if (wide >= 0) throw new Error(`dist/skill-mcp.cjs has a non-ASCII byte at ${wide}: the bin decodes it as latin1`);
 
 await makeCodeCache();
+
+/** Compiles every syscall filter program the runner can install into dist/seccomp/ (a temporary ESM bundle of the compiler runs here). */
+async function writeSeccompPrograms() {
+  const dir = await mkdtemp(join(tmpdir(), 'skill-mcp-build-seccomp-'));
+  try {
+    const compiler = join(dir, 'seccomp-compile.mjs');
+    await build({ ...common, format: 'esm', entryPoints: ['runner/sandbox/seccomp-compile.ts'], outfile: compiler });
+    const { compilePrograms } = await import(pathToFileURL(compiler).href);
+    await mkdir('dist/seccomp', { recursive: true });
+    for (const program of compilePrograms()) await writeFile(join('dist/seccomp', program.file), program.bytes, { mode: 0o644 });
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
 
 /** One run of the stdio front through the first requests a client sends, then the cache it leaves. */
 async function makeCodeCache() {

@@ -22,6 +22,7 @@ import { mkdirSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { bwrapArgs, SKILL_MOUNT } from '../runner/sandbox/bwrap.js';
 import { probePlatform, usesBwrap } from '../runner/sandbox/platform.js';
+import { loadHostPrograms } from '../runner/sandbox/seccomp-programs.js';
 import { runProcess } from '../runner/sandbox/process.js';
 import { buildSpawn, SECCOMP_FD } from '../runner/sandbox/spawn.js';
 import type { SandboxLimits, SpawnSpec } from '../runner/sandbox/spawn.js';
@@ -42,7 +43,7 @@ const MIB = 1024 * 1024;
 // The runner's defaults (runner/options.ts).
 const limits: SandboxLimits = { nproc: 64, fsizeBytes: 64 * MIB, nofile: 256, memoryBytes: 1024 * MIB, tmpBytes: 256 * MIB, workspaceBytes: 256 * MIB, workspaceFiles: 10_000, inputBytes: 16 * MIB, outputFilesBytes: 16 * MIB };
 const uid = process.getuid?.() === 0 ? config.uid : undefined;
-const platform = probePlatform({ searchPath: process.env['PATH'], bwrapSetting: process.env['SKILL_MCP_BWRAP'], probeUid: uid, tmpBytes: limits.tmpBytes });
+const platform = probePlatform({ searchPath: process.env['PATH'], bwrapSetting: process.env['SKILL_MCP_BWRAP'], probeUid: uid, tmpBytes: limits.tmpBytes, programs: loadHostPrograms() });
 const resolved = platform.interpreters.get('node');
 if (!resolved || !('path' in resolved)) throw new Error('no node for the probe script');
 const node = resolved.path;

@@ -1,26 +1,28 @@
 // What the syscall filter and the run launcher cost a run (docs/isolation.md, "Cost"): the wall time of
 // spawning each step alone, alternated sample by sample, median of N. Not a test: nothing fails on speed.
 //   node build.mjs && node bench/hardening.mjs [samples]
-// (it bundles runner/sandbox/hardening.ts for itself, into the OS temp dir)
+// (it bundles runner/sandbox/seccomp-programs.ts for itself, into the OS temp dir, and loads the
+// filter the build wrote into dist/seccomp/ as the runner does)
 import { spawnSync } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { build } from 'esbuild';
 
-const bundle = join(mkdtempSync(join(tmpdir(), 'skill-mcp-bench-bundle-')), 'hardening.mjs');
+const bundle = join(mkdtempSync(join(tmpdir(), 'skill-mcp-bench-bundle-')), 'seccomp-programs.mjs');
 await build({
-  entryPoints: ['runner/sandbox/hardening.ts'],
+  entryPoints: ['runner/sandbox/seccomp-programs.ts'],
   bundle: true,
   platform: 'node',
   format: 'esm',
   outfile: bundle,
   logLevel: 'error',
 });
-const { hostFilter } = await import(bundle);
+const { loadHostPrograms } = await import(bundle);
 
 const samples = Number(process.argv[2] ?? 20);
-const filter = hostFilter();
+// A level without a memory cgroup's program (System V shm refused), as an ordinary runner's.
+const filter = loadHostPrograms(join('dist', 'seccomp')).shmRefused;
 const dir = mkdtempSync(join(tmpdir(), 'skill-mcp-bench-hardening-'));
 const orders = join(dir, 'orders');
 writeFileSync(orders, JSON.stringify({ env: ['PATH=/usr/bin:/bin'], filter: filter.toString('base64') }));

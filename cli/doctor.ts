@@ -11,6 +11,7 @@ import { rootReads } from '../shared/open-beneath.js';
 import { stateDirOf, stateDirProblem, stateDirSource } from '../shared/state-dir.js';
 import { loadPeerCredReader } from '../runner/requests/peer-cred.js';
 import { joinFreshSessionKeyring } from '../runner/sandbox/keyring.js';
+import { loadHostPrograms } from '../runner/sandbox/seccomp-programs.js';
 import { probePlatform, usesBwrap } from '../runner/sandbox/platform.js';
 import { probePosixSpawn } from '../runner/sandbox/posix-spawn.js';
 import type { Platform } from '../runner/sandbox/platform.js';
@@ -185,6 +186,7 @@ export async function doctorMain(argv: string[], options: { bundledSkills: strin
     probeUid: asRoot ? idleRunUid() : undefined,
     tmpBytes: 256 * 1024 * 1024,
     ownKeyring: joinFreshSessionKeyring(),
+    programs: loadHostPrograms(),
   });
   const bwrapOk = platform.isolation === 'namespace' || platform.isolation === 'namespace-uid';
   const interpreters = [...platform.interpreters].map(([name, r]) => ({

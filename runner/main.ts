@@ -1,6 +1,7 @@
 /**
  * @module `skill-mcp runner`: the privileged daemon (docs/architecture.md §8). Start-up order matters and is:
- * close inherited fds → keep a private copy of the environment → scrub /proc/self/environ →
+ * close inherited fds → keep a private copy of the environment → the syscall filter's built programs
+ * (refused to start without them) → scrub /proc/self/environ →
  * state dir, scratch dir (removing crashed runs' folders), token key, ledger (spent-token markers,
  * an old single-file ledger migrated), audit log (checked against its anchor, under the audit lock
  * other runners on this state dir share, before anything is appended) → probe interpreters and sandbox tools → listen.
@@ -28,6 +29,7 @@ import { openLedger } from './ledger/select.js';
 import { parseRunnerOptions, RUNNER_USAGE } from './options.js';
 import { loadPeerCredReader } from './requests/peer-cred.js';
 import { joinFreshSessionKeyring } from './sandbox/keyring.js';
+import { loadHostPrograms } from './sandbox/seccomp-programs.js';
 import { sweepRunCgroups } from './sandbox/run-cgroup.js';
 import { loadPidfdKiller } from './sandbox/pidfd.js';
 import { pidAlive } from './file-lock.js';
@@ -127,6 +129,10 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
   // The front reads the same settings the same way (server/start.ts): it refuses what we refuse.
   const settings = readSharedSettings(env, options.bundledSkills);
   refuseToStart(settings.issues);
+  // Security: the syscall filter's programs, compiled at build time (dist/seccomp/). Missing or
+  // malformed, the runner does not start (SANDBOX_UNAVAILABLE), before it touches any state,
+  // rather than run scripts unfiltered.
+  const programs = loadHostPrograms();
   for (const line of startupReport(settings)) log(line);
   const environ = scrubEnviron(process.env);
   const hosted = settings.hosted;
@@ -205,7 +211,14 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
   const probeUid = await uidPool?.takeOrUndefined();
   // Security: the keys of the session the runner was started in are possessed by neither it nor its runs.
   const ownKeyring = joinFreshSessionKeyring();
-  const probed = probePlatform({ searchPath: env['PATH'], bwrapSetting: opts.bwrap, probeUid, tmpBytes: opts.limits.tmpBytes, ownKeyring });
+  const probed = probePlatform({
+    searchPath: env['PATH'],
+    bwrapSetting: opts.bwrap,
+    probeUid,
+    tmpBytes: opts.limits.tmpBytes,
+    ownKeyring,
+    programs,
+  });
   // How the workspace cap is kept (runner/workspace/capacity.ts): a tmpfs per run where root may mount one, else a watcher.
   const wsProbe = probeWorkspaceMount(join(scratchDir, runFolderName('0'.repeat(16))));
   const workspaceMode = wsProbe.ok ? 'tmpfs' : 'watch';

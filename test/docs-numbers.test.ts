@@ -24,6 +24,8 @@ import {
 import { MAX_RULES_PER_ENTRY } from '../shared/egress-rules.js';
 import { CONFIRM_TTL, MAX_CONFIRM_TTL_SECONDS } from '../shared/settings.js';
 import { ROOT_STATE_DIR } from '../shared/state-dir.js';
+import { compilePrograms } from '../runner/sandbox/seccomp-compile.js';
+import { MAX_INSNS } from '../runner/sandbox/seccomp-programs.js';
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));
 const read = (path: string): string => readFileSync(`${REPO}${path}`, 'utf8');
@@ -96,5 +98,15 @@ describe('numbers the docs take from the code', () => {
   it("docs/egress-rules.md and docs/skills.md: the most request rules a host may have is the code's", () => {
     expect(read('docs/egress-rules.md')).toContain(`At most ${MAX_RULES_PER_ENTRY} rules an entry.`);
     expect(read('docs/skills.md')).toContain(`at most\n${MAX_RULES_PER_ENTRY} rules a host`);
+  });
+
+  it("docs/isolation.md: the syscall filter programs' sizes are the compiled programs', and the loader's bound the kernel's", () => {
+    const insns = (arch: string, memoryCounted: boolean): number =>
+      compilePrograms().find((p) => p.arch === arch && p.memoryCounted === memoryCounted)!.bytes.length / 8;
+    const doc = read('docs/isolation.md').replace(/\s+/g, ' ');
+    expect(doc).toContain(
+      `(${insns('x86_64', true)} instructions on x86_64, ${insns('aarch64', true)} on aarch64; ${insns('x86_64', false)} and ${insns('aarch64', false)} in the variant that refuses System V shm)`,
+    );
+    expect(doc).toContain(`read to at most ${MAX_INSNS} instructions (the kernel's \`BPF_MAXINSNS\`)`);
   });
 });

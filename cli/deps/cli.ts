@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { parseFlags, stringFlag, UsageError, wantsHelp } from '../../shared/cli-args.js';
 import { stateDirProblem, stateDirSource, unreadableByOthers } from '../../shared/state-dir.js';
 import { joinFreshSessionKeyring } from '../../runner/sandbox/keyring.js';
+import { loadHostPrograms } from '../../runner/sandbox/seccomp-programs.js';
 import { probePlatform, resolveBinary } from '../../runner/sandbox/platform.js';
 import { usesBwrap } from '../../runner/sandbox/platform.js';
 import { DEFAULT_CLAIM_DIR, UidClaims } from '../../runner/uids/claims.js';
@@ -72,6 +73,7 @@ export async function depsMain(argv: string[], options: { bundledSkills: string 
       probeUid: uid,
       tmpBytes: TMP_BYTES,
       ownKeyring,
+      programs: loadHostPrograms(),
     });
     const ids = new Identities();
     const { rows, index, settings } = await collect(env, options.bundledSkills, only, platform, ids, out, DEPS_USAGE);

@@ -1,7 +1,8 @@
 /**
  * @module What each level adds on top of its namespaces and uids, decided at start by trying it
- * (docs/isolation.md): the syscall filter (bubblewrap's `--seccomp`, or the launcher where there is
- * no bubblewrap), a fresh session keyring per run (the launcher), and a memory cgroup per run (a
+ * (docs/isolation.md): the syscall filter (compiled at build time and loaded at start,
+ * seccomp-programs.ts; installed by bubblewrap's `--seccomp`, or the launcher where there is no
+ * bubblewrap), a fresh session keyring per run (the launcher), and a memory cgroup per run (a
  * root runner on a host that lets it make one). Each is named in `mechanisms` and in the detail
  * only when the probe ran it here; what is missing is said in `missing`, never claimed.
  */
@@ -12,17 +13,6 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { detectCgroupHost, memoryMechanism } from './cgroup.js';
 import type { CgroupHost } from './cgroup.js';
-import { buildFilter, encodeFilter } from './seccomp-bpf.js';
-import { hostArch, runPolicy } from './seccomp-policy.js';
-
-/**
- * The filter for this machine's arch (one arch block: it runs on every syscall), or undefined.
- * `memoryCounted`: a memory cgroup counts every page of a run; without one System V shm is refused.
- */
-export function hostFilter(memoryCounted: boolean): Buffer | undefined {
-  const arch = hostArch();
-  return arch === undefined ? undefined : encodeFilter(buildFilter(runPolicy(memoryCounted), [arch]));
-}
 
 /** Where the launcher bundle sits: next to the runner's own bundle in dist/. */
 export function launcherScript(): string {

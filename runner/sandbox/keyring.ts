@@ -7,7 +7,7 @@
  * bubblewrap join one of their own in the launcher (launch.ts).
  */
 import { koffiWhy, loadLibc } from '../../shared/libc.js';
-import { hostArch, SYSCALLS } from './seccomp-policy.js';
+import { hostArch, KEYCTL_NR } from './seccomp-arch.js';
 
 const KEYCTL_JOIN_SESSION_KEYRING = 1;
 
@@ -23,7 +23,7 @@ export function joinFreshSessionKeyring(): true | { why: string } {
   } catch (error) {
     return { why: koffiWhy(error) };
   }
-  const nr = SYSCALLS[arch]['keyctl']!;
+  const nr = KEYCTL_NR[arch];
   return syscall(nr, 'int', KEYCTL_JOIN_SESSION_KEYRING, 'void *', null) >= 0
     ? true
     : { why: 'keyctl(KEYCTL_JOIN_SESSION_KEYRING) failed' };

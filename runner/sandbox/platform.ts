@@ -13,7 +13,9 @@ import type { IsolationLevel } from '../../shared/protocol.js';
 import { bwrapArgs, SYSTEM_TOP } from './bwrap.js';
 import type { HostLayout } from './bwrap.js';
 import type { CgroupHost } from './cgroup.js';
-import { hostFilter, probeCgroups, probeLauncher } from './hardening.js';
+import { probeCgroups, probeLauncher } from './hardening.js';
+import { programFor } from './seccomp-programs.js';
+import type { HostPrograms } from './seccomp-programs.js';
 import { GO_AHEAD_OFF, ownCapEff, runnerMaySetLimits } from './go-ahead.js';
 import { loadPosixSpawn } from './posix-spawn.js';
 
@@ -147,6 +149,8 @@ export interface ProbeOptions {
   tmpBytes: number;
   /** Whether this process joined a fresh session keyring at start (sandbox/keyring.ts), or why not. */
   ownKeyring?: true | { why: string };
+  /** The syscall filter's programs for this arch, built into dist/ (seccomp-programs.ts, loadHostPrograms); undefined where there is none. */
+  programs: HostPrograms | undefined;
 }
 
 const ROOT_DROP = (uid: number): string[] => [
@@ -258,7 +262,7 @@ function probeLevel(opts: ProbeOptions): Platform {
   const layout = readHostLayout(binaries);
   const base = { asRoot, interpreters, tools };
   // The probe only needs bubblewrap to take a filter: the one of a level without a memory cgroup.
-  const filter = process.platform === 'linux' ? hostFilter(false) : undefined;
+  const filter = process.platform === 'linux' && opts.programs ? programFor(opts.programs, false) : undefined;
   const bw = process.platform === 'linux' ? probeBwrap(tools, layout, opts, filter) : { ok: false as const, why: 'this is not Linux' };
   const outside =
     layout.extra.length > 0 ? ` Interpreters installed outside /usr are visible read-only: ${layout.extra.length} folder(s).` : '';
@@ -378,7 +382,7 @@ function harden(level: Platform, opts: ProbeOptions): Platform {
       cgroupMechanism = cg.mechanism;
     } else cgroupWhy = cg.why;
   }
-  const filter = hostFilter(cgroups !== undefined);
+  const filter = opts.programs ? programFor(opts.programs, cgroups !== undefined) : undefined;
   const bwrapped = usesBwrap(level);
   // bubblewrap loads the filter itself; only the other levels need the launcher (one node start per run).
   const launched = bwrapped

@@ -21,10 +21,7 @@ import type { Arch } from './seccomp-arch.js';
 import { SYSCALL_NUMBERS } from './seccomp-table.js';
 
 export type { Arch } from './seccomp-arch.js';
-export { hostArch } from './seccomp-arch.js';
-
-/** `AUDIT_ARCH_*` as the kernel writes it into `seccomp_data.arch`. */
-export const AUDIT_ARCH: Record<Arch, number> = { x86_64: 0xc000003e, aarch64: 0xc00000b7 };
+export { AUDIT_ARCH, hostArch } from './seccomp-arch.js';
 
 /** On x86_64, syscall numbers with this bit set are the x32 ABI: a second table the filter would not see. */
 export const X32_SYSCALL_BIT = 0x40000000;

@@ -85,7 +85,7 @@ beforeAll(async () => {
 }, 4 * NPM_TIMEOUT_MS);
 
 describe('npm pack, then npm install of the tarball', () => {
-  test('the tarball holds the bundle, docs, LICENSE and the bundled skill; no tests and no TypeScript sources', () => {
+  test("the tarball holds the bundle, the syscall filter's programs, docs, LICENSE and the bundled skill; no tests and no TypeScript sources", () => {
     const { files } = packed;
     for (const path of [
       'dist/skill-mcp.js',
@@ -95,6 +95,11 @@ describe('npm pack, then npm install of the tarball', () => {
       'dist/package.json',
       'dist/THIRD_PARTY_NOTICES.md',
       'dist/sbom.cdx.json',
+      // The syscall filter's programs, compiled by the build (the runner refuses to start without its arch's pair).
+      'dist/seccomp/run-x86_64.bpf',
+      'dist/seccomp/run-x86_64-shm-refused.bpf',
+      'dist/seccomp/run-aarch64.bpf',
+      'dist/seccomp/run-aarch64-shm-refused.bpf',
       'docs/architecture.md',
       'docs/platform-notes.md',
       'docs/http.md',

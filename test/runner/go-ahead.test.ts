@@ -25,7 +25,7 @@ import {
   type GateOps,
   type Rlimit,
 } from '../../runner/sandbox/go-ahead.js';
-import { hostFilter } from '../../runner/sandbox/hardening.js';
+import { loadHostPrograms } from '../../runner/sandbox/seccomp-programs.js';
 import { readHostLayout, type Platform } from '../../runner/sandbox/platform.js';
 import { loadPidfdKiller } from '../../runner/sandbox/pidfd.js';
 import { loadPosixSpawn, type SpawnedChild } from '../../runner/sandbox/posix-spawn.js';
@@ -250,7 +250,8 @@ describe('the chain buildSpawn makes at the bubblewrap levels', () => {
 // limits (an ordinary runner's case; as root the child is root's too).
 const spawner = loadPosixSpawn();
 const bwrap = ['/usr/bin/bwrap', '/bin/bwrap'].find((p) => existsSync(p));
-const filter = hostFilter(false);
+// The program the build shipped for a level without a memory cgroup (dist/seccomp/).
+const filter = loadHostPrograms(join(import.meta.dirname, '../../dist/seccomp'))?.shmRefused;
 const layout = readHostLayout([realpathSync('/bin/sh')]);
 const temp = realpathSync(mkdtempSync(join(tmpdir(), 'skill-mcp-go-ahead-')));
 afterAll(() => rmSync(temp, { recursive: true, force: true }));

@@ -16,6 +16,7 @@ import { planEgress } from '../../runner/egress/plan.js';
 import { openRunProxy } from '../../runner/helper/run-proxy.js';
 import type { RunPlan } from '../../runner/requests/derive.js';
 import { probePlatform, usesBwrap } from '../../runner/sandbox/platform.js';
+import { loadHostPrograms } from '../../runner/sandbox/seccomp-programs.js';
 import type { Platform } from '../../runner/sandbox/platform.js';
 import { runProcess } from '../../runner/sandbox/process.js';
 import { buildSpawn, egressSocketPath } from '../../runner/sandbox/spawn.js';
@@ -70,7 +71,13 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'skill-mcp-secsbx-'));
   // A run uid must reach its run folder inside.
   chmodSync(dir, 0o711);
-  const probed = probePlatform({ searchPath: process.env['PATH'], bwrapSetting: undefined, probeUid: undefined, tmpBytes: 64 * MiB });
+  const probed = probePlatform({
+    searchPath: process.env['PATH'],
+    bwrapSetting: undefined,
+    probeUid: undefined,
+    tmpBytes: 64 * MiB,
+    programs: loadHostPrograms(join(import.meta.dirname, '../../dist/seccomp')),
+  });
   if (!usesBwrap(probed)) skip = `bubblewrap cannot build a sandbox here (${probed.isolation}: ${probed.missing.join('; ')})`;
   else if (!probed.interpreters.get('node') || !probed.interpreters.get('python3')) skip = 'no node or python3 the sandbox can run';
   else platform = probed;
