@@ -571,7 +571,7 @@ class RunLife {
       cgroup: prepared.cgroup,
       uid,
       emptied: reaped.emptied,
-      ...(held.walkerGone ? { walkerGone: held.walkerGone } : {}),
+      ...(held.walkerGone !== undefined ? { walkerGone: held.walkerGone } : {}),
     });
     held.handedOff = true;
     if (notStarted !== undefined) {

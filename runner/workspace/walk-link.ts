@@ -205,7 +205,10 @@ export function walkAsRunUid(opts: {
     const ended = (code: number | null, signal: NodeJS.Signals | null): void => {
       clearTimeout(timer);
       exited();
-      if (startError !== undefined) return answer(nothing(`the walker could not be started (${startError})`));
+      if (startError !== undefined) {
+        answer(nothing(`the walker could not be started (${startError})`));
+        return;
+      }
       // Only its code and first line: never a host path the runner would pass on to the model.
       const line = stderr()
         .split('\n')[0]
