@@ -137,6 +137,7 @@ export const TIERS = {
     'e2e/skill-run-inspector.test.ts',
     'e2e/skill-run-lifecycle-once.test.ts',
     'e2e/skill-run-output.test.ts',
+    'e2e/skill-run-workspace-once.test.ts',
     'e2e/skill-search.test.ts',
     'e2e/skills-list-pages.test.ts',
     'e2e/stdio-wire.test.ts',
