@@ -171,6 +171,7 @@ export const TIERS = {
     'runner/audit-signed.test.ts',
     'runner/audit-stream.test.ts',
     'runner/content-binding.test.ts',
+    'runner/data-folder-once.test.ts',
     'runner/data-replicas.test.ts',
     'runner/egress-ca-file.test.ts',
     'runner/front-secret.test.ts',
