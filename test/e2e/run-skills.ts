@@ -200,3 +200,17 @@ export function cmdline(pid: number): string {
     return '';
   }
 }
+
+/** The front's runner-guard (its child), or undefined while there is none. */
+export function guardOf(frontPid: number): number | undefined {
+  return childrenOf(frontPid).find((pid) => cmdline(pid).includes('runner-guard'));
+}
+
+/** The front's runner, found as the front's guard's child (the runner starts when first needed). */
+export function runnerPid(frontPid: number): number {
+  const guard = guardOf(frontPid);
+  if (guard === undefined) throw new Error('the front has no runner-guard child');
+  const runner = childrenOf(guard).find((pid) => / runner --socket /.test(cmdline(pid)));
+  if (runner === undefined) throw new Error('the guard has no runner child');
+  return runner;
+}

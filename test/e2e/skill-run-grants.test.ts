@@ -1,7 +1,12 @@
 /**
- * Who may run what (docs/architecture.md §6) as a client sees it: hosted grants nothing by default and needs a
- * runner someone else started; `MCP_SKILL_RUN` only narrows; standalone takes the declaration and
- * warns. And the preview's `envNames` are exactly the variables the script really received.
+ * Who may run what (docs/architecture.md §6) as a client sees it, where a script really runs:
+ * `MCP_SKILL_RUN` only narrows; standalone takes the declaration and warns. And the preview's
+ * `envNames` are exactly the variables the script really received.
+ *
+ * Tier `level`: these tests run a script and compare the environment it received with the preview's
+ * `envNames`, which differ with bubblewrap (PWD; `BASE_ENV_NAMES` branches on it), and the runner
+ * hands the environment to the script by a different path with and without bubblewrap. The hosted
+ * refusals decided before any runner is reached are in skill-run-grants-once.test.ts (front).
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -24,53 +29,6 @@ async function runWithToken(client: Served['client'], name: string, script: stri
   const ran = await callTool(client, 'skill_run', { name, script, args: [], confirmToken: preview.confirmToken });
   return { willRun: preview.preview.willRun, ran };
 }
-
-describe.each(ERAS)('hosted default: nothing is granted, reads keep working, $name', (era) => {
-  test('without MCP_SKILL_RUN every script is NOT_GRANTED (saying how to grant), listed as ungranted with a grantNote', async () => {
-    const served = await serve({ MCP_SKILLS_PATH: root }, era);
-    try {
-      const list = await skillList(served.client);
-      expect(list.grantNote).toContain('MCP_SKILL_RUN');
-      const reporter = list.skills.find((s) => s.name === 'reporter')!;
-      expect(reporter.runnable).toBe(false);
-      expect(reporter.ungrantedScripts!.map((s) => s.script)).toEqual([
-        'scripts/report.js',
-        'scripts/other.js',
-        'scripts/env.js',
-        'scripts/sleep.js',
-      ]);
-      const { code, message } = refusal(
-        await callTool(served.client, 'skill_run', { name: 'reporter', script: 'scripts/report.js', args: [] }),
-      );
-      expect(code).toBe('NOT_GRANTED');
-      expect(message).toContain('MCP_SKILL_RUN');
-      expect((await callTool(served.client, 'skill_load', { name: 'reporter' })).isError).toBe(false);
-    } finally {
-      await served.close();
-    }
-  });
-
-  test.each<[string, Record<string, string>]>([
-    ['no SKILL_MCP_RUNNER_SOCKET', {}],
-    ['a socket nobody listens on', { SKILL_MCP_RUNNER_SOCKET: '/nonexistent/runner.sock' }],
-  ])('granted, but %s: RUNNER_UNAVAILABLE with the reason, and reads keep working', async (_label, extra) => {
-    const grant = JSON.stringify([{ skill: 'reporter', script: 'scripts/report.js' }]);
-    const served = await serve({ MCP_SKILLS_PATH: root, MCP_SKILL_RUN: grant, ...extra }, era);
-    try {
-      const { code, message } = refusal(
-        await callTool(served.client, 'skill_run', { name: 'reporter', script: 'scripts/report.js', args: [] }),
-      );
-      expect(code).toBe('RUNNER_UNAVAILABLE');
-      expect(message).toMatch(extra['SKILL_MCP_RUNNER_SOCKET'] ? /cannot be reached/ : /SKILL_MCP_RUNNER_SOCKET/);
-      const list = await skillList(served.client);
-      expect(list.isolation.level).toBe('unavailable');
-      expect(list.skills.find((s) => s.name === 'reporter')!.unavailableScripts).toMatchObject([{ script: 'scripts/report.js' }]);
-      expect((await callTool(served.client, 'skill_file', { name: 'reporter', paths: ['scripts/report.js'] })).isError).toBe(false);
-    } finally {
-      await served.close();
-    }
-  });
-});
 
 describe('hosted with its own runner (started on its own) and MCP_SKILL_RUN narrowing', () => {
   // The grant is the owner's: one of four declared scripts, plus a variable it never asked for.

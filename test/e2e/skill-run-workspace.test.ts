@@ -3,28 +3,26 @@
  * this machine gives (CI runs it as root and as uid 40100, with bubblewrap and without): input
  * files and stdin go in, the script starts in a fresh writable workspace with the skill read-only
  * in SKILL_DIR, and every file it created or changed comes back — listed, and as an embedded
- * resource — up to the output budget. Attack-named tests: hostile input paths, planted links,
- * FIFOs, devices and hard links, output bombs, and a workspace that must never outlive the result.
+ * resource — up to the output budget. Attack-named tests: planted links, FIFOs, devices and hard
+ * links, output bombs, and a workspace that must never outlive the result.
+ *
+ * Tier `level`: every test here runs a script and asserts what it could write and what came back:
+ * the workspace and the skill's copy are mounted or owned differently at each level (bubblewrap's
+ * binds, per-run uids, the same uid), and the outputs are walked by the root walker process or in
+ * process as an ordinary user. The refusals decided before anything runs (hostile input paths, a
+ * changed input, the prompt) are in skill-run-workspace-once.test.ts (front).
  */
 import { existsSync } from 'node:fs';
-import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERAS, expectNoLeftovers, serve, SUITE_TMP, tempDir, type Served } from './harness.js';
 import { audit } from './run-skills.js';
 import { runFoldersGone, runFoldersIn } from '../scratch-wait.js';
 import { writeWorkspaceSkill } from './workspace-skill.js';
+import { callWorkspace, sha, type RunAnswer } from './workspace-calls.js';
 
 const MIB = 1024 * 1024;
 const BUDGET = 3 * MIB;
-const sha = (bytes: Uint8Array | string): string => createHash('sha256').update(bytes).digest('hex');
-
-type Resource = { type: 'resource'; resource: { uri: string; mimeType?: string; text?: string; blob?: string } };
-interface RunAnswer {
-  isError: boolean;
-  value: Record<string, unknown>;
-  resources: Resource[];
-}
 
 let served: Served;
 let stateDir: string;
@@ -56,22 +54,8 @@ afterAll(async () => {
   await expectNoLeftovers();
 });
 
-async function call(args: Record<string, unknown>, signal?: AbortSignal): Promise<RunAnswer> {
-  // Past the SDK's 60 s default: making 20k files can take longer than that on a loaded machine.
-  const result = await served.client.callTool(
-    { name: 'skill_run', arguments: { name: 'workspace', args: [], ...args } },
-    { timeout: 300_000, ...(signal ? { signal } : {}) },
-  );
-  const content = result.content as ({ type: 'text'; text: string } | Resource)[];
-  const text = content
-    .filter((c) => c.type === 'text')
-    .map((c) => (c as { text: string }).text)
-    .join('');
-  return {
-    isError: result.isError === true,
-    value: (result.structuredContent ?? JSON.parse(text)) as Record<string, unknown>,
-    resources: content.filter((c): c is Resource => c.type === 'resource'),
-  };
+function call(args: Record<string, unknown>, signal?: AbortSignal): Promise<RunAnswer> {
+  return callWorkspace(served.client, args, signal);
 }
 
 /** Preview, then run with the token (the same arguments both times). */
@@ -133,21 +117,6 @@ describe('a workspace per run', () => {
     expect(answer.value['stdout']).toMatch(answer.preview['isolation'] === 'same-uid' ? /^wrote/ : /^refused \d+/);
   });
 
-  it('an input changed after the approval is DRAFT_CHANGED with a fresh preview naming the new digest', async () => {
-    const first = await call({ script: 'scripts/fill.py', args: ['form.txt', 'o.json'], files: [{ path: 'form.txt', text: 'approved' }] });
-    const swapped = await call({
-      script: 'scripts/fill.py',
-      args: ['form.txt', 'o.json'],
-      files: [{ path: 'form.txt', text: 'swapped!' }],
-      confirmToken: first.value['confirmToken'],
-    });
-    expect(swapped.isError).toBe(true);
-    expect(swapped.value).toMatchObject({ status: 'draft-changed', error: { code: 'DRAFT_CHANGED' } });
-    const fresh = (swapped.value['preview'] as { willRun: { inputs: unknown } }).willRun.inputs;
-    expect(fresh).toEqual({ files: [{ path: 'form.txt', size: 8, sha256: sha('swapped!') }] });
-    expect(audit(stateDir).filter((l) => l.event === 'run.reject' && l.reason === 'draft-changed').length).toBeGreaterThan(0);
-  });
-
   it('a changed input is returned as changed; an unchanged input is not returned', async () => {
     const answer = await run({
       script: 'scripts/edit.py',
@@ -172,59 +141,6 @@ describe('a workspace per run', () => {
     });
     const back = answer.resources.find((r) => r.resource.uri.endsWith('/data.txt'))!;
     expect(Buffer.from(back.resource.blob!, 'base64')).toEqual(Buffer.concat([bytes, Buffer.from('more\n')]));
-  });
-});
-
-describe('hostile input paths are refused before anything runs', () => {
-  const cases: [string, unknown[], string][] = [
-    ['traversal with ..', [{ path: '../escape.txt', text: 'x' }], 'INVALID_PATH'],
-    ['an absolute path', [{ path: '/etc/cron.d/x', text: 'x' }], 'INVALID_PATH'],
-    ['a NUL byte', [{ path: 'a\u0000b', text: 'x' }], 'INVALID_PATH'],
-    ['a control character', [{ path: 'a\u001bb', text: 'x' }], 'INVALID_PATH'],
-    ['a backslash', [{ path: '..\\x', text: 'x' }], 'INVALID_PATH'],
-    [
-      'a duplicate path',
-      [
-        { path: 'a.txt', text: 'x' },
-        { path: 'a.txt', text: 'y' },
-      ],
-      'INVALID_PATH',
-    ],
-    [
-      'a case collision',
-      [
-        { path: 'Form.pdf', text: 'x' },
-        { path: 'form.PDF', text: 'y' },
-      ],
-      'INVALID_PATH',
-    ],
-    [
-      'a Unicode collision (NFC vs NFD)',
-      [
-        { path: 'caf\u00e9.txt', text: 'x' },
-        { path: 'cafe\u0301.txt', text: 'y' },
-      ],
-      'INVALID_PATH',
-    ],
-    [
-      'a file that is also a folder',
-      [
-        { path: 'in', text: 'x' },
-        { path: 'in/notes.txt', text: 'y' },
-      ],
-      'INVALID_PATH',
-    ],
-    ['invalid base64', [{ path: 'a.bin', base64: 'not base64!' }], 'BAD_REQUEST'],
-    ['both text and base64', [{ path: 'a.bin', base64: 'AA==', text: 'x' }], 'BAD_REQUEST'],
-  ];
-  it.each(cases)('attack: %s', async (_name, files, code) => {
-    const before = audit(stateDir).filter((l) => l.event === 'run.prepare').length;
-    const answer = await call({ script: 'scripts/fill.py', files });
-    expect(answer.isError).toBe(true);
-    expect((answer.value['error'] as { code: string }).code).toBe(code);
-    expect((answer.value['error'] as { message: string }).message).toMatch(/nothing was run/);
-    // Refused by the front before any preview was asked for.
-    expect(audit(stateDir).filter((l) => l.event === 'run.prepare').length).toBe(before);
   });
 });
 
@@ -374,42 +290,5 @@ describe('the workspace never outlives the result', () => {
     expect(exit(), 'the run ended as cancelled, not by its timeout').toBeDefined();
     // The run folder (workspace, HOME) and the skill's copy are removed once the exit line is written.
     expect(await runFoldersGone(scratch)).toEqual([]);
-  });
-});
-
-describe('the prompt a person sees', () => {
-  it('lists each input file by name, size and short digest, and stdin', async () => {
-    const asked: string[] = [];
-    const root = tempDir('workspace-prompt');
-    writeWorkspaceSkill(root);
-    const prompted = await serve({ SKILLS_DIR: root }, ERAS[0]!, {
-      onElicit: (params) => {
-        asked.push(params.message);
-        return { action: 'decline' };
-      },
-    });
-    try {
-      const result = await prompted.client.callTool({
-        name: 'skill_run',
-        arguments: {
-          name: 'workspace',
-          script: 'scripts/fill.py',
-          args: ['form.txt', 'o.json'],
-          stdin: 'abc',
-          files: [
-            { path: 'form.txt', text: 'hello' },
-            { path: 'in/notes.txt', text: 'n' },
-          ],
-        },
-      });
-      expect((result.structuredContent as { status: string }).status).toBe('cancelled');
-      expect(asked).toHaveLength(1);
-      expect(asked[0]).toContain(`input files:\n  form.txt (5 bytes, sha256:${sha('hello').slice(0, 12)}`);
-      expect(asked[0]).toContain(`  in/notes.txt (1 bytes, sha256:${sha('n').slice(0, 12)}`);
-      expect(asked[0]).toContain(`stdin: 3 bytes, sha256:${sha('abc').slice(0, 12)}`);
-      expect(asked[0]).toMatch(/cwd: a fresh workspace of this run/);
-    } finally {
-      await prompted.close();
-    }
   });
 });

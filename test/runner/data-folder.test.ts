@@ -4,6 +4,12 @@
  * root, under a fresh uid per run — two skills never share a folder, two runs of one folder never
  * run at once, the quota is checked after each run (dataFull, then DATA_FULL, nothing lost), and
  * what a script leaves there (a link, a FIFO) is named but never followed.
+ *
+ * Tier `level`: the folder reaches the script differently at each level (bound at /data in
+ * bubblewrap, the host path elsewhere; root:<gid> 2770 with a fresh uid per run as root, the
+ * runner's own uid otherwise), and these tests assert what a script could read, write and count
+ * there. The approval's binding of the quota and the no-queue BUSY refusal, which do not depend on
+ * how the folder is reached, are in data-folder-once.test.ts (front).
  */
 import { execFileSync } from 'node:child_process';
 import { chownSync, existsSync, readFileSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -12,82 +18,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunnerClient } from '../../server/runner-client.js';
 import { requesterTag } from '../../shared/token.js';
 import { expectedLevel, hasBwrap } from '../levels.js';
-import {
-  auditLines,
-  awaitAuditLine,
-  BIN,
-  isRoot,
-  startRunner,
-  tempDir,
-  text,
-  uidRange,
-  until,
-  writeSkills,
-  type RunnerHandle,
-} from './harness.js';
+import { auditLines, awaitAuditLine, BIN, isRoot, startRunner, tempDir, text, until, type RunnerHandle } from './harness.js';
+import { GIDS, dataEnv, run, writeDataSkills } from './data-skills.js';
 
-const COUNTER = `import os
-d = os.environ['MCP_DATA_DIR']
-os.makedirs(os.path.join(d, 'sub'), exist_ok=True)
-p = os.path.join(d, 'sub', 'count')
-n = int(open(p).read()) if os.path.exists(p) else 0
-# Rewritten in place: a file an earlier run (another uid, as root) made must stay writable.
-with open(p, 'w') as f:
-    f.write(str(n + 1))
-print(n + 1, d)
-`;
-
-const WRITE = `import os, sys
-name, size = sys.argv[1], int(sys.argv[2])
-with open(os.path.join(os.environ['MCP_DATA_DIR'], name), 'wb') as f:
-    f.write(b'x' * size)
-print('wrote', name)
-`;
-
-const PLANT = `import os
-d = os.environ['MCP_DATA_DIR']
-os.symlink('/etc/passwd', os.path.join(d, 'passwd-link'))
-os.mkfifo(os.path.join(d, 'pipe'))
-print('planted')
-`;
-
-const LOOK = `import os
-d = os.environ.get('MCP_DATA_DIR')
-print('none' if d is None else ','.join(sorted(os.listdir(d))) or 'empty')
-`;
-
-// Looks at another skill's folder by its host path.
-const PEEK = `import os, sys
-try:
-    print(','.join(sorted(os.listdir(sys.argv[1]))) or 'empty')
-except PermissionError:
-    print('denied')
-except FileNotFoundError:
-    print('missing')
-`;
-
-// Holds its folder until the test says go (a file the test writes there), then leaves a mark.
-const HOLD = `import os, sys, time
-d = os.environ['MCP_DATA_DIR']
-me = sys.argv[1]
-print('other-done' if os.path.exists(os.path.join(d, 'done-a')) else 'other-not-done')
-open(os.path.join(d, 'started-' + me), 'w').close()
-while me == 'a' and not os.path.exists(os.path.join(d, 'go')):
-    time.sleep(0.02)
-open(os.path.join(d, 'done-' + me), 'w').close()
-`;
-
-const py = (script: string) => ({ script, interpreter: 'python3' });
-const skills = writeSkills({
-  counter: { run: [py('count.py')], files: { 'count.py': COUNTER }, data: 'true' },
-  small: { run: [py('write.py')], files: { 'write.py': WRITE }, data: '{bytes: 1000, files: 5}' },
-  planter: { run: [py('plant.py')], files: { 'plant.py': PLANT }, data: 'true' },
-  looker: { run: [py('look.py')], files: { 'look.py': LOOK }, data: 'true' },
-  plain: { run: [py('look.py'), py('peek.py')], files: { 'look.py': LOOK, 'peek.py': PEEK } },
-  holder: { run: [{ ...py('hold.py'), timeout: 60 }], files: { 'hold.py': HOLD }, data: 'true' },
-});
-const GIDS = '60100-60131';
-const env = { SKILLS_DIR: skills, SKILL_MCP_UID_RANGE: uidRange(26), SKILL_MCP_DATA_GID_RANGE: GIDS };
+const skills = writeDataSkills();
+const env = dataEnv(skills);
 const level = expectedLevel(isRoot);
 const base = tempDir('data-runner');
 const stateDir = join(base, 'state');
@@ -105,13 +40,6 @@ function cli(...args: string[]): string {
   } catch (error) {
     throw new Error(String((error as { stderr?: string }).stderr ?? error));
   }
-}
-
-async function run(client: RunnerClient, skill: string, script: string, args: string[] = []) {
-  const prepared = await client.prepare({ skill, script, args });
-  if (!prepared.ok) throw new Error(`prepare refused: ${prepared.error.code} ${prepared.error.message}`);
-  const ran = await client.run({ skill, script, args, confirmToken: prepared.result.confirmToken }, { timeoutMs: 60_000 });
-  return { prepared: prepared.result, ran };
 }
 
 async function ok(client: RunnerClient, skill: string, script: string, args: string[] = []) {
@@ -164,27 +92,6 @@ describe(`data folders at ${level}`, () => {
     // The next preview shows what the folder holds now, outside what the token binds.
     const next = await runner.client.prepare({ skill: 'counter', script: 'count.py', args: [] });
     expect(next.ok && next.result.dataUsed).toEqual({ bytes: 1, entries: 2, full: false });
-  }, 90_000);
-
-  it('the approval binds the folder’s quota: the operator lowering it after the preview makes the run DRAFT_CHANGED', async () => {
-    const prepared = await runner.client.prepare({ skill: 'counter', script: 'count.py', args: [] });
-    if (!prepared.ok) throw new Error(prepared.error.message);
-    await runner.stop();
-    runner = await startRunner({ env: { ...env, SKILL_MCP_DATA_BYTES: '5000' }, base, stateDir });
-    try {
-      const ran = await runner.client.run(
-        { skill: 'counter', script: 'count.py', args: [], confirmToken: prepared.result.confirmToken },
-        { timeoutMs: 60_000 },
-      );
-      expect(ran.ok).toBe(false);
-      if (!ran.ok) {
-        expect(ran.error.code).toBe('DRAFT_CHANGED');
-        expect(ran.error.fresh?.willRun.data).toEqual({ folder: 'counter/anyone', bytes: 5000, files: 10_000 });
-      }
-    } finally {
-      await runner.stop();
-      runner = await startRunner({ env, base, stateDir });
-    }
   }, 90_000);
 
   it.runIf(isRoot)(
@@ -320,34 +227,6 @@ describe('one run at a time per data folder', () => {
     expect(readdirSync(folderOf('holder'))).toEqual([]);
     const refusedLine = auditLines(stateDir).find((l) => l['event'] === 'data.clear' && l['refused'] === 'busy');
     expect(refusedLine).toMatchObject({ skill: 'holder', data_folder: 'holder/anyone' });
-  }, 90_000);
-
-  it('with no queue (SKILL_MCP_RUN_QUEUE_MS=0) the second run is refused BUSY and keeps its approval', async () => {
-    const noQueue = await startRunner({
-      env: { ...env, SKILL_MCP_RUN_QUEUE_MS: '0', SKILL_MCP_MAX_RUNS: '2' },
-      stateDir: join(tempDir('data-busy'), 'state'),
-    });
-    try {
-      const folder = join(noQueue.stateDir, 'data', 'holder', 'anyone');
-      const a = run(noQueue.client, 'holder', 'hold.py', ['a']);
-      expect(await until(() => existsSync(join(folder, 'started-a')), 30_000)).toBe(true);
-      const prepared = await noQueue.client.prepare({ skill: 'holder', script: 'hold.py', args: ['b'] });
-      if (!prepared.ok) throw new Error(prepared.error.message);
-      const request = { skill: 'holder', script: 'hold.py', args: ['b'], confirmToken: prepared.result.confirmToken };
-      const busy = await noQueue.client.run(request, { timeoutMs: 60_000 });
-      expect(busy.ok).toBe(false);
-      if (!busy.ok) {
-        expect(busy.error.code).toBe('BUSY');
-        expect(busy.error.message).toMatch(/data folder/);
-      }
-      writeFileSync(join(folder, 'go'), '');
-      expect((await a).ran.ok).toBe(true);
-      // The same approval runs once the folder is free.
-      const again = await noQueue.client.run(request, { timeoutMs: 60_000 });
-      expect(again.ok).toBe(true);
-    } finally {
-      await noQueue.stop();
-    }
   }, 90_000);
 });
 
