@@ -16,10 +16,11 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { namespaceVariants } from '../levels.js';
-import { probe, scripts, serveOnLoopback, startRunnerAs } from './egress-probe.js';
+import { probe, scripts, serveOnLoopback } from './egress-probe.js';
 import type { Served } from './egress-probe.js';
 import { prepareAndRun, text, writeSkills } from './harness.js';
 import type { RunnerHandle } from './harness.js';
+import { startRunnerAs } from './runner-as.js';
 
 const variants = namespaceVariants(40211);
 

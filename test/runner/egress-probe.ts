@@ -2,15 +2,10 @@
  * @module What the declared-egress runner tests share (test/runner/egress.test.ts, the proxy's
  * traffic; egress-isolation.test.ts, what a run with and without egress sees and reaches around the
  * proxy; egress-without-bwrap.test.ts, egress at the levels without bubblewrap): the probe scripts a
- * run uses to reach out, a loopback HTTP server that records what reached it, and a runner started
- * as a given uid on a folder that uid owns.
+ * run uses to reach out, and a loopback HTTP server that records what reached it.
  */
-import { execFileSync } from 'node:child_process';
-import { chmodSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
-import { startRunner, tempDir, uidRange } from './harness.js';
-import type { RunnerHandle } from './harness.js';
 
 export const probe = {
   // urllib honours HTTP_PROXY; an HTTP error's body is the proxy's explanation.
@@ -82,25 +77,4 @@ export async function serveOnLoopback(name: string): Promise<Served> {
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return { server, port: (server.address() as { port: number }).port, hits };
-}
-
-/**
- * A runner as `uid` (dropped with setpriv by a root test process), or as the test's own uid when
- * undefined, on a fresh folder that uid owns; `fileIndex` picks the run-uid range (uidRange).
- */
-export async function startRunnerAs(
-  uid: number | undefined,
-  env: Record<string, string>,
-  prefix: string,
-  fileIndex: number,
-): Promise<RunnerHandle> {
-  const base = tempDir(prefix);
-  if (uid !== undefined) execFileSync('chown', ['-R', `${uid}:${uid}`, base]);
-  chmodSync(base, 0o755);
-  return startRunner({
-    env,
-    base,
-    args: ['--uid-range', uidRange(fileIndex)],
-    ...(uid !== undefined ? { spawnPrefix: ['setpriv', `--reuid=${uid}`, `--regid=${uid}`, '--clear-groups'] } : {}),
-  });
 }

@@ -12,10 +12,11 @@
  * Network: only this machine's loopback (a test server on 127.0.0.1 that the test starts).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { probe, scripts, serveOnLoopback, startRunnerAs } from './egress-probe.js';
+import { probe, scripts, serveOnLoopback } from './egress-probe.js';
 import type { Served } from './egress-probe.js';
 import { isRoot, prepareAndRun, text, writeSkills } from './harness.js';
 import type { RunnerHandle } from './harness.js';
+import { startRunnerAs } from './runner-as.js';
 
 describe('egress at the levels without the bubblewrap sandbox (SKILL_MCP_BWRAP=off)', () => {
   let server: Served;

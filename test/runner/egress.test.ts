@@ -17,10 +17,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { namespaceVariants } from '../levels.js';
-import { probe, scripts, serveOnLoopback, startRunnerAs } from './egress-probe.js';
+import { probe, scripts, serveOnLoopback } from './egress-probe.js';
 import type { Served } from './egress-probe.js';
 import { auditLines, prepareAndRun, text, writeSkills } from './harness.js';
 import type { RunnerHandle } from './harness.js';
+import { startRunnerAs } from './runner-as.js';
 
 const variants = namespaceVariants(40211);
 
