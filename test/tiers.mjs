@@ -233,6 +233,7 @@ export const TIERS = {
     'e2e/newcomer.test.ts',
     'e2e/root-first-hour.test.ts',
     'e2e/root-unreadable.test.ts',
+    'e2e/skill-run-egress-refusals-off.test.ts',
     'http/listen-failure.test.ts',
     'runner/audit-full-disk.test.ts',
     'runner/egress-without-bwrap.test.ts',
