@@ -133,6 +133,7 @@ export const TIERS = {
     'e2e/read-tools.test.ts',
     'e2e/skill-read.test.ts',
     'e2e/skill-run-confirm.test.ts',
+    'e2e/skill-run-egress-prompt.test.ts',
     'e2e/skill-run-inspector.test.ts',
     'e2e/skill-run-output.test.ts',
     'e2e/skill-search.test.ts',
