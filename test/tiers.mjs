@@ -173,6 +173,7 @@ export const TIERS = {
     'runner/egress-ca-file.test.ts',
     'runner/front-secret.test.ts',
     'runner/peer-protocol.test.ts',
+    'runner/peer-tokens.test.ts',
     'runner/python-bytecode.test.ts',
     'runner/redis-ledger.test.ts',
     'runner/remembered-roots.test.ts',
