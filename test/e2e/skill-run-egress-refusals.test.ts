@@ -8,52 +8,26 @@
  * list and the full count; and the audit log still has its line for every connection. At both
  * bubblewrap levels (the ones that enforce egress): a front and runner as an ordinary uid
  * (`namespace`), and as root (`namespace-uid`). Network: only a test HTTP server on loopback.
+ *
+ * Tiers: `level` (only the bubblewrap levels give a run a proxy; skipped at the others) and `node`:
+ * every refusal here is the proxy's answer to a real client's request or CONNECT (node:net,
+ * node:http). What a root runner without bubblewrap says instead is
+ * skill-run-egress-refusals-off.test.ts (`uid`).
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { isRoot, namespaceVariants } from '../levels.js';
-import { ERAS, SUITE_TMP, callTool, expectNoLeftovers, serve, tempDir, type Served } from './harness.js';
-import { CONNECT_PY, askToken, audit } from './run-skills.js';
-
-const PROBE_PY = `import json, sys, urllib.request
-from connect import connect
-port, undeclared = sys.argv[1], sys.argv[2]
-out = {}
-with urllib.request.urlopen("http://127.0.0.1:%s/allowed" % port, timeout=20) as r:
-    out["allowed"] = r.status
-for target in ["api.example.com:443", "127.0.0.1:" + undeclared, "localhost:" + port, "169.254.169.254:80", "0.0.0.0:80", "api.example.com:443"]:
-    out[target] = connect(target)
-print(json.dumps(out))
-`;
-const FLOOD_PY = `from connect import connect
-statuses = set(connect("h%d.example:443" % i) for i in range(1000))
-print(sorted(statuses))
-`;
+import { namespaceVariants } from '../levels.js';
+import { writeConnectorSkill } from './egress-refusal-skills.js';
+import { ERAS, SUITE_TMP, expectNoLeftovers, serve, tempDir, type Served } from './harness.js';
+import { askToken, audit } from './run-skills.js';
 
 let server: Server;
 let port = 0;
 let undeclared = 0;
 let root: string;
-
-function writeSkill(dir: string, name: string, egress: string[] | undefined): void {
-  const files: Record<string, string> = {
-    'SKILL.md':
-      `---\nname: ${name}\ndescription: Connects places for the egress refusal tests.\nmcp-host:\n  version: 1\n  run:\n` +
-      ['probe.py', 'flood.py', 'quiet.py'].map((s) => `    - script: ${s}\n      interpreter: python3\n      timeout: 120\n`).join('') +
-      (egress ? `  egress: [${egress.join(', ')}]\n` : '') +
-      '---\nConnect things.\n',
-    'connect.py': CONNECT_PY,
-    'probe.py': PROBE_PY,
-    'flood.py': FLOOD_PY,
-    'quiet.py': 'print("quiet")\n',
-  };
-  mkdirSync(join(dir, name), { recursive: true, mode: 0o755 });
-  for (const [path, text] of Object.entries(files)) writeFileSync(join(dir, name, path), text, { mode: 0o644 });
-}
 
 beforeAll(async () => {
   server = createServer((req, res) => res.end(`hello ${req.url}`));
@@ -61,8 +35,8 @@ beforeAll(async () => {
   port = (server.address() as { port: number }).port;
   undeclared = port > 2 ? port - 1 : port + 1;
   root = tempDir('egress-refusals');
-  writeSkill(root, 'connector', [`127.0.0.1:${port}`, `localhost:${port}`]);
-  writeSkill(root, 'offline', undefined);
+  writeConnectorSkill(root, 'connector', [`127.0.0.1:${port}`, `localhost:${port}`]);
+  writeConnectorSkill(root, 'offline', undefined);
 });
 afterAll(async () => {
   server?.close();
@@ -202,30 +176,4 @@ describe.each(namespaceVariants(40212))('egress refusals in the skill_run result
       expect(lines.find((l) => l.event === 'run.exit')).toMatchObject({ egress_allowed: 0, egress_refused: 1000, egress_unlogged: 0 });
     },
   );
-});
-
-describe.skipIf(!isRoot)('without bubblewrap (root, uid-sandbox): no proxy, so no egress summary', () => {
-  test('a declared destination is unreachable, the preview says so, and the result claims no refusals it never saw', async () => {
-    const served = await serve(
-      { SKILLS_DIR: root, SKILL_MCP_STATE_DIR: join(tempDir('state'), 'state'), SKILL_MCP_BWRAP: 'off', MCP_CONFIRM_ELICITATION: 'off' },
-      ERAS[0]!,
-    );
-    try {
-      const preview = await askToken(served.client, { name: 'connector', script: 'quiet.py' });
-      expect(preview.preview.willRun.isolation).toBe('uid-sandbox');
-      expect((preview.preview.willRun as { egressNote?: string }).egressNote).toContain(
-        'Not reachable at this isolation level (uid-sandbox)',
-      );
-      const ran = await callTool(served.client, 'skill_run', {
-        name: 'connector',
-        script: 'quiet.py',
-        args: [],
-        confirmToken: preview.confirmToken,
-      });
-      expect(ran.value['status'], ran.text).toBe('completed');
-      expect(ran.value).not.toHaveProperty('egress');
-    } finally {
-      await served.close();
-    }
-  });
 });

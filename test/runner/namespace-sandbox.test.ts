@@ -6,6 +6,12 @@
  * through the real runner on its real socket: as an ordinary uid (level `namespace`), and as root
  * (level `namespace-uid`, root only). Needs bubblewrap with unprivileged user namespaces; CI's
  * SKILL_MCP_TEST_EXPECT=bwrap makes a machine without it fail instead of skipping.
+ *
+ * Tier `level`: attacks on the sandbox, skipped without bubblewrap. Not `node`: the probes are
+ * python3 and system tools, so nothing here changes with the Node major; the rlimits (set through
+ * posix_spawn and koffi) and the memory cap on a node script are namespace-sandbox-limits.test.ts,
+ * in `node`. A declared script name that reads as an interpreter option is refused before anything
+ * runs: script-option-names.test.ts (front).
  */
 import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -14,8 +20,6 @@ import type { Server } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { namespaceVariants } from '../levels.js';
-import { ownCapEff, runnerMaySetLimits } from '../../runner/sandbox/go-ahead.js';
-import { loadPosixSpawn } from '../../runner/sandbox/posix-spawn.js';
 import { prepareAndRun, startRunner, tempDir, text, uidRange, writeSkills } from './harness.js';
 import type { RunnerHandle } from './harness.js';
 
@@ -58,13 +62,6 @@ for pid in sys.argv[1:]:
     except Exception as e: out[pid + "/proc"] = type(e).__name__
 print(json.dumps(out))
 `,
-  'alloc.js': `const kept = [];
-try { for (let i = 0; i < 64; i++) kept.push(Buffer.alloc(64 << 20, 1)); console.log('allocated', kept.length * 64, 'MiB'); }
-catch (e) { console.error('stopped after', kept.length * 64, 'MiB:', e.message); process.exit(3); }
-`,
-  'alloc.py': `b = bytearray(4 * 1024 * 1024 * 1024)
-print("allocated 4 GiB")
-`,
   // Escapes by process tricks: its own process group, a double fork with setsid, both sleeping on.
   'detach.py': `import os, subprocess
 subprocess.Popen(["sleep", "1000", "${marker}-pgrp"], process_group=0)
@@ -94,12 +91,6 @@ try:
             f.write(b"x" * 65536); f.flush(); n += 65536
 except OSError as e:
     print("stopped", n, e.errno)
-`,
-  'limits.py': `import json
-rows = {}
-for line in open("/proc/self/limits").read().splitlines()[1:]:
-    rows[line[:26].strip()] = line[26:].split()[:2]
-print(json.dumps(rows))
 `,
   'whoami.py': `import os, json
 print(json.dumps({"cwd": os.getcwd(), "home": os.environ["HOME"], "tmp": os.environ["TMPDIR"], "root": sorted(os.listdir("/")), "host": os.uname().nodename, "env": dict(os.environ)}))
@@ -175,24 +166,6 @@ describe.each(variants)('the namespace sandbox, $name', (variant) => {
   });
 
   it.skipIf(skip)(
-    "runs under the runner's six rlimits, set by the runner on the waiting sandbox where it may (no prlimit step), else by a prlimit step it names at start",
-    async () => {
-      const { result } = await run('limits.py');
-      const rows = JSON.parse(text(result.stdout)) as Record<string, string[]>;
-      const both = (n: number): string[] => [String(n), String(n)];
-      expect(rows['Max processes']).toEqual(both(64));
-      expect(rows['Max file size']).toEqual(both(64 * MIB));
-      expect(rows['Max open files']).toEqual(both(256));
-      expect(rows['Max cpu time']).toEqual(both(21));
-      expect(rows['Max data size']).toEqual(both(512 * MIB));
-      expect(rows['Max core file size']).toEqual(both(0));
-      // Which way they were set: an ordinary runner's child is its own uid; a root runner needs CAP_SYS_RESOURCE.
-      const byRunner = loadPosixSpawn()?.gates === true && runnerMaySetLimits(variant.level === 'namespace-uid', ownCapEff());
-      expect(runner.stderr().includes('rlimits are set by a prlimit step')).toBe(!byRunner);
-    },
-  );
-
-  it.skipIf(skip)(
     'sees only the system folders, a writable workspace as cwd (its skill read-only at /skill), and a private /tmp as HOME and TMPDIR',
     async () => {
       const { result } = await run('whoami.py');
@@ -259,17 +232,6 @@ describe.each(variants)('the namespace sandbox, $name', (variant) => {
     }
   });
 
-  it.skipIf(skip)('a 4 GiB allocation is stopped by the memory cap, and the result says so (node and python3)', async () => {
-    const js = await run('alloc.js');
-    expect(js.result.exitCode).toBe(3);
-    expect(text(js.result.stderr)).toContain('stopped after');
-    expect(js.result.memoryLimited).toBe(true);
-    const py = await run('alloc.py');
-    expect(py.result.exitCode).not.toBe(0);
-    expect(text(py.result.stderr)).toContain('MemoryError');
-    expect(py.result.memoryLimited).toBe(true);
-  });
-
   it.skipIf(skip)('its own process group, setsid and a double fork leave nothing running after the call', async () => {
     const { result } = await run('detach.py');
     expect(text(result.stdout)).toContain('detached');
@@ -315,30 +277,5 @@ describe.each(variants)('the namespace sandbox, $name', (variant) => {
     const audit = readFileSync(join(runner.stateDir, 'audit.log'), 'utf8');
     expect(audit).toContain(`"run_id":"${result.runId}"`);
     expect(audit.split('\n').filter((l) => l.includes(result.runId) && l.includes('"run.exit"'))).toHaveLength(1);
-  });
-});
-
-describe('script names that read as interpreter options', () => {
-  const skills = writeSkills({
-    optiony: {
-      run: [
-        { script: '-c', interpreter: 'python3' },
-        { script: '--inspect=0.0.0.0', interpreter: 'node' },
-      ],
-      files: { '-c': 'print(1)' },
-    },
-  });
-  let runner: RunnerHandle;
-  beforeAll(async () => {
-    runner = await startRunner({ env: { SKILLS_DIR: skills }, args: ['--uid-range', uidRange(11)] });
-  });
-  afterAll(async () => runner?.stop());
-
-  it('a declared "-c" or "--inspect=…" is refused by the declaration parser, and prepare says it is not runnable', async () => {
-    const described = await runner.client.describe();
-    const problems = described.ok ? (described.result.skills.find((s) => s.name === 'optiony')?.declarationProblems ?? []) : [];
-    expect(problems.join(' ')).toContain('would read as an interpreter option');
-    const prepared = await runner.client.prepare({ skill: 'optiony', script: '-c', args: ['import os; os.system("id")'] });
-    expect(prepared).toMatchObject({ ok: false, error: { code: 'NOT_DECLARED' } });
   });
 });

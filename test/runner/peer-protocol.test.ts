@@ -1,18 +1,20 @@
 /**
  * A hostile peer on the runner's socket: garbage, oversized and deeply nested frames, requests
- * outside the table, forged / replayed / expired / re-targeted tokens, and a script swapped for a
- * symlink after its token was minted. Each ends in a refusal with a stable code, and the runner
+ * outside the table, and runs that end because another arrives, a cancel or a closed connection. Each ends in a refusal with a stable code, and the runner
  * keeps serving the next request.
+ *
+ * Tiers: `front` (nothing here depends on the uid or the level) and `node`: frames read off the
+ * socket (node:net's chunks through the frame codec), and a run ended by its connection closing or a
+ * cancel on another connection. The token refusals, decided by the runner's own code whatever the
+ * Node major, are peer-tokens.test.ts (front only).
  */
 import { createConnection } from 'node:net';
-import { rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { FrameCodec } from '../../shared/frame.js';
-import { mintToken } from '../../shared/token.js';
 import { randomBytes } from 'node:crypto';
-import { auditLines, awaitAuditLine, helloFor, prepareAndRun, slotsFree, startRunner, uidRange, writeSkills, text } from './harness.js';
+import { auditLines, awaitAuditLine, helloFor, slotsFree, startRunner, uidRange } from './harness.js';
 import type { RunnerHandle } from './harness.js';
+import { peerSkills } from './peer-fixture.js';
 
 /**
  * Sends raw bytes and collects answer frames: until `wantFrames` arrived, or — with `untilClosed` —
@@ -51,23 +53,7 @@ function frameOf(body: Buffer): Buffer {
   return Buffer.concat([h, body]);
 }
 
-const skills = writeSkills({
-  echo: {
-    run: [
-      { script: 'run.js', interpreter: 'node', timeout: 5 },
-      { script: 'other.js', interpreter: 'node', timeout: 5 },
-    ],
-    files: {
-      'run.js': 'process.stdout.write(JSON.stringify(process.argv.slice(2)))',
-      'other.js': 'process.stdout.write("other")',
-      'outside.js': 'process.stdout.write("outside")',
-    },
-  },
-  slow: { run: [{ script: 'sleep.js', interpreter: 'node', timeout: 20 }], files: { 'sleep.js': 'setTimeout(() => {}, 15000)' } },
-});
-const outsideDir = writeSkills({ elsewhere: { run: [], files: { 'evil.js': 'process.stdout.write("EVIL")' } } });
-// One run at a time and no wait for a slot: a second run is refused BUSY at once (run-slots.test.ts has the rest).
-const env = { SKILLS_DIR: skills, MCP_CONFIRM_TTL_SECONDS: '600', SKILL_MCP_MAX_RUNS: '1', SKILL_MCP_RUN_QUEUE_MS: '0' };
+const { env } = peerSkills();
 let runner: RunnerHandle;
 
 async function stillServes(): Promise<void> {
@@ -131,104 +117,6 @@ describe('hostile peer: frames', () => {
     expect(frames[0]).toMatchObject({ ok: true });
     for (const f of frames.slice(1)) expect(f).toMatchObject({ ok: false, error: { code: 'BAD_REQUEST' } });
     await stillServes();
-  });
-});
-
-describe('hostile peer: tokens', () => {
-  it('a forged token (another key) → TOKEN_INVALID, nothing runs', async () => {
-    const prepared = await runner.client.prepare({ skill: 'echo', script: 'run.js', args: [] });
-    expect(prepared.ok).toBe(true);
-    const forged = mintToken(randomBytes(32), prepared.ok ? prepared.result.willRun : ({} as never), Date.now(), 60_000).token;
-    const ran = await runner.client.run({ skill: 'echo', script: 'run.js', args: [], confirmToken: forged });
-    expect(ran).toMatchObject({ ok: false, error: { code: 'TOKEN_INVALID' } });
-    await stillServes();
-  });
-
-  it('a replayed token → TOKEN_REUSED, also after the runner restarts', async () => {
-    const first = await prepareAndRun(runner.client, 'echo', 'run.js', ['once']);
-    expect(text(first.result.stdout)).toBe('["once"]');
-    // One slot and no queue here: the first run holds its slot until its folder is removed, after its answer.
-    await slotsFree(runner.client);
-    const again = await runner.client.run({ skill: 'echo', script: 'run.js', args: ['once'], confirmToken: first.token });
-    expect(again).toMatchObject({ ok: false, error: { code: 'TOKEN_REUSED' } });
-    await runner.stop();
-    runner = await startRunner({ env, stateDir: runner.stateDir, args: ['--uid-range', uidRange(0)] });
-    const afterRestart = await runner.client.run({ skill: 'echo', script: 'run.js', args: ['once'], confirmToken: first.token });
-    expect(afterRestart).toMatchObject({ ok: false, error: { code: 'TOKEN_REUSED' } });
-    // A token minted before the restart and never used still works: the key survived.
-    const minted = await runner.client.prepare({ skill: 'echo', script: 'run.js', args: ['kept'] });
-    await runner.stop();
-    runner = await startRunner({ env, stateDir: runner.stateDir, args: ['--uid-range', uidRange(0)] });
-    const kept = await runner.client.run({
-      skill: 'echo',
-      script: 'run.js',
-      args: ['kept'],
-      confirmToken: minted.ok ? minted.result.confirmToken : '',
-    });
-    expect(kept).toMatchObject({ ok: true, result: { stdout: Buffer.from('["kept"]') } });
-  });
-
-  it('an expired token → TOKEN_EXPIRED', async () => {
-    const short = await startRunner({ env: { ...env, MCP_CONFIRM_TTL_SECONDS: '1' }, args: ['--uid-range', uidRange(0)] });
-    try {
-      const prepared = await short.client.prepare({ skill: 'echo', script: 'run.js', args: [] });
-      await new Promise((r) => setTimeout(r, 1100));
-      const ran = await short.client.run({
-        skill: 'echo',
-        script: 'run.js',
-        args: [],
-        confirmToken: prepared.ok ? prepared.result.confirmToken : '',
-      });
-      expect(ran).toMatchObject({ ok: false, error: { code: 'TOKEN_EXPIRED' } });
-    } finally {
-      await short.stop();
-    }
-  });
-
-  it('a token re-targeted to other args, another script or another skill → DRAFT_CHANGED with a fresh preview, nothing runs', async () => {
-    const prepared = await runner.client.prepare({ skill: 'echo', script: 'run.js', args: ['approved'] });
-    const token = prepared.ok ? prepared.result.confirmToken : '';
-    const otherArgs = await runner.client.run({ skill: 'echo', script: 'run.js', args: ['rm -rf /'], confirmToken: token });
-    expect(otherArgs).toMatchObject({ ok: false, error: { code: 'DRAFT_CHANGED', fresh: { willRun: { argv: ['run.js', 'rm -rf /'] } } } });
-    const otherScript = await runner.client.run({ skill: 'echo', script: 'other.js', args: ['approved'], confirmToken: token });
-    expect(otherScript).toMatchObject({ ok: false, error: { code: 'DRAFT_CHANGED' } });
-    const otherSkill = await runner.client.run({ skill: 'slow', script: 'sleep.js', args: ['approved'], confirmToken: token });
-    expect(otherSkill).toMatchObject({ ok: false, error: { code: 'DRAFT_CHANGED' } });
-    // The approved run itself still works once.
-    const approved = await runner.client.run({ skill: 'echo', script: 'run.js', args: ['approved'], confirmToken: token });
-    expect(approved).toMatchObject({ ok: true, result: { stdout: Buffer.from('["approved"]') } });
-  });
-
-  it('a script swapped for a symlink leaving the skill after minting → refused (OUTSIDE_SKILL), nothing runs', async () => {
-    const prepared = await runner.client.prepare({ skill: 'echo', script: 'other.js', args: [] });
-    const script = join(skills, 'echo', 'other.js');
-    rmSync(script);
-    symlinkSync(join(outsideDir, 'elsewhere', 'evil.js'), script);
-    try {
-      const ran = await runner.client.run({
-        skill: 'echo',
-        script: 'other.js',
-        args: [],
-        confirmToken: prepared.ok ? prepared.result.confirmToken : '',
-      });
-      expect(ran).toMatchObject({ ok: false, error: { code: 'OUTSIDE_SKILL' } });
-      expect(JSON.stringify(ran)).not.toContain('EVIL');
-    } finally {
-      rmSync(script);
-      writeFileSync(script, 'process.stdout.write("other")', { mode: 0o644 });
-    }
-    await stillServes();
-  });
-
-  it('an undeclared file of the skill cannot be prepared or run (NOT_DECLARED)', async () => {
-    expect(await runner.client.prepare({ skill: 'echo', script: 'outside.js', args: [] })).toMatchObject({
-      ok: false,
-      error: { code: 'NOT_DECLARED' },
-    });
-    expect(await runner.client.prepare({ skill: 'nope', script: 'run.js', args: [] })).toMatchObject({
-      ok: false,
-      error: { code: 'UNKNOWN_SKILL' },
-    });
   });
 });
 
