@@ -167,7 +167,7 @@ async function measure(FIRST, KEPT) {
   await build({
     stdin: {
       contents:
-        "export { openRunProxy } from './runner/egress/run-proxy.ts'; export { AuditLog } from './runner/audit/log.ts'; export { BRIDGE_SOURCE } from './runner/egress/bridge.ts';",
+        "export { openRunProxy } from './runner/helper/run-proxy.ts'; export { BRIDGE_SOURCE } from './runner/egress/bridge.ts';",
       resolveDir: REPO,
       loader: 'ts',
     },
@@ -178,11 +178,11 @@ async function measure(FIRST, KEPT) {
     logLevel: 'warning',
     banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
   });
-  const { openRunProxy, AuditLog, BRIDGE_SOURCE } = await import(pathToFileURL(out).href);
+  const { openRunProxy, BRIDGE_SOURCE } = await import(pathToFileURL(out).href);
   // What a run with bindings pays once, before its script starts: the X.509 code's first load, then per run the CA and its first leaf.
   const caOut = join(dir, 'ca.mjs');
   await build({
-    stdin: { contents: "export { makeRunCa } from './runner/secrets/ca.ts';", resolveDir: REPO, loader: 'ts' },
+    stdin: { contents: "export { makeRunCa } from './runner/helper/ca.ts';", resolveDir: REPO, loader: 'ts' },
     bundle: true,
     format: 'esm',
     platform: 'node',
@@ -204,8 +204,8 @@ async function measure(FIRST, KEPT) {
     leafMs.push(performance.now() - t);
   }
 
-  const audit = new AuditLog({ path: join(dir, 'audit.log'), anchorPath: join(dir, 'audit.head') });
-  audit.begin(() => ({ event: 'runner.start' }));
+  // What the helper reports to the runner, one record per connection (the runner writes them as egress lines).
+  const records = [];
   const socketPath = join(dir, 'egress.sock');
   const bundlePath = join(dir, 'ca-bundle.pem');
   const binding = {
@@ -218,12 +218,10 @@ async function measure(FIRST, KEPT) {
   };
   const proxy = await openRunProxy({
     socketPath,
-    uid: undefined,
-    audit,
-    runId: 'bench',
+    onRecord: (record) => records.push(record),
     entries: [`127.0.0.1:${bound}`, `127.0.0.1:${unbound}`],
     secrets: [binding],
-    intercept: { bundlePath, timeoutMs: 600_000, env: { SKILL_MCP_EGRESS_CA_FILE: join(dir, 'ca.pem') } },
+    intercept: { bundlePath, timeoutMs: 600_000, upstreamCa: readFileSync(join(dir, 'ca.pem'), 'utf8') },
   });
   // The client trusts the run's bundle (for the intercepted API) and the bench CA (for the blind tunnel).
   const clientCa = join(dir, 'client-ca.pem');
@@ -263,12 +261,7 @@ async function measure(FIRST, KEPT) {
   await proxy.close();
   if (code !== 0) throw new Error(`the client failed (exit ${code})`);
   const samples = JSON.parse(text);
-  const lines = readFileSync(join(dir, 'audit.log'), 'utf8')
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l))
-    .filter((l) => l.event === 'egress');
-  const injected = lines.reduce((n, l) => n + (l.injected?.API_TOKEN ?? 0), 0);
+  const injected = records.reduce((n, r) => n + (r.injected?.API_TOKEN ?? 0), 0);
 
   // A whole proxy's opening, with and without a binding (what the run path waits for before the spawn), alternated.
   const openMs = { with: [], without: [] };
@@ -279,17 +272,14 @@ async function measure(FIRST, KEPT) {
       const t0 = performance.now();
       const p = await openRunProxy({
         socketPath: sock,
-        uid: undefined,
-        audit,
-        runId: 'open',
+        onRecord: () => undefined,
         entries: [`127.0.0.1:${bound}`],
-        ...(withSecrets ? { secrets: [binding], intercept: { bundlePath: b, timeoutMs: 600_000, env: {} } } : {}),
+        ...(withSecrets ? { secrets: [binding], intercept: { bundlePath: b, timeoutMs: 600_000 } } : {}),
       });
       (withSecrets ? openMs.with : openMs.without).push(performance.now() - t0);
       await p.close();
     }
   }
-  await audit.close();
   api.kill();
   const setup = {
     open_with_secrets_median_ms: quantile(openMs.with, 0.5),
