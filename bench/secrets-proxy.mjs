@@ -166,8 +166,7 @@ async function measure(FIRST, KEPT) {
   const out = join(dir, 'pieces.mjs');
   await build({
     stdin: {
-      contents:
-        "export { openRunProxy } from './runner/helper/run-proxy.ts'; export { BRIDGE_SOURCE } from './runner/egress/bridge.ts';",
+      contents: "export { openRunProxy } from './runner/helper/run-proxy.ts'; export { BRIDGE_SOURCE } from './runner/egress/bridge.ts';",
       resolveDir: REPO,
       loader: 'ts',
     },
