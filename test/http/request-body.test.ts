@@ -37,7 +37,7 @@ describe('a request body, read once and handed over parsed', () => {
     for (const body of [toolsList, `\ufeff${toolsList}`]) {
       const answer = await send(body);
       expect(answer.status).toBe(200);
-      expect(JSON.parse(answer.text).result.tools).toHaveLength(5);
+      expect(JSON.parse(answer.text).result.tools).toHaveLength(6);
     }
   });
 
