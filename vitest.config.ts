@@ -2,7 +2,13 @@ import { defineConfig } from 'vitest/config';
 import { tierFiles } from './test/tiers.mjs';
 
 /** One vitest project per CI tier (test/tiers.mjs): `.ci/run` picks the tiers each pass needs. */
-const tier = (name: 'unit' | 'front' | 'level' | 'uid' | 'node') => ({ extends: true as const, test: { name, include: tierFiles(name) } });
+const tier = (name: 'unit' | 'front' | 'level' | 'uid' | 'node') => ({
+  extends: true as const,
+  // The unit tier's files are in-process and leave nothing behind: a worker runs several of them
+  // and imports what they share once (half the tier's CPU; CI runs it on three Node majors). The
+  // others start real processes and keep per-file state in their harnesses: one fresh worker each.
+  test: { name, include: tierFiles(name), ...(name === 'unit' ? { isolate: false } : {}) },
+});
 
 export default defineConfig({
   test: {

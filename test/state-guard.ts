@@ -74,7 +74,11 @@ function guard(name: string, fn: Callable): Callable {
   return guarded;
 }
 
-for (const name of ['spawn', 'spawnSync', 'execFile', 'execFileSync', 'exec', 'execSync', 'fork'])
-  cp[name] = guard(name, cp[name] as Callable);
-// ES module imports of node:child_process see the wrapped functions too.
-syncBuiltinESMExports();
+/** Marks the wrapped functions: a worker that runs several files (the unit tier shares workers) wraps them once. */
+const GUARDED = Symbol.for('skill-mcp.state-guard');
+if (!(cp['spawn'] as Callable & { [GUARDED]?: true })[GUARDED]) {
+  for (const name of ['spawn', 'spawnSync', 'execFile', 'execFileSync', 'exec', 'execSync', 'fork'])
+    cp[name] = Object.assign(guard(name, cp[name] as Callable), { [GUARDED]: true });
+  // ES module imports of node:child_process see the wrapped functions too.
+  syncBuiltinESMExports();
+}
