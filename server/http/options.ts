@@ -74,7 +74,7 @@ export const HTTP_VARIABLES = {
     'comma-separated proxy addresses whose X-Forwarded-For names the client (default: none, the header is ignored)',
   SKILL_MCP_HTTP_HEADERS_TIMEOUT_MS: `time a client has to send its request headers (default ${DEFAULT_HEADERS_TIMEOUT_MS}); then 408 and the connection is closed`,
   SKILL_MCP_HTTP_REQUEST_TIMEOUT_MS: `time a client has to send its whole request (default ${DEFAULT_REQUEST_TIMEOUT_MS}); then 408 and the connection is closed`,
-  SKILL_MCP_HTTP_KEEP_ALIVE_TIMEOUT_MS: 'idle keep-alive connections are closed after this (default 5000)',
+  SKILL_MCP_HTTP_KEEP_ALIVE_TIMEOUT_MS: 'idle keep-alive connections are closed after this (default 65000)',
   SKILL_MCP_HTTP_SHUTDOWN_GRACE_MS: 'on SIGTERM, time in-flight requests get before connections are cut (default 30000)',
   SKILL_MCP_HTTP_FAST_PATH:
     'on (default) or off: answer plain 2026-07-28 resources/read and skills/list without the SDK pipeline (same answers; off sends every request through the SDK handler)',
@@ -268,7 +268,10 @@ export function readHttpOptions(args: string[], env: NodeJS.ProcessEnv): HttpOpt
     trustedProxies: readTrustedProxies(env['SKILL_MCP_HTTP_TRUSTED_PROXIES']),
     headersTimeoutMs,
     requestTimeoutMs,
-    keepAliveTimeoutMs: integer('SKILL_MCP_HTTP_KEEP_ALIVE_TIMEOUT_MS', env['SKILL_MCP_HTTP_KEEP_ALIVE_TIMEOUT_MS'], 5_000, 100),
+    // Longer than a client keeps an idle socket (Node's fetch: the server's hint less 1 s; a load
+    // balancer: 60 s): a server closing a socket just as a client that was busy for a second reuses
+    // it breaks that client's request (a large POST: EPIPE). An idle socket still counts toward maxConnections.
+    keepAliveTimeoutMs: integer('SKILL_MCP_HTTP_KEEP_ALIVE_TIMEOUT_MS', env['SKILL_MCP_HTTP_KEEP_ALIVE_TIMEOUT_MS'], 65_000, 100),
     shutdownGraceMs: integer('SKILL_MCP_HTTP_SHUTDOWN_GRACE_MS', env['SKILL_MCP_HTTP_SHUTDOWN_GRACE_MS'], 30_000, 0),
     metrics,
     fastPath: readSwitch('SKILL_MCP_HTTP_FAST_PATH', env['SKILL_MCP_HTTP_FAST_PATH'], true),
