@@ -156,7 +156,7 @@ async function collectRunOutputs(
   plan: RunPlan,
   redaction: RunRedaction,
   data: OpenedData | undefined,
-): Promise<{ collected: Collected; data?: DataUsage | undefined; walkerGone?: Promise<void> }> {
+): Promise<{ collected: Collected; data?: DataUsage | undefined }> {
   // The data folder is measured by the same walk (root: as the run's uid, in its group), at most one entry past its quota.
   const measure =
     data && plan.data
@@ -175,7 +175,7 @@ async function collectRunOutputs(
         note: "this root runner has no outputs walker (its start said why), so the run's workspace was not read; nothing of it is returned",
       },
     };
-  const walk = walkAsRunUid({
+  const walked = await walkAsRunUid({
     walkers: deps.walk,
     ws,
     budgetBytes: deps.limits.outputFilesBytes,
@@ -183,9 +183,8 @@ async function collectRunOutputs(
     redact: plan.redact,
     ...(measure ? { data: measure } : {}),
   });
-  const walked = await walk.walked;
   redaction.absorb(walked.redacted);
-  return { collected: walked.collected, data: walked.data, walkerGone: walk.gone };
+  return { collected: walked.collected, data: walked.data };
 }
 
 /** What a run's cleanup did, and the `run.cleanup` line's fields when it has something to record. */
@@ -237,8 +236,6 @@ interface RunHeld {
   egress?: RunEgress;
   watch?: WorkspaceWatch;
   reaped?: Reaped;
-  /** A root run's outputs walker has exited: its uid is given back only after that. */
-  walkerGone?: Promise<void>;
   /** Settles a held sandbox's hold; undefined lets its script go. Every path that does not let it go settles it with why. */
   settleRecord: (why: string | undefined) => void;
 }
@@ -521,7 +518,6 @@ class RunLife {
             },
           }
         : await collectRunOutputs(deps, prepared.ws, uid, plan, this.redaction, run.data?.opened);
-    if ('walkerGone' in walked) held.walkerGone = walked.walkerGone;
     const collected: Collected = walked.collected;
     phases.mark('outputs');
     const data = this.dataAfter(walked.data);
@@ -571,7 +567,6 @@ class RunLife {
       cgroup: prepared.cgroup,
       uid,
       emptied: reaped.emptied,
-      ...(held.walkerGone !== undefined ? { walkerGone: held.walkerGone } : {}),
     });
     held.handedOff = true;
     if (notStarted !== undefined) {
@@ -693,7 +688,6 @@ class RunLife {
     await held.watch?.finish();
     if (held.handedOff) return;
     const removed = deps.backend.discard(this.backendRun, { ...held.folders, ...held.prepared });
-    await held.walkerGone;
     if (run.uid !== undefined) await deps.uidPool?.release(run.uid, held.reaped?.emptied ?? false, !removed);
   }
 }
@@ -712,8 +706,6 @@ export interface Leftover {
   uid: number | undefined;
   /** Its cgroup was killed and found empty (uids/pool.ts). */
   emptied: boolean;
-  /** A root run's outputs walker (of the run's uid) has exited. */
-  walkerGone?: Promise<void>;
 }
 
 /**
@@ -739,8 +731,6 @@ export async function afterAnswer(
   await new Promise((resolve) => setImmediate(resolve));
   const cleanup = await cleanUpRun(left.scratch, left.tmpfs, left.copy);
   left.cgroup?.remove();
-  // Security: the walker ran as the run's uid; no process of it may be left when the uid is given back.
-  await left.walkerGone;
   if (left.uid !== undefined) await deps.uidPool?.release(left.uid, left.emptied, !cleanup.removed);
   if (cleanup.line) await deps.audit.append({ event: 'run.cleanup', run_id: runId, ...cleanup.line });
 }

@@ -151,12 +151,7 @@ export function checkWalk(result: WalkResult, budgetBytes: number): Walked | str
   };
 }
 
-/**
- * Walks `ws` as its owner (the run's uid) in a walker process. `walked` settles with the answer as
- * soon as it is read (never rejects); `gone` once the walker has exited: the run's uid is given
- * back only after that (run-path.ts afterAnswer), so no process of it is left when a later run
- * gets it — without the run's answer waiting for the walker's exit.
- */
+/** Walks `ws` as its owner (the run's uid) in a walker process; never rejects. */
 export function walkAsRunUid(opts: {
   walkers: WalkerPool;
   /** The run's workspace; the walker becomes its owner, the run's uid. */
@@ -167,22 +162,15 @@ export function walkAsRunUid(opts: {
   timeoutMs?: number;
   /** The run's data folder, to measure in the same walk (its group joined). */
   data?: { dir: string; gid?: number; maxEntries: number };
-}): { walked: Promise<Walked>; gone: Promise<void> } {
+}): Promise<Walked> {
   const codec = new FrameCodec(WALK_MAX_FRAME_BYTES);
   const { child, stderr } = opts.walkers.take();
-  let exited!: () => void;
-  const gone = new Promise<void>((resolve) => (exited = resolve));
-  const walked = new Promise<Walked>((resolve) => {
-    let answered = false;
-    const answer = (walk: Walked): void => {
-      if (answered) return;
-      answered = true;
-      resolve(walk);
-    };
-    // Anything but a good answer: said, and the walker killed (the uid waits for its exit all the same).
-    // The timer stays past a good answer: a walker that answered but does not exit is killed too.
-    const settle = (walk: Walked): void => {
-      answer(walk);
+  return new Promise<Walked>((resolve) => {
+    // The answer, once known; given back only once the walker has exited, so no process of the
+    // run's uid is left when the run answers (its uid is then given back: runner/uids/pool.ts).
+    let walked: Walked | undefined;
+    const settle = (answer: Walked): void => {
+      walked ??= answer;
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     };
     const timer = setTimeout(
@@ -193,20 +181,18 @@ export function walkAsRunUid(opts: {
     child.on('error', (error) => (startError ??= (error as NodeJS.ErrnoException).code ?? 'error'));
     child.stdout!.on('data', (chunk: Buffer) => {
       for (const event of codec.push(chunk)) {
-        if (answered) return;
+        if (walked !== undefined) return;
         if (!event.ok) return settle(nothing(`the walker sent a frame the runner cannot read (${event.error.code})`));
         const parsed = walkResultSchema.safeParse(event.value);
         if (!parsed.success) return settle(nothing('the walker sent an answer outside its protocol'));
         const checked = checkWalk(parsed.data, opts.budgetBytes);
-        if (typeof checked === 'string') return settle(nothing(`the walker's answer was refused (${checked})`));
-        answer(checked);
+        walked = typeof checked === 'string' ? nothing(`the walker's answer was refused (${checked})`) : checked;
       }
     });
     const ended = (code: number | null, signal: NodeJS.Signals | null): void => {
       clearTimeout(timer);
-      exited();
       if (startError !== undefined) {
-        answer(nothing(`the walker could not be started (${startError})`));
+        resolve(walked ?? nothing(`the walker could not be started (${startError})`));
         return;
       }
       // Only its code and first line: never a host path the runner would pass on to the model.
@@ -214,18 +200,16 @@ export function walkAsRunUid(opts: {
         .split('\n')[0]
         ?.replace(/^skill-mcp walker: /, '')
         .slice(0, 200);
-      answer(nothing(`the walker ended without an answer (${signal ?? `status ${code}`}${line ? `: ${line}` : ''})`));
+      resolve(walked ?? nothing(`the walker ended without an answer (${signal ?? `status ${code}`}${line ? `: ${line}` : ''})`));
     };
     if (child.exitCode !== null || child.signalCode !== null) {
       ended(child.exitCode, child.signalCode);
       return;
     }
-    // Gone once it has exited (its uid free again). A pipe some process still held would keep
-    // 'close' away: past the walker's own exit, 2 s at most for its answer.
-    child.on('exit', () => {
-      exited();
-      setTimeout(() => answer(nothing('the walker exited with its output still held open')), 2_000).unref();
-    });
+    // A pipe some process still held would keep 'close' away: past the walker's own exit, 2 s at most.
+    child.on('exit', () =>
+      setTimeout(() => resolve(walked ?? nothing('the walker exited with its output still held open')), 2_000).unref(),
+    );
     child.on('close', ended);
     child.stdin!.end(
       codec.encode({
@@ -249,5 +233,4 @@ export function walkAsRunUid(opts: {
       }),
     );
   });
-  return { walked, gone };
 }

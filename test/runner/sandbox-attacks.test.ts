@@ -12,23 +12,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { processesOfUid } from '../../runner/uids/pool.js';
 import { expectedLevel, hasBwrap, hasNamespaces } from '../levels.js';
-import { isRoot, prepareAndRun, runUid, startRunner, text, uidRange, until, writeSkills } from './harness.js';
+import { isRoot, prepareAndRun, runUid, startRunner, text, uidRange, writeSkills } from './harness.js';
 import type { RunnerHandle } from './harness.js';
-
-/**
- * The run uid's outputs walker, if it is still there: it reads the workspace as the run's uid,
- * answers, then exits by itself, and the uid is given back only once it has (walk-link.ts). Known
- * by being the runner's own child running the walker bundle — a script's process never is.
- */
-function isRunnersWalker(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-    return ppid === runner.proc.pid && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('skill-mcp-walk.cjs');
-  } catch {
-    return false; // gone already
-  }
-}
 
 const CANARY = `canary-${process.pid}-${Date.now()}-zq`;
 const OTHER_SECRET = `other-secret-${Date.now()}-xk`;
@@ -156,10 +141,7 @@ const level = expectedLevel(true);
 async function attack(script: string, args: string[] = []) {
   const { result, willRun } = await prepareAndRun(runner.client, 'hostile', script, args);
   everything.push(JSON.stringify(result), JSON.stringify(willRun));
-  const uid = runUid(runner.stateDir, result.runId);
-  // Nothing of the script outlives its run; the walker only until it exits, which it does by itself.
-  expect(processesOfUid(uid).filter((pid) => !isRunnersWalker(pid))).toEqual([]);
-  expect(await until(() => processesOfUid(uid).length === 0, 30_000)).toBe(true);
+  expect(processesOfUid(runUid(runner.stateDir, result.runId))).toEqual([]);
   expect((await runner.client.describe()).ok).toBe(true);
   return result;
 }
