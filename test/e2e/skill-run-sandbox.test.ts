@@ -1,9 +1,13 @@
 /**
- * The sandbox as a client sees it (both eras, SDK Client over stdio, the one-bin launch): skill_list
- * and every preview name the isolation level this machine gives, its mechanisms and the memory cap;
- * the elicitation prompt says the same in words; in the namespace levels a script cannot read a
- * file of the person's home or reach a service on 127.0.0.1, and its out-of-memory ends as a normal
- * result that says so.
+ * The sandbox as a client sees it (SDK Client over stdio, the one-bin launch): skill_list and every
+ * preview name the isolation level this machine gives, its mechanisms and the memory cap; the
+ * elicitation prompt says the same in words; in the namespace levels a script cannot read a file of
+ * the person's home or reach a service on 127.0.0.1, and its out-of-memory ends as a normal result
+ * that says so.
+ *
+ * Tier `level`: what is asserted is the level's. The protocol era is not: the list, previews and runs
+ * go over one 2026-07-28 server, the prompt over a 2025 one (form elicitation), and how each era
+ * carries a preview, a prompt and a run is the front tier's (skill-run-confirm.test.ts).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -11,7 +15,7 @@ import type { Server } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectedLevel, hasBwrap, isRoot } from '../levels.js';
-import { ERAS, callTool, expectNoLeftovers, serve, skillList, tempDir } from './harness.js';
+import { ERAS, callTool, expectNoLeftovers, serve, skillList, tempDir, type Served } from './harness.js';
 import { askToken } from './run-skills.js';
 
 const level = expectedLevel(isRoot);
@@ -74,65 +78,58 @@ afterAll(async () => {
   await expectNoLeftovers();
 });
 
-describe.each(ERAS)(`skill_run in the sandbox this machine gives (${level}), $name`, (era) => {
+describe(`skill_run in the sandbox this machine gives (${level})`, () => {
+  let served: Served;
+  beforeAll(async () => {
+    served = await serve({ SKILLS_DIR: root, HOME: home }, ERAS[1]!);
+  });
+  afterAll(async () => {
+    await served?.close();
+  });
+
   it('skill_list and the preview name the level, its mechanisms and the memory cap; the script asking for less gets less', async () => {
-    const served = await serve({ SKILLS_DIR: root, HOME: home }, era);
-    try {
-      const list = await skillList(served.client);
-      const isolation = (list as unknown as { isolation: { level: string; mechanisms: string[]; memoryBytes: number } }).isolation;
-      expect(isolation).toMatchObject({ level, memoryBytes: 1024 ** 3 });
-      const preview = await askToken(served.client, { name: 'probe', script: 'scripts/hog.py' });
-      const willRun = preview.preview.willRun as unknown as { isolation: string; sandbox: string[]; memoryBytes: number };
-      expect(willRun).toMatchObject({ isolation: level, sandbox: isolation.mechanisms, memoryBytes: 128 * 1024 * 1024 });
-    } finally {
-      await served.close();
-    }
+    const list = await skillList(served.client);
+    const isolation = (list as unknown as { isolation: { level: string; mechanisms: string[]; memoryBytes: number } }).isolation;
+    expect(isolation).toMatchObject({ level, memoryBytes: 1024 ** 3 });
+    const preview = await askToken(served.client, { name: 'probe', script: 'scripts/hog.py' });
+    const willRun = preview.preview.willRun as unknown as { isolation: string; sandbox: string[]; memoryBytes: number };
+    expect(willRun).toMatchObject({ isolation: level, sandbox: isolation.mechanisms, memoryBytes: 128 * 1024 * 1024 });
   });
 
   it('the elicitation prompt says the level and the memory cap in words', async () => {
     let prompt = '';
-    const served = await serve({ SKILLS_DIR: root, HOME: home }, era, {
+    const asking = await serve({ SKILLS_DIR: root, HOME: home }, ERAS[0]!, {
       onElicit: (params) => {
         prompt = params.message;
         return { action: 'decline' };
       },
     });
     try {
-      await callTool(served.client, 'skill_run', { name: 'probe', script: 'scripts/hog.py', args: [] });
+      await callTool(asking.client, 'skill_run', { name: 'probe', script: 'scripts/hog.py', args: [] });
       expect(prompt).toContain(`isolation: ${level} (`);
       expect(prompt).toContain('memory cap: 128 MiB');
       if (level === 'same-uid') expect(prompt).toContain("runs as the server's own user");
     } finally {
-      await served.close();
+      await asking.close();
     }
   });
 
   it('a script over its memory cap ends as a normal result that says so', async () => {
-    const served = await serve({ SKILLS_DIR: root, HOME: home }, era);
-    try {
-      const { confirmToken } = await askToken(served.client, { name: 'probe', script: 'scripts/hog.py' });
-      const answer = await callTool(served.client, 'skill_run', { name: 'probe', script: 'scripts/hog.py', args: [], confirmToken });
-      expect(answer.isError).toBe(false);
-      expect(answer.value).toMatchObject({ status: 'completed', memoryLimited: true });
-      expect(answer.value['stderr']).toContain('MemoryError');
-    } finally {
-      await served.close();
-    }
+    const { confirmToken } = await askToken(served.client, { name: 'probe', script: 'scripts/hog.py' });
+    const answer = await callTool(served.client, 'skill_run', { name: 'probe', script: 'scripts/hog.py', args: [], confirmToken });
+    expect(answer.isError).toBe(false);
+    expect(answer.value).toMatchObject({ status: 'completed', memoryLimited: true });
+    expect(answer.value['stderr']).toContain('MemoryError');
   });
 
   it.skipIf(!hasBwrap(level))(
     "in the namespace sandbox a script cannot read the person's home or reach 127.0.0.1 (needs bubblewrap)",
     async () => {
-      const served = await serve({ SKILLS_DIR: root, HOME: home }, era);
-      try {
-        const args = [join(home, 'private-notes.txt'), String(port)];
-        const { confirmToken } = await askToken(served.client, { name: 'probe', script: 'scripts/peek.py', args });
-        const answer = await callTool(served.client, 'skill_run', { name: 'probe', script: 'scripts/peek.py', args, confirmToken });
-        expect(JSON.parse(answer.value['stdout'] as string)).toEqual({ home: 'FileNotFoundError', net: 'ConnectionRefusedError' });
-        expect(connections).toBe(0);
-      } finally {
-        await served.close();
-      }
+      const args = [join(home, 'private-notes.txt'), String(port)];
+      const { confirmToken } = await askToken(served.client, { name: 'probe', script: 'scripts/peek.py', args });
+      const answer = await callTool(served.client, 'skill_run', { name: 'probe', script: 'scripts/peek.py', args, confirmToken });
+      expect(JSON.parse(answer.value['stdout'] as string)).toEqual({ home: 'FileNotFoundError', net: 'ConnectionRefusedError' });
+      expect(connections).toBe(0);
     },
   );
 });
