@@ -407,8 +407,10 @@ export class RunnerService {
         // (run-path.ts): a slot counts toward the caps until the run's disk use is gone.
         if (slot.after !== undefined) this.settleAfter(slot.after, () => admitted.lease.release());
         else admitted.lease.release();
-        // Its data folder's record is written before its answer (run-path.ts): the next run may go.
-        slot.dataLease?.release();
+        // Its data folder's record is written before its answer (run-path.ts), and its turn is given
+        // back before it too (replicas: in their Redis, bounded by its command timeout): a run of
+        // the folder that follows the answer is never refused for a turn this run still held.
+        await slot.dataLease?.release();
       }
     } finally {
       abandoned?.removeEventListener('abort', onAbandon);
@@ -686,7 +688,12 @@ export class RunnerService {
     }
     if (shared !== undefined) {
       const held = slot.dataLease;
-      slot.dataLease = { ...held, release: () => void shared.give().finally(() => held.release()) };
+      slot.dataLease = {
+        release: async () => {
+          await shared.give();
+          await held.release();
+        },
+      };
     }
     const before = readDataRecord(data.base, plan.data.key);
     if (before?.full)

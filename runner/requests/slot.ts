@@ -26,8 +26,11 @@ export interface Slot {
   /** Aborted by a cancel or an asker that went away: takes a waiting run out of the queue. */
   leave: AbortController;
   lease?: Lease;
-  /** Its turn at its data folder (runner/data/locks.ts), when it has one. */
-  dataLease?: Lease;
+  /**
+   * Its turn at its data folder (runner/data/locks.ts; the lock file and, for replicas, their Redis),
+   * when it has one. Given back before the run answers: the next run of the folder may go at once.
+   */
+  dataLease?: { release(): void | Promise<void> };
   proc?: RunningProcess;
   /** Its terminal line (a reject or its exit) is queued: nothing more ends it in the log. */
   ended?: boolean;
