@@ -4,10 +4,7 @@ import { tierFiles } from './test/tiers.mjs';
 /** One vitest project per CI tier (test/tiers.mjs): `.ci/run` picks the tiers each pass needs. */
 const tier = (name: 'unit' | 'front' | 'level' | 'uid' | 'node') => ({
   extends: true as const,
-  // The unit tier's files are in-process and leave nothing behind: a worker runs several of them
-  // and imports what they share once (half the tier's CPU; CI runs it on three Node majors). The
-  // others start real processes and keep per-file state in their harnesses: one fresh worker each.
-  test: { name, include: tierFiles(name), ...(name === 'unit' ? { isolate: false } : {}) },
+  test: { name, include: tierFiles(name) },
 });
 
 export default defineConfig({
@@ -22,6 +19,11 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // A worker runs several files one after another and imports what they share once (a fresh
+    // worker and the SDK's and harnesses' imports cost ~0.7 s of CPU per file; CI is bound by CPU).
+    // A file puts back what it changes in its process and gets its own temp tree all the same
+    // (test/suite-tmp.ts; CONTRIBUTING.md, "Tests and CI").
+    isolate: false,
     // Three workers on CI's two cores: a third of a two-worker pass was idle (tests waiting on
     // real servers, notifications and runs), and every test holds on a busy machine. More thrash.
     maxWorkers: 3,

@@ -417,12 +417,8 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
     `ready on ${opts.socketPath} (isolation ${platform.isolation}; ${capacity.maxRuns} run(s) at once, ${capacity.perClient} per client${refusedWhy ? `; runs refused: ${refusedWhy.code}` : ''})`,
   );
 
-  // The first spare helper, once the runner is ready (it is a node start of its own; not before the
-  // first answer). As root a spare holds a uid of the run range, so it is started only once a run
-  // has needed a helper (HelperPool.take): a runner whose runs never reach the network holds none.
-  if (!('why' in helpers) && !asRoot) setImmediate(() => helpers.warm());
-  // As root, the spare outputs walker likewise: each run's walk then starts no node after its script.
-  if (walk !== undefined) setImmediate(() => walk.warm());
+  // No spare helper or walker yet: the first is started by the first preview of a run that needs
+  // it (RunnerService.prepare), the next after each run's answer.
 
   let stopping = false;
   let why = 'signal';

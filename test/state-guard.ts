@@ -82,3 +82,7 @@ if (!(cp['spawn'] as Callable & { [GUARDED]?: true })[GUARDED]) {
   // ES module imports of node:child_process see the wrapped functions too.
   syncBuiltinESMExports();
 }
+
+// A worker that runs several files: each file after the first gets a temp tree of its own
+// (test/suite-tmp.ts; nothing to do until a file of this worker has imported it).
+(globalThis as { [key: symbol]: (() => void) | undefined })[Symbol.for('skill-mcp.suite-tmp.renew')]?.();

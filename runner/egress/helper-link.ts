@@ -305,7 +305,10 @@ export class HelperPool {
 
   constructor(private readonly make: () => Promise<RunHelper>) {}
 
-  /** Starts the first spare (after the runner's start, so it does not compete with it). */
+  /**
+   * Starts a spare when there is none: at the preview of a run through the proxy (as root a spare
+   * holds a uid of the run range, so a runner whose runs never reach the network holds none).
+   */
   warm(): void {
     this.wanted = true;
     if (!this.closed && this.spare === undefined) this.spare = this.make().catch((error: unknown) => error as Error);

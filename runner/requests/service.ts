@@ -238,6 +238,15 @@ export class RunnerService {
     } catch {
       return refusal('AUDIT_UNAVAILABLE', AUDIT_DOWN);
     }
+    // The spares this run will take, started while a person looks at its preview (each is a node
+    // start of its own): the outputs walker (a root runner) and, for a run through the proxy, its
+    // helper. Not at the runner's start: a runner that is never asked for a run starts neither.
+    // After this answer is written (its continuations run before any immediate).
+    const proxied = derived.plan.egress.mode === 'proxy';
+    setImmediate(() => {
+      if (proxied) this.deps.helpers?.warm();
+      this.deps.walk?.warm();
+    });
     return { ok: true, result: minted };
   }
 

@@ -75,8 +75,8 @@ function startWalker(command: WalkCommand): Walker {
 }
 
 /**
- * One spare walker, started ahead of its run and used once; the next is started once that run has
- * answered (RunnerService.run).
+ * One spare walker, started ahead of its run (at the first preview) and used once; the next is
+ * started once that run has answered (RunnerService.run).
  * A spare that died is replaced by a fresh start, whose cost the run then pays.
  */
 export class WalkerPool {
@@ -85,7 +85,7 @@ export class WalkerPool {
 
   constructor(readonly command: WalkCommand) {}
 
-  /** Starts a spare when there is none (after the runner's start, and after each run's answer). */
+  /** Starts a spare when there is none (at a run's preview, and after each run's answer). */
   warm(): void {
     if (!this.closed && this.spare === undefined) this.spare = startWalker(this.command);
   }

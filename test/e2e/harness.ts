@@ -3,7 +3,6 @@
  * driven by the SDK's own `Client`, in either protocol era. Nothing here calls a handler directly.
  */
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, ProtocolError } from '@modelcontextprotocol/client';
@@ -11,6 +10,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { SkillsClient } from '@modelcontextprotocol/client/ext/skills';
 import { z } from 'zod';
 import { mountsAtOrBelow, unmountAll } from '../../runner/workspace/mount.js';
+import { SUITE_TMP } from '../suite-tmp.js';
 
 export const REPO = fileURLToPath(new URL('../..', import.meta.url));
 export const SERVER_JS = `${REPO}dist/skill-mcp.js`;
@@ -18,16 +18,12 @@ export const VARIED_SKILLS = `${REPO}test/fixtures/varied-skills`;
 export const BUNDLED_SKILLS = `${REPO}skills`;
 
 /**
- * This test file's own temp tree (vitest gives every file its own module graph). Every server it
- * starts gets it as TMPDIR (so the runner guard's private socket folder and the runner's scratch
- * land here) and a state dir inside it, so any process a test left behind names this path in its
- * command line and {@link leftoverProcesses} finds it.
- *
- * Mode 0755, like every folder a test serves from: started as root, the standalone front drops
- * to uid 61183 and must be able to read the skill roots and reach its runner's socket folder.
+ * This test file's own temp tree (test/suite-tmp.ts). Every server it starts gets it as TMPDIR (so
+ * the runner guard's private socket folder and the runner's scratch land here) and a state dir
+ * inside it, so any process a test left behind names this path in its command line and
+ * {@link leftoverProcesses} finds it.
  */
-export const SUITE_TMP = mkdtempSync(join(tmpdir(), 'skill-mcp-e2e-'));
-chmodSync(SUITE_TMP, 0o755);
+export { SUITE_TMP };
 
 /** Whom a front started as root becomes (SKILL_MCP_FRONT_UID's default), and so whom a runner must admit. */
 export const FRONT_UID = 61183;

@@ -76,8 +76,13 @@ describe.skipIf(!isRoot)(
       await runner?.stop();
     });
 
-    it('attack: while it waits for a run it holds CAP_SETUID and CAP_SETGID only, under no_new_privs, in no group; each run takes it and leaves a fresh one', async () => {
+    it('attack: while it waits for a run it holds CAP_SETUID and CAP_SETGID only, under no_new_privs, in no group; a preview starts it, each run takes it and leaves a fresh one', async () => {
       const pid = runner.proc.pid!;
+      // Never asked for a run (an answered describe: the runner is past its start), it keeps none.
+      expect((await runner.client.describe()).ok).toBe(true);
+      expect(spareWalkers(pid)).toEqual([]);
+      const prepared = await runner.client.prepare({ skill: 'w', script: 'w.py', args: [] });
+      if (!prepared.ok) throw new Error(prepared.error.message);
       expect(await until(() => spareWalkers(pid).length === 1, 30_000)).toBe(true);
       const [spare] = spareWalkers(pid);
       expect(spare!.get('Uid')!.split(/\s+/)).toEqual(['0', '0', '0', '0']);
@@ -90,8 +95,9 @@ describe.skipIf(!isRoot)(
       expect(spare!.get('NoNewPrivs')).toBe('1');
       expect(spare!.get('Groups')).toBe('');
       const before = spare!.get('Pid');
-      const { result } = await prepareAndRun(runner.client, 'w', 'w.py');
-      expect(result.files?.map((f) => f.path)).toEqual(['a.txt']);
+      const ran = await runner.client.run({ skill: 'w', script: 'w.py', args: [], confirmToken: prepared.result.confirmToken });
+      if (!ran.ok) throw new Error(ran.error.message);
+      expect(ran.result.files?.map((f) => f.path)).toEqual(['a.txt']);
       // The run's walker exits after its answer (the run's uid is given back only then): a fresh spare, and the used one gone.
       const pids = () => spareWalkers(pid).map((w) => w.get('Pid'));
       expect(await until(() => pids().some((p) => p !== before) && !pids().includes(before), 30_000)).toBe(true);
