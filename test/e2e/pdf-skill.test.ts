@@ -4,12 +4,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exec, PDF_SKIP_REASON, PDF_VERSION, PDF_WHEEL, publishPdfSkill, startPdfIndex } from '../fixtures/published/pdf-fixture.js';
 import type { Served as Index } from '../fixtures/deps/servers.js';
 import { baseEnv, ERAS, REPO, serve, SERVER_JS, tempDir, type Served } from './harness.js';
+import { callSkillRun } from './workspace-calls.js';
 
 const wheel = PDF_WHEEL;
 const version = PDF_VERSION;
 const reason = PDF_SKIP_REASON;
-
-type Resource = { type: 'resource'; resource: { uri: string; mimeType?: string; text?: string; blob?: string } };
 
 describe.skipIf(!wheel)(`run a published skill: pdf with pypdf ${version ?? ''} (${wheel ? 'wheel found' : reason})`, () => {
   let served: Served;
@@ -18,18 +17,8 @@ describe.skipIf(!wheel)(`run a published skill: pdf with pypdf ${version ?? ''} 
   let site: string;
   let stateDir: string;
 
-  async function call(args: Record<string, unknown>) {
-    const result = await served.client.callTool({ name: 'skill_run', arguments: { name: 'pdf', args: [], ...args } });
-    const content = result.content as ({ type: 'text'; text: string } | Resource)[];
-    const text = content
-      .filter((c) => c.type === 'text')
-      .map((c) => (c as { text: string }).text)
-      .join('');
-    return {
-      isError: result.isError === true,
-      value: (result.structuredContent ?? JSON.parse(text)) as Record<string, unknown>,
-      resources: content.filter((c): c is Resource => c.type === 'resource'),
-    };
+  function call(args: Record<string, unknown>) {
+    return callSkillRun(served.client, 'pdf', args);
   }
   /** Preview, then the run with the token — as a client on the token path does. */
   async function run(args: Record<string, unknown>) {

@@ -1,7 +1,6 @@
 /**
  * Redaction, the second wall (issue 30 item 5), on the run's proxy: the SDK's real Client over stdio,
- * the built bin and its own runner (as root, also with the front and runner dropped to an ordinary
- * uid). A script asks its proxy for a destination named after its legacy `env` secret (declared
+ * the built bin and its own runner, at the level this machine gives (CI: every level). A script asks its proxy for a destination named after its legacy `env` secret (declared
  * `secret: true`, granted, set in the runner's environment); the proxy's refusal reaches the result
  * and the audit log with the value as `[secret:NAME]`, and nothing the model or the audit log holds
  * has the value in any spelling. Network: only the run's own proxy (a refused CONNECT; nothing

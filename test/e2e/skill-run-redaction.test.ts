@@ -1,7 +1,7 @@
 /**
  * Redaction, the second wall (issue 30 item 5), as the client sees it: the SDK's real Client over
- * stdio, the built bin and its own runner, at whatever level this machine gives (as root, also with
- * the front and runner dropped to an ordinary uid). A legacy `env` secret (declared `secret: true`,
+ * stdio, the built bin and its own runner, at whatever level this machine gives (CI runs it at all
+ * four). A legacy `env` secret (declared `secret: true`,
  * granted, set in the runner's environment) that a hostile script prints raw, base64, base64url, hex
  * and URL-encoded to stdout and stderr, writes into a returned file and uses as a file name comes
  * back as `[secret:NAME]` in each place, and the result counts the occurrences by name; a value

@@ -12,6 +12,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { mountsAtOrBelow } from '../../runner/workspace/mount.js';
 import { isRoot } from '../levels.js';
 import { ERAS, expectNoLeftovers, serve, SUITE_TMP, tempDir, type Served } from './harness.js';
+import { callSkillRun, type RunAnswer } from './workspace-calls.js';
 import { audit } from './run-skills.js';
 import { runFoldersGone, runFoldersIn } from '../scratch-wait.js';
 
@@ -141,13 +142,6 @@ function writeCapSkill(root: string): void {
   }
 }
 
-type Resource = { type: 'resource'; resource: { uri: string; text?: string; blob?: string } };
-interface RunAnswer {
-  isError: boolean;
-  value: Record<string, unknown>;
-  resources: Resource[];
-}
-
 let served: Served;
 const stateDir = join(SUITE_TMP, 'state');
 const scratch = join(SUITE_TMP, 'scratch');
@@ -183,21 +177,8 @@ afterAll(async () => {
 
 const runFolders = (): string[] => runFoldersIn(scratch);
 
-async function call(args: Record<string, unknown>, signal?: AbortSignal): Promise<RunAnswer> {
-  const result = await served.client.callTool(
-    { name: 'skill_run', arguments: { name: 'capped', args: [], ...args } },
-    { timeout: 300_000, ...(signal ? { signal } : {}) },
-  );
-  const content = result.content as ({ type: 'text'; text: string } | Resource)[];
-  const text = content
-    .filter((c) => c.type === 'text')
-    .map((c) => (c as { text: string }).text)
-    .join('');
-  return {
-    isError: result.isError === true,
-    value: (result.structuredContent ?? JSON.parse(text)) as Record<string, unknown>,
-    resources: content.filter((c): c is Resource => c.type === 'resource'),
-  };
+function call(args: Record<string, unknown>, signal?: AbortSignal): Promise<RunAnswer> {
+  return callSkillRun(served.client, 'capped', args, signal);
 }
 
 async function run(args: Record<string, unknown>): Promise<RunAnswer> {

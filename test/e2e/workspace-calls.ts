@@ -1,7 +1,8 @@
 /**
  * Calling skill_run on the workspace skill (test/e2e/workspace-skill.ts) and reading the answer
  * whole: the structured value and the embedded resources. Shared by skill-run-workspace.test.ts
- * (level) and skill-run-workspace-once.test.ts (front).
+ * (level), skill-run-workspace-once.test.ts (front), skill-run-workspace-cap.test.ts and
+ * pdf-skill.test.ts (any skill: callSkillRun).
  */
 import { createHash } from 'node:crypto';
 import type { Served } from './harness.js';
@@ -15,11 +16,16 @@ export interface RunAnswer {
 
 export const sha = (bytes: Uint8Array | string): string => createHash('sha256').update(bytes).digest('hex');
 
-/** One skill_run call of the `workspace` skill (`args` adds to or overrides name and args). */
-export async function callWorkspace(client: Served['client'], args: Record<string, unknown>, signal?: AbortSignal): Promise<RunAnswer> {
+/** One skill_run call of `skill` (`args` adds to or overrides name and args), its answer read whole. */
+export async function callSkillRun(
+  client: Served['client'],
+  skill: string,
+  args: Record<string, unknown>,
+  signal?: AbortSignal,
+): Promise<RunAnswer> {
   // Past the SDK's 60 s default: making 20k files can take longer than that on a loaded machine.
   const result = await client.callTool(
-    { name: 'skill_run', arguments: { name: 'workspace', args: [], ...args } },
+    { name: 'skill_run', arguments: { name: skill, args: [], ...args } },
     { timeout: 300_000, ...(signal ? { signal } : {}) },
   );
   const content = result.content as ({ type: 'text'; text: string } | Resource)[];
@@ -32,4 +38,9 @@ export async function callWorkspace(client: Served['client'], args: Record<strin
     value: (result.structuredContent ?? JSON.parse(text)) as Record<string, unknown>,
     resources: content.filter((c): c is Resource => c.type === 'resource'),
   };
+}
+
+/** One skill_run call of the `workspace` skill. */
+export function callWorkspace(client: Served['client'], args: Record<string, unknown>, signal?: AbortSignal): Promise<RunAnswer> {
+  return callSkillRun(client, 'workspace', args, signal);
 }
