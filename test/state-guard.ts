@@ -74,7 +74,7 @@ function guard(name: string, fn: Callable): Callable {
   return guarded;
 }
 
-/** Marks the wrapped functions: a worker that runs several files (the unit tier shares workers) wraps them once. */
+/** Marks the wrapped functions: a worker that runs several files (vitest `isolate: false`) wraps them once. */
 const GUARDED = Symbol.for('skill-mcp.state-guard');
 if (!(cp['spawn'] as Callable & { [GUARDED]?: true })[GUARDED]) {
   for (const name of ['spawn', 'spawnSync', 'execFile', 'execFileSync', 'exec', 'execSync', 'fork'])

@@ -22,9 +22,11 @@ function make(): string {
 /** This test file's own temp tree (a live binding: renewed between files that share a worker). */
 export let SUITE_TMP = make();
 
-/** The per-file renewal, found by the setup file without importing this module (which would make a tree for every file). */
-export const RENEW = Symbol.for('skill-mcp.suite-tmp.renew');
-(globalThis as { [RENEW]?: () => void })[RENEW] = () => {
+/**
+ * The per-file renewal, under a global symbol: the setup file finds it there without importing this
+ * module (an import would make a tree for every file, those of files that never use one too).
+ */
+(globalThis as { [key: symbol]: () => void })[Symbol.for('skill-mcp.suite-tmp.renew')] = () => {
   try {
     rmdirSync(SUITE_TMP);
   } catch {

@@ -668,7 +668,6 @@ export class RunnerService {
             },
           );
     slot.dataLease = {
-      ...local,
       release: () => {
         fileTurn.give();
         local.release();

@@ -2,10 +2,9 @@
  * @module The hostile "leaky" skill and the front the redaction tests run it through
  * (skill-run-redaction.test.ts: what comes back from the script's output and files;
  * skill-run-redaction-proxy.test.ts: a value spelled into a destination the proxy refuses): the
- * value, every spelling the test computes itself, the skill, and a front per variant.
+ * value, every spelling the test computes itself, the skill, and the front.
  */
 import { createHash } from 'node:crypto';
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect } from 'vitest';
@@ -113,15 +112,12 @@ export function expectNoSpelling(text: string, where: string): void {
 }
 
 /**
- * The runner as this test's own uid (as root: a per-run uid). An ordinary uid's levels (`namespace`
- * with bubblewrap, `same-uid` without) are CI's ordinary-uid passes' (2b, 2c), where the runner is
- * started as a user starts it; a root pass dropping a front and runner to `uid` would run the same
- * tests again (test/levels.ts namespaceVariants, CONTRIBUTING.md "Tests and CI"). `uid` stays for a
- * caller that wants that drop.
+ * What the describes are called: the runner as this test's own uid (as root: a per-run uid), at the
+ * level this machine gives. An ordinary uid's levels (`namespace` with bubblewrap, `same-uid`
+ * without) are CI's ordinary-uid passes' (2b, 2c), where the runner is started as a user starts it
+ * (CONTRIBUTING.md, "Tests and CI").
  */
-export const VARIANTS: { name: string; uid: number | undefined }[] = [
-  { name: `a runner as this test's uid (${expectedLevel(isRoot)})`, uid: undefined },
-];
+export const RUNNER_NAME = `a runner as this test's uid (${expectedLevel(isRoot)})`;
 
 /** The leaky skill in a fresh root, written before the file's tests; no process left behind after them. */
 export function leakySkills(): () => string {
@@ -136,7 +132,7 @@ export function leakySkills(): () => string {
   return () => root;
 }
 
-/** One variant's front (started before the describe's tests, closed after), what it runs, and its audit. */
+/** The front (started before the describe's tests, closed after), what it runs, and its audit. */
 export interface LeakyFront {
   stateDir(): string;
   run(script: string): Promise<Ran>;
@@ -144,14 +140,13 @@ export interface LeakyFront {
   auditText(): string;
 }
 
-/** Starts the variant's front on the leaky skill for the calling describe (its hooks). */
-export function leakyFront(variant: { uid: number | undefined }, skillsRoot: () => string): LeakyFront {
+/** Starts a front on the leaky skill for the calling describe (its hooks). */
+export function leakyFront(skillsRoot: () => string): LeakyFront {
   let served: Served;
   let stateDir: string;
   beforeAll(async () => {
     const own = tempDir('redaction-front');
     stateDir = join(own, 'state');
-    if (variant.uid !== undefined) execFileSync('chown', ['-R', `${variant.uid}:${variant.uid}`, own]);
     served = await serve(
       {
         SKILLS_DIR: skillsRoot(),
@@ -163,7 +158,6 @@ export function leakyFront(variant: { uid: number | undefined }, skillsRoot: () 
         LEAKY_PLAIN: PLAIN,
       },
       ERAS[1]!,
-      variant.uid !== undefined ? { spawnPrefix: ['setpriv', `--reuid=${variant.uid}`, `--regid=${variant.uid}`, '--clear-groups'] } : {},
     );
   }, 60_000);
   afterAll(async () => {
