@@ -4,7 +4,7 @@
 //   command asks for it (esbuild turns each dynamic import into a lazy initializer).
 // - dist/skill-mcp.js: the bin (cli/boot.ts), which loads that bundle with V8's code cache;
 // - dist/skill-mcp.cache: the cache, made here by one scripted session on the bundled skills;
-// - dist/skill-mcp-runner.cjs: the privileged commands (runner, runner-guard) alone, no cache;
+// - dist/skill-mcp-runner.cjs: the runner alone, no cache; dist/skill-mcp-guard.cjs: its keeper (runner-guard);
 // - dist/seccomp/*.bpf: the syscall filter's programs, compiled here from the policy and the table
 //   (runner/sandbox/seccomp-compile.ts), one per arch and variant; the runner loads them and never
 //   runs the generator (runner/sandbox/seccomp-programs.ts, docs/isolation.md "The syscall filter");
@@ -66,6 +66,18 @@ bundled.push(
     define: { 'import.meta.url': '__skillMcpBundleUrl' },
     banner: { js: "var __skillMcpBundleUrl = require('node:url').pathToFileURL(__filename).href;" },
     external: ['koffi'],
+  }),
+);
+// The runner guard's own bundle (cli/guard-entry.ts): Node's built-ins and the guard, no cache.
+bundled.push(
+  await build({
+    ...common,
+    metafile: true,
+    entryPoints: { 'skill-mcp-guard': 'cli/guard-entry.ts' },
+    outExtension: { '.js': '.cjs' },
+    outdir: 'dist',
+    minifyWhitespace: true,
+    minifySyntax: true,
   }),
 );
 // A run's network helper (runner/helper/main.ts): its own bundle, started by the runner under a uid

@@ -25,8 +25,11 @@ declare const SKILL_MCP_BUNDLE_HEAD: string;
 
 const BUNDLE = join(__dirname, 'skill-mcp.cjs');
 const CACHE = join(__dirname, 'skill-mcp.cache');
-const RUNNER_BUNDLE = join(__dirname, 'skill-mcp-runner.cjs');
-const PRIVILEGED_COMMANDS = new Set(['runner', 'runner-guard']);
+/** The privileged commands' own bundles (cli/runner-entry.ts, cli/guard-entry.ts). */
+const PRIVILEGED_BUNDLES = new Map([
+  ['runner', join(__dirname, 'skill-mcp-runner.cjs')],
+  ['runner-guard', join(__dirname, 'skill-mcp-guard.cjs')],
+]);
 /** Said when this process cannot make a new cache itself. */
 const HEAL_HINT = "The bundle's owner gets a new one by starting the server once (or with `npm run build` in a checkout)";
 
@@ -152,22 +155,23 @@ function heal(script: Script, digest: Buffer): void {
 }
 
 /**
- * The privileged commands load their own bundle, with no code cache (cli/runner-entry.ts).
- * Security: a root runner runs only a bundle no one but its owner can write, and never follows a
- * link to one; anything else stops it before a line of the runner runs.
+ * The privileged commands load their own bundle, with no code cache (cli/runner-entry.ts,
+ * cli/guard-entry.ts). Security: a root runner or guard runs only a bundle no one but its owner can
+ * write, and never follows a link to one; anything else stops it before a line of it runs.
  */
-function bootRunner(): void {
-  const fd = openSync(RUNNER_BUNDLE, constants.O_RDONLY | constants.O_NOFOLLOW);
+function bootPrivileged(bundle: string): void {
+  const fd = openSync(bundle, constants.O_RDONLY | constants.O_NOFOLLOW);
   const stat = fstatSync(fd);
   closeSync(fd);
   if (process.getuid?.() === 0 && (!stat.isFile() || (stat.mode & 0o022) !== 0)) {
     say(
-      `refusing to run ${RUNNER_BUNDLE} as root: it is writable by others than its owner (mode ${(stat.mode & 0o7777).toString(8)}); chmod go-w it`,
+      `refusing to run ${bundle} as root: it is writable by others than its owner (mode ${(stat.mode & 0o7777).toString(8)}); chmod go-w it`,
     );
     process.exit(1);
   }
-  require(RUNNER_BUNDLE);
+  require(bundle);
 }
 
-if (PRIVILEGED_COMMANDS.has(process.argv[2] ?? '')) bootRunner();
+const privileged = PRIVILEGED_BUNDLES.get(process.argv[2] ?? '');
+if (privileged !== undefined) bootPrivileged(privileged);
 else boot();

@@ -1,7 +1,7 @@
 /**
- * @module The privileged commands' own bundle, dist/skill-mcp-runner.cjs: `skill-mcp runner` (the
- * daemon that spawns scripts, root when it sandboxes under fresh uids) and `skill-mcp runner-guard`
- * (its keeper, started by a root launcher before the front drops privileges). The bin (cli/boot.ts)
+ * @module The runner's own bundle, dist/skill-mcp-runner.cjs: `skill-mcp runner` (the daemon that
+ * spawns scripts, root when it sandboxes under fresh uids). Its keeper, `skill-mcp runner-guard`,
+ * has a bundle of its own (cli/guard-entry.ts). The bin (cli/boot.ts)
  * loads it with a plain `require`, never with the front's V8 code cache: a code cache is compiled
  * code V8 checks only by version, flags and source length, so a root process must not take one
  * from a file a less-privileged user may have written. This bundle holds the runner's code and
@@ -9,7 +9,6 @@
  */
 import { fileURLToPath } from 'node:url';
 import { UsageError } from '../shared/cli-args.js';
-import { guardMain } from '../runner/guard.js';
 import { runnerMain } from '../runner/main.js';
 
 /** The package's own skills/, served when nothing is configured. */
@@ -18,7 +17,6 @@ const BUNDLED_SKILLS = fileURLToPath(new URL('../skills', import.meta.url));
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   if (command === 'runner') return runnerMain(rest, { bundledSkills: BUNDLED_SKILLS });
-  if (command === 'runner-guard') return guardMain(rest, { entry: process.argv[1]! });
   throw new Error(`the runner bundle does not serve ${JSON.stringify(command)}`);
 }
 

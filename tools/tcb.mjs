@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // The trusted computing base: the code the privileged runner can run (docs/architecture.md §8,
-// "What runs privileged"). Bundles the runner's entry (cli/runner-entry.ts) as build.mjs does, with
+// "What runs privileged"). Bundles the privileged entries (cli/runner-entry.ts, the runner, and
+// cli/guard-entry.ts, its keeper) as build.mjs does, with
 // esbuild's metafile, and counts the lines of code of every source of ours that lands in the
 // bundle — dynamic imports included (esbuild inlines them), type-only imports and tree-shaken
 // modules not (they put no byte in the output). A line of code is a line that is not blank and not
@@ -54,21 +55,24 @@ async function measure() {
     target: 'node20',
     write: false,
     metafile: true,
-    entryPoints: ['cli/runner-entry.ts'],
+    entryPoints: ['cli/runner-entry.ts', 'cli/guard-entry.ts'],
     outdir: 'tcb-out',
     external: ['koffi'],
     define: { 'import.meta.url': '__skillMcpBundleUrl' },
     logLevel: 'error',
   });
-  const [output] = Object.values(result.metafile.outputs);
+  // A file in both bundles counts once; a package's bytes are the most it puts in either.
+  const inputs = new Map();
+  for (const output of Object.values(result.metafile.outputs))
+    for (const [path, input] of Object.entries(output.inputs))
+      if (input.bytesInOutput > (inputs.get(path) ?? 0)) inputs.set(path, input.bytesInOutput);
   const files = [];
   const packages = new Map();
-  for (const [path, input] of Object.entries(output.inputs)) {
-    if (input.bytesInOutput === 0) continue;
+  for (const [path, bytesInOutput] of inputs) {
     if (path.includes('node_modules/')) {
       const parts = path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length).split('/');
       const name = parts[0].startsWith('@') ? `${parts[0]}/${parts[1]}` : parts[0];
-      packages.set(name, (packages.get(name) ?? 0) + input.bytesInOutput);
+      packages.set(name, (packages.get(name) ?? 0) + bytesInOutput);
       continue;
     }
     files.push({ path, lines: linesOfCode(readFileSync(path, 'utf8')) });

@@ -7,7 +7,7 @@
  * `SKILL_MCP_REDIS_URL` (a password in argv is visible to `ps`).
  */
 import { existsSync } from 'node:fs';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { renderAuditLine, renderValue } from './render.js';
 import { parseHead, streamKeys } from '../../runner/audit/stream-keys.js';
 import { compareWithLocal } from './stream-compare.js';
@@ -21,17 +21,19 @@ import { toOcsf } from './ocsf.js';
 const FOLLOW_BLOCK_MS = 5000;
 const PAGE = 1000;
 
-function connect(
+/** ioredis is loaded here, not at the bin's start: every other command (and every server) starts without it. */
+async function connect(
   rawUrl: string,
   env: NodeJS.ProcessEnv,
   extraTimeoutMs: number,
   auditPath: string,
-): { client: Redis; prefix: string; display: string; hostId: string } {
+): Promise<{ client: Redis; prefix: string; display: string; hostId: string }> {
   const url = rawUrl === '-' ? (env['SKILL_MCP_REDIS_URL'] ?? '') : rawUrl;
   if (url === '') throw new Error('--redis - reads SKILL_MCP_REDIS_URL, which is not set');
   const target = parseRedisUrl(url, '--redis');
   // The runner's own reading of the other variables (prefix, CA, timeout); its host id is not used here.
   const settings = readRedisSettings({ ...env, SKILL_MCP_REDIS_URL: url }, auditPath)!;
+  const { Redis } = await import('ioredis');
   const client = new Redis({ ...clientOptions(target, settings.timeoutMs + extraTimeoutMs, settings.ca), retryStrategy: () => null });
   client.on('error', () => undefined);
   return { client, prefix: settings.prefix, display: target.display, hostId: settings.hostId };
@@ -83,7 +85,7 @@ export async function redisAuditMain(
   rawUrl: string,
   options: { count: number; follow: boolean; localLog?: string; filter?: QueryFilter; format?: QueryFormat },
 ): Promise<void> {
-  const { client, prefix, display, hostId } = connect(
+  const { client, prefix, display, hostId } = await connect(
     rawUrl,
     process.env,
     command === 'tail' && options.follow ? FOLLOW_BLOCK_MS : 0,

@@ -41,7 +41,7 @@ export async function openRedisLedger(settings: RedisSettings, ctx: LedgerContex
       void audit.append({ event: 'ledger.unavailable', ledger: 'redis', redis, why: change.why });
     }
   };
-  const link = new RedisLink(settings, onChange);
+  const link = await RedisLink.open(settings, onChange);
   const mirror = new AuditMirror(link, ctx.auditPath, (message) => log(`warning: ${message}`));
   audit.afterAppend = () => mirror.poke();
   // Lines written while Redis was away are copied once it is back.

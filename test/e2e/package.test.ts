@@ -91,6 +91,7 @@ describe('npm pack, then npm install of the tarball', () => {
       'dist/skill-mcp.js',
       'dist/skill-mcp.cjs',
       'dist/skill-mcp-runner.cjs',
+      'dist/skill-mcp-guard.cjs',
       'dist/skill-mcp.cache',
       'dist/package.json',
       'dist/THIRD_PARTY_NOTICES.md',
