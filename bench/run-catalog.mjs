@@ -3,8 +3,14 @@
  * the catalog's size? One server per workload (30 / 1,000 / 5,000 skills, bench/generate.mjs), all
  * up at once, each with its runner started and warmed; then rounds in which every server does one
  * `skill_run` on the token path (preview call, then run call, the SDK client over stdio) and a
- * small fresh process spawns the same probe script directly — the order rotating from round to
- * round, so a busy moment on the shared machine falls on every column alike. The catalog's term is
+ * small fresh process spawns the same probe script directly — each round in another order, every
+ * order equally often (all permutations of the columns, in turn), so a busy moment on the shared
+ * machine falls on every column alike and each column follows each other one equally often. What a
+ * column follows matters: a request made right after another server's run competes with that run's
+ * after-answer work (its spare walker's start, its reap) for the two cores. Rotating the columns
+ * instead made the 5,000-skill server follow the 30-skill server's run in two rounds of three and
+ * the reverse in none, which read as a catalog term of +12–16 ms on both calls; in balanced orders
+ * it is gone (bench/RESULTS.md, "A run's cost against the catalog"). The catalog's term is
  * the difference of the medians against the 30-skill server's; the direct spawn says what the
  * script itself costs. Load averages are printed with the numbers (the machine is shared).
  *
@@ -34,7 +40,8 @@ const opt = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.l
  * a change, then this one) run side by side, every server of both in the same rounds.
  */
 const BINS = (opt('bin') ?? join(REPO, 'dist/skill-mcp.js')).split(',').map((b) => resolve(b));
-const ROUNDS = Number(opt('rounds') ?? 25);
+/** Best a multiple of the number of orders (columns!: 24 for the three workloads and the direct spawn). */
+const ROUNDS = Number(opt('rounds') ?? 48);
 /** Preview calls alone (the runner's prepare: finding and re-deriving the skill, no spawn): cheap, so many more of them. */
 const PREVIEWS = Number(opt('previews') ?? 100);
 const only = opt('only')?.split(',');
@@ -86,6 +93,12 @@ function cpuMs(pid) {
     ticks += Number(fields[11]) + Number(fields[12]);
   }
   return (ticks * 1000) / TICKS_PER_S;
+}
+
+/** Every order of `items` (all permutations), in a fixed sequence. */
+function orders(items) {
+  if (items.length <= 1) return [items];
+  return items.flatMap((first, i) => orders([...items.slice(0, i), ...items.slice(i + 1)]).map((rest) => [first, ...rest]));
 }
 
 /** One skill_run on the token path: the preview call's and the run call's times. */
@@ -157,11 +170,12 @@ export async function measureRunCatalog({
     const direct = [];
     loads.measuring = load();
     for (const s of servers) s.cpuBefore = cpuMs(s.session.pid);
+    // Every order in turn: each column follows each other one (a run's after-answer work) equally often.
+    const runOrders = orders([...servers, 'direct']);
+    if (rounds % runOrders.length !== 0)
+      log(`note: ${rounds} rounds is not a multiple of the ${runOrders.length} orders: some columns follow others more often`);
     for (let round = 0; round < rounds; round++) {
-      // Rotate who goes first: none of them always follows the direct spawn or another's run.
-      const order = [...servers.map((s) => s), 'direct'];
-      for (let k = 0; k < round % order.length; k++) order.push(order.shift());
-      for (const who of order) {
+      for (const who of runOrders[round % runOrders.length]) {
         if (who === 'direct') direct.push(await spawner.time());
         else who.samples.push(await runOnce(who.session));
       }
@@ -171,10 +185,9 @@ export async function measureRunCatalog({
     // The preview call alone, interleaved the same way: the catalog's term without the spawn's noise.
     const previews = servers.map(() => []);
     for (const s of servers) s.cpuBefore = cpuMs(s.session.pid);
+    const previewOrders = orders(servers.map((_, i) => i));
     for (let round = 0; round < previewRounds; round++) {
-      const order = servers.map((_, i) => i);
-      for (let k = 0; k < round % order.length; k++) order.push(order.shift());
-      for (const i of order) {
+      for (const i of previewOrders[round % previewOrders.length]) {
         const t0 = performance.now();
         const first = await servers[i].session.callTool('skill_run', { name: PROBE.name, script: PROBE.script, args: [] });
         previews[i].push(performance.now() - t0);
