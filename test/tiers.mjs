@@ -42,7 +42,6 @@ export const TIERS = {
     'runner/audit-faults.test.ts',
     'runner/audit-ocsf.test.ts',
     'runner/audit-runs.test.ts',
-    'runner/awaited-runs.test.ts',
     'runner/bwrap-args.test.ts',
     'runner/deps-index-links.test.ts',
     'runner/deps-verify.test.ts',

@@ -34,7 +34,6 @@ import type { UidPool } from '../uids/pool.js';
 import { bridgeNode } from './plan.js';
 import type { EgressRecord, HelperStart, HelperToRunner, RequestRecord } from './helper-protocol.js';
 import { HELPER_DIR_MOUNT, HELPER_MAX_FRAME_BYTES, helperToRunnerSchema } from './helper-protocol.js';
-import { AwaitedRuns } from '../requests/awaited-runs.js';
 
 /** Where the helper's bundle appears inside its sandbox. */
 const HELPER_SCRIPT_MOUNT = '/run/skill-mcp-helper.cjs';
@@ -295,39 +294,34 @@ export function removeHelperDir(dir: string): void {
 
 /**
  * One spare helper, started ahead of its run, so a run with egress does not wait for a node to
- * start (tens of milliseconds on a small machine). A spare is used once; after a run's answer the
- * next is started only while another previewed run through the proxy waits
- * (runner/requests/awaited-runs.ts). A spare that died is replaced by a fresh start.
+ * start (tens of milliseconds on a small machine). A spare is used once; the next is started when
+ * its run has answered (RunnerService.run). A spare that died is replaced by a fresh start.
  */
 export class HelperPool {
   private spare: Promise<RunHelper | Error> | undefined;
   private closed = false;
-  private readonly awaited = new AwaitedRuns();
+  /** A run has needed a helper: from then on a spare is kept (as root, a spare holds a run uid). */
+  private wanted = false;
 
   constructor(private readonly make: () => Promise<RunHelper>) {}
 
   /**
-   * A run through the proxy was previewed (its token expires at `until`): a spare for it, when
-   * there is none. As root a spare holds a uid of the run range, so a runner whose runs never reach
-   * the network holds none.
+   * Starts a spare when there is none: at the preview of a run through the proxy (as root a spare
+   * holds a uid of the run range, so a runner whose runs never reach the network holds none).
    */
-  warm(until: number): void {
-    this.awaited.add(until);
-    this.start();
-  }
-
-  /** After a run's answer: a spare for the next previewed run through the proxy, if one waits. */
-  replenish(): void {
-    if (this.awaited.waiting()) this.start();
-  }
-
-  private start(): void {
+  warm(): void {
+    this.wanted = true;
     if (!this.closed && this.spare === undefined) this.spare = this.make().catch((error: unknown) => error as Error);
+  }
+
+  /** After a run's answer: the spare for the next, once any run has needed one. */
+  replenish(): void {
+    if (this.wanted) this.warm();
   }
 
   /** A helper for one run: the spare when it is alive, else a fresh one. Throws when none can be started. */
   async take(): Promise<RunHelper> {
-    this.awaited.taken();
+    this.wanted = true;
     const spare = this.spare;
     this.spare = undefined;
     const ready = spare === undefined ? undefined : await spare;

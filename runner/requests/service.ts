@@ -94,7 +94,6 @@ function refusal(code: ErrorCode, message: string): { ok: false; error: Refusal 
 const DATA_BUSY =
   "another run using this skill's data folder is in progress (one at a time, so its data is never changed by two runs at once); nothing ran and the approval still holds: call again with the same confirmToken once it has ended";
 
-const DATA_WAIT_CANCELLED = 'the run was cancelled while it waited for its data folder; nothing ran and its approval still holds';
 const DATA_BUSY_ELSEWHERE =
   "another process is changing this skill's data folder (the operator's skill-mcp data rm or import, or another runner on this state folder); nothing ran and the approval still holds: call again with the same confirmToken once it has ended";
 
@@ -244,10 +243,9 @@ export class RunnerService {
     // helper. Not at the runner's start: a runner that is never asked for a run starts neither.
     // After this answer is written (its continuations run before any immediate).
     const proxied = derived.plan.egress.mode === 'proxy';
-    const until = claims.ok ? claims.claims.exp : Date.now() + this.deps.ttlMs;
     setImmediate(() => {
-      if (proxied) this.deps.helpers?.warm(until);
-      this.deps.walk?.warm(until);
+      if (proxied) this.deps.helpers?.warm();
+      this.deps.walk?.warm();
     });
     return { ok: true, result: minted };
   }
@@ -332,10 +330,9 @@ export class RunnerService {
     this.answering.add(tracked);
     void tracked.finally(() => {
       this.answering.delete(tracked);
-      // The next spare helper and walker, if a previewed run waits for them (awaited-runs.ts), are
-      // started once this answer is written (the server writes it in this promise's continuations,
-      // before any immediate): a node starting beside the run's end would slow the answer it is
-      // there to speed up.
+      // The next spare helper and walker are started once this answer is written (the server
+      // writes it in this promise's continuations, before any immediate): a node starting beside
+      // the run's end would slow the answer it is there to speed up.
       setImmediate(() => {
         this.deps.helpers?.replenish();
         this.deps.walk?.replenish();
@@ -638,8 +635,17 @@ export class RunnerService {
         data_folder: folder,
       });
     });
-    const cancelledWaiting = () => reject('cancelled', 'CANCELLED', DATA_WAIT_CANCELLED, { token_id: tokenId });
-    if (!turn.ok) return turn.why === 'busy' ? reject('busy', 'BUSY', DATA_BUSY, { token_id: tokenId }) : cancelledWaiting();
+    if (!turn.ok)
+      return turn.why === 'busy'
+        ? reject('busy', 'BUSY', DATA_BUSY, { token_id: tokenId })
+        : reject(
+            'cancelled',
+            'CANCELLED',
+            'the run was cancelled while it waited for its data folder; nothing ran and its approval still holds',
+            {
+              token_id: tokenId,
+            },
+          );
     slot.dataLease = turn.lease;
     // Security: other processes on this base (the operator's `data rm`, another runner on this state
     // folder) take the folder's turn as a file; a run waits for it as for its queue, then BUSY.
@@ -651,7 +657,16 @@ export class RunnerService {
       Math.max(0, this.deps.admission.queueMs - local.waitedMs),
     );
     if (!fileTurn.ok)
-      return fileTurn.why === 'busy' ? reject('busy', 'BUSY', DATA_BUSY_ELSEWHERE, { token_id: tokenId }) : cancelledWaiting();
+      return fileTurn.why === 'busy'
+        ? reject('busy', 'BUSY', DATA_BUSY_ELSEWHERE, { token_id: tokenId })
+        : reject(
+            'cancelled',
+            'CANCELLED',
+            'the run was cancelled while it waited for its data folder; nothing ran and its approval still holds',
+            {
+              token_id: tokenId,
+            },
+          );
     slot.dataLease = {
       release: () => {
         fileTurn.give();
@@ -668,7 +683,16 @@ export class RunnerService {
           `the Redis its replicas share cannot be reached (${shared.detail}), so no run of a data folder starts (two replicas could change it at once); nothing ran and the approval still holds: call again once it is back`,
           { token_id: tokenId },
         );
-      return shared.why === 'busy' ? reject('busy', 'BUSY', DATA_BUSY, { token_id: tokenId }) : cancelledWaiting();
+      return shared.why === 'busy'
+        ? reject('busy', 'BUSY', DATA_BUSY, { token_id: tokenId })
+        : reject(
+            'cancelled',
+            'CANCELLED',
+            'the run was cancelled while it waited for its data folder; nothing ran and its approval still holds',
+            {
+              token_id: tokenId,
+            },
+          );
     }
     if (shared !== undefined) {
       const held = slot.dataLease;

@@ -24,7 +24,6 @@ import type { Collected, OutputFile } from './outputs.js';
 import type { WalkResult } from './walk-protocol.js';
 import { WALK_MAX_FRAME_BYTES, walkResultSchema } from './walk-protocol.js';
 import type { Workspace } from './workspace.js';
-import { AwaitedRuns } from '../requests/awaited-runs.js';
 
 /** A walk's time at most: a full budget (64 MiB) of small files is read in well under a second. */
 export const WALK_TIMEOUT_MS = 30_000;
@@ -76,35 +75,28 @@ function startWalker(command: WalkCommand): Walker {
 }
 
 /**
- * One spare walker, started ahead of its run (at its preview) and used once; after a run's answer
- * the next is started only while another previewed run waits (runner/requests/awaited-runs.ts).
+ * One spare walker, started ahead of its run (at the first preview) and used once; the next is
+ * started once that run has answered (RunnerService.run).
  * A spare that died is replaced by a fresh start, whose cost the run then pays.
  */
 export class WalkerPool {
   private spare: Walker | undefined;
   private closed = false;
-  private readonly awaited = new AwaitedRuns();
 
   constructor(readonly command: WalkCommand) {}
 
-  /** A run was previewed (its token expires at `until`): a spare for it, when there is none. */
-  warm(until: number): void {
-    this.awaited.add(until);
-    this.start();
-  }
-
-  /** After a run's answer: a spare for the next previewed run, if one waits. */
-  replenish(): void {
-    if (this.awaited.waiting()) this.start();
-  }
-
-  private start(): void {
+  /** Starts a spare when there is none (at a run's preview, and after each run's answer). */
+  warm(): void {
     if (!this.closed && this.spare === undefined) this.spare = startWalker(this.command);
+  }
+
+  /** After a run's answer: the spare for the next. */
+  replenish(): void {
+    this.warm();
   }
 
   /** A walker for one run: the spare when it is alive, else a fresh one. */
   take(): Walker {
-    this.awaited.taken();
     const spare = this.spare;
     this.spare = undefined;
     if (spare && spare.child.exitCode === null && spare.child.signalCode === null && spare.child.pid !== undefined) return spare;

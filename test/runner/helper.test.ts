@@ -245,10 +245,8 @@ describe.each(variants)('the run helper, $name', (variant) => {
   );
 
   it.skipIf(skip)('a script cannot signal or read its helper, even knowing its host pid', async () => {
-    // The spare the next run will get: a preview starts it (a run previewed and never run; its
-    // spare is the one the run below takes, being the only one).
-    const waiting = await runner.client.prepare({ skill: 'reach', script: 'fetch.py', args: [`http://127.0.0.1:${served.port}/never`] });
-    if (!waiting.ok) throw new Error(waiting.error.message);
+    // The spare the next run will get: the helper process of this runner that has no run yet
+    // (started once the last run answered).
     expect(await until(() => helperPids(runner.proc.pid!).length > 0, 30_000)).toBe(true);
     const spareBefore = helperPids(runner.proc.pid!);
     const before = served.peers.length;
@@ -438,17 +436,8 @@ describe.skipIf(!isRoot || !namespaceVariants(40219)[1]!.run)('a helper holds no
     // The scan works: his own value is there (it came in the helper's start message).
     expect(memoryHolds(helper.pid, VALUES.bob)).toBe(true);
     expect(memoryHolds(helper.pid, VALUES.alice)).toBe(false);
-    // Nor does a spare waiting for a next run hold either (a preview while bob's run is held starts one).
-    const next = await runner.client.prepare({
-      skill: 'keyed',
-      script: 'fetch.py',
-      args: [`http://127.0.0.1:${served.port}/next`],
-      identity: { subject: 'alice' },
-    });
-    if (!next.ok) throw new Error(next.error.message);
-    const spares = () => helperPids(runner.proc.pid!).filter((p) => p !== helper.pid);
-    expect(await until(() => spares().length > 0, 30_000)).toBe(true);
-    for (const spare of spares()) {
+    // Nor does the spare waiting for the next run hold either.
+    for (const spare of helperPids(runner.proc.pid!).filter((p) => p !== helper.pid)) {
       expect(memoryHolds(spare, VALUES.alice)).toBe(false);
       expect(memoryHolds(spare, VALUES.bob)).toBe(false);
     }
