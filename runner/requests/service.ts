@@ -94,6 +94,7 @@ function refusal(code: ErrorCode, message: string): { ok: false; error: Refusal 
 const DATA_BUSY =
   "another run using this skill's data folder is in progress (one at a time, so its data is never changed by two runs at once); nothing ran and the approval still holds: call again with the same confirmToken once it has ended";
 
+const DATA_WAIT_CANCELLED = 'the run was cancelled while it waited for its data folder; nothing ran and its approval still holds';
 const DATA_BUSY_ELSEWHERE =
   "another process is changing this skill's data folder (the operator's skill-mcp data rm or import, or another runner on this state folder); nothing ran and the approval still holds: call again with the same confirmToken once it has ended";
 
@@ -635,17 +636,8 @@ export class RunnerService {
         data_folder: folder,
       });
     });
-    if (!turn.ok)
-      return turn.why === 'busy'
-        ? reject('busy', 'BUSY', DATA_BUSY, { token_id: tokenId })
-        : reject(
-            'cancelled',
-            'CANCELLED',
-            'the run was cancelled while it waited for its data folder; nothing ran and its approval still holds',
-            {
-              token_id: tokenId,
-            },
-          );
+    const cancelledWaiting = () => reject('cancelled', 'CANCELLED', DATA_WAIT_CANCELLED, { token_id: tokenId });
+    if (!turn.ok) return turn.why === 'busy' ? reject('busy', 'BUSY', DATA_BUSY, { token_id: tokenId }) : cancelledWaiting();
     slot.dataLease = turn.lease;
     // Security: other processes on this base (the operator's `data rm`, another runner on this state
     // folder) take the folder's turn as a file; a run waits for it as for its queue, then BUSY.
@@ -657,16 +649,7 @@ export class RunnerService {
       Math.max(0, this.deps.admission.queueMs - local.waitedMs),
     );
     if (!fileTurn.ok)
-      return fileTurn.why === 'busy'
-        ? reject('busy', 'BUSY', DATA_BUSY_ELSEWHERE, { token_id: tokenId })
-        : reject(
-            'cancelled',
-            'CANCELLED',
-            'the run was cancelled while it waited for its data folder; nothing ran and its approval still holds',
-            {
-              token_id: tokenId,
-            },
-          );
+      return fileTurn.why === 'busy' ? reject('busy', 'BUSY', DATA_BUSY_ELSEWHERE, { token_id: tokenId }) : cancelledWaiting();
     slot.dataLease = {
       release: () => {
         fileTurn.give();
@@ -683,16 +666,7 @@ export class RunnerService {
           `the Redis its replicas share cannot be reached (${shared.detail}), so no run of a data folder starts (two replicas could change it at once); nothing ran and the approval still holds: call again once it is back`,
           { token_id: tokenId },
         );
-      return shared.why === 'busy'
-        ? reject('busy', 'BUSY', DATA_BUSY, { token_id: tokenId })
-        : reject(
-            'cancelled',
-            'CANCELLED',
-            'the run was cancelled while it waited for its data folder; nothing ran and its approval still holds',
-            {
-              token_id: tokenId,
-            },
-          );
+      return shared.why === 'busy' ? reject('busy', 'BUSY', DATA_BUSY, { token_id: tokenId }) : cancelledWaiting();
     }
     if (shared !== undefined) {
       const held = slot.dataLease;
