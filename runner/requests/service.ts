@@ -333,7 +333,10 @@ export class RunnerService {
       this.answering.delete(tracked);
       // The next spare helper and walker are started once this answer is written (the server
       // writes it in this promise's continuations, before any immediate): a node starting beside
-      // the run's end would slow the answer it is there to speed up.
+      // the run's end would slow the answer it is there to speed up. Every answer starts one, used
+      // or not: starting spares only for runs already previewed was tried and measured (2026-12-07,
+      // bench/helper-cost.mjs): a run sent right after its preview then waited for its spare's
+      // start, +34 ms without egress and +292 ms with it.
       setImmediate(() => {
         this.deps.helpers?.replenish();
         this.deps.walk?.replenish();
