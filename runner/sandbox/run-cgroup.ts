@@ -227,6 +227,25 @@ function handle(group: GroupDirs): RunCgroup {
   };
 }
 
+/** Kills a group's tasks: `cgroup.kill` (v2), else each task. False when the group is gone. */
+function killGroup(dir: string): boolean {
+  try {
+    // r+: never creates the file (a v1 group has none).
+    writeFileSync(join(dir, 'cgroup.kill'), '1', { flag: 'r+' });
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    if (!existsSync(dir)) return false;
+  }
+  for (const pid of pidsIn(dir))
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  return true;
+}
+
 /** The name runs' groups get (the run's folder name, `run-<runner pid>-<id>`). */
 const RUN_GROUP = /^run-([1-9][0-9]{0,9})-[0-9a-f]{16}$/;
 
@@ -250,20 +269,15 @@ export async function sweepRunCgroups(host: CgroupHost, alive: (pid: number) => 
       const match = RUN_GROUP.exec(name);
       if (!match || alive(Number(match[1]))) continue;
       const dir = join(base, name);
-      if (existsSync(join(dir, 'cgroup.kill'))) writeFileSync(join(dir, 'cgroup.kill'), '1');
-      else
-        for (const pid of pidsIn(dir))
-          try {
-            process.kill(pid, 'SIGKILL');
-          } catch {
-            /* gone */
-          }
+      // Another runner starting at the same moment sweeps the same groups: one it removed between
+      // our listing and our kill or rmdir is gone, not an error (it made a starting runner exit 1).
+      if (!killGroup(dir)) continue;
       await until(Date.now() + REAP_DEADLINE_MS, () => pidsIn(dir).length === 0);
       try {
         rmdirSync(dir);
         removed += 1;
-      } catch {
-        left += 1;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') left += 1;
       }
     }
   }

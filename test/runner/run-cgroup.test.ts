@@ -177,4 +177,20 @@ describe('a run cgroup', () => {
     expect(await swept).toEqual({ removed: 1, left: 0 });
     expect(readdirSync(base).sort()).toEqual([`run-${process.pid}-0123456789abcdef`, 'system.slice']);
   });
+
+  it('race: a group another runner, starting at the same moment, removes between our listing and our kill is gone, not an error', async () => {
+    const base = temp();
+    const v2 = join(base, 'run-999997-0123456789abcdef');
+    const v1 = join(base, 'run-999996-0123456789abcdef');
+    mkdirSync(v2);
+    writeFileSync(join(v2, 'cgroup.kill'), '');
+    mkdirSync(v1);
+    // The other runner's sweep removes each group as ours decides its runner is dead.
+    const alive = (pid: number) => {
+      rmSync(pid === 999997 ? v2 : v1, { recursive: true, force: true });
+      return false;
+    };
+    expect(await sweepRunCgroups({ v2: { base, memory: true } }, alive)).toEqual({ removed: 0, left: 0 });
+    expect(readdirSync(base)).toEqual([]);
+  });
 });
