@@ -61,7 +61,8 @@ async function measure() {
     define: { 'import.meta.url': '__skillMcpBundleUrl' },
     logLevel: 'error',
   });
-  // A file in both bundles counts once; a package's bytes are the most it puts in either.
+  // A file in both bundles counts once; a package's bytes are the most it puts in either. An input
+  // that puts no byte in either (type-only, tree-shaken) is never more than 0, so it is not counted.
   const inputs = new Map();
   for (const output of Object.values(result.metafile.outputs))
     for (const [path, input] of Object.entries(output.inputs))

@@ -45,7 +45,6 @@ export function reasonOf(error: unknown): string {
 }
 
 export class RedisLink {
-  readonly client: Redis;
   #up = false;
   #downSince = Date.now();
   #lastWhy = 'not connected yet';
@@ -66,9 +65,8 @@ export class RedisLink {
   private constructor(
     readonly settings: RedisSettings,
     private readonly onChange: (change: LinkChange) => void,
-    client: Redis,
+    readonly client: Redis,
   ) {
-    this.client = client;
     this.client.on('ready', () => {
       const wasDown = !this.#up;
       this.#up = true;

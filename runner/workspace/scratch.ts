@@ -64,10 +64,11 @@ export interface StaleSweep {
  * links inside a folder rather than descending into them — so a script that planted a link to
  * somewhere else cannot make the next runner delete what it points to. The scratch directory is the
  * runner's own (0711/0700), so no run uid can swap an entry between the check and the removal.
+ * `names`: the listing (by default read here; a test passes one that is already out of date).
  */
-export function removeStaleRunFolders(scratchDir: string): StaleSweep {
+export function removeStaleRunFolders(scratchDir: string, names: readonly string[] = readdirSync(scratchDir)): StaleSweep {
   const sweep: StaleSweep = { removed: 0, failed: 0 };
-  for (const name of readdirSync(scratchDir)) {
+  for (const name of names) {
     const match = RUN_FOLDER.exec(name);
     if (!match || !isDead(Number(match[1]))) continue;
     const path = join(scratchDir, name);
@@ -80,8 +81,9 @@ export function removeStaleRunFolders(scratchDir: string): StaleSweep {
       }
       rmSync(path, { recursive: true, force: true });
       sweep.removed += 1;
-    } catch {
-      sweep.failed += 1;
+    } catch (error) {
+      // Gone under us: another runner starting at the same moment swept it first (they share root's scratch).
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') sweep.failed += 1;
     }
   }
   return sweep;

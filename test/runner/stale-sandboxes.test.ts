@@ -6,11 +6,11 @@
  * bubblewrap must never be listed.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { staleSandboxes } from '../../runner/workspace/scratch.js';
+import { removeStaleRunFolders, staleSandboxes } from '../../runner/workspace/scratch.js';
 
 const scratch = realpathSync(mkdtempSync(join(tmpdir(), 'skill-mcp-stale-boxes-')));
 const children: ChildProcess[] = [];
@@ -55,5 +55,17 @@ describe.skipIf(process.platform !== 'linux')('the sandboxes a dead runner left'
         .map((p) => p.pid)
         .sort(),
     ).toEqual([stale, staleCopy].sort());
+  });
+});
+
+describe('the run folders a dead runner left', () => {
+  it('race: a folder another runner starting at the same moment removes between our listing and our removal is gone, not a failure', () => {
+    const dir = mkdtempSync(join(scratch, 'folders-'));
+    const left = `run-${deadPid}-${ID}`;
+    mkdirSync(join(dir, left));
+    // Listed, then swept by the other runner before this one reached it.
+    const sweptFirst = `run-${deadPid}-${'f'.repeat(16)}`;
+    expect(removeStaleRunFolders(dir, [sweptFirst, left])).toEqual({ removed: 1, failed: 0 });
+    expect(existsSync(join(dir, left))).toBe(false);
   });
 });
