@@ -36,6 +36,7 @@ import { pidAlive } from './file-lock.js';
 import { fileURLToPath } from 'node:url';
 import { probePlatform, usesBwrap } from './sandbox/platform.js';
 import { helperPoolFor } from './egress/helper-link.js';
+import { LocalWalks } from './workspace/local-walk.js';
 import { WalkerPool } from './workspace/walk-link.js';
 import { LocalBackend } from './backend/local.js';
 import { bridgeNode } from './egress/plan.js';
@@ -292,18 +293,22 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
     );
   // What it starts under other uids besides scripts (runner/sandbox/bundles.ts): proxied runs'
   // network helpers (runner/egress/helper-link.ts) and, as root, each run's outputs walk
-  // (runner/workspace/walk-link.ts); their bundles sit beside this one in dist/.
+  // (runner/workspace/walk-link.ts); their bundles sit beside this one in dist/. A runner without
+  // privilege runs the walk's code in its own process (runner/workspace/local-walk.ts).
   const bundles = installBundles(fileURLToPath(new URL('.', import.meta.url)), scratchDir);
   const helpers = helperPoolFor({ platform, scratchDir, uidPool, bundle: bundles['skill-mcp-helper.cjs'] });
   if ('why' in helpers && usesBwrap(platform))
     log(`warning: runs with egress or secrets are refused here: no network helper (${helpers.why})`);
   const walker = bundles['skill-mcp-walk.cjs'];
-  const walk =
-    asRoot && 'path' in walker && platform.tools.setpriv
+  const walk = !asRoot
+    ? new LocalWalks(walker)
+    : 'path' in walker && platform.tools.setpriv
       ? new WalkerPool({ setpriv: platform.tools.setpriv, node: bridgeNode(platform) ?? process.execPath, script: walker.path })
       : undefined;
-  if (asRoot && walk === undefined)
-    log(`warning: runs return no files here: no outputs walker (${'why' in walker ? walker.why : 'no setpriv'})`);
+  if (walk === undefined || 'why' in walker)
+    log(
+      `warning: runs return no files here, and a run with secret values returns no stdout or stderr: no outputs walker (${'why' in walker ? walker.why : 'no setpriv'})`,
+    );
   const service = new RunnerService({
     ctx: {
       env,

@@ -247,6 +247,7 @@ export const TIERS = {
     'runner/audit-full-disk.test.ts',
     'runner/egress-without-bwrap.test.ts',
     'runner/ipc.test.ts',
+    'runner/local-walk.test.ts',
     'runner/pidfd-kill.test.ts',
     'runner/reap-fault.test.ts',
     'runner/root-reads.test.ts',

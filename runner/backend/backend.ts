@@ -13,7 +13,7 @@
  */
 import type { ErrorCode } from '../../shared/errors.js';
 import type { InputFile } from '../../shared/run-io.js';
-import type { RunningProcess, StreamFilter } from '../sandbox/process.js';
+import type { RunningProcess } from '../sandbox/process.js';
 import type { RunCgroup } from '../sandbox/run-cgroup.js';
 import type { SpawnPlan, SpawnSpec } from '../sandbox/spawn.js';
 import type { WorkspaceCap } from '../workspace/capacity.js';
@@ -71,8 +71,6 @@ export interface Reaped {
 
 export interface StartHooks {
   timeoutMs: number;
-  /** Redaction of each stream as it is captured. */
-  filters: { stdout?: StreamFilter | undefined; stderr?: StreamFilter | undefined };
   /** Held starts: settles with undefined to let the script go, or with why it must not start. */
   hold?: Promise<string | undefined>;
   /** After the process exited, before its outcome: the reap. */

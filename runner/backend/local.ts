@@ -144,7 +144,6 @@ export class LocalBackend implements RunBackend {
       drainMs: this.opts.drainMs,
       maxStreamBytes: MAX_STREAM_BYTES,
       afterExit: hooks.afterExit,
-      filters: hooks.filters,
       ...(hooks.hold !== undefined ? { hold: hooks.hold } : {}),
     });
   }

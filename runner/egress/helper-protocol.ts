@@ -8,7 +8,8 @@
  * The helper holds its run's secrets; the runner holds every run's. So the runner never takes the
  * helper's word for anything but what the helper alone can know (the connections it saw), and even
  * that is bounded here before it reaches the audit log: strings capped, counts finite, no unknown key;
- * the runner redacts each record and tallies the result's refusals itself (run-egress.ts).
+ * the helper redacts each record's texts (it holds its run's values), and the runner tallies the
+ * result's refusals itself (run-egress.ts).
  */
 import { z } from 'zod';
 import { EGRESS_REFUSAL_REASONS, egressRuleSetSchema } from '../../shared/protocol.js';
@@ -47,6 +48,8 @@ export const egressRecordSchema = z.strictObject({
   responses_unscanned: COUNT.optional(),
   /** Why a request on an intercepted connection could not be sent (e.g. `certificate: DEPTH_ZERO_SELF_SIGNED_CERT`). */
   upstream_error: TEXT.optional(),
+  /** Redaction markers the helper wrote into this record's texts, by name (counted in the run's summary, not written to the line). */
+  redacted: BY_NAME.optional(),
 });
 export type EgressRecord = z.infer<typeof egressRecordSchema>;
 
@@ -57,7 +60,7 @@ export type EgressRecord = z.infer<typeof egressRecordSchema>;
  * and the body bytes each way — never a query value or a body.
  */
 export const requestRecordSchema = egressRecordSchema
-  .pick({ destination: true, method: true, decision: true, bytes_up: true, bytes_down: true })
+  .pick({ destination: true, method: true, decision: true, bytes_up: true, bytes_down: true, redacted: true })
   .extend({ path: TEXT, rule: TEXT.optional(), reason: TOKEN.optional(), status: COUNT.optional() });
 
 export type RequestRecord = z.infer<typeof requestRecordSchema>;
@@ -80,6 +83,11 @@ export const helperStartSchema = z.strictObject({
   entries: z.array(z.string()),
   /** This run's secrets only: the helper never learns another run's. */
   secrets: z.array(helperSecretSchema),
+  /**
+   * The values the run's returns are searched for (its bound secrets' and its legacy `env`
+   * secrets'): the helper redacts its records' texts and its own words with them.
+   */
+  redact: z.array(z.strictObject({ name: z.string(), value: z.string() })),
   /** The request rules of the run's entries that have them: their hosts are intercepted and their requests checked. */
   rules: z.array(egressRuleSetSchema).optional(),
   /** `SKILL_MCP_EGRESS_CA_FILE`'s certificates, read by the runner; absent: the system CAs. */

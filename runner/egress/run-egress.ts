@@ -1,18 +1,20 @@
 /**
- * @module One proxied run's network, as the runner keeps it: its helper given the run (its entries
- * and only its secrets), each connection the helper reports redacted and written as an `egress`
- * line (at most {@link MAX_EGRESS_AUDIT_LINES}; the rest counted), the refusals tallied for the
+ * @module One proxied run's network, as the runner keeps it: its helper given the run (its entries,
+ * only its secrets, and the values to redact), each connection the helper reports (redacted by it)
+ * written as an `egress` line (at most {@link MAX_EGRESS_AUDIT_LINES}; the rest counted), the refusals tallied for the
  * run's result (refusals.ts), and the helper's failure turned into the run's stop. The helper
  * itself, and everything it parses, is runner/helper/.
  *
- * Security: what reaches the audit log and the result is the runner's own doing — it redacts every
- * text a record carries (the script's destination and method could spell a value it holds) and
- * counts the refusals itself; a helper that lied could only misreport its own run's connections.
+ * Security: the helper redacts every text a record carries (the script's destination and method
+ * could spell a value it holds) before it reports it — it holds those values anyway, and the runner
+ * reads no text the script chose. The runner bounds each record (helper-protocol.ts) and counts the
+ * refusals itself; a helper that lied could only misreport its own run's connections, or leak its
+ * own run's values, which it could as well send on the network.
  */
 import { readFileSync } from 'node:fs';
 import type { EgressSummary } from '../../shared/protocol.js';
 import type { AuditLog } from '../audit/log.js';
-import type { SecretBinding } from '../secrets/binding.js';
+import type { RedactionValue, SecretBinding } from '../secrets/binding.js';
 import type { RunHelper } from './helper-link.js';
 import type { EgressRuleSet } from '../../shared/egress-rules.js';
 import type { EgressRecord, RequestRecord } from './helper-protocol.js';
@@ -32,6 +34,8 @@ export interface RunProxyTotals {
 export interface RunEgressEnd {
   totals: RunProxyTotals;
   summary: EgressSummary;
+  /** The redaction markers the helper wrote into its records, by name. */
+  redacted: Record<string, number>;
   failed?: string;
 }
 
@@ -42,35 +46,29 @@ export interface RunEgress {
   close(): Promise<RunEgressEnd>;
 }
 
-/** The texts of a record the script chose or the network did, redacted; counts and names are left as they are. */
-function redactRecord(record: EgressRecord, redact: (text: string) => string): EgressRecord {
-  return {
-    ...record,
-    destination: redact(record.destination),
-    method: redact(record.method),
-    ...(record.upstream_error !== undefined ? { upstream_error: redact(record.upstream_error) } : {}),
-  };
-}
-
 /**
- * What the runner makes of a run's connection reports: each redacted (the script's destination and
- * method could spell a value it holds), tallied for the result (refusals.ts), and counted for
- * `run.exit`. Security: a script looping on refused connections cannot grow the log without bound —
+ * What the runner makes of a run's connection reports (each redacted by the helper, its markers
+ * counted here): tallied for the result (refusals.ts), and counted for `run.exit`. Security: a script looping on refused connections cannot grow the log without bound —
  * past `maxLines` a connection is only counted (`egress_unlogged`).
  */
 export class EgressBook {
   readonly totals: RunProxyTotals = { egress_allowed: 0, egress_refused: 0, egress_unlogged: 0 };
+  readonly redacted: Record<string, number> = {};
   private readonly tally = refusalTally();
   private lines = 0;
 
-  constructor(
-    private readonly redact: (text: string) => string,
-    private readonly maxLines: number = MAX_EGRESS_AUDIT_LINES,
-  ) {}
+  constructor(private readonly maxLines: number = MAX_EGRESS_AUDIT_LINES) {}
+
+  /** The record's markers counted; the record without them, as its line says it. */
+  private markers<T extends { redacted?: Record<string, number> | undefined }>(reported: T): Omit<T, 'redacted'> {
+    const { redacted, ...record } = reported;
+    for (const [name, n] of Object.entries(redacted ?? {})) this.redacted[name] = (this.redacted[name] ?? 0) + n;
+    return record;
+  }
 
   /** Takes one report; returns the record to write as an `egress` line, or undefined past the cap. */
-  take(reported: EgressRecord): EgressRecord | undefined {
-    const record = redactRecord(reported, this.redact);
+  take(reported: EgressRecord): Omit<EgressRecord, 'redacted'> | undefined {
+    const record = this.markers(reported);
     if (record.decision === 'allowed') {
       this.totals.egress_allowed += 1;
       this.tally.allowed();
@@ -85,11 +83,9 @@ export class EgressBook {
     return this.line(record);
   }
 
-  /** Takes one request to a host with rules: redacted, a refusal tallied, written under the same cap. */
-  takeRequest(reported: RequestRecord): RequestRecord | undefined {
-    const record = { ...reported };
-    for (const key of ['destination', 'method', 'path', 'rule'] as const)
-      if (record[key] !== undefined) record[key] = this.redact(record[key]);
+  /** Takes one request to a host with rules: a refusal tallied, written under the same cap. */
+  takeRequest(reported: RequestRecord): Omit<RequestRecord, 'redacted'> | undefined {
+    const record = this.markers(reported);
     if (record.decision === 'refused') this.tally.refused(record.destination, 'request-refused');
     return this.line(record);
   }
@@ -127,15 +123,15 @@ export async function startRunEgress(opts: {
   entries: readonly string[];
   rules?: readonly EgressRuleSet[];
   secrets: readonly SecretBinding[];
-  /** Redacts a text of the script's or the helper's (a destination, a failure's words) before it is written or shown. */
-  redactText: (text: string) => string;
+  /** The run's values to redact (every bound secret's and legacy `env` secret's): the helper redacts its records and its words. */
+  redact: readonly RedactionValue[];
   env: Readonly<Record<string, string | undefined>>;
   timeoutMs: number;
   requester?: string;
   maxAuditLines?: number;
   onFailure: (why: string) => void;
 }): Promise<RunEgress> {
-  const book = new EgressBook(opts.redactText, opts.maxAuditLines);
+  const book = new EgressBook(opts.maxAuditLines);
   let failed: string | undefined;
   const upstreamCa = upstreamCaFor(opts.env);
   await opts.helper.start(
@@ -151,6 +147,7 @@ export async function startRunEgress(opts: {
         placeholder,
         value,
       })),
+      redact: opts.redact.map(({ name, value }) => ({ name, value })),
       ...(opts.rules?.length ? { rules: [...opts.rules] } : {}),
       ...(upstreamCa !== undefined ? { upstreamCa } : {}),
       timeoutMs: opts.timeoutMs,
@@ -171,8 +168,8 @@ export async function startRunEgress(opts: {
         if (record !== undefined) void opts.audit.append({ event: 'egress.request', run_id: opts.runId, ...record });
       },
       onFailure(why) {
-        failed = opts.redactText(why);
-        opts.onFailure(failed);
+        failed = why;
+        opts.onFailure(why);
       },
     },
   );
@@ -182,7 +179,7 @@ export async function startRunEgress(opts: {
     },
     async close() {
       await opts.helper.close();
-      return { totals: book.totals, summary: book.summary(), ...(failed !== undefined ? { failed } : {}) };
+      return { totals: book.totals, summary: book.summary(), redacted: book.redacted, ...(failed !== undefined ? { failed } : {}) };
     },
   };
 }

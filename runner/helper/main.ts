@@ -8,7 +8,8 @@
  * network is parsed here, never in the runner.
  *
  * It talks to the runner in frames (runner/egress/helper-protocol.ts): it reads `start` (its run's
- * entries and secrets, and only its run's), answers `ready`, reports each connection as `egress`,
+ * entries, secrets and values to redact, and only its run's), answers `ready`, reports each
+ * connection as `egress` (every text the script chose in it redacted here, runner/secrets/redact.ts),
  * and on `close` (or when its stdin ends) cuts every connection, answers `closed` and exits. It may
  * be started ahead of its run (a spare): until `start` it only warms what every run needs.
  *
@@ -18,20 +19,39 @@ import { rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { FrameCodec } from '../../shared/frame.js';
-import type { HelperStart, HelperToRunner } from '../egress/helper-protocol.js';
+import type { EgressRecord, HelperStart, HelperToRunner, RequestRecord } from '../egress/helper-protocol.js';
 import { HELPER_BUNDLE_NAME, HELPER_MAX_FRAME_BYTES, HELPER_SOCKET_NAME, runnerToHelperSchema } from '../egress/helper-protocol.js';
 import type { RunProxy } from './run-proxy.js';
 import { openRunProxy } from './run-proxy.js';
 import { warmUpstreamContext } from './trust.js';
+import { RunRedaction } from '../secrets/redact.js';
 
 const codec = new FrameCodec(HELPER_MAX_FRAME_BYTES);
+/** The run's values, once `start` named them: its records and its own words are searched for them. */
+let redaction: RunRedaction | undefined;
+
+/**
+ * The texts of a record the script chose or the network did, redacted (the script's destination,
+ * method or path could spell a value it holds), with the markers written counted by name.
+ */
+function redactRecord<T extends EgressRecord | RequestRecord>(record: T, keys: readonly (keyof T & string)[]): T {
+  if (redaction === undefined || !redaction.reported) return record;
+  const before = redaction.countsByName();
+  const out = { ...record };
+  for (const key of keys) if (typeof out[key] === 'string') (out[key] as string) = redaction.text(out[key] as string);
+  const markers: Record<string, number> = {};
+  for (const [name, n] of Object.entries(redaction.countsByName())) if (n > (before[name] ?? 0)) markers[name] = n - (before[name] ?? 0);
+  return Object.keys(markers).length > 0 ? { ...out, redacted: markers } : out;
+}
 
 function send(message: HelperToRunner): void {
   process.stdout.write(codec.encode(message));
 }
 
 /** Ends the helper: its run cannot go on. The runner reads `failed`, or the exit alone. */
-function fail(why: string): never {
+function fail(said: string): never {
+  // Its words may quote what the script sent: redacted like its records.
+  const why = redaction?.text(said) ?? said;
   try {
     send({ type: 'failed', why: why.slice(0, 1000) });
   } catch {
@@ -47,7 +67,7 @@ async function start(dir: string, orders: HelperStart): Promise<RunProxy> {
     entries: orders.entries,
     secrets: orders.secrets,
     ...(orders.rules ? { rules: orders.rules } : {}),
-    onRequest: (record) => send({ type: 'request', record }),
+    onRequest: (record) => send({ type: 'request', record: redactRecord(record, ['destination', 'method', 'path', 'rule']) }),
     ...(orders.secrets.length > 0 || (orders.rules?.length ?? 0) > 0
       ? {
           intercept: {
@@ -58,7 +78,7 @@ async function start(dir: string, orders: HelperStart): Promise<RunProxy> {
         }
       : {}),
     ...(orders.connectTimeoutMs !== undefined ? { connectTimeoutMs: orders.connectTimeoutMs } : {}),
-    onRecord: (record) => send({ type: 'egress', record }),
+    onRecord: (record) => send({ type: 'egress', record: redactRecord(record, ['destination', 'method', 'upstream_error']) }),
   });
 }
 
@@ -110,6 +130,7 @@ export function helperMain(argv: readonly string[]): void {
       if (!message.success) fail('the runner sent a message outside the helper protocol');
       if (message.data.type === 'start') {
         if (proxy !== undefined || closing) fail('the runner sent a second start');
+        redaction = new RunRedaction(message.data.redact);
         proxy = start(dir, message.data);
         proxy.then(
           () => send({ type: 'ready' }),

@@ -11,8 +11,7 @@ import { openHelperDirTo } from '../egress/helper-link.js';
 import { startRunEgress } from '../egress/run-egress.js';
 import type { RunEgress, RunEgressEnd } from '../egress/run-egress.js';
 import { hitMemoryLimit } from '../sandbox/memory-limit.js';
-import type { ProcessOutcome, RunningProcess } from '../sandbox/process.js';
-import { RunRedaction } from '../secrets/redact.js';
+import type { RunningProcess } from '../sandbox/process.js';
 import { usesBwrap } from '../sandbox/platform.js';
 import type { RunCgroup } from '../sandbox/run-cgroup.js';
 import type { SandboxLimits } from '../sandbox/spawn.js';
@@ -23,14 +22,15 @@ import type { UidPool } from '../uids/pool.js';
 import { workspaceFullNote } from '../workspace/capacity.js';
 import type { WorkspaceCap, WorkspaceMode, WorkspaceUsage } from '../workspace/capacity.js';
 import { unmountAll } from '../workspace/mount.js';
-import { collectOutputs, MAX_WALK_ENTRIES } from '../workspace/outputs.js';
-import type { Collected } from '../workspace/outputs.js';
+import { MAX_WALK_ENTRIES } from '../workspace/walk-types.js';
+import type { Collected } from '../workspace/walk-types.js';
+import type { StreamsIn } from '../workspace/walk-protocol.js';
 import type { RunCopy } from '../workspace/run-copy.js';
 import { removeRunFolderAsync } from '../workspace/workspace.js';
 import type { Workspace } from '../workspace/workspace.js';
 import { watchWorkspace } from '../workspace/watch.js';
-import { walkAsRunUid } from '../workspace/walk-link.js';
-import type { WalkerPool } from '../workspace/walk-link.js';
+import { returnedStreams } from '../workspace/walk-link.js';
+import type { RunWalks, Walked } from '../workspace/walk-link.js';
 import type { WorkspaceWatch } from '../workspace/watch.js';
 import type { RunAdmission } from './admission.js';
 import type { DeriveContext, RunPlan } from './derive.js';
@@ -38,8 +38,9 @@ import type { RunStats } from './stats.js';
 import type { Answer, Reject, Slot } from './slot.js';
 import { writeDataRecord } from '../data/folder.js';
 import type { DataPlace, DataRecord, OpenedData } from '../data/folder.js';
-import { dataVerdict, measureDataOrSay } from '../data/usage.js';
+import { dataVerdict } from '../data/usage.js';
 import type { DataUsage } from '../data/usage.js';
+import { MAX_STREAM_BYTES } from '../../shared/limits.js';
 
 type RunRequest = Extract<RunnerRequest, { type: 'run' }>;
 
@@ -69,8 +70,8 @@ export interface RunPathDeps {
   workspaceMode: WorkspaceMode;
   killGraceMs: number;
   drainMs: number;
-  /** A root runner's outputs walk as the run's uid (runner/workspace/walk-link.ts). */
-  walk: WalkerPool | undefined;
+  /** How a finished run's returns are walked and redacted (runner/workspace/walk-link.ts); undefined: a root runner without a walker. */
+  walk: RunWalks | undefined;
   /** How an approved run becomes a sandboxed process (runner/backend/backend.ts). */
   backend: RunBackend;
   /** Where data folders live (runner/data/folder.ts). */
@@ -129,10 +130,25 @@ function outputsAudit(collected: Collected): Record<string, unknown> {
   };
 }
 
-/** What the result says about redaction: the run's tally, and what each stream held back at its cap. */
-function redactionView(redaction: RunRedaction, o: ProcessOutcome): RedactionSummaryView {
-  const held = o.heldBack !== undefined && (o.heldBack.stdout > 0 || o.heldBack.stderr > 0) ? { heldBack: o.heldBack } : {};
-  return { ...redaction.summary(), ...held };
+/**
+ * What the result says about redaction (never a value): the markers written by name — by the walk
+ * (files, names, streams) and by the run's helper (its connection records) — the names not searched
+ * for, and what each stream held back at its cut.
+ */
+function redactionView(walked: Walked, network: RunEgressEnd | undefined): RedactionSummaryView {
+  const counts = new Map<string, number>();
+  for (const by of [walked.redacted, network?.redacted ?? {}])
+    for (const [name, n] of Object.entries(by)) counts.set(name, (counts.get(name) ?? 0) + n);
+  const names = [...counts].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([name, count]) => ({ name, count }));
+  const s = walked.streams;
+  return {
+    count: names.reduce((n, e) => n + e.count, 0),
+    names,
+    ...(walked.notSearched?.length ? { notSearched: walked.notSearched } : {}),
+    ...(s !== undefined && (s.stdoutHeldBack > 0 || s.stderrHeldBack > 0)
+      ? { heldBack: { stdout: s.stdoutHeldBack, stderr: s.stderrHeldBack } }
+      : {}),
+  };
 }
 
 /** The run.exit fields for redaction: counts by name, never a value. */
@@ -146,45 +162,37 @@ function redactionAudit(view: RedactionSummaryView): Record<string, unknown> {
 }
 
 /**
- * The run's outputs: as root, walked by the run's own uid in a process of its own (never a path the
- * script chose opened by the runner); otherwise by the runner, which then holds no more than the run's uid.
+ * The run's returns, walked and redacted: as root by the run's own uid in a process of its own
+ * (never a path the script chose opened by the runner, never its bytes read by it); otherwise in
+ * the runner's own process, which then holds no more than the run's uid (runner/workspace/local-walk.ts).
  */
-async function collectRunOutputs(
+function collectRunOutputs(
   deps: RunPathDeps,
   ws: Workspace,
-  uid: number | undefined,
   plan: RunPlan,
-  redaction: RunRedaction,
+  streams: StreamsIn | undefined,
   data: OpenedData | undefined,
-): Promise<{ collected: Collected; data?: DataUsage | undefined }> {
-  // The data folder is measured by the same walk (root: as the run's uid, in its group), at most one entry past its quota.
-  const measure =
-    data && plan.data
-      ? { dir: data.dir, maxEntries: plan.data.quota.files, ...(data.gid !== undefined ? { gid: data.gid } : {}) }
-      : undefined;
-  if (uid === undefined)
-    return {
-      collected: collectOutputs(ws, deps.limits.outputFilesBytes, MAX_WALK_ENTRIES, redaction),
-      data: measure && measureDataOrSay(measure.dir, measure.maxEntries),
-    };
+): Promise<Walked> {
   if (deps.walk === undefined)
-    return {
+    return Promise.resolve({
       collected: {
         files: [],
         bytes: 0,
         note: "this root runner has no outputs walker (its start said why), so the run's workspace was not read; nothing of it is returned",
       },
-    };
-  const walked = await walkAsRunUid({
-    walkers: deps.walk,
+      redacted: {},
+    });
+  // The data folder is measured by the same walk (root: as the run's uid, in its group), at most one entry past its quota.
+  return deps.walk.walk({
     ws,
     budgetBytes: deps.limits.outputFilesBytes,
     maxEntries: MAX_WALK_ENTRIES,
     redact: plan.redact,
-    ...(measure ? { data: measure } : {}),
+    ...(streams !== undefined ? { streams } : {}),
+    ...(data && plan.data
+      ? { data: { dir: data.dir, maxEntries: plan.data.quota.files, ...(data.gid !== undefined ? { gid: data.gid } : {}) } }
+      : {}),
   });
-  redaction.absorb(walked.redacted);
-  return { collected: walked.collected, data: walked.data };
 }
 
 /** What a run's cleanup did, and the `run.cleanup` line's fields when it has something to record. */
@@ -250,8 +258,6 @@ interface RunHeld {
  */
 class RunLife {
   private readonly held: RunHeld = { spent: false, accepted: false, handedOff: false, settleRecord: () => undefined };
-  // Every value the run could see, searched for in everything it returns (runner/secrets/redact.ts).
-  private readonly redaction: RunRedaction;
   private readonly backendRun: BackendRun;
 
   constructor(
@@ -260,7 +266,6 @@ class RunLife {
     private readonly admission: RunAdmission,
     private readonly run: CheckedRun,
   ) {
-    this.redaction = new RunRedaction(run.plan.redact);
     this.backendRun = {
       runId: run.slot.runId,
       plan: run.plan,
@@ -343,7 +348,6 @@ class RunLife {
     slot.lease?.endsBy(Date.now() + plan.willRun.timeoutMs + deps.killGraceMs + deps.drainMs + REAP_MS);
     const proc = deps.backend.start(prepared, {
       timeoutMs: plan.willRun.timeoutMs,
-      filters: { stdout: this.redaction.stream(), stderr: this.redaction.stream() },
       ...(onRecord !== undefined ? { hold: onRecord } : {}),
       afterExit: async () => {
         const reapStarted = performance.now();
@@ -382,7 +386,7 @@ class RunLife {
         entries: plan.egress.entries,
         ...(plan.egress.rules ? { rules: plan.egress.rules } : {}),
         secrets: plan.secrets,
-        redactText: (text) => this.redaction.text(text),
+        redact: plan.redact,
         env: deps.ctx.env,
         timeoutMs: plan.willRun.timeoutMs,
         ...(who.requester !== undefined ? { requester: who.requester } : {}),
@@ -390,7 +394,8 @@ class RunLife {
       });
       return undefined;
     } catch (error) {
-      const why = this.redaction.text(error instanceof Error ? error.message : String(error));
+      // The helper's words are its own redaction's (runner/helper/main.ts); the rest is the runner's.
+      const why = error instanceof Error ? error.message : String(error);
       return this.refuse({
         refused: true,
         code: 'SANDBOX_UNAVAILABLE',
@@ -508,16 +513,23 @@ class RunLife {
     const reaped = held.reaped ?? { leftovers: { killed: 0, remaining: 0 }, ipcRemoved: 0, emptied: false };
     // Security: read only once nothing of the run is left alive to change the tree under the walk;
     // as root, by the run's own uid in a process of its own (walk-link.ts), never by the runner.
-    const walked =
+    // A run with values to redact sends its streams to the walk, which returns them redacted.
+    const redacting = plan.redact.length > 0;
+    const streams: StreamsIn | undefined = redacting
+      ? { cap: MAX_STREAM_BYTES, stdout: o.stdout, stderr: o.stderr, stdoutCut: o.stdoutTruncated, stderrCut: o.stderrTruncated }
+      : undefined;
+    const walked: Walked =
       reaped.leftovers.remaining > 0
         ? {
+            ...((streams && (await deps.walk?.redactOnly(plan.redact, streams))) || { redacted: {} }),
             collected: {
               files: [],
               bytes: 0,
               note: `${reaped.leftovers.remaining} processes of the run outlived it, so its workspace was not read; nothing of it is returned`,
             },
           }
-        : await collectRunOutputs(deps, prepared.ws, uid, plan, this.redaction, run.data?.opened);
+        : await collectRunOutputs(deps, prepared.ws, plan, streams, run.data?.opened);
+    const ret = returnedStreams(o, redacting, walked);
     const collected: Collected = walked.collected;
     phases.mark('outputs');
     const data = this.dataAfter(walked.data);
@@ -525,7 +537,7 @@ class RunLife {
       usage.over !== undefined
         ? workspaceFullNote(usage.over, prepared.tmpfs ? 'tmpfs' : 'watch', cap, usage.why, o.ending === 'workspace-full')
         : undefined;
-    const redacted = this.redaction.reported ? redactionView(this.redaction, o) : undefined;
+    const redacted = redacting ? redactionView(walked, network) : undefined;
     slot.ended = true;
     stats.ended(ended);
     const exitLine = deps.audit.appendDurable({
@@ -537,9 +549,9 @@ class RunLife {
       duration_ms: o.durationMs,
       stdout_bytes: o.stdoutBytes,
       stderr_bytes: o.stderrBytes,
-      stdout_sha256: o.stdoutSha256,
-      stderr_sha256: o.stderrSha256,
-      truncated: o.truncated,
+      stdout_sha256: ret.stdoutSha256,
+      stderr_sha256: ret.stderrSha256,
+      truncated: ret.stdoutTruncated || ret.stderrTruncated,
       leftovers_killed: reaped.leftovers.killed,
       leftovers_remaining: reaped.leftovers.remaining,
       ...(reaped.error !== undefined ? { reap_error: `the run's cgroup could not be killed (${reaped.error})` } : {}),
@@ -580,17 +592,17 @@ class RunLife {
         runId: slot.runId,
         exitCode: o.exitCode,
         signal: o.signal,
-        stdout: o.stdout,
-        stderr: o.stderr,
-        truncated: o.truncated,
+        stdout: ret.stdout,
+        stderr: ret.stderr,
+        truncated: ret.stdoutTruncated || ret.stderrTruncated,
         timedOut: o.ending === 'timeout',
         cancelled: ended === 'cancelled' || ended === 'helper-failed',
         durationMs: o.durationMs,
         stdoutBytes: o.stdoutBytes,
         stderrBytes: o.stderrBytes,
-        stdoutTruncated: o.stdoutTruncated,
-        stderrTruncated: o.stderrTruncated,
-        memoryLimited: hitMemoryLimit(o.exitCode, o.signal, o.stderr) || (prepared.cgroup?.oomKilled() ?? false),
+        stdoutTruncated: ret.stdoutTruncated,
+        stderrTruncated: ret.stderrTruncated,
+        memoryLimited: hitMemoryLimit(o.exitCode, o.signal, ret.stderr) || (prepared.cgroup?.oomKilled() ?? false),
         files: collected.files,
         ...(collected.note !== undefined ? { filesNote: collected.note } : {}),
         // What the proxy refused, so the model can tell a refusal from a failing network.
@@ -612,8 +624,7 @@ class RunLife {
     const { deps, run } = this;
     const { plan } = run;
     if (run.data === undefined || plan.data === undefined || deps.data === undefined) return undefined;
-    // Names a script chose are searched for secret values like every name it returns.
-    if (usage !== undefined) usage.odd = usage.odd.map((name) => this.redaction.text(name));
+    // (The names a script left there came back redacted from the walk, like every name it returns.)
     const verdict = dataVerdict(usage, plan.data.quota);
     const after = { bytes: usage?.bytes ?? 0, entries: usage?.entries ?? 0, full: verdict.full, quota: plan.data.quota };
     const before = run.data.before;

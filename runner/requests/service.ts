@@ -29,7 +29,7 @@ import { digestInputs, inputsRefusal } from '../../shared/run-io.js';
 import { inputsCapProblem } from '../workspace/capacity.js';
 import type { WorkspaceCap, WorkspaceMode } from '../workspace/capacity.js';
 import type { HelperPool, RunHelper } from '../egress/helper-link.js';
-import type { WalkerPool } from '../workspace/walk-link.js';
+import type { RunWalks } from '../workspace/walk-link.js';
 import type { RunBackend } from '../backend/backend.js';
 import type { SandboxLimits } from '../sandbox/spawn.js';
 import { RunStats } from './stats.js';
@@ -65,8 +65,8 @@ export interface ServiceDeps {
   admission: AdmissionLimits;
   /** Proxied runs' helpers (runner/egress/helper-link.ts); undefined where no run can be proxied. */
   helpers: HelperPool | undefined;
-  /** A root runner's outputs walk as each run's uid (runner/workspace/walk-link.ts); undefined otherwise. */
-  walk: WalkerPool | undefined;
+  /** How a finished run's returns are walked and redacted (runner/workspace/walk-link.ts); undefined: a root runner without a walker. */
+  walk: RunWalks | undefined;
   /** How an approved run becomes a sandboxed process (runner/backend/backend.ts): on this machine, runner/backend/local.ts. */
   backend: RunBackend;
   /** Standalone: the OS user the runner (and so the person's own skill-mcp) runs as, the requester of every run; hosted: undefined. */

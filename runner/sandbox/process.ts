@@ -3,7 +3,8 @@
  * process group, SIGKILL after a grace; after the process exits, a hook (kill the run uid's
  * leftovers), a short drain window, then the pipes are destroyed — so the call always returns,
  * even when a detached grandchild holds stdout. Each stream is kept up to a cap (`truncated`),
- * through a filter when given one (a run's redaction), while bytes are still counted to the end.
+ * as the script wrote it, while bytes are still counted to the end. Nothing here reads what the
+ * bytes say: a run's redaction is done after it, out of the runner (runner/walker/walk.ts).
  */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -48,8 +49,6 @@ export interface ProcessOutcome {
   /** Per stream: the bytes returned are not all the script wrote (the cap cut it). */
   stdoutTruncated: boolean;
   stderrTruncated: boolean;
-  /** With filters: bytes each filter held back and dropped at the cap (runner/secrets/redact.ts). */
-  heldBack?: { stdout: number; stderr: number };
   durationMs: number;
   /** `performance.now()` when the main process's exit was seen, and when `afterExit` had run (the run's phases). */
   exitedAt: number;
@@ -65,36 +64,21 @@ export interface ProcessOutcome {
 }
 
 /**
- * A transform of one captured stream (runner/secrets/redact.ts's `Redactor`): `push` each chunk and
- * keep what it gives back, in order; `end` once, with `cut` when the stream was cut at the cap.
- */
-export interface StreamFilter {
-  push(chunk: Buffer): Uint8Array[];
-  end(cut: boolean): Uint8Array[];
-  readonly heldBack: number;
-}
-
-/**
- * One stream up to the cap: at most `cap` bytes of the script's output go through the filter, and
- * at most `cap` bytes of what comes out are kept (a filter may lengthen its input). Bytes past the
- * cap are counted only. The digest is of the bytes kept: what the run returns (docs/audit.md).
+ * One stream up to the cap: at most `cap` bytes of the script's output are kept, bytes past it
+ * counted only. The digest is of the bytes kept (for a run with values to redact, the runner takes
+ * it again of what redaction returns: docs/audit.md).
  */
 class Capture {
   readonly chunks: Uint8Array[] = [];
-  /** Bytes kept (returned). */
+  /** Bytes kept (at most the cap). */
   kept = 0;
-  /** Bytes of the script's output taken in (at most the cap). */
-  taken = 0;
   total = 0;
-  /** What the filter gave back did not all fit under the cap. */
-  private over = false;
   readonly hash = createHash('sha256');
   ended: Promise<void>;
 
   constructor(
     stream: Readable,
     private readonly cap: number,
-    private readonly filter?: StreamFilter,
   ) {
     this.ended = new Promise((resolve) => {
       stream.on('end', resolve);
@@ -103,10 +87,7 @@ class Capture {
     });
     stream.on('data', (chunk: Buffer) => {
       this.total += chunk.length;
-      if (this.taken >= this.cap) return;
-      const part = chunk.subarray(0, this.cap - this.taken);
-      this.taken += part.length;
-      this.keep(this.filter ? this.filter.push(part) : [part]);
+      this.keep(chunk);
     });
   }
 
@@ -114,26 +95,20 @@ class Capture {
   note(text: string): void {
     const bytes = Buffer.from(text);
     this.total += bytes.length;
-    this.taken += bytes.length;
-    this.keep([bytes]);
+    this.keep(bytes);
   }
 
-  private keep(pieces: Uint8Array[]): void {
-    for (const piece of pieces) {
-      const take = piece.subarray(0, Math.max(0, this.cap - this.kept));
-      if (take.length < piece.length) this.over = true;
-      if (take.length === 0) continue;
-      this.chunks.push(take);
-      this.kept += take.length;
-      this.hash.update(take);
-    }
+  private keep(piece: Uint8Array): void {
+    const take = piece.subarray(0, Math.max(0, this.cap - this.kept));
+    if (take.length === 0) return;
+    this.chunks.push(take);
+    this.kept += take.length;
+    this.hash.update(take);
   }
 
-  /** Ends the filter (once the stream is done or given up on) and says whether the result is cut. */
+  /** Whether the stream was cut: the script wrote more than was kept. */
   finish(): boolean {
-    // Security: a stream cut at the cap ends its filter as cut, so what it held back is dropped (redact.ts).
-    if (this.filter) this.keep(this.filter.end(this.total > this.taken));
-    return this.total > this.taken || this.over;
+    return this.total > this.kept;
   }
 }
 
@@ -146,13 +121,12 @@ export interface RunningProcess {
   cancel(why?: StopWhy): void;
 }
 
-/** How one process is run: its times, its streams' cap and filters, what runs after its exit, and a hold on its start. */
+/** How one process is run: its times, its streams' cap, what runs after its exit, and a hold on its start. */
 export interface RunOptions extends RunTimes, StartHold {
   /** Each stream is kept up to this many bytes, then cut (counting goes on). */
   maxStreamBytes: number;
   /** After the process exited, before the outcome: the reap. */
   afterExit: () => Promise<void>;
-  filters?: { stdout?: StreamFilter | undefined; stderr?: StreamFilter | undefined };
 }
 
 /** The parent pid of `pid` (/proc), or undefined when it is gone. */
@@ -196,7 +170,7 @@ export interface StartHold {
 
 /** Starts `spec` and supervises it. `afterExit` runs once the main process has exited. */
 export function runProcess(spec: SpawnSpec, options: RunOptions): RunningProcess {
-  const { maxStreamBytes, afterExit, filters = {} } = options;
+  const { maxStreamBytes, afterExit } = options;
   const times: RunTimes = options;
   const start: StartHold = options;
   const started = performance.now();
@@ -229,8 +203,8 @@ export function runProcess(spec: SpawnSpec, options: RunOptions): RunningProcess
     stream.on('error', () => undefined); // the chain died before reading: its exit says why
     stream.end(bytes);
   });
-  const out = new Capture(child.stdout!, maxStreamBytes, filters.stdout);
-  const err = new Capture(child.stderr!, maxStreamBytes, filters.stderr);
+  const out = new Capture(child.stdout!, maxStreamBytes);
+  const err = new Capture(child.stderr!, maxStreamBytes);
   let ending: Ending = 'exit';
   // The sandbox's pid 1: bubblewrap's child, named on its info fd (spawn.ts, `infoFd`). Security:
   // it leaves the chain's group (a session of its own) a moment before it arms its own death
@@ -375,9 +349,6 @@ export function runProcess(spec: SpawnSpec, options: RunOptions): RunningProcess
         truncated: stdoutTruncated || stderrTruncated,
         stdoutTruncated,
         stderrTruncated,
-        ...(filters.stdout || filters.stderr
-          ? { heldBack: { stdout: filters.stdout?.heldBack ?? 0, stderr: filters.stderr?.heldBack ?? 0 } }
-          : {}),
         durationMs: Math.round(performance.now() - started),
         exitedAt,
         reapedAt,

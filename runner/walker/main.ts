@@ -2,10 +2,10 @@
  * @module A run's outputs walk, in a process of its own (docs/architecture.md §8, "What runs
  * privileged"): started ahead by a root runner, as root with nothing but CAP_SETUID and CAP_SETGID
  * (runner/workspace/walk-link.ts), it reads its orders from stdin once nothing of the run is left,
- * becomes the run's own uid with no capability (becomeRunUid), and only then walks the workspace with the
- * runner's own walk (runner/workspace/outputs.ts: no link followed, nothing but regular files of
- * the run opened, within the budget and the entry bound), redacts what it returns, and writes one
- * frame to stdout. A bug a hostile workspace finds in the walk is then a bug in a process holding
+ * becomes the run's own uid with no capability (becomeRunUid), and only then walks the workspace
+ * (walk.ts, runner/workspace/outputs.ts: no link followed, nothing but regular files of the run
+ * opened, within the budget and the entry bound), redacts what the run returns (its files, names,
+ * stdout and stderr), and writes one frame to stdout. A bug a hostile workspace finds in the walk is then a bug in a process holding
  * nothing but the run's own files. Built as its own small bundle (dist/skill-mcp-walk.cjs).
  */
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -13,9 +13,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FrameCodec } from '../../shared/frame-codec.js';
 import { RunRedaction } from '../secrets/redact.js';
-import { measureDataOrSay } from '../data/usage.js';
 import { collectOutputs } from '../workspace/outputs.js';
-import type { WalkOrders, WalkResult } from '../workspace/walk-protocol.js';
+import type { WalkOrders } from '../workspace/walk-protocol.js';
+import { redactRun, redactStreams, walkRun } from './walk.js';
+
+// What a runner without privilege calls in its own process (runner/workspace/local-walk.ts).
+export { redactRun, walkRun };
 
 /**
  * What the walker may send at most: above the runner's own cap (walk-protocol.ts), which is the one
@@ -30,6 +33,17 @@ function parseOrders(value: unknown): WalkOrders | undefined {
   if (o === null || typeof o !== 'object') return undefined;
   const numbers = [o.dev, o.ino, o.uid, o.budgetBytes, o.maxEntries].every((n) => Number.isSafeInteger(n) && (n as number) >= 0);
   if (!numbers || typeof o.dir !== 'string' || !o.dir.startsWith('/') || !Array.isArray(o.inputs) || !Array.isArray(o.redact))
+    return undefined;
+  const s = o.streams;
+  if (
+    s !== undefined &&
+    (s === null ||
+      !Number.isSafeInteger(s.cap) ||
+      !(s.stdout instanceof Uint8Array) ||
+      !(s.stderr instanceof Uint8Array) ||
+      typeof s.stdoutCut !== 'boolean' ||
+      typeof s.stderrCut !== 'boolean')
+  )
     return undefined;
   const d = o.data;
   if (
@@ -98,7 +112,9 @@ function warmUp(codec: FrameCodec): void {
     const { dev, ino, uid } = statSync(dir);
     const redaction = new RunRedaction([{ name: 'WARM', value: 'warm-up value' }]);
     const collected = collectOutputs({ dir, dev, ino, uid, inputs: new Map() }, 1024, 16, redaction);
-    codec.encode({ files: collected.files, bytes: collected.bytes, redacted: redaction.countsByName() });
+    const said = Buffer.from('said: warm-up value');
+    const streams = redactStreams(redaction, { cap: 1024, stdout: said, stderr: said, stdoutCut: false, stderrCut: true });
+    codec.encode({ files: collected.files, bytes: collected.bytes, redacted: redaction.countsByName(), streams });
   } catch {
     // A warm-up only: the run's walk does the same work, and says what fails.
   } finally {
@@ -116,24 +132,9 @@ export function walkerMain(): void {
       const orders = parseOrders(event.value);
       if (orders === undefined) fail("the runner's orders are not a walk");
       done = true;
-      const { dir, dev, ino, uid, inputs, budgetBytes, maxEntries, redact, data } = orders;
-      const notDropped = becomeRunUid(uid, data?.gid);
+      const notDropped = becomeRunUid(orders.uid, orders.data?.gid);
       if (notDropped !== undefined) fail(notDropped);
-      const redaction = new RunRedaction(redact);
-      const collected = collectOutputs(
-        { dir, dev, ino, uid, inputs: new Map(inputs.map((i) => [i.path, { size: i.size, sha256: i.sha256 }])) },
-        budgetBytes,
-        maxEntries,
-        redaction.reported ? redaction : undefined,
-      );
-      const result: WalkResult = {
-        files: collected.files,
-        ...(collected.note !== undefined ? { note: collected.note } : {}),
-        bytes: collected.bytes,
-        redacted: redaction.countsByName(),
-        ...(data !== undefined ? { data: measureDataOrSay(data.dir, data.maxEntries) } : {}),
-      };
-      process.stdout.write(codec.encode(result), () => process.exit(0));
+      process.stdout.write(codec.encode(walkRun(orders)), () => process.exit(0));
     }
   });
   process.stdin.on('end', () => {

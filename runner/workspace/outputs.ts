@@ -22,10 +22,21 @@ import { createHash } from 'node:crypto';
 import { closeSync, constants, fstatSync, lstatSync, openSync, readSync } from 'node:fs';
 import type { Stats } from 'node:fs';
 import { joinBytes, nameText, openDirBytes, validName } from '../../shared/byte-names.js';
-import type { StreamFilter } from '../sandbox/process.js';
+import type { Collected, OutputFile } from './walk-types.js';
+import { MAX_WALK_ENTRIES } from './walk-types.js';
 import type { Workspace } from './workspace.js';
+
+export type { Collected, OutputFile } from './walk-types.js';
+export { MAX_WALK_ENTRIES };
 /** Lowercase hex sha256 (here rather than shared/run-io.ts, whose schemas the walker's bundle would carry). */
 const sha256Hex = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
+
+/** A transform of a file's bytes (runner/secrets/redact.ts's `Redactor`): `push` each chunk, then `end` once. */
+export interface StreamFilter {
+  push(chunk: Buffer): Uint8Array[];
+  end(cut: boolean): Uint8Array[];
+  readonly heldBack: number;
+}
 
 /**
  * A run's redaction as the walk uses it (runner/secrets/redact.ts `RunRedaction`): a filter per
@@ -39,28 +50,8 @@ export interface OutputRedaction {
 /** Bytes read per step when a file goes through a filter (no whole raw copy of it is held). */
 const READ_CHUNK_BYTES = 64 * 1024;
 
-/** Entries (files, folders, anything) examined at most: bounds the walk of a 100k-file bomb. */
-export const MAX_WALK_ENTRIES = 4096;
 /** Folder depth walked at most (a path is at most 1024 characters anyway). */
 const MAX_DEPTH = 64;
-
-export interface OutputFile {
-  path: string;
-  /** Apparent size (st_size) at the end of the run. */
-  size: number;
-  sha256?: string;
-  bytes?: Uint8Array;
-  /** Why the bytes are not carried (the file is still listed). */
-  omitted?: string;
-}
-
-export interface Collected {
-  files: OutputFile[];
-  /** Why `files` is not the whole workspace, when it is not. */
-  note?: string;
-  /** Bytes carried in `files`. */
-  bytes: number;
-}
 
 export const NOT_REGULAR = 'not a regular file';
 /** Why an entry whose own name is not valid UTF-8 was not read (its path shows the name escaped: shared/byte-names.ts). */

@@ -20,10 +20,11 @@ import { FrameCodec } from '../../shared/frame.js';
 import { sha256Hex } from '../../shared/run-io.js';
 import type { RedactionValue } from '../secrets/binding.js';
 import type { DataUsage } from '../data/usage.js';
-import type { Collected, OutputFile } from './outputs.js';
-import type { WalkResult } from './walk-protocol.js';
+import type { Collected, OutputFile } from './walk-types.js';
+import type { StreamsIn, StreamsOut, WalkOrders, WalkResult } from './walk-protocol.js';
 import { WALK_MAX_FRAME_BYTES, walkResultSchema } from './walk-protocol.js';
 import type { Workspace } from './workspace.js';
+import type { ProcessOutcome } from '../sandbox/process.js';
 
 /** A walk's time at most: a full budget (64 MiB) of small files is read in well under a second. */
 export const WALK_TIMEOUT_MS = 30_000;
@@ -74,12 +75,70 @@ function startWalker(command: WalkCommand): Walker {
   return { child, stderr: () => stderr };
 }
 
+/** What a run's end asks of its walk: its workspace, budget and bounds, its values, its streams, its data folder. */
+export interface WalkAsk {
+  /** The run's workspace; as root the walker becomes its owner, the run's uid. */
+  ws: Workspace;
+  budgetBytes: number;
+  maxEntries: number;
+  redact: readonly RedactionValue[];
+  /** The run's stdout and stderr as kept, when it has values to redact. */
+  streams?: StreamsIn;
+  timeoutMs?: number;
+  /** The run's data folder, to measure in the same walk (as root, its group joined). */
+  data?: { dir: string; gid?: number; maxEntries: number };
+}
+
+/**
+ * How a runner has a finished run's returns walked and redacted (docs/architecture.md §8): as root a
+ * walker process of the run's uid ({@link WalkerPool}); otherwise the walker's code in the runner's
+ * own process (local-walk.ts). Neither walk rejects: what cannot be done is said in the answer.
+ */
+export interface RunWalks {
+  /** A run was previewed: have what its walk needs ready. */
+  warm(): void;
+  /** A run answered: the next one's. */
+  replenish(): void;
+  close(): void;
+  walk(ask: WalkAsk): Promise<Walked>;
+  /**
+   * Only the streams redacted, for a run whose workspace is not read (processes of it outlived it);
+   * undefined where that cannot be done safely (as root: a walker of the run's uid beside a process
+   * of that uid still alive could be read by it).
+   */
+  redactOnly(values: readonly RedactionValue[], streams: StreamsIn): Promise<Walked | undefined>;
+}
+
+/** The frame of orders for a walk (the walker's stdin, or the in-process call). */
+export function walkOrders(ask: WalkAsk): WalkOrders {
+  return {
+    dir: ask.ws.dir,
+    dev: ask.ws.dev,
+    ino: ask.ws.ino,
+    uid: ask.ws.uid,
+    inputs: [...ask.ws.inputs].map(([path, i]) => ({ path, size: i.size, sha256: i.sha256 })),
+    budgetBytes: ask.budgetBytes,
+    maxEntries: ask.maxEntries,
+    redact: ask.redact.map(({ name, value }) => ({ name, value })),
+    ...(ask.streams !== undefined ? { streams: ask.streams } : {}),
+    ...(ask.data !== undefined
+      ? {
+          data: {
+            dir: ask.data.dir,
+            maxEntries: ask.data.maxEntries,
+            ...(ask.data.gid !== undefined ? { gid: ask.data.gid } : {}),
+          },
+        }
+      : {}),
+  };
+}
+
 /**
  * One spare walker, started ahead of its run (at the first preview) and used once; the next is
  * started once that run has answered (RunnerService.run).
  * A spare that died is replaced by a fresh start, whose cost the run then pays.
  */
-export class WalkerPool {
+export class WalkerPool implements RunWalks {
   private spare: Walker | undefined;
   private closed = false;
 
@@ -110,12 +169,29 @@ export class WalkerPool {
     this.spare?.child.kill('SIGKILL');
     this.spare = undefined;
   }
+
+  walk(ask: WalkAsk): Promise<Walked> {
+    return walkAsRunUid(this, ask);
+  }
+
+  redactOnly(): Promise<undefined> {
+    return Promise.resolve(undefined);
+  }
 }
 
-/** What the walk gave back, or why there is nothing: a note the result and the audit line carry. */
-export type Walked = { collected: Collected; redacted: Record<string, number>; data?: DataUsage };
+/**
+ * What the walk gave back, or why there is nothing: a note the result and the audit line carry.
+ * `streams` absent for a run with values to redact: they could not be, and are withheld.
+ */
+export type Walked = {
+  collected: Collected;
+  redacted: Record<string, number>;
+  notSearched?: string[];
+  data?: DataUsage;
+  streams?: StreamsOut;
+};
 
-function nothing(why: string): Walked {
+export function nothing(why: string): Walked {
   return {
     collected: { files: [], bytes: 0, note: `the run's files could not be collected: ${why}; nothing of its workspace is returned` },
     redacted: {},
@@ -124,9 +200,10 @@ function nothing(why: string): Walked {
 
 /**
  * Checks a walker's answer against what it was asked. Security: the bytes carried fit the budget, a
- * file's size is the length of its bytes, and its digest is the runner's own.
+ * file's size is the length of its bytes, and its digest is the runner's own; streams come back
+ * only when asked for, each within the cap.
  */
-export function checkWalk(result: WalkResult, budgetBytes: number): Walked | string {
+export function checkWalk(result: WalkResult, budgetBytes: number, streams?: StreamsIn): Walked | string {
   let carried = 0;
   const files: OutputFile[] = [];
   for (const f of result.files) {
@@ -144,27 +221,22 @@ export function checkWalk(result: WalkResult, budgetBytes: number): Walked | str
   }
   if (carried > budgetBytes) return `it returned ${carried} bytes, over the ${budgetBytes}-byte budget`;
   if (carried !== result.bytes) return 'its byte count does not add up';
+  const out = result.streams;
+  if (out !== undefined && (streams === undefined || out.stdout.length > streams.cap || out.stderr.length > streams.cap))
+    return 'the streams it returned were not asked for, or are over their cap';
   return {
     collected: { files, bytes: carried, ...(result.note !== undefined ? { note: result.note } : {}) },
     redacted: result.redacted,
+    ...(result.notSearched !== undefined ? { notSearched: result.notSearched } : {}),
     ...(result.data !== undefined ? { data: result.data } : {}),
+    ...(out !== undefined ? { streams: out } : {}),
   };
 }
 
 /** Walks `ws` as its owner (the run's uid) in a walker process; never rejects. */
-export function walkAsRunUid(opts: {
-  walkers: WalkerPool;
-  /** The run's workspace; the walker becomes its owner, the run's uid. */
-  ws: Workspace;
-  budgetBytes: number;
-  maxEntries: number;
-  redact: readonly RedactionValue[];
-  timeoutMs?: number;
-  /** The run's data folder, to measure in the same walk (its group joined). */
-  data?: { dir: string; gid?: number; maxEntries: number };
-}): Promise<Walked> {
+export function walkAsRunUid(walkers: WalkerPool, opts: WalkAsk): Promise<Walked> {
   const codec = new FrameCodec(WALK_MAX_FRAME_BYTES);
-  const { child, stderr } = opts.walkers.take();
+  const { child, stderr } = walkers.take();
   return new Promise<Walked>((resolve) => {
     // The answer, once known; given back only once the walker has exited, so no process of the
     // run's uid is left when the run answers (its uid is then given back: runner/uids/pool.ts).
@@ -185,7 +257,7 @@ export function walkAsRunUid(opts: {
         if (!event.ok) return settle(nothing(`the walker sent a frame the runner cannot read (${event.error.code})`));
         const parsed = walkResultSchema.safeParse(event.value);
         if (!parsed.success) return settle(nothing('the walker sent an answer outside its protocol'));
-        const checked = checkWalk(parsed.data, opts.budgetBytes);
+        const checked = checkWalk(parsed.data, opts.budgetBytes, opts.streams);
         walked = typeof checked === 'string' ? nothing(`the walker's answer was refused (${checked})`) : checked;
       }
     });
@@ -211,26 +283,40 @@ export function walkAsRunUid(opts: {
       setTimeout(() => resolve(walked ?? nothing('the walker exited with its output still held open')), 2_000).unref(),
     );
     child.on('close', ended);
-    child.stdin!.end(
-      codec.encode({
-        dir: opts.ws.dir,
-        dev: opts.ws.dev,
-        ino: opts.ws.ino,
-        uid: opts.ws.uid,
-        inputs: [...opts.ws.inputs].map(([path, i]) => ({ path, size: i.size, sha256: i.sha256 })),
-        budgetBytes: opts.budgetBytes,
-        maxEntries: opts.maxEntries,
-        redact: opts.redact.map(({ name, value }) => ({ name, value })),
-        ...(opts.data !== undefined
-          ? {
-              data: {
-                dir: opts.data.dir,
-                maxEntries: opts.data.maxEntries,
-                ...(opts.data.gid !== undefined ? { gid: opts.data.gid } : {}),
-              },
-            }
-          : {}),
-      }),
-    );
+    child.stdin!.end(codec.encode(walkOrders(opts)));
   });
+}
+
+/** What a run with values to redact returns on stderr when its streams could not be redacted. */
+const STREAMS_WITHHELD =
+  "[skill-mcp: this run's stdout and stderr are withheld: they could not be searched for its secret values (its filesNote says why)]\n";
+
+/** The streams a run returns, as the result and the run.exit line carry them. */
+interface Returned {
+  stdout: Buffer;
+  stderr: Buffer;
+  stdoutSha256: string;
+  stderrSha256: string;
+  stdoutTruncated: boolean;
+  stderrTruncated: boolean;
+}
+
+/**
+ * The streams as captured — or, for a run with values to redact, as its walk redacted them (its
+ * markers may have cut one at the cap). Security: never a stream that was not searched: when the
+ * walk could not redact them, both are withheld and stderr says so.
+ */
+export function returnedStreams(o: ProcessOutcome, redacting: boolean, walked: Walked): Returned {
+  if (!redacting) return o;
+  const s = walked.streams;
+  const stdout = s ? Buffer.from(s.stdout.buffer, s.stdout.byteOffset, s.stdout.byteLength) : Buffer.alloc(0);
+  const stderr = s ? Buffer.from(s.stderr.buffer, s.stderr.byteOffset, s.stderr.byteLength) : Buffer.from(STREAMS_WITHHELD);
+  return {
+    stdout,
+    stderr,
+    stdoutSha256: sha256Hex(stdout),
+    stderrSha256: sha256Hex(stderr),
+    stdoutTruncated: s ? o.stdoutTruncated || s.stdoutOver : o.stdoutBytes > 0,
+    stderrTruncated: s ? o.stderrTruncated || s.stderrOver : o.stderrBytes > 0,
+  };
 }

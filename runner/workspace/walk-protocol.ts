@@ -9,6 +9,28 @@ import { z } from 'zod';
 import { MAX_RESPONSE_FRAME_BYTES } from '../../shared/frame.js';
 
 const COUNT = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+const BYTES = z.custom<Uint8Array>((v) => v instanceof Uint8Array);
+
+/**
+ * The run's stdout and stderr as the runner kept them — at most `cap` bytes each, `…Cut` when the
+ * script wrote more — sent only when the run has values to redact: they come back redacted.
+ */
+const streamsInSchema = z.strictObject({ cap: COUNT, stdout: BYTES, stderr: BYTES, stdoutCut: z.boolean(), stderrCut: z.boolean() });
+export type StreamsIn = z.infer<typeof streamsInSchema>;
+
+/**
+ * The streams redacted: at most `cap` bytes each (`…Over`: the markers made it longer than that, and
+ * it was cut there), and the bytes each redactor held back and dropped at a cut (runner/secrets/redact.ts).
+ */
+export const streamsOutSchema = z.strictObject({
+  stdout: BYTES,
+  stderr: BYTES,
+  stdoutOver: z.boolean(),
+  stderrOver: z.boolean(),
+  stdoutHeldBack: COUNT,
+  stderrHeldBack: COUNT,
+});
+export type StreamsOut = z.infer<typeof streamsOutSchema>;
 
 /** runner → walker. */
 export const walkOrdersSchema = z.strictObject({
@@ -22,8 +44,9 @@ export const walkOrdersSchema = z.strictObject({
   inputs: z.array(z.strictObject({ path: z.string(), size: COUNT, sha256: z.string().regex(/^[0-9a-f]{64}$/) })),
   budgetBytes: COUNT,
   maxEntries: COUNT,
-  /** The values the run could see (its legacy `env` secrets): redacted from every file and name. */
+  /** The values redaction searches for (its legacy `env` secrets, its bound secrets): redacted from every file, name and stream. */
   redact: z.array(z.strictObject({ name: z.string(), value: z.string() })),
+  streams: streamsInSchema.optional(),
   /** The run's data folder, measured too (runner/data/usage.ts): at most `maxEntries` entries counted. */
   /** `gid`: the folder's group, which the walker joins (its only supplementary group) to read it. */
   data: z.strictObject({ dir: z.string().startsWith('/'), maxEntries: COUNT, gid: COUNT.optional() }).optional(),
@@ -48,7 +71,11 @@ export const walkResultSchema = z.strictObject({
     .max(100_000),
   note: z.string().max(2048).optional(),
   bytes: COUNT,
+  /** Markers written, by name: in files, names and streams. */
   redacted: z.record(z.string().max(256), COUNT),
+  /** Names whose values are too short to search for (runner/secrets/forms.ts). */
+  notSearched: z.array(z.string().max(256)).max(256).optional(),
+  streams: streamsOutSchema.optional(),
   data: z
     .strictObject({ bytes: COUNT, entries: COUNT, odd: z.array(z.string().max(8192)).max(20), unmeasured: z.string().max(256).optional() })
     .optional(),

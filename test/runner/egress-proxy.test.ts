@@ -336,7 +336,7 @@ describe('what a run can make the runner hold', () => {
 
   it('a script looping on refused connections writes at most the cap of audit lines; the rest are counted', async () => {
     // The helper reports every connection; the runner writes the first `maxLines` (EgressBook) and counts the rest.
-    const book = new EgressBook((text) => text, 3);
+    const book = new EgressBook(3);
     const written: EgressRecord[] = [];
     const socketPath = join(dir, 'loop.sock');
     const proxy = await openRunProxy({

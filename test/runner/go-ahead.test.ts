@@ -362,7 +362,6 @@ async function heldRun(script: string) {
     drainMs: 1000,
     maxStreamBytes: 1 << 20,
     afterExit: async () => undefined,
-    filters: {},
     hold,
   });
   await until('the sandbox child waits on its block fd', () => waitingOnBlockFd(childOf(running.pid!) ?? -1));

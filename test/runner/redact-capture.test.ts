@@ -1,6 +1,7 @@
 /**
- * Redaction where the runner captures a run (runner/sandbox/process.ts, runner/workspace/outputs.ts):
- * real child processes writing to real pipes, and a real workspace on disk. Attacks: a value cut by
+ * Redaction of what a run returns (runner/walker/walk.ts, runner/workspace/outputs.ts): real child
+ * processes writing to real pipes, captured as the runner captures them (runner/sandbox/process.ts,
+ * as written, up to the cap), then redacted as the walk redacts them; and a real workspace on disk. Attacks: a value cut by
  * the stream cap, markers longer than the values they replace growing an answer past its caps, a
  * file whose digest would let its value be guessed, and a file named after the value. Through the
  * whole stack: test/e2e/skill-run-redaction.test.ts.
@@ -13,6 +14,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { runProcess } from '../../runner/sandbox/process.js';
 import type { SpawnSpec } from '../../runner/sandbox/spawn.js';
 import { RunRedaction } from '../../runner/secrets/redact.js';
+import { redactStreams } from '../../runner/walker/walk.js';
 import { collectOutputs, MAX_WALK_ENTRIES } from '../../runner/workspace/outputs.js';
 import { makeWorkspace } from '../../runner/workspace/workspace.js';
 
@@ -21,7 +23,10 @@ const KEY = 'tok-9Qm2Zr7Lw4Xc';
 const temp = mkdtempSync(join(tmpdir(), 'skill-mcp-redact-capture-'));
 afterAll(() => rmSync(temp, { recursive: true, force: true }));
 
-/** Runs `node -e code` with the value in its environment, each stream through the run's redactor. */
+/**
+ * Runs `node -e code` with the value in its environment, captured as written, then each stream
+ * through the run's redaction as the walk does it: what the run's result carries.
+ */
 async function capture(code: string, redaction: RunRedaction, cap: number) {
   const spec: SpawnSpec = {
     command: process.execPath,
@@ -37,12 +42,28 @@ async function capture(code: string, redaction: RunRedaction, cap: number) {
     drainMs: 2000,
     maxStreamBytes: cap,
     afterExit: async () => undefined,
-    filters: {
-      stdout: redaction.stream(),
-      stderr: redaction.stream(),
-    },
   });
-  return proc.outcome;
+  const o = await proc.outcome;
+  const r = redactStreams(redaction, {
+    cap,
+    stdout: o.stdout,
+    stderr: o.stderr,
+    stdoutCut: o.stdoutTruncated,
+    stderrCut: o.stderrTruncated,
+  });
+  const stdout = Buffer.from(r.stdout);
+  const stdoutTruncated = o.stdoutTruncated || r.stdoutOver;
+  const stderrTruncated = o.stderrTruncated || r.stderrOver;
+  return {
+    stdout,
+    stderr: Buffer.from(r.stderr),
+    stdoutBytes: o.stdoutBytes,
+    stdoutSha256: sha(stdout),
+    truncated: stdoutTruncated || stderrTruncated,
+    stdoutTruncated,
+    stderrTruncated,
+    heldBack: { stdout: r.stdoutHeldBack, stderr: r.stderrHeldBack },
+  };
 }
 
 describe('captured streams', () => {
@@ -80,11 +101,11 @@ describe('captured streams', () => {
     expect(o.stdout.includes('abcdefgh')).toBe(false);
   });
 
-  it('without a filter the capture is as before: the first cap bytes, cut and counted to the end', async () => {
+  it('without values the streams are returned as captured: the first cap bytes, cut and counted to the end', async () => {
     const o = await capture(`process.stdout.write(Buffer.alloc(10000, 0x41))`, new RunRedaction([]), 4096);
     expect(o).toMatchObject({ truncated: true, stdoutTruncated: true, stdoutBytes: 10000, stdoutSha256: sha(Buffer.alloc(4096, 0x41)) });
     expect(o.stdout.equals(Buffer.alloc(4096, 0x41))).toBe(true);
-    expect(o.heldBack).toBeUndefined();
+    expect(o.heldBack).toEqual({ stdout: 0, stderr: 0 });
   });
 });
 
