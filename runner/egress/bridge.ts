@@ -10,8 +10,14 @@
  * constant passed with `node -e`: nothing of it comes from the skill.
  */
 
-/** Where the run's proxy socket appears inside the sandbox. */
-export const EGRESS_SOCKET_MOUNT = '/run/skill-mcp/egress.sock';
+/**
+ * Where a run's helper folder appears inside its sandbox (bound whole, read-only): the helper's
+ * socket and, with secret bindings, the run's CA bundle are made there once the helper is given its
+ * run, while bubblewrap builds the sandbox; the script starts after (run-path.ts).
+ */
+export const RUN_HELPER_MOUNT = '/run/skill-mcp';
+/** Where the run's proxy socket appears inside the sandbox (the helper's `egress.sock`). */
+export const EGRESS_SOCKET_MOUNT = `${RUN_HELPER_MOUNT}/egress.sock`;
 /** The bridge's port on the sandbox's own loopback (each run has its own network namespace). */
 export const BRIDGE_PORT = 3128;
 /** The proxy URL a script is given. */

@@ -109,7 +109,13 @@ export class EgressBook {
  */
 export function upstreamCaFor(env: Readonly<Record<string, string | undefined>>): string | undefined {
   const file = env['SKILL_MCP_EGRESS_CA_FILE'];
-  return file === undefined || file === '' ? undefined : readFileSync(file, 'utf8');
+  if (file === undefined || file === '') return undefined;
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (error) {
+    // Named by its variable, never its path: the refusal reaches the model.
+    throw new Error(`SKILL_MCP_EGRESS_CA_FILE could not be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
 }
 
 /**

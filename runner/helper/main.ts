@@ -17,6 +17,7 @@
  */
 import { rmSync } from 'node:fs';
 import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FrameCodec } from '../../shared/frame.js';
 import type { EgressRecord, HelperStart, HelperToRunner, RequestRecord } from '../egress/helper-protocol.js';
@@ -83,12 +84,13 @@ async function start(dir: string, orders: HelperStart): Promise<RunProxy> {
 }
 
 /**
- * Runs the proxy's code once while a spare waits: a throwaway proxy on a socket of its own folder,
+ * Runs the proxy's code once while a spare waits: a throwaway proxy on a socket in its own /tmp
+ * (never in its folder, which the run's sandbox binds whole, its run maybe given meanwhile),
  * asked once for a destination it refuses (nothing leaves the helper), then closed — so the run's
  * proxy starts and answers its first request without compiling each step then. Never rejects.
  */
-async function warmProxy(dir: string): Promise<void> {
-  const socketPath = join(dir, 'warm-up.sock');
+async function warmProxy(): Promise<void> {
+  const socketPath = join(tmpdir(), 'skill-mcp-helper-warm-up.sock');
   try {
     const warm = await openRunProxy({ socketPath, entries: ['127.0.0.1:1'], onRecord: () => undefined });
     await new Promise<void>((resolve) => {
@@ -147,7 +149,9 @@ export function helperMain(argv: readonly string[]): void {
   setImmediate(() => {
     warmUpstreamContext();
     if (proxy !== undefined) return;
-    void warmProxy(dir)
+    // Redaction's code too (its records are redacted with it), on a value of its own.
+    new RunRedaction([{ name: 'WARM', value: 'warm-up value' }]).text('a warm-up value');
+    void warmProxy()
       .then(() => import('./ca.js'))
       .then((ca) => ca.prepareCa())
       .catch(() => undefined);

@@ -22,7 +22,10 @@ export const RUN_PHASES = [
   'spend',
   /** The run's folder and workspace (a tmpfs as root) with the inputs written. */
   'workspace',
-  /** The run's egress proxy started (proxied runs only). */
+  /**
+   * Waiting for the run's helper to listen (proxied runs only): what is left of its start once the
+   * process is prepared, or in a held sandbox once the spawn call is made (run-path.ts).
+   */
   'proxy',
   /** The run's memory cgroup made. */
   'cgroup',

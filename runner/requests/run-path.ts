@@ -56,6 +56,16 @@ const HELPER_FAILED_NOTE =
 
 /** Why a held sandbox's script was not let go: its token could not be spent, or its run.accept line written. */
 const TOKEN_NOT_SPENT = "the run's token could not be spent";
+const NO_NETWORK = "the run's network helper could not start";
+
+/** A run whose helper could not be given it; `why` is the helper's (its own redaction's) or the runner's words. */
+function networkRefusal(why: string, token: 'spent' | 'unspent'): BackendRefusal {
+  return {
+    refused: true,
+    code: 'SANDBOX_UNAVAILABLE',
+    message: `${NO_NETWORK} (${why}); nothing was run${token === 'unspent' ? ' and its token was not spent' : ', but its token was used: ask again for a fresh preview'}`,
+  };
+}
 const ACCEPT_NOT_WRITTEN = "the run's accept line could not be written to the audit log";
 const AUDIT_DOWN_SPENT =
   'the audit log could not be written just before the run would start, so it did not start (every run must be on record first); its token was spent — once the operator has freed the disk holding the audit log, ask again for a fresh preview';
@@ -325,13 +335,24 @@ class RunLife {
         code: 'SANDBOX_UNAVAILABLE',
         message: "the run has secrets, which only the bubblewrap sandbox's egress proxy can inject; nothing was run",
       });
-    const network = await this.startNetwork();
-    if (network !== undefined) return network;
-    phases.mark('proxy');
+    // The helper is given its run now. In a held sandbox its answer is awaited only before the spend,
+    // while bubblewrap builds the sandbox: the helper's folder is bound whole, so its socket and
+    // bundle may appear there after the bind, and the script is let go only after (recordWhileHeld).
+    const network = this.startNetwork();
     const prepared = deps.backend.prepareProcess(this.backendRun, folders, run.helper?.dir);
-    if (isRefusal(prepared)) return this.refuse(prepared);
+    if (isRefusal(prepared)) {
+      await network;
+      return this.refuse(prepared);
+    }
     held.prepared = prepared;
     phases.mark('cgroup');
+    if (!prepared.held) {
+      // Not held: the script starts with the spawn, so the helper must listen before it. The token
+      // was spent before the steps (go), so a helper that cannot start uses it up.
+      const noNetwork = await network;
+      if (noNetwork !== undefined) return this.refuse(networkRefusal(noNetwork, 'spent'));
+      if (run.proxied) phases.mark('proxy');
+    }
     const acceptLine = this.acceptLine(prepared.spec.envNames);
     // Held (see above): the spend and the line come after the spawn call. Elsewhere the line first, then the spawn.
     let onRecord: Promise<string | undefined> | undefined;
@@ -358,7 +379,7 @@ class RunLife {
     slot.proc = proc;
     phases.mark('spawn', proc.spawnedAt);
     if (onRecord !== undefined) {
-      const notRecorded = await this.recordWhileHeld(proc, acceptLine, onRecord);
+      const notRecorded = await this.recordWhileHeld(proc, acceptLine, onRecord, network);
       if (notRecorded !== undefined) return notRecorded;
     }
     if (slot.cancelled) proc.cancel();
@@ -372,7 +393,7 @@ class RunLife {
   /** Security: the run's network is its helper's, an unprivileged process of its own (runner/egress/
    * helper-link.ts): given this run's entries and only this run's secrets, it listens where the
    * sandbox binds its socket and, with bindings, writes the run CA's bundle beside it. */
-  private async startNetwork(): Promise<Answer<ResultOf<'run'>> | undefined> {
+  private async startNetwork(): Promise<string | undefined> {
     const { deps, run, held } = this;
     const { helper, uid, slot, plan, who } = run;
     if (run.proxied && helper === undefined) throw new Error('a proxied run reached its start without a helper');
@@ -395,12 +416,7 @@ class RunLife {
       return undefined;
     } catch (error) {
       // The helper's words are its own redaction's (runner/helper/main.ts); the rest is the runner's.
-      const why = error instanceof Error ? error.message : String(error);
-      return this.refuse({
-        refused: true,
-        code: 'SANDBOX_UNAVAILABLE',
-        message: `the run's network helper could not start (${why}); nothing was run`,
-      });
+      return error instanceof Error ? error.message : String(error);
     }
   }
 
@@ -449,6 +465,7 @@ class RunLife {
     proc: RunningProcess,
     acceptLine: AuditEvent,
     onRecord: Promise<string | undefined>,
+    network: Promise<string | undefined>,
   ): Promise<Answer<ResultOf<'run'>> | undefined> {
     const { deps, run, held } = this;
     // A held spawn that started nothing (its go-ahead could not be set up — out of fds, say — or
@@ -456,10 +473,19 @@ class RunLife {
     // so the person's approval is not used up by a run that never began, and no accept line is
     // written for it. The reason (never a host path: runProcess's startError) is the refusal's.
     if (proc.pid === undefined) {
-      const o = await proc.outcome;
+      const [o] = await Promise.all([proc.outcome, network]);
       const why = o.startError ?? 'the sandbox could not be spawned';
       return this.refuse({ refused: true, code: 'SANDBOX_UNAVAILABLE', message: `${why}; nothing was run and its token was not spent` });
     }
+    // The run's helper, given its run before the spawn call: one that could not start ends the
+    // sandbox unstarted, before the spend (nothing ran, the approval is not used up).
+    const noNetwork = await network;
+    if (noNetwork !== undefined) {
+      held.settleRecord(NO_NETWORK);
+      await proc.outcome;
+      return this.refuse(networkRefusal(noNetwork, 'unspent'));
+    }
+    if (run.proxied) run.slot.phases.mark('proxy');
     const refused = await this.spend();
     if (refused) {
       held.settleRecord(TOKEN_NOT_SPENT);
@@ -500,16 +526,13 @@ class RunLife {
     phases.mark('script', o.exitedAt);
     phases.mark('reap', o.reapedAt);
     phases.mark('drain');
+    // The helper's end (its lines, one per connection, come before the run's exit line) overlaps the
+    // workspace's last look and its walk: each waits on a process of its own.
+    const closing: Promise<RunEgressEnd> | undefined = held.egress?.close();
+    held.egress = undefined;
     // The last look, with nothing of the run left running (or the first one over the cap).
     const usage: WorkspaceUsage = await held.watch!.finish();
     held.watch = undefined;
-    // The helper's lines (one per connection) come before the run's exit line.
-    const network: RunEgressEnd | undefined = await held.egress?.close();
-    held.egress = undefined;
-    // A helper that failed while the run lasted ends it as such, whether the runner's stop or the
-    // script's own exit (its connection cut) came first.
-    const ended =
-      notStarted !== undefined ? 'spawn-failed' : network?.failed !== undefined && o.ending === 'exit' ? 'helper-failed' : o.ending;
     const reaped = held.reaped ?? { leftovers: { killed: 0, remaining: 0 }, ipcRemoved: 0, emptied: false };
     // Security: read only once nothing of the run is left alive to change the tree under the walk;
     // as root, by the run's own uid in a process of its own (walk-link.ts), never by the runner.
@@ -530,6 +553,11 @@ class RunLife {
           }
         : await collectRunOutputs(deps, prepared.ws, plan, streams, run.data?.opened);
     const ret = returnedStreams(o, redacting, walked);
+    const network = await closing;
+    // A helper that failed while the run lasted ends it as such, whether the runner's stop or the
+    // script's own exit (its connection cut) came first.
+    const ended =
+      notStarted !== undefined ? 'spawn-failed' : network?.failed !== undefined && o.ending === 'exit' ? 'helper-failed' : o.ending;
     const collected: Collected = walked.collected;
     phases.mark('outputs');
     const data = this.dataAfter(walked.data);

@@ -14,7 +14,7 @@
  * (cli/deps/sandbox.ts), which builds from the same {@link SANDBOX_PROCESS},
  * {@link systemView} and {@link SEAL_VIEW}, so a change here reaches both.
  */
-import { EGRESS_SOCKET_MOUNT } from '../egress/bridge.js';
+import { EGRESS_SOCKET_MOUNT, RUN_HELPER_MOUNT } from '../egress/bridge.js';
 import { CA_BUNDLE_MOUNT } from '../secrets/trust.js';
 
 /** Where the run's own skill folder appears inside the sandbox (read-only; also `SKILL_DIR`). */
@@ -82,8 +82,13 @@ export interface RunView {
   skillDir: string;
   /** Size cap of the /tmp tmpfs (HOME, TMPDIR). */
   tmpBytes: number;
-  /** Host path of the run's egress proxy socket, when the run may reach any destination. */
+  /** Host path of the egress proxy socket of a dependency install (deps/), when it may reach its index. */
   egressSocket?: string;
+  /**
+   * Host path of a proxied run's helper folder, bound whole at {@link RUN_HELPER_MOUNT}: its egress
+   * socket and, with secret bindings, its CA bundle, which the helper may make after the bind.
+   */
+  helperDir?: string;
   /** Host path of the run's CA bundle (system CAs + the run CA), when it has secret bindings (runner/secrets/trust.ts). */
   caBundle?: string;
   /** The fd bubblewrap reads the syscall filter's BPF program from (seccomp-bpf.ts). */
@@ -199,6 +204,7 @@ export function bwrapArgs(layout: HostLayout, view: RunView): string[] {
   // Security: the network namespace stays empty; the one way out is this socket to the run's own
   // proxy, which decides every destination. Runs without egress get no socket at all.
   if (view.egressSocket !== undefined) args.push('--ro-bind', view.egressSocket, EGRESS_SOCKET_MOUNT);
+  if (view.helperDir !== undefined) args.push('--ro-bind', view.helperDir, RUN_HELPER_MOUNT);
   // Security: read-only — the run trusts its own CA for its bound hosts, and cannot add another.
   if (view.caBundle !== undefined) args.push('--ro-bind', view.caBundle, CA_BUNDLE_MOUNT);
   // Security: the syscall filter (keyrings, socket families, io_uring, bpf, mount, namespaces…),

@@ -42,7 +42,7 @@ import type { RunDeps } from '../deps/run-env.js';
 import type { EgressPlan } from '../egress/plan.js';
 import type { SecretBinding } from '../secrets/binding.js';
 import type { WillRun } from '../../shared/protocol.js';
-import { caBundleEnv, caBundlePath } from '../secrets/trust.js';
+import { caBundleEnv } from '../secrets/trust.js';
 import { GATE_BLOCK_FD, SANDBOX_INFO_FD, type Rlimit } from './go-ahead.js';
 import type { SpawnSpec } from './spawn-spec.js';
 
@@ -256,8 +256,9 @@ export function buildSpawn(inputs: SpawnInputs): SpawnSpec {
       skillDir: plan.realDir,
       tmpBytes: limits.tmpBytes,
       workspace: dirs.workspace,
-      ...(proxied ? { egressSocket: egressSocketPath(dirs.helper!) } : {}),
-      ...(withBundle ? { caBundle: caBundlePath(dirs.helper!) } : {}),
+      // The helper's folder whole: its socket and bundle are made there once it is given its run,
+      // maybe while bubblewrap builds the sandbox (run-path.ts); the script starts after.
+      ...(proxied ? { helperDir: dirs.helper! } : {}),
       ...(platform.seccomp ? { seccompFd: SECCOMP_FD } : {}),
       infoFd: SANDBOX_INFO_FD,
       ...(gated ? { blockFd: GATE_BLOCK_FD } : {}),

@@ -25,11 +25,13 @@ import {
   readFileSync,
   readlinkSync,
   readSync,
+  rmSync,
   writeFileSync,
 } from 'node:fs';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { join } from 'node:path';
+import { rootCertificates } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { namespaceVariants } from '../levels.js';
 import { auditLines, isRoot, prepareAndRun, startRunner, tempDir, text, uidRange, until, writeSkills } from './harness.js';
@@ -195,11 +197,13 @@ describe.each(variants)('the run helper, $name', (variant) => {
   const skip = !variant.run;
   let served: Api;
   let runner: RunnerHandle;
+  let skillsDir: string;
 
   beforeAll(async () => {
     if (skip) return;
     served = await api();
     const skills = writeSkills({ reach: { run: scripts, files: probe, egress: [`127.0.0.1:${served.port}`, '127.0.0.1:1'] } });
+    skillsDir = skills;
     const base = tempDir('helper');
     if (variant.uid !== undefined) execFileSync('chown', ['-R', `${variant.uid}:${variant.uid}`, base]);
     chmodSync(base, 0o755);
@@ -292,6 +296,57 @@ describe.each(variants)('the run helper, $name', (variant) => {
     expect(await until(() => served.held.length > 0 && served.peers.length > before, 30_000)).toBe(true);
     return { running, helper: served.peers[before]! };
   }
+
+  it.skipIf(skip)(
+    'a run whose helper cannot be given it is refused before anything runs (the sandbox never let go, the token unspent, no accept line, no host path); the same approval runs once it can',
+    async () => {
+      // The operator's upstream CA file, read again for every run (docs/secrets-proxy.md), gone between the preview and the run.
+      const dir = tempDir('helper-ca');
+      chmodSync(dir, 0o755);
+      const caFile = join(dir, 'upstream.pem');
+      writeFileSync(caFile, `${rootCertificates[0]}\n`, { mode: 0o644 });
+      const base = tempDir('helper-ca-runner');
+      if (variant.uid !== undefined) execFileSync('chown', ['-R', `${variant.uid}:${variant.uid}`, base]);
+      chmodSync(base, 0o755);
+      const asUid =
+        variant.uid !== undefined ? { spawnPrefix: ['setpriv', `--reuid=${variant.uid}`, `--regid=${variant.uid}`, '--clear-groups'] } : {};
+      const own = await startRunner({
+        env: { SKILLS_DIR: skillsDir, SKILL_MCP_EGRESS_CA_FILE: caFile },
+        base,
+        args: ['--uid-range', uidRange(31)],
+        ...asUid,
+      });
+      try {
+        const args = [`http://127.0.0.1:${served.port}/after-ca`];
+        const prepared = await own.client.prepare({ skill: 'reach', script: 'fetch.py', args });
+        if (!prepared.ok) throw new Error(prepared.error.message);
+        const { confirmToken } = prepared.result;
+        rmSync(caFile);
+        const refused = await own.client.run({ skill: 'reach', script: 'fetch.py', args, confirmToken });
+        expect(refused).toMatchObject({ ok: false, error: { code: 'SANDBOX_UNAVAILABLE' } });
+        if (refused.ok) return;
+        expect(refused.error.message).toMatch(
+          /network helper could not start \(SKILL_MCP_EGRESS_CA_FILE could not be read \(ENOENT\)\); nothing was run/,
+        );
+        expect(refused.error.message).not.toContain(dir);
+        expect(auditLines(own.stateDir).filter((l) => l['event'] === 'run.accept')).toEqual([]);
+        writeFileSync(caFile, `${rootCertificates[0]}\n`, { mode: 0o644 });
+        // A held sandbox (the go-ahead) is refused before the spend: the same approval runs. Otherwise
+        // the token was spent before the run's steps, and the refusal says to ask again.
+        if (refused.error.message.endsWith('and its token was not spent')) {
+          const ran = await own.client.run({ skill: 'reach', script: 'fetch.py', args, confirmToken }, { timeoutMs: 40_000 });
+          if (!ran.ok) throw new Error(ran.error.message);
+          expect(JSON.parse(text(ran.result.stdout))).toEqual({ status: 200, body: 'api /after-ca' });
+        } else {
+          expect(refused.error.message).toMatch(/, but its token was used: ask again for a fresh preview$/);
+          const again = await prepareAndRun(own.client, 'reach', 'fetch.py', args);
+          expect(JSON.parse(text(again.result.stdout))).toEqual({ status: 200, body: 'api /after-ca' });
+        }
+      } finally {
+        await own.stop();
+      }
+    },
+  );
 
   it.skipIf(skip)(
     'a helper that dies while its script runs ends only that run (helper-failed, said in the result and the audit); the runner serves the next',

@@ -9,7 +9,7 @@
  */
 import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditLog } from '../../runner/audit/log.js';
 import { planEgress } from '../../runner/egress/plan.js';
@@ -21,6 +21,8 @@ import type { Platform } from '../../runner/sandbox/platform.js';
 import { runProcess } from '../../runner/sandbox/process.js';
 import { buildSpawn, egressSocketPath } from '../../runner/sandbox/spawn.js';
 import { CA_BUNDLE_MOUNT, caBundlePath } from '../../runner/secrets/trust.js';
+import { EGRESS_SOCKET_MOUNT, RUN_HELPER_MOUNT } from '../../runner/egress/bridge.js';
+import { HELPER_BUNDLE_NAME, HELPER_SOCKET_NAME } from '../../runner/egress/helper-protocol.js';
 import { makeTestCerts, startHttpsApi, type HttpsApi, type TestCerts } from '../https-api.js';
 
 const VALUE = 'ghp_REALVALUE_never_in_the_sandbox_7Qx';
@@ -183,7 +185,12 @@ describe.each(variants)('a run with a secret binding, in bubblewrap, as %s', (_l
     expect(spec.envNames).toEqual(
       expect.arrayContaining(['SSL_CERT_FILE', 'REQUESTS_CA_BUNDLE', 'NODE_EXTRA_CA_CERTS', 'PIP_CERT', 'CURL_CA_BUNDLE']),
     );
-    expect(spec.args).toEqual(expect.arrayContaining(['--ro-bind', caBundlePath(scratch), CA_BUNDLE_MOUNT]));
+    // The helper's folder is bound whole (its bundle and socket may be made after the bind): the bundle is seen at CA_BUNDLE_MOUNT.
+    expect(spec.args).toEqual(expect.arrayContaining(['--ro-bind', scratch, RUN_HELPER_MOUNT]));
+    expect(CA_BUNDLE_MOUNT).toBe(`${RUN_HELPER_MOUNT}/${basename(caBundlePath(scratch))}`);
+    expect(EGRESS_SOCKET_MOUNT).toBe(`${RUN_HELPER_MOUNT}/${basename(egressSocketPath(scratch))}`);
+    // …the names the helper makes them under in its folder (runner/helper/main.ts).
+    expect([basename(caBundlePath(scratch)), basename(egressSocketPath(scratch))]).toEqual([HELPER_BUNDLE_NAME, HELPER_SOCKET_NAME]);
     const withPlaceholder = addToEnv(spec, 'GH_TOKEN', PLACEHOLDER);
     const proc = runProcess(withPlaceholder, {
       timeoutMs: 30_000,
