@@ -28,6 +28,25 @@ import { warmUpstreamContext } from './trust.js';
 import { RunRedaction } from '../secrets/redact.js';
 
 const codec = new FrameCodec(HELPER_MAX_FRAME_BYTES);
+/** A start message of the shape runs send (a secret, a rule), only ever checked: the warm-up's. */
+const WARM_START: HelperStart = {
+  type: 'start',
+  runId: 'warm-up',
+  entries: ['warm-up.invalid:443'],
+  secrets: [
+    {
+      name: 'WARM',
+      hosts: ['warm-up.invalid'],
+      header: 'Authorization',
+      format: 'Bearer {value}',
+      placeholder: 'warm',
+      value: 'warm-up value',
+    },
+  ],
+  redact: [{ name: 'WARM', value: 'warm-up value' }],
+  rules: [{ entry: 'warm-up.invalid:443', allow: [{ methods: ['GET'], path: '/warm/*' }] }],
+  timeoutMs: 1000,
+};
 /** The run's values, once `start` named them: its records and its own words are searched for them. */
 let redaction: RunRedaction | undefined;
 
@@ -149,8 +168,10 @@ export function helperMain(argv: readonly string[]): void {
   setImmediate(() => {
     warmUpstreamContext();
     if (proxy !== undefined) return;
-    // Redaction's code too (its records are redacted with it), on a value of its own.
+    // Redaction's code too (its records are redacted with it), on a value of its own, and the
+    // check of a start message (its schema's parser is compiled at its first use).
     new RunRedaction([{ name: 'WARM', value: 'warm-up value' }]).text('a warm-up value');
+    runnerToHelperSchema.safeParse(WARM_START);
     void warmProxy()
       .then(() => import('./ca.js'))
       .then((ca) => ca.prepareCa())

@@ -34,7 +34,7 @@ export function systemCaPem(read: (path: string) => string = (path) => readFileS
 }
 
 /** Writes the run's bundle (system CAs, then the run CA), readable by the run's uid; returns its path. */
-export function writeCaBundle(path: string, runCaPem: string, systemPem: string = systemCaPem()): string {
+export function writeCaBundle(path: string, runCaPem: string, systemPem: string = systemPemOnce()): string {
   // 0644: the run (its own uid as root) reads it through a read-only bind, never changes it.
   // chmod: the helper's umask would leave it 0600.
   writeFileSync(path, `${systemPem}${runCaPem}`, { mode: 0o644, flag: 'wx' });
@@ -49,11 +49,18 @@ export function writeCaBundle(path: string, runCaPem: string, systemPem: string 
  */
 export function upstreamContext(pem: string | undefined): SecureContext {
   if (pem !== undefined) return createSecureContext({ ca: pem });
-  systemContext ??= createSecureContext({ ca: systemCaPem() });
+  systemContext ??= createSecureContext({ ca: systemPemOnce() });
   return systemContext;
 }
 
 let systemContext: SecureContext | undefined;
+let systemPem: string | undefined;
+
+/** The system CAs' text, read once per helper (a spare reads it while it waits; each run's bundle starts with it). */
+function systemPemOnce(): string {
+  systemPem ??= systemCaPem();
+  return systemPem;
+}
 
 /** Makes the system CAs' context ahead of the run (a spare helper's idle time). */
 export function warmUpstreamContext(): void {
