@@ -24,14 +24,17 @@ export const BRIDGE_PORT = 3128;
 export const PROXY_URL = `http://127.0.0.1:${BRIDGE_PORT}`;
 
 /**
- * argv after `node -e BRIDGE_SOURCE --`: port, socket path, then the script's own command line.
- * A signal that killed the script becomes 128 + its number, as bubblewrap reports it anyway.
+ * argv after `node -e BRIDGE_SOURCE --`: port, socket path, the script's NODE_EXTRA_CA_CERTS (or
+ * ''), then the script's own command line. The bridge starts without that variable — node reads
+ * the file it names at every start (~40 ms for a system bundle), which the bridge, making no TLS
+ * connection, has no use for — and gives it to the script. A signal that killed the script becomes
+ * 128 + its number, as bubblewrap reports it anyway.
  */
 export const BRIDGE_SOURCE = `'use strict';
 const net = require('node:net');
 const { spawn } = require('node:child_process');
 const { constants } = require('node:os');
-const [port, socketPath, command, ...args] = process.argv.slice(1);
+const [port, socketPath, extraCa, command, ...args] = process.argv.slice(1);
 const say = (text) => process.stderr.write('skill-mcp egress bridge: ' + text + '\\n');
 const server = net.createServer({ allowHalfOpen: true, noDelay: true }, (inside) => {
   const proxy = net.connect({ path: socketPath, allowHalfOpen: true });
@@ -45,15 +48,16 @@ const server = net.createServer({ allowHalfOpen: true, noDelay: true }, (inside)
 });
 server.on('error', (error) => { say(error.message); process.exit(125); });
 server.listen({ host: '127.0.0.1', port: Number(port) }, () => {
-  const child = spawn(command, args, { stdio: 'inherit' });
+  const env = extraCa === '' ? process.env : { ...process.env, NODE_EXTRA_CA_CERTS: extraCa };
+  const child = spawn(command, args, { stdio: 'inherit', env });
   child.on('error', (error) => { say(error.message); process.exit(127); });
   child.on('exit', (code, signal) => process.exit(code ?? 128 + (constants.signals[signal] ?? 0)));
 });
 `;
 
-/** The bridge's command line in front of the script's: `node -e SOURCE -- PORT SOCKET command...`. */
-export function bridgeArgv(nodePath: string, command: readonly string[]): string[] {
-  return [nodePath, '-e', BRIDGE_SOURCE, '--', String(BRIDGE_PORT), EGRESS_SOCKET_MOUNT, ...command];
+/** The bridge's command line in front of the script's: `node -e SOURCE -- PORT SOCKET EXTRA_CA command...`. */
+export function bridgeArgv(nodePath: string, command: readonly string[], extraCa = ''): string[] {
+  return [nodePath, '-e', BRIDGE_SOURCE, '--', String(BRIDGE_PORT), EGRESS_SOCKET_MOUNT, extraCa, ...command];
 }
 
 /** Longest unix socket path Linux accepts (sun_path is 108 bytes with its NUL). */

@@ -247,8 +247,11 @@ export function buildSpawn(inputs: SpawnInputs): SpawnSpec {
     const proxied = plan.egress.mode === 'proxy';
     // Never a proxied run whose socket would be missing from its sandbox.
     if (proxied && dirs.helper === undefined) throw new Error('a proxied run needs its helper folder (its egress socket)');
-    // A proxied run starts the bridge first (under the same limits); it starts the script once it listens.
-    const target = proxied ? bridgeArgv(bridgeNode(platform)!, script) : script;
+    // A proxied run starts the bridge first (under the same limits); it starts the script once it
+    // listens, handing it NODE_EXTRA_CA_CERTS, which the bridge's own node start does without (bridge.ts).
+    const extraCa = proxied ? env['NODE_EXTRA_CA_CERTS'] : undefined;
+    if (extraCa !== undefined) delete env['NODE_EXTRA_CA_CERTS'];
+    const target = proxied ? bridgeArgv(bridgeNode(platform)!, script, extraCa) : script;
     // bubblewrap exports PWD=/work itself: the env above holds the same (sandboxPwd), so no step removes it.
     // Gated: bubblewrap execs the target itself, once the runner has set the limits on its child.
     const inside = gated ? target : [prlimit!, ...rlimits(true), ...target];
