@@ -45,6 +45,7 @@ export const TIERS = {
     'runner/bwrap-args.test.ts',
     'runner/deps-index-links.test.ts',
     'runner/deps-verify.test.ts',
+    'runner/egress-bridge.test.ts',
     'runner/egress-literal-spellings.test.ts',
     'runner/egress-proxy.test.ts',
     'runner/egress-refusals.test.ts',

@@ -33,7 +33,7 @@
  */
 import { buildScriptEnv } from '../../shared/env.js';
 import { bwrapArgs, DATA_MOUNT, SANDBOX_HOME, sandboxPwd, SKILL_MOUNT } from './bwrap.js';
-import { bridgeArgv } from '../egress/bridge.js';
+import { bridgeArgv, pythonBridgeArgv } from '../egress/bridge.js';
 import { bridgeNode } from '../egress/plan.js';
 import type { Platform } from './platform.js';
 import { UNSHARE_FLAGS, usesBwrap } from './platform.js';
@@ -251,7 +251,12 @@ export function buildSpawn(inputs: SpawnInputs): SpawnSpec {
     // listens, handing it NODE_EXTRA_CA_CERTS, which the bridge's own node start does without (bridge.ts).
     const extraCa = proxied ? env['NODE_EXTRA_CA_CERTS'] : undefined;
     if (extraCa !== undefined) delete env['NODE_EXTRA_CA_CERTS'];
-    const target = proxied ? bridgeArgv(bridgeNode(platform)!, script, extraCa) : script;
+    // A python3 script's bridge is a python one, in its own interpreter (a fraction of a node start).
+    const target = !proxied
+      ? script
+      : plan.willRun.interpreter === 'python3'
+        ? pythonBridgeArgv(plan.interpreterPath, script, extraCa)
+        : bridgeArgv(bridgeNode(platform)!, script, extraCa);
     // bubblewrap exports PWD=/work itself: the env above holds the same (sandboxPwd), so no step removes it.
     // Gated: bubblewrap execs the target itself, once the runner has set the limits on its child.
     const inside = gated ? target : [prlimit!, ...rlimits(true), ...target];
