@@ -108,6 +108,8 @@ def serve(server):
             inside.close()
             proxy.close()
             continue
+        # No Nagle: a reply written in two pieces would wait ~40 ms for the script's delayed ACK.
+        inside.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         pair = Pair(inside, proxy)
         for src, dst in ((inside, proxy), (proxy, inside)):
             threading.Thread(target=copy, args=(pair, src, dst), daemon=True).start()

@@ -351,7 +351,7 @@ class RunLife {
       // was spent before the steps (go), so a helper that cannot start uses it up.
       const noNetwork = await network;
       if (noNetwork !== undefined) return this.refuse(networkRefusal(noNetwork, 'spent'));
-      if (run.proxied) phases.mark('proxy');
+      phases.mark('proxy');
     }
     const acceptLine = this.acceptLine(prepared.spec.envNames);
     // Held (see above): the spend and the line come after the spawn call. Elsewhere the line first, then the spawn.
@@ -485,7 +485,7 @@ class RunLife {
       await proc.outcome;
       return this.refuse(networkRefusal(noNetwork, 'unspent'));
     }
-    if (run.proxied) run.slot.phases.mark('proxy');
+    run.slot.phases.mark('proxy');
     const refused = await this.spend();
     if (refused) {
       held.settleRecord(TOKEN_NOT_SPENT);
