@@ -15,7 +15,7 @@ import { build } from 'esbuild';
 import { readFileSync, writeFileSync } from 'node:fs';
 
 /** The most lines of code the privileged runner may hold; CI fails past it. Lower it as code leaves. */
-export const TCB_BUDGET_LINES = 14_945;
+export const TCB_BUDGET_LINES = 14_560;
 /** The figure the issue set as the goal: docs/architecture.md says how far off it is. */
 const TCB_GOAL_LINES = 8_000;
 const DOC = 'docs/architecture.md';
