@@ -260,11 +260,13 @@ interface RunHeld {
 
 /**
  * One checked run, from its spend to its answer, as named steps over one {@link RunHeld}:
- * spend → folders → network → process → accept line → start → (held: spend, accept line) → end →
- * outputs → exit line. In a held sandbox (the go-ahead, runner/sandbox/go-ahead.ts) the spend and the
- * accept line come after the spawn call instead, while bubblewrap builds the sandbox, and the script
- * is let go only once both are on disk (runProcess's hold): the same promise — nothing of the script
- * runs before its token is spent and its run is on record — at the cost of what is left of them after the spawn.
+ * spend → folders → network (begun) → process → network (ready) → accept line → start →
+ * (held: network ready, spend, accept line) → end → outputs → exit line. In a held sandbox (the
+ * go-ahead, runner/sandbox/go-ahead.ts) the helper's answer, the spend and the accept line come
+ * after the spawn call instead, while bubblewrap builds the sandbox, and the script is let go only
+ * once all three are there (runProcess's hold): the same promise — nothing of the script runs before
+ * its token is spent, its run is on record and its network listens — at the cost of what is left of
+ * them after the spawn.
  */
 class RunLife {
   private readonly held: RunHeld = { spent: false, accepted: false, handedOff: false, settleRecord: () => undefined };
