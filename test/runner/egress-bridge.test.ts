@@ -67,19 +67,32 @@ async function runBridge(kind: 'node' | 'python', port: number, exit: string) {
   return { code, out, err };
 }
 
-let nextPort = 39_000 + (process.pid % 500) * 2;
+/**
+ * The bridge listens on a fixed port, as in a sandbox's own loopback; here it shares the host's.
+ * Ports below the kernel's ephemeral range (32768 on) are taken only by a listener that names them,
+ * and a port another process holds anyway is tried again with the next one.
+ */
+let nextPort = 20_000 + (process.pid % 1000) * 8;
+
+async function onFreePort(kind: 'node' | 'python', exit: string) {
+  for (let attempt = 0; ; attempt++) {
+    const ran = await runBridge(kind, nextPort++, exit);
+    if (attempt < 5 && /address already in use/i.test(ran.err)) continue;
+    return ran;
+  }
+}
 
 describe.skipIf(PYTHON === undefined || PRLIMIT === undefined)('the egress bridges (skipped without /usr/bin/python3 and prlimit)', () => {
   for (const kind of ['node', 'python'] as const) {
     it(`${kind}: each connection carried with its half-close, none kept open; the script's status passed on; NODE_EXTRA_CA_CERTS given to the script`, async () => {
-      const ran = await runBridge(kind, nextPort++, 'sys.exit(3)');
+      const ran = await onFreePort(kind, 'sys.exit(3)');
       expect(ran.err).toBe('');
       expect(ran.out.trim()).toBe('300 echo:hello 0 echo:hello 299 /run/skill-mcp/ca-bundle.pem');
       expect(ran.code).toBe(3);
     });
 
     it(`${kind}: a script killed by a signal ends the bridge with 128 + its number`, async () => {
-      const ran = await runBridge(kind, nextPort++, 'import signal\nos.kill(os.getpid(), signal.SIGKILL)');
+      const ran = await onFreePort(kind, 'import signal\nos.kill(os.getpid(), signal.SIGKILL)');
       expect(ran.code).toBe(128 + 9);
     });
   }
