@@ -145,11 +145,6 @@ const MOUNT_SCRIPT = [
   'exec "$@"',
 ].join('\n');
 
-/** Where a proxied run's egress socket lives on the host: in its helper's folder (runner/egress/helper-link.ts). */
-export function egressSocketPath(helperDir: string): string {
-  return `${helperDir}/egress.sock`;
-}
-
 /** The PATH a sandboxed script gets: only folders that exist inside (host PATHs name places it cannot see). */
 function sandboxPath(platform: Platform): string {
   return [...(platform.layout?.extra ?? []).map((dir) => `${dir}/bin`), '/usr/local/bin', '/usr/bin', '/bin'].join(':');

@@ -231,11 +231,6 @@ export class RunRedaction {
     return Buffer.concat([...r.push(Buffer.from(text, 'utf8')), ...r.end()]).toString('utf8');
   }
 
-  /** Markers written elsewhere for this run (the outputs walk, in its own process), by name. */
-  absorb(counts: Readonly<Record<string, number>>): void {
-    for (const [name, count] of Object.entries(counts)) this.counts.set(name, (this.counts.get(name) ?? 0) + count);
-  }
-
   /** Markers written so far, by name. */
   countsByName(): Record<string, number> {
     return Object.fromEntries(this.counts);

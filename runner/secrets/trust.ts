@@ -23,11 +23,6 @@ export function caBundleEnv(hasBindings: boolean): Record<string, string> {
   return hasBindings ? Object.fromEntries(CA_BUNDLE_VARIABLES.map((name) => [name, CA_BUNDLE_MOUNT])) : {};
 }
 
-/** Where a run's bundle lives on the host: in its helper's folder (removed with it). */
-export function caBundlePath(helperDir: string): string {
-  return `${helperDir}/ca-bundle.pem`;
-}
-
 /**
  * What the proxy verifies bound hosts' certificates against when `SKILL_MCP_EGRESS_CA_FILE` is set
  * (a private CA the operator runs, or a test's); unset: undefined, and the helper uses the system

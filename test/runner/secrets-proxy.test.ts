@@ -20,11 +20,11 @@ import { gzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditLog } from '../../runner/audit/log.js';
-import type { EgressRecord } from '../../runner/egress/helper-protocol.js';
+import { type EgressRecord, HELPER_BUNDLE_NAME } from '../../runner/egress/helper-protocol.js';
 import { openRunProxy } from '../../runner/helper/run-proxy.js';
 import type { RunProxy } from '../../runner/helper/run-proxy.js';
 import type { SecretBinding } from '../../runner/secrets/binding.js';
-import { caBundleEnv, caBundlePath } from '../../runner/secrets/trust.js';
+import { caBundleEnv } from '../../runner/secrets/trust.js';
 import { makeTestCerts, openssl } from '../https-api.js';
 
 const VALUE = 'sk-live-REAL-value-0123456789';
@@ -142,7 +142,7 @@ beforeAll(async () => {
   plain = await api(undefined);
   audit = new AuditLog({ path: join(dir, 'audit.log'), anchorPath: join(dir, 'audit.head') });
   audit.begin(() => ({ event: 'runner.start' }));
-  runBundle = caBundlePath(dir);
+  runBundle = join(dir, HELPER_BUNDLE_NAME);
   proxy = await openRunProxy({
     socketPath: join(dir, 'egress.sock'),
     onRecord: toAudit('r-secrets'),

@@ -9,7 +9,7 @@
  */
 import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { basename, join } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditLog } from '../../runner/audit/log.js';
 import { planEgress } from '../../runner/egress/plan.js';
@@ -19,8 +19,8 @@ import { probePlatform, usesBwrap } from '../../runner/sandbox/platform.js';
 import { loadHostPrograms } from '../../runner/sandbox/seccomp-programs.js';
 import type { Platform } from '../../runner/sandbox/platform.js';
 import { runProcess } from '../../runner/sandbox/process.js';
-import { buildSpawn, egressSocketPath } from '../../runner/sandbox/spawn.js';
-import { CA_BUNDLE_MOUNT, caBundlePath } from '../../runner/secrets/trust.js';
+import { buildSpawn } from '../../runner/sandbox/spawn.js';
+import { CA_BUNDLE_MOUNT } from '../../runner/secrets/trust.js';
 import { EGRESS_SOCKET_MOUNT, RUN_HELPER_MOUNT } from '../../runner/egress/bridge.js';
 import { HELPER_BUNDLE_NAME, HELPER_SOCKET_NAME } from '../../runner/egress/helper-protocol.js';
 import { makeTestCerts, startHttpsApi, type HttpsApi, type TestCerts } from '../https-api.js';
@@ -154,14 +154,14 @@ describe.each(variants)('a run with a secret binding, in bubblewrap, as %s', (_l
     audit.begin(() => ({ event: 'runner.start' }));
     // The helper's proxy (runner/helper/run-proxy.ts), here in the test's process; its records written as the runner writes them.
     const proxy = await openRunProxy({
-      socketPath: egressSocketPath(scratch),
+      socketPath: join(scratch, HELPER_SOCKET_NAME),
       entries: egress.entries,
       onRecord: (record) => void audit.append({ event: 'egress', run_id: 'r1', ...record }),
       secrets: [binding],
-      intercept: { bundlePath: caBundlePath(scratch), timeoutMs: 30_000, upstreamCa: readFileSync(certs.ca, 'utf8') },
+      intercept: { bundlePath: join(scratch, HELPER_BUNDLE_NAME), timeoutMs: 30_000, upstreamCa: readFileSync(certs.ca, 'utf8') },
     });
     // A helper's folder lets the run's uid in (runner/egress/helper-link.ts); here the socket is given to it.
-    if (uid !== undefined) chownSync(egressSocketPath(scratch), uid, uid);
+    if (uid !== undefined) chownSync(join(scratch, HELPER_SOCKET_NAME), uid, uid);
     const limits = {
       nproc: 256,
       fsizeBytes: 64 * MiB,
@@ -187,8 +187,9 @@ describe.each(variants)('a run with a secret binding, in bubblewrap, as %s', (_l
     );
     // The helper's folder is bound whole (its bundle and socket may be made after the bind): the bundle is seen at CA_BUNDLE_MOUNT.
     expect(spec.args).toEqual(expect.arrayContaining(['--ro-bind', scratch, RUN_HELPER_MOUNT]));
-    expect(CA_BUNDLE_MOUNT).toBe(`${RUN_HELPER_MOUNT}/${basename(caBundlePath(scratch))}`);
-    expect(EGRESS_SOCKET_MOUNT).toBe(`${RUN_HELPER_MOUNT}/${basename(egressSocketPath(scratch))}`);
+    // …under the names the helper makes them with in its folder (runner/helper/main.ts).
+    expect(CA_BUNDLE_MOUNT).toBe(`${RUN_HELPER_MOUNT}/${HELPER_BUNDLE_NAME}`);
+    expect(EGRESS_SOCKET_MOUNT).toBe(`${RUN_HELPER_MOUNT}/${HELPER_SOCKET_NAME}`);
     // The bridge (a node) starts without NODE_EXTRA_CA_CERTS, which would cost its start a read of
     // the bundle, and hands it to the script (runner/egress/bridge.ts); the script's names still hold it.
     expect(spec.env['NODE_EXTRA_CA_CERTS']).toBeUndefined();
@@ -197,8 +198,6 @@ describe.each(variants)('a run with a secret binding, in bubblewrap, as %s', (_l
       EGRESS_SOCKET_MOUNT,
       CA_BUNDLE_MOUNT,
     ]);
-    // …the names the helper makes them under in its folder (runner/helper/main.ts).
-    expect([basename(caBundlePath(scratch)), basename(egressSocketPath(scratch))]).toEqual([HELPER_BUNDLE_NAME, HELPER_SOCKET_NAME]);
     const withPlaceholder = addToEnv(spec, 'GH_TOKEN', PLACEHOLDER);
     const proc = runProcess(withPlaceholder, {
       timeoutMs: 30_000,
