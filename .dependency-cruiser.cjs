@@ -40,7 +40,7 @@ module.exports = {
       severity: 'error',
       from: { path: '^cli/runner-entry\\.ts$' },
       to: {
-        path: '^runner/(helper|walker)/|^runner/secrets/(redact|forms)\\.ts$|^runner/workspace/outputs\\.ts$|^runner/data/measure\\.ts$',
+        path: '^runner/(helper|walker)/|^runner/secrets/(redact|forms|returns)\\.ts$|^runner/workspace/outputs\\.ts$|^runner/data/measure\\.ts$',
         reachable: true,
       },
     },

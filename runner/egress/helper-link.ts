@@ -32,7 +32,8 @@ import type { Platform } from '../sandbox/platform.js';
 import { usesBwrap } from '../sandbox/platform.js';
 import type { UidPool } from '../uids/pool.js';
 import { bridgeNode } from './plan.js';
-import type { EgressRecord, HelperStart, HelperToRunner, RequestRecord } from './helper-protocol.js';
+import type { WalkResult } from '../workspace/walk-protocol.js';
+import type { EgressRecord, HelperRedact, HelperStart, HelperToRunner, RequestRecord } from './helper-protocol.js';
 import { HELPER_DIR_MOUNT, HELPER_MAX_FRAME_BYTES, helperToRunnerSchema } from './helper-protocol.js';
 
 /** Where the helper's bundle appears inside its sandbox. */
@@ -43,6 +44,8 @@ const HELPER_SECCOMP_FD = 3;
 const HELPER_TMP_BYTES = 1024 * 1024;
 /** How long a helper may take to answer `close` before it is killed (its connections are cut at once). */
 export const HELPER_CLOSE_MS = 2_000;
+/** How long a helper may take to redact its run's returns (as long as a walk may take: walk-link.ts). */
+export const HELPER_REDACT_MS = 30_000;
 /** Diagnostics kept from a helper's stderr, for the line that says why it failed. */
 const STDERR_KEEP_BYTES = 2048;
 
@@ -113,7 +116,8 @@ export interface HelperEvents {
   onFailure(why: string): void;
 }
 
-type HelperState = 'idle' | 'starting' | 'running' | 'closing' | 'ended';
+/** `closed`: its network ended, it waits for its run's returns (`close(true)`); `redacting`: it has them. */
+type HelperState = 'idle' | 'starting' | 'running' | 'closing' | 'closed' | 'redacting' | 'ended';
 
 /**
  * One helper process, used for one run. Made ahead of its run (a spare) or on demand; `start` gives
@@ -129,6 +133,9 @@ export class RunHelper {
   private whyEnded: string | undefined;
   private settleReady: ((why: string | undefined) => void) | undefined;
   private settleClosed: ((closed: boolean) => void) | undefined;
+  private settleReturns: ((answer: WalkResult | { why: string }) => void) | undefined;
+  /** `close` asked it to wait for its run's returns. */
+  private keep = false;
   /** Resolves once the process has exited (and been released: see `released`). */
   readonly exited: Promise<void>;
 
@@ -178,17 +185,44 @@ export class RunHelper {
     });
   }
 
-  /** Ends the run's network: the helper cuts every connection, each reported. True when it said so in turn. Never rejects. */
-  close(): Promise<boolean> {
+  /**
+   * Ends the run's network: the helper cuts every connection, each reported. True when it said so
+   * in turn. `returns`: it then waits for {@link redact} (killed if that does not come within
+   * {@link HELPER_REDACT_MS}); otherwise it is killed now. Never rejects.
+   */
+  close(returns = false): Promise<boolean> {
     if (this.state !== 'running') {
       this.kill();
       return Promise.resolve(false);
     }
     this.state = 'closing';
+    this.keep = returns;
     const closed = new Promise<boolean>((resolve) => (this.settleClosed = resolve));
-    this.send({ type: 'close' });
+    this.send(returns ? { type: 'close', returns: true } : { type: 'close' });
     const timer = setTimeout(() => this.end(`it did not answer close within ${HELPER_CLOSE_MS} ms`), HELPER_CLOSE_MS);
     return closed.finally(() => {
+      clearTimeout(timer);
+      if (this.state !== 'closed') this.kill();
+      else setTimeout(() => this.end("the runner never sent it its run's returns"), HELPER_REDACT_MS).unref();
+    });
+  }
+
+  /**
+   * The run's returns redacted by the helper, which holds the run's values (after `close(true)`
+   * answered): its answer, unchecked yet (walk-link.ts `checkWalk` checks it as a walk's), or why
+   * there is none. The helper is killed after. Never rejects.
+   */
+  redact(returns: Omit<HelperRedact, 'type'>, timeoutMs: number = HELPER_REDACT_MS): Promise<WalkResult | { why: string }> {
+    if (this.state !== 'closed') {
+      const why = this.whyEnded ?? 'it was not waiting for them';
+      this.kill();
+      return Promise.resolve({ why });
+    }
+    this.state = 'redacting';
+    const answer = new Promise<WalkResult | { why: string }>((resolve) => (this.settleReturns = resolve));
+    this.send({ type: 'redact', ...returns });
+    const timer = setTimeout(() => this.end(`it did not answer within ${timeoutMs} ms`), timeoutMs);
+    return answer.finally(() => {
       clearTimeout(timer);
       this.kill();
     });
@@ -242,8 +276,13 @@ export class RunHelper {
       return;
     }
     if (message.type === 'closed' && this.state === 'closing') {
-      this.state = 'ended';
+      this.state = this.keep ? 'closed' : 'ended';
       this.settleClosed?.(true);
+      return;
+    }
+    if (message.type === 'returns' && this.state === 'redacting') {
+      this.state = 'ended';
+      this.settleReturns?.(message.returns);
       return;
     }
     this.end(`it sent ${message.type} out of turn`);
@@ -257,6 +296,7 @@ export class RunHelper {
     this.whyEnded = why;
     this.settleReady?.(why);
     this.settleClosed?.(false);
+    this.settleReturns?.({ why });
     // Closing too: a helper that died while its script ran may be heard of only once the script,
     // its connection cut, has ended by itself — and one that ends without `closed` lost its
     // connections' records. Either way the run ends as its helper's failure, whichever came first.

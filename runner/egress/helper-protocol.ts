@@ -12,7 +12,9 @@
  * result's refusals itself (run-egress.ts).
  */
 import { z } from 'zod';
+import { MAX_RESPONSE_FRAME_BYTES } from '../../shared/frame.js';
 import { EGRESS_REFUSAL_REASONS, egressRuleSetSchema } from '../../shared/protocol.js';
+import { streamsInSchema, walkResultSchema } from '../workspace/walk-protocol.js';
 
 /** Longest text of a record the runner writes (a destination or method is the script's own text). */
 const TEXT = z.string().max(1024);
@@ -98,10 +100,26 @@ export const helperStartSchema = z.strictObject({
 });
 export type HelperStart = z.infer<typeof helperStartSchema>;
 
-/** runner → helper: the run is over; cut every connection and send `closed`. */
-export const helperCloseSchema = z.strictObject({ type: z.literal('close') });
+/**
+ * runner → helper: the run is over; cut every connection and send `closed`. `returns`: then wait for
+ * `redact` (the run has values to redact, and this helper redacts its returns) instead of exiting.
+ */
+export const helperCloseSchema = z.strictObject({ type: z.literal('close'), returns: z.literal(true).optional() });
 
-export const runnerToHelperSchema = z.discriminatedUnion('type', [helperStartSchema, helperCloseSchema]);
+/**
+ * runner → helper, once, after `closed` when `close` said `returns`: the run's walk, made without a
+ * value, its output budget, and its stdout and stderr as kept; answered by `returns`
+ * (runner/secrets/returns.ts). The helper exits after it.
+ */
+export const helperRedactSchema = z.strictObject({
+  type: z.literal('redact'),
+  walked: walkResultSchema,
+  budgetBytes: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
+  streams: streamsInSchema.optional(),
+});
+export type HelperRedact = z.infer<typeof helperRedactSchema>;
+
+export const runnerToHelperSchema = z.discriminatedUnion('type', [helperStartSchema, helperCloseSchema, helperRedactSchema]);
 export type RunnerToHelper = z.infer<typeof runnerToHelperSchema>;
 
 /** helper → runner. */
@@ -114,6 +132,8 @@ export const helperToRunnerSchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('request'), record: requestRecordSchema }),
   /** Once, after `close`: every connection was cut and reported. */
   z.strictObject({ type: z.literal('closed') }),
+  /** Once, after `redact`: the run's returns redacted (checked by the runner as a walk's answer is). */
+  z.strictObject({ type: z.literal('returns'), returns: walkResultSchema }),
   /** The helper cannot serve its run (said before it exits): the runner ends the run and records why. */
   z.strictObject({ type: z.literal('failed'), why: TEXT }),
 ]);
@@ -124,5 +144,8 @@ export const HELPER_DIR_MOUNT = '/run/helper';
 /** The helper's socket and the run's CA bundle, by name in the helper's folder. */
 export const HELPER_SOCKET_NAME = 'egress.sock';
 export const HELPER_BUNDLE_NAME = 'ca-bundle.pem';
-/** Longest frame either side accepts: a start carries a run's secrets and CAs (system bundles are ~200 kB). */
-export const HELPER_MAX_FRAME_BYTES = 4 * 1024 * 1024;
+/**
+ * Longest frame either side accepts: a start carries a run's secrets and CAs (system bundles are
+ * ~200 kB); `redact` and `returns` carry the run's returns, bounded like a walk's answer.
+ */
+export const HELPER_MAX_FRAME_BYTES = Math.max(4 * 1024 * 1024, MAX_RESPONSE_FRAME_BYTES);

@@ -10,8 +10,11 @@
  * It talks to the runner in frames (runner/egress/helper-protocol.ts): it reads `start` (its run's
  * entries, secrets and values to redact, and only its run's), answers `ready`, reports each
  * connection as `egress` (every text the script chose in it redacted here, runner/secrets/redact.ts),
- * and on `close` (or when its stdin ends) cuts every connection, answers `closed` and exits. It may
- * be started ahead of its run (a spare): until `start` it only warms what every run needs.
+ * and on `close` (or when its stdin ends) cuts every connection, answers `closed` and exits — or,
+ * when `close` said `returns`, waits for the run's returns (`redact`: its walk, made without a
+ * value, and its stdout and stderr), answers them redacted (`returns`, runner/secrets/returns.ts)
+ * and exits. It may be started ahead of its run (a spare): until `start` it only warms what every
+ * run needs.
  *
  * Built as its own bundle (dist/skill-mcp-helper.cjs): nothing of it is in the runner's bundle.
  */
@@ -25,7 +28,9 @@ import { HELPER_BUNDLE_NAME, HELPER_MAX_FRAME_BYTES, HELPER_SOCKET_NAME, runnerT
 import type { RunProxy } from './run-proxy.js';
 import { openRunProxy } from './run-proxy.js';
 import { warmUpstreamContext } from './trust.js';
+import type { RedactionValue } from '../secrets/binding.js';
 import { RunRedaction } from '../secrets/redact.js';
+import { redactReturns } from '../secrets/returns.js';
 
 const codec = new FrameCodec(HELPER_MAX_FRAME_BYTES);
 /** A start message of the shape runs send (a secret, a rule), only ever checked: the warm-up's. */
@@ -47,7 +52,8 @@ const WARM_START: HelperStart = {
   rules: [{ entry: 'warm-up.invalid:443', allow: [{ methods: ['GET'], path: '/warm/*' }] }],
   timeoutMs: 1000,
 };
-/** The run's values, once `start` named them: its records and its own words are searched for them. */
+/** The run's values, once `start` named them: its records, its own words and its returns are searched for them. */
+let values: readonly RedactionValue[] = [];
 let redaction: RunRedaction | undefined;
 
 /**
@@ -56,11 +62,12 @@ let redaction: RunRedaction | undefined;
  */
 function redactRecord<T extends EgressRecord | RequestRecord>(record: T, keys: readonly (keyof T & string)[]): T {
   if (redaction === undefined || !redaction.reported) return record;
-  const before = redaction.countsByName();
   const out = { ...record };
-  for (const key of keys) if (typeof out[key] === 'string') (out[key] as string) = redaction.text(out[key] as string);
   const markers: Record<string, number> = {};
-  for (const [name, n] of Object.entries(redaction.countsByName())) if (n > (before[name] ?? 0)) markers[name] = n - (before[name] ?? 0);
+  const marked = (name: string): void => {
+    markers[name] = (markers[name] ?? 0) + 1;
+  };
+  for (const key of keys) if (typeof out[key] === 'string') (out[key] as string) = redaction.text(out[key] as string, marked);
   return Object.keys(markers).length > 0 ? { ...out, redacted: markers } : out;
 }
 
@@ -132,14 +139,22 @@ export function helperMain(argv: readonly string[]): void {
   if (dir === undefined || !dir.startsWith('/')) fail('usage: skill-mcp-helper --dir ABSOLUTE-FOLDER');
   let proxy: Promise<RunProxy> | undefined;
   let closing = false;
-  const close = (): void => {
+  /** `close` said `returns`: after `closed`, the helper waits for `redact`. */
+  let keep = false;
+  let closedSent = false;
+  let redacting = false;
+  const close = (returns: boolean): void => {
     if (closing) return;
     closing = true;
+    keep = returns;
     const done = proxy ?? Promise.resolve(undefined);
     done
       .then(async (p) => {
         await p?.close();
-        process.stdout.write(codec.encode({ type: 'closed' } satisfies HelperToRunner), () => process.exit(0));
+        closedSent = true;
+        process.stdout.write(codec.encode({ type: 'closed' } satisfies HelperToRunner), () => {
+          if (!keep) process.exit(0);
+        });
       })
       .catch((error: unknown) => fail(`closing its proxy failed (${error instanceof Error ? error.message : String(error)})`));
   };
@@ -151,17 +166,31 @@ export function helperMain(argv: readonly string[]): void {
       if (!message.success) fail('the runner sent a message outside the helper protocol');
       if (message.data.type === 'start') {
         if (proxy !== undefined || closing) fail('the runner sent a second start');
-        redaction = new RunRedaction(message.data.redact);
+        values = message.data.redact;
+        redaction = new RunRedaction(values);
         proxy = start(dir, message.data);
         proxy.then(
           () => send({ type: 'ready' }),
           (error: unknown) => fail(`its proxy could not start (${error instanceof Error ? error.message : String(error)})`),
         );
-      } else close();
+      } else if (message.data.type === 'close') close(message.data.returns === true);
+      else {
+        if (!keep || !closedSent || redacting) fail('the runner sent redact out of turn');
+        redacting = true;
+        const { walked, budgetBytes, streams } = message.data;
+        const returns = redactReturns(values, walked, budgetBytes, streams);
+        process.stdout.write(codec.encode({ type: 'returns', returns } satisfies HelperToRunner), () => process.exit(0));
+      }
     }
   });
   // The runner is gone (or ended the run without a word): cut everything and go.
-  process.stdin.on('end', close);
+  process.stdin.on('end', () => {
+    if (!closing) close(false);
+    else if (!redacting) {
+      keep = false;
+      if (closedSent) process.exit(0);
+    }
+  });
   process.stdout.on('error', () => process.exit(1));
   // Idle until its run comes: the system CAs' context is what every secrets run needs first, then
   // its run CA's key and the X.509 code (ca.ts, loaded only here and for such a run).
@@ -170,7 +199,13 @@ export function helperMain(argv: readonly string[]): void {
     if (proxy !== undefined) return;
     // Redaction's code too (its records are redacted with it), on a value of its own, and the
     // check of a start message (its schema's parser is compiled at its first use).
-    new RunRedaction([{ name: 'WARM', value: 'warm-up value' }]).text('a warm-up value');
+    const warm = Buffer.from('a warm-up value');
+    redactReturns(
+      WARM_START.redact,
+      { files: [{ path: 'warm-up value.txt', size: warm.length, bytes: warm }], bytes: warm.length, redacted: {} },
+      1024,
+      { cap: 1024, stdout: warm, stderr: warm, stdoutCut: false, stderrCut: true },
+    );
     runnerToHelperSchema.safeParse(WARM_START);
     void warmProxy()
       .then(() => import('./ca.js'))

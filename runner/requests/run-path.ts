@@ -24,12 +24,13 @@ import type { WorkspaceCap, WorkspaceMode, WorkspaceUsage } from '../workspace/c
 import { unmountAll } from '../workspace/mount.js';
 import { MAX_WALK_ENTRIES } from '../workspace/walk-types.js';
 import type { Collected } from '../workspace/walk-types.js';
-import type { StreamsIn } from '../workspace/walk-protocol.js';
+import type { RedactionValue } from '../secrets/binding.js';
+import type { StreamsIn, WalkResult } from '../workspace/walk-protocol.js';
 import type { RunCopy } from '../workspace/run-copy.js';
 import { removeRunFolderAsync } from '../workspace/workspace.js';
 import type { Workspace } from '../workspace/workspace.js';
 import { watchWorkspace } from '../workspace/watch.js';
-import { returnedStreams } from '../workspace/walk-link.js';
+import { checkWalk, nothing, returnedStreams } from '../workspace/walk-link.js';
 import type { RunWalks, Walked } from '../workspace/walk-link.js';
 import type { WorkspaceWatch } from '../workspace/watch.js';
 import type { RunAdmission } from './admission.js';
@@ -56,6 +57,10 @@ const HELPER_FAILED_NOTE =
 
 /** Why a held sandbox's script was not let go: its token could not be spent, or its run.accept line written. */
 const TOKEN_NOT_SPENT = "the run's token could not be spent";
+const ACCEPT_NOT_WRITTEN = "the run's accept line could not be written to the audit log";
+const AUDIT_DOWN_SPENT =
+  'the audit log could not be written just before the run would start, so it did not start (every run must be on record first); its token was spent — once the operator has freed the disk holding the audit log, ask again for a fresh preview';
+
 const NO_NETWORK = "the run's network helper could not start";
 
 /** A run whose helper could not be given it; `why` is the helper's (its own redaction's) or the runner's words. */
@@ -66,9 +71,6 @@ function networkRefusal(why: string, token: 'spent' | 'unspent'): BackendRefusal
     message: `${NO_NETWORK} (${why}); nothing was run${token === 'unspent' ? ' and its token was not spent' : ', but its token was used: ask again for a fresh preview'}`,
   };
 }
-const ACCEPT_NOT_WRITTEN = "the run's accept line could not be written to the audit log";
-const AUDIT_DOWN_SPENT =
-  'the audit log could not be written just before the run would start, so it did not start (every run must be on record first); its token was spent — once the operator has freed the disk holding the audit log, ask again for a fresh preview';
 
 /** What the run path reads of the runner service's deps (runner/requests/service.ts passes its own). */
 export interface RunPathDeps {
@@ -180,7 +182,8 @@ function collectRunOutputs(
   deps: RunPathDeps,
   ws: Workspace,
   plan: RunPlan,
-  streams: StreamsIn | undefined,
+  /** What the walk redacts: the run's values, or none when its helper redacts its returns. */
+  redact: { values: readonly RedactionValue[]; streams: StreamsIn | undefined },
   data: OpenedData | undefined,
 ): Promise<Walked> {
   if (deps.walk === undefined)
@@ -197,12 +200,39 @@ function collectRunOutputs(
     ws,
     budgetBytes: deps.limits.outputFilesBytes,
     maxEntries: MAX_WALK_ENTRIES,
-    redact: plan.redact,
-    ...(streams !== undefined ? { streams } : {}),
+    redact: redact.values,
+    ...(redact.streams !== undefined ? { streams: redact.streams } : {}),
     ...(data && plan.data
       ? { data: { dir: data.dir, maxEntries: plan.data.quota.files, ...(data.gid !== undefined ? { gid: data.gid } : {}) } }
       : {}),
   });
+}
+
+/**
+ * The returns of a run with a helper, walked without a value, redacted by that helper (after its
+ * network closed) and checked as a walk's answer is. Security: what it could not redact is not
+ * returned — no file, no odd name of the data folder, and (returnedStreams) neither stream.
+ */
+async function redactedByHelper(egress: RunEgress, found: Walked, budgetBytes: number, streams: StreamsIn): Promise<Walked> {
+  const { collected } = found;
+  const answer = await egress.redact({
+    walked: {
+      files: collected.files,
+      bytes: collected.bytes,
+      ...(collected.note !== undefined ? { note: collected.note } : {}),
+      redacted: found.redacted,
+      ...(found.data !== undefined ? { data: found.data } : {}),
+    },
+    budgetBytes,
+    streams,
+  });
+  const failed = 'why' in answer ? `its helper could not redact them (${answer.why})` : undefined;
+  const checked = failed ?? checkWalk(answer as WalkResult, budgetBytes, streams);
+  if (typeof checked !== 'string') return checked;
+  return {
+    ...nothing(failed ?? `its helper's answer was refused (${checked})`),
+    ...(found.data !== undefined ? { data: { ...found.data, odd: [] } } : {}),
+  };
 }
 
 /** What a run's cleanup did, and the `run.cleanup` line's fields when it has something to record. */
@@ -528,34 +558,41 @@ class RunLife {
     phases.mark('script', o.exitedAt);
     phases.mark('reap', o.reapedAt);
     phases.mark('drain');
+    // A run with values to redact and a helper has its returns redacted by that helper, which holds
+    // its values already; its walk is given none (runner/secrets/returns.ts). Without a helper (legacy
+    // `env` secrets, no egress) its walk redacts them.
+    const redacting = plan.redact.length > 0;
+    const egress = held.egress;
+    held.egress = undefined;
+    const byHelper = redacting && egress !== undefined;
     // The helper's end (its lines, one per connection, come before the run's exit line) overlaps the
     // workspace's last look and its walk: each waits on a process of its own.
-    const closing: Promise<RunEgressEnd> | undefined = held.egress?.close();
-    held.egress = undefined;
+    const closing: Promise<RunEgressEnd> | undefined = egress?.close(byHelper);
     // The last look, with nothing of the run left running (or the first one over the cap).
     const usage: WorkspaceUsage = await held.watch!.finish();
     held.watch = undefined;
     const reaped = held.reaped ?? { leftovers: { killed: 0, remaining: 0 }, ipcRemoved: 0, emptied: false };
     // Security: read only once nothing of the run is left alive to change the tree under the walk;
     // as root, by the run's own uid in a process of its own (walk-link.ts), never by the runner.
-    // A run with values to redact sends its streams to the walk, which returns them redacted.
-    const redacting = plan.redact.length > 0;
     const streams: StreamsIn | undefined = redacting
       ? { cap: MAX_STREAM_BYTES, stdout: o.stdout, stderr: o.stderr, stdoutCut: o.stdoutTruncated, stderrCut: o.stderrTruncated }
       : undefined;
-    const walked: Walked =
+    const walkValues = byHelper ? [] : plan.redact;
+    const walkStreams = byHelper ? undefined : streams;
+    const found: Walked =
       reaped.leftovers.remaining > 0
         ? {
-            ...((streams && (await deps.walk?.redactOnly(plan.redact, streams))) || { redacted: {} }),
+            ...((walkStreams && (await deps.walk?.redactOnly(walkValues, walkStreams))) || { redacted: {} }),
             collected: {
               files: [],
               bytes: 0,
               note: `${reaped.leftovers.remaining} processes of the run outlived it, so its workspace was not read; nothing of it is returned`,
             },
           }
-        : await collectRunOutputs(deps, prepared.ws, plan, streams, run.data?.opened);
-    const ret = returnedStreams(o, redacting, walked);
+        : await collectRunOutputs(deps, prepared.ws, plan, { values: walkValues, streams: walkStreams }, run.data?.opened);
     const network = await closing;
+    const walked = byHelper ? await redactedByHelper(egress, found, deps.limits.outputFilesBytes, streams!) : found;
+    const ret = returnedStreams(o, redacting, walked);
     // A helper that failed while the run lasted ends it as such, whether the runner's stop or the
     // script's own exit (its connection cut) came first.
     const ended =

@@ -218,15 +218,21 @@ export class RunRedaction {
     this.compiled = compile(this.patterns);
   }
 
-  /** A redactor for one stream, or undefined when there is nothing to search for. */
-  stream(): Redactor | undefined {
+  /**
+   * A redactor for one stream, or undefined when there is nothing to search for. Each marker it
+   * writes is counted in the run's totals and, when given, told to `marked` too.
+   */
+  stream(marked?: (name: string) => void): Redactor | undefined {
     if (this.patterns.length === 0) return undefined;
-    return new Redactor(this.compiled, this.keep, (name) => this.counts.set(name, (this.counts.get(name) ?? 0) + 1));
+    return new Redactor(this.compiled, this.keep, (name) => {
+      this.counts.set(name, (this.counts.get(name) ?? 0) + 1);
+      marked?.(name);
+    });
   }
 
-  /** A short text the run chose (a destination, a file name), redacted whole. */
-  text(text: string): string {
-    const r = this.stream();
+  /** A short text the run chose (a destination, a file name), redacted whole; `marked` as for {@link stream}. */
+  text(text: string, marked?: (name: string) => void): string {
+    const r = this.stream(marked);
     if (r === undefined) return text;
     return Buffer.concat([...r.push(Buffer.from(text, 'utf8')), ...r.end()]).toString('utf8');
   }

@@ -15,7 +15,8 @@ import { FrameCodec } from '../../shared/frame-codec.js';
 import { RunRedaction } from '../secrets/redact.js';
 import { collectOutputs } from '../workspace/outputs.js';
 import type { WalkOrders } from '../workspace/walk-protocol.js';
-import { redactRun, redactStreams, walkRun } from './walk.js';
+import { redactStreams } from '../secrets/returns.js';
+import { redactRun, walkRun } from './walk.js';
 
 // What a runner without privilege calls in its own process (runner/workspace/local-walk.ts).
 export { redactRun, walkRun };

@@ -2,7 +2,9 @@
  * @module What a finished run hands back, made safe to return (docs/architecture.md §8, "What runs
  * privileged"): its workspace walked (runner/workspace/outputs.ts), its data folder measured
  * (runner/data/measure.ts), and everything it returns — files, the names it chose, stdout and stderr —
- * searched for its values and each occurrence replaced (runner/secrets/redact.ts). A root runner
+ * searched for its values and each occurrence replaced (runner/secrets/redact.ts). A run with a
+ * helper is walked without a value (its orders carry none) and redacted by its helper instead
+ * (runner/secrets/returns.ts): its walker never holds a secret it did not already hold. A root runner
  * runs this in a walker process that has become the run's own uid (main.ts); a runner without
  * privilege loads this bundle into its own process (runner/workspace/local-walk.ts). Either way the
  * root process holds none of this code: it never reads what a script's bytes say.
@@ -11,32 +13,8 @@ import { measureDataOrSay } from '../data/measure.js';
 import { RunRedaction } from '../secrets/redact.js';
 import type { RedactionValue } from '../secrets/binding.js';
 import { collectOutputs } from '../workspace/outputs.js';
-import type { StreamsIn, StreamsOut, WalkOrders, WalkResult } from '../workspace/walk-protocol.js';
-
-/**
- * stdout and stderr through the run's redaction, as they were kept: each at most `cap` bytes of the
- * script's output, `…Cut` when it wrote more. Security: a stream cut at the cap ends its redactor as
- * cut, so the bytes it held back (they may begin a value whose rest never came) are dropped, not
- * returned; and markers longer than what they replace never make a stream longer than the cap.
- */
-export function redactStreams(redaction: RunRedaction, streams: StreamsIn): StreamsOut {
-  const one = (raw: Uint8Array, cut: boolean): { bytes: Uint8Array; over: boolean; heldBack: number } => {
-    const redactor = redaction.stream();
-    if (redactor === undefined) return { bytes: raw, over: false, heldBack: 0 };
-    const out = Buffer.concat([...redactor.push(Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength)), ...redactor.end(cut)]);
-    return { bytes: out.subarray(0, streams.cap), over: out.length > streams.cap, heldBack: redactor.heldBack };
-  };
-  const stdout = one(streams.stdout, streams.stdoutCut);
-  const stderr = one(streams.stderr, streams.stderrCut);
-  return {
-    stdout: stdout.bytes,
-    stderr: stderr.bytes,
-    stdoutOver: stdout.over,
-    stderrOver: stderr.over,
-    stdoutHeldBack: stdout.heldBack,
-    stderrHeldBack: stderr.heldBack,
-  };
-}
+import type { StreamsIn, WalkOrders, WalkResult } from '../workspace/walk-protocol.js';
+import { redactStreams } from '../secrets/returns.js';
 
 /** A run's streams alone redacted (its workspace not read): what the answer carries of redaction. */
 export function redactRun(values: readonly RedactionValue[], streams: StreamsIn): Pick<WalkResult, 'streams' | 'redacted' | 'notSearched'> {

@@ -15,7 +15,7 @@ const BYTES = z.custom<Uint8Array>((v) => v instanceof Uint8Array);
  * The run's stdout and stderr as the runner kept them — at most `cap` bytes each, `…Cut` when the
  * script wrote more — sent only when the run has values to redact: they come back redacted.
  */
-const streamsInSchema = z.strictObject({ cap: COUNT, stdout: BYTES, stderr: BYTES, stdoutCut: z.boolean(), stderrCut: z.boolean() });
+export const streamsInSchema = z.strictObject({ cap: COUNT, stdout: BYTES, stderr: BYTES, stdoutCut: z.boolean(), stderrCut: z.boolean() });
 export type StreamsIn = z.infer<typeof streamsInSchema>;
 
 /**
@@ -44,7 +44,11 @@ export const walkOrdersSchema = z.strictObject({
   inputs: z.array(z.strictObject({ path: z.string(), size: COUNT, sha256: z.string().regex(/^[0-9a-f]{64}$/) })),
   budgetBytes: COUNT,
   maxEntries: COUNT,
-  /** The values redaction searches for (its legacy `env` secrets, its bound secrets): redacted from every file, name and stream. */
+  /**
+   * The values redaction searches for, redacted from every file, name and stream: a run's legacy
+   * `env` secrets' when it has no helper; none when it has one (its helper redacts what the walk
+   * found: runner/secrets/returns.ts).
+   */
   redact: z.array(z.strictObject({ name: z.string(), value: z.string() })),
   streams: streamsInSchema.optional(),
   /** The run's data folder, measured too (runner/data/usage.ts): at most `maxEntries` entries counted. */

@@ -117,12 +117,14 @@ export async function startRunner(opts: {
   frontSecret?: string;
   /** No `--scratch-dir`: the runner picks its default scratch directory. */
   noScratch?: boolean;
+  /** Another build's bin (a copy of dist/ a test changed): the runner takes its helper and walker bundles from beside it. */
+  bin?: string;
 }): Promise<RunnerHandle> {
   const base = opts.base ?? tempDir('runner');
   const socketPath = join(base, 'sock', 'runner.sock');
   const stateDir = opts.stateDir ?? join(base, 'state');
   const argv = [
-    BIN,
+    opts.bin ?? BIN,
     'runner',
     '--socket',
     socketPath,

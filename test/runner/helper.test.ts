@@ -10,7 +10,9 @@
  *   its own connections: the runner stays up, the next run works, each attempt is audited;
  * - a helper that dies while its script runs ends only that run (`helper-failed`, said in the result
  *   and on the run's exit line); the runner serves the next run;
- * - a helper holds no other run's secret (its memory read as root while it serves its run).
+ * - a helper holds no other run's secret (its memory read as root while it serves its run);
+ * - a run's walker is never given a bound secret's value: a run with a helper has its returns
+ *   redacted by that helper (the walker's orders recorded as root).
  *
  * Network: only this machine's loopback (test servers on 127.0.0.1 that the test starts).
  */
@@ -18,6 +20,7 @@ import { execFileSync } from 'node:child_process';
 import {
   chmodSync,
   closeSync,
+  cpSync,
   existsSync,
   mkdirSync,
   openSync,
@@ -25,6 +28,7 @@ import {
   readFileSync,
   readlinkSync,
   readSync,
+  renameSync,
   rmSync,
   writeFileSync,
 } from 'node:fs';
@@ -34,7 +38,7 @@ import { join } from 'node:path';
 import { rootCertificates } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { namespaceVariants } from '../levels.js';
-import { auditLines, isRoot, prepareAndRun, startRunner, tempDir, text, uidRange, until, writeSkills } from './harness.js';
+import { auditLines, isRoot, prepareAndRun, REPO, startRunner, tempDir, text, uidRange, until, writeSkills } from './harness.js';
 import type { RunnerHandle } from './harness.js';
 
 /** What /proc says of the process at the other end of a connection to a test server. */
@@ -499,5 +503,94 @@ describe.skipIf(!isRoot || !namespaceVariants(40219)[1]!.run)('a helper holds no
     for (const res of served.held.splice(0)) res.end();
     const answer = await bob;
     if (!answer.ok) throw new Error(answer.error.message);
+  });
+});
+
+/**
+ * Attack: a bound secret's value in a walker (as root a process of the run's uid, after the run).
+ * The walker's bundle is wrapped to record every frame of orders it is sent (a copy of dist/, the
+ * runner started from it). A run with a bound secret has a helper, which redacts its returns: its
+ * walker's orders carry none of the value. A run with a legacy `env` secret and no egress is
+ * redacted by its walk: its orders carry that value (which the run had anyway) — the recording works.
+ */
+describe.skipIf(!isRoot || !namespaceVariants(40219)[1]!.run)('attack: a walker is never given a bound secret’s value', () => {
+  const BOUND = 'bound-secret-value-4d21c8e7';
+  const LEGACY = 'legacy-secret-value-9b3f02aa';
+  let served: Api;
+  let runner: RunnerHandle;
+  let orders: string;
+
+  beforeAll(async () => {
+    served = await api();
+    const own = tempDir('walker-orders');
+    const dist = join(own, 'dist');
+    cpSync(join(REPO, 'dist'), dist, { recursive: true });
+    renameSync(join(dist, 'skill-mcp-walk.cjs'), join(dist, 'skill-mcp-walk-real.cjs'));
+    orders = join(own, 'orders.log');
+    writeFileSync(orders, '');
+    // Appended as the walker reads, before it becomes the run's uid (a later chunk may not be: caught).
+    writeFileSync(
+      join(dist, 'skill-mcp-walk.cjs'),
+      `'use strict';\nconst { appendFileSync } = require('node:fs');\nprocess.stdin.on('data', (chunk) => { try { appendFileSync(${JSON.stringify(orders)}, chunk); } catch {} });\nrequire(${JSON.stringify(join(dist, 'skill-mcp-walk-real.cjs'))});\n`,
+    );
+    execFileSync('chmod', ['-R', 'a+rX', own]);
+    chmodSync(orders, 0o666);
+    const root = writeSkills({
+      keyed: { run: [{ script: 'fetch.py', interpreter: 'python3', timeout: 40 }], files: { 'fetch.py': probe['fetch.py'] } },
+      legacy: { run: [{ script: 'leak.py', interpreter: 'python3', timeout: 40 }], files: {} },
+    });
+    writeFileSync(
+      join(root, 'keyed', 'SKILL.md'),
+      `---\nname: keyed\ndescription: test skill keyed\nmcp-host:\n  version: 1\n  run:\n    - script: fetch.py\n      interpreter: python3\n      timeout: 40\n  egress: ["127.0.0.1:${served.port}", "127.0.0.1:1"]\n  secrets:\n    - name: API_TOKEN\n      hosts: ["127.0.0.1:1"]\n---\nTest skill.\n`,
+    );
+    writeFileSync(
+      join(root, 'legacy', 'SKILL.md'),
+      '---\nname: legacy\ndescription: test skill legacy\nmcp-host:\n  version: 1\n  run:\n    - script: leak.py\n      interpreter: python3\n      env: [LEGACY_KEY]\n      timeout: 40\n  env:\n    - name: LEGACY_KEY\n      secret: true\n---\nTest skill.\n',
+    );
+    writeFileSync(join(root, 'legacy', 'leak.py'), 'import os\nk = os.environ["LEGACY_KEY"]\nopen("out.txt", "w").write(k)\nprint(k)\n');
+    const secrets = join(tempDir('walker-secrets'), 'values');
+    mkdirSync(join(secrets, 'alice'), { recursive: true, mode: 0o700 });
+    writeFileSync(join(secrets, 'alice', 'API_TOKEN'), `${BOUND}\n`, { mode: 0o600 });
+    const grant = JSON.stringify([
+      { skill: 'keyed', script: 'fetch.py', egress: [`127.0.0.1:${served.port}`, '127.0.0.1:1'], secrets: [{ name: 'API_TOKEN' }] },
+      { skill: 'legacy', script: 'leak.py', env: ['LEGACY_KEY'] },
+    ]);
+    runner = await startRunner({
+      bin: join(dist, 'skill-mcp.js'),
+      env: { MCP_SKILLS_PATH: root, MCP_SKILL_RUN: grant, SKILL_MCP_SECRETS_DIR: secrets, LEGACY_KEY: LEGACY },
+      args: ['--uid-range', uidRange(44)],
+    });
+  });
+  afterAll(async () => {
+    await runner?.stop();
+    served?.server.close();
+  });
+
+  async function run(skill: string, script: string, args: string[]) {
+    const identity = { subject: 'alice' };
+    const prepared = await runner.client.prepare({ skill, script, args, identity });
+    if (!prepared.ok) throw new Error(prepared.error.message);
+    const ran = await runner.client.run(
+      { skill, script, args, identity, confirmToken: prepared.result.confirmToken },
+      { timeoutMs: 40_000 },
+    );
+    if (!ran.ok) throw new Error(ran.error.message);
+    return ran.result;
+  }
+
+  it("a run with a bound secret: its walker's orders hold none of the value; a run with a legacy env secret: its walk redacts with it", async () => {
+    const keyed = await run('keyed', 'fetch.py', [`http://127.0.0.1:${served.port}/ok`]);
+    expect(JSON.parse(text(keyed.stdout))).toEqual({ status: 200, body: 'api /ok' });
+    const afterKeyed = readFileSync(orders);
+    // The keyed run's walker was sent its orders (the recording saw them) — and not the value.
+    expect(afterKeyed.length).toBeGreaterThan(0);
+    expect(afterKeyed.includes(Buffer.from(BOUND))).toBe(false);
+    const legacy = await run('legacy', 'leak.py', []);
+    expect(text(legacy.stdout).trim()).toBe('[secret:LEGACY_KEY]');
+    expect((legacy.files ?? []).map((f) => [f.path, f.bytes && Buffer.from(f.bytes).toString()])).toEqual([
+      ['out.txt', '[secret:LEGACY_KEY]'],
+    ]);
+    expect(readFileSync(orders).subarray(afterKeyed.length).includes(Buffer.from(LEGACY))).toBe(true);
+    expect(readFileSync(orders).includes(Buffer.from(BOUND))).toBe(false);
   });
 });

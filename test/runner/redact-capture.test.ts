@@ -3,8 +3,10 @@
  * processes writing to real pipes, captured as the runner captures them (runner/sandbox/process.ts,
  * as written, up to the cap), then redacted as the walk redacts them; and a real workspace on disk. Attacks: a value cut by
  * the stream cap, markers longer than the values they replace growing an answer past its caps, a
- * file whose digest would let its value be guessed, and a file named after the value. Through the
- * whole stack: test/e2e/skill-run-redaction.test.ts.
+ * file whose digest would let its value be guessed, and a file named after the value; and the same
+ * returns walked without a value and redacted by a run's helper (runner/secrets/returns.ts). Through
+ * the whole stack: test/e2e/skill-run-redaction.test.ts (at the bubblewrap levels its skill has
+ * egress, so its helper redacts; at the others its walk does).
  */
 import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -14,7 +16,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { runProcess } from '../../runner/sandbox/process.js';
 import type { SpawnSpec } from '../../runner/sandbox/spawn.js';
 import { RunRedaction } from '../../runner/secrets/redact.js';
-import { redactStreams } from '../../runner/walker/walk.js';
+import { redactReturns, redactStreams } from '../../runner/secrets/returns.js';
+import { checkWalk } from '../../runner/workspace/walk-link.js';
 import { collectOutputs, MAX_WALK_ENTRIES } from '../../runner/workspace/outputs.js';
 import { makeWorkspace } from '../../runner/workspace/workspace.js';
 
@@ -165,5 +168,76 @@ describe('returned files', () => {
     expect(got.files[0]!.bytes).toBeUndefined();
     expect(got.files[0]!.size).toBeGreaterThan(2000);
     expect(got.bytes).toBe(0);
+  });
+});
+
+/**
+ * A run with a helper: its walk is given no value, and its helper redacts what the walk found
+ * (runner/secrets/returns.ts). The same workspace on disk, walked as the walker walks it without a
+ * value, then through the helper's redaction; checked as the runner checks a walk's answer.
+ */
+describe('returns redacted by the helper (a walk made without a value)', () => {
+  let n = 0;
+  function walkedRaw(files: Record<string, string | Buffer>, budget: number) {
+    const run = join(temp, `helper-run-${n++}`);
+    mkdirSync(run, { mode: 0o700 });
+    const ws = makeWorkspace(run, undefined, []);
+    for (const [path, bytes] of Object.entries(files)) {
+      mkdirSync(join(ws.dir, path, '..'), { recursive: true });
+      writeFileSync(join(ws.dir, path), bytes);
+    }
+    const got = collectOutputs(ws, budget, MAX_WALK_ENTRIES);
+    return { files: got.files, bytes: got.bytes, redacted: {}, ...(got.note !== undefined ? { note: got.note } : {}) };
+  }
+  const keyHex = Buffer.from(KEY).toString('hex');
+
+  it('every name, byte, note and odd name of the data folder, and both streams, come back redacted, with the digests of what is returned', () => {
+    const raw = walkedRaw({ 'out/leak.txt': `k=${KEY}\n`, [`${keyHex}.txt`]: 'named after the key\n' }, 1024);
+    // The walk, given no value, returned the raw bytes and names.
+    expect(raw.files.map((f) => f.path)).toEqual([`${keyHex}.txt`, 'out/leak.txt']);
+    const walked = { ...raw, note: `stopped at ${KEY}`, data: { bytes: 1, entries: 1, odd: [`link-${KEY}`] } };
+    const said = Buffer.from(`said ${KEY}`);
+    const streams = { cap: 1024, stdout: said, stderr: said, stdoutCut: false, stderrCut: false };
+    const got = redactReturns([{ name: 'KEY', value: KEY }], walked, 1024, streams);
+    expect(got.files.map((f) => [f.path, f.bytes && Buffer.from(f.bytes).toString()])).toEqual([
+      ['[secret:KEY].txt', 'named after the key\n'],
+      ['out/leak.txt', 'k=[secret:KEY]\n'],
+    ]);
+    expect(got.files[1]).toMatchObject({ size: 'k=[secret:KEY]\n'.length, sha256: sha('k=[secret:KEY]\n') });
+    expect(got).toMatchObject({ note: 'stopped at [secret:KEY]', data: { odd: ['link-[secret:KEY]'] }, redacted: { KEY: 6 } });
+    expect(Buffer.from(got.streams!.stdout).toString()).toBe('said [secret:KEY]');
+    expect(Buffer.from(got.streams!.stderr).toString()).toBe('said [secret:KEY]');
+    // The runner's own check of a walk's answer takes it, digests taken again.
+    const checked = checkWalk(got, 1024, streams);
+    if (typeof checked === 'string') throw new Error(checked);
+    expect(checked.collected.bytes).toBe(got.bytes);
+    expect(JSON.stringify(checked)).not.toContain(KEY);
+  });
+
+  it('attack: markers longer than the values grow a carried file past the budget — it is listed, its bytes not carried, and said', () => {
+    const name = 'A_VERY_LONG_NAME_FOR_A_SHORT_SECRET_VALUE';
+    // Carried by the walk (900 raw bytes under a 2000-byte budget), about 5x over it once redacted.
+    const raw = walkedRaw({ 'grow.txt': 'abcdefgh-'.repeat(100), 'small.txt': 'fine' }, 2000);
+    expect(raw.bytes).toBe(904);
+    const got = redactReturns([{ name, value: 'abcdefgh' }], raw, 2000);
+    const grow = got.files.find((f) => f.path === 'grow.txt')!;
+    expect(grow).toMatchObject({ omitted: expect.stringContaining('past the output budget once its secret values were redacted') });
+    expect(grow.bytes).toBeUndefined();
+    expect(grow.size).toBeGreaterThan(2000);
+    expect(got.bytes).toBe(4);
+    expect(typeof checkWalk(got, 2000)).not.toBe('string');
+  });
+
+  it("attack: a file the walk read but could not carry — its raw digest (a value's, guessable offline) is not returned", () => {
+    // The walk reads an unchanged-size input to compare it, and over the budget returns its raw digest.
+    const run = join(temp, `helper-run-${n++}`);
+    mkdirSync(run, { mode: 0o700 });
+    const ws = makeWorkspace(run, undefined, [{ path: 'in.txt', bytes: Buffer.from('x'.repeat(KEY.length)) }]);
+    writeFileSync(join(ws.dir, 'in.txt'), KEY);
+    const got = collectOutputs(ws, 4, MAX_WALK_ENTRIES);
+    const read = got.files.find((f) => f.path === 'in.txt')!;
+    expect(read).toMatchObject({ sha256: sha(KEY), omitted: expect.stringContaining('past the output budget') });
+    const back = redactReturns([{ name: 'KEY', value: KEY }], { files: got.files, bytes: got.bytes, redacted: {} }, 4);
+    expect(back.files).toEqual([{ path: 'in.txt', size: KEY.length, omitted: expect.stringContaining('past the output budget') }]);
   });
 });
