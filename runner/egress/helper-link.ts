@@ -203,7 +203,8 @@ export class RunHelper {
     return closed.finally(() => {
       clearTimeout(timer);
       if (this.state !== 'closed') this.kill();
-      else setTimeout(() => this.end("the runner never sent it its run's returns"), HELPER_REDACT_MS).unref();
+      // Waiting past the longest walk (30 s) and then some: never sent its returns, it is ended.
+      else setTimeout(() => this.state === 'closed' && this.end('its returns never came'), 2 * HELPER_REDACT_MS).unref();
     });
   }
 
