@@ -52,6 +52,7 @@ export const TIERS = {
     'runner/egress-rules-match.test.ts',
     'runner/egress-rules-proxy.test.ts',
     'runner/file-lock.test.ts',
+    'runner/helper-returns.test.ts',
     'runner/posix-spawn.test.ts',
     'runner/redact-capture.test.ts',
     'runner/redact.test.ts',
