@@ -28,7 +28,6 @@ import { HELPER_BUNDLE_NAME, HELPER_MAX_FRAME_BYTES, HELPER_SOCKET_NAME, runnerT
 import type { RunProxy } from './run-proxy.js';
 import { openRunProxy } from './run-proxy.js';
 import { warmUpstreamContext } from './trust.js';
-import type { RedactionValue } from '../secrets/binding.js';
 import { RunRedaction } from '../secrets/redact.js';
 import { redactReturns } from '../secrets/returns.js';
 
@@ -53,7 +52,6 @@ const WARM_START: HelperStart = {
   timeoutMs: 1000,
 };
 /** The run's values, once `start` named them: its records, its own words and its returns are searched for them. */
-let values: readonly RedactionValue[] = [];
 let redaction: RunRedaction | undefined;
 
 /**
@@ -166,8 +164,7 @@ export function helperMain(argv: readonly string[]): void {
       if (!message.success) fail('the runner sent a message outside the helper protocol');
       if (message.data.type === 'start') {
         if (proxy !== undefined || closing) fail('the runner sent a second start');
-        values = message.data.redact;
-        redaction = new RunRedaction(values);
+        redaction = new RunRedaction(message.data.redact);
         proxy = start(dir, message.data);
         proxy.then(
           () => send({ type: 'ready' }),
@@ -178,7 +175,8 @@ export function helperMain(argv: readonly string[]): void {
         if (!keep || !closedSent || redacting) fail('the runner sent redact out of turn');
         redacting = true;
         const { walked, budgetBytes, streams } = message.data;
-        const returns = redactReturns(values, walked, budgetBytes, streams);
+        // The run's values as `start` compiled them; its returns' markers counted on their own.
+        const returns = redactReturns((redaction ?? new RunRedaction([])).fresh(), walked, budgetBytes, streams);
         process.stdout.write(codec.encode({ type: 'returns', returns } satisfies HelperToRunner), () => process.exit(0));
       }
     }
@@ -197,15 +195,14 @@ export function helperMain(argv: readonly string[]): void {
   setImmediate(() => {
     warmUpstreamContext();
     if (proxy !== undefined) return;
-    // Redaction's code too (its records are redacted with it), on a value of its own, and the
-    // check of a start message (its schema's parser is compiled at its first use).
+    // Redaction's code too (its records and its run's returns are redacted with it), on a value of
+    // its own, and the check of a start and a redact message (each schema's parser is compiled at
+    // its first use: ~10 ms a redact paid at its run's end otherwise).
     const warm = Buffer.from('a warm-up value');
-    redactReturns(
-      WARM_START.redact,
-      { files: [{ path: 'warm-up value.txt', size: warm.length, bytes: warm }], bytes: warm.length, redacted: {} },
-      1024,
-      { cap: 1024, stdout: warm, stderr: warm, stdoutCut: false, stderrCut: true },
-    );
+    const streams = { cap: 1024, stdout: warm, stderr: warm, stdoutCut: false, stderrCut: true };
+    const walked = { files: [{ path: 'warm-up value.txt', size: warm.length, bytes: warm }], bytes: warm.length, redacted: {} };
+    runnerToHelperSchema.safeParse({ type: 'redact', walked, budgetBytes: 1024, streams });
+    redactReturns(new RunRedaction(WARM_START.redact).fresh(), walked, 1024, streams);
     runnerToHelperSchema.safeParse(WARM_START);
     void warmProxy()
       .then(() => import('./ca.js'))

@@ -237,6 +237,11 @@ export class RunRedaction {
     return Buffer.concat([...r.push(Buffer.from(text, 'utf8')), ...r.end()]).toString('utf8');
   }
 
+  /** The same values, already compiled, with no marker counted yet: what one more part of the run's output writes. */
+  fresh(): RunRedaction {
+    return Object.assign(Object.create(RunRedaction.prototype) as RunRedaction, this, { counts: new Map<string, number>() });
+  }
+
   /** Markers written so far, by name. */
   countsByName(): Record<string, number> {
     return Object.fromEntries(this.counts);

@@ -8,8 +8,7 @@
  */
 import { sha256Hex } from '../../shared/run-io.js';
 import type { StreamsIn, StreamsOut, WalkResult } from '../workspace/walk-protocol.js';
-import type { RedactionValue } from './binding.js';
-import { RunRedaction } from './redact.js';
+import type { RunRedaction } from './redact.js';
 
 /**
  * stdout and stderr through the run's redaction, as they were kept: each at most `cap` bytes of the
@@ -37,14 +36,14 @@ export function redactStreams(redaction: RunRedaction, streams: StreamsIn): Stre
 }
 
 /**
- * A walk's answer made without a value, redacted: every path, reason and note, the data folder's
+ * A walk's answer made without a value, redacted with `redaction` (the run's values, no marker
+ * counted yet): every path, reason and note, the data folder's
  * odd names, each carried file's bytes, and the streams. Security: what the walk carried may grow
  * under its markers, so the budget is held again on what is returned (a file it no longer fits is
  * listed, its bytes not carried); the digest of a file not carried is dropped (the walk took it of
  * the raw bytes: one of bytes that are only a value would let the value be guessed offline).
  */
-export function redactReturns(values: readonly RedactionValue[], walked: WalkResult, budgetBytes: number, streams?: StreamsIn): WalkResult {
-  const redaction = new RunRedaction(values);
+export function redactReturns(redaction: RunRedaction, walked: WalkResult, budgetBytes: number, streams?: StreamsIn): WalkResult {
   let left = budgetBytes;
   const files = walked.files.map((f): WalkResult['files'][number] => {
     const path = redaction.text(f.path);

@@ -198,7 +198,7 @@ describe('returns redacted by the helper (a walk made without a value)', () => {
     const walked = { ...raw, note: `stopped at ${KEY}`, data: { bytes: 1, entries: 1, odd: [`link-${KEY}`] } };
     const said = Buffer.from(`said ${KEY}`);
     const streams = { cap: 1024, stdout: said, stderr: said, stdoutCut: false, stderrCut: false };
-    const got = redactReturns([{ name: 'KEY', value: KEY }], walked, 1024, streams);
+    const got = redactReturns(new RunRedaction([{ name: 'KEY', value: KEY }]), walked, 1024, streams);
     expect(got.files.map((f) => [f.path, f.bytes && Buffer.from(f.bytes).toString()])).toEqual([
       ['[secret:KEY].txt', 'named after the key\n'],
       ['out/leak.txt', 'k=[secret:KEY]\n'],
@@ -219,7 +219,7 @@ describe('returns redacted by the helper (a walk made without a value)', () => {
     // Carried by the walk (900 raw bytes under a 2000-byte budget), about 5x over it once redacted.
     const raw = walkedRaw({ 'grow.txt': 'abcdefgh-'.repeat(100), 'small.txt': 'fine' }, 2000);
     expect(raw.bytes).toBe(904);
-    const got = redactReturns([{ name, value: 'abcdefgh' }], raw, 2000);
+    const got = redactReturns(new RunRedaction([{ name, value: 'abcdefgh' }]), raw, 2000);
     const grow = got.files.find((f) => f.path === 'grow.txt')!;
     expect(grow).toMatchObject({ omitted: expect.stringContaining('past the output budget once its secret values were redacted') });
     expect(grow.bytes).toBeUndefined();
@@ -237,7 +237,7 @@ describe('returns redacted by the helper (a walk made without a value)', () => {
     const got = collectOutputs(ws, 4, MAX_WALK_ENTRIES);
     const read = got.files.find((f) => f.path === 'in.txt')!;
     expect(read).toMatchObject({ sha256: sha(KEY), omitted: expect.stringContaining('past the output budget') });
-    const back = redactReturns([{ name: 'KEY', value: KEY }], { files: got.files, bytes: got.bytes, redacted: {} }, 4);
+    const back = redactReturns(new RunRedaction([{ name: 'KEY', value: KEY }]), { files: got.files, bytes: got.bytes, redacted: {} }, 4);
     expect(back.files).toEqual([{ path: 'in.txt', size: KEY.length, omitted: expect.stringContaining('past the output budget') }]);
   });
 });
