@@ -215,9 +215,8 @@ export class RunHelper {
    */
   redact(returns: Omit<HelperRedact, 'type'>, timeoutMs: number = HELPER_REDACT_MS): Promise<WalkResult | { why: string }> {
     if (this.state !== 'closed') {
-      const why = this.whyEnded ?? 'it was not waiting for them';
       this.kill();
-      return Promise.resolve({ why });
+      return Promise.resolve({ why: this.whyEnded ?? 'it was not waiting for them' });
     }
     this.state = 'redacting';
     const answer = new Promise<WalkResult | { why: string }>((resolve) => (this.settleReturns = resolve));

@@ -17,8 +17,7 @@ import type { AuditLog } from '../audit/log.js';
 import type { RedactionValue, SecretBinding } from '../secrets/binding.js';
 import type { RunHelper } from './helper-link.js';
 import type { EgressRuleSet } from '../../shared/egress-rules.js';
-import type { WalkResult } from '../workspace/walk-protocol.js';
-import type { EgressRecord, HelperRedact, RequestRecord } from './helper-protocol.js';
+import type { EgressRecord, RequestRecord } from './helper-protocol.js';
 import { refusalTally } from './refusals.js';
 
 /** Audit lines one run may write about its connections; past it they are only counted (in `run.exit`). */
@@ -45,11 +44,9 @@ export interface RunEgress {
   readonly failed: string | undefined;
   /**
    * Ends the run's network and returns what it did. `returns`: the helper then waits to redact the
-   * run's returns ({@link redact}). Never rejects.
+   * run's returns (helper-link.ts `RunHelper.redact`). Never rejects.
    */
   close(returns?: boolean): Promise<RunEgressEnd>;
-  /** The run's returns redacted by its helper, after `close(true)`: unchecked, or why not. Never rejects. */
-  redact(returns: Omit<HelperRedact, 'type'>): Promise<WalkResult | { why: string }>;
 }
 
 /**
@@ -192,9 +189,6 @@ export async function startRunEgress(opts: {
     async close(returns = false) {
       await opts.helper.close(returns);
       return { totals: book.totals, summary: book.summary(), redacted: book.redacted, ...(failed !== undefined ? { failed } : {}) };
-    },
-    redact(returns) {
-      return opts.helper.redact(returns);
     },
   };
 }

@@ -213,19 +213,9 @@ function collectRunOutputs(
  * network closed) and checked as a walk's answer is. Security: what it could not redact is not
  * returned — no file, no odd name of the data folder, and (returnedStreams) neither stream.
  */
-async function redactedByHelper(egress: RunEgress, found: Walked, budgetBytes: number, streams: StreamsIn): Promise<Walked> {
-  const { collected } = found;
-  const answer = await egress.redact({
-    walked: {
-      files: collected.files,
-      bytes: collected.bytes,
-      ...(collected.note !== undefined ? { note: collected.note } : {}),
-      redacted: found.redacted,
-      ...(found.data !== undefined ? { data: found.data } : {}),
-    },
-    budgetBytes,
-    streams,
-  });
+async function redactedByHelper(helper: RunHelper, found: Walked, budgetBytes: number, streams: StreamsIn): Promise<Walked> {
+  const data = found.data !== undefined ? { data: found.data } : {};
+  const answer = await helper.redact({ walked: { ...found.collected, redacted: found.redacted, ...data }, budgetBytes, streams });
   const failed = 'why' in answer ? `its helper could not redact them (${answer.why})` : undefined;
   const checked = failed ?? checkWalk(answer as WalkResult, budgetBytes, streams);
   if (typeof checked !== 'string') return checked;
@@ -591,7 +581,7 @@ class RunLife {
           }
         : await collectRunOutputs(deps, prepared.ws, plan, { values: walkValues, streams: walkStreams }, run.data?.opened);
     const network = await closing;
-    const walked = byHelper ? await redactedByHelper(egress, found, deps.limits.outputFilesBytes, streams!) : found;
+    const walked = byHelper ? await redactedByHelper(run.helper!, found, deps.limits.outputFilesBytes, streams!) : found;
     const ret = returnedStreams(o, redacting, walked);
     // A helper that failed while the run lasted ends it as such, whether the runner's stop or the
     // script's own exit (its connection cut) came first.
@@ -646,6 +636,7 @@ class RunLife {
       cgroup: prepared.cgroup,
       uid,
       emptied: reaped.emptied,
+      ...(found.gone !== undefined ? { walkerGone: found.gone } : {}),
     });
     held.handedOff = true;
     if (notStarted !== undefined) {
@@ -784,6 +775,8 @@ export interface Leftover {
   uid: number | undefined;
   /** Its cgroup was killed and found empty (uids/pool.ts). */
   emptied: boolean;
+  /** As root, its walker's end (walk-link.ts): nothing of the run's uid is left once it has settled. */
+  walkerGone?: Promise<void>;
 }
 
 /**
@@ -807,6 +800,8 @@ export async function afterAnswer(
   // And after the answer has left: this continuation was attached to the exit line before the
   // answer's, and the unmount is synchronous (a tmpfs's umount2 through koffi).
   await new Promise((resolve) => setImmediate(resolve));
+  // Its walker, killed once its answer was checked, may still be ending: its uid and its workspace wait for that.
+  await left.walkerGone;
   const cleanup = await cleanUpRun(left.scratch, left.tmpfs, left.copy);
   left.cgroup?.remove();
   if (left.uid !== undefined) await deps.uidPool?.release(left.uid, left.emptied, !cleanup.removed);
