@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll } from 'vitest';
+import { afterEachFile } from './file-hooks.js';
 
 function findRedisServer(): string | undefined {
   const found = spawnSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' });
@@ -53,7 +53,7 @@ export interface RedisHandle {
 
 const started: RedisHandle[] = [];
 const dirs: string[] = [];
-afterAll(async () => {
+afterEachFile(async () => {
   for (const redis of started.splice(0)) await redis.kill();
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });

@@ -14,7 +14,9 @@ import { createRequire, syncBuiltinESMExports } from 'node:module';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
+import { afterAll } from 'vitest';
 import { ROOT_STATE_DIR } from '../shared/state-dir.js';
+import { runFileHooks } from './file-hooks.js';
 
 type Env = Record<string, string | undefined>;
 
@@ -86,3 +88,8 @@ if (!(cp['spawn'] as Callable & { [GUARDED]?: true })[GUARDED]) {
 // A worker that runs several files: each file after the first gets a temp tree of its own
 // (test/suite-tmp.ts; nothing to do until a file of this worker has imported it).
 (globalThis as { [key: symbol]: (() => void) | undefined })[Symbol.for('skill-mcp.suite-tmp.renew')]?.();
+
+// After every file: the cleanups shared modules registered (test/file-hooks.ts), which an afterAll at
+// their own top level would run after the first file of a worker only. Long enough to wait out a
+// leftover check (test/e2e/harness.ts expectNoLeftovers polls up to 20 s).
+afterAll(runFileHooks, 60_000);

@@ -8,12 +8,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { afterAll } from 'vitest';
+import { afterEachFile } from '../file-hooks.js';
 import { Client } from '@modelcontextprotocol/client';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { baseEnv, expectNoLeftovers } from '../e2e/harness.js';
 
-afterAll(expectNoLeftovers);
+afterEachFile(expectNoLeftovers);
 
 export const REPO = fileURLToPath(new URL('../..', import.meta.url));
 export const SERVER_JS = `${REPO}dist/skill-mcp.js`;

@@ -12,7 +12,7 @@ import { RunnerClient } from '../../server/runner-client.js';
 import { configView } from '../../shared/config-view.js';
 import type { RunnerRequest } from '../../shared/protocol.js';
 import { jtiLogId } from '../../shared/token.js';
-import { afterAll } from 'vitest';
+import { afterEachFile } from '../file-hooks.js';
 import { unmountAll } from '../../runner/workspace/mount.js';
 
 export const REPO = resolve(import.meta.dirname, '../..');
@@ -35,9 +35,9 @@ export function text(bytes: Uint8Array): string {
 }
 
 const made: string[] = [];
-// Every folder a test file made is removed when that file's tests are done (runners stopped first
-// by their own afterAll hooks, which run before this one registered at import time).
-afterAll(() => {
+// Every folder a test file made is removed when that file's tests are done — every file, not only a
+// worker's first (test/file-hooks.ts), after its own afterAll hooks have stopped its runners.
+afterEachFile(() => {
   for (const dir of made.splice(0)) {
     // A root runner SIGKILLed mid-run leaves its run's workspace tmpfs mounted (the next runner on
     // that scratch directory sweeps it: test/runner/workspace-mounts.test.ts); a test that killed
