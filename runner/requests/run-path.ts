@@ -636,7 +636,6 @@ class RunLife {
       cgroup: prepared.cgroup,
       uid,
       emptied: reaped.emptied,
-      ...(found.gone !== undefined ? { walkerGone: found.gone } : {}),
     });
     held.handedOff = true;
     if (notStarted !== undefined) {
@@ -775,8 +774,6 @@ export interface Leftover {
   uid: number | undefined;
   /** Its cgroup was killed and found empty (uids/pool.ts). */
   emptied: boolean;
-  /** As root, its walker's end (walk-link.ts): nothing of the run's uid is left once it has settled. */
-  walkerGone?: Promise<void>;
 }
 
 /**
@@ -800,8 +797,6 @@ export async function afterAnswer(
   // And after the answer has left: this continuation was attached to the exit line before the
   // answer's, and the unmount is synchronous (a tmpfs's umount2 through koffi).
   await new Promise((resolve) => setImmediate(resolve));
-  // Its walker, killed once its answer was checked, may still be ending: its uid and its workspace wait for that.
-  await left.walkerGone;
   const cleanup = await cleanUpRun(left.scratch, left.tmpfs, left.copy);
   left.cgroup?.remove();
   if (left.uid !== undefined) await deps.uidPool?.release(left.uid, left.emptied, !cleanup.removed);

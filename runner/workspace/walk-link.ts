@@ -189,11 +189,6 @@ export type Walked = {
   notSearched?: string[];
   data?: DataUsage;
   streams?: StreamsOut;
-  /**
-   * As root: the walker's end. The answer is taken as soon as it is checked (the walker then
-   * killed); the run's uid is given back only once this has settled (run-path.ts afterAnswer).
-   */
-  gone?: Promise<void>;
 };
 
 export function nothing(why: string): Walked {
@@ -242,12 +237,9 @@ export function checkWalk(result: WalkResult, budgetBytes: number, streams?: Str
 export function walkAsRunUid(walkers: WalkerPool, opts: WalkAsk): Promise<Walked> {
   const codec = new FrameCodec(WALK_MAX_FRAME_BYTES);
   const { child, stderr } = walkers.take();
-  // Security: the walker is of the run's uid; the uid is given back (runner/uids/pool.ts) only once
-  // it has exited, which `gone` says — the answer itself need not wait for a process's teardown.
-  const gone =
-    child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise<void>((r) => child.once('exit', () => r()));
   return new Promise<Walked>((resolve) => {
-    // The answer, once known; given back when the walker has exited, or once checked (with `gone`).
+    // The answer, once known; given back only once the walker has exited, so no process of the
+    // run's uid is left when the run answers (its uid is then given back: runner/uids/pool.ts).
     let walked: Walked | undefined;
     const settle = (answer: Walked): void => {
       walked ??= answer;
@@ -267,9 +259,10 @@ export function walkAsRunUid(walkers: WalkerPool, opts: WalkAsk): Promise<Walked
         if (!parsed.success) return settle(nothing('the walker sent an answer outside its protocol'));
         const checked = checkWalk(parsed.data, opts.budgetBytes, opts.streams);
         walked = typeof checked === 'string' ? nothing(`the walker's answer was refused (${checked})`) : checked;
-        // A checked answer is the walk's last word: the walker is killed rather than awaited.
+        // A checked answer is the walk's last word: the walker is killed (a Node's own exit is slower)
+        // and the answer given back at its exit, not once its pipes have closed too.
         if (typeof checked !== 'string') {
-          resolve({ ...checked, gone });
+          child.once('exit', () => resolve(checked));
           child.kill('SIGKILL');
         }
       }
