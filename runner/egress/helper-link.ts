@@ -45,7 +45,7 @@ const HELPER_TMP_BYTES = 1024 * 1024;
 /** How long a helper may take to answer `close` before it is killed (its connections are cut at once). */
 export const HELPER_CLOSE_MS = 2_000;
 /** How long a helper may take to redact its run's returns (as long as a walk may take: walk-link.ts). */
-export const HELPER_REDACT_MS = 30_000;
+const HELPER_REDACT_MS = 30_000;
 /** Diagnostics kept from a helper's stderr, for the line that says why it failed. */
 const STDERR_KEEP_BYTES = 2048;
 
@@ -213,7 +213,7 @@ export class RunHelper {
    * answered): its answer, unchecked yet (walk-link.ts `checkWalk` checks it as a walk's), or why
    * there is none. The helper is killed after. Never rejects.
    */
-  redact(returns: Omit<HelperRedact, 'type'>, timeoutMs: number = HELPER_REDACT_MS): Promise<WalkResult | { why: string }> {
+  redact(returns: Omit<HelperRedact, 'type'>): Promise<WalkResult | { why: string }> {
     if (this.state !== 'closed') {
       this.kill();
       return Promise.resolve({ why: this.whyEnded ?? 'it was not waiting for them' });
@@ -221,7 +221,7 @@ export class RunHelper {
     this.state = 'redacting';
     const answer = new Promise<WalkResult | { why: string }>((resolve) => (this.settleReturns = resolve));
     this.send({ type: 'redact', ...returns });
-    const timer = setTimeout(() => this.end(`it did not answer within ${timeoutMs} ms`), timeoutMs);
+    const timer = setTimeout(() => this.end(`it did not answer within ${HELPER_REDACT_MS} ms`), HELPER_REDACT_MS);
     return answer.finally(() => {
       clearTimeout(timer);
       this.kill();

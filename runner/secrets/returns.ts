@@ -60,7 +60,8 @@ export function redactReturns(redaction: RunRedaction, walked: WalkResult, budge
         omitted: `past the output budget once its secret values were redacted (${left} of ${budgetBytes} bytes were left; SKILL_MCP_RUN_OUTPUT_FILES_BYTES)`,
       };
     left -= bytes.length;
-    return { path, size: bytes.length, sha256: sha256Hex(bytes), bytes };
+    // No digest: the runner takes a carried file's itself (walk-link.ts checkWalk).
+    return { path, size: bytes.length, bytes };
   });
   const data = walked.data !== undefined ? { data: { ...walked.data, odd: walked.data.odd.map((name) => redaction.text(name)) } } : {};
   const note = walked.note !== undefined ? { note: redaction.text(walked.note) } : {};

@@ -13,7 +13,13 @@ import { Client } from '@modelcontextprotocol/client';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { baseEnv, expectNoLeftovers } from '../e2e/harness.js';
 
-afterEachFile(expectNoLeftovers);
+/** A server was started by the file running now: its end is checked for leftovers (every file that started one). */
+let startedHere = false;
+afterEachFile(async () => {
+  if (!startedHere) return;
+  startedHere = false;
+  await expectNoLeftovers();
+});
 
 export const REPO = fileURLToPath(new URL('../..', import.meta.url));
 export const SERVER_JS = `${REPO}dist/skill-mcp.js`;
@@ -35,6 +41,7 @@ export async function startHttp(
   options: { port?: number } = {},
 ): Promise<HttpServer> {
   if (!existsSync(SERVER_JS)) throw new Error('dist/skill-mcp.js is missing: run `npm run build` first');
+  startedHere = true;
   const child = spawn(process.execPath, [SERVER_JS, '--http', '--port', String(options.port ?? 0), ...args], {
     env: { ...baseEnv(), ...env },
     stdio: ['ignore', 'ignore', 'pipe'],

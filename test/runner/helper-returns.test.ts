@@ -86,13 +86,19 @@ const REDACT = {
   streams: { cap: 1024, stdout: said, stderr: said, stdoutCut: false, stderrCut: false },
 };
 
+/** A helper given its run, then closed with `returns`: it waits for `redact`. */
+async function waitingForReturns(): Promise<Talk> {
+  const h = helper();
+  h.send(START);
+  expect(await h.next()).toEqual({ type: 'ready' });
+  h.send({ type: 'close', returns: true });
+  expect(await h.next()).toEqual({ type: 'closed' });
+  return h;
+}
+
 describe('a helper redacts its run’s returns', () => {
   it('ready, closed, then the returns redacted — names, bytes, odd names, streams — with the markers by name; then it exits', async () => {
-    const h = helper();
-    h.send(START);
-    expect(await h.next()).toEqual({ type: 'ready' });
-    h.send({ type: 'close', returns: true });
-    expect(await h.next()).toEqual({ type: 'closed' });
+    const h = await waitingForReturns();
     h.send(REDACT);
     const answer = await h.next();
     if (typeof answer === 'string' || answer.type !== 'returns') throw new Error(`no returns: ${JSON.stringify(answer)}`);
@@ -131,11 +137,7 @@ describe('a helper redacts its run’s returns', () => {
   });
 
   it('attack: a second redact is never answered', async () => {
-    const h = helper();
-    h.send(START);
-    expect(await h.next()).toEqual({ type: 'ready' });
-    h.send({ type: 'close', returns: true });
-    expect(await h.next()).toEqual({ type: 'closed' });
+    const h = await waitingForReturns();
     h.send(REDACT);
     h.send(REDACT);
     const said: (HelperToRunner | string)[] = [];
