@@ -16,6 +16,11 @@ import { promisify } from 'node:util';
 
 const readAsync = promisify(read);
 
+/** The sha256 of some bytes, as lowercase hex. Here, not in run-io.ts, so the walker's bundle needs no zod. */
+export function sha256Hex(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
+
 export interface FileDigestLine {
   /** `/`-separated path inside the skill, as the manifest names it. */
   path: string;

@@ -4,7 +4,7 @@
  * list before it asks anyone; the runner checks it again, from scratch, at prepare and at run.
  * Pure: strings and numbers in, a verdict out.
  */
-import { createHash } from 'node:crypto';
+import { sha256Hex } from './content-digest.js';
 import { checkPathString } from './paths.js';
 import { wholeNumber, type VariableSpec } from './settings-schema.js';
 
@@ -53,10 +53,6 @@ export interface InputDigest {
 export interface InputFile {
   path: string;
   bytes: Uint8Array;
-}
-
-export function sha256Hex(bytes: Uint8Array): string {
-  return createHash('sha256').update(bytes).digest('hex');
 }
 
 /** The digests of the input files (in request order) and of stdin (absent when none was sent). */

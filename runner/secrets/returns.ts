@@ -6,7 +6,7 @@
  * (legacy `env` secrets and no egress) has them redacted by its walk (runner/walker/walk.ts).
  * Neither is ever the privileged runner's code (.dependency-cruiser.cjs).
  */
-import { sha256Hex } from '../../shared/run-io.js';
+import { sha256Hex } from '../../shared/content-digest.js';
 import type { StreamsIn, StreamsOut, WalkResult } from '../workspace/walk-protocol.js';
 import type { RunRedaction } from './redact.js';
 

@@ -17,7 +17,7 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { FrameCodec } from '../../shared/frame.js';
-import { sha256Hex } from '../../shared/run-io.js';
+import { sha256Hex } from '../../shared/content-digest.js';
 import type { RedactionValue } from '../secrets/binding.js';
 import type { DataUsage } from '../data/usage.js';
 import type { Collected, OutputFile } from './walk-types.js';

@@ -25,7 +25,7 @@ import { joinBytes } from '../../shared/byte-names.js';
 import { rm } from 'node:fs/promises';
 import type { Inputs, WillRun } from '../../shared/protocol.js';
 import type { InputFile } from '../../shared/run-io.js';
-import { sha256Hex } from '../../shared/run-io.js';
+import { sha256Hex } from '../../shared/content-digest.js';
 
 /** The workspace's name inside the run folder, and (for the other levels) the HOME beside it. */
 export const WORKSPACE_NAME = 'work';
