@@ -45,6 +45,17 @@ module.exports = {
       },
     },
     {
+      name: 'redis-client-out-of-the-runner',
+      comment:
+        'The Redis client and what speaks through it (the ledger, data turns, the audit mirror) run in the Redis link process (runner/redis/link-main.ts); the runner only starts it and checks what it says (runner/redis/link-protocol.ts).',
+      severity: 'error',
+      from: { path: '^cli/runner-entry\\.ts$' },
+      to: {
+        path: '^runner/redis/(connection|link-main)\\.ts$|^runner/ledger/redis\\.ts$|^runner/data/shared-turns\\.ts$|^runner/audit/(mirror|stream-keys)\\.ts$|ioredis',
+        reachable: true,
+      },
+    },
+    {
       name: 'seccomp-compiler-out-of-the-runner',
       comment:
         "The syscall filter's policy, table and generator run at build time (build.mjs writes dist/seccomp/); the runner loads the programs (runner/sandbox/seccomp-programs.ts) and never compiles one.",

@@ -95,6 +95,21 @@ bundled.push(
     banner: { js: "var __skillMcpBundleUrl = require('node:url').pathToFileURL(__filename).href;" },
   }),
 );
+// The Redis link process (runner/redis/link-main.ts): the Redis client and all it parses, out of
+// the runner's own bundle (docs/architecture.md §8).
+bundled.push(
+  await build({
+    ...common,
+    metafile: true,
+    entryPoints: { 'skill-mcp-redis': 'runner/redis/link-main.ts' },
+    outExtension: { '.js': '.cjs' },
+    outdir: 'dist',
+    minifyWhitespace: true,
+    minifySyntax: true,
+    define: { 'import.meta.url': '__skillMcpBundleUrl' },
+    banner: { js: "var __skillMcpBundleUrl = require('node:url').pathToFileURL(__filename).href;" },
+  }),
+);
 const metafiles = bundled.map((result) => result.metafile);
 await writeFile('dist/THIRD_PARTY_NOTICES.md', await thirdPartyNotices(metafiles));
 await writeFile('dist/sbom.cdx.json', await bundledSbom(metafiles, JSON.parse(await readFile('package.json', 'utf8'))));

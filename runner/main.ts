@@ -26,6 +26,7 @@ import { userInfo } from 'node:os';
 import { readFrontSecretLine } from './requests/front-auth.js';
 import { closeInheritedFds, scrubEnviron } from './hygiene.js';
 import { openLedger } from './ledger/select.js';
+import { readRedisSettings } from './redis/options.js';
 import { parseRunnerOptions, RUNNER_USAGE } from './options.js';
 import { loadPeerCredReader } from './requests/peer-cred.js';
 import { joinFreshSessionKeyring } from './sandbox/keyring.js';
@@ -198,9 +199,9 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
       `warning: the audit log does not match its anchor (${anchor.audit_anchor}: the log ends at seq ${anchor.audit_log_last_seq}, the runner last wrote seq ${anchor.audit_anchor_seq}); recorded in runner.start`,
     );
   }
-  // The file ledger in the state dir, or Redis (SKILL_MCP_REDIS_URL) shared with other runners.
-  const ledgers = await openLedger({ env, stateDir: opts.stateDir, auditPath: opts.auditPath, audit, log });
-  const { ledger } = ledgers;
+  // Read first: a malformed Redis setting stops the runner before anything else happens. The
+  // ledger itself is opened once the link's bundle is installed (below).
+  const redisWanted = readRedisSettings(env, opts.auditPath) !== undefined;
   const uidPool = asRoot
     ? new UidPool(
         opts.uidRange,
@@ -249,7 +250,8 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
   if (!environ.scrubbed) log(`warning: ${environ.detail ?? 'environ not scrubbed'}`);
 
   // Each run holds a uid of its own as root: never more runs at once than the range has uids.
-  const uidCount = asRoot ? opts.uidRange.last - opts.uidRange.first + 1 : undefined;
+  // (The Redis link, when there is one, holds one of them for the runner's life.)
+  const uidCount = asRoot ? opts.uidRange.last - opts.uidRange.first + 1 - (redisWanted ? 1 : 0) : undefined;
   if (opts.maxRuns !== undefined && uidCount !== undefined && opts.maxRuns > uidCount) {
     throw new SkillMcpError(
       'BAD_REQUEST',
@@ -309,6 +311,31 @@ export async function runnerMain(argv: string[], options: { bundledSkills: strin
     log(
       `warning: runs return no files here, and a run with secret values returns no stdout or stderr: no outputs walker (${'why' in walker ? walker.why : 'no setpriv'})`,
     );
+  // The file ledger in the state dir, or Redis (SKILL_MCP_REDIS_URL) shared with other runners,
+  // spoken to by the Redis link process (runner/redis/link-main.ts): as root under a uid of its own.
+  const redisBundle = bundles['skill-mcp-redis.cjs'];
+  const ledgers = await openLedger({
+    env,
+    stateDir: opts.stateDir,
+    auditPath: opts.auditPath,
+    audit,
+    log,
+    redisLink: async () => {
+      if ('why' in redisBundle) return redisBundle;
+      const node = bridgeNode(platform) ?? process.execPath;
+      if (!asRoot) return { command: node, args: [redisBundle.path] };
+      const setpriv = platform.tools.setpriv;
+      if (setpriv === undefined) return { why: 'no util-linux setpriv to give it a uid of its own' };
+      const uid = await uidPool!.takeOrUndefined();
+      if (uid === undefined) return { why: 'no free uid in SKILL_MCP_UID_RANGE for it' };
+      return {
+        command: setpriv,
+        args: [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--no-new-privs', '--', node, redisBundle.path],
+        release: () => uidPool!.release(uid),
+      };
+    },
+  });
+  const { ledger } = ledgers;
   const service = new RunnerService({
     ctx: {
       env,

@@ -33,6 +33,11 @@ export const MAX_SKILL_NAME_CHARS = 64;
 export const DEFAULT_TIMEOUT_MS = 60_000;
 export const MAX_TIMEOUT_MS = 300_000;
 /**
+ * The longest a data folder's turn is held (runner/data/folder-turn.ts, and in Redis
+ * runner/data/shared-turns.ts): a run's timeout and its end (kill, drain, reap, walk) with room to spare.
+ */
+export const SHARED_TURN_MS = MAX_TIMEOUT_MS + 120_000;
+/**
  * How long a run over the runner's limit waits for a slot before it is refused BUSY (default, and
  * the most an owner may set): the front waits this much longer than a run's own timeout.
  */

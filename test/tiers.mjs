@@ -56,6 +56,7 @@ export const TIERS = {
     'runner/posix-spawn.test.ts',
     'runner/redact-capture.test.ts',
     'runner/redact.test.ts',
+    'runner/redis-link-protocol.test.ts',
     'runner/run-admission.test.ts',
     'runner/run-capacity.test.ts',
     'runner/run-cgroup.test.ts',

@@ -12,7 +12,7 @@ import { closeSync, constants, openSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { breakLock, pidAlive, readHeld } from '../file-lock.js';
 import { ensurePrivateDir, readNoFollow } from '../state.js';
-import { SHARED_TURN_MS } from './shared-turns.js';
+import { SHARED_TURN_MS } from '../../shared/limits.js';
 
 export type FolderTurn = { ok: true; give: () => void } | { ok: false; holder: number };
 

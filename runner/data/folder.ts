@@ -26,14 +26,14 @@ import {
 import { join } from 'node:path';
 import { SkillMcpError } from '../../shared/errors.js';
 import { ensurePrivateDir, openPrivateFile, readNoFollow } from '../state.js';
-import type { SharedTurns } from './shared-turns.js';
+import type { TurnTaker } from '../ledger/types.js';
 
 /** Where data folders live, and (root) the gids they are given. */
 export interface DataPlace {
   base: string;
   gids?: { first: number; last: number };
   /** With Redis: each folder's turn also taken there, so replicas sharing the base take turns too. */
-  shared?: SharedTurns;
+  shared?: TurnTaker;
 }
 
 /** A run's data folder, made and checked: its host path and (root) its group. */

@@ -6,21 +6,15 @@
  * can last. Failure is closed: when Redis cannot answer, no run of a data folder starts.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { MAX_TIMEOUT_MS } from '../../shared/limits.js';
+import { SHARED_TURN_MS } from '../../shared/limits.js';
+import type { SharedTake, TurnTaker } from '../ledger/types.js';
 import { reasonOf, type RedisLink } from '../redis/connection.js';
 
-/** The longest a turn is held: a run's timeout and its end (kill, drain, reap, walk) with room to spare. */
-export const SHARED_TURN_MS = MAX_TIMEOUT_MS + 120_000;
 const RETRY_MS = 100;
 /** Deletes the key only if it still holds this take's value. */
 const GIVE_LUA = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
 
-export type SharedTake =
-  | { ok: true; give: () => Promise<void> }
-  | { ok: false; why: 'busy' | 'left' }
-  | { ok: false; why: 'down'; detail: string };
-
-export class SharedTurns {
+export class SharedTurns implements TurnTaker {
   constructor(private readonly link: RedisLink) {}
 
   /** The folder's turn, waiting up to `waitMs` (another replica's run holds it), or why not. */

@@ -15,6 +15,7 @@
 import { randomBytes } from 'node:crypto';
 import { SkillMcpError } from '../../shared/errors.js';
 import type { LedgerStatus, SpendOutcome, TokenLedger } from './types.js';
+import { ledgerUnavailable } from './unavailable.js';
 import { reasonOf, type RedisLink } from '../redis/connection.js';
 
 /** Kept this long past expiry (as the file ledger keeps its markers): a late check never finds it gone. */
@@ -33,15 +34,6 @@ return 0`;
 const RELEASE_LUA = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`;
-
-export function ledgerUnavailable(why: string): SkillMcpError {
-  return new SkillMcpError(
-    'LEDGER_UNAVAILABLE',
-    `the spent-token ledger this runner shares with other replicas (Redis) cannot be reached (${why}), so no script runs: without it one approval could run twice. ` +
-      'Nothing ran and the approval was not used: call again with the same token once the ledger is back. ' +
-      'The operator should check that Redis is running and reachable from the runner, and SKILL_MCP_REDIS_URL (host, port, password, TLS). Reading skills still works.',
-  );
-}
 
 export class RedisLedger implements TokenLedger {
   #errors = 0;

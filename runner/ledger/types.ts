@@ -5,9 +5,19 @@
  * right before a script starts; only `spend` decides.
  */
 import type { AuditLog } from '../audit/log.js';
-import type { SharedTurns } from '../data/shared-turns.js';
 
 export type SpendOutcome = 'spent' | 'reused' | 'expired';
+
+/** A data folder's turn taken in Redis, or why not (runner/data/shared-turns.ts). */
+export type SharedTake =
+  | { ok: true; give: () => Promise<void> }
+  | { ok: false; why: 'busy' | 'left' }
+  | { ok: false; why: 'down'; detail: string };
+
+/** Takes a data folder's turn shared with the other replicas, waiting up to `waitMs`. */
+export interface TurnTaker {
+  take(folder: string, leave: AbortSignal, waitMs: number): Promise<SharedTake>;
+}
 
 /** What `describe` and the metrics say about the ledger (never where it is or how to log in). */
 export interface LedgerStatus {
@@ -43,11 +53,16 @@ export interface OpenedLedger {
   /** Lets pending work finish (at most a moment), then closes connections. */
   close(): Promise<void>;
   /** With Redis: data folders' turns shared with the other replicas (runner/data/shared-turns.ts). */
-  dataTurns?: SharedTurns;
+  dataTurns?: TurnTaker;
 }
 
 export interface LedgerContext {
   env: Readonly<Record<string, string | undefined>>;
+  /**
+   * How to start the Redis link process (runner/redis/link-main.ts), asked only when Redis is
+   * configured: as root it takes a uid of the run range, held until `close`.
+   */
+  redisLink: () => Promise<{ command: string; args: string[]; release?: () => Promise<void> } | { why: string }>;
   stateDir: string;
   auditPath: string;
   audit: AuditLog;

@@ -1,6 +1,7 @@
 /**
  * @module The programs a runner starts under other uids besides scripts — a run's network helper
- * (dist/skill-mcp-helper.cjs) and its outputs walker (dist/skill-mcp-walk.cjs) — copied at start
+ * (dist/skill-mcp-helper.cjs), its outputs walker (dist/skill-mcp-walk.cjs) and the Redis link
+ * (dist/skill-mcp-redis.cjs) — copied at start
  * into a folder of the scratch directory that every uid may read (0755 and 0644, owned by the
  * runner). The package may sit where those uids cannot reach (root's 0700 home), and a runner runs
  * the programs it started with even if the package is replaced under it. The folder is named like
@@ -10,7 +11,7 @@
 import { chmodSync, copyFileSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 
-export const BUNDLE_NAMES = ['skill-mcp-helper.cjs', 'skill-mcp-walk.cjs'] as const;
+export const BUNDLE_NAMES = ['skill-mcp-helper.cjs', 'skill-mcp-walk.cjs', 'skill-mcp-redis.cjs'] as const;
 export type BundleName = (typeof BUNDLE_NAMES)[number];
 
 /** Each bundle's copy, or why it could not be made (a build without it: `npm run build`). */

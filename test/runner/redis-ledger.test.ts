@@ -7,7 +7,7 @@
  * test/http/replicas-redis.test.ts.
  */
 import { randomBytes } from 'node:crypto';
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { auditLines, awaitAuditLine, prepareAndRun, startRunner, tempDir, uidRange, writeSkills, type RunnerHandle } from './harness.js';
@@ -23,10 +23,10 @@ afterEach(async () => {
   for (const r of started.splice(0)) await r.stop();
 });
 
-async function runner(redisUrl: string, extra: Record<string, string> = {}): Promise<RunnerHandle> {
+async function runner(redisUrl: string, extra: Record<string, string> = {}, range = uidRange(12)): Promise<RunnerHandle> {
   const handle = await startRunner({
     env: { SKILLS_DIR: skills, MCP_CONFIRM_SECRET: SECRET, SKILL_MCP_REDIS_URL: redisUrl, ...extra },
-    args: ['--uid-range', uidRange(12)],
+    args: ['--uid-range', range],
   });
   started.push(handle);
   return handle;
@@ -37,6 +37,49 @@ async function mint(r: RunnerHandle, args: string[] = []): Promise<string> {
   if (!prepared.ok) throw new Error(`prepare refused: ${prepared.error.code}`);
   return prepared.result.confirmToken;
 }
+/** The Redis link process a runner started (runner/redis/link-main.ts): its child running the link bundle. */
+function linkOf(runnerPid: number): number | undefined {
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === runnerPid && readFileSync(`/proc/${name}/cmdline`, 'utf8').includes('skill-mcp-redis.cjs')) return Number(name);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return undefined;
+}
+
+/** A process's real uid, effective capabilities and no_new_privs, from /proc/PID/status. */
+function credsOf(pid: number): { uid: number; capEff: bigint; noNewPrivs: string } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const field = (name: string): string => new RegExp(`^${name}:\\s*(.*)$`, 'm').exec(status)![1]!;
+  return { uid: Number(field('Uid').split(/\s+/)[0]), capEff: BigInt(`0x${field('CapEff')}`), noNewPrivs: field('NoNewPrivs') };
+}
+
+/** How many TCP sockets the process holds that are connected to `port` on the loopback (IPv4 or IPv6). */
+function socketsTo(pid: number, port: number): number {
+  const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
+  const inodes = new Set<string>();
+  for (const table of ['tcp', 'tcp6'])
+    for (const row of readFileSync(`/proc/${pid}/net/${table}`, 'utf8').split('\n').slice(1)) {
+      const cols = row.trim().split(/\s+/);
+      if (cols.length > 9 && cols[2]!.endsWith(`:${hexPort}`)) inodes.add(cols[9]!);
+    }
+  let held = 0;
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      const target = readlinkSync(`/proc/${pid}/fd/${fd}`);
+      if (target.startsWith('socket:[') && inodes.has(target.slice(8, -1))) held += 1;
+    } catch {
+      // closed meanwhile
+    }
+  }
+  return held;
+}
+
 const run = (r: RunnerHandle, token: string, args: string[] = []) =>
   r.client.run({ skill: 's', script: 'a.js', args, confirmToken: token });
 
@@ -170,6 +213,47 @@ describe.skipIf(!REDIS_SERVER)(`with a real redis-server${REDIS_SERVER ? '' : ` 
     const down = await awaitAuditLine(doubting.stateDir, (l) => l['event'] === 'ledger.unavailable');
     expect(down['why']).toMatch(/CERT|SIGNATURE|ISSUER/);
     expect(down['redis']).toBe(`rediss://127.0.0.1:${secure.port}/0`);
+  });
+
+  it("attack surface: the process that speaks to Redis is not the runner — the runner holds no connection to it; as root the link runs under a uid of its own (not root, not the front's), with no capability and no_new_privs", async () => {
+    const range = uidRange(12);
+    const r = await runner(redis.url, {}, range);
+    const token = await mint(r);
+    expect(await run(r, token)).toMatchObject({ ok: true });
+    const runnerPid = r.proc.pid!;
+    const link = linkOf(runnerPid);
+    expect(link, 'the runner started a Redis link process').toBeDefined();
+    expect(socketsTo(runnerPid, redis.port)).toBe(0);
+    expect(socketsTo(link!, redis.port)).toBeGreaterThan(0);
+    const creds = credsOf(link!);
+    expect(creds.capEff).toBe(0n);
+    if (process.getuid!() === 0) {
+      expect(creds.uid).not.toBe(0);
+      expect(creds.uid).not.toBe(credsOf(runnerPid).uid);
+      const [first, last] = range.split('-').map(Number);
+      expect(creds.uid).toBeGreaterThanOrEqual(first!);
+      expect(creds.uid).toBeLessThanOrEqual(last!);
+      expect(creds.noNewPrivs).toBe('1');
+    }
+    // Nothing of the runner's environment reaches it (the settings come on its stdin).
+    const environ = readFileSync(`/proc/${link}/environ`, 'utf8').split('\0').filter(Boolean);
+    expect(environ).toEqual(['PATH=/usr/bin:/bin']);
+  });
+
+  it('attack: a Redis link that dies (SIGKILL) ends no runner — runs are refused LEDGER_UNAVAILABLE until a new link is up, both said in the audit log, then the same token runs once', async () => {
+    const r = await runner(redis.url);
+    const token = await mint(r);
+    const first = linkOf(r.proc.pid!)!;
+    process.kill(first, 'SIGKILL');
+    const down = await awaitAuditLine(r.stateDir, (l) => l['event'] === 'ledger.unavailable');
+    expect(down['why']).toBe('the Redis link process ended: SIGKILL');
+    await awaitAuditLine(r.stateDir, (l) => l['event'] === 'ledger.restored');
+    const second = linkOf(r.proc.pid!);
+    expect(second).toBeDefined();
+    expect(second).not.toBe(first);
+    expect(await run(r, token)).toMatchObject({ ok: true });
+    expect(await run(r, token)).toMatchObject({ ok: false, error: { code: 'TOKEN_REUSED' } });
+    expect(await r.client.describe()).toMatchObject({ ok: true, result: { ledger: { kind: 'redis', available: true } } });
   });
 
   it('without SKILL_MCP_REDIS_URL the file ledger stays the default', async () => {
