@@ -11,7 +11,8 @@ import { createConnection } from 'node:net';
 import type { ConfigView } from '../shared/config-view.js';
 import { SkillMcpError } from '../shared/errors.js';
 import { FrameCodec, MAX_REQUEST_FRAME_BYTES, MAX_RESPONSE_FRAME_BYTES } from '../shared/frame.js';
-import { anyFailureSchema, PROTOCOL_VERSION, responseSchemas } from '../shared/protocol.js';
+import { PROTOCOL_VERSION } from '../shared/protocol.js';
+import { anyFailureSchema, responseSchemas } from '../shared/protocol-answers.js';
 import type { Approval, Identity, Inputs, RequestType, Response, RunnerRequest } from '../shared/protocol.js';
 import { MAX_RUN_QUEUE_MS, MAX_TIMEOUT_MS } from '../shared/limits.js';
 

@@ -19,7 +19,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
  * Raised once, from 14,560 to 14,608, for the helper's `redact`/`returns` table (helper-link.ts,
  * run-path.ts), with which a run's walker is no longer given its bound secrets' values.
  */
-export const TCB_BUDGET_LINES = 14_581;
+export const TCB_BUDGET_LINES = 14_370;
 /** The figure the issue set as the goal: docs/architecture.md says how far off it is. */
 const TCB_GOAL_LINES = 8_000;
 const DOC = 'docs/architecture.md';

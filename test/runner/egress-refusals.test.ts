@@ -5,7 +5,8 @@
  * terminal escape or grow the answer. The end-to-end path is test/e2e/skill-run-egress-refusals.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import { egressSummarySchema, MAX_EGRESS_HOST_CHARS, MAX_EGRESS_REFUSALS_LISTED } from '../../shared/protocol.js';
+import { MAX_EGRESS_HOST_CHARS, MAX_EGRESS_REFUSALS_LISTED } from '../../shared/protocol.js';
+import { egressSummarySchema } from '../../shared/protocol-answers.js';
 import { refusalTally, splitDestination } from '../../runner/egress/refusals.js';
 import { egressLine } from '../../server/tools/run-egress.js';
 
