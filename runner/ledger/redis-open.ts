@@ -12,11 +12,11 @@
  * one that dies or stops answering makes every run LEDGER_UNAVAILABLE until a new one is up.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { createInterface } from 'node:readline';
 import { SkillMcpError } from '../../shared/errors.js';
 import { jtiLogId } from '../../shared/token.js';
 import { MirrorSource } from '../audit/mirror-source.js';
-import { readFromLink, spendOutcome, takeAnswer, type FromLink, type ToLink } from '../redis/link-protocol.js';
+import { FrameCodec } from '../../shared/frame-codec.js';
+import { MAX_LINK_FRAME_BYTES, readFromLink, spendOutcome, takeAnswer, type FromLink, type ToLink } from '../redis/link-protocol.js';
 import type { RedisSettings } from '../redis/options.js';
 import type { LedgerContext, LedgerStatus, OpenedLedger, SharedTake, SpendOutcome, TokenLedger, TurnTaker } from './types.js';
 import { ledgerUnavailable } from './unavailable.js';
@@ -49,6 +49,7 @@ class RedisLinkClient implements TokenLedger, TurnTaker {
   #downSince = 0;
   #ready: ((ready: Extract<FromLink, { event: 'ready' }> | undefined) => void) | undefined;
   readonly #source: MirrorSource;
+  readonly #writer = new FrameCodec(MAX_LINK_FRAME_BYTES);
 
   constructor(
     private readonly settings: RedisSettings,
@@ -69,9 +70,25 @@ class RedisLinkClient implements TokenLedger, TurnTaker {
     this.#child = child;
     child.stdin.on('error', () => undefined);
     this.send({ settings: this.settings });
-    createInterface({ input: child.stdout, crlfDelay: Infinity }).on('line', (line) => this.heard(child, line));
-    createInterface({ input: child.stderr, crlfDelay: Infinity }).on('line', (line) =>
-      this.ctx.log(`redis link: ${line.replace(/[^\x20-\x7e]/g, '?').slice(0, 300)}`),
+    const reader = new FrameCodec(MAX_LINK_FRAME_BYTES);
+    child.stdout.on('data', (chunk: Buffer) => {
+      for (const event of reader.push(chunk)) {
+        if (child !== this.#child) return;
+        if (!event.ok) {
+          this.outOfProtocol(child, `a frame it sent was refused (${event.error.code})`);
+          return;
+        }
+        this.heard(child, event.value);
+      }
+    });
+    // Its stderr is said on the runner's, a chunk at a time (never buffered into lines), printable and cut.
+    child.stderr.on('data', (chunk: Buffer) =>
+      this.ctx.log(
+        `redis link: ${chunk
+          .toString('latin1')
+          .replace(/[^\x20-\x7e]/g, '?')
+          .slice(0, 300)}`,
+      ),
     );
     child.on('exit', (code, signal) => this.ended(child, code ?? signal ?? 'unknown'));
     return new Promise((resolve) => {
@@ -84,15 +101,19 @@ class RedisLinkClient implements TokenLedger, TurnTaker {
   }
 
   private send(message: ToLink | { settings: RedisSettings }): void {
-    if (this.#child?.stdin.writable) this.#child.stdin.write(`${JSON.stringify(message)}\n`);
+    if (this.#child?.stdin.writable) this.#child.stdin.write(this.#writer.encode(message));
   }
 
-  private heard(child: ChildProcessWithoutNullStreams, line: string): void {
+  private outOfProtocol(child: ChildProcessWithoutNullStreams, what: string): void {
+    this.ctx.log(`warning: the Redis link said something outside its protocol (${what}); it is ended and started again`);
+    child.kill('SIGKILL');
+  }
+
+  private heard(child: ChildProcessWithoutNullStreams, value: unknown): void {
     if (child !== this.#child) return;
-    const message = readFromLink(line);
+    const message = readFromLink(value);
     if (message === undefined) {
-      this.ctx.log('warning: the Redis link said something outside its protocol; it is ended and started again');
-      child.kill('SIGKILL');
+      this.outOfProtocol(child, 'not a message of its table');
       return;
     }
     if ('status' in message) this.#status = message.status;
@@ -216,6 +237,8 @@ class RedisLinkClient implements TokenLedger, TurnTaker {
     const answer = await this.ask((id) => {
       takeId = id;
       leave.addEventListener('abort', onLeave, { once: true });
+      // Left before it was asked: the link hears it right after the take.
+      if (leave.aborted) queueMicrotask(onLeave);
       return { op: 'take', id, folder, waitMs };
     }, waitMs + this.waitMs);
     leave.removeEventListener('abort', onLeave);

@@ -3,23 +3,35 @@
  * that speaks to the runners' shared Redis — the spent-token ledger, data folders' shared turns,
  * and the audit stream's mirror — in a process of its own, started by the runner (as root: under
  * a uid of its own from the run range, without privileges). So the Redis client library and its
- * parsing of what the network sends never run in the privileged process. It speaks JSON lines on
+ * parsing of what the network sends never run in the privileged process. It speaks frames on
  * stdin and stdout (runner/redis/link-protocol.ts); the runner checks every answer.
  *
  * It knows nothing of the audit log on disk: the mirror asks the runner for the lines after the
  * stream's head (`ask: lines`), and the runner reads its own log.
  */
-import { createInterface } from 'node:readline';
 import { SkillMcpError } from '../../shared/errors.js';
+import { FrameCodec } from '../../shared/frame-codec.js';
 import { AuditMirror } from '../audit/mirror.js';
 import { SharedTurns } from '../data/shared-turns.js';
 import { RedisLedger } from '../ledger/redis.js';
 import { RedisLink, type LinkChange } from './connection.js';
-import { MAX_LINK_LINE_BYTES, type MirrorLine, safeWhy, type ToLink, type FromLink } from './link-protocol.js';
+import { MAX_LINK_FRAME_BYTES, type MirrorLine, safeWhy, type ToLink, type FromLink } from './link-protocol.js';
 import type { RedisSettings } from './options.js';
 
+const writer = new FrameCodec(MAX_LINK_FRAME_BYTES);
+
 function send(message: FromLink): void {
-  process.stdout.write(`${JSON.stringify(message)}\n`);
+  process.stdout.write(writer.encode(message));
+}
+
+/** The runner's messages, one by one (it is trusted: what it sends is used as it comes). */
+async function* messages(): AsyncGenerator<unknown> {
+  const reader = new FrameCodec(MAX_LINK_FRAME_BYTES);
+  for await (const chunk of process.stdin as AsyncIterable<Buffer>)
+    for (const event of reader.push(chunk)) {
+      if (!event.ok) throw event.error;
+      yield event.value;
+    }
 }
 
 /** Whether Redis keeps an append-only file (else a Redis restart forgets spent tokens). */
@@ -34,11 +46,10 @@ async function aofEnabled(link: RedisLink): Promise<boolean | 'unknown'> {
 }
 
 async function main(): Promise<void> {
-  const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
-  const iterator = lines[Symbol.asyncIterator]();
+  const iterator = messages();
   const first = await iterator.next();
   if (first.done) process.exit(0);
-  const settings = (JSON.parse(first.value) as { settings: RedisSettings }).settings;
+  const settings = (first.value as { settings: RedisSettings }).settings;
 
   let ledger: RedisLedger | undefined;
   const status = () => ledger?.status() ?? { kind: 'redis' as const, available: false, errors: 0 };
@@ -84,8 +95,7 @@ async function main(): Promise<void> {
   for (;;) {
     const next = await iterator.next();
     if (next.done) break;
-    if (next.value.length > MAX_LINK_LINE_BYTES) continue;
-    const message = JSON.parse(next.value) as ToLink;
+    const message = next.value as ToLink;
     switch (message.op) {
       case 'has':
         void answer(message.id, () => ledger!.has(message.jti));

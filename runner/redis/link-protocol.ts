@@ -1,13 +1,15 @@
 /**
  * @module What the runner and its Redis link process (runner/redis/link-main.ts) say to each other:
- * one JSON object per line. The runner trusts nothing the link says: `readFromLink` checks each
- * line by hand (its length, every field's type, a closed set of shapes) before the runner acts on
- * it, and no text of the link's reaches a caller except a short reason that passed `safeWhy`.
+ * one msgpack value per frame on the link's stdin and stdout (shared/frame-codec.ts: a frame past
+ * MAX_LINK_FRAME_BYTES is refused from its header, before its body is buffered). The runner trusts
+ * nothing the link says: `readFromLink` checks each value by hand (every field's type, a closed
+ * set of shapes) before the runner acts on it, and no text of the link's reaches a caller except a
+ * short reason that passed `safeWhy`.
  */
 import type { LedgerStatus, SpendOutcome } from '../ledger/types.js';
 
-/** A line either way is at most this long; the runner stops a link that sends a longer one. */
-export const MAX_LINK_LINE_BYTES = 8 * 1024 * 1024;
+/** A frame either way is at most this long; the runner ends a link that announces a longer one. */
+export const MAX_LINK_FRAME_BYTES = 8 * 1024 * 1024;
 
 /** An audit line for the mirror: its seq, its prev hash and its exact text. */
 export interface MirrorLine {
@@ -72,17 +74,10 @@ export function takeAnswer(value: unknown): TakeAnswer | undefined {
   return undefined;
 }
 
-/** One line from the link, checked; undefined when it is not one of the shapes above. */
-export function readFromLink(line: string): FromLink | undefined {
-  if (line.length > MAX_LINK_LINE_BYTES) return undefined;
-  let m: Record<string, unknown>;
-  try {
-    const parsed = JSON.parse(line) as unknown;
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return undefined;
-    m = parsed as Record<string, unknown>;
-  } catch {
-    return undefined;
-  }
+/** One value from the link, checked; undefined when it is not one of the shapes above. */
+export function readFromLink(value: unknown): FromLink | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+  const m = value as Record<string, unknown>;
   if ('id' in m && !('ask' in m)) {
     const status = statusOf(m['status']);
     if (!isCount(m['id']) || status === undefined) return undefined;
