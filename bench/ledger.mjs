@@ -15,7 +15,9 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:f
 import { createServer } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { build } from 'esbuild';
 
 const REPO = resolve(import.meta.dirname, '..');
 const BIN = join(REPO, 'dist/skill-mcp.js');
@@ -189,10 +191,55 @@ async function spendMicro(base, always, everysec) {
     client.disconnect();
     return times;
   };
+  // The same spend as the runner makes it since the Redis link (runner/redis/link-main.ts): a
+  // frame to the link process, its EVAL, a frame back — the link's hop on top of the EVAL.
+  const linked = async (url) => {
+    const codecFile = join(base, 'frame-codec.mjs');
+    await build({
+      entryPoints: [join(REPO, 'shared/frame-codec.ts')],
+      bundle: true,
+      platform: 'node',
+      format: 'esm',
+      outfile: codecFile,
+      logLevel: 'error',
+    });
+    const { FrameCodec } = await import(pathToFileURL(codecFile).href);
+    const u = new URL(url);
+    const settings = {
+      target: { host: u.hostname, port: Number(u.port), db: 0, tls: false, display: `redis://${u.host}/0` },
+      timeoutMs: 2000,
+      prefix: `bench${Math.random().toString(36).slice(2)}:`,
+      hostId: 'bench',
+    };
+    const child = spawn(process.execPath, [join(REPO, 'dist', 'skill-mcp-redis.cjs')], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const codec = new FrameCodec(8 * 1024 * 1024);
+    const waiting = [];
+    child.stdout.on('data', (chunk) => {
+      for (const event of codec.push(chunk))
+        if (event.ok && ('id' in event.value || event.value.event === 'ready')) waiting.shift()?.(event.value);
+    });
+    const next = () => new Promise((r) => waiting.push(r));
+    const ready = next();
+    child.stdin.write(codec.encode({ settings }));
+    await ready;
+    const times = [];
+    for (let i = 0; i < N; i++) {
+      const jti = `bench${i}x${Math.random().toString(36).slice(2, 14)}`.padEnd(22, 'x');
+      const t0 = performance.now();
+      const answer = next();
+      child.stdin.write(codec.encode({ op: 'spend', id: i + 1, jti, exp: Date.now() + 600_000, now: Date.now() }));
+      await answer;
+      times.push(performance.now() - t0);
+    }
+    child.kill();
+    return times;
+  };
   const rows = [
     ['file ledger (write, fsync, link, fsync dir)', file],
     ['Redis EVAL SET NX PX, appendfsync always', await redis(always)],
     ['Redis EVAL SET NX PX, appendfsync everysec', await redis(everysec)],
+    ['the same through the Redis link process, appendfsync always', await linked(always)],
+    ['the same through the Redis link process, appendfsync everysec', await linked(everysec)],
   ];
   return [
     '| one spend, 500 times | median | p90 | p99 |',

@@ -3,8 +3,10 @@
  * state directories sharing one real `redis-server` on a loopback port. Tokens spent once across
  * runners; failure closed for runs (an unreachable, refusing or stalled Redis refuses the run with
  * LEDGER_UNAVAILABLE and never burns the approval) and open for describe; settings that could
- * silently weaken the ledger stop the runner. The two-replica HTTP story is in
- * test/http/replicas-redis.test.ts.
+ * silently weaken the ledger stop the runner. The Redis link process that holds the client
+ * (runner/redis/link-main.ts) is started differently as root (setpriv, a uid of the range) and not
+ * (a plain process), so this file is in the `uid` tier: CI runs it as root and as uid 40100. The
+ * two-replica HTTP story is in test/http/replicas-redis.test.ts.
  */
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
