@@ -18,9 +18,10 @@ import { readFileSync, writeFileSync } from 'node:fs';
  * The most lines of code the privileged runner may hold; CI fails past it. Lower it as code leaves.
  * Raised once, from 14,560 to 14,608, for the helper's `redact`/`returns` table (helper-link.ts,
  * run-path.ts), with which a run's walker is no longer given its bound secrets' values; lowered to
- * 14,383 as the Redis client (the Redis link) and the answers' schemas left.
+ * 14,383 as the Redis client (the Redis link) and the answers' schemas left; raised to 14,390 so a spare
+ * helper whose uid comes after the runner began to stop is never spawned (helper-link.ts).
  */
-export const TCB_BUDGET_LINES = 14_383;
+export const TCB_BUDGET_LINES = 14_390;
 /** The figure the issue set as the goal: docs/architecture.md says how far off it is. */
 const TCB_GOAL_LINES = 8_000;
 const DOC = 'docs/architecture.md';

@@ -343,7 +343,12 @@ export class HelperPool {
   /** A run has needed a helper: from then on a spare is kept (as root, a spare holds a run uid). */
   private wanted = false;
 
-  constructor(private readonly make: () => Promise<RunHelper>) {}
+  /** `make` is told whether the pool is closed (the runner stopping) before it spawns. */
+  constructor(private readonly make: (stopping: () => boolean) => Promise<RunHelper>) {}
+
+  private start(): Promise<RunHelper> {
+    return this.make(() => this.closed);
+  }
 
   /**
    * Starts a spare when there is none: at the preview of a run through the proxy (as root a spare
@@ -351,7 +356,7 @@ export class HelperPool {
    */
   warm(): void {
     this.wanted = true;
-    if (!this.closed && this.spare === undefined) this.spare = this.make().catch((error: unknown) => error as Error);
+    if (!this.closed && this.spare === undefined) this.spare = this.start().catch((error: unknown) => error as Error);
   }
 
   /** After a run's answer: the spare for the next, once any run has needed one. */
@@ -366,7 +371,7 @@ export class HelperPool {
     this.spare = undefined;
     const ready = spare === undefined ? undefined : await spare;
     if (ready instanceof RunHelper && ready.child.exitCode === null && ready.child.signalCode === null) return ready;
-    return this.make();
+    return this.start();
   }
 
   /**
@@ -420,8 +425,14 @@ export function helperPoolFor(opts: {
     ...(opts.uidPool ? { setpriv: setpriv! } : {}),
   };
   const filter = platform.seccomp;
-  return new HelperPool(async () => {
+  return new HelperPool(async (stopping) => {
     const uid = await opts.uidPool?.take();
+    // Security: a spare whose uid came only after the runner began to stop is never spawned — its
+    // stop may have given up waiting for it, and a helper started then would outlive the runner.
+    if (stopping()) {
+      if (uid !== undefined) await opts.uidPool?.release(uid);
+      throw new Error('the runner is stopping');
+    }
     let dir: string;
     try {
       dir = makeHelperDir(opts.scratchDir, uid);
